@@ -1,0 +1,44 @@
+"""Shared helpers for benchmarks: machine line, geometric mean, and section-wise table writing."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import os
+import platform
+import re
+from pathlib import Path
+from typing import Iterable, Sequence
+
+DOC = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
+HEADER = "# Benchmarks\n\nMeasured tables, one section per benchmark script; each section is rewritten by its script.\n"
+
+
+def machine() -> str:
+    """One line naming the date, CPU count and Python used for a measurement."""
+    return (f"{_dt.date.today().isoformat()}, {os.cpu_count()} CPUs, "
+            f"Python {platform.python_version()} on {platform.machine()} ({platform.system()})")
+
+
+def geomean(values: Iterable[float]) -> float:
+    vals = [v for v in values if v > 0]
+    return math.exp(sum(math.log(v) for v in vals) / len(vals)) if vals else float("nan")
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+    """A GitHub markdown table."""
+    out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    for row in rows:
+        out.append("| " + " | ".join(str(c) for c in row) + " |")
+    return "\n".join(out) + "\n"
+
+
+def write_section(name: str, body: str, doc: Path = DOC) -> None:
+    """Replace (or append) the section ``name`` of docs/benchmarks.md with ``body``."""
+    text = doc.read_text() if doc.exists() else HEADER
+    start, end = f"<!-- bench:{name} -->", f"<!-- /bench:{name} -->"
+    block = f"{start}\n{body.rstrip()}\n{end}"
+    pattern = re.compile(re.escape(start) + r".*?" + re.escape(end), re.S)
+    text = pattern.sub(lambda _m: block, text) if pattern.search(text) else text.rstrip() + "\n\n" + block + "\n"
+    doc.parent.mkdir(parents=True, exist_ok=True)
+    doc.write_text(text)

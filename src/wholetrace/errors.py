@@ -1,0 +1,29 @@
+"""The one exception hierarchy of wholetrace; every message is one line for the user."""
+
+
+class WholetraceError(Exception):
+    """Base of every error wholetrace reports to a user (exit status 2 from the CLI)."""
+
+    exit_code = 2
+
+
+class UsageError(WholetraceError):
+    """The command line or an argument is wrong."""
+
+
+class StoreError(WholetraceError):
+    """A .wt file cannot be opened or read (missing, truncated, corrupt, foreign, newer)."""
+
+
+class InstrumentError(WholetraceError):
+    """Source code could not be analysed or instrumented."""
+
+
+class GrammarError(WholetraceError):
+    """A grammar is malformed or its encoding cannot be decoded."""
+
+
+class InternalError(WholetraceError):
+    """An invariant of wholetrace itself does not hold (a bug: please report it)."""
+
+    exit_code = 3
