@@ -1,0 +1,49 @@
+"""The summary of a recording shown by `wholetrace info`."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+
+def info_dict(rec: Any) -> dict[str, Any]:
+    meta = dict(rec.meta)
+    funcs = rec.functions()
+    streams = rec.streams()
+    files = sorted({f.file for f in funcs})
+    return {
+        "meta": meta,
+        "files": files,
+        "functions": [{"fid": f.fid, "qualname": f.qualname, "file": f.file, "firstline": f.firstline,
+                       "lastline": f.lastline, "fingerprint": f.fingerprint} for f in funcs],
+        "streams": [{"stream": s.sid, "kind": s.kind, "name": s.name, "events": s.n_events,
+                     "chunks": s.n_chunks, "stored_bytes": s.stored_bytes} for s in streams],
+        "events": sum(s.n_events for s in streams),
+        "sizes": rec.sizes(),
+    }
+
+
+def _when(t: object) -> str:
+    return dt.datetime.fromtimestamp(float(t)).isoformat(sep=" ", timespec="seconds") if isinstance(t, (int, float)) else "?"
+
+
+def info_text(d: dict[str, Any]) -> str:
+    m = d["meta"]
+    start, end = m.get("start_time"), m.get("end_time")
+    secs = f" ({float(end) - float(start):.2f} s)" if isinstance(start, (int, float)) and isinstance(end, (int, float)) else ""
+    lines = [
+        f"command:   wholetrace record --mode {m.get('mode', '?')} {m.get('command', '?')}",
+        f"argv:      {m.get('argv')}",
+        f"cwd:       {m.get('cwd')}",
+        f"python:    {m.get('python')}",
+        f"recorded:  {_when(start)} -> {_when(end)}{secs}",
+        f"ended:     {m.get('ended', 'unknown (recording did not finish)')}, exit status {m.get('exit_code')}",
+        f"functions: {len(d['functions'])} in {len(d['files'])} file(s)",
+        f"events:    {d['events']:,} in {len(d['streams'])} stream(s)",
+    ]
+    for s in d["streams"]:
+        lines.append(f"  T {s['stream']:<3} {s['kind']:<6} {s['name']:<24} {s['events']:>12,} events "
+                     f"{s['stored_bytes']:>10,} bytes stored")
+    sizes = d["sizes"]
+    lines.append("sizes:     " + ", ".join(f"{k} {v:,}" for k, v in sizes.items()))
+    return "\n".join(lines)

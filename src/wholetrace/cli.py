@@ -1,0 +1,183 @@
+"""The `wholetrace` command line: a thin layer that parses arguments and returns exit codes."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Callable, Sequence
+
+from wholetrace import __version__
+from wholetrace.errors import UsageError, WholetraceError
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+# --------------------------------------------------------------------------- record
+
+def _split_record_args(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Split ``record`` arguments into wholetrace's own and the program's (after SCRIPT or -m MOD)."""
+    own: list[str] = []
+    i = 0
+    takes_value = {"--mode", "--include", "-o", "--output", "-m"}
+    while i < len(argv):
+        a = argv[i]
+        if a == "--":
+            return own, list(argv[i + 1:])
+        if a in takes_value:
+            own += argv[i:i + 2]
+            i += 2
+            if a == "-m":
+                return own, list(argv[i:])
+            continue
+        if a.startswith("-") and a != "-":
+            own.append(a)
+            i += 1
+            continue
+        return own + [a], list(argv[i + 1:])
+    return own, []
+
+
+def _record_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="wholetrace record",
+                                description="Run a Python program and record its whole control flow.")
+    p.add_argument("--mode", default="blocks", help="what to record (blocks)")
+    p.add_argument("--include", action="append", default=[], metavar="PKG",
+                   help="also instrument this package or module (stdlib and site-packages too)")
+    p.add_argument("-o", "--output", metavar="OUT.wt", help="recording file (default: <program>.wt)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no summary line on stderr")
+    p.add_argument("-m", dest="module", metavar="MODULE", help="run a library module as a script")
+    p.add_argument("script", nargs="?", help="the program to run")
+    return p
+
+
+def cmd_record(raw: Sequence[str]) -> int:
+    own, prog_args = _split_record_args(raw)
+    args = _record_parser().parse_args(own)
+    if (args.script is None) == (args.module is None):
+        raise UsageError("record needs exactly one of SCRIPT or -m MODULE")
+    from wholetrace.runtime.runner import Target, record
+    from wholetrace.store import RecordingWriter
+    target = Target(script=args.script, module=args.module, args=prog_args)
+    stem = Path(args.script).stem if args.script else args.module.split(".")[-1]
+    out = Path(args.output or f"{stem}.wt")
+    writer = RecordingWriter(out)
+    outcome = record(target, writer, mode=args.mode, include=args.include)
+    if not args.quiet:
+        size = out.stat().st_size if out.exists() else 0
+        extra = f", {len(outcome.daemon_threads)} daemon thread(s) still running" if outcome.daemon_threads else ""
+        print(f"wholetrace: recorded {outcome.events:,} events ({args.mode}), {size:,} bytes -> {out} "
+              f"[{outcome.ended}, exit {outcome.exit_code}{extra}]", file=sys.stderr)
+    if outcome.ended == "keyboard-interrupt":
+        sys.stdout.flush()
+        sys.stderr.flush()
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+    return outcome.exit_code
+
+
+# --------------------------------------------------------------------------- info / trace / cfg
+
+def cmd_info(args: argparse.Namespace) -> int:
+    from wholetrace.analysis.info import info_dict, info_text
+    from wholetrace.store import Recording
+    with Recording(args.file) as rec:
+        d = info_dict(rec)
+    print(json.dumps(d, indent=1) if args.json else info_text(d))
+    return 0
+
+
+def cmd_trace(args: argparse.Namespace) -> int:
+    from wholetrace.analysis.traceview import write_trace
+    from wholetrace.store import Recording
+    with Recording(args.file) as rec:
+        write_trace(rec, sys.stdout, fmt=args.format, stream=args.thread, limit=args.limit)
+    return 0
+
+
+def cmd_cfg(args: argparse.Namespace) -> int:
+    from wholetrace.instrument import render
+    from wholetrace.instrument.cfg import build_module
+    spec = args.target
+    file, _, qual = spec.partition(":") if not os.path.exists(spec) else (spec, "", "")
+    path = Path(file)
+    if not path.is_file():
+        raise UsageError(f"no such file: {file}")
+    source = path.read_text(encoding="utf-8", errors="surrogateescape")
+    cfgs = build_module(source, str(path))
+    if qual:
+        cfgs = [c for c in cfgs if c.qualname == qual]
+        if not cfgs:
+            raise UsageError(f"no function {qual!r} in {file}")
+    lines = source.splitlines()
+    if args.format == "dot":
+        print(render.to_dot(cfgs, lines))
+    elif args.format == "json":
+        print(render.to_json(cfgs))
+    else:
+        print("\n\n".join(render.to_text(c, lines) for c in cfgs))
+    return 0
+
+
+# --------------------------------------------------------------------------- main
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="wholetrace", description="Record whole executions of Python programs and query them.")
+    p.add_argument("--version", action="version", version=f"wholetrace {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    sub.add_parser("record", help="run a program and record it (see `wholetrace record -h`)", add_help=False)
+
+    s = sub.add_parser("info", help="summarise a recording")
+    s.add_argument("file", metavar="OUT.wt")
+    s.add_argument("--json", action="store_true", help="machine-readable output")
+    s.set_defaults(func=cmd_info)
+
+    s = sub.add_parser("trace", help="print the F/B/E block trace of a recording")
+    s.add_argument("file", metavar="OUT.wt")
+    s.add_argument("--format", choices=("fbe", "json"), default="fbe")
+    s.add_argument("--thread", type=int, default=None, metavar="N", help="only stream N")
+    s.add_argument("--limit", type=int, default=None, metavar="N", help="at most N events")
+    s.set_defaults(func=cmd_trace)
+
+    s = sub.add_parser("cfg", help="show the control-flow graphs of a source file")
+    s.add_argument("target", metavar="FILE[:QUALNAME]")
+    s.add_argument("--format", choices=("text", "dot", "json"), default="text")
+    s.set_defaults(func=cmd_cfg)
+
+    try:
+        from wholetrace.grammar import cli as grammar_cli
+    except ImportError:  # pragma: no cover - grammar engine not built
+        grammar_cli = None
+    if grammar_cli is not None and hasattr(grammar_cli, "add_parser"):
+        grammar_cli.add_parser(sub)
+        sub.choices["sequitur"].set_defaults(func=grammar_cli.run)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if argv and argv[0] == "record":
+            if len(argv) > 1 and argv[1] in ("-h", "--help"):
+                _record_parser().print_help()
+                return 0
+            return cmd_record(argv[1:])
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return 2
+        return int(args.func(args))
+    except WholetraceError as exc:
+        print(f"wholetrace: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except BrokenPipeError:
+        sys.stderr.close()
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,525 @@
+"""Statement-level control-flow graphs of Python functions, built from the AST (DESIGN.md "Program model").
+
+A *function* is a code body: the module top level, a ``def``/``async def``, or a class body.
+Statements are simple statements and the headers of compound statements; blocks are maximal
+runs of statements entered only at the first and left only at the last, and every
+call-capable statement starts a block.  ENTRY and EXIT are named pseudo-blocks.  Exceptions
+are not static edges: handler and ``finally`` entries are *dynamic entries*, reached at run
+time through recorded exception edges.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Iterator, Sequence
+
+from wholetrace.errors import InstrumentError
+from wholetrace.ids import ENTRY, EXIT, FIRST_BLOCK, BlockId, StmtId
+
+#: Statement kinds: simple statements and the headers of compound statements.
+STMT_KINDS = ("simple", "if", "while", "for-iter", "for-next", "with-enter", "with-exit",
+              "match", "case", "finally-end")
+#: Static edge kinds.
+EDGE_KINDS = ("fall", "true", "false", "next", "exhausted", "back", "break", "continue",
+              "return", "finally-dispatch")
+
+_EXIT_NODE = -1          # statement-graph stand-in for EXIT
+_ENTRY_NODE = -2         # statement-graph stand-in for ENTRY
+FunctionNode = ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+
+
+@dataclass
+class Stmt:
+    """One statement: its kind, source span (1-based lines, 0-based columns) and flags."""
+
+    id: StmtId
+    kind: str
+    label: str                    # AST class name of the statement ("Assign", "If", ...)
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+    calls: bool                   # call-capable: starts a block
+    suspends: bool = False        # holds yield / yield from: ends a block (generator suspension)
+    block: BlockId = BlockId(-1)
+    node: ast.AST | None = field(default=None, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class Edge:
+    src: BlockId
+    dst: BlockId
+    kind: str
+    back: bool = False
+
+
+@dataclass
+class Block:
+    id: BlockId
+    stmts: list[StmtId]
+    dynamic_entry: bool = False   # first block of an except handler or finally body
+
+
+@dataclass
+class CFG:
+    """The CFG of one function; ``blocks[i].id == i`` and blocks 0/1 are ENTRY/EXIT."""
+
+    qualname: str
+    kind: str                     # "module" | "function" | "class"
+    firstline: int
+    lastline: int
+    is_generator: bool
+    blocks: list[Block]
+    edges: list[Edge]
+    stmts: list[Stmt]
+    loop_headers: frozenset[BlockId]
+    node: FunctionNode | None = field(default=None, repr=False, compare=False)
+    fingerprint: str = ""
+    # AST anchors for the rewriter: (id(node), kind) -> statement id
+    anchors: dict[tuple[int, str], StmtId] = field(default_factory=dict, repr=False, compare=False)
+
+    def succs(self, b: BlockId) -> list[Edge]:
+        return [e for e in self.edges if e.src == b]
+
+    def preds(self, b: BlockId) -> list[Edge]:
+        return [e for e in self.edges if e.dst == b]
+
+    def stmt_at(self, node: ast.AST, kind: str) -> Stmt | None:
+        sid = self.anchors.get((id(node), kind))
+        return None if sid is None else self.stmts[sid]
+
+    def to_json(self) -> dict[str, object]:
+        """A JSON-able description (stored in the .wt function registry)."""
+        return {
+            "qualname": self.qualname, "kind": self.kind, "firstline": self.firstline,
+            "lastline": self.lastline, "is_generator": self.is_generator,
+            "blocks": [{"id": b.id, "stmts": b.stmts, "dynamic_entry": b.dynamic_entry}
+                       for b in self.blocks],
+            "edges": [[e.src, e.dst, e.kind, e.back] for e in self.edges],
+            "stmts": [[s.kind, s.label, s.line, s.col, s.end_line, s.end_col, s.calls, s.block]
+                      for s in self.stmts],
+            "loop_headers": sorted(self.loop_headers),
+            "fingerprint": self.fingerprint,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict) -> "CFG":  # type: ignore[type-arg]
+        stmts = [Stmt(StmtId(i), k, lab, l, c, el, ec, bool(calls), block=BlockId(b))
+                 for i, (k, lab, l, c, el, ec, calls, b) in enumerate(d["stmts"])]
+        blocks = [Block(BlockId(b["id"]), list(b["stmts"]), bool(b["dynamic_entry"]))
+                  for b in d["blocks"]]
+        edges = [Edge(BlockId(s), BlockId(t), k, bool(bk)) for s, t, k, bk in d["edges"]]
+        return cls(d["qualname"], d["kind"], d["firstline"], d["lastline"], d["is_generator"],
+                   blocks, edges, stmts, frozenset(d["loop_headers"]), fingerprint=d["fingerprint"])
+
+
+# --------------------------------------------------------------------------- expression facts
+
+def _own_exprs(node: ast.AST) -> Iterator[ast.AST]:
+    """Child nodes evaluated by ``node`` itself, skipping nested statements and deferred bodies."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        yield from node.decorator_list
+        yield from node.args.defaults
+        yield from (d for d in node.args.kw_defaults if d is not None)
+        return
+    if isinstance(node, ast.ClassDef):
+        yield from node.decorator_list
+        yield from node.bases
+        yield from node.keywords
+        return
+    for child in ast.iter_child_nodes(node):
+        if not isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case)):
+            yield child
+
+
+def _walk_expr(nodes: Sequence[ast.AST] | Iterator[ast.AST]) -> Iterator[ast.AST]:
+    stack = list(nodes)
+    while stack:
+        n = stack.pop()
+        yield n
+        if isinstance(n, ast.Lambda):
+            stack.extend(n.args.defaults)
+            stack.extend(d for d in n.args.kw_defaults if d is not None)
+            continue
+        stack.extend(ast.iter_child_nodes(n))
+
+
+def _facts(exprs: Sequence[ast.AST]) -> tuple[bool, bool]:
+    """(call-capable, suspends) for the given expressions."""
+    calls = suspends = False
+    for n in _walk_expr(exprs):
+        if isinstance(n, (ast.Yield, ast.YieldFrom)):
+            calls = suspends = True
+        elif isinstance(n, (ast.Call, ast.Await)):
+            calls = True
+    return calls, suspends
+
+
+def _irrefutable(p: ast.pattern) -> bool:
+    if isinstance(p, ast.MatchAs):
+        return p.pattern is None or _irrefutable(p.pattern)
+    if isinstance(p, ast.MatchOr):
+        return any(_irrefutable(a) for a in p.patterns)
+    return False
+
+
+# --------------------------------------------------------------------------- statement graph
+
+@dataclass
+class _Ctx:
+    kind: str                                   # "loop" | "finally" | "with"
+    header: int = -1                            # loop: header stmt
+    breaks: list[tuple[int, str]] = field(default_factory=list)
+    entries: list[tuple[int, str]] = field(default_factory=list)   # finally/with: abrupt inflow
+    passing: set[str] = field(default_factory=set)                 # abrupt kinds routed through
+    loop_of: dict[str, "_Ctx"] = field(default_factory=dict)
+
+
+Flow = list[tuple[int, str]]   # dangling edges: (source stmt or ENTRY, edge kind)
+
+
+class _Builder:
+    """Builds the statement graph of one function body, then cuts it into blocks."""
+
+    def __init__(self) -> None:
+        self.stmts: list[Stmt] = []
+        self.succ: dict[int, list[tuple[int, str]]] = {_ENTRY_NODE: []}
+        self.ctx: list[_Ctx] = []
+        self.dynamic_roots: set[int] = set()
+        self.loop_headers: set[int] = set()
+        self.back: set[tuple[int, int]] = set()
+        self.anchors: dict[tuple[int, str], int] = {}
+        self.is_generator = False
+        self._pending_dyn = False
+        self.keys: list[tuple[int, int, int]] = []   # source-order sort key per statement
+
+    # -- primitives
+    def new(self, kind: str, node: ast.AST, anchor: ast.AST, exprs: Sequence[ast.AST],
+            span: tuple[int, int, int, int], label: str | None = None, calls: bool = False,
+            key: tuple[int, int, int] | None = None) -> int:
+        c, s = _facts(exprs)
+        sid = len(self.stmts)
+        self.keys.append(key or (span[0], span[1], 0))
+        self.stmts.append(Stmt(StmtId(sid), kind, label or type(node).__name__, *span,
+                               calls=calls or c, suspends=s, node=node))
+        self.succ[sid] = []
+        self.anchors[(id(anchor), kind)] = sid
+        if s:
+            self.is_generator = True
+        if self._pending_dyn:
+            self.dynamic_roots.add(sid)
+            self._pending_dyn = False
+        return sid
+
+    def link(self, flow: Flow, dst: int) -> None:
+        for src, kind in flow:
+            self.succ[src].append((dst, kind))
+
+    def abrupt(self, src: int, kind: str) -> None:
+        """Route a return/break/continue from ``src`` through enclosing finally/with contexts."""
+        for ctx in reversed(self.ctx):
+            if ctx.kind == "loop" and kind in ("break", "continue"):
+                if kind == "break":
+                    ctx.breaks.append((src, "break"))
+                else:
+                    self.succ[src].append((ctx.header, "continue"))
+                    self.back.add((src, ctx.header))
+                return
+            if ctx.kind in ("finally", "with"):
+                ctx.entries.append((src, kind))
+                ctx.passing.add(kind)
+                return
+        if kind == "return":
+            self.succ[src].append((_EXIT_NODE, "return"))
+        # break/continue outside a loop cannot compile; nothing to link
+
+    def route_on(self, ctx: _Ctx, src: int) -> None:
+        """After a finally/with region, send the abrupt kinds that entered it onward."""
+        for kind in sorted(ctx.passing):
+            self.abrupt(src, kind)
+
+    # -- bodies
+    def body(self, stmts: Sequence[ast.stmt], flow: Flow) -> Flow:
+        for s in stmts:
+            if isinstance(s, (ast.Global, ast.Nonlocal)):
+                continue
+            flow = self.stmt(s, flow)
+        return flow
+
+    def stmt(self, s: ast.stmt, flow: Flow) -> Flow:  # noqa: C901 - one arm per construct
+        sp = (s.lineno, s.col_offset, s.end_lineno or s.lineno, s.end_col_offset or 0)
+        if isinstance(s, ast.If):
+            t = self.new("if", s, s, [s.test], _hdr(s, s.test))
+            self.link(flow, t)
+            return self.body(s.body, [(t, "true")]) + self.body(s.orelse, [(t, "false")])
+        if isinstance(s, ast.While):
+            t = self.new("while", s, s, [s.test], _hdr(s, s.test))
+            return self._loop(s, t, flow, [(t, "true")], [(t, "false")])
+        if isinstance(s, (ast.For, ast.AsyncFor)):
+            it = self.new("for-iter", s, s, [s.iter], _span(s.iter), key=(s.lineno, s.col_offset, 0))
+            self.link(flow, it)
+            nxt = self.new("for-next", s, s, [s.target], _hdr(s, s.iter), calls=True,
+                           key=(s.lineno, s.col_offset, 1))
+            self.succ[it].append((nxt, "fall"))
+            return self._loop(s, nxt, [], [(nxt, "next")], [(nxt, "exhausted")])
+        if isinstance(s, (ast.With, ast.AsyncWith)):
+            return self._with(s, 0, flow)
+        if isinstance(s, ast.Match):
+            return self._match(s, flow)
+        if isinstance(s, (ast.Try, ast.TryStar)):
+            return self._try(s, flow)
+        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            sid = self.new("simple", s, s, list(_own_exprs(s)), _def_span(s),
+                           calls=isinstance(s, ast.ClassDef) or bool(s.decorator_list))
+            self.link(flow, sid)
+            return [(sid, "fall")]
+        sid = self.new("simple", s, s, list(_own_exprs(s)), sp,
+                       calls=isinstance(s, (ast.Import, ast.ImportFrom)))
+        self.link(flow, sid)
+        if isinstance(s, ast.Return):
+            self.abrupt(sid, "return")
+            return []
+        if isinstance(s, ast.Break):
+            self.abrupt(sid, "break")
+            return []
+        if isinstance(s, ast.Continue):
+            self.abrupt(sid, "continue")
+            return []
+        if isinstance(s, ast.Raise):
+            return []
+        return [(sid, "fall")]
+
+    def _loop(self, s: ast.While | ast.For | ast.AsyncFor, header: int, flow: Flow,
+              into: Flow, out: Flow) -> Flow:
+        self.link(flow, header)
+        self.loop_headers.add(header)
+        ctx = _Ctx("loop", header=header)
+        self.ctx.append(ctx)
+        end = self.body(s.body, into)
+        self.ctx.pop()
+        for src, _kind in end:
+            self.succ[src].append((header, "back"))
+            self.back.add((src, header))
+        return self.body(s.orelse, out) + ctx.breaks
+
+    def _with(self, s: ast.With | ast.AsyncWith, i: int, flow: Flow) -> Flow:
+        item = s.items[i]
+        parts: list[ast.AST] = [item.context_expr] + ([item.optional_vars] if item.optional_vars else [])
+        first = item.context_expr if i else s
+        last = item.optional_vars or item.context_expr
+        span = (first.lineno, first.col_offset, last.end_lineno or last.lineno, last.end_col_offset or 0)
+        enter = self.new("with-enter", s, item, parts, span, calls=True)
+        self.link(flow, enter)
+        ctx = _Ctx("with")
+        self.ctx.append(ctx)
+        inner: Flow = [(enter, "fall")]
+        end = self._with(s, i + 1, inner) if i + 1 < len(s.items) else self.body(s.body, inner)
+        self.ctx.pop()
+        el, ec = s.end_lineno or s.lineno, s.end_col_offset or 0
+        ex = self.new("with-exit", s, item, [], (el, ec, el, ec), calls=True)
+        # An exception in the body also reaches __exit__ (a dynamic edge); the exit block is
+        # therefore a dynamic entry as well as a static join.
+        self.dynamic_roots.add(ex)
+        self.link(end + ctx.entries, ex)
+        self.route_on(ctx, ex)
+        return [(ex, "fall")]
+
+    def _match(self, s: ast.Match, flow: Flow) -> Flow:
+        m = self.new("match", s, s, [s.subject], _hdr(s, s.subject))
+        self.link(flow, m)
+        out: Flow = []
+        test_in: Flow = [(m, "fall")]
+        for case in s.cases:
+            exprs: list[ast.AST] = [case.pattern] + ([case.guard] if case.guard else [])
+            last = case.guard or case.pattern
+            span = (case.pattern.lineno, case.pattern.col_offset,
+                    last.end_lineno or last.lineno, last.end_col_offset or 0)
+            c = self.new("case", s, case, exprs, span, label="match_case")
+            self.link(test_in, c)
+            out += self.body(case.body, [(c, "true")])
+            if _irrefutable(case.pattern) and case.guard is None:
+                test_in = []
+                break
+            test_in = [(c, "false")]
+        return out + test_in
+
+    def _try(self, s: ast.Try | ast.TryStar, flow: Flow) -> Flow:
+        fin = _Ctx("finally") if s.finalbody else None
+        if fin:
+            self.ctx.append(fin)
+        end = self.body(s.body, flow)
+        end = self.body(s.orelse, end)
+        for h in s.handlers:
+            self._pending_dyn = True
+            end += self.body(h.body, [])
+            self._pending_dyn = False
+        if not fin:
+            return end
+        self.ctx.pop()
+        self._pending_dyn = True
+        fin_end = self.body(s.finalbody, end + fin.entries)
+        self._pending_dyn = False
+        if not fin_end:
+            return []
+        el, ec = s.end_lineno or s.lineno, s.end_col_offset or 0
+        d = self.new("finally-end", s, s, [], (el, ec, el, ec), label="finally")
+        self.link(fin_end, d)
+        self.route_on(fin, d)
+        return [(d, "fall")] if end else []
+
+
+def _span(n: ast.AST) -> tuple[int, int, int, int]:
+    return (n.lineno, n.col_offset, n.end_lineno or n.lineno, n.end_col_offset or 0)  # type: ignore[attr-defined]
+
+
+def _hdr(s: ast.stmt, last: ast.AST) -> tuple[int, int, int, int]:
+    return (s.lineno, s.col_offset, last.end_lineno or last.lineno, last.end_col_offset or 0)  # type: ignore[attr-defined]
+
+
+def _def_span(s: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> tuple[int, int, int, int]:
+    first = s.decorator_list[0] if s.decorator_list else s
+    return (first.lineno, first.col_offset, s.end_lineno or s.lineno, s.end_col_offset or 0)
+
+
+# --------------------------------------------------------------------------- blocks
+
+def _cut_blocks(b: _Builder) -> tuple[list[Block], list[Edge], dict[int, int]]:
+    """Group reachable statements into blocks; return blocks, block edges, stmt -> block map."""
+    preds: dict[int, list[int]] = {}
+    for src, outs in b.succ.items():
+        for dst, _k in outs:
+            preds.setdefault(dst, []).append(src)
+    roots = [dst for dst, _ in b.succ[_ENTRY_NODE]] + sorted(b.dynamic_roots)
+    seen: set[int] = set()
+    stack = list(roots)
+    while stack:
+        n = stack.pop()
+        if n in seen or n < 0:
+            continue
+        seen.add(n)
+        stack.extend(d for d, _ in b.succ[n])
+
+    def leader(n: int) -> bool:
+        st = b.stmts[n]
+        p = [q for q in preds.get(n, []) if q == _ENTRY_NODE or q in seen]
+        if n in b.dynamic_roots or st.calls or n in b.loop_headers or len(p) != 1:
+            return True
+        q = p[0]
+        return q == _ENTRY_NODE or len(b.succ[q]) != 1 or b.stmts[q].suspends
+
+    order = sorted(seen)  # statement ids are already in source order
+    block_of: dict[int, int] = {}
+    blocks = [Block(ENTRY, []), Block(EXIT, [])]
+    for n in order:
+        if n in block_of or not leader(n):
+            continue
+        blk = Block(BlockId(len(blocks)), [], dynamic_entry=n in b.dynamic_roots)
+        blocks.append(blk)
+        cur = n
+        while True:
+            blk.stmts.append(cur)
+            block_of[cur] = blk.id
+            outs = b.succ[cur]
+            if len(outs) != 1 or b.stmts[cur].suspends:
+                break
+            nxt = outs[0][0]
+            if nxt < 0 or nxt in block_of or leader(nxt):
+                break
+            cur = nxt
+    edges: dict[tuple[int, int], Edge] = {}
+    for src in [_ENTRY_NODE] + [blk.stmts[-1] for blk in blocks[FIRST_BLOCK:]]:
+        sb = ENTRY if src == _ENTRY_NODE else block_of[src]
+        for dst, kind in b.succ[src]:
+            db = EXIT if dst == _EXIT_NODE else block_of[dst]
+            key = (sb, db)
+            if key not in edges:
+                edges[key] = Edge(BlockId(sb), BlockId(db), kind, back=(src, dst) in b.back)
+    if not b.succ[_ENTRY_NODE]:
+        edges[(ENTRY, EXIT)] = Edge(ENTRY, EXIT, "fall")
+    return blocks, list(edges.values()), block_of
+
+
+def _renumber(b: _Builder) -> None:
+    """Make statement ids dense and in source order."""
+    order = sorted(range(len(b.stmts)), key=lambda i: (b.keys[i], i))
+    new = {old: i for i, old in enumerate(order)}
+    new[_EXIT_NODE], new[_ENTRY_NODE] = _EXIT_NODE, _ENTRY_NODE
+    b.stmts = [b.stmts[o] for o in order]
+    for i, st in enumerate(b.stmts):
+        st.id = StmtId(i)
+    b.succ = {new[s]: [(new[d], k) for d, k in outs] for s, outs in b.succ.items()}
+    b.dynamic_roots = {new[r] for r in b.dynamic_roots}
+    b.loop_headers = {new[h] for h in b.loop_headers}
+    b.back = {(new[s], new[d]) for s, d in b.back}
+    b.anchors = {k: new[v] for k, v in b.anchors.items()}
+
+
+def build_cfg(fn: FunctionNode, qualname: str) -> CFG:
+    """Build the CFG of one function body (module, def, async def or class body)."""
+    b = _Builder()
+    body = fn.body
+    flow = b.body(body, [(_ENTRY_NODE, "fall")])
+    b.link(flow, _EXIT_NODE)
+    _renumber(b)
+    blocks, edges, block_of = _cut_blocks(b)
+    stmts = b.stmts
+    for i, st in enumerate(stmts):
+        st.block = BlockId(block_of.get(i, -1))
+    kind = "module" if isinstance(fn, ast.Module) else "class" if isinstance(fn, ast.ClassDef) else "function"
+    first = 1 if isinstance(fn, ast.Module) else fn.lineno
+    last = max([getattr(fn, "end_lineno", None) or 0] + [s.end_line for s in stmts] + [first])
+    is_gen = b.is_generator and kind == "function"
+    cfg = CFG(qualname, kind, first, last, is_gen, blocks, edges, stmts,
+              frozenset(BlockId(block_of[h]) for h in b.loop_headers if h in block_of),
+              node=fn, anchors=dict(b.anchors))
+    cfg.fingerprint = fingerprint(cfg)
+    return cfg
+
+
+def fingerprint(cfg: CFG) -> str:
+    """Hash of the CFG shape and statement spans relative to the function's first line."""
+    base = cfg.firstline
+    canon = {
+        "k": cfg.kind, "q": cfg.qualname,
+        "b": [b.stmts for b in cfg.blocks],
+        "e": [[e.src, e.dst, e.kind] for e in cfg.edges],
+        "s": [[s.kind, s.label, s.line - base, s.col, s.end_line - base, s.end_col] for s in cfg.stmts],
+    }
+    return hashlib.sha256(json.dumps(canon, separators=(",", ":")).encode()).hexdigest()[:16]
+
+
+# --------------------------------------------------------------------------- whole modules
+
+def iter_functions(tree: ast.Module) -> Iterator[tuple[FunctionNode, str]]:
+    """Every code body of a module with its qualified name, module first, in source order."""
+    yield tree, "<module>"
+
+    def walk(node: ast.AST, prefix: str) -> Iterator[tuple[FunctionNode, str]]:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                q = prefix + child.name
+                yield child, q
+                inner = q + "." if isinstance(child, ast.ClassDef) else q + ".<locals>."
+                yield from walk(child, inner)
+            elif isinstance(child, (ast.Lambda, ast.expr)):
+                continue  # lambdas and comprehensions are atomic parts of statements
+            else:
+                yield from walk(child, prefix)
+
+    yield from walk(tree, "")
+
+
+def build_module(source: str, filename: str = "<string>") -> list[CFG]:
+    """Parse ``source`` and build the CFG of every code body in it."""
+    try:
+        tree = ast.parse(source, filename)
+    except SyntaxError as exc:
+        raise InstrumentError(f"{filename}:{exc.lineno}: cannot parse: {exc.msg}") from None
+    return build_tree(tree)
+
+
+def build_tree(tree: ast.Module) -> list[CFG]:
+    return [build_cfg(fn, q) for fn, q in iter_functions(tree)]

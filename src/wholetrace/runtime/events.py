@@ -1,0 +1,40 @@
+"""Encoding of the int32 event streams: B k (k >= 0), LEAVE, EXC stmt, ENTER f."""
+
+from __future__ import annotations
+
+from typing import Final, Iterable, Iterator
+
+#: LEAVE: the current activation ends (return, uncaught exception, or generator suspension).
+LEAVE: Final = -1
+#: EXC: a dynamic exception edge; the next int is the statement id where the exception
+#: originated in this activation (-1 if unknown).  The edge leaves the activation's last block
+#: (from that statement if it lies in that block, else from the block's last statement, which is
+#: then a re-raise) and enters the next recorded block (a handler) or EXIT (if LEAVE follows).
+EXC: Final = -2
+#: ENTER f is encoded as -(ENTER_BASE + f).
+ENTER_BASE: Final = 8
+
+
+def enter_code(fid: int) -> int:
+    return -(ENTER_BASE + fid)
+
+
+def enter_fid(code: int) -> int:
+    return -code - ENTER_BASE
+
+
+def decode(events: Iterable[int]) -> Iterator[tuple[str, int]]:
+    """Yield ("F", fid) | ("B", block) | ("X", stmt) | ("E", 0) for a raw event sequence."""
+    it = iter(events)
+    for v in it:
+        v = int(v)
+        if v >= 0:
+            yield "B", v
+        elif v == LEAVE:
+            yield "E", 0
+        elif v == EXC:
+            yield "X", int(next(it, -1))
+        elif v <= -ENTER_BASE:
+            yield "F", enter_fid(v)
+        else:
+            raise ValueError(f"unknown event code {v}")

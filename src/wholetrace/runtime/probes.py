@@ -1,0 +1,181 @@
+"""Run-time support called by instrumented code: per-thread/task streams, exception edges, for wrappers."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from array import array
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from types import CodeType
+from typing import Any, AsyncIterator, Callable, Iterable, Iterator
+
+from wholetrace.runtime.events import EXC, enter_code
+
+Append = Callable[[int], None]
+
+#: The append method of the stream of the running thread or asyncio task.
+CURRENT: ContextVar[Append | None] = ContextVar("wholetrace_stream", default=None)
+
+
+@dataclass
+class Stream:
+    """One event stream: an OS thread or an asyncio task."""
+
+    sid: int
+    kind: str
+    name: str
+    thread_ident: int | None
+    parent: int | None
+    buf: array = field(default_factory=lambda: array("i"))
+    flushed: int = 0
+
+
+class Streams:
+    """The streams of one recording; new ones are made lazily on first use in a thread or task."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.all: list[Stream] = []
+        self.by_append: dict[int, Stream] = {}
+        self.on_new: Callable[[Stream], None] | None = None
+
+    def new(self) -> Append:
+        """Create the stream of the current thread or task and make it current; return its append."""
+        kind, name, parent = "thread", threading.current_thread().name, None
+        aio = sys.modules.get("asyncio")
+        if aio is not None:
+            try:
+                task = aio.current_task()
+            except RuntimeError:
+                task = None
+            if task is not None:
+                kind, name = "task", task.get_name()
+                parent = getattr(task, "_wt_parent", None)
+        with self.lock:
+            st = Stream(len(self.all), kind, name, threading.get_ident(), parent)
+            self.all.append(st)
+        append = st.buf.append
+        self.by_append[id(st.buf)] = st
+        CURRENT.set(append)
+        if self.on_new is not None:
+            self.on_new(st)
+        return append
+
+    def current_sid(self) -> int | None:
+        a = CURRENT.get()
+        if a is None:
+            return None
+        st = self.by_append.get(id(a.__self__))  # type: ignore[attr-defined]
+        return None if st is None else st.sid
+
+
+class ExceptionSites:
+    """Maps (code, instruction offset) of a traceback entry to a statement id of the function."""
+
+    def __init__(self) -> None:
+        self.spans: dict[int, list[tuple[int, int, int, int, int]]] = {}
+        self.cache: dict[tuple[CodeType, int], int] = {}
+
+    def register(self, fid: int, stmts: Iterable[tuple[int, int, int, int, int]]) -> None:
+        """``stmts``: (line, col, end_line, end_col, stmt id); innermost spans are tried first."""
+        self.spans[fid] = sorted(stmts, key=lambda s: ((s[2] - s[0]) * 10_000 + s[3] - s[1]))
+
+    def resolve(self, fid: int, code: CodeType, lasti: int) -> int:
+        key = (code, lasti)
+        hit = self.cache.get(key)
+        if hit is not None:
+            return hit
+        sid = -1
+        positions = list(code.co_positions())
+        if 0 <= lasti // 2 < len(positions):
+            line, _end, col, _ecol = positions[lasti // 2]
+            if line is not None:
+                at = (line, col or 0)
+                for l0, c0, l1, c1, s in self.spans.get(fid, ()):
+                    if (l0, c0) <= at <= (l1, c1):
+                        sid = s
+                        break
+        self.cache[key] = sid
+        return sid
+
+
+STREAMS = Streams()
+SITES = ExceptionSites()
+
+
+def new_stream() -> Append:
+    return STREAMS.new()
+
+
+def exception_edge(fid: int, a: Append | None | bool) -> Append:
+    """Record EXC <statement> in the current stream; called first thing in every handler.
+
+    ``a`` is the caller's append method; ``None`` means the generator was suspended (an
+    exception was thrown in at a ``yield``), so ENTER is recorded first; ``False`` means a
+    class body (which keeps no local).
+    """
+    cur = CURRENT.get() or STREAMS.new()
+    if a is None:
+        cur(enter_code(fid))
+    exc = sys.exception()
+    tb = exc.__traceback__ if exc is not None else None
+    sid = SITES.resolve(fid, tb.tb_frame.f_code, tb.tb_lasti) if tb is not None else -1
+    cur(EXC)
+    cur(sid)
+    return cur
+
+
+def for_wrapper(iterable: Iterable[Any], block: int) -> Iterator[Any]:
+    """Iterate ``iterable``, recording ``block`` before every ``__next__`` (loops whose
+    ``continue`` runs finally/with code before the next iteration)."""
+    it = iter(iterable)
+    while True:
+        (CURRENT.get() or STREAMS.new())(block)
+        try:
+            item = next(it)
+        except StopIteration:
+            return
+        yield item
+
+
+async def afor_wrapper(iterable: Any, block: int) -> AsyncIterator[Any]:
+    """The async twin of :func:`for_wrapper`."""
+    it = iterable.__aiter__()
+    while True:
+        (CURRENT.get() or STREAMS.new())(block)
+        try:
+            item = await it.__anext__()
+        except StopAsyncIteration:
+            return
+        yield item
+
+
+def namespace() -> dict[str, object]:
+    """The globals injected into every instrumented module."""
+    return {"_wt_get": CURRENT.get, "_wt_new": new_stream, "_wt_x": exception_edge,
+            "_wt_for": for_wrapper, "_wt_afor": afor_wrapper}
+
+
+def patch_asyncio(aio: Any) -> None:
+    """Give every asyncio task its own stream: tasks start in a context without one."""
+    base = aio.tasks.Task
+    if getattr(base, "_wt_patched", False):
+        return
+
+    class Task(base):  # type: ignore[misc, valid-type]
+        _wt_patched = True
+
+        def __init__(self, coro: Any, *, loop: Any = None, name: str | None = None,
+                     context: Any = None) -> None:
+            import contextvars
+            if context is None:
+                context = contextvars.copy_context()
+            self._wt_parent = STREAMS.current_sid()
+            context.run(CURRENT.set, None)
+            super().__init__(coro, loop=loop, name=name, context=context)
+
+    Task.__name__ = Task.__qualname__ = base.__name__
+    Task.__module__ = base.__module__
+    aio.tasks.Task = Task
+    aio.Task = Task

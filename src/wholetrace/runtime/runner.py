@@ -1,0 +1,164 @@
+"""Runs a script or module under instrumentation exactly as ``python`` would, and records it."""
+
+from __future__ import annotations
+
+import atexit
+import importlib.machinery
+import os
+import runpy
+import sys
+import threading
+import time
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from wholetrace.errors import UsageError
+from wholetrace.instrument.loader import (InstrumentingFinder, Instrumenter, Scope, install,
+                                          purge_modules, uninstall)
+from wholetrace.runtime import probes
+from wholetrace.runtime.recorder import Recorder
+
+_OWN = str(Path(__file__).resolve().parent.parent)
+MODES = ("blocks",)
+
+
+@dataclass
+class Target:
+    """What to run: a script path or a module name, with the program's own arguments."""
+
+    script: str | None = None
+    module: str | None = None
+    args: list[str] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return f"-m {self.module}" if self.module else str(self.script)
+
+
+@dataclass
+class Outcome:
+    ended: str                  # "exit" | "sys.exit" | "exception" | "keyboard-interrupt"
+    exit_code: int
+    exception: BaseException | None = None
+    events: int = 0
+    daemon_threads: list[str] = field(default_factory=list)
+
+
+def _trim(tb: types.TracebackType | None) -> types.TracebackType | None:
+    """Drop the leading traceback entries that belong to wholetrace or runpy."""
+    while tb is not None and (tb.tb_frame.f_code.co_filename.startswith(_OWN)
+                              or tb.tb_frame.f_code.co_filename == runpy.__file__):
+        tb = tb.tb_next
+    return tb
+
+
+def _exit_code(exc: SystemExit) -> int:
+    code = exc.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)
+    return 1
+
+
+def _run_script(path: Path, instrumenter: Instrumenter) -> None:
+    source = path.read_bytes()
+    code = instrumenter.compile(source, str(path))
+    main = types.ModuleType("__main__")
+    main.__dict__.update(__file__=str(path), __cached__=None, __package__=None, __spec__=None,
+                         __loader__=importlib.machinery.SourceFileLoader("__main__", str(path)),
+                         __builtins__=__builtins__)
+    main.__dict__.update(probes.namespace())
+    sys.modules["__main__"] = main
+    exec(code, main.__dict__)
+
+
+def _run_module(name: str, instrumenter: Instrumenter) -> None:
+    mod_name, spec, _code = runpy._get_module_details(name)  # type: ignore[attr-defined]
+    assert spec.origin is not None
+    source = spec.loader.get_source(mod_name)
+    code = instrumenter.compile(source, spec.origin)
+    sys.argv[0] = spec.origin
+    globs = probes.namespace()
+    runpy._run_module_code(code, globs, "__main__", spec, alter_argv=False)  # type: ignore[attr-defined]
+
+
+def _module_root(name: str) -> Path:
+    top = name.split(".")[0]
+    spec = importlib.machinery.PathFinder.find_spec(top, [os.getcwd()] + sys.path[1:])
+    if spec is None or spec.origin is None:
+        raise UsageError(f"No module named {top!r}")
+    origin = Path(spec.origin).resolve()
+    return origin.parent if spec.submodule_search_locations is None else origin.parent
+
+
+def record(target: Target, writer: Any, *, mode: str = "blocks", include: list[str] | None = None) -> Outcome:
+    """Run ``target`` instrumented in this process, writing to ``writer``; returns how it ended."""
+    if mode not in MODES:
+        raise UsageError(f"unknown mode {mode!r} (choose from {', '.join(MODES)})")
+    include = list(include or [])
+    if target.script is not None:
+        path = Path(target.script).resolve()
+        if not path.is_file():
+            raise UsageError(f"can't open file {target.script!r}: no such file")
+        roots = [path.parent]
+        sys.path[0] = str(path.parent)
+        sys.argv = [str(path), *target.args]
+    else:
+        assert target.module is not None
+        sys.path[0] = os.getcwd()
+        roots = [_module_root(target.module)]
+        sys.argv = [target.module, *target.args]
+    recorder = Recorder(writer)
+    instrumenter = Instrumenter(recorder.register)
+    finder = InstrumentingFinder(Scope(roots, include), instrumenter,
+                                 on_import={"asyncio": probes.patch_asyncio})
+    if "asyncio" in sys.modules:
+        probes.patch_asyncio(sys.modules["asyncio"])
+    purge_modules(include)
+    writer.set_meta(command=target.label, argv=list(sys.argv), cwd=os.getcwd(), mode=mode,
+                    include=include, python=sys.version.split()[0], start_time=time.time())
+    install(finder)
+    probes.STREAMS.new()
+    recorder.start()
+    outcome = Outcome("exit", 0)
+    try:
+        if target.script is not None:
+            _run_script(path, instrumenter)
+        else:
+            _run_module(target.module, instrumenter)  # type: ignore[arg-type]
+    except SystemExit as exc:
+        outcome = Outcome("sys.exit", _exit_code(exc), exc)
+    except KeyboardInterrupt as exc:
+        outcome = Outcome("keyboard-interrupt", 130, exc)
+        sys.excepthook(type(exc), exc, _trim(exc.__traceback__))
+    except BaseException as exc:  # noqa: BLE001 - the program's own uncaught exception
+        outcome = Outcome("exception", 1, exc)
+        sys.excepthook(type(exc), exc, _trim(exc.__traceback__))
+    _wait_for_threads()
+    try:
+        atexit._run_exitfuncs()
+    finally:
+        uninstall(finder)
+        outcome.daemon_threads = [t.name for t in threading.enumerate()
+                                  if t is not threading.main_thread() and t.daemon and t.is_alive()
+                                  and t.name != "wholetrace-flusher"]
+        sys.stdout.flush()
+        recorder.stop()
+        outcome.events = recorder.events
+        writer.close(ended=outcome.ended, exit_code=outcome.exit_code, end_time=time.time())
+    return outcome
+
+
+def _wait_for_threads() -> None:
+    """Join non-daemon threads, as the interpreter does before it exits."""
+    me = threading.current_thread()
+    for t in threading.enumerate():
+        if t is not me and not t.daemon and t.is_alive():
+            try:
+                t.join()
+            except KeyboardInterrupt:  # pragma: no cover - interactive
+                break
