@@ -1,0 +1,192 @@
+"""On-disk format of a .wt recording: SQLite DDL, version and magic, and the blob codecs."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from typing import Final
+
+import numpy as np
+import zstandard
+
+from wholetrace.errors import StoreError
+
+#: Version of the table layout below; stored as ``PRAGMA user_version``.
+#: Readers refuse newer versions and versions they do not know.
+SCHEMA_VERSION: Final = 1
+
+#: ``PRAGMA application_id`` of every .wt file: the bytes ``b"WTRC"`` as a big-endian int32.
+MAGIC: Final = int.from_bytes(b"WTRC", "big")
+
+#: Bytes every SQLite 3 database file starts with.
+SQLITE_HEADER: Final = b"SQLite format 3\x00"
+
+#: Events are int32, stored little-endian whatever the machine.
+EVENT_DTYPE: Final = np.dtype("<i4")
+
+#: Meta keys the writer sets itself and :meth:`RecordingWriter.set_meta` refuses.
+RESERVED_META: Final = frozenset({"schema_version"})
+
+#: ``numpy.dtype.kind`` values put_array/get_array accept: plain bytes, never objects.
+ARRAY_KINDS: Final = frozenset("biufcSU")
+
+#: zstd level for event chunks and blobs (fast, ~3x on raw block traces).
+ZSTD_LEVEL: Final = 3
+
+#: Largest blob the reader decodes when the row does not say its size (cfg JSON).
+MAX_UNSIZED_BLOB: Final = 1 << 30
+
+DDL: Final = """
+CREATE TABLE meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL            -- JSON
+);
+CREATE TABLE functions (
+    fid         INTEGER PRIMARY KEY,
+    file        TEXT NOT NULL,
+    qualname    TEXT NOT NULL,
+    firstline   INTEGER NOT NULL,
+    lastline    INTEGER NOT NULL,
+    source      TEXT NOT NULL,
+    cfg         BLOB NOT NULL,     -- zstd(JSON object)
+    fingerprint TEXT NOT NULL
+);
+CREATE TABLE streams (
+    sid          INTEGER PRIMARY KEY,
+    kind         TEXT NOT NULL CHECK (kind IN ('thread', 'task')),
+    name         TEXT NOT NULL,
+    thread_ident INTEGER,          -- two's complement when >= 2**63
+    parent       INTEGER
+);
+CREATE TABLE chunks (
+    sid      INTEGER NOT NULL,
+    seq      INTEGER NOT NULL,     -- 0, 1, 2, ... per stream
+    n_events INTEGER NOT NULL,
+    blob     BLOB NOT NULL,        -- zstd(little-endian int32 bytes)
+    PRIMARY KEY (sid, seq)
+);
+CREATE TABLE arrays (
+    name  TEXT NOT NULL,
+    key   TEXT NOT NULL,
+    dtype TEXT NOT NULL,           -- numpy dtype.str, e.g. '<i8'
+    shape TEXT NOT NULL,           -- JSON list of ints
+    blob  BLOB NOT NULL,           -- zstd(C-order bytes)
+    PRIMARY KEY (name, key)
+);
+"""
+
+#: Tables (and their columns) a reader needs; anything else in the file is ignored.
+REQUIRED_TABLES: Final = {
+    "meta": ("key", "value"),
+    "functions": ("fid", "file", "qualname", "firstline", "lastline", "source", "cfg",
+                  "fingerprint"),
+    "streams": ("sid", "kind", "name", "thread_ident", "parent"),
+    "chunks": ("sid", "seq", "n_events", "blob"),
+    "arrays": ("name", "key", "dtype", "shape", "blob"),
+}
+
+STREAM_KINDS: Final = ("thread", "task")
+
+_U64: Final = 1 << 64
+_I63: Final = 1 << 63
+_local = threading.local()
+
+
+def one_line(text: object) -> str:
+    """``text`` as a single line (newlines and tabs escaped), for error messages."""
+    return str(text).replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
+
+
+def where(path: str | os.PathLike[str]) -> str:
+    """A path quoted for an error message (repr, so it can never span lines)."""
+    return repr(os.fspath(path))
+
+
+def ident_to_db(ident: int | None) -> int | None:
+    """Map an unsigned thread ident (up to 2**64-1) onto SQLite's signed int64."""
+    if ident is None:
+        return None
+    if not 0 <= ident < _U64:
+        raise StoreError(f"thread_ident {ident} is out of range 0..2**64-1")
+    return ident - _U64 if ident >= _I63 else ident
+
+
+def ident_from_db(value: int | None) -> int | None:
+    """Inverse of :func:`ident_to_db`."""
+    return None if value is None else (value + _U64 if value < 0 else value)
+
+
+def _compressor() -> zstandard.ZstdCompressor:
+    comp: zstandard.ZstdCompressor | None = getattr(_local, "comp", None)
+    if comp is None:  # zstd contexts are not thread-safe: one per thread
+        comp = _local.comp = zstandard.ZstdCompressor(level=ZSTD_LEVEL, write_content_size=True)
+    return comp
+
+
+def compress(raw: bytes | memoryview) -> bytes:
+    """zstd-compress ``raw`` (the frame records its content size)."""
+    return _compressor().compress(raw)
+
+
+def decompress(blob: bytes, expected: int | None, what: str) -> bytes:
+    """Decompress one zstd frame; if ``expected`` is given the frame must declare that size.
+
+    The declared size is checked before any allocation, so a hostile frame cannot
+    make the reader allocate more than the row says.
+    """
+    if not isinstance(blob, bytes):
+        raise StoreError(f"{what} is not a blob")
+    try:
+        size = zstandard.frame_content_size(blob)
+    except zstandard.ZstdError:
+        raise StoreError(f"{what} is corrupt (not a zstd frame)") from None
+    limit_ok = expected is not None or size <= MAX_UNSIZED_BLOB
+    if size < 0 or not limit_ok or (expected is not None and size != expected):
+        raise StoreError(f"{what} is corrupt (frame size {size}, expected {expected})")
+    try:
+        raw = zstandard.ZstdDecompressor().decompress(blob)
+    except zstandard.ZstdError as exc:
+        raise StoreError(f"{what} is corrupt ({one_line(exc)})") from None
+    if len(raw) != size:
+        raise StoreError(f"{what} is corrupt (decoded {len(raw)} bytes, expected {size})")
+    return raw
+
+
+def encode_json(value: object, what: str) -> str:
+    """Strict JSON text for ``value`` (no NaN/Infinity), or StoreError."""
+    try:
+        return json.dumps(value, allow_nan=False, separators=(",", ":"), ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise StoreError(f"{what} is not JSON-serialisable ({one_line(exc)})") from None
+
+
+def decode_json(text: str | bytes, what: str) -> object:
+    """Parse JSON text read from a file, or StoreError; never evaluates anything."""
+    try:
+        return json.loads(text)
+    except (ValueError, TypeError, RecursionError) as exc:
+        raise StoreError(f"{what} is not valid JSON ({one_line(exc)})") from None
+
+
+def events_to_le_int32(events: object) -> np.ndarray:
+    """``events`` (numpy array or array.array of integers) as a 1-D little-endian int32 array."""
+    try:
+        arr = np.asarray(events)
+    except (TypeError, ValueError) as exc:
+        raise StoreError(f"events are not an array ({one_line(exc)})") from None
+    if arr.dtype.kind not in "iu":
+        raise StoreError(f"events must be integers, got dtype {arr.dtype}")
+    if arr.ndim != 1:
+        raise StoreError(f"events must be 1-D, got shape {arr.shape}")
+    wide = arr.dtype.itemsize > 4 or (arr.dtype.kind == "u" and arr.dtype.itemsize == 4)
+    if wide and arr.size and (int(arr.min()) < -(2**31) or int(arr.max()) >= 2**31):
+        raise StoreError("events do not fit in int32")
+    return np.ascontiguousarray(arr, dtype=EVENT_DTYPE)
+
+
+def check_array_dtype(dtype: np.dtype, what: str) -> None:
+    """Refuse dtypes that are not plain bytes (object, structured, void, datetime)."""
+    if dtype.kind not in ARRAY_KINDS or dtype.fields is not None or dtype.subdtype is not None:
+        kinds = "".join(sorted(ARRAY_KINDS))
+        raise StoreError(f"{what} has unsupported dtype {dtype.str} (kinds {kinds} only)")

@@ -1,0 +1,226 @@
+"""Write a .wt recording; each append_events batch is committed on its own (crash-safe)."""
+
+# Durability policy: ``append_events`` commits its chunk before returning, together with
+# everything written since the last commit (functions, streams, meta, arrays).  A crash
+# of the process (exception, SIGKILL, os._exit) therefore keeps every chunk that
+# append_events returned from, and loses at most what was written after the last
+# append/commit/close.  The journal is a rollback journal (journal_mode=DELETE,
+# synchronous=NORMAL): an interrupted transaction leaves ``<path>-journal``, which the next
+# opener rolls back (the reader does this itself, see reader.py), so a half-written
+# transaction is never seen.  Against power loss, synchronous=NORMAL leaves SQLite's small
+# documented risk; one fsync per chunk is the cost of this policy, so callers should append
+# large batches (tens of thousands of events), not single events.
+
+from __future__ import annotations
+
+import array
+import os
+import platform
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import TracebackType
+from typing import Self
+
+import numpy as np
+
+import wholetrace
+from wholetrace.errors import StoreError
+from wholetrace.store import schema
+
+__all__ = ["RecordingWriter"]
+
+_SIDE_FILES = ("-journal", "-wal", "-shm")
+
+
+class RecordingWriter:
+    """Create ``path`` and write one recording into it; thread-safe (one lock).
+
+    Use as a context manager, or call :meth:`close` with how the run ended.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, overwrite: bool = True) -> None:
+        self.path = os.fspath(path)
+        self._where = schema.where(self.path)
+        self._lock = threading.Lock()
+        self._closed = True
+        self._next_seq: dict[int, int] = {}
+        if os.path.isdir(self.path):
+            raise StoreError(f"cannot create recording {self._where}: it is a directory")
+        if os.path.lexists(self.path) and not overwrite:
+            raise StoreError(f"cannot create recording {self._where}: file exists")
+        # A stale journal next to a new database would be "rolled back" into it: remove it.
+        for name in (self.path, *(self.path + s for s in _SIDE_FILES)):
+            try:
+                os.unlink(name)
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                raise StoreError(f"cannot create recording {self._where}: "
+                                 f"{schema.one_line(exc.strerror or exc)}") from None
+        try:
+            self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot create recording {self._where}: "
+                             f"{schema.one_line(exc)}") from None
+        self._closed = False
+        try:
+            with self._guard("create schema"):
+                conn = self._conn
+                conn.execute("PRAGMA journal_mode=DELETE")
+                conn.execute("PRAGMA synchronous=NORMAL")
+                conn.execute(f"PRAGMA application_id={schema.MAGIC}")
+                conn.execute("BEGIN")
+                for stmt in schema.DDL.split(";"):
+                    if stmt.strip():
+                        conn.execute(stmt)
+                conn.execute(f"PRAGMA user_version={schema.SCHEMA_VERSION}")
+                self._put_meta({
+                    "schema_version": schema.SCHEMA_VERSION,
+                    "created": time.time(),
+                    "wholetrace_version": wholetrace.__version__,
+                    "python_version": platform.python_version(),
+                    "python_implementation": platform.python_implementation(),
+                })
+                conn.execute("COMMIT")
+        except BaseException:
+            self._abandon()
+            raise
+
+    # -- plumbing -------------------------------------------------------------------
+
+    @contextmanager
+    def _guard(self, what: str) -> Iterator[None]:
+        """Turn sqlite/binding errors raised inside into a one-line StoreError."""
+        if self._closed:
+            raise StoreError(f"cannot {what}: recording {self._where} is closed")
+        try:
+            yield
+        except (sqlite3.Error, OverflowError) as exc:
+            raise StoreError(f"cannot {what} in {self._where}: {schema.one_line(exc)}") from exc
+
+    def _begin(self) -> None:
+        if not self._conn.in_transaction:
+            self._conn.execute("BEGIN")
+
+    def _put_meta(self, items: dict[str, object]) -> None:
+        rows = [(k, schema.encode_json(v, f"meta value {k!r}")) for k, v in items.items()]
+        self._begin()
+        self._conn.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", rows)
+
+    def _abandon(self) -> None:
+        self._closed = True
+        try:
+            self._conn.close()
+        except sqlite3.Error:
+            pass
+
+    # -- public API -----------------------------------------------------------------
+
+    def set_meta(self, **items: object) -> None:
+        """Store JSON-serialisable metadata (tuples come back as lists); last write wins."""
+        bad = schema.RESERVED_META.intersection(items)
+        if bad:
+            raise StoreError(f"meta key {min(bad)!r} is set by wholetrace itself")
+        with self._lock, self._guard("write meta"):
+            self._put_meta(items)
+
+    def add_function(self, fid: int, *, file: str, qualname: str, firstline: int,
+                     lastline: int, source: str, cfg: dict[str, object],
+                     fingerprint: str) -> None:
+        """Register function ``fid`` (unique) with its source and CFG (a JSON-able dict)."""
+        if not isinstance(cfg, dict):
+            raise StoreError(f"cfg of function {fid} must be a dict, got {type(cfg).__name__}")
+        blob = schema.compress(schema.encode_json(cfg, f"cfg of function {fid}").encode())
+        row = (fid, file, qualname, firstline, lastline, source, blob, fingerprint)
+        with self._lock, self._guard(f"add function {fid}"):
+            self._begin()
+            try:
+                self._conn.execute("INSERT INTO functions VALUES (?, ?, ?, ?, ?, ?, ?, ?)", row)
+            except sqlite3.IntegrityError:
+                raise StoreError(f"function id {fid} is already registered") from None
+
+    def add_stream(self, sid: int, *, kind: str, name: str, thread_ident: int | None = None,
+                   parent: int | None = None) -> None:
+        """Register stream ``sid`` (unique); must precede its first :meth:`append_events`."""
+        if kind not in schema.STREAM_KINDS:
+            kinds = ", ".join(schema.STREAM_KINDS)
+            raise StoreError(f"stream kind must be one of {kinds}, got {kind!r}")
+        row = (sid, kind, name, schema.ident_to_db(thread_ident), parent)
+        with self._lock, self._guard(f"add stream {sid}"):
+            if sid in self._next_seq:
+                raise StoreError(f"stream id {sid} is already registered")
+            self._begin()
+            self._conn.execute("INSERT INTO streams VALUES (?, ?, ?, ?, ?)", row)
+            self._next_seq[sid] = 0
+
+    def append_events(self, sid: int, events: np.ndarray | array.array[int]) -> None:
+        """Append int32 ``events`` to stream ``sid`` as one new chunk and commit.
+
+        Empty input is a no-op.  Compression happens outside the lock, so the
+        flusher thread does not block the main thread while it compresses.
+        """
+        arr = schema.events_to_le_int32(events)
+        if arr.size == 0:
+            return
+        blob = schema.compress(arr.data)
+        with self._lock, self._guard(f"append events to stream {sid}"):
+            seq = self._next_seq.get(sid)
+            if seq is None:
+                raise StoreError(f"cannot append events: stream {sid} was not added")
+            self._begin()
+            self._conn.execute("INSERT INTO chunks VALUES (?, ?, ?, ?)",
+                               (sid, seq, int(arr.size), blob))
+            self._conn.execute("COMMIT")
+            self._next_seq[sid] = seq + 1
+
+    def put_array(self, name: str, data: np.ndarray, *, key: str = "") -> None:
+        """Store a named numeric/bytes array (dtype and shape kept); replaces ``(name, key)``."""
+        arr = np.asarray(data)
+        schema.check_array_dtype(arr.dtype, f"array {name!r}")
+        blob = schema.compress(np.ascontiguousarray(arr).tobytes())
+        row = (name, key, arr.dtype.str, schema.encode_json(list(arr.shape), "shape"), blob)
+        with self._lock, self._guard(f"store array {name!r}"):
+            self._begin()
+            self._conn.execute("INSERT OR REPLACE INTO arrays VALUES (?, ?, ?, ?, ?)", row)
+
+    def commit(self) -> None:
+        """Make everything written so far durable."""
+        with self._lock, self._guard("commit"):
+            if self._conn.in_transaction:
+                self._conn.execute("COMMIT")
+
+    def close(self, *, ended: str, exit_code: int | None, end_time: float | None = None) -> None:
+        """Record how the run ended, commit and close; later calls do nothing."""
+        with self._lock:
+            if self._closed:
+                return
+            try:
+                with self._guard("close"):
+                    self._put_meta({"ended": ended, "exit_code": exit_code,
+                                    "end_time": time.time() if end_time is None else end_time})
+                    self._conn.execute("COMMIT")
+            finally:
+                self._abandon()
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` ran (or creation failed)."""
+        return self._closed
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if exc is None:
+            self.close(ended="exit", exit_code=0)
+        elif isinstance(exc, SystemExit):
+            code = exc.code if isinstance(exc.code, int) or exc.code is None else 1
+            self.close(ended="sys.exit", exit_code=code or 0)
+        elif isinstance(exc, KeyboardInterrupt):
+            self.close(ended="keyboard-interrupt", exit_code=None)
+        else:
+            self.close(ended="exception", exit_code=None)
