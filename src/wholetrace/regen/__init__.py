@@ -1,0 +1,1 @@
+"""Regeneration of block traces from reduced recordings (witness traces, branch outcomes)."""

@@ -1,0 +1,45 @@
+"""Shared test helpers: run programs plain and under `wholetrace record`, read traces back."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from wholetrace.analysis.traceview import function_labels, iter_events
+from wholetrace.store import Recording
+
+ENV = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+def run_plain(script: Path, *args: str, cwd: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True,
+                          cwd=cwd or script.parent, timeout=timeout, env=ENV, stdin=subprocess.DEVNULL)
+
+
+def run_recorded(script: Path, out: Path, *args: str, mode: str = "blocks", include: tuple[str, ...] = (),
+                 cwd: Path | None = None, timeout: float = 300, quiet: bool = True) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "wholetrace.cli", "record", "--mode", mode, "-o", str(out)]
+    cmd += [a for inc in include for a in ("--include", inc)]
+    cmd += (["-q"] if quiet else []) + [str(script), *args]
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=cwd or script.parent, timeout=timeout,
+                          env=ENV, stdin=subprocess.DEVNULL)
+
+
+def fbe_lines(path: Path, short: bool = True) -> list[str]:
+    """The F/B/X/E trace of every stream as lines; ``short`` names functions by qualname only."""
+    out: list[str] = []
+    with Recording(path) as rec:
+        labels = function_labels(rec)
+        names = {f.fid: f.qualname for f in rec.functions()}
+        for st in rec.streams():
+            out.append(f"T {st.kind}")
+            for kind, v in iter_events(rec.iter_chunks(st.sid)):
+                if kind == "F":
+                    out.append(f"F {names[v] if short else labels[v]}")
+                elif kind == "E":
+                    out.append("E")
+                else:
+                    out.append(f"{kind} {v}")
+    return out
