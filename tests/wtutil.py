@@ -43,3 +43,33 @@ def fbe_lines(path: Path, short: bool = True) -> list[str]:
                 else:
                     out.append(f"{kind} {v}")
     return out
+
+
+def line_trace(path: Path) -> dict[str, list[str]]:
+    """Per stream name: events with blocks and exception origins shown as source lines.
+
+    ``F qualname`` / ``B <line of the block's first statement>`` / ``X <line of the origin
+    statement>`` / ``E`` — readable, and independent of how blocks are numbered.
+    """
+    from wholetrace.instrument.cfg import CFG
+
+    out: dict[str, list[str]] = {}
+    with Recording(path) as rec:
+        cfgs = {f.fid: CFG.from_json(f.cfg) for f in rec.functions()}
+        for st in rec.streams():
+            lines: list[str] = []
+            stack: list[int] = []
+            for kind, v in iter_events(rec.iter_chunks(st.sid)):
+                if kind == "F":
+                    stack.append(v)
+                    lines.append(f"F {cfgs[v].qualname}")
+                elif kind == "E":
+                    stack.pop()
+                    lines.append("E")
+                elif kind == "B":
+                    cfg = cfgs[stack[-1]]
+                    lines.append(f"B {cfg.stmts[cfg.blocks[v].stmts[0]].line}")
+                else:
+                    lines.append(f"X {cfgs[stack[-1]].stmts[v].line}" if v >= 0 else "X ?")
+            out[st.name] = lines
+    return out

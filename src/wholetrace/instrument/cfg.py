@@ -6,6 +6,20 @@ runs of statements entered only at the first and left only at the last, and ever
 call-capable statement starts a block.  ENTRY and EXIT are named pseudo-blocks.  Exceptions
 are not static edges: handler and ``finally`` entries are *dynamic entries*, reached at run
 time through recorded exception edges.
+
+Modelling details:
+
+* A literal test (``while True``, ``if 0``) has only the edge CPython compiles; the branch it
+  never takes is dead code, as is everything after a ``while True`` without ``break``.
+* Dead code (unreachable statements) keeps its statement ids but is in no block; handlers,
+  ``finally`` bodies and ``__exit__`` calls of dead regions are dead too.
+* A ``return``/``break``/``continue`` leaving a ``try``/``with`` enters the ``finally`` body
+  or ``__exit__`` with an edge of its own kind; the ``finally-end`` statement then resumes it
+  along a ``finally-dispatch`` edge, a ``with-exit`` along an edge of the original kind.
+* Edges are unique per (source, destination) block; when several statement-level edges join
+  the same two blocks, the first one linked gives the kind.
+* List/set/dict comprehensions are call-capable (they run and iterate at once); a generator
+  expression only evaluates its first iterable where it is written; a lambda body not at all.
 """
 
 from __future__ import annotations
@@ -99,16 +113,18 @@ class CFG:
             "blocks": [{"id": b.id, "stmts": b.stmts, "dynamic_entry": b.dynamic_entry}
                        for b in self.blocks],
             "edges": [[e.src, e.dst, e.kind, e.back] for e in self.edges],
-            "stmts": [[s.kind, s.label, s.line, s.col, s.end_line, s.end_col, s.calls, s.block]
-                      for s in self.stmts],
+            "stmts": [[s.kind, s.label, s.line, s.col, s.end_line, s.end_col, s.calls, s.block,
+                       s.suspends] for s in self.stmts],
             "loop_headers": sorted(self.loop_headers),
             "fingerprint": self.fingerprint,
         }
 
     @classmethod
     def from_json(cls, d: dict) -> "CFG":  # type: ignore[type-arg]
-        stmts = [Stmt(StmtId(i), k, lab, l, c, el, ec, bool(calls), block=BlockId(b))
-                 for i, (k, lab, l, c, el, ec, calls, b) in enumerate(d["stmts"])]
+        # stmts rows: kind, label, line, col, end_line, end_col, calls, block[, suspends]
+        stmts = [Stmt(StmtId(i), k, lab, l, c, el, ec, bool(calls), bool(rest[0]) if rest else False,
+                      block=BlockId(b))
+                 for i, (k, lab, l, c, el, ec, calls, b, *rest) in enumerate(d["stmts"])]
         blocks = [Block(BlockId(b["id"]), list(b["stmts"]), bool(b["dynamic_entry"]))
                   for b in d["blocks"]]
         edges = [Edge(BlockId(s), BlockId(t), k, bool(bk)) for s, t, k, bk in d["edges"]]
@@ -124,6 +140,14 @@ def _own_exprs(node: ast.AST) -> Iterator[ast.AST]:
         yield from node.decorator_list
         yield from node.args.defaults
         yield from (d for d in node.args.kw_defaults if d is not None)
+        # annotations are evaluated when the ``def`` runs (unless postponed by
+        # ``from __future__ import annotations``; counting them then only over-approximates)
+        a = node.args
+        for arg in a.posonlyargs + a.args + a.kwonlyargs + [a.vararg, a.kwarg]:
+            if arg is not None and arg.annotation is not None:
+                yield arg.annotation
+        if node.returns is not None:
+            yield node.returns
         return
     if isinstance(node, ast.ClassDef):
         yield from node.decorator_list
@@ -144,6 +168,11 @@ def _walk_expr(nodes: Sequence[ast.AST] | Iterator[ast.AST]) -> Iterator[ast.AST
             stack.extend(n.args.defaults)
             stack.extend(d for d in n.args.kw_defaults if d is not None)
             continue
+        if isinstance(n, ast.GeneratorExp):
+            # only the outermost iterable is evaluated when a generator expression is created;
+            # the rest runs later, when (and where) the generator is consumed
+            stack.append(n.generators[0].iter)
+            continue
         stack.extend(ast.iter_child_nodes(n))
 
 
@@ -153,9 +182,19 @@ def _facts(exprs: Sequence[ast.AST]) -> tuple[bool, bool]:
     for n in _walk_expr(exprs):
         if isinstance(n, (ast.Yield, ast.YieldFrom)):
             calls = suspends = True
-        elif isinstance(n, (ast.Call, ast.Await)):
+        elif isinstance(n, (ast.Call, ast.Await, ast.ListComp, ast.SetComp, ast.DictComp)):
+            # a list/set/dict comprehension runs at once and iterates (``__next__``), like a
+            # ``for`` step: it resumes instrumented generators, so it is call-capable
             calls = True
     return calls, suspends
+
+
+def _const_truth(test: ast.expr) -> bool | None:
+    """Truth of a literal test (``while True``, ``if 0``); the compiler drops the branch it
+    never takes, so the CFG has no edge for it.  ``None`` for any other test."""
+    if isinstance(test, ast.Constant):
+        return bool(test.value)
+    return None
 
 
 def _irrefutable(p: ast.pattern) -> bool:
@@ -188,12 +227,14 @@ class _Builder:
         self.stmts: list[Stmt] = []
         self.succ: dict[int, list[tuple[int, str]]] = {_ENTRY_NODE: []}
         self.ctx: list[_Ctx] = []
-        self.dynamic_roots: set[int] = set()
+        # dynamic entries -> the statements whose exceptions reach them (the entry is live
+        # only if one of those is reachable: handlers in dead code are dead)
+        self.dynamic_roots: dict[int, list[int]] = {}
         self.loop_headers: set[int] = set()
         self.back: set[tuple[int, int]] = set()
         self.anchors: dict[tuple[int, str], int] = {}
         self.is_generator = False
-        self._pending_dyn = False
+        self._pending_dyn: list[int] | None = None
         self.keys: list[tuple[int, int, int]] = []   # source-order sort key per statement
 
     # -- primitives
@@ -209,37 +250,40 @@ class _Builder:
         self.anchors[(id(anchor), kind)] = sid
         if s:
             self.is_generator = True
-        if self._pending_dyn:
-            self.dynamic_roots.add(sid)
-            self._pending_dyn = False
+        if self._pending_dyn is not None:
+            self.dynamic_roots[sid] = self._pending_dyn
+            self._pending_dyn = None
         return sid
 
     def link(self, flow: Flow, dst: int) -> None:
         for src, kind in flow:
             self.succ[src].append((dst, kind))
 
-    def abrupt(self, src: int, kind: str) -> None:
-        """Route a return/break/continue from ``src`` through enclosing finally/with contexts."""
+    def abrupt(self, src: int, kind: str, label: str | None = None) -> None:
+        """Route a return/break/continue from ``src`` through enclosing finally/with contexts.
+
+        ``label`` is the kind of the edge leaving ``src`` (default: ``kind``)."""
+        label = label or kind
         for ctx in reversed(self.ctx):
             if ctx.kind == "loop" and kind in ("break", "continue"):
                 if kind == "break":
-                    ctx.breaks.append((src, "break"))
+                    ctx.breaks.append((src, label))
                 else:
-                    self.succ[src].append((ctx.header, "continue"))
+                    self.succ[src].append((ctx.header, label))
                     self.back.add((src, ctx.header))
                 return
             if ctx.kind in ("finally", "with"):
-                ctx.entries.append((src, kind))
+                ctx.entries.append((src, label))
                 ctx.passing.add(kind)
                 return
         if kind == "return":
-            self.succ[src].append((_EXIT_NODE, "return"))
+            self.succ[src].append((_EXIT_NODE, label))
         # break/continue outside a loop cannot compile; nothing to link
 
-    def route_on(self, ctx: _Ctx, src: int) -> None:
+    def route_on(self, ctx: _Ctx, src: int, label: str | None = None) -> None:
         """After a finally/with region, send the abrupt kinds that entered it onward."""
         for kind in sorted(ctx.passing):
-            self.abrupt(src, kind)
+            self.abrupt(src, kind, label)
 
     # -- bodies
     def body(self, stmts: Sequence[ast.stmt], flow: Flow) -> Flow:
@@ -254,10 +298,14 @@ class _Builder:
         if isinstance(s, ast.If):
             t = self.new("if", s, s, [s.test], _hdr(s, s.test))
             self.link(flow, t)
-            return self.body(s.body, [(t, "true")]) + self.body(s.orelse, [(t, "false")])
+            truth = _const_truth(s.test)
+            return (self.body(s.body, [(t, "true")] if truth is not False else [])
+                    + self.body(s.orelse, [(t, "false")] if truth is not True else []))
         if isinstance(s, ast.While):
             t = self.new("while", s, s, [s.test], _hdr(s, s.test))
-            return self._loop(s, t, flow, [(t, "true")], [(t, "false")])
+            truth = _const_truth(s.test)
+            return self._loop(s, t, flow, [(t, "true")] if truth is not False else [],
+                              [(t, "false")] if truth is not True else [])
         if isinstance(s, (ast.For, ast.AsyncFor)):
             it = self.new("for-iter", s, s, [s.iter], _span(s.iter), key=(s.lineno, s.col_offset, 0))
             self.link(flow, it)
@@ -322,7 +370,7 @@ class _Builder:
         ex = self.new("with-exit", s, item, [], (el, ec, el, ec), calls=True)
         # An exception in the body also reaches __exit__ (a dynamic edge); the exit block is
         # therefore a dynamic entry as well as a static join.
-        self.dynamic_roots.add(ex)
+        self.dynamic_roots[ex] = [enter]
         self.link(end + ctx.entries, ex)
         self.route_on(ctx, ex)
         return [(ex, "fall")]
@@ -350,24 +398,26 @@ class _Builder:
         fin = _Ctx("finally") if s.finalbody else None
         if fin:
             self.ctx.append(fin)
+        start = len(self.stmts)
         end = self.body(s.body, flow)
+        guarded = list(range(start, len(self.stmts)))      # exceptions from here reach handlers
         end = self.body(s.orelse, end)
         for h in s.handlers:
-            self._pending_dyn = True
+            self._pending_dyn = guarded
             end += self.body(h.body, [])
-            self._pending_dyn = False
+            self._pending_dyn = None
         if not fin:
             return end
         self.ctx.pop()
-        self._pending_dyn = True
+        self._pending_dyn = list(range(start, len(self.stmts)))   # body, else and handlers
         fin_end = self.body(s.finalbody, end + fin.entries)
-        self._pending_dyn = False
+        self._pending_dyn = None
         if not fin_end:
             return []
         el, ec = s.end_lineno or s.lineno, s.end_col_offset or 0
         d = self.new("finally-end", s, s, [], (el, ec, el, ec), label="finally")
         self.link(fin_end, d)
-        self.route_on(fin, d)
+        self.route_on(fin, d, "finally-dispatch")
         return [(d, "fall")] if end else []
 
 
@@ -392,15 +442,29 @@ def _cut_blocks(b: _Builder) -> tuple[list[Block], list[Edge], dict[int, int]]:
     for src, outs in b.succ.items():
         for dst, _k in outs:
             preds.setdefault(dst, []).append(src)
-    roots = [dst for dst, _ in b.succ[_ENTRY_NODE]] + sorted(b.dynamic_roots)
     seen: set[int] = set()
-    stack = list(roots)
-    while stack:
-        n = stack.pop()
-        if n in seen or n < 0:
-            continue
-        seen.add(n)
-        stack.extend(d for d, _ in b.succ[n])
+
+    def visit(roots: list[int]) -> None:
+        stack = list(roots)
+        while stack:
+            n = stack.pop()
+            if n in seen or n < 0:
+                continue
+            seen.add(n)
+            stack.extend(d for d, _ in b.succ[n])
+
+    visit([dst for dst, _ in b.succ[_ENTRY_NODE]])
+    # A dynamic entry is live when a live statement can raise into it (to a fixpoint: a
+    # handler may guard statements that are themselves reached only through a handler).
+    pending = dict(b.dynamic_roots)
+    changed = True
+    while changed:
+        changed = False
+        for root, guards in sorted(pending.items()):
+            if any(g in seen for g in guards):
+                del pending[root]
+                visit([root])
+                changed = True
 
     def leader(n: int) -> bool:
         st = b.stmts[n]
@@ -451,7 +515,7 @@ def _renumber(b: _Builder) -> None:
     for i, st in enumerate(b.stmts):
         st.id = StmtId(i)
     b.succ = {new[s]: [(new[d], k) for d, k in outs] for s, outs in b.succ.items()}
-    b.dynamic_roots = {new[r] for r in b.dynamic_roots}
+    b.dynamic_roots = {new[r]: [new[g] for g in gs] for r, gs in b.dynamic_roots.items()}
     b.loop_headers = {new[h] for h in b.loop_headers}
     b.back = {(new[s], new[d]) for s, d in b.back}
     b.anchors = {k: new[v] for k, v in b.anchors.items()}
@@ -486,7 +550,8 @@ def fingerprint(cfg: CFG) -> str:
         "k": cfg.kind, "q": cfg.qualname,
         "b": [b.stmts for b in cfg.blocks],
         "e": [[e.src, e.dst, e.kind] for e in cfg.edges],
-        "s": [[s.kind, s.label, s.line - base, s.col, s.end_line - base, s.end_col] for s in cfg.stmts],
+        "s": [[s.kind, s.label, s.line - base, s.col, s.end_line - base, s.end_col, s.calls, s.suspends]
+              for s in cfg.stmts],
     }
     return hashlib.sha256(json.dumps(canon, separators=(",", ":")).encode()).hexdigest()[:16]
 

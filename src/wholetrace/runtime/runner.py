@@ -54,6 +54,12 @@ def _trim(tb: types.TracebackType | None) -> types.TracebackType | None:
     return tb
 
 
+def _report(exc: BaseException) -> None:
+    """Print an uncaught exception as the interpreter would, without wholetrace's own frames."""
+    exc.__traceback__ = _trim(exc.__traceback__)
+    sys.excepthook(type(exc), exc, exc.__traceback__)
+
+
 def _exit_code(exc: SystemExit) -> int:
     code = exc.code
     if code is None:
@@ -83,7 +89,7 @@ def _run_module(name: str, instrumenter: Instrumenter) -> None:
     code = instrumenter.compile(source, spec.origin)
     sys.argv[0] = spec.origin
     globs = probes.namespace()
-    runpy._run_module_code(code, globs, "__main__", spec, alter_argv=False)  # type: ignore[attr-defined]
+    runpy._run_module_code(code, globs, "__main__", spec)  # type: ignore[attr-defined]
 
 
 def _module_root(name: str) -> Path:
@@ -134,10 +140,10 @@ def record(target: Target, writer: Any, *, mode: str = "blocks", include: list[s
         outcome = Outcome("sys.exit", _exit_code(exc), exc)
     except KeyboardInterrupt as exc:
         outcome = Outcome("keyboard-interrupt", 130, exc)
-        sys.excepthook(type(exc), exc, _trim(exc.__traceback__))
+        _report(exc)
     except BaseException as exc:  # noqa: BLE001 - the program's own uncaught exception
         outcome = Outcome("exception", 1, exc)
-        sys.excepthook(type(exc), exc, _trim(exc.__traceback__))
+        _report(exc)
     _wait_for_threads()
     try:
         atexit._run_exitfuncs()
