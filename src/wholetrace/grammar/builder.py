@@ -1,0 +1,160 @@
+"""Incremental SEQUITUR / SEQUITUR(1) grammar builder: feed chunks, then finish."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from wholetrace.errors import InternalError, UsageError
+from wholetrace.grammar.grammar import Grammar
+from wholetrace.kernels import sequitur as K
+
+#: largest terminal accepted (digram keys pack two 32-bit symbol values)
+MAX_SYMBOL = K.MAX_SYMBOL
+_SLICE = 1 << 20  # symbols converted to int64 per kernel call (bounds temporary memory)
+
+
+def _new_state(lookahead: bool, nodes: int, rules: int, bits: int) -> tuple[np.ndarray, ...]:
+    nd = np.full(4 * nodes, K.NIL, np.int32)
+    rguard = np.full(rules, K.NIL, np.int32)
+    rcount = np.zeros(rules, np.int32)
+    rfree = np.zeros(rules, np.int32)
+    tab = np.full(2 << bits, K.T_EMPTY, np.int64)
+    stack = np.empty(3 << 16, np.int64)
+    meta = np.zeros(K.META_SIZE, np.int64)
+    # rule 0 is S, whose guard is node 0
+    nd[K.NX] = nd[K.PV] = 0
+    nd[K.VL] = -1
+    nd[K.SL] = K.GUARD
+    rguard[0] = 0
+    meta[K.M_FREE_HEAD] = K.NIL
+    meta[K.M_FRESH] = 1
+    meta[K.M_RFRESH] = 1
+    meta[K.M_LIVE_RULES] = 1
+    meta[K.M_LIVE_NODES] = 1
+    meta[K.M_TBITS] = bits
+    meta[K.M_LOOKAHEAD] = int(lookahead)
+    return (nd, rguard, rcount, rfree, tab, stack, meta)
+
+
+def _grown(a: np.ndarray, size: int, fill: int) -> np.ndarray:
+    out = np.full(size, fill, a.dtype)
+    out[: len(a)] = a
+    return out
+
+
+class GrammarBuilder:
+    """Builds a SEQUITUR grammar incrementally; ``feed`` releases the GIL while it runs.
+
+    Feeding a sequence in any number of chunks gives exactly the grammar of feeding it
+    at once.  With ``lookahead=True`` the builder runs SEQUITUR(1) (Larus 1999, 3.2),
+    which holds the last symbol back until the next one (or ``finish``) arrives.
+    """
+
+    def __init__(self, lookahead: bool = False, expected_symbols: int = 0) -> None:
+        self.lookahead = bool(lookahead)
+        nodes = max(1 << 14, int(expected_symbols) // 16)
+        bits = max(15, (nodes * 2).bit_length())
+        self._st: tuple[np.ndarray, ...] | None = _new_state(self.lookahead, nodes, 1 << 12, bits)
+        self._n = 0
+
+    @property
+    def symbols_fed(self) -> int:
+        """How many symbols were given to ``feed`` so far."""
+        return self._n
+
+    def feed(self, chunk: Any) -> None:
+        """Append the integer symbols of ``chunk`` (each in 0 .. 2**31-1) to the input."""
+        st = self._state()
+        arr = np.asarray(chunk)
+        if arr.ndim != 1:
+            arr = arr.reshape(-1)
+        if arr.size == 0:
+            return
+        if arr.dtype.kind not in "iu":
+            raise UsageError(f"symbols must be integers, got dtype {arr.dtype}")
+        lo, hi = int(arr.min()), int(arr.max())
+        if lo < 0 or hi > MAX_SYMBOL:
+            raise UsageError(f"symbols must lie in 0..2**31-1, got {lo if lo < 0 else hi}")
+        for s in range(0, arr.size, _SLICE):
+            part = np.ascontiguousarray(arr[s : s + _SLICE], dtype=np.int64)
+            pos = 0
+            while True:
+                pos, why = K.feed(*st, part, pos)
+                self._check_overflow(st)
+                if why == K.ST_DONE:
+                    break
+                st = self._grow(int(why))
+        self._n += int(arr.size)
+
+    def finish(self) -> Grammar:
+        """End the input and return its grammar; the builder cannot be fed afterwards."""
+        st = self._state()
+        while (why := int(K.room(st[0], st[1], st[4], st[6]))) != K.ST_DONE:
+            st = self._grow(why)
+        K.flush(*st)
+        self._check_overflow(st)
+        nd, rguard, rcount, rfree, tab, stack, meta = st
+        off, rhs = K.extract(nd, rguard, int(meta[K.M_LIVE_RULES]))
+        self._st = None
+        return Grammar(off, rhs, lookahead=self.lookahead)
+
+    def stats(self) -> dict[str, int]:
+        """Sizes of the working structures (for benchmarks and diagnostics)."""
+        st = self._state()
+        meta = st[6]
+        return {
+            "node_capacity": len(st[0]) // 4,
+            "live_nodes": int(meta[K.M_LIVE_NODES]),
+            "live_rules": int(meta[K.M_LIVE_RULES]),
+            "table_slots": len(st[4]) // 2,
+            "table_used": int(meta[K.M_TUSED]),
+            "max_stack": int(meta[K.M_MAX_SP]) // 3,
+            "bytes": int(sum(a.nbytes for a in st)),
+        }
+
+    # -- internals ---------------------------------------------------------
+    def _state(self) -> tuple[np.ndarray, ...]:
+        if self._st is None:
+            raise UsageError("GrammarBuilder.finish() was already called")
+        return self._st
+
+    @staticmethod
+    def _check_overflow(st: tuple[np.ndarray, ...]) -> None:
+        if st[6][K.M_OVERFLOW]:
+            raise InternalError("SEQUITUR working arrays overflowed inside one step")
+
+    def _grow(self, why: int) -> tuple[np.ndarray, ...]:
+        nd, rguard, rcount, rfree, tab, stack, meta = self._state()
+        if why == K.ST_NEED_NODES:
+            nodes = len(nd) // 4
+            nd = _grown(nd, 4 * (nodes + max(nodes // 2, 2 * K.MARGIN_NODES)), K.NIL)
+        elif why == K.ST_NEED_RULES:
+            size = len(rguard) + max(len(rguard) // 2, 2 * K.MARGIN_RULES)
+            rguard = _grown(rguard, size, K.NIL)
+            rcount = _grown(rcount, size, 0)
+            rfree = _grown(rfree, size, 0)
+        elif why == K.ST_NEED_TABLE:
+            bits = int(meta[K.M_TBITS])
+            while (int(meta[K.M_TUSED]) + K.MARGIN_TABLE) * 2 > (1 << bits):
+                bits += 1  # keep the live load at most 1/2 after a rebuild
+            new_tab = np.full(2 << bits, K.T_EMPTY, np.int64)
+            used = K.rehash(nd, tab, new_tab, bits)
+            del tab
+            tab = new_tab
+            meta[K.M_TUSED] = used
+            meta[K.M_TTOMB] = 0
+            meta[K.M_TBITS] = bits
+        else:  # pragma: no cover - defensive
+            raise InternalError(f"unknown growth request {why}")
+        self._st = (nd, rguard, rcount, rfree, tab, stack, meta)
+        return self._st
+
+
+def sequitur(symbols: Any, lookahead: bool = False) -> Grammar:
+    """The SEQUITUR (or, with ``lookahead=True``, SEQUITUR(1)) grammar of ``symbols``."""
+    arr = np.asarray(symbols)
+    b = GrammarBuilder(lookahead=lookahead, expected_symbols=int(arr.size))
+    b.feed(arr)
+    return b.finish()

@@ -1,0 +1,149 @@
+"""Hypothesis properties of the grammar engine, both variants, against the plain-Python twin."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from wholetrace.errors import GrammarError, UsageError
+from wholetrace.grammar import Grammar, GrammarBuilder, sequitur
+
+from naive_sequitur import expand_rules, naive_sequitur
+
+
+@st.composite
+def sequences(draw: st.DrawFn, max_len: int = 3000) -> np.ndarray:
+    """Random sequences over 1..1000 symbols, often with long runs and repeated blocks."""
+    alphabet = draw(st.sampled_from([1, 2, 3, 4, 10, 50, 1000]))
+    n = draw(st.integers(0, max_len))
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    style = draw(st.sampled_from(["uniform", "runs", "blocks"]))
+    if style == "uniform":
+        return rng.integers(0, alphabet, n)
+    if style == "runs":
+        vals = rng.integers(0, alphabet, max(1, n // 8 + 1))
+        reps = rng.geometric(0.08, len(vals))
+        return np.repeat(vals, reps)[:n]
+    blocks = [rng.integers(0, alphabet, rng.integers(1, 12)) for _ in range(6)]
+    picks = rng.integers(0, 6, n // 4 + 1)
+    return np.concatenate([blocks[p] for p in picks] + [np.zeros(0, np.int64)])[:n]
+
+
+def brute_frequencies(g: Grammar) -> np.ndarray:
+    count: Counter[int] = Counter({0: 1})
+    stack = [0]
+    while stack:
+        r = stack.pop()
+        for x in g.rule(r):
+            if x < 0:
+                count[-int(x)] += 1
+                stack.append(-int(x))
+    return np.array([count[i] for i in range(g.num_rules + 1)])
+
+
+SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@settings(max_examples=120, **SETTINGS)
+@given(sequences(), st.booleans(), st.integers(1, 700))
+def test_core_properties(seq: np.ndarray, lookahead: bool, chunk: int) -> None:
+    g = sequitur(seq, lookahead=lookahead)
+    assert np.array_equal(g.expand(), seq)
+    assert len(g) == len(seq)
+    g.check()
+    b = GrammarBuilder(lookahead=lookahead)
+    for i in range(0, len(seq), chunk):
+        b.feed(seq[i : i + chunk])
+    assert b.finish() == g
+    fw = list(g.iter_chunks(chunk))
+    assert np.array_equal(np.concatenate(fw + [np.zeros(0, np.int64)]), seq)
+    bw = list(g.iter_chunks_reversed(chunk))
+    assert np.array_equal(np.concatenate(bw + [np.zeros(0, np.int64)]), seq[::-1])
+    assert np.array_equal(g.frequencies(), brute_frequencies(g))
+    assert Grammar.from_bytes(g.to_bytes()) == g
+
+
+@settings(max_examples=60, **SETTINGS)
+@given(sequences(max_len=400), st.booleans(), st.data())
+def test_expand_range_and_naive_twin(seq: np.ndarray, lookahead: bool, data: st.DataObject) -> None:
+    g = sequitur(seq, lookahead=lookahead)
+    i = data.draw(st.integers(0, len(seq)))
+    j = data.draw(st.integers(i, len(seq)))
+    assert np.array_equal(g.expand_range(i, j), seq[i:j])
+    rules = naive_sequitur(seq.tolist(), lookahead=lookahead)
+    assert rules == [g.rule(k).tolist() for k in range(g.num_rules + 1)]
+    assert expand_rules(rules) == seq.tolist()
+
+
+@pytest.mark.slow
+@settings(max_examples=25, **SETTINGS)
+@given(sequences(max_len=100_000), st.booleans())
+def test_core_properties_large(seq: np.ndarray, lookahead: bool) -> None:
+    g = sequitur(seq, lookahead=lookahead)
+    assert np.array_equal(g.expand(), seq)
+    g.check()
+    b = GrammarBuilder(lookahead=lookahead)
+    for i in range(0, len(seq), 9973):
+        b.feed(seq[i : i + 9973])
+    assert b.finish() == g
+    assert np.array_equal(np.concatenate(list(g.iter_chunks(4096)) + [np.zeros(0, np.int64)]), seq)
+    assert np.array_equal(g.frequencies(), brute_frequencies(g))
+    assert Grammar.from_bytes(g.to_bytes()) == g
+
+
+def test_long_runs_of_one_symbol() -> None:
+    for n in (0, 1, 2, 3, 4, 5, 7, 8, 100, 1000, 65537):
+        for la in (False, True):
+            g = sequitur(np.full(n, 7, np.int64), lookahead=la)
+            assert np.array_equal(g.expand(), np.full(n, 7))
+            g.check()
+
+
+@pytest.mark.nojit
+def test_small_random_against_twin() -> None:
+    rng = np.random.default_rng(5)
+    for _ in range(15):
+        seq = rng.integers(0, 3, int(rng.integers(0, 60)))
+        for la in (False, True):
+            g = sequitur(seq, lookahead=la)
+            assert naive_sequitur(seq.tolist(), la) == [g.rule(k).tolist() for k in range(g.num_rules + 1)]
+            g.check()
+            assert Grammar.from_bytes(g.to_bytes()) == g
+
+
+@pytest.mark.nojit
+def test_errors() -> None:
+    with pytest.raises(UsageError):
+        sequitur(np.array([1, -1]))
+    with pytest.raises(UsageError):
+        sequitur(np.array([1.5]))
+    b = GrammarBuilder()
+    b.finish()
+    with pytest.raises(UsageError):
+        b.feed([1])
+    with pytest.raises(GrammarError):
+        Grammar.from_bytes(b"nonsense")
+    data = sequitur(np.arange(10) % 3).to_bytes()
+    with pytest.raises(GrammarError):
+        Grammar.from_bytes(data[:-3])
+    with pytest.raises(GrammarError):
+        Grammar.from_bytes(data[:4] + b"\x09" + data[5:])
+    bad = Grammar(np.array([0, 2, 4]), np.array([-1, 5, 1, 2]))  # rule 1 used once
+    with pytest.raises(GrammarError):
+        bad.check()
+    dup = Grammar(np.array([0, 4]), np.array([1, 2, 1, 2]))
+    with pytest.raises(GrammarError):
+        dup.check()
+    Grammar(np.array([0, 3]), np.array([1, 1, 1])).check()  # overlapping run is fine
+
+
+def test_to_dot_and_format() -> None:
+    g = sequitur(np.frombuffer(b"abcabcabcabc", np.uint8))
+    dot = g.to_dot()
+    assert dot.startswith("digraph") and "r0 -> r1" in dot
+    assert g.format_rules().splitlines()[0] == "S -> R1 R1"
