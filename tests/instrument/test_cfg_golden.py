@@ -136,7 +136,7 @@ def test_while_else_break_continue() -> None:
                                        ["Return@11"]]
     assert edges(WHILE_ELSE, "f") == {
         "ENTRY->B2:fall", "B2->B3:fall", "B3->B4:true", "B3->B8:false", "B4->B5:true",
-        "B4->B6:false", "B5->B3:continue*", "B6->B7:true", "B6->B3:back*", "B7->B9:break",
+        "B4->B6:false", "B5->B3:continue*", "B6->B7:true", "B6->B3:false*", "B7->B9:break",
         "B8->B9:fall", "B9->EXIT:return"}
     assert headers(WHILE_ELSE, "f") == {"B3"}
 
@@ -158,7 +158,7 @@ def test_for_else() -> None:
                                      ["Break@4", "Return@7"], ["Return@6"]]
     assert edges(FOR_ELSE, "f") == {
         "ENTRY->B2:fall", "B2->B3:fall", "B3->B4:next", "B3->B6:exhausted", "B4->B5:true",
-        "B4->B3:back*", "B5->EXIT:return", "B6->EXIT:return"}
+        "B4->B3:false*", "B5->EXIT:return", "B6->EXIT:return"}
     assert headers(FOR_ELSE, "f") == {"B3"}
     # the iteration step calls __next__; evaluating a bare name does not
     assert calls(FOR_ELSE, "f") == ["for-next@2"]
@@ -199,7 +199,7 @@ def test_nested_loops_break_and_else_continue() -> None:
                                          ["Break@5", "Return@8"], ["Continue@7"]]
     assert edges(NESTED_LOOPS, "f") == {
         "ENTRY->B2:fall", "B2->B3:fall", "B3->B4:next", "B3->EXIT:exhausted", "B4->B5:true",
-        "B4->B7:false", "B5->B6:true", "B5->B4:back*", "B6->EXIT:return", "B7->B3:continue*"}
+        "B4->B7:false", "B5->B6:true", "B5->B4:false*", "B6->EXIT:return", "B7->B3:continue*"}
     assert headers(NESTED_LOOPS, "f") == {"B3", "B4"}
 
 
@@ -246,7 +246,7 @@ def test_while_true_has_no_false_edge() -> None:
     # the loop is left only by the break: ``return x`` continues the break's block
     assert blocks(WHILE_TRUE, "f") == [["while@2"], ["Assign@3", "if@4"], ["Break@5", "Return@6"]]
     assert edges(WHILE_TRUE, "f") == {
-        "ENTRY->B2:fall", "B2->B3:true", "B3->B4:true", "B3->B2:back*", "B4->EXIT:return"}
+        "ENTRY->B2:fall", "B2->B3:true", "B3->B4:true", "B3->B2:false*", "B4->EXIT:return"}
     # without a break the loop never ends normally: what follows is dead, EXIT unreachable
     assert blocks(WHILE_TRUE, "g") == [["while@8"], ["Expr@9"]]
     assert edges(WHILE_TRUE, "g") == {"ENTRY->B2:fall", "B2->B3:true", "B3->B2:back*"}
@@ -506,9 +506,9 @@ async def f(a, b):
 def test_async_with_multiple_items() -> None:
     c = cfg(ASYNC_WITH, "f")
     assert blocks(ASYNC_WITH, "f") == [["with-enter@2"], ["with-enter@2"], ["Expr@3"],
-                                       ["with-exit@3"], ["with-exit@3", "Return@4"]]
+                                       ["with-exit@3"], ["with-exit@3"], ["Return@4"]]
     assert edges(ASYNC_WITH, "f") == {"ENTRY->B2:fall", "B2->B3:fall", "B3->B4:fall",
-                                      "B4->B5:fall", "B5->B6:fall", "B6->EXIT:return"}
+                                      "B4->B5:fall", "B5->B6:fall", "B6->B7:fall", "B7->EXIT:return"}
     assert dyn(ASYNC_WITH, "f") == {"B5", "B6"}
     # the inner item (b) exits first; each item's enter/exit is anchored on its withitem
     node = c.node

@@ -348,8 +348,8 @@ class _Builder:
         self.ctx.append(ctx)
         end = self.body(s.body, into)
         self.ctx.pop()
-        for src, _kind in end:
-            self.succ[src].append((header, "back"))
+        for src, kind in end:
+            self.succ[src].append((header, "back" if kind == "fall" else kind))
             self.back.add((src, header))
         return self.body(s.orelse, out) + ctx.breaks
 
@@ -436,6 +436,12 @@ def _def_span(s: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> tuple
 
 # --------------------------------------------------------------------------- blocks
 
+def _ends_block(st: Stmt) -> bool:
+    """Yields suspend the activation; finally ends and with exits may re-raise: all end a block,
+    so that where an activation stops, its block stops too."""
+    return st.suspends or st.kind in ("finally-end", "with-exit")
+
+
 def _cut_blocks(b: _Builder) -> tuple[list[Block], list[Edge], dict[int, int]]:
     """Group reachable statements into blocks; return blocks, block edges, stmt -> block map."""
     preds: dict[int, list[int]] = {}
@@ -472,7 +478,7 @@ def _cut_blocks(b: _Builder) -> tuple[list[Block], list[Edge], dict[int, int]]:
         if n in b.dynamic_roots or st.calls or n in b.loop_headers or len(p) != 1:
             return True
         q = p[0]
-        return q == _ENTRY_NODE or len(b.succ[q]) != 1 or b.stmts[q].suspends
+        return q == _ENTRY_NODE or len(b.succ[q]) != 1 or _ends_block(b.stmts[q])
 
     order = sorted(seen)  # statement ids are already in source order
     block_of: dict[int, int] = {}
@@ -487,7 +493,7 @@ def _cut_blocks(b: _Builder) -> tuple[list[Block], list[Edge], dict[int, int]]:
             blk.stmts.append(cur)
             block_of[cur] = blk.id
             outs = b.succ[cur]
-            if len(outs) != 1 or b.stmts[cur].suspends:
+            if len(outs) != 1 or _ends_block(b.stmts[cur]):
                 break
             nxt = outs[0][0]
             if nxt < 0 or nxt in block_of or leader(nxt):

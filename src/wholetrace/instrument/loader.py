@@ -75,11 +75,6 @@ class InstrumentingLoader(importlib.machinery.SourceFileLoader):
     def set_data(self, path: str, data: bytes, *, _mode: int = 0o666) -> None:  # no bytecode cache
         return None
 
-    def exec_module(self, module: ModuleType) -> None:
-        from wholetrace.runtime.probes import namespace
-        module.__dict__.update(namespace())
-        super().exec_module(module)
-
 
 @dataclass
 class Scope:

@@ -20,11 +20,13 @@ from wholetrace.instrument.cfg import CFG, Stmt
 from wholetrace.runtime.events import LEAVE, enter_code
 
 A = "_wt_a"          # local: append method of the current stream
-GET = "_wt_get"      # global: ContextVar.get of the current stream
-NEW = "_wt_new"      # global: create a stream for this thread/task
-XEDGE = "_wt_x"      # global: record a dynamic exception edge, returns the append method
-FOR = "_wt_for"      # global: wrapping iterator that records the for-next block before __next__
-AFOR = "_wt_afor"    # global: the same for async for
+# Run-time names live in ``builtins`` during a recording (runtime.probes.install), so that
+# instrumented modules carry no extra globals.
+GET = "_wt_get"      # ContextVar.get of the current stream
+NEW = "_wt_new"      # create a stream for this thread/task
+XEDGE = "_wt_x"      # record a dynamic exception edge, returns the append method
+FOR = "_wt_for"      # wrapping iterator that records the for-next block before __next__
+AFOR = "_wt_afor"    # the same for async for
 RUNTIME_NAMES = (GET, NEW, XEDGE, FOR, AFOR)
 
 
@@ -62,7 +64,11 @@ def _loc(new: ast.AST, like: ast.AST) -> ast.AST:
 
 @dataclass
 class Emitter:
-    """Builds probe code for one function; class bodies never bind ``_wt_a`` in their namespace."""
+    """Builds probe code for one function.
+
+    Module and class bodies (``in_class``) never bind ``_wt_a``: their namespace is the
+    program's own, so their probes fetch the stream each time instead.
+    """
 
     fid: int
     in_class: bool
@@ -110,7 +116,6 @@ class _FunctionRewriter:
         self.cfg = cfg
         self.em = Emitter(fid, in_class)
         self.loops: list[_LoopInfo] = []
-        self.cleanups: list[str] = []      # "finally"/"with" regions entered inside the innermost loop
         self.gen = cfg.is_generator
 
     # --- helpers
@@ -173,22 +178,17 @@ class _FunctionRewriter:
     # --- loops
     def _loop_body(self, s: ast.For | ast.AsyncFor | ast.While, header: Stmt | None) -> _LoopInfo:
         assert header is not None
-        info = _LoopInfo(header, s)
+        info = _LoopInfo(header, s, wrapped=isinstance(s, (ast.For, ast.AsyncFor)) and _continue_crosses_cleanup(s.body))
         self.loops.append(info)
-        saved, self.cleanups = self.cleanups, []
         s.body = self.body(s.body)
-        self.cleanups = saved
         self.loops.pop()
         s.orelse = self.body(s.orelse)
         return info
 
     def _continue_probe(self, s: ast.Continue) -> list[ast.stmt]:
         loop = self.loops[-1]
-        if not isinstance(loop.node, (ast.For, ast.AsyncFor)):
-            return []          # the while test carries its own probe
-        if self.cleanups:      # continue runs finally/with code first: the iterator wrapper records
-            loop.wrapped = True
-            return []
+        if not isinstance(loop.node, (ast.For, ast.AsyncFor)) or loop.wrapped:
+            return []          # the while test / the iterator wrapper records the header
         return [self.em.stmt(loop.header.block, s)]
 
     def _for(self, s: ast.For | ast.AsyncFor) -> list[ast.stmt]:
@@ -220,13 +220,9 @@ class _FunctionRewriter:
             inner_node = type(s)(items[1:], s.body, getattr(s, "type_comment", None))
             ast.copy_location(inner_node, items[1].context_expr)
             inner_node.end_lineno, inner_node.end_col_offset = s.end_lineno, s.end_col_offset
-            self.cleanups.append("with")
             body = self._with(inner_node)  # type: ignore[arg-type]
-            self.cleanups.pop()
         else:
-            self.cleanups.append("with")
             body = self.body(s.body)
-            self.cleanups.pop()
         assert exit_ is not None
         final = [self.em.stmt(exit_.block, s)] if self.starts_block(exit_) else []
         s.items = [first]
@@ -264,7 +260,12 @@ class _FunctionRewriter:
             nested = [self.em.stmt(head.block, cases[0].pattern), node]
         s.cases = groups[0] + [self._wildcard(nested, groups[0][-1] if groups[0] else s.cases[0])]
         s.subject = ast.copy_location(ast.NamedExpr(_name(tmp, True), s.subject), s.subject)
-        return pre + [s]
+        if not self.em.in_class:
+            return pre + [s]
+        # module and class namespaces are the program's: drop the saved subject afterwards
+        drop = ast.Expr(ast.Call(ast.Attribute(_call("vars"), "pop", ast.Load()),
+                                 [_const(tmp), _const(None)], []))
+        return pre + [_loc(ast.Try([s], [], [], [drop]), s)]  # type: ignore[list-item]
 
     @staticmethod
     def _wildcard(body: list[ast.stmt], like: ast.match_case) -> ast.match_case:
@@ -273,8 +274,6 @@ class _FunctionRewriter:
 
     # --- try
     def _try(self, s: ast.Try | ast.TryStar) -> list[ast.stmt]:
-        if s.finalbody:
-            self.cleanups.append("finally")
         s.body = self.body(s.body)
         s.orelse = self.body(s.orelse)
         for h in s.handlers:
@@ -283,7 +282,6 @@ class _FunctionRewriter:
             h.body = [self.em.xedge(h.body[0])] + self.body(h.body)
         if not s.finalbody:
             return [s]
-        self.cleanups.pop()
         end = self.cfg.stmt_at(s, "finally-end")
         final = self.body(s.finalbody)
         if self.starts_block(end):
@@ -334,6 +332,34 @@ class _YieldRewriter(ast.NodeTransformer):
         return self._wrap(node)
 
 
+def _continue_crosses_cleanup(body: list[ast.stmt]) -> bool:
+    """Does a ``continue`` of this loop leave a ``with`` body or a ``try`` that has ``finally``?"""
+    def walk(stmts: list[ast.stmt], inside: bool) -> bool:
+        for s in stmts:
+            if isinstance(s, ast.Continue):
+                if inside:
+                    return True
+            elif isinstance(s, (ast.For, ast.AsyncFor, ast.While)):
+                if walk(s.orelse, inside):   # a nested loop's body has its own continue target
+                    return True
+            elif isinstance(s, (ast.With, ast.AsyncWith)):
+                if walk(s.body, True):
+                    return True
+            elif isinstance(s, (ast.Try, ast.TryStar)):
+                guarded = inside or bool(s.finalbody)
+                parts = [s.body, s.orelse] + [h.body for h in s.handlers]
+                if any(walk(p, guarded) for p in parts) or walk(s.finalbody, inside):
+                    return True
+            elif isinstance(s, ast.If):
+                if walk(s.body, inside) or walk(s.orelse, inside):
+                    return True
+            elif isinstance(s, ast.Match):
+                if any(walk(c.body, inside) for c in s.cases):
+                    return True
+        return False
+    return walk(body, False)
+
+
 # --------------------------------------------------------------------------- functions and modules
 
 def _is_head(s: ast.stmt, module: bool) -> bool:
@@ -347,7 +373,7 @@ def rewrite_function(fn: ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | a
                      cfg: CFG, fid: int) -> None:
     """Instrument one code body in place (its nested functions are rewritten separately)."""
     module = isinstance(fn, ast.Module)
-    fr = _FunctionRewriter(cfg, fid, isinstance(fn, ast.ClassDef))
+    fr = _FunctionRewriter(cfg, fid, module or isinstance(fn, ast.ClassDef))
     original = list(fn.body)
     n_head = 0
     while n_head < len(original) and _is_head(original[n_head], module) and (n_head == 0 or module):

@@ -151,10 +151,16 @@ async def afor_wrapper(iterable: Any, block: int) -> AsyncIterator[Any]:
         yield item
 
 
-def namespace() -> dict[str, object]:
-    """The globals injected into every instrumented module."""
-    return {"_wt_get": CURRENT.get, "_wt_new": new_stream, "_wt_x": exception_edge,
-            "_wt_for": for_wrapper, "_wt_afor": afor_wrapper}
+RUNTIME = {"_wt_get": CURRENT.get, "_wt_new": new_stream, "_wt_x": exception_edge,
+           "_wt_for": for_wrapper, "_wt_afor": afor_wrapper}
+
+
+def install() -> None:
+    """Make the run-time names visible to all instrumented code (as builtins)."""
+    import builtins
+    for name, value in RUNTIME.items():
+        setattr(builtins, name, value)
+
 
 
 def patch_asyncio(aio: Any) -> None:

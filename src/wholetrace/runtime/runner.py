@@ -77,7 +77,6 @@ def _run_script(path: Path, instrumenter: Instrumenter) -> None:
     main.__dict__.update(__file__=str(path), __cached__=None, __package__=None, __spec__=None,
                          __loader__=importlib.machinery.SourceFileLoader("__main__", str(path)),
                          __builtins__=__builtins__)
-    main.__dict__.update(probes.namespace())
     sys.modules["__main__"] = main
     exec(code, main.__dict__)
 
@@ -88,8 +87,7 @@ def _run_module(name: str, instrumenter: Instrumenter) -> None:
     source = spec.loader.get_source(mod_name)
     code = instrumenter.compile(source, spec.origin)
     sys.argv[0] = spec.origin
-    globs = probes.namespace()
-    runpy._run_module_code(code, globs, "__main__", spec)  # type: ignore[attr-defined]
+    runpy._run_module_code(code, None, "__main__", spec)  # type: ignore[attr-defined]
 
 
 def _module_root(name: str) -> Path:
@@ -127,6 +125,7 @@ def record(target: Target, writer: Any, *, mode: str = "blocks", include: list[s
     purge_modules(include)
     writer.set_meta(command=target.label, argv=list(sys.argv), cwd=os.getcwd(), mode=mode,
                     include=include, python=sys.version.split()[0], start_time=time.time())
+    probes.install()
     install(finder)
     probes.STREAMS.new()
     recorder.start()
