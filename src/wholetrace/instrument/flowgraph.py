@@ -6,8 +6,13 @@ import random
 from collections import deque
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from wholetrace.errors import InternalError
+from wholetrace.ids import ENTRY, EXIT
+
+if TYPE_CHECKING:
+    from wholetrace.instrument.cfg import CFG
 
 
 @dataclass(frozen=True)
@@ -233,3 +238,26 @@ def random_walk(graph: FlowGraph, rng: random.Random, *, max_back: int = 30) -> 
         walk.append(e)
         v = graph.edges[e][1]
     return walk
+
+
+def from_cfg(cfg: CFG) -> FlowGraph:
+    """The flow graph of a statement-level ``CFG`` (``instrument.cfg.CFG``).
+
+    Nodes are block ids (ENTRY=0, EXIT=1), edge ids are indexes into ``cfg.edges``,
+    ``back_edges`` come from ``Edge.back`` and ``call_nodes`` are the blocks whose first
+    statement is call-capable or which hold a ``yield`` (suspension).
+    """
+    calls: set[int] = set()
+    for blk in cfg.blocks:
+        if not blk.stmts:
+            continue
+        if cfg.stmts[blk.stmts[0]].calls or any(cfg.stmts[s].suspends for s in blk.stmts):
+            calls.add(blk.id)
+    return FlowGraph(
+        num_nodes=len(cfg.blocks),
+        entry=ENTRY,
+        exit=EXIT,
+        edges=tuple((int(e.src), int(e.dst)) for e in cfg.edges),
+        back_edges=frozenset(i for i, e in enumerate(cfg.edges) if e.back),
+        call_nodes=frozenset(calls),
+    )

@@ -1,0 +1,348 @@
+"""Streaming regeneration of whole `witness`/`branches` streams into `blocks` streams (F/B/X/E).
+
+Input encoding (a witness stream) is the blocks-mode encoding with two changes:
+
+* a non-negative event is a *witness id* ``W``, local to the running function: the index
+  in ``placement.witnessed`` of the static edge just taken.  The witness of an edge
+  ``u -> v`` is recorded after every event of block ``u`` and before any event of ``v``;
+* ``EXC s`` is followed, as in blocks mode, by the handler's *block id* ``H`` (a dynamic
+  entry: except handler, ``finally`` body or ``with`` exit), or by LEAVE when the
+  exception leaves the activation.  ENTER and LEAVE are recorded exactly as in blocks mode.
+
+The regenerator keeps a stack of active functions.  Each frame holds the last block it
+emitted (``pc``); blocks are emitted lazily, only as far as the events prove:
+
+* ``W``: the paper's Figure 7 step (witness sets choose at predicates) up to the edge's target;
+* ENTER: the parent first advances along its certain, witness-free chain to its next call
+  block (the child belongs to that block); the child starts at ENTRY.  A generator's ENTER
+  may also be a resumption: the frame stays *pending* until its first witness, which lies on
+  an out-edge of ENTRY (a start) or of the ``yield`` block it resumes from (see ``plan``);
+* LEAVE: the witness-free chain to EXIT (a return) or to a ``yield`` block (a suspension);
+  a pending generator that leaves without a witness re-suspended at its ``yield``
+  (``yield from``);
+* ``EXC s H``: the witness-free path to the raising block, then the handler ``H`` (or EXIT
+  when LEAVE follows).  The raising block is the block of ``s``, unless the exception is a
+  re-raise (``raise``, the end of a ``finally``, a ``with`` exit), which is recognised as a
+  block holding such a statement on the path, preferred when ``s`` repeats the frame's
+  previous exception origin.
+
+Memory is bounded by the stack depth and the per-function tables: events are read chunk
+by chunk and the block stream is produced in chunks of about ``chunk_size`` events.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from wholetrace.errors import InternalError
+from wholetrace.ids import ENTRY, EXIT
+from wholetrace.instrument.cfg import CFG
+from wholetrace.instrument.flowgraph import from_cfg
+from wholetrace.instrument.placement import EOF, WitnessPlacement
+from wholetrace.regen.plan import suspend_blocks
+from wholetrace.regen.witness import RegenTables
+from wholetrace.runtime.events import ENTER_BASE, EXC, LEAVE
+
+Plan = tuple[CFG, WitnessPlacement]
+
+#: Frame states.
+RUN, PENDING, UNCAUGHT, DONE = 0, 1, 2, 3
+#: Statement kinds / labels at which an exception can be re-raised without a new origin.
+_RERAISE_KINDS = ("finally-end", "with-exit")
+_SUB = 4096          # input events handled between two checks of the output size
+
+
+class FunctionTables:
+    """Per-function regeneration tables, with caches of every step already computed."""
+
+    def __init__(self, fid: int, cfg: CFG, placement: WitnessPlacement) -> None:
+        self.fid = fid
+        self.graph = graph = from_cfg(cfg)
+        self.regen = RegenTables(graph, placement)
+        self.edge_of_witness = placement.witnessed
+        self.is_gen = cfg.is_generator
+        self.suspend = suspend_blocks(cfg)
+        self.block_of = [int(s.block) for s in cfg.stmts]
+        self.reraise = frozenset(
+            b.id for b in cfg.blocks
+            if any(cfg.stmts[s].kind in _RERAISE_KINDS or cfg.stmts[s].label == "Raise" for s in b.stmts))
+        wid = self.regen.witness_of_edge
+        self._free_out = [[e for e in graph.out_edges[v] if e not in wid] for v in range(graph.num_nodes)]
+        self._route: list[dict[int, tuple[list[int], int]]] = [{} for _ in range(graph.num_nodes)]
+        self._call: dict[int, tuple[list[int], int]] = {}
+        self._leave: dict[int, tuple[list[int], int]] = {}
+        self._bfs: dict[int, list[int]] = {}
+
+    def _emit(self, v: int, out: list[int]) -> None:
+        if v != EXIT and v != ENTRY:
+            out.append(v)
+
+    def route(self, v: int, w: int) -> tuple[list[int], int]:
+        """Blocks proven by witness ``w`` read at ``v``, and the new ``pc`` (cached)."""
+        hit = self._route[v].get(w)
+        if hit is not None:
+            return hit
+        g, t = self.graph, self.regen
+        start, out = v, []
+        for _ in range(len(g.edges) + 1):
+            outs = g.out_edges[v]
+            if len(outs) == 1:
+                e = outs[0]
+            else:
+                e = t.choose[v].get(w, -1)
+                if e < 0:
+                    raise InternalError(f"regenerate: function {self.fid}: witness {w} cannot follow block {v}")
+            own = t.witness_of_edge.get(e)
+            if own is not None and own != w:
+                raise InternalError(f"regenerate: function {self.fid}: expected witness {own} at block {v}, read {w}")
+            v = g.edges[e][1]
+            self._emit(v, out)
+            if own is not None:
+                self._route[start][w] = (out, v)
+                return out, v
+        raise InternalError(f"regenerate: function {self.fid}: witness-free cycle")  # pragma: no cover
+
+    def to_call(self, v: int) -> tuple[list[int], int]:
+        """The certain witness-free chain from ``v`` to the next call block (cached)."""
+        hit = self._call.get(v)
+        if hit is not None:
+            return hit
+        g, t = self.graph, self.regen
+        start, out, seen = v, [], {v}
+        while v not in g.call_nodes:
+            outs = g.out_edges[v]
+            if len(outs) != 1 or outs[0] in t.witness_of_edge:
+                break
+            nxt = g.edges[outs[0]][1]
+            if nxt in seen or not t.reaches_call(nxt):
+                break
+            seen.add(nxt)
+            v = nxt
+            self._emit(v, out)
+        self._call[start] = (out, v)
+        return out, v
+
+    def leave(self, v: int) -> tuple[list[int], int]:
+        """The witness-free way from ``v`` to EXIT or to a ``yield`` block (cached)."""
+        hit = self._leave.get(v)
+        if hit is not None:
+            return hit
+        g, t = self.graph, self.regen
+        start, out = v, []
+        for _ in range(len(g.edges) + 1):
+            if v == EXIT or v in self.suspend:
+                self._leave[start] = (out, v)
+                return out, v
+            free = self._free_out[v]
+            if len(g.out_edges[v]) == 1 and free:
+                e = free[0]
+            else:
+                e = t.choose[v].get(EOF, -1)
+                if e < 0 or e in t.witness_of_edge:
+                    raise InternalError(f"regenerate: function {self.fid}: LEAVE read at block {v}, "
+                                        "which reaches neither EXIT nor a yield without a witness")
+            v = g.edges[e][1]
+            self._emit(v, out)
+        raise InternalError(f"regenerate: function {self.fid}: witness-free cycle")  # pragma: no cover
+
+    def reach(self, v: int) -> list[int]:
+        """Nodes reachable from ``v`` over unwitnessed edges, nearest first (``v`` included)."""
+        hit = self._bfs.get(v)
+        if hit is not None:
+            return hit
+        order, seen, todo = [v], {v}, deque([v])
+        while todo:
+            u = todo.popleft()
+            for e in self._free_out[u]:
+                x = self.graph.edges[e][1]
+                if x not in seen:
+                    seen.add(x)
+                    order.append(x)
+                    todo.append(x)
+        self._bfs[v] = order
+        return order
+
+    def raising_block(self, v: int, sid: int, same: bool) -> int:
+        """The block an exception with origin ``sid`` left, for a frame whose ``pc`` is ``v``."""
+        order = self.reach(v)
+        origin = self.block_of[sid] if 0 <= sid < len(self.block_of) else -1
+        again = [u for u in order if u in self.reraise]
+        if again and (same or origin not in order):
+            return again[0]
+        if origin in order:
+            return origin
+        return v
+
+    def exc_path(self, v: int, r: int) -> list[int]:
+        out: list[int] = []
+        for e in self.regen.path(v, r):
+            self._emit(self.graph.edges[e][1], out)
+        return out
+
+    def resume_point(self, w: int) -> int:
+        """Where a pending generator frame stands, given its first witness ``w``."""
+        if not 0 <= w < len(self.edge_of_witness):
+            raise InternalError(f"regenerate: function {self.fid}: no witness {w}")
+        src = self.graph.edges[self.edge_of_witness[w]][0]
+        if src != ENTRY and src not in self.suspend:
+            raise InternalError(f"regenerate: function {self.fid}: witness {w} cannot start or resume "
+                                "a generator")
+        return src
+
+    def resume_from_exc(self, sid: int) -> int:
+        """The ``yield`` block of a pending generator frame that raised at ``sid``."""
+        b = self.block_of[sid] if 0 <= sid < len(self.block_of) else -1
+        if b in self.suspend:
+            return b
+        if len(self.suspend) == 1:
+            return next(iter(self.suspend))
+        raise InternalError(f"regenerate: function {self.fid}: exception at statement {sid} "
+                            "in a resumed generator cannot be placed")
+
+
+@dataclass
+class RegenStats:
+    """What one regeneration produced (for benchmarks)."""
+
+    events_in: int = 0
+    events_out: int = 0
+    blocks_out: int = 0
+    seconds: float = 0.0
+
+    @property
+    def blocks_per_second(self) -> float:
+        return self.blocks_out / self.seconds if self.seconds > 0 else 0.0
+
+
+def regenerate_stream(events_chunks: Iterable[np.ndarray], plans: dict[int, Plan], *,
+                      chunk_size: int = 1 << 16) -> Iterator[np.ndarray]:
+    """Turn the int32 chunks of one witness stream into int32 chunks of its blocks stream."""
+    tables: dict[int, FunctionTables] = {}
+    stack: list[list[Any]] = []          # frames: [tables, pc, state, last exception origin]
+    out: list[int] = []
+    state = 0                            # 0 normal, 1 after EXC, 2 after EXC s
+    sid = -1
+
+    def table(fid: int) -> FunctionTables:
+        t = tables.get(fid)
+        if t is None:
+            plan = plans.get(fid)
+            if plan is None:
+                raise InternalError(f"regenerate: no plan for function {fid}")
+            t = tables[fid] = FunctionTables(fid, plan[0], plan[1])
+        return t
+
+    def top() -> list[Any]:
+        if not stack:
+            raise InternalError("regenerate: event outside any activation")
+        return stack[-1]
+
+    def exception(handler: int) -> None:
+        fr = top()
+        t = fr[0]
+        if fr[2] == PENDING:
+            fr[1], fr[2] = t.resume_from_exc(sid), RUN
+        elif fr[2] == DONE:
+            raise InternalError(f"regenerate: function {t.fid}: exception after EXIT")
+        r = t.raising_block(fr[1], sid, sid == fr[3])
+        out.extend(t.exc_path(fr[1], r))
+        out.append(EXC)
+        out.append(sid)
+        fr[3] = sid
+        if handler >= 0:
+            if not (0 <= handler < t.graph.num_nodes):
+                raise InternalError(f"regenerate: function {t.fid}: no handler block {handler}")
+            out.append(handler)
+            fr[1], fr[2] = handler, RUN
+        else:
+            fr[1], fr[2] = r, UNCAUGHT
+
+    for chunk in events_chunks:
+        values = chunk.tolist()
+        for lo in range(0, len(values), _SUB):
+            for v in values[lo:lo + _SUB]:
+                if state:
+                    if state == 1:
+                        sid, state = v, 2
+                        continue
+                    state = 0
+                    if v >= 0:
+                        exception(v)
+                        continue
+                    exception(-1)
+                if v >= 0:
+                    fr = top()
+                    t = fr[0]
+                    st = fr[2]
+                    if st != RUN:
+                        if st == PENDING:
+                            fr[1], fr[2] = t.resume_point(v), RUN
+                        else:
+                            raise InternalError(f"regenerate: function {t.fid}: witness {v} after the "
+                                                "activation left")
+                    hit = t._route[fr[1]].get(v)
+                    blocks, pc = hit if hit is not None else t.route(fr[1], v)
+                    out.extend(blocks)
+                    fr[1] = pc
+                    if pc == EXIT:
+                        fr[2] = DONE
+                elif v <= -ENTER_BASE:
+                    if stack:
+                        parent = stack[-1]
+                        if parent[2] == RUN:
+                            pt = parent[0]
+                            hit = pt._call.get(parent[1])
+                            blocks, pc = hit if hit is not None else pt.to_call(parent[1])
+                            out.extend(blocks)
+                            parent[1] = pc
+                    t = table(-v - ENTER_BASE)
+                    stack.append([t, ENTRY, PENDING if t.is_gen else RUN, -1])
+                    out.append(v)
+                elif v == LEAVE:
+                    fr = top()
+                    if fr[2] == RUN:
+                        t = fr[0]
+                        hit = t._leave.get(fr[1])
+                        blocks, _pc = hit if hit is not None else t.leave(fr[1])
+                        out.extend(blocks)
+                    stack.pop()
+                    out.append(LEAVE)
+                elif v == EXC:
+                    state = 1
+                else:
+                    raise InternalError(f"regenerate: unknown event code {v}")
+            if len(out) >= chunk_size:
+                yield np.array(out, dtype=np.int32)
+                out = []
+    if state == 2:
+        exception(-1)
+    elif state == 1:
+        out.append(EXC)
+    if out:
+        yield np.array(out, dtype=np.int32)
+
+
+def measure_regeneration(events_chunks: Iterable[np.ndarray], plans: dict[int, Plan]) -> RegenStats:
+    """Regenerate a stream, discarding the output; count events and blocks and time it."""
+    chunks = list(events_chunks)
+    stats = RegenStats(events_in=sum(len(c) for c in chunks))
+    t0 = time.perf_counter()
+    for block in regenerate_stream(chunks, plans):
+        stats.events_out += len(block)
+        # B events: non-negative values, less the statement id that follows each EXC
+        stats.blocks_out += int(np.count_nonzero(block >= 0)) - int(np.count_nonzero(block == EXC))
+    stats.seconds = time.perf_counter() - t0
+    return stats
+
+
+def recording_plans(rec: Any, kind: str = "witness") -> dict[int, Plan]:
+    """Plans for every function of an open recording (``kind``: "witness" or "branches")."""
+    from wholetrace.regen.plan import make_plans
+
+    return make_plans({f.fid: CFG.from_json(f.cfg) for f in rec.functions()}, kind)

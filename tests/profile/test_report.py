@@ -1,0 +1,183 @@
+"""Profile reports (text, JSON, lcov) for a small program recorded in `blocks` mode, checked by hand."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from wholetrace.instrument.flowgraph import from_cfg
+from wholetrace.instrument.placement import place_counters
+from wholetrace.instrument.weighting import static_weights
+from wholetrace.profile.propagate import propagate_counts
+from wholetrace.profile.report import (
+    FunctionProfile,
+    profiles_from_recording,
+    report_json,
+    report_lcov,
+    report_text,
+)
+from wholetrace.store import Recording
+from wtutil import run_recorded
+
+PROG = textwrap.dedent('''\
+    def classify(n):
+        if n % 2 == 0:
+            return "even"
+        return "odd"
+
+
+    def total(xs):
+        s = 0
+        for x in xs:
+            if x > 2:
+                s += x
+        return s
+
+
+    def risky(x):
+        try:
+            return 10 // x
+        except ZeroDivisionError:
+            return -1
+
+
+    def gen(n):
+        for i in range(n):
+            yield i
+
+
+    def unused(x):
+        if x:
+            return 1
+        return 2
+
+
+    print(classify(3), classify(4), classify(6))
+    print(total([1, 2, 3, 4]))
+    print(risky(0), risky(5))
+    print(sum(gen(3)))
+''')
+
+# by hand: classify runs 3× (2 even), the loop of total 4× (x > 2 twice), risky 2× (one raise),
+# gen yields 3× (4 for-next steps), unused never; every module statement once.
+LINES = {1: 1, 2: 3, 3: 2, 4: 1, 7: 1, 8: 1, 9: 1, 10: 4, 11: 2, 12: 1, 15: 1, 17: 2, 19: 1,
+         22: 1, 23: 1, 24: 3, 27: 1, 28: 0, 29: 0, 30: 0, 33: 1, 34: 1, 35: 1, 36: 1}
+BRANCHES = {2: {"true": 2, "false": 1}, 9: {"next": 4, "exhausted": 1},
+            10: {"true": 2, "false": 2}, 23: {"next": 3, "exhausted": 1}, 28: {"true": 0, "false": 0}}
+CALLS = {"classify": 3, "total": 1, "risky": 2, "gen": 1, "unused": 0, "<module>": 1}
+
+
+@pytest.fixture(scope="module")
+def profiles(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[FunctionProfile]]:
+    root = tmp_path_factory.mktemp("report")
+    script = root / "prog.py"
+    script.write_text(PROG)
+    r = run_recorded(script, root / "prog.wt")
+    assert r.returncode == 0, r.stderr
+    with Recording(root / "prog.wt") as rec:
+        return script, profiles_from_recording(rec)
+
+
+def test_json_lines_branches_functions(profiles: tuple[Path, list[FunctionProfile]]) -> None:
+    script, ps = profiles
+    doc = report_json(ps)
+    path = str(script)
+    assert set(doc["lines"]) == {path}
+    assert doc["lines"][path] == {str(k): v for k, v in LINES.items()}
+    assert doc["branches"][path] == {str(k): v for k, v in BRANCHES.items()}
+    funcs = doc["functions"]
+    assert {f["name"]: f["calls"] for f in funcs} == CALLS
+    assert [f["name"] for f in funcs[:3]] == ["total", "gen", "classify"]  # 13, 8, 6 blocks
+    assert funcs[-1]["name"] == "unused" and funcs[-1]["blocks"] == 0
+
+
+def test_annotated_text(profiles: tuple[Path, list[FunctionProfile]]) -> None:
+    _, ps = profiles
+    text = report_text(ps)
+    heads = [ln for ln in text.splitlines() if ln.startswith("== ")]
+    assert heads[0].startswith("== total ") and "calls 1, blocks 13" in heads[0]
+    rows = {int(m.group(2)): (m.group(1).strip(), m.group(3)) for m in
+            re.finditer(r"^(.{10}) +(\d+)  (.*)$", text.split("\n\n")[0], re.M)}
+    assert rows[10] == ("4", "        if x > 2:    [true: 2, false: 2]")
+    assert rows[9][1].endswith("[next: 4, exhausted: 1]") and rows[9][0] == "1"
+    assert rows[7][0] == ""          # the def line belongs to the module, not to total
+    unused = text[text.index("== unused"):]
+    assert "if x:    [true: -, false: -]" in unused
+
+
+LCOV_LINE = re.compile(r"^(TN:.*|SF:/.+|FN:\d+,[^,\s]+|FNDA:\d+,[^,\s]+|FNF:\d+|FNH:\d+|DA:\d+,\d+|"
+                       r"BRDA:\d+,\d+,\d+,(\d+|-)|BRF:\d+|BRH:\d+|LF:\d+|LH:\d+|end_of_record)$")
+ORDER = ["TN", "SF", "FN", "FNDA", "FNF", "FNH", "DA", "BRDA", "BRF", "BRH", "LF", "LH", "end_of_record"]
+
+
+def validate_lcov(text: str) -> list[dict[str, list[str]]]:
+    """Check the tracefile grammar, record order and summary counts; return the records."""
+    assert text.endswith("end_of_record\n")
+    records: list[dict[str, list[str]]] = []
+    cur: dict[str, list[str]] = {}
+    last = -1
+    for line in text.splitlines():
+        assert LCOV_LINE.match(line), line
+        key, _, val = line.partition(":")
+        pos = ORDER.index(key)
+        assert pos >= last or key == "TN", f"{key} after {ORDER[last]}"
+        last = pos
+        cur.setdefault(key, []).append(val)
+        if key == "end_of_record":
+            records.append(cur)
+            cur, last = {}, -1
+    for rec in records:
+        fn = [v.split(",", 1)[1] for v in rec.get("FN", [])]
+        fnda = {v.split(",", 1)[1]: int(v.split(",")[0]) for v in rec.get("FNDA", [])}
+        assert len(set(fn)) == len(fn) and set(fnda) == set(fn)
+        assert int(rec["FNF"][0]) == len(fn) and int(rec["FNH"][0]) == sum(1 for c in fnda.values() if c)
+        da = [tuple(map(int, v.split(","))) for v in rec.get("DA", [])]
+        assert [d[0] for d in da] == sorted({d[0] for d in da})
+        assert int(rec["LF"][0]) == len(da) and int(rec["LH"][0]) == sum(1 for d in da if d[1])
+        brda = [v.split(",") for v in rec.get("BRDA", [])]
+        assert len({tuple(b[:3]) for b in brda}) == len(brda)
+        assert int(rec["BRF"][0]) == len(brda)
+        assert int(rec["BRH"][0]) == sum(1 for b in brda if b[3] not in ("-", "0"))
+    return records
+
+
+def test_lcov_exact(profiles: tuple[Path, list[FunctionProfile]], tmp_path: Path) -> None:
+    script, ps = profiles
+    text = report_lcov(ps, test_name="prog")
+    (rec,) = validate_lcov(text)
+    assert rec["SF"] == [str(script)] and rec["TN"] == ["prog"]
+    assert rec["DA"] == [f"{k},{v}" for k, v in LINES.items()]
+    assert rec["BRDA"] == ["2,0,0,2", "2,0,1,1", "9,1,0,4", "9,1,1,1", "10,2,0,2", "10,2,1,2",
+                           "23,3,0,3", "23,3,1,1", "28,4,0,-", "28,4,1,-"]
+    assert (rec["BRF"], rec["BRH"], rec["LF"], rec["LH"]) == (["10"], ["8"], ["24"], ["21"])
+    assert {v.split(",")[1]: int(v.split(",")[0]) for v in rec["FNDA"]} == CALLS
+    assert (rec["FNF"], rec["FNH"]) == (["6"], ["5"])
+    genhtml = shutil.which("genhtml")
+    if genhtml is None:
+        pytest.skip("genhtml not installed (format checked above)")
+    info = tmp_path / "prog.info"
+    info.write_text(text)
+    done = subprocess.run([genhtml, "--branch-coverage", "-q", "-o", str(tmp_path / "html"), str(info)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+
+
+def test_propagated_counts_give_the_same_report(profiles: tuple[Path, list[FunctionProfile]]) -> None:
+    """Edge counts from chord counters (count mode) instead of the trace: identical reports."""
+    _, ps = profiles
+    redone = []
+    for p in ps:
+        graph = from_cfg(p.cfg)
+        placement = place_counters(graph, static_weights(graph))
+        extra = [(2, 3, 1)] if p.qualname == "risky" else []      # 10 // 0 -> the handler
+        flow = propagate_counts(graph, placement, [int(p.edges[e]) for e in placement.chords], extra)
+        assert list(flow.edges) == [int(c) for c in p.edges], p.qualname
+        redone.append(FunctionProfile(p.fid, p.file, p.qualname, p.cfg, p.blocks, p.stmts,
+                                      flow.edges, p.source, p.activations))
+    assert report_lcov(redone) == report_lcov(ps)
+    assert report_json(redone) == report_json(ps)
