@@ -98,6 +98,22 @@ def cmd_trace(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_counts(args: argparse.Namespace) -> int:
+    from wholetrace.profile.report import profiles_from_recording, report_lcov, report_text, write_json
+    from wholetrace.store import Recording
+    with Recording(args.file) as rec:
+        if rec.meta.get("mode") != "blocks":
+            raise UsageError(f"{args.file}: counts need a blocks recording (this one is {rec.meta.get('mode')!r})")
+        profiles = profiles_from_recording(rec)
+    text = (write_json(profiles) if args.format == "json" else report_lcov(profiles) if args.format == "lcov"
+            else report_text(profiles, limit=args.limit))
+    if args.output:
+        Path(args.output).write_text(text)
+    else:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return 0
+
+
 def cmd_cfg(args: argparse.Namespace) -> int:
     from wholetrace.instrument import render
     from wholetrace.instrument.cfg import build_module
@@ -141,6 +157,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--thread", type=int, default=None, metavar="N", help="only stream N")
     s.add_argument("--limit", type=int, default=None, metavar="N", help="at most N events")
     s.set_defaults(func=cmd_trace)
+
+    s = sub.add_parser("counts", help="exact block, branch and line counts of a recording")
+    s.add_argument("file", metavar="OUT.wt")
+    s.add_argument("--format", choices=("text", "json", "lcov"), default="text")
+    s.add_argument("--limit", type=int, default=None, metavar="N", help="text: only the N hottest functions")
+    s.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE")
+    s.set_defaults(func=cmd_counts)
 
     s = sub.add_parser("cfg", help="show the control-flow graphs of a source file")
     s.add_argument("target", metavar="FILE[:QUALNAME]")
