@@ -13,6 +13,9 @@ from typing import Callable, Sequence
 from wholetrace import __version__
 from wholetrace.errors import UsageError, WholetraceError
 
+if False:  # pragma: no cover - typing only
+    from wholetrace.store import Recording
+
 Handler = Callable[[argparse.Namespace], int]
 
 
@@ -22,7 +25,7 @@ def _split_record_args(argv: Sequence[str]) -> tuple[list[str], list[str]]:
     """Split ``record`` arguments into wholetrace's own and the program's (after SCRIPT or -m MOD)."""
     own: list[str] = []
     i = 0
-    takes_value = {"--mode", "--include", "-o", "--output", "-m"}
+    takes_value = {"--mode", "--include", "-o", "--output", "-m", "--weights", "--format", "--limit"}
     while i < len(argv):
         a = argv[i]
         if a == "--":
@@ -44,14 +47,67 @@ def _split_record_args(argv: Sequence[str]) -> tuple[list[str], list[str]]:
 def _record_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="wholetrace record",
                                 description="Run a Python program and record its whole control flow.")
-    p.add_argument("--mode", default="blocks", help="what to record (blocks)")
+    p.add_argument("--mode", default="blocks", help="what to record: blocks (the block trace), count, count-naive")
     p.add_argument("--include", action="append", default=[], metavar="PKG",
                    help="also instrument this package or module (stdlib and site-packages too)")
     p.add_argument("-o", "--output", metavar="OUT.wt", help="recording file (default: <program>.wt)")
     p.add_argument("-q", "--quiet", action="store_true", help="no summary line on stderr")
+    p.add_argument("--weights", metavar="OLD.wt", help="count mode: place counters by the edge counts of OLD.wt")
     p.add_argument("-m", dest="module", metavar="MODULE", help="run a library module as a script")
     p.add_argument("script", nargs="?", help="the program to run")
     return p
+
+
+def _profile_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="wholetrace profile",
+                                description="Run a program and print exact line and branch counts (count mode).")
+    p.add_argument("--naive", action="store_true", help="a counter in every block (count-naive), for comparison")
+    p.add_argument("--weights", metavar="OLD.wt", help="place counters by the edge counts of an earlier recording")
+    p.add_argument("--format", choices=("text", "json", "lcov"), default="text")
+    p.add_argument("--limit", type=int, default=None, metavar="N", help="text: only the N hottest functions")
+    p.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE (default: stdout)")
+    p.add_argument("--include", action="append", default=[], metavar="PKG",
+                   help="also instrument this package or module (stdlib and site-packages too)")
+    p.add_argument("-m", dest="module", metavar="MODULE", help="run a library module as a script")
+    p.add_argument("script", nargs="?", help="the program to run")
+    return p
+
+
+def _load_weights(path: str | None) -> dict[tuple[str, str, str], list[int]] | None:
+    """Edge counts of an earlier recording, by (file, qualname, CFG fingerprint)."""
+    if path is None:
+        return None
+    from wholetrace.store import Recording
+    with Recording(path) as rec:
+        profiles = load_profiles(rec, path)
+        prints = {f.fid: f.fingerprint for f in rec.functions()}
+    return {(p.file, p.qualname, prints[p.fid]): [max(int(c), 0) for c in p.edges] for p in profiles}
+
+
+def cmd_profile(raw: Sequence[str]) -> int:
+    import shutil
+    import tempfile
+    own, prog_args = _split_record_args(raw)
+    args = _profile_parser().parse_args(own)
+    if (args.script is None) == (args.module is None):
+        raise UsageError("profile needs exactly one of SCRIPT or -m MODULE")
+    from wholetrace.runtime.runner import Target, record
+    from wholetrace.store import Recording, RecordingWriter
+    weights = _load_weights(args.weights)
+    mode = "count-naive" if args.naive else "count"
+    # not TemporaryDirectory: the run ends with the program's atexit handlers, which would remove it
+    tmp = tempfile.mkdtemp(prefix="wholetrace-")
+    try:
+        out = Path(tmp) / "profile.wt"
+        outcome = record(Target(script=args.script, module=args.module, args=prog_args), RecordingWriter(out),
+                         mode=mode, include=args.include, weights=weights)
+        with Recording(out) as rec:
+            profiles = load_profiles(rec, str(out))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    sys.stdout.flush()
+    _write_report(profiles, args)
+    return outcome.exit_code
 
 
 def cmd_record(raw: Sequence[str]) -> int:
@@ -64,8 +120,9 @@ def cmd_record(raw: Sequence[str]) -> int:
     target = Target(script=args.script, module=args.module, args=prog_args)
     stem = Path(args.script).stem if args.script else args.module.split(".")[-1]
     out = Path(args.output or f"{stem}.wt")
+    weights = _load_weights(args.weights)
     writer = RecordingWriter(out)
-    outcome = record(target, writer, mode=args.mode, include=args.include)
+    outcome = record(target, writer, mode=args.mode, include=args.include, weights=weights)
     if not args.quiet:
         size = out.stat().st_size if out.exists() else 0
         extra = f", {len(outcome.daemon_threads)} daemon thread(s) still running" if outcome.daemon_threads else ""
@@ -99,12 +156,26 @@ def cmd_trace(args: argparse.Namespace) -> int:
 
 
 def cmd_counts(args: argparse.Namespace) -> int:
-    from wholetrace.profile.report import profiles_from_recording, report_lcov, report_text, write_json
     from wholetrace.store import Recording
     with Recording(args.file) as rec:
-        if rec.meta.get("mode") != "blocks":
-            raise UsageError(f"{args.file}: counts need a blocks recording (this one is {rec.meta.get('mode')!r})")
-        profiles = profiles_from_recording(rec)
+        profiles = load_profiles(rec, args.file)
+    return _write_report(profiles, args)
+
+
+def load_profiles(rec: "Recording", name: str) -> list:  # type: ignore[type-arg]
+    """Per-function counts of any recording: from its trace (blocks) or its counters (count modes)."""
+    from wholetrace.profile.counting import profiles_from_count_recording
+    from wholetrace.profile.report import profiles_from_recording
+    mode = rec.meta.get("mode")
+    if mode == "blocks":
+        return profiles_from_recording(rec)
+    if mode in ("count", "count-naive"):
+        return profiles_from_count_recording(rec)
+    raise UsageError(f"{name}: no counts in a {mode!r} recording")
+
+
+def _write_report(profiles: list, args: argparse.Namespace) -> int:  # type: ignore[type-arg]
+    from wholetrace.profile.report import report_lcov, report_text, write_json
     text = (write_json(profiles) if args.format == "json" else report_lcov(profiles) if args.format == "lcov"
             else report_text(profiles, limit=args.limit))
     if args.output:
@@ -145,6 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"wholetrace {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.add_parser("record", help="run a program and record it (see `wholetrace record -h`)", add_help=False)
+    sub.add_parser("profile", help="run a program, print exact counts (see `wholetrace profile -h`)", add_help=False)
 
     s = sub.add_parser("info", help="summarise a recording")
     s.add_argument("file", metavar="OUT.wt")
@@ -183,11 +255,12 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        if argv and argv[0] == "record":
+        if argv and argv[0] in ("record", "profile"):
+            parser_for = _record_parser if argv[0] == "record" else _profile_parser
             if len(argv) > 1 and argv[1] in ("-h", "--help"):
-                _record_parser().print_help()
+                parser_for().print_help()
                 return 0
-            return cmd_record(argv[1:])
+            return (cmd_record if argv[0] == "record" else cmd_profile)(argv[1:])
         parser = build_parser()
         args = parser.parse_args(argv)
         if not getattr(args, "func", None):

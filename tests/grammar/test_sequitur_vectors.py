@@ -14,6 +14,9 @@ from wholetrace.grammar import Grammar, GrammarBuilder, sequitur
 
 from naive_sequitur import naive_sequitur
 
+# pure-Python twin (NUMBA_DISABLE_JIT=1): numpy warns on the hash's intended wrap-around
+pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+
 SMALL = {
     "abcabcabcabc": "S→A A; A→B B; B→a b c",
     "abcdbcabcd": "S→A B A; A→a B d; B→b c",

@@ -61,3 +61,34 @@ def test_hypothesmith_programs(chunk: int, source: str) -> None:
 @given(source=structured_programs())
 def test_structured_programs_many(source: str) -> None:
     record_and_compare(source)
+
+
+def count_modes_agree(source: str) -> None:
+    from wholetrace.cli import load_profiles
+    import numpy as np
+    with tempfile.TemporaryDirectory(prefix="wt-gen-") as td:
+        rc, out, err = run_plain(source, td)
+        if rc == -1:
+            return
+        driver = write_program(source, td)
+        got = {}
+        for mode in ("blocks", "count", "count-naive"):
+            wt = Path(td) / f"{mode}.wt"
+            proc = subprocess.run([sys.executable, "-m", "wholetrace.cli", "record", "-q", "--mode", mode, "-o", str(wt),
+                                   str(driver)], capture_output=True, cwd=td, env=ENV, timeout=120, stdin=subprocess.DEVNULL)
+            assert proc.stdout.decode("utf-8", "replace") == out, (mode, source)
+            with Recording(wt) as rec:
+                got[mode] = {(p.file, p.qualname, p.cfg.firstline): p for p in load_profiles(rec, str(wt))}
+        for mode in ("count", "count-naive"):
+            assert got[mode].keys() == got["blocks"].keys()
+            for key, p in got["blocks"].items():
+                q = got[mode][key]
+                assert np.array_equal(np.asarray(p.blocks)[2:], np.asarray(q.blocks)[2:]), (mode, key, source)
+                assert np.array_equal(np.asarray(p.stmts), np.asarray(q.stmts)), (mode, key, source)
+
+
+@seed(26112026)
+@settings(max_examples=30, **SETTINGS)
+@given(source=structured_programs())
+def test_count_modes_on_structured_programs(source: str) -> None:
+    count_modes_agree(source)

@@ -12,7 +12,7 @@ from wholetrace.kernels import sequitur as K
 
 #: largest terminal accepted (digram keys pack two 32-bit symbol values)
 MAX_SYMBOL = K.MAX_SYMBOL
-_SLICE = 1 << 20  # symbols converted to int64 per kernel call (bounds temporary memory)
+_SLICE = 1 << 16  # symbols converted to int64 per kernel call (bounds temporary memory)
 
 
 def _new_state(lookahead: bool, nodes: int, rules: int, bits: int) -> tuple[np.ndarray, ...]:
@@ -20,7 +20,7 @@ def _new_state(lookahead: bool, nodes: int, rules: int, bits: int) -> tuple[np.n
     rguard = np.full(rules, K.NIL, np.int32)
     rcount = np.zeros(rules, np.int32)
     rfree = np.zeros(rules, np.int32)
-    tab = np.full(2 << bits, K.T_EMPTY, np.int64)
+    tab = np.full(2 << bits, K.T_EMPTY, np.int32)
     stack = np.empty(3 << 16, np.int64)
     meta = np.zeros(K.META_SIZE, np.int64)
     # rule 0 is S, whose guard is node 0
@@ -38,10 +38,12 @@ def _new_state(lookahead: bool, nodes: int, rules: int, bits: int) -> tuple[np.n
     return (nd, rguard, rcount, rfree, tab, stack, meta)
 
 
-def _grown(a: np.ndarray, size: int, fill: int) -> np.ndarray:
-    out = np.full(size, fill, a.dtype)
-    out[: len(a)] = a
-    return out
+def _grown(a: np.ndarray, size: int) -> np.ndarray:
+    """``a`` enlarged to ``size`` items in place (realloc: large blocks are remapped, not
+    copied, so growing does not hold the old and the new array at once).  The new items
+    are zero; the kernels initialise nodes and rules when they hand them out."""
+    a.resize(size, refcheck=False)
+    return a
 
 
 class GrammarBuilder:
@@ -95,9 +97,10 @@ class GrammarBuilder:
             st = self._grow(why)
         K.flush(*st)
         self._check_overflow(st)
-        nd, rguard, rcount, rfree, tab, stack, meta = st
-        off, rhs = K.extract(nd, rguard, int(meta[K.M_LIVE_RULES]))
+        nd, rguard, meta = st[0], st[1], st[6]
         self._st = None
+        del st  # free the digram table before flattening
+        off, rhs = K.extract(nd, rguard, int(meta[K.M_LIVE_RULES]))
         return Grammar(off, rhs, lookahead=self.lookahead)
 
     def stats(self) -> dict[str, int]:
@@ -129,17 +132,17 @@ class GrammarBuilder:
         nd, rguard, rcount, rfree, tab, stack, meta = self._state()
         if why == K.ST_NEED_NODES:
             nodes = len(nd) // 4
-            nd = _grown(nd, 4 * (nodes + max(nodes // 2, 2 * K.MARGIN_NODES)), K.NIL)
+            nd = _grown(nd, 4 * (nodes + max(nodes // 4, 2 * K.MARGIN_NODES)))
         elif why == K.ST_NEED_RULES:
-            size = len(rguard) + max(len(rguard) // 2, 2 * K.MARGIN_RULES)
-            rguard = _grown(rguard, size, K.NIL)
-            rcount = _grown(rcount, size, 0)
-            rfree = _grown(rfree, size, 0)
+            size = len(rguard) + max(len(rguard) // 4, 2 * K.MARGIN_RULES)
+            rguard = _grown(rguard, size)
+            rcount = _grown(rcount, size)
+            rfree = _grown(rfree, size)
         elif why == K.ST_NEED_TABLE:
             bits = int(meta[K.M_TBITS])
             while (int(meta[K.M_TUSED]) + K.MARGIN_TABLE) * 2 > (1 << bits):
                 bits += 1  # keep the live load at most 1/2 after a rebuild
-            new_tab = np.full(2 << bits, K.T_EMPTY, np.int64)
+            new_tab = np.full(2 << bits, K.T_EMPTY, np.int32)
             used = K.rehash(nd, tab, new_tab, bits)
             del tab
             tab = new_tab

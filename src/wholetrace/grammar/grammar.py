@@ -7,7 +7,7 @@ from typing import Iterator
 import numpy as np
 
 from wholetrace.errors import GrammarError
-from wholetrace.kernels import sequitur as K
+from wholetrace.kernels import sequitur_flat as K
 
 DEFAULT_CHUNK = 1 << 16
 

@@ -16,10 +16,11 @@ from typing import Callable, Sequence
 
 from wholetrace.errors import InstrumentError
 from wholetrace.instrument.cfg import CFG, build_cfg, iter_functions
+from wholetrace.instrument.modes import ProbePlan
 from wholetrace.instrument.rewrite import rewrite_tree
 
-#: Called for every instrumented function: (file, cfg, source text of the function) -> fid.
-Register = Callable[[str, CFG, str], int]
+#: Called for every instrumented function: (file, cfg, source text) -> (fid, probe plan).
+Register = Callable[[str, CFG, str], "tuple[int, ProbePlan | None]"]
 
 _SKIP_DIRS = ("site-packages", "dist-packages")
 _OWN_PACKAGE = str(Path(__file__).resolve().parent.parent)
@@ -51,9 +52,9 @@ class Instrumenter:
         try:
             functions = [(fn, build_cfg(fn, q)) for fn, q in iter_functions(tree)]
             lines = source.splitlines(keepends=True)
-            fids = [self.register(filename, cfg, source if cfg.kind == "module" else function_source(lines, cfg))
+            regs = [self.register(filename, cfg, source if cfg.kind == "module" else function_source(lines, cfg))
                     for _fn, cfg in functions]
-            rewrite_tree(tree, [(fn, cfg, fid) for (fn, cfg), fid in zip(functions, fids)])
+            rewrite_tree(tree, [(fn, cfg, fid, plan) for (fn, cfg), (fid, plan) in zip(functions, regs)])
             code = compile(tree, filename, "exec", dont_inherit=True)
         except (InstrumentError, SyntaxError, RecursionError, ValueError, TypeError, AssertionError) as exc:
             warnings.warn(f"wholetrace: {filename}: left uninstrumented ({type(exc).__name__}: {exc})",

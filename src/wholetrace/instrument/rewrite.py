@@ -16,18 +16,24 @@ import ast
 from dataclasses import dataclass
 from typing import Sequence
 
+from wholetrace.ids import EXIT
 from wholetrace.instrument.cfg import CFG, Stmt
+from wholetrace.instrument.modes import ProbePlan, blocks_plan
 from wholetrace.runtime.events import LEAVE, enter_code
 
 A = "_wt_a"          # local: append method of the current stream
+R = "_wt_r"          # local (count modes): statement id of the last re-raise site passed
 # Run-time names live in ``builtins`` during a recording (runtime.probes.install), so that
 # instrumented modules carry no extra globals.
 GET = "_wt_get"      # ContextVar.get of the current stream
 NEW = "_wt_new"      # create a stream for this thread/task
 XEDGE = "_wt_x"      # record a dynamic exception edge, returns the append method
+XCOUNT = "_wt_xc"    # the same for count modes (carries function, source and target)
+RERAISE = "_wt_rr"   # module/class bodies in count modes: note a re-raise site
+RERAISE_LOOKUP = -2  # ... and tell _wt_xc to look it up
 FOR = "_wt_for"      # wrapping iterator that records the for-next block before __next__
 AFOR = "_wt_afor"    # the same for async for
-RUNTIME_NAMES = (GET, NEW, XEDGE, FOR, AFOR)
+RUNTIME_NAMES = (GET, NEW, XEDGE, XCOUNT, RERAISE, FOR, AFOR)
 
 
 def _name(n: str, store: bool = False) -> ast.Name:
@@ -64,7 +70,7 @@ def _loc(new: ast.AST, like: ast.AST) -> ast.AST:
 
 @dataclass
 class Emitter:
-    """Builds probe code for one function.
+    """Builds probe code for one function under one probe plan.
 
     Module and class bodies (``in_class``) never bind ``_wt_a``: their namespace is the
     program's own, so their probes fetch the stream each time instead.
@@ -72,6 +78,12 @@ class Emitter:
 
     fid: int
     in_class: bool
+    plan: ProbePlan
+
+    @property
+    def tracks_reraise(self) -> bool:
+        """Count modes keep ``_wt_r``, the last re-raise site passed, for exception edges."""
+        return not self.plan.traces and not self.in_class
 
     def stream(self) -> ast.expr:
         return ast.BoolOp(ast.Or(), [_call(GET, _const(None)), _call(NEW)])
@@ -83,21 +95,42 @@ class Emitter:
     def stmt(self, value: int, like: ast.AST) -> ast.stmt:
         return _loc(ast.Expr(self.append(value)), like)  # type: ignore[return-value]
 
+    def stmts(self, values: Sequence[int], like: ast.AST) -> list[ast.stmt]:
+        return [self.stmt(v, like) for v in values]
+
+    def exprs(self, values: Sequence[int], like: ast.AST) -> list[ast.expr]:
+        return [_loc(self.append(v), like) for v in values]  # type: ignore[misc]
+
+    def set_reraise(self, sid: int, like: ast.AST) -> list[ast.stmt]:
+        """Count modes: remember a re-raise site (a local; module/class bodies ask the runtime)."""
+        if self.plan.traces:
+            return []
+        if self.in_class:
+            return [_loc(ast.Expr(_call(RERAISE, _const(self.fid), _const(sid))), like)]  # type: ignore[list-item]
+        return [_loc(ast.Assign([_name(R, True)], _const(sid)), like)]  # type: ignore[list-item]
+
     def prologue(self, like: ast.AST) -> list[ast.stmt]:
-        if self.in_class:
-            return [self.stmt(enter_code(self.fid), like)]
-        return [_loc(ast.Assign([_name(A, True)], self.stream()), like),  # type: ignore[list-item]
-                self.stmt(enter_code(self.fid), like)]
+        out: list[ast.stmt] = []
+        if not self.in_class:
+            out.append(_loc(ast.Assign([_name(A, True)], self.stream()), like))  # type: ignore[arg-type]
+        if self.plan.traces:
+            out.append(self.stmt(enter_code(self.fid), like))
+        return out + self.set_reraise(-1, like)
 
-    def xedge(self, like: ast.AST) -> ast.stmt:
+    def xedge(self, like: ast.AST, dst: int) -> ast.stmt:
         """Record the exception edge at a handler entry (and re-fetch the stream)."""
-        if self.in_class:
-            return _loc(ast.Expr(_call(XEDGE, _const(self.fid), _const(False))), like)  # type: ignore[return-value]
-        return _loc(ast.Assign([_name(A, True)], _call(XEDGE, _const(self.fid), _name(A))), like)  # type: ignore[return-value]
+        a: ast.expr = _const(False) if self.in_class else _name(A)
+        if self.plan.traces:
+            call = _call(XEDGE, _const(self.fid), a)
+        else:
+            r = _name(R) if self.tracks_reraise else _const(RERAISE_LOOKUP)
+            call = _call(XCOUNT, _const(self.fid), a, _const(dst), r)
+        node: ast.stmt = ast.Expr(call) if self.in_class else ast.Assign([_name(A, True)], call)
+        return _loc(node, like)  # type: ignore[return-value]
 
-    def guard(self, body: list[ast.stmt], like: ast.AST, final: list[ast.stmt] | None) -> ast.Try:
+    def guard(self, body: list[ast.stmt], like: ast.AST, final: list[ast.stmt] | None, dst: int) -> ast.Try:
         """``try: body / except BaseException: record edge; raise / finally: final``."""
-        handler = ast.ExceptHandler(_name("BaseException"), None, [self.xedge(like), ast.Raise()])
+        handler = ast.ExceptHandler(_name("BaseException"), None, [self.xedge(like, dst), ast.Raise()])
         node = ast.Try(body, [handler], [], final or [])
         return _loc(node, like)  # type: ignore[return-value]
 
@@ -110,26 +143,76 @@ class _LoopInfo:
 
 
 class _FunctionRewriter:
-    """Rewrites one function body in place, given its CFG."""
+    """Rewrites one function body in place, given its CFG and probe plan."""
 
-    def __init__(self, cfg: CFG, fid: int, in_class: bool) -> None:
+    def __init__(self, cfg: CFG, fid: int, in_class: bool, plan: ProbePlan) -> None:
         self.cfg = cfg
-        self.em = Emitter(fid, in_class)
+        self.plan = plan
+        self.em = Emitter(fid, in_class, plan)
         self.loops: list[_LoopInfo] = []
         self.gen = cfg.is_generator
+        self.dst_edges: dict[int, list[int]] = {}
+        self.site_edges: dict[tuple[str, int, str], list[int]] = {}
+        for i, site in enumerate(plan.sites):
+            if site is None or i not in plan.edge_values:
+                continue
+            if site.kind == "dst":
+                self.dst_edges.setdefault(site.ref, []).append(i)
+            else:
+                self.site_edges.setdefault((site.kind, site.ref, site.arm), []).append(i)
 
     # --- helpers
     def starts_block(self, st: Stmt | None) -> bool:
         return st is not None and st.block >= 0 and self.cfg.blocks[st.block].stmts[0] == st.id
 
+    def block_values(self, b: int) -> list[int]:
+        """What runs at the start of block ``b``: probes of edges whose only way in is here, then b's own."""
+        out = [v for e in self.dst_edges.get(b, ()) for v in self.plan.edge_values[e]]
+        return out + self.plan.block_values.get(b, [])
+
+    def site_values(self, kind: str, sid: int, arm: str = "") -> list[int]:
+        return [v for e in self.site_edges.get((kind, sid, arm), ()) for v in self.plan.edge_values[e]]
+
     def probe_for(self, st: Stmt | None, like: ast.AST) -> list[ast.stmt]:
-        return [self.em.stmt(st.block, like)] if st is not None and self.starts_block(st) else []
+        if st is None or not self.starts_block(st):
+            return []
+        return self.em.stmts(self.block_values(st.block), like)
+
+    def arm(self, st: Stmt | None, arm: str, body: list[ast.stmt], like: ast.AST) -> list[ast.stmt]:
+        """Prefix ``body`` (a branch arm) with the probes of the edge that enters it."""
+        if st is None:
+            return body
+        return self.em.stmts(self.site_values("arm", st.id, arm), body[0] if body else like) + body
+
+    def first_block(self, stmts: list[ast.stmt]) -> int:
+        """The block of the first statement a body executes (a handler's or finally's entry)."""
+        for s in stmts:
+            if isinstance(s, (ast.Global, ast.Nonlocal)):
+                continue
+            if isinstance(s, (ast.Try, ast.TryStar)):
+                return self.first_block(s.body)
+            kind, anchor = {ast.If: ("if", s), ast.While: ("while", s), ast.For: ("for-iter", s),
+                            ast.AsyncFor: ("for-iter", s), ast.Match: ("match", s)}.get(type(s), ("simple", s))
+            if isinstance(s, (ast.With, ast.AsyncWith)):
+                kind, anchor = "with-enter", s.items[0]
+            st = self.cfg.stmt_at(anchor, kind)
+            return st.block if st is not None and st.block >= 0 else EXIT
+        return EXIT
 
     # --- bodies
     def body(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
         out: list[ast.stmt] = []
         for s in stmts:
             out.extend(self.stmt(s))
+            last = None
+            if isinstance(s, (ast.Try, ast.TryStar)) and s.finalbody:
+                last = self.cfg.stmt_at(s, "finally-end")
+            elif isinstance(s, (ast.With, ast.AsyncWith)):
+                last = self.cfg.stmt_at(s.items[0], "with-exit")
+            elif not isinstance(s, (ast.If, ast.While, ast.For, ast.AsyncFor, ast.Match, ast.Try, ast.TryStar)):
+                last = self.cfg.stmt_at(s, "simple")
+            if last is not None:
+                out.extend(self.em.stmts(self.site_values("after", last.id), s))
         return out
 
     def stmt(self, s: ast.stmt) -> list[ast.stmt]:  # noqa: C901 - one arm per construct
@@ -138,15 +221,17 @@ class _FunctionRewriter:
             st = cfg.stmt_at(s, "if")
             pre = self.probe_for(st, s)
             s.test = self.expr(s.test)
-            s.body = self.body(s.body)
-            s.orelse = self.body(s.orelse)
+            s.body = self.arm(st, "body", self.body(s.body), s)
+            s.orelse = self.arm(st, "orelse", self.body(s.orelse), s)
             return pre + [s]
         if isinstance(s, ast.While):
             st = cfg.stmt_at(s, "while")
             test = self.expr(s.test)
             if self.starts_block(st):
                 assert st is not None
-                test = ast.BoolOp(ast.Or(), [_loc(self.em.append(st.block), s.test), test])  # type: ignore[list-item]
+                probes = self.em.exprs(self.block_values(st.block), s.test)
+                if probes:
+                    test = ast.BoolOp(ast.Or(), probes + [test])
             s.test = test
             self._loop_body(s, st)
             return [s]
@@ -171,8 +256,22 @@ class _FunctionRewriter:
                 setattr(s, fname, self.expr(value))
             elif isinstance(value, list):
                 setattr(s, fname, [self.expr(v) if isinstance(v, ast.expr) else v for v in value])
+        if st is None:
+            return pre + [s]
+        if isinstance(s, (ast.Break, ast.Continue)):
+            pre += self.em.stmts(self.site_values("before", st.id), s)
         if isinstance(s, ast.Continue) and self.loops:
             pre += self._continue_probe(s)
+        if isinstance(s, ast.Raise) and s.exc is None:
+            pre += self.em.set_reraise(st.id, s)
+        if isinstance(s, ast.Return):
+            values = self.site_values("return", st.id)
+            if values and s.value is None:
+                pre += self.em.stmts(values, s)
+            elif values:
+                assert s.value is not None
+                s.value = _loc(ast.Subscript(ast.Tuple([s.value] + self.em.exprs(values, s.value), ast.Load()),
+                                             _const(0), ast.Load()), s.value)  # type: ignore[assignment]
         return pre + [s]
 
     # --- loops
@@ -180,32 +279,37 @@ class _FunctionRewriter:
         assert header is not None
         info = _LoopInfo(header, s, wrapped=isinstance(s, (ast.For, ast.AsyncFor)) and _continue_crosses_cleanup(s.body))
         self.loops.append(info)
-        s.body = self.body(s.body)
+        s.body = self.arm(header, "body", self.body(s.body), s)
         self.loops.pop()
-        s.orelse = self.body(s.orelse)
+        s.orelse = self.arm(header, "orelse", self.body(s.orelse), s)
         return info
 
     def _continue_probe(self, s: ast.Continue) -> list[ast.stmt]:
         loop = self.loops[-1]
         if not isinstance(loop.node, (ast.For, ast.AsyncFor)) or loop.wrapped:
             return []          # the while test / the iterator wrapper records the header
-        return [self.em.stmt(loop.header.block, s)]
+        return self.em.stmts(self.block_values(loop.header.block), s)
 
     def _for(self, s: ast.For | ast.AsyncFor) -> list[ast.stmt]:
         """for-next probes go *before* each ``__next__``: after the iterable, at the end of the
         body and before ``continue``; loops whose ``continue`` crosses cleanup code use a wrapper."""
-        pre = self.probe_for(self.cfg.stmt_at(s, "for-iter"), s)
+        it_st = self.cfg.stmt_at(s, "for-iter")
+        pre = self.probe_for(it_st, s)
         s.iter = self.expr(s.iter)
         info = self._loop_body(s, self.cfg.stmt_at(s, "for-next"))
-        h = info.header.block
+        h = self.block_values(info.header.block)
+        first = self.site_values("arm", it_st.id, "iter") if it_st is not None else []
         if info.wrapped:
-            s.iter = _loc(_call(AFOR if isinstance(s, ast.AsyncFor) else FOR, s.iter, _const(h)), s.iter)  # type: ignore[assignment]
-        else:
-            probe = _loc(self.em.append(h), s.iter)
-            s.iter = ast.Subscript(ast.Tuple([s.iter, probe], ast.Load()), _const(0), ast.Load())
+            if first:
+                s.iter = ast.Subscript(ast.Tuple([s.iter] + self.em.exprs(first, s.iter), ast.Load()), _const(0), ast.Load())
+            s.iter = _call(AFOR if isinstance(s, ast.AsyncFor) else FOR, s.iter,
+                           ast.Tuple([_const(v) for v in h], ast.Load()))
+            _loc(s.iter, s.iter.args[0])  # type: ignore[attr-defined]
+        elif first or h:
+            s.iter = ast.Subscript(ast.Tuple([s.iter] + self.em.exprs(first + h, s.iter), ast.Load()),
+                                   _const(0), ast.Load())
             _loc(s.iter, s.iter.value.elts[0])  # type: ignore[attr-defined]
-            last = s.body[-1] if s.body else s
-            s.body.append(self.em.stmt(h, last))
+            s.body.extend(self.em.stmts(h, s.body[-1] if s.body else s))
         return pre + [s]
 
     # --- with
@@ -221,12 +325,15 @@ class _FunctionRewriter:
             ast.copy_location(inner_node, items[1].context_expr)
             inner_node.end_lineno, inner_node.end_col_offset = s.end_lineno, s.end_col_offset
             body = self._with(inner_node)  # type: ignore[arg-type]
+            inner_exit = self.cfg.stmt_at(items[1], "with-exit")
+            if inner_exit is not None:
+                body += self.em.stmts(self.site_values("after", inner_exit.id), s)
         else:
             body = self.body(s.body)
         assert exit_ is not None
-        final = [self.em.stmt(exit_.block, s)] if self.starts_block(exit_) else []
+        final = self.em.set_reraise(exit_.id, s) + (self.probe_for(exit_, s) if self.starts_block(exit_) else [])
         s.items = [first]
-        s.body = [self.em.guard(body, s.body[0] if s.body else s, final)]
+        s.body = [self.em.guard(body, s.body[0] if s.body else s, final, exit_.block)]
         return pre + [s]
 
     # --- match
@@ -236,16 +343,21 @@ class _FunctionRewriter:
         s.subject = self.expr(s.subject)
         groups: list[list[ast.match_case]] = [[]]
         heads: list[Stmt | None] = [None]
+        tails: list[list[int]] = [[]]       # probes of the false edge that leads to each group
+        last_false: list[int] = []
         for case in s.cases:
             st = self.cfg.stmt_at(case, "case")
             if self.starts_block(st):
                 groups.append([])
                 heads.append(st)
+                tails.append(last_false)
             if case.guard is not None:
                 case.guard = self.expr(case.guard)
-            body_st = case.body
-            case.body = self.body(body_st)
+            case.body = self.arm(st, "body", self.body(case.body), case.pattern)
             groups[-1].append(case)
+            last_false = self.site_values("arm", st.id, "next") if st is not None else []
+        if last_false:  # the last case can fail: its false edge leads past the match
+            groups[-1].append(self._wildcard(self.em.stmts(last_false, s), groups[-1][-1]))
         if len(groups) == 1:
             s.cases = groups[0]
             return pre + [s]
@@ -253,11 +365,12 @@ class _FunctionRewriter:
         # on the saved subject, so the probe runs before that pattern is tried.
         tmp = f"_wt_m{m.id if m else 0}"
         nested: list[ast.stmt] = []
-        for cases, head in zip(reversed(groups[1:]), reversed(heads[1:])):
+        for cases, head, into in zip(reversed(groups[1:]), reversed(heads[1:]), reversed(tails[1:])):
             assert head is not None
             cases = cases + ([self._wildcard(nested, cases[-1])] if nested else [])
             node = ast.copy_location(ast.Match(_loc(_name(tmp), s.subject), cases), cases[0].pattern)
-            nested = [self.em.stmt(head.block, cases[0].pattern), node]
+            like = cases[0].pattern
+            nested = self.em.stmts(into, like) + self.em.stmts(self.block_values(head.block), like) + [node]
         s.cases = groups[0] + [self._wildcard(nested, groups[0][-1] if groups[0] else s.cases[0])]
         s.subject = ast.copy_location(ast.NamedExpr(_name(tmp, True), s.subject), s.subject)
         if not self.em.in_class:
@@ -279,20 +392,23 @@ class _FunctionRewriter:
         for h in s.handlers:
             if h.type is not None:
                 h.type = self.expr(h.type)
-            h.body = [self.em.xedge(h.body[0])] + self.body(h.body)
+            h.body = [self.em.xedge(h.body[0], self.first_block(h.body))] + self.body(h.body)
         if not s.finalbody:
             return [s]
         end = self.cfg.stmt_at(s, "finally-end")
+        entry = self.first_block(s.finalbody)
         final = self.body(s.finalbody)
+        if end is not None:
+            final += self.em.set_reraise(end.id, s.finalbody[-1])
         if self.starts_block(end):
             assert end is not None
-            final.append(self.em.stmt(end.block, s.finalbody[-1]))
+            final += self.em.stmts(self.block_values(end.block), s.finalbody[-1])
         inner: list[ast.stmt] = s.body
         if s.handlers or s.orelse:
             inner_try = type(s)(s.body, s.handlers, s.orelse, [])
             ast.copy_location(inner_try, s)
             inner = [inner_try]
-        return [self.em.guard(inner, s, final)]
+        return [self.em.guard(inner, s, final, entry)]
 
     # --- expressions: generators record LEAVE before each yield and ENTER after it
     def expr(self, e: ast.expr) -> ast.expr:
@@ -313,11 +429,12 @@ class _YieldRewriter(ast.NodeTransformer):
     def _wrap(self, node: ast.Yield | ast.YieldFrom) -> ast.expr:
         self.generic_visit(node)
         value = node.value if node.value is not None else _const(None)
-        leave = ast.Tuple([value, ast.Call(_name(A), [_const(LEAVE)], []),
-                           ast.NamedExpr(_name(A, True), _const(None))], ast.Load())
+        trace = self.em.plan.traces
+        leave = ast.Tuple([value] + ([ast.Call(_name(A), [_const(LEAVE)], [])] if trace else [])
+                          + [ast.NamedExpr(_name(A, True), _const(None))], ast.Load())
         node.value = ast.Subscript(leave, _const(0), ast.Load())
-        resume = ast.Tuple([node, ast.NamedExpr(_name(A, True), self.em.stream()),
-                            ast.Call(_name(A), [_const(enter_code(self.em.fid))], [])], ast.Load())
+        enter = [ast.Call(_name(A), [_const(enter_code(self.em.fid))], [])] if trace else []
+        resume = ast.Tuple([node, ast.NamedExpr(_name(A, True), self.em.stream())] + enter, ast.Load())
         out = ast.Subscript(resume, _const(0), ast.Load())
         for n in ast.walk(out):
             if "lineno" in n._attributes and not hasattr(n, "lineno"):
@@ -370,10 +487,11 @@ def _is_head(s: ast.stmt, module: bool) -> bool:
 
 
 def rewrite_function(fn: ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef,
-                     cfg: CFG, fid: int) -> None:
+                     cfg: CFG, fid: int, plan: ProbePlan | None = None) -> None:
     """Instrument one code body in place (its nested functions are rewritten separately)."""
     module = isinstance(fn, ast.Module)
-    fr = _FunctionRewriter(cfg, fid, module or isinstance(fn, ast.ClassDef))
+    plan = plan or blocks_plan(cfg)
+    fr = _FunctionRewriter(cfg, fid, module or isinstance(fn, ast.ClassDef), plan)
     original = list(fn.body)
     n_head = 0
     while n_head < len(original) and _is_head(original[n_head], module) and (n_head == 0 or module):
@@ -384,12 +502,13 @@ def rewrite_function(fn: ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | a
     rest = [s for s in out if id(s) not in head_ids]
     anchor = rest[0] if rest else (original[0] if original else fn)
     em = fr.em
-    leave = [em.stmt(LEAVE, anchor)]
-    fn.body = head + em.prologue(anchor) + [em.guard(rest or [_loc(ast.Pass(), anchor)], anchor, leave)]  # type: ignore[list-item]
+    leave = [em.stmt(LEAVE, anchor)] if plan.traces else []
+    guarded = em.guard(rest or [_loc(ast.Pass(), anchor)], anchor, leave, EXIT)
+    fn.body = head + em.prologue(anchor) + [guarded]  # type: ignore[list-item]
 
 
-def rewrite_tree(tree: ast.Module, functions: Sequence[tuple[ast.AST, CFG, int]]) -> ast.Module:
-    """Instrument every (function node, CFG, fid) of ``tree``; the CFGs were built on ``tree``."""
-    for fn, cfg, fid in functions:
-        rewrite_function(fn, cfg, fid)  # type: ignore[arg-type]
+def rewrite_tree(tree: ast.Module, functions: Sequence[tuple[ast.AST, CFG, int, ProbePlan | None]]) -> ast.Module:
+    """Instrument every (function node, CFG, fid, plan) of ``tree``; the CFGs were built on ``tree``."""
+    for fn, cfg, fid, plan in functions:
+        rewrite_function(fn, cfg, fid, plan)  # type: ignore[arg-type]
     return ast.fix_missing_locations(tree)

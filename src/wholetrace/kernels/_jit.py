@@ -1,18 +1,64 @@
-"""The one shared numba decorator for every kernel: cached, GIL-free, no Python objects."""
+"""The one shared numba decorator for every kernel: cached, GIL-free, no Python objects.
+
+Every numba function of the package is compiled through :func:`kernel`, always with
+``cache=True`` and ``nogil=True``.  Two forms::
+
+    @kernel                 # ordinary kernel (may allocate arrays)
+    def f(...): ...
+
+    @kernel(nrt=False)      # hot kernel that allocates nothing
+    def g(...): ...
+
+    @kernel(nrt=False, inline=True)   # small helper of hot kernels
+    def h(...): ...
+
+``nrt=False`` compiles without numba's runtime (NRT).  Without it, a kernel cannot
+create, return or slice arrays (numba refuses at compile time), but calls between such
+kernels no longer increment and decrement the reference counts of every array argument
+with atomic instructions.  For small helpers called millions of times on shared state
+arrays those atomics cost several times the useful work (measured on the SEQUITUR
+builder, docs/design-sequitur.md).  This uses numba's private ``_nrt`` flag (present and
+stable since numba 0.49); it is isolated here so that a numba change touches one line.
+
+``inline=True`` (numba's ``inline="always"``) inlines the function into its callers at
+numba-IR level.  Numba otherwise compiles every jitted callee as a separate function
+and calls it with each array argument spread into seven machine words; for the small
+helpers of the SEQUITUR builder that call overhead was most of the work.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, TypeVar, overload
 
 import numba
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def kernel(fn: F) -> F:
+@overload
+def kernel(fn: F) -> F: ...
+
+
+@overload
+def kernel(fn: None = None, *, nrt: bool = True, inline: bool = False) -> Callable[[F], F]: ...
+
+
+def kernel(fn: F | None = None, *, nrt: bool = True, inline: bool = False) -> F | Callable[[F], F]:
     """Compile ``fn`` in nopython mode with ``cache=True`` and ``nogil=True``.
 
+    ``kernel(nrt=False)`` additionally compiles without numba's reference-counting
+    runtime (see the module docstring); such a kernel must not allocate arrays.
+    ``kernel(inline=True)`` inlines the function into its jitted callers.
     The pure-Python original stays reachable as ``fn.py_func`` (the reference twin);
     under ``NUMBA_DISABLE_JIT=1`` the function is returned as plain Python.
     """
-    return numba.njit(cache=True, nogil=True)(fn)  # type: ignore[no-any-return]
+    options: dict[str, Any] = {"cache": True, "nogil": True}
+    if not nrt:
+        options["_nrt"] = False
+    if inline:
+        options["inline"] = "always"
+
+    def wrap(f: F) -> F:
+        return numba.njit(**options)(f)  # type: ignore[no-any-return]
+
+    return wrap(fn) if fn is not None else wrap

@@ -1,4 +1,7 @@
-"""Numba kernels of SEQUITUR / SEQUITUR(1): array linked lists, digram hash table, expansion."""
+"""Numba kernels of the SEQUITUR / SEQUITUR(1) builder: array linked lists, digram hash table.
+
+Kernels over the flat grammar (lengths, expansion, storage) are in ``sequitur_flat``.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +10,11 @@ import numpy as np
 
 from wholetrace.kernels._jit import kernel
 
-# The incremental kernels allocate nothing.  Compiling them without NRT removes the
-# atomic reference counting of the state arrays on every internal call, which
-# otherwise dominated the run time (about 6x).  Entry points that allocate use kernel.
-_hot = numba.njit(cache=True, nogil=True, _nrt=False)
+# The incremental kernels allocate nothing: they are compiled without NRT (see
+# kernels/_jit.py), which removes the atomic reference counting of the state arrays on
+# every internal call (about 6x).  Entry points that allocate use plain ``kernel``.
+_hot = kernel(nrt=False)
+_inl = kernel(nrt=False, inline=True)  # small helpers of the hot path
 
 if numba.config.DISABLE_JIT:  # pure-Python twin: numpy warns on the hash's intended wrap-around
     import warnings
@@ -24,10 +28,11 @@ if numba.config.DISABLE_JIT:  # pure-Python twin: numpy warns on the hash's inte
 #   and has slot GUARD.  slot is the digram-table slot indexing the digram that
 #   starts at this node, or -1.  Rule 0 is S; node 0 is its guard.
 # rguard/rcount: guard node and reference count of each rule; rfree: free rule ids.
-# tab: int64, 2 per slot: packed digram key (value1 << 32 | value2, 32 bits each)
-#   and the node of the indexed occurrence (T_EMPTY / T_TOMB when free).  Linear
-#   probing; the index maps each digram to at most one occurrence, like the
-#   reference's hash table, and is never stale.
+# tab: int32, 2 per slot: 31-bit fingerprint of the digram (_fp) and the node of
+#   its indexed occurrence (T_EMPTY / T_TOMB when free).  Linear probing from the
+#   slot given by the fingerprint's top bits; a fingerprint match is confirmed on the
+#   node's values, so lookups are exact.  The index maps each digram to at most one
+#   occurrence, like the reference's hash table, and is never stale.
 # stack: work stack replacing the reference's recursion; meta: scalars (M_*).
 # ---------------------------------------------------------------------------
 NIL = -1
@@ -73,34 +78,30 @@ F_NEW_SECOND = 2
 F_UTILITY = 3
 
 _C1 = np.uint64(0x9E3779B97F4A7C15)
-_C2 = np.uint64(0xBF58476D1CE4E5B9)
-_S31 = np.uint64(31)
+_S33 = np.uint64(33)
 _M32 = np.int64(0xFFFFFFFF)
 
 
-@_hot
-def _key(v1, v2):  # type: ignore[no-untyped-def]
-    return ((np.int64(v1) & _M32) << 32) | (np.int64(v2) & _M32)
+@_inl
+def _fp(v1, v2):  # type: ignore[no-untyped-def]
+    """31-bit fingerprint of digram (v1, v2): the top bits of a multiplicative hash of the
+    packed pair.  Its top ``bits`` bits are the home slot, so a rebuild needs no nodes."""
+    key = ((np.int64(v1) & _M32) << 32) | (np.int64(v2) & _M32)
+    return np.int32(np.int64((np.uint64(key) * _C1) >> _S33))
 
 
-@_hot
-def _slot0(key, bits):  # type: ignore[no-untyped-def]
-    h = np.uint64(key) * _C1
-    h = (h ^ (h >> _S31)) * _C2
-    return np.int64(h >> np.uint64(64 - bits))
-
-
-@_hot
+@_inl
 def _is_guard(nd, n):  # type: ignore[no-untyped-def]
     return nd[4 * n + SL] == GUARD
 
 
-@_hot
-def _find(tab, meta, key):  # type: ignore[no-untyped-def]
-    """(slot, True) if the digram key is indexed, else (slot to insert at, False)."""
+@_inl
+def _find(nd, tab, meta, fp, v1, v2):  # type: ignore[no-untyped-def]
+    """(slot, True) if digram (v1, v2) is indexed, else (slot to insert at, False).
+    A slot matches on the fingerprint, then on the indexed node's values (exact)."""
     bits = meta[M_TBITS]
     mask = (np.int64(1) << bits) - 1
-    i = _slot0(key, bits)
+    i = np.int64(fp) >> (31 - bits)
     ins = -1
     while True:
         n = tab[2 * i + 1]
@@ -109,18 +110,13 @@ def _find(tab, meta, key):  # type: ignore[no-untyped-def]
         if n == T_TOMB:
             if ins < 0:
                 ins = i
-        elif tab[2 * i] == key:
+        elif tab[2 * i] == fp and nd[4 * n + VL] == v1 and nd[4 * nd[4 * n + NX] + VL] == v2:
             return i, True
         i = (i + 1) & mask
 
 
-@_hot
-def _digram(nd, n):  # type: ignore[no-untyped-def]
-    return _key(nd[4 * n + VL], nd[4 * nd[4 * n + NX] + VL])
-
-
-@_hot
-def _occupy(nd, tab, meta, slot, found, key, n):  # type: ignore[no-untyped-def]
+@_inl
+def _occupy(nd, tab, meta, slot, found, fp, n):  # type: ignore[no-untyped-def]
     """Make node n the indexed occurrence of digram key, stored at slot."""
     if found:
         old = tab[2 * slot + 1]
@@ -130,7 +126,7 @@ def _occupy(nd, tab, meta, slot, found, key, n):  # type: ignore[no-untyped-def]
         if tab[2 * slot + 1] == T_TOMB:
             meta[M_TTOMB] -= 1
         meta[M_TUSED] += 1
-        tab[2 * slot] = key
+        tab[2 * slot] = fp
     mine = nd[4 * n + SL]
     if mine >= 0 and mine != slot:  # defensive: never index one node twice
         tab[2 * mine + 1] = T_TOMB
@@ -146,12 +142,14 @@ def _idx_set(nd, tab, meta, n):  # type: ignore[no-untyped-def]
     m = nd[4 * n + NX]
     if _is_guard(nd, n) or _is_guard(nd, m):
         return
-    key = _key(nd[4 * n + VL], nd[4 * m + VL])
-    slot, found = _find(tab, meta, key)
-    _occupy(nd, tab, meta, slot, found, key, n)
+    v1 = nd[4 * n + VL]
+    v2 = nd[4 * m + VL]
+    fp = _fp(v1, v2)
+    slot, found = _find(nd, tab, meta, fp, v1, v2)
+    _occupy(nd, tab, meta, slot, found, fp, n)
 
 
-@_hot
+@_inl
 def _idx_clear(nd, tab, meta, n):  # type: ignore[no-untyped-def]
     """Forget the digram starting at n if n is its indexed occurrence."""
     s = nd[4 * n + SL]
@@ -162,7 +160,7 @@ def _idx_clear(nd, tab, meta, n):  # type: ignore[no-untyped-def]
         meta[M_TTOMB] += 1
 
 
-@_hot
+@_inl
 def _join(nd, tab, meta, left, right):  # type: ignore[no-untyped-def]
     """Link left -> right, forgetting left's old digram; a run of three equal symbols
     that loses its indexed pair gets its other pair indexed (as the reference does)."""
@@ -182,7 +180,7 @@ def _join(nd, tab, meta, left, right):  # type: ignore[no-untyped-def]
     nd[4 * right + PV] = left
 
 
-@_hot
+@_inl
 def _alloc_node(nd, rcount, meta, v):  # type: ignore[no-untyped-def]
     n = meta[M_FREE_HEAD]
     if n != NIL:
@@ -204,7 +202,7 @@ def _alloc_node(nd, rcount, meta, v):  # type: ignore[no-untyped-def]
     return n
 
 
-@_hot
+@_inl
 def _free_node(nd, meta, n):  # type: ignore[no-untyped-def]
     nd[4 * n + NX] = meta[M_FREE_HEAD]
     nd[4 * n + PV] = NIL
@@ -213,7 +211,7 @@ def _free_node(nd, meta, n):  # type: ignore[no-untyped-def]
     meta[M_LIVE_NODES] -= 1
 
 
-@_hot
+@_inl
 def _delete_node(nd, rcount, tab, meta, n):  # type: ignore[no-untyped-def]
     _join(nd, tab, meta, nd[4 * n + PV], nd[4 * n + NX])
     _idx_clear(nd, tab, meta, n)
@@ -223,7 +221,7 @@ def _delete_node(nd, rcount, tab, meta, n):  # type: ignore[no-untyped-def]
     _free_node(nd, meta, n)
 
 
-@_hot
+@_inl
 def _insert_after(nd, tab, meta, a, y):  # type: ignore[no-untyped-def]
     _join(nd, tab, meta, y, nd[4 * a + NX])
     _join(nd, tab, meta, a, y)
@@ -253,7 +251,7 @@ def _new_rule(nd, rguard, rcount, rfree, meta):  # type: ignore[no-untyped-def]
     return r
 
 
-@_hot
+@_inl
 def _push(stack, meta, sp, kind, a, b):  # type: ignore[no-untyped-def]
     if sp + 3 > len(stack):
         meta[M_OVERFLOW] = 1
@@ -305,7 +303,7 @@ def _expand(nd, rguard, rcount, rfree, tab, meta, s):  # type: ignore[no-untyped
     _free_node(nd, meta, g)
 
 
-@_hot
+@_inl
 def _is_body(nd, x):  # type: ignore[no-untyped-def]
     """Whether the digram at x is the whole right side of a rule."""
     return _is_guard(nd, nd[4 * x + PV]) and _is_guard(nd, nd[4 * nd[4 * x + NX] + NX])
@@ -329,10 +327,10 @@ def _run_check(nd, rguard, rcount, rfree, tab, stack, meta, a0):  # type: ignore
                 continue
             v1 = nd[4 * a + VL]
             v2 = nd[4 * b + VL]
-            key = _key(v1, v2)
-            slot, found = _find(tab, meta, key)
+            fp = _fp(v1, v2)
+            slot, found = _find(nd, tab, meta, fp, v1, v2)
             if not found:
-                _occupy(nd, tab, meta, slot, False, key, a)
+                _occupy(nd, tab, meta, slot, False, fp, a)
                 continue
             x = tab[2 * slot + 1]
             if x == a or nd[4 * x + NX] == a or b == x:  # overlapping run such as aaa
@@ -345,7 +343,8 @@ def _run_check(nd, rguard, rcount, rfree, tab, stack, meta, a0):  # type: ignore
                 continue
             if lookahead and meta[M_HAS_LA] != 0 and nd[4 * b + NX] == 0:
                 # SEQUITUR(1): b ends S and (b, next input) is a rule: wait for it
-                s2, f2 = _find(tab, meta, _key(v2, meta[M_LA]))
+                la = meta[M_LA]
+                s2, f2 = _find(nd, tab, meta, _fp(v2, la), v2, la)
                 if f2 and _is_body(nd, tab[2 * s2 + 1]):
                     continue
             r = _new_rule(nd, rguard, rcount, rfree, meta)
@@ -373,7 +372,7 @@ def _run_check(nd, rguard, rcount, rfree, tab, stack, meta, a0):  # type: ignore
     return ret
 
 
-@_hot
+@_inl
 def _append(nd, rguard, rcount, rfree, tab, stack, meta, c):  # type: ignore[no-untyped-def]
     y = _alloc_node(nd, rcount, meta, c)
     _insert_after(nd, tab, meta, nd[PV], y)
@@ -397,7 +396,8 @@ def room(nd, rguard, tab, meta):  # type: ignore[no-untyped-def]
 def feed(nd, rguard, rcount, rfree, tab, stack, meta, chunk, start):  # type: ignore[no-untyped-def]
     """Append chunk[start:] to S; returns (position reached, stop reason)."""
     lookahead = meta[M_LOOKAHEAD] != 0
-    for i in range(start, len(chunk)):
+    n = len(chunk)
+    for i in range(start, n):
         why = room(nd, rguard, tab, meta)
         if why != ST_DONE:
             return i, why
@@ -434,11 +434,11 @@ def rehash(nd, tab, new_tab, bits):  # type: ignore[no-untyped-def]
         n = tab[2 * i + 1]
         if n < 0:
             continue
-        key = tab[2 * i]
-        j = _slot0(key, bits)
+        fp = tab[2 * i]
+        j = np.int64(fp) >> (31 - bits)
         while new_tab[2 * j + 1] != T_EMPTY:
             j = (j + 1) & mask
-        new_tab[2 * j] = key
+        new_tab[2 * j] = fp
         new_tab[2 * j + 1] = n
         nd[4 * n + SL] = j
         used += 1
@@ -489,270 +489,3 @@ def extract(nd, rguard, nrules):  # type: ignore[no-untyped-def]
             n = nd[4 * n + NX]
         off[i + 1] = k
     return off, rhs
-
-
-# ---------------------------------------------------------------------------
-
-
-@kernel
-def topo_order(off, rhs):  # type: ignore[no-untyped-def]
-    """Rules ordered parents-before-children (Kahn); -1 entries mean a cycle/unreachable rule."""
-    nr = len(off) - 1
-    indeg = np.zeros(nr, np.int64)
-    for k in range(len(rhs)):
-        if rhs[k] < 0:
-            indeg[-rhs[k]] += 1
-    order = np.full(nr, -1, np.int64)
-    head = 0
-    tail = 0
-    for r in range(nr):
-        if indeg[r] == 0:
-            order[tail] = r
-            tail += 1
-    while head < tail:
-        r = order[head]
-        head += 1
-        for k in range(off[r], off[r + 1]):
-            if rhs[k] < 0:
-                c = -rhs[k]
-                indeg[c] -= 1
-                if indeg[c] == 0:
-                    order[tail] = c
-                    tail += 1
-    return order
-
-
-@kernel
-def rule_lengths(off, rhs, order):  # type: ignore[no-untyped-def]
-    """Expansion length of every rule, and pos[k]: offset of symbol k inside its rule's expansion."""
-    nr = len(off) - 1
-    lens = np.zeros(nr, np.int64)
-    pos = np.empty(len(rhs), np.int64)
-    for t in range(nr - 1, -1, -1):
-        r = order[t]
-        acc = 0
-        for k in range(off[r], off[r + 1]):
-            pos[k] = acc
-            x = rhs[k]
-            acc += 1 if x >= 0 else lens[-x]
-        lens[r] = acc
-    return lens, pos
-
-
-@kernel
-def rule_frequencies(off, rhs, order):  # type: ignore[no-untyped-def]
-    """How many times each rule occurs in the expansion of S (paths from S in the DAG)."""
-    nr = len(off) - 1
-    freq = np.zeros(nr, np.int64)
-    freq[0] = 1
-    for t in range(nr):
-        r = order[t]
-        fr = freq[r]
-        for k in range(off[r], off[r + 1]):
-            if rhs[k] < 0:
-                freq[-rhs[k]] += fr
-    return freq
-
-
-@kernel
-def _locate(off, pos, r, t):  # type: ignore[no-untyped-def]
-    """Index k in rule r's body of the symbol whose expansion covers local offset t."""
-    lo = off[r]
-    hi = off[r + 1] - 1
-    while lo < hi:
-        mid = (lo + hi + 1) >> 1
-        if pos[mid] <= t:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
-@kernel
-def expand_range(off, rhs, lens, pos, depth, i, j):  # type: ignore[no-untyped-def]
-    """Symbols i..j-1 of the expansion of S."""
-    n = j - i
-    out = np.empty(max(n, 0), np.int64)
-    if n <= 0:
-        return out
-    ks = np.empty(depth + 2, np.int64)
-    ends = np.empty(depth + 2, np.int64)
-    k = _locate(off, pos, 0, i)
-    skip = i - pos[k]
-    ks[0] = k
-    ends[0] = off[1]
-    sp = 1
-    w = 0
-    while w < n:
-        top = sp - 1
-        k = ks[top]
-        if k == ends[top]:
-            sp -= 1
-            continue
-        ks[top] = k + 1
-        x = rhs[k]
-        if x >= 0:
-            out[w] = x
-            w += 1
-        else:
-            c = -x
-            k2 = _locate(off, pos, c, skip)
-            skip -= pos[k2]
-            ks[sp] = k2
-            ends[sp] = off[c + 1]
-            sp += 1
-    return out
-
-
-@kernel
-def rule_depths(off, rhs, order):  # type: ignore[no-untyped-def]
-    """Height of the grammar DAG: the longest chain of nested rules below S."""
-    nr = len(off) - 1
-    h = np.zeros(nr, np.int64)
-    for t in range(nr - 1, -1, -1):
-        r = order[t]
-        m = 0
-        for k in range(off[r], off[r + 1]):
-            if rhs[k] < 0 and h[-rhs[k]] + 1 > m:
-                m = h[-rhs[k]] + 1
-        h[r] = m
-    return h[0] if nr > 0 else 0
-
-
-# ---------------------------------------------------------------------------
-# Storage kernels: the grammar as a depth-first walk from S in which the first
-# occurrence of each rule carries its body inline (rules are numbered in that
-# order, so a new rule needs no id) and later occurrences name the rule.
-# ---------------------------------------------------------------------------
-
-
-@kernel
-def preorder_encode(off, rhs):  # type: ignore[no-untyped-def]
-    """-> (kinds uint8: 0 terminal, 1 new rule, 2 known rule; body lengths of new rules;
-    terminals; known-rule references as newest id - id); ok False if not canonical."""
-    nr = len(off) - 1
-    kinds = np.empty(len(rhs), np.uint8)
-    blens = np.empty(max(nr - 1, 0), np.int64)
-    terms = np.empty(len(rhs), np.int64)
-    refs = np.empty(len(rhs), np.int64)
-    nk = nb = nt = nf = 0
-    stk_r = np.empty(nr + 1, np.int64)
-    stk_k = np.empty(nr + 1, np.int64)
-    stk_r[0] = 0
-    stk_k[0] = off[0]
-    sp = 1
-    newest = 0
-    ok = True
-    while sp > 0:
-        r = stk_r[sp - 1]
-        k = stk_k[sp - 1]
-        if k == off[r + 1]:
-            sp -= 1
-            continue
-        stk_k[sp - 1] = k + 1
-        x = rhs[k]
-        if x >= 0:
-            kinds[nk] = 0
-            terms[nt] = x
-            nt += 1
-        elif -x == newest + 1:
-            newest += 1
-            kinds[nk] = 1
-            blens[nb] = off[newest + 1] - off[newest]
-            nb += 1
-            stk_r[sp] = newest
-            stk_k[sp] = off[newest]
-            sp += 1
-        elif -x <= newest:
-            kinds[nk] = 2
-            refs[nf] = newest + x
-            nf += 1
-        else:
-            ok = False
-            break
-        nk += 1
-    return kinds[:nk], blens[:nb], terms[:nt], refs[:nf], ok and nb == nr - 1
-
-
-@kernel
-def preorder_decode(kinds, len_s, blens, terms, refs):  # type: ignore[no-untyped-def]
-    """Inverse of preorder_encode -> (off, rhs); ok False if the streams are inconsistent."""
-    nr = len(blens) + 1
-    off = np.empty(nr + 1, np.int64)
-    off[0] = 0
-    off[1] = len_s
-    for i in range(len(blens)):
-        off[i + 2] = off[i + 1] + blens[i]
-    rhs = np.empty(off[nr], np.int64)
-    if len(kinds) != off[nr] or len_s < 0:
-        return off, rhs, False
-    stk_r = np.empty(nr + 1, np.int64)
-    stk_k = np.empty(nr + 1, np.int64)
-    stk_r[0] = 0
-    stk_k[0] = 0
-    sp = 1
-    newest = nt = nf = 0
-    for i in range(len(kinds)):
-        while sp > 0 and stk_k[sp - 1] == off[stk_r[sp - 1] + 1]:
-            sp -= 1
-        if sp == 0:
-            return off, rhs, False
-        k = stk_k[sp - 1]
-        stk_k[sp - 1] = k + 1
-        kd = kinds[i]
-        if kd == 0:
-            if nt >= len(terms):
-                return off, rhs, False
-            rhs[k] = terms[nt]
-            nt += 1
-        elif kd == 1:
-            newest += 1
-            if newest >= nr or blens[newest - 1] < 2:
-                return off, rhs, False
-            rhs[k] = -newest
-            stk_r[sp] = newest
-            stk_k[sp] = off[newest]
-            sp += 1
-        else:
-            if nf >= len(refs) or refs[nf] < 0 or refs[nf] >= newest:
-                return off, rhs, False
-            rhs[k] = -(newest - refs[nf])
-            nf += 1
-    return off, rhs, newest == nr - 1 and nt == len(terms) and nf == len(refs)
-
-
-@kernel
-def varint_encode(a):  # type: ignore[no-untyped-def]
-    """LEB128 bytes of non-negative int64 values."""
-    out = np.empty(len(a) * 10, np.uint8)
-    j = 0
-    for i in range(len(a)):
-        x = np.uint64(a[i])
-        while x >= 128:
-            out[j] = np.uint8((x & np.uint64(127)) | np.uint64(128))
-            x >>= np.uint64(7)
-            j += 1
-        out[j] = np.uint8(x)
-        j += 1
-    return out[:j].copy()
-
-
-@kernel
-def varint_decode(buf, n):  # type: ignore[no-untyped-def]
-    """n values from LEB128 bytes -> (values, ok)."""
-    out = np.empty(n, np.int64)
-    j = 0
-    for i in range(n):
-        x = np.int64(0)
-        shift = 0
-        while True:
-            if j >= len(buf) or shift > 56:
-                return out, False
-            b = np.int64(buf[j])
-            j += 1
-            x |= (b & 127) << shift
-            shift += 7
-            if b < 128:
-                break
-        out[i] = x
-    return out, j == len(buf)

@@ -185,6 +185,8 @@ def branches(p: FunctionProfile) -> list[Branch]:
             if kinds[e.kind] > 1:
                 dst = cfg.blocks[e.dst]
                 name = "exit" if e.dst == EXIT else str(cfg.stmts[dst.stmts[0]].line) if dst.stmts else str(e.dst)
+            if int(p.edges[i]) < 0:
+                continue   # not measured (count-naive counts blocks only)
             names[name] += 1
             if names[name] > 1:
                 name = f"{name}#{names[name]}"

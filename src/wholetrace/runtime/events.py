@@ -11,8 +11,20 @@ LEAVE: Final = -1
 #: (from that statement if it lies in that block, else from the block's last statement, which is
 #: then a re-raise) and enters the next recorded block (a handler) or EXIT (if LEAVE follows).
 EXC: Final = -2
+#: XCOUNT (count modes): followed by three encoded ints fid, source statement, target block
+#: (each as -(ARG_BASE + v + 1), so no part of the record looks like a counter id).
+XCOUNT: Final = -3
+ARG_BASE: Final = 16
 #: ENTER f is encoded as -(ENTER_BASE + f).
 ENTER_BASE: Final = 8
+
+
+def arg_code(v: int) -> int:
+    return -(ARG_BASE + v + 1)
+
+
+def arg_value(code: int) -> int:
+    return -code - ARG_BASE - 1
 
 
 def enter_code(fid: int) -> int:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from types import CodeType
 from typing import Any, AsyncIterator, Callable, Iterable, Iterator
 
-from wholetrace.runtime.events import EXC, enter_code
+from wholetrace.runtime.events import EXC, XCOUNT, arg_code, enter_code
 
 Append = Callable[[int], None]
 
@@ -126,12 +126,65 @@ def exception_edge(fid: int, a: Append | None | bool) -> Append:
     return cur
 
 
-def for_wrapper(iterable: Iterable[Any], block: int) -> Iterator[Any]:
-    """Iterate ``iterable``, recording ``block`` before every ``__next__`` (loops whose
+class _Reraises:
+    """Recognises an exception caught again in the same frame without a new traceback entry
+    (a re-raise), remembering the last few (exception, frame, offset) seen by handlers."""
+
+    def __init__(self, size: int = 256) -> None:
+        self.seen: dict[int, tuple[BaseException, int, int]] = {}
+        self.size = size
+
+    def check(self, exc: BaseException, frame_id: int, lasti: int) -> bool:
+        old = self.seen.get(id(exc))
+        again = old is not None and old[0] is exc and old[1] == frame_id and old[2] == lasti
+        if len(self.seen) >= self.size and id(exc) not in self.seen:
+            self.seen.pop(next(iter(self.seen)))
+        self.seen[id(exc)] = (exc, frame_id, lasti)
+        return again
+
+
+RERAISES = _Reraises()
+#: Re-raise sites passed by module and class bodies (which keep no locals): (thread, fid) -> stmt.
+NAMESPACE_RERAISE: dict[tuple[int, int], int] = {}
+
+
+def note_reraise(fid: int, stmt: int) -> None:
+    NAMESPACE_RERAISE[(threading.get_ident(), fid)] = stmt
+
+
+def exception_edge_count(fid: int, a: Append | None | bool, dst: int, reraise_site: int) -> Append:
+    """Count modes: record XCOUNT fid, source statement, target block at a handler entry.
+
+    The source is the statement the traceback points at, unless the same exception was
+    already caught in this frame at the same place: then it was re-raised, from the last
+    re-raise site the frame passed (``reraise_site``: a bare ``raise``, a finally end or a
+    with exit).
+    """
+    cur = CURRENT.get() or STREAMS.new()
+    exc = sys.exception()
+    tb = exc.__traceback__ if exc is not None else None
+    src = -1
+    if tb is not None:
+        src = SITES.resolve(fid, tb.tb_frame.f_code, tb.tb_lasti)
+        if reraise_site == -2:
+            reraise_site = NAMESPACE_RERAISE.get((threading.get_ident(), fid), -1)
+        if RERAISES.check(exc, id(tb.tb_frame), tb.tb_lasti) and reraise_site >= 0:  # type: ignore[arg-type]
+            src = reraise_site
+    cur(XCOUNT)
+    cur(arg_code(fid))
+    cur(arg_code(src))
+    cur(arg_code(dst))
+    return cur
+
+
+def for_wrapper(iterable: Iterable[Any], values: tuple[int, ...]) -> Iterator[Any]:
+    """Iterate ``iterable``, recording ``values`` before every ``__next__`` (loops whose
     ``continue`` runs finally/with code before the next iteration)."""
     it = iter(iterable)
     while True:
-        (CURRENT.get() or STREAMS.new())(block)
+        a = CURRENT.get() or STREAMS.new()
+        for v in values:
+            a(v)
         try:
             item = next(it)
         except StopIteration:
@@ -139,11 +192,13 @@ def for_wrapper(iterable: Iterable[Any], block: int) -> Iterator[Any]:
         yield item
 
 
-async def afor_wrapper(iterable: Any, block: int) -> AsyncIterator[Any]:
+async def afor_wrapper(iterable: Any, values: tuple[int, ...]) -> AsyncIterator[Any]:
     """The async twin of :func:`for_wrapper`."""
     it = iterable.__aiter__()
     while True:
-        (CURRENT.get() or STREAMS.new())(block)
+        a = CURRENT.get() or STREAMS.new()
+        for v in values:
+            a(v)
         try:
             item = await it.__anext__()
         except StopAsyncIteration:
@@ -152,7 +207,7 @@ async def afor_wrapper(iterable: Any, block: int) -> AsyncIterator[Any]:
 
 
 RUNTIME = {"_wt_get": CURRENT.get, "_wt_new": new_stream, "_wt_x": exception_edge,
-           "_wt_for": for_wrapper, "_wt_afor": afor_wrapper}
+           "_wt_xc": exception_edge_count, "_wt_rr": note_reraise, "_wt_for": for_wrapper, "_wt_afor": afor_wrapper}
 
 
 def install() -> None:

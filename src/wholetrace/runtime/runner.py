@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from wholetrace.errors import UsageError
+from wholetrace.instrument.modes import MODES
 from wholetrace.instrument.loader import (InstrumentingFinder, Instrumenter, Scope, install,
                                           purge_modules, uninstall)
 from wholetrace.runtime import probes
 from wholetrace.runtime.recorder import Recorder
 
 _OWN = str(Path(__file__).resolve().parent.parent)
-MODES = ("blocks",)
 
 
 @dataclass
@@ -99,7 +99,8 @@ def _module_root(name: str) -> Path:
     return origin.parent if spec.submodule_search_locations is None else origin.parent
 
 
-def record(target: Target, writer: Any, *, mode: str = "blocks", include: list[str] | None = None) -> Outcome:
+def record(target: Target, writer: Any, *, mode: str = "blocks", include: list[str] | None = None,
+           weights: dict[tuple[str, str, str], Any] | None = None) -> Outcome:
     """Run ``target`` instrumented in this process, writing to ``writer``; returns how it ended."""
     if mode not in MODES:
         raise UsageError(f"unknown mode {mode!r} (choose from {', '.join(MODES)})")
@@ -116,7 +117,7 @@ def record(target: Target, writer: Any, *, mode: str = "blocks", include: list[s
         sys.path[0] = os.getcwd()
         roots = [_module_root(target.module)]
         sys.argv = [target.module, *target.args]
-    recorder = Recorder(writer)
+    recorder = Recorder(writer, mode, weights)
     instrumenter = Instrumenter(recorder.register)
     finder = InstrumentingFinder(Scope(roots, include), instrumenter,
                                  on_import={"asyncio": probes.patch_asyncio})

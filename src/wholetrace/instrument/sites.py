@@ -1,0 +1,75 @@
+"""Where an edge probe can go in the source: at its target's start, after its source, or in a branch arm.
+
+A probe on edge u -> v must run exactly when that edge is taken.  Three kinds of place do:
+the start of v when the edge is v's only static way in (and v is not entered by
+exceptions); the end of u when the edge is u's only way out; and, for branch edges, the
+arm the branch enters (the top of an ``if`` body or ``else``, a loop body or ``else``, a
+``case`` body or the test of the next case).  Edges that leave a ``finally`` dispatch or a
+``with`` exit towards several targets have no such place: they are *uninstrumentable* and
+placements must keep them off the chords.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from wholetrace.ids import EXIT
+from wholetrace.instrument.cfg import CFG
+
+
+@dataclass(frozen=True)
+class Site:
+    """``kind``: "dst" (start of block ``ref``), "after"/"before"/"return" (statement ``ref``),
+    "arm" (statement ``ref``, arm ``arm``: body, orelse, next (case), iter (for-iter))."""
+
+    kind: str
+    ref: int = -1
+    arm: str = ""
+
+
+_ARMS = {("if", "true"): "body", ("if", "false"): "orelse", ("while", "true"): "body",
+         ("while", "false"): "orelse", ("for-next", "next"): "body",
+         ("for-next", "exhausted"): "orelse", ("case", "true"): "body", ("case", "false"): "next"}
+
+
+def edge_sites(cfg: CFG) -> list[Site | None]:
+    """The probe site of every edge of ``cfg`` (same order as ``cfg.edges``), None where there is none."""
+    preds: dict[int, int] = {}
+    outs: dict[int, int] = {}
+    for e in cfg.edges:
+        preds[e.dst] = preds.get(e.dst, 0) + 1
+        outs[e.src] = outs.get(e.src, 0) + 1
+    sites: list[Site | None] = []
+    for e in cfg.edges:
+        sites.append(_site(cfg, e.src, e.dst, e.kind, preds, outs))
+    return sites
+
+
+def _site(cfg: CFG, u: int, v: int, kind: str, preds: dict[int, int], outs: dict[int, int]) -> Site | None:
+    if v != EXIT and preds.get(v, 0) == 1 and not cfg.blocks[v].dynamic_entry:
+        return Site("dst", v)
+    if u < 2:  # ENTRY: its only edge goes to the first block (handled above)
+        return None
+    last = cfg.stmts[cfg.blocks[u].stmts[-1]]
+    node = last.node
+    if last.kind in ("finally-end", "with-exit"):
+        if outs.get(u, 0) == 1 and kind == "fall" and v != EXIT:
+            return Site("after", last.id)
+        return None
+    if last.kind in ("if", "while", "for-next", "case"):
+        arm = _ARMS.get((last.kind, kind))
+        return Site("arm", last.id, arm) if arm else None
+    if outs.get(u, 0) != 1:
+        return None
+    if last.kind == "for-iter":
+        return Site("arm", last.id, "iter")
+    if last.kind in ("with-enter", "match"):
+        return None   # their single successor always has a single predecessor ("dst")
+    if isinstance(node, ast.Return):
+        return Site("return", last.id)
+    if isinstance(node, (ast.Break, ast.Continue)):
+        return Site("before", last.id)
+    if isinstance(node, ast.Raise):
+        return None
+    return Site("after", last.id)
