@@ -16,10 +16,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from wholetrace.instrument.cfg import CFG
-from wholetrace.instrument.flowgraph import from_cfg
-from wholetrace.instrument.placement import place_counters
 from wholetrace.instrument.sites import Site, edge_sites
-from wholetrace.instrument.weighting import EdgeWeights, feedback_weights, static_weights
 
 MODES = ("blocks", "count", "count-naive")
 FORCED_TREE_WEIGHT = 1e15
@@ -72,6 +69,11 @@ def _full_plan(cfg: CFG, base: int, sites: list[Site | None]) -> ProbePlan:
 
 def count_plan(cfg: CFG, base: int, weights: Sequence[float] | None = None) -> ProbePlan:
     """Optimal counters on chords; ``weights``: edge counts of an earlier run, else the heuristic."""
+    # imported here: blocks mode should not pay for numpy at start-up
+    from wholetrace.instrument.flowgraph import from_cfg
+    from wholetrace.instrument.placement import place_counters
+    from wholetrace.instrument.weighting import EdgeWeights, feedback_weights, static_weights
+
     sites = edge_sites(cfg)
     if cfg.kind != "function" or cfg.is_generator:
         return _full_plan(cfg, base, sites)
