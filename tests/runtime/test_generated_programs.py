@@ -50,7 +50,7 @@ def test_structured_programs(chunk: int, source: str) -> None:
 
 @pytest.mark.parametrize("chunk", [1, 2])
 @seed(11262026)
-@settings(max_examples=40, **SETTINGS)
+@settings(max_examples=100, **SETTINGS)
 @given(source=programs("node"))
 def test_hypothesmith_programs(chunk: int, source: str) -> None:
     record_and_compare(source)

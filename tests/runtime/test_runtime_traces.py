@@ -235,3 +235,17 @@ def test_script_environment_is_unchanged(tmp_path: Path) -> None:
     script.write_text("import sys\nprint(__name__, __file__, sys.argv, sys.path[0])\n")
     a, b = run_plain(script, "1", "--two"), run_recorded(script, tmp_path / "s.wt", "1", "--two")
     assert (a.returncode, a.stdout, a.stderr) == (b.returncode, b.stdout, b.stderr)
+
+
+def test_code_that_cannot_be_instrumented_runs_plain_with_a_warning(tmp_path: Path) -> None:
+    # 20 nested loops are legal; the rewriter's extra try/finally would pass CPython's limit
+    lines = ["def f(x):"] + [" " * 4 * (i + 1) + f"for a{i} in range(1):" for i in range(19)]
+    lines += [" " * 80 + "x += 1", "    return x", "print(f(1))"]
+    script = tmp_path / "deep.py"
+    script.write_text("\n".join(lines) + "\n")
+    plain = run_plain(script)
+    rec = run_recorded(script, tmp_path / "deep.wt")
+    assert plain.stdout == rec.stdout == "2\n" and rec.returncode == 0
+    warning = rec.stderr.strip()
+    assert warning.startswith("wholetrace: warning: ") and "deep.py: left uninstrumented" in warning
+    assert "\n" not in warning

@@ -37,8 +37,17 @@ def function_labels(rec: Any) -> dict[int, str]:
 def write_trace(rec: Any, out: TextIO, *, fmt: str = "fbe", stream: int | None = None,
                 limit: int | None = None) -> int:
     """Write the trace of every stream (or one) to ``out``; returns the number of events written."""
+    from wholetrace.progress import progress
+
     labels = function_labels(rec)
     streams = [s for s in rec.streams() if stream is None or s.sid == stream]
+    total = sum(s.n_events for s in streams) if limit is None else min(limit, sum(s.n_events for s in streams))
+    with progress("writing trace", total if total > 1_000_000 else 0) as advance:
+        return _write_streams(rec, out, streams, labels, fmt, limit, advance)
+
+
+def _write_streams(rec: Any, out: TextIO, streams: list[Any], labels: dict[int, str], fmt: str,
+                   limit: int | None, advance: Any) -> int:
     written = 0
     if fmt == "json":
         out.write('{"streams": [')
@@ -55,6 +64,8 @@ def write_trace(rec: Any, out: TextIO, *, fmt: str = "fbe", stream: int | None =
             if limit is not None and written >= limit:
                 break
             written += 1
+            if written % 65536 == 0:
+                advance(65536)
             if fmt == "fbe":
                 out.write(_fbe(kind, val, labels) + "\n")
             else:

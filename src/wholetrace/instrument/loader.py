@@ -8,7 +8,6 @@ import importlib.machinery
 import os
 import sys
 import sysconfig
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import CodeType, ModuleType
@@ -24,10 +23,6 @@ Register = Callable[[str, CFG, str], "tuple[int, ProbePlan | None]"]
 
 _SKIP_DIRS = ("site-packages", "dist-packages")
 _OWN_PACKAGE = str(Path(__file__).resolve().parent.parent)
-
-
-class InstrumentWarning(UserWarning):
-    """Code that wholetrace left uninstrumented."""
 
 
 def function_source(lines: Sequence[str], cfg: CFG) -> str:
@@ -57,8 +52,8 @@ class Instrumenter:
             rewrite_tree(tree, [(fn, cfg, fid, plan) for (fn, cfg), (fid, plan) in zip(functions, regs)])
             code = compile(tree, filename, "exec", dont_inherit=True)
         except (InstrumentError, SyntaxError, RecursionError, ValueError, TypeError, AssertionError) as exc:
-            warnings.warn(f"wholetrace: {filename}: left uninstrumented ({type(exc).__name__}: {exc})",
-                          InstrumentWarning, stacklevel=2)
+            print(f"wholetrace: warning: {filename}: left uninstrumented ({type(exc).__name__}: {exc})",
+                  file=sys.stderr)
             return compile(source, filename, "exec", dont_inherit=True)
         self.instrumented_files.append(filename)
         return code
