@@ -1,4 +1,4 @@
-"""`count` and `count-naive` give exactly the block counts the `blocks` trace implies, on real programs."""
+"""`count` and `count-naive` give exactly the block and statement counts the `blocks` trace implies, on real programs."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 from corpus import PROGRAMS
-from oracles.settrace_lines import line_counts, single_simple_statement_lines
 from wholetrace.cli import load_profiles
 from wholetrace.store import Recording
 from wtutil import run_plain, run_recorded
@@ -42,16 +41,5 @@ def test_count_modes_agree_with_blocks_and_settrace(name: str, tmp_path: Path) -
         got[mode] = profiles(out)
     assert_same_counts(got["blocks"], got["count"], "count", edges=True)
     assert_same_counts(got["blocks"], got["count-naive"], "count-naive", edges=False)
-    # and the line counts of `count` agree with the independent settrace oracle
-    files = {f for f, _q, _l in got["count"]}
-    oracle = line_counts(driver, [], files)
-    compared = 0
-    for (file, _q, _l), p in got["count"].items():
-        if p.cfg.kind == "module" and not file.startswith(str(tmp_path)):
-            continue
-        wanted = single_simple_statement_lines(Path(file).read_text())
-        for st in p.cfg.stmts:
-            if st.kind == "simple" and st.line == st.end_line and st.line in wanted:
-                assert int(p.stmts[st.id]) == oracle.get((file, st.line), 0), (file, st.line)
-                compared += 1
-    assert compared > 20
+    # blocks == settrace on every comparable line is tested in tests/runtime/test_corpus_blocks.py,
+    # so equal statement counts here carry that agreement over to `count` and `count-naive`.
