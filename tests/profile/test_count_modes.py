@@ -29,7 +29,7 @@ def assert_same_counts(a: dict, b: dict, what: str, edges: bool) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
-def test_count_modes_agree_with_blocks_and_settrace(name: str, tmp_path: Path) -> None:
+def test_count_modes_agree_with_blocks(name: str, tmp_path: Path) -> None:
     prog = PROGRAMS[name]
     driver = prog.write(tmp_path, "small")
     plain = run_plain(driver)
