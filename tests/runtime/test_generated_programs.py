@@ -92,3 +92,10 @@ def count_modes_agree(source: str) -> None:
 @given(source=structured_programs())
 def test_count_modes_on_structured_programs(source: str) -> None:
     count_modes_agree(source)
+
+
+@seed(20261127)
+@settings(max_examples=25, **SETTINGS)
+@given(source=programs("node"))
+def test_count_modes_on_hypothesmith_programs(source: str) -> None:
+    count_modes_agree(source)
