@@ -47,7 +47,8 @@ def _split_record_args(argv: Sequence[str]) -> tuple[list[str], list[str]]:
 def _record_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="wholetrace record",
                                 description="Run a Python program and record its whole control flow.")
-    p.add_argument("--mode", default="blocks", help="what to record: blocks (the block trace), count, count-naive")
+    p.add_argument("--mode", default="blocks", help="what to record: blocks (the block trace), witness (few witnesses, the block "
+                        "trace is regenerated), branches (every predicate's outcome), count, count-naive")
     p.add_argument("--include", action="append", default=[], metavar="PKG",
                    help="also instrument this package or module (stdlib and site-packages too)")
     p.add_argument("-o", "--output", metavar="OUT.wt", help="recording file (default: <program>.wt)")
@@ -150,8 +151,9 @@ def cmd_info(args: argparse.Namespace) -> int:
 def cmd_trace(args: argparse.Namespace) -> int:
     from wholetrace.analysis.traceview import write_trace
     from wholetrace.store import Recording
+    from wholetrace.regen.recording import as_blocks
     with Recording(args.file) as rec:
-        write_trace(rec, sys.stdout, fmt=args.format, stream=args.thread, limit=args.limit)
+        write_trace(as_blocks(rec), sys.stdout, fmt=args.format, stream=args.thread, limit=args.limit)
     return 0
 
 
@@ -169,6 +171,9 @@ def load_profiles(rec: "Recording", name: str) -> list:  # type: ignore[type-arg
     mode = rec.meta.get("mode")
     if mode == "blocks":
         return profiles_from_recording(rec)
+    if mode in ("witness", "branches"):
+        from wholetrace.regen.recording import RegeneratedRecording
+        return profiles_from_recording(RegeneratedRecording(rec))
     if mode in ("count", "count-naive"):
         return profiles_from_count_recording(rec)
     raise UsageError(f"{name}: no counts in a {mode!r} recording")

@@ -8,6 +8,13 @@
                 in the tree.  Generators, module and class bodies, and functions whose chords
                 would need a site that does not exist, get a counter on every block and on
                 every instrumentable edge instead ("full"): their counts need no propagation.
+``witness``     the function-local witness id (``regen.plan.witness_placement``) on every
+                witnessed edge, ENTER/LEAVE and exception edges as in ``blocks``, and after
+                ``EXC s`` the handler's block id (the regenerator needs it; ``blocks`` gets
+                it from the handler's own block probe).  A function whose placement needs
+                a witness on an edge without a probe site records block ids instead, exactly
+                as ``blocks`` does (strategy "trace"; the regenerator passes them through).
+``branches``    the same with ``regen.plan.branch_placement`` (every predicate's outcome).
 """
 
 from __future__ import annotations
@@ -18,7 +25,9 @@ from typing import Sequence
 from wholetrace.instrument.cfg import CFG
 from wholetrace.instrument.sites import Site, edge_sites
 
-MODES = ("blocks", "count", "count-naive")
+MODES = ("blocks", "count", "count-naive", "witness", "branches")
+#: Modes whose streams are traces (ENTER/LEAVE/EXC recorded, chunks stored as they are).
+TRACE_MODES = ("blocks", "witness", "branches")
 FORCED_TREE_WEIGHT = 1e15
 
 
@@ -37,8 +46,13 @@ class ProbePlan:
 
     @property
     def traces(self) -> bool:
-        """Blocks mode: ENTER/LEAVE and block ids go to the stream."""
-        return self.mode == "blocks"
+        """Trace modes: ENTER/LEAVE and exception edges go to the stream (as in blocks mode)."""
+        return self.mode in TRACE_MODES
+
+    @property
+    def records_handler(self) -> bool:
+        """Witness modes (not their block fallback): ``EXC s`` is followed by the handler block."""
+        return self.mode in ("witness", "branches") and self.strategy != "trace"
 
     def to_json(self) -> dict[str, object]:
         return {"mode": self.mode, "strategy": self.strategy, "counters": self.counters,
@@ -89,9 +103,24 @@ def count_plan(cfg: CFG, base: int, weights: Sequence[float] | None = None) -> P
     return plan
 
 
+def witness_plan(cfg: CFG, kind: str) -> ProbePlan:
+    """``witness``/``branches``: witness id on every witnessed edge, or block ids ("trace")
+    when some witnessed edge has no probe site."""
+    from wholetrace.regen.plan import needs_block_fallback, placement_for, probe_sites
+
+    placement = placement_for(cfg, kind)
+    sites = probe_sites(cfg)
+    if needs_block_fallback(placement, sites):
+        return ProbePlan(kind, "trace", blocks_plan(cfg).block_values)
+    return ProbePlan(kind, "witness", sites=sites,
+                     edge_values={e: [w] for w, e in enumerate(placement.witnessed)})
+
+
 def make_plan(mode: str, cfg: CFG, base: int, weights: Sequence[float] | None = None) -> ProbePlan:
     if mode == "blocks":
         return blocks_plan(cfg)
+    if mode in ("witness", "branches"):
+        return witness_plan(cfg, mode)
     if mode == "count-naive":
         return count_naive_plan(cfg, base)
     if mode == "count":

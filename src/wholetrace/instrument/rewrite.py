@@ -121,7 +121,9 @@ class Emitter:
         """Record the exception edge at a handler entry (and re-fetch the stream)."""
         a: ast.expr = _const(False) if self.in_class else _name(A)
         if self.plan.traces:
-            call = _call(XEDGE, _const(self.fid), a)
+            # witness modes also name the handler block (blocks mode records it by its own probe)
+            extra = [_const(dst)] if self.plan.records_handler and dst != EXIT else []
+            call = _call(XEDGE, _const(self.fid), a, *extra)
         else:
             r = _name(R) if self.tracks_reraise else _const(RERAISE_LOOKUP)
             call = _call(XCOUNT, _const(self.fid), a, _const(dst), r)
@@ -504,7 +506,8 @@ def rewrite_function(fn: ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | a
     em = fr.em
     leave = [em.stmt(LEAVE, anchor)] if plan.traces else []
     guarded = em.guard(rest or [_loc(ast.Pass(), anchor)], anchor, leave, EXIT)
-    fn.body = head + em.prologue(anchor) + [guarded]  # type: ignore[list-item]
+    entry = em.stmts(fr.site_values("entry", -1), anchor)   # witness of the edge out of ENTRY
+    fn.body = head + em.prologue(anchor) + entry + [guarded]  # type: ignore[list-item]
 
 
 def rewrite_tree(tree: ast.Module, functions: Sequence[tuple[ast.AST, CFG, int, ProbePlan | None]]) -> ast.Module:

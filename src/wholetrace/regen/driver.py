@@ -26,6 +26,10 @@ emitted (``pc``); blocks are emitted lazily, only as far as the events prove:
   block holding such a statement on the path, preferred when ``s`` repeats the frame's
   previous exception origin.
 
+A function planned with ``None`` (recorded with block ids: the plan strategy ``trace`` of a
+function whose witnesses would need an edge without a probe site) is passed through: its
+events are already the blocks-mode events.
+
 Memory is bounded by the stack depth and the per-function tables: events are read chunk
 by chunk and the block stream is produced in chunks of about ``chunk_size`` events.
 """
@@ -49,7 +53,7 @@ from wholetrace.regen.plan import suspend_blocks
 from wholetrace.regen.witness import RegenTables
 from wholetrace.runtime.events import ENTER_BASE, EXC, LEAVE
 
-Plan = tuple[CFG, WitnessPlacement]
+Plan = tuple[CFG, "WitnessPlacement | None"]
 
 #: Frame states.
 RUN, PENDING, UNCAUGHT, DONE = 0, 1, 2, 3
@@ -61,9 +65,15 @@ _SUB = 4096          # input events handled between two checks of the output siz
 class FunctionTables:
     """Per-function regeneration tables, with caches of every step already computed."""
 
-    def __init__(self, fid: int, cfg: CFG, placement: WitnessPlacement) -> None:
+    def __init__(self, fid: int, cfg: CFG, placement: WitnessPlacement | None) -> None:
         self.fid = fid
+        #: recorded with block ids (blocks-mode events): pass its events through
+        self.passthrough = placement is None
         self.graph = graph = from_cfg(cfg)
+        if placement is None:
+            self.is_gen = False
+            self.num_nodes = graph.num_nodes
+            return
         self.regen = RegenTables(graph, placement)
         self.edge_of_witness = placement.witnessed
         self.is_gen = cfg.is_generator
@@ -246,6 +256,12 @@ def regenerate_stream(events_chunks: Iterable[np.ndarray], plans: dict[int, Plan
     def exception(handler: int) -> None:
         fr = top()
         t = fr[0]
+        if t.passthrough:
+            out.append(EXC)
+            out.append(sid)
+            if handler >= 0:
+                out.append(handler)
+            return
         if fr[2] == PENDING:
             fr[1], fr[2] = t.resume_from_exc(sid), RUN
         elif fr[2] == DONE:
@@ -279,6 +295,9 @@ def regenerate_stream(events_chunks: Iterable[np.ndarray], plans: dict[int, Plan
                 if v >= 0:
                     fr = top()
                     t = fr[0]
+                    if t.passthrough:
+                        out.append(v)
+                        continue
                     st = fr[2]
                     if st != RUN:
                         if st == PENDING:
@@ -295,7 +314,7 @@ def regenerate_stream(events_chunks: Iterable[np.ndarray], plans: dict[int, Plan
                 elif v <= -ENTER_BASE:
                     if stack:
                         parent = stack[-1]
-                        if parent[2] == RUN:
+                        if parent[2] == RUN and not parent[0].passthrough:
                             pt = parent[0]
                             hit = pt._call.get(parent[1])
                             blocks, pc = hit if hit is not None else pt.to_call(parent[1])
@@ -306,7 +325,7 @@ def regenerate_stream(events_chunks: Iterable[np.ndarray], plans: dict[int, Plan
                     out.append(v)
                 elif v == LEAVE:
                     fr = top()
-                    if fr[2] == RUN:
+                    if fr[2] == RUN and not fr[0].passthrough:
                         t = fr[0]
                         hit = t._leave.get(fr[1])
                         blocks, _pc = hit if hit is not None else t.leave(fr[1])
@@ -341,8 +360,18 @@ def measure_regeneration(events_chunks: Iterable[np.ndarray], plans: dict[int, P
     return stats
 
 
-def recording_plans(rec: Any, kind: str = "witness") -> dict[int, Plan]:
-    """Plans for every function of an open recording (``kind``: "witness" or "branches")."""
+def recording_plans(rec: Any, kind: str | None = None) -> dict[int, Plan]:
+    """Plans for every function of an open recording (``kind``: "witness" or "branches", by
+    default the recording's mode).  Functions whose stored plan has strategy ``trace``
+    recorded block ids and get ``None`` (passed through)."""
     from wholetrace.regen.plan import make_plans
 
-    return make_plans({f.fid: CFG.from_json(f.cfg) for f in rec.functions()}, kind)
+    kind = kind or str(rec.meta.get("mode"))
+    cfgs, fallback = {}, set()
+    for f in rec.functions():
+        desc = f.cfg
+        cfgs[f.fid] = CFG.from_json(desc)
+        plan = desc.get("plan") if isinstance(desc, dict) else None
+        if isinstance(plan, dict) and plan.get("mode") == kind and plan.get("strategy") == "trace":
+            fallback.add(f.fid)
+    return make_plans(cfgs, kind, fallback=fallback)

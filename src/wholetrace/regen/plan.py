@@ -17,6 +17,14 @@ Python adds three needs to the paper's placement (``instrument.placement.place_w
   more successors, plus the call separators and generator edges above, plus edges closing
   a cycle of single-successor blocks (``while True`` without ``break``).
 
+Probe sites.  An edge without a probe site (``instrument.sites``: the out-edges of a ``finally``
+dispatch or ``with`` exit with several successors) cannot record a witness.  The spanning
+tree is built with such edges forced in (as ``count`` does), and the out-edge of ENTRY gets
+the site ``entry`` (the function prologue).  A function whose placement still needs a
+witness on an edge without a site is recorded with block ids instead (the plan's strategy
+``trace``): :func:`probe_sites` and :func:`needs_block_fallback` decide it, and the
+regenerator passes its block events through unchanged.
+
 Witness ids are positions in ``WitnessPlacement.witnessed`` (sorted edge ids).
 """
 
@@ -24,6 +32,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from wholetrace.ids import ENTRY
 from wholetrace.instrument.cfg import CFG
 from wholetrace.instrument.flowgraph import FlowGraph, from_cfg, retreating_edges
 from wholetrace.instrument.placement import (
@@ -32,10 +41,27 @@ from wholetrace.instrument.placement import (
     place_witnesses,
     verify_witnesses,
 )
-from wholetrace.instrument.weighting import static_weights
+from wholetrace.instrument.sites import Site, edge_sites
+from wholetrace.instrument.weighting import EdgeWeights, static_weights
 
 #: Placements the regenerator understands (``--mode`` of the recording).
 PLAN_KINDS = ("witness", "branches")
+#: Weight that keeps an edge without a probe site in the spanning tree.
+FORCED_TREE_WEIGHT = 1e15
+
+
+def probe_sites(cfg: CFG) -> list[Site | None]:
+    """``instrument.sites.edge_sites`` plus the prologue (``Site("entry")``) for edges out of ENTRY."""
+    sites = edge_sites(cfg)
+    for i, e in enumerate(cfg.edges):
+        if sites[i] is None and e.src == ENTRY:
+            sites[i] = Site("entry")
+    return sites
+
+
+def needs_block_fallback(placement: WitnessPlacement, sites: list[Site | None]) -> bool:
+    """Does a witnessed edge lack a probe site (so the function must record block ids)?"""
+    return any(sites[e] is None for e in placement.witnessed)
 
 
 def suspend_blocks(cfg: CFG) -> frozenset[int]:
@@ -74,7 +100,10 @@ def _with_edges(placement: WitnessPlacement, graph: FlowGraph, extra: frozenset[
 def witness_placement(cfg: CFG) -> WitnessPlacement:
     """The `witness` mode placement of one function (far blocking, call separation, generators)."""
     graph = from_cfg(cfg)
-    placement = place_witnesses(_targets_graph(graph), static_weights(graph))
+    w = static_weights(graph)
+    sites = probe_sites(cfg)
+    forced = tuple(FORCED_TREE_WEIGHT if s is None else x for s, x in zip(sites, w.edges))
+    placement = place_witnesses(_targets_graph(graph), EdgeWeights(forced, w.virtual))
     placement = _with_edges(placement, graph, generator_edges(cfg, graph))
     verify_witnesses(graph, placement)
     return placement
@@ -93,7 +122,14 @@ def branch_placement(cfg: CFG) -> WitnessPlacement:
     return placement
 
 
-def make_plans(cfgs: dict[int, CFG], kind: str = "witness") -> dict[int, tuple[CFG, WitnessPlacement]]:
-    """The plan of every function for the regenerator: fid -> (cfg, placement)."""
-    place = witness_placement if kind == "witness" else branch_placement
-    return {fid: (cfg, place(cfg)) for fid, cfg in cfgs.items()}
+def placement_for(cfg: CFG, kind: str) -> WitnessPlacement:
+    if kind not in PLAN_KINDS:
+        raise ValueError(f"unknown placement kind {kind!r}")
+    return witness_placement(cfg) if kind == "witness" else branch_placement(cfg)
+
+
+def make_plans(cfgs: dict[int, CFG], kind: str = "witness", *,
+               fallback: frozenset[int] | set[int] = frozenset()) -> dict[int, tuple[CFG, WitnessPlacement | None]]:
+    """The plan of every function for the regenerator: fid -> (cfg, placement); the functions
+    of ``fallback`` recorded block ids ("trace" strategy) and get ``None``."""
+    return {fid: (cfg, None if fid in fallback else placement_for(cfg, kind)) for fid, cfg in cfgs.items()}

@@ -108,12 +108,13 @@ def new_stream() -> Append:
     return STREAMS.new()
 
 
-def exception_edge(fid: int, a: Append | None | bool) -> Append:
+def exception_edge(fid: int, a: Append | None | bool, handler: int = -1) -> Append:
     """Record EXC <statement> in the current stream; called first thing in every handler.
 
     ``a`` is the caller's append method; ``None`` means the generator was suspended (an
     exception was thrown in at a ``yield``), so ENTER is recorded first; ``False`` means a
-    class body (which keeps no local).
+    class body (which keeps no local).  ``handler`` (witness modes): the handler's block id,
+    appended after the statement (blocks mode records it by the handler's own probe).
     """
     cur = CURRENT.get() or STREAMS.new()
     if a is None:
@@ -123,6 +124,8 @@ def exception_edge(fid: int, a: Append | None | bool) -> Append:
     sid = SITES.resolve(fid, tb.tb_frame.f_code, tb.tb_lasti) if tb is not None else -1
     cur(EXC)
     cur(sid)
+    if handler >= 0:
+        cur(handler)
     return cur
 
 

@@ -1,6 +1,6 @@
 """The recorder: registers instrumented functions and moves every stream to the store as the run goes.
 
-In ``blocks`` mode stream chunks are stored as they are.  In the count modes a stream holds
+In the trace modes (``blocks``, ``witness``, ``branches``) stream chunks are stored as they are.  In the count modes a stream holds
 global counter ids (one append per counter increment) and exception-edge records; the
 recorder sums the ids with ``bincount`` when it flushes and keeps only the counts.
 """
@@ -15,7 +15,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from wholetrace.instrument.cfg import CFG
-from wholetrace.instrument.modes import ProbePlan, make_plan
+from wholetrace.instrument.modes import TRACE_MODES, ProbePlan, make_plan
 from wholetrace.runtime.events import XCOUNT, arg_value
 from wholetrace.runtime.probes import SITES, STREAMS, Stream
 
@@ -29,6 +29,7 @@ class Recorder:
                  weights: dict[tuple[str, str, str], Sequence[float]] | None = None) -> None:
         self.writer = writer
         self.mode = mode
+        self.traces = mode in TRACE_MODES
         self.weights = weights or {}
         self.functions: list[tuple[str, CFG, ProbePlan]] = []
         self.by_code: dict[tuple[str, str], int] = {}
@@ -78,14 +79,14 @@ class Recorder:
         with self._flush_lock:
             for st in list(STREAMS.all):
                 n = len(st.buf)
-                if self.mode != "blocks":
+                if not self.traces:
                     n = _complete_records(st.buf, n)
                 if n:
                     chunk: array = st.buf[:n]
                     del st.buf[:n]
                     self.events += n
                     st.flushed += n
-                    if self.mode == "blocks":
+                    if self.traces:
                         self.writer.append_events(st.sid, chunk)
                     else:
                         self._count(np.frombuffer(chunk, np.int32))
@@ -123,10 +124,10 @@ class Recorder:
         self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join()
-        early = self.early_exits() if self.mode != "blocks" else []
+        early = self.early_exits() if not self.traces else []
         self.flush()
         STREAMS.on_new = None
-        if self.mode != "blocks":
+        if not self.traces:
             counters = np.zeros(max(self.counter_base, self.counts.size), np.int64)
             counters[: self.counts.size] = self.counts
             self.writer.put_array("counters", counters[: max(self.counter_base, 1)])

@@ -1,0 +1,237 @@
+"""`record --mode witness` and `--mode branches`, regenerated, against `record --mode blocks`.
+
+Real recordings of every corpus program (size small), of the inline programs of
+``regen_programs.py`` and of structured generated programs: the regenerated traces equal
+the blocks trace in activation form (each activation's own blocks and exception records,
+and its ordered child activations), and event for event on the inline programs (written
+without implicit calls into instrumented code).  The programs behave as they do plain.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, seed, settings
+
+from corpus import PROGRAMS
+from genprogs import run_plain as run_generated_plain
+from genprogs import structured_programs, write_program
+from regen_programs import INLINE
+from wholetrace.instrument.cfg import CFG
+from wholetrace.regen.recording import RegeneratedRecording, as_blocks
+from wholetrace.runtime.events import ENTER_BASE, EXC, LEAVE
+from wholetrace.store import Recording
+from wtutil import ENV, run_plain, run_recorded
+
+KINDS = ("witness", "branches")
+Activation = tuple[int, tuple[int, ...], int]
+
+
+# ----------------------------------------------------------------------------- helpers
+
+def activation_form(events: np.ndarray) -> list[Activation]:
+    """The activation form of one stream (DESIGN.md "Program model"), in preorder.
+
+    Every activation becomes (function id, its own events: block ids and ``EXC s`` records,
+    number of child activations); with the child counts the preorder list fixes the tree,
+    so equal lists mean equal block sequences and equal ordered children everywhere.
+    Entry 0 (fid -1) collects whatever lies outside any activation.
+    """
+    acts: list[list] = [[-1, [], 0]]
+    stack = [0]
+    vals = events.tolist()
+    i = 0
+    while i < len(vals):
+        v = vals[i]
+        i += 1
+        if v <= -ENTER_BASE:
+            acts[stack[-1]][2] += 1
+            stack.append(len(acts))
+            acts.append([-v - ENTER_BASE, [], 0])
+        elif v == LEAVE:
+            if len(stack) > 1:
+                stack.pop()
+        elif v == EXC:
+            acts[stack[-1]][1] += [EXC, vals[i] if i < len(vals) else -1]
+            i += 1
+        else:
+            acts[stack[-1]][1].append(v)
+    return [(f, tuple(own), n) for f, own, n in acts]
+
+
+def children_follow_calls(events: np.ndarray, cfgs: dict[int, CFG]) -> list[str]:
+    """Child activations whose parent's last own event is not a call-capable block (only
+    implicit calls may do that; a child after an exception record is not checked)."""
+    problems: list[str] = []
+    stack: list[tuple[int, list[int]]] = []
+    vals = events.tolist()
+    i = 0
+    while i < len(vals):
+        v = vals[i]
+        i += 1
+        if v <= -ENTER_BASE:
+            if stack and stack[-1][1] and stack[-1][1][-1] >= 0:
+                fid, own = stack[-1]
+                cfg = cfgs[fid]
+                if not any(cfg.stmts[s].calls for s in cfg.blocks[own[-1]].stmts) and len(problems) < 10:
+                    problems.append(f"{cfg.qualname}: child {-v - ENTER_BASE} after block {own[-1]}")
+            stack.append((-v - ENTER_BASE, []))
+        elif v == LEAVE:
+            if stack:
+                stack.pop()
+        elif v == EXC:
+            if stack:
+                stack[-1][1].append(EXC)
+            i += 1
+        elif stack:
+            stack[-1][1].append(v)
+    return problems
+
+
+def streams_of(path: Path) -> tuple[str, list[np.ndarray], dict[int, CFG], int]:
+    """(mode, the block streams (regenerated for witness/branches), CFGs, events recorded)."""
+    with Recording(path) as rec:
+        mode = str(rec.meta.get("mode"))
+        view = as_blocks(rec)
+        cfgs = {f.fid: CFG.from_json(f.cfg) for f in rec.functions()}
+        recorded = sum(s.n_events for s in rec.streams())
+        return mode, [view.events(s.sid) for s in rec.streams()], cfgs, recorded
+
+
+def compare(base: Path, other: Path, *, exact: bool) -> dict[str, int]:
+    """Assert ``other`` (a witness/branches recording) regenerates ``base`` (blocks)."""
+    mode_b, blocks, cfgs_b, n_blocks = streams_of(base)
+    mode_o, regen, cfgs_o, n_other = streams_of(other)
+    assert mode_b == "blocks" and mode_o in KINDS
+    assert [c.fingerprint for _, c in sorted(cfgs_b.items())] == [c.fingerprint for _, c in sorted(cfgs_o.items())]
+    assert len(blocks) == len(regen), "different number of streams"
+    identical = 0
+    for a, b in zip(blocks, regen):
+        assert activation_form(a) == activation_form(b), f"{other.name}: activation forms differ"
+        same = np.array_equal(a, b)
+        identical += same
+        if exact:
+            assert same, f"{other.name}: regenerated stream differs from the blocks stream"
+    return {"blocks events": n_blocks, "recorded events": n_other, "identical streams": identical}
+
+
+# ----------------------------------------------------------------------------- unit
+
+def test_activation_form_helper() -> None:
+    F = lambda f: -(ENTER_BASE + f)  # noqa: E731
+    a = np.array([F(0), 2, F(1), 2, 3, LEAVE, 4, EXC, 7, 5, F(1), 2, LEAVE, LEAVE], np.int32)
+    b = np.array([F(0), 2, 4, F(1), 2, 3, LEAVE, EXC, 7, 5, F(1), 2, LEAVE, LEAVE], np.int32)
+    assert activation_form(a) == activation_form(b)       # a child may move among parent blocks
+    assert activation_form(a) == [(-1, (), 1), (0, (2, 4, EXC, 7, 5), 2), (1, (2, 3), 0), (1, (2,), 0)]
+    c = np.array([F(0), 2, F(1), 2, LEAVE, 4, EXC, 7, 5, F(1), 3, LEAVE, LEAVE], np.int32)
+    assert activation_form(a) != activation_form(c)
+
+
+# ----------------------------------------------------------------------------- inline programs
+
+@pytest.fixture(scope="module")
+def inline(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Path]]:
+    root = tmp_path_factory.mktemp("witness-inline")
+    out: dict[str, dict[str, Path]] = {}
+    for name, src in INLINE.items():
+        script = root / f"{name}.py"
+        script.write_text(textwrap.dedent(src))
+        plain = run_plain(script)
+        out[name] = {}
+        for mode in ("blocks",) + KINDS:
+            wt = root / f"{name}.{mode}.wt"
+            r = run_recorded(script, wt, mode=mode)
+            assert (r.returncode, r.stdout, r.stderr) == (plain.returncode, plain.stdout, plain.stderr), mode
+            out[name][mode] = wt
+    return out
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("name", sorted(INLINE))
+def test_inline_programs_event_for_event(inline: dict[str, dict[str, Path]], name: str, kind: str) -> None:
+    stats = compare(inline[name]["blocks"], inline[name][kind], exact=True)
+    assert stats["recorded events"] < stats["blocks events"]
+    _, blocks, cfgs, _ = streams_of(inline[name]["blocks"])
+    for ev in blocks:
+        assert not children_follow_calls(ev, cfgs)
+
+
+def test_cli_trace_and_counts_regenerate(inline: dict[str, dict[str, Path]]) -> None:
+    paths = inline["exceptions"]
+    outs = {}
+    for mode, wt in paths.items():
+        trace = subprocess.run([sys.executable, "-m", "wholetrace.cli", "trace", str(wt)], capture_output=True,
+                               text=True, env=ENV, check=True).stdout
+        counts = subprocess.run([sys.executable, "-m", "wholetrace.cli", "counts", "--format", "json", str(wt)],
+                                capture_output=True, text=True, env=ENV, check=True).stdout
+        info = subprocess.run([sys.executable, "-m", "wholetrace.cli", "info", str(wt)], capture_output=True,
+                              text=True, env=ENV, check=True).stdout
+        assert f"--mode {mode}" in info
+        outs[mode] = (trace, counts)
+    assert outs["witness"] == outs["blocks"] == outs["branches"]
+    assert outs["blocks"][0].count("\nB ") > 10
+
+
+def test_regenerated_recording_streams_in_chunks(inline: dict[str, dict[str, Path]]) -> None:
+    from wholetrace.regen.driver import regenerate_stream
+    with Recording(inline["loops"]["witness"]) as rec:
+        view = RegeneratedRecording(rec)
+        sid = rec.streams()[0].sid
+        whole = view.events(sid)
+        raw = rec.events(sid)
+        pieces = [raw[i:i + 7] for i in range(0, len(raw), 7)]
+        small = list(regenerate_stream(pieces, view.plans, chunk_size=50))
+    assert len(small) > 1 and np.array_equal(np.concatenate(small), whole)
+
+
+# ----------------------------------------------------------------------------- corpus
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_corpus_programs_regenerate(name: str, tmp_path: Path) -> None:
+    prog = PROGRAMS[name]
+    driver = prog.write(tmp_path, "small")
+    plain = run_plain(driver)
+    paths = {}
+    for mode in ("blocks",) + KINDS:
+        paths[mode] = tmp_path / f"{mode}.wt"
+        r = run_recorded(driver, paths[mode], mode=mode, include=tuple(prog.include))
+        assert (r.returncode, r.stdout, r.stderr) == (plain.returncode, plain.stdout, plain.stderr), (mode, r.stderr[-2000:])
+    stats = {k: compare(paths["blocks"], paths[k], exact=False) for k in KINDS}
+    assert stats["witness"]["recorded events"] < stats["witness"]["blocks events"]
+    assert stats["witness"]["recorded events"] <= stats["branches"]["recorded events"]
+
+
+# ----------------------------------------------------------------------------- generated programs
+
+SETTINGS = dict(deadline=None, database=None, suppress_health_check=list(HealthCheck))
+
+
+def _record(driver: Path, td: str, mode: str) -> tuple[int, str, Path]:
+    wt = Path(td) / f"{mode}.wt"
+    proc = subprocess.run([sys.executable, "-m", "wholetrace.cli", "record", "-q", "--mode", mode, "-o", str(wt),
+                           str(driver)], capture_output=True, cwd=td, env=ENV, timeout=120, stdin=subprocess.DEVNULL)
+    assert "left uninstrumented" not in proc.stderr.decode("utf-8", "replace")
+    return proc.returncode, proc.stdout.decode("utf-8", "replace"), wt
+
+
+@seed(5052026)
+@settings(max_examples=25, **SETTINGS)
+@given(source=structured_programs())
+def test_structured_programs_regenerate(source: str) -> None:
+    with tempfile.TemporaryDirectory(prefix="wt-witness-") as td:
+        rc, out, _err = run_generated_plain(source, td)
+        if rc == -1:
+            return  # the program itself did not finish in time
+        driver = write_program(source, td)
+        paths = {}
+        for mode in ("blocks",) + KINDS:
+            got_rc, got_out, paths[mode] = _record(driver, td, mode)
+            assert (got_rc, got_out) == (rc, out), (mode, source)
+        for kind in KINDS:
+            compare(paths["blocks"], paths[kind], exact=False)
