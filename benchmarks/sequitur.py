@@ -9,7 +9,6 @@ import lzma
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import zstandard

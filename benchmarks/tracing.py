@@ -38,7 +38,8 @@ from _report import geomean, machine, table, write_section  # noqa: E402
 from corpus import PROGRAMS  # noqa: E402
 
 from wholetrace.regen.driver import measure_regeneration, recording_plans, regenerate_stream  # noqa: E402
-from wholetrace.runtime.events import ENTER_BASE, EXC, LEAVE  # noqa: E402
+from wholetrace.analysis.activations import activation_form  # noqa: E402
+from wholetrace.runtime.events import EXC  # noqa: E402
 from wholetrace.store import Recording  # noqa: E402
 
 PY = sys.executable
@@ -63,30 +64,6 @@ def timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, bytes]
     if proc.returncode != 0:
         raise RuntimeError(f"{shlex.join(cmd)} exited {proc.returncode}:\n{proc.stderr.decode(errors='replace')[-2000:]}")
     return secs, proc.stdout
-
-
-def _forms(ev: np.ndarray) -> list[tuple]:
-    """Activation form (see tests/regen/test_witness_mode.py): preorder (fid, own events, #children)."""
-    acts: list[list] = [[-1, [], 0]]
-    stack = [0]
-    vals = ev.tolist()
-    i = 0
-    while i < len(vals):
-        v = vals[i]
-        i += 1
-        if v <= -ENTER_BASE:
-            acts[stack[-1]][2] += 1
-            stack.append(len(acts))
-            acts.append([-v - ENTER_BASE, [], 0])
-        elif v == LEAVE:
-            if len(stack) > 1:
-                stack.pop()
-        elif v == EXC:
-            acts[stack[-1]][1] += [EXC, vals[i] if i < len(vals) else -1]
-            i += 1
-        else:
-            acts[stack[-1]][1].append(v)
-    return [(f, tuple(o), n) for f, o, n in acts]
 
 
 def stats_of(path: Path, blocks_streams: list[np.ndarray] | None) -> dict[str, object]:
@@ -117,7 +94,7 @@ def stats_of(path: Path, blocks_streams: list[np.ndarray] | None) -> dict[str, o
         secs += st.seconds
         regen = np.concatenate(list(regenerate_stream(chunks, plans)) or [np.zeros(0, np.int32)])
         if not np.array_equal(regen, base):
-            agree = "≈" if agree != "✗" and _forms(regen) == _forms(base) else "✗"
+            agree = "≈" if agree != "✗" and activation_form(regen) == activation_form(base) else "✗"
     if len(raw) != len(blocks_streams):
         agree = "✗"
     out["regen_blocks"] = made

@@ -23,6 +23,7 @@ from corpus import PROGRAMS
 from genprogs import run_plain as run_generated_plain
 from genprogs import structured_programs, write_program
 from regen_programs import INLINE
+from wholetrace.analysis.activations import activation_form
 from wholetrace.instrument.cfg import CFG
 from wholetrace.regen.recording import RegeneratedRecording, as_blocks
 from wholetrace.runtime.events import ENTER_BASE, EXC, LEAVE
@@ -30,40 +31,9 @@ from wholetrace.store import Recording
 from wtutil import ENV, run_plain, run_recorded
 
 KINDS = ("witness", "branches")
-Activation = tuple[int, tuple[int, ...], int]
 
 
 # ----------------------------------------------------------------------------- helpers
-
-def activation_form(events: np.ndarray) -> list[Activation]:
-    """The activation form of one stream (DESIGN.md "Program model"), in preorder.
-
-    Every activation becomes (function id, its own events: block ids and ``EXC s`` records,
-    number of child activations); with the child counts the preorder list fixes the tree,
-    so equal lists mean equal block sequences and equal ordered children everywhere.
-    Entry 0 (fid -1) collects whatever lies outside any activation.
-    """
-    acts: list[list] = [[-1, [], 0]]
-    stack = [0]
-    vals = events.tolist()
-    i = 0
-    while i < len(vals):
-        v = vals[i]
-        i += 1
-        if v <= -ENTER_BASE:
-            acts[stack[-1]][2] += 1
-            stack.append(len(acts))
-            acts.append([-v - ENTER_BASE, [], 0])
-        elif v == LEAVE:
-            if len(stack) > 1:
-                stack.pop()
-        elif v == EXC:
-            acts[stack[-1]][1] += [EXC, vals[i] if i < len(vals) else -1]
-            i += 1
-        else:
-            acts[stack[-1]][1].append(v)
-    return [(f, tuple(own), n) for f, own, n in acts]
-
 
 def children_follow_calls(events: np.ndarray, cfgs: dict[int, CFG]) -> list[str]:
     """Child activations whose parent's last own event is not a call-capable block (only

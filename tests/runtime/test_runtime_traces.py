@@ -5,7 +5,6 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-import pytest
 
 from wholetrace.store import Recording
 from wtutil import line_trace, run_plain, run_recorded
