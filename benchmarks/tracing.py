@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         work = Path(tmp)
         snap = work / "src"   # child processes import a snapshot of src/ taken now
         shutil.copytree(REPO / "src" / "wholetrace", snap / "wholetrace", ignore=shutil.ignore_patterns("__pycache__"))
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        env = dict(os.environ, PYTHONHASHSEED="0", PYTHONPATH=os.pathsep.join(
             [str(snap)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])))
         version = source_version()
         cmds = {}

@@ -8,11 +8,27 @@ WT="$BIN/wholetrace"
 step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; "$@"; }
 
 step "$BIN/python" examples/textdiff.py
+
+# 1. exact line and branch counts with the fewest counters (Ball-Larus count mode)
+step "$WT" profile --include difflib --limit 2 examples/textdiff.py
+step "$WT" profile --include difflib --format lcov -o "$OUT/textdiff.lcov" examples/textdiff.py
+echo "(lcov written to $OUT/textdiff.lcov: exact DA/BRDA counts for genhtml or editor gutters)"
+
+# 2. the whole block trace, in every thread and task
 step "$WT" record --include difflib -o "$OUT/textdiff.wt" examples/textdiff.py
 step "$WT" info "$OUT/textdiff.wt"
-step "$WT" counts "$OUT/textdiff.wt" --limit 2
-step "$WT" counts "$OUT/textdiff.wt" --format lcov -o "$OUT/textdiff.lcov"
-echo "(lcov written to $OUT/textdiff.lcov: exact DA/BRDA counts for genhtml or editor gutters)"
 printf '\n\033[1m$ %s\033[0m\n' "$WT trace $OUT/textdiff.wt --limit 12"
 "$WT" trace "$OUT/textdiff.wt" --limit 12
+
+# 3. the same trace from far fewer events: witnesses, regenerated on reading
+step "$WT" record --mode witness --include difflib -o "$OUT/textdiff-witness.wt" examples/textdiff.py
+"$WT" trace "$OUT/textdiff.wt" > "$OUT/blocks.fbe"
+"$WT" trace "$OUT/textdiff-witness.wt" > "$OUT/witness.fbe"
+if cmp -s "$OUT/blocks.fbe" "$OUT/witness.fbe"; then
+  echo "(the witness recording regenerates exactly the same $(wc -l < "$OUT/blocks.fbe") trace lines)"
+else
+  echo "(the witness recording regenerates the same activations; implicit calls may sit elsewhere)"
+fi
+
+# 4. the control-flow graph behind it all
 step "$WT" cfg examples/textdiff.py:revise
