@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, seed, settings
 
 from corpus import PROGRAMS
 from genprogs import run_plain as run_generated_plain
-from genprogs import structured_programs, write_program
+from genprogs import programs, structured_programs, write_program
 from regen_programs import INLINE
 from wholetrace.analysis.activations import activation_form
 from wholetrace.instrument.cfg import CFG
@@ -190,10 +190,8 @@ def _record(driver: Path, td: str, mode: str) -> tuple[int, str, Path]:
     return proc.returncode, proc.stdout.decode("utf-8", "replace"), wt
 
 
-@seed(5052026)
-@settings(max_examples=25, **SETTINGS)
-@given(source=structured_programs())
-def test_structured_programs_regenerate(source: str) -> None:
+def regenerates_like_blocks(source: str) -> None:
+    """witness and branches recordings of ``source`` regenerate the blocks trace (activation form)."""
     with tempfile.TemporaryDirectory(prefix="wt-witness-") as td:
         rc, out, _err = run_generated_plain(source, td)
         if rc == -1:
@@ -205,3 +203,17 @@ def test_structured_programs_regenerate(source: str) -> None:
             assert (got_rc, got_out) == (rc, out), (mode, source)
         for kind in KINDS:
             compare(paths["blocks"], paths[kind], exact=False)
+
+
+@seed(5052026)
+@settings(max_examples=25, **SETTINGS)
+@given(source=structured_programs())
+def test_structured_programs_regenerate(source: str) -> None:
+    regenerates_like_blocks(source)
+
+
+@seed(6052026)
+@settings(max_examples=25, **SETTINGS)
+@given(source=programs("node"))
+def test_hypothesmith_programs_regenerate(source: str) -> None:
+    regenerates_like_blocks(source)
