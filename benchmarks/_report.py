@@ -42,3 +42,28 @@ def write_section(name: str, body: str, doc: Path = DOC) -> None:
     text = pattern.sub(lambda _m: block, text) if pattern.search(text) else text.rstrip() + "\n\n" + block + "\n"
     doc.parent.mkdir(parents=True, exist_ok=True)
     doc.write_text(text)
+
+
+def corpus_options(description: str, default_runs: int, program_names: Sequence[str],
+                   argv: list[str] | None, extra: Sequence[tuple[str, dict]] = ()) -> tuple[object, list[str], int, str, bool]:
+    """The command line shared by the corpus benchmarks.
+
+    Returns (args, program names, rounds, size, whether to write docs/benchmarks.md).
+    """
+    import argparse
+
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--programs", help="comma-separated program names (default: all of the registry)")
+    ap.add_argument("--runs", type=int, default=None,
+                    help=f"interleaved rounds (default {default_runs}; 1 with --quick)")
+    ap.add_argument("--quick", action="store_true", help="small sizes, 1 round, do not write docs")
+    ap.add_argument("--no-write", action="store_true", help="print only, do not write docs/benchmarks.md")
+    for flag, kwargs in extra:
+        ap.add_argument(flag, **kwargs)
+    args = ap.parse_args(argv)
+    names = args.programs.split(",") if args.programs else list(program_names)
+    unknown = [n for n in names if n not in program_names]
+    if unknown:
+        ap.error(f"unknown program(s) {', '.join(unknown)}; choose from {', '.join(program_names)}")
+    runs = args.runs if args.runs is not None else (1 if args.quick else default_runs)
+    return args, names, runs, "small" if args.quick else "bench", not (args.quick or args.no_write)

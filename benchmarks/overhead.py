@@ -28,7 +28,6 @@ after an EXC event is a statement id and is not counted), raw trace bytes per ex
 
 from __future__ import annotations
 
-import argparse
 import datetime as _dt
 import os
 import shlex
@@ -43,7 +42,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report import geomean, machine, table, write_section  # noqa: E402
+from _report import corpus_options, geomean, machine, table, write_section  # noqa: E402
 from corpus import PROGRAMS  # noqa: E402
 
 from wholetrace.runtime.events import EXC  # noqa: E402
@@ -138,19 +137,7 @@ def fmt_int(n: float) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--programs", help="comma-separated program names (default: all of the registry)")
-    ap.add_argument("--runs", type=int, default=None, help="interleaved rounds (default 3; 1 with --quick)")
-    ap.add_argument("--quick", action="store_true", help="small sizes, 1 round, do not write docs")
-    ap.add_argument("--no-write", action="store_true", help="print only, do not write docs/benchmarks.md")
-    args = ap.parse_args(argv)
-    names = args.programs.split(",") if args.programs else list(PROGRAMS)
-    unknown = [n for n in names if n not in PROGRAMS]
-    if unknown:
-        ap.error(f"unknown program(s) {', '.join(unknown)}; choose from {', '.join(PROGRAMS)}")
-    runs = args.runs if args.runs is not None else (1 if args.quick else 3)
-    size = "small" if args.quick else "bench"
-    write = not (args.quick or args.no_write)
+    args, names, runs, size, write = corpus_options(__doc__.split("\n\n")[0], 3, list(PROGRAMS), argv)
 
     with tempfile.TemporaryDirectory(prefix="wt-overhead-") as tmp:
         work = Path(tmp)

@@ -32,7 +32,6 @@ warning and is listed in the section.
 
 from __future__ import annotations
 
-import argparse
 import datetime as _dt
 import os
 import shlex
@@ -47,7 +46,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report import geomean, machine, table, write_section  # noqa: E402
+from _report import corpus_options, geomean, machine, table, write_section  # noqa: E402
 from corpus import PROGRAMS  # noqa: E402
 from overhead import PY, REPO, commands as overhead_commands, fmt_int, source_version, timed  # noqa: E402
 
@@ -137,20 +136,9 @@ def recording_stats(count_wt: Path, naive_wt: Path) -> dict[str, object]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--programs", help="comma-separated program names (default: all of the registry)")
-    ap.add_argument("--runs", type=int, default=None, help="interleaved rounds (default 2; 1 with --quick)")
-    ap.add_argument("--quick", action="store_true", help="small sizes, 1 round, do not write docs")
-    ap.add_argument("--no-write", action="store_true", help="print only, do not write docs/benchmarks.md")
-    ap.add_argument("--note", default="", help="a note on this run, appended to the section")
-    args = ap.parse_args(argv)
-    names = args.programs.split(",") if args.programs else list(PROGRAMS)
-    unknown = [n for n in names if n not in PROGRAMS]
-    if unknown:
-        ap.error(f"unknown program(s) {', '.join(unknown)}; choose from {', '.join(PROGRAMS)}")
-    runs = args.runs if args.runs is not None else (1 if args.quick else 2)
-    size = "small" if args.quick else "bench"
-    write = not (args.quick or args.no_write)
+    args, names, runs, size, write = corpus_options(
+        __doc__.split("\n\n")[0], 2, list(PROGRAMS), argv,
+        [("--note", {"default": "", "help": "a note on this run, appended to the section"})])
 
     with tempfile.TemporaryDirectory(prefix="wt-profile-") as tmp:
         work = Path(tmp)

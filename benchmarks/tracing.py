@@ -20,7 +20,6 @@ for event, ``≈`` same activation form only).
 
 from __future__ import annotations
 
-import argparse
 import os
 import shlex
 import shutil
@@ -34,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report import geomean, machine, table, write_section  # noqa: E402
+from _report import corpus_options, geomean, machine, table, write_section  # noqa: E402
 from corpus import PROGRAMS  # noqa: E402
 
 from wholetrace.regen.driver import measure_regeneration, recording_plans, regenerate_stream  # noqa: E402
@@ -115,18 +114,7 @@ def source_version() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--programs", help="comma-separated program names (default: all of the registry)")
-    ap.add_argument("--runs", type=int, default=1, help="interleaved rounds (default 1)")
-    ap.add_argument("--quick", action="store_true", help="size small, do not write docs")
-    ap.add_argument("--no-write", action="store_true", help="print only, do not write docs/benchmarks.md")
-    args = ap.parse_args(argv)
-    names = args.programs.split(",") if args.programs else list(PROGRAMS)
-    unknown = [n for n in names if n not in PROGRAMS]
-    if unknown:
-        ap.error(f"unknown program(s) {', '.join(unknown)}; choose from {', '.join(PROGRAMS)}")
-    size = "small" if args.quick else "bench"
-    write = not (args.quick or args.no_write)
+    args, names, runs, size, write = corpus_options(__doc__.split("\n\n")[0], 1, list(PROGRAMS), argv)
 
     with tempfile.TemporaryDirectory(prefix="wt-tracing-") as tmp:
         work = Path(tmp)
@@ -143,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
             timed(cmds[n]["plain"], work, env)
         times = {n: {t: [] for t in TOOLS} for n in cmds}
         mismatched: list[str] = []
-        for r in range(args.runs):
+        for r in range(runs):
             for n, cs in cmds.items():
                 outs = set()
                 for tool in TOOLS:
@@ -152,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
                     outs.add(stdout)
                 if len(outs) != 1 and n not in mismatched:
                     mismatched.append(n)
-                print(f"round {r + 1}/{args.runs} {n:14s} " + "  ".join(f"{t} {times[n][t][-1]:.2f}s" for t in TOOLS),
+                print(f"round {r + 1}/{runs} {n:14s} " + "  ".join(f"{t} {times[n][t][-1]:.2f}s" for t in TOOLS),
                       file=sys.stderr, flush=True)
         stats: dict[str, dict[str, dict[str, object]]] = {}
         for n, cs in cmds.items():
@@ -163,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
                 stats[n][mode] = stats_of(work / f"{stem}.{mode}.wt", b["streams"])  # type: ignore[arg-type]
             print(f"stats {n}: " + ", ".join(f"{m} {stats[n][m]['events']:,}" for m in MODES)
                   + f"; regen {stats[n]['witness']['regen_rate'] / 1e6:.2f} M blocks/s", file=sys.stderr, flush=True)
-    body = render(names, times, stats, mismatched, args, size, version, argv)
+    body = render(names, times, stats, mismatched, runs, size, version, argv)
     print(body)
     if write:
         write_section("tracing", body)
@@ -175,7 +163,7 @@ def _k(n: float) -> str:
     return f"{int(n):,}"
 
 
-def render(names, times, stats, mismatched, args, size, version, argv) -> str:  # type: ignore[no-untyped-def]
+def render(names, times, stats, mismatched, runs, size, version, argv) -> str:  # type: ignore[no-untyped-def]
     med = {n: {t: statistics.median(v) for t, v in tt.items()} for n, tt in times.items()}
     rows = []
     r_blocks, r_branches, slow = [], [], {m: [] for m in MODES}
@@ -222,8 +210,8 @@ def render(names, times, stats, mismatched, args, size, version, argv) -> str:  
     return "\n".join([
         "## Tracing: `blocks`, `branches`, `witness` (the paper's Table 3)",
         "",
-        f"Measured {machine()}; `{cmdline}` (size `{size}`, median of {args.runs} interleaved round"
-        f"{'s' if args.runs != 1 else ''}); wholetrace {version}; 1-minute load average {os.getloadavg()[0]:.1f}. "
+        f"Measured {machine()}; `{cmdline}` (size `{size}`, median of {runs} interleaved round"
+        f"{'s' if runs != 1 else ''}); wholetrace {version}; 1-minute load average {os.getloadavg()[0]:.1f}. "
         "Whole-process wall time; × = median / median plain. Events = int32 values recorded (raw = 4 bytes each); "
         "zstd = stored chunk bytes. Regeneration speed = blocks produced per second by "
         "`regen.driver.measure_regeneration` (one process, recording already read).",
