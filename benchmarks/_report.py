@@ -7,6 +7,7 @@ import math
 import os
 import platform
 import re
+import subprocess
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -67,3 +68,51 @@ def corpus_options(description: str, default_runs: int, program_names: Sequence[
         ap.error(f"unknown program(s) {', '.join(unknown)}; choose from {', '.join(program_names)}")
     runs = args.runs if args.runs is not None else (1 if args.quick else default_runs)
     return args, names, runs, "small" if args.quick else "bench", not (args.quick or args.no_write)
+
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> "tuple[float, subprocess.CompletedProcess[bytes]]":
+    """Wall seconds of one whole process; raises with its stderr tail if it fails."""
+    import shlex
+    import subprocess
+    import time
+
+    t = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    secs = time.perf_counter() - t
+    if proc.returncode != 0:
+        raise RuntimeError(f"{shlex.join(cmd)} exited {proc.returncode}:\n{proc.stderr.decode(errors='replace')[-2000:]}")
+    return secs, proc
+
+
+def snapshot_env(work: Path, **extra: str) -> dict[str, str]:
+    """Copy src/wholetrace into ``work`` and return an environment whose children import that copy.
+
+    PYTHONPATH precedes the editable install, so edits made to the checkout while a benchmark
+    runs do not leak into it.  PYTHONHASHSEED is pinned: some programs' control flow depends
+    on string hashing (tomllib iterates a set), and recordings of different modes must match.
+    """
+    import shutil
+
+    snap = work / "src"
+    shutil.copytree(REPO / "src" / "wholetrace", snap / "wholetrace", ignore=shutil.ignore_patterns("__pycache__"))
+    path = [str(snap)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
+    env = dict(os.environ, PYTHONHASHSEED="0", PYTHONPATH=os.pathsep.join(path), **extra)
+    env.pop("COVERAGE_PROCESS_START", None)
+    return env
+
+
+def source_version() -> str:
+    """The commit of the checkout, and whether src/ differed from it when the snapshot was taken."""
+    import subprocess
+
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
+                              text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "src"], cwd=REPO, capture_output=True,
+                               text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "(not a git checkout)"
+    return head + (" plus uncommitted changes in src/ (snapshot taken at start)" if dirty else "")

@@ -31,9 +31,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import shlex
-import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -42,14 +40,14 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report import corpus_options, geomean, machine, table, write_section  # noqa: E402
+from _report import (corpus_options, geomean, machine, snapshot_env, source_version,  # noqa: E402
+                     table, timed, write_section)
 from corpus import PROGRAMS  # noqa: E402
 
 from wholetrace.runtime.events import EXC  # noqa: E402
 from wholetrace.store import Recording  # noqa: E402
 
 PY = sys.executable
-REPO = Path(__file__).resolve().parent.parent
 TOOLS = ("plain", "blocks", "coverage", "settrace")
 EMPTY = "(empty script)"
 #: The ten programs whose tool slowdowns shared/corpus.md quotes.
@@ -98,15 +96,6 @@ def commands(name: str, driver: Path, include: list[str], files: set[str], work:
     }
 
 
-def timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, subprocess.CompletedProcess]:
-    t = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    secs = time.perf_counter() - t
-    if proc.returncode != 0:
-        raise RuntimeError(f"{shlex.join(cmd)} exited {proc.returncode}:\n{proc.stderr.decode(errors='replace')[-2000:]}")
-    return secs, proc
-
-
 def trace_stats(path: Path) -> dict[str, float]:
     """Events, executed blocks, stored event bytes and file size of one recording."""
     with Recording(path, check=False) as rec:
@@ -120,18 +109,6 @@ def trace_stats(path: Path) -> dict[str, float]:
     return {"events": events, "blocks": blocks, "stored": stored, "size": path.stat().st_size}
 
 
-def source_version() -> str:
-    """The commit of the checkout, and whether src/ differed from it when the snapshot was taken."""
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
-                              text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "src"], cwd=REPO, capture_output=True,
-                               text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "(not a git checkout)"
-    return f"{head}" + (" plus uncommitted changes in src/ (snapshot taken at start)" if dirty else "")
-
-
 def fmt_int(n: float) -> str:
     return f"{int(n):,}"
 
@@ -142,15 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="wt-overhead-") as tmp:
         work = Path(tmp)
         (work / "_settrace_runner.py").write_text(SETTRACE_RUNNER)
-        # Measure one fixed copy of wholetrace: the child processes import a snapshot of src/
-        # taken now (PYTHONPATH precedes the editable install), so edits made to the checkout
-        # while the benchmark runs do not leak into it.
-        snap = work / "src"
-        shutil.copytree(REPO / "src" / "wholetrace", snap / "wholetrace",
-                        ignore=shutil.ignore_patterns("__pycache__"))
-        env = dict(os.environ, COVERAGE_FILE=str(work / ".coverage"),
-                   PYTHONPATH=os.pathsep.join([str(snap)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])))
-        env.pop("COVERAGE_PROCESS_START", None)
+        env = snapshot_env(work, COVERAGE_FILE=str(work / ".coverage"))
         version = source_version()
         load = [os.getloadavg()[0]]
         empty = work / "drive_empty.py"

@@ -35,7 +35,6 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import shlex
-import shutil
 import statistics
 import sys
 import tempfile
@@ -46,9 +45,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report import corpus_options, geomean, machine, table, write_section  # noqa: E402
+from _report import corpus_options, geomean, machine, snapshot_env, source_version, table, timed, write_section  # noqa: E402
 from corpus import PROGRAMS  # noqa: E402
-from overhead import PY, REPO, commands as overhead_commands, fmt_int, source_version, timed  # noqa: E402
+from overhead import PY, commands as overhead_commands, fmt_int  # noqa: E402
 
 from wholetrace.cli import load_profiles  # noqa: E402
 from wholetrace.store import Recording  # noqa: E402
@@ -142,16 +141,7 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="wt-profile-") as tmp:
         work = Path(tmp)
-        # One fixed copy of wholetrace for every child (PYTHONPATH precedes the editable install),
-        # so edits to the shared checkout during the run do not leak into it.
-        snap = work / "src"
-        shutil.copytree(REPO / "src" / "wholetrace", snap / "wholetrace",
-                        ignore=shutil.ignore_patterns("__pycache__"))
-        # PYTHONHASHSEED pinned: with random string hashes some programs' control flow varies from
-        # process to process (tomllib iterates a set of keys), so the two count recordings would differ.
-        env = dict(os.environ, COVERAGE_FILE=str(work / ".coverage"), PYTHONHASHSEED="0",
-                   PYTHONPATH=os.pathsep.join([str(snap)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])))
-        env.pop("COVERAGE_PROCESS_START", None)
+        env = snapshot_env(work, COVERAGE_FILE=str(work / ".coverage"))
         version = source_version()
         load = [os.getloadavg()[0]]
         empty = work / "drive_empty.py"
@@ -264,7 +254,7 @@ def render(names: list[str], times: dict[str, dict[str, list[float]]], stats: di
         f"**{'met' if med_ratio >= TARGET_RATIO else 'not met'}**",
         f"- programs where count executes no fewer increments than count-naive: "
         f"{', '.join(not_cheaper) if not_cheaper else 'none'}",
-        f"- block counts of count and count-naive: "
+        "- block counts of count and count-naive: "
         + ("identical for every function of every program" if not diffs else
            "**differ** on " + "; ".join(f"{n} ({len(stats[n]['diffs'])} functions, e.g. {stats[n]['diffs'][0]})" for n in diffs)),
         f"- start-up (empty script, median): plain {e['plain']:.3f} s, count {e['count']:.3f} s, "

@@ -22,18 +22,15 @@ from __future__ import annotations
 
 import os
 import shlex
-import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report import corpus_options, geomean, machine, table, write_section  # noqa: E402
+from _report import corpus_options, geomean, machine, snapshot_env, source_version, table, timed, write_section  # noqa: E402
 from corpus import PROGRAMS  # noqa: E402
 
 from wholetrace.regen.driver import measure_regeneration, recording_plans, regenerate_stream  # noqa: E402
@@ -42,7 +39,6 @@ from wholetrace.runtime.events import EXC  # noqa: E402
 from wholetrace.store import Recording  # noqa: E402
 
 PY = sys.executable
-REPO = Path(__file__).resolve().parent.parent
 MODES = ("blocks", "branches", "witness")
 TOOLS = ("plain",) + MODES
 
@@ -54,15 +50,6 @@ def commands(driver: Path, include: list[str], work: Path) -> dict[str, list[str
         wt = work / f"{driver.stem}.{mode}.wt"
         out[mode] = [PY, "-m", "wholetrace.cli", "record", "--mode", mode, "-q", "-o", str(wt), *inc, str(driver)]
     return out
-
-
-def timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, bytes]:
-    t = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    secs = time.perf_counter() - t
-    if proc.returncode != 0:
-        raise RuntimeError(f"{shlex.join(cmd)} exited {proc.returncode}:\n{proc.stderr.decode(errors='replace')[-2000:]}")
-    return secs, proc.stdout
 
 
 def stats_of(path: Path, blocks_streams: list[np.ndarray] | None) -> dict[str, object]:
@@ -102,26 +89,12 @@ def stats_of(path: Path, blocks_streams: list[np.ndarray] | None) -> dict[str, o
     return out
 
 
-def source_version() -> str:
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
-                              text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "src"], cwd=REPO, capture_output=True,
-                               text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "(not a git checkout)"
-    return head + (" plus uncommitted changes in src/ (snapshot taken at start)" if dirty else "")
-
-
 def main(argv: list[str] | None = None) -> int:
     args, names, runs, size, write = corpus_options(__doc__.split("\n\n")[0], 1, list(PROGRAMS), argv)
 
     with tempfile.TemporaryDirectory(prefix="wt-tracing-") as tmp:
         work = Path(tmp)
-        snap = work / "src"   # child processes import a snapshot of src/ taken now
-        shutil.copytree(REPO / "src" / "wholetrace", snap / "wholetrace", ignore=shutil.ignore_patterns("__pycache__"))
-        env = dict(os.environ, PYTHONHASHSEED="0", PYTHONPATH=os.pathsep.join(
-            [str(snap)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])))
+        env = snapshot_env(work)
         version = source_version()
         cmds = {}
         for n in names:
@@ -135,7 +108,8 @@ def main(argv: list[str] | None = None) -> int:
             for n, cs in cmds.items():
                 outs = set()
                 for tool in TOOLS:
-                    secs, stdout = timed(cs[tool], work, env)
+                    secs, proc = timed(cs[tool], work, env)
+                    stdout = proc.stdout
                     times[n][tool].append(secs)
                     outs.add(stdout)
                 if len(outs) != 1 and n not in mismatched:
