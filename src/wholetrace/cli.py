@@ -8,12 +8,12 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from wholetrace import __version__
 from wholetrace.errors import UsageError, WholetraceError
 
-if False:  # pragma: no cover - typing only
+if TYPE_CHECKING:
     from wholetrace.store import Recording
 
 Handler = Callable[[argparse.Namespace], int]

@@ -224,20 +224,6 @@ def random_flow_graph(rng: random.Random, num_real: int, *, extra_edges: int = 0
     return FlowGraph(n, 0, 1, tuple(edges), frozenset(back), calls)
 
 
-def random_walk(graph: FlowGraph, rng: random.Random, *, max_back: int = 30) -> list[int]:
-    """Edge ids of a random execution ENTRY→EXIT; after ``max_back`` back edges only forward
-    (non-back) edges are taken, which ends the walk when the rest of the graph is acyclic."""
-    v, backs = graph.entry, 0
-    walk: list[int] = []
-    while v != graph.exit:
-        outs = graph.out_edges[v]
-        if backs >= max_back:
-            outs = tuple(e for e in outs if e not in graph.back_edges) or outs
-        e = outs[rng.randrange(len(outs))]
-        backs += e in graph.back_edges
-        walk.append(e)
-        v = graph.edges[e][1]
-    return walk
 
 
 def from_cfg(cfg: CFG) -> FlowGraph:

@@ -5,9 +5,7 @@ from __future__ import annotations
 import ast
 import importlib.abc
 import importlib.machinery
-import os
 import sys
-import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import CodeType, ModuleType
@@ -136,8 +134,6 @@ class _PostImportLoader(importlib.abc.Loader):
         return getattr(self.inner, name)
 
 
-def stdlib_dir() -> Path:
-    return Path(sysconfig.get_paths()["stdlib"]).resolve()
 
 
 def purge_modules(packages: Sequence[str]) -> list[str]:
@@ -156,7 +152,3 @@ def install(finder: InstrumentingFinder) -> None:
 def uninstall(finder: InstrumentingFinder) -> None:
     if finder in sys.meta_path:
         sys.meta_path.remove(finder)
-
-
-def is_instrumentable_path(p: str) -> bool:
-    return p.endswith(".py") and os.path.isfile(p)

@@ -33,7 +33,6 @@ RERAISE = "_wt_rr"   # module/class bodies in count modes: note a re-raise site
 RERAISE_LOOKUP = -2  # ... and tell _wt_xc to look it up
 FOR = "_wt_for"      # wrapping iterator that records the for-next block before __next__
 AFOR = "_wt_afor"    # the same for async for
-RUNTIME_NAMES = (GET, NEW, XEDGE, XCOUNT, RERAISE, FOR, AFOR)
 
 
 def _name(n: str, store: bool = False) -> ast.Name:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Final, Iterable, Iterator
+from typing import Final
 
 #: LEAVE: the current activation ends (return, uncaught exception, or generator suspension).
 LEAVE: Final = -1
@@ -33,20 +33,3 @@ def enter_code(fid: int) -> int:
 
 def enter_fid(code: int) -> int:
     return -code - ENTER_BASE
-
-
-def decode(events: Iterable[int]) -> Iterator[tuple[str, int]]:
-    """Yield ("F", fid) | ("B", block) | ("X", stmt) | ("E", 0) for a raw event sequence."""
-    it = iter(events)
-    for v in it:
-        v = int(v)
-        if v >= 0:
-            yield "B", v
-        elif v == LEAVE:
-            yield "E", 0
-        elif v == EXC:
-            yield "X", int(next(it, -1))
-        elif v <= -ENTER_BASE:
-            yield "F", enter_fid(v)
-        else:
-            raise ValueError(f"unknown event code {v}")
