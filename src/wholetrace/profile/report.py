@@ -71,7 +71,8 @@ def trace_edge_counts(streams: Iterable[np.ndarray], cfgs: dict[int, CFG]) -> di
     """Static edge counts implied by `blocks` event streams (EXC edges excluded).
 
     A resumed generator continues from one of its suspended ``yield`` blocks that has an
-    edge to the block it records next; a resumption that leaves without a block and without
+    edge to the block it records next (or, thrown into, from the block of the EXC record's
+    statement); a resumption that leaves without a block and without
     a nested activation took the ``yield`` block's edge to EXIT (one without an edge to EXIT
     re-suspended, as ``yield from`` does).
     """
@@ -91,9 +92,17 @@ def trace_edge_counts(streams: Iterable[np.ndarray], cfgs: dict[int, CFG]) -> di
                     stack[-1][3] = True
                 stack.append([-v - ENTER_BASE, None, False, False])
             elif v == EXC:
+                sid = vals[i] if i < len(vals) else -1
                 i += 1
                 if stack:
-                    stack[-1][2] = True
+                    fr = stack[-1]
+                    if fr[1] is None and cfgs[fr[0]].is_generator and sid >= 0:
+                        # thrown in at a suspended yield: that suspension is used up
+                        pool = suspended.get(fr[0], Counter())
+                        y = cfgs[fr[0]].stmts[sid].block
+                        if pool[y]:
+                            pool[y] -= 1
+                    fr[2] = True
             elif not stack:
                 continue
             elif v == LEAVE:
