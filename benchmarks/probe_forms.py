@@ -1,55 +1,108 @@
-"""Which probe form is cheapest in CPython: appending a counter id, or incrementing a counter list?
+"""Which probe form is cheapest in CPython: a counter list increment, or appending a counter id?
 
-Times one loop of simple work with no probe, with ``a(k)`` (``array('i').append``, the
-form `count` uses, summed later with numpy.bincount), with ``c[k] += 1`` on a list, and
-with ``c[k] += 1`` on a numpy array, each as the median of several runs; writes the table
-to docs/benchmarks.md (section ``probe_forms``).
+Times the same code with no probe and with each candidate form, in two shapes: a probe in a
+loop body (``loop``), and a probe at the start of a small method called in a loop
+(``call``, where a form that needs a local must fetch it in a prologue on every call).
+Forms: ``_wt_C[k] += 1`` on a list reached as a builtin (what `count` emits), the same list
+fetched into a local, ``_wt_inc(k)`` (a Python function: the expression form `count` uses
+in ``while`` tests and ``for`` iterables), ``array.append(k)`` of a counter id (summed
+later, the form `count` used before), and ``n += 1`` on a local int (a lower bound that no
+exact recorder can use alone: the count would die with the frame).  Medians of several
+runs; writes the table to docs/benchmarks.md (section ``probe_forms``).
+
+    python benchmarks/probe_forms.py [--no-write]
 """
 
 from __future__ import annotations
 
+import builtins
 import statistics
 import sys
 import timeit
+from array import array
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import machine, table, write_section  # noqa: E402
 
-SETUP = "from array import array; import numpy as np; buf = array('i'); a = buf.append; c = [0] * 64; n = np.zeros(64, np.int64)"
-BODY = """
-x = 0
-for i in range(200_000):
-    {probe}
-    x += i & 7
-    if x > 1000:
-        {probe2}
-        x -= 1000
-"""
+N = 300_000
+COUNTERS = [0] * 64
+
+
+def _inc(k: int) -> None:
+    COUNTERS[k] += 1
+
+
+NAMES = {"_wt_C": COUNTERS, "_wt_inc": _inc, "_wt_ap": array("q").append}
+
+#: name -> (prologue, probe); the prologue runs once per function activation.
 FORMS = {
-    "no probe": ("pass", "pass"),
-    "append id: a(k)": ("a(3)", "a(5)"),
-    "list counter: c[k] += 1": ("c[3] += 1", "c[5] += 1"),
-    "numpy counter: n[k] += 1": ("n[3] += 1", "n[5] += 1"),
+    "no probe": ("", "pass"),
+    "list as builtin: _wt_C[k] += 1 (count)": ("", "_wt_C[3] += 1"),
+    "list in a local: c[k] += 1": ("c = _wt_C", "c[3] += 1"),
+    "function: _wt_inc(k)": ("", "_wt_inc(3)"),
+    "append id, builtin: _wt_ap(k)": ("", "_wt_ap(3)"),
+    "append id, local: a(k)": ("a = _wt_ap", "a(3)"),
+    "local int: n += 1 (lower bound)": ("n = 0", "n += 1"),
 }
 
+LOOP = """
+def f():
+    {prologue}
+    x = 0
+    for i in range({n}):
+        {probe}
+        x += i & 7
+"""
 
-def main() -> int:
-    results = {}
-    for name, (p1, p2) in FORMS.items():
-        code = BODY.format(probe=p1, probe2=p2)
-        runs = timeit.repeat(code, SETUP + "; buf = array('i'); a = buf.append", number=1, repeat=9)
-        results[name] = statistics.median(runs)
-    base = results["no probe"]
-    rows = [(name, f"{t * 1e3:.1f}", f"{t / base:.2f}×", f"{(t - base) / 400_000 * 1e9:.1f}" if name != "no probe" else "-")
-            for name, t in results.items()]
-    body = (f"## Probe forms (why `count` appends counter ids)\n\nMeasured {machine()}; `python benchmarks/probe_forms.py` "
-            "(median of 9 runs of a 200,000-iteration loop with two probe sites, ~400,000 probes).\n\n"
-            + table(["probe", "ms", "× no probe", "ns per probe"], rows))
+CALL = """
+class T:
+    def __init__(self):
+        self.a, self.b = True, False
+    def m(self):
+        {prologue}
+        {probe}
+        return self.a or (not self.b and self.a)
+def f():
+    t = T()
+    for i in range({n}):
+        t.m()
+"""
+
+
+def measure(shape: str, prologue: str, probe: str, repeat: int) -> float:
+    g: dict[str, object] = {}
+    exec(compile(shape.format(prologue=prologue or "pass", probe=probe, n=N), "<probe>", "exec"), g)
+    fn = g["f"]
+    return statistics.median(timeit.repeat(fn, number=1, repeat=repeat))  # type: ignore[arg-type]
+
+
+def main(argv: list[str]) -> int:
+    for k, v in NAMES.items():
+        setattr(builtins, k, v)
+    results: dict[str, dict[str, list[float]]] = {}
+    for _round in range(3):          # interleave forms so drifting machine load hits all alike
+        for name, (prologue, probe) in FORMS.items():
+            for shape_name, shape in (("loop", LOOP), ("call", CALL)):
+                results.setdefault(name, {}).setdefault(shape_name, []).append(measure(shape, prologue, probe, 5))
+    med = {name: {s: statistics.median(v) for s, v in shapes.items()} for name, shapes in results.items()}
+    base = med["no probe"]
+    rows = []
+    for name, m in med.items():
+        cells = [name]
+        for s in ("loop", "call"):
+            cells += [f"{m[s] * 1e3:.1f}", "-" if name == "no probe" else f"{(m[s] - base[s]) / N * 1e9:.1f}"]
+        rows.append(tuple(cells))
+    body = (f"## Probe forms (why `count` increments a list)\n\nMeasured {machine()}; "
+            f"`python benchmarks/probe_forms.py` (median of 15 runs of {N:,} probes per shape, "
+            "forms interleaved). *loop*: one probe in a loop body; *call*: one probe at the start "
+            "of a small method, with the form's prologue (if any) on every call.\n\n"
+            + table(["probe form", "loop ms", "loop ns/probe", "call ms", "call ns/probe"], rows))
     print(body)
-    write_section("probe_forms", body)
+    if "--no-write" not in argv:
+        write_section("probe_forms", body)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

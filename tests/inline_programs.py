@@ -1,4 +1,4 @@
-"""Small programs for the regeneration tests: generators, exceptions at several depths, loops,
+"""Small programs for the runtime, regeneration and count tests: generators, exceptions at several depths, loops,
 finally/with, classes and match (each prints what it computed)."""
 
 INLINE = {

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from corpus import PROGRAMS
-from regen_programs import INLINE
+from inline_programs import INLINE
 from wholetrace.errors import InternalError
 from wholetrace.ids import ENTRY, EXIT
 from wholetrace.instrument.cfg import CFG, build_module

@@ -1,7 +1,7 @@
 """`record --mode witness` and `--mode branches`, regenerated, against `record --mode blocks`.
 
 Real recordings of every corpus program (size small), of the inline programs of
-``regen_programs.py`` and of structured generated programs: the regenerated traces equal
+``tests/inline_programs.py`` and of structured generated programs: the regenerated traces equal
 the blocks trace in activation form (each activation's own blocks and exception records,
 and its ordered child activations), and event for event on the inline programs (written
 without implicit calls into instrumented code).  The programs behave as they do plain.
@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, seed, settings
 from corpus import PROGRAMS
 from genprogs import run_plain as run_generated_plain
 from genprogs import programs, structured_programs, write_program
-from regen_programs import INLINE
+from inline_programs import INLINE
 from wholetrace.analysis.activations import activation_form
 from wholetrace.instrument.cfg import CFG
 from wholetrace.regen.recording import RegeneratedRecording, as_blocks

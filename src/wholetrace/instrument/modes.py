@@ -1,11 +1,11 @@
 """Probe plans: what each recording mode appends at block starts and on edges of one function.
 
 ``blocks``      the block id at every block start, ENTER/LEAVE, exception edges (the trace).
-``count-naive`` one counter per block (a counter increment is an append of a global counter
-                id; the recorder sums them with ``bincount`` as it flushes).
+``count-naive`` one counter per block (a probe is ``_wt_C[k] += 1`` on the run's one counter
+                list, ``k`` a global counter id: the function's base plus its local index).
 ``count``       counters on the chords of a maximum spanning tree (Ball-Larus), weights from
                 the heuristic or from an earlier recording; edges with no probe site are kept
-                in the tree.  Generators, module and class bodies, and functions whose chords
+                in the tree, and among equal weights the tree takes the dearer probe forms.  Generators, module and class bodies, and functions whose chords
                 would need a site that does not exist, get a counter on every block and on
                 every instrumentable edge instead ("full"): their counts need no propagation.
 ``witness``     the function-local witness id (``regen.plan.witness_placement``) on every
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from wholetrace.instrument.cfg import CFG
-from wholetrace.instrument.sites import Site, edge_sites
+from wholetrace.instrument.sites import Site, edge_sites, probe_rank
 
 MODES = ("blocks", "count", "count-naive", "witness", "branches")
 #: Modes whose streams are traces (ENTER/LEAVE/EXC recorded, chunks stored as they are).
@@ -89,12 +89,10 @@ def count_plan(cfg: CFG, base: int, weights: Sequence[float] | None = None) -> P
     from wholetrace.instrument.weighting import EdgeWeights, feedback_weights, static_weights
 
     sites = edge_sites(cfg)
-    if cfg.kind != "function" or cfg.is_generator:
-        return _full_plan(cfg, base, sites)
     graph = from_cfg(cfg)
     w = feedback_weights(graph, list(weights)) if weights is not None else static_weights(graph)
     forced = tuple(FORCED_TREE_WEIGHT if s is None else x for s, x in zip(sites, w.edges))
-    placement = place_counters(graph, EdgeWeights(forced, w.virtual))
+    placement = place_counters(graph, EdgeWeights(forced, w.virtual), [probe_rank(cfg, s) for s in sites])
     if any(sites[e] is None for e in placement.chords):
         return _full_plan(cfg, base, sites)
     plan = ProbePlan("count", "chords", sites=sites, chords=placement.chords,

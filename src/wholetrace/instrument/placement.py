@@ -113,9 +113,12 @@ def build_edges(graph: FlowGraph, weights: EdgeWeights | Sequence[float], *,
     return out
 
 
-def sort_by_weight(edges: Sequence[WeightedEdge]) -> list[WeightedEdge]:
-    """Phase 2: the virtual edge first (the seed), then heaviest first, ties by edge id."""
-    return sorted(edges, key=lambda e: (not e.virtual, -e.weight, e.id))
+def sort_by_weight(edges: Sequence[WeightedEdge], rank: Sequence[int] | None = None) -> list[WeightedEdge]:
+    """Phase 2: the virtual edge first (the seed), then heaviest first; ties go to the higher
+    ``rank`` (an edge whose probe would cost more), then to the lower edge id."""
+    if rank is None:
+        return sorted(edges, key=lambda e: (not e.virtual, -e.weight, e.id))
+    return sorted(edges, key=lambda e: (not e.virtual, -e.weight, 0 if e.virtual else -rank[e.id], e.id))
 
 
 class UnionFind:
@@ -161,11 +164,16 @@ def chords(edges: Sequence[WeightedEdge], tree: Sequence[WeightedEdge],
 
 # ---------------------------------------------------------------- profiling
 
-def place_counters(graph: FlowGraph, weights: EdgeWeights | Sequence[float]) -> CounterPlacement:
-    """Counters on the chords of a maximum spanning tree seeded with EXIT→ENTRY."""
+def place_counters(graph: FlowGraph, weights: EdgeWeights | Sequence[float],
+                   rank: Sequence[int] | None = None) -> CounterPlacement:
+    """Counters on the chords of a maximum spanning tree seeded with EXIT→ENTRY.
+
+    ``rank`` (per edge, optional) breaks ties between equal weights: higher-ranked edges
+    join the tree first, so a dearer probe form is chosen only when it saves increments.
+    """
     validate(graph, require_reachable=False)
     edges = build_edges(graph, weights, with_virtual=True)
-    tree = spanning_tree(graph.num_nodes, sort_by_weight(edges))
+    tree = spanning_tree(graph.num_nodes, sort_by_weight(edges, rank))
     if not tree or not tree[0].virtual:  # pragma: no cover - the seed always joins two nodes
         raise InternalError("placement: virtual edge not in the spanning tree")
     chosen = chords(edges, tree)

@@ -1,13 +1,15 @@
 """AST rewriter: places a mode's probes at block starts of every function, without changing behaviour.
 
-Probes are plain statements on a local (``_wt_a(k)`` appends block ``k`` to the stream of the
-running thread or task).  Each function gets a prologue that fetches its stream and records
-ENTER, and an ``except``/``finally`` pair that records the dynamic exception edge and LEAVE.
+Trace modes: probes are plain statements on a local (``_wt_a(k)`` appends value ``k`` to the
+stream of the running thread or task); each function gets a prologue that fetches its stream
+and records ENTER, and an ``except``/``finally`` pair that records the dynamic exception edge
+and LEAVE.  Count modes: a probe is ``_wt_C[k] += 1`` on the recording's one counter list
+(``_wt_inc(k)`` where an expression is needed) and functions fetch nothing.
 Headers that have no statement of their own get expression probes: ``while _wt_a(k) or test``,
 ``for x in (it, _wt_a(k))[0]`` plus a probe at the end of the body and before ``continue``.
 ``with`` exits and ``finally`` entries are probed from an inserted ``try/finally`` so they run
-in exactly the order Python runs the cleanup.  Generators record LEAVE before each ``yield``
-and ENTER after resumption.  See docs/design.md for the full contract.
+in exactly the order Python runs the cleanup.  Generators (trace modes) record LEAVE before
+each ``yield`` and ENTER after resumption.  See docs/design.md for the full contract.
 """
 
 from __future__ import annotations
@@ -32,6 +34,9 @@ XCOUNT = "_wt_xc"    # the same for count modes (carries function, source and ta
 RERAISE = "_wt_rr"   # module/class bodies in count modes: note a re-raise site
 RERAISE_LOOKUP = -2  # ... and tell _wt_xc to look it up
 FOR = "_wt_for"      # wrapping iterator that records the for-next block before __next__
+COUNTERS = "_wt_C"   # count modes: the recording's counter list (index = global counter id)
+INC = "_wt_inc"      # count modes: increment a counter inside an expression
+HOLD = "_wt_t"       # local: a return value held while the return edge's probe runs
 AFOR = "_wt_afor"    # the same for async for
 
 
@@ -78,20 +83,33 @@ class Emitter:
     fid: int
     in_class: bool
     plan: ProbePlan
+    reraises: bool = True     # the body has re-raise sites (bare raise, finally, with)
+
+    @property
+    def counts(self) -> bool:
+        """Count modes: probes increment counters; no stream, ENTER or LEAVE."""
+        return not self.plan.traces
 
     @property
     def tracks_reraise(self) -> bool:
         """Count modes keep ``_wt_r``, the last re-raise site passed, for exception edges."""
-        return not self.plan.traces and not self.in_class
+        return self.counts and not self.in_class and self.reraises
 
     def stream(self) -> ast.expr:
         return ast.BoolOp(ast.Or(), [_call(GET, _const(None)), _call(NEW)])
 
     def append(self, value: int) -> ast.expr:
+        """The probe as an expression."""
+        if self.counts:
+            return _call(INC, _const(value))
         target: ast.expr = self.stream() if self.in_class else _name(A)
         return ast.Call(target, [_const(value)], [])
 
     def stmt(self, value: int, like: ast.AST) -> ast.stmt:
+        """The probe as a statement (count modes: ``_wt_C[value] += 1``)."""
+        if self.counts:
+            slot = ast.Subscript(_name(COUNTERS), _const(value), ast.Store())
+            return _loc(ast.AugAssign(slot, ast.Add(), _const(1)), like)  # type: ignore[return-value]
         return _loc(ast.Expr(self.append(value)), like)  # type: ignore[return-value]
 
     def stmts(self, values: Sequence[int], like: ast.AST) -> list[ast.stmt]:
@@ -102,30 +120,29 @@ class Emitter:
 
     def set_reraise(self, sid: int, like: ast.AST) -> list[ast.stmt]:
         """Count modes: remember a re-raise site (a local; module/class bodies ask the runtime)."""
-        if self.plan.traces:
+        if not self.counts:
             return []
         if self.in_class:
             return [_loc(ast.Expr(_call(RERAISE, _const(self.fid), _const(sid))), like)]  # type: ignore[list-item]
         return [_loc(ast.Assign([_name(R, True)], _const(sid)), like)]  # type: ignore[list-item]
 
     def prologue(self, like: ast.AST) -> list[ast.stmt]:
+        if self.counts:
+            return self.set_reraise(-1, like) if self.reraises else []
         out: list[ast.stmt] = []
         if not self.in_class:
             out.append(_loc(ast.Assign([_name(A, True)], self.stream()), like))  # type: ignore[arg-type]
-        if self.plan.traces:
-            out.append(self.stmt(enter_code(self.fid), like))
-        return out + self.set_reraise(-1, like)
+        return out + [self.stmt(enter_code(self.fid), like)]
 
     def xedge(self, like: ast.AST, dst: int) -> ast.stmt:
         """Record the exception edge at a handler entry (and re-fetch the stream)."""
+        if self.counts:
+            r = _name(R) if self.tracks_reraise else _const(RERAISE_LOOKUP if self.in_class else -1)
+            return _loc(ast.Expr(_call(XCOUNT, _const(self.fid), _const(dst), r)), like)  # type: ignore[return-value]
         a: ast.expr = _const(False) if self.in_class else _name(A)
-        if self.plan.traces:
-            # witness modes also name the handler block (blocks mode records it by its own probe)
-            extra = [_const(dst)] if self.plan.records_handler and dst != EXIT else []
-            call = _call(XEDGE, _const(self.fid), a, *extra)
-        else:
-            r = _name(R) if self.tracks_reraise else _const(RERAISE_LOOKUP)
-            call = _call(XCOUNT, _const(self.fid), a, _const(dst), r)
+        # witness modes also name the handler block (blocks mode records it by its own probe)
+        extra = [_const(dst)] if self.plan.records_handler and dst != EXIT else []
+        call = _call(XEDGE, _const(self.fid), a, *extra)
         node: ast.stmt = ast.Expr(call) if self.in_class else ast.Assign([_name(A, True)], call)
         return _loc(node, like)  # type: ignore[return-value]
 
@@ -149,7 +166,7 @@ class _FunctionRewriter:
     def __init__(self, cfg: CFG, fid: int, in_class: bool, plan: ProbePlan) -> None:
         self.cfg = cfg
         self.plan = plan
-        self.em = Emitter(fid, in_class, plan)
+        self.em = Emitter(fid, in_class, plan, _has_reraise_sites(cfg))
         self.loops: list[_LoopInfo] = []
         self.gen = cfg.is_generator
         self.dst_edges: dict[int, list[int]] = {}
@@ -267,12 +284,14 @@ class _FunctionRewriter:
             pre += self.em.set_reraise(st.id, s)
         if isinstance(s, ast.Return):
             values = self.site_values("return", st.id)
-            if values and s.value is None:
+            if values and (s.value is None or isinstance(s.value, ast.Constant)):
                 pre += self.em.stmts(values, s)
             elif values:
+                # the probe runs once the value is computed: ``_wt_t = v; probe; return _wt_t``
                 assert s.value is not None
-                s.value = _loc(ast.Subscript(ast.Tuple([s.value] + self.em.exprs(values, s.value), ast.Load()),
-                                             _const(0), ast.Load()), s.value)  # type: ignore[assignment]
+                hold = _loc(ast.Assign([_name(HOLD, True)], s.value), s)
+                s.value = _loc(_name(HOLD), s)  # type: ignore[assignment]
+                return pre + [hold] + self.em.stmts(values, s) + [s]  # type: ignore[list-item]
         return pre + [s]
 
     # --- loops
@@ -304,7 +323,7 @@ class _FunctionRewriter:
             if first:
                 s.iter = ast.Subscript(ast.Tuple([s.iter] + self.em.exprs(first, s.iter), ast.Load()), _const(0), ast.Load())
             s.iter = _call(AFOR if isinstance(s, ast.AsyncFor) else FOR, s.iter,
-                           ast.Tuple([_const(v) for v in h], ast.Load()))
+                           ast.Tuple([_const(v) for v in h], ast.Load()), _const(self.em.counts))
             _loc(s.iter, s.iter.args[0])  # type: ignore[attr-defined]
         elif first or h:
             s.iter = ast.Subscript(ast.Tuple([s.iter] + self.em.exprs(first + h, s.iter), ast.Load()),
@@ -411,9 +430,9 @@ class _FunctionRewriter:
             inner = [inner_try]
         return [self.em.guard(inner, s, final, entry)]
 
-    # --- expressions: generators record LEAVE before each yield and ENTER after it
+    # --- expressions: generators (trace modes) record LEAVE before each yield and ENTER after it
     def expr(self, e: ast.expr) -> ast.expr:
-        if not self.gen:
+        if not self.gen or self.em.counts:
             return e
         return _YieldRewriter(self.em).visit(e)  # type: ignore[no-any-return]
 
@@ -448,6 +467,12 @@ class _YieldRewriter(ast.NodeTransformer):
 
     def visit_YieldFrom(self, node: ast.YieldFrom) -> ast.AST:
         return self._wrap(node)
+
+
+def _has_reraise_sites(cfg: CFG) -> bool:
+    """Does the body re-raise (bare ``raise``, end of ``finally``, ``with`` exit)?"""
+    return any(st.kind in ("finally-end", "with-exit")
+               or (isinstance(st.node, ast.Raise) and st.node.exc is None) for st in cfg.stmts)
 
 
 def _continue_crosses_cleanup(body: list[ast.stmt]) -> bool:

@@ -46,6 +46,23 @@ def edge_sites(cfg: CFG) -> list[Site | None]:
     return sites
 
 
+def probe_rank(cfg: CFG, site: Site | None) -> int:
+    """How dear the probe at ``site`` is (count modes): 0 a statement; 1 a statement that
+    first holds a return value in a local; 2 an expression (a call)."""
+    if site is None:
+        return 0
+    if site.kind == "arm" and site.arm == "iter":
+        return 2
+    if site.kind == "dst":
+        first = cfg.stmts[cfg.blocks[site.ref].stmts[0]]
+        return 2 if first.kind == "while" else 0
+    if site.kind == "return":
+        node = cfg.stmts[site.ref].node
+        value = node.value if isinstance(node, ast.Return) else None
+        return 0 if value is None or isinstance(value, ast.Constant) else 1
+    return 0
+
+
 def _site(cfg: CFG, u: int, v: int, kind: str, preds: dict[int, int], outs: dict[int, int]) -> Site | None:
     if v != EXIT and preds.get(v, 0) == 1 and not cfg.blocks[v].dynamic_entry:
         return Site("dst", v)

@@ -10,12 +10,24 @@ from dataclasses import dataclass, field
 from types import CodeType
 from typing import Any, AsyncIterator, Callable, Iterable, Iterator
 
+from wholetrace.ids import EXIT
 from wholetrace.runtime.events import EXC, XCOUNT, arg_code, enter_code
 
 Append = Callable[[int], None]
 
 #: The append method of the stream of the running thread or asyncio task.
 CURRENT: ContextVar[Append | None] = ContextVar("wholetrace_stream", default=None)
+
+#: Count modes: the recording's counters, indexed by global counter id, shared by all
+#: threads (``_wt_C`` to instrumented code).  ``_wt_C[k] += 1`` is never interrupted by a
+#: thread switch in CPython 3.11: none of its instructions checks the eval breaker, where
+#: the GIL changes hands (docs/design.md, "count probes").  The list only grows.
+COUNTERS: list[int] = []
+
+
+def increment(k: int) -> None:
+    """The expression form of a counter probe (``while`` tests, ``for`` iterables)."""
+    COUNTERS[k] += 1
 
 
 @dataclass
@@ -131,19 +143,29 @@ def exception_edge(fid: int, a: Append | None | bool, handler: int = -1) -> Appe
 
 class _Reraises:
     """Recognises an exception caught again in the same frame without a new traceback entry
-    (a re-raise), remembering the last few (exception, frame, offset) seen by handlers."""
+    (a re-raise), remembering the last few (exception, frame, offset) seen by handlers.
 
-    def __init__(self, size: int = 256) -> None:
+    The exceptions are held (so an id is never confused with a newer object's), which keeps
+    them and their frames alive a little longer than the program would: not when they leave
+    the frame (``keep=False``: no later handler of that frame can see them), at most
+    ``size`` otherwise, and none once the recording ends (:meth:`clear`).
+    """
+
+    def __init__(self, size: int = 64) -> None:
         self.seen: dict[int, tuple[BaseException, int, int]] = {}
         self.size = size
 
-    def check(self, exc: BaseException, frame_id: int, lasti: int) -> bool:
-        old = self.seen.get(id(exc))
+    def check(self, exc: BaseException, frame_id: int, lasti: int, keep: bool = True) -> bool:
+        old = self.seen.pop(id(exc), None)
         again = old is not None and old[0] is exc and old[1] == frame_id and old[2] == lasti
-        if len(self.seen) >= self.size and id(exc) not in self.seen:
-            self.seen.pop(next(iter(self.seen)))
-        self.seen[id(exc)] = (exc, frame_id, lasti)
+        if keep:
+            if len(self.seen) >= self.size:
+                self.seen.pop(next(iter(self.seen)))
+            self.seen[id(exc)] = (exc, frame_id, lasti)
         return again
+
+    def clear(self) -> None:
+        self.seen.clear()
 
 
 RERAISES = _Reraises()
@@ -155,7 +177,7 @@ def note_reraise(fid: int, stmt: int) -> None:
     NAMESPACE_RERAISE[(threading.get_ident(), fid)] = stmt
 
 
-def exception_edge_count(fid: int, a: Append | None | bool, dst: int, reraise_site: int) -> Append:
+def exception_edge_count(fid: int, dst: int, reraise_site: int) -> None:
     """Count modes: record XCOUNT fid, source statement, target block at a handler entry.
 
     The source is the statement the traceback points at, unless the same exception was
@@ -171,23 +193,32 @@ def exception_edge_count(fid: int, a: Append | None | bool, dst: int, reraise_si
         src = SITES.resolve(fid, tb.tb_frame.f_code, tb.tb_lasti)
         if reraise_site == -2:
             reraise_site = NAMESPACE_RERAISE.get((threading.get_ident(), fid), -1)
-        if RERAISES.check(exc, id(tb.tb_frame), tb.tb_lasti) and reraise_site >= 0:  # type: ignore[arg-type]
+        again = RERAISES.check(exc, id(tb.tb_frame), tb.tb_lasti, keep=dst != EXIT)  # type: ignore[arg-type]
+        if again and reraise_site >= 0:
             src = reraise_site
     cur(XCOUNT)
     cur(arg_code(fid))
     cur(arg_code(src))
     cur(arg_code(dst))
-    return cur
 
 
-def for_wrapper(iterable: Iterable[Any], values: tuple[int, ...]) -> Iterator[Any]:
-    """Iterate ``iterable``, recording ``values`` before every ``__next__`` (loops whose
-    ``continue`` runs finally/with code before the next iteration)."""
+def _record(values: tuple[int, ...], count: bool) -> None:
+    if count:
+        for v in values:
+            COUNTERS[v] += 1
+        return
+    a = CURRENT.get() or STREAMS.new()
+    for v in values:
+        a(v)
+
+
+def for_wrapper(iterable: Iterable[Any], values: tuple[int, ...], count: bool = False) -> Iterator[Any]:
+    """Iterate ``iterable``, recording ``values`` (appended, or counters incremented if
+    ``count``) before every ``__next__`` (loops whose ``continue`` runs finally/with code
+    before the next iteration)."""
     it = iter(iterable)
     while True:
-        a = CURRENT.get() or STREAMS.new()
-        for v in values:
-            a(v)
+        _record(values, count)
         try:
             item = next(it)
         except StopIteration:
@@ -195,13 +226,11 @@ def for_wrapper(iterable: Iterable[Any], values: tuple[int, ...]) -> Iterator[An
         yield item
 
 
-async def afor_wrapper(iterable: Any, values: tuple[int, ...]) -> AsyncIterator[Any]:
+async def afor_wrapper(iterable: Any, values: tuple[int, ...], count: bool = False) -> AsyncIterator[Any]:
     """The async twin of :func:`for_wrapper`."""
     it = iterable.__aiter__()
     while True:
-        a = CURRENT.get() or STREAMS.new()
-        for v in values:
-            a(v)
+        _record(values, count)
         try:
             item = await it.__anext__()
         except StopAsyncIteration:
@@ -210,7 +239,8 @@ async def afor_wrapper(iterable: Any, values: tuple[int, ...]) -> AsyncIterator[
 
 
 RUNTIME = {"_wt_get": CURRENT.get, "_wt_new": new_stream, "_wt_x": exception_edge,
-           "_wt_xc": exception_edge_count, "_wt_rr": note_reraise, "_wt_for": for_wrapper, "_wt_afor": afor_wrapper}
+           "_wt_xc": exception_edge_count, "_wt_rr": note_reraise, "_wt_for": for_wrapper, "_wt_afor": afor_wrapper,
+           "_wt_C": COUNTERS, "_wt_inc": increment}
 
 
 def install() -> None:

@@ -1,23 +1,28 @@
 """The recorder: registers instrumented functions and moves every stream to the store as the run goes.
 
-In the trace modes (``blocks``, ``witness``, ``branches``) stream chunks are stored as they are.  In the count modes a stream holds
-global counter ids (one append per counter increment) and exception-edge records; the
-recorder sums the ids with ``bincount`` when it flushes and keeps only the counts.
+In the trace modes (``blocks``, ``witness``, ``branches``) stream chunks are stored as they are.  In the count modes
+probes increment ``probes.COUNTERS`` (one list for the whole run, grown here as functions are
+registered) and streams hold only exception-edge records, which the recorder tallies as it
+flushes; the counters are stored when the run ends.
 """
 
 from __future__ import annotations
 
+import gc
 import sys
 import threading
+import types
 from array import array
+from types import FrameType
 from typing import Any, Sequence
 
 import numpy as np
 
+from wholetrace.errors import InternalError
 from wholetrace.instrument.cfg import CFG
 from wholetrace.instrument.modes import TRACE_MODES, ProbePlan, make_plan
 from wholetrace.runtime.events import XCOUNT, arg_value
-from wholetrace.runtime.probes import SITES, STREAMS, Stream
+from wholetrace.runtime.probes import COUNTERS, NAMESPACE_RERAISE, RERAISES, SITES, STREAMS, Stream
 
 FLUSH_SECONDS = 0.25
 
@@ -39,7 +44,7 @@ class Recorder:
         self._thread: threading.Thread | None = None
         self.events = 0
         self.counter_base = 0
-        self.counts = np.zeros(1024, np.int64)
+        COUNTERS.clear()
         self.exc_edges: dict[tuple[int, int, int], int] = {}
         STREAMS.on_new = self._on_new_stream
 
@@ -51,6 +56,7 @@ class Recorder:
             base = self.counter_base
             plan = make_plan(self.mode, cfg, base, self.weights.get((file, cfg.qualname, cfg.fingerprint)))
             self.counter_base += plan.counters
+            COUNTERS.extend([0] * plan.counters)
             self.functions.append((file, cfg, plan))
             self.by_code[(file, cfg.qualname)] = fid
         SITES.register(fid, [(s.line, s.col, s.end_line, s.end_col, s.id) for s in cfg.stmts])
@@ -89,51 +95,92 @@ class Recorder:
                     if self.traces:
                         self.writer.append_events(st.sid, chunk)
                     else:
-                        self._count(np.frombuffer(chunk, np.int32))
+                        self._tally_exception_edges(chunk)
 
-    def _count(self, ev: np.ndarray) -> None:
-        ids = ev[ev >= 0]
-        if ids.size:
-            top = int(ids.max()) + 1
-            if top > self.counts.size:
-                grown = np.zeros(max(top, 2 * self.counts.size), np.int64)
-                grown[: self.counts.size] = self.counts
-                self.counts = grown
-            self.counts[:top] += np.bincount(ids, minlength=top)
-        for p in np.flatnonzero(ev == XCOUNT).tolist():
-            key = (arg_value(int(ev[p + 1])), arg_value(int(ev[p + 2])), arg_value(int(ev[p + 3])))
+    def _tally_exception_edges(self, chunk: array) -> None:
+        """Count modes: a chunk is a run of XCOUNT records (XCOUNT, fid, source, target)."""
+        for p in range(0, len(chunk), 4):
+            if chunk[p] != XCOUNT:  # pragma: no cover - the stream holds nothing else
+                raise InternalError(f"count stream: unexpected value {chunk[p]}")
+            key = (arg_value(chunk[p + 1]), arg_value(chunk[p + 2]), arg_value(chunk[p + 3]))
             self.exc_edges[key] = self.exc_edges.get(key, 0) + 1
 
     def early_exits(self) -> list[tuple[int, int]]:
-        """(fid, statement) of every instrumented frame of the threads still running."""
-        out: list[tuple[int, int]] = []
+        """(fid, statement) of every instrumented frame that has not finished: on the stacks
+        of the threads still running, or of a generator or coroutine left suspended."""
+        frames: list[FrameType] = []
         me = threading.get_ident()
         for ident, frame in sys._current_frames().items():
-            if ident == me:
-                continue
-            f = frame
-            while f is not None:
-                fid = self.by_code.get((f.f_code.co_filename, f.f_code.co_qualname))
-                if fid is not None:
-                    out.append((fid, SITES.resolve(fid, f.f_code, f.f_lasti)))
+            f: FrameType | None = frame
+            while f is not None and ident != me:
+                frames.append(f)
                 f = f.f_back
+        frames += [f for _obj, f in _suspended()]
+        out: list[tuple[int, int]] = []
+        for f in frames:
+            fid = self.by_code.get((f.f_code.co_filename, f.f_code.co_qualname))
+            if fid is not None:
+                out.append((fid, SITES.resolve(fid, f.f_code, f.f_lasti)))
         return out
+
+    def close_suspended(self) -> None:
+        """Close the instrumented generators the program left suspended.
+
+        The interpreter would close them as it shuts down, after it has restored the
+        original builtins: their cleanup code would then fail to find the probes' run-time
+        names.  Closing them here runs the same code at the same point for the program
+        (after ``atexit``), with the recording still open.  Coroutines and async
+        generators are left alone (an event loop may own them; closing one would change
+        what asyncio reports at exit): they count as early exits.
+        """
+        for obj, f in _suspended():
+            if isinstance(obj, types.GeneratorType) and (f.f_code.co_filename, f.f_code.co_qualname) in self.by_code:
+                _close(obj)
 
     def stop(self) -> None:
         """Stop the flusher and flush the rest; streams of threads still running keep what they had."""
         self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join()
+        RERAISES.clear()     # release the exceptions it held while the program's code can still run
+        NAMESPACE_RERAISE.clear()
+        self.close_suspended()
         early = self.early_exits() if not self.traces else []
         self.flush()
         STREAMS.on_new = None
         if not self.traces:
-            counters = np.zeros(max(self.counter_base, self.counts.size), np.int64)
-            counters[: self.counts.size] = self.counts
-            self.writer.put_array("counters", counters[: max(self.counter_base, 1)])
+            counters = np.array(COUNTERS[: self.counter_base] or [0], np.int64)
+            self.writer.put_array("counters", counters)
             rows = [(f, s, d, c) for (f, s, d), c in sorted(self.exc_edges.items())]
             self.writer.put_array("exception_edges", np.array(rows, np.int64).reshape(-1, 4))
             self.writer.put_array("early_exits", np.array(early, np.int64).reshape(-1, 2))
+
+
+def _suspended() -> list[tuple[Any, FrameType]]:
+    """(object, frame) of the generators, coroutines and async generators started but not finished."""
+    out: list[tuple[Any, FrameType]] = []
+    for obj in gc.get_objects():
+        if isinstance(obj, types.GeneratorType):
+            if obj.gi_suspended:
+                out.append((obj, obj.gi_frame))
+        elif isinstance(obj, types.CoroutineType):
+            if obj.cr_suspended:
+                out.append((obj, obj.cr_frame))
+        elif isinstance(obj, types.AsyncGeneratorType):  # 3.11 has no ag_suspended
+            f = obj.ag_frame
+            if f is not None and not obj.ag_running and f.f_lasti > 0:
+                out.append((obj, f))
+    return out
+
+
+def _close(obj: Any) -> None:
+    """Close a generator or coroutine as the interpreter would when it is collected,
+    reporting what its cleanup raises as the interpreter does ("Exception ignored in")."""
+    try:
+        obj.close()
+    except BaseException as exc:  # noqa: BLE001 - reported like an unraisable exception
+        sys.unraisablehook(types.SimpleNamespace(exc_type=type(exc), exc_value=exc,  # type: ignore[arg-type]
+                                                 exc_traceback=exc.__traceback__, err_msg=None, object=obj))
 
 
 def _complete_records(buf: array, n: int) -> int:
