@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
 from wholetrace.errors import InternalError
 from wholetrace.instrument.flowgraph import (
     FlowGraph,
@@ -112,26 +110,52 @@ def _solve_flow(graph: FlowGraph, back: frozenset[int], order: list[int], prob: 
     stuck = set(range(graph.num_nodes)) - reachable(graph, graph.exit, forward=False)
     for v in stuck:  # nodes that cannot reach EXIT leak as if their loop had an exit
         leak[v] = LOOP_ITERATIONS / (1 + LOOP_ITERATIONS)
-    visits = np.zeros((graph.num_nodes, k + 1))
-    visits[graph.entry, 0] = 1.0
+    # visits[v] = [constant, coefficient of each header's back-edge inflow]
+    visits = [[0.0] * (k + 1) for _ in range(graph.num_nodes)]
+    visits[graph.entry][0] = 1.0
     for h in headers:
-        visits[h, col[h]] += 1.0
+        visits[h][col[h]] += 1.0
     for v in order:
         for e in graph.out_edges[v]:
             if e not in back:
-                visits[graph.edges[e][1]] += visits[v] * (prob[e] * leak[v])
-    system = np.eye(k)
-    rhs = np.zeros(k)
+                f = prob[e] * leak[v]
+                dst = visits[graph.edges[e][1]]
+                for j, x in enumerate(visits[v]):
+                    dst[j] += x * f
+    system = [[1.0 if i == j else 0.0 for j in range(k)] for i in range(k)]
+    rhs = [0.0] * k
     for e in back:
         src, h = graph.edges[e]
         row = col[h] - 1
-        contrib = visits[src] * (prob[e] * leak[src])
-        rhs[row] += contrib[0]
-        system[row] -= contrib[1:]
-    inflow = np.linalg.solve(system, rhs) if k else np.zeros(0)
-    x = visits[:, 0] + visits[:, 1:] @ inflow
+        f = prob[e] * leak[src]
+        rhs[row] += visits[src][0] * f
+        for j in range(k):
+            system[row][j] -= visits[src][j + 1] * f
+    inflow = _solve(system, rhs)
+    x = [vis[0] + sum(c * i for c, i in zip(vis[1:], inflow)) for vis in visits]
     return [float(max(x[graph.edges[e][0]], 0.0) * prob[e] * leak[graph.edges[e][0]])
             for e in range(len(graph.edges))]
+
+
+def _solve(a: list[list[float]], b: list[float]) -> list[float]:
+    """Solve ``a x = b`` by Gaussian elimination with partial pivoting (one row per loop
+    header, so tiny: plain Python beats a numpy call here)."""
+    n = len(b)
+    m = [row[:] + [rhs] for row, rhs in zip(a, b)]
+    for c in range(n):
+        p = max(range(c, n), key=lambda r: abs(m[r][c]))
+        if abs(m[p][c]) < 1e-300:
+            raise InternalError("weighting: singular flow system")
+        m[c], m[p] = m[p], m[c]
+        for r in range(c + 1, n):
+            f = m[r][c] / m[c][c]
+            if f:
+                for j in range(c, n + 1):
+                    m[r][j] -= f * m[c][j]
+    out = [0.0] * n
+    for c in range(n - 1, -1, -1):
+        out[c] = (m[c][n] - sum(m[c][j] * out[j] for j in range(c + 1, n))) / m[c][c]
+    return out
 
 
 def static_weights(graph: FlowGraph) -> EdgeWeights:

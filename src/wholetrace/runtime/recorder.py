@@ -16,8 +16,6 @@ from array import array
 from types import FrameType
 from typing import Any, Sequence
 
-import numpy as np
-
 from wholetrace.errors import InternalError
 from wholetrace.instrument.cfg import CFG
 from wholetrace.instrument.modes import TRACE_MODES, ProbePlan, make_plan
@@ -46,6 +44,7 @@ class Recorder:
         self.counter_base = 0
         COUNTERS.clear()
         self.exc_edges: dict[tuple[int, int, int], int] = {}
+        self.suspendable = False   # some instrumented code may be a generator or coroutine
         STREAMS.on_new = self._on_new_stream
 
     # -- called by the loader and by new streams
@@ -58,6 +57,7 @@ class Recorder:
             self.counter_base += plan.counters
             COUNTERS.extend([0] * plan.counters)
             self.functions.append((file, cfg, plan))
+            self.suspendable = self.suspendable or cfg.is_generator or "async" in source
             self.by_code[(file, cfg.qualname)] = fid
         SITES.register(fid, [(s.line, s.col, s.end_line, s.end_col, s.id) for s in cfg.stmts])
         desc = cfg.to_json()
@@ -115,7 +115,8 @@ class Recorder:
             while f is not None and ident != me:
                 frames.append(f)
                 f = f.f_back
-        frames += [f for _obj, f in _suspended()]
+        if self.suspendable:
+            frames += [f for _obj, f in _suspended()]
         out: list[tuple[int, int]] = []
         for f in frames:
             fid = self.by_code.get((f.f_code.co_filename, f.f_code.co_qualname))
@@ -133,6 +134,8 @@ class Recorder:
         generators are left alone (an event loop may own them; closing one would change
         what asyncio reports at exit): they count as early exits.
         """
+        if not self.suspendable:
+            return
         for obj, f in _suspended():
             if isinstance(obj, types.GeneratorType) and (f.f_code.co_filename, f.f_code.co_qualname) in self.by_code:
                 _close(obj)
@@ -149,24 +152,30 @@ class Recorder:
         self.flush()
         STREAMS.on_new = None
         if not self.traces:
-            counters = np.array(COUNTERS[: self.counter_base] or [0], np.int64)
-            self.writer.put_array("counters", counters)
-            rows = [(f, s, d, c) for (f, s, d), c in sorted(self.exc_edges.items())]
-            self.writer.put_array("exception_edges", np.array(rows, np.int64).reshape(-1, 4))
-            self.writer.put_array("early_exits", np.array(early, np.int64).reshape(-1, 2))
+            self.writer.put_array("counters", array("q", COUNTERS[: self.counter_base] or [0]))
+            rows = [v for (f, s, d), c in sorted(self.exc_edges.items()) for v in (f, s, d, c)]
+            self.writer.put_array("exception_edges", array("q", rows), shape=(len(rows) // 4, 4))
+            self.writer.put_array("early_exits", array("q", [v for pair in early for v in pair]),
+                                  shape=(len(early), 2))
+
+
+_SUSPENDABLE = (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)
 
 
 def _suspended() -> list[tuple[Any, FrameType]]:
     """(object, frame) of the generators, coroutines and async generators started but not finished."""
     out: list[tuple[Any, FrameType]] = []
     for obj in gc.get_objects():
-        if isinstance(obj, types.GeneratorType):
+        t = type(obj)
+        if t not in _SUSPENDABLE:
+            continue
+        if t is types.GeneratorType:
             if obj.gi_suspended:
                 out.append((obj, obj.gi_frame))
-        elif isinstance(obj, types.CoroutineType):
+        elif t is types.CoroutineType:
             if obj.cr_suspended:
                 out.append((obj, obj.cr_frame))
-        elif isinstance(obj, types.AsyncGeneratorType):  # 3.11 has no ag_suspended
+        else:  # 3.11 has no ag_suspended
             f = obj.ag_frame
             if f is not None and not obj.ag_running and f.f_lasti > 0:
                 out.append((obj, f))

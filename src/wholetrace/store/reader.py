@@ -262,7 +262,7 @@ class Recording:
                                      "is missing")
                 if not isinstance(n_events, int) or n_events < 0:
                     raise StoreError(f"{what} is corrupt (bad event count)")
-                raw = schema.decompress(blob, n_events * schema.EVENT_DTYPE.itemsize, what)
+                raw = schema.decompress(blob, n_events * schema.EVENT_BYTES, what)
                 arr = np.frombuffer(raw, dtype=schema.EVENT_DTYPE).astype(np.int32, copy=False)
             expected += 1
             yield arr
@@ -284,9 +284,9 @@ class Recording:
                     size = zstandard.frame_content_size(head)
                 except zstandard.ZstdError:
                     raise StoreError(f"{what} is corrupt (not a zstd frame)") from None
-                if size != n_events * schema.EVENT_DTYPE.itemsize or n_events < 0:
+                if size != n_events * schema.EVENT_BYTES or n_events < 0:
                     raise StoreError(f"{what} is corrupt (frame size {size}, "
-                                     f"expected {n_events * schema.EVENT_DTYPE.itemsize})")
+                                     f"expected {n_events * schema.EVENT_BYTES})")
                 total += n_events
             out = np.empty(total, dtype=np.int32)
         pos = 0
@@ -328,7 +328,7 @@ class Recording:
                 "SELECT coalesce(sum(n_events), 0), coalesce(sum(length(blob)), 0) "
                 "FROM chunks").fetchone()
             out = {"file": os.path.getsize(self.path),
-                   "events_raw": int(n_events) * schema.EVENT_DTYPE.itemsize,
+                   "events_raw": int(n_events) * schema.EVENT_BYTES,
                    "events_stored": int(stored)}
             try:
                 rows = self._db.execute("SELECT name, sum(pgsize) FROM dbstat GROUP BY name")

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import array
 import json
 import os
+import sys
 import threading
-from typing import Final
+from typing import TYPE_CHECKING, Any, Final
 
-import numpy as np
 import zstandard
+
+if TYPE_CHECKING:
+    import numpy as np
 
 from wholetrace.errors import StoreError
 
@@ -22,8 +26,9 @@ MAGIC: Final = int.from_bytes(b"WTRC", "big")
 #: Bytes every SQLite 3 database file starts with.
 SQLITE_HEADER: Final = b"SQLite format 3\x00"
 
-#: Events are int32, stored little-endian whatever the machine.
-EVENT_DTYPE: Final = np.dtype("<i4")
+#: Events are int32, stored little-endian whatever the machine (numpy dtype string, bytes each).
+EVENT_DTYPE: Final = "<i4"
+EVENT_BYTES: Final = 4
 
 #: Meta keys the writer sets itself and :meth:`RecordingWriter.set_meta` refuses.
 RESERVED_META: Final = frozenset({"schema_version"})
@@ -169,8 +174,13 @@ def decode_json(text: str | bytes, what: str) -> object:
         raise StoreError(f"{what} is not valid JSON ({one_line(exc)})") from None
 
 
-def events_to_le_int32(events: object) -> np.ndarray:
-    """``events`` (numpy array or array.array of integers) as a 1-D little-endian int32 array."""
+def events_to_le_int32(events: object) -> Any:
+    """``events`` (numpy array or array.array of integers) as a 1-D little-endian int32
+    buffer (an ``array('i')`` as it is on a little-endian machine, else a numpy array)."""
+    if isinstance(events, array.array) and events.typecode == "i" and events.itemsize == 4 \
+            and sys.byteorder == "little":
+        return events
+    import numpy as np
     try:
         arr = np.asarray(events)
     except (TypeError, ValueError) as exc:
@@ -185,7 +195,7 @@ def events_to_le_int32(events: object) -> np.ndarray:
     return np.ascontiguousarray(arr, dtype=EVENT_DTYPE)
 
 
-def check_array_dtype(dtype: np.dtype, what: str) -> None:
+def check_array_dtype(dtype: "np.dtype[Any]", what: str) -> None:
     """Refuse dtypes that are not plain bytes (object, structured, void, datetime)."""
     if dtype.kind not in ARRAY_KINDS or dtype.fields is not None or dtype.subdtype is not None:
         kinds = "".join(sorted(ARRAY_KINDS))

@@ -22,9 +22,11 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import TracebackType
-from typing import Self
+import sys
+from typing import TYPE_CHECKING, Any, Self
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 import wholetrace
 from wholetrace.errors import StoreError
@@ -156,32 +158,53 @@ class RecordingWriter:
             self._conn.execute("INSERT INTO streams VALUES (?, ?, ?, ?, ?)", row)
             self._next_seq[sid] = 0
 
-    def append_events(self, sid: int, events: np.ndarray | array.array[int]) -> None:
+    def append_events(self, sid: int, events: "np.ndarray[Any, Any] | array.array[int]") -> None:
         """Append int32 ``events`` to stream ``sid`` as one new chunk and commit.
 
         Empty input is a no-op.  Compression happens outside the lock, so the
         flusher thread does not block the main thread while it compresses.
         """
         arr = schema.events_to_le_int32(events)
-        if arr.size == 0:
+        size = len(arr)
+        if size == 0:
             return
-        blob = schema.compress(arr.data)
+        blob = schema.compress(memoryview(arr).cast("B"))
         with self._lock, self._guard(f"append events to stream {sid}"):
             seq = self._next_seq.get(sid)
             if seq is None:
                 raise StoreError(f"cannot append events: stream {sid} was not added")
             self._begin()
             self._conn.execute("INSERT INTO chunks VALUES (?, ?, ?, ?)",
-                               (sid, seq, int(arr.size), blob))
+                               (sid, seq, size, blob))
             self._conn.execute("COMMIT")
             self._next_seq[sid] = seq + 1
 
-    def put_array(self, name: str, data: np.ndarray, *, key: str = "") -> None:
-        """Store a named numeric/bytes array (dtype and shape kept); replaces ``(name, key)``."""
-        arr = np.asarray(data)
-        schema.check_array_dtype(arr.dtype, f"array {name!r}")
-        blob = schema.compress(np.ascontiguousarray(arr).tobytes())
-        row = (name, key, arr.dtype.str, schema.encode_json(list(arr.shape), "shape"), blob)
+    def put_array(self, name: str, data: "np.ndarray[Any, Any] | array.array[int]", *, key: str = "",
+                  shape: tuple[int, ...] | None = None) -> None:
+        """Store a named numeric/bytes array (dtype and shape kept); replaces ``(name, key)``.
+
+        ``data`` is a numpy array, or an ``array.array`` of typecode ``q`` (int64; ``shape``
+        gives its shape, default 1-D), which needs no numpy.
+        """
+        if isinstance(data, array.array):
+            if data.typecode != "q":
+                raise StoreError(f"array {name!r}: array.array typecode {data.typecode!r} (only 'q')")
+            shape = shape if shape is not None else (len(data),)
+            if _product(shape) != len(data):
+                raise StoreError(f"array {name!r}: shape {shape} does not hold {len(data)} items")
+            raw = data if sys.byteorder == "little" else array.array("q", data)
+            if sys.byteorder != "little":
+                raw.byteswap()
+            dtype_str, blob_src = "<i8", raw.tobytes()
+        else:
+            import numpy as np
+            arr = np.asarray(data)
+            if shape is not None:
+                arr = arr.reshape(shape)
+            schema.check_array_dtype(arr.dtype, f"array {name!r}")
+            dtype_str, blob_src, shape = arr.dtype.str, np.ascontiguousarray(arr).tobytes(), arr.shape
+        blob = schema.compress(blob_src)
+        row = (name, key, dtype_str, schema.encode_json(list(shape), "shape"), blob)
         with self._lock, self._guard(f"store array {name!r}"):
             self._begin()
             self._conn.execute("INSERT OR REPLACE INTO arrays VALUES (?, ?, ?, ?, ?)", row)
@@ -224,3 +247,10 @@ class RecordingWriter:
             self.close(ended="keyboard-interrupt", exit_code=None)
         else:
             self.close(ended="exception", exit_code=None)
+
+
+def _product(shape: tuple[int, ...]) -> int:
+    out = 1
+    for n in shape:
+        out *= n
+    return out
