@@ -14,7 +14,7 @@ from typing import Callable, Sequence
 from wholetrace.errors import InstrumentError
 from wholetrace.instrument.cfg import CFG, build_cfg, iter_functions
 from wholetrace.instrument.modes import ProbePlan
-from wholetrace.instrument.rewrite import rewrite_tree
+from wholetrace.instrument.rewrite import compile_tree, rewrite_tree
 
 #: Called for every instrumented function: (file, cfg, source text) -> (fid, probe plan).
 Register = Callable[[str, CFG, str], "tuple[int, ProbePlan | None]"]
@@ -48,7 +48,7 @@ class Instrumenter:
             regs = [self.register(filename, cfg, source if cfg.kind == "module" else function_source(lines, cfg))
                     for _fn, cfg in functions]
             rewrite_tree(tree, [(fn, cfg, fid, plan) for (fn, cfg), (fid, plan) in zip(functions, regs)])
-            code = compile(tree, filename, "exec", dont_inherit=True)
+            code = compile_tree(tree, filename)
         except (InstrumentError, SyntaxError, RecursionError, ValueError, TypeError, AssertionError) as exc:
             print(f"wholetrace: warning: {filename}: left uninstrumented ({type(exc).__name__}: {exc})",
                   file=sys.stderr)
