@@ -93,11 +93,15 @@ def snapshot_env(work: Path, **extra: str) -> dict[str, str]:
     PYTHONPATH precedes the editable install, so edits made to the checkout while a benchmark
     runs do not leak into it.  PYTHONHASHSEED is pinned: some programs' control flow depends
     on string hashing (tomllib iterates a set), and recordings of different modes must match.
+    The copy is byte-compiled, as ``pip install`` leaves an installed package (children would
+    otherwise recompile every module on each start when PYTHONDONTWRITEBYTECODE is set).
     """
+    import compileall
     import shutil
 
     snap = work / "src"
     shutil.copytree(REPO / "src" / "wholetrace", snap / "wholetrace", ignore=shutil.ignore_patterns("__pycache__"))
+    compileall.compile_dir(str(snap), quiet=1)
     path = [str(snap)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
     env = dict(os.environ, PYTHONHASHSEED="0", PYTHONPATH=os.pathsep.join(path), **extra)
     env.pop("COVERAGE_PROCESS_START", None)

@@ -123,6 +123,45 @@ SUSPENDED = '''
     print(next(h))
 '''
 
+# Counts still held in locals (a loop's counter is added to the list when the activation
+# ends): a thread blocked for good in its 7th iteration, and a coroutine left suspended in
+# its 4th; by hand, the loop bodies ran 7 and 4 times, their odd branches 3 and 2 times.
+HELD_IN_LOCALS = '''
+    import threading
+
+    started = threading.Event()
+    never = threading.Event()
+
+    def spin(n):
+        total = 0
+        for i in range(n):
+            if i % 2:
+                total += i
+            if i == 6:
+                started.set()
+                never.wait()
+        return total
+
+    class Tick:
+        def __await__(self):
+            yield "tick"
+
+    async def co(n):
+        total = 0
+        for i in range(n):
+            if i % 2:
+                total += i
+            await Tick()
+        return total
+
+    threading.Thread(target=spin, args=(100,), daemon=True).start()
+    started.wait()
+    c = co(10)
+    for _ in range(4):
+        c.send(None)
+    print("done")
+'''
+
 PROGRAMS = {**INLINE, "suspended": SUSPENDED, "threads": THREADS, "asyncio": ASYNC, "still_running": STILL_RUNNING}
 
 
@@ -166,3 +205,21 @@ def test_threads_switching_lose_no_increment(tmp_path: Path) -> None:
     cfg = by_name["step"].cfg
     ret_i = next(b.id for b in cfg.blocks[2:] if b.stmts and cfg.stmts[b.stmts[0]].line == cfg.firstline + 2)
     assert int(np.asarray(by_name["step"].blocks)[ret_i]) == odd
+
+
+def test_counts_held_in_locals_of_unfinished_frames(tmp_path: Path) -> None:
+    script = tmp_path / "prog_held.py"
+    script.write_text(textwrap.dedent(HELD_IN_LOCALS))
+    plain = run_plain(script)
+    out = tmp_path / "count.wt"
+    proc = run_recorded(script, out, mode="count")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (plain.returncode, plain.stdout, plain.stderr)
+    by_name = {key[0]: p for key, p in profiles(out).items()}
+    with Recording(out) as rec:
+        plans = {f.qualname: f.cfg["plan"] for f in rec.functions()}
+    assert plans["spin"]["local_counters"] and plans["co"]["local_counters"]  # the case under test
+    for name, body, odd in (("spin", 7, 3), ("co", 4, 2)):
+        prof = by_name[name]
+        first = prof.cfg.firstline
+        lines = {prof.cfg.stmts[i].line - first: int(c) for i, c in enumerate(prof.stmts)}
+        assert lines[3] == body and lines[4] == odd, (name, lines)   # "if i % 2", "total += i"

@@ -29,6 +29,8 @@ MODES = ("blocks", "count", "count-naive", "witness", "branches")
 #: Modes whose streams are traces (ENTER/LEAVE/EXC recorded, chunks stored as they are).
 TRACE_MODES = ("blocks", "witness", "branches")
 FORCED_TREE_WEIGHT = 1e15
+#: A chord expected to run at least this many times per activation counts in a local.
+LOCAL_MIN_PER_CALL = 3.0
 
 
 @dataclass
@@ -43,6 +45,7 @@ class ProbePlan:
     counters: int = 0                               # local counters (count modes)
     chords: tuple[int, ...] = ()                    # edge ids with a counter ("chords")
     counted_edges: tuple[int, ...] = ()             # edge ids with a counter ("full")
+    local_counters: frozenset[int] = frozenset()    # global ids counted in a local, added at exit
 
     @property
     def traces(self) -> bool:
@@ -57,6 +60,7 @@ class ProbePlan:
     def to_json(self) -> dict[str, object]:
         return {"mode": self.mode, "strategy": self.strategy, "counters": self.counters,
                 "chords": list(self.chords), "counted_edges": list(self.counted_edges),
+                "local_counters": sorted(self.local_counters),
                 "block_counters": sorted(self.block_values) if self.strategy != "chords" else []}
 
 
@@ -98,6 +102,10 @@ def count_plan(cfg: CFG, base: int, weights: Sequence[float] | None = None) -> P
     plan = ProbePlan("count", "chords", sites=sites, chords=placement.chords,
                      counters=len(placement.chords))
     plan.edge_values = {e: [base + k] for k, e in enumerate(placement.chords)}
+    if cfg.kind == "function":
+        per_call = LOCAL_MIN_PER_CALL * max(w.virtual, 1e-9)
+        plan.local_counters = frozenset(base + k for k, e in enumerate(placement.chords)
+                                        if w.edges[e] >= per_call and probe_rank(cfg, sites[e]) == 0)
     return plan
 
 

@@ -38,6 +38,7 @@ FOR = "_wt_for"      # wrapping iterator that records the for-next block before 
 COUNTERS = "_wt_C"   # count modes: the recording's counter list (index = global counter id)
 INC = "_wt_inc"      # count modes: increment a counter inside an expression
 HOLD = "_wt_t"       # local: a return value held while the return edge's probe runs
+LOCAL = "_wt_n"      # count modes: ``_wt_n<k>`` counts counter k in the activation (added at exit)
 AFOR = "_wt_afor"    # the same for async for
 
 
@@ -107,7 +108,9 @@ class Emitter:
         return ast.Call(target, [_const(value)], [])
 
     def stmt(self, value: int, like: ast.AST) -> ast.stmt:
-        """The probe as a statement (count modes: ``_wt_C[value] += 1``)."""
+        """The probe as a statement (count modes: ``_wt_C[value] += 1``, or ``_wt_n<value> += 1``)."""
+        if value in self.plan.local_counters:
+            return _loc(ast.AugAssign(_name(f"{LOCAL}{value}", True), ast.Add(), _const(1)), like)  # type: ignore[return-value]
         if self.counts:
             slot = ast.Subscript(_name(COUNTERS), _const(value), ast.Store())
             return _loc(ast.AugAssign(slot, ast.Add(), _const(1)), like)  # type: ignore[return-value]
@@ -129,11 +132,22 @@ class Emitter:
 
     def prologue(self, like: ast.AST) -> list[ast.stmt]:
         if self.counts:
-            return self.set_reraise(-1, like) if self.reraises else []
+            zero = [_loc(ast.Assign([_name(f"{LOCAL}{k}", True)], _const(0)), like)
+                    for k in sorted(self.plan.local_counters)]
+            return (self.set_reraise(-1, like) if self.reraises else []) + zero  # type: ignore[operator]
         out: list[ast.stmt] = []
         if not self.in_class:
             out.append(_loc(ast.Assign([_name(A, True)], self.stream()), like))  # type: ignore[arg-type]
         return out + [self.stmt(enter_code(self.fid), like)]
+
+    def epilogue(self, like: ast.AST) -> list[ast.stmt]:
+        """What the activation's final ``finally`` runs: LEAVE (trace modes), or adding the
+        local counts to the counter list (count modes)."""
+        if not self.counts:
+            return [self.stmt(LEAVE, like)]
+        return [_loc(ast.AugAssign(ast.Subscript(_name(COUNTERS), _const(k), ast.Store()), ast.Add(),
+                                   _name(f"{LOCAL}{k}")), like)  # type: ignore[misc]
+                for k in sorted(self.plan.local_counters)]
 
     def xedge(self, like: ast.AST, dst: int) -> ast.stmt:
         """Record the exception edge at a handler entry (and re-fetch the stream)."""
@@ -529,8 +543,7 @@ def rewrite_function(fn: ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | a
     rest = [s for s in out if id(s) not in head_ids]
     anchor = rest[0] if rest else (original[0] if original else fn)
     em = fr.em
-    leave = [em.stmt(LEAVE, anchor)] if plan.traces else []
-    guarded = em.guard(rest or [_loc(ast.Pass(), anchor)], anchor, leave, EXIT)
+    guarded = em.guard(rest or [_loc(ast.Pass(), anchor)], anchor, em.epilogue(anchor), EXIT)
     entry = em.stmts(fr.site_values("entry", -1), anchor)   # witness of the edge out of ENTRY
     fn.body = head + em.prologue(anchor) + entry + [guarded]  # type: ignore[list-item]
 

@@ -19,6 +19,7 @@ from typing import Any, Sequence
 from wholetrace.errors import InternalError
 from wholetrace.instrument.cfg import CFG
 from wholetrace.instrument.modes import TRACE_MODES, ProbePlan, make_plan
+from wholetrace.instrument.rewrite import LOCAL as LOCAL_COUNTER
 from wholetrace.runtime.events import XCOUNT, arg_value
 from wholetrace.runtime.probes import COUNTERS, NAMESPACE_RERAISE, RERAISES, SITES, STREAMS, Stream
 
@@ -80,11 +81,12 @@ class Recorder:
         while not self._stop.wait(FLUSH_SECONDS):
             self.flush()
 
-    def flush(self) -> None:
-        """Move what every stream holds now into the store (appends racing with this stay queued)."""
+    def flush(self, limits: dict[int, int] | None = None) -> None:
+        """Move what every stream holds now (at most ``limits[sid]`` values) into the store;
+        appends racing with this stay queued."""
         with self._flush_lock:
             for st in list(STREAMS.all):
-                n = len(st.buf)
+                n = len(st.buf) if limits is None else min(len(st.buf), limits.get(st.sid, 0))
                 if not self.traces:
                     n = _complete_records(st.buf, n)
                 if n:
@@ -105,9 +107,9 @@ class Recorder:
             key = (arg_value(chunk[p + 1]), arg_value(chunk[p + 2]), arg_value(chunk[p + 3]))
             self.exc_edges[key] = self.exc_edges.get(key, 0) + 1
 
-    def early_exits(self) -> list[tuple[int, int]]:
-        """(fid, statement) of every instrumented frame that has not finished: on the stacks
-        of the threads still running, or of a generator or coroutine left suspended."""
+    def unfinished_frames(self) -> list[tuple[int, FrameType]]:
+        """(fid, frame) of every instrumented frame that has not finished: on the stacks of
+        the threads still running, or of a generator or coroutine left suspended."""
         frames: list[FrameType] = []
         me = threading.get_ident()
         for ident, frame in sys._current_frames().items():
@@ -117,27 +119,52 @@ class Recorder:
                 f = f.f_back
         if self.suspendable:
             frames += [f for _obj, f in _suspended()]
-        out: list[tuple[int, int]] = []
+        out: list[tuple[int, FrameType]] = []
         for f in frames:
             fid = self.by_code.get((f.f_code.co_filename, f.f_code.co_qualname))
             if fid is not None:
-                out.append((fid, SITES.resolve(fid, f.f_code, f.f_lasti)))
+                out.append((fid, f))
         return out
 
+    def snapshot_counts(self) -> tuple[array, list[tuple[int, int]], dict[int, int]]:
+        """Count modes, at one instant (no other thread runs meanwhile): the counters plus
+        the counts still held in the locals of unfinished frames, the early exits (fid,
+        statement of each unfinished frame), and how much of each stream belongs to the run."""
+        old = sys.getswitchinterval()
+        sys.setswitchinterval(1e6)   # nothing below releases the GIL, so no thread runs
+        try:
+            counts = array("q", COUNTERS[: self.counter_base] or [0])
+            early: list[tuple[int, int]] = []
+            for fid, f in self.unfinished_frames():
+                early.append((fid, SITES.resolve(fid, f.f_code, f.f_lasti)))
+                for name, value in f.f_locals.items():
+                    if name.startswith(LOCAL_COUNTER) and isinstance(value, int):
+                        counts[int(name[len(LOCAL_COUNTER):])] += value
+            lengths = {st.sid: len(st.buf) for st in STREAMS.all}
+        finally:
+            sys.setswitchinterval(old)
+        return counts, early, lengths
+
     def close_suspended(self) -> None:
-        """Close the instrumented generators the program left suspended.
+        """Close the instrumented generators and coroutines the program left suspended.
 
         The interpreter would close them as it shuts down, after it has restored the
         original builtins: their cleanup code would then fail to find the probes' run-time
         names.  Closing them here runs the same code at the same point for the program
-        (after ``atexit``), with the recording still open.  Coroutines and async
-        generators are left alone (an event loop may own them; closing one would change
-        what asyncio reports at exit): they count as early exits.
+        (after ``atexit``), with the recording still open.  Coroutines an asyncio task
+        owns and async generators (which need their event loop) are left alone — closing
+        them would change what asyncio reports at exit: they count as early exits.
         """
         if not self.suspendable:
             return
+        aio = sys.modules.get("asyncio")
         for obj, f in _suspended():
-            if isinstance(obj, types.GeneratorType) and (f.f_code.co_filename, f.f_code.co_qualname) in self.by_code:
+            if (f.f_code.co_filename, f.f_code.co_qualname) not in self.by_code:
+                continue
+            if type(obj) is types.GeneratorType:
+                _close(obj)
+            elif type(obj) is types.CoroutineType and not (
+                    aio is not None and any(isinstance(r, aio.Future) for r in gc.get_referrers(obj))):
                 _close(obj)
 
     def stop(self) -> None:
@@ -148,15 +175,18 @@ class Recorder:
         RERAISES.clear()     # release the exceptions it held while the program's code can still run
         NAMESPACE_RERAISE.clear()
         self.close_suspended()
-        early = self.early_exits() if not self.traces else []
-        self.flush()
+        if self.traces:
+            self.flush()
+            STREAMS.on_new = None
+            return
+        counts, early, lengths = self.snapshot_counts()
+        self.flush(lengths)
         STREAMS.on_new = None
-        if not self.traces:
-            self.writer.put_array("counters", array("q", COUNTERS[: self.counter_base] or [0]))
-            rows = [v for (f, s, d), c in sorted(self.exc_edges.items()) for v in (f, s, d, c)]
-            self.writer.put_array("exception_edges", array("q", rows), shape=(len(rows) // 4, 4))
-            self.writer.put_array("early_exits", array("q", [v for pair in early for v in pair]),
-                                  shape=(len(early), 2))
+        self.writer.put_array("counters", counts)
+        rows = [v for (f, s, d), c in sorted(self.exc_edges.items()) for v in (f, s, d, c)]
+        self.writer.put_array("exception_edges", array("q", rows), shape=(len(rows) // 4, 4))
+        self.writer.put_array("early_exits", array("q", [v for pair in early for v in pair]),
+                              shape=(len(early), 2))
 
 
 _SUSPENDABLE = (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)
