@@ -6,9 +6,10 @@ loop body (``loop``), and a probe at the start of a small method called in a loo
 Forms: ``_wt_C[k] += 1`` on a list reached as a builtin (what `count` emits), the same list
 fetched into a local, ``_wt_inc(k)`` (a Python function: the expression form `count` uses
 in ``while`` tests and ``for`` iterables), ``array.append(k)`` of a counter id (summed
-later, the form `count` used before), and ``n += 1`` on a local int (a lower bound that no
-exact recorder can use alone: the count would die with the frame).  Medians of several
-runs; writes the table to docs/benchmarks.md (section ``probe_forms``).
+later, the form `count` used before), and ``n += 1`` on a local int added to the list when
+the activation ends (what `count` does for a chord expected to run several times per call;
+in the *call* shape it pays its prologue and that addition on every call).  Medians of
+several runs; writes the table to docs/benchmarks.md (section ``probe_forms``).
 
     python benchmarks/probe_forms.py [--no-write]
 """
@@ -35,24 +36,27 @@ def _inc(k: int) -> None:
 
 NAMES = {"_wt_C": COUNTERS, "_wt_inc": _inc, "_wt_ap": array("q").append}
 
-#: name -> (prologue, probe); the prologue runs once per function activation.
+#: name -> (prologue, probe, epilogue); prologue and epilogue run once per activation.
 FORMS = {
-    "no probe": ("", "pass"),
-    "list as builtin: _wt_C[k] += 1 (count)": ("", "_wt_C[3] += 1"),
-    "list in a local: c[k] += 1": ("c = _wt_C", "c[3] += 1"),
-    "function: _wt_inc(k)": ("", "_wt_inc(3)"),
-    "append id, builtin: _wt_ap(k)": ("", "_wt_ap(3)"),
-    "append id, local: a(k)": ("a = _wt_ap", "a(3)"),
-    "local int: n += 1 (lower bound)": ("n = 0", "n += 1"),
+    "no probe": ("", "pass", ""),
+    "list as builtin: _wt_C[k] += 1 (count)": ("", "_wt_C[3] += 1", ""),
+    "list in a local: c[k] += 1": ("c = _wt_C", "c[3] += 1", ""),
+    "function: _wt_inc(k)": ("", "_wt_inc(3)", ""),
+    "append id, builtin: _wt_ap(k)": ("", "_wt_ap(3)", ""),
+    "append id, local: a(k)": ("a = _wt_ap", "a(3)", ""),
+    "local int, added at exit: n += 1 (count, in loops)": ("n = 0", "n += 1", "_wt_C[3] += n"),
 }
 
 LOOP = """
 def f():
     {prologue}
-    x = 0
-    for i in range({n}):
-        {probe}
-        x += i & 7
+    try:
+        x = 0
+        for i in range({n}):
+            {probe}
+            x += i & 7
+    finally:
+        {epilogue}
 """
 
 CALL = """
@@ -61,8 +65,11 @@ class T:
         self.a, self.b = True, False
     def m(self):
         {prologue}
-        {probe}
-        return self.a or (not self.b and self.a)
+        try:
+            {probe}
+            return self.a or (not self.b and self.a)
+        finally:
+            {epilogue}
 def f():
     t = T()
     for i in range({n}):
@@ -70,9 +77,10 @@ def f():
 """
 
 
-def measure(shape: str, prologue: str, probe: str, repeat: int) -> float:
+def measure(shape: str, prologue: str, probe: str, epilogue: str, repeat: int) -> float:
     g: dict[str, object] = {}
-    exec(compile(shape.format(prologue=prologue or "pass", probe=probe, n=N), "<probe>", "exec"), g)
+    code = shape.format(prologue=prologue or "pass", probe=probe, epilogue=epilogue or "pass", n=N)
+    exec(compile(code, "<probe>", "exec"), g)
     fn = g["f"]
     return statistics.median(timeit.repeat(fn, number=1, repeat=repeat))  # type: ignore[arg-type]
 
@@ -82,9 +90,10 @@ def main(argv: list[str]) -> int:
         setattr(builtins, k, v)
     results: dict[str, dict[str, list[float]]] = {}
     for _round in range(3):          # interleave forms so drifting machine load hits all alike
-        for name, (prologue, probe) in FORMS.items():
+        for name, (prologue, probe, epilogue) in FORMS.items():
             for shape_name, shape in (("loop", LOOP), ("call", CALL)):
-                results.setdefault(name, {}).setdefault(shape_name, []).append(measure(shape, prologue, probe, 5))
+                results.setdefault(name, {}).setdefault(shape_name, []).append(
+                    measure(shape, prologue, probe, epilogue, 5))
     med = {name: {s: statistics.median(v) for s, v in shapes.items()} for name, shapes in results.items()}
     base = med["no probe"]
     rows = []
@@ -96,7 +105,8 @@ def main(argv: list[str]) -> int:
     body = (f"## Probe forms (why `count` increments a list)\n\nMeasured {machine()}; "
             f"`python benchmarks/probe_forms.py` (median of 15 runs of {N:,} probes per shape, "
             "forms interleaved). *loop*: one probe in a loop body; *call*: one probe at the start "
-            "of a small method, with the form's prologue (if any) on every call.\n\n"
+            "of a small method, with the form's prologue and epilogue (if any) on every call. "
+            "Every shape runs inside try/finally, as instrumented code does.\n\n"
             + table(["probe form", "loop ms", "loop ns/probe", "call ms", "call ns/probe"], rows))
     print(body)
     if "--no-write" not in argv:
