@@ -3,11 +3,12 @@
 Times the same code with no probe and with each candidate form, in two shapes: a probe in a
 loop body (``loop``), and a probe at the start of a small method called in a loop
 (``call``, where a form that needs a local must fetch it in a prologue on every call).
-Forms: ``_wt_C[k] += 1`` on a list reached as a builtin (what `count` emits), the same list
-fetched into a local, ``_wt_inc(k)`` (a Python function: the expression form `count` uses
+Forms: ``_wt_C[k] += 1`` on a list reached as a builtin, the same with float counts
+(``+= 1.0``: what `count` emits; a float result comes from CPython's free list, an int
+above 256 is a new allocation), the int list fetched into a local, ``_wt_inc(k)`` (a Python function: the expression form `count` uses
 in ``while`` tests and ``for`` iterables), ``array.append(k)`` of a counter id (summed
-later, the form `count` used before), and ``n += 1`` on a local int added to the list when
-the activation ends (what `count` does for a chord expected to run several times per call;
+later, the form `count` used before), and ``n += 1`` on a local int or float added to the list when
+the activation ends (what `count` does, with floats, for a chord expected to run several times per call;
 in the *call* shape it pays its prologue and that addition on every call).  Medians of
 several runs; writes the table to docs/benchmarks.md (section ``probe_forms``).
 
@@ -28,23 +29,26 @@ from _report import machine, table, write_section  # noqa: E402
 
 N = 300_000
 COUNTERS = [0] * 64
+FLOATS = [0.0] * 64
 
 
 def _inc(k: int) -> None:
     COUNTERS[k] += 1
 
 
-NAMES = {"_wt_C": COUNTERS, "_wt_inc": _inc, "_wt_ap": array("q").append}
+NAMES = {"_wt_C": COUNTERS, "_wt_F": FLOATS, "_wt_inc": _inc, "_wt_ap": array("q").append}
 
 #: name -> (prologue, probe, epilogue); prologue and epilogue run once per activation.
 FORMS = {
     "no probe": ("", "pass", ""),
-    "list as builtin: _wt_C[k] += 1 (count)": ("", "_wt_C[3] += 1", ""),
+    "int list as builtin: _wt_C[k] += 1": ("", "_wt_C[3] += 1", ""),
+    "float list as builtin: _wt_F[k] += 1.0 (count)": ("", "_wt_F[3] += 1.0", ""),
     "list in a local: c[k] += 1": ("c = _wt_C", "c[3] += 1", ""),
     "function: _wt_inc(k)": ("", "_wt_inc(3)", ""),
     "append id, builtin: _wt_ap(k)": ("", "_wt_ap(3)", ""),
     "append id, local: a(k)": ("a = _wt_ap", "a(3)", ""),
-    "local int, added at exit: n += 1 (count, in loops)": ("n = 0", "n += 1", "_wt_C[3] += n"),
+    "local int, added at exit: n += 1": ("n = 0", "n += 1", "_wt_C[3] += n"),
+    "local float, added at exit: n += 1.0 (count, in loops)": ("n = 0.0", "n += 1.0", "_wt_F[3] += n"),
 }
 
 LOOP = """

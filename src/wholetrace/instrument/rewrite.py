@@ -3,7 +3,7 @@
 Trace modes: probes are plain statements on a local (``_wt_a(k)`` appends value ``k`` to the
 stream of the running thread or task); each function gets a prologue that fetches its stream
 and records ENTER, and an ``except``/``finally`` pair that records the dynamic exception edge
-and LEAVE.  Count modes: a probe is ``_wt_C[k] += 1`` on the recording's one counter list
+and LEAVE.  Count modes: a probe is ``_wt_C[k] += 1.0`` on the recording's one counter list
 (``_wt_inc(k)`` where an expression is needed) and functions fetch nothing.
 Headers that have no statement of their own get expression probes: ``while _wt_a(k) or test``,
 ``for x in (it, _wt_a(k))[0]`` plus a probe at the end of the body and before ``continue``.
@@ -108,12 +108,17 @@ class Emitter:
         return ast.Call(target, [_const(value)], [])
 
     def stmt(self, value: int, like: ast.AST) -> ast.stmt:
-        """The probe as a statement (count modes: ``_wt_C[value] += 1``, or ``_wt_n<value> += 1``)."""
+        """The probe as a statement (count modes: ``_wt_C[value] += 1.0``, or ``_wt_n<value> += 1.0``).
+
+        Counts are floats (exact up to 2**53): a float add takes its result from CPython's
+        float free list, where an int above 256 is a fresh allocation — a fifth of the
+        probe's cost (docs/design.md).
+        """
         if value in self.plan.local_counters:
-            return _loc(ast.AugAssign(_name(f"{LOCAL}{value}", True), ast.Add(), _const(1)), like)  # type: ignore[return-value]
+            return _loc(ast.AugAssign(_name(f"{LOCAL}{value}", True), ast.Add(), _const(1.0)), like)  # type: ignore[return-value]
         if self.counts:
             slot = ast.Subscript(_name(COUNTERS), _const(value), ast.Store())
-            return _loc(ast.AugAssign(slot, ast.Add(), _const(1)), like)  # type: ignore[return-value]
+            return _loc(ast.AugAssign(slot, ast.Add(), _const(1.0)), like)  # type: ignore[return-value]
         return _loc(ast.Expr(self.append(value)), like)  # type: ignore[return-value]
 
     def stmts(self, values: Sequence[int], like: ast.AST) -> list[ast.stmt]:
@@ -132,7 +137,7 @@ class Emitter:
 
     def prologue(self, like: ast.AST) -> list[ast.stmt]:
         if self.counts:
-            zero = [_loc(ast.Assign([_name(f"{LOCAL}{k}", True)], _const(0)), like)
+            zero = [_loc(ast.Assign([_name(f"{LOCAL}{k}", True)], _const(0.0)), like)
                     for k in sorted(self.plan.local_counters)]
             return (self.set_reraise(-1, like) if self.reraises else []) + zero  # type: ignore[operator]
         out: list[ast.stmt] = []

@@ -22,12 +22,12 @@ CURRENT: ContextVar[Append | None] = ContextVar("wholetrace_stream", default=Non
 #: threads (``_wt_C`` to instrumented code).  ``_wt_C[k] += 1`` is never interrupted by a
 #: thread switch in CPython 3.11: none of its instructions checks the eval breaker, where
 #: the GIL changes hands (docs/design.md, "count probes").  The list only grows.
-COUNTERS: list[int] = []
+COUNTERS: list[float] = []
 
 
 def increment(k: int) -> None:
     """The expression form of a counter probe (``while`` tests, ``for`` iterables)."""
-    COUNTERS[k] += 1
+    COUNTERS[k] += 1.0
 
 
 @dataclass
@@ -205,7 +205,7 @@ def exception_edge_count(fid: int, dst: int, reraise_site: int) -> None:
 def _record(values: tuple[int, ...], count: bool) -> None:
     if count:
         for v in values:
-            COUNTERS[v] += 1
+            COUNTERS[v] += 1.0
         return
     a = CURRENT.get() or STREAMS.new()
     for v in values:

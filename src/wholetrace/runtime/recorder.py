@@ -56,7 +56,7 @@ class Recorder:
             base = self.counter_base
             plan = make_plan(self.mode, cfg, base, self.weights.get((file, cfg.qualname, cfg.fingerprint)))
             self.counter_base += plan.counters
-            COUNTERS.extend([0] * plan.counters)
+            COUNTERS.extend([0.0] * plan.counters)
             self.functions.append((file, cfg, plan))
             self.suspendable = self.suspendable or cfg.is_generator or "async" in source
             self.by_code[(file, cfg.qualname)] = fid
@@ -133,13 +133,13 @@ class Recorder:
         old = sys.getswitchinterval()
         sys.setswitchinterval(1e6)   # nothing below releases the GIL, so no thread runs
         try:
-            counts = array("q", COUNTERS[: self.counter_base] or [0])
+            counts = array("q", [int(c) for c in COUNTERS[: self.counter_base]] or [0])
             early: list[tuple[int, int]] = []
             for fid, f in self.unfinished_frames():
                 early.append((fid, SITES.resolve(fid, f.f_code, f.f_lasti)))
                 for name, value in f.f_locals.items():
-                    if name.startswith(LOCAL_COUNTER) and isinstance(value, int):
-                        counts[int(name[len(LOCAL_COUNTER):])] += value
+                    if name.startswith(LOCAL_COUNTER) and isinstance(value, float):
+                        counts[int(name[len(LOCAL_COUNTER):])] += int(value)
             lengths = {st.sid: len(st.buf) for st in STREAMS.all}
         finally:
             sys.setswitchinterval(old)
