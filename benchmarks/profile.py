@@ -2,12 +2,15 @@
 ``--mode count-naive`` (a counter per block), coverage.py ``--branch`` and cProfile.
 
 For every program of the registry (``tests/corpus.py``, size ``bench``) this times the
-whole process, wall clock, of five commands, interleaved round by round (every program
-once per round, the five commands back to back):
+whole process, wall clock, of six commands, interleaved round by round (every program
+once per round, the six commands back to back):
 
 * plain:     ``python drive_X.py``
 * count:     ``python -m wholetrace.cli record --mode count -q -o X.count.wt [--include M]... drive_X.py``
-* naive:     the same with ``--mode count-naive`` (``X.naive.wt``)
+  (instrumented code comes from wholetrace's cache, filled by an untimed warm-up run, as on
+  every run after a program's first)
+* cold:      the same with ``--no-cache``: every module instrumented afresh, as on a first run
+* naive:     ``--mode count-naive`` (``X.naive.wt``), cache warm
 * coverage:  ``python -m coverage run --branch drive_X.py`` (stdlib programs: ``--pylib
   --include=<the module's files and the driver>``, as ``benchmarks/overhead.py`` does)
 * cprofile:  ``python -m cProfile -o /dev/null drive_X.py``
@@ -20,8 +23,7 @@ From the two recordings of the first round (untimed, after the timed runs): coun
 functions and over those that ran, i.e. have a non-zero block count), counter increments
 executed (the sum of the ``counters`` array; the paper's Table 2), and the split of ``count``'s
 functions and increments between the ``chords`` strategy (optimal) and ``full`` (a counter on
-every block and instrumentable edge: generators, module and class bodies, functions with a
-chord that has no probe site).  Once per program the block counts of the two recordings
+every block and instrumentable edge: functions with a chord that has no probe site).  Once per program the block counts of the two recordings
 (``wholetrace.cli.load_profiles``) are compared function by function; a difference prints a
 warning and is listed in the section.
 
@@ -52,7 +54,7 @@ from overhead import PY, commands as overhead_commands, fmt_int  # noqa: E402
 from wholetrace.cli import load_profiles  # noqa: E402
 from wholetrace.store import Recording  # noqa: E402
 
-TOOLS = ("plain", "count", "naive", "coverage", "cprofile")
+TOOLS = ("plain", "count", "cold", "naive", "coverage", "cprofile")
 EMPTY = "(empty script)"
 TARGET_SLOWDOWN = 1.15   # issue 3: count geometric-mean slowdown at most this
 TARGET_RATIO = 2.0       # issue 3: at least this many times fewer increments than count-naive, median
@@ -63,13 +65,14 @@ def commands(driver: Path, include: list[str], files: set[str], work: Path) -> d
     base = overhead_commands(driver.stem, driver, include, files, work)
     inc = [a for m in include for a in ("--include", m)]
 
-    def record(mode: str, suffix: str) -> list[str]:
+    def record(mode: str, suffix: str, *extra: str) -> list[str]:
         return [PY, "-m", "wholetrace.cli", "record", "--mode", mode, "-q",
-                "-o", str(work / f"{driver.stem}.{suffix}.wt"), *inc, str(driver)]
+                "-o", str(work / f"{driver.stem}.{suffix}.wt"), *extra, *inc, str(driver)]
 
     return {
         "plain": base["plain"],
         "count": record("count", "count"),
+        "cold": record("count", "cold", "--no-cache"),
         "naive": record("count-naive", "naive"),
         "coverage": base["coverage"],
         "cprofile": [PY, "-m", "cProfile", "-o", os.devnull, str(driver)],
@@ -141,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="wt-profile-") as tmp:
         work = Path(tmp)
-        env = snapshot_env(work, COVERAGE_FILE=str(work / ".coverage"))
+        env = snapshot_env(work, COVERAGE_FILE=str(work / ".coverage"), WHOLETRACE_CACHE_DIR=str(work / "cache"))
         version = source_version()
         load = [os.getloadavg()[0]]
         empty = work / "drive_empty.py"
@@ -150,8 +153,9 @@ def main(argv: list[str] | None = None) -> int:
         for n in names:
             p = PROGRAMS[n]
             cmds[n] = commands(p.write(work, size), p.include, p.files(work), work)
-        for n in cmds:  # untimed warm-up: every driver runs, OS file cache and __pycache__ warm
-            timed(cmds[n]["plain"], work, env)
+        for n in cmds:  # untimed warm-up: OS file cache and __pycache__ warm, instrumented-code cache filled
+            for tool in ("plain", "count", "naive"):
+                timed(cmds[n][tool], work, env)
 
         times: dict[str, dict[str, list[float]]] = {n: {t: [] for t in TOOLS} for n in cmds}
         stats: dict[str, dict[str, object]] = {}
@@ -196,18 +200,18 @@ def render(names: list[str], times: dict[str, dict[str, list[float]]], stats: di
     """The markdown section for the rounds completed so far."""
     med = {n: {t: statistics.median(v) for t, v in tt.items()} for n, tt in times.items()}
     e = med[EMPTY]
-    slow: dict[str, dict[str, float]] = {t: {} for t in ("count", "count_net", "naive", "coverage", "cprofile")}
+    slow: dict[str, dict[str, float]] = {t: {} for t in ("count", "count_net", "cold", "naive", "coverage", "cprofile")}
     ratio: dict[str, float] = {}
     ratio_chords: dict[str, float] = {}
     trows, crows = [], []
     for n in names:
         m, s = med[n], stats[n]
-        for t in ("count", "naive", "coverage", "cprofile"):
+        for t in ("count", "cold", "naive", "coverage", "cprofile"):
             slow[t][n] = m[t] / m["plain"]
         net_plain = m["plain"] - e["plain"]
         slow["count_net"][n] = (m["count"] - e["count"]) / net_plain if net_plain > 0 else float("nan")
         trows.append([n, f"{m['plain']:.2f}", f"{m['count']:.2f}", f"**{slow['count'][n]:.2f}×**",
-                      f"{slow['count_net'][n]:.2f}×", f"{slow['naive'][n]:.2f}×",
+                      f"{slow['count_net'][n]:.2f}×", f"{slow['cold'][n]:.2f}×", f"{slow['naive'][n]:.2f}×",
                       f"{slow['coverage'][n]:.2f}×", f"{slow['cprofile'][n]:.2f}×"])
         ci, ni = int(s["count_increments"]), int(s["naive_increments"])
         ratio[n] = ni / ci if ci else float("inf")
@@ -221,9 +225,10 @@ def render(names: list[str], times: dict[str, dict[str, list[float]]], stats: di
                       f"{ratio_chords[n]:.2f}" if cc else "-",
                       "identical" if not s["diffs"] else f"**{len(s['diffs'])} differ**"])
     trows.append([EMPTY, f"{e['plain']:.3f}", f"{e['count']:.3f}", f"{e['count'] / e['plain']:.2f}×", "-",
-                  f"{e['naive'] / e['plain']:.2f}×", f"{e['coverage'] / e['plain']:.2f}×",
+                  f"{e['cold'] / e['plain']:.2f}×", f"{e['naive'] / e['plain']:.2f}×", f"{e['coverage'] / e['plain']:.2f}×",
                   f"{e['cprofile'] / e['plain']:.2f}×"])
-    theaders = ["program", "plain s", "count s", "count ×", "count × minus start-up", "count-naive ×",
+    theaders = ["program", "plain s", "count s", "count ×", "count × minus start-up",
+                "count × without the code cache", "count-naive ×",
                 "coverage --branch ×", "cProfile ×"]
     cheaders = ["program", "counters placed, count / naive (all functions)", "counters placed, count / naive (functions that ran)",
                 "increments, count", "increments, count-naive", "naive / count",
@@ -242,6 +247,8 @@ def render(names: list[str], times: dict[str, dict[str, list[float]]], stats: di
     lines = [
         summary("wholetrace `--mode count`", slow["count"]),
         summary("wholetrace `--mode count`, start-up subtracted", slow["count_net"]),
+        summary("wholetrace `--mode count --no-cache` (every module instrumented afresh, as on a first run)",
+                slow["cold"]),
         summary("wholetrace `--mode count-naive`", slow["naive"]),
         summary("coverage.py `--branch`", slow["coverage"]),
         summary("cProfile", slow["cprofile"]),
@@ -281,14 +288,17 @@ def render(names: list[str], times: dict[str, dict[str, list[float]]], stats: di
         "--mode count|count-naive -q -o X.wt [--include M] drive_X.py`, `python -m coverage run --branch` "
         "(stdlib programs: `--pylib --include` their module files) and `python -m cProfile -o /dev/null`; "
         "× = median / median plain; \"minus start-up\" subtracts each command's time on an empty script. "
+        "`count` and `count-naive` take instrumented code from wholetrace's cache (filled by an untimed "
+        "warm-up run, as on any run after a program's first); \"without the code cache\" is `count "
+        "--no-cache`, every module instrumented afresh as on a first run. "
         "Every child runs with `PYTHONHASHSEED=0`.",
         "",
         table(theaders, trows),
         "Counters and increments, from the first round's recordings. Counters placed: the sum of each "
         "function's plan counters over every instrumented function, and over those with a non-zero block "
         "count. Increments: the sum of the recording's `counters` array. count's functions use the optimal "
-        "`chords` placement, or `full` (a counter on every block and instrumentable edge: generators, module "
-        "and class bodies, functions with a chord that has no probe site), which costs *more* than count-naive; "
+        "`chords` placement, or `full` (a counter on every block and instrumentable edge: functions with a "
+        "chord that has no probe site), which costs *more* than count-naive; "
         "the last ratio column restricts both recordings to the functions count placed on chords. "
         "The block counts of the two recordings (`wholetrace.cli.load_profiles`) are compared for every function.",
         "",

@@ -54,6 +54,9 @@ def _record_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", metavar="OUT.wt", help="recording file (default: <program>.wt)")
     p.add_argument("-q", "--quiet", action="store_true", help="no summary line on stderr")
     p.add_argument("--weights", metavar="OLD.wt", help="count mode: place counters by the edge counts of OLD.wt")
+    p.add_argument("--no-cache", action="store_true",
+                   help="instrument every module afresh (default: reuse instrumented code cached in "
+                        "$WHOLETRACE_CACHE_DIR or ~/.cache/wholetrace)")
     p.add_argument("-m", dest="module", metavar="MODULE", help="run a library module as a script")
     p.add_argument("script", nargs="?", help="the program to run")
     return p
@@ -64,6 +67,7 @@ def _profile_parser() -> argparse.ArgumentParser:
                                 description="Run a program and print exact line and branch counts (count mode).")
     p.add_argument("--naive", action="store_true", help="a counter in every block (count-naive), for comparison")
     p.add_argument("--weights", metavar="OLD.wt", help="place counters by the edge counts of an earlier recording")
+    p.add_argument("--no-cache", action="store_true", help="instrument every module afresh (no cached code)")
     p.add_argument("--format", choices=("text", "json", "lcov"), default="text")
     p.add_argument("--limit", type=int, default=None, metavar="N", help="text: only the N hottest functions")
     p.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE (default: stdout)")
@@ -101,7 +105,7 @@ def cmd_profile(raw: Sequence[str]) -> int:
     try:
         out = Path(tmp) / "profile.wt"
         outcome = record(Target(script=args.script, module=args.module, args=prog_args), RecordingWriter(out),
-                         mode=mode, include=args.include, weights=weights)
+                         mode=mode, include=args.include, weights=weights, cache=not args.no_cache)
         with Recording(out) as rec:
             profiles = load_profiles(rec, str(out))
     finally:
@@ -123,7 +127,8 @@ def cmd_record(raw: Sequence[str]) -> int:
     out = Path(args.output or f"{stem}.wt")
     weights = _load_weights(args.weights)
     writer = RecordingWriter(out)
-    outcome = record(target, writer, mode=args.mode, include=args.include, weights=weights)
+    outcome = record(target, writer, mode=args.mode, include=args.include, weights=weights,
+                     cache=not args.no_cache)
     if not args.quiet:
         size = out.stat().st_size if out.exists() else 0
         extra = f", {len(outcome.daemon_threads)} daemon thread(s) still running" if outcome.daemon_threads else ""

@@ -9,15 +9,13 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import CodeType, ModuleType
-from typing import Callable, Sequence
+from typing import Callable, Protocol, Sequence
 
 from wholetrace.errors import InstrumentError
 from wholetrace.instrument.cfg import CFG, build_cfg, iter_functions
+from wholetrace.instrument.cache import COUNTER_ORIGIN, FID_ORIGIN, Entry, InstrumentCache, relocate
 from wholetrace.instrument.modes import ProbePlan
 from wholetrace.instrument.rewrite import compile_tree, rewrite_tree
-
-#: Called for every instrumented function: (file, cfg, source text) -> (fid, probe plan).
-Register = Callable[[str, CFG, str], "tuple[int, ProbePlan | None]"]
 
 _SKIP_DIRS = ("site-packages", "dist-packages")
 _OWN_PACKAGE = str(Path(__file__).resolve().parent.parent)
@@ -27,34 +25,76 @@ def function_source(lines: Sequence[str], cfg: CFG) -> str:
     return "".join(lines[cfg.firstline - 1:cfg.lastline])
 
 
+class Registry(Protocol):
+    """What the instrumenter needs from a recording (implemented by runtime.recorder.Recorder)."""
+
+    mode: str
+
+    def plan(self, file: str, cfg: CFG, base: int) -> ProbePlan:
+        """The probe plan of one function, its counters numbered from ``base``."""
+
+    def weights_token(self, file: str) -> str:
+        """A text that changes whenever the plans of ``file`` would (for the cache key)."""
+
+    def register_file(self, file: str, functions: list[Entry]) -> tuple[int, int]:
+        """Give the functions of ``file`` ids and counters; returns (first fid, first counter id)."""
+
+
 @dataclass
 class Instrumenter:
-    """Turns source into instrumented code objects, registering every function it instruments."""
+    """Turns source into instrumented code objects, registering every function it instruments.
 
-    register: Register
+    Code is built as a position-independent template (``instrument.cache``), cached on disk
+    when ``cache`` is given, and relocated to the ids the registry hands out.
+    """
+
+    registry: Registry
+    cache: InstrumentCache | None = None
     instrumented_files: list[str] = field(default_factory=list)
 
     def compile(self, source: str | bytes, filename: str) -> CodeType:
         """Instrumented code for ``source``; falls back to plain code with a warning."""
         if isinstance(source, bytes):
             source = importlib.util.decode_source(source)  # type: ignore[attr-defined]
-        try:
-            tree = ast.parse(source, filename)
-        except SyntaxError:
-            return compile(source, filename, "exec", dont_inherit=True)  # raises the real error
-        try:
-            functions = [(fn, build_cfg(fn, q)) for fn, q in iter_functions(tree)]
-            lines = source.splitlines(keepends=True)
-            regs = [self.register(filename, cfg, source if cfg.kind == "module" else function_source(lines, cfg))
-                    for _fn, cfg in functions]
-            rewrite_tree(tree, [(fn, cfg, fid, plan) for (fn, cfg), (fid, plan) in zip(functions, regs)])
-            code = compile_tree(tree, filename)
-        except (InstrumentError, SyntaxError, RecursionError, ValueError, TypeError, AssertionError) as exc:
-            print(f"wholetrace: warning: {filename}: left uninstrumented ({type(exc).__name__}: {exc})",
-                  file=sys.stderr)
-            return compile(source, filename, "exec", dont_inherit=True)
+        key = None
+        hit = None
+        if self.cache is not None:
+            key = self.cache.key(source, filename, self.registry.mode, self.registry.weights_token(filename))
+            hit = self.cache.load(key)
+        if hit is None:
+            try:
+                tree = ast.parse(source, filename)
+            except SyntaxError:
+                return compile(source, filename, "exec", dont_inherit=True)  # raises the real error
+            try:
+                hit = self.template(tree, source, filename)
+            except (InstrumentError, SyntaxError, RecursionError, ValueError, TypeError, AssertionError) as exc:
+                print(f"wholetrace: warning: {filename}: left uninstrumented ({type(exc).__name__}: {exc})",
+                      file=sys.stderr)
+                return compile(source, filename, "exec", dont_inherit=True)
+            if self.cache is not None and key is not None:
+                self.cache.store(key, *hit)
+        template, entries = hit
+        fid_base, counter_base = self.registry.register_file(filename, entries)
         self.instrumented_files.append(filename)
-        return code
+        return relocate(template, fid_base, counter_base)
+
+    def template(self, tree: ast.Module, source: str, filename: str) -> tuple[CodeType, list[Entry]]:
+        """Instrument ``tree`` with placeholder ids: the code and one entry per function."""
+        functions = [(fn, build_cfg(fn, q)) for fn, q in iter_functions(tree)]
+        lines = source.splitlines(keepends=True)
+        items = []
+        entries: list[Entry] = []
+        offset = 0
+        for i, (fn, cfg) in enumerate(functions):
+            plan = self.registry.plan(filename, cfg, COUNTER_ORIGIN + offset)
+            items.append((fn, cfg, FID_ORIGIN + i, plan))
+            text = source if cfg.kind == "module" else function_source(lines, cfg)
+            entries.append({"cfg": cfg.to_json(), "plan": plan.to_json(), "offset": offset,
+                            "counters": plan.counters, "source": text})
+            offset += plan.counters
+        rewrite_tree(tree, items)
+        return compile_tree(tree, filename), entries
 
 
 class InstrumentingLoader(importlib.machinery.SourceFileLoader):

@@ -46,6 +46,7 @@ class ProbePlan:
     chords: tuple[int, ...] = ()                    # edge ids with a counter ("chords")
     counted_edges: tuple[int, ...] = ()             # edge ids with a counter ("full")
     local_counters: frozenset[int] = frozenset()    # global ids counted in a local, added at exit
+    base: int = 0                                   # global id of the function's first counter
 
     @property
     def traces(self) -> bool:
@@ -60,7 +61,7 @@ class ProbePlan:
     def to_json(self) -> dict[str, object]:
         return {"mode": self.mode, "strategy": self.strategy, "counters": self.counters,
                 "chords": list(self.chords), "counted_edges": list(self.counted_edges),
-                "local_counters": sorted(self.local_counters),
+                "local_counters": sorted(k - self.base for k in self.local_counters),
                 "block_counters": sorted(self.block_values) if self.strategy != "chords" else []}
 
 
@@ -123,12 +124,16 @@ def witness_plan(cfg: CFG, kind: str) -> ProbePlan:
 
 
 def make_plan(mode: str, cfg: CFG, base: int, weights: Sequence[float] | None = None) -> ProbePlan:
+    """The plan of one function in ``mode``; count modes number its counters from ``base``."""
     if mode == "blocks":
         return blocks_plan(cfg)
     if mode in ("witness", "branches"):
         return witness_plan(cfg, mode)
     if mode == "count-naive":
-        return count_naive_plan(cfg, base)
-    if mode == "count":
-        return count_plan(cfg, base, weights)
-    raise ValueError(f"unknown mode {mode!r}")
+        plan = count_naive_plan(cfg, base)
+    elif mode == "count":
+        plan = count_plan(cfg, base, weights)
+    else:
+        raise ValueError(f"unknown mode {mode!r}")
+    plan.base = base
+    return plan

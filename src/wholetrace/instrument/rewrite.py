@@ -38,7 +38,7 @@ FOR = "_wt_for"      # wrapping iterator that records the for-next block before 
 COUNTERS = "_wt_C"   # count modes: the recording's counter list (index = global counter id)
 INC = "_wt_inc"      # count modes: increment a counter inside an expression
 HOLD = "_wt_t"       # local: a return value held while the return edge's probe runs
-LOCAL = "_wt_n"      # count modes: ``_wt_n<k>`` counts counter k in the activation (added at exit)
+LOCAL = "_wt_n"      # count modes: ``_wt_n<j>`` counts the function's j-th counter in the activation
 AFOR = "_wt_afor"    # the same for async for
 
 
@@ -115,7 +115,7 @@ class Emitter:
         probe's cost (docs/design.md).
         """
         if value in self.plan.local_counters:
-            return _loc(ast.AugAssign(_name(f"{LOCAL}{value}", True), ast.Add(), _const(1.0)), like)  # type: ignore[return-value]
+            return _loc(ast.AugAssign(_name(self.local(value), True), ast.Add(), _const(1.0)), like)  # type: ignore[return-value]
         if self.counts:
             slot = ast.Subscript(_name(COUNTERS), _const(value), ast.Store())
             return _loc(ast.AugAssign(slot, ast.Add(), _const(1.0)), like)  # type: ignore[return-value]
@@ -137,7 +137,7 @@ class Emitter:
 
     def prologue(self, like: ast.AST) -> list[ast.stmt]:
         if self.counts:
-            zero = [_loc(ast.Assign([_name(f"{LOCAL}{k}", True)], _const(0.0)), like)
+            zero = [_loc(ast.Assign([_name(self.local(k), True)], _const(0.0)), like)
                     for k in sorted(self.plan.local_counters)]
             return (self.set_reraise(-1, like) if self.reraises else []) + zero  # type: ignore[operator]
         out: list[ast.stmt] = []
@@ -145,13 +145,18 @@ class Emitter:
             out.append(_loc(ast.Assign([_name(A, True)], self.stream()), like))  # type: ignore[arg-type]
         return out + [self.stmt(enter_code(self.fid), like)]
 
+    def local(self, counter: int) -> str:
+        """The local that holds ``counter`` during an activation (named by its index in the
+        function, so the name does not depend on ids handed out at run time)."""
+        return f"{LOCAL}{counter - self.plan.base}"
+
     def epilogue(self, like: ast.AST) -> list[ast.stmt]:
         """What the activation's final ``finally`` runs: LEAVE (trace modes), or adding the
         local counts to the counter list (count modes)."""
         if not self.counts:
             return [self.stmt(LEAVE, like)]
         return [_loc(ast.AugAssign(ast.Subscript(_name(COUNTERS), _const(k), ast.Store()), ast.Add(),
-                                   _name(f"{LOCAL}{k}")), like)  # type: ignore[misc]
+                                   _name(self.local(k))), like)  # type: ignore[misc]
                 for k in sorted(self.plan.local_counters)]
 
     def xedge(self, like: ast.AST, dst: int) -> ast.stmt:

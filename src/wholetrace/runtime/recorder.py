@@ -17,6 +17,7 @@ from types import FrameType
 from typing import Any, Sequence
 
 from wholetrace.errors import InternalError
+from wholetrace.instrument.cache import Entry
 from wholetrace.instrument.cfg import CFG
 from wholetrace.instrument.modes import TRACE_MODES, ProbePlan, make_plan
 from wholetrace.instrument.rewrite import LOCAL as LOCAL_COUNTER
@@ -35,7 +36,7 @@ class Recorder:
         self.mode = mode
         self.traces = mode in TRACE_MODES
         self.weights = weights or {}
-        self.functions: list[tuple[str, CFG, ProbePlan]] = []
+        self.bases: list[int] = []          # fid -> global id of its first counter
         self.by_code: dict[tuple[str, str], int] = {}
         self.lock = threading.Lock()
         self._flush_lock = threading.Lock()
@@ -48,25 +49,38 @@ class Recorder:
         self.suspendable = False   # some instrumented code may be a generator or coroutine
         STREAMS.on_new = self._on_new_stream
 
-    # -- called by the loader and by new streams
-    def register(self, file: str, cfg: CFG, source: str) -> tuple[int, ProbePlan]:
-        """Give a function its id and probe plan, remember its statement spans, store its row."""
+    # -- the instrumenter's registry (instrument.loader.Registry), and new streams
+    def plan(self, file: str, cfg: CFG, base: int) -> ProbePlan:
+        """The probe plan of one function (weights from ``--weights`` when it has some)."""
+        return make_plan(self.mode, cfg, base, self.weights.get((file, cfg.qualname, cfg.fingerprint)))
+
+    def weights_token(self, file: str) -> str:
+        mine = sorted((q, fp, list(v)) for (f, q, fp), v in self.weights.items() if f == file)
+        return repr(mine) if mine else ""
+
+    def register_file(self, file: str, functions: list[Entry]) -> tuple[int, int]:
+        """Give the functions of one file consecutive ids and counters, remember their
+        statement spans and store their rows; returns (first fid, first counter id)."""
         with self.lock:
-            fid = len(self.functions)
-            base = self.counter_base
-            plan = make_plan(self.mode, cfg, base, self.weights.get((file, cfg.qualname, cfg.fingerprint)))
-            self.counter_base += plan.counters
-            COUNTERS.extend([0.0] * plan.counters)
-            self.functions.append((file, cfg, plan))
-            self.suspendable = self.suspendable or cfg.is_generator or "async" in source
-            self.by_code[(file, cfg.qualname)] = fid
-        SITES.register(fid, [(s.line, s.col, s.end_line, s.end_col, s.id) for s in cfg.stmts])
-        desc = cfg.to_json()
-        desc["plan"] = plan.to_json() | {"counter_base": base}
-        self.writer.add_function(fid, file=file, qualname=cfg.qualname, firstline=cfg.firstline,
-                                 lastline=cfg.lastline, source=source, cfg=desc,
-                                 fingerprint=cfg.fingerprint)
-        return fid, plan
+            fid_base, counter_base = len(self.bases), self.counter_base
+            for f in functions:
+                cfg = f["cfg"]
+                self.by_code[(file, cfg["qualname"])] = len(self.bases)
+                self.bases.append(counter_base + f["offset"])
+                self.suspendable = self.suspendable or cfg["is_generator"] or "async" in f["source"]
+            total = sum(f["counters"] for f in functions)
+            self.counter_base += total
+            COUNTERS.extend([0.0] * total)
+        for i, f in enumerate(functions):
+            fid, cfg = fid_base + i, f["cfg"]
+            SITES.register(fid, [(line, col, end_line, end_col, sid)
+                                 for sid, (_k, _l, line, col, end_line, end_col, *_r) in enumerate(cfg["stmts"])])
+            desc = dict(cfg)
+            desc["plan"] = dict(f["plan"], counter_base=self.bases[fid])
+            self.writer.add_function(fid, file=file, qualname=cfg["qualname"], firstline=cfg["firstline"],
+                                     lastline=cfg["lastline"], source=f["source"], cfg=desc,
+                                     fingerprint=cfg["fingerprint"])
+        return fid_base, counter_base
 
     def _on_new_stream(self, st: Stream) -> None:
         self.writer.add_stream(st.sid, kind=st.kind, name=st.name, thread_ident=st.thread_ident,
@@ -139,7 +153,7 @@ class Recorder:
                 early.append((fid, SITES.resolve(fid, f.f_code, f.f_lasti)))
                 for name, value in f.f_locals.items():
                     if name.startswith(LOCAL_COUNTER) and isinstance(value, float):
-                        counts[int(name[len(LOCAL_COUNTER):])] += int(value)
+                        counts[self.bases[fid] + int(name[len(LOCAL_COUNTER):])] += int(value)
             lengths = {st.sid: len(st.buf) for st in STREAMS.all}
         finally:
             sys.setswitchinterval(old)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from wholetrace.errors import UsageError
+from wholetrace.instrument.cache import InstrumentCache
 from wholetrace.instrument.modes import MODES
 from wholetrace.instrument.loader import (InstrumentingFinder, Instrumenter, Scope, install,
                                           purge_modules, uninstall)
@@ -100,8 +101,11 @@ def _module_root(name: str) -> Path:
 
 
 def record(target: Target, writer: Any, *, mode: str = "blocks", include: list[str] | None = None,
-           weights: dict[tuple[str, str, str], Any] | None = None) -> Outcome:
-    """Run ``target`` instrumented in this process, writing to ``writer``; returns how it ended."""
+           weights: dict[tuple[str, str, str], Any] | None = None, cache: bool = True) -> Outcome:
+    """Run ``target`` instrumented in this process, writing to ``writer``; returns how it ended.
+
+    ``cache``: reuse and keep instrumented code in the on-disk cache (``instrument.cache``).
+    """
     if mode not in MODES:
         raise UsageError(f"unknown mode {mode!r} (choose from {', '.join(MODES)})")
     include = list(include or [])
@@ -118,7 +122,7 @@ def record(target: Target, writer: Any, *, mode: str = "blocks", include: list[s
         roots = [_module_root(target.module)]
         sys.argv = [target.module, *target.args]
     recorder = Recorder(writer, mode, weights)
-    instrumenter = Instrumenter(recorder.register)
+    instrumenter = Instrumenter(recorder, InstrumentCache() if cache else None)
     finder = InstrumentingFinder(Scope(roots, include), instrumenter,
                                  on_import={"asyncio": probes.patch_asyncio})
     if "asyncio" in sys.modules:

@@ -1,0 +1,127 @@
+"""On-disk cache of instrumented code: position-independent templates, relocated when loaded.
+
+Instrumenting a module (parse, CFGs, placement, rewrite, compile) costs 5-10 times
+compiling it, and a recording pays it on every run for every module it instruments.  So
+the instrumented code object of a file is cached, keyed by everything it depends on: the
+source text, the file name (tracebacks name it), the mode, the earlier recording's counts
+for the file (``--weights``), the Python version and the source of the instrumenter itself.
+
+Function ids and counter ids differ from run to run (they are handed out in import order),
+so templates are built with *placeholders*: the ``i``-th function of the file has id
+``FID_ORIGIN + i`` and the file's ``j``-th counter ``COUNTER_ORIGIN + j`` (ENTER codes are
+derived from the placeholder fid).  :func:`relocate` rewrites those constants into the
+real ids; every other constant stays as it is.  The placeholders sit in windows near
+3.1e15 and 2.7e15, far from the numbers programs write (a constant inside a window would
+be relocated too: a program would have to spell one of those 16-digit numbers).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import marshal
+import os
+import sys
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+from types import CodeType
+from typing import Any
+
+from wholetrace.runtime.events import ENTER_BASE, enter_code
+
+FID_ORIGIN = 3_141_592_653_000_000
+COUNTER_ORIGIN = 2_718_281_828_000_000
+WINDOW = 1_000_000_000
+FORMAT = 1
+
+#: What a cached file holds besides its code: one JSON-able dict per function.
+Entry = dict[str, Any]
+
+
+def relocate(code: CodeType, fid_base: int, counter_base: int) -> CodeType:
+    """``code`` with placeholder ids replaced: fids from ``fid_base``, counters from ``counter_base``."""
+
+    def fix(c: object) -> object:
+        t = type(c)
+        if t is int:
+            v: int = c  # type: ignore[assignment]
+            if FID_ORIGIN <= v < FID_ORIGIN + WINDOW:
+                return fid_base + v - FID_ORIGIN
+            if COUNTER_ORIGIN <= v < COUNTER_ORIGIN + WINDOW:
+                return counter_base + v - COUNTER_ORIGIN
+            if -(ENTER_BASE + FID_ORIGIN + WINDOW) < v <= -(ENTER_BASE + FID_ORIGIN):
+                return enter_code(fid_base + (-v - ENTER_BASE - FID_ORIGIN))
+            return v
+        if t is tuple:
+            return tuple(fix(x) for x in c)  # type: ignore[attr-defined]
+        if t is CodeType:
+            return relocate(c, fid_base, counter_base)  # type: ignore[arg-type]
+        return c
+
+    return code.replace(co_consts=tuple(fix(c) for c in code.co_consts))
+
+
+@lru_cache(maxsize=1)
+def instrumenter_digest() -> str:
+    """Hash of the code that decides what instrumented code looks like (so a changed
+    wholetrace never reuses an old template)."""
+    root = Path(__file__).resolve().parent.parent
+    h = hashlib.sha256()
+    for rel in sorted(["instrument", "runtime/events.py", "ids.py"]):
+        p = root / rel
+        for f in sorted(p.rglob("*.py")) if p.is_dir() else [p]:
+            h.update(f.name.encode())
+            h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+def default_dir() -> Path:
+    """``$WHOLETRACE_CACHE_DIR``, else ``$XDG_CACHE_HOME/wholetrace``, else ``~/.cache/wholetrace``."""
+    env = os.environ.get("WHOLETRACE_CACHE_DIR")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "wholetrace"
+
+
+class InstrumentCache:
+    """Templates on disk, one file per key; unreadable or foreign files count as misses."""
+
+    def __init__(self, directory: Path | None = None) -> None:
+        self.dir = directory or default_dir()
+        self.hits = 0
+        self.misses = 0
+
+    def key(self, source: str, filename: str, mode: str, weights: str) -> str:
+        h = hashlib.sha256()
+        for part in (str(FORMAT), sys.version, instrumenter_digest(), mode, filename, weights, source):
+            h.update(part.encode("utf-8", "surrogatepass"))
+            h.update(b"\0")
+        return h.hexdigest()
+
+    def load(self, key: str) -> tuple[CodeType, list[Entry]] | None:
+        try:
+            data = marshal.loads((self.dir / f"{key}.wtc").read_bytes())
+            fmt, code, entries = data
+            if fmt != FORMAT or type(code) is not CodeType or not isinstance(entries, list):
+                raise ValueError("not a template")
+        except (OSError, EOFError, ValueError, TypeError):
+            self.misses += 1
+            return None
+        self.hits += 1
+        return code, entries
+
+    def store(self, key: str, code: CodeType, entries: list[Entry]) -> None:
+        """Write atomically (another process may write the same key); failures are ignored."""
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.dir, prefix=".tmp-", suffix=".wtc")
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(marshal.dumps((FORMAT, code, entries)))
+                os.replace(tmp, self.dir / f"{key}.wtc")
+            except BaseException:
+                os.unlink(tmp)
+                raise
+        except (OSError, ValueError):
+            pass

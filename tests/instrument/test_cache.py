@@ -1,0 +1,119 @@
+"""The instrumented-code cache: relocation of placeholder ids, and recordings made cold, warm
+and without the cache agree with each other and with the `blocks` trace."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+
+from wholetrace.cli import load_profiles
+from wholetrace.instrument.cache import COUNTER_ORIGIN, FID_ORIGIN, relocate
+from wholetrace.runtime.events import enter_code
+from wholetrace.store import Recording
+from wtutil import ENV, fbe_lines
+
+
+def test_relocate_replaces_only_placeholders() -> None:
+    src = f"""
+def f(a):
+    x = ({FID_ORIGIN + 2}, {COUNTER_ORIGIN + 5}, {enter_code(FID_ORIGIN + 3)}, 7, -9, 2**40)
+    def g():
+        return ({COUNTER_ORIGIN}, ({FID_ORIGIN},), "s", 1.5)
+    return x, g()
+"""
+    code = relocate(compile(src, "<t>", "exec"), fid_base=100, counter_base=1000)
+    ns: dict[str, object] = {}
+    exec(code, ns)
+    assert ns["f"](0) == ((102, 1005, enter_code(103), 7, -9, 2**40), (1000, (100,), "s", 1.5))  # type: ignore[operator]
+
+
+MAIN = '''
+    import sys
+    if sys.argv[1] == "ab":
+        import mod_a, mod_b
+    else:
+        import mod_b, mod_a
+
+    def work(n):
+        total = 0
+        for i in range(n):
+            if i % 3 == 0:
+                total += mod_a.f(i)
+            else:
+                total += mod_b.g(i)
+        return total
+
+    print(work(200))
+'''
+MOD_A = '''
+    def f(i):
+        try:
+            if i % 2:
+                raise ValueError(i)
+            return i
+        except ValueError:
+            return -1
+'''
+MOD_B = '''
+    def g(i):
+        acc = 0
+        for k in range(i % 7):
+            acc += k
+        return acc
+'''
+
+
+def _record(dirp: Path, mode: str, order: str, out: Path, cache: Path | None) -> dict:
+    env = dict(ENV)
+    cmd = [sys.executable, "-m", "wholetrace.cli", "record", "-q", "--mode", mode, "-o", str(out)]
+    if cache is None:
+        cmd.append("--no-cache")
+    else:
+        env["WHOLETRACE_CACHE_DIR"] = str(cache)
+    proc = subprocess.run(cmd + [str(dirp / "main.py"), order], capture_output=True, text=True, cwd=dirp,
+                          env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    with Recording(out) as rec:
+        return {(Path(p.file).name, p.qualname): p for p in load_profiles(rec, str(out))}
+
+
+def test_cold_warm_and_uncached_recordings_agree(tmp_path: Path) -> None:
+    for name, text in (("main.py", MAIN), ("mod_a.py", MOD_A), ("mod_b.py", MOD_B)):
+        (tmp_path / name).write_text(textwrap.dedent(text))
+    cache = tmp_path / "cache"
+    truth = {order: _record(tmp_path, "blocks", order, tmp_path / f"blocks-{order}.wt", None) for order in ("ab", "ba")}
+    for mode in ("count", "count-naive"):
+        runs = [("ab", _record(tmp_path, mode, "ab", tmp_path / "none.wt", None)),
+                ("ab", _record(tmp_path, mode, "ab", tmp_path / "cold.wt", cache))]
+        stamps = {p.name: p.stat().st_mtime_ns for p in cache.iterdir()}
+        # warm, and the modules imported the other way round: every id is handed out differently
+        runs.append(("ba", _record(tmp_path, mode, "ba", tmp_path / "warm.wt", cache)))
+        assert {p.name: p.stat().st_mtime_ns for p in cache.iterdir()} == stamps   # all hits
+        for order, got in runs:
+            want = truth[order]
+            assert got.keys() == want.keys()
+            for key, p in want.items():
+                assert np.array_equal(np.asarray(p.blocks)[2:], np.asarray(got[key].blocks)[2:]), (mode, key)
+                assert np.array_equal(np.asarray(p.stmts), np.asarray(got[key].stmts)), (mode, key)
+    assert len(list(cache.glob("*.wtc"))) == 6     # 3 files x 2 modes
+
+
+def test_warm_blocks_trace_is_the_same_and_stale_or_broken_entries_are_not_used(tmp_path: Path) -> None:
+    for name, text in (("main.py", MAIN), ("mod_a.py", MOD_A), ("mod_b.py", MOD_B)):
+        (tmp_path / name).write_text(textwrap.dedent(text))
+    cache = tmp_path / "cache"
+    _record(tmp_path, "blocks", "ab", tmp_path / "none.wt", None)
+    _record(tmp_path, "blocks", "ab", tmp_path / "cold.wt", cache)
+    for entry in cache.glob("*.wtc"):       # a truncated file is a miss, not an error
+        entry.write_bytes(entry.read_bytes()[:20])
+    _record(tmp_path, "blocks", "ab", tmp_path / "warm.wt", cache)
+    assert fbe_lines(tmp_path / "none.wt") == fbe_lines(tmp_path / "cold.wt") == fbe_lines(tmp_path / "warm.wt")
+    (tmp_path / "mod_b.py").write_text(textwrap.dedent(MOD_B).replace("acc += k", "acc += 2 * k"))
+    _record(tmp_path, "blocks", "ab", tmp_path / "changed.wt", cache)
+    assert len(list(cache.glob("*.wtc"))) == 4     # the changed source got an entry of its own
+    assert os.listdir(cache) and not [n for n in os.listdir(cache) if n.startswith(".tmp-")]
