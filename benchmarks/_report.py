@@ -94,7 +94,9 @@ def snapshot_env(work: Path, **extra: str) -> dict[str, str]:
     runs do not leak into it.  PYTHONHASHSEED is pinned: some programs' control flow depends
     on string hashing (tomllib iterates a set), and recordings of different modes must match.
     The copy is byte-compiled, as ``pip install`` leaves an installed package (children would
-    otherwise recompile every module on each start when PYTHONDONTWRITEBYTECODE is set).
+    otherwise recompile every module on each start when PYTHONDONTWRITEBYTECODE is set), and
+    children share a fresh instrumented-code cache in ``work`` (benchmarks fill it with an
+    untimed warm-up run, as any run after a program's first finds it filled).
     """
     import compileall
     import shutil
@@ -103,7 +105,9 @@ def snapshot_env(work: Path, **extra: str) -> dict[str, str]:
     shutil.copytree(REPO / "src" / "wholetrace", snap / "wholetrace", ignore=shutil.ignore_patterns("__pycache__"))
     compileall.compile_dir(str(snap), quiet=1)
     path = [str(snap)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
-    env = dict(os.environ, PYTHONHASHSEED="0", PYTHONPATH=os.pathsep.join(path), **extra)
+    env = dict(os.environ, PYTHONHASHSEED="0", PYTHONPATH=os.pathsep.join(path),
+               WHOLETRACE_CACHE_DIR=str(work / "wt-cache"))
+    env.update(extra)
     env.pop("COVERAGE_PROCESS_START", None)
     return env
 

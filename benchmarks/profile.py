@@ -144,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="wt-profile-") as tmp:
         work = Path(tmp)
-        env = snapshot_env(work, COVERAGE_FILE=str(work / ".coverage"), WHOLETRACE_CACHE_DIR=str(work / "cache"))
+        env = snapshot_env(work, COVERAGE_FILE=str(work / ".coverage"))
         version = source_version()
         load = [os.getloadavg()[0]]
         empty = work / "drive_empty.py"

@@ -100,8 +100,9 @@ def main(argv: list[str] | None = None) -> int:
         for n in names:
             p = PROGRAMS[n]
             cmds[n] = commands(p.write(work, size), p.include, work)
-        for n in cmds:   # warm-up, untimed
-            timed(cmds[n]["plain"], work, env)
+        for n in cmds:   # warm-up, untimed (OS file cache, wholetrace's code cache)
+            for tool in TOOLS:
+                timed(cmds[n][tool], work, env)
         times = {n: {t: [] for t in TOOLS} for n in cmds}
         mismatched: list[str] = []
         for r in range(runs):
