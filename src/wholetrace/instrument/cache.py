@@ -67,7 +67,7 @@ def instrumenter_digest() -> str:
     wholetrace never reuses an old template)."""
     root = Path(__file__).resolve().parent.parent
     h = hashlib.sha256()
-    for rel in sorted(["instrument", "runtime/events.py", "ids.py"]):
+    for rel in sorted(["instrument", "regen/plan.py", "runtime/events.py", "ids.py"]):
         p = root / rel
         for f in sorted(p.rglob("*.py")) if p.is_dir() else [p]:
             h.update(f.name.encode())
@@ -85,7 +85,10 @@ def default_dir() -> Path:
 
 
 class InstrumentCache:
-    """Templates on disk, one file per key; unreadable or foreign files count as misses."""
+    """Templates on disk, one file per key; unreadable or foreign files count as misses.
+
+    Loading runs the stored code, so the directory must be as trusted as ``__pycache__``.
+    """
 
     def __init__(self, directory: Path | None = None) -> None:
         self.dir = directory or default_dir()
