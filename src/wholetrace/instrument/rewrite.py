@@ -9,7 +9,8 @@ Headers that have no statement of their own get expression probes: ``while _wt_a
 ``for x in (it, _wt_a(k))[0]`` plus a probe at the end of the body and before ``continue``.
 ``with`` exits and ``finally`` entries are probed from an inserted ``try/finally`` so they run
 in exactly the order Python runs the cleanup.  Generators (trace modes) record LEAVE before
-each ``yield`` and ENTER after resumption.  See docs/design.md for the full contract.
+each ``yield`` and ENTER after resumption.  The probe code itself is built by ``instrument.emit``;
+see docs/design.md for the full contract.
 """
 
 from __future__ import annotations
@@ -21,161 +22,9 @@ from typing import Sequence
 
 from wholetrace.ids import EXIT
 from wholetrace.instrument.cfg import CFG, Stmt
+from wholetrace.instrument.emit import A, AFOR, FOR, HOLD, Emitter, ast_call, ast_const, ast_name, locate
 from wholetrace.instrument.modes import ProbePlan, blocks_plan
 from wholetrace.runtime.events import LEAVE, enter_code
-
-A = "_wt_a"          # local: append method of the current stream
-R = "_wt_r"          # local (count modes): statement id of the last re-raise site passed
-# Run-time names live in ``builtins`` during a recording (runtime.probes.install), so that
-# instrumented modules carry no extra globals.
-GET = "_wt_get"      # ContextVar.get of the current stream
-NEW = "_wt_new"      # create a stream for this thread/task
-XEDGE = "_wt_x"      # record a dynamic exception edge, returns the append method
-XCOUNT = "_wt_xc"    # the same for count modes (carries function, source and target)
-RERAISE = "_wt_rr"   # module/class bodies in count modes: note a re-raise site
-RERAISE_LOOKUP = -2  # ... and tell _wt_xc to look it up
-FOR = "_wt_for"      # wrapping iterator that records the for-next block before __next__
-COUNTERS = "_wt_C"   # count modes: the recording's counter list (index = global counter id)
-INC = "_wt_inc"      # count modes: increment a counter inside an expression
-HOLD = "_wt_t"       # local: a return value held while the return edge's probe runs
-LOCAL = "_wt_n"      # count modes: ``_wt_n<j>`` counts the function's j-th counter in the activation
-AFOR = "_wt_afor"    # the same for async for
-
-
-def _name(n: str, store: bool = False) -> ast.Name:
-    return ast.Name(n, ast.Store() if store else ast.Load())
-
-
-def _call(fn: str, *args: ast.expr) -> ast.Call:
-    return ast.Call(_name(fn), list(args), [])
-
-
-def _const(v: object) -> ast.Constant:
-    return ast.Constant(v)
-
-
-def _loc(new: ast.AST, like: ast.AST) -> ast.AST:
-    """Give the *new* nodes of ``new`` (those without a position) the start of ``like``.
-
-    Nodes that already have a position (user code moved under a new node) are left alone
-    and not descended into, so tracebacks keep pointing at the original source.
-    """
-    line = getattr(like, "lineno", 1)
-    col = getattr(like, "col_offset", 0)
-    stack = [new]
-    while stack:
-        n = stack.pop()
-        if "lineno" in n._attributes:
-            if hasattr(n, "lineno"):
-                continue
-            n.lineno, n.col_offset = line, col  # type: ignore[attr-defined]
-            n.end_lineno, n.end_col_offset = line, col  # type: ignore[attr-defined]
-        stack.extend(ast.iter_child_nodes(n))
-    return new
-
-
-@dataclass
-class Emitter:
-    """Builds probe code for one function under one probe plan.
-
-    Module and class bodies (``in_class``) never bind ``_wt_a``: their namespace is the
-    program's own, so their probes fetch the stream each time instead.
-    """
-
-    fid: int
-    in_class: bool
-    plan: ProbePlan
-    reraises: bool = True     # the body has re-raise sites (bare raise, finally, with)
-
-    @property
-    def counts(self) -> bool:
-        """Count modes: probes increment counters; no stream, ENTER or LEAVE."""
-        return not self.plan.traces
-
-    @property
-    def tracks_reraise(self) -> bool:
-        """Count modes keep ``_wt_r``, the last re-raise site passed, for exception edges."""
-        return self.counts and not self.in_class and self.reraises
-
-    def stream(self) -> ast.expr:
-        return ast.BoolOp(ast.Or(), [_call(GET, _const(None)), _call(NEW)])
-
-    def append(self, value: int) -> ast.expr:
-        """The probe as an expression."""
-        if self.counts:
-            return _call(INC, _const(value))
-        target: ast.expr = self.stream() if self.in_class else _name(A)
-        return ast.Call(target, [_const(value)], [])
-
-    def stmt(self, value: int, like: ast.AST) -> ast.stmt:
-        """The probe as a statement (count modes: ``_wt_C[value] += 1.0``, or ``_wt_n<value> += 1.0``).
-
-        Counts are floats (exact up to 2**53): a float add takes its result from CPython's
-        float free list, where an int above 256 is a fresh allocation — a fifth of the
-        probe's cost (docs/design.md).
-        """
-        if value in self.plan.local_counters:
-            return _loc(ast.AugAssign(_name(self.local(value), True), ast.Add(), _const(1.0)), like)  # type: ignore[return-value]
-        if self.counts:
-            slot = ast.Subscript(_name(COUNTERS), _const(value), ast.Store())
-            return _loc(ast.AugAssign(slot, ast.Add(), _const(1.0)), like)  # type: ignore[return-value]
-        return _loc(ast.Expr(self.append(value)), like)  # type: ignore[return-value]
-
-    def stmts(self, values: Sequence[int], like: ast.AST) -> list[ast.stmt]:
-        return [self.stmt(v, like) for v in values]
-
-    def exprs(self, values: Sequence[int], like: ast.AST) -> list[ast.expr]:
-        return [_loc(self.append(v), like) for v in values]  # type: ignore[misc]
-
-    def set_reraise(self, sid: int, like: ast.AST) -> list[ast.stmt]:
-        """Count modes: remember a re-raise site (a local; module/class bodies ask the runtime)."""
-        if not self.counts:
-            return []
-        if self.in_class:
-            return [_loc(ast.Expr(_call(RERAISE, _const(self.fid), _const(sid))), like)]  # type: ignore[list-item]
-        return [_loc(ast.Assign([_name(R, True)], _const(sid)), like)]  # type: ignore[list-item]
-
-    def prologue(self, like: ast.AST) -> list[ast.stmt]:
-        if self.counts:
-            zero = [_loc(ast.Assign([_name(self.local(k), True)], _const(0.0)), like)
-                    for k in sorted(self.plan.local_counters)]
-            return (self.set_reraise(-1, like) if self.reraises else []) + zero  # type: ignore[operator]
-        out: list[ast.stmt] = []
-        if not self.in_class:
-            out.append(_loc(ast.Assign([_name(A, True)], self.stream()), like))  # type: ignore[arg-type]
-        return out + [self.stmt(enter_code(self.fid), like)]
-
-    def local(self, counter: int) -> str:
-        """The local that holds ``counter`` during an activation (named by its index in the
-        function, so the name does not depend on ids handed out at run time)."""
-        return f"{LOCAL}{counter - self.plan.base}"
-
-    def epilogue(self, like: ast.AST) -> list[ast.stmt]:
-        """What the activation's final ``finally`` runs: LEAVE (trace modes), or adding the
-        local counts to the counter list (count modes)."""
-        if not self.counts:
-            return [self.stmt(LEAVE, like)]
-        return [_loc(ast.AugAssign(ast.Subscript(_name(COUNTERS), _const(k), ast.Store()), ast.Add(),
-                                   _name(self.local(k))), like)  # type: ignore[misc]
-                for k in sorted(self.plan.local_counters)]
-
-    def xedge(self, like: ast.AST, dst: int) -> ast.stmt:
-        """Record the exception edge at a handler entry (and re-fetch the stream)."""
-        if self.counts:
-            r = _name(R) if self.tracks_reraise else _const(RERAISE_LOOKUP if self.in_class else -1)
-            return _loc(ast.Expr(_call(XCOUNT, _const(self.fid), _const(dst), r)), like)  # type: ignore[return-value]
-        a: ast.expr = _const(False) if self.in_class else _name(A)
-        # witness modes also name the handler block (blocks mode records it by its own probe)
-        extra = [_const(dst)] if self.plan.records_handler and dst != EXIT else []
-        call = _call(XEDGE, _const(self.fid), a, *extra)
-        node: ast.stmt = ast.Expr(call) if self.in_class else ast.Assign([_name(A, True)], call)
-        return _loc(node, like)  # type: ignore[return-value]
-
-    def guard(self, body: list[ast.stmt], like: ast.AST, final: list[ast.stmt] | None, dst: int) -> ast.Try:
-        """``try: body / except BaseException: record edge; raise / finally: final``."""
-        handler = ast.ExceptHandler(_name("BaseException"), None, [self.xedge(like, dst), ast.Raise()])
-        node = ast.Try(body, [handler], [], final or [])
-        return _loc(node, like)  # type: ignore[return-value]
 
 
 @dataclass
@@ -274,7 +123,7 @@ class _FunctionRewriter:
                 assert st is not None
                 probes = self.em.exprs(self.block_values(st.block), s.test)
                 if probes:
-                    test = _loc(ast.BoolOp(ast.Or(), probes + [test]), s.test)  # type: ignore[assignment]
+                    test = locate(ast.BoolOp(ast.Or(), probes + [test]), s.test)  # type: ignore[assignment]
             s.test = test
             self._loop_body(s, st)
             return [s]
@@ -314,8 +163,8 @@ class _FunctionRewriter:
             elif values:
                 # the probe runs once the value is computed: ``_wt_t = v; probe; return _wt_t``
                 assert s.value is not None
-                hold = _loc(ast.Assign([_name(HOLD, True)], s.value), s)
-                s.value = _loc(_name(HOLD), s)  # type: ignore[assignment]
+                hold = locate(ast.Assign([ast_name(HOLD, True)], s.value), s)
+                s.value = locate(ast_name(HOLD), s)  # type: ignore[assignment]
                 return pre + [hold] + self.em.stmts(values, s) + [s]  # type: ignore[list-item]
         return pre + [s]
 
@@ -346,14 +195,14 @@ class _FunctionRewriter:
         first = self.site_values("arm", it_st.id, "iter") if it_st is not None else []
         if info.wrapped:
             if first:
-                s.iter = ast.Subscript(ast.Tuple([s.iter] + self.em.exprs(first, s.iter), ast.Load()), _const(0), ast.Load())
-            s.iter = _call(AFOR if isinstance(s, ast.AsyncFor) else FOR, s.iter,
-                           ast.Tuple([_const(v) for v in h], ast.Load()), _const(self.em.counts))
-            _loc(s.iter, s.iter.args[0])  # type: ignore[attr-defined]
+                s.iter = ast.Subscript(ast.Tuple([s.iter] + self.em.exprs(first, s.iter), ast.Load()), ast_const(0), ast.Load())
+            s.iter = ast_call(AFOR if isinstance(s, ast.AsyncFor) else FOR, s.iter,
+                           ast.Tuple([ast_const(v) for v in h], ast.Load()), ast_const(self.em.counts))
+            locate(s.iter, s.iter.args[0])  # type: ignore[attr-defined]
         elif first or h:
             s.iter = ast.Subscript(ast.Tuple([s.iter] + self.em.exprs(first + h, s.iter), ast.Load()),
-                                   _const(0), ast.Load())
-            _loc(s.iter, s.iter.value.elts[0])  # type: ignore[attr-defined]
+                                   ast_const(0), ast.Load())
+            locate(s.iter, s.iter.value.elts[0])  # type: ignore[attr-defined]
             s.body.extend(self.em.stmts(h, s.body[-1] if s.body else s))
         return pre + [s]
 
@@ -413,21 +262,21 @@ class _FunctionRewriter:
         for cases, head, into in zip(reversed(groups[1:]), reversed(heads[1:]), reversed(tails[1:])):
             assert head is not None
             cases = cases + ([self._wildcard(nested, cases[-1])] if nested else [])
-            node = ast.copy_location(ast.Match(_loc(_name(tmp), s.subject), cases), cases[0].pattern)
+            node = ast.copy_location(ast.Match(locate(ast_name(tmp), s.subject), cases), cases[0].pattern)
             like = cases[0].pattern
             nested = self.em.stmts(into, like) + self.em.stmts(self.block_values(head.block), like) + [node]
         s.cases = groups[0] + [self._wildcard(nested, groups[0][-1] if groups[0] else s.cases[0])]
-        s.subject = ast.copy_location(ast.NamedExpr(_loc(_name(tmp, True), s.subject), s.subject), s.subject)
+        s.subject = ast.copy_location(ast.NamedExpr(locate(ast_name(tmp, True), s.subject), s.subject), s.subject)
         if not self.em.in_class:
             return pre + [s]
         # module and class namespaces are the program's: drop the saved subject afterwards
-        drop = ast.Expr(ast.Call(ast.Attribute(_call("vars"), "pop", ast.Load()),
-                                 [_const(tmp), _const(None)], []))
-        return pre + [_loc(ast.Try([s], [], [], [drop]), s)]  # type: ignore[list-item]
+        drop = ast.Expr(ast.Call(ast.Attribute(ast_call("vars"), "pop", ast.Load()),
+                                 [ast_const(tmp), ast_const(None)], []))
+        return pre + [locate(ast.Try([s], [], [], [drop]), s)]  # type: ignore[list-item]
 
     @staticmethod
     def _wildcard(body: list[ast.stmt], like: ast.match_case) -> ast.match_case:
-        pat = _loc(ast.MatchAs(None, None), like.pattern if isinstance(like, ast.match_case) else like)
+        pat = locate(ast.MatchAs(None, None), like.pattern if isinstance(like, ast.match_case) else like)
         return ast.match_case(pat, None, body)  # type: ignore[arg-type]
 
     # --- try
@@ -473,14 +322,14 @@ class _YieldRewriter(ast.NodeTransformer):
 
     def _wrap(self, node: ast.Yield | ast.YieldFrom) -> ast.expr:
         self.generic_visit(node)
-        value = node.value if node.value is not None else _const(None)
+        value = node.value if node.value is not None else ast_const(None)
         trace = self.em.plan.traces
-        leave = ast.Tuple([value] + ([ast.Call(_name(A), [_const(LEAVE)], [])] if trace else [])
-                          + [ast.NamedExpr(_name(A, True), _const(None))], ast.Load())
-        node.value = ast.Subscript(leave, _const(0), ast.Load())
-        enter = [ast.Call(_name(A), [_const(enter_code(self.em.fid))], [])] if trace else []
-        resume = ast.Tuple([node, ast.NamedExpr(_name(A, True), self.em.stream())] + enter, ast.Load())
-        out = ast.Subscript(resume, _const(0), ast.Load())
+        leave = ast.Tuple([value] + ([ast.Call(ast_name(A), [ast_const(LEAVE)], [])] if trace else [])
+                          + [ast.NamedExpr(ast_name(A, True), ast_const(None))], ast.Load())
+        node.value = ast.Subscript(leave, ast_const(0), ast.Load())
+        enter = [ast.Call(ast_name(A), [ast_const(enter_code(self.em.fid))], [])] if trace else []
+        resume = ast.Tuple([node, ast.NamedExpr(ast_name(A, True), self.em.stream())] + enter, ast.Load())
+        out = ast.Subscript(resume, ast_const(0), ast.Load())
         for n in ast.walk(out):
             if "lineno" in n._attributes and not hasattr(n, "lineno"):
                 ast.copy_location(n, node)
@@ -553,7 +402,7 @@ def rewrite_function(fn: ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | a
     rest = [s for s in out if id(s) not in head_ids]
     anchor = rest[0] if rest else (original[0] if original else fn)
     em = fr.em
-    guarded = em.guard(rest or [_loc(ast.Pass(), anchor)], anchor, em.epilogue(anchor), EXIT)
+    guarded = em.guard(rest or [locate(ast.Pass(), anchor)], anchor, em.epilogue(anchor), EXIT)
     entry = em.stmts(fr.site_values("entry", -1), anchor)   # witness of the edge out of ENTRY
     fn.body = head + em.prologue(anchor) + entry + [guarded]  # type: ignore[list-item]
 
