@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from wholetrace.analysis.traceview import function_labels, iter_events
 from wholetrace.store import Recording
@@ -73,3 +74,24 @@ def line_trace(path: Path) -> dict[str, list[str]]:
                     lines.append(f"X {cfgs[stack[-1]].stmts[v].line}" if v >= 0 else "X ?")
             out[st.name] = lines
     return out
+
+
+def profiles(path: Path) -> dict[tuple[str, str, int], Any]:
+    """Every function's counts in a recording of any mode, keyed by (file, qualname, first line)."""
+    from wholetrace.cli import load_profiles
+
+    with Recording(path) as rec:
+        return {(p.file, p.qualname, p.cfg.firstline): p for p in load_profiles(rec, str(path))}
+
+
+def assert_same_counts(want: dict, got: dict, what: object, edges: bool = False) -> None:
+    """The same functions with equal block and statement counts (and edge counts if ``edges``)."""
+    import numpy as np
+
+    assert got.keys() == want.keys(), what
+    for key, pa in want.items():
+        pb = got[key]
+        assert np.array_equal(np.asarray(pa.blocks)[2:], np.asarray(pb.blocks)[2:]), (what, key, "blocks")
+        assert np.array_equal(np.asarray(pa.stmts), np.asarray(pb.stmts)), (what, key, "statements")
+        if edges:
+            assert np.array_equal(np.asarray(pa.edges), np.asarray(pb.edges)), (what, key, "edges")

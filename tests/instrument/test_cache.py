@@ -9,13 +9,10 @@ import sys
 import textwrap
 from pathlib import Path
 
-import numpy as np
 
-from wholetrace.cli import load_profiles
 from wholetrace.instrument.cache import COUNTER_ORIGIN, FID_ORIGIN, relocate
 from wholetrace.runtime.events import enter_code
-from wholetrace.store import Recording
-from wtutil import ENV, fbe_lines
+from wtutil import ENV, assert_same_counts, fbe_lines, profiles
 
 
 def test_relocate_replaces_only_placeholders() -> None:
@@ -78,8 +75,7 @@ def _record(dirp: Path, mode: str, order: str, out: Path, cache: Path | None) ->
     proc = subprocess.run(cmd + [str(dirp / "main.py"), order], capture_output=True, text=True, cwd=dirp,
                           env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    with Recording(out) as rec:
-        return {(Path(p.file).name, p.qualname): p for p in load_profiles(rec, str(out))}
+    return profiles(out)
 
 
 def test_cold_warm_and_uncached_recordings_agree(tmp_path: Path) -> None:
@@ -95,11 +91,7 @@ def test_cold_warm_and_uncached_recordings_agree(tmp_path: Path) -> None:
         runs.append(("ba", _record(tmp_path, mode, "ba", tmp_path / "warm.wt", cache)))
         assert {p.name: p.stat().st_mtime_ns for p in cache.iterdir()} == stamps   # all hits
         for order, got in runs:
-            want = truth[order]
-            assert got.keys() == want.keys()
-            for key, p in want.items():
-                assert np.array_equal(np.asarray(p.blocks)[2:], np.asarray(got[key].blocks)[2:]), (mode, key)
-                assert np.array_equal(np.asarray(p.stmts), np.asarray(got[key].stmts)), (mode, key)
+            assert_same_counts(truth[order], got, (mode, order))
     assert len(list(cache.glob("*.wtc"))) == 6     # 3 files x 2 modes
 
 

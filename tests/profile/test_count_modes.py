@@ -4,28 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from corpus import PROGRAMS
-from wholetrace.cli import load_profiles
-from wholetrace.store import Recording
-from wtutil import run_plain, run_recorded
-
-
-def profiles(path: Path) -> dict[tuple[str, str, int], object]:
-    with Recording(path) as rec:
-        return {(p.file, p.qualname, p.cfg.firstline): p for p in load_profiles(rec, str(path))}
-
-
-def assert_same_counts(a: dict, b: dict, what: str, edges: bool) -> None:
-    assert a.keys() == b.keys()
-    for key in a:
-        pa, pb = a[key], b[key]
-        assert np.array_equal(np.asarray(pa.blocks)[2:], np.asarray(pb.blocks)[2:]), (what, key, "blocks")
-        assert np.array_equal(np.asarray(pa.stmts), np.asarray(pb.stmts)), (what, key, "statements")
-        if edges:
-            assert np.array_equal(np.asarray(pa.edges), np.asarray(pb.edges)), (what, key, "edges")
+from wtutil import assert_same_counts, profiles, run_plain, run_recorded
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))

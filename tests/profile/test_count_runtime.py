@@ -12,9 +12,8 @@ import numpy as np
 import pytest
 
 from inline_programs import INLINE
-from wholetrace.cli import load_profiles
 from wholetrace.store import Recording
-from wtutil import run_plain, run_recorded
+from wtutil import assert_same_counts, profiles, run_plain, run_recorded
 
 THREADS = '''
     import sys
@@ -165,11 +164,6 @@ HELD_IN_LOCALS = '''
 PROGRAMS = {**INLINE, "suspended": SUSPENDED, "threads": THREADS, "asyncio": ASYNC, "still_running": STILL_RUNNING}
 
 
-def profiles(path: Path) -> dict[tuple[str, int], object]:
-    with Recording(path) as rec:
-        return {(p.qualname, p.cfg.firstline): p for p in load_profiles(rec, str(path))}
-
-
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_count_modes_agree_with_blocks(name: str, tmp_path: Path) -> None:
     script = tmp_path / f"prog_{name}.py"
@@ -182,13 +176,7 @@ def test_count_modes_agree_with_blocks(name: str, tmp_path: Path) -> None:
         assert (proc.returncode, proc.stdout, proc.stderr) == (plain.returncode, plain.stdout, plain.stderr), mode
         got[mode] = profiles(out)
     for mode in ("count", "count-naive"):
-        assert got[mode].keys() == got["blocks"].keys()
-        for key, p in got["blocks"].items():
-            q = got[mode][key]
-            assert np.array_equal(np.asarray(p.blocks)[2:], np.asarray(q.blocks)[2:]), (mode, key)
-            assert np.array_equal(np.asarray(p.stmts), np.asarray(q.stmts)), (mode, key)
-            if mode == "count":
-                assert np.array_equal(np.asarray(p.edges), np.asarray(q.edges)), (mode, key)
+        assert_same_counts(got["blocks"], got[mode], mode, edges=mode == "count")
 
 
 def test_threads_switching_lose_no_increment(tmp_path: Path) -> None:
@@ -197,7 +185,7 @@ def test_threads_switching_lose_no_increment(tmp_path: Path) -> None:
     script.write_text(textwrap.dedent(THREADS))
     out = tmp_path / "count.wt"
     assert run_recorded(script, out, mode="count").returncode == 0
-    by_name = {key[0]: p for key, p in profiles(out).items()}
+    by_name = {key[1]: p for key, p in profiles(out).items()}
     step_calls = sum(1 for k in range(6) for i in range(20000) if (i + k) % 3 == 0)
     assert by_name["work"].calls == 6
     assert by_name["step"].calls == step_calls
@@ -214,7 +202,7 @@ def test_counts_held_in_locals_of_unfinished_frames(tmp_path: Path) -> None:
     out = tmp_path / "count.wt"
     proc = run_recorded(script, out, mode="count")
     assert (proc.returncode, proc.stdout, proc.stderr) == (plain.returncode, plain.stdout, plain.stderr)
-    by_name = {key[0]: p for key, p in profiles(out).items()}
+    by_name = {key[1]: p for key, p in profiles(out).items()}
     with Recording(out) as rec:
         plans = {f.qualname: f.cfg["plan"] for f in rec.functions()}
     assert plans["spin"]["local_counters"] and plans["co"]["local_counters"]  # the case under test

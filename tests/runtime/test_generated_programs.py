@@ -14,7 +14,7 @@ from genprogs import programs, run_plain, structured_programs, write_program
 from wholetrace.analysis.validate import check_stream
 from wholetrace.instrument.cfg import CFG
 from wholetrace.store import Recording
-from wtutil import ENV
+from wtutil import ENV, assert_same_counts, profiles
 
 SETTINGS = dict(deadline=None, database=None, suppress_health_check=list(HealthCheck))
 
@@ -64,8 +64,6 @@ def test_structured_programs_many(source: str) -> None:
 
 
 def count_modes_agree(source: str) -> None:
-    from wholetrace.cli import load_profiles
-    import numpy as np
     with tempfile.TemporaryDirectory(prefix="wt-gen-") as td:
         rc, out, err = run_plain(source, td)
         if rc == -1:
@@ -77,14 +75,9 @@ def count_modes_agree(source: str) -> None:
             proc = subprocess.run([sys.executable, "-m", "wholetrace.cli", "record", "-q", "--mode", mode, "-o", str(wt),
                                    str(driver)], capture_output=True, cwd=td, env=ENV, timeout=120, stdin=subprocess.DEVNULL)
             assert proc.stdout.decode("utf-8", "replace") == out, (mode, source)
-            with Recording(wt) as rec:
-                got[mode] = {(p.file, p.qualname, p.cfg.firstline): p for p in load_profiles(rec, str(wt))}
+            got[mode] = profiles(wt)
         for mode in ("count", "count-naive"):
-            assert got[mode].keys() == got["blocks"].keys()
-            for key, p in got["blocks"].items():
-                q = got[mode][key]
-                assert np.array_equal(np.asarray(p.blocks)[2:], np.asarray(q.blocks)[2:]), (mode, key, source)
-                assert np.array_equal(np.asarray(p.stmts), np.asarray(q.stmts)), (mode, key, source)
+            assert_same_counts(got["blocks"], got[mode], (mode, source))
 
 
 @seed(26112026)

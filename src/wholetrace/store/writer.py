@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import array
+import math
 import os
 import platform
 import sqlite3
@@ -190,7 +191,7 @@ class RecordingWriter:
             if data.typecode != "q":
                 raise StoreError(f"array {name!r}: array.array typecode {data.typecode!r} (only 'q')")
             shape = shape if shape is not None else (len(data),)
-            if _product(shape) != len(data):
+            if math.prod(shape) != len(data):
                 raise StoreError(f"array {name!r}: shape {shape} does not hold {len(data)} items")
             raw = data if sys.byteorder == "little" else array.array("q", data)
             if sys.byteorder != "little":
@@ -248,9 +249,3 @@ class RecordingWriter:
         else:
             self.close(ended="exception", exit_code=None)
 
-
-def _product(shape: tuple[int, ...]) -> int:
-    out = 1
-    for n in shape:
-        out *= n
-    return out
