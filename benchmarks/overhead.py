@@ -44,7 +44,7 @@ from _report import (corpus_options, geomean, machine, snapshot_env, source_vers
                      table, timed, write_section)
 from corpus import PROGRAMS  # noqa: E402
 
-from wholetrace.runtime.events import EXC  # noqa: E402
+from wholetrace.events import EXC  # noqa: E402
 from wholetrace.store import Recording  # noqa: E402
 
 PY = sys.executable

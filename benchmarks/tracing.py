@@ -35,7 +35,7 @@ from corpus import PROGRAMS  # noqa: E402
 
 from wholetrace.regen.driver import measure_regeneration, recording_plans, regenerate_stream  # noqa: E402
 from wholetrace.analysis.activations import activation_form  # noqa: E402
-from wholetrace.runtime.events import EXC  # noqa: E402
+from wholetrace.events import EXC  # noqa: E402
 from wholetrace.store import Recording  # noqa: E402
 
 PY = sys.executable

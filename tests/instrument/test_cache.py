@@ -11,7 +11,7 @@ from pathlib import Path
 
 
 from wholetrace.instrument.cache import COUNTER_ORIGIN, FID_ORIGIN, relocate
-from wholetrace.runtime.events import enter_code
+from wholetrace.events import enter_code
 from wtutil import ENV, assert_same_counts, fbe_lines, profiles
 
 

@@ -22,8 +22,8 @@ from wholetrace.ids import ENTRY, EXIT
 from wholetrace.instrument.cfg import CFG, build_module
 from wholetrace.instrument.flowgraph import from_cfg
 from wholetrace.regen.driver import measure_regeneration, regenerate_stream
-from wholetrace.regen.plan import branch_placement, make_plans, suspend_blocks, witness_placement
-from wholetrace.runtime.events import ENTER_BASE, EXC, LEAVE
+from wholetrace.instrument.witnesses import branch_placement, make_plans, suspend_blocks, witness_placement
+from wholetrace.events import ENTER_BASE, EXC, LEAVE
 from wholetrace.store import Recording
 from wtutil import run_plain, run_recorded
 

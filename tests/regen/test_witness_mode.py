@@ -26,7 +26,7 @@ from inline_programs import INLINE
 from wholetrace.analysis.activations import activation_form
 from wholetrace.instrument.cfg import CFG
 from wholetrace.regen.recording import RegeneratedRecording, as_blocks
-from wholetrace.runtime.events import ENTER_BASE, EXC, LEAVE
+from wholetrace.events import ENTER_BASE, EXC, LEAVE
 from wholetrace.store import Recording
 from wtutil import ENV, run_plain, run_recorded
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from wholetrace.runtime.events import ENTER_BASE, EXC, LEAVE
+from wholetrace.events import ENTER_BASE, EXC, LEAVE
 
 Activation = tuple[int, tuple[int, ...], int]
 

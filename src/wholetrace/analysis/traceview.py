@@ -7,7 +7,7 @@ from typing import Any, Iterable, Iterator, TextIO
 
 import numpy as np
 
-from wholetrace.runtime.events import ENTER_BASE, EXC, LEAVE
+from wholetrace.events import ENTER_BASE, EXC, LEAVE
 
 
 def iter_events(chunks: Iterable[np.ndarray]) -> Iterator[tuple[str, int]]:

@@ -27,7 +27,7 @@ from pathlib import Path
 from types import CodeType
 from typing import Any
 
-from wholetrace.runtime.events import ENTER_BASE, enter_code
+from wholetrace.events import ENTER_BASE, enter_code
 
 FID_ORIGIN = 3_141_592_653_000_000
 COUNTER_ORIGIN = 2_718_281_828_000_000
@@ -67,7 +67,7 @@ def instrumenter_digest() -> str:
     wholetrace never reuses an old template)."""
     root = Path(__file__).resolve().parent.parent
     h = hashlib.sha256()
-    for rel in sorted(["instrument", "regen/plan.py", "runtime/events.py", "ids.py"]):
+    for rel in sorted(["instrument", "events.py", "ids.py"]):
         p = root / rel
         for f in sorted(p.rglob("*.py")) if p.is_dir() else [p]:
             h.update(f.name.encode())

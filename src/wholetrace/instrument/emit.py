@@ -8,7 +8,7 @@ from typing import Sequence
 
 from wholetrace.ids import EXIT
 from wholetrace.instrument.modes import ProbePlan
-from wholetrace.runtime.events import LEAVE, enter_code
+from wholetrace.events import LEAVE, enter_code
 
 A = "_wt_a"          # local: append method of the current stream
 R = "_wt_r"          # local (count modes): statement id of the last re-raise site passed

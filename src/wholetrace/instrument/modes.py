@@ -8,13 +8,13 @@
                 in the tree, and among equal weights the tree takes the dearer probe forms.  Generators, module and class bodies, and functions whose chords
                 would need a site that does not exist, get a counter on every block and on
                 every instrumentable edge instead ("full"): their counts need no propagation.
-``witness``     the function-local witness id (``regen.plan.witness_placement``) on every
+``witness``     the function-local witness id (``instrument.witnesses.witness_placement``) on every
                 witnessed edge, ENTER/LEAVE and exception edges as in ``blocks``, and after
                 ``EXC s`` the handler's block id (the regenerator needs it; ``blocks`` gets
                 it from the handler's own block probe).  A function whose placement needs
                 a witness on an edge without a probe site records block ids instead, exactly
                 as ``blocks`` does (strategy "trace"; the regenerator passes them through).
-``branches``    the same with ``regen.plan.branch_placement`` (every predicate's outcome).
+``branches``    the same with ``instrument.witnesses.branch_placement`` (every predicate's outcome).
 """
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ def count_plan(cfg: CFG, base: int, weights: Sequence[float] | None = None) -> P
 def witness_plan(cfg: CFG, kind: str) -> ProbePlan:
     """``witness``/``branches``: witness id on every witnessed edge, or block ids ("trace")
     when some witnessed edge has no probe site."""
-    from wholetrace.regen.plan import needs_block_fallback, placement_for, probe_sites
+    from wholetrace.instrument.witnesses import needs_block_fallback, placement_for, probe_sites
 
     placement = placement_for(cfg, kind)
     sites = probe_sites(cfg)

@@ -24,7 +24,7 @@ from wholetrace.ids import EXIT
 from wholetrace.instrument.cfg import CFG, Stmt
 from wholetrace.instrument.emit import A, AFOR, FOR, HOLD, Emitter, ast_call, ast_const, ast_name, locate
 from wholetrace.instrument.modes import ProbePlan, blocks_plan
-from wholetrace.runtime.events import LEAVE, enter_code
+from wholetrace.events import LEAVE, enter_code
 
 
 @dataclass

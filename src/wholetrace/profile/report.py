@@ -24,7 +24,7 @@ import numpy as np
 
 from wholetrace.ids import ENTRY, EXIT
 from wholetrace.instrument.cfg import CFG
-from wholetrace.runtime.events import ENTER_BASE, EXC, LEAVE
+from wholetrace.events import ENTER_BASE, EXC, LEAVE
 
 
 @dataclass

@@ -49,9 +49,9 @@ from wholetrace.ids import ENTRY, EXIT
 from wholetrace.instrument.cfg import CFG
 from wholetrace.instrument.flowgraph import from_cfg
 from wholetrace.instrument.placement import EOF, WitnessPlacement
-from wholetrace.regen.plan import suspend_blocks
+from wholetrace.instrument.witnesses import suspend_blocks
 from wholetrace.regen.witness import RegenTables
-from wholetrace.runtime.events import ENTER_BASE, EXC, LEAVE
+from wholetrace.events import ENTER_BASE, EXC, LEAVE
 
 Plan = tuple[CFG, "WitnessPlacement | None"]
 
@@ -364,7 +364,7 @@ def recording_plans(rec: Any, kind: str | None = None) -> dict[int, Plan]:
     """Plans for every function of an open recording (``kind``: "witness" or "branches", by
     default the recording's mode).  Functions whose stored plan has strategy ``trace``
     recorded block ids and get ``None`` (passed through)."""
-    from wholetrace.regen.plan import make_plans
+    from wholetrace.instrument.witnesses import make_plans
 
     kind = kind or str(rec.meta.get("mode"))
     cfgs, fallback = {}, set()

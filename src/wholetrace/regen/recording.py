@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from wholetrace.regen.plan import PLAN_KINDS
+from wholetrace.instrument.witnesses import PLAN_KINDS
 
 
 class RegeneratedRecording:

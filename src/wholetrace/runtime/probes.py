@@ -11,7 +11,7 @@ from types import CodeType
 from typing import Any, AsyncIterator, Callable, Iterable, Iterator
 
 from wholetrace.ids import EXIT
-from wholetrace.runtime.events import EXC, XCOUNT, arg_code, enter_code
+from wholetrace.events import EXC, XCOUNT, arg_code, enter_code
 
 Append = Callable[[int], None]
 

@@ -21,7 +21,7 @@ from wholetrace.instrument.cache import Entry
 from wholetrace.instrument.cfg import CFG
 from wholetrace.instrument.modes import TRACE_MODES, ProbePlan, make_plan
 from wholetrace.instrument.emit import LOCAL as LOCAL_COUNTER
-from wholetrace.runtime.events import XCOUNT, arg_value
+from wholetrace.events import XCOUNT, arg_value
 from wholetrace.runtime.probes import COUNTERS, NAMESPACE_RERAISE, RERAISES, SITES, STREAMS, Stream
 
 FLUSH_SECONDS = 0.25

@@ -1,4 +1,4 @@
-"""Encoding of the int32 event streams: B k (k >= 0), LEAVE, EXC stmt, ENTER f."""
+"""Encoding of the int32 event streams shared by every layer: B k (k >= 0), LEAVE, EXC stmt, ENTER f."""
 
 from __future__ import annotations
 
