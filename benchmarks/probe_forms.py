@@ -1,4 +1,5 @@
 """Which probe form is cheapest in CPython: a counter list increment, or appending a counter id?
+And how should instrumented code reach the recording's objects: as builtins, or as constants?
 
 Times the same code with no probe and with each candidate form, in two shapes: a probe in a
 loop body (``loop``), and a probe at the start of a small method called in a loop
@@ -9,14 +10,22 @@ above 256 is a new allocation), the int list fetched into a local, ``_wt_inc(k)`
 in ``while`` tests and ``for`` iterables), ``array.append(k)`` of a counter id (summed
 later, the form `count` used before), and ``n += 1`` on a local int or float added to the list when
 the activation ends (what `count` does, with floats, for a chord expected to run several times per call;
-in the *call* shape it pays its prologue and that addition on every call).  Medians of
-several runs; writes the table to docs/benchmarks.md (section ``probe_forms``).
+in the *call* shape it pays its prologue and that addition on every call).
+
+Names ``K_*`` are *constants* of the compiled code (``LOAD_CONST``), the way instrumented
+code now gets the recording's objects (``instrument.emit.runtime_constant``, relocated at
+load): the counter list cannot be one itself (a code object whose constants hold a list
+cannot be hashed, and programs hash code objects), so it sits in a slot of a constant
+object (``K_B.c``), or each counter is a slot of its own (``K_S.c3``).  The ``_wt_*``
+names are builtins, as before.  Medians of several runs; writes the table to
+docs/benchmarks.md (section ``probe_forms``).
 
     python benchmarks/probe_forms.py [--no-write]
 """
 
 from __future__ import annotations
 
+import ast
 import builtins
 import statistics
 import sys
@@ -26,6 +35,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import machine, table, write_section  # noqa: E402
+
+from wholetrace.instrument.bytecode import quiet_placeholders  # noqa: E402
+from wholetrace.instrument.cache import relocate  # noqa: E402
+from wholetrace.instrument.emit import runtime_constant  # noqa: E402
 
 N = 300_000
 COUNTERS = [0] * 64
@@ -38,6 +51,28 @@ def _inc(k: int) -> None:
 
 NAMES = {"_wt_C": COUNTERS, "_wt_F": FLOATS, "_wt_inc": _inc, "_wt_ap": array("q").append}
 
+
+class _Box:
+    __slots__ = ("c",)
+
+    def __init__(self) -> None:
+        self.c = FLOATS
+
+
+class _Slots:
+    __slots__ = tuple(f"c{i}" for i in range(8))
+
+    def __init__(self) -> None:
+        for name in self.__slots__:
+            setattr(self, name, 0.0)
+
+
+def _finc(k: int) -> None:
+    FLOATS[k] += 1.0
+
+
+CONSTS = {"K_B": _Box(), "K_S": _Slots(), "K_F": FLOATS, "K_inc": _finc, "K_ap": array("q").append}
+
 #: name -> (prologue, probe, epilogue); prologue and epilogue run once per activation.
 FORMS = {
     "no probe": ("", "pass", ""),
@@ -49,6 +84,12 @@ FORMS = {
     "append id, local: a(k)": ("a = _wt_ap", "a(3)", ""),
     "local int, added at exit: n += 1": ("n = 0", "n += 1", "_wt_C[3] += n"),
     "local float, added at exit: n += 1.0 (count, in loops)": ("n = 0.0", "n += 1.0", "_wt_F[3] += n"),
+    "float list in a constant's slot: K_B.c[k] += 1.0 (count)": ("", "K_B.c[3] += 1.0", ""),
+    "slot per counter of a constant: K_S.ck += 1.0": ("", "K_S.c3 += 1.0", ""),
+    "float list as a constant (unhashable code)": ("", "K_F[3] += 1.0", ""),
+    "function as a constant: K_inc(k)": ("", "K_inc(3)", ""),
+    "append id, constant: K_ap(k)": ("", "K_ap(3)", ""),
+    "local float in an expression: (n := n + 1.0) < 0": ("n = 0.0", "(n := n + 1.0) < 0", "K_B.c[3] += n"),
 }
 
 LOOP = """
@@ -81,10 +122,19 @@ def f():
 """
 
 
+class _Constants(ast.NodeTransformer):
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if node.id in CONSTS and isinstance(node.ctx, ast.Load):
+            return ast.copy_location(ast.Constant(runtime_constant(node.id)), node)
+        return node
+
+
 def measure(shape: str, prologue: str, probe: str, epilogue: str, repeat: int) -> float:
     g: dict[str, object] = {}
-    code = shape.format(prologue=prologue or "pass", probe=probe, epilogue=epilogue or "pass", n=N)
-    exec(compile(code, "<probe>", "exec"), g)
+    source = shape.format(prologue=prologue or "pass", probe=probe, epilogue=epilogue or "pass", n=N)
+    with quiet_placeholders():
+        code = compile(_Constants().visit(ast.parse(source)), "<probe>", "exec")
+    exec(relocate(code, 0, 0, CONSTS), g)
     fn = g["f"]
     return statistics.median(timeit.repeat(fn, number=1, repeat=repeat))  # type: ignore[arg-type]
 
@@ -106,11 +156,12 @@ def main(argv: list[str]) -> int:
         for s in ("loop", "call"):
             cells += [f"{m[s] * 1e3:.1f}", "-" if name == "no probe" else f"{(m[s] - base[s]) / N * 1e9:.1f}"]
         rows.append(tuple(cells))
-    body = (f"## Probe forms (why `count` increments a list)\n\nMeasured {machine()}; "
+    body = (f"## Probe forms (why `count` increments a list held by a constant)\n\nMeasured {machine()}; "
             f"`python benchmarks/probe_forms.py` (median of 15 runs of {N:,} probes per shape, "
             "forms interleaved). *loop*: one probe in a loop body; *call*: one probe at the start "
             "of a small method, with the form's prologue and epilogue (if any) on every call. "
-            "Every shape runs inside try/finally, as instrumented code does.\n\n"
+            "Every shape runs inside try/finally, as instrumented code does. `_wt_*`: a builtin "
+            "(the form used before); `K_*`: a constant of the code (`LOAD_CONST`, the form used now).\n\n"
             + table(["probe form", "loop ms", "loop ns/probe", "call ms", "call ns/probe"], rows))
     print(body)
     if "--no-write" not in argv:

@@ -1,43 +1,118 @@
-"""Probe code for one function under one probe plan: the statements and expressions a mode inserts."""
+"""Probe code for one function under one probe plan: the statements and expressions a mode inserts.
+
+The probe contract (names, constants, line positions) is described once, in docs/design.md
+("Probe contract"); this module is its implementation.  In short:
+
+* Instrumented code reaches the recording only through *constants*: run-time objects (the
+  stream's ``ContextVar.get``, the counter list, helpers) are placeholders in the compiled
+  template (:func:`runtime_constant`) that ``instrument.cache.relocate`` replaces with the
+  recording's own objects when the code is loaded.  Nothing is added to ``builtins`` or to
+  any namespace of the program.
+* Instrumented functions use a few locals whose names contain a dot, so no source code can
+  spell (or clash with) them: :data:`A`, :data:`R`, :data:`SEEN`, :data:`HOLD`, ``wt.n<j>``,
+  the exception names of handlers and two temporaries.
+* Probe code has no line of its own: new nodes are *artificial* (position -1, the compiler
+  gives them the line of the instruction before them), except probes that stand at the start
+  of a statement's block, which take that statement's position.  So a tracer, a debugger or
+  coverage.py sees the line events of the plain program.
+* Exception paths make no Python call: handler probes are inline code (the statement is
+  looked up in a per-function table, :data:`SITES`), so they work at the recursion limit.
+"""
 
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+import sys
+from dataclasses import dataclass, field
 from typing import Sequence
 
 from wholetrace.ids import EXIT
 from wholetrace.instrument.modes import ProbePlan
-from wholetrace.events import LEAVE, enter_code
+from wholetrace.events import EXC, LEAVE, enter_code
 
-A = "_wt_a"          # local: append method of the current stream
-R = "_wt_r"          # local (count modes): statement id of the last re-raise site passed
-# Run-time names live in ``builtins`` during a recording (runtime.probes.install), so that
-# instrumented modules carry no extra globals.
-GET = "_wt_get"      # ContextVar.get of the current stream
-NEW = "_wt_new"      # create a stream for this thread/task
-XEDGE = "_wt_x"      # record a dynamic exception edge, returns the append method
-XCOUNT = "_wt_xc"    # the same for count modes (carries function, source and target)
-RERAISE = "_wt_rr"   # module/class bodies in count modes: note a re-raise site
-RERAISE_LOOKUP = -2  # ... and tell _wt_xc to look it up
-FOR = "_wt_for"      # wrapping iterator that records the for-next block before __next__
-COUNTERS = "_wt_C"   # count modes: the recording's counter list (index = global counter id)
-INC = "_wt_inc"      # count modes: increment a counter inside an expression
-HOLD = "_wt_t"       # local: a return value held while the return edge's probe runs
-LOCAL = "_wt_n"      # count modes: ``_wt_n<j>`` counts the function's j-th counter in the activation
-AFOR = "_wt_afor"    # the same for async for
+# --- locals of instrumented functions (module and class bodies bind none)
+A = "wt.a"           # trace modes: append method of the current stream
+R = "wt.r"           # count modes: statement id of the last re-raise site passed
+SEEN = "wt.s"        # count modes: traceback entry of the last exception a handler of the frame saw
+HOLD = "wt.t"        # a return value held while the return edge's probe runs
+LOCAL = "wt.n"       # count modes: ``wt.n<j>`` counts the function's j-th counter in the activation
+EXC_OWN = "wt.e"     # the exception in a guard whose ``finally`` is ours (both re-raise in place)
+EXC_GUARD = "wt.g"   # the exception in a guard around a ``finally`` of the program
+EXC_CAUGHT = "wt.x"  # the exception in a handler of the program that binds no name
+LASTI = "wt.l"       # temporary: instruction index of a traceback entry
+XLIST = "wt.q"       # count modes: the recording's exception-edge list, fetched in a handler
+MATCH = "wt.m"       # ``wt.m<N>``: the saved subject of a split ``match``
+
+# --- run-time objects, constants of the compiled code (runtime.probes.runtime_objects)
+GET = "get"          # ContextVar.get of the current stream (trace modes)
+NEW = "new"          # create a stream for this thread/task
+XEDGE = "xedge"      # module/class bodies: record an exception edge
+XCOUNT = "xcount"    # module/class bodies, count modes: the same
+RERAISE = "reraise"  # module/class bodies, count modes: note a re-raise site
+RERAISE_LOOKUP = -2
+FOR = "for"          # wrapping iterator that records the for-next block before __next__
+AFOR = "afor"        # the same for async for
+COUNTS = "counts"    # count modes: holds ``.c`` the counter list (index = global counter id) and
+                     # ``.x`` the exception edges, flat (fid, source stmt, target block); a list
+                     # cannot be a constant itself (code objects must stay hashable)
+INC = "inc"          # module/class bodies, count modes: increment a counter inside an expression
+EXCEPTION = "exception"  # sys.exception
+RERAISE_MARK = "exception-reraise"  # sys.exception, marking a guard's re-raise in module/class bodies
+RERAISE_MARK_GUARD = "exception-reraise-guard"  # the same in a guard around the program's finally
+NO_TB = "no-traceback"   # stands for a missing traceback (tb_lasti -2)
+VARS = "vars"
+RECURSION_ERROR = "RecursionError"
+
+#: Marks a placeholder constant; placeholders are frozensets, a type no literal of the
+#: program produces in these positions.
+MARK = "\x00wholetrace"
+#: Site tables are filled in when the template is compiled (``instrument.bytecode``).
+SITES_MARK = "\x00wholetrace-sites"
+#: Python 3.11 counts C calls towards the recursion limit: trace-mode prologues get one call
+#: of headroom (runtime.recursion) and turn the prologue's own failure back into the error
+#: the call would have raised without instrumentation.
+C_CALLS_COUNT = sys.version_info < (3, 12)
+
+
+def runtime_constant(name: str) -> frozenset[str]:
+    """The placeholder of run-time object ``name`` in a template."""
+    return frozenset((MARK, name))
+
+
+def sites_constant(index: int, pad: bool = False) -> frozenset[object]:
+    """The placeholder of the site table of the ``index``-th function of a file (``pad``: of
+    the one-entry sequence of its type that stands for "no statement")."""
+    return frozenset((SITES_MARK, -1 - index if pad else index))
 
 
 def ast_name(n: str, store: bool = False) -> ast.Name:
     return ast.Name(n, ast.Store() if store else ast.Load())
 
 
-def ast_call(fn: str, *args: ast.expr) -> ast.Call:
-    return ast.Call(ast_name(fn), list(args), [])
+def ast_call(fn: str | ast.expr, *args: ast.expr) -> ast.Call:
+    return ast.Call(ast_name(fn) if isinstance(fn, str) else fn, list(args), [])
 
 
 def ast_const(v: object) -> ast.Constant:
     return ast.Constant(v)
+
+
+def rt(name: str) -> ast.Constant:
+    """A run-time object, as a constant of the compiled code."""
+    return ast.Constant(runtime_constant(name))
+
+
+def _position(new: ast.AST, line: int, col: int, end_line: int, end_col: int) -> ast.AST:
+    stack = [new]
+    while stack:
+        n = stack.pop()
+        if "lineno" in n._attributes:
+            if hasattr(n, "lineno"):
+                continue
+            n.lineno, n.col_offset = line, col  # type: ignore[attr-defined]
+            n.end_lineno, n.end_col_offset = end_line, end_col  # type: ignore[attr-defined]
+        stack.extend(ast.iter_child_nodes(n))
+    return new
 
 
 def locate(new: ast.AST, like: ast.AST) -> ast.AST:
@@ -48,30 +123,104 @@ def locate(new: ast.AST, like: ast.AST) -> ast.AST:
     """
     line = getattr(like, "lineno", 1)
     col = getattr(like, "col_offset", 0)
-    stack = [new]
+    return _position(new, line, col, line, col)
+
+
+def artificial(new: ast.AST) -> ast.AST:
+    """Mark the new nodes of ``new`` as having no source position: the compiler gives their
+    instructions the line of the instruction before them, so they never start a line."""
+    return _position(new, -1, -1, -1, -1)
+
+
+_FIRST_CHILD: dict[type, str] = {
+    ast.Assign: "value", ast.AugAssign: "target", ast.Expr: "value", ast.Return: "value",
+    ast.If: "test", ast.While: "test", ast.For: "iter", ast.AsyncFor: "iter", ast.Match: "subject",
+    ast.Raise: "exc", ast.Assert: "test", ast.Call: "func", ast.Attribute: "value",
+    ast.Subscript: "value", ast.BinOp: "left", ast.Compare: "left", ast.UnaryOp: "operand",
+    ast.IfExp: "test", ast.NamedExpr: "value", ast.Await: "value", ast.Yield: "value",
+    ast.YieldFrom: "value", ast.Starred: "value", ast.FormattedValue: "value",
+}
+
+
+def first_evaluated(node: ast.AST) -> ast.AST:
+    """The node whose position the first instruction of ``node`` carries (the value of an
+    assignment, the first decorator, the callee of a call, ...), so that a probe placed
+    before ``node`` starts the same line as ``node`` would."""
+    while True:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.decorator_list:
+            node = node.decorator_list[0]
+            continue
+        if isinstance(node, ast.AnnAssign) and node.value is not None:
+            node = node.value
+            continue
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            node = node.items[0].context_expr
+            continue
+        if isinstance(node, ast.Delete) and isinstance(node.targets[0], (ast.Attribute, ast.Subscript)):
+            node = node.targets[0].value
+            continue
+        if isinstance(node, ast.BoolOp):
+            node = node.values[0]
+            continue
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)) and node.elts and not all(
+                isinstance(e, ast.Constant) for e in node.elts):
+            node = node.elts[0]
+            continue
+        if isinstance(node, ast.JoinedStr) and node.values:
+            node = node.values[0]
+            continue
+        child = getattr(node, _FIRST_CHILD.get(type(node), "-"), None)
+        if not isinstance(child, ast.AST) or not hasattr(child, "lineno"):
+            return node
+        node = child
+
+
+def _counters() -> ast.expr:
+    return ast.Attribute(rt(COUNTS), "c", ast.Load())
+
+
+def start_line(first: ast.stmt, like: ast.AST) -> None:
+    """Give the probe code that runs first in an activation the position of the first
+    instruction of its first statement ``like``: after ``RESUME`` the next instruction with
+    a line starts a line event, and an artificial one would take the ``def`` line."""
+    if getattr(first, "lineno", None) != -1:
+        return
+    at = first_evaluated(like)
+    line, col = getattr(at, "lineno", 1), getattr(at, "col_offset", 0)
+    if isinstance(first, ast.Try):   # a guard: only its own NOP takes the line
+        first.lineno, first.col_offset, first.end_lineno, first.end_col_offset = line, col, line, col
+        return
+    stack: list[ast.AST] = [first]
     while stack:
         n = stack.pop()
-        if "lineno" in n._attributes:
-            if hasattr(n, "lineno"):
-                continue
-            n.lineno, n.col_offset = line, col  # type: ignore[attr-defined]
-            n.end_lineno, n.end_col_offset = line, col  # type: ignore[attr-defined]
-        stack.extend(ast.iter_child_nodes(n))
-    return new
+        if getattr(n, "lineno", None) == -1:
+            n.lineno, n.col_offset, n.end_lineno, n.end_col_offset = line, col, line, col  # type: ignore[attr-defined]
+            stack.extend(ast.iter_child_nodes(n))
+        elif not hasattr(n, "lineno"):
+            stack.extend(ast.iter_child_nodes(n))
+
+
+def place(new: ast.AST, like: ast.AST | None) -> ast.AST:
+    """At the start of ``like`` (a probe that opens the block of statement ``like``), or artificial."""
+    return artificial(new) if like is None else locate(new, like)
 
 
 @dataclass
 class Emitter:
     """Builds probe code for one function under one probe plan.
 
-    Module and class bodies (``in_class``) never bind ``_wt_a``: their namespace is the
-    program's own, so their probes fetch the stream each time instead.
+    Module and class bodies (``in_class``) bind no local: their namespace is the program's
+    own, so their probes fetch the stream each time and their handlers call helpers.
+    ``table``: index of the function's site table in its file.
     """
 
     fid: int
     in_class: bool
     plan: ProbePlan
     reraises: bool = True     # the body has re-raise sites (bare raise, finally, with)
+    table: int = 0
+    generator: bool = False
+    expr_locals: set[int] = field(default_factory=set)   # count modes: counters used in expressions
 
     @property
     def counts(self) -> bool:
@@ -80,85 +229,188 @@ class Emitter:
 
     @property
     def tracks_reraise(self) -> bool:
-        """Count modes keep ``_wt_r``, the last re-raise site passed, for exception edges."""
+        """Count modes keep ``wt.r``/``wt.s`` to tell a re-raise from a new exception."""
         return self.counts and not self.in_class and self.reraises
 
+    def locals_counted(self) -> list[int]:
+        return sorted(self.plan.local_counters | self.expr_locals)
+
     def stream(self) -> ast.expr:
-        return ast.BoolOp(ast.Or(), [ast_call(GET, ast_const(None)), ast_call(NEW)])
+        return ast.BoolOp(ast.Or(), [ast_call(rt(GET), ast_const(None)), ast_call(rt(NEW))])
 
     def append(self, value: int) -> ast.expr:
-        """The probe as an expression."""
+        """The probe as an expression whose value is false (``while`` tests, ``for`` iterables)."""
         if self.counts:
-            return ast_call(INC, ast_const(value))
-        target: ast.expr = self.stream() if self.in_class else ast_name(A)
+            if self.in_class:
+                return ast_call(rt(INC), ast_const(value))
+            self.expr_locals.add(value)
+            name = self.local(value)
+            bump = ast.NamedExpr(ast_name(name, True), ast.BinOp(ast_name(name), ast.Add(), ast_const(1.0)))
+            return ast.BinOp(bump, ast.Mult(), ast_const(0))   # 0.0; a comparison counts as a call
+        # module and class bodies: the prologue made the stream, so it is there (no branch)
+        target: ast.expr = ast_call(rt(GET), ast_const(None)) if self.in_class else ast_name(A)
         return ast.Call(target, [ast_const(value)], [])
 
-    def stmt(self, value: int, like: ast.AST) -> ast.stmt:
-        """The probe as a statement (count modes: ``_wt_C[value] += 1.0``, or ``_wt_n<value> += 1.0``).
+    def stmt(self, value: int, like: ast.AST | None) -> ast.stmt:
+        """The probe as a statement (count modes: ``counts.c[value] += 1.0``, or ``wt.n<j> += 1.0``).
 
         Counts are floats (exact up to 2**53): a float add takes its result from CPython's
         float free list, where an int above 256 is a fresh allocation — a fifth of the
-        probe's cost (docs/design.md).
+        probe's cost (docs/design.md).  ``like``: see :func:`place`.
         """
-        if value in self.plan.local_counters:
-            return locate(ast.AugAssign(ast_name(self.local(value), True), ast.Add(), ast_const(1.0)), like)  # type: ignore[return-value]
-        if self.counts:
-            slot = ast.Subscript(ast_name(COUNTERS), ast_const(value), ast.Store())
-            return locate(ast.AugAssign(slot, ast.Add(), ast_const(1.0)), like)  # type: ignore[return-value]
-        return locate(ast.Expr(self.append(value)), like)  # type: ignore[return-value]
+        if value in self.plan.local_counters or (self.counts and value in self.expr_locals):
+            node: ast.stmt = ast.AugAssign(ast_name(self.local(value), True), ast.Add(), ast_const(1.0))
+        elif self.counts:
+            node = ast.AugAssign(ast.Subscript(_counters(), ast_const(value), ast.Store()), ast.Add(),
+                                 ast_const(1.0))
+        else:
+            node = ast.Expr(self.append(value))
+        return place(node, like)  # type: ignore[return-value]
 
-    def stmts(self, values: Sequence[int], like: ast.AST) -> list[ast.stmt]:
+    def stmts(self, values: Sequence[int], like: ast.AST | None) -> list[ast.stmt]:
         return [self.stmt(v, like) for v in values]
 
-    def exprs(self, values: Sequence[int], like: ast.AST) -> list[ast.expr]:
-        return [locate(self.append(v), like) for v in values]  # type: ignore[misc]
+    def exprs(self, values: Sequence[int]) -> list[ast.expr]:
+        return [artificial(self.append(v)) for v in values]  # type: ignore[misc]
 
-    def set_reraise(self, sid: int, like: ast.AST) -> list[ast.stmt]:
+    def set_reraise(self, sid: int, like: ast.AST | None) -> list[ast.stmt]:
         """Count modes: remember a re-raise site (a local; module/class bodies ask the runtime)."""
         if not self.counts:
             return []
         if self.in_class:
-            return [locate(ast.Expr(ast_call(RERAISE, ast_const(self.fid), ast_const(sid))), like)]  # type: ignore[list-item]
-        return [locate(ast.Assign([ast_name(R, True)], ast_const(sid)), like)]  # type: ignore[list-item]
+            return [place(ast.Expr(ast_call(rt(RERAISE), ast_const(self.fid), ast_const(sid))), like)]  # type: ignore[list-item]
+        if not self.reraises:
+            return []
+        return [place(ast.Assign([ast_name(R, True)], ast_const(sid)), like)]  # type: ignore[list-item]
 
-    def prologue(self, like: ast.AST) -> list[ast.stmt]:
+    def prologue(self, like: ast.AST | None) -> list[ast.stmt]:
+        """What runs first in an activation, at the position of the first instruction of the
+        first statement ``like`` (the instruction after ``RESUME`` starts a line event), or
+        artificial (the ``def`` line) if the body has no statement that makes code."""
+        like = first_evaluated(like) if like is not None else None
         if self.counts:
-            zero = [locate(ast.Assign([ast_name(self.local(k), True)], ast_const(0.0)), like)
-                    for k in sorted(self.plan.local_counters)]
-            return (self.set_reraise(-1, like) if self.reraises else []) + zero  # type: ignore[operator]
-        out: list[ast.stmt] = []
-        if not self.in_class:
-            out.append(locate(ast.Assign([ast_name(A, True)], self.stream()), like))  # type: ignore[arg-type]
-        return out + [self.stmt(enter_code(self.fid), like)]
+            out = self.set_reraise(-1, like)
+            if self.tracks_reraise:
+                out.append(place(ast.Assign([ast_name(SEEN, True)], rt(NO_TB)), like))  # type: ignore[arg-type]
+            return out + [place(ast.Assign([ast_name(self.local(k), True)], ast_const(0.0)), like)  # type: ignore[misc]
+                          for k in self.locals_counted()]
+        if self.in_class:
+            enter = ast.Expr(ast.Call(self.stream(), [ast_const(enter_code(self.fid))], []))
+            return [place(enter, like)]  # type: ignore[list-item]
+        fetch: ast.stmt = ast.Assign([ast_name(A, True)], self.stream())
+        if C_CALLS_COUNT:
+            fetch = self._recursion_guard(fetch)
+        return [place(fetch, like), self.stmt(enter_code(self.fid), like)]  # type: ignore[list-item]
+
+    @staticmethod
+    def _recursion_guard(fetch: ast.stmt) -> ast.stmt:
+        """At the recursion limit the stream fetch (a C call) fails in the callee, where the
+        plain program's call would have failed in the caller: raise the error the plain
+        program sees (message, no traceback entry for this frame)."""
+        err = ast_name(EXC_CAUGHT)
+        fix = [ast.Assign([ast.Attribute(err, "args", ast.Store())],
+                          ast_const(("maximum recursion depth exceeded",))),
+               ast.Assign([ast.Attribute(ast_name(EXC_CAUGHT), "__traceback__", ast.Store())], ast_const(None)),
+               ast.Raise()]
+        handler = ast.ExceptHandler(rt(RECURSION_ERROR), EXC_CAUGHT, fix)
+        return ast.Try([fetch], [artificial(handler)], [], [])  # type: ignore[list-item]
 
     def local(self, counter: int) -> str:
         """The local that holds ``counter`` during an activation (named by its index in the
         function, so the name does not depend on ids handed out at run time)."""
         return f"{LOCAL}{counter - self.plan.base}"
 
-    def epilogue(self, like: ast.AST) -> list[ast.stmt]:
+    def epilogue(self) -> list[ast.stmt]:
         """What the activation's final ``finally`` runs: LEAVE (trace modes), or adding the
         local counts to the counter list (count modes)."""
         if not self.counts:
-            return [self.stmt(LEAVE, like)]
-        return [locate(ast.AugAssign(ast.Subscript(ast_name(COUNTERS), ast_const(k), ast.Store()), ast.Add(),
-                                   ast_name(self.local(k))), like)  # type: ignore[misc]
-                for k in sorted(self.plan.local_counters)]
+            return [self.stmt(LEAVE, None)]
+        out = [artificial(ast.AugAssign(ast.Subscript(_counters(), ast_const(k), ast.Store()), ast.Add(),
+                                        ast_name(self.local(k))))
+               for k in self.locals_counted()]
+        if self.tracks_reraise:  # drop the traceback (it refers to this frame)
+            out.append(artificial(ast.Assign([ast_name(SEEN, True)], rt(NO_TB))))
+        return out  # type: ignore[return-value]
 
-    def xedge(self, like: ast.AST, dst: int) -> ast.stmt:
-        """Record the exception edge at a handler entry (and re-fetch the stream)."""
+    # --- exception edges
+    def site_of(self, tb: ast.expr) -> ast.expr:
+        """The statement a traceback entry of this frame points at (-1 if none): a lookup in
+        the function's site table by instruction index, without a call or a branch (a branch
+        would leave the code after it without a line)."""
+        some_tb = ast.Subscript(ast.Tuple([rt(NO_TB), ast.NamedExpr(ast_name(LASTI, True), tb)], ast.Load()),
+                                ast.Compare(ast_name(LASTI), [ast.IsNot()], [ast_const(None)]), ast.Load())
+        lasti = ast.NamedExpr(ast_name(LASTI, True),
+                              ast.BinOp(ast.Attribute(some_tb, "tb_lasti", ast.Load()), ast.RShift(), ast_const(1)))
+        cell = ast.Subscript(ast_const(sites_constant(self.table)),
+                             ast.Slice(lasti, ast.BinOp(ast_name(LASTI), ast.Add(), ast_const(1))), ast.Load())
+        padded = ast.BinOp(cell, ast.Add(), ast_const(sites_constant(self.table, pad=True)))
+        return ast.BinOp(ast.Subscript(padded, ast_const(0), ast.Load()), ast.Sub(), ast_const(1))
+
+    def xedge(self, dst: int, exc: str | None, at: ast.AST | None = None) -> list[ast.stmt]:
+        """Record the exception edge into block ``dst`` at a handler entry; ``exc``: the local
+        bound to the exception (None in module and class bodies); ``at``: the handler of the
+        program it opens (the probe takes its ``except`` line), None in a guard."""
+        if self.in_class or exc is None:
+            if self.counts:
+                args = [ast_const(self.fid), ast_const(dst)]
+                return [place(ast.Expr(ast_call(rt(XCOUNT), *args)), at)]  # type: ignore[list-item]
+            extra = [ast_const(dst)] if self.plan.records_handler and dst != EXIT else []
+            return [place(ast.Expr(ast_call(rt(XEDGE), ast_const(self.fid), *extra)), at)]  # type: ignore[list-item]
+
+        def tb() -> ast.expr:
+            return ast.Attribute(ast_name(exc), "__traceback__", ast.Load())
+
         if self.counts:
-            r = ast_name(R) if self.tracks_reraise else ast_const(RERAISE_LOOKUP if self.in_class else -1)
-            return locate(ast.Expr(ast_call(XCOUNT, ast_const(self.fid), ast_const(dst), r)), like)  # type: ignore[return-value]
-        a: ast.expr = ast_const(False) if self.in_class else ast_name(A)
-        # witness modes also name the handler block (blocks mode records it by its own probe)
-        extra = [ast_const(dst)] if self.plan.records_handler and dst != EXIT else []
-        call = ast_call(XEDGE, ast_const(self.fid), a, *extra)
-        node: ast.stmt = ast.Expr(call) if self.in_class else ast.Assign([ast_name(A, True)], call)
-        return locate(node, like)  # type: ignore[return-value]
+            src = self.site_of(tb())
+            if self.tracks_reraise:   # caught again with the same traceback entry: a re-raise
+                again = ast.Compare(ast_name(SEEN), [ast.Is()], [ast.NamedExpr(ast_name(SEEN, True), tb())])
+                src = ast.Subscript(ast.Tuple([src, ast_name(R)], ast.Load()), again, ast.Load())
+            record = [ast.Assign([ast_name(XLIST, True)], ast.Attribute(rt(COUNTS), "x", ast.Load())),
+                      ast.AugAssign(ast_name(XLIST, True), ast.Add(),
+                                    ast.Tuple([ast_const(self.fid), src, ast_const(dst)], ast.Load()))]
+            return [place(s, at) for s in record]  # type: ignore[misc]
+        out: list[ast.stmt] = []
+        if self.generator:  # thrown in at a yield: the activation resumes here
+            out.append(ast.If(ast.Compare(ast_name(A), [ast.Is()], [ast_const(None)]),
+                              [ast.Assign([ast_name(A, True)], self.stream()),
+                               ast.Expr(ast_call(A, ast_const(enter_code(self.fid))))], []))
+        out += [ast.Expr(ast_call(A, ast_const(EXC))), ast.Expr(ast_call(A, self.site_of(tb())))]
+        if self.plan.records_handler and dst != EXIT:  # witness modes also name the handler block
+            out.append(ast.Expr(ast_call(A, ast_const(dst))))
+        return [place(s, at) for s in out]  # type: ignore[misc]
 
-    def guard(self, body: list[ast.stmt], like: ast.AST, final: list[ast.stmt] | None, dst: int) -> ast.Try:
-        """``try: body / except BaseException: record edge; raise / finally: final``."""
-        handler = ast.ExceptHandler(ast_name("BaseException"), None, [self.xedge(like, dst), ast.Raise()])
-        node = ast.Try(body, [handler], [], final or [])
-        return locate(node, like)  # type: ignore[return-value]
+    def guard(self, body: list[ast.stmt], final: list[ast.stmt], dst: int, own_final: bool,
+              like: ast.AST | None = None) -> ast.Try:
+        """``try: body / except: record edge; re-raise / finally: final``.
+
+        The re-raise leaves the exception exactly where it was raised: the compiled template
+        turns the marked expression before ``raise`` into ``RERAISE`` with the instruction
+        offset the handler received (``instrument.bytecode``), and, when ``own_final`` (the
+        ``finally`` is probe code), the ``finally``'s own re-raise too.  Tracebacks,
+        ``frame.f_lineno`` and a tracer's ``return`` event are those of the plain program.
+        ``like``: the program's ``try`` statement the guard stands for (its line is traced).
+        """
+        if self.in_class:
+            name = None
+            mark: ast.expr = ast_call(rt(RERAISE_MARK if own_final and final else RERAISE_MARK_GUARD))
+        else:
+            name = EXC_OWN if own_final and final else EXC_GUARD
+            mark = ast_name(name)
+        handler = artificial(ast.ExceptHandler(None, name, self.xedge(dst, name) + [ast.Expr(mark), ast.Raise()]))
+        node = ast.Try(body, [handler], [], final)  # type: ignore[list-item]
+        return place(node, like)  # type: ignore[return-value]
+
+    def activation_guard(self, body: list[ast.stmt]) -> ast.Try:
+        """The guard of a whole code body: records the edge to EXIT and runs the epilogue.
+
+        A function's body ends with a bare ``return`` of its own, so that where several paths
+        fall off the end, the compiler gives each its own copy of the exit (and its line),
+        as it does without instrumentation.  Module and class bodies cannot ``return``: their
+        epilogue runs in ``else`` and in the handler (the compiler copies their small exit).
+        """
+        if not self.in_class:
+            return self.guard(body + [artificial(ast.Return(None))], self.epilogue(), EXIT, own_final=True)  # type: ignore[list-item]
+        mark = ast_call(rt(RERAISE_MARK_GUARD))
+        recorded = self.xedge(EXIT, None) + self.epilogue()
+        handler = artificial(ast.ExceptHandler(None, None, recorded + [ast.Expr(mark), ast.Raise()]))
+        return artificial(ast.Try(body, [handler], self.epilogue(), []))  # type: ignore[list-item, return-value]

@@ -39,6 +39,10 @@ class Registry(Protocol):
     def register_file(self, file: str, functions: list[Entry]) -> tuple[int, int]:
         """Give the functions of ``file`` ids and counters; returns (first fid, first counter id)."""
 
+    @property
+    def constants(self) -> dict[str, object]:
+        """The run-time objects instrumented code gets as constants (``runtime.probes``)."""
+
 
 @dataclass
 class Instrumenter:
@@ -77,7 +81,7 @@ class Instrumenter:
         template, entries = hit
         fid_base, counter_base = self.registry.register_file(filename, entries)
         self.instrumented_files.append(filename)
-        return relocate(template, fid_base, counter_base)
+        return relocate(template, fid_base, counter_base, self.registry.constants)
 
     def template(self, tree: ast.Module, source: str, filename: str) -> tuple[CodeType, list[Entry]]:
         """Instrument ``tree`` with placeholder ids: the code and one entry per function."""
@@ -94,7 +98,7 @@ class Instrumenter:
                             "counters": plan.counters, "source": text})
             offset += plan.counters
         rewrite_tree(tree, items)
-        return compile_tree(tree, filename), entries
+        return compile_tree(tree, filename, items), entries
 
 
 class InstrumentingLoader(importlib.machinery.SourceFileLoader):

@@ -1,89 +1,30 @@
-"""Run-time support called by instrumented code: per-thread/task streams, exception edges, for wrappers."""
+"""What instrumented code calls or touches at run time: one recording's objects, handed to its code as constants.
+
+Instrumented code refers to no global or builtin name of wholetrace: the placeholders of
+its templates (``instrument.emit.runtime_constant``) become, when the code is loaded, the
+objects of :func:`runtime_objects` for *its* recording.  The hot paths (block probes,
+counters, handlers in functions) are inline code and C calls; the Python helpers here
+serve only module and class bodies (which can keep no local) and ``for`` loops whose
+``continue`` crosses cleanup code.
+"""
 
 from __future__ import annotations
 
 import sys
 import threading
-from array import array
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from types import CodeType
-from typing import Any, AsyncIterator, Callable, Iterable, Iterator
+from typing import Any, AsyncIterator, Iterable, Iterator
 
+from wholetrace.events import EXC
 from wholetrace.ids import EXIT
-from wholetrace.events import EXC, XCOUNT, arg_code, enter_code
-
-Append = Callable[[int], None]
-
-#: The append method of the stream of the running thread or asyncio task.
-CURRENT: ContextVar[Append | None] = ContextVar("wholetrace_stream", default=None)
-
-#: Count modes: the recording's counters, indexed by global counter id, shared by all
-#: threads (``_wt_C`` to instrumented code).  ``_wt_C[k] += 1`` is never interrupted by a
-#: thread switch in CPython 3.11: none of its instructions checks the eval breaker, where
-#: the GIL changes hands (docs/design.md, "count probes").  The list only grows.
-COUNTERS: list[float] = []
-
-
-def increment(k: int) -> None:
-    """The expression form of a counter probe (``while`` tests, ``for`` iterables)."""
-    COUNTERS[k] += 1.0
-
-
-@dataclass
-class Stream:
-    """One event stream: an OS thread or an asyncio task."""
-
-    sid: int
-    kind: str
-    name: str
-    thread_ident: int | None
-    parent: int | None
-    buf: array = field(default_factory=lambda: array("i"))
-    flushed: int = 0
-
-
-class Streams:
-    """The streams of one recording; new ones are made lazily on first use in a thread or task."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.all: list[Stream] = []
-        self.by_append: dict[int, Stream] = {}
-        self.on_new: Callable[[Stream], None] | None = None
-
-    def new(self) -> Append:
-        """Create the stream of the current thread or task and make it current; return its append."""
-        kind, name, parent = "thread", threading.current_thread().name, None
-        aio = sys.modules.get("asyncio")
-        if aio is not None:
-            try:
-                task = aio.current_task()
-            except RuntimeError:
-                task = None
-            if task is not None:
-                kind, name = "task", task.get_name()
-                parent = getattr(task, "_wt_parent", None)
-        with self.lock:
-            st = Stream(len(self.all), kind, name, threading.get_ident(), parent)
-            self.all.append(st)
-        append = st.buf.append
-        self.by_append[id(st.buf)] = st
-        CURRENT.set(append)
-        if self.on_new is not None:
-            self.on_new(st)
-        return append
-
-    def current_sid(self) -> int | None:
-        a = CURRENT.get()
-        if a is None:
-            return None
-        st = self.by_append.get(id(a.__self__))  # type: ignore[attr-defined]
-        return None if st is None else st.sid
+from wholetrace.instrument import emit
+from wholetrace.runtime.streams import Streams
 
 
 class ExceptionSites:
-    """Maps (code, instruction offset) of a traceback entry to a statement id of the function."""
+    """Maps (code, instruction offset) of a traceback entry to a statement id of the function
+    (what the site tables of ``instrument.bytecode`` hold, for the helpers and the end of a run)."""
 
     def __init__(self) -> None:
         self.spans: dict[int, list[tuple[int, int, int, int, int]]] = {}
@@ -112,38 +53,10 @@ class ExceptionSites:
         return sid
 
 
-STREAMS = Streams()
-SITES = ExceptionSites()
-
-
-def new_stream() -> Append:
-    return STREAMS.new()
-
-
-def exception_edge(fid: int, a: Append | None | bool, handler: int = -1) -> Append:
-    """Record EXC <statement> in the current stream; called first thing in every handler.
-
-    ``a`` is the caller's append method; ``None`` means the generator was suspended (an
-    exception was thrown in at a ``yield``), so ENTER is recorded first; ``False`` means a
-    class body (which keeps no local).  ``handler`` (witness modes): the handler's block id,
-    appended after the statement (blocks mode records it by the handler's own probe).
-    """
-    cur = CURRENT.get() or STREAMS.new()
-    if a is None:
-        cur(enter_code(fid))
-    exc = sys.exception()
-    tb = exc.__traceback__ if exc is not None else None
-    sid = SITES.resolve(fid, tb.tb_frame.f_code, tb.tb_lasti) if tb is not None else -1
-    cur(EXC)
-    cur(sid)
-    if handler >= 0:
-        cur(handler)
-    return cur
-
-
-class _Reraises:
+class Reraises:
     """Recognises an exception caught again in the same frame without a new traceback entry
-    (a re-raise), remembering the last few (exception, frame, offset) seen by handlers.
+    (a re-raise), remembering the last few (exception, frame, offset) seen by handlers of
+    module and class bodies (functions keep the traceback entry in a local instead).
 
     The exceptions are held (so an id is never confused with a newer object's), which keeps
     them and their frames alive a little longer than the program would: not when they leave
@@ -168,108 +81,121 @@ class _Reraises:
         self.seen.clear()
 
 
-RERAISES = _Reraises()
-#: Re-raise sites passed by module and class bodies (which keep no locals): (thread, fid) -> stmt.
-NAMESPACE_RERAISE: dict[tuple[int, int], int] = {}
+@dataclass
+class RunState:
+    """Everything one recording's instrumented code writes to while it runs."""
+
+    streams: Streams = field(default_factory=Streams)
+    #: Count modes: the counters, indexed by global counter id, shared by all threads.
+    #: ``counters[k] += 1.0`` is never interrupted by a thread switch in CPython 3.11: none
+    #: of its instructions checks the eval breaker (docs/design.md, "count probes").
+    counters: list[float] = field(default_factory=list)
+    #: Count modes: exception edges as they happen, flat (fid, source statement, target block);
+    #: a handler extends it by one whole triple (one C call, atomic under the GIL).
+    xedges: list[int] = field(default_factory=list)
+    sites: ExceptionSites = field(default_factory=ExceptionSites)
+    reraises: Reraises = field(default_factory=Reraises)
+    #: Re-raise sites passed by module and class bodies: (thread, fid) -> stmt.
+    namespace_reraise: dict[tuple[int, int], int] = field(default_factory=dict)
+
+    def clear_held(self) -> None:
+        """Drop the exceptions kept to recognise re-raises (the run is over)."""
+        self.reraises.clear()
+        self.namespace_reraise.clear()
 
 
-def note_reraise(fid: int, stmt: int) -> None:
-    NAMESPACE_RERAISE[(threading.get_ident(), fid)] = stmt
+class Counts:
+    """The count-mode lists, in one object instrumented code gets as a constant (``counts.c``,
+    ``counts.x``): a code object whose constants held the lists could not be hashed."""
+
+    __slots__ = ("c", "x")
+
+    def __init__(self, counters: list[float], xedges: list[int]) -> None:
+        self.c = counters
+        self.x = xedges
 
 
-def exception_edge_count(fid: int, dst: int, reraise_site: int) -> None:
-    """Count modes: record XCOUNT fid, source statement, target block at a handler entry.
+class _NoTraceback:
+    """Stands for a missing traceback in a handler's site lookup (index -1: no statement)."""
 
-    The source is the statement the traceback points at, unless the same exception was
-    already caught in this frame at the same place: then it was re-raised, from the last
-    re-raise site the frame passed (``reraise_site``: a bare ``raise``, a finally end or a
-    with exit).
-    """
-    cur = CURRENT.get() or STREAMS.new()
-    exc = sys.exception()
-    tb = exc.__traceback__ if exc is not None else None
-    src = -1
-    if tb is not None:
-        src = SITES.resolve(fid, tb.tb_frame.f_code, tb.tb_lasti)
-        if reraise_site == -2:
-            reraise_site = NAMESPACE_RERAISE.get((threading.get_ident(), fid), -1)
-        again = RERAISES.check(exc, id(tb.tb_frame), tb.tb_lasti, keep=dst != EXIT)  # type: ignore[arg-type]
-        if again and reraise_site >= 0:
-            src = reraise_site
-    cur(XCOUNT)
-    cur(arg_code(fid))
-    cur(arg_code(src))
-    cur(arg_code(dst))
+    __slots__ = ()
+    tb_lasti = -2
 
 
-def _record(values: tuple[int, ...], count: bool) -> None:
-    if count:
+def runtime_objects(state: RunState) -> dict[str, object]:
+    """The run-time objects of one recording, by placeholder name (``instrument.emit``)."""
+    streams, counters, xedges, sites = state.streams, state.counters, state.xedges, state.sites
+    current, new_stream = streams.current.get, streams.new
+
+    def exception_edge(fid: int, handler: int = -1) -> None:
+        """Module and class bodies: EXC <statement> (and the handler block, witness modes)."""
+        cur = current() or new_stream()
+        exc = sys.exception()
+        tb = exc.__traceback__ if exc is not None else None
+        cur(EXC)
+        cur(sites.resolve(fid, tb.tb_frame.f_code, tb.tb_lasti) if tb is not None else -1)
+        if handler >= 0:
+            cur(handler)
+
+    def exception_edge_count(fid: int, dst: int) -> None:
+        """Module and class bodies, count modes: the edge's source is the statement the
+        traceback points at, unless the same exception was already caught in this frame at
+        the same place: then it was re-raised, from the last re-raise site the body passed."""
+        exc = sys.exception()
+        tb = exc.__traceback__ if exc is not None else None
+        src = -1
+        if tb is not None:
+            src = sites.resolve(fid, tb.tb_frame.f_code, tb.tb_lasti)
+            site = state.namespace_reraise.get((threading.get_ident(), fid), -1)
+            again = state.reraises.check(exc, id(tb.tb_frame), tb.tb_lasti, keep=dst != EXIT)  # type: ignore[arg-type]
+            if again and site >= 0:
+                src = site
+        xedges.extend((fid, src, dst))
+
+    def note_reraise(fid: int, stmt: int) -> None:
+        state.namespace_reraise[(threading.get_ident(), fid)] = stmt
+
+    def increment(k: int) -> None:
+        """Module and class bodies, count modes: a counter probe inside an expression."""
+        counters[k] += 1.0
+
+    def record(values: tuple[int, ...], count: bool) -> None:
+        if count:
+            for v in values:
+                counters[v] += 1.0
+            return
+        a = current() or new_stream()
         for v in values:
-            COUNTERS[v] += 1.0
-        return
-    a = CURRENT.get() or STREAMS.new()
-    for v in values:
-        a(v)
+            a(v)
 
+    def for_wrapper(iterable: Iterable[Any], values: tuple[int, ...], count: bool = False) -> Iterator[Any]:
+        """Iterate ``iterable``, recording ``values`` (appended, or counters incremented if
+        ``count``) before every ``__next__`` (loops whose ``continue`` runs finally/with code
+        before the next iteration)."""
+        it = iter(iterable)
+        while True:
+            record(values, count)
+            try:
+                item = next(it)
+            except StopIteration:
+                return
+            yield item
 
-def for_wrapper(iterable: Iterable[Any], values: tuple[int, ...], count: bool = False) -> Iterator[Any]:
-    """Iterate ``iterable``, recording ``values`` (appended, or counters incremented if
-    ``count``) before every ``__next__`` (loops whose ``continue`` runs finally/with code
-    before the next iteration)."""
-    it = iter(iterable)
-    while True:
-        _record(values, count)
-        try:
-            item = next(it)
-        except StopIteration:
-            return
-        yield item
+    async def afor_wrapper(iterable: Any, values: tuple[int, ...], count: bool = False) -> AsyncIterator[Any]:
+        """The async twin of ``for_wrapper``."""
+        it = iterable.__aiter__()
+        while True:
+            record(values, count)
+            try:
+                item = await it.__anext__()
+            except StopAsyncIteration:
+                return
+            yield item
 
+    return {emit.GET: current, emit.NEW: new_stream, emit.XEDGE: exception_edge,
+            emit.XCOUNT: exception_edge_count, emit.RERAISE: note_reraise, emit.FOR: for_wrapper,
+            emit.AFOR: afor_wrapper, emit.COUNTS: Counts(counters, xedges), emit.INC: increment,
+            emit.EXCEPTION: sys.exception, emit.RERAISE_MARK: sys.exception,
+            emit.RERAISE_MARK_GUARD: sys.exception, emit.NO_TB: _NoTraceback(), emit.VARS: vars,
+            emit.RECURSION_ERROR: RecursionError}
 
-async def afor_wrapper(iterable: Any, values: tuple[int, ...], count: bool = False) -> AsyncIterator[Any]:
-    """The async twin of :func:`for_wrapper`."""
-    it = iterable.__aiter__()
-    while True:
-        _record(values, count)
-        try:
-            item = await it.__anext__()
-        except StopAsyncIteration:
-            return
-        yield item
-
-
-RUNTIME = {"_wt_get": CURRENT.get, "_wt_new": new_stream, "_wt_x": exception_edge,
-           "_wt_xc": exception_edge_count, "_wt_rr": note_reraise, "_wt_for": for_wrapper, "_wt_afor": afor_wrapper,
-           "_wt_C": COUNTERS, "_wt_inc": increment}
-
-
-def install() -> None:
-    """Make the run-time names visible to all instrumented code (as builtins)."""
-    import builtins
-    for name, value in RUNTIME.items():
-        setattr(builtins, name, value)
-
-
-
-def patch_asyncio(aio: Any) -> None:
-    """Give every asyncio task its own stream: tasks start in a context without one."""
-    base = aio.tasks.Task
-    if getattr(base, "_wt_patched", False):
-        return
-
-    class Task(base):  # type: ignore[misc, valid-type]
-        _wt_patched = True
-
-        def __init__(self, coro: Any, *, loop: Any = None, name: str | None = None,
-                     context: Any = None) -> None:
-            import contextvars
-            if context is None:
-                context = contextvars.copy_context()
-            self._wt_parent = STREAMS.current_sid()
-            context.run(CURRENT.set, None)
-            super().__init__(coro, loop=loop, name=name, context=context)
-
-    Task.__name__ = Task.__qualname__ = base.__name__
-    Task.__module__ = base.__module__
-    aio.tasks.Task = Task
-    aio.Task = Task

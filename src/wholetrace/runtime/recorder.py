@@ -1,9 +1,11 @@
 """The recorder: registers instrumented functions and moves every stream to the store as the run goes.
 
 In the trace modes (``blocks``, ``witness``, ``branches``) stream chunks are stored as they are.  In the count modes
-probes increment ``probes.COUNTERS`` (one list for the whole run, grown here as functions are
-registered) and streams hold only exception-edge records, which the recorder tallies as it
-flushes; the counters are stored when the run ends.
+probes increment the recording's counter list (grown here as functions are registered) and
+handlers append exception edges to its edge list, which the recorder tallies as it flushes;
+the counters are stored when the run ends.  Everything the program's code writes to belongs
+to this recording (``self.state``, handed to instrumented code as constants): two recordings
+in one process share nothing.
 """
 
 from __future__ import annotations
@@ -16,13 +18,14 @@ from array import array
 from types import FrameType
 from typing import Any, Sequence
 
-from wholetrace.errors import InternalError
 from wholetrace.instrument.cache import Entry
 from wholetrace.instrument.cfg import CFG
-from wholetrace.instrument.modes import TRACE_MODES, ProbePlan, make_plan
+from wholetrace.instrument.emit import C_CALLS_COUNT
 from wholetrace.instrument.emit import LOCAL as LOCAL_COUNTER
-from wholetrace.events import XCOUNT, arg_value
-from wholetrace.runtime.probes import COUNTERS, NAMESPACE_RERAISE, RERAISES, SITES, STREAMS, Stream
+from wholetrace.instrument.modes import TRACE_MODES, ProbePlan, make_plan
+from wholetrace.runtime import recursion
+from wholetrace.runtime.probes import RunState, runtime_objects
+from wholetrace.runtime.streams import Stream
 
 FLUSH_SECONDS = 0.25
 
@@ -44,10 +47,14 @@ class Recorder:
         self._thread: threading.Thread | None = None
         self.events = 0
         self.counter_base = 0
-        COUNTERS.clear()
+        self.state = RunState()
+        #: The run-time objects instrumented code gets as constants (``instrument.loader.Registry``).
+        self.constants = runtime_objects(self.state)
         self.exc_edges: dict[tuple[int, int, int], int] = {}
         self.suspendable = False   # some instrumented code may be a generator or coroutine
-        STREAMS.on_new = self._on_new_stream
+        #: Threads given a call of headroom for trace probes (Python 3.11, ``runtime.recursion``).
+        self.headroom_threads: set[int] = set()
+        self.state.streams.on_new = self._on_new_stream
 
     # -- the instrumenter's registry (instrument.loader.Registry), and new streams
     def plan(self, file: str, cfg: CFG, base: int) -> ProbePlan:
@@ -70,10 +77,10 @@ class Recorder:
                 self.suspendable = self.suspendable or cfg["is_generator"] or "async" in f["source"]
             total = sum(f["counters"] for f in functions)
             self.counter_base += total
-            COUNTERS.extend([0.0] * total)
+            self.state.counters.extend([0.0] * total)
         for i, f in enumerate(functions):
             fid, cfg = fid_base + i, f["cfg"]
-            SITES.register(fid, [(line, col, end_line, end_col, sid)
+            self.state.sites.register(fid, [(line, col, end_line, end_col, sid)
                                  for sid, (_k, _l, line, col, end_line, end_col, *_r) in enumerate(cfg["stmts"])])
             desc = dict(cfg)
             desc["plan"] = dict(f["plan"], counter_base=self.bases[fid])
@@ -85,6 +92,11 @@ class Recorder:
     def _on_new_stream(self, st: Stream) -> None:
         self.writer.add_stream(st.sid, kind=st.kind, name=st.name, thread_ident=st.thread_ident,
                                parent=st.parent)
+        if self.traces and C_CALLS_COUNT and st.thread_ident not in self.headroom_threads:
+            # the thread's first trace probe: its probes (C calls) get one call of headroom
+            self.headroom_threads.add(st.thread_ident)  # type: ignore[arg-type]
+            if st.thread_ident != threading.main_thread().ident:   # the runner sees to the main thread
+                recursion.shift(1)
 
     # -- flushing
     def start(self) -> None:
@@ -95,30 +107,34 @@ class Recorder:
         while not self._stop.wait(FLUSH_SECONDS):
             self.flush()
 
-    def flush(self, limits: dict[int, int] | None = None) -> None:
-        """Move what every stream holds now (at most ``limits[sid]`` values) into the store;
-        appends racing with this stay queued."""
+    def flush(self, limits: dict[int, int] | None = None, edge_limit: int | None = None) -> None:
+        """Move what every stream (trace modes) or the exception-edge list (count modes) holds
+        now into the store, at most ``limits[sid]`` values of a stream and ``edge_limit`` of
+        the list; appends racing with this stay queued."""
         with self._flush_lock:
-            for st in list(STREAMS.all):
+            if not self.traces:
+                edges = self.state.xedges
+                n = len(edges) if edge_limit is None else min(len(edges), edge_limit)
+                n -= n % 3
+                if n:
+                    chunk = edges[:n]
+                    del edges[:n]
+                    self.events += n
+                    self._tally_exception_edges(chunk)
+                return
+            for st in list(self.state.streams.all):
                 n = len(st.buf) if limits is None else min(len(st.buf), limits.get(st.sid, 0))
-                if not self.traces:
-                    n = _complete_records(st.buf, n)
                 if n:
                     chunk: array = st.buf[:n]
                     del st.buf[:n]
                     self.events += n
                     st.flushed += n
-                    if self.traces:
-                        self.writer.append_events(st.sid, chunk)
-                    else:
-                        self._tally_exception_edges(chunk)
+                    self.writer.append_events(st.sid, chunk)
 
-    def _tally_exception_edges(self, chunk: array) -> None:
-        """Count modes: a chunk is a run of XCOUNT records (XCOUNT, fid, source, target)."""
-        for p in range(0, len(chunk), 4):
-            if chunk[p] != XCOUNT:  # pragma: no cover - the stream holds nothing else
-                raise InternalError(f"count stream: unexpected value {chunk[p]}")
-            key = (arg_value(chunk[p + 1]), arg_value(chunk[p + 2]), arg_value(chunk[p + 3]))
+    def _tally_exception_edges(self, chunk: list[int]) -> None:
+        """Count modes: a chunk is a run of (fid, source statement, target block) triples."""
+        for p in range(0, len(chunk), 3):
+            key = (chunk[p], chunk[p + 1], chunk[p + 2])
             self.exc_edges[key] = self.exc_edges.get(key, 0) + 1
 
     def unfinished_frames(self) -> list[tuple[int, FrameType]]:
@@ -140,24 +156,25 @@ class Recorder:
                 out.append((fid, f))
         return out
 
-    def snapshot_counts(self) -> tuple[array, list[tuple[int, int]], dict[int, int]]:
+    def snapshot_counts(self) -> tuple[array, list[tuple[int, int]], int]:
         """Count modes, at one instant (no other thread runs meanwhile): the counters plus
         the counts still held in the locals of unfinished frames, the early exits (fid,
-        statement of each unfinished frame), and how much of each stream belongs to the run."""
+        statement of each unfinished frame), and how much of the exception-edge list
+        belongs to the run."""
         old = sys.getswitchinterval()
         sys.setswitchinterval(1e6)   # nothing below releases the GIL, so no thread runs
         try:
-            counts = array("q", [int(c) for c in COUNTERS[: self.counter_base]] or [0])
+            counts = array("q", [int(c) for c in self.state.counters[: self.counter_base]] or [0])
             early: list[tuple[int, int]] = []
             for fid, f in self.unfinished_frames():
-                early.append((fid, SITES.resolve(fid, f.f_code, f.f_lasti)))
+                early.append((fid, self.state.sites.resolve(fid, f.f_code, f.f_lasti)))
                 for name, value in f.f_locals.items():
                     if name.startswith(LOCAL_COUNTER) and isinstance(value, float):
                         counts[self.bases[fid] + int(name[len(LOCAL_COUNTER):])] += int(value)
-            lengths = {st.sid: len(st.buf) for st in STREAMS.all}
+            edges = len(self.state.xedges)
         finally:
             sys.setswitchinterval(old)
-        return counts, early, lengths
+        return counts, early, edges
 
     def close_suspended(self) -> None:
         """Close the instrumented generators and coroutines the program left suspended.
@@ -186,16 +203,15 @@ class Recorder:
         self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join()
-        RERAISES.clear()     # release the exceptions it held while the program's code can still run
-        NAMESPACE_RERAISE.clear()
+        self.state.clear_held()  # release the exceptions it held while the program's code can still run
         self.close_suspended()
         if self.traces:
             self.flush()
-            STREAMS.on_new = None
+            self.state.streams.on_new = None
             return
-        counts, early, lengths = self.snapshot_counts()
-        self.flush(lengths)
-        STREAMS.on_new = None
+        counts, early, edges = self.snapshot_counts()
+        self.flush(edge_limit=edges)
+        self.state.streams.on_new = None
         self.writer.put_array("counters", counts)
         rows = [v for (f, s, d), c in sorted(self.exc_edges.items()) for v in (f, s, d, c)]
         self.writer.put_array("exception_edges", array("q", rows), shape=(len(rows) // 4, 4))
@@ -234,11 +250,3 @@ def _close(obj: Any) -> None:
     except BaseException as exc:  # noqa: BLE001 - reported like an unraisable exception
         sys.unraisablehook(types.SimpleNamespace(exc_type=type(exc), exc_value=exc,  # type: ignore[arg-type]
                                                  exc_traceback=exc.__traceback__, err_msg=None, object=obj))
-
-
-def _complete_records(buf: array, n: int) -> int:
-    """Shorten ``n`` so that no XCOUNT record (4 ints) is cut in two."""
-    for k in range(1, 4):
-        if n - k >= 0 and buf[n - k] == XCOUNT:
-            return n - k
-    return n

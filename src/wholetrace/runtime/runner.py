@@ -19,7 +19,8 @@ from wholetrace.instrument.cache import InstrumentCache
 from wholetrace.instrument.modes import MODES
 from wholetrace.instrument.loader import (InstrumentingFinder, Instrumenter, Scope, install,
                                           purge_modules, uninstall)
-from wholetrace.runtime import probes
+from wholetrace.instrument.emit import C_CALLS_COUNT
+from wholetrace.runtime import recursion
 from wholetrace.runtime.recorder import Recorder
 
 _OWN = str(Path(__file__).resolve().parent.parent)
@@ -71,7 +72,11 @@ def _exit_code(exc: SystemExit) -> int:
     return 1
 
 
-def _run_script(path: Path, instrumenter: Instrumenter) -> None:
+#: Measures, in a module frame run by ``exec`` from the runner, how deep that frame is.
+_DEPTH_PROBE = compile("out.append(depth() - 1)", "<wholetrace>", "exec")
+
+
+def _run_script(path: Path, instrumenter: Instrumenter, headroom: int) -> None:
     source = path.read_bytes()
     code = instrumenter.compile(source, str(path))
     main = types.ModuleType("__main__")
@@ -79,16 +84,29 @@ def _run_script(path: Path, instrumenter: Instrumenter) -> None:
                          __loader__=importlib.machinery.SourceFileLoader("__main__", str(path)),
                          __builtins__=__builtins__)
     sys.modules["__main__"] = main
-    exec(code, main.__dict__)
+    here: list[int] = []
+    exec(_DEPTH_PROBE, {"out": here, "depth": recursion.depth})
+    below = here[0] + headroom - 1     # ``python SCRIPT`` runs <module> at depth 1
+    recursion.shift(below)
+    try:
+        exec(code, main.__dict__)
+    finally:
+        recursion.shift(-below)
 
 
-def _run_module(name: str, instrumenter: Instrumenter) -> None:
+def _run_module(name: str, instrumenter: Instrumenter, headroom: int) -> None:
     mod_name, spec, _code = runpy._get_module_details(name)  # type: ignore[attr-defined]
     assert spec.origin is not None
     source = spec.loader.get_source(mod_name)
     code = instrumenter.compile(source, spec.origin)
     sys.argv[0] = spec.origin
-    runpy._run_module_code(code, None, "__main__", spec)  # type: ignore[attr-defined]
+    # ``python -m`` calls runpy._run_module_as_main from C; this frame stands in for C
+    below = recursion.depth() + headroom - 1
+    recursion.shift(below)
+    try:
+        runpy._run_module_code(code, None, "__main__", spec)  # type: ignore[attr-defined]
+    finally:
+        recursion.shift(-below)
 
 
 def _module_root(name: str) -> Path:
@@ -122,24 +140,28 @@ def record(target: Target, writer: Any, *, mode: str = "blocks", include: list[s
         roots = [_module_root(target.module)]
         sys.argv = [target.module, *target.args]
     recorder = Recorder(writer, mode, weights)
+    streams = recorder.state.streams
     instrumenter = Instrumenter(recorder, InstrumentCache() if cache else None)
     finder = InstrumentingFinder(Scope(roots, include), instrumenter,
-                                 on_import={"asyncio": probes.patch_asyncio})
+                                 on_import={"asyncio": streams.patch_asyncio})
     if "asyncio" in sys.modules:
-        probes.patch_asyncio(sys.modules["asyncio"])
+        streams.patch_asyncio(sys.modules["asyncio"])
     purge_modules(include)
     writer.set_meta(command=target.label, argv=list(sys.argv), cwd=os.getcwd(), mode=mode,
                     include=include, python=sys.version.split()[0], start_time=time.time())
-    probes.install()
     install(finder)
-    probes.STREAMS.new()
+    # trace probes are C calls, which count towards the limit in 3.11 (runtime.recursion)
+    headroom = 1 if recorder.traces and C_CALLS_COUNT else 0
+    recursion.shift(headroom)
+    recorder.headroom_threads.add(threading.get_ident())
+    streams.new()
     recorder.start()
     outcome = Outcome("exit", 0)
     try:
         if target.script is not None:
-            _run_script(path, instrumenter)
+            _run_script(path, instrumenter, headroom)
         else:
-            _run_module(target.module, instrumenter)  # type: ignore[arg-type]
+            _run_module(target.module, instrumenter, headroom)  # type: ignore[arg-type]
     except SystemExit as exc:
         outcome = Outcome("sys.exit", _exit_code(exc), exc)
     except KeyboardInterrupt as exc:
@@ -153,6 +175,8 @@ def record(target: Target, writer: Any, *, mode: str = "blocks", include: list[s
         atexit._run_exitfuncs()
     finally:
         uninstall(finder)
+        streams.unpatch_asyncio()
+        recursion.shift(-headroom)
         outcome.daemon_threads = [t.name for t in threading.enumerate()
                                   if t is not threading.main_thread() and t.daemon and t.is_alive()
                                   and t.name != "wholetrace-flusher"]
