@@ -190,11 +190,26 @@ def test_program_with_handlers_generators_with_and_match(tmp_path):
     assert_same_events({str(tmp_path / "prog.py")}, "prog", tmp_path)
 
 
-@pytest.mark.parametrize("name", names())
-def test_corpus(name, tmp_path):
+#: A tracer slows a program 10-50 times: the default suite takes three programs (a
+#: pyperformance benchmark, a stdlib package with exceptions, generators), ``-m slow`` all.
+QUICK = ("richards", "json", "go")
+
+
+def _corpus(name: str, tmp_path: Path, modes: tuple[str, ...]) -> None:
     prog = PROGRAMS[name]
     driver = prog.write(tmp_path, "small")
-    assert_same_events(prog.files(tmp_path), driver.stem, tmp_path, ("blocks", "count"), prog.include)
+    assert_same_events(prog.files(tmp_path), driver.stem, tmp_path, modes, prog.include)
+
+
+@pytest.mark.parametrize("name", QUICK)
+def test_corpus(name, tmp_path):
+    _corpus(name, tmp_path, ("blocks", "count"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", names())
+def test_corpus_every_program_every_mode(name, tmp_path):
+    _corpus(name, tmp_path, MODES)
 
 
 GEN = settings(max_examples=6, derandomize=True, deadline=None, database=None,

@@ -1,7 +1,7 @@
 """Probe plans: what each recording mode appends at block starts and on edges of one function.
 
 ``blocks``      the block id at every block start, ENTER/LEAVE, exception edges (the trace).
-``count-naive`` one counter per block (a probe is ``_wt_C[k] += 1`` on the run's one counter
+``count-naive`` one counter per block (a probe is ``counts.c[k] += 1.0`` on the run's one counter
                 list, ``k`` a global counter id: the function's base plus its local index).
 ``count``       counters on the chords of a maximum spanning tree (Ball-Larus), weights from
                 the heuristic or from an earlier recording; edges with no probe site are kept

@@ -1,16 +1,16 @@
 """AST rewriter: places a mode's probes at block starts of every function, without changing behaviour.
 
-Trace modes: probes are plain statements on a local (``_wt_a(k)`` appends value ``k`` to the
+Trace modes: probes are plain statements on a local (``wt.a(k)`` appends value ``k`` to the
 stream of the running thread or task); each function gets a prologue that fetches its stream
-and records ENTER, and an ``except``/``finally`` pair that records the dynamic exception edge
-and LEAVE.  Count modes: a probe is ``_wt_C[k] += 1.0`` on the recording's one counter list
-(``_wt_inc(k)`` where an expression is needed) and functions fetch nothing.
-Headers that have no statement of their own get expression probes: ``while _wt_a(k) or test``,
-``for x in (it, _wt_a(k))[0]`` plus a probe at the end of the body and before ``continue``.
+and records ENTER, and a guard (``try``/``except``/``finally``) that records the dynamic
+exception edge and LEAVE.  Count modes: a probe is ``counts.c[k] += 1.0`` on the recording's
+one counter list (a local counter where an expression is needed) and functions fetch nothing.
+Headers that have no statement of their own get expression probes: ``while wt.a(k) or test``,
+``for x in (it, wt.a(k))[0]`` plus a probe at the end of the body and before ``continue``.
 ``with`` exits and ``finally`` entries are probed from an inserted ``try/finally`` so they run
 in exactly the order Python runs the cleanup.  Generators (trace modes) record LEAVE before
-each ``yield`` and ENTER after resumption.  The probe code itself is built by ``instrument.emit``;
-see docs/design.md for the full contract.
+each ``yield`` and ENTER after resumption.  The probe code itself is built by ``instrument.emit``
+and finished by ``instrument.bytecode``; docs/design.md ("Probe contract") states the contract.
 """
 
 from __future__ import annotations
@@ -165,7 +165,7 @@ class _FunctionRewriter:
             if values and (s.value is None or isinstance(s.value, ast.Constant)):
                 pre += self.em.stmts(values, None)
             elif values:
-                # the probe runs once the value is computed: ``_wt_t = v; probe; return _wt_t``
+                # the probe runs once the value is computed: ``wt.t = v; probe; return wt.t``
                 assert s.value is not None
                 hold = artificial(ast.Assign([ast_name(HOLD, True)], s.value))
                 s.value = artificial(ast_name(HOLD))  # type: ignore[assignment]

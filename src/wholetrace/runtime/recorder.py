@@ -179,10 +179,10 @@ class Recorder:
     def close_suspended(self) -> None:
         """Close the instrumented generators and coroutines the program left suspended.
 
-        The interpreter would close them as it shuts down, after it has restored the
-        original builtins: their cleanup code would then fail to find the probes' run-time
-        names.  Closing them here runs the same code at the same point for the program
-        (after ``atexit``), with the recording still open.  Coroutines an asyncio task
+        The interpreter would close them as it shuts down, after the recording has ended:
+        what their cleanup code does (and, in count modes, the counts their ``finally``
+        adds) would be lost.  Closing them here runs the same code at the same point for
+        the program (after ``atexit``), with the recording still open.  Coroutines an asyncio task
         owns and async generators (which need their event loop) are left alone — closing
         them would change what asyncio reports at exit: they count as early exits.
         """

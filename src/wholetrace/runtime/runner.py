@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import builtins
 import importlib.machinery
 import os
 import runpy
@@ -76,13 +77,21 @@ def _exit_code(exc: SystemExit) -> int:
 _DEPTH_PROBE = compile("out.append(depth() - 1)", "<wholetrace>", "exec")
 
 
+def _main_module() -> types.ModuleType:
+    """A ``__main__`` module as the interpreter makes it at start-up (same names, same order:
+    ``__annotations__`` and the ``builtins`` module included)."""
+    main = types.ModuleType("__main__")
+    main.__dict__.update(__loader__=importlib.machinery.BuiltinImporter, __annotations__={},
+                         __builtins__=builtins)
+    return main
+
+
 def _run_script(path: Path, instrumenter: Instrumenter, headroom: int) -> None:
     source = path.read_bytes()
     code = instrumenter.compile(source, str(path))
-    main = types.ModuleType("__main__")
-    main.__dict__.update(__file__=str(path), __cached__=None, __package__=None, __spec__=None,
-                         __loader__=importlib.machinery.SourceFileLoader("__main__", str(path)),
-                         __builtins__=__builtins__)
+    main = _main_module()
+    main.__dict__.update(__loader__=importlib.machinery.SourceFileLoader("__main__", str(path)),
+                         __file__=str(path), __cached__=None)
     sys.modules["__main__"] = main
     here: list[int] = []
     exec(_DEPTH_PROBE, {"out": here, "depth": recursion.depth})
@@ -100,11 +109,13 @@ def _run_module(name: str, instrumenter: Instrumenter, headroom: int) -> None:
     source = spec.loader.get_source(mod_name)
     code = instrumenter.compile(source, spec.origin)
     sys.argv[0] = spec.origin
-    # ``python -m`` calls runpy._run_module_as_main from C; this frame stands in for C
-    below = recursion.depth() + headroom - 1
+    main = _main_module()
+    sys.modules["__main__"] = main
+    # as runpy._run_module_as_main (called from C by ``python -m``), which this frame stands for
+    below = recursion.depth() + headroom - 2
     recursion.shift(below)
     try:
-        runpy._run_module_code(code, None, "__main__", spec)  # type: ignore[attr-defined]
+        runpy._run_code(code, main.__dict__, None, "__main__", spec)  # type: ignore[attr-defined]
     finally:
         recursion.shift(-below)
 
