@@ -24,7 +24,7 @@ from __future__ import annotations
 import ast
 import sys
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Callable, Sequence
 
 from wholetrace.ids import EXIT
 from wholetrace.instrument.modes import ProbePlan
@@ -346,10 +346,12 @@ class Emitter:
         padded = ast.BinOp(cell, ast.Add(), ast_const(sites_constant(self.table, pad=True)))
         return ast.BinOp(ast.Subscript(padded, ast_const(0), ast.Load()), ast.Sub(), ast_const(1))
 
-    def xedge(self, dst: int, exc: str | None, at: ast.AST | None = None) -> list[ast.stmt]:
+    def xedge(self, dst: int, exc: str | None, at: ast.AST | None = None,
+              tail: Callable[[], list[ast.stmt]] | None = None) -> list[ast.stmt]:
         """Record the exception edge into block ``dst`` at a handler entry; ``exc``: the local
         bound to the exception (None in module and class bodies); ``at``: the handler of the
-        program it opens (the probe takes its ``except`` line), None in a guard."""
+        program it opens (the probe takes its ``except`` line), None in a guard, whose
+        ``tail()`` (the re-raise) ends the probe code."""
         if self.in_class or exc is None:
             if self.counts:
                 args = [ast_const(self.fid), ast_const(dst)]
@@ -368,16 +370,23 @@ class Emitter:
             record = [ast.Assign([ast_name(XLIST, True)], ast.Attribute(rt(COUNTS), "x", ast.Load())),
                       ast.AugAssign(ast_name(XLIST, True), ast.Add(),
                                     ast.Tuple([ast_const(self.fid), src, ast_const(dst)], ast.Load()))]
-            return [place(s, at) for s in record]  # type: ignore[misc]
-        out: list[ast.stmt] = []
-        if self.generator:  # thrown in at a yield: the activation resumes here
-            out.append(ast.If(ast.Compare(ast_name(A), [ast.Is()], [ast_const(None)]),
-                              [ast.Assign([ast_name(A, True)], self.stream()),
-                               ast.Expr(ast_call(A, ast_const(enter_code(self.fid))))], []))
-        out += [ast.Expr(ast_call(A, ast_const(EXC))), ast.Expr(ast_call(A, self.site_of(tb())))]
-        if self.plan.records_handler and dst != EXIT:  # witness modes also name the handler block
-            out.append(ast.Expr(ast_call(A, ast_const(dst))))
-        return [place(s, at) for s in out]  # type: ignore[misc]
+            return [place(s, at) for s in record + (tail() if tail is not None else [])]  # type: ignore[misc]
+        def record() -> list[ast.stmt]:
+            out: list[ast.stmt] = [ast.Expr(ast_call(A, ast_const(EXC))), ast.Expr(ast_call(A, self.site_of(tb())))]
+            if self.plan.records_handler and dst != EXIT:  # witness modes also name the handler block
+                out.append(ast.Expr(ast_call(A, ast_const(dst))))
+            return out + (tail() if tail is not None else [])
+
+        if not self.generator:
+            return [place(s, at) for s in record()]  # type: ignore[misc]
+        # thrown in at a yield: the activation resumes here.  In a guard both arms end the
+        # handler (no join left without a line: Python 3.13 cannot copy such an exit here)
+        resume = [ast.Assign([ast_name(A, True)], self.stream()),
+                  ast.Expr(ast_call(A, ast_const(enter_code(self.fid))))]
+        test = ast.Compare(ast_name(A), [ast.Is()], [ast_const(None)])
+        if tail is not None:
+            return [place(ast.If(test, resume + record(), record()), at)]  # type: ignore[list-item]
+        return [place(s, at) for s in [ast.If(test, resume, [])] + record()]  # type: ignore[misc]
 
     def guard(self, body: list[ast.stmt], final: list[ast.stmt], dst: int, own_final: bool,
               like: ast.AST | None = None) -> ast.Try:
@@ -396,7 +405,14 @@ class Emitter:
         else:
             name = EXC_OWN if own_final and final else EXC_GUARD
             mark = ast_name(name)
-        handler = artificial(ast.ExceptHandler(None, name, self.xedge(dst, name) + [ast.Expr(mark), ast.Raise()]))
+        def reraise() -> list[ast.stmt]:
+            return [ast.Expr(mark if self.in_class else ast_name(name)), ast.Raise()]  # type: ignore[arg-type]
+
+        if self.in_class:
+            probe = self.xedge(dst, name) + reraise()
+        else:
+            probe = self.xedge(dst, name, tail=reraise)
+        handler = artificial(ast.ExceptHandler(None, name, probe))
         node = ast.Try(body, [handler], [], final)  # type: ignore[list-item]
         return place(node, like)  # type: ignore[return-value]
 
