@@ -89,7 +89,7 @@ FORMS = {
     "float list as a constant (unhashable code)": ("", "K_F[3] += 1.0", ""),
     "function as a constant: K_inc(k)": ("", "K_inc(3)", ""),
     "append id, constant: K_ap(k)": ("", "K_ap(3)", ""),
-    "local float in an expression: (n := n + 1.0) < 0": ("n = 0.0", "(n := n + 1.0) < 0", "K_B.c[3] += n"),
+    "local float in an expression: (n := n + 1.0) * 0": ("n = 0.0", "(n := n + 1.0) * 0", "K_B.c[3] += n"),
 }
 
 LOOP = """

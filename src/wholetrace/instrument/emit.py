@@ -283,11 +283,10 @@ class Emitter:
             return []
         return [place(ast.Assign([ast_name(R, True)], ast_const(sid)), like)]  # type: ignore[list-item]
 
-    def prologue(self, like: ast.AST | None) -> list[ast.stmt]:
+    def prologue(self, like: ast.AST) -> list[ast.stmt]:
         """What runs first in an activation, at the position of the first instruction of the
-        first statement ``like`` (the instruction after ``RESUME`` starts a line event), or
-        artificial (the ``def`` line) if the body has no statement that makes code."""
-        like = first_evaluated(like) if like is not None else None
+        first statement ``like`` (the instruction after ``RESUME`` starts a line event)."""
+        like = first_evaluated(like)
         if self.counts:
             out = self.set_reraise(-1, like)
             if self.tracks_reraise:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import importlib.abc
 import importlib.machinery
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import CodeType, ModuleType
-from typing import Callable, Protocol, Sequence
+from typing import Callable, Iterator, Protocol, Sequence
 
 from wholetrace.errors import InstrumentError
 from wholetrace.instrument.cfg import CFG, build_cfg, iter_functions
@@ -101,6 +102,23 @@ class Instrumenter:
         return compile_tree(tree, filename, items), entries
 
 
+@contextlib.contextmanager
+def _untraced() -> Iterator[None]:
+    """A tracer or profiler the program installed does not see wholetrace instrument a
+    module (nor the modules wholetrace uses meanwhile, which may be the program's too)."""
+    trace, profile = sys.gettrace(), sys.getprofile()
+    if trace is None and profile is None:
+        yield
+        return
+    sys.settrace(None)
+    sys.setprofile(None)
+    try:
+        yield
+    finally:
+        sys.settrace(trace)
+        sys.setprofile(profile)
+
+
 class InstrumentingLoader(importlib.machinery.SourceFileLoader):
     """A source loader that compiles through the instrumenter and never reads or writes .pyc files."""
 
@@ -108,7 +126,8 @@ class InstrumentingLoader(importlib.machinery.SourceFileLoader):
 
     def get_code(self, fullname: str) -> CodeType:
         path = self.get_filename(fullname)
-        return self.instrumenter.compile(self.get_data(path), path)
+        with _untraced():
+            return self.instrumenter.compile(self.get_data(path), path)
 
     def set_data(self, path: str, data: bytes, *, _mode: int = 0o666) -> None:  # no bytecode cache
         return None

@@ -422,13 +422,26 @@ def rewrite_function(fn: ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | a
     head = [s for s in out if id(s) in head_ids]
     rest = [s for s in out if id(s) not in head_ids]
     code_stmts = [s for s in original[n_head:] if not isinstance(s, (ast.Global, ast.Nonlocal))]
-    anchor = code_stmts[0] if code_stmts else None   # none: probes take the ``def`` line, as plain
+    anchor = code_stmts[0] if code_stmts else _entry_line(fn, original[:n_head])
     em = fr.em
     guarded = em.activation_guard(rest or [artificial(ast.Pass())])
     entry = em.stmts(fr.site_values("entry", -1), None)   # witness of the edge out of ENTRY
     fn.body = head + em.prologue(anchor) + entry + [guarded]  # type: ignore[list-item]
-    if anchor is not None:
-        start_line(fn.body[len(head)], anchor)
+    start_line(fn.body[len(head)], anchor)
+
+
+def _entry_line(fn: ast.AST, head: list[ast.stmt]) -> ast.stmt:
+    """Where the probes of a body with no statement that makes code go: after its docstring
+    (module and class bodies store it), else on the line of its ``RESUME`` (0 for a module,
+    the first decorator or the ``def``/``class`` line)."""
+    if head and not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        line = head[-1].lineno
+    elif isinstance(fn, ast.Module):
+        line = 0
+    else:
+        decorators = getattr(fn, "decorator_list", [])
+        line = decorators[0].lineno if decorators and not isinstance(fn, ast.ClassDef) else fn.lineno  # type: ignore[attr-defined]
+    return ast.Pass(lineno=line, col_offset=0, end_lineno=line, end_col_offset=0)
 
 
 def rewrite_tree(tree: ast.Module, functions: Sequence[tuple[ast.AST, CFG, int, ProbePlan | None]]) -> ast.Module:
