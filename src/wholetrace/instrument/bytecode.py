@@ -47,6 +47,8 @@ _POP_TOP = _OP["POP_TOP"]
 _RERAISE = _OP["RERAISE"]
 _LOAD_CONST = _OP["LOAD_CONST"]
 _LOAD_FAST = {_OP[n] for n in ("LOAD_FAST", "LOAD_FAST_CHECK") if n in _OP}
+_LOAD_FAST_OP = _OP["LOAD_FAST"]
+_STORE_FAST_LOAD_FAST = _OP.get("STORE_FAST_LOAD_FAST", -1)
 
 Span = tuple[int, int, int, int, int]
 
@@ -208,6 +210,8 @@ def _terminals(code: CodeType, ins: list[tuple[int, int, int]]) -> list[tuple[in
                 marks[k] = mine
     out = []
     for j, (_u, op, arg) in enumerate(ins[:-1]):
+        if op == _STORE_FAST_LOAD_FAST:   # 3.13 fuses a store with the load that follows it
+            op, arg = _LOAD_FAST_OP, arg & 15
         if op in _LOAD_FAST and arg in (own, other) and arg >= 0 and ins[j + 1][1] == _POP_TOP:
             out.append((j + 1, arg == own))
         elif op == _LOAD_CONST and arg in marks:

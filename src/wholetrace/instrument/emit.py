@@ -1,22 +1,13 @@
 """Probe code for one function under one probe plan: the statements and expressions a mode inserts.
 
-The probe contract (names, constants, line positions) is described once, in docs/design.md
-("Probe contract"); this module is its implementation.  In short:
-
-* Instrumented code reaches the recording only through *constants*: run-time objects (the
-  stream's ``ContextVar.get``, the counter list, helpers) are placeholders in the compiled
-  template (:func:`runtime_constant`) that ``instrument.cache.relocate`` replaces with the
-  recording's own objects when the code is loaded.  Nothing is added to ``builtins`` or to
-  any namespace of the program.
-* Instrumented functions use a few locals whose names contain a dot, so no source code can
-  spell (or clash with) them: :data:`A`, :data:`R`, :data:`SEEN`, :data:`HOLD`, ``wt.n<j>``,
-  the exception names of handlers and two temporaries.
-* Probe code has no line of its own: new nodes are *artificial* (position -1, the compiler
-  gives them the line of the instruction before them), except probes that stand at the start
-  of a statement's block, which take that statement's position.  So a tracer, a debugger or
-  coverage.py sees the line events of the plain program.
-* Exception paths make no Python call: handler probes are inline code (the statement is
-  looked up in a per-function table, :data:`SITES`), so they work at the recursion limit.
+docs/design.md ("Probe contract") states the contract this module implements:
+run-time objects are placeholder constants (:func:`runtime_constant`) relocated at load
+into the recording's own objects, never builtins; functions use a few locals whose names
+contain a dot (no source can spell them); probe code is artificial (no line of its own)
+and branch-free except where it opens an activation or a handler of the program; handler
+probes are inline (a site table lookup, :func:`Emitter.site_of`), with no call of any kind
+in count modes, so probes work at the recursion limit.  ``instrument.bytecode`` finishes
+the compiled code (site tables, guards that re-raise in place).
 """
 
 from __future__ import annotations
@@ -49,14 +40,12 @@ NEW = "new"          # create a stream for this thread/task
 XEDGE = "xedge"      # module/class bodies: record an exception edge
 XCOUNT = "xcount"    # module/class bodies, count modes: the same
 RERAISE = "reraise"  # module/class bodies, count modes: note a re-raise site
-RERAISE_LOOKUP = -2
 FOR = "for"          # wrapping iterator that records the for-next block before __next__
 AFOR = "afor"        # the same for async for
 COUNTS = "counts"    # count modes: holds ``.c`` the counter list (index = global counter id) and
                      # ``.x`` the exception edges, flat (fid, source stmt, target block); a list
                      # cannot be a constant itself (code objects must stay hashable)
 INC = "inc"          # module/class bodies, count modes: increment a counter inside an expression
-EXCEPTION = "exception"  # sys.exception
 RERAISE_MARK = "exception-reraise"  # sys.exception, marking a guard's re-raise in module/class bodies
 RERAISE_MARK_GUARD = "exception-reraise-guard"  # the same in a guard around the program's finally
 NO_TB = "no-traceback"   # stands for a missing traceback (tb_lasti -2)

@@ -197,16 +197,20 @@ class _FunctionRewriter:
         info = self._loop_body(s, self.cfg.stmt_at(s, "for-next"))
         h = self.block_values(info.header.block)
         first = self.site_values("arm", it_st.id, "iter") if it_st is not None else []
+        iterable = s.iter
         if info.wrapped:
             if first:
                 s.iter = ast.Subscript(ast.Tuple([s.iter] + self.em.exprs(first), ast.Load()), ast_const(0), ast.Load())
             s.iter = ast_call(rt(AFOR if isinstance(s, ast.AsyncFor) else FOR), s.iter,
                               ast.Tuple([ast_const(v) for v in h], ast.Load()), ast_const(self.em.counts))
-            artificial(s.iter)
         elif first or h:
-            s.iter = artificial(ast.Subscript(ast.Tuple([s.iter] + self.em.exprs(first + h), ast.Load()),
-                                              ast_const(0), ast.Load()))  # type: ignore[assignment]
+            s.iter = ast.Subscript(ast.Tuple([s.iter] + self.em.exprs(first + h), ast.Load()), ast_const(0), ast.Load())
             s.body.extend(self.em.stmts(h, None))
+        if s.iter is not iterable:
+            # the new outermost node keeps the iterable's position (3.13 gives it to
+            # GET_ITER and FOR_ITER, the loop's line); the rest is artificial
+            ast.copy_location(s.iter, iterable)
+            artificial(s.iter)
         return pre + [s]
 
     # --- with

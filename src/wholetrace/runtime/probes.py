@@ -195,7 +195,7 @@ def runtime_objects(state: RunState) -> dict[str, object]:
     return {emit.GET: current, emit.NEW: new_stream, emit.XEDGE: exception_edge,
             emit.XCOUNT: exception_edge_count, emit.RERAISE: note_reraise, emit.FOR: for_wrapper,
             emit.AFOR: afor_wrapper, emit.COUNTS: Counts(counters, xedges), emit.INC: increment,
-            emit.EXCEPTION: sys.exception, emit.RERAISE_MARK: sys.exception,
+            emit.RERAISE_MARK: sys.exception,
             emit.RERAISE_MARK_GUARD: sys.exception, emit.NO_TB: _NoTraceback(), emit.VARS: vars,
             emit.RECURSION_ERROR: RecursionError}
 
