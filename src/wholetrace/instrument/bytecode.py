@@ -29,8 +29,7 @@ Two things cannot be said in the AST and are done on the code object the compile
 from __future__ import annotations
 
 import contextlib
-import dis
-import re
+import opcode
 import warnings
 from dataclasses import dataclass
 from types import CodeType
@@ -39,7 +38,7 @@ from typing import Iterator, Sequence
 from wholetrace.instrument.emit import (EXC_GUARD, EXC_OWN, RERAISE_MARK, RERAISE_MARK_GUARD, SITES_MARK,
                                        runtime_constant)
 
-_OP = dis.opmap
+_OP = opcode.opmap
 _CACHE = _OP["CACHE"]
 _EXTENDED_ARG = _OP["EXTENDED_ARG"]
 _PUSH_EXC_INFO = _OP["PUSH_EXC_INFO"]
@@ -53,8 +52,18 @@ _STORE_FAST_LOAD_FAST = _OP.get("STORE_FAST_LOAD_FAST", -1)
 Span = tuple[int, int, int, int, int]
 
 
-#: Built once: instrumenting the ``re`` module itself must not need ``re``.
-_QUIET = ("ignore", re.compile("'frozenset' object is not", re.I), SyntaxWarning, None, 0)
+class _Prefix:
+    """A warnings-filter message pattern without ``re`` (instrumenting ``re`` itself must
+    not need it): the filter machinery only calls ``.match``."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+
+    def match(self, text: str) -> bool:
+        return text.startswith(self.prefix)
+
+
+_QUIET = ("ignore", _Prefix("'frozenset' object is not"), SyntaxWarning, None, 0)
 
 
 @contextlib.contextmanager

@@ -21,7 +21,6 @@ from types import CodeType
 from typing import Sequence
 
 from wholetrace.ids import EXIT
-from wholetrace.instrument import bytecode
 from wholetrace.instrument.cfg import CFG, Stmt
 from wholetrace.instrument.emit import (A, AFOR, EXC_CAUGHT, FOR, HOLD, MATCH, VARS, Emitter, artificial, ast_call,
                                        ast_const, ast_name, locate, rt, start_line)
@@ -467,6 +466,8 @@ def compile_tree(tree: ast.Module, filename: str,
     A walk of the whole tree (``fix_missing_locations``, a third of the rewriting time of a
     large module) happens only if a position is missing.
     """
+    from wholetrace.instrument import bytecode   # only when a template is made (not on cache hits)
+
     with bytecode.quiet_placeholders():
         try:
             code = compile(tree, filename, "exec", dont_inherit=True)
