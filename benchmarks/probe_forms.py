@@ -16,7 +16,8 @@ Names ``K_*`` are *constants* of the compiled code (``LOAD_CONST``), the way ins
 code now gets the recording's objects (``instrument.emit.runtime_constant``, relocated at
 load): the counter list cannot be one itself (a code object whose constants hold a list
 cannot be hashed, and programs hash code objects), so it sits in a slot of a constant
-object (``K_B.c``), or each counter is a slot of its own (``K_S.c3``).  The ``_wt_*``
+object (``K_B.c``), or each counter is a slot of its own (``K_S.c3``: what `count` uses,
+one object per file).  The ``_wt_*``
 names are builtins, as before.  Medians of several runs; writes the table to
 docs/benchmarks.md (section ``probe_forms``).
 
@@ -85,12 +86,12 @@ FORMS = {
     "append id, local: a(k)": ("a = _wt_ap", "a(3)", ""),
     "local int, added at exit: n += 1": ("n = 0", "n += 1", "_wt_C[3] += n"),
     "local float, added at exit: n += 1.0 (count, in loops)": ("n = 0.0", "n += 1.0", "_wt_F[3] += n"),
-    "float list in a constant's slot: K_B.c[k] += 1.0 (count)": ("", "K_B.c[3] += 1.0", ""),
-    "slot per counter of a constant: K_S.ck += 1.0": ("", "K_S.c3 += 1.0", ""),
+    "float list in a constant's slot: K_B.c[k] += 1.0": ("", "K_B.c[3] += 1.0", ""),
+    "slot per counter of a constant: K_S.ck += 1.0 (count)": ("", "K_S.c3 += 1.0", ""),
     "float list as a constant (unhashable code)": ("", "K_F[3] += 1.0", ""),
     "function as a constant: K_inc(k)": ("", "K_inc(3)", ""),
     "append id, constant: K_ap(k)": ("", "K_ap(3)", ""),
-    "local float in an expression: (n := n + 1.0) * 0": ("n = 0.0", "(n := n + 1.0) * 0", "K_B.c[3] += n"),
+    "local float in an expression: (n := n + 1.0) * 0 (count)": ("n = 0.0", "(n := n + 1.0) * 0", "K_S.c3 += n"),
 }
 
 LOOP = """
@@ -158,7 +159,7 @@ def main(argv: list[str]) -> int:
         for s in ("loop", "call"):
             cells += [f"{m[s] * 1e3:.1f}", "-" if name == "no probe" else f"{(m[s] - base[s]) / N * 1e9:.1f}"]
         rows.append(tuple(cells))
-    body = (f"## Probe forms (why `count` increments a list held by a constant)\n\nMeasured {machine()}; "
+    body = (f"## Probe forms (why `count` increments a slot of a constant)\n\nMeasured {machine()}; "
             f"`python benchmarks/probe_forms.py` (median CPU time of 15 runs of {N:,} probes per "
             "shape, forms interleaved). *loop*: one probe in a loop body; *call*: one probe at the start "
             "of a small method, with the form's prologue and epilogue (if any) on every call. "

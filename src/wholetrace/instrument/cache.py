@@ -27,13 +27,11 @@ import tempfile
 from functools import lru_cache
 from pathlib import Path
 from types import CodeType
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from wholetrace.events import ENTER_BASE, enter_code
-from wholetrace.instrument.emit import MARK
+from wholetrace.instrument.emit import COUNTER_ORIGIN, COUNTS, FID_ORIGIN, MARK
 
-FID_ORIGIN = 3_141_592_653_000_000
-COUNTER_ORIGIN = 2_718_281_828_000_000
 WINDOW = 1_000_000_000
 FORMAT = 1
 
@@ -45,14 +43,26 @@ def relocate(code: CodeType, fid_base: int, counter_base: int,
              objects: Mapping[str, object] | None = None) -> CodeType:
     """``code`` with placeholder ids replaced: fids from ``fid_base``, counters from
     ``counter_base``; and run-time object placeholders (``emit.runtime_constant``) by
-    ``objects[name]``, the recording's own objects."""
+    ``objects[name]``, the recording's own objects (the file's counter object is
+    ``objects[emit.COUNTS](counter_base)``)."""
+    resolved: dict[str, object] = {}
 
+    def runtime(name: str) -> object:
+        if name not in resolved:
+            if objects is None:
+                raise ValueError("instrumented code needs the recording's run-time objects")
+            obj = objects[name]
+            resolved[name] = obj(counter_base) if name == COUNTS else obj  # type: ignore[operator]
+        return resolved[name]
+
+    return _relocate(code, fid_base, counter_base, runtime)
+
+
+def _relocate(code: CodeType, fid_base: int, counter_base: int, runtime: Callable[[str], object]) -> CodeType:
     def fix(c: object) -> object:
         t = type(c)
         if t is frozenset and MARK in c:  # type: ignore[operator]
-            if objects is None:
-                raise ValueError("instrumented code needs the recording's run-time objects")
-            return objects[next(x for x in c if x != MARK)]  # type: ignore[attr-defined]
+            return runtime(next(x for x in c if x != MARK))  # type: ignore[attr-defined]
         if t is int:
             v: int = c  # type: ignore[assignment]
             if FID_ORIGIN <= v < FID_ORIGIN + WINDOW:
@@ -65,7 +75,7 @@ def relocate(code: CodeType, fid_base: int, counter_base: int,
         if t is tuple:
             return tuple(fix(x) for x in c)  # type: ignore[attr-defined]
         if t is CodeType:
-            return relocate(c, fid_base, counter_base, objects)  # type: ignore[arg-type]
+            return _relocate(c, fid_base, counter_base, runtime)  # type: ignore[arg-type]
         return c
 
     return code.replace(co_consts=tuple(fix(c) for c in code.co_consts))

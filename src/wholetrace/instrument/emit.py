@@ -42,9 +42,10 @@ XCOUNT = "xcount"    # module/class bodies, count modes: the same
 RERAISE = "reraise"  # module/class bodies, count modes: note a re-raise site
 FOR = "for"          # wrapping iterator that records the for-next block before __next__
 AFOR = "afor"        # the same for async for
-COUNTS = "counts"    # count modes: holds ``.c`` the counter list (index = global counter id) and
-                     # ``.x`` the exception edges, flat (fid, source stmt, target block); a list
-                     # cannot be a constant itself (code objects must stay hashable)
+COUNTS = "counts"    # count modes: the file's counters, one slot ``c<j>`` per counter of the file
+                     # (a per-file object: ``cache.relocate`` asks for it by the file's first id)
+EDGES = "edges"      # count modes: ``.x``, the exception edges, flat (fid, source stmt, target
+                     # block); a list cannot be a constant itself (code objects must stay hashable)
 INC = "inc"          # module/class bodies, count modes: increment a counter inside an expression
 RERAISE_MARK = "exception-reraise"  # sys.exception, marking a guard's re-raise in module/class bodies
 RERAISE_MARK_GUARD = "exception-reraise-guard"  # the same in a guard around the program's finally
@@ -164,8 +165,18 @@ def first_evaluated(node: ast.AST) -> ast.AST:
         node = child
 
 
-def _counters() -> ast.expr:
-    return ast.Attribute(rt(COUNTS), "c", ast.Load())
+#: Templates number functions and counters from these placeholder origins (``instrument.cache``).
+FID_ORIGIN = 3_141_592_653_000_000
+COUNTER_ORIGIN = 2_718_281_828_000_000
+
+
+def counter_slot(counter: int) -> str:
+    """The attribute of the file's counter object that holds template counter ``counter``."""
+    return f"c{counter - COUNTER_ORIGIN}"
+
+
+def _counter(counter: int, ctx: ast.expr_context) -> ast.expr:
+    return ast.Attribute(rt(COUNTS), counter_slot(counter), ctx)
 
 
 def start_line(first: ast.stmt, like: ast.AST) -> None:
@@ -231,7 +242,7 @@ class Emitter:
         """The probe as an expression whose value is false (``while`` tests, ``for`` iterables)."""
         if self.counts:
             if self.in_class:
-                return ast_call(rt(INC), ast_const(value))
+                return ast_call(rt(INC), rt(COUNTS), ast_const(counter_slot(value)))
             self.expr_locals.add(value)
             name = self.local(value)
             bump = ast.NamedExpr(ast_name(name, True), ast.BinOp(ast_name(name), ast.Add(), ast_const(1.0)))
@@ -241,7 +252,7 @@ class Emitter:
         return ast.Call(target, [ast_const(value)], [])
 
     def stmt(self, value: int, like: ast.AST | None) -> ast.stmt:
-        """The probe as a statement (count modes: ``counts.c[value] += 1.0``, or ``wt.n<j> += 1.0``).
+        """The probe as a statement (count modes: ``counts.c<j> += 1.0``, or ``wt.n<j> += 1.0``).
 
         Counts are floats (exact up to 2**53): a float add takes its result from CPython's
         float free list, where an int above 256 is a fresh allocation — a fifth of the
@@ -250,8 +261,7 @@ class Emitter:
         if value in self.plan.local_counters or (self.counts and value in self.expr_locals):
             node: ast.stmt = ast.AugAssign(ast_name(self.local(value), True), ast.Add(), ast_const(1.0))
         elif self.counts:
-            node = ast.AugAssign(ast.Subscript(_counters(), ast_const(value), ast.Store()), ast.Add(),
-                                 ast_const(1.0))
+            node = ast.AugAssign(_counter(value, ast.Store()), ast.Add(), ast_const(1.0))
         else:
             node = ast.Expr(self.append(value))
         return place(node, like)  # type: ignore[return-value]
@@ -313,8 +323,7 @@ class Emitter:
         local counts to the counter list (count modes)."""
         if not self.counts:
             return [self.stmt(LEAVE, None)]
-        out = [artificial(ast.AugAssign(ast.Subscript(_counters(), ast_const(k), ast.Store()), ast.Add(),
-                                        ast_name(self.local(k))))
+        out = [artificial(ast.AugAssign(_counter(k, ast.Store()), ast.Add(), ast_name(self.local(k))))
                for k in self.locals_counted()]
         if self.tracks_reraise:  # drop the traceback (it refers to this frame)
             out.append(artificial(ast.Assign([ast_name(SEEN, True)], rt(NO_TB))))
@@ -355,7 +364,7 @@ class Emitter:
             if self.tracks_reraise:   # caught again with the same traceback entry: a re-raise
                 again = ast.Compare(ast_name(SEEN), [ast.Is()], [ast.NamedExpr(ast_name(SEEN, True), tb())])
                 src = ast.Subscript(ast.Tuple([src, ast_name(R)], ast.Load()), again, ast.Load())
-            record = [ast.Assign([ast_name(XLIST, True)], ast.Attribute(rt(COUNTS), "x", ast.Load())),
+            record = [ast.Assign([ast_name(XLIST, True)], ast.Attribute(rt(EDGES), "x", ast.Load())),
                       ast.AugAssign(ast_name(XLIST, True), ast.Add(),
                                     ast.Tuple([ast_const(self.fid), src, ast_const(dst)], ast.Load()))]
             return [place(s, at) for s in record + (tail() if tail is not None else [])]  # type: ignore[misc]

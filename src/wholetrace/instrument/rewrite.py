@@ -22,8 +22,8 @@ from typing import Sequence
 
 from wholetrace.ids import EXIT
 from wholetrace.instrument.cfg import CFG, Stmt
-from wholetrace.instrument.emit import (A, AFOR, EXC_CAUGHT, FOR, HOLD, MATCH, VARS, Emitter, artificial, ast_call,
-                                       ast_const, ast_name, locate, rt, start_line)
+from wholetrace.instrument.emit import (A, AFOR, COUNTS, EXC_CAUGHT, FOR, HOLD, MATCH, VARS, Emitter, artificial,
+                                       ast_call, ast_const, ast_name, counter_slot, locate, rt, start_line)
 from wholetrace.instrument.modes import ProbePlan, blocks_plan
 from wholetrace.events import LEAVE, enter_code
 
@@ -200,8 +200,12 @@ class _FunctionRewriter:
         if info.wrapped:
             if first:
                 s.iter = ast.Subscript(ast.Tuple([s.iter] + self.em.exprs(first), ast.Load()), ast_const(0), ast.Load())
-            s.iter = ast_call(rt(AFOR if isinstance(s, ast.AsyncFor) else FOR), s.iter,
-                              ast.Tuple([ast_const(v) for v in h], ast.Load()), ast_const(self.em.counts))
+            wrapper = rt(AFOR if isinstance(s, ast.AsyncFor) else FOR)
+            if self.em.counts:   # the counters' slots in the file's counter object
+                names = ast.Tuple([ast_const(counter_slot(v)) for v in h], ast.Load())
+                s.iter = ast_call(wrapper, s.iter, names, rt(COUNTS))
+            else:
+                s.iter = ast_call(wrapper, s.iter, ast.Tuple([ast_const(v) for v in h], ast.Load()))
         elif first or h:
             s.iter = ast.Subscript(ast.Tuple([s.iter] + self.em.exprs(first + h), ast.Load()), ast_const(0), ast.Load())
             s.body.extend(self.em.stmts(h, None))

@@ -86,10 +86,11 @@ class RunState:
     """Everything one recording's instrumented code writes to while it runs."""
 
     streams: Streams = field(default_factory=Streams)
-    #: Count modes: the counters, indexed by global counter id, shared by all threads.
-    #: ``counters[k] += 1.0`` is never interrupted by a thread switch in CPython 3.11: none
-    #: of its instructions checks the eval breaker (docs/design.md, "count probes").
-    counters: list[float] = field(default_factory=list)
+    #: Count modes: per file (by its first global counter id), an object with one slot per
+    #: counter, shared by all threads.  ``counts.c<j> += 1.0`` is never interrupted by a
+    #: thread switch in CPython 3.11: none of its instructions checks the eval breaker
+    #: (docs/design.md, "count probes").
+    file_counts: dict[int, object] = field(default_factory=dict)
     #: Count modes: exception edges as they happen, flat (fid, source statement, target block);
     #: a handler extends it by one whole triple (one C call, atomic under the GIL).
     xedges: list[int] = field(default_factory=list)
@@ -104,14 +105,28 @@ class RunState:
         self.namespace_reraise.clear()
 
 
-class Counts:
-    """The count-mode lists, in one object instrumented code gets as a constant (``counts.c``,
-    ``counts.x``): a code object whose constants held the lists could not be hashed."""
+def new_counts(n: int) -> object:
+    """A file's counter object: slots ``c0`` .. ``c<n-1>``, all 0.0 (a slot is read and
+    written by two specialized instructions, cheaper than an item of a list)."""
+    names = tuple(f"c{j}" for j in range(n))
+    counts = type("counts", (), {"__slots__": names})()
+    for name in names:
+        setattr(counts, name, 0.0)
+    return counts
 
-    __slots__ = ("c", "x")
 
-    def __init__(self, counters: list[float], xedges: list[int]) -> None:
-        self.c = counters
+def read_counts(counts: object) -> list[float]:
+    """The counters of a file's counter object, in order."""
+    return [getattr(counts, name) for name in type(counts).__slots__]  # type: ignore[attr-defined]
+
+
+class Edges:
+    """Count modes: the exception-edge list, in an object instrumented code gets as a
+    constant (``edges.x``): a code object whose constants held a list could not be hashed."""
+
+    __slots__ = ("x",)
+
+    def __init__(self, xedges: list[int]) -> None:
         self.x = xedges
 
 
@@ -124,7 +139,7 @@ class _NoTraceback:
 
 def runtime_objects(state: RunState) -> dict[str, object]:
     """The run-time objects of one recording, by placeholder name (``instrument.emit``)."""
-    streams, counters, xedges, sites = state.streams, state.counters, state.xedges, state.sites
+    streams, xedges, sites = state.streams, state.xedges, state.sites
     current, new_stream = streams.current.get, streams.new
 
     def exception_edge(fid: int, handler: int = -1) -> None:
@@ -155,37 +170,37 @@ def runtime_objects(state: RunState) -> dict[str, object]:
     def note_reraise(fid: int, stmt: int) -> None:
         state.namespace_reraise[(threading.get_ident(), fid)] = stmt
 
-    def increment(k: int) -> None:
+    def increment(counts: object, slot: str) -> None:
         """Module and class bodies, count modes: a counter probe inside an expression."""
-        counters[k] += 1.0
+        setattr(counts, slot, getattr(counts, slot) + 1.0)
 
-    def record(values: tuple[int, ...], count: bool) -> None:
-        if count:
-            for v in values:
-                counters[v] += 1.0
+    def record(values: tuple[Any, ...], counts: object) -> None:
+        if counts is not None:
+            for slot in values:
+                setattr(counts, slot, getattr(counts, slot) + 1.0)
             return
         a = current() or new_stream()
         for v in values:
             a(v)
 
-    def for_wrapper(iterable: Iterable[Any], values: tuple[int, ...], count: bool = False) -> Iterator[Any]:
-        """Iterate ``iterable``, recording ``values`` (appended, or counters incremented if
-        ``count``) before every ``__next__`` (loops whose ``continue`` runs finally/with code
-        before the next iteration)."""
+    def for_wrapper(iterable: Iterable[Any], values: tuple[Any, ...], counts: object = None) -> Iterator[Any]:
+        """Iterate ``iterable``, recording ``values`` (block values appended, or, with the
+        file's ``counts``, counter slots incremented) before every ``__next__`` (loops whose
+        ``continue`` runs finally/with code before the next iteration)."""
         it = iter(iterable)
         while True:
-            record(values, count)
+            record(values, counts)
             try:
                 item = next(it)
             except StopIteration:
                 return
             yield item
 
-    async def afor_wrapper(iterable: Any, values: tuple[int, ...], count: bool = False) -> AsyncIterator[Any]:
+    async def afor_wrapper(iterable: Any, values: tuple[Any, ...], counts: object = None) -> AsyncIterator[Any]:
         """The async twin of ``for_wrapper``."""
         it = iterable.__aiter__()
         while True:
-            record(values, count)
+            record(values, counts)
             try:
                 item = await it.__anext__()
             except StopAsyncIteration:
@@ -194,7 +209,8 @@ def runtime_objects(state: RunState) -> dict[str, object]:
 
     return {emit.GET: current, emit.NEW: new_stream, emit.XEDGE: exception_edge,
             emit.XCOUNT: exception_edge_count, emit.RERAISE: note_reraise, emit.FOR: for_wrapper,
-            emit.AFOR: afor_wrapper, emit.COUNTS: Counts(counters, xedges), emit.INC: increment,
+            emit.AFOR: afor_wrapper, emit.COUNTS: state.file_counts.__getitem__, emit.EDGES: Edges(xedges),
+            emit.INC: increment,
             emit.RERAISE_MARK: sys.exception,
             emit.RERAISE_MARK_GUARD: sys.exception, emit.NO_TB: _NoTraceback(), emit.VARS: vars,
             emit.RECURSION_ERROR: RecursionError}

@@ -1,7 +1,7 @@
 """The recorder: registers instrumented functions and moves every stream to the store as the run goes.
 
 In the trace modes (``blocks``, ``witness``, ``branches``) stream chunks are stored as they are.  In the count modes
-probes increment the recording's counter list (grown here as functions are registered) and
+probes increment the slots of a counter object per file (made here as files are registered) and
 handlers append exception edges to its edge list, which the recorder tallies as it flushes;
 the counters are stored when the run ends.  Everything the program's code writes to belongs
 to this recording (``self.state``, handed to instrumented code as constants): two recordings
@@ -24,7 +24,7 @@ from wholetrace.instrument.emit import C_CALLS_COUNT
 from wholetrace.instrument.emit import LOCAL as LOCAL_COUNTER
 from wholetrace.instrument.modes import TRACE_MODES, ProbePlan, make_plan
 from wholetrace.runtime import recursion
-from wholetrace.runtime.probes import RunState, runtime_objects
+from wholetrace.runtime.probes import RunState, new_counts, read_counts, runtime_objects
 from wholetrace.runtime.streams import Stream
 
 FLUSH_SECONDS = 0.25
@@ -77,7 +77,8 @@ class Recorder:
                 self.suspendable = self.suspendable or cfg["is_generator"] or "async" in f["source"]
             total = sum(f["counters"] for f in functions)
             self.counter_base += total
-            self.state.counters.extend([0.0] * total)
+            if not self.traces:
+                self.state.file_counts[counter_base] = new_counts(total)
         for i, f in enumerate(functions):
             fid, cfg = fid_base + i, f["cfg"]
             self.state.sites.register(fid, [(line, col, end_line, end_col, sid)
@@ -164,7 +165,10 @@ class Recorder:
         old = sys.getswitchinterval()
         sys.setswitchinterval(1e6)   # nothing below releases the GIL, so no thread runs
         try:
-            counts = array("q", [int(c) for c in self.state.counters[: self.counter_base]] or [0])
+            counts = array("q", [0] * max(self.counter_base, 1))
+            for base, obj in list(self.state.file_counts.items()):
+                for j, c in enumerate(read_counts(obj)):
+                    counts[base + j] = int(c)
             early: list[tuple[int, int]] = []
             for fid, f in self.unfinished_frames():
                 early.append((fid, self.state.sites.resolve(fid, f.f_code, f.f_lasti)))
