@@ -4,22 +4,22 @@ And how should instrumented code reach the recording's objects: as builtins, or 
 Times the same code with no probe and with each candidate form, in two shapes: a probe in a
 loop body (``loop``), and a probe at the start of a small method called in a loop
 (``call``, where a form that needs a local must fetch it in a prologue on every call).
-Forms: ``_wt_C[k] += 1`` on a list reached as a builtin, the same with float counts
-(``+= 1.0``: what `count` emits; a float result comes from CPython's free list, an int
-above 256 is a new allocation), the int list fetched into a local, ``_wt_inc(k)`` (a Python function: the expression form `count` uses
-in ``while`` tests and ``for`` iterables), ``array.append(k)`` of a counter id (summed
-later, the form `count` used before), and ``n += 1`` on a local int or float added to the list when
-the activation ends (what `count` does, with floats, for a chord expected to run several times per call;
-in the *call* shape it pays its prologue and that addition on every call).
 
-Names ``K_*`` are *constants* of the compiled code (``LOAD_CONST``), the way instrumented
-code now gets the recording's objects (``instrument.emit.runtime_constant``, relocated at
-load): the counter list cannot be one itself (a code object whose constants hold a list
-cannot be hashed, and programs hash code objects), so it sits in a slot of a constant
-object (``K_B.c``), or each counter is a slot of its own (``K_S.c3``: what `count` uses,
-one object per file).  The ``_wt_*``
-names are builtins, as before.  Medians of several runs; writes the table to
-docs/benchmarks.md (section ``probe_forms``).
+Names ``_wt_*`` are builtins (how instrumented code reached the recording before); names
+``K_*`` are *constants* of the compiled code (``LOAD_CONST``: how it does now, the
+recording's objects relocated in at load, ``instrument.emit.runtime_constant``).  Forms: an
+item of an int or float list reached as a builtin (``count`` before; a float result comes
+from CPython's free list, an int above 256 is a new allocation), the list fetched into a
+local, a Python function (``_wt_inc(k)``, the expression form ``count`` used before), a
+list in a slot of a constant (``K_B.c[k]``: a list cannot be a constant itself, since a
+code object whose constants hold one cannot be hashed, and programs hash code objects),
+one slot per counter of a constant (``K_S.c3``: what ``count`` does now, one object per
+file), ``array.append`` of an id (as a builtin, a local — what ``blocks`` does — or a
+constant), and ``n += 1`` on a local int or float added when the activation ends (what
+``count`` does for a chord expected to run several times per call; in the *call* shape it
+pays its prologue and that addition on every call), also in its expression form.  Median
+CPU times of several runs, forms interleaved; writes the table to docs/benchmarks.md
+(section ``probe_forms``).
 
     python benchmarks/probe_forms.py [--no-write]
 """
@@ -79,11 +79,11 @@ CONSTS = {"K_B": _Box(), "K_S": _Slots(), "K_F": FLOATS, "K_inc": _finc, "K_ap":
 FORMS = {
     "no probe": ("", "pass", ""),
     "int list as builtin: _wt_C[k] += 1": ("", "_wt_C[3] += 1", ""),
-    "float list as builtin: _wt_F[k] += 1.0 (count)": ("", "_wt_F[3] += 1.0", ""),
+    "float list as builtin: _wt_F[k] += 1.0 (count before)": ("", "_wt_F[3] += 1.0", ""),
     "list in a local: c[k] += 1": ("c = _wt_C", "c[3] += 1", ""),
     "function: _wt_inc(k)": ("", "_wt_inc(3)", ""),
     "append id, builtin: _wt_ap(k)": ("", "_wt_ap(3)", ""),
-    "append id, local: a(k)": ("a = _wt_ap", "a(3)", ""),
+    "append id, local: a(k) (blocks)": ("a = _wt_ap", "a(3)", ""),
     "local int, added at exit: n += 1": ("n = 0", "n += 1", "_wt_C[3] += n"),
     "local float, added at exit: n += 1.0 (count, in loops)": ("n = 0.0", "n += 1.0", "_wt_F[3] += n"),
     "float list in a constant's slot: K_B.c[k] += 1.0": ("", "K_B.c[3] += 1.0", ""),

@@ -1,8 +1,8 @@
 """Probe plans: what each recording mode appends at block starts and on edges of one function.
 
 ``blocks``      the block id at every block start, ENTER/LEAVE, exception edges (the trace).
-``count-naive`` one counter per block (a probe is ``counts.c[k] += 1.0`` on the run's one counter
-                list, ``k`` a global counter id: the function's base plus its local index).
+``count-naive`` one counter per block (a probe is ``counts.c<j> += 1.0``, a slot of the file's
+                counter object; ``j`` the counter's index in the file).
 ``count``       counters on the chords of a maximum spanning tree (Ball-Larus), weights from
                 the heuristic or from an earlier recording; edges with no probe site are kept
                 in the tree, and among equal weights the tree takes the dearer probe forms.  Generators, module and class bodies, and functions whose chords

@@ -3,8 +3,8 @@
 Trace modes: probes are plain statements on a local (``wt.a(k)`` appends value ``k`` to the
 stream of the running thread or task); each function gets a prologue that fetches its stream
 and records ENTER, and a guard (``try``/``except``/``finally``) that records the dynamic
-exception edge and LEAVE.  Count modes: a probe is ``counts.c[k] += 1.0`` on the recording's
-one counter list (a local counter where an expression is needed) and functions fetch nothing.
+exception edge and LEAVE.  Count modes: a probe is ``counts.c<j> += 1.0``, a slot of the file's
+counter object (a local counter where an expression is needed); functions fetch nothing.
 Headers that have no statement of their own get expression probes: ``while wt.a(k) or test``,
 ``for x in (it, wt.a(k))[0]`` plus a probe at the end of the body and before ``continue``.
 ``with`` exits and ``finally`` entries are probed from an inserted ``try/finally`` so they run
