@@ -22,7 +22,7 @@ from wholetrace.instrument.cfg import CFG
 from wholetrace.instrument.modes import TRACE_MODES, ProbePlan, make_plan
 from wholetrace.instrument.emit import LOCAL as LOCAL_COUNTER
 from wholetrace.events import XCOUNT, arg_value
-from wholetrace.runtime.probes import COUNTERS, NAMESPACE_RERAISE, RERAISES, SITES, STREAMS, Stream
+from wholetrace.runtime.probes import COUNTERS, NAMESPACE_RERAISE, SITES, STREAMS, Stream
 
 FLUSH_SECONDS = 0.25
 
@@ -186,8 +186,7 @@ class Recorder:
         self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join()
-        RERAISES.clear()     # release the exceptions it held while the program's code can still run
-        NAMESPACE_RERAISE.clear()
+        NAMESPACE_RERAISE.clear()   # release the tracebacks held while the program's code can still run
         self.close_suspended()
         if self.traces:
             self.flush()
