@@ -214,7 +214,8 @@ def _record_all(source: str, tmp_path: Path) -> dict[str, Path]:
     return paths
 
 
-@pytest.mark.parametrize("source, want", [(B2, B2_LINES), (B2_SIBLING, F_LINES)], ids=["B2", "B2-sibling"])
+@pytest.mark.parametrize("source, want", [(B2, B2_LINES), (B2_SIBLING, F_LINES), (B3, B3_LINES),
+                                          (ISSUE9, ISSUE9_LINES)], ids=["B2", "B2-sibling", "B3", "issue9"])
 def test_hand_computed_counts_in_every_mode(source: str, want: dict, tmp_path: Path) -> None:
     paths = _record_all(source, tmp_path)
     for mode, path in paths.items():

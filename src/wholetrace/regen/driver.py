@@ -66,6 +66,7 @@ from wholetrace.instrument.cfg import CFG
 from wholetrace.instrument.flowgraph import from_cfg
 from wholetrace.instrument.placement import EOF, WitnessPlacement
 from wholetrace.instrument.witnesses import suspend_blocks
+from wholetrace.regen.lookahead import groups_ended_by_exceptions
 from wholetrace.regen.witness import RegenTables
 from wholetrace.events import ENTER_BASE, EXC, LEAVE, RERAISE
 
@@ -263,7 +264,9 @@ def regenerate_stream(events_chunks: Iterable[np.ndarray], plans: dict[int, Plan
     ``events_chunks`` is read twice (see the module docstring); a one-shot iterator is
     first gathered into a list.
     """
-    held_groups: dict[int, int] = {}
+    if iter(events_chunks) is events_chunks:
+        events_chunks = list(events_chunks)
+    held_groups = groups_ended_by_exceptions(events_chunks)
     tables: dict[int, FunctionTables] = {}
     stack: list[list[Any]] = []          # frames: [tables, pc, state, held at a raising block]
     out: list[int] = []
