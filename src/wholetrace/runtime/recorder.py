@@ -22,6 +22,7 @@ from wholetrace.instrument.cfg import CFG
 from wholetrace.instrument.modes import TRACE_MODES, ProbePlan, make_plan
 from wholetrace.instrument.emit import LOCAL as LOCAL_COUNTER
 from wholetrace.events import XCOUNT, arg_value
+from wholetrace.runtime import unfinished
 from wholetrace.runtime.probes import COUNTERS, NAMESPACE_RERAISE, SITES, STREAMS, Stream
 
 FLUSH_SECONDS = 0.25
@@ -189,8 +190,11 @@ class Recorder:
         NAMESPACE_RERAISE.clear()   # release the tracebacks held while the program's code can still run
         self.close_suspended()
         if self.traces:
-            self.flush()
+            tails, lengths = unfinished.snapshot(self.by_code, _suspended if self.suspendable else list)
+            self.flush(lengths)
             STREAMS.on_new = None
+            for sid, events in tails.items():   # close the activations still open (early exits)
+                self.writer.append_events(sid, array("i", events))
             return
         counts, early, lengths = self.snapshot_counts()
         self.flush(lengths)
