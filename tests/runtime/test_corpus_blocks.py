@@ -13,7 +13,7 @@ import pytest
 from corpus import PROGRAMS
 from inline_programs import INLINE
 from oracles.settrace_lines import line_counts, single_simple_statement_lines
-from oracles.test_settrace_oracle import TRICKY
+from oracles.tricky import TRICKY
 from wtutil import profiles, run_plain, run_recorded
 
 MODES = ("blocks", "count", "count-naive", "witness", "branches")
