@@ -11,17 +11,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import tempfile
 import textwrap
 from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, seed, settings
 
 from corpus import PROGRAMS
-from genprogs import run_plain as run_generated_plain
-from genprogs import programs, structured_programs, write_program
 from inline_programs import INLINE
 from regenutil import KINDS, children_follow_calls, compare, streams_of
 from wholetrace.analysis.activations import activation_form
@@ -114,45 +110,3 @@ def test_corpus_programs_regenerate(name: str, tmp_path: Path) -> None:
     stats = {k: compare(paths["blocks"], paths[k], exact=False) for k in KINDS}
     assert stats["witness"]["recorded events"] < stats["witness"]["blocks events"]
     assert stats["witness"]["recorded events"] <= stats["branches"]["recorded events"]
-
-
-# ----------------------------------------------------------------------------- generated programs
-
-SETTINGS = dict(deadline=None, database=None, suppress_health_check=list(HealthCheck))
-
-
-def _record(driver: Path, td: str, mode: str) -> tuple[int, str, Path]:
-    wt = Path(td) / f"{mode}.wt"
-    proc = subprocess.run([sys.executable, "-m", "wholetrace.cli", "record", "-q", "--mode", mode, "-o", str(wt),
-                           str(driver)], capture_output=True, cwd=td, env=ENV, timeout=120, stdin=subprocess.DEVNULL)
-    assert "left uninstrumented" not in proc.stderr.decode("utf-8", "replace")
-    return proc.returncode, proc.stdout.decode("utf-8", "replace"), wt
-
-
-def regenerates_like_blocks(source: str) -> None:
-    """witness and branches recordings of ``source`` regenerate the blocks trace (activation form)."""
-    with tempfile.TemporaryDirectory(prefix="wt-witness-") as td:
-        rc, out, _err = run_generated_plain(source, td)
-        if rc == -1:
-            return  # the program itself did not finish in time
-        driver = write_program(source, td)
-        paths = {}
-        for mode in ("blocks",) + KINDS:
-            got_rc, got_out, paths[mode] = _record(driver, td, mode)
-            assert (got_rc, got_out) == (rc, out), (mode, source)
-        for kind in KINDS:
-            compare(paths["blocks"], paths[kind], exact=False)
-
-
-@seed(5052026)
-@settings(max_examples=25, **SETTINGS)
-@given(source=structured_programs())
-def test_structured_programs_regenerate(source: str) -> None:
-    regenerates_like_blocks(source)
-
-
-@seed(6052026)
-@settings(max_examples=25, **SETTINGS)
-@given(source=programs("node"))
-def test_hypothesmith_programs_regenerate(source: str) -> None:
-    regenerates_like_blocks(source)
