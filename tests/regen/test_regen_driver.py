@@ -23,7 +23,7 @@ from wholetrace.ids import ENTRY, EXIT
 from wholetrace.instrument.cfg import CFG, build_module
 from wholetrace.instrument.flowgraph import from_cfg
 from wholetrace.regen.driver import measure_regeneration, regenerate_stream
-from wholetrace.instrument.witnesses import branch_placement, make_plans, suspend_blocks, witness_placement
+from wholetrace.instrument.witnesses import make_plans, suspend_blocks, witness_placement
 from wholetrace.events import ENTER_BASE, EXC, LEAVE, RERAISE
 from wholetrace.store import Recording
 from wtutil import run_plain, run_recorded
@@ -223,7 +223,7 @@ def test_corpus_programs_regenerate(tmp_path: Path, name: str) -> None:
     assert report["witness"]["witness events"] <= report["branches"]["witness events"]
 
 
-def test_placements_are_deterministic_and_cover_generators() -> None:
+def test_placements_cover_generators() -> None:
     src = textwrap.dedent('''
         def gen(n):
             for i in range(n):
@@ -233,10 +233,7 @@ def test_placements_are_deterministic_and_cover_generators() -> None:
                     yield -i
             yield 0
     ''')
-    cfgs = {i: c for i, c in enumerate(build_module(src))}
-    for c in cfgs.values():
-        a, b = witness_placement(c), witness_placement(c)
-        assert a == b and branch_placement(c) == branch_placement(c)
+    cfgs = {i: c for i, c in enumerate(build_module(src))}   # (determinism: tests/instrument/test_cfg_properties.py)
     gen = next(c for c in cfgs.values() if c.is_generator)
     g, w = from_cfg(gen), witness_placement(gen)
     for y in suspend_blocks(gen) | {ENTRY}:
