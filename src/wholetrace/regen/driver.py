@@ -24,10 +24,10 @@ emitted (``pc``); blocks are emitted lazily, only as far as the events prove:
 * ENTER (a child): the parent first advances along its certain, witness-free chain to its next
   call block ``C`` (the child of an explicit call belongs to ``C``), unless the first pass
   (``regen.lookahead``) says that the parent's next own event after this group of children
-  is an exception record whose raising block ``R`` (the block of the statement that raised) lies on that chain before
-  ``C``: then only the path to ``R`` is emitted and the frame holds there until that record
-  (the children were implicit calls made before the exception, or generators closed while
-  it unwound a ``for``).  The child starts at ENTRY.  A generator's ENTER may also be a
+  is an exception record whose raising block ``R`` (the block of the statement that raised)
+  lies on that chain before ``C``: then only the path to ``R`` is emitted and the frame holds
+  there until that record (the children were implicit calls made before the exception, or
+  generators closed while it unwound a ``for``).  The child starts at ENTRY.  A generator's ENTER may also be a
   resumption: the frame stays *pending* until its first witness, which lies on an
   out-edge of ENTRY (a start) or of the ``yield`` block it resumes from (see ``plan``);
 * LEAVE: the witness-free chain to EXIT (a return) or to a ``yield`` block (a suspension);
@@ -39,7 +39,9 @@ emitted (``pc``); blocks are emitted lazily, only as far as the events prove:
 
 So each activation's own block sequence and ordered children equal blocks mode's (the
 activation form), and a child sits exactly where blocks mode puts it when it was started by
-a call-capable statement; an implicit call sits at the latest block it can have come from.
+a call-capable statement.  A child of an implicit call sits at the next call block, or at the
+raising block when an exception follows: never before the block it came from, never after
+the parent's next recorded event.
 
 A function planned with ``None`` (recorded with block ids: the plan strategy ``trace`` of a
 function whose witnesses would need an edge without a probe site) is passed through: its
