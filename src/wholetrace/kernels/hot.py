@@ -8,9 +8,7 @@ from wholetrace.kernels._jit import kernel
 
 ST_OK = 0
 ST_CYCLE = 1
-
-# window state, one small array so the step helper can update it in place
-_HEAD, _CNT, _COST, _PL, _FROZEN, _SEEN = range(6)
+ST_FULL = 2
 
 
 @kernel
@@ -81,8 +79,9 @@ def peak_live(off, rhs, order):  # type: ignore[no-untyped-def]
     return refs, peak
 
 
-@kernel
-def hot_scan(off, rhs, lens, freq, cost, order, refs, peak, min_len, max_len, min_cost):  # type: ignore[no-untyped-def]
+@kernel(nrt=False)
+def hot_scan(off, rhs, lens, freq, cost, order, refs, min_len, max_len, min_cost,  # type: ignore[no-untyped-def]
+             pre, suf, free, slot, plen, sstart, left, win, reps, soff, syms):
     """Report the minimal hot subpaths of every rule in ``order`` (children before parents).
 
     Each rule R scans its right-hand side with a window of its last <= L symbols: its own
@@ -93,32 +92,28 @@ def hot_scan(off, rhs, lens, freq, cost, order, refs, peak, min_len, max_len, mi
     subpath reported inside C, at most L), minus what R itself reported already.  R's prefix
     stops at its first report or at such a child.
 
-    Returns reports (rule, start offset in E(rule), length, cost), their symbols (``soff``
-    offsets into ``syms``), and per rule the prefix length and suffix start.
+    Working arrays come from the caller (nothing is allocated): ``pre``/``suf`` hold one
+    prefix and one suffix row of L symbols per live rule (``peak_live`` rows), ``free`` the
+    free rows, ``slot``/``plen``/``sstart``/``left`` one entry per rule, ``win`` L symbols.
+    Report i goes to ``reps[i] = (rule, start offset in E(rule), length, cost)`` and its
+    symbols to ``syms[soff[i]:soff[i+1]]``.  Returns (reports, ST_OK) or, when ``reps`` or
+    ``syms`` is full, (reports so far, ST_FULL): the caller enlarges them and runs again.
+    On return ``plen``/``sstart`` hold every rule's prefix length and suffix start.
     """
-    nr = len(off) - 1
     L = max_len
-    npk = max(peak, 1)
-    pre = np.empty((npk, L), np.int32)
-    suf = np.empty((npk, L), np.int32)
-    free = np.empty(npk, np.int64)
+    npk = len(free)
     for i in range(npk):
         free[i] = npk - 1 - i
     nfree = npk
-    slot = np.full(nr, -1, np.int64)
-    plen = np.zeros(nr, np.int64)
-    sstart = np.zeros(nr, np.int64)
-    left = refs.copy()
-    win = np.empty(L, np.int32)
-    cap = 1024
-    r_rule = np.empty(cap, np.int64)
-    r_start = np.empty(cap, np.int64)
-    r_len = np.empty(cap, np.int64)
-    r_cost = np.empty(cap, np.int64)
-    scap = 1024 * 8
-    syms = np.empty(scap, np.int32)
-    soff = np.zeros(cap + 1, np.int64)
+    for r in range(len(left)):
+        left[r] = refs[r]
+        slot[r] = -1
+        plen[r] = 0
+        sstart[r] = 0
+    cap = len(reps)
+    scap = len(syms)
     nrep = 0
+    soff[0] = 0
     for t in range(len(order)):
         r = order[t]
         nfree -= 1
@@ -157,27 +152,19 @@ def hot_scan(off, rhs, lens, freq, cost, order, refs, peak, min_len, max_len, mi
                 cnt += 1
                 wcost += cost[y]
                 if cnt >= min_len and wcost * fr >= min_cost:
-                    if nrep == cap:
-                        cap *= 2
-                        r_rule = _grow(r_rule, cap)
-                        r_start = _grow(r_start, cap)
-                        r_len = _grow(r_len, cap)
-                        r_cost = _grow(r_cost, cap)
-                        soff = _grow(soff, cap + 1)
                     base = soff[nrep]
-                    while base + cnt > scap:
-                        scap *= 2
-                        syms = _grow32(syms, scap)
+                    if nrep == cap or base + cnt > scap:
+                        return nrep, ST_FULL
                     j = head
                     for q in range(cnt):
                         syms[base + q] = win[j]
                         j += 1
                         if j == L:
                             j = 0
-                    r_rule[nrep] = r
-                    r_start[nrep] = pos - cnt + 1
-                    r_len[nrep] = cnt
-                    r_cost[nrep] = wcost * fr
+                    reps[nrep, 0] = r
+                    reps[nrep, 1] = pos - cnt + 1
+                    reps[nrep, 2] = cnt
+                    reps[nrep, 3] = wcost * fr
                     soff[nrep + 1] = base + cnt
                     nrep += 1
                     if not frozen:
@@ -193,7 +180,7 @@ def hot_scan(off, rhs, lens, freq, cost, order, refs, peak, min_len, max_len, mi
                 if plen[c] < lens[c]:  # C does not cover: continue from its suffix
                     wstart = pos - cnt
                     snew = t0 + sstart[c]
-                    if wstart > snew:
+                    if wstart > snew:  # fix (iii): never take back what R reported inside C
                         snew = wstart
                     pos = t0 + lens[c]
                     cnt = pos - snew
@@ -205,7 +192,7 @@ def hot_scan(off, rhs, lens, freq, cost, order, refs, peak, min_len, max_len, mi
                         y = suf[sc, slen - cnt + q]
                         win[q] = y
                         wcost += cost[y]
-                    frozen = True
+                    frozen = True  # fix (i)
                 left[c] -= 1
                 if left[c] == 0:
                     free[nfree] = slot[c]
@@ -219,19 +206,4 @@ def hot_scan(off, rhs, lens, freq, cost, order, refs, peak, min_len, max_len, mi
                 j += 1
                 if j == L:
                     j = 0
-    return (r_rule[:nrep].copy(), r_start[:nrep].copy(), r_len[:nrep].copy(), r_cost[:nrep].copy(),
-            soff[:nrep + 1].copy(), syms[:soff[nrep]].copy(), plen, sstart)
-
-
-@kernel
-def _grow(a, size):  # type: ignore[no-untyped-def]
-    b = np.empty(size, np.int64)
-    b[:len(a)] = a
-    return b
-
-
-@kernel
-def _grow32(a, size):  # type: ignore[no-untyped-def]
-    b = np.empty(size, np.int32)
-    b[:len(a)] = a
-    return b
+    return nrep, ST_OK

@@ -139,12 +139,26 @@ def scan(grammar: Grammar, costs: np.ndarray, params: HotParams) -> HotResult:
     tables = rule_tables(grammar)
     c = check_params(params, costs, tables)
     t0 = time.perf_counter()
-    refs, peak = HK.peak_live(tables.off, tables.rhs, tables.order)
-    out = HK.hot_scan(tables.off, tables.rhs, tables.lens, tables.freq, c, tables.order, refs, peak,
-                      params.min_length, params.max_length, params.min_cost)
+    off, rhs, L = tables.off, tables.rhs, params.max_length
+    refs, peak = HK.peak_live(off, rhs, tables.order)
+    nr = len(off) - 1
+    rows = max(int(peak), 1)
+    pre, suf = np.empty((rows, L), np.int32), np.empty((rows, L), np.int32)
+    work = [np.empty(rows, np.int64)] + [np.empty(nr, np.int64) for _ in range(4)] + [np.empty(L, np.int32)]
+    cap = max(1024, len(rhs) // 8)
+    while True:
+        reps = np.empty((cap, 4), np.int64)
+        soff = np.empty(cap + 1, np.int64)
+        syms = np.empty(cap * min(L, 16), np.int32)
+        n, status = HK.hot_scan(off, rhs, tables.lens, tables.freq, c, tables.order, refs,
+                                params.min_length, L, params.min_cost, pre, suf, *work, reps, soff, syms)
+        if status == HK.ST_OK:
+            break
+        cap *= 4
     secs = time.perf_counter() - t0
-    rule, start, length, cost, soff, syms, plen, sstart = out
-    reports = HotReports(rule, start, length, cost, soff, syms)
+    plen, sstart = work[2], work[3]
+    reports = HotReports(reps[:n, 0].copy(), reps[:n, 1].copy(), reps[:n, 2].copy(), reps[:n, 3].copy(),
+                         soff[:n + 1].copy(), syms[:soff[n]].copy())
     return HotResult(params, [], reports, plen, sstart, len(tables.order), int(peak), secs)
 
 
