@@ -30,6 +30,7 @@ from wholetrace.instrument.pathnum import (
     PathNumbering,
     number_cfg,
     number_paths,
+    unplaced_edges,
 )
 
 BRUTE_LIMIT = 10**4
@@ -259,6 +260,9 @@ def test_corpus_functions(corpus_cfgs: list[tuple[str, object]]) -> None:
     checked = skipped = fallback = 0
     for f, cfg in corpus_cfgs:
         num = number_cfg(cfg)  # type: ignore[arg-type]
+        # the spanning tree keeps increments off edges without a probe site; what is left there
+        # is a record (a cut or a return through `finally`/`with`), for path mode's regions
+        assert {num.probes[e].kind for e in unplaced_edges(cfg, num)} <= {"cut", "exit"}  # type: ignore[arg-type]
         dynamic = {b.id for b in cfg.blocks if b.dynamic_entry}  # type: ignore[attr-defined]
         fallback += num.fallback
         n = check_numbering(num, dynamic)

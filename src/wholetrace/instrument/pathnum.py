@@ -488,11 +488,26 @@ def number_paths(graph: FlowGraph, *, policy: CutPolicy = "calls", cuts: Iterabl
 
 def number_cfg(cfg: CFG, *, policy: CutPolicy = "calls", limit: int = MAX_PATHS,
                weights: EdgeWeights | None = None) -> PathNumbering:
-    """``number_paths`` on a statement-level CFG: its dynamic entries start paths."""
+    """``number_paths`` on a statement-level CFG: its dynamic entries start paths, and edges
+    without a probe site (``instrument.witnesses.probe_sites``: a ``finally`` dispatch or
+    ``with`` exit with several successors) are kept in the spanning tree where possible, so
+    they carry no increment; ``unplaced_edges`` lists those that still need a probe."""
     from wholetrace.instrument.flowgraph import from_cfg
+    from wholetrace.instrument.witnesses import FORCED_TREE_WEIGHT, probe_sites
 
     graph = from_cfg(cfg)
     starts = [b.id for b in cfg.blocks if b.dynamic_entry]
-    return number_paths(graph, policy=policy, starts=starts, limit=limit, weights=weights)
+    w = weights if weights is not None else static_weights(graph)
+    sites = probe_sites(cfg)
+    w = EdgeWeights(tuple(FORCED_TREE_WEIGHT if site is None else x for site, x in zip(sites, w.edges)), w.virtual)
+    return number_paths(graph, policy=policy, starts=starts, limit=limit, weights=w)
+
+
+def unplaced_edges(cfg: CFG, num: PathNumbering) -> list[int]:
+    """Edges of ``cfg`` whose probe (an increment, a cut or an exit record) has no probe site."""
+    from wholetrace.instrument.witnesses import probe_sites
+
+    sites = probe_sites(cfg)
+    return [e for e, p in enumerate(num.probes) if p.kind != "none" and sites[e] is None]
 
 
