@@ -87,6 +87,17 @@ def test_interning_round_trip_and_errors(tmp_path: Path) -> None:
     costs = t.statement_costs(cfgs)
     assert costs[t.kind != BLOCK].sum() == 0 and (costs[t.kind == BLOCK] >= 1).all()
     assert [t.label(i) for i in range(len(t)) if t.kind[i] == K_LEAVE] == ["E"]
+    with Recording(out) as rec:
+        files = {f.fid: f.file for f in rec.functions()}
+    src = SMALL.splitlines()
+    for i in range(len(t)):
+        d = t.describe(i, cfgs, files)
+        if t.kind[i] == BLOCK:  # the block's lines hold its statements' text
+            first, last = d["lines"]  # type: ignore[misc]
+            assert d["function"] == cfgs[int(t.fid[i])].qualname and d["file"] == str(out.with_suffix(".py"))
+            assert first <= last and src[first - 1].strip()
+        elif t.kind[i] == K_EXC:
+            assert "raise" in src[d["lines"][0] - 1] or "float(tok)" in src[d["lines"][0] - 1]  # type: ignore[index]
     (cfg,) = build_module("def f():\n    return 1\n")[1:]
     with pytest.raises(StoreError, match="outside any activation"):
         intern_block_streams([np.array([2], np.int32)], {0: cfg})

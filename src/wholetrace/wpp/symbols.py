@@ -40,6 +40,24 @@ class Terminals:
             return "E"
         return f"{KIND_NAMES[k]}{v}@{f}"
 
+    def describe(self, t: int, cfgs: dict[int, CFG], files: dict[int, str]) -> dict[str, object]:
+        """What a renderer shows for terminal ``t``: kind, function, file, and for a block its
+        id and first/last source lines (``cfgs``/``files``: fid -> CFG / file name)."""
+        k, f, v = int(self.kind[t]), int(self.fid[t]), int(self.value[t])
+        out: dict[str, object] = {"kind": KIND_NAMES[k]}
+        if k == LEAVE:
+            return out
+        cfg = cfgs[f]
+        out.update(function=cfg.qualname, file=files.get(f, ""))
+        if k == BLOCK:
+            stmts = [cfg.stmts[s] for s in cfg.blocks[v].stmts]
+            out.update(block=v, lines=[min(s.line for s in stmts), max(s.end_line for s in stmts)] if stmts else [])
+        elif k == EXC:
+            out.update(statement=v, lines=[cfg.stmts[v].line] if v >= 0 else [])
+        else:
+            out.update(lines=[cfg.firstline, cfg.lastline])
+        return out
+
     def statement_costs(self, cfgs: dict[int, CFG]) -> np.ndarray:
         """Cost of each terminal in statements: the statements of a block, 0 for markers."""
         out = np.zeros(len(self), np.int64)
