@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import subprocess
 import sys
 import tempfile
 import time
@@ -32,7 +31,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "wpp"))
-from _report import corpus_options, machine, snapshot_env, source_version, table, write_section  # noqa: E402
+from _report import (KEEP_OPTION, corpus_options, machine, record_program, snapshot_env, source_version,  # noqa: E402
+                     table, work_dir, write_section)
 from corpus import PROGRAMS  # noqa: E402
 from naive_hot import naive_hot  # noqa: E402
 
@@ -48,18 +48,6 @@ MIN_LENGTH = 10
 REF_PREFIX = 20_000     # symbols of each trace whose grammar the reference scans
 REF_L = 100
 REF_BUDGET = 300.0      # seconds: run the reference on a full grammar when its estimate is below this
-
-
-def record(name: str, size: str, work: Path, env: dict[str, str]) -> Path:
-    prog = PROGRAMS[name]
-    out = work / f"{name}.{size}.blocks.wt"
-    if out.exists():
-        return out
-    driver = prog.write(work / name, size)
-    inc = [a for m in prog.include for a in ("--include", m)]
-    subprocess.run([sys.executable, "-m", "wholetrace.cli", "record", "--mode", "blocks", "-q", "-o", str(out),
-                    *inc, str(driver)], cwd=driver.parent, env=env, check=True, stdout=subprocess.DEVNULL)
-    return out
 
 
 def rules_of(g: Grammar) -> list[list[int]]:
@@ -87,18 +75,17 @@ def timed_scan(g: Grammar, costs: np.ndarray, params: HotParams, repeat: int = 3
 def main(argv: list[str] | None = None) -> int:
     args, names, _runs, size, write = corpus_options(
         __doc__.split("\n\n")[0], 1, list(PROGRAMS), argv,
-        extra=[("--keep", {"metavar": "DIR", "help": "keep (and reuse) recordings in DIR"})])
+        extra=[KEEP_OPTION])
     t_jit = time.perf_counter()
     hot_subpaths(Grammar(np.array([0, 2]), np.array([0, 1])), [1, 1], min_cost=1)
     jit = time.perf_counter() - t_jit
     with tempfile.TemporaryDirectory(prefix="wt-hot-") as tmp:
-        work = Path(args.keep) if args.keep else Path(tmp)
-        work.mkdir(parents=True, exist_ok=True)
+        work = work_dir(args, tmp)
         env = snapshot_env(Path(tmp))
         version = source_version()
         rows = []
         for n in names:
-            path = record(n, size, work, env)
+            path = record_program(PROGRAMS[n], "blocks", size, work, env)
             with Recording(path) as rec:
                 syms, cfgs = recording_block_symbols(rec)
             costs = syms.terminals.statement_costs(cfgs)
@@ -126,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"L=100 {cpu100 * 1e3:8.2f} ms cpu; ref prefix {ref['fast'] * 1e3:.2f} ms vs "
                   f"{ref['ref']:.2f} s", file=sys.stderr, flush=True)
         largest = max(rows, key=lambda r: r["E"])
-        path = record(largest["name"], size, work, env)
+        path = record_program(PROGRAMS[largest["name"]], "blocks", size, work, env)
         with Recording(path) as rec:
             syms, cfgs = recording_block_symbols(rec)
         scaling = scaling_points(max(syms.streams, key=len), syms.terminals.statement_costs(cfgs))

@@ -34,7 +34,6 @@ from __future__ import annotations
 import os
 import shlex
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -43,7 +42,8 @@ import numba
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report import corpus_options, machine, snapshot_env, source_version, table, write_section  # noqa: E402
+from _report import (KEEP_OPTION, corpus_options, machine, record_program, snapshot_env, source_version,  # noqa: E402
+                     table, work_dir, write_section)
 from corpus import PROGRAMS  # noqa: E402
 
 from wholetrace.events import ENTER_BASE, EXC, LEAVE  # noqa: E402
@@ -229,18 +229,6 @@ def replay(ev, nb, bbase, mbase, flags, is_call, is_yield, resume, entry, gen, c
     return 0
 
 
-def record(name: str, mode: str, size: str, work: Path, env: dict[str, str]) -> Path:
-    prog = PROGRAMS[name]
-    out = work / f"{name}.{size}.{mode}.wt"
-    if out.exists():
-        return out
-    driver = prog.write(work / name, size)
-    inc = [a for m in prog.include for a in ("--include", m)]
-    subprocess.run([sys.executable, "-m", "wholetrace.cli", "record", "--mode", mode, "-q", "-o", str(out),
-                    *inc, str(driver)], cwd=driver.parent, env=env, check=True, stdout=subprocess.DEVNULL)
-    return out
-
-
 def designs(c: np.ndarray) -> dict[str, int]:
     """Events per design from the replay counters."""
     common = c[N_ENTER] + c[N_LEAVE] + 3 * c[N_EXC] + c[N_HANDLER]
@@ -258,8 +246,8 @@ def designs(c: np.ndarray) -> dict[str, int]:
 
 
 def analyse(name: str, size: str, work: Path, env: dict[str, str]) -> dict[str, object]:
-    blocks = record(name, "blocks", size, work, env)
-    witness = record(name, "witness", size, work, env)
+    blocks = record_program(PROGRAMS[name], "blocks", size, work, env)
+    witness = record_program(PROGRAMS[name], "witness", size, work, env)
     cnt = np.zeros(N_COUNTERS, np.int64)
     with Recording(blocks, check=False) as rec:
         cfgs = {f.fid: CFG.from_json(f.cfg) for f in rec.functions()}
@@ -282,10 +270,9 @@ def analyse(name: str, size: str, work: Path, env: dict[str, str]) -> dict[str, 
 def main(argv: list[str] | None = None) -> int:
     args, names, _runs, size, write = corpus_options(
         __doc__.split("\n\n")[0], 1, list(PROGRAMS), argv,
-        extra=[("--keep", {"metavar": "DIR", "help": "keep (and reuse) recordings in DIR"})])
+        extra=[KEEP_OPTION])
     with tempfile.TemporaryDirectory(prefix="wt-pathcuts-") as tmp:
-        work = Path(args.keep) if args.keep else Path(tmp)
-        work.mkdir(parents=True, exist_ok=True)
+        work = work_dir(args, tmp)
         env = snapshot_env(Path(tmp))
         version = source_version()
         rows = []

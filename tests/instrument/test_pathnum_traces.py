@@ -17,13 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from corpus import PROGRAMS
 from wholetrace.analysis.traceview import iter_events
 from wholetrace.instrument.cfg import CFG
 from wholetrace.errors import InternalError
 from wholetrace.instrument.pathnum import Path as Path_, PathNumbering, number_cfg
 from wholetrace.store import Recording
-from wtutil import run_recorded
+from wtutil import record_program
 
 SOURCE = textwrap.dedent('''
     def gen(n):
@@ -194,26 +193,12 @@ def enter_block(fr: Frame, num: PathNumbering, cfg: CFG, v: int) -> int:
     return made
 
 
-def _record(tmp: Path, name: str, source: str | None = None) -> Path:
-    out = tmp / f"{name}.wt"
-    if source is not None:
-        script = tmp / f"{name}.py"
-        script.write_text(source)
-        include: tuple[str, ...] = ()
-    else:
-        script = PROGRAMS[name].write(tmp / name, "small")
-        include = tuple(PROGRAMS[name].include)
-    proc = run_recorded(script, out, include=include)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    return out
-
-
 def test_inline_program(tmp_path: Path) -> None:
-    segments, records = simulate(_record(tmp_path, "prog", SOURCE))
+    segments, records = simulate(record_program(tmp_path, "prog", SOURCE))
     assert segments > 20 and records > segments
 
 
 @pytest.mark.parametrize("name", ["nqueens", "json", "tomllib"])
 def test_corpus_programs(name: str, tmp_path: Path) -> None:
-    segments, records = simulate(_record(tmp_path, name), limit=120_000)
+    segments, records = simulate(record_program(tmp_path, name), limit=120_000)
     assert segments > 100 and records > segments

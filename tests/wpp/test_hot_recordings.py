@@ -21,7 +21,7 @@ from wholetrace.wpp.hot import hot_subpaths
 from wholetrace.wpp.queries import occurrences, terminal_counts
 from wholetrace.wpp.symbols import BLOCK, ENTER, EXC as K_EXC, LEAVE as K_LEAVE, intern_block_streams, \
     recording_block_symbols
-from wtutil import run_recorded
+from wtutil import record_program
 
 SMALL = textwrap.dedent('''
     def parse(tok):
@@ -43,21 +43,6 @@ SMALL = textwrap.dedent('''
 ''')
 
 
-def record(tmp: Path, name: str, source: str | None = None, size: str = "small") -> Path:
-    out = tmp / f"{name}.wt"
-    if source is not None:
-        script = tmp / f"{name}.py"
-        script.write_text(source)
-        include: tuple[str, ...] = ()
-    else:
-        prog = PROGRAMS[name]
-        script = prog.write(tmp / name, size)
-        include = tuple(prog.include)
-    proc = run_recorded(script, out, include=include)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    return out
-
-
 def events_of(symbols: np.ndarray, kind: np.ndarray, fid: np.ndarray, value: np.ndarray) -> list[int]:
     """Rebuild the int32 events from terminal ids (the interning must lose nothing)."""
     out: list[int] = []
@@ -76,7 +61,7 @@ def events_of(symbols: np.ndarray, kind: np.ndarray, fid: np.ndarray, value: np.
 
 
 def test_interning_round_trip_and_errors(tmp_path: Path) -> None:
-    out = record(tmp_path, "small", SMALL)
+    out = record_program(tmp_path, "small", SMALL)
     with Recording(out) as rec:
         syms, cfgs = recording_block_symbols(rec)
         raw = [rec.events(s.sid) for s in rec.streams()]
@@ -110,7 +95,7 @@ def test_interning_round_trip_and_errors(tmp_path: Path) -> None:
 
 
 def test_reference_semantics_on_a_small_recording(tmp_path: Path) -> None:
-    out = record(tmp_path, "small", SMALL)
+    out = record_program(tmp_path, "small", SMALL)
     with Recording(out) as rec:
         syms, cfgs = recording_block_symbols(rec)
     stream = syms.streams[0]
@@ -163,7 +148,7 @@ def test_sanity_on_all_corpus_recordings(name: str, tmp_path: Path) -> None:
 
 
 def _sanity(name: str, tmp_path: Path) -> None:
-    out = record(tmp_path, name)
+    out = record_program(tmp_path, name)
     with Recording(out) as rec:
         syms, cfgs = recording_block_symbols(rec)
     costs = syms.terminals.statement_costs(cfgs)
