@@ -11,16 +11,20 @@ its CFG (``instrument.flowgraph.from_cfg``: call-capable blocks, back edges as
   edge into a call-capable block, except out of ENTRY (ENTER already says where the activation
   starts), one at each return.  The regenerator knows every block before a child's ENTER.
 * ``L literal``: also records the empty path when the entry block is a call block.
-* ``L+fold``: ``L`` with the return's record folded into LEAVE (one event carries both).
+* ``+fold``: the return's path record travels in LEAVE (one event carries both); every design
+  below is shown with it.
 * ``B``: paths span calls — records only at back edges, suspensions (``yield``) and returns
-  (``pathnum`` policy ``"loops"``); the regenerator must place children itself.  ``B+anchor``
-  adds the call site to every nested ENTER (one int); ``B ideal`` adds it only where the
-  caller's path holds two or more call-capable blocks (a lower bound no recorder can know
-  in advance).  "B span" is the most events between the start and the record of one caller
-  path: what a forward regenerator would have to buffer (or skip by looking ahead).
+  (``pathnum`` policy ``"loops"``).  Not exact alone: the regenerator must place children
+  itself.  ``B+anchor`` adds the call site to every nested ENTER (one int); ``B ideal`` adds it
+  only where the caller's path holds two or more call-capable blocks (a lower bound no recorder
+  can know in advance).  "B span" is the most events between the start and the record of one
+  caller path: what a forward regenerator would have to buffer (or skip by looking ahead).
 * ``C``: Larus's cut only where a child activation actually started in the call block (a lower
   bound for designs whose regenerator never buffers; a recorder needs some way to learn that
   a call reached instrumented code).
+* ``per-fn``: each function recorded with L or with B+anchor, whichever records fewer events for
+  it in this very trace (an oracle; a real choice would come from an earlier recording, as
+  ``--weights`` does for counters); "per-fn B span" is the B span of the functions given B.
 
 Every design also records ENTER, LEAVE, EXC with statement and register (3 ints) and a start
 record at each handler entered by an exception.  ``blocks-fold`` is `blocks` with the entry
@@ -58,6 +62,9 @@ BACK, INTO_CALL = 1, 2
 (N_ENTER, N_LEAVE, N_EXC, N_BLOCKS, N_FOLD, N_CUT_L, N_CUT_B, N_EXIT, N_HANDLER, N_ENTRY_CALL, N_DYN,
  N_NESTED, N_ANCHOR_NEEDED, N_SUSPEND, MAX_SPAN, N_PATHS_L, N_PATH_BLOCKS) = range(17)
 N_COUNTERS = 17
+# per function: its paths' records under L and under B (back edges + suspensions), its child
+# activations (B's anchors), the longest B span of its paths
+PF_CUTL, PF_CUTB, PF_SUSP, PF_KIDS, PF_SPAN = range(5)
 
 
 def function_tables(cfgs: dict[int, CFG]) -> dict[str, np.ndarray]:
@@ -95,8 +102,9 @@ def function_tables(cfgs: dict[int, CFG]) -> dict[str, np.ndarray]:
 
 
 @numba.njit(cache=True)
-def replay(ev, nb, bbase, mbase, flags, is_call, is_yield, resume, entry, gen, cnt):  # type: ignore[no-untyped-def]
-    """Replay one `blocks` stream and add the counters of every design to ``cnt``."""
+def replay(ev, nb, bbase, mbase, flags, is_call, is_yield, resume, entry, gen, cnt, pf):  # type: ignore[no-untyped-def]
+    """Replay one `blocks` stream and add the counters of every design to ``cnt``, and per
+    function (``pf[f]``) the records of its own paths under L and B, its children, its B span."""
     cap = 1 << 20
     s_f = np.empty(cap, np.int64)        # function
     s_last = np.empty(cap, np.int64)     # last block (-1: none yet / after EXC)
@@ -115,6 +123,7 @@ def replay(ev, nb, bbase, mbase, flags, is_call, is_yield, resume, entry, gen, c
             cnt[N_ENTER] += 1
             if sp > 0:
                 cnt[N_NESTED] += 1
+                pf[s_f[sp - 1], PF_KIDS] += 1
                 s_kids[sp - 1] += 1
                 if s_pend[sp - 1] == 1:
                     cnt[N_DYN] += 1
@@ -140,10 +149,13 @@ def replay(ev, nb, bbase, mbase, flags, is_call, is_yield, resume, entry, gen, c
                 span = i - s_start[top]
                 if span > cnt[MAX_SPAN]:
                     cnt[MAX_SPAN] = span
+                if span > pf[f, PF_SPAN]:
+                    pf[f, PF_SPAN] = span
                 if s_calls[top] >= 2:
                     cnt[N_ANCHOR_NEEDED] += s_kids[top]
                 if is_yield[bbase[f] + last] == 1 and gen[f] == 1:
                     cnt[N_SUSPEND] += 1      # B and C record the open path here; L already cut before the yield
+                    pf[f, PF_SUSP] += 1
                 else:
                     cnt[N_EXIT] += 1
                     cnt[N_PATHS_L] += 1
@@ -179,10 +191,12 @@ def replay(ev, nb, bbase, mbase, flags, is_call, is_yield, resume, entry, gen, c
                     fl = resume[b]
                     if fl & INTO_CALL and not fl & BACK:
                         cnt[N_CUT_L] += 1
+                        pf[f, PF_CUTL] += 1
                         cnt[N_PATHS_L] += 1
                         s_pend[top] = 1
                     if fl & BACK:
                         cnt[N_CUT_L] += 1
+                        pf[f, PF_CUTL] += 1
                         cnt[N_PATHS_L] += 1
                     # B recorded at the suspension: a new B path starts here
                     s_start[top] = i
@@ -190,6 +204,7 @@ def replay(ev, nb, bbase, mbase, flags, is_call, is_yield, resume, entry, gen, c
                     s_kids[top] = 0
                     if fl & BACK:
                         cnt[N_CUT_B] += 1
+                        pf[f, PF_CUTB] += 1
             elif last == -1:  # a handler entered by an exception
                 cnt[N_HANDLER] += 1
                 s_start[top] = i
@@ -203,10 +218,14 @@ def replay(ev, nb, bbase, mbase, flags, is_call, is_yield, resume, entry, gen, c
                 if fl & BACK:
                     cnt[N_CUT_B] += 1
                     cnt[N_CUT_L] += 1
+                    pf[f, PF_CUTB] += 1
+                    pf[f, PF_CUTL] += 1
                     cnt[N_PATHS_L] += 1
                     span = i - s_start[top]
                     if span > cnt[MAX_SPAN]:
                         cnt[MAX_SPAN] = span
+                    if span > pf[f, PF_SPAN]:
+                        pf[f, PF_SPAN] = span
                     if s_calls[top] >= 2:
                         cnt[N_ANCHOR_NEEDED] += s_kids[top]
                     s_start[top] = i
@@ -214,6 +233,7 @@ def replay(ev, nb, bbase, mbase, flags, is_call, is_yield, resume, entry, gen, c
                     s_kids[top] = 0
                 elif fl & INTO_CALL:
                     cnt[N_CUT_L] += 1
+                    pf[f, PF_CUTL] += 1
                     cnt[N_PATHS_L] += 1
                     s_pend[top] = 1
             if is_call[b] == 1:
@@ -229,20 +249,30 @@ def replay(ev, nb, bbase, mbase, flags, is_call, is_yield, resume, entry, gen, c
     return 0
 
 
-def designs(c: np.ndarray) -> dict[str, int]:
-    """Events per design from the replay counters."""
+def designs(c: np.ndarray, pf: np.ndarray) -> dict[str, int]:
+    """Events per design from the replay counters (see the module doc); "+fold" designs carry
+    the return's path record in LEAVE."""
     common = c[N_ENTER] + c[N_LEAVE] + 3 * c[N_EXC] + c[N_HANDLER]
     L = common + c[N_CUT_L] + c[N_EXIT]
-    B = common + c[N_CUT_B] + c[N_SUSPEND] + c[N_EXIT]
+    B = common + c[N_CUT_B] + c[N_SUSPEND]
+    b_cost = pf[:, PF_CUTB] + pf[:, PF_SUSP] + pf[:, PF_KIDS]
     return {
         "L literal": int(L + c[N_ENTRY_CALL]),
         "L": int(L),
         "L+fold": int(L - c[N_EXIT]),
-        "B": int(B),
-        "B+anchor": int(B + c[N_NESTED]),
-        "B ideal": int(B + c[N_ANCHOR_NEEDED]),
-        "C": int(common + c[N_CUT_B] + c[N_DYN] + c[N_SUSPEND] + c[N_EXIT]),
+        "B+fold": int(B),
+        "B+anchor+fold": int(B + c[N_NESTED]),
+        "B ideal+fold": int(B + c[N_ANCHOR_NEEDED]),
+        "C+fold": int(common + c[N_CUT_B] + c[N_DYN] + c[N_SUSPEND]),
+        "per-fn+fold": int(common + np.minimum(pf[:, PF_CUTL], b_cost).sum()),
     }
+
+
+def hybrid_span(pf: np.ndarray) -> int:
+    """Longest B span among the functions the per-function choice records with B."""
+    b_cost = pf[:, PF_CUTB] + pf[:, PF_SUSP] + pf[:, PF_KIDS]
+    chosen = b_cost < pf[:, PF_CUTL]
+    return int(pf[chosen, PF_SPAN].max()) if chosen.any() else 0
 
 
 def analyse(name: str, size: str, work: Path, env: dict[str, str]) -> dict[str, object]:
@@ -252,11 +282,12 @@ def analyse(name: str, size: str, work: Path, env: dict[str, str]) -> dict[str, 
     with Recording(blocks, check=False) as rec:
         cfgs = {f.fid: CFG.from_json(f.cfg) for f in rec.functions()}
         tables = function_tables(cfgs)
+        pf = np.zeros((max(cfgs) + 1, 5), np.int64)
         events = 0
         for st in rec.streams():
             ev = rec.events(st.sid)
             events += len(ev)
-            status = replay(ev, *tables.values(), cnt)
+            status = replay(ev, *tables.values(), cnt, pf)
             if status != 0:
                 raise RuntimeError(f"{name}: replay failed ({status}) on stream {st.sid}")
     with Recording(witness, check=False) as rec:
@@ -264,7 +295,7 @@ def analyse(name: str, size: str, work: Path, env: dict[str, str]) -> dict[str, 
     exc_ints = 2 * cnt[N_EXC]
     assert events == cnt[N_ENTER] + cnt[N_LEAVE] + exc_ints + cnt[N_BLOCKS], name
     return {"name": name, "blocks": events, "blocks-fold": int(events - cnt[N_FOLD]), "witness": wit,
-            **designs(cnt), "cnt": cnt}
+            **designs(cnt, pf), "cnt": cnt, "hybrid_span": hybrid_span(pf)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -279,8 +310,8 @@ def main(argv: list[str] | None = None) -> int:
         for n in names:
             rows.append(analyse(n, size, work, env))
             r = rows[-1]
-            print(f"{n:14s} blocks {r['blocks']:>11,} witness {r['witness']:>11,} L {r['L']:>11,} "
-                  f"B {r['B']:>11,} C {r['C']:>11,}", file=sys.stderr, flush=True)
+            print(f"{n:14s} blocks {r['blocks']:>11,} witness {r['witness']:>11,} L+fold {r['L+fold']:>11,} "
+                  f"per-fn+fold {r['per-fn+fold']:>11,}", file=sys.stderr, flush=True)
     body = render(rows, size, version, argv)
     print(body)
     if write:
@@ -289,7 +320,8 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-COLUMNS = ("blocks", "blocks-fold", "witness", "L literal", "L", "L+fold", "B", "B+anchor", "B ideal", "C")
+COLUMNS = ("blocks", "blocks-fold", "witness", "L literal", "L", "L+fold", "B+fold", "B+anchor+fold", "B ideal+fold",
+           "C+fold", "per-fn+fold")
 
 
 def render(rows, size, version, argv) -> str:  # type: ignore[no-untyped-def]
@@ -303,8 +335,9 @@ def render(rows, size, version, argv) -> str:  # type: ignore[no-untyped-def]
         paths_l = c[N_PATHS_L]
         body.append([r["name"]] + [f"{r[k]:,}" for k in COLUMNS]
                     + [f"{c[N_PATH_BLOCKS] / max(paths_l, 1):.2f}", f"{c[N_NESTED] / max(c[N_ENTER], 1):.0%}",
-                       f"{c[N_DYN] / max(c[N_CUT_L] - c[N_CUT_B], 1):.0%}", f"{c[MAX_SPAN]:,}"])
-    med = ["**median / witness**"] + [f"**{statistics.median(ratios[k]):.2f}×**" for k in COLUMNS] + ["", "", "", ""]
+                       f"{c[N_DYN] / max(c[N_CUT_L] - c[N_CUT_B], 1):.0%}", f"{c[MAX_SPAN]:,}",
+                       f"{r['hybrid_span']:,}"])
+    med = ["**median / witness**"] + [f"**{statistics.median(ratios[k]):.2f}×**" for k in COLUMNS] + [""] * 5
     return "\n".join([
         "## Path mode: where to cut (events per candidate design)",
         "",
@@ -314,7 +347,7 @@ def render(rows, size, version, argv) -> str:  # type: ignore[no-untyped-def]
         "LEAVE and exceptions are counted in every design.",
         "",
         table(["program"] + list(COLUMNS) + ["blocks per L path", "ENTERs nested", "L call cuts with a child",
-                                               "B span (events)"], body + [med]),
+                                               "B span (events)", "per-fn B span"], body + [med]),
     ])
 
 
