@@ -25,6 +25,8 @@ its CFG (``instrument.flowgraph.from_cfg``: call-capable blocks, back edges as
 * ``per-fn``: each function recorded with L or with B+anchor, whichever records fewer events for
   it in this very trace (an oracle; a real choice would come from an earlier recording, as
   ``--weights`` does for counters); "per-fn B span" is the B span of the functions given B.
+  ``per-fn≤64K`` gives B only to functions whose paths span at most 65,536 events, so a
+  regenerator holds back at most that much.
 
 Every design also records ENTER, LEAVE, EXC with statement and register (3 ints) and a start
 record at each handler entered by an exception.  ``blocks-fold`` is `blocks` with the entry
@@ -65,6 +67,8 @@ N_COUNTERS = 17
 # per function: its paths' records under L and under B (back edges + suspensions), its child
 # activations (B's anchors), the longest B span of its paths
 PF_CUTL, PF_CUTB, PF_SUSP, PF_KIDS, PF_SPAN = range(5)
+#: buffer bound of the bounded per-function choice (events a regenerator may hold back)
+SPAN_BOUND = 1 << 16
 
 
 def function_tables(cfgs: dict[int, CFG]) -> dict[str, np.ndarray]:
@@ -265,6 +269,8 @@ def designs(c: np.ndarray, pf: np.ndarray) -> dict[str, int]:
         "B ideal+fold": int(B + c[N_ANCHOR_NEEDED]),
         "C+fold": int(common + c[N_CUT_B] + c[N_DYN] + c[N_SUSPEND]),
         "per-fn+fold": int(common + np.minimum(pf[:, PF_CUTL], b_cost).sum()),
+        "per-fn≤64K+fold": int(common + np.where((b_cost < pf[:, PF_CUTL]) & (pf[:, PF_SPAN] <= SPAN_BOUND),
+                                                  b_cost, pf[:, PF_CUTL]).sum()),
     }
 
 
@@ -321,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 COLUMNS = ("blocks", "blocks-fold", "witness", "L literal", "L", "L+fold", "B+fold", "B+anchor+fold", "B ideal+fold",
-           "C+fold", "per-fn+fold")
+           "C+fold", "per-fn+fold", "per-fn≤64K+fold")
 
 
 def render(rows, size, version, argv) -> str:  # type: ignore[no-untyped-def]

@@ -141,10 +141,6 @@ class PathNumbering:
                 comp[v] = self.inc[first] + comp[self.dag[first].dst]
         return tuple(comp)
 
-    def dag_edge(self, kind: str, ref: int) -> int:
-        """Id of the DAG edge of ``kind`` for CFG edge or block ``ref`` (KeyError if absent)."""
-        return self._index[(kind, ref)]
-
     # ------------------------------------------------------------------ encode / decode
     def dag_path(self, path: Path) -> list[int]:
         """The DAG edges of ``path`` (InternalError if it is not a path of this numbering)."""
