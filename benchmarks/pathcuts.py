@@ -350,7 +350,8 @@ def render(rows, size, version, argv) -> str:  # type: ignore[no-untyped-def]
         f"Measured {machine()}; `{cmd}` (size `{size}`); wholetrace {version}. Event counts only (no timing): "
         "`blocks` and `witness` are recorded, the path designs are replayed from the `blocks` trace against each "
         "function's CFG (see the script's docstring for the designs). Events are int32 values as recorded; ENTER, "
-        "LEAVE and exceptions are counted in every design.",
+        "LEAVE and exceptions are counted in every design. Summary and recommendation: docs/design.md, "
+        "\"Path mode: where to cut\".",
         "",
         table(["program"] + list(COLUMNS) + ["blocks per L path", "ENTERs nested", "L call cuts with a child",
                                                "B span (events)", "per-fn B span"], body + [med]),
