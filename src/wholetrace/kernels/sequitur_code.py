@@ -114,6 +114,34 @@ def _succ_grow(keys, vals):  # type: ignore[no-untyped-def]
     return nk, nv
 
 
+@_inl
+def _code_bit(ac, buf, decode, p, y):  # type: ignore[no-untyped-def]
+    """Code bit y (encoder) or return the decoded bit, with P(1) = p / 4096; -1 if buf is full."""
+    x1 = ac[0]
+    x2 = ac[1]
+    xmid = x1 + ((x2 - x1) >> 12) * p + ((((x2 - x1) & 0xFFF) * p) >> 12)
+    if decode:
+        y = 1 if ac[2] <= xmid else 0
+    if y:
+        x2 = xmid
+    else:
+        x1 = xmid + 1
+    while ((x1 ^ x2) & 0xFF000000) == 0:
+        bp = ac[3]
+        if decode:
+            ac[2] = ((ac[2] << 8) & 0xFFFFFFFF) | (buf[bp] if bp < len(buf) else 0)
+        else:
+            if bp >= len(buf):
+                return -1
+            buf[bp] = x2 >> 24
+        ac[3] = bp + 1
+        x1 = (x1 << 8) & 0xFFFFFFFF
+        x2 = ((x2 << 8) & 0xFFFFFFFF) | 255
+    ac[0] = x1
+    ac[1] = x2
+    return y
+
+
 @kernel
 def cm_code(a, n, rawbits, buf, decode, tbits, sq, stt, dt):  # type: ignore[no-untyped-def]
     """Encode a[:n] into buf (decode=False) or decode buf into a[:n] (decode=True).
@@ -138,14 +166,12 @@ def cm_code(a, n, rawbits, buf, decode, tbits, sq, stt, dt):  # type: ignore[no-
     hs = np.zeros(NORD, np.int64)
     st_in = np.zeros(NIN, np.int64)
     slot = np.zeros(NORD, np.int64)
-    x1 = np.int64(0)
-    x2 = np.int64(0xFFFFFFFF)
-    x = np.int64(0)
-    bp = 0
+    ac = np.zeros(4, np.int64)  # arithmetic coder: low x1, high x2, decoder's x, buffer position
+    ac[1] = 0xFFFFFFFF
     if decode:
         for _ in range(4):
-            x = (x << 8) | (buf[bp] if bp < len(buf) else 0)
-            bp += 1
+            ac[2] = (ac[2] << 8) | (buf[ac[3]] if ac[3] < len(buf) else 0)
+            ac[3] += 1
     mptr = 0
     mlen = 0
     for i in range(n):
@@ -237,29 +263,10 @@ def cm_code(a, n, rawbits, buf, decode, tbits, sq, stt, dt):  # type: ignore[no-
             p = (p + 3 * pa) >> 2
             p = max(1, min(4095, p))
             # code the bit
-            xmid = x1 + ((x2 - x1) >> 12) * p + ((((x2 - x1) & 0xFFF) * p) >> 12)
-            if decode:
-                y = 1 if x <= xmid else 0
-            else:
-                if phase == 0:
-                    y = 1 if pos < nb else 0
-                else:
-                    y = (v >> (dk - 1 - pos)) & 1
-            if y:
-                x2 = xmid
-            else:
-                x1 = xmid + 1
-            while ((x1 ^ x2) & 0xFF000000) == 0:
-                if decode:
-                    x = ((x << 8) & 0xFFFFFFFF) | (buf[bp] if bp < len(buf) else 0)
-                    bp += 1
-                else:
-                    if bp >= len(buf):
-                        return bp, ST_SHORT
-                    buf[bp] = x2 >> 24
-                    bp += 1
-                x1 = (x1 << 8) & 0xFFFFFFFF
-                x2 = ((x2 << 8) & 0xFFFFFFFF) | 255
+            y = (1 if pos < nb else 0) if phase == 0 else (v >> (dk - 1 - pos)) & 1
+            y = _code_bit(ac, buf, decode, p, y)
+            if y < 0:
+                return ac[3], ST_SHORT
             # update
             aj2 = ai + (1 if aw >= 64 else 0)  # final stage (APM): the nearer bin learns
             apm[aj2] += ((y << 16) + (y << 5) - y - y - apm[aj2]) >> 7
@@ -276,7 +283,7 @@ def cm_code(a, n, rawbits, buf, decode, tbits, sq, stt, dt):  # type: ignore[no-
                 if y:
                     pos += 1
                     if pos > 40:
-                        return bp, ST_CORRUPT
+                        return ac[3], ST_CORRUPT
                 else:
                     dk = pos
                     phase = 1
@@ -290,33 +297,16 @@ def cm_code(a, n, rawbits, buf, decode, tbits, sq, stt, dt):  # type: ignore[no-
                     break
         r = low - 1 if dk > 0 else 0
         if r > cnt:
-            return bp, ST_CORRUPT
+            return ac[3], ST_CORRUPT
         if r == cnt:  # a new successor of s1: its value, bit by bit, order-0 tree
             sym = np.int64(a[i]) if not decode else np.int64(0)
             node = 1
             for b in range(rawbits - 1, -1, -1):
                 ri = node & 0xFFFF
                 p = max(1, min(4095, np.int64(rawtab[ri]) >> 20))
-                xmid = x1 + ((x2 - x1) >> 12) * p + ((((x2 - x1) & 0xFFF) * p) >> 12)
-                if decode:
-                    y = 1 if x <= xmid else 0
-                else:
-                    y = (sym >> b) & 1
-                if y:
-                    x2 = xmid
-                else:
-                    x1 = xmid + 1
-                while ((x1 ^ x2) & 0xFF000000) == 0:
-                    if decode:
-                        x = ((x << 8) & 0xFFFFFFFF) | (buf[bp] if bp < len(buf) else 0)
-                        bp += 1
-                    else:
-                        if bp >= len(buf):
-                            return bp, ST_SHORT
-                        buf[bp] = x2 >> 24
-                        bp += 1
-                    x1 = (x1 << 8) & 0xFFFFFFFF
-                    x2 = ((x2 << 8) & 0xFFFFFFFF) | 255
+                y = _code_bit(ac, buf, decode, p, (sym >> b) & 1)
+                if y < 0:
+                    return ac[3], ST_SHORT
                 _sm_update(rawtab, ri, y, dt, 30)
                 node = node * 2 + y
             if decode:
@@ -334,7 +324,7 @@ def cm_code(a, n, rawbits, buf, decode, tbits, sq, stt, dt):  # type: ignore[no-
         elif decode:
             sym = _succ_get(skeys, svals, 4 * s1 + 2, r, -1)
             if sym < 0:
-                return bp, ST_CORRUPT
+                return ac[3], ST_CORRUPT
             a[i] = sym
         # match model: extend the match (a new one is looked up before the next symbol)
         if mlen > 0 and a[mptr] == a[i]:
@@ -342,7 +332,9 @@ def cm_code(a, n, rawbits, buf, decode, tbits, sq, stt, dt):  # type: ignore[no-
             mptr += 1
         else:
             mlen = 0
+    bp = ac[3]
     if not decode:
+        x1 = ac[0]
         for _ in range(4):  # flush x1
             if bp >= len(buf):
                 return bp, ST_SHORT
