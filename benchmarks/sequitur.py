@@ -28,7 +28,7 @@ from wholetrace.grammar import Grammar, GrammarBuilder
 b = GrammarBuilder(); b.feed(np.array([1, 2, 1, 2, 1, 2, 3])); g0 = b.finish()
 jit = time.perf_counter() - t
 t = time.perf_counter()
-Grammar.from_bytes(g0.to_bytes())  # loads the coder's kernels
+Grammar.from_bytes(g0.to_bytes(compact=True))  # loads the coder's kernels
 jit_enc = time.perf_counter() - t
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # imports + loaded kernels
 a = np.fromfile(sys.argv[1], np.uint16)
@@ -41,11 +41,11 @@ g = b.finish()
 secs = time.perf_counter() - t
 build_cpu = cpu() - c
 rss_build = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-c = cpu(); enc = g.to_bytes(); enc_cpu = cpu() - c
+c = cpu(); enc = g.to_bytes(compact=True); enc_cpu = cpu() - c
 rss_enc = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 c = cpu(); back = Grammar.from_bytes(enc); dec_cpu = cpu() - c
 assert back == g
-explicit = len(g.to_bytes(explicit=True)) if sys.argv[3] == "1" else 0
+explicit = len(g.to_bytes()) if sys.argv[3] == "1" else 0
 print(json.dumps(dict(n=int(a.size), rules=g.num_rules, rhs=g.num_symbols, len_S=g.start_length,
     jit=jit, jit_enc=jit_enc, secs=secs, cpu=build_cpu, enc=len(enc), enc_cpu=enc_cpu, dec_cpu=dec_cpu,
     explicit=explicit, rss_build=rss_build, base=base, rss=rss_enc)))
@@ -103,7 +103,7 @@ def main() -> None:
         "(other jobs share the machine: compare the columns of one row, measured in one process).\n"
         "`python benchmarks/sequitur.py`: each input in its own process; build and encode times are user\n"
         "CPU seconds of that process (steadier than wall time on a shared machine; wall time of the build\n"
-        "in \"build s\"); \"encode s\" is `Grammar.to_bytes()` (the compact encoding: expansion + coder)\n"
+        "in \"build s\"); \"encode s\" is `Grammar.to_bytes(compact=True)` (the compact encoding: expansion + coder)\n"
         "and \"decode s\" `Grammar.from_bytes` (coder + rebuilding the grammar). JIT: import and\n"
         "compile/cache-load of the builder + of the coder, apart from every other column. Base RSS\n"
         "is the process after imports and loading the kernels; \"above base\" is the build's peak minus\n"
@@ -112,7 +112,7 @@ def main() -> None:
                  "encode CPU s", "encode / build", "decode CPU s", "JIT s", "base RSS MB",
                  "peak RSS MB (build)", "above base MB", "peak RSS MB (+encode)", "encoded B"], rows)
         + "\nEncoded grammar against general-purpose compressors of the `.u16` file (bytes): compact =\n"
-        "`to_bytes()` (version 3), explicit = `to_bytes(explicit=True)` (version 2, the rules):\n\n"
+        "`to_bytes(compact=True)` (version 3), explicit = `to_bytes()` (version 2, the default, the rules):\n\n"
         + table(["input", "compact", "explicit", "gzip -9", "bzip2 -9", "xz -9", "zstd -19",
                  "compact / xz", "compact / zstd"], comp_rows)
     )

@@ -68,8 +68,8 @@ def test_core_properties(seq: np.ndarray, lookahead: bool, chunk: int) -> None:
     bw = list(g.iter_chunks_reversed(chunk))
     assert np.array_equal(np.concatenate(bw + [np.zeros(0, np.int64)]), seq[::-1])
     assert np.array_equal(g.frequencies(), brute_frequencies(g))
+    assert Grammar.from_bytes(g.to_bytes(compact=True)) == g
     assert Grammar.from_bytes(g.to_bytes()) == g
-    assert Grammar.from_bytes(g.to_bytes(explicit=True)) == g
 
 
 @settings(max_examples=60, **SETTINGS)
@@ -137,8 +137,8 @@ def test_errors() -> None:
         Grammar.from_bytes(data[:-3])
     with pytest.raises(GrammarError):
         Grammar.from_bytes(data[:4] + b"\x09" + data[5:])
-    for explicit in (False, True):
-        data = sequitur(np.arange(3000) % 7 * (np.arange(3000) % 5)).to_bytes(explicit=explicit)
+    for compact in (False, True):
+        data = sequitur(np.arange(3000) % 7 * (np.arange(3000) % 5)).to_bytes(compact=compact)
         for cut in (1, 10, len(data) // 2):
             with pytest.raises(GrammarError):
                 Grammar.from_bytes(data[:-cut])
@@ -181,7 +181,7 @@ def test_every_stream_codec_round_trips(monkeypatch: pytest.MonkeyPatch, layout:
         return comp, E._pack(data, comp)
 
     monkeypatch.setattr(E, "_smallest", forced)
-    data = g.to_bytes(explicit=True)
+    data = g.to_bytes()
     assert Grammar.from_bytes(data) == g
     if layout == 0 and comp == 0:  # version 1 = version 2 without the codec bytes
         head = E._HEAD.size + 32
@@ -194,18 +194,20 @@ def test_every_stream_codec_round_trips(monkeypatch: pytest.MonkeyPatch, layout:
 def test_compact_encoding_is_the_coded_sequence() -> None:
     """Version 3 stores the input through the context-mixing coder and decoding rebuilds the
     grammar: a builder's grammar (both variants) round-trips, and a grammar the builder did
-    not make (here: an equivalent hand-made one) is stored explicitly, so it comes back as is."""
+    not make (here: an equivalent hand-made one) is stored explicitly, so it comes back as is.
+    Without ``compact=True`` every grammar is stored explicitly."""
     from wholetrace.grammar import encoding as E
 
     seq = np.array([5, 7, 5, 7, 5, 7, 9, 2**31 - 1, 0, 5, 7, 9] * 20)
     for la in (False, True):
         g = sequitur(seq, lookahead=la)
-        data = g.to_bytes()
+        assert g.to_bytes()[4] == E.VERSION        # explicit unless asked
+        data = g.to_bytes(compact=True)
         assert data[4] == E.VERSION_COMPACT
         back = Grammar.from_bytes(data)
         assert back == g and back.built and back.lookahead == la
     flat = Grammar(np.array([0, len(seq)]), seq)  # S -> the whole input: valid, not SEQUITUR's
-    data = flat.to_bytes()
+    data = flat.to_bytes(compact=True)
     assert data[4] == E.VERSION
     assert Grammar.from_bytes(data) == flat
 
@@ -224,7 +226,7 @@ def test_compact_encoding_beats_general_compressors_on_a_markov_chain() -> None:
         s = succ[s, k]
         seq[i] = s
     g = sequitur(seq)
-    data = g.to_bytes()
+    data = g.to_bytes(compact=True)
     raw = seq.astype("<u2").tobytes()
     assert len(data) < min(len(lzma.compress(raw, preset=9)), len(bz2.compress(raw, 9)))
     assert Grammar.from_bytes(data) == g

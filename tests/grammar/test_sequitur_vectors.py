@@ -146,8 +146,8 @@ def check_large(name: str) -> None:
     assert (g.num_rules, g.num_symbols, g.start_length, g.max_rule_length) == LARGE[name]
     g.check()
     assert np.array_equal(g.expand(), a)
+    assert Grammar.from_bytes(g.to_bytes(compact=True)) == g
     assert Grammar.from_bytes(g.to_bytes()) == g
-    assert Grammar.from_bytes(g.to_bytes(explicit=True)) == g
 
 
 def test_rand4_vector() -> None:

@@ -122,10 +122,10 @@ def _decode_compact(data: bytes) -> Grammar:
     return sequitur(a, lookahead=bool(flags & FLAG_LOOKAHEAD))
 
 
-def encode(g: Grammar, explicit: bool = False) -> bytes:
-    """Bytes of ``g``: compact (``encode_compact``) for a grammar the SEQUITUR builder made,
-    else (or with ``explicit=True``) the explicit rules of version 2."""
-    if g.built and not explicit and len(g) > 0:
+def encode(g: Grammar, compact: bool = False) -> bytes:
+    """Bytes of ``g``: the explicit rules of version 2, or with ``compact=True`` and a grammar
+    the SEQUITUR builder made, ``encode_compact`` (version 3)."""
+    if compact and g.built and len(g) > 0:
         return encode_compact(g)
     return encode_explicit(g)
 

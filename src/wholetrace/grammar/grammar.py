@@ -205,12 +205,14 @@ class Grammar:
     __hash__ = None  # type: ignore[assignment]
 
     # -- storage -------------------------------------------------------------
-    def to_bytes(self, explicit: bool = False) -> bytes:
-        """Versioned binary encoding (see wholetrace.grammar.encoding): compact for a grammar
-        the builder made (decoding rebuilds it), explicit rules otherwise or if asked."""
+    def to_bytes(self, compact: bool = False) -> bytes:
+        """Versioned binary encoding (see wholetrace.grammar.encoding): the explicit rules,
+        which decode without rebuilding (what queries on a stored grammar need); with
+        ``compact=True`` and a grammar the builder made, the much smaller archival form whose
+        decoding rebuilds the grammar (about one build's time)."""
         from wholetrace.grammar.encoding import encode
 
-        return encode(self, explicit=explicit)
+        return encode(self, compact=compact)
 
     @classmethod
     def from_bytes(cls, data: bytes) -> "Grammar":
