@@ -105,6 +105,18 @@ def function_tables(cfgs: dict[int, CFG]) -> dict[str, np.ndarray]:
                 resume=resume, entry=entry, gen=gen)
 
 
+@numba.njit(cache=True, inline="always")
+def _end_b_path(i, top, f, s_start, s_calls, s_kids, cnt, pf):  # type: ignore[no-untyped-def]
+    """A B path ends at event ``i``: its span, and the anchors it would need (2+ call blocks)."""
+    span = i - s_start[top]
+    if span > cnt[MAX_SPAN]:
+        cnt[MAX_SPAN] = span
+    if span > pf[f, PF_SPAN]:
+        pf[f, PF_SPAN] = span
+    if s_calls[top] >= 2:
+        cnt[N_ANCHOR_NEEDED] += s_kids[top]
+
+
 @numba.njit(cache=True)
 def replay(ev, nb, bbase, mbase, flags, is_call, is_yield, resume, entry, gen, cnt, pf):  # type: ignore[no-untyped-def]
     """Replay one `blocks` stream and add the counters of every design to ``cnt``, and per
@@ -150,13 +162,7 @@ def replay(ev, nb, bbase, mbase, flags, is_call, is_yield, resume, entry, gen, c
             f = s_f[top]
             last = s_last[top]
             if s_exc[top] == 0 and last >= 0:
-                span = i - s_start[top]
-                if span > cnt[MAX_SPAN]:
-                    cnt[MAX_SPAN] = span
-                if span > pf[f, PF_SPAN]:
-                    pf[f, PF_SPAN] = span
-                if s_calls[top] >= 2:
-                    cnt[N_ANCHOR_NEEDED] += s_kids[top]
+                _end_b_path(i, top, f, s_start, s_calls, s_kids, cnt, pf)
                 if is_yield[bbase[f] + last] == 1 and gen[f] == 1:
                     cnt[N_SUSPEND] += 1      # B and C record the open path here; L already cut before the yield
                     pf[f, PF_SUSP] += 1
@@ -225,13 +231,7 @@ def replay(ev, nb, bbase, mbase, flags, is_call, is_yield, resume, entry, gen, c
                     pf[f, PF_CUTB] += 1
                     pf[f, PF_CUTL] += 1
                     cnt[N_PATHS_L] += 1
-                    span = i - s_start[top]
-                    if span > cnt[MAX_SPAN]:
-                        cnt[MAX_SPAN] = span
-                    if span > pf[f, PF_SPAN]:
-                        pf[f, PF_SPAN] = span
-                    if s_calls[top] >= 2:
-                        cnt[N_ANCHOR_NEEDED] += s_kids[top]
+                    _end_b_path(i, top, f, s_start, s_calls, s_kids, cnt, pf)
                     s_start[top] = i
                     s_calls[top] = 0
                     s_kids[top] = 0
