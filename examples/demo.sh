@@ -30,5 +30,5 @@ else
   echo "(the witness recording regenerates the same activations; implicit calls may sit elsewhere)"
 fi
 
-# 4. the control-flow graph behind it all
-step "$WT" cfg examples/textdiff.py:revise
+# 4. the control-flow graph behind it all, and its Ball-Larus acyclic path numbering
+step "$WT" cfg examples/textdiff.py:revise --paths 6
