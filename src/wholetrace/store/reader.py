@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import pathlib
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -33,13 +33,13 @@ class FunctionInfo:
     source: str
     fingerprint: str
     cfg_blob: bytes = field(default=b"", repr=False, compare=False)
-    desc: dict[str, object] | None = field(default=None, repr=False, compare=False)
+    load: Callable[[], dict[str, Any]] | None = field(default=None, repr=False, compare=False)
 
     @cached_property
     def cfg(self) -> dict[str, object]:
-        """The function's CFG as the JSON dict the writer was given."""
-        if self.desc is not None:
-            return self.desc
+        """The function's CFG as the JSON dict the writer was given (parsed on first access)."""
+        if self.load is not None:
+            return self.load()
         what = f"cfg of function {self.fid}"
         value = schema.decode_json(schema.decompress(self.cfg_blob, None, what), what)
         if not isinstance(value, dict):
@@ -278,11 +278,11 @@ class Recording:
         if not all(isinstance(v, int) for v in (fid_base, n, counter_base)) or not isinstance(path, str) or n < 0:
             raise StoreError(f"{what} is corrupt (bad row)")
         self._check("files", crc, what, *row[:-1])
-        source, descs = registry.decode_registry(blob, n, counter_base, what)
+        source, rows = registry.decode_registry(blob, n, counter_base, what)
         lines = source.splitlines(keepends=True)
-        out = [FunctionInfo(fid_base + i, path, d["qualname"], d["firstline"], d["lastline"],
-                            registry.function_source(source, lines, d), d["fingerprint"], desc=d)
-               for i, d in enumerate(descs)]
+        out = [FunctionInfo(fid_base + i, path, q, first, last, registry.function_source(source, lines, kind, first, last),
+                            fingerprint, load=load)
+               for i, (q, kind, first, last, fingerprint, load) in enumerate(rows)]
         self._files[fid_base] = out
         return out
 

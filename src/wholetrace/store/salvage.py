@@ -181,14 +181,15 @@ class SalvagedRecording:
         for (fid_base,), row in rows["files"].items():
             _base, path, n, counter_base, blob = row.values
             try:
-                source, descs = registry.decode_registry(blob, n, counter_base, "registry")
+                source, funcs = registry.decode_registry(blob, n, counter_base, "registry")
             except StoreError:
                 bad += 1
                 continue
             lines = source.splitlines(keepends=True)
-            for i, d in enumerate(descs):
-                out[fid_base + i] = FunctionInfo(fid_base + i, path, d["qualname"], d["firstline"], d["lastline"],
-                                                 registry.function_source(source, lines, d), d["fingerprint"], desc=d)
+            for i, (q, kind, first, last, fingerprint, load) in enumerate(funcs):
+                out[fid_base + i] = FunctionInfo(fid_base + i, path, q, first, last,
+                                                 registry.function_source(source, lines, kind, first, last),
+                                                 fingerprint, load=load)
         return out, bad
 
     # -- what was lost ----------------------------------------------------------------

@@ -103,7 +103,7 @@ CREATE TABLE files (
     path         TEXT NOT NULL,
     n_functions  INTEGER NOT NULL,
     counter_base INTEGER NOT NULL,     -- global id of the file's first counter (count modes)
-    blob         BLOB NOT NULL,        -- zstd(JSON), see store/registry.py
+    blob         BLOB NOT NULL,        -- zstd(JSON header, descriptions), see store/registry.py
     crc          INTEGER NOT NULL
 );
 """
