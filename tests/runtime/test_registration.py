@@ -48,3 +48,31 @@ def test_a_file_is_registered_with_one_row(tmp_path: Path) -> None:
         bases = [f.cfg["plan"]["counter_base"] for f in got]
         counters = [f.cfg["plan"]["counters"] for f in got]
         assert bases == [sum(counters[:i]) for i in range(len(got))]   # consecutive counters, file after file
+
+
+def test_program_threads_never_write_to_the_store(tmp_path: Path) -> None:
+    """A thread's stream row is written by the flusher, not by the thread when it makes its
+    stream: SQLite releases the GIL, and a program thread pausing there (in count modes: at its
+    first exception) would let other threads run where they would not have."""
+    import threading
+
+    from wholetrace.runtime.probes import STREAMS
+
+    writer = CountingWriter(RecordingWriter(tmp_path / "t.wt"))
+    callers: list[str] = []
+    real = writer.inner.add_stream
+
+    def add_stream(*args: Any, **kwargs: Any) -> None:
+        callers.append(threading.current_thread().name)
+        real(*args, **kwargs)
+
+    writer.inner.add_stream = add_stream  # type: ignore[method-assign]
+    recorder = Recorder(writer, "count")
+    before = len(STREAMS.all)
+    t = threading.Thread(target=STREAMS.new, name="program-thread")
+    t.start()
+    t.join()
+    assert callers == [] and len(STREAMS.all) == before + 1
+    recorder.flush()
+    assert callers and set(callers) == {threading.current_thread().name}
+    writer.inner.close(ended="exit", exit_code=0)

@@ -68,7 +68,7 @@ def instrumenter_digest() -> str:
     wholetrace never reuses an old template)."""
     root = Path(__file__).resolve().parent.parent
     h = hashlib.sha256()
-    for rel in sorted(["instrument", "events.py", "ids.py"]):
+    for rel in sorted(["instrument", "events.py", "ids.py", "store/registry.py"]):   # registry: the cached blob's format
         p = root / rel
         for f in sorted(p.rglob("*.py")) if p.is_dir() else [p]:
             h.update(f.name.encode())

@@ -22,7 +22,7 @@ from wholetrace.instrument.loader import FileEntry
 from wholetrace.instrument.modes import TRACE_MODES, ProbePlan, make_plan
 from wholetrace.instrument.emit import LOCAL as LOCAL_COUNTER
 from wholetrace.events import XCOUNT, arg_value
-from wholetrace.runtime.probes import COUNTERS, NAMESPACE_RERAISE, RERAISES, SITES, STREAMS, Stream
+from wholetrace.runtime.probes import COUNTERS, NAMESPACE_RERAISE, RERAISES, SITES, STREAMS
 
 FLUSH_SECONDS = 0.25
 
@@ -48,7 +48,8 @@ class Recorder:
         COUNTERS.clear()
         self.exc_edges: dict[tuple[int, int, int], int] = {}
         self.suspendable = False   # some instrumented code may be a generator or coroutine
-        STREAMS.on_new = self._on_new_stream
+        self.registered: set[int] = set()   # streams whose row the flusher has written
+        STREAMS.on_new = None
 
     # -- the instrumenter's registry (instrument.loader.Registry), and new streams
     def plan(self, file: str, cfg: CFG, base: int) -> ProbePlan:
@@ -91,10 +92,6 @@ class Recorder:
         self._index = (by_code, bases)
         return self._index
 
-    def _on_new_stream(self, st: Stream) -> None:
-        self.writer.add_stream(st.sid, kind=st.kind, name=st.name, thread_ident=st.thread_ident,
-                               parent=st.parent)
-
     # -- flushing
     def start(self) -> None:
         self._thread = threading.Thread(target=self._loop, name="wholetrace-flusher", daemon=True)
@@ -109,6 +106,13 @@ class Recorder:
         appends racing with this stay queued."""
         with self._flush_lock:
             for st in list(STREAMS.all):
+                # Stream rows are written here, not when a thread makes its stream: SQLite
+                # releases the GIL, and a thread pausing there (at its first exception, in
+                # count modes) would let other threads run where they would not have.
+                if st.sid not in self.registered:
+                    self.writer.add_stream(st.sid, kind=st.kind, name=st.name, thread_ident=st.thread_ident,
+                                           parent=st.parent)
+                    self.registered.add(st.sid)
                 n = len(st.buf) if limits is None else min(len(st.buf), limits.get(st.sid, 0))
                 if not self.traces:
                     n = _complete_records(st.buf, n)
@@ -203,11 +207,9 @@ class Recorder:
         self.close_suspended()
         if self.traces:
             self.flush()
-            STREAMS.on_new = None
             return
         counts, early, lengths = self.snapshot_counts()
         self.flush(lengths)
-        STREAMS.on_new = None
         self.writer.put_array("counters", counts)
         rows = [v for (f, s, d), c in sorted(self.exc_edges.items()) for v in (f, s, d, c)]
         self.writer.put_array("exception_edges", array("q", rows), shape=(len(rows) // 4, 4))
