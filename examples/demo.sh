@@ -31,7 +31,7 @@ else
 fi
 
 # 4. a damaged copy (cut short): --salvage reads what is intact and says what was lost
-head -c 200000 "$OUT/textdiff.wt" > "$OUT/textdiff-cut.wt"
+head -c $(( $(wc -c < "$OUT/textdiff.wt") / 2 )) "$OUT/textdiff.wt" > "$OUT/textdiff-cut.wt"
 step "$WT" info --salvage "$OUT/textdiff-cut.wt"
 
 # 5. the control-flow graph behind it all
