@@ -4,7 +4,7 @@
 MAX_MESSAGE = 200
 
 
-def short_message(exc: BaseException, limit: int = MAX_MESSAGE) -> str:
+def short_message(exc: BaseException | str, limit: int = MAX_MESSAGE) -> str:
     """``str(exc)`` as one line of at most ``limit`` characters (control characters escaped,
     the middle of a long message elided), whatever the exception quotes."""
     text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(exc))

@@ -11,7 +11,7 @@ from pathlib import Path
 from types import CodeType, ModuleType
 from typing import Any, Callable, Protocol, Sequence, TypedDict
 
-from wholetrace.errors import InstrumentError
+from wholetrace.errors import InstrumentError, short_message
 from wholetrace.instrument.cfg import CFG, build_cfg, iter_functions
 from wholetrace.instrument.cache import COUNTER_ORIGIN, FID_ORIGIN, InstrumentCache, relocate
 from wholetrace.instrument.modes import ProbePlan
@@ -98,8 +98,8 @@ class Instrumenter:
             try:
                 hit = self.template(tree, source, filename, transform)
             except (InstrumentError, SyntaxError, RecursionError, ValueError, TypeError, AssertionError) as exc:
-                print(f"wholetrace: warning: {filename}: left uninstrumented ({type(exc).__name__}: {exc})",
-                      file=sys.stderr)
+                print("wholetrace: warning: " + short_message(f"{filename}: left uninstrumented "
+                                                               f"({type(exc).__name__}: {exc})", 179), file=sys.stderr)
                 tree = ast.parse(source, filename)
                 if transform is not None:
                     transform(tree, source, filename)
