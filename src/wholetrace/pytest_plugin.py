@@ -92,6 +92,11 @@ class _RewriteFinder(importlib.abc.MetaPathFinder):
         return spec
 
 
+def _worker_path(path: Path, worker: str | None) -> Path:
+    """``OUT.wt``, or ``OUT-<worker>.wt`` in an xdist worker."""
+    return path.with_name(f"{path.stem}-{worker}{path.suffix}") if worker else path
+
+
 def _rewrite_hook() -> Any:
     from _pytest.assertion.rewrite import AssertionRewritingHook
     return next((f for f in sys.meta_path if isinstance(f, AssertionRewritingHook)), None)
@@ -111,7 +116,8 @@ class WholetracePlugin:
     """The recording of one pytest process (registered as ``wholetrace-recording``)."""
 
     def __init__(self, config: pytest.Config, output: Path, mode: str) -> None:
-        self.config, self.output, self.mode = config, output, mode
+        self.config, self.requested, self.mode = config, output, mode
+        self.output = _worker_path(output, os.environ.get("PYTEST_XDIST_WORKER"))
         self.live: Live | None = None
         self.finder: _RewriteFinder | None = None
         self.summary = ""
@@ -138,6 +144,13 @@ class WholetracePlugin:
             sys.meta_path.remove(self.finder)
         live, self.live = self.live, None
         events = live.stop("exit", int(exitstatus))
+        # The environment said xdist worker at the start; only xdist's own workers have
+        # workerinput (a pytest started from inside a worker inherits the variable).
+        worker = getattr(self.config, "workerinput", {}).get("workerid")
+        final = _worker_path(self.requested, worker)
+        if final != self.output and self.output.exists():
+            os.replace(self.output, final)
+            self.output = final
         size = self.output.stat().st_size if self.output.exists() else 0
         self.summary = (f"wholetrace: recorded {events:,} events ({self.mode}), {size:,} bytes -> "
                         f"{self.output}")
@@ -159,13 +172,10 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
     out = getattr(opts, "wholetrace", None)
     if out is None:
         return
-    worker = os.environ.get("PYTEST_XDIST_WORKER")
-    if not worker and (getattr(opts, "numprocesses", None) or getattr(opts, "dist", "no") != "no"):
+    if not os.environ.get("PYTEST_XDIST_WORKER") and (
+            getattr(opts, "numprocesses", None) or getattr(opts, "dist", "no") != "no"):
         return   # the xdist controller runs no tests: each worker records its own file
-    path = Path(out)
-    if worker:
-        path = path.with_name(f"{path.stem}-{worker}{path.suffix}")
-    plugin = WholetracePlugin(early_config, path, opts.wholetrace_mode)
+    plugin = WholetracePlugin(early_config, Path(out), opts.wholetrace_mode)
     try:
         plugin.start(list(opts.wholetrace_source), cache=not opts.wholetrace_no_cache)
     except WholetraceError as exc:
