@@ -206,7 +206,7 @@ class Recorder:
         NAMESPACE_RERAISE.clear()   # release the tracebacks held while the program's code can still run
         self.close_suspended()
         if self.traces:
-            tails, lengths = unfinished.snapshot(self.by_code, _suspended if self.suspendable else list)
+            tails, lengths = unfinished.snapshot(self.code_index()[0], _suspended if self.suspendable else list)
             self.flush(lengths)
             STREAMS.on_new = None
             for sid, events in tails.items():   # close the activations still open (early exits)
