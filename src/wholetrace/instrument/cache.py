@@ -33,9 +33,10 @@ from wholetrace.events import ENTER_BASE, enter_code
 from wholetrace.instrument.emit import COUNTER_ORIGIN, COUNTS, FID_ORIGIN, MARK
 
 WINDOW = 1_000_000_000
-FORMAT = 1
+FORMAT = 2
 
-#: What a cached file holds besides its code: one JSON-able dict per function.
+#: What a cached file holds besides its code: its registry entry (``instrument.loader.FileEntry``,
+#: core types only).
 Entry = dict[str, Any]
 
 
@@ -87,7 +88,7 @@ def instrumenter_digest() -> str:
     wholetrace never reuses an old template)."""
     root = Path(__file__).resolve().parent.parent
     h = hashlib.sha256()
-    for rel in sorted(["instrument", "events.py", "ids.py"]):
+    for rel in sorted(["instrument", "events.py", "ids.py", "store/registry.py"]):   # registry: the cached blob's format
         p = root / rel
         for f in sorted(p.rglob("*.py")) if p.is_dir() else [p]:
             h.update(f.name.encode())
@@ -122,11 +123,11 @@ class InstrumentCache:
             h.update(b"\0")
         return h.hexdigest()
 
-    def load(self, key: str) -> tuple[CodeType, list[Entry]] | None:
+    def load(self, key: str) -> tuple[CodeType, Entry] | None:
         try:
             data = marshal.loads((self.dir / f"{key}.wtc").read_bytes())
             fmt, code, entries = data
-            if fmt != FORMAT or type(code) is not CodeType or not isinstance(entries, list):
+            if fmt != FORMAT or type(code) is not CodeType or not isinstance(entries, dict):
                 raise ValueError("not a template")
         except (OSError, EOFError, ValueError, TypeError):
             self.misses += 1
@@ -134,7 +135,7 @@ class InstrumentCache:
         self.hits += 1
         return code, entries
 
-    def store(self, key: str, code: CodeType, entries: list[Entry]) -> None:
+    def store(self, key: str, code: CodeType, entries: Entry) -> None:
         """Write atomically (another process may write the same key); failures are ignored."""
         try:
             self.dir.mkdir(parents=True, exist_ok=True)

@@ -19,12 +19,12 @@ from typing import Callable, Sequence
 
 from wholetrace.ids import EXIT
 from wholetrace.instrument.modes import ProbePlan
-from wholetrace.events import EXC, LEAVE, enter_code
+from wholetrace.events import EXC, LEAVE, RERAISE as RERAISE_CODE, enter_code
 
 # --- locals of instrumented functions (module and class bodies bind none)
 A = "wt.a"           # trace modes: append method of the current stream
-R = "wt.r"           # count modes: statement id of the last re-raise site passed
-SEEN = "wt.s"        # count modes: traceback entry of the last exception a handler of the frame saw
+R = "wt.r"           # count and witness modes: statement id of the last re-raise site passed
+SEEN = "wt.s"        # the same modes: traceback entry the frame's last handler saw (held, see Emitter.held)
 HOLD = "wt.t"        # a return value held while the return edge's probe runs
 LOCAL = "wt.n"       # count modes: ``wt.n<j>`` counts the function's j-th counter in the activation
 EXC_OWN = "wt.e"     # the exception in a guard whose ``finally`` is ours (both re-raise in place)
@@ -39,7 +39,7 @@ GET = "get"          # ContextVar.get of the current stream (trace modes)
 NEW = "new"          # create a stream for this thread/task
 XEDGE = "xedge"      # module/class bodies: record an exception edge
 XCOUNT = "xcount"    # module/class bodies, count modes: the same
-RERAISE = "reraise"  # module/class bodies, count modes: note a re-raise site
+RERAISE = "reraise"  # module/class bodies, count and witness modes: note a re-raise site (-1: forget)
 FOR = "for"          # wrapping iterator that records the for-next block before __next__
 AFOR = "afor"        # the same for async for
 COUNTS = "counts"    # count modes: the file's counters, one slot ``c<j>`` per counter of the file
@@ -49,7 +49,8 @@ EDGES = "edges"      # count modes: ``.x``, the exception edges, flat (fid, sour
 INC = "inc"          # module/class bodies, count modes: increment a counter inside an expression
 RERAISE_MARK = "exception-reraise"  # sys.exception, marking a guard's re-raise in module/class bodies
 RERAISE_MARK_GUARD = "exception-reraise-guard"  # the same in a guard around the program's finally
-NO_TB = "no-traceback"   # stands for a missing traceback (tb_lasti -2)
+NO_TB = "no-traceback"   # stands for a missing traceback (tb_lasti -2), and for "none held"
+SKIP = "skip"        # witness modes: a C function that ignores its one argument (no record)
 VARS = "vars"
 RECURSION_ERROR = "RecursionError"
 
@@ -228,9 +229,18 @@ class Emitter:
         return not self.plan.traces
 
     @property
+    def knows_reraise(self) -> bool:
+        """Count and witness modes tell an exception re-raised in the frame (recorded as coming
+        from the re-raise site) from a new one; blocks mode needs not.  Only bodies with
+        re-raise sites (bare ``raise``, ``finally``, ``with``) can re-raise."""
+        return (self.counts or self.plan.records_handler) and self.reraises
+
+    @property
     def tracks_reraise(self) -> bool:
-        """Count modes keep ``wt.r``/``wt.s`` to tell a re-raise from a new exception."""
-        return self.counts and not self.in_class and self.reraises
+        """Functions keep the last re-raise site passed (``wt.r``) and the traceback entry
+        their last handler saw (``wt.s``) in locals; module and class bodies in the runtime
+        (``RunState.namespace_reraise``)."""
+        return self.knows_reraise and not self.in_class
 
     def locals_counted(self) -> list[int]:
         return sorted(self.plan.local_counters | self.expr_locals)
@@ -273,32 +283,42 @@ class Emitter:
         return [artificial(self.append(v)) for v in values]  # type: ignore[misc]
 
     def set_reraise(self, sid: int, like: ast.AST | None) -> list[ast.stmt]:
-        """Count modes: remember a re-raise site (a local; module/class bodies ask the runtime)."""
-        if not self.counts:
+        """Count and witness modes: remember a re-raise site (a local; module/class bodies ask
+        the runtime, where -1 forgets the site and the held traceback)."""
+        if not self.knows_reraise:
             return []
         if self.in_class:
             return [place(ast.Expr(ast_call(rt(RERAISE), ast_const(self.fid), ast_const(sid))), like)]  # type: ignore[list-item]
-        if not self.reraises:
-            return []
         return [place(ast.Assign([ast_name(R, True)], ast_const(sid)), like)]  # type: ignore[list-item]
+
+    def forget_reraise(self, like: ast.AST | None) -> list[ast.stmt]:
+        """At entry and exit: no re-raise site passed, no traceback held (it refers to the
+        frame and to the frames it unwound: kept past the exit it would keep them alive)."""
+        if not self.tracks_reraise:
+            return self.set_reraise(-1, like)
+        return self.set_reraise(-1, like) + self.drop_held(like)
+
+    def drop_held(self, like: ast.AST | None = None) -> list[ast.stmt]:
+        """Functions, at the end of an ``except`` body (and at exit): the exception it handled
+        can no longer be re-raised, so its traceback is no longer held."""
+        if not self.tracks_reraise:
+            return []
+        return [place(ast.Assign([ast_name(SEEN, True)], rt(NO_TB)), like)]  # type: ignore[list-item]
 
     def prologue(self, like: ast.AST) -> list[ast.stmt]:
         """What runs first in an activation, at the position of the first instruction of the
         first statement ``like`` (the instruction after ``RESUME`` starts a line event)."""
         like = first_evaluated(like)
         if self.counts:
-            out = self.set_reraise(-1, like)
-            if self.tracks_reraise:
-                out.append(place(ast.Assign([ast_name(SEEN, True)], rt(NO_TB)), like))  # type: ignore[arg-type]
-            return out + [place(ast.Assign([ast_name(self.local(k), True)], ast_const(0.0)), like)  # type: ignore[misc]
-                          for k in self.locals_counted()]
+            return self.forget_reraise(like) + [place(ast.Assign([ast_name(self.local(k), True)], ast_const(0.0)), like)  # type: ignore[misc]
+                                                for k in self.locals_counted()]
         if self.in_class:
             enter = ast.Expr(ast.Call(self.stream(), [ast_const(enter_code(self.fid))], []))
-            return [place(enter, like)]  # type: ignore[list-item]
+            return [place(enter, like)] + self.forget_reraise(like)  # type: ignore[list-item]
         fetch: ast.stmt = ast.Assign([ast_name(A, True)], self.stream())
         if C_CALLS_COUNT:
             fetch = self._recursion_guard(fetch)
-        return [place(fetch, like), self.stmt(enter_code(self.fid), like)]  # type: ignore[list-item]
+        return [place(fetch, like), self.stmt(enter_code(self.fid), like)] + self.forget_reraise(like)  # type: ignore[list-item]
 
     @staticmethod
     def _recursion_guard(fetch: ast.stmt) -> ast.stmt:
@@ -322,12 +342,10 @@ class Emitter:
         """What the activation's final ``finally`` runs: LEAVE (trace modes), or adding the
         local counts to the counter list (count modes)."""
         if not self.counts:
-            return [self.stmt(LEAVE, None)]
+            return self.forget_reraise(None) + [self.stmt(LEAVE, None)]
         out = [artificial(ast.AugAssign(_counter(k, ast.Store()), ast.Add(), ast_name(self.local(k))))
                for k in self.locals_counted()]
-        if self.tracks_reraise:  # drop the traceback (it refers to this frame)
-            out.append(artificial(ast.Assign([ast_name(SEEN, True)], rt(NO_TB))))
-        return out  # type: ignore[return-value]
+        return self.forget_reraise(None) + out  # type: ignore[return-value]
 
     # --- exception edges
     def site_of(self, tb: ast.expr) -> ast.expr:
@@ -350,10 +368,11 @@ class Emitter:
         program it opens (the probe takes its ``except`` line), None in a guard, whose
         ``tail()`` (the re-raise) ends the probe code."""
         if self.in_class or exc is None:
+            lookup = ast_const(self.knows_reraise)
             if self.counts:
-                args = [ast_const(self.fid), ast_const(dst)]
+                args = [ast_const(self.fid), ast_const(dst), lookup]
                 return [place(ast.Expr(ast_call(rt(XCOUNT), *args)), at)]  # type: ignore[list-item]
-            extra = [ast_const(dst)] if self.plan.records_handler and dst != EXIT else []
+            extra = [ast_const(-1 if dst == EXIT else dst), lookup] if self.plan.records_handler else []
             return [place(ast.Expr(ast_call(rt(XEDGE), ast_const(self.fid), *extra)), at)]  # type: ignore[list-item]
 
         def tb() -> ast.expr:
@@ -361,15 +380,21 @@ class Emitter:
 
         if self.counts:
             src = self.site_of(tb())
-            if self.tracks_reraise:   # caught again with the same traceback entry: a re-raise
-                again = ast.Compare(ast_name(SEEN), [ast.Is()], [ast.NamedExpr(ast_name(SEEN, True), tb())])
-                src = ast.Subscript(ast.Tuple([src, ast_name(R)], ast.Load()), again, ast.Load())
+            if self.tracks_reraise:
+                src = ast.Subscript(ast.Tuple([src, ast_name(R)], ast.Load()), self.again(tb(), hold=True), ast.Load())
             record = [ast.Assign([ast_name(XLIST, True)], ast.Attribute(rt(EDGES), "x", ast.Load())),
                       ast.AugAssign(ast_name(XLIST, True), ast.Add(),
                                     ast.Tuple([ast_const(self.fid), src, ast_const(dst)], ast.Load()))]
             return [place(s, at) for s in record + (tail() if tail is not None else [])]  # type: ignore[misc]
         def record() -> list[ast.stmt]:
-            out: list[ast.stmt] = [ast.Expr(ast_call(A, ast_const(EXC))), ast.Expr(ast_call(A, self.site_of(tb())))]
+            if not self.tracks_reraise:
+                out: list[ast.stmt] = [ast.Expr(ast_call(A, ast_const(EXC))), ast.Expr(ast_call(A, self.site_of(tb())))]
+            else:   # RERAISE s r for a re-raise, else EXC s; then hold the traceback entry
+                code = ast.Subscript(ast.Tuple([ast_const(EXC), ast_const(RERAISE_CODE)], ast.Load()),
+                                     self.again(tb()), ast.Load())
+                site = ast.Subscript(ast.Tuple([rt(SKIP), ast_name(A)], ast.Load()), self.again(tb()), ast.Load())
+                out = [ast.Expr(ast_call(A, code)), ast.Expr(ast_call(A, self.site_of(tb()))),
+                       ast.Expr(ast_call(site, ast_name(R))), ast.Assign([ast_name(SEEN, True)], tb())]
             if self.plan.records_handler and dst != EXIT:  # witness modes also name the handler block
                 out.append(ast.Expr(ast_call(A, ast_const(dst))))
             return out + (tail() if tail is not None else [])
@@ -384,6 +409,20 @@ class Emitter:
         if tail is not None:
             return [place(ast.If(test, resume + record(), record()), at)]  # type: ignore[list-item]
         return [place(s, at) for s in [ast.If(test, resume, [])] + record()]  # type: ignore[misc]
+
+    def again(self, tb: ast.expr, hold: bool = False) -> ast.expr:
+        """Was the exception re-raised in this frame (a bool, computed without a branch)?
+
+        A re-raise (bare ``raise``, the end of a ``finally``, a ``with`` exit, a guard's own
+        re-raise) leaves the head of the exception's traceback as it was, while raising anew,
+        even the same object, adds a new entry for the frame.  So an exception whose entry
+        ``tb`` is the one the frame's last handler saw (``wt.s``, held) was re-raised, from
+        the last re-raise site passed (``wt.r``).  ``hold``: also make ``tb`` the held entry.
+        """
+        seen = ast.NamedExpr(ast_name(SEEN, True), tb) if hold else tb
+        same = ast.Compare(ast_name(SEEN), [ast.Is()], [seen])
+        passed = ast.Compare(ast_name(R), [ast.GtE()], [ast_const(0)])
+        return ast.BinOp(same, ast.BitAnd(), passed)
 
     def guard(self, body: list[ast.stmt], final: list[ast.stmt], dst: int, own_final: bool,
               like: ast.AST | None = None) -> ast.Try:

@@ -13,10 +13,10 @@ from __future__ import annotations
 import sys
 import threading
 from dataclasses import dataclass, field
-from types import CodeType
+from types import CodeType, TracebackType
 from typing import Any, AsyncIterator, Iterable, Iterator
 
-from wholetrace.events import EXC
+from wholetrace.events import EXC, RERAISE
 from wholetrace.ids import EXIT
 from wholetrace.instrument import emit
 from wholetrace.runtime.streams import Streams
@@ -53,34 +53,6 @@ class ExceptionSites:
         return sid
 
 
-class Reraises:
-    """Recognises an exception caught again in the same frame without a new traceback entry
-    (a re-raise), remembering the last few (exception, frame, offset) seen by handlers of
-    module and class bodies (functions keep the traceback entry in a local instead).
-
-    The exceptions are held (so an id is never confused with a newer object's), which keeps
-    them and their frames alive a little longer than the program would: not when they leave
-    the frame (``keep=False``: no later handler of that frame can see them), at most
-    ``size`` otherwise, and none once the recording ends (:meth:`clear`).
-    """
-
-    def __init__(self, size: int = 64) -> None:
-        self.seen: dict[int, tuple[BaseException, int, int]] = {}
-        self.size = size
-
-    def check(self, exc: BaseException, frame_id: int, lasti: int, keep: bool = True) -> bool:
-        old = self.seen.pop(id(exc), None)
-        again = old is not None and old[0] is exc and old[1] == frame_id and old[2] == lasti
-        if keep:
-            if len(self.seen) >= self.size:
-                self.seen.pop(next(iter(self.seen)))
-            self.seen[id(exc)] = (exc, frame_id, lasti)
-        return again
-
-    def clear(self) -> None:
-        self.seen.clear()
-
-
 @dataclass
 class RunState:
     """Everything one recording's instrumented code writes to while it runs."""
@@ -95,13 +67,13 @@ class RunState:
     #: a handler extends it by one whole triple (one C call, atomic under the GIL).
     xedges: list[int] = field(default_factory=list)
     sites: ExceptionSites = field(default_factory=ExceptionSites)
-    reraises: Reraises = field(default_factory=Reraises)
-    #: Re-raise sites passed by module and class bodies: (thread, fid) -> stmt.
-    namespace_reraise: dict[tuple[int, int], int] = field(default_factory=dict)
+    #: Module and class bodies (which keep no locals), while they run: (thread, fid) -> (last
+    #: re-raise site passed, traceback entry their last handler saw): what functions keep in
+    #: ``wt.r`` and ``wt.s`` (``instrument.emit.Emitter.again``).
+    namespace_reraise: dict[tuple[int, int], tuple[int, TracebackType | None]] = field(default_factory=dict)
 
     def clear_held(self) -> None:
-        """Drop the exceptions kept to recognise re-raises (the run is over)."""
-        self.reraises.clear()
+        """Drop the tracebacks held to recognise re-raises (the run is over)."""
         self.namespace_reraise.clear()
 
 
@@ -142,33 +114,53 @@ def runtime_objects(state: RunState) -> dict[str, object]:
     streams, xedges, sites = state.streams, state.xedges, state.sites
     current, new_stream = streams.current.get, streams.new
 
-    def exception_edge(fid: int, handler: int = -1) -> None:
-        """Module and class bodies: EXC <statement> (and the handler block, witness modes)."""
-        cur = current() or new_stream()
+    held = state.namespace_reraise
+
+    def origin(fid: int, reraise: bool, keep: bool) -> tuple[int, int]:
+        """Module and class bodies: (the statement the handled exception's traceback points at
+        in this frame, the statement that raised it).  They differ for a re-raise: the
+        traceback entry is the one the body's last handler saw (held while the exception
+        stays in the body: ``keep``), and the body passed a re-raise site since (the same
+        rule as functions' inline ``instrument.emit.Emitter.again``).  ``reraise``: the body
+        has re-raise sites and the mode asks (count and witness modes)."""
         exc = sys.exception()
         tb = exc.__traceback__ if exc is not None else None
-        cur(EXC)
-        cur(sites.resolve(fid, tb.tb_frame.f_code, tb.tb_lasti) if tb is not None else -1)
+        if tb is None:
+            return -1, -1
+        src = sites.resolve(fid, tb.tb_frame.f_code, tb.tb_lasti)
+        if not reraise:
+            return src, src
+        key = (threading.get_ident(), fid)
+        site, seen = held.get(key, (-1, None))
+        held[key] = (site, tb if keep else None)
+        return src, site if seen is tb and site >= 0 else src
+
+    def exception_edge(fid: int, handler: int = -1, reraise: bool = False) -> None:
+        """Module and class bodies: EXC <statement>, or RERAISE <statement> <re-raise site>
+        (witness modes), then the handler block (witness modes, unless it is EXIT: -1)."""
+        cur = current() or new_stream()
+        src, raised = origin(fid, reraise, handler >= 0)
+        if raised != src:
+            cur(RERAISE)
+            cur(src)
+            cur(raised)
+        else:
+            cur(EXC)
+            cur(src)
         if handler >= 0:
             cur(handler)
 
-    def exception_edge_count(fid: int, dst: int) -> None:
-        """Module and class bodies, count modes: the edge's source is the statement the
-        traceback points at, unless the same exception was already caught in this frame at
-        the same place: then it was re-raised, from the last re-raise site the body passed."""
-        exc = sys.exception()
-        tb = exc.__traceback__ if exc is not None else None
-        src = -1
-        if tb is not None:
-            src = sites.resolve(fid, tb.tb_frame.f_code, tb.tb_lasti)
-            site = state.namespace_reraise.get((threading.get_ident(), fid), -1)
-            again = state.reraises.check(exc, id(tb.tb_frame), tb.tb_lasti, keep=dst != EXIT)  # type: ignore[arg-type]
-            if again and site >= 0:
-                src = site
-        xedges.extend((fid, src, dst))
+    def exception_edge_count(fid: int, dst: int, reraise: bool = False) -> None:
+        """Module and class bodies, count modes: the edge from the statement that raised."""
+        xedges.extend((fid, origin(fid, reraise, dst != EXIT)[1], dst))
 
     def note_reraise(fid: int, stmt: int) -> None:
-        state.namespace_reraise[(threading.get_ident(), fid)] = stmt
+        """A module or class body passed re-raise site ``stmt``; -1: it starts or ends (forget all)."""
+        key = (threading.get_ident(), fid)
+        if stmt < 0:
+            held.pop(key, None)
+        else:
+            held[key] = (stmt, held.get(key, (-1, None))[1])
 
     def increment(counts: object, slot: str) -> None:
         """Module and class bodies, count modes: a counter probe inside an expression."""
@@ -212,6 +204,6 @@ def runtime_objects(state: RunState) -> dict[str, object]:
             emit.AFOR: afor_wrapper, emit.COUNTS: state.file_counts.__getitem__, emit.EDGES: Edges(xedges),
             emit.INC: increment,
             emit.RERAISE_MARK: sys.exception,
-            emit.RERAISE_MARK_GUARD: sys.exception, emit.NO_TB: _NoTraceback(), emit.VARS: vars,
+            emit.RERAISE_MARK_GUARD: sys.exception, emit.NO_TB: _NoTraceback(), emit.SKIP: bool, emit.VARS: vars,
             emit.RECURSION_ERROR: RecursionError}
 

@@ -18,12 +18,12 @@ from array import array
 from types import FrameType
 from typing import Any, Sequence
 
-from wholetrace.instrument.cache import Entry
 from wholetrace.instrument.cfg import CFG
 from wholetrace.instrument.emit import C_CALLS_COUNT
 from wholetrace.instrument.emit import LOCAL as LOCAL_COUNTER
+from wholetrace.instrument.loader import FileEntry
 from wholetrace.instrument.modes import TRACE_MODES, ProbePlan, make_plan
-from wholetrace.runtime import recursion
+from wholetrace.runtime import recursion, unfinished
 from wholetrace.runtime.probes import RunState, new_counts, read_counts, runtime_objects
 from wholetrace.runtime.streams import Stream
 
@@ -39,8 +39,9 @@ class Recorder:
         self.mode = mode
         self.traces = mode in TRACE_MODES
         self.weights = weights or {}
-        self.bases: list[int] = []          # fid -> global id of its first counter
-        self.by_code: dict[tuple[str, str], int] = {}
+        self.files: list[tuple[str, int, int, FileEntry]] = []   # (file, first fid, first counter, entry)
+        self.n_functions = 0
+        self._index: tuple[dict[tuple[str, str], int], list[int]] | None = None
         self.lock = threading.Lock()
         self._flush_lock = threading.Lock()
         self._stop = threading.Event()
@@ -54,6 +55,7 @@ class Recorder:
         self.suspendable = False   # some instrumented code may be a generator or coroutine
         #: Threads given a call of headroom for trace probes (Python 3.11, ``runtime.recursion``).
         self.headroom_threads: set[int] = set()
+        self.registered: set[int] = set()   # streams whose row the flusher has written
         self.state.streams.on_new = self._on_new_stream
 
     # -- the instrumenter's registry (instrument.loader.Registry), and new streams
@@ -65,36 +67,44 @@ class Recorder:
         mine = sorted((q, fp, list(v)) for (f, q, fp), v in self.weights.items() if f == file)
         return repr(mine) if mine else ""
 
-    def register_file(self, file: str, functions: list[Entry]) -> tuple[int, int]:
-        """Give the functions of one file consecutive ids and counters, remember their
-        statement spans and store their rows; returns (first fid, first counter id)."""
+    def register_file(self, file: str, entry: FileEntry) -> tuple[int, int]:
+        """Give the functions of one file consecutive ids and counters, and store the file's
+        registry as one row (its blob comes ready from the code cache); returns (first fid,
+        first counter id).  Per function only the statement spans are handed to the sites."""
+        n = len(entry["qualnames"])
         with self.lock:
-            fid_base, counter_base = len(self.bases), self.counter_base
-            for f in functions:
-                cfg = f["cfg"]
-                self.by_code[(file, cfg["qualname"])] = len(self.bases)
-                self.bases.append(counter_base + f["offset"])
-                self.suspendable = self.suspendable or cfg["is_generator"] or "async" in f["source"]
-            total = sum(f["counters"] for f in functions)
-            self.counter_base += total
+            fid_base, counter_base = self.n_functions, self.counter_base
+            self.files.append((file, fid_base, counter_base, entry))
+            self._index = None
+            self.n_functions += n
+            self.counter_base += entry["counters"]
             if not self.traces:
-                self.state.file_counts[counter_base] = new_counts(total)
-        for i, f in enumerate(functions):
-            fid, cfg = fid_base + i, f["cfg"]
-            self.state.sites.register(fid, [(line, col, end_line, end_col, sid)
-                                 for sid, (_k, _l, line, col, end_line, end_col, *_r) in enumerate(cfg["stmts"])])
-            desc = dict(cfg)
-            desc["plan"] = dict(f["plan"], counter_base=self.bases[fid])
-            self.writer.add_function(fid, file=file, qualname=cfg["qualname"], firstline=cfg["firstline"],
-                                     lastline=cfg["lastline"], source=f["source"], cfg=desc,
-                                     fingerprint=cfg["fingerprint"])
+                self.state.file_counts[counter_base] = new_counts(entry["counters"])
+            self.suspendable = self.suspendable or entry["suspendable"]
+            self.state.sites.spans.update(zip(range(fid_base, fid_base + n), entry["spans"]))
+        self.writer.add_file(fid_base, path=file, n_functions=n, counter_base=counter_base,
+                             registry=entry["registry"])
         return fid_base, counter_base
 
+    def code_index(self) -> tuple[dict[tuple[str, str], int], list[int]]:
+        """(file, qualname) -> fid, and fid -> global id of its first counter (built when
+        the run ends, not per registration)."""
+        if self._index is not None:
+            return self._index
+        by_code: dict[tuple[str, str], int] = {}
+        bases: list[int] = []
+        for file, fid_base, counter_base, entry in self.files:
+            for i, (q, off) in enumerate(zip(entry["qualnames"], entry["offsets"])):
+                by_code[(file, q)] = fid_base + i
+                bases.append(counter_base + off)
+        self._index = (by_code, bases)
+        return self._index
+
     def _on_new_stream(self, st: Stream) -> None:
-        self.writer.add_stream(st.sid, kind=st.kind, name=st.name, thread_ident=st.thread_ident,
-                               parent=st.parent)
+        """A thread's first trace probe: its probes (C calls) get one call of headroom.  The
+        stream's row is written by the flusher (SQLite releases the GIL: a thread pausing
+        there would let other threads run where they would not have)."""
         if self.traces and C_CALLS_COUNT and st.thread_ident not in self.headroom_threads:
-            # the thread's first trace probe: its probes (C calls) get one call of headroom
             self.headroom_threads.add(st.thread_ident)  # type: ignore[arg-type]
             if st.thread_ident != threading.main_thread().ident:   # the runner sees to the main thread
                 recursion.shift(1)
@@ -113,6 +123,11 @@ class Recorder:
         now into the store, at most ``limits[sid]`` values of a stream and ``edge_limit`` of
         the list; appends racing with this stay queued."""
         with self._flush_lock:
+            for st in list(self.state.streams.all):
+                if st.sid not in self.registered:
+                    self.writer.add_stream(st.sid, kind=st.kind, name=st.name, thread_ident=st.thread_ident,
+                                           parent=st.parent)
+                    self.registered.add(st.sid)
             if not self.traces:
                 edges = self.state.xedges
                 n = len(edges) if edge_limit is None else min(len(edges), edge_limit)
@@ -151,8 +166,9 @@ class Recorder:
         if self.suspendable:
             frames += [f for _obj, f in _suspended()]
         out: list[tuple[int, FrameType]] = []
+        by_code = self.code_index()[0]
         for f in frames:
-            fid = self.by_code.get((f.f_code.co_filename, f.f_code.co_qualname))
+            fid = by_code.get((f.f_code.co_filename, f.f_code.co_qualname))
             if fid is not None:
                 out.append((fid, f))
         return out
@@ -170,11 +186,12 @@ class Recorder:
                 for j, c in enumerate(read_counts(obj)):
                     counts[base + j] = int(c)
             early: list[tuple[int, int]] = []
+            bases = self.code_index()[1]
             for fid, f in self.unfinished_frames():
                 early.append((fid, self.state.sites.resolve(fid, f.f_code, f.f_lasti)))
                 for name, value in f.f_locals.items():
                     if name.startswith(LOCAL_COUNTER) and isinstance(value, float):
-                        counts[self.bases[fid] + int(name[len(LOCAL_COUNTER):])] += int(value)
+                        counts[bases[fid] + int(name[len(LOCAL_COUNTER):])] += int(value)
             edges = len(self.state.xedges)
         finally:
             sys.setswitchinterval(old)
@@ -193,8 +210,9 @@ class Recorder:
         if not self.suspendable:
             return
         aio = sys.modules.get("asyncio")
+        by_code = self.code_index()[0]
         for obj, f in _suspended():
-            if (f.f_code.co_filename, f.f_code.co_qualname) not in self.by_code:
+            if (f.f_code.co_filename, f.f_code.co_qualname) not in by_code:
                 continue
             if type(obj) is types.GeneratorType:
                 _close(obj)
@@ -207,11 +225,15 @@ class Recorder:
         self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join()
-        self.state.clear_held()  # release the exceptions it held while the program's code can still run
+        self.state.clear_held()  # release the tracebacks held while the program's code can still run
         self.close_suspended()
         if self.traces:
-            self.flush()
+            tails, lengths = unfinished.snapshot(self.state, self.code_index()[0],
+                                                 _suspended if self.suspendable else list)
+            self.flush(lengths)
             self.state.streams.on_new = None
+            for sid, events in tails.items():   # close the activations still open (early exits)
+                self.writer.append_events(sid, array("i", events))
             return
         counts, early, edges = self.snapshot_counts()
         self.flush(edge_limit=edges)
