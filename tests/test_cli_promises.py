@@ -221,11 +221,11 @@ def test_no_pyc_holds_instrumented_code(tmp_path: Path) -> None:
     from wholetrace.runtime.recorder import Recorder
     from wholetrace.store.writer import RecordingWriter
 
-    writer = RecordingWriter(tmp_path / "probe.wt")
     for mode in ("blocks", "count", "witness"):   # the check can fail: instrumented code has them
+        writer = RecordingWriter(tmp_path / f"probe-{mode}.wt")
         assert probe_locals(Instrumenter(Recorder(writer, mode)).compile((tmp_path / "helper.py").read_text(),
                                                                           str(tmp_path / "helper.py")))
-    writer.close(ended="exit", exit_code=0)
+        writer.close(ended="exit", exit_code=0)
     cache = tmp_path / "__pycache__"
     for pyc in cache.glob("*.pyc") if cache.exists() else []:
         assert not probe_locals(marshal.loads(pyc.read_bytes()[16:])), pyc

@@ -271,6 +271,8 @@ class _FunctionRewriter:
         # Split before every case test that starts a block: ``case _:`` + probe + nested match
         # on the saved subject, so the probe runs before that pattern is tried.
         tmp = f"{MATCH}{m.id if m else 0}"
+        if self.em.in_class:   # before the groups are copied into the nested matches
+            self._drop_subject(tmp, user_cases, groups[-1])
         nested: list[ast.stmt] = []
         for cases, head, into in zip(reversed(groups[1:]), reversed(heads[1:]), reversed(tails[1:])):
             assert head is not None
@@ -280,8 +282,6 @@ class _FunctionRewriter:
             nested = self.em.stmts(into, like) + self.em.stmts(self.block_values(head.block), like) + [node]
         s.cases = groups[0] + [self._wildcard(nested, groups[0][-1] if groups[0] else s.cases[0])]
         s.subject = ast.copy_location(ast.NamedExpr(locate(ast_name(tmp, True), s.subject), s.subject), s.subject)
-        if self.em.in_class:
-            self._drop_subject(tmp, user_cases, groups[-1])
         return pre + [s]
 
     @staticmethod
