@@ -323,7 +323,9 @@ class _FunctionRewriter:
         final = self.body(s.finalbody)
         # at the last statement's position: the finally's own re-raise takes the position of
         # the code before it, and a tracer sees it (return event after an exception)
-        last = s.finalbody[-1]
+        last: ast.AST | None = s.finalbody[-1]
+        if isinstance(last, _COMPOUND):   # its line is not the one the finally ends on: no line
+            last = None
         if end is not None:
             final += self.em.set_reraise(end.id, last)
         if self.starts_block(end):
@@ -368,6 +370,9 @@ class _YieldRewriter(ast.NodeTransformer):
 
     def visit_YieldFrom(self, node: ast.YieldFrom) -> ast.AST:
         return self._wrap(node)
+
+
+_COMPOUND = (ast.If, ast.While, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.Try, ast.TryStar, ast.Match)
 
 
 def _has_reraise_sites(cfg: CFG) -> bool:
