@@ -123,7 +123,10 @@ class Recorder:
         now into the store, at most ``limits[sid]`` values of a stream and ``edge_limit`` of
         the list; appends racing with this stay queued."""
         with self._flush_lock:
-            for st in list(self.state.streams.all):
+            # One list for both loops: a stream a program thread makes meanwhile waits for
+            # the next flush (listed again, it would get events before its row).
+            streams = list(self.state.streams.all)
+            for st in streams:
                 if st.sid not in self.registered:
                     self.writer.add_stream(st.sid, kind=st.kind, name=st.name, thread_ident=st.thread_ident,
                                            parent=st.parent)
@@ -138,7 +141,7 @@ class Recorder:
                     self.events += n
                     self._tally_exception_edges(chunk)
                 return
-            for st in list(self.state.streams.all):
+            for st in streams:
                 n = len(st.buf) if limits is None else min(len(st.buf), limits.get(st.sid, 0))
                 if n:
                     chunk: array = st.buf[:n]
