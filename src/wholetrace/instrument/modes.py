@@ -70,8 +70,14 @@ def blocks_plan(cfg: CFG) -> ProbePlan:
 
 
 def count_naive_plan(cfg: CFG, base: int) -> ProbePlan:
-    """A counter per block; counter ``b - 2`` of the function is block ``b``."""
+    """A counter per block; counter ``b - 2`` of the function is block ``b``.  A body with no
+    block (``global``/``nonlocal`` only) counts its one edge, ENTRY -> EXIT, in its prologue."""
     real = [b.id for b in cfg.blocks[2:]]
+    if not real:
+        sites = edge_sites(cfg)
+        counted = tuple(i for i, s in enumerate(sites) if s is not None)
+        return ProbePlan("count-naive", "blocks", sites=sites, counters=len(counted), counted_edges=counted,
+                         edge_values={e: [base + k] for k, e in enumerate(counted)})
     return ProbePlan("count-naive", "blocks", {b: [base + i] for i, b in enumerate(real)},
                      counters=len(real))
 
