@@ -9,8 +9,8 @@ import pytest
 
 from corpus import PROGRAMS
 from oracles.settrace_lines import line_counts, single_simple_statement_lines
-from wholetrace.analysis.blockcounts import recording_counts
-from wholetrace.store import Recording
+from wholetrace.profile import profiles as profiles_of
+from wholetrace.trace.session import Trace
 from wtutil import run_plain, run_recorded
 
 
@@ -31,11 +31,13 @@ def test_same_behaviour_and_oracle_line_counts(name: str, tmp_path: Path) -> Non
     assert rec.stderr == plain.stderr
     assert plain.stdout.strip(), "driver printed nothing to compare"
 
-    with Recording(out) as r:
-        counts, cfgs = recording_counts(r)
-        files = {f.file for f in r.functions()}
-        fn_file = {f.fid: f.file for f in r.functions()}
-        assert r.meta["ended"] == "exit"
+    with Trace.open(out) as trace:
+        profs = profiles_of(trace)
+        cfgs = {p.fid: p.cfg for p in profs}
+        stmt_counts = {p.fid: p.stmts for p in profs}
+        files = {p.file for p in profs}
+        fn_file = {p.fid: p.file for p in profs}
+        assert trace.meta["ended"] == "exit"
     assert files, "nothing was instrumented"
     oracle = line_counts(driver, [], files)
     compared = 0
@@ -50,7 +52,7 @@ def test_same_behaviour_and_oracle_line_counts(name: str, tmp_path: Path) -> Non
                 continue  # stdlib module bodies ran before the oracle's tracer started
             for st in cfg.stmts:
                 if st.line == st.end_line and st.line in wanted and st.kind == "simple":
-                    ours[st.line] = ours.get(st.line, 0) + int(counts.stmts[fid][st.id])
+                    ours[st.line] = ours.get(st.line, 0) + int(stmt_counts[fid][st.id])
         for line in wanted:
             if line in ours:
                 assert ours[line] == oracle.get((file, line), 0), f"{file}:{line}: {source.splitlines()[line - 1].strip()}"

@@ -11,9 +11,10 @@ import pytest
 from hypothesis import HealthCheck, given, seed, settings
 
 from genprogs import programs, run_plain, structured_programs, write_program
-from wholetrace.analysis.validate import check_stream
+from naive_decode import check_stream
 from wholetrace.instrument.cfg import CFG
 from wholetrace.store import Recording
+from wholetrace.trace.session import Trace
 from wtutil import ENV, assert_same_counts, profiles
 
 SETTINGS = dict(deadline=None, database=None, suppress_health_check=list(HealthCheck))
@@ -38,6 +39,10 @@ def record_and_compare(source: str) -> None:
             for st in rec.streams():
                 problems = check_stream(rec.iter_chunks(st.sid), cfgs)
                 assert not problems, (problems, source)
+                decoder = Trace(rec).decoder(st.sid)      # the kernel's own checks
+                for _rows in decoder.decode(rec.iter_chunks(st.sid)):
+                    pass
+                assert decoder.depth == 0, source
 
 
 @pytest.mark.parametrize("chunk", [1, 2])
