@@ -153,6 +153,8 @@ def parse_shape(fid: int, desc: object, *, file: str = "", qualname: str = "") -
     if not (isinstance(head[0], str) and isinstance(head[1], str) and type(head[2]) is int
             and type(head[3]) is int and isinstance(head[4], bool)):
         raise _bad(fid, "header fields of the wrong type")
+    if not 0 <= head[2] <= head[3] <= head[2] + MAX_ITEMS:
+        raise _bad(fid, f"lines {head[2]}-{head[3]}")
     nb, ne, ns = len(blocks), len(edges), len(stmts)
     if not 2 <= nb <= MAX_ITEMS or ne > MAX_ITEMS or ns > MAX_ITEMS:
         raise _bad(fid, f"{nb} blocks, {ne} edges, {ns} statements")
