@@ -197,10 +197,16 @@ def test_old_witness_recordings_are_refused(recordings: dict[str, Path], tmp_pat
         desc = json.loads(schema.decompress(blob, None, "cfg"))
         desc["plan"].pop("witnessed", None)
         conn.execute("UPDATE functions SET cfg = ? WHERE fid = ?", (schema.compress(json.dumps(desc).encode()), fid))
+    conn.execute("PRAGMA user_version = 1")
     conn.commit()
     conn.close()
     rc, _, err = cli("counts", str(old))
     assert rc == 2 and "does not store its witness placement" in err and err.count("\n") == 1
+    blocks = tmp_path / "old-blocks.wt"                 # nothing missing: still read
+    shutil.copy(recordings["blocks"], blocks)
+    with sqlite3.connect(blocks) as conn:
+        conn.execute("PRAGMA user_version = 1")
+    assert cli("counts", str(blocks))[0] == 0 and cli("trace", str(blocks))[0] == 0
 
 
 # ----------------------------------------------------------------------------- the fuzzer

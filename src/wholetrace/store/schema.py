@@ -16,9 +16,19 @@ if TYPE_CHECKING:
 
 from wholetrace.errors import StoreError
 
-#: Version of the table layout below; stored as ``PRAGMA user_version``.
-#: Readers refuse newer versions and versions they do not know.
-SCHEMA_VERSION: Final = 1
+#: Version of the table layout below and of what its rows hold; stored as ``PRAGMA user_version``
+#: (and as meta ``schema_version``).  Readers refuse newer versions and versions they do not
+#: know; they read the older ones of READABLE_VERSIONS, and a reader that needs something an
+#: older file does not hold refuses with a one-line error instead of guessing.
+#:
+#: Version history:
+#: 1: meta, functions (source, zstd JSON CFG with the probe plan under "plan"), streams,
+#:    chunks (zstd int32 events), arrays.
+#: 2: the plans of ``witness``/``branches`` functions store their witnessed edges
+#:    (``plan["witnessed"]``, witness id = position); readers decode with them and never
+#:    recompute a placement (a version 1 witness recording is refused by the decoder).
+SCHEMA_VERSION: Final = 2
+READABLE_VERSIONS: Final = frozenset({1, 2})
 
 #: ``PRAGMA application_id`` of every .wt file: the bytes ``b"WTRC"`` as a big-endian int32.
 MAGIC: Final = int.from_bytes(b"WTRC", "big")
