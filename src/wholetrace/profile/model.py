@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from wholetrace.ids import ENTRY, EXIT
+from wholetrace.ids import ENTRY
 from wholetrace.trace.shape import FunctionShape
 
 if TYPE_CHECKING:
@@ -74,53 +74,60 @@ class Branch:
 
 def first_stmts(p: FunctionProfile) -> dict[int, tuple[int, int]]:
     """line -> (column, statement id) of the function's first statement starting there."""
-    first: dict[int, tuple[int, int]] = {}
-    for sid, (line, col) in enumerate(zip(p.shape.stmt_line.tolist(), p.shape.stmt_col.tolist())):
-        if line not in first:
-            first[line] = (col, sid)
-    return first
+    lines, sids, cols = p.shape.line_first.tolist()
+    return dict(zip(lines, zip(cols, sids)))
 
 
 def line_counts(profiles: Iterable[FunctionProfile]) -> dict[str, dict[int, int]]:
     """file -> line -> count (the first statement starting on the line)."""
-    best: dict[str, dict[int, tuple[int, int, int]]] = {}
+    files: dict[str, int] = {}
+    parts = []
     for p in profiles:
-        per = best.setdefault(p.file, {})
-        stmts = p.stmts
-        for line, (col, sid) in first_stmts(p).items():
-            cand = (col, p.fid, int(stmts[sid]))
-            old = per.get(line)
-            if old is None or cand[:2] < old[:2]:
-                per[line] = cand
-    return {f: {ln: c for ln, (_col, _fid, c) in sorted(per.items())} for f, per in best.items()}
+        lf = p.shape.line_first
+        fi = files.setdefault(p.file, len(files))
+        if lf.shape[1]:
+            n = lf.shape[1]
+            parts.append(np.stack([np.full(n, fi), lf[0], lf[2], np.full(n, p.fid),
+                                   np.asarray(p.stmts, np.int64)[lf[1]]]))
+    out: dict[str, dict[int, int]] = {f: {} for f in files}
+    if not parts:
+        return out
+    file, line, col, fid, count = np.concatenate(parts, axis=1)
+    order = np.lexsort((fid, col, line, file))
+    f, ln = file[order], line[order]
+    first = np.ones(len(order), bool)
+    first[1:] = (f[1:] != f[:-1]) | (ln[1:] != ln[:-1])
+    pick = order[first]
+    names = list(files)
+    bounds = np.searchsorted(file[pick], np.arange(len(names) + 1))
+    lines, counts = line[pick].tolist(), count[pick].tolist()
+    for i, name in enumerate(names):
+        out[name] = dict(zip(lines[bounds[i]:bounds[i + 1]], counts[bounds[i]:bounds[i + 1]]))
+    return out
 
 
 def branches(p: FunctionProfile) -> list[Branch]:
-    """Every branch of the function's predicate blocks, in block then edge order."""
-    sh = p.shape
+    """Every branch of the function's predicate blocks, in block then edge order (an edge
+    count below 0 means not measured: that edge is left out)."""
+    rows = p.shape.branch_rows
+    if not rows.shape[1]:
+        return []
+    block, index, line, eid = rows
+    taken = np.asarray(p.edges)[eid].tolist()
+    ran = (np.asarray(p.blocks)[block] > 0).tolist()
     found: list[Branch] = []
-    outs_of = sh.out_edges
-    kinds_of = sh.edge_kind
-    for b, outs in enumerate(outs_of):
-        if len(outs) < 2 or b == ENTRY or not sh.block_stmts[b]:
-            continue
-        line = int(sh.stmt_line[sh.block_stmts[b][-1]])
-        kinds = Counter(kinds_of[i] for i in outs)
-        names: Counter[str] = Counter()
-        ran = int(p.blocks[b]) > 0
-        for k, i in enumerate(outs):
-            name = kinds_of[i]
-            if kinds[name] > 1:
-                dst = int(sh.edge_dst[i])
-                first = sh.block_stmts[dst]
-                name = "exit" if dst == EXIT else str(int(sh.stmt_line[first[0]])) if first else str(dst)
-            taken = int(p.edges[i])
-            if taken < 0:
-                continue   # not measured (count-naive counts blocks only)
-            names[name] += 1
-            if names[name] > 1:
-                name = f"{name}#{names[name]}"
-            found.append(Branch(line, b, k, name, taken if ran else None))
+    names: Counter[str] = Counter()
+    last = -1
+    for j, (b, k, ln, name) in enumerate(zip(block.tolist(), index.tolist(), line.tolist(), p.shape.branch_names)):
+        if taken[j] < 0:
+            continue   # not measured (count-naive counts blocks only)
+        if b != last:
+            names.clear()
+            last = b
+        names[name] += 1
+        if names[name] > 1:
+            name = f"{name}#{names[name]}"
+        found.append(Branch(ln, b, k, name, taken[j] if ran[j] else None))
     return found
 
 

@@ -20,7 +20,7 @@ from wholetrace.events import ENTER_BASE, EXC, LEAVE
 from wholetrace.store.reader import FunctionInfo, Recording, StreamInfo
 from wholetrace.trace.counts import Tally
 from wholetrace.trace.decode import EID_ENTER, EID_EXC, EID_LEAVE, Rows, StreamDecoder
-from wholetrace.trace.shape import FunctionShape, parse_shape
+from wholetrace.trace.shape import FunctionShape, parse_shape, parse_shapes
 from wholetrace.trace.tables import TRACE_MODES, Tables
 
 Activation = tuple[int, tuple[int, ...], int]
@@ -87,8 +87,12 @@ class Trace:
         return hit
 
     def shapes(self) -> list[FunctionShape]:
-        """Every function's shape, by id."""
-        return [self.shape(fid) for fid in sorted(self.functions)]
+        """Every function's shape, by id (those not parsed yet are parsed together)."""
+        todo = [f for fid, f in sorted(self.functions.items()) if fid not in self._shapes]
+        if todo:
+            for sh in parse_shapes([(f.fid, f.cfg, f.file, f.qualname) for f in todo]):
+                self._shapes[sh.fid] = sh
+        return [self._shapes[fid] for fid in sorted(self.functions)]
 
     @cached_property
     def tables(self) -> Tables:

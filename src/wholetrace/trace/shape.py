@@ -9,7 +9,6 @@ range, so the tables and kernels built from a shape can index without checks.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -31,24 +30,9 @@ _KIND_ID = {k: i for i, k in enumerate(STMT_KINDS)}
 RERAISE_KINDS = ("finally-end", "with-exit")
 
 
-@dataclass(frozen=True, eq=False)
-class FunctionShape:
-    """The validated static description of one function (one code body).
+class _Flat:
+    """Columns of many functions, converted and checked at once (see :func:`parse_shapes`)."""
 
-    Blocks are ``0 .. nblocks-1`` (ENTRY, EXIT, then real blocks); ``block_stmts[b]`` lists
-    block ``b``'s statements in order; edge ``e`` runs ``edge_src[e] -> edge_dst[e]``.
-    Statement columns are indexed by statement id.
-    """
-
-    fid: int
-    file: str
-    qualname: str
-    kind: str
-    firstline: int
-    lastline: int
-    is_generator: bool
-    block_stmts: list[list[int]]
-    dynamic_entry: np.ndarray        # bool per block
     edge_src: np.ndarray             # int32 per edge
     edge_dst: np.ndarray
     edge_kind: list[str]
@@ -59,8 +43,58 @@ class FunctionShape:
     stmt_calls: np.ndarray           # bool
     stmt_suspends: np.ndarray        # bool
     stmt_block: np.ndarray           # int32, -1 for dead code
-    plan: dict[str, Any]
-    desc: dict[str, Any] = field(repr=False)
+    dynamic_entry: np.ndarray        # bool per block
+    line_first: np.ndarray           # (3, n): line, first statement starting on it, its column
+    branch_rows: np.ndarray          # (4, n): block, index among its out-edges, line, edge id
+    branch_names: list[str]
+
+
+class _Part:
+    """A column of ``_Flat`` sliced to one function's span (named by the span's slot)."""
+
+    def __init__(self, span: str) -> None:
+        self.span = span
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: FunctionShape | None, owner: type) -> Any:
+        lo, hi = getattr(obj, self.span)
+        value = getattr(obj._flat, self.name)
+        return value[..., lo:hi] if isinstance(value, np.ndarray) else value[lo:hi]
+
+
+class FunctionShape:
+    """The validated static description of one function (one code body).
+
+    Blocks are ``0 .. nblocks-1`` (ENTRY, EXIT, then real blocks); ``block_stmts[b]`` lists
+    block ``b``'s statements in order; edge ``e`` runs ``edge_src[e] -> edge_dst[e]``.
+    Statement columns are indexed by statement id.  For reports: ``line_first`` (rows line,
+    statement, column: the first statement starting on each line) and the predicate blocks'
+    out-edges ``branch_rows`` (rows block, index among the block's out-edges, line, edge
+    id) with their ``branch_names``.  Columns are views of arrays shared by many functions.
+    """
+
+    edge_src, edge_dst, edge_kind = _Part("_e"), _Part("_e"), _Part("_e")
+    stmt_kind, stmt_label, stmt_line, stmt_col = _Part("_s"), _Part("_s"), _Part("_s"), _Part("_s")
+    stmt_calls, stmt_suspends, stmt_block = _Part("_s"), _Part("_s"), _Part("_s")
+    dynamic_entry = _Part("_b")
+    line_first = _Part("_lf")
+    branch_rows, branch_names = _Part("_br"), _Part("_br")
+
+    def __init__(self, fid: int, file: str, qualname: str, head: tuple[Any, ...], block_stmts: list[list[int]],
+                 plan: dict[str, Any], desc: dict[str, Any], flat: _Flat,
+                 spans: tuple[tuple[int, int], ...]) -> None:
+        self.fid, self.file, self.qualname = fid, file, qualname or head[0]
+        self.kind, self.firstline, self.lastline, self.is_generator = head[1], head[2], head[3], head[4]
+        self.block_stmts = block_stmts
+        self.plan = plan
+        self.desc = desc
+        self._flat = flat
+        self._s, self._e, self._b, self._lf, self._br = spans
+
+    def __repr__(self) -> str:
+        return f"FunctionShape({self.fid}, {self.qualname!r}, {self.nblocks} blocks)"
 
     @property
     def nblocks(self) -> int:
@@ -68,11 +102,11 @@ class FunctionShape:
 
     @property
     def nstmts(self) -> int:
-        return len(self.stmt_label)
+        return self._s[1] - self._s[0]
 
     @property
     def nedges(self) -> int:
-        return len(self.edge_kind)
+        return self._e[1] - self._e[0]
 
     @cached_property
     def cfg(self) -> CFG:
@@ -122,23 +156,8 @@ def _bad(fid: int, what: str) -> StoreError:
     return StoreError(f"function {fid} of the recording has a corrupt CFG ({what})")
 
 
-def _ints(values: Any, fid: int, what: str) -> np.ndarray:
-    try:
-        arr = np.array(values, dtype=np.int64)
-    except (TypeError, ValueError, OverflowError):
-        raise _bad(fid, f"{what} are not integers") from None
-    if arr.ndim != 1:
-        raise _bad(fid, f"{what} are not a flat list")
-    return arr
-
-
-def _in_range(arr: np.ndarray, lo: int, hi: int, fid: int, what: str) -> None:
-    if arr.size and (int(arr.min()) < lo or int(arr.max()) >= hi):
-        raise _bad(fid, f"{what} out of range")
-
-
-def parse_shape(fid: int, desc: object, *, file: str = "", qualname: str = "") -> FunctionShape:
-    """Check the stored JSON of function ``fid`` and return its columns, or StoreError."""
+def _header(fid: int, desc: object) -> tuple[tuple[Any, ...], dict[str, Any], list[Any], list[Any], list[Any]]:
+    """The per-function structure checks: (header, plan, blocks, edges, statement rows)."""
     if not isinstance(desc, dict):
         raise _bad(fid, "not an object")
     try:
@@ -158,46 +177,192 @@ def parse_shape(fid: int, desc: object, *, file: str = "", qualname: str = "") -
     nb, ne, ns = len(blocks), len(edges), len(stmts)
     if not 2 <= nb <= MAX_ITEMS or ne > MAX_ITEMS or ns > MAX_ITEMS:
         raise _bad(fid, f"{nb} blocks, {ne} edges, {ns} statements")
+    return head, plan, blocks, edges, stmts
+
+
+_LISTS, _TEXT, _FOUR, _NINE, _EIGHT = frozenset({list}), frozenset({str}), frozenset({4}), frozenset({9}), frozenset({8})
+
+
+class _Columns:
+    """Lists gathered from many functions, converted to arrays at once."""
+
+    def __init__(self) -> None:
+        self.stmts: list[Any] = []
+        self.edges: list[Any] = []
+        self.members: list[Any] = []          # statement ids of every block, block after block
+        self.dyn: list[Any] = []
+
+
+def _ints(values: list[Any], what: str, owner: np.ndarray, fids: list[int]) -> np.ndarray:
+    """``values`` as int64; a non-integer names the function owning it."""
     try:
-        block_stmts = [b["stmts"] for b in blocks]
-        dyn = np.array([bool(b["dynamic_entry"]) for b in blocks], bool)
-        ids = [b["id"] for b in blocks]
-        cols = list(zip(*stmts)) if stmts else [()] * 9
-        ecols = list(zip(*edges)) if edges else [()] * 4
-    except (KeyError, TypeError):
-        raise _bad(fid, "blocks or statements of the wrong shape") from None
-    if ids != list(range(nb)) or any(not isinstance(s, list) for s in block_stmts):
-        raise _bad(fid, "block ids")
-    if len(ecols) != 4 or any(len(r) != 4 for r in edges):
-        raise _bad(fid, "edges of the wrong shape")
-    if len(cols) not in (8, 9) or any(len(r) != len(cols) for r in stmts):
-        raise _bad(fid, "statements of the wrong shape")
-    edge_src, edge_dst = _ints(ecols[0], fid, "edge sources"), _ints(ecols[1], fid, "edge targets")
-    _in_range(edge_src, 0, nb, fid, "edge sources")
-    _in_range(edge_dst, 0, nb, fid, "edge targets")
-    if ne and bool((edge_src == EXIT).any()):
-        raise _bad(fid, "an edge leaves EXIT")
-    if not all(isinstance(k, str) for k in ecols[2]) or not all(isinstance(k, str) for k in cols[1]):
-        raise _bad(fid, "edge kinds or statement labels are not text")
+        arr = np.array(values) if values else np.zeros(0, np.int64)
+    except (TypeError, ValueError, OverflowError):
+        arr = np.zeros(0, object)
+    if arr.ndim != 1 or arr.dtype.kind not in "ib":
+        for i, v in enumerate(values):
+            if type(v) not in (int, bool) or not -2**63 <= v < 2**63:
+                raise _bad(fids[int(owner[i])], f"{what} are not integers")
+        raise _bad(fids[0], f"{what} are not integers")  # pragma: no cover - found above
+    return arr.astype(np.int64)
+
+
+def _within(arr: np.ndarray, lo: np.ndarray | int, hi: np.ndarray, what: str, owner: np.ndarray,
+            fids: list[int]) -> None:
+    bad = np.flatnonzero((arr < lo) | (arr >= hi))
+    if bad.size:
+        raise _bad(fids[int(owner[bad[0]])], f"{what} out of range")
+
+
+def parse_shapes(items: list[tuple[int, object, str, str]]) -> list[FunctionShape]:
+    """Check the stored JSON of many functions ``(fid, desc, file, qualname)`` and return
+    their shapes (columns are views of arrays converted and checked once for all)."""
+    fids = [it[0] for it in items]
+    heads, cols = [], _Columns()
+    nb, ne, ns, nm = [], [], [], []
+    for fid, desc, _file, _q in items:
+        head, plan, blocks, edges, stmts = _header(fid, desc)
+        try:
+            members = [b["stmts"] for b in blocks]
+            dyn = [b["dynamic_entry"] for b in blocks]
+            ids_ok = [b["id"] for b in blocks] == list(range(len(blocks)))
+        except (KeyError, TypeError):
+            raise _bad(fid, "blocks of the wrong shape") from None
+        if not ids_ok or not _LISTS.issuperset(map(type, members)) or members[ENTRY] or members[EXIT]:
+            raise _bad(fid, "block ids or statements")
+        if not (_LISTS.issuperset(map(type, edges)) and _FOUR.issuperset(map(len, edges))):
+            raise _bad(fid, "edges of the wrong shape")
+        if not (_LISTS.issuperset(map(type, stmts)) and _NINE.issuperset(map(len, stmts))):
+            if not (_LISTS.issuperset(map(type, stmts)) and _EIGHT.issuperset(map(len, stmts))):
+                raise _bad(fid, "statements of the wrong shape")
+            stmts = [r + [False] for r in stmts]          # written before statements had "suspends"
+        heads.append((head, plan, members))
+        cols.stmts += stmts
+        cols.edges += edges
+        cols.dyn += dyn
+        for m in members:
+            cols.members += m
+        nb.append(len(blocks))
+        ne.append(len(edges))
+        ns.append(len(stmts))
+        nm.append(sum(map(len, members)))
+    k = np.arange(len(items))
+    s_owner, e_owner, m_owner = np.repeat(k, ns), np.repeat(k, ne), np.repeat(k, nm)
+    scol = list(zip(*cols.stmts)) if cols.stmts else [()] * 9
+    ecol = list(zip(*cols.edges)) if cols.edges else [()] * 4
+    nb_a = np.array(nb, np.int64)
+    edge_src = _ints(list(ecol[0]), "edge sources", e_owner, fids)
+    edge_dst = _ints(list(ecol[1]), "edge targets", e_owner, fids)
+    _within(edge_src, 0, nb_a[e_owner], "edge sources", e_owner, fids)
+    _within(edge_dst, 0, nb_a[e_owner], "edge targets", e_owner, fids)
+    leaving = np.flatnonzero(edge_src == EXIT)
+    if leaving.size:
+        raise _bad(fids[int(e_owner[leaving[0]])], "an edge leaves EXIT")
+    for what, column, owner in (("edge kinds", ecol[2], e_owner), ("statement labels", scol[1], s_owner)):
+        if not _TEXT.issuperset(map(type, column)):
+            i = next(i for i, x in enumerate(column) if type(x) is not str)
+            raise _bad(fids[int(owner[i])], f"{what} are not text")
     try:
-        kind = np.array([_KIND_ID[k] for k in cols[0]], np.int8)
+        kind = np.array([_KIND_ID[x] for x in scol[0]], np.int8)
     except (KeyError, TypeError):
-        raise _bad(fid, "unknown statement kind") from None
-    line, col = _ints(cols[2], fid, "statement lines"), _ints(cols[3], fid, "statement columns")
-    stmt_block = _ints(cols[7], fid, "statement blocks")
-    _in_range(stmt_block, -1, nb, fid, "statement blocks")
-    flat = _ints([s for b in block_stmts for s in b], fid, "block statements")
-    _in_range(flat, 0, ns, fid, "block statements")
-    owner = np.repeat(np.arange(nb), [len(b) for b in block_stmts])
-    if flat.size and not np.array_equal(stmt_block[flat], owner):
-        raise _bad(fid, "blocks and statements disagree")
-    if block_stmts[ENTRY] or block_stmts[EXIT]:
-        raise _bad(fid, "ENTRY or EXIT holds statements")
-    return FunctionShape(
-        fid=fid, file=file, qualname=qualname or head[0], kind=head[1], firstline=head[2], lastline=head[3],
-        is_generator=head[4], block_stmts=[[int(s) for s in b] for b in block_stmts], dynamic_entry=dyn,
-        edge_src=edge_src.astype(np.int32), edge_dst=edge_dst.astype(np.int32), edge_kind=list(ecols[2]),
-        stmt_kind=kind, stmt_label=list(cols[1]), stmt_line=line, stmt_col=col,
-        stmt_calls=np.array([bool(c) for c in cols[6]], bool),
-        stmt_suspends=np.array([bool(c) for c in cols[8]] if len(cols) == 9 else [False] * ns, bool),
-        stmt_block=stmt_block.astype(np.int32), plan=plan, desc=desc)
+        i = next(i for i, x in enumerate(scol[0]) if not isinstance(x, str) or x not in _KIND_ID)
+        raise _bad(fids[int(s_owner[i])], "unknown statement kind") from None
+    line = _ints(list(scol[2]), "statement lines", s_owner, fids)
+    col = _ints(list(scol[3]), "statement columns", s_owner, fids)
+    calls = _ints(list(scol[6]), "statement flags", s_owner, fids).astype(bool)
+    suspends = _ints(list(scol[8]), "statement flags", s_owner, fids).astype(bool)
+    stmt_block = _ints(list(scol[7]), "statement blocks", s_owner, fids)
+    _within(stmt_block, -1, nb_a[s_owner], "statement blocks", s_owner, fids)
+    members = _ints(cols.members, "block statements", m_owner, fids)
+    ns_a = np.array(ns, np.int64)
+    _within(members, 0, ns_a[m_owner], "block statements", m_owner, fids)
+    sbase = np.concatenate([[0], np.cumsum(ns_a)[:-1]]).astype(np.int64)
+    bbase = np.concatenate([[0], np.cumsum(nb_a)[:-1]]).astype(np.int64)
+    owner_block = np.repeat(np.arange(int(nb_a.sum())), [len(m) for h in heads for m in h[2]]) - bbase[m_owner]
+    wrong = np.flatnonzero(stmt_block[sbase[m_owner] + members] != owner_block)
+    if wrong.size:
+        raise _bad(fids[int(m_owner[wrong[0]])], "blocks and statements disagree")
+    dyn = _ints(cols.dyn, "block flags", np.repeat(k, nb), fids).astype(bool)
+    edge_kind = list(ecol[2])
+    labels = list(scol[1])
+    lf_owner, line_first = _first_statements(s_owner, line, col, sbase)
+    ebase = np.concatenate([[0], np.cumsum(np.array(ne, np.int64))[:-1]]).astype(np.int64)
+    br_owner, branch_rows, branch_names = _branches(
+        heads, nb_a, bbase, sbase, ebase, e_owner, edge_src, edge_dst, edge_kind, line, members)
+    lf_cut = np.searchsorted(lf_owner, np.arange(len(items) + 1)).tolist()
+    br_cut = np.searchsorted(br_owner, np.arange(len(items) + 1)).tolist()
+    flat = _Flat()
+    flat.edge_src, flat.edge_dst, flat.edge_kind = edge_src.astype(np.int32), edge_dst.astype(np.int32), edge_kind
+    flat.stmt_kind, flat.stmt_label, flat.stmt_line, flat.stmt_col = kind, labels, line, col
+    flat.stmt_calls, flat.stmt_suspends, flat.stmt_block = calls, suspends, stmt_block.astype(np.int32)
+    flat.dynamic_entry, flat.line_first = dyn, line_first
+    flat.branch_rows, flat.branch_names = branch_rows, branch_names
+    out = []
+    s0 = e0 = b0 = 0
+    for i, ((fid, desc, file, qualname), (head, plan, block_stmts), n_b, n_e, n_s) in enumerate(
+            zip(items, heads, nb, ne, ns)):
+        s1, e1, b1 = s0 + n_s, e0 + n_e, b0 + n_b
+        out.append(FunctionShape(fid, file, qualname, head, block_stmts, plan, desc, flat,  # type: ignore[arg-type]
+                                 ((s0, s1), (e0, e1), (b0, b1), (lf_cut[i], lf_cut[i + 1]),
+                                  (br_cut[i], br_cut[i + 1]))))
+        s0, e0, b0 = s1, e1, b1
+    return out
+
+
+def _first_statements(owner: np.ndarray, line: np.ndarray, col: np.ndarray,
+                      sbase: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For every (function, line): the lowest statement id starting on it and its column;
+    returns (function index per row, rows line / statement / column), by function then line."""
+    sid = np.arange(len(line)) - sbase[owner]
+    order = np.lexsort((sid, line, owner))
+    o, ln = owner[order], line[order]
+    first = np.ones(len(order), bool)
+    first[1:] = (o[1:] != o[:-1]) | (ln[1:] != ln[:-1])
+    pick = order[first]
+    return owner[pick], np.stack([line[pick], sid[pick], col[pick]])
+
+
+def _branches(heads: list[Any], nb: np.ndarray, bbase: np.ndarray, sbase: np.ndarray, ebase: np.ndarray,
+              e_owner: np.ndarray,
+              src: np.ndarray, dst: np.ndarray, kinds: list[str], line: np.ndarray,
+              members: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Every out-edge of a predicate block (two or more out-edges, not ENTRY, with statements):
+    (function index per row, rows block / index / line / edge id, names).  A branch is named
+    by its edge kind, or, when kinds repeat at the block, by its target's first line
+    (``"exit"`` for EXIT); see ``profile.model``."""
+    size = [len(m) for h in heads for m in h[2]]
+    start = np.concatenate([[0], np.cumsum(size)[:-1]]).astype(np.int64) if size else np.zeros(0, np.int64)
+    size_a = np.array(size, np.int64)
+    b_owner = np.repeat(np.arange(len(heads)), nb)
+    first_line = np.full(len(size), -1, np.int64)
+    last_line = np.full(len(size), -1, np.int64)
+    full = size_a > 0
+    first_line[full] = line[sbase[b_owner[full]] + members[start[full]]]
+    last_line[full] = line[sbase[b_owner[full]] + members[start[full] + size_a[full] - 1]]
+    gsrc = bbase[e_owner] + src
+    nout = np.bincount(gsrc, minlength=len(size))
+    keep = (nout[gsrc] >= 2) & (src != ENTRY) & full[gsrc]
+    eid = np.arange(len(src)) - ebase[e_owner]
+    idx = np.flatnonzero(keep)
+    order = idx[np.lexsort((eid[idx], gsrc[idx]))]
+    g = gsrc[order]
+    new_block = np.ones(len(order), bool)
+    new_block[1:] = g[1:] != g[:-1]
+    block_start = np.maximum.accumulate(np.where(new_block, np.arange(len(order)), 0))
+    index = np.arange(len(order)) - block_start
+    names = [kinds[i] for i in order.tolist()]
+    seen: dict[tuple[int, str], int] = {}
+    for gb, name in zip(g.tolist(), names):
+        seen[(gb, name)] = seen.get((gb, name), 0) + 1
+    for j, (gb, i) in enumerate(zip(g.tolist(), order.tolist())):
+        if seen[(gb, names[j])] > 1:          # kinds repeat: name by the target
+            d = int(dst[i])
+            gd = int(bbase[e_owner[i]]) + d
+            names[j] = "exit" if d == EXIT else str(int(first_line[gd])) if size[gd] else str(d)
+    rows = np.stack([g - bbase[e_owner[order]], index, last_line[g], eid[order]])
+    return e_owner[order], rows, names
+
+
+def parse_shape(fid: int, desc: object, *, file: str = "", qualname: str = "") -> FunctionShape:
+    """Check the stored JSON of function ``fid`` and return its columns, or StoreError."""
+    return parse_shapes([(fid, desc, file, qualname)])[0]
