@@ -10,6 +10,8 @@ range, so the tables and kernels built from a shape can index without checks.
 from __future__ import annotations
 
 from functools import cached_property
+from itertools import chain
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -180,6 +182,7 @@ def _header(fid: int, desc: object) -> tuple[tuple[Any, ...], dict[str, Any], li
     return head, plan, blocks, edges, stmts
 
 
+_STMTS, _DYN, _ID = itemgetter("stmts"), itemgetter("dynamic_entry"), itemgetter("id")
 _LISTS, _TEXT, _FOUR, _NINE, _EIGHT = frozenset({list}), frozenset({str}), frozenset({4}), frozenset({9}), frozenset({8})
 
 
@@ -223,9 +226,9 @@ def parse_shapes(items: list[tuple[int, object, str, str]]) -> list[FunctionShap
     for fid, desc, _file, _q in items:
         head, plan, blocks, edges, stmts = _header(fid, desc)
         try:
-            members = [b["stmts"] for b in blocks]
-            dyn = [b["dynamic_entry"] for b in blocks]
-            ids_ok = [b["id"] for b in blocks] == list(range(len(blocks)))
+            members = list(map(_STMTS, blocks))
+            dyn = list(map(_DYN, blocks))
+            ids_ok = list(map(_ID, blocks)) == list(range(len(blocks)))
         except (KeyError, TypeError):
             raise _bad(fid, "blocks of the wrong shape") from None
         if not ids_ok or not _LISTS.issuperset(map(type, members)) or members[ENTRY] or members[EXIT]:
@@ -240,8 +243,7 @@ def parse_shapes(items: list[tuple[int, object, str, str]]) -> list[FunctionShap
         cols.stmts += stmts
         cols.edges += edges
         cols.dyn += dyn
-        for m in members:
-            cols.members += m
+        cols.members.extend(chain.from_iterable(members))
         nb.append(len(blocks))
         ne.append(len(edges))
         ns.append(len(stmts))
