@@ -5,7 +5,7 @@ registry (``tests/corpus.py``, size ``bench``) it records ``blocks``, ``witness`
 ``branches`` once, then in this process, best of ``--runs`` (CPU seconds, recording already
 on disk, JIT compiled and cached):
 
-* count: read the chunks, decode, histogram (``Trace.counts`` on an open trace) on the blocks
+* count: read the chunks, decode, histogram (``Trace.tally`` on an open trace) on the blocks
   recording: events/s;
 * regenerate: decode the witness and branches recordings to rows: blocks produced per second;
 * counts witness / counts blocks: ``profile.profiles`` on each recording of the same run,
@@ -42,7 +42,6 @@ from corpus import PROGRAMS  # noqa: E402
 
 from wholetrace.profile import profiles  # noqa: E402
 from wholetrace.render.counts import report_lcov, report_text, write_json  # noqa: E402
-from wholetrace.trace.counts import Tally  # noqa: E402
 from wholetrace.trace.session import Trace  # noqa: E402
 
 PY = sys.executable
@@ -103,15 +102,8 @@ def decode_stats(paths: dict[str, Path], runs: int, env: dict[str, str], work: P
     with Trace.open(paths["blocks"], check=False) as t:
         out["events"] = sum(s.n_events for s in t.streams())
 
-        def count() -> Tally:
-            t.tables.reset()
-            tally = Tally(t.tables)
-            for st in t.streams():
-                for rows in t.rows(st.sid, copy=False):
-                    tally.add(rows)
-            return tally
-        count()
-        secs, tally = cpu_best(count, runs)
+        t.tally()
+        secs, tally = cpu_best(t.tally, runs)
         out["blocks"] = int(tally.block.sum())  # type: ignore[attr-defined]
         out["count_rate"] = out["events"] / secs
     for mode in ("witness", "branches"):

@@ -116,9 +116,10 @@ class Trace:
 
     def counts(self) -> Tally:
         """Block, edge, statement-cut and activation counts over every stream (cached)."""
-        return self.memo("counts", self._count)
+        return self.memo("counts", self.tally)
 
-    def _count(self) -> Tally:
+    def tally(self) -> Tally:
+        """The counts of :meth:`counts`, decoded afresh."""
         self.tables.reset()
         tally = Tally(self.tables)
         for st in self.streams():
