@@ -35,5 +35,9 @@ step "$BIN/python" -c "from wholetrace.trace.session import Trace; from wholetra
 with Trace.open('$OUT/textdiff-witness.wt') as t:
     print([(p.qualname, p.calls) for p in sorted(profiles(t), key=lambda p: -p.weight)[:3]])"
 
-# 4. the control-flow graph behind it all
-step "$WT" cfg examples/textdiff.py:revise
+# 4. a damaged copy (cut short): --salvage reads what is intact and says what was lost
+head -c $(( $(wc -c < "$OUT/textdiff.wt") / 2 )) "$OUT/textdiff.wt" > "$OUT/textdiff-cut.wt"
+step "$WT" info --salvage "$OUT/textdiff-cut.wt"
+
+# 5. the control-flow graph behind it all, and its Ball-Larus acyclic path numbering
+step "$WT" cfg examples/textdiff.py:revise --paths 6

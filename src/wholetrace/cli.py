@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from wholetrace import __version__
-from wholetrace.errors import WholetraceError
+from wholetrace.errors import MAX_MESSAGE, StoreError, WholetraceError, short_message
 
 #: Every command, in help order, with the module that defines it.
 COMMANDS: list[tuple[str, str]] = [
@@ -61,7 +61,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         return int(args.func(args))
     except WholetraceError as exc:
-        print(f"wholetrace: error: {exc}", file=sys.stderr)
+        hint = ""
+        if isinstance(exc, StoreError) and argv[:1] in (["info"], ["trace"], ["counts"]) \
+                and "--salvage" not in argv and any(w in str(exc) for w in ("corrupt", "truncated", "damaged", "missing")):
+            hint = " (--salvage reads what is intact)"
+        print(f"wholetrace: error: {short_message(exc, MAX_MESSAGE - 19 - len(hint))}{hint}", file=sys.stderr)
         return exc.exit_code
     except BrokenPipeError:
         sys.stderr.close()

@@ -161,13 +161,79 @@ def cli(*argv: str) -> tuple[int, str, str]:
     return rc, out.getvalue(), err.getvalue()
 
 
-def put_events(path: Path, events: np.ndarray, seq: int = 0) -> None:
-    raw = np.ascontiguousarray(events, dtype="<i4")
-    conn = sqlite3.connect(path)
-    conn.execute("UPDATE chunks SET blob = ?, n_events = ? WHERE seq = ?",
-                 (schema.compress(raw.tobytes()), len(raw), seq))
-    conn.commit()
-    conn.close()
+# Tampering helpers: they rewrite rows with valid checksums, so the damage reaches the readers
+# of the contents (the store's own checks of damaged rows are tested in tests/store).
+
+def put_events(path: Path, events: np.ndarray | list[int], seq: int = 0, sid: int = 0) -> None:
+    raw = np.array(events, np.int64).astype("<i4").tobytes()
+    blob = schema.compress(raw)
+    with sqlite3.connect(path) as conn:
+        start, = conn.execute("SELECT start FROM chunks WHERE sid = ? AND seq = ?", (sid, seq)).fetchone()
+        crc = schema.row_crc("chunks", sid, seq, len(raw) // 4, blob, start)
+        conn.execute("UPDATE chunks SET blob = ?, n_events = ?, crc = ? WHERE sid = ? AND seq = ?",
+                     (blob, len(raw) // 4, crc, sid, seq))
+
+
+def get_descs(path: Path) -> dict[int, dict]:
+    """Every function's stored description (CFG JSON with its plan), from the file registries."""
+    out = {}
+    with sqlite3.connect(path) as conn:
+        for base, blob in conn.execute("SELECT fid_base, blob FROM files"):
+            raw = schema.decompress(blob, None, "registry")
+            cut = raw.index(b"\n")
+            head = json.loads(raw[:cut])
+            for i, row in enumerate(head["functions"]):
+                out[base + i] = json.loads(raw[cut + 1 + row[5]:cut + 1 + row[6]])
+    return out
+
+
+def put_desc(path: Path, fid: int, desc: object) -> None:
+    """Replace function ``fid``'s description in its file's registry blob."""
+    from wholetrace.store.registry import encode_registry
+
+    with sqlite3.connect(path) as conn:
+        base, fpath, n, counter_base, blob = conn.execute(
+            "SELECT fid_base, path, n_functions, counter_base, blob FROM files WHERE fid_base <= ? "
+            "ORDER BY fid_base DESC LIMIT 1", (fid,)).fetchone()
+        raw = schema.decompress(blob, None, "registry")
+        cut = raw.index(b"\n")
+        head = json.loads(raw[:cut])
+        rows = head["functions"]
+        descs = [json.loads(raw[cut + 1 + r[5]:cut + 1 + r[6]]) for r in rows]
+        descs[fid - base] = desc
+        # the header keeps what the description held (names, lines), as the writer made them
+        new = encode_registry(head["source"], [d if isinstance(d, dict) and all(k in d for k in
+                              ("qualname", "kind", "firstline", "lastline", "fingerprint")) else
+                              dict(_head_of(r), _raw=d) for d, r in zip(descs, rows)], [r[7] for r in rows])
+        if not all(isinstance(d, dict) and "qualname" in d for d in descs):
+            new = _splice(raw, cut, rows, descs, head)
+        crc = schema.row_crc("files", base, fpath, n, counter_base, new)
+        conn.execute("UPDATE files SET blob = ?, crc = ? WHERE fid_base = ?", (new, crc, base))
+
+
+def _head_of(row: list) -> dict:
+    return {"qualname": row[0], "kind": row[1], "firstline": row[2], "lastline": row[3], "fingerprint": row[4]}
+
+
+def _splice(raw: bytes, cut: int, rows: list, descs: list, head: dict) -> bytes:
+    """A registry blob with the bodies replaced and the header rows kept (names, lines) but
+    their byte ranges moved: for descriptions that are not what the writer would write."""
+    bodies = [json.dumps(d).encode() for d in descs]
+    pos, new_rows = 0, []
+    for r, b in zip(rows, bodies):
+        new_rows.append(r[:5] + [pos, pos + len(b)] + r[7:])
+        pos += len(b)
+    text = json.dumps({"source": head["source"], "functions": new_rows}).encode()
+    return schema.compress(text + b"\n" + b"".join(bodies))
+
+
+def put_array(path: Path, name: str, data: np.ndarray, dtype: str, shape: list[int]) -> None:
+    blob = schema.compress(data.astype(dtype).tobytes())
+    shape_text = json.dumps(shape)
+    crc = schema.row_crc("arrays", name, "", dtype, shape_text, blob)
+    with sqlite3.connect(path) as conn:
+        conn.execute("INSERT OR REPLACE INTO arrays(name, key, dtype, shape, blob, crc) VALUES (?, '', ?, ?, ?, ?)",
+                     (name, dtype, shape_text, blob, crc))
 
 
 def test_huge_block_id_is_a_one_line_error(recordings: dict[str, Path], tmp_path: Path) -> None:
@@ -192,14 +258,11 @@ def test_huge_block_id_is_a_one_line_error(recordings: dict[str, Path], tmp_path
 def test_old_witness_recordings_are_refused(recordings: dict[str, Path], tmp_path: Path) -> None:
     old = tmp_path / "old.wt"
     shutil.copy(recordings["witness"], old)
-    conn = sqlite3.connect(old)
-    for fid, blob in conn.execute("SELECT fid, cfg FROM functions").fetchall():
-        desc = json.loads(schema.decompress(blob, None, "cfg"))
+    for fid, desc in get_descs(old).items():
         desc["plan"].pop("witnessed", None)
-        conn.execute("UPDATE functions SET cfg = ? WHERE fid = ?", (schema.compress(json.dumps(desc).encode()), fid))
-    conn.execute("PRAGMA user_version = 1")
-    conn.commit()
-    conn.close()
+        put_desc(old, fid, desc)
+    with sqlite3.connect(old) as conn:
+        conn.execute("PRAGMA user_version = 1")
     rc, _, err = cli("counts", str(old))
     assert rc == 2 and "does not store its witness placement" in err and err.count("\n") == 1
     blocks = tmp_path / "old-blocks.wt"                 # nothing missing: still read
@@ -223,9 +286,8 @@ JSON = st.recursive(st.none() | st.booleans() | st.integers(-10, 10**12) | st.te
 
 
 def damage_events(data: st.DataObject, path: Path) -> None:
-    conn = sqlite3.connect(path)
-    rows = conn.execute("SELECT sid, seq, blob FROM chunks").fetchall()
-    conn.close()
+    with sqlite3.connect(path) as conn:
+        rows = conn.execute("SELECT sid, seq, blob FROM chunks").fetchall()
     if not rows:
         return
     sid, seq, blob = data.draw(st.sampled_from(rows))
@@ -243,12 +305,7 @@ def damage_events(data: st.DataObject, path: Path) -> None:
     else:
         at = data.draw(st.integers(0, len(ev)))
         ev = ev[:at] + data.draw(st.lists(INTERESTING, min_size=1, max_size=5)) + ev[at:]
-    conn = sqlite3.connect(path)
-    raw = np.array(ev, np.int64).astype("<i4").tobytes()
-    conn.execute("UPDATE chunks SET blob = ?, n_events = ? WHERE sid = ? AND seq = ?",
-                 (schema.compress(raw), len(ev), sid, seq))
-    conn.commit()
-    conn.close()
+    put_events(path, ev, seq, sid)
 
 
 def _mutate(data: st.DataObject, value: object, depth: int = 0) -> object:
@@ -272,32 +329,23 @@ def _mutate(data: st.DataObject, value: object, depth: int = 0) -> object:
 
 
 def damage_function(data: st.DataObject, path: Path) -> None:
-    conn = sqlite3.connect(path)
-    rows = conn.execute("SELECT fid, cfg FROM functions").fetchall()
-    fid, blob = data.draw(st.sampled_from(rows))
-    desc = json.loads(schema.decompress(blob, None, "cfg"))
+    descs = get_descs(path)
+    fid = data.draw(st.sampled_from(sorted(descs)))
+    desc = descs[fid]
     part = data.draw(st.sampled_from(["blocks", "edges", "stmts", "plan", None]))
     if part is None:
         desc = _mutate(data, desc)
     else:
         desc[part] = _mutate(data, desc.get(part))
-    conn.execute("UPDATE functions SET cfg = ? WHERE fid = ?", (schema.compress(json.dumps(desc).encode()), fid))
-    conn.commit()
-    conn.close()
+    put_desc(path, fid, desc)
 
 
 def damage_arrays(data: st.DataObject, path: Path) -> None:
-    conn = sqlite3.connect(path)
     name = data.draw(st.sampled_from(["counters", "exception_edges", "early_exits"]))
     arr = np.array(data.draw(st.lists(st.integers(-3, 2**40), max_size=12)), np.int64)
     shape = data.draw(st.sampled_from([[len(arr)], [len(arr) // 4, 4][: 2 if len(arr) % 4 == 0 else 1],
                                        [len(arr) // 2, 2] if len(arr) % 2 == 0 else [len(arr)]]))
-    dtype = data.draw(st.sampled_from(["<i8", "<f8", "<i4"]))
-    raw = arr.astype(dtype).tobytes()
-    conn.execute("INSERT OR REPLACE INTO arrays VALUES (?, '', ?, ?, ?)",
-                 (name, dtype, json.dumps(shape), schema.compress(raw)))
-    conn.commit()
-    conn.close()
+    put_array(path, name, arr, data.draw(st.sampled_from(["<i8", "<f8", "<i4"])), shape)
 
 
 def assert_graceful(path: Path, mode: str) -> None:

@@ -74,17 +74,20 @@ def run_profile(argv: Sequence[str]) -> int:
 
 
 def run_counts(args: argparse.Namespace) -> int:
-    from wholetrace.trace.session import Trace
+    from wholetrace.trace.cli import open_trace
 
-    with Trace.open(args.file) as trace:
+    with open_trace(args, segments=True) as trace:
         return write_report(trace, args)
 
 
 def add_parser(sub: Any) -> None:
+    from wholetrace.trace.cli import SALVAGE_HELP
+
     sub.add_parser("profile", help="run a program, print exact counts (see `wholetrace profile -h`)", add_help=False)
     s = sub.add_parser("counts", help="exact block, branch and line counts of a recording")
     s.add_argument("file", metavar="OUT.wt")
     report_options(s)
+    s.add_argument("--salvage", action="store_true", help=SALVAGE_HELP)
     s.set_defaults(func=run_counts)
 
 

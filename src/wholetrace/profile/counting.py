@@ -134,7 +134,7 @@ def count_profiles(trace: Trace) -> list[FunctionProfile]:
     rec = trace.recording
     counters = rec.get_array("counters")
     if counters is None:
-        raise StoreError("the count recording has no counters (did the run finish?)")
+        raise StoreError("count recording has no counters (the run did not finish, or they were lost)")
     if counters.dtype.kind not in "iu" or counters.ndim != 1:
         raise StoreError(f"the counters of the recording are corrupt (dtype {counters.dtype})")
     counters = counters.astype(np.int64)

@@ -9,7 +9,7 @@ Reduced recordings (`witness`, `branches`) print the regenerated block trace.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, ClassVar, TextIO
 
 import numpy as np
@@ -26,30 +26,34 @@ def function_labels(trace: Trace) -> dict[int, str]:
     return {f.fid: f"{f.qualname}@{f.file}:{f.firstline}" for f in trace.functions.values()}
 
 
-def iter_events(chunks: Iterator[np.ndarray]) -> Iterator[tuple[str, int]]:
-    """("F", fid) / ("B", block) / ("X", statement) / ("E", 0) for `blocks` event chunks as
-    ``Trace.blocks`` gives them (an ``EXC`` and its statement are in one chunk)."""
+def iter_events(chunks: Iterable[np.ndarray]) -> Iterator[tuple[str, int]]:
+    """("F", fid) / ("B", block) / ("X", statement) / ("E", 0) for `blocks` event chunks (an
+    ``EXC`` and its statement may lie in two chunks)."""
+    pending = False
     for chunk in chunks:
-        vals = chunk.tolist()
-        i, n = 0, len(vals)
-        while i < n:
-            v = vals[i]
-            i += 1
-            if v >= 0:
+        for v in chunk.tolist():
+            if pending:
+                pending = False
+                yield "X", v
+            elif v >= 0:
                 yield "B", v
             elif v == LEAVE:
                 yield "E", 0
             elif v == EXC:
-                yield "X", vals[i]
-                i += 1
+                pending = True
             else:
                 yield "F", -v - ENTER_BASE
 
 
 class _TraceRenderer(Renderer):
-    def __init__(self, stream: int | None = None, limit: int | None = None) -> None:
+    """``stream``: only that stream; ``limit``: at most that many events; ``events``: the
+    `blocks` event chunks of a stream (default ``trace.blocks``: decoded, regenerated)."""
+
+    def __init__(self, stream: int | None = None, limit: int | None = None,
+                 events: Callable[[int], Iterable[np.ndarray]] | None = None) -> None:
         self.stream = stream
         self.limit = limit
+        self.events = events
 
     def render(self, trace: Trace, out: TextIO) -> None:
         from wholetrace.progress import progress
@@ -65,7 +69,7 @@ class _TraceRenderer(Renderer):
                 if self.limit is not None and self.written >= self.limit:
                     break
                 self._stream(out, i, st)
-                for kind, val in iter_events(trace.blocks(st.sid)):
+                for kind, val in iter_events((self.events or trace.blocks)(st.sid)):
                     if self.limit is not None and self.written >= self.limit:
                         break
                     self.written += 1

@@ -176,8 +176,8 @@ class StreamDecoder:
         depth = self.depth
         top = int(self.stack[depth - 1, K.FR_FID]) if depth else -1
         reason = _REASONS.get(why, "malformed event").format(a=a, b=b, fb=self._name(b), ft=self._name(top))
-        at = f" at event {self.consumed + pos:,}" if pos >= 0 else " at its end"
-        raise StoreError(f"{self.what} is corrupt{at}: {reason}")
+        at = f"event {self.consumed + pos:,}" if pos >= 0 else "the end"
+        raise StoreError(f"{self.what}: invalid {at}: {reason}")
 
     def _name(self, fid: int) -> str:
         sh = self.tables.shapes.get(fid)

@@ -102,7 +102,7 @@ class Trace:
 
     # -- decoding
     def decoder(self, sid: int) -> StreamDecoder:
-        return StreamDecoder(self.tables, what=f"stream {sid} of {self.path!r}")
+        return StreamDecoder(self.tables, what=f"stream {sid}")
 
     def rows(self, sid: int, *, copy: bool = True) -> Iterator[Rows]:
         """Decoded rows of stream ``sid``, batch by batch (memory bounded by a batch)."""
