@@ -188,9 +188,8 @@ def get_descs(path: Path) -> dict[int, dict]:
 
 
 def put_desc(path: Path, fid: int, desc: object) -> None:
-    """Replace function ``fid``'s description in its file's registry blob."""
-    from wholetrace.store.registry import encode_registry
-
+    """Replace function ``fid``'s description in its file's registry blob (the header keeps the
+    names and lines the writer gave; only the byte ranges move)."""
     with sqlite3.connect(path) as conn:
         base, fpath, n, counter_base, blob = conn.execute(
             "SELECT fid_base, path, n_functions, counter_base, blob FROM files WHERE fid_base <= ? "
@@ -198,33 +197,15 @@ def put_desc(path: Path, fid: int, desc: object) -> None:
         raw = schema.decompress(blob, None, "registry")
         cut = raw.index(b"\n")
         head = json.loads(raw[:cut])
-        rows = head["functions"]
-        descs = [json.loads(raw[cut + 1 + r[5]:cut + 1 + r[6]]) for r in rows]
-        descs[fid - base] = desc
-        # the header keeps what the description held (names, lines), as the writer made them
-        new = encode_registry(head["source"], [d if isinstance(d, dict) and all(k in d for k in
-                              ("qualname", "kind", "firstline", "lastline", "fingerprint")) else
-                              dict(_head_of(r), _raw=d) for d, r in zip(descs, rows)], [r[7] for r in rows])
-        if not all(isinstance(d, dict) and "qualname" in d for d in descs):
-            new = _splice(raw, cut, rows, descs, head)
+        bodies = [raw[cut + 1 + r[5]:cut + 1 + r[6]] for r in head["functions"]]
+        bodies[fid - base] = json.dumps(desc).encode()
+        pos = 0
+        for r, body in zip(head["functions"], bodies):
+            r[5:7] = [pos, pos + len(body)]
+            pos += len(body)
+        new = schema.compress(json.dumps(head).encode() + b"\n" + b"".join(bodies))
         crc = schema.row_crc("files", base, fpath, n, counter_base, new)
         conn.execute("UPDATE files SET blob = ?, crc = ? WHERE fid_base = ?", (new, crc, base))
-
-
-def _head_of(row: list) -> dict:
-    return {"qualname": row[0], "kind": row[1], "firstline": row[2], "lastline": row[3], "fingerprint": row[4]}
-
-
-def _splice(raw: bytes, cut: int, rows: list, descs: list, head: dict) -> bytes:
-    """A registry blob with the bodies replaced and the header rows kept (names, lines) but
-    their byte ranges moved: for descriptions that are not what the writer would write."""
-    bodies = [json.dumps(d).encode() for d in descs]
-    pos, new_rows = 0, []
-    for r, b in zip(rows, bodies):
-        new_rows.append(r[:5] + [pos, pos + len(b)] + r[7:])
-        pos += len(b)
-    text = json.dumps({"source": head["source"], "functions": new_rows}).encode()
-    return schema.compress(text + b"\n" + b"".join(bodies))
 
 
 def put_array(path: Path, name: str, data: np.ndarray, dtype: str, shape: list[int]) -> None:

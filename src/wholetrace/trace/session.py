@@ -21,7 +21,7 @@ from wholetrace.store.reader import FunctionInfo, Recording, StreamInfo
 from wholetrace.trace.counts import Tally
 from wholetrace.trace.decode import EID_ENTER, EID_EXC, EID_LEAVE, Rows, StreamDecoder
 from wholetrace.trace.shape import FunctionShape, parse_shape, parse_shapes
-from wholetrace.trace.tables import TRACE_MODES, Tables
+from wholetrace.trace.tables import Tables
 
 Activation = tuple[int, tuple[int, ...], int]
 T = TypeVar("T")
@@ -96,8 +96,7 @@ class Trace:
 
     @cached_property
     def tables(self) -> Tables:
-        if self.mode not in TRACE_MODES:
-            raise UsageError(f"{self.path}: a {self.mode!r} recording holds no trace to decode")
+        """The decoding tables (count recordings keep no trace: their streams are empty)."""
         return Tables(self.functions, self.shape, self.mode)
 
     # -- decoding
