@@ -188,7 +188,8 @@ def check_stream(chunks: Iterable[np.ndarray], cfgs: dict[int, CFG], *, complete
         if kind == "B":
             if not (2 <= v < len(cfg.blocks)):
                 problems.append(f"{where}: block {v} does not exist")
-            elif act[2]:
+                continue
+            if act[2]:
                 if not cfg.blocks[v].dynamic_entry:
                     problems.append(f"{where}: exception edge enters B{v}, not a handler/finally/with-exit")
             elif act[1] == -1:
