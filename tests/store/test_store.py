@@ -44,7 +44,7 @@ def test_file_format_is_what_the_design_says(wt):
     assert path.read_bytes()[:16] == b"SQLite format 3\x00"
     assert raw_rows(path, "PRAGMA application_id") == [(int.from_bytes(b"WTRC", "big"),)]
     assert MAGIC == 0x57545243
-    assert raw_rows(path, "PRAGMA user_version") == [(2,)] and SCHEMA_VERSION == 2
+    assert raw_rows(path, "PRAGMA user_version") == [(3,)] and SCHEMA_VERSION == 3
     assert raw_rows(path, "PRAGMA journal_mode") == [("delete",)]
     assert not Path(str(path) + "-journal").exists() and not Path(str(path) + "-wal").exists()
     # chunk blobs are zstd frames of the little-endian int32 bytes, seq 0, 1, 2, ...

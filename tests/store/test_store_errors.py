@@ -100,7 +100,7 @@ def test_foreign_sqlite_database(tmp_path):
 def test_newer_schema(wt):
     path = wt()
     sql(path, "PRAGMA user_version = 99")
-    open_fails(path, "written by a newer wholetrace (schema 99 > 2); upgrade wholetrace")
+    open_fails(path, "written by a newer wholetrace (schema 99 > 3); upgrade wholetrace")
 
 
 def test_unknown_older_schema(wt):

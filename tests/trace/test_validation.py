@@ -253,6 +253,21 @@ def test_old_witness_recordings_are_refused(recordings: dict[str, Path], tmp_pat
     assert cli("counts", str(blocks))[0] == 0 and cli("trace", str(blocks))[0] == 0
 
 
+def test_witness_recordings_without_reraise_records_are_refused(recordings: dict[str, Path], tmp_path: Path) -> None:
+    """Schema 3 marks re-raises (RERAISE): a schema 2 witness recording cannot be placed
+    exactly and is refused in one line; blocks recordings of schema 2 still read."""
+    for mode in ("witness", "blocks"):
+        old = tmp_path / f"v2-{mode}.wt"
+        shutil.copy(recordings[mode], old)
+        with sqlite3.connect(old) as conn:
+            conn.execute("PRAGMA user_version = 2")
+        rc, _, err = cli("counts", str(old))
+        if mode == "witness":
+            assert rc == 2 and "(schema 2)" in err and "re-raises" in err and err.count("\n") == 1
+        else:
+            assert rc == 0 and cli("trace", str(old))[0] == 0
+
+
 # ----------------------------------------------------------------------------- the fuzzer
 
 INTERESTING = st.one_of(

@@ -1,12 +1,22 @@
 """Numba kernel decoding event streams of every trace mode into rows, one per edge taken.
 
 Input: int32 chunks of one stream (``wholetrace.events``: ``B k`` k >= 0, LEAVE, ``EXC s``,
-``ENTER f``).  What a non-negative event means depends on the running function's *mode*
+``RERAISE s r``, ``ENTER f``).  What a non-negative event means depends on the running function's *mode*
 (``fn[f, FN_MODE]``): a block id (``blocks``, and functions a reduced recording recorded
 with block ids), or a witness id (``witness``/``branches``, Ball & Larus, "Optimally
 Profiling and Tracing Programs", TOPLAS 16(4), 1994, section 4: the blocks between two
-witnesses are the unique witness-free path their witness sets choose).  After ``EXC s`` a
-witness-mode function records its handler's block id.
+witnesses are the unique witness-free path their witness sets choose).  After ``EXC s`` (or
+``RERAISE s r``: ``r`` the re-raise site that raised) a witness-mode function records its
+handler's block id; the exception leaves the block of the statement that raised (``r``, else
+``s``).
+
+Implicit calls before an exception (``regen.driver``, "ENTER"): at a child's ENTER a witness
+frame advances along its certain chain to its next call block, unless the first pass over the
+stream (``trace.lookahead``, given as the sorted activation numbers ``hkey`` of the first
+children of such groups and the statements ``hval`` that raised) says that an exception
+record of the parent ends this group of children and its raising block lies before that
+call block: the frame then stops at the raising block and holds there (``FR_HOLD``) until
+its next own event.
 
 Output: rows in the columns of ``out`` (int64, shape (6, capacity)), in stream order:
 ``R_ACT`` activation (numbered from 0 in ENTER order), ``R_FID``, ``R_SRC``, ``R_DST``
@@ -30,7 +40,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from wholetrace.events import ENTER_BASE, EXC, LEAVE
+from wholetrace.events import ENTER_BASE, EXC, LEAVE, RERAISE
 from wholetrace.kernels._jit import kernel
 
 _hot = kernel(nrt=False)
@@ -44,7 +54,7 @@ FN_W = 13
 # blk: int32 (blocks of all functions, BK_W), row bbase[f] + b
 BK_FLAGS, BK_SUCC, BK_NSUCC, BK_CH, BK_NCH = 0, 1, 2, 3, 4
 BK_W = 5
-F_DYN, F_SUSPEND, F_CALL, F_RERAISE, F_REACH = 1, 2, 4, 8, 16
+F_DYN, F_SUSPEND, F_CALL, F_REACH = 1, 2, 4, 16
 # succ: int32 (K, 2) successors of each block in edge-id order; edg: int32 (edges, ED_W)
 SC_DST, SC_EID = 0, 1
 ED_SRC, ED_DST, ED_WIT = 0, 1, 2
@@ -56,13 +66,17 @@ MODE_BLOCKS, MODE_WITNESS = 0, 1
 ENTRY, EXIT = 0, 1
 
 # ---------------------------------------------------------------- state
-FR_FID, FR_PC, FR_ACT, FR_ST, FR_EXC, FR_CHILD = 0, 1, 2, 3, 4, 5
-FR_W = 6
+FR_FID, FR_PC, FR_ACT, FR_ST, FR_EXC, FR_CHILD, FR_HOLD = 0, 1, 2, 3, 4, 5, 6
+FR_W = 7
 #: frame states: running; started, no block seen yet (blocks mode); generator whose resume
 #: point is not known yet (witness mode); exception recorded, target not yet; reached EXIT
 S_RUN, S_FRESH, S_PENDING, S_AFTER_EXC, S_DONE = 0, 1, 2, 3, 4
-M_DEPTH, M_NEXT_ACT, M_PEND, M_PEND_S, M_NOUT, M_MARGIN, M_EPOCH, M_BAD, M_ARG, M_ARG2 = range(10)
+(M_DEPTH, M_NEXT_ACT, M_PEND, M_PEND_S, M_NOUT, M_MARGIN, M_EPOCH, M_BAD, M_ARG, M_ARG2,
+ M_PEND_R, M_HPOS) = range(12)
 META_SIZE = 12
+#: ``meta[M_PEND]``: after EXC (its statement next); a witness frame's record read, its handler
+#: next; after RERAISE (its statement next); after RERAISE s (the re-raise site next).
+P_EXC, P_HANDLER, P_RERAISE, P_SITE = 1, 2, 3, 4
 
 # ---------------------------------------------------------------- rows and statuses
 R_ACT, R_FID, R_SRC, R_DST, R_EID, R_AUX = 0, 1, 2, 3, 4, 5
@@ -313,52 +327,14 @@ def _witness_leave(fn, blk, succ, edg, chs, stack, meta, out, d):  # type: ignor
 
 
 @_hot
-def _raising_block(fn, blk, succ, edg, stm, scratch, meta, f, pc, s, same):  # type: ignore[no-untyped-def]
-    """The block an exception with origin ``s`` left: searching the witness-free region
-    ahead of ``pc`` nearest first, a re-raising block (``raise``, a ``finally`` end, a
-    ``with`` exit) if ``s`` repeats the frame's last origin or its block is not ahead, else
-    the block of ``s``, else ``pc``."""
-    bb = fn[f, FN_BBASE]
-    eb = fn[f, FN_EBASE]
-    cap = scratch.shape[0] // 4
-    epoch = meta[M_EPOCH] + 1
-    meta[M_EPOCH] = epoch
-    origin = stm[fn[f, FN_SBASE] + s] if s >= 0 else -1
-    again = -1
-    found = False
-    head, tail = 0, 1
-    scratch[0] = pc
-    scratch[cap + pc] = epoch
-    while head < tail:
-        u = scratch[head]
-        head += 1
-        if again < 0 and (blk[bb + u, BK_FLAGS] & F_RERAISE) != 0:
-            again = u
-        if u == origin:
-            found = True
-        o = blk[bb + u, BK_SUCC]
-        for k in range(o, o + blk[bb + u, BK_NSUCC]):
-            x = succ[k, SC_DST]
-            if edg[eb + succ[k, SC_EID], ED_WIT] < 0 and scratch[cap + x] != epoch:
-                scratch[cap + x] = epoch
-                scratch[tail] = x
-                tail += 1
-    if again >= 0 and (same or not found):
-        return again
-    if found:
-        return origin
-    return pc
-
-
-@_hot
-def _exc_path(fn, blk, succ, edg, scratch, stack, meta, out, d, r):  # type: ignore[no-untyped-def]
-    """Emit the unique witness-free path from the frame's pc to block ``r``."""
-    f = stack[d, FR_FID]
-    bb = fn[f, FN_BBASE]
-    eb = fn[f, FN_EBASE]
-    pc = stack[d, FR_PC]
+def _find_path(fn, blk, succ, edg, scratch, meta, f, pc, r):  # type: ignore[no-untyped-def]
+    """The witness-free path from block ``pc`` to block ``r`` of function ``f`` (breadth
+    first): its number of edges, stored backwards in ``scratch[3 * cap:]``, or -1 if there is
+    none."""
     if pc == r:
         return 0
+    bb = fn[f, FN_BBASE]
+    eb = fn[f, FN_EBASE]
     cap = scratch.shape[0] // 4
     epoch = meta[M_EPOCH] + 1
     meta[M_EPOCH] = epoch
@@ -377,30 +353,115 @@ def _exc_path(fn, blk, succ, edg, scratch, stack, meta, out, d, r):  # type: ign
                 scratch[tail] = x
                 tail += 1
     if scratch[cap + r] != epoch:
-        return _bad(meta, BAD_CYCLE, pc, r)
+        return -1
     n = 0
     v = r
-    while v != pc:                              # edges back from r, then emitted forwards
+    while v != pc:
         e = scratch[2 * cap + v]
         scratch[3 * cap + n] = e
         n += 1
         v = edg[eb + e, ED_SRC]
+    return n
+
+
+@_inl
+def _emit_path(fn, edg, scratch, stack, meta, out, d, n):  # type: ignore[no-untyped-def]
+    """Emit the ``n`` edges :func:`_find_path` stored, forwards; the frame's pc becomes their end."""
+    f = stack[d, FR_FID]
+    eb = fn[f, FN_EBASE]
+    cap = scratch.shape[0] // 4
     act = stack[d, FR_ACT]
     for i in range(n - 1, -1, -1):
         e = scratch[3 * cap + i]
         _emit(out, meta, act, f, edg[eb + e, ED_SRC], edg[eb + e, ED_DST], e, -1)
-    stack[d, FR_PC] = r
-    return 0
+        stack[d, FR_PC] = edg[eb + e, ED_DST]
 
 
 @_hot
-def _witness_exc(fn, blk, succ, edg, stm, ysl, scratch, stack, meta, out, d, s, handler):  # type: ignore[no-untyped-def]
-    """``EXC s H`` (``handler`` -1: no handler recorded, the exception leaves the activation)."""
+def _raise_at(fn, blk, succ, edg, stm, scratch, stack, meta, out, d, raised):  # type: ignore[no-untyped-def]
+    """Emit the witness-free path from the frame's pc to the raising block (the block of
+    statement ``raised`` if a witness-free path leads there, the pc itself included, else the
+    pc); returns that block."""
+    f = stack[d, FR_FID]
+    pc = stack[d, FR_PC]
+    b = stm[fn[f, FN_SBASE] + raised] if raised >= 0 else -1
+    if b >= 0:
+        n = _find_path(fn, blk, succ, edg, scratch, meta, f, pc, b)
+        if n >= 0:
+            _emit_path(fn, edg, scratch, stack, meta, out, d, n)
+            return b
+    return pc
+
+
+@_hot
+def _chain_end(fn, blk, succ, edg, f, pc):  # type: ignore[no-untyped-def]
+    """Where :func:`_to_call` would stop, without emitting."""
+    bb = fn[f, FN_BBASE]
+    eb = fn[f, FN_EBASE]
+    for _ in range(fn[f, FN_NB] + 1):
+        g = bb + pc
+        if (blk[g, BK_FLAGS] & F_CALL) != 0 or blk[g, BK_NSUCC] != 1:
+            break
+        k = blk[g, BK_SUCC]
+        nxt = succ[k, SC_DST]
+        if edg[eb + succ[k, SC_EID], ED_WIT] >= 0 or (blk[bb + nxt, BK_FLAGS] & F_REACH) == 0:
+            break
+        pc = nxt
+    return pc
+
+
+@_inl
+def _held(hkey, hval, meta, act):  # type: ignore[no-untyped-def]
+    """The statement that raised the exception ending the group of children that activation
+    ``act`` starts, or -1 (``act`` never decreases between calls)."""
+    p = meta[M_HPOS]
+    while p < hkey.shape[0] and hkey[p] < act:
+        p += 1
+    meta[M_HPOS] = p
+    if p < hkey.shape[0] and hkey[p] == act:
+        return hval[p]
+    return -1
+
+
+@_hot
+def _before_child(fn, blk, succ, edg, stm, scratch, hkey, hval, stack, meta, out, d, act):  # type: ignore[no-untyped-def]
+    """A witness frame about to get child ``act``: the certain chain to its next call block,
+    or (an exception of this frame ends the group, raised before that call block) the path
+    to the raising block, where the frame then holds."""
+    raised = _held(hkey, hval, meta, act)
+    if raised >= 0:
+        f = stack[d, FR_FID]
+        pc = stack[d, FR_PC]
+        c = _chain_end(fn, blk, succ, edg, f, pc)
+        b = stm[fn[f, FN_SBASE] + raised]
+        if c != pc and b >= 0:
+            n = _find_path(fn, blk, succ, edg, scratch, meta, f, pc, b)
+            if n >= 0:
+                cap = scratch.shape[0] // 4
+                eb = fn[f, FN_EBASE]
+                through = False
+                for i in range(n):
+                    if edg[eb + scratch[3 * cap + i], ED_DST] == c:
+                        through = True
+                        break
+                if not through:
+                    _emit_path(fn, edg, scratch, stack, meta, out, d, n)
+                    stack[d, FR_HOLD] = 1
+                    return
+    _to_call(fn, blk, succ, edg, stack, meta, out, d)
+
+
+@_hot
+def _witness_exc(fn, blk, succ, edg, stm, ysl, scratch, stack, meta, out, d, s, raised, handler):  # type: ignore[no-untyped-def]
+    """``EXC s H`` (``raised`` = ``s``) or ``RERAISE s r H`` (``raised`` = ``r``); ``handler``
+    -1: no handler recorded, the exception leaves the activation."""
     f = stack[d, FR_FID]
     st = stack[d, FR_ST]
     bb = fn[f, FN_BBASE]
+    stack[d, FR_HOLD] = 0
     if st == S_PENDING:                         # thrown in at a yield of a suspended generator
-        y = stm[fn[f, FN_SBASE] + s] if s >= 0 else -1
+        q = raised if raised >= 0 else s
+        y = stm[fn[f, FN_SBASE] + q] if q >= 0 else -1
         if y < 0 or (blk[bb + y, BK_FLAGS] & F_SUSPEND) == 0:
             if fn[f, FN_NY] != 1:
                 return _bad(meta, BAD_RESUME, s, f)
@@ -410,10 +471,7 @@ def _witness_exc(fn, blk, succ, edg, stm, ysl, scratch, stack, meta, out, d, s, 
         return _bad(meta, BAD_LEFT, s, f)
     elif st == S_AFTER_EXC:
         _emit(out, meta, stack[d, FR_ACT], f, stack[d, FR_PC], -1, EID_EXC, stack[d, FR_EXC])
-    r = _raising_block(fn, blk, succ, edg, stm, scratch, meta, f, stack[d, FR_PC], s, s == stack[d, FR_EXC])
-    why = _exc_path(fn, blk, succ, edg, scratch, stack, meta, out, d, r)
-    if why != 0:
-        return why
+    r = _raise_at(fn, blk, succ, edg, stm, scratch, stack, meta, out, d, raised)
     stack[d, FR_EXC] = s
     if handler < 0:
         stack[d, FR_ST] = S_AFTER_EXC            # the edge to EXIT is emitted at LEAVE
@@ -440,13 +498,14 @@ def _witness_event(fn, blk, succ, edg, wit, chs, stack, meta, out, d, w):  # typ
         stack[d, FR_ST] = S_RUN
     elif st != S_RUN:
         return _bad(meta, BAD_LEFT, w, f)
+    stack[d, FR_HOLD] = 0
     return _route(fn, blk, succ, edg, chs, stack, meta, out, d, w)
 
 
 # ---------------------------------------------------------------- the walk
 
 @_hot
-def decode(ev, pos, fn, blk, succ, stm, edg, wit, chs, ysl, pool, stack, meta, scratch, out):  # type: ignore[no-untyped-def]
+def decode(ev, pos, fn, blk, succ, stm, edg, wit, chs, ysl, pool, stack, meta, scratch, hkey, hval, out):  # type: ignore[no-untyped-def]
     """Decode ``ev[pos:]`` into ``out``; returns (position reached, status)."""
     n = ev.shape[0]
     cap = out.shape[1]
@@ -458,23 +517,30 @@ def decode(ev, pos, fn, blk, succ, stm, edg, wit, chs, ysl, pool, stack, meta, s
         depth = meta[M_DEPTH]
         d = depth - 1
         why = 0
-        if meta[M_PEND] == 1:                   # the statement after EXC
+        pend = meta[M_PEND]
+        if pend == P_EXC or pend == P_RERAISE or pend == P_SITE:   # a statement of the record
             f = stack[d, FR_FID]
             if v < -1 or v >= fn[f, FN_NS]:
                 _bad(meta, BAD_STMT, v, f)
                 return pos, ST_BAD
-            if fn[f, FN_MODE] == MODE_WITNESS:
-                meta[M_PEND] = 2
-                meta[M_PEND_S] = v
-            else:
-                meta[M_PEND] = 0
-                _block_exc(fn, blk, stm, pool, stack, meta, out, d, v)
             pos += 1
+            if pend == P_RERAISE:
+                meta[M_PEND] = P_SITE
+                meta[M_PEND_S] = v
+                continue
+            if pend == P_EXC:
+                meta[M_PEND_S] = v
+            if fn[f, FN_MODE] == MODE_WITNESS:
+                meta[M_PEND] = P_HANDLER
+                meta[M_PEND_R] = v
+            else:                                   # block ids: the last block is known
+                meta[M_PEND] = 0
+                _block_exc(fn, blk, stm, pool, stack, meta, out, d, meta[M_PEND_S])
             continue
-        if meta[M_PEND] == 2:                   # the handler after EXC s, if it was caught
+        if pend == P_HANDLER:                   # the handler after the record, if it was caught
             meta[M_PEND] = 0
             why = _witness_exc(fn, blk, succ, edg, stm, ysl, scratch, stack, meta, out, d,
-                               meta[M_PEND_S], v if v >= 0 else -1)
+                               meta[M_PEND_S], meta[M_PEND_R], v if v >= 0 else -1)
             if why != 0:
                 return pos, ST_BAD
             if v >= 0:
@@ -502,11 +568,11 @@ def decode(ev, pos, fn, blk, succ, stm, edg, wit, chs, ysl, pool, stack, meta, s
             if why == 0:
                 _emit(out, meta, stack[d, FR_ACT], f, stack[d, FR_PC], -1, EID_LEAVE, _parent_act(stack, d))
                 meta[M_DEPTH] = d
-        elif v == EXC:
+        elif v == EXC or v == RERAISE:
             if depth == 0:
                 _bad(meta, BAD_OUTSIDE, v, 0)
                 return pos, ST_BAD
-            meta[M_PEND] = 1
+            meta[M_PEND] = P_EXC if v == EXC else P_RERAISE
         elif v <= -ENTER_BASE:
             f = -v - ENTER_BASE
             if f >= nf or fn[f, FN_READY] < 0:
@@ -521,9 +587,10 @@ def decode(ev, pos, fn, blk, succ, stm, edg, wit, chs, ysl, pool, stack, meta, s
             if depth > 0:
                 stack[d, FR_CHILD] = 1
                 parent = stack[d, FR_ACT]
-                if fn[stack[d, FR_FID], FN_MODE] == MODE_WITNESS and stack[d, FR_ST] == S_RUN:
-                    _to_call(fn, blk, succ, edg, stack, meta, out, d)
             act = meta[M_NEXT_ACT]
+            if depth > 0 and (fn[stack[d, FR_FID], FN_MODE] == MODE_WITNESS and stack[d, FR_ST] == S_RUN
+                              and stack[d, FR_HOLD] == 0):
+                _before_child(fn, blk, succ, edg, stm, scratch, hkey, hval, stack, meta, out, d, act)
             meta[M_NEXT_ACT] = act + 1
             stack[depth, FR_FID] = f
             stack[depth, FR_PC] = ENTRY
@@ -534,6 +601,7 @@ def decode(ev, pos, fn, blk, succ, stm, edg, wit, chs, ysl, pool, stack, meta, s
                 stack[depth, FR_ST] = S_FRESH
             stack[depth, FR_EXC] = -1
             stack[depth, FR_CHILD] = 0
+            stack[depth, FR_HOLD] = 0
             meta[M_DEPTH] = depth + 1
             _emit(out, meta, act, f, -1, -1, EID_ENTER, parent)
         else:
@@ -551,13 +619,16 @@ def finish(fn, blk, succ, edg, stm, ysl, pool, stack, meta, scratch, out):  # ty
     waiting for their target (``R_DST`` -1), oldest first.  Frames stay open (unfinished
     activations).  Needs room for ``meta[M_MARGIN]`` rows plus one per open frame."""
     depth = meta[M_DEPTH]
-    if meta[M_PEND] == 1:                       # EXC without its statement
-        meta[M_PEND] = 0
+    pend = meta[M_PEND]
+    meta[M_PEND] = 0
+    if pend == P_EXC or pend == P_RERAISE:      # a record without its statement
         _block_exc(fn, blk, stm, pool, stack, meta, out, depth - 1, -1)
-    elif meta[M_PEND] == 2:
-        meta[M_PEND] = 0
-        if _witness_exc(fn, blk, succ, edg, stm, ysl, scratch, stack, meta, out, depth - 1,
-                        meta[M_PEND_S], -1) != 0:
+    elif pend == P_SITE or pend == P_HANDLER:   # (a re-raise site unknown: -1)
+        f = stack[depth - 1, FR_FID]
+        if fn[f, FN_MODE] != MODE_WITNESS:
+            _block_exc(fn, blk, stm, pool, stack, meta, out, depth - 1, meta[M_PEND_S])
+        elif _witness_exc(fn, blk, succ, edg, stm, ysl, scratch, stack, meta, out, depth - 1,
+                          meta[M_PEND_S], meta[M_PEND_R] if pend == P_HANDLER else -1, -1) != 0:
             return ST_BAD
     for d in range(depth):
         if stack[d, FR_ST] == S_AFTER_EXC:

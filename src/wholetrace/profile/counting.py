@@ -74,8 +74,9 @@ def _complete_edges(sh: FunctionShape, blocks: np.ndarray, edges: np.ndarray, ex
         i = entry[0]
         dst = int(sh.edge_dst[i])
         into = (sh.edge_dst == dst) & (np.arange(sh.nedges) != i)
-        inflow = int(edges[into].sum()) + sum(x.count for x in extra if x.dst == dst)
-        edges[i] = max(int(blocks[dst]) - inflow, 0)
+        if not (edges[into] == UNKNOWN).any():           # (an unknown inflow leaves it unknown)
+            inflow = int(edges[into].sum()) + sum(x.count for x in extra if x.dst == dst)
+            edges[i] = max(int(blocks[dst]) - inflow, 0)
 
 
 def function_counts(sh: FunctionShape, counters: np.ndarray, exc: Exc,

@@ -4,6 +4,13 @@
 function tables when the kernel asks (its status codes), and turns a malformed stream into
 a one-line :class:`~wholetrace.errors.StoreError`.  Memory is bounded by the row capacity
 and the stack depth, whatever the length of the stream.
+
+A witness stream is read twice: first by ``trace.lookahead`` (which groups of children an
+exception record of their parent ends: the parent then stops at the raising block, see
+``kernels.decode``), then by the kernel.  A stream fed chunk by chunk with :meth:`feed`
+alone (online) has no first pass unless ``held`` is given: its children of implicit calls
+before an exception then sit at the parent's next call block (the activation form is the
+same).
 """
 
 from __future__ import annotations
@@ -13,7 +20,8 @@ import numpy as np
 
 from wholetrace.errors import InternalError, StoreError
 from wholetrace.kernels import decode as K
-from wholetrace.trace.tables import Tables
+from wholetrace.trace.lookahead import groups_ended_by_exceptions
+from wholetrace.trace.tables import WITNESS_MODES, Tables
 
 #: Row kinds (``Rows.eid`` values below 0).
 EID_EXC, EID_ENTER, EID_LEAVE = K.EID_EXC, K.EID_ENTER, K.EID_LEAVE
@@ -72,10 +80,17 @@ _REASONS = {
 
 
 class StreamDecoder:
-    """Decodes one stream, chunk by chunk (``what`` names it in error messages)."""
+    """Decodes one stream, chunk by chunk (``what`` names it in error messages); ``held``: the
+    first pass's result for the stream (``trace.lookahead``), else :meth:`decode` computes it
+    for a witness recording."""
 
-    def __init__(self, tables: Tables, *, what: str = "stream", capacity: int = 1 << 16) -> None:
+    def __init__(self, tables: Tables, *, what: str = "stream", capacity: int = 1 << 16,
+                 held: dict[int, int] | None = None) -> None:
         self.tables = tables
+        self.hkey = self.hval = np.zeros(0, np.int64)
+        self._held_given = held is not None
+        if held:
+            self.set_held(held)
         self.what = what
         self.capacity = capacity
         self.stack = np.zeros((64, K.FR_W), np.int64)
@@ -94,6 +109,15 @@ class StreamDecoder:
     def activations(self) -> int:
         """Activations started so far."""
         return int(self.meta[K.M_NEXT_ACT])
+
+    def set_held(self, held: dict[int, int]) -> None:
+        """The first pass's groups (first child's activation number -> statement that raised)."""
+        if self.consumed or self.meta[K.M_NEXT_ACT]:
+            raise InternalError("StreamDecoder.set_held after decoding began")
+        keys = sorted(held)
+        self.hkey = np.array(keys, np.int64)
+        self.hval = np.array([held[k] for k in keys], np.int64)
+        self._held_given = True
 
     def feed(self, chunk: np.ndarray, *, copy: bool = True) -> Iterator[Rows]:
         """Decode one int32 chunk; yields row batches (``copy=False``: views valid until the
@@ -139,7 +163,12 @@ class StreamDecoder:
         yield from self._take(copy)
 
     def decode(self, chunks: Iterable[np.ndarray], *, copy: bool = True) -> Iterator[Rows]:
-        """Every row of a whole stream given as chunks."""
+        """Every row of a whole stream given as chunks (read twice for a witness recording:
+        a one-shot iterator is first gathered into a list)."""
+        if not self._held_given and self.tables.mode in WITNESS_MODES:
+            if iter(chunks) is chunks:
+                chunks = list(chunks)
+            self.set_held(groups_ended_by_exceptions(chunks))
         for chunk in chunks:
             yield from self.feed(chunk, copy=copy)
         yield from self.finish(copy=copy)
@@ -149,7 +178,7 @@ class StreamDecoder:
         self.meta[K.M_MARGIN] = self.tables.margin
         fn, blk, succ, stm, edg, wit, chs, ysl, pool = self.tables.arrays()
         pos, status = K.decode(ev, pos, fn, blk, succ, stm, edg, wit, chs, ysl, pool, self.stack,
-                               self.meta, self.tables.scratch, self.out)
+                               self.meta, self.tables.scratch, self.hkey, self.hval, self.out)
         return int(pos), int(status)
 
     def _fit_margin(self) -> None:

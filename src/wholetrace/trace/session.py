@@ -97,7 +97,8 @@ class Trace:
     @cached_property
     def tables(self) -> Tables:
         """The decoding tables (count recordings keep no trace: their streams are empty)."""
-        return Tables(self.functions, self.shape, self.mode)
+        version = getattr(self.recording, "schema_version", None) or self.meta.get("schema_version")
+        return Tables(self.functions, self.shape, self.mode, version if isinstance(version, int) else None)
 
     # -- decoding
     def decoder(self, sid: int) -> StreamDecoder:
@@ -105,7 +106,7 @@ class Trace:
 
     def rows(self, sid: int, *, copy: bool = True) -> Iterator[Rows]:
         """Decoded rows of stream ``sid``, batch by batch (memory bounded by a batch)."""
-        yield from self.decoder(sid).decode(self.recording.iter_chunks(sid), copy=copy)
+        yield from self.decoder(sid).decode(_Reread(self.recording, sid), copy=copy)
 
     def memo(self, key: str, compute: Callable[[], T]) -> T:
         """``compute()`` once per trace (queries built on the trace cache their results here)."""
@@ -141,6 +142,17 @@ class Trace:
         events outside any activation); equal forms mean equal traces up to where
         child activations sit among their parent's blocks."""
         return activation_form(Rows.concat(self.rows(sid)))
+
+
+class _Reread:
+    """The chunks of one stored stream, read afresh each time it is iterated (a witness
+    stream is read twice without being held in memory)."""
+
+    def __init__(self, recording: Recording, sid: int) -> None:
+        self.recording, self.sid = recording, sid
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        return iter(self.recording.iter_chunks(self.sid))
 
 
 # ---------------------------------------------------------------- rows as events

@@ -28,8 +28,6 @@ MAX_ITEMS = 1 << 20
 STMT_KINDS = ("simple", "if", "while", "for-iter", "for-next", "with-enter", "with-exit",
               "match", "case", "finally-end")
 _KIND_ID = {k: i for i, k in enumerate(STMT_KINDS)}
-#: Statements from which an exception can leave again without a new origin (a re-raise).
-RERAISE_KINDS = ("finally-end", "with-exit")
 
 
 class _Flat:
@@ -141,16 +139,6 @@ class FunctionShape:
         out = np.zeros(self.nblocks, bool)
         live = self.stmt_block >= 0
         out[self.stmt_block[live & self.stmt_suspends]] = True
-        return out
-
-    @cached_property
-    def reraise_blocks(self) -> np.ndarray:
-        """Per block: it holds a bare ``raise``, a ``finally`` end or a ``with`` exit."""
-        out = np.zeros(self.nblocks, bool)
-        kinds = {_KIND_ID[k] for k in RERAISE_KINDS}
-        for s, b in enumerate(self.stmt_block.tolist()):
-            if b >= 0 and (int(self.stmt_kind[s]) in kinds or self.stmt_label[s] == "Raise"):
-                out[b] = True
         return out
 
 

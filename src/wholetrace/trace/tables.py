@@ -22,6 +22,7 @@ import numpy as np
 from wholetrace.errors import InternalError, StoreError
 from wholetrace.ids import ENTRY, EXIT
 from wholetrace.kernels import decode as K
+from wholetrace.store.schema import WITNESS_STREAMS_SINCE
 from wholetrace.trace.shape import FunctionShape
 
 #: Recording modes whose streams hold witness ids (``instrument.witnesses.PLAN_KINDS``).
@@ -54,7 +55,9 @@ class Tables:
     """The decoding tables of one recording (see module doc); ``shape(fid)`` gives a
     function's validated description, ``mode`` is the recording's mode."""
 
-    def __init__(self, fids: Iterable[int], shape: Callable[[int], FunctionShape], mode: str) -> None:
+    def __init__(self, fids: Iterable[int], shape: Callable[[int], FunctionShape], mode: str,
+                 schema_version: int | None = None) -> None:
+        self.schema_version = schema_version
         registered = sorted(set(fids))
         if registered and registered[0] < 0:
             raise StoreError(f"the recording registers a negative function id {registered[0]}")
@@ -99,7 +102,7 @@ class Tables:
         succ_n = np.bincount(sh.edge_src, minlength=nb) if ne else np.zeros(nb, np.int64)
         blk = np.zeros((nb, K.BK_W), np.int32)
         blk[:, K.BK_FLAGS] = (sh.dynamic_entry * K.F_DYN | sh.suspend_blocks * K.F_SUSPEND
-                              | sh.call_blocks * K.F_CALL | sh.reraise_blocks * K.F_RERAISE)
+                              | sh.call_blocks * K.F_CALL)
         s0 = self.succ.add(np.stack([sh.edge_dst[order], order.astype(np.int32)], axis=1))
         blk[:, K.BK_SUCC] = s0 + np.concatenate([[0], np.cumsum(succ_n)[:-1]])
         blk[:, K.BK_NSUCC] = succ_n
@@ -159,6 +162,9 @@ class Tables:
         if w is None:
             raise StoreError(f"{where}: the recording does not store its witness placement (made by an "
                              "older wholetrace); record it again")
+        if self.schema_version is not None and self.schema_version < WITNESS_STREAMS_SINCE:
+            raise StoreError(f"the recording (schema {self.schema_version}) was made by an older wholetrace "
+                             "whose witness streams do not mark re-raises; record it again")
         if (not isinstance(w, list) or not all(type(e) is int for e in w) or w != sorted(set(w))
                 or (w and (w[0] < 0 or w[-1] >= sh.nedges))):
             raise StoreError(f"{where}: the stored witness placement is corrupt")
