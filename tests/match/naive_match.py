@@ -62,8 +62,6 @@ def brute_ends(events: Sequence[Event], fid: int, path: Sequence[int]) -> list[i
 
 def naive_literal(events: Sequence[Event], path: Sequence[int]) -> int:
     """Occurrences of the path as a literal run of B events (ignores context): not the answer."""
-    bs = [(i, e[1]) for i, e in enumerate(events)]
     seq = [e[1] if e[0] == "B" else None for e in events]
     m = len(path)
-    del bs
     return sum(1 for i in range(len(seq) - m + 1) if seq[i:i + m] == list(path))
