@@ -33,7 +33,7 @@ def add_parser(sub: Any) -> None:
                                    "where first, and how often?  Answered on the compressed trace.")
     p.add_argument("file", metavar="OUT.wt")
     p.add_argument("function", metavar="FUNCTION", help="qualname, qualname@FILE:LINE or FILE:LINE of the def")
-    p.add_argument("path", metavar="PATH", nargs="+", type=_int, help="block ids (or source lines with --lines)")
+    p.add_argument("path", metavar="PATH", nargs="+", help="block ids (or source lines with --lines)")
     p.add_argument("--lines", action="store_true", help="PATH gives source lines; each maps to its block(s)")
     p.add_argument("--scheme", default="auto", choices=("1", "2", "3", "4", "auto"),
                    help="1: expand and scan; 2: rule summaries; 3: chunk index; 4: segment index "
@@ -49,11 +49,12 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(func=run_match, mode="default")
 
 
-def _int(text: str) -> int:
+def _ints(words: list[str], lines: bool) -> list[int]:
     try:
-        return int(text.removeprefix("B"))
+        return [int(w if lines else w.removeprefix("B")) for w in words]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a block id or line: {text!r}") from None
+        bad = next(w for w in words if not w.removeprefix("B").isdigit())
+        raise UsageError(f"not a {'line number' if lines else 'block id'}: {bad!r}") from None
 
 
 def run_compress(args: argparse.Namespace) -> int:
@@ -94,8 +95,9 @@ def run_match(args: argparse.Namespace) -> int:
         f = resolve.find_function(functions, args.function)
         name = resolve.label(f)
         cfg = CFG.from_json(f.cfg)
-        path = (resolve.blocks_of_lines(cfg, args.path, f.qualname) if args.lines
-                else resolve.check_path(cfg, args.path, f.qualname))
+        words = _ints(args.path, args.lines)
+        path = (resolve.blocks_of_lines(cfg, words, f.qualname) if args.lines
+                else resolve.check_path(cfg, words, f.qualname))
         sids = [s.sid for s in rec.streams()]
         if args.stream is not None:
             if args.stream not in sids:

@@ -142,22 +142,17 @@ def _check_grammar(g: Grammar, symbols: int, what: str) -> None:
 def describe(rec: Any) -> dict[str, Any] | None:
     """What `wholetrace info` shows about the compressed trace (None if there is none)."""
     sizes: dict[str, int] = {}
-    keys: set[str] = set()
-    for name, key, nbytes in rec.array_sizes("match."):
+    for name, _key, nbytes in rec.array_sizes("match."):
         sizes[name] = sizes.get(name, 0) + nbytes
-        keys.add(key.split(":")[0])
     if not sizes:
         return None
-    streams = {}
-    for k in sorted(keys, key=lambda s: int(s) if s.lstrip("-").isdigit() else 0):
-        f = stream_fields(rec, int(k)) if k.lstrip("-").isdigit() else None
-        streams[k] = f
+    streams = {str(s.sid): stream_fields(rec, s.sid) for s in rec.streams()}
     grammar = sizes.get("match.grammar.off", 0) + sizes.get("match.grammar.rhs", 0)
     chunk_index = sum(sizes.get(n, 0) for n in ("match.chunks", "match.chunkbits", "match.chunkstack",
                                                  "match.chunkstackoff"))
     return {
         "complete": all(v is not None for v in streams.values()),
-        "streams": {k: v for k, v in streams.items()},
+        "streams": streams,
         "bytes": {"grammar": grammar, "chunks": sizes.get(CHUNK, 0), "chunk_index": chunk_index,
                   "segment_index": sizes.get("match.segments", 0) + sizes.get("match.segbits", 0)},
     }
