@@ -27,7 +27,7 @@ def _record(tmp_path, name: str, mode: str = "blocks"):
     out = tmp_path / f"{name}-{mode}.wt"
     proc = run_recorded(driver, out, mode=mode, include=tuple(prog.include))
     assert proc.returncode == 0, proc.stderr[-2000:]
-    compress_file(out, chunk_events=1 << 15, segments=64)
+    compress_file(out, chunk_events=1 << 15, segments=64, segment_items=8)
     return out
 
 

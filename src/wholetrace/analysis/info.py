@@ -55,7 +55,8 @@ def info_text(d: dict[str, Any]) -> str:
         b = cf["bytes"]
         state = "" if cf["complete"] else " (incomplete: run `wholetrace compress` again)"
         lines.append(f"cf trace:  {len(cf['streams'])} stream(s){state}: grammar {b['grammar']:,} bytes, "
-                     f"chunks {b['chunks']:,}, chunk index {b['chunk_index']:,}, segment index {b['segment_index']:,}")
+                     f"chunks {b['chunks']:,}, chunk index {b['chunk_index']:,}, segment index {b['segment_index']:,}, "
+                     f"caller stacks {b['chunk_stacks']:,}")
         for sid, f in cf["streams"].items():
             if f:
                 lines.append(f"  T {sid:<3} {f['symbols']:>12,} F/B/E events  {f['rules']:>9,} rules  "

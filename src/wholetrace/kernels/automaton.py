@@ -79,6 +79,21 @@ def scan(sym, pos0, stk, st, delta, col, target, m, ends, stop_first):  # type: 
     return st[S_STATUS]
 
 
+@kernel(nrt=False, inline=True)
+def _symbol(s, pos, stk, top, enter, delta, col, m, st, ends, stop_first):  # type: ignore[no-untyped-def]
+    """One symbol; returns the new top, 0 if the stack left its bounds, -1 to stop (found)."""
+    if s == 0:
+        return top - 1 if top > 1 else 0
+    if s & 1:
+        if top >= stk.shape[0]:
+            return 0
+        stk[top] = 0 if s == enter else -1
+        return top + 1
+    if _block(s, pos, stk, top, delta, col, m, st, ends, stop_first):
+        return -1
+    return top
+
+
 @kernel(nrt=False)
 def scan_grammar(off, rhs, lo, hi, stk, st, delta, col, target, m, ends, stop_first,
                  frame_rule, frame_k):  # type: ignore[no-untyped-def]
@@ -87,59 +102,52 @@ def scan_grammar(off, rhs, lo, hi, stk, st, delta, col, target, m, ends, stop_fi
     on entry and of the next unread symbol on return.  ``frame_*`` hold the descent (at least
     the grammar's depth + 1 entries)."""
     top = st[S_TOP]
-    cap = stk.shape[0]
     enter = 2 * target + 1
     pos = st[S_POS]
     nf = frame_rule.shape[0]
     for item in range(lo, hi):
         x = rhs[item]
-        depth = 0
-        if x < 0:
-            frame_rule[0] = -x
-            frame_k[0] = off[-x]
-            depth = 1
-        while True:
-            if depth > 0:
-                r = frame_rule[depth - 1]
-                k = frame_k[depth - 1]
-                if k == off[r + 1]:
-                    depth -= 1
-                    if depth == 0:
-                        break
-                    continue
-                frame_k[depth - 1] = k + 1
-                s = rhs[k]
-                if s < 0:
-                    if depth >= nf:
-                        st[S_STATUS] = ST_BAD
-                        st[S_TOP] = top
-                        return ST_BAD
-                    frame_rule[depth] = -s
-                    frame_k[depth] = off[-s]
-                    depth += 1
-                    continue
-            else:
-                s = x
-            if s == 0:
-                if top <= 1:
-                    st[S_STATUS] = ST_BAD
-                    st[S_TOP] = top
-                    return ST_BAD
-                top -= 1
-            elif s & 1:
-                if top >= cap:
-                    st[S_STATUS] = ST_BAD
-                    st[S_TOP] = top
-                    return ST_BAD
-                stk[top] = 0 if s == enter else -1
-                top += 1
-            elif _block(s, pos, stk, top, delta, col, m, st, ends, stop_first):
-                st[S_TOP] = top
-                st[S_POS] = pos + 1
-                return ST_FOUND
+        if x >= 0:
+            top = _symbol(x, pos, stk, top, enter, delta, col, m, st, ends, stop_first)
             pos += 1
-            if depth == 0:
+            if top <= 0:
                 break
-    st[S_TOP] = top
+            continue
+        frame_rule[0] = -x
+        frame_k[0] = off[-x]
+        depth = 1
+        while depth > 0:
+            r = frame_rule[depth - 1]
+            k = frame_k[depth - 1]
+            end = off[r + 1]
+            child = 0
+            while k < end:
+                y = rhs[k]
+                k += 1
+                if y < 0:
+                    child = -y
+                    break
+                top = _symbol(y, pos, stk, top, enter, delta, col, m, st, ends, stop_first)
+                pos += 1
+                if top <= 0:
+                    break
+            if top <= 0:
+                break
+            if child == 0:
+                depth -= 1
+                continue
+            frame_k[depth - 1] = k
+            if depth >= nf:
+                top = 0
+                break
+            frame_rule[depth] = child
+            frame_k[depth] = off[child]
+            depth += 1
+        if top <= 0:
+            break
+    if top == 0:
+        st[S_STATUS] = ST_BAD
+    elif top > 0:
+        st[S_TOP] = top
     st[S_POS] = pos
     return st[S_STATUS]

@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from wholetrace.kernels._jit import kernel
-from wholetrace.kernels.automaton import S_COUNT, S_NENDS, S_POS, S_STATUS, S_TOP, ST_BAD, ST_FOUND, _block
+from wholetrace.kernels.automaton import S_COUNT, S_NENDS, S_POS, S_STATUS, S_TOP, ST_BAD, ST_FOUND, _symbol
 
 # r_state values
 R_NONE = 0
@@ -232,21 +232,6 @@ def _apply(c, stk, top, r_d, r_plen, r_toff, r_poff, r_cnt, tails, push, t_out, 
     return top + r_plen[c]
 
 
-@kernel(nrt=False, inline=True)
-def _terminal(x, pos, stk, top, delta, col, target, m, st, ends, stop_first):  # type: ignore[no-untyped-def]
-    """Apply one terminal; returns the new top, 0 if out of bounds, -1 to stop (found)."""
-    if x == 0:
-        return top - 1 if top > 1 else 0
-    if (x & 1) == 1:
-        if top >= stk.shape[0]:
-            return 0
-        stk[top] = 0 if x == 2 * target + 1 else -1
-        return top + 1
-    if _block(x, pos, stk, top, delta, col, m, st, ends, stop_first):
-        return -1
-    return top
-
-
 @kernel(nrt=False)
 def fold(off, rhs, seg_item, seg_pos, seg_min, seg_exit, marked, dmin, stk, st,
          r_d, r_plen, r_len, r_toff, r_poff, r_cnt, tails, push, t_out, t_cnt,
@@ -257,6 +242,7 @@ def fold(off, rhs, seg_item, seg_pos, seg_min, seg_exit, marked, dmin, stk, st,
     wanted (``stop_first`` or room left in ``ends``) an item that completes occurrences is
     descended into.  Returns the status (``st[S_STATUS]``)."""
     top = st[S_TOP]
+    enter = 2 * target + 1
     nf = frame_rule.shape[0]
     for g in range(seg_item.shape[0] - 1):
         if not marked[g]:
@@ -273,7 +259,7 @@ def fold(off, rhs, seg_item, seg_pos, seg_min, seg_exit, marked, dmin, stk, st,
         for item in range(seg_item[g], seg_item[g + 1]):
             x = rhs[item]
             if x >= 0:
-                top = _terminal(x, pos, stk, top, delta, col, target, m, st, ends, stop_first)
+                top = _symbol(x, pos, stk, top, enter, delta, col, m, st, ends, stop_first)
                 pos += 1
             elif not (stop_first or st[S_NENDS] < ends.shape[0]) or \
                     _peek(-x, stk, top, r_d, r_toff, r_cnt, tails, t_cnt) == 0:
@@ -292,7 +278,7 @@ def fold(off, rhs, seg_item, seg_pos, seg_min, seg_exit, marked, dmin, stk, st,
                     frame_k[depth - 1] = k + 1
                     y = rhs[k]
                     if y >= 0:
-                        top = _terminal(y, pos, stk, top, delta, col, target, m, st, ends, stop_first)
+                        top = _symbol(y, pos, stk, top, enter, delta, col, m, st, ends, stop_first)
                         pos += 1
                     elif depth < nf and (stop_first or st[S_NENDS] < ends.shape[0]) and \
                             _peek(-y, stk, top, r_d, r_toff, r_cnt, tails, t_cnt) > 0:

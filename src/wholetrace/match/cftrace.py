@@ -31,8 +31,10 @@ from wholetrace.match.symbols import DepthStats
 
 #: default chunk size in symbols: 4 MiB of int32, the paper's 4 MB blocks
 CHUNK_EVENTS = 1 << 20
-#: default number of segments of S (the paper used up to 128)
+#: default number of segments of S (the paper used up to 128) ...
 SEGMENTS = 128
+#: ... of at least this many items each (the paper's example: 50 items per segment)
+SEGMENT_ITEMS = 50
 _PIECE = 1 << 16
 
 
@@ -74,7 +76,8 @@ class CompressedStream:
     seg_pos: np.ndarray              # int64 [segments + 1]: its position in the expansion
     segments: UnitIndex
     read_chunk: Callable[[int], np.ndarray] = field(repr=False)
-    segments_asked: int = SEGMENTS   # the segment count requested (S may have had fewer items)
+    segments_asked: int = SEGMENTS   # the segment count requested (S may have had fewer items) ...
+    segment_items: int = SEGMENT_ITEMS   # ... and the least items per segment
 
     @property
     def dmin(self) -> int:
@@ -100,11 +103,12 @@ def build(symbol_chunks: Iterable[np.ndarray], stats: DepthStats,
     return builder.finish()
 
 
-def segment_bounds(grammar: Grammar, segments: int) -> tuple[np.ndarray, np.ndarray]:
-    """Items of S cut into at most ``segments`` runs of (nearly) equal item counts:
-    (first item of each run, plus the end) and their expansion positions."""
+def segment_bounds(grammar: Grammar, segments: int, min_items: int = SEGMENT_ITEMS) -> tuple[np.ndarray, np.ndarray]:
+    """Items of S cut into at most ``segments`` runs of (nearly) equal item counts, at least
+    ``min_items`` each where S is long enough: (first item of each run, plus the end) and
+    their expansion positions."""
     s = grammar.rule(0)
-    k = max(1, min(int(segments), len(s)))
+    k = max(1, min(int(segments), len(s) // max(1, int(min_items))))
     items = np.linspace(0, len(s), k + 1).round().astype(np.int64)
     lens = grammar.lengths()
     item_len = np.where(s >= 0, 1, lens[np.maximum(-s, 0)])
@@ -113,7 +117,7 @@ def segment_bounds(grammar: Grammar, segments: int) -> tuple[np.ndarray, np.ndar
 
 
 def index(sid: int, grammar: Grammar, stats: DepthStats, *, chunk_events: int = CHUNK_EVENTS,
-          segments: int = SEGMENTS, functions: int | None = None, segments_asked: int | None = None,
+          segments: int = SEGMENTS, segment_items: int = SEGMENT_ITEMS, functions: int | None = None,
           sink: Callable[[int, np.ndarray], None] | None = None,
           read_chunk: Callable[[int], np.ndarray] | None = None,
           advance: Callable[[int], None] = lambda n: None) -> CompressedStream:
@@ -125,7 +129,7 @@ def index(sid: int, grammar: Grammar, stats: DepthStats, *, chunk_events: int = 
     chunk_events = max(1, int(chunk_events))
     nfun = functions if functions is not None else _functions(grammar)
     nchunks = -(-n // chunk_events)
-    seg_item, seg_pos = segment_bounds(grammar, segments)
+    seg_item, seg_pos = segment_bounds(grammar, segments, segment_items)
     nseg = len(seg_item) - 1
     levels = stats.dmax - stats.dmin
     chunks = UnitIndex(np.zeros(nchunks, np.int64), np.zeros(nchunks, np.int64),
@@ -165,7 +169,7 @@ def index(sid: int, grammar: Grammar, stats: DepthStats, *, chunk_events: int = 
         sink(emitted, buf[:fill].copy())
     return CompressedStream(sid, n, grammar, stats, chunk_events, chunks, stack_off,
                             stack_pool[: int(stack_off[-1])].copy(), seg_item, seg_pos, segs,
-                            read_chunk or _written_elsewhere, segments if segments_asked is None else segments_asked)
+                            read_chunk or _written_elsewhere, segments, segment_items)
 
 
 def _functions(grammar: Grammar) -> int:
@@ -186,9 +190,10 @@ def _frame_reader(frames: list[bytes]) -> Callable[[int], np.ndarray]:
 
 
 def from_symbols(symbols: np.ndarray, *, sid: int = 0, chunk_events: int = CHUNK_EVENTS,
-                 segments: int = SEGMENTS, grammar: Grammar | None = None) -> CompressedStream:
-    """An in-memory compressed stream of an F/B/E symbol array (tests, benchmarks); ``grammar``
-    may give any grammar of the same symbols instead of SEQUITUR's."""
+                 segments: int = SEGMENTS, segment_items: int = 1, grammar: Grammar | None = None
+                 ) -> CompressedStream:
+    """An in-memory compressed stream of an F/B/E symbol array (tests); ``grammar`` may give
+    any grammar of the same symbols instead of SEQUITUR's; segments may be single items."""
     sym = np.ascontiguousarray(symbols, dtype=np.int32)
     stats = DepthStats(events=len(sym), symbols=len(sym))
     d = np.cumsum(np.where(sym == 0, -1, np.where((sym & 1) == 1, 1, 0)))
@@ -196,4 +201,4 @@ def from_symbols(symbols: np.ndarray, *, sid: int = 0, chunk_events: int = CHUNK
         stats.dmin, stats.dmax, stats.final = min(0, int(d.min())), max(0, int(d.max())), int(d[-1])
     if grammar is None:
         grammar = build([sym] if len(sym) else [], stats)
-    return index(sid, grammar, stats, chunk_events=chunk_events, segments=segments)
+    return index(sid, grammar, stats, chunk_events=chunk_events, segments=segments, segment_items=segment_items)

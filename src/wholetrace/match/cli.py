@@ -23,7 +23,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--chunk-events", type=int, default=cftrace.CHUNK_EVENTS, metavar="N",
                    help=f"symbols per scheme-3 chunk (default {cftrace.CHUNK_EVENTS})")
     p.add_argument("--segments", type=int, default=cftrace.SEGMENTS, metavar="K",
-                   help=f"segments of the start rule for scheme 4 (default {cftrace.SEGMENTS})")
+                   help=f"segments of the start rule for scheme 4 (default {cftrace.SEGMENTS}) ...")
+    p.add_argument("--segment-items", type=int, default=cftrace.SEGMENT_ITEMS, metavar="N",
+                   help=f"... of at least N items each (default {cftrace.SEGMENT_ITEMS})")
     p.add_argument("-q", "--quiet", action="store_true", help="no summary line")
     p.set_defaults(func=run_compress)
 
@@ -63,7 +65,8 @@ def run_compress(args: argparse.Namespace) -> int:
     from wholetrace.store import Recording
 
     t = time.perf_counter()
-    built = compress_file(args.file, force=args.force, chunk_events=args.chunk_events, segments=args.segments)
+    built = compress_file(args.file, force=args.force, chunk_events=args.chunk_events, segments=args.segments,
+                          segment_items=args.segment_items)
     secs = time.perf_counter() - t
     if not args.quiet:
         new = [b for b in built if not b.skipped]
@@ -77,7 +80,8 @@ def run_compress(args: argparse.Namespace) -> int:
         print(f"wholetrace: compressed {len(new)} stream(s), {events:,} F/B/E events in {secs:.2f} s "
               f"({events / max(secs, 1e-9) / 1e6:.1f} M/s): grammar {sizes.get('grammar', 0):,} bytes, "
               f"chunks {sizes.get('chunks', 0):,}, chunk index {sizes.get('chunk_index', 0):,}, "
-              f"segment index {sizes.get('segment_index', 0):,}", file=sys.stderr)
+              f"segment index {sizes.get('segment_index', 0):,}, caller stacks {sizes.get('chunk_stacks', 0):,}",
+              file=sys.stderr)
     return 0
 
 

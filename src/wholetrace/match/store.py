@@ -31,7 +31,7 @@ from wholetrace.match.symbols import DepthStats
 FORMAT = 1
 #: fields of match.stream
 STREAM_FIELDS = ("format", "events", "symbols", "dmin", "dmax", "final", "chunk_events", "segments",
-                 "segments_asked", "rules")
+                 "segments_asked", "segment_items", "rules")
 
 NAMES = ("match.grammar.off", "match.grammar.rhs", "match.chunks", "match.chunkbits", "match.chunkstack",
          "match.chunkstackoff", "match.segments", "match.segbits", "match.stream")
@@ -52,7 +52,8 @@ def write_stream(w: Any, cs: CompressedStream) -> None:
     w.put_array("match.segbits", cs.segments.bits, key=key)
     s = cs.stats
     w.put_array("match.stream", np.array([FORMAT, s.events, s.symbols, s.dmin, s.dmax, s.final, cs.chunk_events,
-                                          len(cs.seg_item) - 1, cs.segments_asked, g.num_rules], np.int64), key=key)
+                                          len(cs.seg_item) - 1, cs.segments_asked, cs.segment_items, g.num_rules],
+                                         np.int64), key=key)
     w.commit()
 
 
@@ -102,7 +103,7 @@ def load_stream(rec: Any, sid: int) -> CompressedStream:
     chunks = get("match.chunks").astype(np.int64)
     segs = get("match.segments").astype(np.int64)
     nchunks = -(-f["symbols"] // max(1, f["chunk_events"]))
-    seg_item, seg_pos = segment_bounds(grammar, f["segments_asked"])
+    seg_item, seg_pos = segment_bounds(grammar, f["segments_asked"], f["segment_items"])
     if chunks.shape != (nchunks, 2) or segs.shape != (f["segments"], 2) or len(seg_item) != f["segments"] + 1:
         raise StoreError(f"{rec.path}: the indexes of stream {sid} are corrupt")
 
@@ -118,7 +119,7 @@ def load_stream(rec: Any, sid: int) -> CompressedStream:
         UnitIndex(chunks[:, 0].copy(), chunks[:, 1].copy(), _bits(get("match.chunkbits"), nchunks)),
         get("match.chunkstackoff").astype(np.int64), get("match.chunkstack").astype(np.int32),
         seg_item, seg_pos, UnitIndex(segs[:, 0].copy(), segs[:, 1].copy(), _bits(get("match.segbits"), f["segments"])),
-        read_chunk, f["segments_asked"])
+        read_chunk, f["segments_asked"], f["segment_items"])
 
 
 def _bits(a: np.ndarray, units: int) -> np.ndarray:
@@ -148,11 +149,11 @@ def describe(rec: Any) -> dict[str, Any] | None:
         return None
     streams = {str(s.sid): stream_fields(rec, s.sid) for s in rec.streams()}
     grammar = sizes.get("match.grammar.off", 0) + sizes.get("match.grammar.rhs", 0)
-    chunk_index = sum(sizes.get(n, 0) for n in ("match.chunks", "match.chunkbits", "match.chunkstack",
-                                                 "match.chunkstackoff"))
+    chunk_index = sizes.get("match.chunks", 0) + sizes.get("match.chunkbits", 0)
+    stacks = sizes.get("match.chunkstack", 0) + sizes.get("match.chunkstackoff", 0)
     return {
         "complete": all(v is not None for v in streams.values()),
         "streams": streams,
-        "bytes": {"grammar": grammar, "chunks": sizes.get(CHUNK, 0), "chunk_index": chunk_index,
+        "bytes": {"grammar": grammar, "chunks": sizes.get(CHUNK, 0), "chunk_index": chunk_index, "chunk_stacks": stacks,
                   "segment_index": sizes.get("match.segments", 0) + sizes.get("match.segbits", 0)},
     }
