@@ -32,3 +32,8 @@ fi
 
 # 4. the control-flow graph behind it all
 step "$WT" cfg examples/textdiff.py:revise
+
+# 5. path matching on the compressed trace: did revise delete lines on two iterations in a row?
+step "$WT" compress "$OUT/textdiff.wt"
+step "$WT" match "$OUT/textdiff.wt" revise 8 5 6 7 8
+step "$WT" match "$OUT/textdiff.wt" revise --lines 24 20 21 22 24 --all --limit 3
