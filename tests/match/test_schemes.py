@@ -189,3 +189,28 @@ def _expand(g: Grammar, r: int) -> list[int]:
 def test_decode_roundtrip():
     ev = [("F", 3), ("B", 0), ("E",)]
     assert decode(symbols_of(ev)) == ev
+
+
+@pytest.mark.nojit
+def test_schemes_on_fixed_random_traces():
+    """A few seeded traces through every scheme (run also with NUMBA_DISABLE_JIT=1, where the
+    kernels execute as plain Python)."""
+    import random
+
+    rng = random.Random(12)
+
+    def inv(depth):
+        out = [("F", rng.randrange(3))]
+        for _ in range(rng.randrange(5)):
+            out += inv(depth + 1) if depth < 4 and rng.random() < 0.3 else [("B", rng.randrange(3))]
+        return out + [("E",)]
+
+    for _ in range(25):
+        events = inv(0) * rng.randrange(1, 4) + inv(0)
+        events = events[rng.randrange(3):]
+        fid, path = rng.randrange(3), tuple(rng.randrange(3) for _ in range(rng.randrange(1, 4)))
+        want = brute_ends(events, fid, path)
+        cs = from_symbols(symbols_of(events), chunk_events=rng.randrange(1, 6), segments=rng.randrange(1, 9))
+        for scheme, run in SCHEMES.items():
+            r = run(cs, Query(fid, path), False, 100)
+            assert (r.count, list(r.ends)) == (len(want), want), scheme

@@ -78,12 +78,15 @@ class Summaries:
             raise InternalError("a rule's summary disagrees with its structure (corrupt grammar)")
 
     def fold(self, cs: CompressedStream, seg_item: np.ndarray, seg_pos: np.ndarray, seg_min: np.ndarray,
-             seg_exit: np.ndarray, marked: np.ndarray, stop_first: bool, cap: int, scheme: int) -> StreamResult:
-        """Apply S segment by segment (unmarked ones skipped by the index) from the stream's
-        start; count, and collect at most ``cap`` end positions."""
-        stk, top = cs.new_stack()
-        st = scan_state(top)
-        ends = np.empty(cap, np.int64)
+             seg_exit: np.ndarray, marked: np.ndarray, stop_first: bool, cap: int, scheme: int,
+             state: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> StreamResult:
+        """Apply S segment by segment (unmarked ones skipped by the index), from the stream's
+        start or from ``state`` (stack, scan state, ends buffer) left by an earlier fold of the
+        segments before; count, and collect at most ``cap`` end positions."""
+        if state is None:
+            stk, top = cs.new_stack()
+            state = (stk, scan_state(top), np.empty(cap, np.int64))
+        stk, st, ends = state
         q = self.q
         K.fold(self.g.off, self.g.rhs, seg_item, seg_pos, seg_min, seg_exit, marked, cs.dmin, stk, st,
                self.d, self.plen, self.len, self.toff, self.poff, self.cnt, self.tails, self.push, self.t_out,
