@@ -18,7 +18,7 @@ from wholetrace.match.engine import SCHEMES, match
 from wholetrace.match.query import Query
 from wholetrace.match.scheme2 import Summaries
 
-SETTINGS = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def _grammar(kind: str, sym: np.ndarray, data) -> Grammar | None:

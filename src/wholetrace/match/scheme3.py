@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from wholetrace.kernels import automaton as K
-from wholetrace.match.cftrace import CompressedStream
+from wholetrace.match.cftrace import CompressedStream, UnitIndex
 from wholetrace.match.query import Query
 from wholetrace.match.result import StreamResult, finish, scan_state
 
@@ -36,11 +36,11 @@ def run(cs: CompressedStream, q: Query, stop_first: bool, cap: int) -> StreamRes
     return finish(cs.sid, st, ends, 3)
 
 
-def skip_to(stk: np.ndarray, st: np.ndarray, idx: "object", unit: int, base: int) -> None:
+def skip_to(stk: np.ndarray, st: np.ndarray, idx: UnitIndex, unit: int, base: int) -> None:
     """Skip the units from ``st[S_POS]`` up to ``unit`` (exclusive) by their index entries."""
     top = int(st[K.S_TOP])
     for u in range(int(st[K.S_POS]), unit):
-        lo, hi = int(idx.min_depth[u]) + base, int(idx.exit_depth[u]) + base  # type: ignore[attr-defined]
+        lo, hi = int(idx.min_depth[u]) + base, int(idx.exit_depth[u]) + base
         if lo < 1 or lo > top or hi > len(stk):
             st[K.S_STATUS] = K.ST_BAD
             return
