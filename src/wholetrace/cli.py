@@ -124,6 +124,8 @@ def cmd_record(raw: Sequence[str]) -> int:
         raise UsageError("record needs exactly one of SCRIPT or -m MODULE")
     from wholetrace.runtime.runner import Target, record
     from wholetrace.store import RecordingWriter
+    if args.cf_grammar and args.mode not in ("blocks", "witness", "branches"):
+        raise UsageError(f"--cf-grammar needs a trace mode (blocks, witness, branches), not {args.mode!r}")
     target = Target(script=args.script, module=args.module, args=prog_args)
     stem = Path(args.script).stem if args.script else args.module.split(".")[-1]
     out = Path(args.output or f"{stem}.wt")

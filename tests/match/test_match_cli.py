@@ -197,6 +197,8 @@ def test_recording_without_grammar_and_count_mode(tmp_path):
     assert wt("record", "--mode", "count", "-q", "-o", "c.wt", "prog.py", cwd=tmp_path).returncode == 0
     p = cli("compress", "c.wt", cwd=tmp_path)
     assert p.returncode == 2 and "no control-flow trace" in p.stderr and p.stderr.count("\n") == 1
+    p = wt("record", "--mode", "count", "--cf-grammar", "-o", "d.wt", "prog.py", cwd=tmp_path)
+    assert p.returncode == 2 and "--cf-grammar needs a trace mode" in p.stderr and not (tmp_path / "d.wt").exists()
 
 
 def test_compress_is_idempotent_and_survives_interruption(tmp_path, monkeypatch):
