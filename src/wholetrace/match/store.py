@@ -142,6 +142,8 @@ def _check_grammar(g: Grammar, symbols: int, what: str) -> None:
 
 def describe(rec: Any) -> dict[str, Any] | None:
     """What `wholetrace info` shows about the compressed trace (None if there is none)."""
+    if not hasattr(rec, "array_sizes"):        # a salvaged recording: derived data is not read
+        return None
     sizes: dict[str, int] = {}
     for name, _key, nbytes in rec.array_sizes("match."):
         sizes[name] = sizes.get(name, 0) + nbytes
