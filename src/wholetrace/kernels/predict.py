@@ -1,0 +1,483 @@
+"""Kernels: bidirectional value-predictor codecs (FCM, DFCM, last-n value, last-n stride).
+
+After X. Zhang and R. Gupta, "Whole Execution Traces and Their Applications", ACM
+Transactions on Architecture and Code Optimization 2(3), 2005, section 4 (bidirectional
+FCM), with the predictors of Y. Sazeides and J. E. Smith (FCM, 1997), B. Goeman, H.
+Vandierendonck and K. De Bosschere (differential FCM, HPCA 2001) and M. Burtscher and
+N. B. Jeeradit (last-n value and stride, 2003).  Spec: ``shared/specs/wet.md`` section 3.
+
+A segment of ``L`` values is kept as a window ``cx`` of ``c`` raw values at an internal
+position ``i`` (``cx = v[i:i+c]``) between two bit stacks (``kernels/bitstack.py``):
+
+* F holds ``v[0:i]`` compressed *forward* (``j = 0, 1, ...``), each value predicted from its
+  *right* context ``v[j+1:j+1+c]`` with table ``ft``; it is decoded by popping, backward.
+* B holds ``v[i+c:L]`` compressed *backward* (``j = L-1, L-2, ...``), each value predicted from
+  its *left* context ``v[j-c:j]`` with table ``bt``; it is decoded by popping, forward.
+
+A forward step pops ``v[i+c]`` from B and pushes ``v[i]`` onto F; a backward step mirrors it.
+Both cost the same.  Undo rule (the correction of spec section 3.4; the paper's Figure 9
+loses data): compressing a miss overwrites a table entry and the record keeps the *evicted*
+entry, so decoding reads the value from the table and puts the evicted entry back.  Hence
+the invariant: at internal position ``i`` the state (canonical F bits, ``ft``, B bits,
+``bt``, ``cx``) is the forward compression of ``v[0:i]`` from an empty ``ft`` and the
+backward compression of ``v[L-1:i+c-1:-1]`` from an empty ``bt``, whatever walk led there.
+
+Predictions (``near(d)`` is the ``d``-th nearest context value on the context side):
+
+* FCM    table[hash(near(0..n-1))] is the value; miss payload zigzag(evicted - value)
+* DFCM   table[hash(strides near(d) - near(d+1), d < n)] is the stride ``value - near(0)``
+* LASTV  hit idx ``d``: value == near(d), ``d < n``; miss payload zigzag(value - near(0))
+* LASTS  hit idx ``d``: value - near(0) == near(d) - near(d+1); miss payload relative to d=0
+
+Context sizes: ``c = n`` (FCM, LASTV) or ``n + 1`` (DFCM, LASTS).  A stream is cut into
+segments of at most ``K`` values, each with fresh tables and stored *parked* at its middle
+(``mid``), so reaching any position of a segment costs at most about ``K/2`` steps.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from wholetrace.kernels._jit import kernel
+from wholetrace.kernels.bitstack import (CNT, ERR_CORRUPT, ERR_FULL, ERR_RANGE, HIT, IDX, KIND, MISS, canonical,
+                                         pop, push, unpack)
+
+U64 = np.uint64
+
+FCM = 0
+DFCM = 1
+LASTV = 2
+LASTS = 3
+
+RIGHT = 0  # context to the right of the value (stack F)
+LEFT = 1   # context to the left of the value (stack B)
+
+#: params array (int64): family, n, c (context values), shift (64 - table bits), index bits,
+#: run threshold, segment count, stream length, segment size K
+P_FAM, P_N, P_C, P_SHIFT, P_IB, P_RUN, P_NSEG, P_M, P_K = range(9)
+N_PARAMS = 9
+
+#: state array (int64) of a cursor: segment, local position p, internal position i, then the
+#: four fields of stack F (from OF) and of stack B (from OB); payload registers pay[0] (F), pay[1] (B)
+S_SEG, S_P, S_I = 0, 1, 2
+OF = 3
+OB = 7
+N_STATE = 11
+
+#: columns of the segment table (int64, one row per segment)
+G_START, G_LEN, G_MID, G_FBITS, G_BBITS, G_FWORD, G_BWORD, G_FTOFF, G_FTCNT, G_BTOFF, G_BTCNT, \
+    G_CXOFF, G_FCAP, G_BCAP = range(14)
+N_SEGCOLS = 14
+
+_SEED = U64(0x243F6A8885A308D3)
+_M1 = U64(0x9E3779B97F4A7C15)
+_M2 = U64(0xC2B2AE3D27D4EB4F)
+
+
+@kernel(nrt=False, inline=True)
+def zigzag(d):  # type: ignore[no-untyped-def]
+    """Map the two's-complement uint64 ``d`` to a small uint64 when |d| is small."""
+    return (d << U64(1)) ^ (U64(0) - (d >> U64(63)))
+
+
+@kernel(nrt=False, inline=True)
+def unzigzag(z):  # type: ignore[no-untyped-def]
+    return (z >> U64(1)) ^ (U64(0) - (z & U64(1)))
+
+
+@kernel(nrt=False, inline=True)
+def near(a, base, c, side, d):  # type: ignore[no-untyped-def]
+    """The ``d``-th nearest context value: ``a[base:base+c]`` holds the context in stream order."""
+    if side == RIGHT:
+        return a[base + d]
+    return a[base + c - 1 - d]
+
+
+@kernel(nrt=False, inline=True)
+def ctx_key(fam, a, base, c, side, n, shift):  # type: ignore[no-untyped-def]
+    """Table index of a context: hash of the n nearest values (FCM) or strides (DFCM)."""
+    h = _SEED
+    for d in range(n):
+        x = near(a, base, c, side, d)
+        if fam == DFCM:
+            x = x - near(a, base, c, side, d + 1)
+        h = (h ^ x) * _M1
+        h ^= h >> U64(29)
+    return np.int64((h * _M2) >> U64(shift))
+
+
+@kernel(nrt=False, inline=True)
+def compress(fam, tab, a, base, c, side, n, shift, t):  # type: ignore[no-untyped-def]
+    """Predict ``t`` from its context; returns the record (HIT, idx, 0) or (MISS, 0, payload)."""
+    if fam == FCM or fam == DFCM:
+        k = ctx_key(fam, a, base, c, side, n, shift)
+        w = tab[k]
+        e = t
+        if fam == DFCM:
+            e = t - near(a, base, c, side, 0)
+        if w == e:
+            return HIT, 0, U64(0)
+        tab[k] = e
+        return MISS, 0, zigzag(w - e)
+    v0 = near(a, base, c, side, 0)
+    if fam == LASTV:
+        for d in range(n):
+            if near(a, base, c, side, d) == t:
+                return HIT, d, U64(0)
+        return MISS, 0, zigzag(t - v0)
+    e = t - v0
+    for d in range(n):
+        if near(a, base, c, side, d) - near(a, base, c, side, d + 1) == e:
+            return HIT, d, U64(0)
+    return MISS, 0, zigzag(e - (v0 - near(a, base, c, side, 1)))
+
+
+@kernel(nrt=False, inline=True)
+def expand(fam, tab, a, base, c, side, n, shift, kind, idx, z):  # type: ignore[no-untyped-def]
+    """Inverse of :func:`compress`: the value of a record, restoring the evicted table entry."""
+    if fam == FCM or fam == DFCM:
+        k = ctx_key(fam, a, base, c, side, n, shift)
+        e = tab[k]
+        if kind == MISS:
+            tab[k] = e + unzigzag(z)
+        if fam == FCM:
+            return e
+        return near(a, base, c, side, 0) + e
+    v0 = near(a, base, c, side, 0)
+    if fam == LASTV:
+        if kind == HIT:
+            return near(a, base, c, side, idx)
+        return v0 + unzigzag(z)
+    if kind == HIT:
+        return v0 + (near(a, base, c, side, idx) - near(a, base, c, side, idx + 1))
+    return v0 + (v0 - near(a, base, c, side, 1)) + unzigzag(z)
+
+
+# ----------------------------------------------------------------------------- steps
+
+
+@kernel(nrt=False, inline=True)
+def step_forward(prm, fb, fcap, bb, st, pay, ft, bt, cx):  # type: ignore[no-untyped-def]
+    """i -> i+1: pop v[i+c] off B (left context cx), push v[i] onto F (right context). Status."""
+    fam = prm[P_FAM]
+    n = prm[P_N]
+    c = prm[P_C]
+    shift = prm[P_SHIFT]
+    ib = prm[P_IB]
+    run = prm[P_RUN]
+    if st[OB + KIND] == HIT and st[OB + CNT] > 1:  # inside a run of hits: no bit work
+        st[OB + CNT] -= 1
+        kind = HIT
+        idx = st[OB + IDX]
+        z = U64(0)
+    else:
+        kind, idx, z = pop(bb, st, OB, pay, 1, ib, run)
+        if kind < 0:
+            return kind
+    v = expand(fam, bt, cx, 0, c, LEFT, n, shift, kind, idx, z)
+    t = cx[0]
+    for d in range(c - 1):
+        cx[d] = cx[d + 1]
+    cx[c - 1] = v
+    kind, idx, z = compress(fam, ft, cx, 0, c, RIGHT, n, shift, t)
+    if kind == HIT and st[OF + KIND] == HIT and st[OF + IDX] == idx:
+        st[OF + CNT] += 1
+    else:
+        s = push(fb, fcap, st, OF, pay, 0, ib, run, kind, idx, z)
+        if s < 0:
+            return s
+    st[S_I] += 1
+    return 0
+
+
+@kernel(nrt=False, inline=True)
+def step_backward(prm, bb, bcap, fb, st, pay, ft, bt, cx):  # type: ignore[no-untyped-def]
+    """i -> i-1: pop v[i-1] off F (right context cx), push v[i+c-1] onto B (left context). Status."""
+    fam = prm[P_FAM]
+    n = prm[P_N]
+    c = prm[P_C]
+    shift = prm[P_SHIFT]
+    ib = prm[P_IB]
+    run = prm[P_RUN]
+    if st[OF + KIND] == HIT and st[OF + CNT] > 1:
+        st[OF + CNT] -= 1
+        kind = HIT
+        idx = st[OF + IDX]
+        z = U64(0)
+    else:
+        kind, idx, z = pop(fb, st, OF, pay, 0, ib, run)
+        if kind < 0:
+            return kind
+    v = expand(fam, ft, cx, 0, c, RIGHT, n, shift, kind, idx, z)
+    t = cx[c - 1]
+    for d in range(c - 1, 0, -1):
+        cx[d] = cx[d - 1]
+    cx[0] = v
+    kind, idx, z = compress(fam, bt, cx, 0, c, LEFT, n, shift, t)
+    if kind == HIT and st[OB + KIND] == HIT and st[OB + IDX] == idx:
+        st[OB + CNT] += 1
+    else:
+        s = push(bb, bcap, st, OB, pay, 1, ib, run, kind, idx, z)
+        if s < 0:
+            return s
+    st[S_I] -= 1
+    return 0
+
+
+@kernel(nrt=False)
+def goto(prm, target, fb, fcap, bb, bcap, st, pay, ft, bt, cx):  # type: ignore[no-untyped-def]
+    """Walk the internal position to ``target`` one step at a time. Status."""
+    while st[S_I] < target:
+        s = step_forward(prm, fb, fcap, bb, st, pay, ft, bt, cx)
+        if s < 0:
+            return s
+    while st[S_I] > target:
+        s = step_backward(prm, bb, bcap, fb, st, pay, ft, bt, cx)
+        if s < 0:
+            return s
+    return 0
+
+
+# ----------------------------------------------------------------------------- encoding
+
+
+@kernel(nrt=False)
+def _snapshot(prm, bits, st, o, pay, pw, tab, snap, snapcap, tsnap):  # type: ignore[no-untyped-def]
+    for k in range(tab.shape[0]):
+        tsnap[k] = tab[k]
+    return canonical(bits, st, o, pay, pw, prm[P_IB], prm[P_RUN], snap, snapcap)
+
+
+@kernel(nrt=False)
+def encode_segment(prm, vals, mid, fb, ft, fsnap, ftsnap, bb, bt, bsnap, btsnap, st, pay,
+                   cap, out):  # type: ignore[no-untyped-def]
+    """Compress one segment ``vals`` (``len > c``) parked at internal position ``mid``.
+
+    ``ft``/``bt`` must be zero.  Fills ``fsnap``/``bsnap`` with the canonical F and B bits at
+    ``mid``, ``ftsnap``/``btsnap`` with the tables there, and ``out`` with: F bits and B bits
+    at ``mid``, then F and B heights after compressing the whole segment (the most either
+    stack holds, up to one record).  All bit arrays hold ``cap`` bits.  Returns a status.
+    """
+    fam = prm[P_FAM]
+    n = prm[P_N]
+    c = prm[P_C]
+    shift = prm[P_SHIFT]
+    ib = prm[P_IB]
+    run = prm[P_RUN]
+    L = vals.shape[0]
+    last = L - c
+    for k in range(8):
+        st[OF + k] = 0
+    for j in range(last):
+        if j == mid:
+            h = _snapshot(prm, fb, st, OF, pay, 0, ft, fsnap, cap, ftsnap)
+            if h < 0:
+                return h
+            out[0] = h
+        kind, idx, z = compress(fam, ft, vals, j + 1, c, RIGHT, n, shift, vals[j])
+        s = push(fb, cap, st, OF, pay, 0, ib, run, kind, idx, z)
+        if s < 0:
+            return s
+    if mid == last:
+        h = _snapshot(prm, fb, st, OF, pay, 0, ft, fsnap, cap, ftsnap)
+        if h < 0:
+            return h
+        out[0] = h
+    for j in range(L - 1, c - 1, -1):
+        if j == mid + c - 1:
+            h = _snapshot(prm, bb, st, OB, pay, 1, bt, bsnap, cap, btsnap)
+            if h < 0:
+                return h
+            out[1] = h
+        kind, idx, z = compress(fam, bt, vals, j - c, c, LEFT, n, shift, vals[j])
+        s = push(bb, cap, st, OB, pay, 1, ib, run, kind, idx, z)
+        if s < 0:
+            return s
+    if mid == 0:
+        h = _snapshot(prm, bb, st, OB, pay, 1, bt, bsnap, cap, btsnap)
+        if h < 0:
+            return h
+        out[1] = h
+    out[2] = st[OF]
+    out[3] = st[OB]
+    return 0
+
+
+# ----------------------------------------------------------------------------- parks
+
+
+@kernel(nrt=False)
+def load_park(prm, s, segs, words, tidx, tval, cxv, fb, bb, ft, bt, cx, st, pay):  # type: ignore[no-untyped-def]
+    """Put the cursor arrays in the state stored for segment ``s`` (at its ``mid``). Status."""
+    g = segs[s]
+    L = g[G_LEN]
+    c = prm[P_C]
+    ib = prm[P_IB]
+    run = prm[P_RUN]
+    st[S_SEG] = s
+    st[S_I] = g[G_MID]
+    st[S_P] = g[G_MID]
+    for k in range(ft.shape[0]):
+        ft[k] = U64(0)
+        bt[k] = U64(0)
+    for e in range(g[G_FTCNT]):
+        ft[tidx[g[G_FTOFF] + e]] = tval[g[G_FTOFF] + e]
+    for e in range(g[G_BTCNT]):
+        bt[tidx[g[G_BTOFF] + e]] = tval[g[G_BTOFF] + e]
+    cc = c if c < L else L
+    for d in range(cc):
+        cx[d] = cxv[g[G_CXOFF] + d]
+    for d in range(cc, c):
+        cx[d] = U64(0)
+    for w in range((g[G_FBITS] + 63) >> 6):
+        fb[w] = words[g[G_FWORD] + w]
+    for w in range((g[G_BBITS] + 63) >> 6):
+        bb[w] = words[g[G_BWORD] + w]
+    for k in range(8):
+        st[OF + k] = 0
+    st[OF] = g[G_FBITS]
+    st[OB] = g[G_BBITS]
+    r = unpack(fb, st, OF, pay, 0, ib, run)
+    if r < 0:
+        return r
+    return unpack(bb, st, OB, pay, 1, ib, run)
+
+
+@kernel(nrt=False)
+def decode_segment(prm, L, mid, lo, hi, fb, bb, ft, bt, cx, st, pay, seg):  # type: ignore[no-untyped-def]
+    """From a loaded park, fill ``seg[lo:hi]`` (and ``seg`` between them and ``mid``) by
+    popping F leftward and B rightward only: one table look-up per value. Status."""
+    fam = prm[P_FAM]
+    n = prm[P_N]
+    c = prm[P_C]
+    shift = prm[P_SHIFT]
+    ib = prm[P_IB]
+    run = prm[P_RUN]
+    cc = c if c < L else L
+    for d in range(cc):
+        seg[mid + d] = cx[d]
+    for j in range(mid - 1, lo - 1, -1):
+        kind, idx, z = pop(fb, st, OF, pay, 0, ib, run)
+        if kind < 0:
+            return kind
+        seg[j] = expand(fam, ft, seg, j + 1, c, RIGHT, n, shift, kind, idx, z)
+    for j in range(mid + c, hi):
+        kind, idx, z = pop(bb, st, OB, pay, 1, ib, run)
+        if kind < 0:
+            return kind
+        seg[j] = expand(fam, bt, seg, j - c, c, LEFT, n, shift, kind, idx, z)
+    return 0
+
+
+# ----------------------------------------------------------------------------- cursor
+
+
+@kernel(nrt=False)
+def _last_internal(prm, L):  # type: ignore[no-untyped-def]
+    r = L - prm[P_C]
+    return r if r > 0 else 0
+
+
+@kernel(nrt=False)
+def _enter(prm, s, local, segs, words, tidx, tval, cxv, fb, bb, ft, bt, cx, st, pay):  # type: ignore[no-untyped-def]
+    """Load segment ``s`` and walk to local position ``local`` (0..L). Status."""
+    r = load_park(prm, s, segs, words, tidx, tval, cxv, fb, bb, ft, bt, cx, st, pay)
+    if r < 0:
+        return r
+    L = segs[s, G_LEN]
+    target = local if local < _last_internal(prm, L) else _last_internal(prm, L)
+    r = goto(prm, target, fb, segs[s, G_FCAP], bb, segs[s, G_BCAP], st, pay, ft, bt, cx)
+    st[S_P] = local
+    return r
+
+
+@kernel(nrt=False)
+def cursor_seek(prm, q, segs, words, tidx, tval, cxv, fb, bb, ft, bt, cx, st, pay):  # type: ignore[no-untyped-def]
+    """Move the cursor to global position ``q`` (0..m); ``st[S_SEG] < 0`` means not loaded.
+
+    Within the current segment it walks from where it is if that is nearer than the park.
+    """
+    m = prm[P_M]
+    if q < 0 or q > m:
+        return ERR_RANGE
+    K = prm[P_K]
+    nseg = prm[P_NSEG]
+    s = q // K
+    if s >= nseg:
+        s = nseg - 1
+    local = q - segs[s, G_START]
+    L = segs[s, G_LEN]
+    li = _last_internal(prm, L)
+    target = local if local < li else li
+    if st[S_SEG] == s:
+        here = st[S_I] - target
+        park = segs[s, G_MID] - target
+        if (here if here >= 0 else -here) <= (park if park >= 0 else -park):
+            r = goto(prm, target, fb, segs[s, G_FCAP], bb, segs[s, G_BCAP], st, pay, ft, bt, cx)
+            st[S_P] = local
+            return r
+    return _enter(prm, s, local, segs, words, tidx, tval, cxv, fb, bb, ft, bt, cx, st, pay)
+
+
+@kernel(nrt=False)
+def cursor_walk(prm, forward, count, out, segs, words, tidx, tval, cxv, fb, bb, ft, bt, cx,
+                st, pay):  # type: ignore[no-untyped-def]
+    """Up to ``count`` moves: forward returns the value at the position then moves right;
+    backward moves left then returns the value there.  Values go to ``out[0:k]``; returns
+    ``k`` (fewer at either end of the stream) or a negative status."""
+    nseg = prm[P_NSEG]
+    for k in range(count):
+        s = st[S_SEG]
+        L = segs[s, G_LEN]
+        li = _last_internal(prm, L)
+        p = st[S_P]
+        if forward:
+            if p >= L:
+                return k
+            out[k] = cx[p - st[S_I]]
+            p += 1
+            st[S_P] = p
+            if p <= li:
+                r = step_forward(prm, fb, segs[s, G_FCAP], bb, st, pay, ft, bt, cx)
+                if r < 0:
+                    return r
+            if p == L and s + 1 < nseg:
+                r = _enter(prm, s + 1, 0, segs, words, tidx, tval, cxv, fb, bb, ft, bt, cx, st, pay)
+                if r < 0:
+                    return r
+        else:
+            if p == 0:
+                if s == 0:
+                    return k
+                r = _enter(prm, s - 1, segs[s - 1, G_LEN], segs, words, tidx, tval, cxv, fb, bb, ft,
+                           bt, cx, st, pay)
+                if r < 0:
+                    return r
+                s -= 1
+                p = st[S_P]
+            p -= 1
+            st[S_P] = p
+            if p < st[S_I]:
+                r = step_backward(prm, bb, segs[s, G_BCAP], fb, st, pay, ft, bt, cx)
+                if r < 0:
+                    return r
+            out[k] = cx[p - st[S_I]]
+    return count
+
+
+@kernel(nrt=False)
+def cursor_state(prm, segs, fb, bb, st, pay, fdst, bdst, heights):  # type: ignore[no-untyped-def]
+    """Canonical F and B bits of the cursor into ``fdst``/``bdst``; heights[0:2]. Status."""
+    s = st[S_SEG]
+    h = canonical(fb, st, OF, pay, 0, prm[P_IB], prm[P_RUN], fdst, segs[s, G_FCAP])
+    if h < 0:
+        return h
+    heights[0] = h
+    h = canonical(bb, st, OB, pay, 1, prm[P_IB], prm[P_RUN], bdst, segs[s, G_BCAP])
+    if h < 0:
+        return h
+    heights[1] = h
+    return 0
+
+
+__all__ = ["FCM", "DFCM", "LASTV", "LASTS", "ERR_CORRUPT", "ERR_FULL", "ERR_RANGE"]
