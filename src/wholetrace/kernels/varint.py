@@ -1,10 +1,12 @@
-"""Kernels: LEB128 varints of uint64 arrays (encode, bounds-checked decode) and zigzag deltas."""
+"""Kernels: LEB128 varints of uint64 arrays (encode, bounds-checked decode), zigzag deltas, and
+fixed-width bit packing."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from wholetrace.kernels._jit import kernel
+from wholetrace.kernels.bitstack import get_bits, put_bits
 
 U64 = np.uint64
 
@@ -74,3 +76,19 @@ def undo_zigzag_deltas(z, out):  # type: ignore[no-untyped-def]
         d = (z[i] >> U64(1)) ^ (U64(0) - (z[i] & U64(1)))
         prev = prev + d
         out[i] = prev
+
+
+@kernel(nrt=False)
+def pack_fixed(vals, base, width, out):  # type: ignore[no-untyped-def]
+    """Write ``vals[i] - base`` as ``width``-bit fields (0..64) into the uint64 words ``out``,
+    which must hold ``len(vals) * width`` bits."""
+    for i in range(vals.shape[0]):
+        put_bits(out, i * width, width, vals[i] - base)
+
+
+@kernel(nrt=False)
+def unpack_fixed(words, base, width, lo, hi, out):  # type: ignore[no-untyped-def]
+    """``out[k] = field(lo + k) + base`` for fields ``lo..hi-1``; the caller checks that
+    ``words`` holds ``hi * width`` bits."""
+    for i in range(lo, hi):
+        out[i - lo] = get_bits(words, i * width, width) + base

@@ -18,6 +18,7 @@ MIN_TABLE_BITS: Final = 4
 
 RAW: Final = -1
 VARINT: Final = -2
+PACKED: Final = -3
 
 
 @dataclass(frozen=True)
@@ -26,7 +27,7 @@ class Codec:
 
     id: int
     name: str
-    family: int  # RAW, VARINT, or a predictor family of kernels/predict.py
+    family: int  # RAW, VARINT, PACKED, or a predictor family of kernels/predict.py
     n: int = 0
 
     @property
@@ -55,6 +56,7 @@ CODECS: Final = (
     *(Codec(5 + i, f"bdfcm-{n}", K.DFCM, n) for i, n in enumerate((1, 2, 3))),
     *(Codec(8 + i, f"blast-{n}", K.LASTV, n) for i, n in enumerate((2, 4, 8))),
     *(Codec(11 + i, f"blaststride-{n}", K.LASTS, n) for i, n in enumerate((2, 4, 8))),
+    Codec(14, "packed", PACKED),
 )
 BY_ID: Final = {c.id: c for c in CODECS}
 BY_NAME: Final = {c.name: c for c in CODECS}

@@ -1,7 +1,9 @@
-"""The two codecs without a predictor, for short streams: raw little-endian u64 and zigzag-delta varints."""
+"""The codecs without a predictor, for short or patternless streams: raw little-endian u64,
+fixed-width fields above the minimum (packed), and zigzag-delta varints."""
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,6 +38,56 @@ class RawBody:
         vals = np.frombuffer(rd.take(8 * m), "<u8").astype(np.uint64)
         rd.finish()
         return cls(vals, segment)
+
+
+@dataclass
+class PackedBody:
+    """Every value minus the minimum in ``width`` bits (frame of reference): O(1) access."""
+
+    words: np.ndarray  # uint64
+    base: int
+    width: int
+    m: int
+    segment: int
+    _HEAD = struct.Struct("<QB")
+
+    @classmethod
+    def build(cls, values: np.ndarray, segment: int, signed: bool) -> "PackedBody":
+        m = int(values.shape[0])
+        if m == 0:
+            return cls(np.zeros(1, np.uint64), 0, 0, 0, segment)
+        view = values.view(np.int64) if signed else values
+        lo, hi = int(view.min()), int(view.max())
+        width = (hi - lo).bit_length()
+        words = np.zeros((m * width + 63) // 64 + 1, np.uint64)
+        base = lo & ((1 << 64) - 1)
+        V.pack_fixed(values, np.uint64(base), width, words)
+        return cls(words, base, width, m, segment)
+
+    def decode_range(self, i: int, j: int) -> np.ndarray:
+        out = np.empty(max(0, j - i), np.uint64)
+        V.unpack_fixed(self.words, np.uint64(self.base), self.width, i, max(i, j), out)
+        return out
+
+    def segment_values(self, s: int) -> np.ndarray:
+        return self.decode_range(s * self.segment, min(self.m, (s + 1) * self.segment))
+
+    def to_bytes(self) -> bytes:
+        nbytes = (self.m * self.width + 7) // 8
+        return self._HEAD.pack(self.base, self.width) + self.words.astype("<u8").tobytes()[:nbytes]
+
+    @classmethod
+    def from_bytes(cls, body: bytes, m: int, segment: int) -> "PackedBody":
+        rd = sections.Reader(body, "packed stream")
+        base, width = cls._HEAD.unpack(rd.take(cls._HEAD.size))
+        if width > 64:
+            raise rd.bad(f"field width {width}")
+        nbytes = (m * width + 7) // 8
+        data = rd.take(nbytes)
+        rd.finish()
+        words = np.zeros((m * width + 63) // 64 + 1, "<u8")
+        words.view(np.uint8)[:nbytes] = np.frombuffer(data, np.uint8)
+        return cls(words.astype(np.uint64), base, width, m, segment)
 
 
 @dataclass

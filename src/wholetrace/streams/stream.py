@@ -9,11 +9,11 @@ from typing import Any, Final, Union
 import numpy as np
 
 from wholetrace.errors import StreamError, UsageError
-from wholetrace.streams.codecs import BY_ID, BY_NAME, CODECS, MAX_TABLE_BITS, MIN_TABLE_BITS, RAW, VARINT, Codec, lookup, \
+from wholetrace.streams.codecs import BY_ID, BY_NAME, CODECS, MAX_TABLE_BITS, MIN_TABLE_BITS, PACKED, RAW, VARINT, Codec, lookup, \
     table_bits
 from wholetrace.streams.cursor import BufferedCursor, Cursor, PredictedCursor
 from wholetrace.streams.predicted import PredictedBody
-from wholetrace.streams.simple import RawBody, VarintBody
+from wholetrace.streams.simple import PackedBody, RawBody, VarintBody
 
 MAGIC: Final = b"WTCS"
 VERSION: Final = 1
@@ -27,7 +27,7 @@ DEFAULT_SEGMENT: Final = 1 << 16
 DEFAULT_SAMPLE: Final = 1 << 15
 MAX_SEGMENT: Final = 1 << 24
 
-Body = Union[PredictedBody, RawBody, VarintBody]
+Body = Union[PredictedBody, RawBody, PackedBody, VarintBody]
 
 
 class CompressedStream:
@@ -129,6 +129,8 @@ class CompressedStream:
             parsed = RawBody.from_bytes(body, m, segment)
         elif codec.family == VARINT:
             parsed = VarintBody.from_bytes(body, m, segment)
+        elif codec.family == PACKED:
+            parsed = PackedBody.from_bytes(body, m, segment)
         else:
             parsed = PredictedBody.from_bytes(body, codec, m, segment, tbits)
         out = cls(codec, parsed, m, segment, bool(flags & FLAG_SIGNED), tbits)
@@ -161,6 +163,8 @@ def build(values: np.ndarray, codec: Codec, segment: int, signed: bool) -> Compr
         return CompressedStream(codec, RawBody(values.copy(), segment), m, segment, signed)
     if codec.family == VARINT:
         return CompressedStream(codec, VarintBody.build(values, segment), m, segment, signed)
+    if codec.family == PACKED:
+        return CompressedStream(codec, PackedBody.build(values, segment, signed), m, segment, signed)
     if m == 0:
         raise UsageError(f"codec {codec.name} needs at least one value (use raw for empty streams)")
     tbits = table_bits(codec, m, segment)
