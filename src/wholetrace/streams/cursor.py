@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Callable, Iterator
 
 import numpy as np
 
-from wholetrace.errors import UsageError
+from wholetrace.errors import StreamError, UsageError
 from wholetrace.kernels import predict as K
 from wholetrace.streams.predicted import status_error
 
@@ -86,29 +86,40 @@ class PredictedCursor(Cursor):
 
     @property
     def pos(self) -> int:
+        self._loaded()
         return int(self._body.segs[self._st[K.S_SEG], K.G_START] + self._st[K.S_P])
 
     def seek(self, i: int) -> None:
         status = K.cursor_seek(self._prm, self._check(i), *self._stream_args())
         if status < 0:
-            self._st[K.S_SEG] = -1
-            raise status_error(status, f"{self._body.codec.name} stream")
+            raise self._broken(status)
+
+    def _broken(self, status: int) -> Exception:
+        """The error for a failed kernel call; the cursor must be re-seeked before reuse."""
+        self._st[K.S_SEG] = -1
+        return status_error(status, f"{self._body.codec.name} stream")
+
+    def _loaded(self) -> None:
+        if self._st[K.S_SEG] < 0:
+            raise StreamError(f"{self._body.codec.name} stream cursor failed earlier; seek() it first")
 
     def _moves(self, forward: bool, n: int) -> np.ndarray:
+        self._loaded()
         out = self._buf if n == 1 else np.empty(n, np.uint64)
         k = K.cursor_walk(self._prm, forward, n, out, *self._stream_args())
         if k < 0:
-            raise status_error(k, f"{self._body.codec.name} stream")
+            raise self._broken(k)
         return out[:k]
 
     def state(self) -> dict[str, object]:
         """The predictor state (canonical bits of both stacks, tables, context): equal for
         equal positions whatever moves led there.  For tests and debugging."""
+        self._loaded()
         fd, bd = np.zeros_like(self._fb), np.zeros_like(self._bb)
         h = np.zeros(2, np.int64)
         status = K.cursor_state(self._prm, self._body.segs, self._fb, self._bb, self._st, self._pay, fd, bd, h)
         if status < 0:
-            raise status_error(status, f"{self._body.codec.name} stream")
+            raise self._broken(status)
         return {"segment": int(self._st[K.S_SEG]), "i": int(self._st[K.S_I]), "p": int(self._st[K.S_P]),
                 "context": self._cx.copy(), "ftable": self._ft.copy(), "btable": self._bt.copy(),
                 "fbits": _bits(fd, int(h[0])), "bbits": _bits(bd, int(h[1]))}

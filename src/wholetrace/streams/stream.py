@@ -17,7 +17,8 @@ from wholetrace.streams.simple import PackedBody, RawBody, VarintBody
 
 MAGIC: Final = b"WTCS"
 VERSION: Final = 1
-#: magic, version, codec id, table bits, flags, length, segment size, segment count, crc32 of the body
+#: magic, version, codec id, table bits, flags, length, segment size, segment count, and the
+#: crc32 of the header (this field as zero) and the body
 _HEAD: Final = struct.Struct("<4sBBBBQIII")
 FLAG_SIGNED: Final = 1
 
@@ -92,9 +93,9 @@ class CompressedStream:
             body = self._body.to_bytes()
             flags = FLAG_SIGNED if self._signed else 0
             nseg = -(-self._m // self._segment)
-            head = _HEAD.pack(MAGIC, VERSION, self._codec.id, self._tbits, flags, self._m, self._segment,
-                              nseg, zlib.crc32(body))
-            self._blob = head + body
+            fields = (MAGIC, VERSION, self._codec.id, self._tbits, flags, self._m, self._segment, nseg)
+            crc = zlib.crc32(body, zlib.crc32(_HEAD.pack(*fields, 0)))
+            self._blob = _HEAD.pack(*fields, crc) + body
         return self._blob
 
     @classmethod
@@ -108,6 +109,8 @@ class CompressedStream:
         magic, version, cid, tbits, flags, m, segment, nseg, crc = _HEAD.unpack_from(data)
         if magic != MAGIC:
             raise StreamError(f"not a compressed stream (magic {magic!r})")
+        if zlib.crc32(data[_HEAD.size:], zlib.crc32(data[:_HEAD.size - 4] + bytes(4))) != crc:
+            raise StreamError(f"compressed stream is corrupt (checksum mismatch, {len(data)} bytes)")
         if version != VERSION:
             raise StreamError(f"compressed stream version {version} is not supported (this is {VERSION})")
         codec = BY_ID.get(cid)
@@ -122,8 +125,6 @@ class CompressedStream:
         if not expect_tbits or (codec.predictive and m == 0):
             raise StreamError(f"compressed stream is corrupt (table bits {tbits} for {codec.name})")
         body = data[_HEAD.size:]
-        if zlib.crc32(body) != crc:
-            raise StreamError(f"compressed stream is corrupt (checksum mismatch, {len(body)} body bytes)")
         parsed: Body
         if codec.family == RAW:
             parsed = RawBody.from_bytes(body, m, segment)
