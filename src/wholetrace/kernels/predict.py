@@ -69,6 +69,10 @@ G_START, G_LEN, G_MID, G_FBITS, G_BBITS, G_FWORD, G_BWORD, G_FTOFF, G_FTCNT, G_B
     G_CXOFF, G_FCAP, G_BCAP = range(14)
 N_SEGCOLS = 14
 
+#: the same offsets as int64 values: a literal int argument makes numba compile a callee once
+#: per distinct literal, so calls pass these
+_OF, _OB, _PF, _PB = np.int64(OF), np.int64(OB), np.int64(0), np.int64(1)
+
 _SEED = U64(0x243F6A8885A308D3)
 _M1 = U64(0x9E3779B97F4A7C15)
 _M2 = U64(0xC2B2AE3D27D4EB4F)
@@ -171,7 +175,7 @@ def step_forward(prm, fb, fcap, bb, st, pay, ft, bt, cx):  # type: ignore[no-unt
         idx = st[OB + IDX]
         z = U64(0)
     else:
-        kind, idx, z = pop(bb, st, OB, pay, 1, ib, run)
+        kind, idx, z = pop(bb, st, _OB, pay, _PB, ib, run)
         if kind < 0:
             return kind
     v = expand(fam, bt, cx, 0, c, LEFT, n, shift, kind, idx, z)
@@ -183,7 +187,7 @@ def step_forward(prm, fb, fcap, bb, st, pay, ft, bt, cx):  # type: ignore[no-unt
     if kind == HIT and st[OF + KIND] == HIT and st[OF + IDX] == idx:
         st[OF + CNT] += 1
     else:
-        s = push(fb, fcap, st, OF, pay, 0, ib, run, kind, idx, z)
+        s = push(fb, fcap, st, _OF, pay, _PF, ib, run, kind, idx, z)
         if s < 0:
             return s
     st[S_I] += 1
@@ -205,7 +209,7 @@ def step_backward(prm, bb, bcap, fb, st, pay, ft, bt, cx):  # type: ignore[no-un
         idx = st[OF + IDX]
         z = U64(0)
     else:
-        kind, idx, z = pop(fb, st, OF, pay, 0, ib, run)
+        kind, idx, z = pop(fb, st, _OF, pay, _PF, ib, run)
         if kind < 0:
             return kind
     v = expand(fam, ft, cx, 0, c, RIGHT, n, shift, kind, idx, z)
@@ -217,7 +221,7 @@ def step_backward(prm, bb, bcap, fb, st, pay, ft, bt, cx):  # type: ignore[no-un
     if kind == HIT and st[OB + KIND] == HIT and st[OB + IDX] == idx:
         st[OB + CNT] += 1
     else:
-        s = push(bb, bcap, st, OB, pay, 1, ib, run, kind, idx, z)
+        s = push(bb, bcap, st, _OB, pay, _PB, ib, run, kind, idx, z)
         if s < 0:
             return s
     st[S_I] -= 1
@@ -225,17 +229,38 @@ def step_backward(prm, bb, bcap, fb, st, pay, ft, bt, cx):  # type: ignore[no-un
 
 
 @kernel(nrt=False)
-def goto(prm, target, fb, fcap, bb, bcap, st, pay, ft, bt, cx):  # type: ignore[no-untyped-def]
-    """Walk the internal position to ``target`` one step at a time. Status."""
-    while st[S_I] < target:
+def run_forward(prm, count, out, o, fb, fcap, bb, st, pay, ft, bt, cx):  # type: ignore[no-untyped-def]
+    """``count`` forward steps; with ``o >= 0`` the value at each position left (``cx[0]``
+    before the step) goes to ``out[o + k]``. Status."""
+    for k in range(count):
+        if o >= 0:
+            out[o + k] = cx[0]
         s = step_forward(prm, fb, fcap, bb, st, pay, ft, bt, cx)
         if s < 0:
             return s
-    while st[S_I] > target:
+    return 0
+
+
+@kernel(nrt=False)
+def run_backward(prm, count, out, o, bb, bcap, fb, st, pay, ft, bt, cx):  # type: ignore[no-untyped-def]
+    """``count`` backward steps; with ``o >= 0`` the value at each position reached (``cx[0]``
+    after the step) goes to ``out[o + k]``. Status."""
+    for k in range(count):
         s = step_backward(prm, bb, bcap, fb, st, pay, ft, bt, cx)
         if s < 0:
             return s
+        if o >= 0:
+            out[o + k] = cx[0]
     return 0
+
+
+@kernel(nrt=False)
+def goto(prm, target, fb, fcap, bb, bcap, st, pay, ft, bt, cx):  # type: ignore[no-untyped-def]
+    """Walk the internal position to ``target`` one step at a time. Status."""
+    i = st[S_I]
+    if i < target:
+        return run_forward(prm, target - i, cx, np.int64(-1), fb, fcap, bb, st, pay, ft, bt, cx)
+    return run_backward(prm, i - target, cx, np.int64(-1), bb, bcap, fb, st, pay, ft, bt, cx)
 
 
 # ----------------------------------------------------------------------------- encoding
@@ -270,31 +295,31 @@ def encode_segment(prm, vals, mid, fb, ft, fsnap, ftsnap, bb, bt, bsnap, btsnap,
         st[OF + k] = 0
     for j in range(last):
         if j == mid:
-            h = _snapshot(prm, fb, st, OF, pay, 0, ft, fsnap, cap, ftsnap)
+            h = _snapshot(prm, fb, st, _OF, pay, _PF, ft, fsnap, cap, ftsnap)
             if h < 0:
                 return h
             out[0] = h
         kind, idx, z = compress(fam, ft, vals, j + 1, c, RIGHT, n, shift, vals[j])
-        s = push(fb, cap, st, OF, pay, 0, ib, run, kind, idx, z)
+        s = push(fb, cap, st, _OF, pay, _PF, ib, run, kind, idx, z)
         if s < 0:
             return s
     if mid == last:
-        h = _snapshot(prm, fb, st, OF, pay, 0, ft, fsnap, cap, ftsnap)
+        h = _snapshot(prm, fb, st, _OF, pay, _PF, ft, fsnap, cap, ftsnap)
         if h < 0:
             return h
         out[0] = h
     for j in range(L - 1, c - 1, -1):
         if j == mid + c - 1:
-            h = _snapshot(prm, bb, st, OB, pay, 1, bt, bsnap, cap, btsnap)
+            h = _snapshot(prm, bb, st, _OB, pay, _PB, bt, bsnap, cap, btsnap)
             if h < 0:
                 return h
             out[1] = h
         kind, idx, z = compress(fam, bt, vals, j - c, c, LEFT, n, shift, vals[j])
-        s = push(bb, cap, st, OB, pay, 1, ib, run, kind, idx, z)
+        s = push(bb, cap, st, _OB, pay, _PB, ib, run, kind, idx, z)
         if s < 0:
             return s
     if mid == 0:
-        h = _snapshot(prm, bb, st, OB, pay, 1, bt, bsnap, cap, btsnap)
+        h = _snapshot(prm, bb, st, _OB, pay, _PB, bt, bsnap, cap, btsnap)
         if h < 0:
             return h
         out[1] = h
@@ -337,10 +362,10 @@ def load_park(prm, s, segs, words, tidx, tval, cxv, fb, bb, ft, bt, cx, st, pay)
         st[OF + k] = 0
     st[OF] = g[G_FBITS]
     st[OB] = g[G_BBITS]
-    r = unpack(fb, st, OF, pay, 0, ib, run)
+    r = unpack(fb, st, _OF, pay, _PF, ib, run)
     if r < 0:
         return r
-    return unpack(bb, st, OB, pay, 1, ib, run)
+    return unpack(bb, st, _OB, pay, _PB, ib, run)
 
 
 @kernel(nrt=False)
@@ -357,12 +382,12 @@ def decode_segment(prm, L, mid, lo, hi, fb, bb, ft, bt, cx, st, pay, seg):  # ty
     for d in range(cc):
         seg[mid + d] = cx[d]
     for j in range(mid - 1, lo - 1, -1):
-        kind, idx, z = pop(fb, st, OF, pay, 0, ib, run)
+        kind, idx, z = pop(fb, st, _OF, pay, _PF, ib, run)
         if kind < 0:
             return kind
         seg[j] = expand(fam, ft, seg, j + 1, c, RIGHT, n, shift, kind, idx, z)
     for j in range(mid + c, hi):
-        kind, idx, z = pop(bb, st, OB, pay, 1, ib, run)
+        kind, idx, z = pop(bb, st, _OB, pay, _PB, ib, run)
         if kind < 0:
             return kind
         seg[j] = expand(fam, bt, seg, j - c, c, LEFT, n, shift, kind, idx, z)
@@ -424,25 +449,36 @@ def cursor_walk(prm, forward, count, out, segs, words, tidx, tval, cxv, fb, bb, 
                 st, pay):  # type: ignore[no-untyped-def]
     """Up to ``count`` moves: forward returns the value at the position then moves right;
     backward moves left then returns the value there.  Values go to ``out[0:k]``; returns
-    ``k`` (fewer at either end of the stream) or a negative status."""
+    ``k`` (fewer at either end of the stream) or a negative status.
+
+    Positions ``p < L - c`` of a segment are reached by predictor steps (internal position
+    ``i == p``); the last ``c`` positions are read from the context (``i == L - c``).
+    """
     nseg = prm[P_NSEG]
-    for k in range(count):
+    k = np.int64(0)  # not a literal: numba would compile callees once more for Literal[int](0)
+    while k < count:
         s = st[S_SEG]
         L = segs[s, G_LEN]
         li = _last_internal(prm, L)
         p = st[S_P]
+        i = st[S_I]
         if forward:
             if p >= L:
                 return k
-            out[k] = cx[p - st[S_I]]
-            p += 1
-            st[S_P] = p
-            if p <= li:
-                r = step_forward(prm, fb, segs[s, G_FCAP], bb, st, pay, ft, bt, cx)
+            if p < li:
+                run = min(count - k, li - p)
+                r = run_forward(prm, run, out, k, fb, segs[s, G_FCAP], bb, st, pay, ft, bt, cx)
                 if r < 0:
                     return r
+                k += run
+                p += run
+            else:
+                out[k] = cx[p - i]
+                k += 1
+                p += 1
+            st[S_P] = p
             if p == L and s + 1 < nseg:
-                r = _enter(prm, s + 1, 0, segs, words, tidx, tval, cxv, fb, bb, ft, bt, cx, st, pay)
+                r = _enter(prm, s + 1, np.int64(0), segs, words, tidx, tval, cxv, fb, bb, ft, bt, cx, st, pay)
                 if r < 0:
                     return r
         else:
@@ -453,15 +489,19 @@ def cursor_walk(prm, forward, count, out, segs, words, tidx, tval, cxv, fb, bb, 
                            bt, cx, st, pay)
                 if r < 0:
                     return r
-                s -= 1
-                p = st[S_P]
-            p -= 1
-            st[S_P] = p
-            if p < st[S_I]:
-                r = step_backward(prm, bb, segs[s, G_BCAP], fb, st, pay, ft, bt, cx)
+                continue
+            if p <= i:
+                run = min(count - k, p)
+                r = run_backward(prm, run, out, k, bb, segs[s, G_BCAP], fb, st, pay, ft, bt, cx)
                 if r < 0:
                     return r
-            out[k] = cx[p - st[S_I]]
+                k += run
+                p -= run
+            else:
+                p -= 1
+                out[k] = cx[p - i]
+                k += 1
+            st[S_P] = p
     return count
 
 
@@ -469,11 +509,11 @@ def cursor_walk(prm, forward, count, out, segs, words, tidx, tval, cxv, fb, bb, 
 def cursor_state(prm, segs, fb, bb, st, pay, fdst, bdst, heights):  # type: ignore[no-untyped-def]
     """Canonical F and B bits of the cursor into ``fdst``/``bdst``; heights[0:2]. Status."""
     s = st[S_SEG]
-    h = canonical(fb, st, OF, pay, 0, prm[P_IB], prm[P_RUN], fdst, segs[s, G_FCAP])
+    h = canonical(fb, st, _OF, pay, _PF, prm[P_IB], prm[P_RUN], fdst, segs[s, G_FCAP])
     if h < 0:
         return h
     heights[0] = h
-    h = canonical(bb, st, OB, pay, 1, prm[P_IB], prm[P_RUN], bdst, segs[s, G_BCAP])
+    h = canonical(bb, st, _OB, pay, _PB, prm[P_IB], prm[P_RUN], bdst, segs[s, G_BCAP])
     if h < 0:
         return h
     heights[1] = h
