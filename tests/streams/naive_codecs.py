@@ -1,7 +1,7 @@
 """Slow plain-Python twins of the stream codecs: the tests' reference for every kernel.
 
 Written from the spec (shared/specs/wet.md section 3, and the layout in
-kernels/bitstack.py's docstring), not from the kernels: a stack is a Python list of
+kernels/predict.py's docstring), not from the kernels: a stack is a Python list of
 predictions, and its bits are derived from the whole list at once (maximal runs grouped
 afresh) instead of the kernels' incremental push/pop with an unpacked top record.  Tables
 are lists, values are Python ints masked to 64 bits.  ``paper_rule=True`` reproduces the

@@ -8,7 +8,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from wholetrace import streams
-from wholetrace.kernels import bitstack as B
 from wholetrace.kernels import predict as K
 from wholetrace.streams.codecs import BY_NAME, table_bits
 
@@ -86,17 +85,17 @@ def test_bitstack_records_match_the_twin_layout(z: int, ib: int) -> None:
     st_ = np.zeros(4, np.int64)
     pay = np.zeros(1, np.uint64)
     for kind, x in preds:
-        rec = (B.HIT, x, np.uint64(0)) if kind == "H" else (B.MISS, 0, np.uint64(x))
-        assert B.push(bits, cap, st_, 0, pay, 0, ib, N.RUN_MIN, *rec) == 0
+        rec = (K.HIT, x, np.uint64(0)) if kind == "H" else (K.MISS, 0, np.uint64(x))
+        assert K.push(bits, cap, st_, 0, pay, 0, ib, N.RUN_MIN, *rec) == 0
     dst = np.zeros_like(bits)
-    height = B.canonical(bits, st_, 0, pay, 0, ib, N.RUN_MIN, dst, cap)
+    height = K.canonical(bits, st_, 0, pay, 0, ib, N.RUN_MIN, dst, cap)
     want = N.canonical_bits(preds, ib)
     got = "".join(str(int(dst[p >> 6] >> np.uint64(p & 63)) & 1) for p in range(height))
     assert got == want
     for kind, x in reversed(preds):
-        k, idx, payload = B.pop(bits, st_, 0, pay, 0, ib, N.RUN_MIN)
-        assert (k, idx if k == B.HIT else int(payload)) == ((B.HIT, x) if kind == "H" else (B.MISS, x))
-    assert st_[B.KIND] == B.EMPTY and st_[B.TOP] == 0
+        k, idx, payload = K.pop(bits, st_, 0, pay, 0, ib, N.RUN_MIN)
+        assert (k, idx if k == K.HIT else int(payload)) == ((K.HIT, x) if kind == "H" else (K.MISS, x))
+    assert st_[K.KIND] == K.EMPTY and st_[K.TOP] == 0
 
 
 @pytest.mark.parametrize("signed", [False, True])
@@ -116,12 +115,12 @@ def test_kernel_statuses_for_a_damaged_stack() -> None:
     """Popping garbage reports a status instead of reading outside the stack."""
     bits = np.zeros(2, np.uint64)
     st_ = np.zeros(4, np.int64)
-    st_[B.TOP] = 5  # five zero bits: a miss tag and then a gamma prefix that never ends
+    st_[K.TOP] = 5  # five zero bits: a miss tag and then a gamma prefix that never ends
     pay = np.zeros(1, np.uint64)
-    assert B.unpack(bits, st_, 0, pay, 0, 0, N.RUN_MIN) == B.ERR_CORRUPT
+    assert K.unpack(bits, st_, 0, pay, 0, 0, N.RUN_MIN) == K.ERR_CORRUPT
     st_[:] = 0
-    assert B.pop(bits, st_, 0, pay, 0, 0, N.RUN_MIN)[0] == B.ERR_CORRUPT  # empty stack
-    st_[B.KIND] = B.MISS
+    assert K.pop(bits, st_, 0, pay, 0, 0, N.RUN_MIN)[0] == K.ERR_CORRUPT  # empty stack
+    st_[K.KIND] = K.MISS
     pay[0] = np.uint64(2**64 - 1)
-    assert B.flush(bits, 40, st_, 0, pay, 0, 0, N.RUN_MIN) == B.ERR_FULL  # 78 bits do not fit in 40
+    assert K.flush(bits, 40, st_, 0, pay, 0, 0, N.RUN_MIN) == K.ERR_FULL  # 78 bits do not fit in 40
     assert K.ERR_RANGE < 0

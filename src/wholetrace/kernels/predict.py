@@ -7,7 +7,7 @@ Vandierendonck and K. De Bosschere (differential FCM, HPCA 2001) and M. Burtsche
 N. B. Jeeradit (last-n value and stride, 2003).  Spec: ``shared/specs/wet.md`` section 3.
 
 A segment of ``L`` values is kept as a window ``cx`` of ``c`` raw values at an internal
-position ``i`` (``cx = v[i:i+c]``) between two bit stacks (``kernels/bitstack.py``):
+position ``i`` (``cx = v[i:i+c]``) between two bit stacks (described below):
 
 * F holds ``v[0:i]`` compressed *forward* (``j = 0, 1, ...``), each value predicted from its
   *right* context ``v[j+1:j+1+c]`` with table ``ft``; it is decoded by popping, backward.
@@ -32,17 +32,439 @@ Predictions (``near(d)`` is the ``d``-th nearest context value on the context si
 Context sizes: ``c = n`` (FCM, LASTV) or ``n + 1`` (DFCM, LASTS).  A stream is cut into
 segments of at most ``K`` values, each with fresh tables and stored *parked* at its middle
 (``mid``), so reaching any position of a segment costs at most about ``K/2`` steps.
+
+Bit stacks.  A *bit stack* is a ``uint64`` array read as a string of bits, bit ``p`` at
+word ``p >> 6``, bit ``p & 63`` (least significant first), and a height ``top``: the bits ``[0, top)`` are
+the records, anything at or above ``top`` is garbage.  Records are pushed and popped at the
+top, so every field is written bottom-up and read top-down.  Three records exist:
+
+* ``1`` + idx                  one hit (``idx`` has ``ib`` bits; 0 bits for FCM and DFCM)
+* ``01`` + idx + gamma(c-T+1)  a run of ``c >= T`` hits with the same idx
+* ``00`` + uint(z)             one miss; ``z`` is the predictor's 64-bit miss payload
+
+read from the top (the first bit named is the highest one).  A maximal run of ``c`` hits
+with the same idx is one ``01`` record if ``c >= T`` and ``c`` single records otherwise, so
+the bits of a stack depend only on the sequence of predictions it holds (the *canonical*
+form).  ``gamma(x)``, ``x >= 1``: ``N`` zeros, then the ``N + 1`` bits of ``x`` (read as one
+``2N + 1``-bit field it is ``x`` itself).  ``uint(z)``: ``gamma(L + 1)`` with ``L`` the bit
+length of ``z``, then the low ``L - 1`` bits of ``z`` (its leading one is implied).
+
+The top record of a stack is kept *unpacked* in registers (``st[o + KIND/IDX/CNT]``, payload
+``pay[pw]``): pushing a hit onto a hit run and popping one off it only changes a counter; a
+record is packed (``flush``) when another one is pushed over it and unpacked when the one
+above it is popped.  Invariant: a stack with records always has its top record unpacked.
+
+Every read checks ``top`` and every write checks the capacity ``cap`` (bits): on corrupt
+bits a kernel returns ``ERR_CORRUPT`` or ``ERR_FULL`` instead of touching memory it must not.
+
+Everything is in this one module on purpose: numba's cache only notices edits to the file
+that defines a kernel, so kernels inlining helpers from another module would go stale.
 """
 
 from __future__ import annotations
 
 import numpy as np
+from llvmlite import ir
+from numba import config, types
+from numba.extending import intrinsic
 
 from wholetrace.kernels._jit import kernel
-from wholetrace.kernels.bitstack import (CNT, ERR_CORRUPT, ERR_FULL, ERR_RANGE, HIT, IDX, KIND, MISS, canonical,
-                                         pop, push, unpack)
+
+# ============================================================================= bit stacks
 
 U64 = np.uint64
+_ONE = U64(1)
+_ZERO = U64(0)
+
+#: status codes (negative) returned by the kernels
+ERR_CORRUPT = -1
+ERR_FULL = -2
+ERR_RANGE = -3
+
+#: kinds of the unpacked top record
+EMPTY = 0
+HIT = 1
+MISS = 2
+
+#: offsets of one stack's fields in the int64 state array (a stack uses 4 slots from ``o``)
+TOP = 0
+KIND = 1
+IDX = 2
+CNT = 3
+
+#: largest record in bits (a miss of a 64-bit payload: 2 + 13 + 63), plus slack for runs
+MAX_RECORD_BITS = 96
+#: largest gamma prefix accepted (run counts below 2**31)
+_MAX_GAMMA_N = 31
+
+
+@intrinsic
+def _leading_zeros(typingctx, x):  # type: ignore[no-untyped-def]
+    """LLVM ``ctlz`` of a uint64 (64 for 0): branch-free, unlike a binary search."""
+    if x != types.uint64:
+        return None
+
+    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+        return builder.ctlz(args[0], ir.Constant(ir.IntType(1), 0))
+
+    return types.int64(x), codegen
+
+
+if config.DISABLE_JIT:
+    def bitlen(x):  # type: ignore[no-untyped-def]
+        """Number of significant bits of the uint64 ``x`` (0 for 0)."""
+        return int(x).bit_length()
+else:
+    @kernel(nrt=False, inline=True)
+    def bitlen(x):  # type: ignore[no-untyped-def]
+        """Number of significant bits of the uint64 ``x`` (0 for 0)."""
+        return 64 - _leading_zeros(x)
+
+
+@kernel(nrt=False, inline=True)
+def get_bits(bits, start, w):  # type: ignore[no-untyped-def]
+    """The ``w`` bits (0..64) at ``[start, start + w)`` as a uint64; the caller checks bounds."""
+    if w == 0:
+        return _ZERO
+    word = start >> 6
+    off = start & 63
+    x = bits[word] >> U64(off)
+    if off + w > 64:
+        x |= bits[word + 1] << U64(64 - off)
+    if w < 64:
+        x &= (_ONE << U64(w)) - _ONE
+    return x
+
+
+@kernel(nrt=False, inline=True)
+def put_bits(bits, start, w, v):  # type: ignore[no-untyped-def]
+    """Write the low ``w`` bits (0..64) of ``v`` at ``[start, start + w)``; bits above are clobbered."""
+    if w == 0:
+        return
+    if w < 64:
+        v &= (_ONE << U64(w)) - _ONE
+    word = start >> 6
+    off = start & 63
+    low = (_ONE << U64(off)) - _ONE
+    bits[word] = (bits[word] & low) | (v << U64(off))
+    if off + w > 64:
+        bits[word + 1] = v >> U64(64 - off)
+
+
+@kernel(nrt=False, inline=True)
+def lead_zeros(bits, top):  # type: ignore[no-untyped-def]
+    """How many zero bits lie directly below ``top`` (counting at most 64)."""
+    w = top if top < 64 else 64
+    if w <= 0:
+        return 0
+    return w - bitlen(get_bits(bits, top - w, w))
+
+
+@kernel(nrt=False)
+def put_gamma(bits, top, cap, x):  # type: ignore[no-untyped-def]
+    """Push gamma(x), ``1 <= x < 2**32``; returns the new top or ERR_FULL."""
+    w = 2 * bitlen(x) - 1
+    if top + w > cap:
+        return ERR_FULL
+    put_bits(bits, top, w, x)
+    return top + w
+
+
+@kernel(nrt=False)
+def get_gamma(bits, top):  # type: ignore[no-untyped-def]
+    """Pop gamma(x); returns (new top, x) or (ERR_CORRUPT, 0)."""
+    n = lead_zeros(bits, top)
+    w = 2 * n + 1
+    if n > _MAX_GAMMA_N or w > top:
+        return ERR_CORRUPT, _ZERO
+    return top - w, get_bits(bits, top - w, w)
+
+
+@kernel(nrt=False)
+def put_uint(bits, top, cap, z):  # type: ignore[no-untyped-def]
+    """Push uint(z) for any uint64 ``z``; returns the new top or ERR_FULL."""
+    ln = bitlen(z)
+    if ln >= 2:
+        if top + ln - 1 > cap:
+            return ERR_FULL
+        put_bits(bits, top, ln - 1, z)
+        top += ln - 1
+    return put_gamma(bits, top, cap, U64(ln + 1))
+
+
+@kernel(nrt=False)
+def get_uint(bits, top):  # type: ignore[no-untyped-def]
+    """Pop uint(z); returns (new top, z) or (ERR_CORRUPT, 0)."""
+    top, x = get_gamma(bits, top)
+    if top < 0 or x > U64(65):
+        return ERR_CORRUPT, _ZERO
+    ln = np.int64(x) - 1
+    if ln == 0:
+        return top, _ZERO
+    if ln == 1:
+        return top, _ONE
+    if ln - 1 > top:
+        return ERR_CORRUPT, _ZERO
+    low = get_bits(bits, top - (ln - 1), ln - 1)
+    return top - (ln - 1), (_ONE << U64(ln - 1)) | low
+
+
+@kernel(nrt=False)
+def flush_slow(bits, cap, st, o, pay, pw, ib, runmin):  # type: ignore[no-untyped-def]
+    """Pack the unpacked top record into the bits, field by field (any record). Status."""
+    kind = st[o + KIND]
+    top = st[o + TOP]
+    if kind == HIT:
+        idx = U64(st[o + IDX])
+        c = st[o + CNT]
+        if c < runmin:
+            if top + c * (ib + 1) > cap:
+                return ERR_FULL
+            for _ in range(c):
+                put_bits(bits, top, ib, idx)
+                put_bits(bits, top + ib, 1, _ONE)
+                top += ib + 1
+        else:
+            top = put_gamma(bits, top, cap, U64(c - runmin + 1))
+            if top < 0 or top + ib + 2 > cap:
+                return ERR_FULL
+            put_bits(bits, top, ib, idx)
+            put_bits(bits, top + ib, 2, _ONE)
+            top += ib + 2
+    elif kind == MISS:
+        top = put_uint(bits, top, cap, pay[pw])
+        if top < 0 or top + 2 > cap:
+            return ERR_FULL
+        put_bits(bits, top, 2, _ZERO)
+        top += 2
+    st[o + TOP] = top
+    return 0
+
+
+@kernel(nrt=False)
+def unpack_slow(bits, st, o, pay, pw, ib, runmin):  # type: ignore[no-untyped-def]
+    """Pop the top packed record into the registers, field by field (any record). Status."""
+    top = st[o + TOP]
+    if top == 0:
+        st[o + KIND] = EMPTY
+        return 0
+    if get_bits(bits, top - 1, 1) == _ONE:
+        if top < ib + 1:
+            return ERR_CORRUPT
+        idx = get_bits(bits, top - 1 - ib, ib)
+        top -= ib + 1
+        c = 1
+        while c < runmin - 1 and top >= ib + 1 and get_bits(bits, top - 1, 1) == _ONE \
+                and get_bits(bits, top - 1 - ib, ib) == idx:
+            top -= ib + 1
+            c += 1
+        st[o + KIND] = HIT
+        st[o + IDX] = np.int64(idx)
+        st[o + CNT] = c
+    else:
+        if top < 2:
+            return ERR_CORRUPT
+        if get_bits(bits, top - 2, 1) == _ONE:
+            top -= 2
+            if top < ib:
+                return ERR_CORRUPT
+            idx = get_bits(bits, top - ib, ib)
+            top, x = get_gamma(bits, top - ib)
+            if top < 0:
+                return ERR_CORRUPT
+            st[o + KIND] = HIT
+            st[o + IDX] = np.int64(idx)
+            st[o + CNT] = np.int64(x) + runmin - 1
+        else:
+            top, z = get_uint(bits, top - 2)
+            if top < 0:
+                return ERR_CORRUPT
+            st[o + KIND] = MISS
+            pay[pw] = z
+    st[o + TOP] = top
+    return 0
+
+
+@kernel(nrt=False, inline=True)
+def _window(bits, top):  # type: ignore[no-untyped-def]
+    """The (up to) 64 bits below ``top`` with bit ``top - 1`` as the most significant; ``top > 0``."""
+    if top >= 64:
+        return get_bits(bits, top - 64, 64)
+    return get_bits(bits, 0, top) << U64(64 - top)
+
+
+@kernel(nrt=False)
+def unpack(bits, st, o, pay, pw, ib, runmin):  # type: ignore[no-untyped-def]
+    """Pop the top packed record into the registers (EMPTY if there is none). Status.
+
+    Decodes from one 64-bit window below the top; records that do not fit in it go to
+    :func:`unpack_slow` (same result).
+    """
+    top = st[o + TOP]
+    if top == 0:
+        st[o + KIND] = EMPTY
+        return 0
+    x = _window(bits, top)
+    avail = top if top < 64 else 64
+    mask = (_ONE << U64(ib)) - _ONE
+    if x >> U64(63):
+        g = ib + 1
+        if g > avail:
+            return ERR_CORRUPT
+        idx = (x >> U64(63 - ib)) & mask
+        c = 1
+        y = x << U64(g)
+        while c < runmin - 1 and (c + 1) * g <= avail and (y >> U64(63)) and ((y >> U64(63 - ib)) & mask) == idx:
+            c += 1
+            y <<= U64(g)
+        st[o + KIND] = HIT
+        st[o + IDX] = np.int64(idx)
+        st[o + CNT] = c
+        st[o + TOP] = top - c * g
+        return 0
+    if avail < 2:
+        return ERR_CORRUPT
+    used = 2 + ib if (x >> U64(62)) & _ONE else 2
+    if used >= avail:
+        return unpack_slow(bits, st, o, pay, pw, ib, runmin)
+    y = x << U64(used)
+    n = 64 - bitlen(y)
+    w = 2 * n + 1
+    if y == _ZERO or used + w > avail:
+        return unpack_slow(bits, st, o, pay, pw, ib, runmin)
+    gx = y >> U64(64 - w)
+    used += w
+    if used == 2 + ib + w and (x >> U64(62)) & _ONE:
+        st[o + KIND] = HIT
+        st[o + IDX] = np.int64((x >> U64(62 - ib)) & mask)
+        st[o + CNT] = np.int64(gx) + runmin - 1
+        st[o + TOP] = top - used
+        return 0
+    if gx > U64(65):
+        return ERR_CORRUPT
+    ln = np.int64(gx) - 1
+    z = _ZERO
+    if ln == 1:
+        z = _ONE
+    elif ln >= 2:
+        if used + ln - 1 > avail:
+            return unpack_slow(bits, st, o, pay, pw, ib, runmin)
+        z = (_ONE << U64(ln - 1)) | ((x << U64(used)) >> U64(64 - (ln - 1)))
+        used += ln - 1
+    st[o + KIND] = MISS
+    pay[pw] = z
+    st[o + TOP] = top - used
+    return 0
+
+
+@kernel(nrt=False)
+def flush(bits, cap, st, o, pay, pw, ib, runmin):  # type: ignore[no-untyped-def]
+    """Pack the unpacked top record into the bits (the caller then replaces it). Status.
+
+    Builds the record in one register and writes it at once; records longer than 64 bits
+    go to :func:`flush_slow` (same result).
+    """
+    kind = st[o + KIND]
+    top = st[o + TOP]
+    if kind == HIT:
+        idx = U64(st[o + IDX])
+        c = st[o + CNT]
+        if c < runmin:
+            g = ib + 1
+            one = idx | (_ONE << U64(ib))
+            rec = _ZERO
+            for j in range(c):
+                rec |= one << U64(j * g)
+            w = c * g
+        else:
+            x = U64(c - runmin + 1)
+            wg = 2 * bitlen(x) - 1
+            w = wg + ib + 2
+            if w > 64:
+                return flush_slow(bits, cap, st, o, pay, pw, ib, runmin)
+            rec = x | (idx << U64(wg)) | (_ONE << U64(wg + ib))
+    elif kind == MISS:
+        z = pay[pw]
+        ln = bitlen(z)
+        low = ln - 1 if ln >= 2 else 0
+        lg = U64(ln + 1)
+        wg = 2 * bitlen(lg) - 1
+        w = low + wg + 2
+        if w > 64:
+            return flush_slow(bits, cap, st, o, pay, pw, ib, runmin)
+        rec = lg << U64(low)
+        if low > 0:
+            rec |= z & ((_ONE << U64(low)) - _ONE)
+    else:
+        return 0
+    if top + w > cap:
+        return ERR_FULL
+    put_bits(bits, top, w, rec)
+    st[o + TOP] = top + w
+    return 0
+
+
+@kernel(nrt=False)
+def pop(bits, st, o, pay, pw, ib, runmin):  # type: ignore[no-untyped-def]
+    """Pop one prediction: (HIT, idx, 0), (MISS, 0, payload), or (error status, 0, 0)."""
+    kind = st[o + KIND]
+    if kind == HIT:
+        idx = st[o + IDX]
+        c = st[o + CNT] - 1
+        st[o + CNT] = c
+        if c == 0:
+            s = unpack(bits, st, o, pay, pw, ib, runmin)
+            if s < 0:
+                return s, 0, _ZERO
+        return HIT, idx, _ZERO
+    if kind == MISS:
+        z = pay[pw]
+        s = unpack(bits, st, o, pay, pw, ib, runmin)
+        if s < 0:
+            return s, 0, _ZERO
+        return MISS, 0, z
+    return ERR_CORRUPT, 0, _ZERO
+
+
+@kernel(nrt=False)
+def push(bits, cap, st, o, pay, pw, ib, runmin, kind, idx, z):  # type: ignore[no-untyped-def]
+    """Push one prediction (HIT with idx, or MISS with payload z). Status."""
+    cur = st[o + KIND]
+    if kind == HIT and cur == HIT and st[o + IDX] == idx:
+        st[o + CNT] += 1
+        return 0
+    if cur != EMPTY:
+        s = flush(bits, cap, st, o, pay, pw, ib, runmin)
+        if s < 0:
+            return s
+    st[o + KIND] = kind
+    st[o + IDX] = idx
+    st[o + CNT] = 1
+    pay[pw] = z
+    return 0
+
+
+@kernel(nrt=False)
+def canonical(bits, st, o, pay, pw, ib, runmin, dst, dcap):  # type: ignore[no-untyped-def]
+    """Copy the stack into ``dst`` with its top record packed; returns its height or a status.
+
+    ``dst`` must hold ``dcap`` bits plus one spare word; ``st`` and ``pay`` are left unchanged.
+    """
+    top = st[o + TOP]
+    if top > dcap:
+        return ERR_FULL
+    for w in range((top + 63) >> 6):
+        dst[w] = bits[w]
+    save_top = st[o + TOP]
+    s = flush(dst, dcap, st, o, pay, pw, ib, runmin)
+    height = st[o + TOP]
+    st[o + TOP] = save_top
+    if s < 0:
+        return s
+    return height
+
+
+# ============================================================================= predictors
 
 FCM = 0
 DFCM = 1
@@ -158,100 +580,109 @@ def expand(fam, tab, a, base, c, side, n, shift, kind, idx, z):  # type: ignore[
 
 
 # ----------------------------------------------------------------------------- steps
-
-
-@kernel(nrt=False, inline=True)
-def step_forward(prm, fb, fcap, bb, st, pay, ft, bt, cx):  # type: ignore[no-untyped-def]
-    """i -> i+1: pop v[i+c] off B (left context cx), push v[i] onto F (right context). Status."""
-    fam = prm[P_FAM]
-    n = prm[P_N]
-    c = prm[P_C]
-    shift = prm[P_SHIFT]
-    ib = prm[P_IB]
-    run = prm[P_RUN]
-    if st[OB + KIND] == HIT and st[OB + CNT] > 1:  # inside a run of hits: no bit work
-        st[OB + CNT] -= 1
-        kind = HIT
-        idx = st[OB + IDX]
-        z = U64(0)
-    else:
-        kind, idx, z = pop(bb, st, _OB, pay, _PB, ib, run)
-        if kind < 0:
-            return kind
-    v = expand(fam, bt, cx, 0, c, LEFT, n, shift, kind, idx, z)
-    t = cx[0]
-    for d in range(c - 1):
-        cx[d] = cx[d + 1]
-    cx[c - 1] = v
-    kind, idx, z = compress(fam, ft, cx, 0, c, RIGHT, n, shift, t)
-    if kind == HIT and st[OF + KIND] == HIT and st[OF + IDX] == idx:
-        st[OF + CNT] += 1
-    else:
-        s = push(fb, fcap, st, _OF, pay, _PF, ib, run, kind, idx, z)
-        if s < 0:
-            return s
-    st[S_I] += 1
-    return 0
-
-
-@kernel(nrt=False, inline=True)
-def step_backward(prm, bb, bcap, fb, st, pay, ft, bt, cx):  # type: ignore[no-untyped-def]
-    """i -> i-1: pop v[i-1] off F (right context cx), push v[i+c-1] onto B (left context). Status."""
-    fam = prm[P_FAM]
-    n = prm[P_N]
-    c = prm[P_C]
-    shift = prm[P_SHIFT]
-    ib = prm[P_IB]
-    run = prm[P_RUN]
-    if st[OF + KIND] == HIT and st[OF + CNT] > 1:
-        st[OF + CNT] -= 1
-        kind = HIT
-        idx = st[OF + IDX]
-        z = U64(0)
-    else:
-        kind, idx, z = pop(fb, st, _OF, pay, _PF, ib, run)
-        if kind < 0:
-            return kind
-    v = expand(fam, ft, cx, 0, c, RIGHT, n, shift, kind, idx, z)
-    t = cx[c - 1]
-    for d in range(c - 1, 0, -1):
-        cx[d] = cx[d - 1]
-    cx[0] = v
-    kind, idx, z = compress(fam, bt, cx, 0, c, LEFT, n, shift, t)
-    if kind == HIT and st[OB + KIND] == HIT and st[OB + IDX] == idx:
-        st[OB + CNT] += 1
-    else:
-        s = push(bb, bcap, st, _OB, pay, _PB, ib, run, kind, idx, z)
-        if s < 0:
-            return s
-    st[S_I] -= 1
-    return 0
+#
+# A forward step (i -> i+1) pops v[i+c] off B (its left context is cx) and pushes v[i] onto F
+# (its right context is then cx); a backward step mirrors it.  The two run functions keep both
+# stacks' top records and the parameters in locals (numba cannot keep them in registers through
+# the array stores otherwise) and call pop/push only when a record starts or ends.
 
 
 @kernel(nrt=False)
 def run_forward(prm, count, out, o, fb, fcap, bb, st, pay, ft, bt, cx):  # type: ignore[no-untyped-def]
     """``count`` forward steps; with ``o >= 0`` the value at each position left (``cx[0]``
     before the step) goes to ``out[o + k]``. Status."""
+    fam = prm[P_FAM]
+    n = prm[P_N]
+    c = prm[P_C]
+    sh = prm[P_SHIFT]
+    ib = prm[P_IB]
+    run = prm[P_RUN]
+    bk, bi, bc = st[OB + KIND], st[OB + IDX], st[OB + CNT]
+    fk, fi, fc = st[OF + KIND], st[OF + IDX], st[OF + CNT]
+    status = 0
+    done = 0
     for k in range(count):
         if o >= 0:
             out[o + k] = cx[0]
-        s = step_forward(prm, fb, fcap, bb, st, pay, ft, bt, cx)
-        if s < 0:
-            return s
-    return 0
+        if bk == HIT and bc > 1:  # inside a run of hits: no bit work
+            bc -= 1
+            kind, idx, z = HIT, bi, U64(0)
+        else:
+            st[OB + KIND], st[OB + IDX], st[OB + CNT] = bk, bi, bc
+            kind, idx, z = pop(bb, st, _OB, pay, _PB, ib, run)
+            bk, bi, bc = st[OB + KIND], st[OB + IDX], st[OB + CNT]
+            if kind < 0:
+                status = kind
+                break
+        v = expand(fam, bt, cx, 0, c, LEFT, n, sh, kind, idx, z)
+        t = cx[0]
+        for d in range(c - 1):
+            cx[d] = cx[d + 1]
+        cx[c - 1] = v
+        kind, idx, z = compress(fam, ft, cx, 0, c, RIGHT, n, sh, t)
+        if kind == HIT and fk == HIT and fi == idx:
+            fc += 1
+        else:
+            st[OF + KIND], st[OF + IDX], st[OF + CNT] = fk, fi, fc
+            r = push(fb, fcap, st, _OF, pay, _PF, ib, run, kind, idx, z)
+            fk, fi, fc = st[OF + KIND], st[OF + IDX], st[OF + CNT]
+            if r < 0:
+                status = r
+                break
+        done += 1
+    st[OB + KIND], st[OB + IDX], st[OB + CNT] = bk, bi, bc
+    st[OF + KIND], st[OF + IDX], st[OF + CNT] = fk, fi, fc
+    st[S_I] += done
+    return status
 
 
 @kernel(nrt=False)
 def run_backward(prm, count, out, o, bb, bcap, fb, st, pay, ft, bt, cx):  # type: ignore[no-untyped-def]
     """``count`` backward steps; with ``o >= 0`` the value at each position reached (``cx[0]``
     after the step) goes to ``out[o + k]``. Status."""
+    fam = prm[P_FAM]
+    n = prm[P_N]
+    c = prm[P_C]
+    sh = prm[P_SHIFT]
+    ib = prm[P_IB]
+    run = prm[P_RUN]
+    bk, bi, bc = st[OB + KIND], st[OB + IDX], st[OB + CNT]
+    fk, fi, fc = st[OF + KIND], st[OF + IDX], st[OF + CNT]
+    status = 0
+    done = 0
     for k in range(count):
-        s = step_backward(prm, bb, bcap, fb, st, pay, ft, bt, cx)
-        if s < 0:
-            return s
+        if fk == HIT and fc > 1:
+            fc -= 1
+            kind, idx, z = HIT, fi, U64(0)
+        else:
+            st[OF + KIND], st[OF + IDX], st[OF + CNT] = fk, fi, fc
+            kind, idx, z = pop(fb, st, _OF, pay, _PF, ib, run)
+            fk, fi, fc = st[OF + KIND], st[OF + IDX], st[OF + CNT]
+            if kind < 0:
+                status = kind
+                break
+        v = expand(fam, ft, cx, 0, c, RIGHT, n, sh, kind, idx, z)
+        t = cx[c - 1]
+        for d in range(c - 1, 0, -1):
+            cx[d] = cx[d - 1]
+        cx[0] = v
+        kind, idx, z = compress(fam, bt, cx, 0, c, LEFT, n, sh, t)
+        if kind == HIT and bk == HIT and bi == idx:
+            bc += 1
+        else:
+            st[OB + KIND], st[OB + IDX], st[OB + CNT] = bk, bi, bc
+            r = push(bb, bcap, st, _OB, pay, _PB, ib, run, kind, idx, z)
+            bk, bi, bc = st[OB + KIND], st[OB + IDX], st[OB + CNT]
+            if r < 0:
+                status = r
+                break
         if o >= 0:
-            out[o + k] = cx[0]
-    return 0
+            out[o + k] = v
+        done += 1
+    st[OB + KIND], st[OB + IDX], st[OB + CNT] = bk, bi, bc
+    st[OF + KIND], st[OF + IDX], st[OF + CNT] = fk, fi, fc
+    st[S_I] -= done
+    return status
 
 
 @kernel(nrt=False)
@@ -520,4 +951,3 @@ def cursor_state(prm, segs, fb, bb, st, pay, fdst, bdst, heights):  # type: igno
     return 0
 
 
-__all__ = ["FCM", "DFCM", "LASTV", "LASTS", "ERR_CORRUPT", "ERR_FULL", "ERR_RANGE"]

@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 
 from wholetrace.kernels._jit import kernel
-from wholetrace.kernels.bitstack import get_bits, put_bits
 
 U64 = np.uint64
 
@@ -80,15 +79,33 @@ def undo_zigzag_deltas(z, out):  # type: ignore[no-untyped-def]
 
 @kernel(nrt=False)
 def pack_fixed(vals, base, width, out):  # type: ignore[no-untyped-def]
-    """Write ``vals[i] - base`` as ``width``-bit fields (0..64) into the uint64 words ``out``,
-    which must hold ``len(vals) * width`` bits."""
+    """Write ``vals[i] - base`` as ``width``-bit fields (0..64, least significant bit first)
+    into the zeroed uint64 words ``out``, which must hold ``len(vals) * width`` bits."""
+    if width == 0:
+        return
+    mask = U64(0xFFFFFFFFFFFFFFFF) >> U64(64 - width)
     for i in range(vals.shape[0]):
-        put_bits(out, i * width, width, vals[i] - base)
+        v = (vals[i] - base) & mask
+        p = i * width
+        off = p & 63
+        out[p >> 6] |= v << U64(off)
+        if off + width > 64:
+            out[(p >> 6) + 1] |= v >> U64(64 - off)
 
 
 @kernel(nrt=False)
 def unpack_fixed(words, base, width, lo, hi, out):  # type: ignore[no-untyped-def]
     """``out[k] = field(lo + k) + base`` for fields ``lo..hi-1``; the caller checks that
     ``words`` holds ``hi * width`` bits."""
+    if width == 0:
+        for i in range(hi - lo):
+            out[i] = base
+        return
+    mask = U64(0xFFFFFFFFFFFFFFFF) >> U64(64 - width)
     for i in range(lo, hi):
-        out[i - lo] = get_bits(words, i * width, width) + base
+        p = i * width
+        off = p & 63
+        x = words[p >> 6] >> U64(off)
+        if off + width > 64:
+            x |= words[(p >> 6) + 1] << U64(64 - off)
+        out[i - lo] = (x & mask) + base

@@ -8,7 +8,6 @@ import numpy as np
 
 from wholetrace.errors import InternalError, StreamError
 from wholetrace.kernels import predict as K
-from wholetrace.kernels.bitstack import MAX_RECORD_BITS
 from wholetrace.streams import sections
 from wholetrace.streams.codecs import Codec, params
 
@@ -62,7 +61,7 @@ class PredictedBody:
         c = codec.context
         nseg = -(-m // segment)
         longest = min(m, segment)
-        cap = longest * MAX_RECORD_BITS + 256
+        cap = longest * K.MAX_RECORD_BITS + 256
         nw = (cap + 63) // 64 + 1
         fb, fsnap, bb, bsnap = (np.zeros(nw, np.uint64) for _ in range(4))
         size = 1 << tbits
@@ -106,7 +105,7 @@ class PredictedBody:
             g[K.G_FTOFF], g[K.G_FTCNT] = nentries, len(fent)
             g[K.G_BTOFF], g[K.G_BTCNT] = nentries + len(fent), len(bent)
             g[K.G_CXOFF] = ncx
-            g[K.G_FCAP], g[K.G_BCAP] = fh + MAX_RECORD_BITS, bh + MAX_RECORD_BITS
+            g[K.G_FCAP], g[K.G_BCAP] = fh + K.MAX_RECORD_BITS, bh + K.MAX_RECORD_BITS
             nwords += fw + bw
             nentries += len(fent) + len(bent)
             ncx += cc
@@ -142,8 +141,8 @@ class PredictedBody:
     def to_bytes(self) -> bytes:
         g = self.segs
         fields = np.stack([g[:, K.G_MID], g[:, K.G_FBITS], g[:, K.G_BBITS], g[:, K.G_FTCNT],
-                           g[:, K.G_BTCNT], g[:, K.G_FCAP] - MAX_RECORD_BITS,
-                           g[:, K.G_BCAP] - MAX_RECORD_BITS], axis=1).astype(np.uint64)
+                           g[:, K.G_BTCNT], g[:, K.G_FCAP] - K.MAX_RECORD_BITS,
+                           g[:, K.G_BCAP] - K.MAX_RECORD_BITS], axis=1).astype(np.uint64)
         gaps = np.zeros(self.tidx.shape[0], np.uint64)
         for off, cnt in ((g[:, K.G_FTOFF], g[:, K.G_FTCNT]), (g[:, K.G_BTOFF], g[:, K.G_BTCNT])):
             for o, n in zip(off.tolist(), cnt.tolist()):
@@ -172,10 +171,10 @@ class PredictedBody:
         lens = np.minimum(segment, m - starts)
         last = np.maximum(lens - c, 0)
         mid, fbits, bbits, fcnt, bcnt, fh, bh = f.T
-        limit = lens * MAX_RECORD_BITS + 256
+        limit = lens * K.MAX_RECORD_BITS + 256
         short = lens <= c
         if (mid > last).any() or (fh > limit).any() or (bh > limit).any() \
-                or (fbits > fh + MAX_RECORD_BITS).any() or (bbits > bh + MAX_RECORD_BITS).any() \
+                or (fbits > fh + K.MAX_RECORD_BITS).any() or (bbits > bh + K.MAX_RECORD_BITS).any() \
                 or (short & ((fbits | bbits | fcnt | bcnt) != 0)).any():
             raise rd.bad("inconsistent segment table")
         size = 1 << tbits
@@ -210,7 +209,7 @@ class PredictedBody:
         segs[:, K.G_FTOFF], segs[:, K.G_FTCNT] = toff[0::2], fcnt
         segs[:, K.G_BTOFF], segs[:, K.G_BTCNT] = toff[1::2], bcnt
         segs[:, K.G_CXOFF] = np.concatenate([[0], np.cumsum(np.minimum(lens, c))[:-1]])
-        segs[:, K.G_FCAP], segs[:, K.G_BCAP] = fh + MAX_RECORD_BITS, bh + MAX_RECORD_BITS
+        segs[:, K.G_FCAP], segs[:, K.G_BCAP] = fh + K.MAX_RECORD_BITS, bh + K.MAX_RECORD_BITS
         return cls(codec, m, segment, tbits, segs, words, tidx, tval, cxv)
 
 
