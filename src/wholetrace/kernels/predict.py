@@ -293,7 +293,7 @@ def _window(bits, top):  # type: ignore[no-untyped-def]
     return get_bits(bits, 0, top) << U64(64 - top)
 
 
-@kernel(nrt=False)
+@kernel(nrt=False, inline=True)
 def unpack(bits, st, o, pay, pw, ib, runmin):  # type: ignore[no-untyped-def]
     """Pop the top packed record into the registers (EMPTY if there is none). Status.
 
@@ -357,7 +357,7 @@ def unpack(bits, st, o, pay, pw, ib, runmin):  # type: ignore[no-untyped-def]
     return 0
 
 
-@kernel(nrt=False)
+@kernel(nrt=False, inline=True)
 def flush(bits, cap, st, o, pay, pw, ib, runmin):  # type: ignore[no-untyped-def]
     """Pack the unpacked top record into the bits (the caller then replaces it). Status.
 
@@ -404,29 +404,33 @@ def flush(bits, cap, st, o, pay, pw, ib, runmin):  # type: ignore[no-untyped-def
     return 0
 
 
-@kernel(nrt=False)
+@kernel(nrt=False, inline=True)
 def pop(bits, st, o, pay, pw, ib, runmin):  # type: ignore[no-untyped-def]
     """Pop one prediction: (HIT, idx, 0), (MISS, 0, payload), or (error status, 0, 0)."""
     kind = st[o + KIND]
+    idx = st[o + IDX]
+    z = pay[pw]
     if kind == HIT:
-        idx = st[o + IDX]
         c = st[o + CNT] - 1
         st[o + CNT] = c
-        if c == 0:
-            s = unpack(bits, st, o, pay, pw, ib, runmin)
-            if s < 0:
-                return s, 0, _ZERO
-        return HIT, idx, _ZERO
-    if kind == MISS:
-        z = pay[pw]
-        s = unpack(bits, st, o, pay, pw, ib, runmin)
-        if s < 0:
-            return s, 0, _ZERO
-        return MISS, 0, z
-    return ERR_CORRUPT, 0, _ZERO
+        if c > 0:
+            return HIT, idx, _ZERO
+        z = _ZERO
+    elif kind != MISS:
+        return ERR_CORRUPT, 0, _ZERO
+    s = unpack(bits, st, o, pay, pw, ib, runmin)  # the record below becomes the top
+    if s < 0:
+        return s, 0, _ZERO
+    return kind, idx if kind == HIT else 0, z
 
 
 @kernel(nrt=False)
+def unpack_call(bits, st, o, pay, pw, ib, runmin):  # type: ignore[no-untyped-def]
+    """:func:`unpack` as a called function, for the places that are not hot."""
+    return unpack(bits, st, o, pay, pw, ib, runmin)
+
+
+@kernel(nrt=False, inline=True)
 def push(bits, cap, st, o, pay, pw, ib, runmin, kind, idx, z):  # type: ignore[no-untyped-def]
     """Push one prediction (HIT with idx, or MISS with payload z). Status."""
     cur = st[o + KIND]
@@ -793,10 +797,10 @@ def load_park(prm, s, segs, words, tidx, tval, cxv, fb, bb, ft, bt, cx, st, pay)
         st[OF + k] = 0
     st[OF] = g[G_FBITS]
     st[OB] = g[G_BBITS]
-    r = unpack(fb, st, _OF, pay, _PF, ib, run)
+    r = unpack_call(fb, st, _OF, pay, _PF, ib, run)
     if r < 0:
         return r
-    return unpack(bb, st, _OB, pay, _PB, ib, run)
+    return unpack_call(bb, st, _OB, pay, _PB, ib, run)
 
 
 @kernel(nrt=False)
