@@ -1,4 +1,4 @@
-"""SEQUITUR benchmark on the five large shared vectors: speed, peak RSS, encoded size vs compressors."""
+"""SEQUITUR benchmark on the five large shared vectors: build and encode speed, peak RSS, encoded size vs compressors."""
 
 from __future__ import annotations
 
@@ -21,25 +21,34 @@ NAMES = ["loopy", "loopy_noisy", "markov", "textlike", "rand4"]
 CHILD = r"""
 import json, resource, sys, time
 import numpy as np
+def cpu():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_utime
 t = time.perf_counter()
-from wholetrace.grammar import GrammarBuilder
-b = GrammarBuilder(); b.feed(np.array([1, 2, 1, 2, 1, 2, 3])); b.finish()
+from wholetrace.grammar import Grammar, GrammarBuilder
+b = GrammarBuilder(); b.feed(np.array([1, 2, 1, 2, 1, 2, 3])); g0 = b.finish()
 jit = time.perf_counter() - t
-base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # imports + loaded builder kernels
+t = time.perf_counter()
+Grammar.from_bytes(g0.to_bytes(compact=True))  # loads the coder's kernels
+jit_enc = time.perf_counter() - t
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # imports + loaded kernels
 a = np.fromfile(sys.argv[1], np.uint16)
 t = time.perf_counter()
-c = resource.getrusage(resource.RUSAGE_SELF).ru_utime
+c = cpu()
 b = GrammarBuilder(lookahead=sys.argv[2] == "1", expected_symbols=a.size)
 for i in range(0, a.size, 1 << 20):
     b.feed(a[i:i + (1 << 20)])
 g = b.finish()
 secs = time.perf_counter() - t
-cpu = resource.getrusage(resource.RUSAGE_SELF).ru_utime - c
+build_cpu = cpu() - c
 rss_build = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-t = time.perf_counter(); enc = g.to_bytes(); enc_s = time.perf_counter() - t
+c = cpu(); enc = g.to_bytes(compact=True); enc_cpu = cpu() - c
+rss_enc = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+c = cpu(); back = Grammar.from_bytes(enc); dec_cpu = cpu() - c
+assert back == g
+explicit = len(g.to_bytes()) if sys.argv[3] == "1" else 0
 print(json.dumps(dict(n=int(a.size), rules=g.num_rules, rhs=g.num_symbols, len_S=g.start_length,
-    jit=jit, secs=secs, cpu=cpu, enc=len(enc), enc_s=enc_s, rss_build=rss_build, base=base,
-    rss=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)))
+    jit=jit, jit_enc=jit_enc, secs=secs, cpu=build_cpu, enc=len(enc), enc_cpu=enc_cpu, dec_cpu=dec_cpu,
+    explicit=explicit, rss_build=rss_build, base=base, rss=rss_enc)))
 """
 
 
@@ -68,36 +77,44 @@ def main() -> None:
     for name in NAMES:
         path = d / f"{name}.u16"
         for la in ("0", "1") if name in ("loopy", "markov") else ("0",):
-            out = subprocess.run([sys.executable, "-c", CHILD, str(path), la], check=True,
-                                 capture_output=True, text=True, cwd=REPO).stdout
+            out = subprocess.run([sys.executable, "-c", CHILD, str(path), la, "1" if la == "0" else "0"],
+                                 check=True, capture_output=True, text=True, cwd=REPO).stdout
             r = json.loads(out)
             label = name + (" (SEQUITUR(1))" if la == "1" else "")
             rows.append([label, f"{r['n']:,}", f"{r['rules']:,}", f"{r['rhs']:,}", f"{r['len_S']:,}",
-                         f"{r['secs']:.2f}", f"{r['n'] / r['secs'] / 1e6:.2f}",
-                         f"{r['n'] / r['cpu'] / 1e6:.2f}", f"{r['jit']:.1f}", f"{r['base']:.0f}",
+                         f"{r['secs']:.2f}", f"{r['cpu']:.2f}", f"{r['n'] / r['cpu'] / 1e6:.2f}",
+                         f"{r['enc_cpu']:.2f}", f"{r['enc_cpu'] / r['cpu']:.2f}", f"{r['dec_cpu']:.2f}",
+                         f"{r['jit']:.1f} + {r['jit_enc']:.1f}", f"{r['base']:.0f}",
                          f"{r['rss_build']:.0f}", f"{r['rss_build'] - r['base']:.0f}", f"{r['rss']:.0f}",
-                         f"{r['enc']:,}", f"{r['enc_s']:.1f}"])
+                         f"{r['enc']:,}"])
             print(rows[-1], flush=True)
             if la == "0":
-                enc = r["enc"]
+                enc, explicit = r["enc"], r["explicit"]
         # in a child as well: Linux children inherit the parent's peak RSS (ru_maxrss), so the
         # parent must never run the compressors itself
         c = json.loads(subprocess.run([sys.executable, __file__, "--compressors", str(path)], check=True,
                                       capture_output=True, text=True).stdout)
-        comp_rows.append([name, f"{enc:,}"] + [f"{v:,}" for v in c.values()] + [f"{enc / c['xz -9']:.2f}"])
+        comp_rows.append([name, f"{enc:,}", f"{explicit:,}"] + [f"{v:,}" for v in c.values()]
+                         + [f"{enc / c['xz -9']:.2f}", f"{enc / c['zstd -19']:.2f}"])
         print(comp_rows[-1], flush=True)
+    load = os.getloadavg()
     body = (
-        f"Measured {machine()}; `python benchmarks/sequitur.py` (each build in its own process;\n"
-        "symbols/s exclude JIT, which is the separate import+compile/cache-load column; M sym/s (CPU)\n"
-        "divides by the process's user CPU time, which is steadier than wall time on a shared machine;\n"
-        "base RSS is the process after imports and loading the kernels, before reading the input, and\n"
-        "\"above base\" is the build's peak minus it, input array included; the encoding kernels load\n"
-        "inside \"encode s\").\n\n"
-        + table(["input", "symbols", "rules", "rhs", "len_S", "build s", "M sym/s", "M sym/s (CPU)", "JIT s",
-                 "base RSS MB", "peak RSS MB (build)", "above base MB", "peak RSS MB (+encode)",
-                 "encoded B", "encode s"], rows)
-        + "\nEncoded grammar (`Grammar.to_bytes`) against general-purpose compressors on the `.u16` file (bytes):\n\n"
-        + table(["input", "grammar", "gzip -9", "bzip2 -9", "xz -9", "zstd -19", "grammar / xz"], comp_rows)
+        f"Measured {machine()}; 1-minute load average at the end {load[0]:.1f} on {os.cpu_count()} CPUs\n"
+        "(other jobs share the machine: compare the columns of one row, measured in one process).\n"
+        "`python benchmarks/sequitur.py`: each input in its own process; build and encode times are user\n"
+        "CPU seconds of that process (steadier than wall time on a shared machine; wall time of the build\n"
+        "in \"build s\"); \"encode s\" is `Grammar.to_bytes(compact=True)` (the compact encoding: expansion + coder)\n"
+        "and \"decode s\" `Grammar.from_bytes` (coder + rebuilding the grammar). JIT: import and\n"
+        "compile/cache-load of the builder + of the coder, apart from every other column. Base RSS\n"
+        "is the process after imports and loading the kernels; \"above base\" is the build's peak minus\n"
+        "it, input array included.\n\n"
+        + table(["input", "symbols", "rules", "rhs", "len_S", "build s", "build CPU s", "M sym/s (CPU)",
+                 "encode CPU s", "encode / build", "decode CPU s", "JIT s", "base RSS MB",
+                 "peak RSS MB (build)", "above base MB", "peak RSS MB (+encode)", "encoded B"], rows)
+        + "\nEncoded grammar against general-purpose compressors of the `.u16` file (bytes): compact =\n"
+        "`to_bytes(compact=True)` (version 3), explicit = `to_bytes()` (version 2, the default, the rules):\n\n"
+        + table(["input", "compact", "explicit", "gzip -9", "bzip2 -9", "xz -9", "zstd -19",
+                 "compact / xz", "compact / zstd"], comp_rows)
     )
     write_section("sequitur", body)
 

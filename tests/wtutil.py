@@ -95,3 +95,21 @@ def assert_same_counts(want: dict, got: dict, what: object, edges: bool = False)
         assert np.array_equal(np.asarray(pa.stmts), np.asarray(pb.stmts)), (what, key, "statements")
         if edges:
             assert np.array_equal(np.asarray(pa.edges), np.asarray(pb.edges)), (what, key, "edges")
+
+
+def record_program(tmp: Path, name: str, source: str | None = None, size: str = "small") -> Path:
+    """Record ``source`` (written to ``tmp/NAME.py``) or, without it, the corpus program ``name``
+    in `blocks` mode to ``tmp/NAME.wt``; asserts the run succeeded."""
+    from corpus import PROGRAMS
+
+    out = tmp / f"{name}.wt"
+    if source is not None:
+        script = tmp / f"{name}.py"
+        script.write_text(source)
+        include: tuple[str, ...] = ()
+    else:
+        script = PROGRAMS[name].write(tmp / name, size)
+        include = tuple(PROGRAMS[name].include)
+    proc = run_recorded(script, out, include=include)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return out

@@ -101,7 +101,7 @@ class GrammarBuilder:
         self._st = None
         del st  # free the digram table before flattening
         off, rhs = K.extract(nd, rguard, int(meta[K.M_LIVE_RULES]))
-        return Grammar(off, rhs, lookahead=self.lookahead)
+        return Grammar(off, rhs, lookahead=self.lookahead, built=True)
 
     def stats(self) -> dict[str, int]:
         """Sizes of the working structures (for benchmarks and diagnostics)."""

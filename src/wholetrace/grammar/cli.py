@@ -36,6 +36,9 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--print", dest="print_rules", action="store_true",
                    help=f"also print the rules (grammars of at most {PRINT_LIMIT} rules)")
     p.add_argument("-o", "--output", metavar="OUT", help="write the encoded grammar to OUT")
+    p.add_argument("--compact", action="store_true",
+                   help="encode compactly (the input through a context-mixing coder, smaller than "
+                        "xz -9; decoding rebuilds the grammar) instead of the explicit rules")
     p.set_defaults(func=run)
 
 
@@ -68,7 +71,9 @@ def _jit_seconds() -> float:
     for la in (False, True):
         b = GrammarBuilder(lookahead=la)
         b.feed(np.array([1, 2, 1, 2, 1, 2, 3], np.int64))
-        b.finish().to_bytes()
+        g = b.finish()
+        g.to_bytes()
+        g.to_bytes(compact=True)
     return time.perf_counter() - t
 
 
@@ -84,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
         b.feed(symbols[i : i + _CHUNK])
     g = b.finish()
     secs = time.perf_counter() - t
-    enc = g.to_bytes()
+    enc = g.to_bytes(compact=args.compact)
     if args.output:
         try:
             Path(args.output).write_bytes(enc)

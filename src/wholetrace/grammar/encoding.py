@@ -1,22 +1,28 @@
-"""Versioned compact binary encoding of a Grammar: preorder streams, each stored with the
-smallest of a few (layout, compressor) choices, measured when encoding."""
+"""Versioned binary encodings of a Grammar: compact (the input sequence through a context-mixing
+coder; decoding rebuilds the grammar) or explicit (preorder streams of the rules)."""
 
 from __future__ import annotations
 
 import bz2
 import lzma
 import struct
+import zlib
 
 import numpy as np
 
 from wholetrace.errors import GrammarError
 from wholetrace.grammar.grammar import Grammar
+from wholetrace.kernels import sequitur_code as CM
 from wholetrace.kernels import sequitur_flat as K
 
 MAGIC = b"WTGR"
-VERSION = 2  # 1: every stream LEB128 + LZMA; 2: a codec byte per stream (still decoded: 1)
+VERSION = 2  # explicit rules. 1: every stream LEB128 + LZMA; 2: a codec byte per stream
+VERSION_COMPACT = 3  # the expansion through kernels/sequitur_code; decoding rebuilds the grammar
 FLAG_LOOKAHEAD = 1
+FLAG_BUILT = 2  # version 2: the grammar came from the SEQUITUR builder
 _HEAD = struct.Struct("<4sBBxxQQQQQQ")  # magic, version, flags, rules+1, len_S, 4 stream counts
+_HEAD3 = struct.Struct("<4sBBBBQQII")  # magic, version, flags, rawbits, tbits, n, payload, crc32, 0
+_CM_TABLES = CM.tables()
 _LZMA = [{"id": lzma.FILTER_LZMA2, "preset": 9 | lzma.PRESET_EXTREME}]
 
 
@@ -69,7 +75,62 @@ def _smallest(values: np.ndarray | None, raw: bytes | None) -> tuple[int, bytes]
     return best
 
 
-def encode(g: Grammar) -> bytes:
+def _sequence(g: Grammar) -> np.ndarray:
+    """The expansion of ``g`` as int32, filled chunk by chunk (no int64 copy of it all)."""
+    out = np.empty(len(g), np.int32)
+    pos = 0
+    for part in g.iter_chunks(1 << 20):
+        out[pos : pos + len(part)] = part
+        pos += len(part)
+    return out
+
+
+def encode_compact(g: Grammar) -> bytes:
+    """Version 3: the expansion of ``g`` coded by the context-mixing coder of
+    ``kernels/sequitur_code``; ``decode`` rebuilds the grammar with the SEQUITUR builder, so
+    this is exact only for grammars that builder made (``g.built``)."""
+    a = _sequence(g)
+    rawbits = max(1, int(a.max(initial=0)).bit_length())
+    tbits = min(20, max(12, a.size.bit_length() + 2))
+    buf = np.empty(a.size + a.size // 2 + 4096, np.uint8)
+    while True:
+        nbytes, status = CM.cm_code(a, a.size, rawbits, buf, False, tbits, *_CM_TABLES)
+        if status != CM.ST_SHORT:
+            break
+        buf = np.empty(2 * len(buf), np.uint8)
+    head = _HEAD3.pack(MAGIC, VERSION_COMPACT, FLAG_LOOKAHEAD if g.lookahead else 0, rawbits, tbits,
+                       a.size, nbytes, zlib.crc32(a.astype("<i4").data), 0)
+    return head + buf[:nbytes].tobytes()
+
+
+def _decode_compact(data: bytes) -> Grammar:
+    from wholetrace.grammar.builder import sequitur
+
+    if len(data) < _HEAD3.size:
+        raise GrammarError("grammar encoding is truncated")
+    _magic, _version, flags, rawbits, tbits, n, nbytes, crc, _ = _HEAD3.unpack_from(data)
+    if len(data) != _HEAD3.size + nbytes or not 1 <= rawbits <= 31 or not 12 <= tbits <= 24:
+        raise GrammarError("grammar encoding is truncated or inconsistent")
+    if n > 30_000 * (nbytes + 16):  # a symbol costs at least log2(4096/4095) bits
+        raise GrammarError("grammar encoding is inconsistent (length)")
+    a = np.zeros(n, np.int32)
+    payload = np.frombuffer(data, np.uint8, offset=_HEAD3.size).copy()  # the kernel types buf writable
+    _, status = CM.cm_code(a, n, rawbits, payload, True, tbits,
+                           *_CM_TABLES)
+    if status != CM.ST_OK or zlib.crc32(a.astype("<i4").data) != crc:
+        raise GrammarError("corrupt grammar encoding (sequence check failed)")
+    return sequitur(a, lookahead=bool(flags & FLAG_LOOKAHEAD))
+
+
+def encode(g: Grammar, compact: bool = False) -> bytes:
+    """Bytes of ``g``: the explicit rules of version 2, or with ``compact=True`` and a grammar
+    the SEQUITUR builder made, ``encode_compact`` (version 3)."""
+    if compact and g.built and len(g) > 0:
+        return encode_compact(g)
+    return encode_explicit(g)
+
+
+def encode_explicit(g: Grammar) -> bytes:
     """Bytes of ``g``: header, stream sizes, a codec byte per stream, then the four
     compressed streams (kinds, body lengths, terminals, refs).
 
@@ -82,7 +143,8 @@ def encode(g: Grammar) -> bytes:
     if not ok:
         raise GrammarError("grammar rules are not numbered in first-appearance order")
     chosen = [_smallest(None, kinds.tobytes())] + [_smallest(v, None) for v in (blens, terms, refs)]
-    head = _HEAD.pack(MAGIC, VERSION, FLAG_LOOKAHEAD if g.lookahead else 0, len(g.off) - 1,
+    flags = (FLAG_LOOKAHEAD if g.lookahead else 0) | (FLAG_BUILT if g.built else 0)
+    head = _HEAD.pack(MAGIC, VERSION, flags, len(g.off) - 1,
                       g.start_length, len(kinds), len(blens), len(terms), len(refs))
     sizes = struct.pack("<4Q", *(len(p) for _, p in chosen))
     codecs = bytes(c for c, _ in chosen)
@@ -92,8 +154,12 @@ def encode(g: Grammar) -> bytes:
 def decode(data: bytes) -> Grammar:
     """Inverse of ``encode``; raises GrammarError for foreign, newer or corrupt data."""
     data = bytes(data)
-    if len(data) < _HEAD.size + 32 or data[:4] != MAGIC:
+    if len(data) < _HEAD3.size or data[:4] != MAGIC:
         raise GrammarError("not a wholetrace grammar (bad magic or too short)")
+    if data[4] == VERSION_COMPACT:
+        return _decode_compact(data)
+    if len(data) < _HEAD.size + 32:
+        raise GrammarError("grammar encoding is truncated")
     magic, version, flags, nr, len_s, nk, nb, nt, nf = _HEAD.unpack_from(data)
     if version not in (1, VERSION):
         raise GrammarError(f"grammar encoding version {version} is not supported (expected {VERSION})")
@@ -128,4 +194,4 @@ def decode(data: bytes) -> Grammar:
     off, rhs, ok = K.preorder_decode(kinds, len_s, vals[0], vals[1], vals[2])
     if not ok:
         raise GrammarError("grammar encoding is inconsistent (structure)")
-    return Grammar(off, rhs, lookahead=bool(flags & FLAG_LOOKAHEAD))
+    return Grammar(off, rhs, lookahead=bool(flags & FLAG_LOOKAHEAD), built=bool(flags & FLAG_BUILT))

@@ -18,16 +18,19 @@ class Grammar:
     Rule ``i``'s right-hand side is ``rhs[off[i]:off[i+1]]``; a symbol ``x >= 0`` is a
     terminal and ``x < 0`` refers to rule ``-x``.  Rules other than S are numbered by
     their first appearance in a depth-first walk from S, so equal grammars compare equal.
+    ``built`` says that the SEQUITUR builder made it (the builder's output is a function of
+    its input, which the compact encoding relies on); it does not take part in equality.
     """
 
-    __slots__ = ("off", "rhs", "lookahead", "_order", "_lens", "_pos", "_depth", "_freq")
+    __slots__ = ("off", "rhs", "lookahead", "built", "_order", "_lens", "_pos", "_depth", "_freq")
 
-    def __init__(self, off: np.ndarray, rhs: np.ndarray, lookahead: bool = False) -> None:
+    def __init__(self, off: np.ndarray, rhs: np.ndarray, lookahead: bool = False, built: bool = False) -> None:
         self.off = np.ascontiguousarray(off, dtype=np.int64)
         self.rhs = np.ascontiguousarray(rhs, dtype=np.int64)
         self.off.flags.writeable = False
         self.rhs.flags.writeable = False
         self.lookahead = bool(lookahead)
+        self.built = bool(built)
         self._order: np.ndarray | None = None
         self._lens: np.ndarray | None = None
         self._pos: np.ndarray | None = None
@@ -202,11 +205,14 @@ class Grammar:
     __hash__ = None  # type: ignore[assignment]
 
     # -- storage -------------------------------------------------------------
-    def to_bytes(self) -> bytes:
-        """Compact versioned binary encoding (see wholetrace.grammar.encoding)."""
+    def to_bytes(self, compact: bool = False) -> bytes:
+        """Versioned binary encoding (see wholetrace.grammar.encoding): the explicit rules,
+        which decode without rebuilding (what queries on a stored grammar need); with
+        ``compact=True`` and a grammar the builder made, the much smaller archival form whose
+        decoding rebuilds the grammar (about one build's time)."""
         from wholetrace.grammar.encoding import encode
 
-        return encode(self)
+        return encode(self, compact=compact)
 
     @classmethod
     def from_bytes(cls, data: bytes) -> "Grammar":

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from wholetrace.errors import InternalError
+from wholetrace.errors import InternalError, StoreError
 from wholetrace.ids import EXIT
 from wholetrace.instrument.cfg import CFG
 from wholetrace.instrument.flowgraph import from_cfg
@@ -87,7 +87,7 @@ def profiles_from_count_recording(rec: Any) -> list[FunctionProfile]:
     exc_rows = rec.get_array("exception_edges")
     early_rows = rec.get_array("early_exits")
     if counters is None:
-        raise InternalError("count recording has no counters (did the run finish?)")
+        raise StoreError("count recording has no counters (the run did not finish, or they were lost)")
     exc: dict[int, list[tuple[int, int, int]]] = {}
     for f, s, d, n in (exc_rows.tolist() if exc_rows is not None else []):
         exc.setdefault(int(f), []).append((int(s), int(d), int(n)))

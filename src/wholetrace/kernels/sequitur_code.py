@@ -1,0 +1,345 @@
+"""Numba context-mixing coder of a symbol sequence (the compact storage of SEQUITUR grammars).
+
+Each symbol is replaced by its *rank* among the symbols seen after the previous one (in order
+of first appearance; rank = list length means a new successor, whose value follows in
+binary), and the rank is coded bit by bit (Elias-gamma binarisation) with a binary
+arithmetic coder.  The probability of each bit mixes (logistic mixing, as in Mahoney's lpaq1)
+adaptive predictions from hashed contexts of orders 0-4 and 6 and from a match model that
+follows the last earlier occurrence of the current context.  Everything is integer arithmetic,
+so encoder and decoder (one kernel, ``decode`` flag) make bit-identical predictions on every
+machine.  Measured choices: docs/design-sequitur.md.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from wholetrace.kernels._jit import kernel
+
+_inl = kernel(inline=True)
+
+NORD = 6  # hashed context models: orders 0, 1, 2, 3, 4, 6
+NIN = NORD + 2  # + match model + bias
+MINLEN = 5  # symbols hashed to find a match
+MAXLEN = 31
+APM_CTX = 1 << 12
+LIMIT = 127  # adaptation of a context's probability slows to 1/(LIMIT + 1.5)
+ST_OK = 0
+ST_CORRUPT = 1
+ST_SHORT = 2  # output buffer too small
+
+_SQ = np.array([1, 2, 3, 6, 10, 16, 27, 45, 73, 120, 194, 310, 488, 747, 1101, 1546, 2047, 2549, 2994,
+                3348, 3607, 3785, 3901, 3975, 4022, 4050, 4068, 4079, 4085, 4089, 4092, 4093, 4094],
+               np.int64)
+
+
+def _squash_py(d: int) -> int:
+    if d > 2047:
+        return 4095
+    if d < -2047:
+        return 1
+    w = d & 127
+    i = (d >> 7) + 16
+    return int((_SQ[i] * (128 - w) + _SQ[i + 1] * w + 64) >> 7)
+
+
+def tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(squash over -2047..2047, stretch over 0..4095, adaptation rates): integer tables."""
+    sq = np.array([_squash_py(d) for d in range(-2047, 2048)], np.int64)
+    st = np.empty(4096, np.int64)
+    pi = 0
+    for x in range(-2047, 2048):
+        v = _squash_py(x)
+        st[pi : v + 1] = x
+        pi = max(pi, v + 1)
+    st[pi:] = 2047
+    dt = np.array([(1 << 16) * 2 // (2 * n + 3) for n in range(1024)], np.int64)
+    return sq, st, dt
+
+
+@_inl
+def _h(x, y):  # type: ignore[no-untyped-def]
+    """32-bit hash combining x and y (both below 2**32; no intermediate exceeds 2**63, so the
+    pure-Python twin computes the same values)."""
+    return ((((x * 0x2F0B4C2D + y + 1) & 0xFFFFFFFF) * 0x5BD1E995) >> 11) & 0xFFFFFFFF
+
+
+@_inl
+def _sm_update(t, i, y, dt, limit):  # type: ignore[no-untyped-def]
+    """Adaptive probability t[i] (22-bit p << 10 | count) moves towards bit y."""
+    v = np.int64(t[i])
+    n = v & 1023
+    p = v >> 10
+    p += (((y << 22) - p) * dt[n]) >> 16
+    if n < limit:
+        n += 1
+    t[i] = np.uint32((p << 10) | n)
+
+
+# Successor lists, in one open-addressing table keyed by pairs (k1, k2), k1 = 4 * s1 + tag:
+# tag 0: (s1, 0) -> number of successors; tag 1: (s1, symbol) -> rank; tag 2: (s1, rank) -> symbol.
+
+
+@_inl
+def _succ_find(keys, k1, k2):  # type: ignore[no-untyped-def]
+    """Slot of (k1, k2) in the table (or the empty slot where it goes)."""
+    mask = len(keys) // 2 - 1
+    i = _h(_h(k1 >> 32, k1 & 0xFFFFFFFF), k2) & mask
+    while keys[2 * i] != -1 and (keys[2 * i] != k1 or keys[2 * i + 1] != k2):
+        i = (i + 1) & mask
+    return i
+
+
+@_inl
+def _succ_get(keys, vals, k1, k2, default):  # type: ignore[no-untyped-def]
+    i = _succ_find(keys, k1, k2)
+    return vals[i] if keys[2 * i] != -1 else default
+
+
+@_inl
+def _succ_put(keys, vals, k1, k2, v):  # type: ignore[no-untyped-def]
+    i = _succ_find(keys, k1, k2)
+    keys[2 * i] = k1
+    keys[2 * i + 1] = k2
+    vals[i] = v
+
+
+@kernel
+def _succ_grow(keys, vals):  # type: ignore[no-untyped-def]
+    nk = np.full(2 * len(keys), -1, np.int64)
+    nv = np.zeros(len(vals) * 2, np.int64)
+    for i in range(len(vals)):
+        if keys[2 * i] != -1:
+            _succ_put(nk, nv, keys[2 * i], keys[2 * i + 1], vals[i])
+    return nk, nv
+
+
+@_inl
+def _code_bit(ac, buf, decode, p, y):  # type: ignore[no-untyped-def]
+    """Code bit y (encoder) or return the decoded bit, with P(1) = p / 4096; -1 if buf is full."""
+    x1 = ac[0]
+    x2 = ac[1]
+    xmid = x1 + ((x2 - x1) >> 12) * p + ((((x2 - x1) & 0xFFF) * p) >> 12)
+    if decode:
+        y = 1 if ac[2] <= xmid else 0
+    if y:
+        x2 = xmid
+    else:
+        x1 = xmid + 1
+    while ((x1 ^ x2) & 0xFF000000) == 0:
+        bp = ac[3]
+        if decode:
+            ac[2] = ((ac[2] << 8) & 0xFFFFFFFF) | (buf[bp] if bp < len(buf) else 0)
+        else:
+            if bp >= len(buf):
+                return -1
+            buf[bp] = x2 >> 24
+        ac[3] = bp + 1
+        x1 = (x1 << 8) & 0xFFFFFFFF
+        x2 = ((x2 << 8) & 0xFFFFFFFF) | 255
+    ac[0] = x1
+    ac[1] = x2
+    return y
+
+
+@kernel
+def cm_code(a, n, rawbits, buf, decode, tbits, sq, stt, dt):  # type: ignore[no-untyped-def]
+    """Encode a[:n] into buf (decode=False) or decode buf into a[:n] (decode=True).
+
+    Symbols are non-negative below 2**rawbits.  -> (bytes written or read, status)."""
+    tsize = np.int64(1) << tbits
+    tmask = tsize - 1
+    ctab = np.full(NORD * tsize, np.uint32(2048 << 20), np.uint32)  # p = 1/2, count 0
+    mtab = np.full(64 * 2, np.uint32(2048 << 20), np.uint32)  # match model: (length, expected bit)
+    rawtab = np.full(1 << 16, np.uint32(2048 << 20), np.uint32)
+    apm = np.empty(APM_CTX * 33, np.int32)
+    for c in range(APM_CTX):
+        for j in range(33):
+            apm[c * 33 + j] = sq[min(4094, max(0, (j - 16) * 128 + 2047))] * 16
+    nsets = 16 * 8
+    w = np.full(nsets * NIN, np.int64(1 << 14), np.int64)
+    mbits = max(10, min(22, tbits - 2))
+    mhash = np.zeros(np.int64(1) << mbits, np.int64)
+    skeys = np.full(2 << 12, -1, np.int64)
+    svals = np.zeros(1 << 12, np.int64)
+    sused = 0
+    hs = np.zeros(NORD, np.int64)
+    st_in = np.zeros(NIN, np.int64)
+    slot = np.zeros(NORD, np.int64)
+    ac = np.zeros(4, np.int64)  # arithmetic coder: low x1, high x2, decoder's x, buffer position
+    ac[1] = 0xFFFFFFFF
+    if decode:
+        for _ in range(4):
+            ac[2] = (ac[2] << 8) | (buf[ac[3]] if ac[3] < len(buf) else 0)
+            ac[3] += 1
+    mptr = 0
+    mlen = 0
+    for i in range(n):
+        s1 = np.int64(a[i - 1]) + 1 if i >= 1 else np.int64(0)
+        # context hashes of orders 0, 1, 2, 3, 4, 6 (each includes s1, so a rank means one symbol)
+        h = np.int64(0)
+        for k in range(1, 7):
+            h = _h(h, (np.int64(a[i - k]) + 1) if i >= k else 0)
+            if k <= 4:
+                hs[k] = h
+            elif k == 6:
+                hs[5] = h
+            else:  # k == MINLEN: the match model's context
+                h5 = h
+        # match model: look up the last occurrence of the last MINLEN symbols
+        if i >= MINLEN:
+            chk = h5 >> 24  # 8 check bits: most unrelated candidates are rejected unread
+            hm = h5 & (len(mhash) - 1)
+            if mlen == 0:
+                cand = mhash[hm] >> 8
+                if cand > 0 and (mhash[hm] & 255) == chk:
+                    ln = 0
+                    while ln < MAXLEN and cand - 1 - ln >= 0 and a[cand - 1 - ln] == a[i - 1 - ln]:
+                        ln += 1
+                    if ln >= MINLEN:
+                        mlen = ln
+                        mptr = cand
+            mhash[hm] = (i << 8) | chk
+        hs[0] = 0
+        for m in range(NORD):
+            slot[m] = (_h(hs[m], m) * 16) & tmask
+        cnt = _succ_get(skeys, svals, 4 * s1, 0, 0)
+        # expected rank from the match model
+        erank = -1
+        if mlen > 0:
+            erank = _succ_get(skeys, svals, 4 * s1 + 1, np.int64(a[mptr]), -1)
+        r = 0
+        if not decode:
+            r = _succ_get(skeys, svals, 4 * s1 + 1, np.int64(a[i]), cnt)
+        # code v = r + 1 = 1 b_{k-1} .. b_0: k unary ones, a zero, then the k low bits
+        v = r + 1
+        nb = 0
+        while (v >> (nb + 1)) > 0:
+            nb += 1
+        ev = erank + 1
+        enb = 0
+        if erank >= 0:
+            while (ev >> (enb + 1)) > 0:
+                enb += 1
+        agree = erank >= 0
+        dk = 0  # decoded unary length / bit count
+        phase = 0  # 0: unary part, 1: low bits
+        pos = 0
+        low = 1
+        while True:
+            # the decisions of ranks below 15 share one 16-entry (64-byte) line per model
+            if phase == 0:
+                node = pos if pos < 4 else 16 + min(pos, 31)
+                ebit = (1 if pos < enb else 0) if agree else 0
+            else:
+                node = ((4 if dk == 1 else (5 if dk == 2 else 8)) + low - 1 if dk <= 3 else
+                        64 + 64 * min(dk, 23) + min(low, 63))
+                ebit = ((ev >> (dk - 1 - pos)) & 1) if agree else 0
+            if node >= 16:  # rare: a second line, elsewhere in the table
+                node = 16 + (_h(node, 7) & 0xFFFF) * 16
+            # predictions
+            for m in range(NORD):
+                st_in[m] = stt[np.int64(ctab[m * tsize + ((slot[m] + node) & tmask)]) >> 20]
+            ml = min(mlen, 15) if agree else 0
+            mi = ml * 4 + ebit * 2 + (1 if phase else 0)
+            st_in[NORD] = stt[np.int64(mtab[mi]) >> 20] if agree else 0
+            st_in[NORD + 1] = 256
+            ws = (ml * 8 + (min(pos, 3) if phase == 0 else 4 + min(dk - 1, 3))) * NIN
+            dot = np.int64(0)
+            for j in range(NIN):
+                dot += st_in[j] * w[ws + j]
+            dot >>= 16
+            if dot > 2047:
+                dot = 2047
+            if dot < -2047:
+                dot = -2047
+            p = sq[dot + 2047]
+            actx = ((s1 & 0xFF) * 16 + (pos if phase == 0 else 4 + min(dk - 1, 2) * 4 + min(pos, 3))) % APM_CTX
+            sa = dot + 2048
+            aj = sa >> 7
+            aw = sa & 127
+            ai = actx * 33 + aj
+            pa = (apm[ai] * (128 - aw) + apm[ai + 1] * aw) >> 11
+            p = (p + 3 * pa) >> 2
+            p = max(1, min(4095, p))
+            # code the bit
+            y = (1 if pos < nb else 0) if phase == 0 else (v >> (dk - 1 - pos)) & 1
+            y = _code_bit(ac, buf, decode, p, y)
+            if y < 0:
+                return ac[3], ST_SHORT
+            # update
+            aj2 = ai + (1 if aw >= 64 else 0)  # final stage (APM): the nearer bin learns
+            apm[aj2] += ((y << 16) + (y << 5) - y - y - apm[aj2]) >> 7
+            err = (y << 12) - p
+            for j in range(NIN):
+                w[ws + j] += (st_in[j] * err) >> 12
+            for m in range(NORD):
+                _sm_update(ctab, m * tsize + ((slot[m] + node) & tmask), y, dt, LIMIT)
+            if agree:
+                _sm_update(mtab, mi, y, dt, 1023)
+                if y != ebit:
+                    agree = False
+            if phase == 0:
+                if y:
+                    pos += 1
+                    if pos > 40:
+                        return ac[3], ST_CORRUPT
+                else:
+                    dk = pos
+                    phase = 1
+                    pos = 0
+                    if dk == 0:
+                        break
+            else:
+                low = low * 2 + y
+                pos += 1
+                if pos == dk:
+                    break
+        r = low - 1 if dk > 0 else 0
+        if r > cnt:
+            return ac[3], ST_CORRUPT
+        if r == cnt:  # a new successor of s1: its value, bit by bit, order-0 tree
+            sym = np.int64(a[i]) if not decode else np.int64(0)
+            node = 1
+            for b in range(rawbits - 1, -1, -1):
+                ri = node & 0xFFFF
+                p = max(1, min(4095, np.int64(rawtab[ri]) >> 20))
+                y = _code_bit(ac, buf, decode, p, (sym >> b) & 1)
+                if y < 0:
+                    return ac[3], ST_SHORT
+                _sm_update(rawtab, ri, y, dt, 30)
+                node = node * 2 + y
+            if decode:
+                sym = node - (np.int64(1) << rawbits)
+                a[i] = sym
+            # register the new successor: (s1, sym) -> rank, (s1, rank) -> sym, count
+            if 2 * (sused + 3) > len(svals):
+                skeys, svals = _succ_grow(skeys, svals)
+            _succ_put(skeys, svals, 4 * s1 + 1, sym, cnt)
+            _succ_put(skeys, svals, 4 * s1 + 2, cnt, sym)
+            if cnt == 0:
+                sused += 1
+            _succ_put(skeys, svals, 4 * s1, 0, cnt + 1)
+            sused += 2
+        elif decode:
+            sym = _succ_get(skeys, svals, 4 * s1 + 2, r, -1)
+            if sym < 0:
+                return ac[3], ST_CORRUPT
+            a[i] = sym
+        # match model: extend the match (a new one is looked up before the next symbol)
+        if mlen > 0 and a[mptr] == a[i]:
+            mlen = min(mlen + 1, MAXLEN)
+            mptr += 1
+        else:
+            mlen = 0
+    bp = ac[3]
+    if not decode:
+        x1 = ac[0]
+        for _ in range(4):  # flush x1
+            if bp >= len(buf):
+                return bp, ST_SHORT
+            buf[bp] = x1 >> 24
+            bp += 1
+            x1 = (x1 << 8) & 0xFFFFFFFF
+    return bp, ST_OK
+
