@@ -36,8 +36,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 import zstandard
@@ -110,19 +111,17 @@ def main_events(path: Path) -> np.ndarray:
         return rec.events(sid).astype(np.int64)
 
 
-def wet_streams(ev: np.ndarray, limit: int) -> list[tuple[str, str, np.ndarray]]:
-    """Timestamps and two dependence-label streams of the hottest block, from a block trace."""
-    ev = ev[:4 * limit].tolist()
+def executed_blocks(ev: list[int]) -> Iterator[tuple[int, int]]:
+    """(node id, ordinal of its function's activation) of every executed block of a block trace."""
     frames: list[tuple[int, int]] = []  # (fid, activation ordinal)
     acts: Counter[int] = Counter()
-    node = []  # node id per executed block (-1 for other events), in order
     k = 0
     while k < len(ev):
         e = ev[k]
         if e >= 0 and frames:
-            node.append(frames[-1][0] << 20 | e)
+            yield frames[-1][0] << 20 | e, frames[-1][1]
         elif e == EXC:
-            k += 1
+            k += 1  # the statement id after EXC is not a block
         elif e == LEAVE:
             if frames:
                 frames.pop()
@@ -131,37 +130,26 @@ def wet_streams(ev: np.ndarray, limit: int) -> list[tuple[str, str, np.ndarray]]
             frames.append((fid, acts[fid]))
             acts[fid] += 1
         k += 1
+
+
+def wet_streams(ev: np.ndarray, limit: int) -> list[tuple[str, str, np.ndarray]]:
+    """Timestamps and two dependence-label streams of the hottest block, from a block trace."""
+    events = ev[:4 * limit].tolist()
+    node = [nid for nid, _ in executed_blocks(events)]
     if not node:
         return []
     hot = Counter(node).most_common(1)[0][0]
     before = Counter(node[i - 1] for i in range(1, len(node)) if node[i] == hot)
     dep = before.most_common(1)[0][0] if before else hot
-    # second pass: timestamps, activation ordinal and the definition's instance ordinal at each use
-    frames, acts = [], Counter()
     ts, act_label, def_label = [], [], []
-    t = seen_dep = 0
-    k = 0
-    while k < len(ev):
-        e = ev[k]
-        if e >= 0 and frames:
-            t += 1
-            nid = frames[-1][0] << 20 | e
-            if nid == dep:
-                seen_dep += 1
-            if nid == hot:
-                ts.append(t)
-                act_label.append(frames[-1][1])
-                def_label.append(seen_dep - 1)
-        elif e == EXC:
-            k += 1
-        elif e == LEAVE:
-            if frames:
-                frames.pop()
-        elif e <= -ENTER_BASE:
-            fid = -e - ENTER_BASE
-            frames.append((fid, acts[fid]))
-            acts[fid] += 1
-        k += 1
+    seen_dep = 0
+    for t, (nid, act) in enumerate(executed_blocks(events), start=1):
+        if nid == dep:
+            seen_dep += 1
+        if nid == hot:
+            ts.append(t)
+            act_label.append(act)
+            def_label.append(seen_dep - 1)
     cut = slice(0, limit)
     return [("timestamps (hot block)", "timestamp-like", np.array(ts[cut], np.uint64)),
             ("labels (activation)", "label-like", np.array(act_label[cut], np.uint64)),
@@ -242,21 +230,23 @@ def measure(name: str, kind: str, vals: np.ndarray, runs: int) -> dict[str, obje
 
 JIT_CHILD = r"""
 import time, numpy as np
-t = time.perf_counter()
+t, c = time.perf_counter(), time.process_time()
 from wholetrace import streams
 v = (np.arange(300) % 7).astype(np.uint64)
 for c in streams.CODEC_NAMES:
     cs = streams.CompressedStream.from_bytes(streams.encode(v, c, segment=64).to_bytes())
     cs.decode_range(3, 200); k = cs.cursor(10); k.next_many(100); k.prev_many(50); k.seek(250); k.next(); k.prev()
-print(time.perf_counter() - t)
+print(time.perf_counter() - t, time.process_time() - c)
 """
 
 
-def jit_seconds() -> float:
+def jit_seconds() -> tuple[float, float]:
+    """Wall and CPU seconds to import and compile every codec's kernels in a fresh process."""
     with tempfile.TemporaryDirectory() as d:
         env = dict(os.environ, NUMBA_CACHE_DIR=d)
         out = subprocess.run([PY, "-c", JIT_CHILD], env=env, check=True, capture_output=True, text=True).stdout
-    return float(out.split()[-1])
+    wall, cpu_s = out.split()[-2:]
+    return float(wall), float(cpu_s)
 
 
 # ---------------------------------------------------------------------- report
@@ -266,7 +256,7 @@ def bpv(nbytes: int, m: int) -> str:
     return f"{8 * nbytes / m:.3f}" if m else "-"
 
 
-def report(rows: list[dict[str, object]], jit: float, note: str) -> str:
+def report(rows: list[dict[str, object]], jit: tuple[float, float], note: str) -> str:
     size_rows, codec_rows, speed_rows = [], [], []
     for r in rows:
         m = int(r["m"])  # type: ignore[arg-type]
@@ -302,8 +292,8 @@ def report(rows: list[dict[str, object]], jit: float, note: str) -> str:
         "Python API.",
         "",
         table(["stream", "codec", "encode", "decode", "forward", "backward", "seek µs"], speed_rows),
-        f"JIT compile time (fresh process, empty numba cache, every codec's kernels): {jit:.1f} s, "
-        "not included above.",
+        f"JIT compile time (fresh process, empty numba cache, every codec's kernels): {jit[0]:.1f} s "
+        f"wall, {jit[1]:.1f} s CPU; not included above (numba caches the kernels on disk).",
         "",
         "Targets (issue 14):",
         f"- >= {TARGET_RATE / 1e6:.0f} M values/s per direction: slowest cursor walk "
@@ -334,7 +324,7 @@ def main(argv: list[str] | None = None) -> None:
     if unknown:
         ap.error(f"unknown program(s) {', '.join(unknown)}")
     jit = jit_seconds()
-    print(f"JIT compile {jit:.1f} s", file=sys.stderr, flush=True)
+    print(f"JIT compile {jit[0]:.1f} s wall, {jit[1]:.1f} s CPU", file=sys.stderr, flush=True)
     with tempfile.TemporaryDirectory(prefix="wt-streams-") as tmp:
         data = synthetic(limit) + recorded(names, "small" if args.quick else "bench", limit, Path(tmp))
     rows = []

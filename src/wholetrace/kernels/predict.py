@@ -211,27 +211,16 @@ def get_uint(bits, top):  # type: ignore[no-untyped-def]
 
 @kernel(nrt=False)
 def flush_slow(bits, cap, st, o, pay, pw, ib, runmin):  # type: ignore[no-untyped-def]
-    """Pack the unpacked top record into the bits, field by field (any record). Status."""
-    kind = st[o + KIND]
+    """:func:`flush` for records over 64 bits (a run or a miss), field by field. Status."""
     top = st[o + TOP]
-    if kind == HIT:
-        idx = U64(st[o + IDX])
-        c = st[o + CNT]
-        if c < runmin:
-            if top + c * (ib + 1) > cap:
-                return ERR_FULL
-            for _ in range(c):
-                put_bits(bits, top, ib, idx)
-                put_bits(bits, top + ib, 1, _ONE)
-                top += ib + 1
-        else:
-            top = put_gamma(bits, top, cap, U64(c - runmin + 1))
-            if top < 0 or top + ib + 2 > cap:
-                return ERR_FULL
-            put_bits(bits, top, ib, idx)
-            put_bits(bits, top + ib, 2, _ONE)
-            top += ib + 2
-    elif kind == MISS:
+    if st[o + KIND] == HIT:
+        top = put_gamma(bits, top, cap, U64(st[o + CNT] - runmin + 1))
+        if top < 0 or top + ib + 2 > cap:
+            return ERR_FULL
+        put_bits(bits, top, ib, U64(st[o + IDX]))
+        put_bits(bits, top + ib, 2, _ONE)
+        top += ib + 2
+    else:
         top = put_uint(bits, top, cap, pay[pw])
         if top < 0 or top + 2 > cap:
             return ERR_FULL
@@ -243,44 +232,28 @@ def flush_slow(bits, cap, st, o, pay, pw, ib, runmin):  # type: ignore[no-untype
 
 @kernel(nrt=False)
 def unpack_slow(bits, st, o, pay, pw, ib, runmin):  # type: ignore[no-untyped-def]
-    """Pop the top packed record into the registers, field by field (any record). Status."""
+    """:func:`unpack` for a run or miss record (top bit 0) that does not fit in the 64-bit
+    window, field by field. Status."""
     top = st[o + TOP]
-    if top == 0:
-        st[o + KIND] = EMPTY
-        return 0
-    if get_bits(bits, top - 1, 1) == _ONE:
-        if top < ib + 1:
+    if top < 2:
+        return ERR_CORRUPT
+    if get_bits(bits, top - 2, 1) == _ONE:
+        top -= 2
+        if top < ib:
             return ERR_CORRUPT
-        idx = get_bits(bits, top - 1 - ib, ib)
-        top -= ib + 1
-        c = 1
-        while c < runmin - 1 and top >= ib + 1 and get_bits(bits, top - 1, 1) == _ONE \
-                and get_bits(bits, top - 1 - ib, ib) == idx:
-            top -= ib + 1
-            c += 1
+        idx = get_bits(bits, top - ib, ib)
+        top, x = get_gamma(bits, top - ib)
+        if top < 0:
+            return ERR_CORRUPT
         st[o + KIND] = HIT
         st[o + IDX] = np.int64(idx)
-        st[o + CNT] = c
+        st[o + CNT] = np.int64(x) + runmin - 1
     else:
-        if top < 2:
+        top, z = get_uint(bits, top - 2)
+        if top < 0:
             return ERR_CORRUPT
-        if get_bits(bits, top - 2, 1) == _ONE:
-            top -= 2
-            if top < ib:
-                return ERR_CORRUPT
-            idx = get_bits(bits, top - ib, ib)
-            top, x = get_gamma(bits, top - ib)
-            if top < 0:
-                return ERR_CORRUPT
-            st[o + KIND] = HIT
-            st[o + IDX] = np.int64(idx)
-            st[o + CNT] = np.int64(x) + runmin - 1
-        else:
-            top, z = get_uint(bits, top - 2)
-            if top < 0:
-                return ERR_CORRUPT
-            st[o + KIND] = MISS
-            pay[pw] = z
+        st[o + KIND] = MISS
+        pay[pw] = z
     st[o + TOP] = top
     return 0
 
@@ -583,109 +556,81 @@ def expand(fam, tab, a, base, c, side, n, shift, kind, idx, z):  # type: ignore[
     return v0 + (v0 - near(a, base, c, side, 1)) + unzigzag(z)
 
 
+@kernel(nrt=False, inline=True)
+def params_of(prm):  # type: ignore[no-untyped-def]
+    """family, n, context values, hash shift, index bits, run threshold."""
+    return prm[P_FAM], prm[P_N], prm[P_C], prm[P_SHIFT], prm[P_IB], prm[P_RUN]
+
+
 # ----------------------------------------------------------------------------- steps
 #
 # A forward step (i -> i+1) pops v[i+c] off B (its left context is cx) and pushes v[i] onto F
-# (its right context is then cx); a backward step mirrors it.  The two run functions keep both
-# stacks' top records and the parameters in locals (numba cannot keep them in registers through
-# the array stores otherwise) and call pop/push only when a record starts or ends.
+# (its right context is then cx); a backward step mirrors it.  Kernels pass the direction as
+# a run-time bool, never a literal, so that numba compiles ``run`` once.
 
 
 @kernel(nrt=False)
-def run_forward(prm, count, out, o, fb, fcap, bb, st, pay, ft, bt, cx):  # type: ignore[no-untyped-def]
-    """``count`` forward steps; with ``o >= 0`` the value at each position left (``cx[0]``
-    before the step) goes to ``out[o + k]``. Status."""
-    fam = prm[P_FAM]
-    n = prm[P_N]
-    c = prm[P_C]
-    sh = prm[P_SHIFT]
-    ib = prm[P_IB]
-    run = prm[P_RUN]
-    bk, bi, bc = st[OB + KIND], st[OB + IDX], st[OB + CNT]
-    fk, fi, fc = st[OF + KIND], st[OF + IDX], st[OF + CNT]
+def run(prm, forward, count, out, o, fb, fcap, bb, bcap, st, pay, ft, bt, cx):  # type: ignore[no-untyped-def]
+    """``count`` steps in one direction; with ``o >= 0`` the value at each position passed
+    (forward: left, ``cx[0]`` before the step; backward: reached, ``cx[0]`` after it) goes
+    to ``out[o + k]``. Status.
+
+    Forward pops stack P = B (table ``bt``, left context) and pushes Q = F (``ft``, right
+    context); backward swaps the roles.  P's and Q's top records and the parameters stay in
+    locals (numba cannot keep them in registers through the array stores otherwise); pop
+    and push run only when a record starts or ends.
+    """
+    fam, n, c, sh, ib, runmin = params_of(prm)
+    if forward:
+        pbits, qbits, qcap, pt, qt = bb, fb, fcap, bt, ft
+        po, ppw, pside, qo, qpw, qside = _OB, _PB, LEFT, _OF, _PF, RIGHT
+    else:
+        pbits, qbits, qcap, pt, qt = fb, bb, bcap, ft, bt
+        po, ppw, pside, qo, qpw, qside = _OF, _PF, RIGHT, _OB, _PB, LEFT
+    pk, pi, pc = st[po + KIND], st[po + IDX], st[po + CNT]
+    qk, qi, qc = st[qo + KIND], st[qo + IDX], st[qo + CNT]
     status = 0
     done = 0
     for k in range(count):
-        if o >= 0:
+        if forward and o >= 0:
             out[o + k] = cx[0]
-        if bk == HIT and bc > 1:  # inside a run of hits: no bit work
-            bc -= 1
-            kind, idx, z = HIT, bi, U64(0)
+        if pk == HIT and pc > 1:  # inside a run of hits: no bit work
+            pc -= 1
+            kind, idx, z = HIT, pi, U64(0)
         else:
-            st[OB + KIND], st[OB + IDX], st[OB + CNT] = bk, bi, bc
-            kind, idx, z = pop(bb, st, _OB, pay, _PB, ib, run)
-            bk, bi, bc = st[OB + KIND], st[OB + IDX], st[OB + CNT]
+            st[po + KIND], st[po + IDX], st[po + CNT] = pk, pi, pc
+            kind, idx, z = pop(pbits, st, po, pay, ppw, ib, runmin)
+            pk, pi, pc = st[po + KIND], st[po + IDX], st[po + CNT]
             if kind < 0:
                 status = kind
                 break
-        v = expand(fam, bt, cx, 0, c, LEFT, n, sh, kind, idx, z)
-        t = cx[0]
-        for d in range(c - 1):
-            cx[d] = cx[d + 1]
-        cx[c - 1] = v
-        kind, idx, z = compress(fam, ft, cx, 0, c, RIGHT, n, sh, t)
-        if kind == HIT and fk == HIT and fi == idx:
-            fc += 1
+        v = expand(fam, pt, cx, 0, c, pside, n, sh, kind, idx, z)
+        if forward:
+            t = cx[0]
+            for d in range(c - 1):
+                cx[d] = cx[d + 1]
+            cx[c - 1] = v
         else:
-            st[OF + KIND], st[OF + IDX], st[OF + CNT] = fk, fi, fc
-            r = push(fb, fcap, st, _OF, pay, _PF, ib, run, kind, idx, z)
-            fk, fi, fc = st[OF + KIND], st[OF + IDX], st[OF + CNT]
+            t = cx[c - 1]
+            for d in range(c - 1, 0, -1):
+                cx[d] = cx[d - 1]
+            cx[0] = v
+        kind, idx, z = compress(fam, qt, cx, 0, c, qside, n, sh, t)
+        if kind == HIT and qk == HIT and qi == idx:
+            qc += 1
+        else:
+            st[qo + KIND], st[qo + IDX], st[qo + CNT] = qk, qi, qc
+            r = push(qbits, qcap, st, qo, pay, qpw, ib, runmin, kind, idx, z)
+            qk, qi, qc = st[qo + KIND], st[qo + IDX], st[qo + CNT]
             if r < 0:
                 status = r
                 break
-        done += 1
-    st[OB + KIND], st[OB + IDX], st[OB + CNT] = bk, bi, bc
-    st[OF + KIND], st[OF + IDX], st[OF + CNT] = fk, fi, fc
-    st[S_I] += done
-    return status
-
-
-@kernel(nrt=False)
-def run_backward(prm, count, out, o, bb, bcap, fb, st, pay, ft, bt, cx):  # type: ignore[no-untyped-def]
-    """``count`` backward steps; with ``o >= 0`` the value at each position reached (``cx[0]``
-    after the step) goes to ``out[o + k]``. Status."""
-    fam = prm[P_FAM]
-    n = prm[P_N]
-    c = prm[P_C]
-    sh = prm[P_SHIFT]
-    ib = prm[P_IB]
-    run = prm[P_RUN]
-    bk, bi, bc = st[OB + KIND], st[OB + IDX], st[OB + CNT]
-    fk, fi, fc = st[OF + KIND], st[OF + IDX], st[OF + CNT]
-    status = 0
-    done = 0
-    for k in range(count):
-        if fk == HIT and fc > 1:
-            fc -= 1
-            kind, idx, z = HIT, fi, U64(0)
-        else:
-            st[OF + KIND], st[OF + IDX], st[OF + CNT] = fk, fi, fc
-            kind, idx, z = pop(fb, st, _OF, pay, _PF, ib, run)
-            fk, fi, fc = st[OF + KIND], st[OF + IDX], st[OF + CNT]
-            if kind < 0:
-                status = kind
-                break
-        v = expand(fam, ft, cx, 0, c, RIGHT, n, sh, kind, idx, z)
-        t = cx[c - 1]
-        for d in range(c - 1, 0, -1):
-            cx[d] = cx[d - 1]
-        cx[0] = v
-        kind, idx, z = compress(fam, bt, cx, 0, c, LEFT, n, sh, t)
-        if kind == HIT and bk == HIT and bi == idx:
-            bc += 1
-        else:
-            st[OB + KIND], st[OB + IDX], st[OB + CNT] = bk, bi, bc
-            r = push(bb, bcap, st, _OB, pay, _PB, ib, run, kind, idx, z)
-            bk, bi, bc = st[OB + KIND], st[OB + IDX], st[OB + CNT]
-            if r < 0:
-                status = r
-                break
-        if o >= 0:
+        if not forward and o >= 0:
             out[o + k] = v
         done += 1
-    st[OB + KIND], st[OB + IDX], st[OB + CNT] = bk, bi, bc
-    st[OF + KIND], st[OF + IDX], st[OF + CNT] = fk, fi, fc
-    st[S_I] -= done
+    st[po + KIND], st[po + IDX], st[po + CNT] = pk, pi, pc
+    st[qo + KIND], st[qo + IDX], st[qo + CNT] = qk, qi, qc
+    st[S_I] += done if forward else -done
     return status
 
 
@@ -693,9 +638,7 @@ def run_backward(prm, count, out, o, bb, bcap, fb, st, pay, ft, bt, cx):  # type
 def goto(prm, target, fb, fcap, bb, bcap, st, pay, ft, bt, cx):  # type: ignore[no-untyped-def]
     """Walk the internal position to ``target`` one step at a time. Status."""
     i = st[S_I]
-    if i < target:
-        return run_forward(prm, target - i, cx, np.int64(-1), fb, fcap, bb, st, pay, ft, bt, cx)
-    return run_backward(prm, i - target, cx, np.int64(-1), bb, bcap, fb, st, pay, ft, bt, cx)
+    return run(prm, i < target, abs(target - i), cx, np.int64(-1), fb, fcap, bb, bcap, st, pay, ft, bt, cx)
 
 
 # ----------------------------------------------------------------------------- encoding
@@ -718,12 +661,7 @@ def encode_segment(prm, vals, mid, fb, ft, fsnap, ftsnap, bb, bt, bsnap, btsnap,
     at ``mid``, then F and B heights after compressing the whole segment (the most either
     stack holds, up to one record).  All bit arrays hold ``cap`` bits.  Returns a status.
     """
-    fam = prm[P_FAM]
-    n = prm[P_N]
-    c = prm[P_C]
-    shift = prm[P_SHIFT]
-    ib = prm[P_IB]
-    run = prm[P_RUN]
+    fam, n, c, shift, ib, run = params_of(prm)
     L = vals.shape[0]
     last = L - c
     for k in range(8):
@@ -807,12 +745,7 @@ def load_park(prm, s, segs, words, tidx, tval, cxv, fb, bb, ft, bt, cx, st, pay)
 def decode_segment(prm, L, mid, lo, hi, fb, bb, ft, bt, cx, st, pay, seg):  # type: ignore[no-untyped-def]
     """From a loaded park, fill ``seg[lo:hi]`` (and ``seg`` between them and ``mid``) by
     popping F leftward and B rightward only: one table look-up per value. Status."""
-    fam = prm[P_FAM]
-    n = prm[P_N]
-    c = prm[P_C]
-    shift = prm[P_SHIFT]
-    ib = prm[P_IB]
-    run = prm[P_RUN]
+    fam, n, c, shift, ib, run = params_of(prm)
     cc = c if c < L else L
     for d in range(cc):
         seg[mid + d] = cx[d]
@@ -901,12 +834,12 @@ def cursor_walk(prm, forward, count, out, segs, words, tidx, tval, cxv, fb, bb, 
             if p >= L:
                 return k
             if p < li:
-                run = min(count - k, li - p)
-                r = run_forward(prm, run, out, k, fb, segs[s, G_FCAP], bb, st, pay, ft, bt, cx)
+                steps = min(count - k, li - p)
+                r = run(prm, forward, steps, out, k, fb, segs[s, G_FCAP], bb, segs[s, G_BCAP], st, pay, ft, bt, cx)
                 if r < 0:
                     return r
-                k += run
-                p += run
+                k += steps
+                p += steps
             else:
                 out[k] = cx[p - i]
                 k += 1
@@ -926,12 +859,13 @@ def cursor_walk(prm, forward, count, out, segs, words, tidx, tval, cxv, fb, bb, 
                     return r
                 continue
             if p <= i:
-                run = min(count - k, p)
-                r = run_backward(prm, run, out, k, bb, segs[s, G_BCAP], fb, st, pay, ft, bt, cx)
+                steps = min(count - k, p)
+                r = run(prm, forward, steps, out, k, fb, segs[s, G_FCAP], bb, segs[s, G_BCAP], st, pay, ft, bt,
+                        cx)
                 if r < 0:
                     return r
-                k += run
-                p -= run
+                k += steps
+                p -= steps
             else:
                 p -= 1
                 out[k] = cx[p - i]
