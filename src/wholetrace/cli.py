@@ -26,6 +26,8 @@ COMMANDS: list[tuple[str, str]] = [
     ("counts", "wholetrace.profile.cli"),
     ("cfg", "wholetrace.instrument.cli"),
     ("sequitur", "wholetrace.grammar.cli"),
+    ("compress", "wholetrace.match.cli"),
+    ("match", "wholetrace.match.cli"),
 ]
 
 

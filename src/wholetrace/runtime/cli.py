@@ -46,6 +46,8 @@ def target_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-cache", action="store_true",
                    help="instrument every module afresh (default: reuse instrumented code cached in "
                         "$WHOLETRACE_CACHE_DIR or ~/.cache/wholetrace)")
+    p.add_argument("--cf-grammar", action="store_true",
+                   help="at the end, also build the compressed control-flow trace (as `wholetrace compress`)")
     p.add_argument("-m", dest="module", metavar="MODULE", help="run a library module as a script")
     p.add_argument("script", nargs="?", help="the program to run")
 
@@ -81,6 +83,8 @@ def run_record(argv: Sequence[str]) -> int:
     from wholetrace.store import RecordingWriter
 
     args, target = parse_target(record_parser(), argv, "record")
+    if args.cf_grammar and args.mode not in ("blocks", "witness", "branches"):
+        raise UsageError(f"--cf-grammar needs a trace mode (blocks, witness, branches), not {args.mode!r}")
     stem = Path(args.script).stem if args.script else args.module.split(".")[-1]
     out = Path(args.output or f"{stem}.wt")
     weights = None
@@ -89,6 +93,9 @@ def run_record(argv: Sequence[str]) -> int:
         weights = edge_weights(args.weights)
     outcome = record(target, RecordingWriter(out), mode=args.mode, include=args.include, weights=weights,
                      cache=not args.no_cache)
+    if args.cf_grammar and out.exists():
+        from wholetrace.match.compress import compress_file
+        compress_file(out)
     if not args.quiet:
         size = out.stat().st_size if out.exists() else 0
         extra = f", {len(outcome.daemon_threads)} daemon thread(s) still running" if outcome.daemon_threads else ""
