@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from wholetrace import __version__
 from wholetrace.errors import MAX_MESSAGE, StoreError, UsageError, WholetraceError, short_message
+from wholetrace.wpp import cli as wpp_cli
 
 if TYPE_CHECKING:
     from wholetrace.store import Recording
@@ -59,6 +60,7 @@ def _record_parser() -> argparse.ArgumentParser:
                         "$WHOLETRACE_CACHE_DIR or ~/.cache/wholetrace)")
     p.add_argument("-m", dest="module", metavar="MODULE", help="run a library module as a script")
     p.add_argument("script", nargs="?", help="the program to run")
+    wpp_cli.add_record_options(p)
     return p
 
 
@@ -126,7 +128,7 @@ def cmd_record(raw: Sequence[str]) -> int:
     stem = Path(args.script).stem if args.script else args.module.split(".")[-1]
     out = Path(args.output or f"{stem}.wt")
     weights = _load_weights(args.weights)
-    writer = RecordingWriter(out)
+    writer = wpp_cli.record_writer(RecordingWriter(out), args)
     outcome = record(target, writer, mode=args.mode, include=args.include, weights=weights,
                      cache=not args.no_cache)
     if not args.quiet:
@@ -293,6 +295,7 @@ def build_parser() -> argparse.ArgumentParser:
     if grammar_cli is not None and hasattr(grammar_cli, "add_parser"):
         grammar_cli.add_parser(sub)
         sub.choices["sequitur"].set_defaults(func=grammar_cli.run)
+    wpp_cli.add_parser(sub)
     return p
 
 

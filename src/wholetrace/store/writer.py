@@ -242,6 +242,12 @@ class RecordingWriter:
             self._conn.execute("INSERT OR REPLACE INTO arrays(name, key, dtype, shape, blob, crc) "
                                "VALUES (?, ?, ?, ?, ?, ?)", row)
 
+    def delete_arrays(self, name: str) -> None:
+        """Remove every array stored under ``name`` (all keys); nothing if there is none."""
+        with self._lock, self._guard(f"delete array {name!r}"):
+            self._begin()
+            self._conn.execute("DELETE FROM arrays WHERE name = ?", (name,))
+
     def commit(self) -> None:
         """Make everything written so far durable."""
         with self._lock, self._guard("commit"):
