@@ -26,7 +26,7 @@ def _split_record_args(argv: Sequence[str]) -> tuple[list[str], list[str]]:
     """Split ``record`` arguments into wholetrace's own and the program's (after SCRIPT or -m MOD)."""
     own: list[str] = []
     i = 0
-    takes_value = {"--mode", "--include", "-o", "--output", "-m", "--weights", "--format", "--limit"}
+    takes_value = {"--mode", "--include", "-o", "--output", "-m", "--weights", "--format", "--limit", "--wpp-queue"}
     while i < len(argv):
         a = argv[i]
         if a == "--":
