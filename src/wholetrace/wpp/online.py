@@ -23,13 +23,14 @@ import _thread
 import collections
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+from wholetrace.errors import InternalError, UsageError
 
-from wholetrace.errors import InternalError
-from wholetrace.grammar import GrammarBuilder
-from wholetrace.wpp.intern import EventInterner, interner_for, terminals_to_array
+if TYPE_CHECKING:
+    import numpy as np
+
+    from wholetrace.wpp.intern import EventInterner
 
 #: Default bound of the events waiting in memory for the builder (4 bytes each).
 QUEUE_EVENTS = 1 << 22
@@ -37,12 +38,17 @@ GRAMMAR_NAME = "wpp.grammar.{sid}"
 SPILL_NAME = "wpp.spill.{sid}"
 SYMBOLS_NAME = "wpp.symbols"
 META_KEY = "wpp"
+#: Modes whose streams have an interner (``wpp.intern.INTERNERS``; kept here so that wrapping
+#: a writer imports neither numpy nor numba: the builder thread imports them).
+WPP_MODES = ("blocks", "witness", "branches", "path")
 
 
 class _StreamBuild:
     """One stream's builder and what it cost."""
 
     def __init__(self, lookahead: bool) -> None:
+        from wholetrace.grammar import GrammarBuilder
+
         self.builder = GrammarBuilder(lookahead=lookahead)
         self.events = 0
         self.cpu = 0.0
@@ -61,9 +67,11 @@ class OnlineWpp:
         self.lookahead = bool(lookahead)
         self.keep_raw = bool(keep_raw)
         self.queue_events = max(0, int(queue_events))
-        self.interner: EventInterner = interner_for(mode)
+        if mode not in WPP_MODES:
+            raise UsageError(f"--wpp needs a trace mode ({', '.join(WPP_MODES)}), not {mode!r}")
+        self.interner: EventInterner | None = None     # made by the builder thread
         self._cond = threading.Condition()
-        self._queue: collections.deque[tuple[int, np.ndarray]] = collections.deque()
+        self._queue: collections.deque[tuple[int, Any]] = collections.deque()
         self._backlog = 0                      # events queued in memory
         self._spilled: dict[int, list[str]] = {}   # sid -> keys of spilled chunks not yet built
         self._spill_seq: dict[int, int] = {}
@@ -91,15 +99,14 @@ class OnlineWpp:
         """Queue one chunk of stream ``sid`` for its builder (and store it raw with ``keep_raw``)."""
         if self.keep_raw:
             self._writer.append_events(sid, events)
-        arr = np.frombuffer(events, np.int32) if not isinstance(events, np.ndarray) else events
-        n = len(arr)
+        n = len(events)
         if n == 0:
             return
         with self._cond:
             self.submitted += n
             spill = bool(self._spilled.get(sid)) or self._backlog + n > self.queue_events
             if not spill:
-                self._queue.append((sid, np.array(arr, np.int32)))
+                self._queue.append((sid, events))   # the recorder hands over a fresh array
                 self._backlog += n
                 self.max_backlog = max(self.max_backlog, self._backlog)
                 self._cond.notify()
@@ -107,7 +114,9 @@ class OnlineWpp:
             seq = self._spill_seq.get(sid, 0)
             self._spill_seq[sid] = seq + 1
             key = f"{seq:010d}"
-        self._writer.put_array(SPILL_NAME.format(sid=sid), np.asarray(arr, np.int32), key=key)
+        import numpy as np   # loaded by the builder thread already
+
+        self._writer.put_array(SPILL_NAME.format(sid=sid), np.asarray(events, np.int32), key=key)
         self._writer.commit()     # the builder reads it back through its own connection
         with self._cond:
             self._spilled.setdefault(sid, []).append(key)
@@ -128,7 +137,7 @@ class OnlineWpp:
     def _loop(self) -> None:
         """Build chunks in arrival order, spilled chunks when nothing waits in memory."""
         t = time.thread_time()
-        _warm_up(self.lookahead, self.mode)
+        self.interner = _warm_up(self.lookahead, self.mode)
         self.jit_seconds = time.thread_time() - t
         while True:
             with self._cond:
@@ -162,12 +171,13 @@ class OnlineWpp:
             raise InternalError(f"spilled chunk {key} of stream {sid} is missing")
         return arr
 
-    def _build(self, sid: int, chunk: np.ndarray) -> None:
+    def _build(self, sid: int, chunk: Any) -> None:
         b = self._builds.get(sid)
         if b is None:
             b = self._builds[sid] = _StreamBuild(self.lookahead)
         t = time.thread_time()
-        b.builder.feed(self.interner.codes(sid, chunk))
+        assert self.interner is not None
+        b.builder.feed(self.interner.codes(sid, _int32(chunk)))
         b.cpu += time.thread_time() - t
         b.events += len(chunk)
 
@@ -198,13 +208,16 @@ class OnlineWpp:
             g = b.builder.finish()
             enc = g.to_bytes()
             b.cpu += time.thread_time() - t
-            self._writer.put_array(GRAMMAR_NAME.format(sid=sid), np.frombuffer(enc, np.uint8))
+            self._writer.put_array(GRAMMAR_NAME.format(sid=sid), _bytes_array(enc))
             streams[str(sid)] = {"events": b.events, "symbols": len(g), "rules": g.num_rules,
                                  "rhs": g.num_symbols, "len_S": g.start_length,
                                  "encoded_bytes": len(enc), "build_seconds": round(b.cpu, 4)}
         for sid in self._spill_seq:
             self._writer.delete_arrays(SPILL_NAME.format(sid=sid))
-        self._writer.put_array(SYMBOLS_NAME, terminals_to_array(self.interner.terminals()))
+        if self.interner is not None:
+            from wholetrace.wpp.intern import terminals_to_array
+
+            self._writer.put_array(SYMBOLS_NAME, terminals_to_array(self.interner.terminals()))
         self._writer.set_meta(**{META_KEY: {
             "mode": self.mode, "lookahead": self.lookahead, "keep_raw": self.keep_raw,
             "queue_events": self.queue_events, "events": self.submitted,
@@ -215,9 +228,28 @@ class OnlineWpp:
             "streams": streams}})
 
 
-def _warm_up(lookahead: bool, mode: str) -> None:
-    """Compile (or load from numba's cache) the kernels before the first chunk, so that
-    build times do not include it (it is reported apart as ``jit_seconds``)."""
+def _warm_up(lookahead: bool, mode: str) -> "EventInterner":
+    """Import numpy and numba, and compile (or load from numba's cache) the kernels, on the builder
+    thread before the first chunk; returns the mode's interner.  Build times do not include this
+    (it is reported apart as ``jit_seconds``)."""
+    import numpy as np
+
+    from wholetrace.grammar import GrammarBuilder
+    from wholetrace.wpp.intern import interner_for
+
     b = GrammarBuilder(lookahead=lookahead)
     b.feed(interner_for(mode).codes(0, np.array([-8, 0, 1, 0, 1, -2, 0, -1], np.int32)))
     b.finish().to_bytes()
+    return interner_for(mode)
+
+
+def _int32(chunk: Any) -> "np.ndarray":
+    import numpy as np
+
+    return chunk if isinstance(chunk, np.ndarray) else np.frombuffer(chunk, np.int32)
+
+
+def _bytes_array(data: bytes) -> "np.ndarray":
+    import numpy as np
+
+    return np.frombuffer(data, np.uint8)
