@@ -151,7 +151,7 @@ def _open(args: argparse.Namespace) -> "Recording":
     stderr line per loss (a SalvagedRecording, which reads like a Recording)."""
     from wholetrace.store import Recording
     if not getattr(args, "salvage", False):
-        return Recording(args.file)
+        return wpp_cli.readable(Recording(args.file))
     from wholetrace.store.salvage import SalvagedRecording
     rec = SalvagedRecording(args.file)
     for line in rec.lost.lines() or ["nothing lost"]:

@@ -42,6 +42,15 @@ def record_writer(writer: Any, args: argparse.Namespace) -> Any:
                      queue_events=QUEUE_EVENTS if args.wpp_queue is None else args.wpp_queue)
 
 
+def readable(rec: Any) -> Any:
+    """``rec``, read through its grammars when it stores no raw streams (``wpp.stored.readable``)."""
+    if not isinstance(rec.meta.get("wpp"), dict):
+        return rec
+    from wholetrace.wpp.stored import readable as expanded
+
+    return expanded(rec)
+
+
 # -- wholetrace wpp ------------------------------------------------------------------------------
 def add_parser(subparsers: Any) -> None:
     """Add the ``wpp`` subcommand to an argparse subparsers object."""

@@ -83,3 +83,57 @@ class StoredWpp:
         """All of stream ``sid``'s events."""
         parts = list(self.iter_events(sid))
         return np.concatenate(parts) if parts else np.zeros(0, np.int32)
+
+
+class ExpandedRecording:
+    """A recording made with ``--wpp`` and without ``--keep-raw``, read like one with raw streams:
+    each stream's events are expanded from its grammar as they are read (``iter_chunks``), so
+    ``info``, ``trace`` and ``counts`` work on it unchanged.  Everything else is ``rec``'s."""
+
+    def __init__(self, rec: Any) -> None:
+        self.rec = rec
+        self.wpp = StoredWpp(rec)
+        self._sids = {s.sid for s in self.wpp.streams}
+
+    def streams(self) -> list[Any]:
+        from dataclasses import replace
+
+        from wholetrace.wpp.queries import terminal_counts
+
+        exc = self.wpp.terminals.kind == EXC
+        out = []
+        for st in self.rec.streams():
+            if st.sid in self._sids:
+                g = self.wpp.stream(st.sid).grammar
+                counts = terminal_counts(g, len(exc))
+                st = replace(st, n_events=len(g) + int(counts[: len(exc)][exc].sum()),
+                             stored_bytes=self.wpp.stream(st.sid).encoded_bytes)
+            out.append(st)
+        return out
+
+    def iter_chunks(self, sid: int) -> Iterator[np.ndarray]:
+        if sid in self._sids:
+            yield from self.wpp.iter_events(sid)
+        else:
+            yield from self.rec.iter_chunks(sid)
+
+    def events(self, sid: int) -> np.ndarray:
+        return self.wpp.events(sid) if sid in self._sids else self.rec.events(sid)
+
+    def __getattr__(self, name: str) -> Any:   # meta, functions(), get_array(), sizes(), close() ...
+        return getattr(self.rec, name)
+
+    def __enter__(self) -> "ExpandedRecording":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.rec.close()
+
+
+def readable(rec: Any) -> Any:
+    """``rec``, or an :class:`ExpandedRecording` of it when its streams are stored only as grammars
+    of block-like terminals (``record --wpp`` in `blocks`, `witness` or `branches` mode)."""
+    meta = rec.meta.get(META_KEY)
+    if not isinstance(meta, dict) or meta.get("keep_raw") or meta.get("mode") == "path":
+        return rec
+    return ExpandedRecording(rec)
