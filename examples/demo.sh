@@ -36,3 +36,7 @@ step "$WT" info --salvage "$OUT/textdiff-cut.wt"
 
 # 5. the control-flow graph behind it all, and its Ball-Larus acyclic path numbering
 step "$WT" cfg examples/textdiff.py:revise --paths 6
+
+# 6. the whole program path: each stream compressed to a SEQUITUR grammar while the program runs
+step "$WT" record --wpp --include difflib -o "$OUT/textdiff-wpp.wt" examples/textdiff.py
+step "$WT" wpp "$OUT/textdiff-wpp.wt"

@@ -11,7 +11,7 @@ from wholetrace.errors import UsageError
 
 PRINT_LIMIT = 2000   # --print / --dot refuse grammars with more rules than this
 #: SEQUITUR(1) by default (measured: benchmarks/wpp.py, docs/design.md "The WPP built online")
-DEFAULT_LOOKAHEAD = False
+DEFAULT_LOOKAHEAD = True
 
 
 # -- record --------------------------------------------------------------------------------
