@@ -291,3 +291,20 @@ def test_wpp_cli_refuses_a_recording_without_wpp(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "wholetrace.cli", "wpp", str(out)], capture_output=True,
                           text=True, env=ENV, timeout=300)
     assert proc.returncode == 2 and "record it with --wpp" in proc.stderr
+
+
+def test_the_builder_thread_is_invisible_to_the_program(tmp_path: Path) -> None:
+    script = tmp_path / "names.py"
+    script.write_text("import threading, time\ntime.sleep(0.3)\n"
+                      "print(sorted(t.name for t in threading.enumerate()), threading.active_count())\n")
+    plain = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=ENV, timeout=300)
+    out = tmp_path / "n.wt"
+    rec = subprocess.run([sys.executable, "-m", "wholetrace.cli", "record", "--wpp", "-o", str(out), str(script)],
+                         capture_output=True, text=True, env=ENV, timeout=300)
+    assert rec.returncode == 0, rec.stderr
+    assert "wholetrace-wpp" not in rec.stdout and "daemon thread" not in rec.stderr
+    # the recorder's own flusher thread is a known difference of every mode; the builder adds none
+    base = subprocess.run([sys.executable, "-m", "wholetrace.cli", "record", "-o", str(tmp_path / "b.wt"), str(script)],
+                          capture_output=True, text=True, env=ENV, timeout=300)
+    assert rec.stdout == base.stdout
+    assert plain.returncode == 0
