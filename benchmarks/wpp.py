@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import lzma
 import os
+import resource
 import shlex
 import statistics
 import sys
@@ -54,6 +55,14 @@ def commands(driver: Path, include: list[str], work: Path) -> dict[str, list[str
             out[f"{mode}{' +wpp' if wpp == '--wpp' else ''}"] = [
                 PY, "-m", "wholetrace.cli", "record", "--mode", mode, wpp, "-q", "-o", str(wt), *inc, str(driver)]
     return out
+
+
+def timed_cpu(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float]:
+    """Wall seconds and CPU seconds (user + system, all threads) of one whole process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall = timed(cmd, cwd, env)[0]
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def table1(path: Path) -> dict[str, float]:
@@ -112,10 +121,13 @@ def main(argv: list[str] | None = None) -> int:
             timed(cmds[n]["plain"], work / n, env)
             timed(cmds[n][f"{MODES[0]} +wpp"], work / n, env)
         times = {n: {t: [] for t in tools} for n in cmds}
+        cpus = {n: {t: [] for t in tools} for n in cmds}
         for r in range(runs):
             for n, cs in cmds.items():
                 for tool in tools:
-                    times[n][tool].append(timed(cs[tool], work / n, env)[0])
+                    wall, cpu = timed_cpu(cs[tool], work / n, env)
+                    times[n][tool].append(wall)
+                    cpus[n][tool].append(cpu)
                 print(f"round {r + 1}/{runs} {n:14s} " + "  ".join(f"{t} {times[n][t][-1]:.2f}s" for t in tools),
                       file=sys.stderr, flush=True)
         t1: dict[str, dict[str, float]] = {}
@@ -131,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
             comp[n] = compressors(keep)
             print(f"stats {n}: ratio {t1[n]['raw_bytes'] / t1[n]['encoded_bytes']:.1f}, lag "
                   f"{t1[n]['tail_seconds']:.2f}s", file=sys.stderr, flush=True)
-    body = render(names, times, t1, comp, tools, runs, size, version, argv)
+    body = render(names, times, cpus, t1, comp, tools, runs, size, version, argv)
     print(body)
     if write:
         write_section("wpp", body)
@@ -143,10 +155,12 @@ def _k(n: float) -> str:
     return f"{int(n):,}"
 
 
-def render(names, times, t1, comp, tools, runs, size, version, argv) -> str:  # type: ignore[no-untyped-def]
+def render(names, times, cpus, t1, comp, tools, runs, size, version, argv) -> str:  # type: ignore[no-untyped-def]
     med = {n: {t: statistics.median(v) for t, v in tt.items()} for n, tt in times.items()}
+    cpu = {n: {t: statistics.median(v) for t, v in tt.items()} for n, tt in cpus.items()}
     rows1, rows2, rows3 = [], [], []
     ratios, slow = [], {t: [] for t in tools if t != "plain"}
+    cslow: dict[str, list[float]] = {t: [] for t in slow}
     for n in names:
         s, m, c = t1[n], med[n], comp[n]
         ratio = s["raw_bytes"] / s["encoded_bytes"]
@@ -157,15 +171,19 @@ def render(names, times, t1, comp, tools, runs, size, version, argv) -> str:  # 
                       f"{s['events'] / s['build'] / 1e6:.2f}" if s["build"] else "-",
                       _k(s["max_backlog_events"]), _k(s["backlog_at_end_events"]), f"{s['tail_seconds']:.2f}",
                       _k(s["spilled_events"])])
+        c2 = cpu[n]
         for t in slow:
             slow[t].append(m[t] / m["plain"])
-        rows2.append([n, f"{m['plain']:.2f}"] + [f"{m[t] / m['plain']:.2f}×" for t in slow])
+            cslow[t].append(c2[t] / c2["plain"])
+        rows2.append([n, f"{m['plain']:.2f}"] + [f"{m[t] / m['plain']:.2f}×" for t in slow]
+                     + [f"{c2['plain']:.2f}"] + [f"{c2[t] / c2['plain']:.2f}×" for t in slow])
         rows3.append([n, _k(c["symbols"]), _k(c["raw"]), _k(c["zstd19"]), _k(c["xz9"]), _k(c["wpp0"]), _k(c["wpp1"]),
                       f"{c['raw'] / c['wpp0']:.1f}", f"{c['raw'] / c['zstd19']:.1f}", f"{c['raw'] / c['xz9']:.1f}",
                       _k(c["rules0"]), _k(c["rules1"]), f"{c['cpu0']:.2f}", f"{c['cpu1']:.2f}"])
     h1 = ["program", "streams", "events", "distinct paths", "rules", "rhs", "|S|", "raw B", "WPP B", "trace/WPP",
           "rules/path", "build CPU s", "build M ev/s", "max queued", "left at end", "tail s", "spilled"]
-    h2 = ["program", "plain s"] + [f"{t} ×" for t in slow]
+    h2 = (["program", "plain s"] + [f"{t} ×" for t in slow] + ["plain CPU s"]
+          + [f"{t} CPU ×" for t in slow])
     h3 = ["program", "symbols", "raw B", "zstd -19 B", "xz -9 B", "WPP B", "WPP(1) B", "raw/WPP", "raw/zstd",
           "raw/xz", "rules", "rules (1)", "build s", "build(1) s"]
     la_smaller = sum(c["wpp1"] <= c["wpp0"] for c in comp.values())
@@ -173,7 +191,8 @@ def render(names, times, t1, comp, tools, runs, size, version, argv) -> str:  # 
     summ = [
         f"- trace/WPP ratio ({TABLE_MODE} +wpp), median over programs: **{statistics.median(ratios):,.1f}×** "
         "(target ≥ 10×; Larus: 7.3–392.8×)",
-        "- slowdown vs plain, geometric mean: " + ", ".join(f"{t} **{geomean(v):.2f}×**" for t, v in slow.items()),
+        "- slowdown vs plain, geometric mean, wall: " + ", ".join(f"{t} **{geomean(v):.2f}×**" for t, v in slow.items())
+        + "; CPU (all threads): " + ", ".join(f"{t} {geomean(v):.2f}×" for t, v in cslow.items()),
         f"- builder lag: the builder finished within 1 s of the program on "
         f"{sum(t1[n]['tail_seconds'] <= 1 for n in names)} of {len(names)} programs; it spilled on "
         f"{sum(t1[n]['spilled_events'] > 0 for n in names)} (queue bound 4,194,304 events)",
@@ -194,7 +213,8 @@ def render(names, times, t1, comp, tools, runs, size, version, argv) -> str:  # 
         f"Table 1 from the `{TABLE_MODE} --wpp` recordings (all streams summed):",
         "",
         table(h1, rows1),
-        "Whole-process wall time, × = median / median plain (the +wpp runs include waiting for the builder at exit):",
+        "Whole-process wall time and CPU time (user + system, every thread), × = median / median plain; the +wpp "
+        "runs include the builder's start (numba import, kernel loading) and waiting for it at exit:",
         "",
         table(h2, rows2),
         f"Raw stream against zstd -19, xz -9 and the WPP, SEQUITUR vs SEQUITUR(1) built offline on the same "
