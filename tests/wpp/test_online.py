@@ -17,10 +17,10 @@ import pytest
 from corpus import PROGRAMS
 from wholetrace.events import EXC, LEAVE, enter_code
 from wholetrace.store import Recording, RecordingWriter
-from wholetrace.wpp.intern import EventInterner
+from wholetrace.wpp.intern import PATH_LEAVE_AT, EventInterner, events_of, interner_for
 from wholetrace.wpp.online import OnlineWpp
 from wholetrace.wpp.stored import StoredWpp
-from wholetrace.wpp.symbols import BLOCK, ENTER, EXC as K_EXC, LEAVE as K_LEAVE
+from wholetrace.wpp.symbols import BLOCK, ENTER, EXC as K_EXC, LEAVE as K_LEAVE, PATH
 from wtutil import ENV, run_recorded
 
 # Larus 1999 §3 (spec wpp.md §2.1-2.2), rules renumbered by first appearance from S.  Figure 4's
@@ -38,7 +38,8 @@ SEEDS = {
 }
 
 
-def naive_intern(streams: dict[int, list[int]], value_kind: int = BLOCK) -> tuple[dict[int, list[int]], list[tuple[int, int, int]]]:
+def naive_intern(streams: dict[int, list[int]], value_kind: int = BLOCK,
+                 leave_at: int = 0) -> tuple[dict[int, list[int]], list[tuple[int, int, int]]]:
     """Pure-Python twin of the interner: (kind, fid, value) tuples numbered by first appearance,
     streams taken in the order the chunks are given (here: whole streams one after the other)."""
     table: dict[tuple[int, int, int], int] = {}
@@ -52,6 +53,8 @@ def naive_intern(streams: dict[int, list[int]], value_kind: int = BLOCK) -> tupl
             f = stack[-1] if stack else -1
             if v >= 0:
                 key = (value_kind, f, v)
+                if leave_at and v >= leave_at and stack:
+                    stack.pop()
             elif v == LEAVE:
                 if stack:
                     stack.pop()
@@ -59,9 +62,11 @@ def naive_intern(streams: dict[int, list[int]], value_kind: int = BLOCK) -> tupl
             elif v == EXC:
                 i += 1
                 key = (K_EXC, f, ev[i])
-            else:
+            elif v <= -8:
                 stack.append(-v - 8)
                 key = (ENTER, -v - 8, 0)
+            else:   # path mode's START (-4)
+                key = (value_kind, -1, v)
             codes.append(table.setdefault(key, len(table)))
             i += 1
         out[sid] = codes
@@ -84,6 +89,45 @@ def random_stream(rng: np.random.Generator, n: int) -> list[int]:
         else:
             out.append(int(rng.integers(0, 40)))
     return out
+
+
+def path_stream(rng: np.random.Generator, n: int) -> list[int]:
+    """Path-mode stream format (events.py of path mode): ids, LEAVE_PATH + id, START, EXC s r [H]."""
+    out: list[int] = []
+    depth = 0
+    for _ in range(n):
+        r = rng.random()
+        if r < 0.2 or depth == 0:
+            out.append(enter_code(int(rng.integers(0, 50))))
+            depth += 1
+            if rng.random() < 0.2:
+                out.append(-4)
+        elif r < 0.35:
+            out.append(PATH_LEAVE_AT + int(rng.integers(0, 9)))
+            depth -= 1
+        elif r < 0.4:
+            out += [EXC, int(rng.integers(-1, 5)), int(rng.integers(0, 9))]
+            if rng.random() < 0.5:
+                out.append(int(rng.integers(0, 6)))
+            else:
+                out.append(LEAVE)
+                depth -= 1
+        else:
+            out.append(int(rng.integers(0, 30)))
+    return out
+
+
+def test_path_mode_streams_intern_and_come_back_exactly() -> None:
+    rng = np.random.default_rng(3)
+    streams = {0: path_stream(rng, 4000), 1: path_stream(rng, 2500)}
+    want, table = naive_intern(streams, PATH, PATH_LEAVE_AT)
+    it = interner_for("path")
+    for sid, ev in streams.items():
+        got = np.concatenate([it.codes(sid, np.array(ev[i:i + 97], np.int32)) for i in range(0, len(ev), 97)])
+        assert got.tolist() == want[sid]
+        assert events_of(got, it.terminals()).tolist() == ev
+    t = it.terminals()
+    assert list(zip(t.kind.tolist(), t.fid.tolist(), t.value.tolist())) == table
 
 
 def test_interner_matches_python_twin_across_chunk_boundaries() -> None:

@@ -70,10 +70,11 @@ def _slot(key, bits):  # type: ignore[no-untyped-def]
 
 
 @kernel
-def intern_chunk(events, pos, value_kind, stack, sstate, table_keys, table_ids, tstate, sym_keys, out, m):  # type: ignore[no-untyped-def]
+def intern_chunk(events, pos, value_kind, leave_at, stack, sstate, table_keys, table_ids, tstate, sym_keys, out, m):  # type: ignore[no-untyped-def]
     """Intern ``events[pos:]`` into ``out[m:]``; returns (next event position, next out position,
     status).  Status ST_DONE when the chunk is consumed, else what to enlarge before calling again
-    from the returned positions (nothing of the stopped event was consumed)."""
+    from the returned positions (nothing of the stopped event was consumed).  ``leave_at > 0``:
+    a value ``v >= leave_at`` also ends the activation (path mode's ``LEAVE_PATH + p``)."""
     n = len(events)
     bits = tstate[T_BITS]
     limit = (np.int64(1) << bits) >> 1
@@ -90,6 +91,8 @@ def intern_chunk(events, pos, value_kind, stack, sstate, table_keys, table_ids, 
             sstate[S_EXC] = 0
         elif v >= 0:
             key = pack(value_kind, f, v)
+            if leave_at > 0 and v >= leave_at and sp > 0:
+                sstate[S_SP] = sp - 1
         elif v == LEAVE:
             if sp > 0:
                 sstate[S_SP] = sp - 1
@@ -140,9 +143,9 @@ def rehash(old_keys, old_ids, new_keys, new_ids, bits):  # type: ignore[no-untyp
 
 @kernel
 def terminal_events(codes, kind, fid, value, out):  # type: ignore[no-untyped-def]
-    """The events of terminal ids ``codes`` (inverse of ``intern_chunk`` for non-PATH kinds): one
-    event each, two for EXC.  Returns the number written to ``out`` (at least 2·len(codes) long),
-    or -1 - i when terminal ``codes[i]`` is unknown or a PATH."""
+    """The events of terminal ids ``codes`` (inverse of ``intern_chunk``): one event each, two for
+    EXC.  Returns the number written to ``out`` (at least 2·len(codes) long), or -1 - i when
+    terminal ``codes[i]`` is unknown."""
     m = 0
     nt = len(kind)
     for i in range(len(codes)):
@@ -150,7 +153,7 @@ def terminal_events(codes, kind, fid, value, out):  # type: ignore[no-untyped-de
         if t < 0 or t >= nt:
             return -1 - i
         k = kind[t]
-        if k == K_BLOCK:
+        if k == K_BLOCK or k == K_PATH:
             out[m] = value[t]
         elif k == K_ENTER:
             out[m] = -(ENTER_BASE + fid[t])

@@ -16,12 +16,16 @@ class EventInterner:
 
     ``value_kind`` is the terminal kind of a non-negative event: BLOCK for `blocks`, `witness`
     and `branches` streams (block or witness ids), PATH for `path` streams (Ball-Larus path
-    ids).  ``codes`` is called from one thread at a time (the WPP builder's); the kernel it
-    runs releases the GIL.
+    ids; the register and handler block after EXC s, and the block ids of functions recorded
+    with blocks, are PATH terminals too: what counts is that every event comes back exactly).
+    ``leave_at``: a value at or above it also ends the activation (path mode's ``LEAVE_PATH``).
+    ``codes`` is called from one thread at a time (the WPP builder's); the kernel it runs
+    releases the GIL.
     """
 
-    def __init__(self, value_kind: int = BLOCK) -> None:
+    def __init__(self, value_kind: int = BLOCK, leave_at: int = 0) -> None:
         self.value_kind = int(value_kind)
+        self.leave_at = int(leave_at)
         bits = 12
         self._keys = np.full(1 << bits, K.EMPTY, np.int64)
         self._ids = np.zeros(1 << bits, np.int64)
@@ -40,7 +44,7 @@ class EventInterner:
         out = np.empty(len(events), np.int64)
         pos = m = 0
         while True:
-            pos, m, why = K.intern_chunk(events, pos, self.value_kind, stack, sstate, self._keys,
+            pos, m, why = K.intern_chunk(events, pos, self.value_kind, self.leave_at, stack, sstate, self._keys,
                                          self._ids, self._tstate, self._syms, out, m)
             if why == K.ST_DONE:
                 return out[:m]
@@ -81,21 +85,24 @@ def terminals_from_array(a: np.ndarray) -> Terminals:
 
 
 def events_of(codes: np.ndarray, terms: Terminals) -> np.ndarray:
-    """The int32 events that terminal ids ``codes`` stand for (block-like kinds only)."""
+    """The int32 events that terminal ids ``codes`` stand for."""
     codes = np.ascontiguousarray(codes, dtype=np.int64)
     out = np.empty(2 * len(codes), np.int64)
     m = K.terminal_events(codes, terms.kind.astype(np.int64), terms.fid.astype(np.int64),
                           terms.value.astype(np.int64), out)
     if m < 0:
         i = -1 - m
-        raise UsageError(f"terminal {int(codes[i])} has no event form (unknown or a path id)")
+        raise UsageError(f"terminal {int(codes[i])} is not in the symbol table")
     return out[:m].astype(np.int32)
 
+
+#: Path mode's ``events.LEAVE_PATH`` (a path id at or above it ends the activation too).
+PATH_LEAVE_AT = 1 << 30
 
 #: Recording mode -> interner factory.  Path mode registers its own (PATH terminals) here.
 INTERNERS: dict[str, Callable[[], EventInterner]] = {
     "blocks": EventInterner, "witness": EventInterner, "branches": EventInterner,
-    "path": lambda: EventInterner(PATH),
+    "path": lambda: EventInterner(PATH, PATH_LEAVE_AT),
 }
 
 

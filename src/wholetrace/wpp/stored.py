@@ -132,8 +132,9 @@ class ExpandedRecording:
 
 def readable(rec: Any) -> Any:
     """``rec``, or an :class:`ExpandedRecording` of it when its streams are stored only as grammars
-    of block-like terminals (``record --wpp`` in `blocks`, `witness` or `branches` mode)."""
+    (``record --wpp`` without ``--keep-raw``): the expanded streams are the recorded events, so
+    the mode's own readers (regeneration of witness and path recordings) work on them."""
     meta = rec.meta.get(META_KEY)
-    if not isinstance(meta, dict) or meta.get("keep_raw") or meta.get("mode") == "path":
+    if not isinstance(meta, dict) or meta.get("keep_raw"):
         return rec
     return ExpandedRecording(rec)
