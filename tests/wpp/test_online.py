@@ -16,11 +16,12 @@ import pytest
 
 from corpus import PROGRAMS
 from wholetrace.events import EXC, LEAVE, enter_code
+from wholetrace.grammar import sequitur
 from wholetrace.store import Recording, RecordingWriter
 from wholetrace.wpp.intern import PATH_LEAVE_AT, EventInterner, events_of, interner_for
 from wholetrace.wpp.online import OnlineWpp
 from wholetrace.wpp.stored import StoredWpp
-from wholetrace.wpp.symbols import BLOCK, ENTER, EXC as K_EXC, LEAVE as K_LEAVE, PATH
+from wholetrace.wpp.symbols import BLOCK, ENTER, EXC as K_EXC, LEAVE as K_LEAVE, PATH, recording_block_symbols
 from wtutil import ENV, run_recorded
 
 # Larus 1999 §3 (spec wpp.md §2.1-2.2), rules renumbered by first appearance from S.  Figure 4's
@@ -266,6 +267,25 @@ def test_threads_and_asyncio_keep_raw(tmp_path: Path, mode: str) -> None:
         assert len(rec.streams()) >= 5      # main, three threads, tasks
 
 
+def _check_offline_grammar(out: Path) -> None:
+    """The online grammars equal, up to terminal numbering, SEQUITUR(1) run offline (in one piece)
+    on the raw streams interned by ``wpp.symbols.intern_block_streams`` (another interner: dense
+    ids by (kind, function, value), checked against the CFGs)."""
+    with Recording(out) as rec:
+        offline, _cfgs = recording_block_symbols(rec)
+        wpp = StoredWpp(rec)
+        key = {(int(k), int(f), int(v)): t for t, (k, f, v) in enumerate(zip(
+            offline.terminals.kind, offline.terminals.fid, offline.terminals.value))}
+        on = wpp.terminals
+        to_offline = np.array([key[(int(k), int(f), int(v))] for k, f, v in zip(on.kind, on.fid, on.value)], np.int64)
+        sids = [st.sid for st in rec.streams()]
+        for s in wpp.streams:
+            g = s.grammar
+            rhs = np.where(g.rhs >= 0, to_offline[np.maximum(g.rhs, 0)], g.rhs)
+            want = sequitur(offline.streams[sids.index(s.sid)], lookahead=True)
+            assert np.array_equal(rhs, want.rhs) and np.array_equal(g.off, want.off), f"stream {s.sid}"
+
+
 @pytest.mark.parametrize("name", ["richards", "nqueens", "difflib"])
 def test_corpus_keep_raw_and_independent_blocks_recording(tmp_path: Path, name: str) -> None:
     prog = PROGRAMS[name]
@@ -274,6 +294,7 @@ def test_corpus_keep_raw_and_independent_blocks_recording(tmp_path: Path, name: 
     wpp_out, plain_out = tmp_path / "wpp.wt", tmp_path / "plain.wt"
     _record(tmp_path, script, wpp_out, "--wpp", "--keep-raw", "--lookahead", include=include)
     _check_keep_raw(wpp_out)
+    _check_offline_grammar(wpp_out)
     # an independent recording without the builder: the same single-threaded program records
     # the same stream, which the WPP-only recording's grammar must expand to
     only = tmp_path / "only.wt"
