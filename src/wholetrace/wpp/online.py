@@ -38,8 +38,8 @@ GRAMMAR_NAME = "wpp.grammar.{sid}"
 SPILL_NAME = "wpp.spill.{sid}"
 SYMBOLS_NAME = "wpp.symbols"
 META_KEY = "wpp"
-#: Modes whose streams have an interner (``wpp.intern.INTERNERS``; kept here so that wrapping
-#: a writer imports neither numpy nor numba: the builder thread imports them).
+#: Modes whose streams have an interner (``wpp.intern.INTERNERS``; kept here so that a wrong
+#: mode is refused before numpy and numba are imported).
 WPP_MODES = ("blocks", "witness", "branches", "path")
 
 
@@ -69,7 +69,6 @@ class OnlineWpp:
         self.queue_events = max(0, int(queue_events))
         if mode not in WPP_MODES:
             raise UsageError(f"--wpp needs a trace mode ({', '.join(WPP_MODES)}), not {mode!r}")
-        self.interner: EventInterner | None = None     # made by the builder thread
         self._cond = threading.Condition()
         self._queue: collections.deque[tuple[int, Any]] = collections.deque()
         self._backlog = 0                      # events queued in memory
@@ -85,7 +84,12 @@ class OnlineWpp:
         self.max_backlog = 0
         self.spilled_events = 0
         self.spilled_chunks = 0
-        self.jit_seconds = 0.0
+        # Imports and kernel loading happen here, before the program runs: on the builder thread
+        # they would crawl while the program holds the GIL (each file read gives the GIL up, and
+        # taking it back from a busy thread waits for a switch interval: seconds for numba).
+        t = time.thread_time()
+        self.interner = _warm_up(self.lookahead, mode)
+        self.jit_seconds = time.thread_time() - t
         # A bare thread (not in threading.enumerate()): the program cannot see it, and the
         # runner's end-of-run report of daemon threads does not count it.
         self._done = threading.Event()
@@ -136,9 +140,6 @@ class OnlineWpp:
 
     def _loop(self) -> None:
         """Build chunks in arrival order, spilled chunks when nothing waits in memory."""
-        t = time.thread_time()
-        self.interner = _warm_up(self.lookahead, self.mode)
-        self.jit_seconds = time.thread_time() - t
         while True:
             with self._cond:
                 while not self._queue and not any(self._spilled.values()) and not self._ending:
@@ -176,7 +177,6 @@ class OnlineWpp:
         if b is None:
             b = self._builds[sid] = _StreamBuild(self.lookahead)
         t = time.thread_time()
-        assert self.interner is not None
         b.builder.feed(self.interner.codes(sid, _int32(chunk)))
         b.cpu += time.thread_time() - t
         b.events += len(chunk)
@@ -214,10 +214,9 @@ class OnlineWpp:
                                  "encoded_bytes": len(enc), "build_seconds": round(b.cpu, 4)}
         for sid in self._spill_seq:
             self._writer.delete_arrays(SPILL_NAME.format(sid=sid))
-        if self.interner is not None:
-            from wholetrace.wpp.intern import terminals_to_array
+        from wholetrace.wpp.intern import terminals_to_array
 
-            self._writer.put_array(SYMBOLS_NAME, terminals_to_array(self.interner.terminals()))
+        self._writer.put_array(SYMBOLS_NAME, terminals_to_array(self.interner.terminals()))
         self._writer.set_meta(**{META_KEY: {
             "mode": self.mode, "lookahead": self.lookahead, "keep_raw": self.keep_raw,
             "queue_events": self.queue_events, "events": self.submitted,
@@ -229,9 +228,8 @@ class OnlineWpp:
 
 
 def _warm_up(lookahead: bool, mode: str) -> "EventInterner":
-    """Import numpy and numba, and compile (or load from numba's cache) the kernels, on the builder
-    thread before the first chunk; returns the mode's interner.  Build times do not include this
-    (it is reported apart as ``jit_seconds``)."""
+    """Import numpy and numba, and compile (or load from numba's cache) the kernels; returns the
+    mode's interner.  Build times do not include this (it is reported apart as ``jit_seconds``)."""
     import numpy as np
 
     from wholetrace.grammar import GrammarBuilder
