@@ -23,14 +23,13 @@ import _thread
 import collections
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from wholetrace.errors import InternalError, UsageError
+import numpy as np
 
-if TYPE_CHECKING:
-    import numpy as np
-
-    from wholetrace.wpp.intern import EventInterner
+from wholetrace.errors import InternalError
+from wholetrace.grammar import GrammarBuilder
+from wholetrace.wpp.intern import EventInterner, interner_for, terminals_to_array
 
 #: Default bound of the events waiting in memory for the builder (4 bytes each).
 QUEUE_EVENTS = 1 << 22
@@ -38,17 +37,12 @@ GRAMMAR_NAME = "wpp.grammar.{sid}"
 SPILL_NAME = "wpp.spill.{sid}"
 SYMBOLS_NAME = "wpp.symbols"
 META_KEY = "wpp"
-#: Modes whose streams have an interner (``wpp.intern.INTERNERS``; kept here so that a wrong
-#: mode is refused before numpy and numba are imported).
-WPP_MODES = ("blocks", "witness", "branches", "path")
 
 
 class _StreamBuild:
     """One stream's builder and what it cost."""
 
     def __init__(self, lookahead: bool) -> None:
-        from wholetrace.grammar import GrammarBuilder
-
         self.builder = GrammarBuilder(lookahead=lookahead)
         self.events = 0
         self.cpu = 0.0
@@ -67,8 +61,7 @@ class OnlineWpp:
         self.lookahead = bool(lookahead)
         self.keep_raw = bool(keep_raw)
         self.queue_events = max(0, int(queue_events))
-        if mode not in WPP_MODES:
-            raise UsageError(f"--wpp needs a trace mode ({', '.join(WPP_MODES)}), not {mode!r}")
+        interner_for(mode)   # UsageError unless the mode's streams can be interned
         self._cond = threading.Condition()
         self._queue: collections.deque[tuple[int, Any]] = collections.deque()
         self._backlog = 0                      # events queued in memory
@@ -118,8 +111,6 @@ class OnlineWpp:
             seq = self._spill_seq.get(sid, 0)
             self._spill_seq[sid] = seq + 1
             key = f"{seq:010d}"
-        import numpy as np   # loaded by the builder thread already
-
         self._writer.put_array(SPILL_NAME.format(sid=sid), np.asarray(events, np.int32), key=key)
         self._writer.commit()     # the builder reads it back through its own connection
         with self._cond:
@@ -208,14 +199,12 @@ class OnlineWpp:
             g = b.builder.finish()
             enc = g.to_bytes()
             b.cpu += time.thread_time() - t
-            self._writer.put_array(GRAMMAR_NAME.format(sid=sid), _bytes_array(enc))
+            self._writer.put_array(GRAMMAR_NAME.format(sid=sid), np.frombuffer(enc, np.uint8))
             streams[str(sid)] = {"events": b.events, "symbols": len(g), "rules": g.num_rules,
                                  "rhs": g.num_symbols, "len_S": g.start_length,
                                  "encoded_bytes": len(enc), "build_seconds": round(b.cpu, 4)}
         for sid in self._spill_seq:
             self._writer.delete_arrays(SPILL_NAME.format(sid=sid))
-        from wholetrace.wpp.intern import terminals_to_array
-
         self._writer.put_array(SYMBOLS_NAME, terminals_to_array(self.interner.terminals()))
         self._writer.set_meta(**{META_KEY: {
             "mode": self.mode, "lookahead": self.lookahead, "keep_raw": self.keep_raw,
@@ -227,27 +216,14 @@ class OnlineWpp:
             "streams": streams}})
 
 
-def _warm_up(lookahead: bool, mode: str) -> "EventInterner":
-    """Import numpy and numba, and compile (or load from numba's cache) the kernels; returns the
-    mode's interner.  Build times do not include this (it is reported apart as ``jit_seconds``)."""
-    import numpy as np
-
-    from wholetrace.grammar import GrammarBuilder
-    from wholetrace.wpp.intern import interner_for
-
+def _warm_up(lookahead: bool, mode: str) -> EventInterner:
+    """Compile (or load from numba's cache) the kernels; returns the mode's interner.  Build times
+    do not include this (it is reported apart as ``jit_seconds``; importing numba comes before it)."""
     b = GrammarBuilder(lookahead=lookahead)
     b.feed(interner_for(mode).codes(0, np.array([-8, 0, 1, 0, 1, -2, 0, -1], np.int32)))
     b.finish().to_bytes()
     return interner_for(mode)
 
 
-def _int32(chunk: Any) -> "np.ndarray":
-    import numpy as np
-
+def _int32(chunk: Any) -> np.ndarray:
     return chunk if isinstance(chunk, np.ndarray) else np.frombuffer(chunk, np.int32)
-
-
-def _bytes_array(data: bytes) -> "np.ndarray":
-    import numpy as np
-
-    return np.frombuffer(data, np.uint8)
