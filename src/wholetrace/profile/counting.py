@@ -49,8 +49,10 @@ def _complete_edges(cfg: CFG, blocks: np.ndarray, edges: np.ndarray, extra: list
                 changed = True
     for i, e in enumerate(cfg.edges):   # ENTRY's edge: the activations that started
         if e.src == 0 and edges[i] == UNKNOWN and len([x for x in cfg.edges if x.src == 0]) == 1:
-            inflow = sum(int(edges[j]) for j, f in enumerate(cfg.edges) if f.dst == e.dst and j != i)
-            inflow += sum(x.count for x in extra if x.dst == e.dst)
+            others = [int(edges[j]) for j, f in enumerate(cfg.edges) if f.dst == e.dst and j != i]
+            if UNKNOWN in others:
+                continue          # another way into the block is not known either
+            inflow = sum(others) + sum(x.count for x in extra if x.dst == e.dst)
             edges[i] = max(int(blocks[e.dst]) - inflow, 0)
 
 

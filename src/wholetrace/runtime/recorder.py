@@ -22,7 +22,8 @@ from wholetrace.instrument.loader import FileEntry
 from wholetrace.instrument.modes import TRACE_MODES, ProbePlan, make_plan
 from wholetrace.instrument.emit import LOCAL as LOCAL_COUNTER
 from wholetrace.events import XCOUNT, arg_value
-from wholetrace.runtime.probes import COUNTERS, NAMESPACE_RERAISE, RERAISES, SITES, STREAMS
+from wholetrace.runtime import unfinished
+from wholetrace.runtime.probes import COUNTERS, NAMESPACE_RERAISE, SITES, STREAMS, Stream
 
 FLUSH_SECONDS = 0.25
 
@@ -202,11 +203,14 @@ class Recorder:
         self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join()
-        RERAISES.clear()     # release the exceptions it held while the program's code can still run
-        NAMESPACE_RERAISE.clear()
+        NAMESPACE_RERAISE.clear()   # release the tracebacks held while the program's code can still run
         self.close_suspended()
         if self.traces:
-            self.flush()
+            tails, lengths = unfinished.snapshot(self.code_index()[0], _suspended if self.suspendable else list)
+            self.flush(lengths)
+            STREAMS.on_new = None
+            for sid, events in tails.items():   # close the activations still open (early exits)
+                self.writer.append_events(sid, array("i", events))
             return
         counts, early, lengths = self.snapshot_counts()
         self.flush(lengths)
