@@ -47,6 +47,7 @@ class ProbePlan:
     counted_edges: tuple[int, ...] = ()             # edge ids with a counter ("full")
     local_counters: frozenset[int] = frozenset()    # global ids counted in a local, added at exit
     base: int = 0                                   # global id of the function's first counter
+    witnessed: tuple[int, ...] = ()                 # edge ids with a witness, by witness id ("witness")
 
     @property
     def traces(self) -> bool:
@@ -59,10 +60,15 @@ class ProbePlan:
         return self.mode in ("witness", "branches") and self.strategy != "trace"
 
     def to_json(self) -> dict[str, object]:
-        return {"mode": self.mode, "strategy": self.strategy, "counters": self.counters,
-                "chords": list(self.chords), "counted_edges": list(self.counted_edges),
-                "local_counters": sorted(k - self.base for k in self.local_counters),
-                "block_counters": sorted(self.block_values) if self.strategy != "chords" else []}
+        """What the recording stores: readers decode with it, never recompute it."""
+        out: dict[str, object] = {
+            "mode": self.mode, "strategy": self.strategy, "counters": self.counters,
+            "chords": list(self.chords), "counted_edges": list(self.counted_edges),
+            "local_counters": sorted(k - self.base for k in self.local_counters),
+            "block_counters": sorted(self.block_values) if self.strategy != "chords" else []}
+        if self.strategy == "witness":
+            out["witnessed"] = list(self.witnessed)
+        return out
 
 
 def blocks_plan(cfg: CFG) -> ProbePlan:
@@ -119,7 +125,7 @@ def witness_plan(cfg: CFG, kind: str) -> ProbePlan:
     sites = probe_sites(cfg)
     if needs_block_fallback(placement, sites):
         return ProbePlan(kind, "trace", blocks_plan(cfg).block_values)
-    return ProbePlan(kind, "witness", sites=sites,
+    return ProbePlan(kind, "witness", sites=sites, witnessed=placement.witnessed,
                      edge_values={e: [w] for w, e in enumerate(placement.witnessed)})
 
 

@@ -156,8 +156,9 @@ class Recording:
         if version > schema.SCHEMA_VERSION:
             raise self._fail(f"it was written by a newer wholetrace (schema {version} > "
                              f"{schema.SCHEMA_VERSION}); upgrade wholetrace")
-        if version != schema.SCHEMA_VERSION:
+        if version not in schema.READABLE_VERSIONS:
             raise self._fail(f"unknown schema version {version}")
+        self.schema_version = int(version)
         if check:
             rows = conn.execute("PRAGMA quick_check(1)").fetchall()
             if rows != [("ok",)]:
@@ -385,6 +386,13 @@ class Recording:
             nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
             raw = schema.decompress(blob, nbytes, what)
             return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
+
+    def array_sizes(self, prefix: str = "") -> list[tuple[str, str, int]]:
+        """``(name, key, stored bytes)`` of every array whose name starts with ``prefix``."""
+        with self._guard("list arrays of"):
+            rows = self._db.execute("SELECT name, key, length(blob) FROM arrays WHERE substr(name, 1, ?) = ? "
+                                    "ORDER BY name, key", (len(prefix), prefix)).fetchall()
+            return [(str(n), str(k), int(b or 0)) for n, k, b in rows]
 
     def sizes(self) -> dict[str, int]:
         """Bytes: the file, events raw and stored, and per table when SQLite has dbstat."""

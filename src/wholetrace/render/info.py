@@ -1,0 +1,89 @@
+"""The summary of a recording shown by `wholetrace info` (text or JSON)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import TYPE_CHECKING, Any, ClassVar, TextIO
+
+from wholetrace.render.base import Renderer
+
+if TYPE_CHECKING:
+    from wholetrace.trace.session import Trace
+
+
+def info_dict(trace: Trace) -> dict[str, Any]:
+    """What the recording holds: meta, files, functions, streams, sizes."""
+    rec = trace.recording
+    meta = dict(rec.meta)
+    funcs = list(trace.functions.values())
+    streams = rec.streams()
+    files = sorted({f.file for f in funcs})
+    return {
+        "meta": meta,
+        "files": files,
+        "functions": [{"fid": f.fid, "qualname": f.qualname, "file": f.file, "firstline": f.firstline,
+                       "lastline": f.lastline, "fingerprint": f.fingerprint} for f in funcs],
+        "streams": [{"stream": s.sid, "kind": s.kind, "name": s.name, "events": s.n_events,
+                     "chunks": s.n_chunks, "stored_bytes": s.stored_bytes} for s in streams],
+        "events": sum(s.n_events for s in streams),
+        "sizes": rec.sizes(),
+        "cf_trace": _cf_trace(rec),
+    }
+
+
+def _cf_trace(rec: Any) -> dict[str, Any] | None:
+    from wholetrace.match.store import describe
+    return describe(rec)
+
+
+def _when(t: object) -> str:
+    return dt.datetime.fromtimestamp(float(t)).isoformat(sep=" ", timespec="seconds") if isinstance(t, (int, float)) else "?"
+
+
+def info_text(d: dict[str, Any]) -> str:
+    m = d["meta"]
+    start, end = m.get("start_time"), m.get("end_time")
+    secs = f" ({float(end) - float(start):.2f} s)" if isinstance(start, (int, float)) and isinstance(end, (int, float)) else ""
+    lines = [
+        f"command:   wholetrace record --mode {m.get('mode', '?')} {m.get('command', '?')}",
+        f"argv:      {m.get('argv')}",
+        f"cwd:       {m.get('cwd')}",
+        f"python:    {m.get('python')}",
+        f"recorded:  {_when(start)} -> {_when(end)}{secs}",
+        f"ended:     {m.get('ended', 'unknown (recording did not finish)')}, exit status {m.get('exit_code')}",
+        f"functions: {len(d['functions'])} in {len(d['files'])} file(s)",
+        f"events:    {d['events']:,} in {len(d['streams'])} stream(s)",
+    ]
+    for s in d["streams"]:
+        lines.append(f"  T {s['stream']:<3} {s['kind']:<6} {s['name']:<24} {s['events']:>12,} events "
+                     f"{s['stored_bytes']:>10,} bytes stored")
+    cf = d.get("cf_trace")
+    if cf:
+        b = cf["bytes"]
+        state = "" if cf["complete"] else " (incomplete: run `wholetrace compress` again)"
+        lines.append(f"cf trace:  {len(cf['streams'])} stream(s){state}: grammar {b['grammar']:,} bytes, "
+                     f"chunks {b['chunks']:,}, chunk index {b['chunk_index']:,}, segment index {b['segment_index']:,}, "
+                     f"caller stacks {b['chunk_stacks']:,}")
+        for sid, f in cf["streams"].items():
+            if f:
+                lines.append(f"  T {sid:<3} {f['symbols']:>12,} F/B/E events  {f['rules']:>9,} rules  "
+                             f"{-(-f['symbols'] // f['chunk_events']):>5} chunks  {f['segments']:>4} segments  "
+                             f"nesting {f['dmin']}..{f['dmax']}")
+    sizes = d["sizes"]
+    lines.append("sizes:     " + ", ".join(f"{k} {v:,}" for k, v in sizes.items()))
+    return "\n".join(lines)
+
+
+class InfoText(Renderer):
+    format: ClassVar[str] = "text"
+
+    def render(self, trace: Trace, out: TextIO) -> None:
+        out.write(info_text(info_dict(trace)) + "\n")
+
+
+class InfoJson(Renderer):
+    format: ClassVar[str] = "json"
+
+    def render(self, trace: Trace, out: TextIO) -> None:
+        out.write(json.dumps(info_dict(trace), indent=1) + "\n")
