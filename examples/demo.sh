@@ -46,3 +46,7 @@ step "$WT" cfg examples/textdiff.py:revise --paths 6
 step "$WT" compress "$OUT/textdiff.wt"
 step "$WT" match "$OUT/textdiff.wt" revise 8 5 6 7 8
 step "$WT" match "$OUT/textdiff.wt" revise --lines 24 20 21 22 24 --all --limit 3
+
+# 7. the whole program path: each stream compressed to a SEQUITUR grammar while the program runs
+step "$WT" record --wpp --include difflib -o "$OUT/textdiff-wpp.wt" examples/textdiff.py
+step "$WT" wpp "$OUT/textdiff-wpp.wt"

@@ -28,6 +28,7 @@ COMMANDS: list[tuple[str, str]] = [
     ("sequitur", "wholetrace.grammar.cli"),
     ("compress", "wholetrace.match.cli"),
     ("match", "wholetrace.match.cli"),
+    ("wpp", "wholetrace.wpp.cli"),
 ]
 
 

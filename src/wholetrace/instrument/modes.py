@@ -1,8 +1,8 @@
 """Probe plans: what each recording mode appends at block starts and on edges of one function.
 
 ``blocks``      the block id at every block start, ENTER/LEAVE, exception edges (the trace).
-``count-naive`` one counter per block (a probe is ``_wt_C[k] += 1`` on the run's one counter
-                list, ``k`` a global counter id: the function's base plus its local index).
+``count-naive`` one counter per block (a probe is ``counts.c<j> += 1.0``, a slot of the file's
+                counter object; ``j`` the counter's index in the file).
 ``count``       counters on the chords of a maximum spanning tree (Ball-Larus), weights from
                 the heuristic or from an earlier recording; edges with no probe site are kept
                 in the tree, and among equal weights the tree takes the dearer probe forms.  Generators, module and class bodies, and functions whose chords
@@ -76,8 +76,14 @@ def blocks_plan(cfg: CFG) -> ProbePlan:
 
 
 def count_naive_plan(cfg: CFG, base: int) -> ProbePlan:
-    """A counter per block; counter ``b - 2`` of the function is block ``b``."""
+    """A counter per block; counter ``b - 2`` of the function is block ``b``.  A body with no
+    block (``global``/``nonlocal`` only) counts its one edge, ENTRY -> EXIT, in its prologue."""
     real = [b.id for b in cfg.blocks[2:]]
+    if not real:
+        sites = edge_sites(cfg)
+        counted = tuple(i for i, s in enumerate(sites) if s is not None)
+        return ProbePlan("count-naive", "blocks", sites=sites, counters=len(counted), counted_edges=counted,
+                         edge_values={e: [base + k] for k, e in enumerate(counted)})
     return ProbePlan("count-naive", "blocks", {b: [base + i] for i, b in enumerate(real)},
                      counters=len(real))
 

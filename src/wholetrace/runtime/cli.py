@@ -13,7 +13,8 @@ from typing import Any
 from wholetrace.errors import UsageError
 
 #: Options of ``record`` and ``profile`` that take a value (the rest are flags).
-_TAKES_VALUE = frozenset({"--mode", "--include", "-o", "--output", "-m", "--weights", "--format", "--limit"})
+_TAKES_VALUE = frozenset({"--mode", "--include", "-o", "--output", "-m", "--weights", "--format", "--limit",
+                          "--wpp-queue"})
 
 
 def split_args(argv: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -61,6 +62,8 @@ def record_parser() -> argparse.ArgumentParser:
     p.add_argument("-q", "--quiet", action="store_true", help="no summary line on stderr")
     p.add_argument("--weights", metavar="OLD.wt", help="count mode: place counters by the edge counts of OLD.wt")
     target_options(p)
+    from wholetrace.wpp.cli import add_record_options   # the online WPP (--wpp, --keep-raw, ...)
+    add_record_options(p)
     return p
 
 
@@ -91,7 +94,11 @@ def run_record(argv: Sequence[str]) -> int:
     if args.weights is not None:
         from wholetrace.profile import edge_weights
         weights = edge_weights(args.weights)
-    outcome = record(target, RecordingWriter(out), mode=args.mode, include=args.include, weights=weights,
+    from wholetrace.wpp.cli import record_writer
+    writer = record_writer(RecordingWriter(out), args)
+    if args.cf_grammar and not getattr(writer, "keep_raw", True):
+        raise UsageError("--cf-grammar reads the raw stream: with --wpp add --keep-raw")
+    outcome = record(target, writer, mode=args.mode, include=args.include, weights=weights,
                      cache=not args.no_cache)
     if args.cf_grammar and out.exists():
         from wholetrace.match.compress import compress_file

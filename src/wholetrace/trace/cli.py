@@ -22,7 +22,10 @@ def open_trace(args: argparse.Namespace, *, segments: bool = False) -> Trace:
     from wholetrace.trace.session import Trace
 
     if not getattr(args, "salvage", False):
-        return Trace.open(args.file)
+        from wholetrace.store import Recording
+        from wholetrace.wpp.cli import readable   # a --wpp recording: streams expanded from its grammars
+
+        return Trace(readable(Recording(args.file)), owns=True)
     from wholetrace.store.salvage import SalvagedRecording
     from wholetrace.store.segments import SegmentView
 
