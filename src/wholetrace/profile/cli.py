@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -61,15 +62,20 @@ def run_profile(argv: Sequence[str]) -> int:
         weights = edge_weights(args.weights)
     # not TemporaryDirectory: the run ends with the program's atexit handlers, which would remove it
     tmp = tempfile.mkdtemp(prefix="wholetrace-")
+    pid = os.getpid()
     try:
         out = Path(tmp) / "profile.wt"
         outcome = record(target, RecordingWriter(out), mode="count-naive" if args.naive else "count",
-                         include=args.include, weights=weights, cache=not args.no_cache)
+                         include=args.include, weights=weights, cache=not args.no_cache,
+                         children=None if args.no_children else out)
         sys.stdout.flush()
+        if os.getpid() != pid:   # a forked child of the program: the parent reports
+            return outcome.exit_code
         with Trace.open(out) as trace:
             write_report(trace, args)
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if os.getpid() == pid:
+            shutil.rmtree(tmp, ignore_errors=True)
     return outcome.exit_code
 
 

@@ -49,6 +49,9 @@ def target_options(p: argparse.ArgumentParser) -> None:
                         "$WHOLETRACE_CACHE_DIR or ~/.cache/wholetrace)")
     p.add_argument("--cf-grammar", action="store_true",
                    help="at the end, also build the compressed control-flow trace (as `wholetrace compress`)")
+    p.add_argument("--no-children", action="store_true",
+                   help="do not record child processes (default: every Python child process started by fork, "
+                        "multiprocessing or subprocess records into OUT.wt.parts/)")
     p.add_argument("-m", dest="module", metavar="MODULE", help="run a library module as a script")
     p.add_argument("script", nargs="?", help="the program to run")
 
@@ -98,8 +101,12 @@ def run_record(argv: Sequence[str]) -> int:
     writer = record_writer(RecordingWriter(out), args)
     if args.cf_grammar and not getattr(writer, "keep_raw", True):
         raise UsageError("--cf-grammar reads the raw stream: with --wpp add --keep-raw")
+    children = None if args.no_children or not getattr(writer, "keep_raw", True) else out
+    pid = os.getpid()
     outcome = record(target, writer, mode=args.mode, include=args.include, weights=weights,
-                     cache=not args.no_cache)
+                     cache=not args.no_cache, children=children)
+    if os.getpid() != pid:       # a forked child of the program ends here: it prints nothing of its own
+        return outcome.exit_code
     if args.cf_grammar and out.exists():
         from wholetrace.match.compress import compress_file
         compress_file(out)

@@ -53,6 +53,8 @@ class Recorder:
         self.constants = runtime_objects(self.state)
         self.exc_edges: dict[tuple[int, int, int], int] = {}
         self.suspendable = False   # some instrumented code may be a generator or coroutine
+        #: Close suspended generators at the end (not in a child that ends with ``os._exit``).
+        self.close_at_end = True
         #: Threads given a call of headroom for trace probes (Python 3.11, ``runtime.recursion``).
         self.headroom_threads: set[int] = set()
         self.registered: set[int] = set()   # streams whose row the flusher has written
@@ -210,7 +212,7 @@ class Recorder:
         owns and async generators (which need their event loop) are left alone — closing
         them would change what asyncio reports at exit: they count as early exits.
         """
-        if not self.suspendable:
+        if not self.suspendable or not self.close_at_end:
             return
         aio = sys.modules.get("asyncio")
         by_code = self.code_index()[0]

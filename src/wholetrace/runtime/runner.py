@@ -138,12 +138,15 @@ class Live:
     instrumenter: Instrumenter
     finder: InstrumentingFinder
     headroom: int = 0    # calls of recursion headroom given to the thread that started it
+    children: Any = None  # runtime.children.Children: child processes record into parts
 
     def stop(self, ended: str, exit_code: int | None) -> int:
         """Uninstall, flush and close the file; returns the number of events recorded."""
         global LIVE
         try:
             uninstall(self.finder)
+            if self.children is not None:
+                self.children.unpatch()
             self.recorder.state.streams.unpatch_asyncio()
             recursion.shift(-self.headroom)
             sys.stdout.flush()
@@ -186,10 +189,13 @@ def start(writer: Any, scope: Scope, *, mode: str = "blocks", weights: dict[tupl
 
 
 def record(target: Target, writer: Any, *, mode: str = "blocks", include: list[str] | None = None,
-           weights: dict[tuple[str, str, str], Any] | None = None, cache: bool = True) -> Outcome:
+           weights: dict[tuple[str, str, str], Any] | None = None, cache: bool = True,
+           children: str | os.PathLike[str] | None = None) -> Outcome:
     """Run ``target`` instrumented in this process, writing to ``writer``; returns how it ended.
 
     ``cache``: reuse and keep instrumented code in the on-disk cache (``instrument.cache``).
+    ``children``: the recording's path: child processes record into parts beside it
+    (``runtime.children``); None: they are not recorded.
     A module run with ``-m`` also gets the sources under the current directory instrumented
     (``python -m`` puts it first on ``sys.path``): ``record -m pytest`` records the project.
     """
@@ -209,6 +215,9 @@ def record(target: Target, writer: Any, *, mode: str = "blocks", include: list[s
         sys.argv = [target.module, *target.args]
     live = start(writer, Scope(roots, list(include or [])), mode=mode, weights=weights, cache=cache,
                  command=target.label, argv=list(sys.argv))
+    if children is not None:
+        from wholetrace.runtime.children import enable
+        enable(live, children, {"command": target.label, "argv": list(sys.argv)}, cache)
     instrumenter = live.instrumenter
     outcome = Outcome("exit", 0)
     try:

@@ -1,0 +1,397 @@
+"""Child processes of a recording: every forked or spawned Python process records into a part file.
+
+A recording ``OUT.wt`` whose program starts Python processes gets a directory
+``OUT.wt.parts/`` holding one complete recording per child process (``<pid>-<hex>.wt``); the
+root names it in its meta (``children``), and each part says who it is in its meta
+(``process``: pid, parent pid, the part of the process that started it, how it started).
+
+- **fork** (``os.fork``, ``multiprocessing`` fork pools): ``os.register_at_fork`` hooks.  In
+  the child the recorder gets a new file, new locks and a new flusher thread, and drops the
+  streams of the parent's other threads; the parent's SQLite connection is left untouched
+  (never used, never closed: closing it could roll back the parent's open transaction).  A
+  fork child's streams continue the parent's: its part starts with a copy of the forking
+  thread's stream up to the fork (the chunks the parent had stored, then the buffer it
+  inherited), so every part decodes on its own.  What the child itself ran is the part minus
+  its *base*: that prefix, closed at the fork like an early exit (``EXC s`` LEAVE per open
+  activation; count modes: the counters at the fork, with the statement in flight of each
+  open frame as an early exit).  Count modes keep counting from the parent's values.
+- **spawn and forkserver** (``multiprocessing``): as coverage.py does, the parent adds an
+  object to the data ``multiprocessing`` pickles for the child
+  (``spawn.get_preparation_data``); unpickling it in the child starts a recording there
+  before the child imports the program's main module (which is then instrumented too).
+- ``multiprocessing`` children end with ``os._exit``: a finaliser registered through
+  ``multiprocessing.util.register_after_fork`` stops the child's recording when its
+  ``_bootstrap`` runs the exit finalisers.  A child killed or ending with ``os._exit``
+  elsewhere keeps what its flusher stored (every 0.25 s).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import runpy
+import shutil
+import sqlite3
+import sys
+import threading
+import time
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from wholetrace.events import EXC, LEAVE
+from wholetrace.instrument.emit import LOCAL as LOCAL_COUNTER
+from wholetrace.runtime.probes import read_counts
+
+#: ``OUT.wt`` -> ``OUT.wt.parts``: where the child processes' recordings go.
+PARTS_SUFFIX = ".parts"
+#: Meta keys: the root's parts directory (its name, relative to the root); each part's identity.
+CHILDREN_KEY = "children"
+PROCESS_KEY = "process"
+#: Arrays of a fork child in count modes: the counts at the fork (``base.`` + the usual names).
+BASE_PREFIX = "process.base."
+#: Priority of the ``multiprocessing`` finaliser that ends a child's recording (runs last).
+_LAST = -(2 ** 30)
+
+
+def parts_dir(out: str | os.PathLike[str]) -> Path:
+    return Path(os.fspath(out) + PARTS_SUFFIX)
+
+
+@dataclass
+class Config:
+    """What a child needs to record like its parent (pickled into spawned children)."""
+
+    parts: str
+    mode: str
+    roots: list[str]
+    include: list[str]
+    cache: bool
+    meta: dict[str, Any]
+    parent: str = ""            # part name of the process that started this one ("" : the root)
+
+
+@dataclass
+class Children:
+    """The child-process side of the recording running in this process (``runner.Live.children``)."""
+
+    live: Any
+    config: Config
+    name: str = ""               # this process's part name ("" for the root)
+    forking: bool = False
+    mp_hooked: bool = False
+    _spawn_patched: list[Any] = field(default_factory=list)
+
+    # -- fork
+    def before_fork(self) -> None:
+        self.live.recorder._flush_lock.acquire()
+        self.forking = True
+        util = sys.modules.get("multiprocessing.util")
+        if util is not None and not self.mp_hooked:
+            util.register_after_fork(self, Children._mp_child)
+            self.mp_hooked = True
+
+    def after_fork_parent(self) -> None:
+        if self.forking:
+            self.forking = False
+            self.live.recorder._flush_lock.release()
+
+    def after_fork_child(self) -> None:
+        """Runs in the new child: move the recorder onto a part file of its own."""
+        from wholetrace.store import RecordingWriter
+
+        self.forking = False
+        live, rec = self.live, self.live.recorder
+        _leak(live.writer)                          # the parent's connection: never used, never closed here
+        parent_name, parent_path = self.name, _part_path(self.config, self.name, live)
+        self.name = _part_name()
+        self.config.parent = self.name
+        writer = RecordingWriter(Path(self.config.parts) / self.name)
+        live.writer = rec.writer = writer
+        rec.lock, rec._flush_lock, rec._stop, rec._thread = threading.Lock(), threading.Lock(), threading.Event(), None
+        rec.events, rec.registered = 0, set()
+        me = threading.get_ident()
+        rec.headroom_threads = {me}
+        streams = rec.state.streams
+        streams.lock = threading.Lock()
+        kept = [st for st in streams.all if st.thread_ident == me]
+        streams.all[:] = kept
+        streams.by_buffer = {id(st.buf): st for st in kept}
+        writer.set_meta(**self.config.meta, cwd=os.getcwd(), mode=rec.mode, include=self.config.include,
+                        python=sys.version.split()[0], start_time=time.time())
+        for file, fid_base, counter_base, entry in rec.files:
+            writer.add_file(fid_base, path=file, n_functions=len(entry["qualnames"]), counter_base=counter_base,
+                            registry=entry["registry"])
+        process: dict[str, Any] = {"pid": os.getpid(), "ppid": os.getppid(), "parent": parent_name, "start": "fork"}
+        frames = _my_frames(rec)
+        if rec.traces:
+            base: dict[str, Any] = {}
+            for new, st in enumerate(kept):
+                old, st.sid = st.sid, new
+                writer.add_stream(new, kind=st.kind, name=st.name, thread_ident=st.thread_ident, parent=None)
+                copied = _copy_prefix(writer, parent_path, old, new, st.flushed)
+                rec.registered.add(new)
+                if copied != st.flushed:
+                    process["incomplete"] = True
+                st.flushed = copied
+                base[str(new)] = {"events": copied + len(st.buf), "tail": []}
+            mine = _stream_of(streams, streams.current.get())
+            if mine is not None and str(mine) in base:
+                base[str(mine)]["tail"] = [v for fid, f in frames
+                                           for v in (EXC, rec.state.sites.resolve(fid, f.f_code, f.f_lasti), LEAVE)]
+            process["base"] = base
+        else:
+            _store_count_base(rec, writer, frames)
+        writer.set_meta(**{PROCESS_KEY: process})
+        writer.commit()
+        rec.close_at_end = not _in_multiprocessing()
+        rec.start()
+
+    # -- multiprocessing children (fork, spawn, forkserver) end with os._exit
+    def _mp_child(self) -> None:
+        util = sys.modules["multiprocessing.util"]
+        util.Finalize(None, self.finish, exitpriority=_LAST)
+
+    def finish(self) -> None:
+        """End this process's recording (a ``multiprocessing`` child about to ``os._exit``)."""
+        from wholetrace.runtime import runner
+
+        if runner.LIVE is self.live:
+            sys.stdout.flush()
+            self.live.stop("exit", None)
+
+    # -- spawn and forkserver
+    def patch_spawn(self, spawn: types.ModuleType) -> None:
+        """Add a :class:`_Stowaway` to what ``multiprocessing`` sends a spawned child."""
+        if getattr(spawn.get_preparation_data, "__wholetrace__", False):
+            return
+        original = spawn.get_preparation_data
+
+        def get_preparation_data(name: str) -> dict[str, Any]:
+            data = original(name)
+            from wholetrace.runtime import runner
+            live = runner.LIVE
+            if live is not None and live.children is not None:
+                cfg = live.children.config
+                data["wholetrace"] = _Stowaway(Config(cfg.parts, cfg.mode, cfg.roots, cfg.include, cfg.cache,
+                                                      cfg.meta, live.children.name))
+            return data
+
+        get_preparation_data.__wrapped__ = original          # type: ignore[attr-defined]
+        get_preparation_data.__name__ = original.__name__
+        get_preparation_data.__qualname__ = original.__qualname__
+        get_preparation_data.__doc__ = original.__doc__
+        get_preparation_data.__wholetrace__ = True           # type: ignore[attr-defined]
+        spawn.get_preparation_data = get_preparation_data
+        self._spawn_patched.append((spawn, original))
+
+    def unpatch(self) -> None:
+        for spawn, original in self._spawn_patched:
+            spawn.get_preparation_data = original
+        self._spawn_patched.clear()
+
+
+# -- the root ------------------------------------------------------------------------------------
+_HOOKED = False
+
+
+def enable(live: Any, out: str | os.PathLike[str], meta: dict[str, Any], cache: bool) -> Children:
+    """Record the child processes of the recording ``live`` (the root, writing ``out``)."""
+    parts = parts_dir(out)
+    if parts.is_dir() and all(p.suffix == ".wt" or p.name.endswith(("-journal", "-wal", "-shm"))
+                              for p in parts.iterdir()):
+        shutil.rmtree(parts, ignore_errors=True)
+    parts.mkdir(parents=True, exist_ok=True)
+    scope = live.finder.scope
+    cfg = Config(str(parts.resolve()), live.recorder.mode, [str(r) for r in scope.roots], list(scope.packages),
+                 cache, dict(meta))
+    ch = Children(live, cfg)
+    live.children = ch
+    live.writer.set_meta(**{CHILDREN_KEY: parts.name, PROCESS_KEY: {"pid": os.getpid(), "ppid": os.getppid(),
+                                                                    "parent": None, "start": "root"}})
+    _hook()
+    live.finder.on_import["multiprocessing.spawn"] = ch.patch_spawn
+    if "multiprocessing.spawn" in sys.modules:
+        ch.patch_spawn(sys.modules["multiprocessing.spawn"])
+    return ch
+
+
+def _hook() -> None:
+    """Register the fork hooks once per process (they act only while a recording with
+    children runs here)."""
+    global _HOOKED
+    if _HOOKED:
+        return
+    _HOOKED = True
+    os.register_at_fork(before=lambda: _each("before_fork"), after_in_parent=lambda: _each("after_fork_parent"),
+                        after_in_child=lambda: _each("after_fork_child"))
+
+
+def _each(method: str) -> None:
+    from wholetrace.runtime import runner
+
+    live = runner.LIVE
+    ch = getattr(live, "children", None)
+    if ch is not None:
+        getattr(ch, method)()
+
+
+# -- spawned children ------------------------------------------------------------------------------
+class _Stowaway:
+    """Unpickled in a spawned child (before it imports the program's main module): starts its recording."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+
+    def __reduce__(self) -> tuple[Any, tuple[Config]]:
+        return (start_spawned, (self.config,))
+
+
+def start_spawned(config: Config) -> None:
+    """Start recording this freshly spawned ``multiprocessing`` child into a new part."""
+    from wholetrace.instrument.loader import Scope
+    from wholetrace.runtime import runner
+    from wholetrace.store import RecordingWriter
+
+    if runner.LIVE is not None:
+        return None
+    name = _part_name()
+    writer = RecordingWriter(Path(config.parts) / name)
+    live = runner.start(writer, Scope([Path(r) for r in config.roots], list(config.include)), mode=config.mode,
+                        cache=config.cache, **config.meta)
+    ch = Children(live, Config(config.parts, config.mode, config.roots, config.include, config.cache, config.meta,
+                               name), name)
+    live.children = ch
+    writer.set_meta(**{PROCESS_KEY: {"pid": os.getpid(), "ppid": os.getppid(), "parent": config.parent,
+                                     "start": "spawn"}})
+    _hook()
+    live.finder.on_import["multiprocessing.spawn"] = ch.patch_spawn
+    spawn = sys.modules.get("multiprocessing.spawn")
+    if spawn is not None:
+        ch.patch_spawn(spawn)
+        _instrument_main(spawn, live.instrumenter)
+    util = sys.modules.get("multiprocessing.util")
+    if util is not None:
+        util.register_after_fork(ch, Children._mp_child)
+        ch.mp_hooked = True
+    live.recorder.close_at_end = False
+    return None
+
+
+def _instrument_main(spawn: types.ModuleType, instrumenter: Any) -> None:
+    """Make the child's next ``_fixup_main_from_path`` (the program's main module, run as
+    ``__mp_main__``) run instrumented code; the original is back after that one call."""
+    original = spawn._fixup_main_from_path
+
+    def _fixup_main_from_path(main_path: str) -> None:
+        spawn._fixup_main_from_path = original
+        current = sys.modules["__main__"]
+        if os.path.splitext(os.path.basename(main_path))[0] == "ipython" \
+                or getattr(current, "__file__", None) == main_path:
+            return
+        spawn.old_main_modules.append(current)
+        with open(main_path, "rb") as fh:
+            code = instrumenter.compile(fh.read(), main_path)
+        main = types.ModuleType("__mp_main__")
+        main.__dict__.update(runpy._run_module_code(code, None, "__mp_main__", pkg_name="",  # type: ignore[attr-defined]
+                                                    script_name=main_path))
+        sys.modules["__main__"] = sys.modules["__mp_main__"] = main
+
+    spawn._fixup_main_from_path = _fixup_main_from_path
+
+
+# -- helpers ---------------------------------------------------------------------------------------
+_KEEP: list[Any] = []
+
+
+def _leak(writer: Any) -> None:
+    """Keep the parent's writer (and its SQLite connection) alive for good in this child."""
+    _KEEP.append(writer)
+    conn = getattr(writer, "_conn", None) or getattr(getattr(writer, "inner", None), "_conn", None)
+    if conn is not None:
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(conn))
+
+
+def _part_name() -> str:
+    return f"{os.getpid()}-{os.urandom(4).hex()}.wt"
+
+
+def _part_path(config: Config, name: str, live: Any) -> str:
+    return str(Path(config.parts) / name) if name else os.fspath(getattr(live.writer, "path"))
+
+
+def _in_multiprocessing() -> bool:
+    """True when this fork was made by ``multiprocessing`` (its child ends with ``os._exit``)."""
+    f = sys._getframe()
+    while f is not None:
+        if f.f_code.co_filename.endswith(os.path.join("multiprocessing", "popen_fork.py")):
+            return True
+        f = f.f_back
+    return False
+
+
+def _stream_of(streams: Any, append: Any) -> int | None:
+    st = streams.by_buffer.get(id(getattr(append, "__self__", None)))
+    return None if st is None else st.sid
+
+
+def _my_frames(rec: Any) -> list[tuple[int, types.FrameType]]:
+    """(fid, frame) of the instrumented frames open on this thread, innermost first."""
+    by_code = rec.code_index()[0]
+    out = []
+    f: types.FrameType | None = sys._getframe(1)
+    while f is not None:
+        fid = by_code.get((f.f_code.co_filename, f.f_code.co_qualname))
+        if fid is not None:
+            out.append((fid, f))
+        f = f.f_back
+    return out
+
+
+def _copy_prefix(writer: Any, src: str, src_sid: int, dst_sid: int, n: int) -> int:
+    """Copy the stored chunks of stream ``src_sid`` of ``src`` holding its first ``n`` events
+    into stream ``dst_sid`` of ``writer`` as they are; returns how many events were copied."""
+    if n <= 0:
+        return 0
+    copied = 0
+    conn = sqlite3.connect(Path(src).resolve().as_uri() + "?mode=ro", uri=True, timeout=60)
+    try:
+        rows = conn.execute("SELECT n_events, blob FROM chunks WHERE sid = ? AND start < ? ORDER BY seq",
+                            (src_sid, n)).fetchall()
+    except sqlite3.Error:
+        rows = []
+    finally:
+        conn.close()
+    for size, blob in rows:
+        writer.append_compressed(dst_sid, int(size), blob, commit=False)
+        copied += int(size)
+    return copied
+
+
+def _store_count_base(rec: Any, writer: Any, frames: list[tuple[int, types.FrameType]]) -> None:
+    """Count modes: the counts at the fork, as a run ending here would store them (the frames
+    open on this thread end early at their statement in flight)."""
+    from array import array
+
+    bases = rec.code_index()[1]
+    counts = array("q", [0] * max(rec.counter_base, 1))
+    for base, obj in list(rec.state.file_counts.items()):
+        for j, c in enumerate(read_counts(obj)):
+            counts[base + j] = int(c)
+    early = []
+    for fid, f in frames:
+        early.append((fid, rec.state.sites.resolve(fid, f.f_code, f.f_lasti)))
+        for name, value in f.f_locals.items():
+            if name.startswith(LOCAL_COUNTER) and isinstance(value, float):
+                counts[bases[fid] + int(name[len(LOCAL_COUNTER):])] += int(value)
+    edges = dict(rec.exc_edges)
+    pending = list(rec.state.xedges)
+    for p in range(0, len(pending) - len(pending) % 3, 3):
+        key = (pending[p], pending[p + 1], pending[p + 2])
+        edges[key] = edges.get(key, 0) + 1
+    rows = [v for (f, s, d), c in sorted(edges.items()) for v in (f, s, d, c)]
+    writer.put_array(BASE_PREFIX + "counters", counts)
+    writer.put_array(BASE_PREFIX + "exception_edges", array("q", rows), shape=(len(rows) // 4, 4))
+    writer.put_array(BASE_PREFIX + "early_exits", array("q", [v for pair in early for v in pair]),
+                     shape=(len(early), 2))
