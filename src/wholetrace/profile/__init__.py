@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from wholetrace.errors import UsageError
 
@@ -16,20 +16,28 @@ COUNT_MODES = ("count", "count-naive")
 
 def profiles(trace: Trace) -> list[FunctionProfile]:
     """Per-function counts, by function id: from the trace of `blocks`, `witness` and
-    `branches` recordings (decoded once), from the counters of `count` modes (cached on ``trace``)."""
-    return trace.memo("profiles", lambda: _profiles(trace))
+    `branches` recordings (decoded once), from the counters of `count` modes (cached on ``trace``).
+    A recording with child processes: summed over its processes (``profile.processes``)."""
+    from wholetrace.profile.processes import with_processes
+
+    return trace.memo("profiles", lambda: with_processes(trace, _profiles))
 
 
 def _profiles(trace: Trace) -> list[FunctionProfile]:
     from wholetrace.profile.counting import count_profiles
-    from wholetrace.profile.model import FunctionProfile
     from wholetrace.trace.tables import TRACE_MODES
 
     if trace.mode in COUNT_MODES:
         return count_profiles(trace)
     if trace.mode not in TRACE_MODES:
         raise UsageError(f"{trace.path}: no counts in a {trace.mode!r} recording")
-    tally = trace.counts()
+    return tally_profiles(trace, trace.counts())
+
+
+def tally_profiles(trace: Trace, tally: Any) -> list[FunctionProfile]:
+    """Profiles of every function of ``trace`` from a ``trace.counts.Tally`` of its rows."""
+    from wholetrace.profile.model import FunctionProfile
+
     out = []
     for sh in trace.shapes():
         blocks = tally.blocks_of(sh)

@@ -130,20 +130,21 @@ def _table(rec: Any, name: str, width: int) -> np.ndarray:
     return arr.astype(np.int64)
 
 
-def count_profiles(trace: Trace) -> list[FunctionProfile]:
-    """Profiles of every function of a `count` or `count-naive` recording."""
+def count_profiles(trace: Trace, prefix: str = "") -> list[FunctionProfile]:
+    """Profiles of every function of a `count` or `count-naive` recording (``prefix``: of the
+    arrays named so, e.g. a fork child's counts at the fork, ``runtime.children``)."""
     rec = trace.recording
-    counters = rec.get_array("counters")
+    counters = rec.get_array(prefix + "counters")
     if counters is None:
         raise StoreError("count recording has no counters (the run did not finish, or they were lost)")
     if counters.dtype.kind not in "iu" or counters.ndim != 1:
         raise StoreError(f"the counters of the recording are corrupt (dtype {counters.dtype})")
     counters = counters.astype(np.int64)
     exc: dict[int, Exc] = {}
-    for f, s, d, n in _table(rec, "exception_edges", 4).tolist():
+    for f, s, d, n in _table(rec, prefix + "exception_edges", 4).tolist():
         exc.setdefault(f, []).append((s, d, n))
     early: dict[int, list[int]] = {}
-    for f, s in _table(rec, "early_exits", 2).tolist():
+    for f, s in _table(rec, prefix + "early_exits", 2).tolist():
         early.setdefault(f, []).append(s)
     out = []
     for sh in trace.shapes():

@@ -43,14 +43,10 @@ from typing import Any
 from wholetrace.events import EXC, LEAVE
 from wholetrace.instrument.emit import LOCAL as LOCAL_COUNTER
 from wholetrace.runtime.probes import read_counts
+from wholetrace.store.parts import BASE_PREFIX, CHILDREN_KEY, PROCESS_KEY
 
 #: ``OUT.wt`` -> ``OUT.wt.parts``: where the child processes' recordings go.
 PARTS_SUFFIX = ".parts"
-#: Meta keys: the root's parts directory (its name, relative to the root); each part's identity.
-CHILDREN_KEY = "children"
-PROCESS_KEY = "process"
-#: Arrays of a fork child in count modes: the counts at the fork (``base.`` + the usual names).
-BASE_PREFIX = "process.base."
 #: Priority of the ``multiprocessing`` finaliser that ends a child's recording (runs last).
 _LAST = -(2 ** 30)
 
