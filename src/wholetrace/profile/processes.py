@@ -11,10 +11,13 @@ qualified name and lines and CFG size.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from wholetrace.errors import StoreError
 
 from wholetrace.store.parts import BASE_PREFIX, CHILDREN_KEY, PROCESS_KEY, processes
 
@@ -37,8 +40,11 @@ def with_processes(trace: Trace, own: Own) -> list[FunctionProfile]:
 
     total = mine
     for proc in processes(trace.path, trace.meta, 0)[1:]:
-        with Trace.open(proc.path) as part:
-            total = summed(total, own_profiles(part, own))
+        try:
+            with Trace.open(proc.path) as part:
+                total = summed(total, own_profiles(part, own))
+        except StoreError as exc:   # a child killed before it stored anything countable
+            print(f"wholetrace: process {proc.number} (pid {proc.pid}) left out: {exc}", file=sys.stderr)
     return total
 
 

@@ -31,6 +31,7 @@ import ctypes
 import os
 import runpy
 import shutil
+import signal
 import sqlite3
 import sys
 import threading
@@ -49,6 +50,8 @@ from wholetrace.store.parts import BASE_PREFIX, CHILDREN_KEY, PROCESS_KEY
 PARTS_SUFFIX = ".parts"
 #: Priority of the ``multiprocessing`` finaliser that ends a child's recording (runs last).
 _LAST = -(2 ** 30)
+#: How long a child killed by SIGTERM waits for its recording to be stored.
+TERM_SECONDS = 5.0
 
 
 def parts_dir(out: str | os.PathLike[str]) -> Path:
@@ -68,7 +71,7 @@ class Config:
     parent: str = ""            # part name of the process that started this one ("" : the root)
 
 
-@dataclass
+@dataclass(eq=False)
 class Children:
     """The child-process side of the recording running in this process (``runner.Live.children``)."""
 
@@ -146,8 +149,25 @@ class Children:
 
     # -- multiprocessing children (fork, spawn, forkserver) end with os._exit
     def _mp_child(self) -> None:
+        """In a ``multiprocessing`` child, as its ``_bootstrap`` starts: end the recording with
+        the exit finalisers, or when SIGTERM arrives (``Pool.terminate``, ``Process.terminate``)."""
         util = sys.modules["multiprocessing.util"]
         util.Finalize(None, self.finish, exitpriority=_LAST)
+        if threading.current_thread() is threading.main_thread() \
+                and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, self._terminated)
+
+    def _terminated(self, signum: int, frame: Any) -> None:
+        """SIGTERM in a ``multiprocessing`` child: store the recording, then die of the signal
+        as the child would have.  The store is written from another thread, waited for a few
+        seconds: the signal may have interrupted this thread holding a lock the writer needs."""
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        try:
+            helper = threading.Thread(target=self.finish, name="wholetrace-finish", daemon=True)
+            helper.start()
+            helper.join(TERM_SECONDS)
+        finally:
+            os.kill(os.getpid(), signal.SIGTERM)
 
     def finish(self) -> None:
         """End this process's recording (a ``multiprocessing`` child about to ``os._exit``)."""
@@ -261,14 +281,18 @@ def start_spawned(config: Config) -> None:
     live.children = ch
     writer.set_meta(**{PROCESS_KEY: {"pid": os.getpid(), "ppid": os.getppid(), "parent": config.parent,
                                      "start": "spawn"}})
+    writer.commit()
     _hook()
     live.finder.on_import["multiprocessing.spawn"] = ch.patch_spawn
     spawn = sys.modules.get("multiprocessing.spawn")
     if spawn is not None:
         ch.patch_spawn(spawn)
         _instrument_main(spawn, live.instrumenter)
+    # spawn children keep the finalisers registered now; forkserver children clear them and
+    # run the after-fork hooks instead
     util = sys.modules.get("multiprocessing.util")
     if util is not None:
+        ch._mp_child()
         util.register_after_fork(ch, Children._mp_child)
         ch.mp_hooked = True
     live.recorder.close_at_end = False
