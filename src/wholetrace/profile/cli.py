@@ -87,13 +87,14 @@ def run_counts(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: Any) -> None:
-    from wholetrace.trace.cli import SALVAGE_HELP
+    from wholetrace.trace.cli import PROCESS_HELP, SALVAGE_HELP
 
     sub.add_parser("profile", help="run a program, print exact counts (see `wholetrace profile -h`)", add_help=False)
     s = sub.add_parser("counts", help="exact block, branch and line counts of a recording")
     s.add_argument("file", metavar="OUT.wt")
     report_options(s)
     s.add_argument("--salvage", action="store_true", help=SALVAGE_HELP)
+    s.add_argument("--process", type=int, default=None, metavar="P", help=PROCESS_HELP)
     s.set_defaults(func=run_counts)
 
 

@@ -48,6 +48,19 @@ def with_processes(trace: Trace, own: Own) -> list[FunctionProfile]:
     return total
 
 
+def one_process(root: str, number: int, *, salvage: bool = False, segments: bool = False) -> Trace:
+    """Process ``number`` of the recording ``root``, opened to be read on its own (its
+    counts are what that process itself ran)."""
+    import argparse
+
+    from wholetrace.store.parts import select
+    from wholetrace.trace.cli import open_trace
+
+    trace = open_trace(argparse.Namespace(file=select(root, number), salvage=salvage), segments=segments)
+    setattr(trace, ONE_PROCESS, True)
+    return trace
+
+
 def own_profiles(trace: Trace, own: Own) -> list[FunctionProfile]:
     """What this process ran: its profiles, less its base if it is a fork child."""
     mine = own(trace)

@@ -29,7 +29,19 @@ def info_dict(trace: Trace) -> dict[str, Any]:
         "events": sum(s.n_events for s in streams),
         "sizes": rec.sizes(),
         "cf_trace": _cf_trace(rec),
+        "processes": _processes(trace, sum(s.n_events for s in streams)),
     }
+
+
+def _processes(trace: Trace, events: int) -> list[dict[str, Any]] | None:
+    """The process tree of a recording with child processes (``store/parts.py``), else None."""
+    from wholetrace.store.parts import CHILDREN_KEY, processes
+
+    if not isinstance(trace.meta.get(CHILDREN_KEY), str):
+        return None
+    return [{"process": p.number, "pid": p.pid, "start": p.start, "parent": p.parent, "children": p.children,
+             "ended": p.ended, "exit_code": p.exit_code, "events": p.events, "file": p.path}
+            for p in processes(trace.path, trace.meta, events)]
 
 
 def _cf_trace(rec: Any) -> dict[str, Any] | None:
@@ -70,9 +82,23 @@ def info_text(d: dict[str, Any]) -> str:
                 lines.append(f"  T {sid:<3} {f['symbols']:>12,} F/B/E events  {f['rules']:>9,} rules  "
                              f"{-(-f['symbols'] // f['chunk_events']):>5} chunks  {f['segments']:>4} segments  "
                              f"nesting {f['dmin']}..{f['dmax']}")
+    procs = d.get("processes")
+    if procs:
+        lines.append(f"processes: {len(procs)} (`--process N` of trace and counts selects one)")
+        lines += _tree(procs, 0, 1)
     sizes = d["sizes"]
     lines.append("sizes:     " + ", ".join(f"{k} {v:,}" for k, v in sizes.items()))
     return "\n".join(lines)
+
+
+def _tree(procs: list[dict[str, Any]], number: int, depth: int) -> list[str]:
+    p = procs[number]
+    ended = p["ended"] or "did not finish (killed?)"
+    out = [f"  P {p['process']:<3}{'  ' * depth}pid {p['pid']} {p['start']:<6} {p['events']:>12,} events  "
+           f"[{ended}, exit {p['exit_code']}]"]
+    for c in p["children"]:
+        out += _tree(procs, c, depth + 1)
+    return out
 
 
 class InfoText(Renderer):

@@ -12,6 +12,8 @@ if TYPE_CHECKING:
 
     from wholetrace.trace.session import Trace
 
+PROCESS_HELP = ("only process P of a recording with child processes (numbers as `info` shows them; 0: the "
+                "root; a forked child's streams begin with its parent's events up to the fork)")
 SALVAGE_HELP = "read a damaged file: use every intact chunk and function, report what was lost on stderr"
 
 
@@ -21,6 +23,9 @@ def open_trace(args: argparse.Namespace, *, segments: bool = False) -> Trace:
     its own, cut to the activations it holds, as counting and regeneration need)."""
     from wholetrace.trace.session import Trace
 
+    if getattr(args, "process", None) is not None:      # a recording with child processes: one of them
+        from wholetrace.profile.processes import one_process
+        return one_process(args.file, args.process, salvage=getattr(args, "salvage", False), segments=segments)
     if not getattr(args, "salvage", False):
         from wholetrace.store import Recording
         from wholetrace.wpp.cli import readable   # a --wpp recording: streams expanded from its grammars
@@ -95,4 +100,5 @@ def add_parser(sub: Any) -> None:
     s.add_argument("--thread", type=int, default=None, metavar="N", help="only stream N")
     s.add_argument("--limit", type=int, default=None, metavar="N", help="at most N events")
     s.add_argument("--salvage", action="store_true", help=SALVAGE_HELP)
+    s.add_argument("--process", type=int, default=None, metavar="P", help=PROCESS_HELP)
     s.set_defaults(func=run_trace)
