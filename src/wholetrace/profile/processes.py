@@ -36,16 +36,25 @@ def with_processes(trace: Trace, own: Own) -> list[FunctionProfile]:
     mine = own_profiles(trace, own)
     if getattr(trace, ONE_PROCESS, False) or not isinstance(trace.meta.get(CHILDREN_KEY), str):
         return mine
-    from wholetrace.trace.session import Trace
-
     total = mine
     for proc in processes(trace.path, trace.meta, 0)[1:]:
         try:
-            with Trace.open(proc.path) as part:
-                total = summed(total, own_profiles(part, own))
+            with open_part(proc.path) as part:
+                if ran_after_fork(part):
+                    total = summed(total, own_profiles(part, own))
         except StoreError as exc:   # a child killed before it stored anything countable
             print(f"wholetrace: process {proc.number} (pid {proc.pid}) left out: {exc}", file=sys.stderr)
     return total
+
+
+def open_part(path: str) -> Trace:
+    """A part of a recording as a Trace whose streams start where the program started
+    (a fork child's are joined to its parent's, ``store.parts.Lineage``)."""
+    from wholetrace.store.parts import Lineage
+    from wholetrace.store.reader import Recording
+    from wholetrace.trace.session import Trace
+
+    return Trace(Lineage(Recording(path)), owns=True)  # type: ignore[arg-type]
 
 
 def one_process(root: str, number: int, *, salvage: bool = False, segments: bool = False) -> Trace:
@@ -56,9 +65,24 @@ def one_process(root: str, number: int, *, salvage: bool = False, segments: bool
     from wholetrace.store.parts import select
     from wholetrace.trace.cli import open_trace
 
-    trace = open_trace(argparse.Namespace(file=select(root, number), salvage=salvage), segments=segments)
+    path = select(root, number)
+    if number and not salvage:
+        trace = open_part(path)
+    else:
+        trace = open_trace(argparse.Namespace(file=path, salvage=salvage), segments=segments)
     setattr(trace, ONE_PROCESS, True)
     return trace
+
+
+def ran_after_fork(trace: Trace) -> bool:
+    """False for a fork child (trace modes) that stored nothing past the fork (killed at once):
+    its streams end before its base does, and it has nothing of its own to count."""
+    info = trace.meta.get(PROCESS_KEY)
+    if not isinstance(info, dict) or info.get("start") != "fork" or trace.mode.startswith("count"):
+        return True
+    stored = {s.sid: s.n_events for s in trace.recording.streams()}
+    return all(int(spec["from_parent"]) + stored.get(int(sid), 0) >= int(spec["events"])
+               for sid, spec in (info.get("base") or {}).items())
 
 
 def own_profiles(trace: Trace, own: Own) -> list[FunctionProfile]:

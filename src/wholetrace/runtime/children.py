@@ -9,12 +9,15 @@ root names it in its meta (``children``), and each part says who it is in its me
   the child the recorder gets a new file, new locks and a new flusher thread, and drops the
   streams of the parent's other threads; the parent's SQLite connection is left untouched
   (never used, never closed: closing it could roll back the parent's open transaction).  A
-  fork child's streams continue the parent's: its part starts with a copy of the forking
-  thread's stream up to the fork (the chunks the parent had stored, then the buffer it
-  inherited), so every part decodes on its own.  What the child itself ran is the part minus
-  its *base*: that prefix, closed at the fork like an early exit (``EXC s`` LEAVE per open
-  activation; count modes: the counters at the fork, with the statement in flight of each
-  open frame as an early exit).  Count modes keep counting from the parent's values.
+  fork child's streams continue the parent's: the child stores the buffer it inherited and
+  what it runs, and its meta names the parent's stream and how many of its events (stored by
+  the parent, or by its own ancestors) come first; the reader joins them
+  (``store.parts.Lineage``), so a part decodes from the program's start.  (The child does
+  not copy them: SQLite must not be used on a file the parent holds open.)  What the child
+  itself ran is that whole minus its *base*: the prefix up to the fork, closed there like an
+  early exit (``EXC s`` LEAVE per open activation; count modes: the counters at the fork,
+  with the statement in flight of each open frame as an early exit).  Count modes keep
+  counting from the parent's values.
 - **spawn and forkserver** (``multiprocessing``): as coverage.py does, the parent adds an
   object to the data ``multiprocessing`` pickles for the child
   (``spawn.get_preparation_data``); unpickling it in the child starts a recording there
@@ -32,7 +35,6 @@ import os
 import runpy
 import shutil
 import signal
-import sqlite3
 import sys
 import threading
 import time
@@ -80,11 +82,20 @@ class Children:
     name: str = ""               # this process's part name ("" for the root)
     forking: bool = False
     mp_hooked: bool = False
+    finishing: bool = False
+    term_pending: bool = False
+    _held: Any = None                      # the writer's lock, held while the process forks
+    #: Trace modes, per stream of this process: how many of its events the parent (and its
+    #: ancestors) stored before the fork that made this process (0 in the root).
+    offsets: dict[int, int] = field(default_factory=dict)
     _spawn_patched: list[Any] = field(default_factory=list)
 
     # -- fork
     def before_fork(self) -> None:
+        # no thread of ours is inside SQLite while the process forks (its locks would stay held)
         self.live.recorder._flush_lock.acquire()
+        self._held = _writer_lock(self.live.writer)
+        self._held.acquire()
         self.forking = True
         util = sys.modules.get("multiprocessing.util")
         if util is not None and not self.mp_hooked:
@@ -94,20 +105,19 @@ class Children:
     def after_fork_parent(self) -> None:
         if self.forking:
             self.forking = False
+            self._held.release()
             self.live.recorder._flush_lock.release()
 
     def after_fork_child(self) -> None:
-        """Runs in the new child: move the recorder onto a part file of its own."""
-        from wholetrace.store import RecordingWriter
-
+        """Runs in the new child: move the recorder onto a part file of its own.  Nothing here
+        touches a file (the part is made by the child's flusher, or when it ends): a child
+        killed at once costs nothing, and forking stays cheap."""
         self.forking = False
         live, rec = self.live, self.live.recorder
         _leak(live.writer)                          # the parent's connection: never used, never closed here
-        parent_name, parent_path = self.name, _part_path(self.config, self.name, live)
+        parent_name = self.name
         self.name = _part_name()
         self.config.parent = self.name
-        writer = RecordingWriter(Path(self.config.parts) / self.name)
-        live.writer = rec.writer = writer
         rec.lock, rec._flush_lock, rec._stop, rec._thread = threading.Lock(), threading.Lock(), threading.Event(), None
         rec.events, rec.registered = 0, set()
         me = threading.get_ident()
@@ -117,33 +127,41 @@ class Children:
         kept = [st for st in streams.all if st.thread_ident == me]
         streams.all[:] = kept
         streams.by_buffer = {id(st.buf): st for st in kept}
-        writer.set_meta(**self.config.meta, cwd=os.getcwd(), mode=rec.mode, include=self.config.include,
-                        python=sys.version.split()[0], start_time=time.time())
-        for file, fid_base, counter_base, entry in rec.files:
-            writer.add_file(fid_base, path=file, n_functions=len(entry["qualnames"]), counter_base=counter_base,
-                            registry=entry["registry"])
+        meta = dict(self.config.meta, cwd=os.getcwd(), mode=rec.mode, include=self.config.include,
+                    python=sys.version.split()[0], start_time=time.time())
+        files = list(rec.files)
         process: dict[str, Any] = {"pid": os.getpid(), "ppid": os.getppid(), "parent": parent_name, "start": "fork"}
         frames = _my_frames(rec)
+        arrays: dict[str, tuple[Any, tuple[int, ...] | None]] = {}
         if rec.traces:
             base: dict[str, Any] = {}
+            offsets: dict[int, int] = {}
             for new, st in enumerate(kept):
                 old, st.sid = st.sid, new
-                writer.add_stream(new, kind=st.kind, name=st.name, thread_ident=st.thread_ident, parent=None)
-                copied = _copy_prefix(writer, parent_path, old, new, st.flushed)
-                rec.registered.add(new)
-                if copied != st.flushed:
-                    process["incomplete"] = True
-                st.flushed = copied
-                base[str(new)] = {"events": copied + len(st.buf), "tail": []}
+                inherited = self.offsets.get(old, 0) + st.flushed    # stored by the parent and its ancestors
+                offsets[new] = inherited
+                st.flushed = 0
+                base[str(new)] = {"parent_sid": old, "from_parent": inherited, "events": inherited + len(st.buf),
+                                  "tail": []}
+            self.offsets = offsets
             mine = _stream_of(streams, streams.current.get())
             if mine is not None and str(mine) in base:
                 base[str(mine)]["tail"] = [v for fid, f in frames
                                            for v in (EXC, rec.state.sites.resolve(fid, f.f_code, f.f_lasti), LEAVE)]
             process["base"] = base
         else:
-            _store_count_base(rec, writer, frames)
-        writer.set_meta(**{PROCESS_KEY: process})
-        writer.commit()
+            arrays = _count_base(rec, frames)
+
+        def setup(writer: Any) -> None:
+            writer.set_meta(**meta, **{PROCESS_KEY: process})
+            for file, fid_base, counter_base, entry in files:
+                writer.add_file(fid_base, path=file, n_functions=len(entry["qualnames"]), counter_base=counter_base,
+                                registry=entry["registry"])
+            for name, (data, shape) in arrays.items():
+                writer.put_array(name, data, shape=shape)
+            writer.commit()
+
+        live.writer = rec.writer = _LazyWriter(str(Path(self.config.parts) / self.name), setup)
         rec.close_at_end = not _in_multiprocessing()
         rec.start()
 
@@ -159,8 +177,13 @@ class Children:
 
     def _terminated(self, signum: int, frame: Any) -> None:
         """SIGTERM in a ``multiprocessing`` child: store the recording, then die of the signal
-        as the child would have.  The store is written from another thread, waited for a few
-        seconds: the signal may have interrupted this thread holding a lock the writer needs."""
+        as the child would have.  If this thread is storing it already (the signal came during
+        the exit finalisers), it dies when that is done.  Else the store is written from
+        another thread, waited for a few seconds: the signal may have interrupted this
+        thread holding a lock the writer needs."""
+        if self.finishing:
+            self.term_pending = True
+            return
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         try:
             helper = threading.Thread(target=self.finish, name="wholetrace-finish", daemon=True)
@@ -173,9 +196,17 @@ class Children:
         """End this process's recording (a ``multiprocessing`` child about to ``os._exit``)."""
         from wholetrace.runtime import runner
 
-        if runner.LIVE is self.live:
+        if self.finishing or runner.LIVE is not self.live:
+            return
+        self.finishing = True
+        try:
             sys.stdout.flush()
             self.live.stop("exit", None)
+        finally:
+            if signal.getsignal(signal.SIGTERM) == self._terminated:
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            if self.term_pending:
+                os.kill(os.getpid(), signal.SIGTERM)
 
     # -- spawn and forkserver
     def patch_spawn(self, spawn: types.ModuleType) -> None:
@@ -327,8 +358,12 @@ _KEEP: list[Any] = []
 
 def _leak(writer: Any) -> None:
     """Keep the parent's writer (and its SQLite connection) alive for good in this child."""
+    if isinstance(writer, _LazyWriter):
+        writer = writer._w
+        if writer is None:
+            return
     _KEEP.append(writer)
-    conn = getattr(writer, "_conn", None) or getattr(getattr(writer, "inner", None), "_conn", None)
+    conn = getattr(writer, "_conn", None)
     if conn is not None:
         ctypes.pythonapi.Py_IncRef(ctypes.py_object(conn))
 
@@ -337,8 +372,12 @@ def _part_name() -> str:
     return f"{os.getpid()}-{os.urandom(4).hex()}.wt"
 
 
-def _part_path(config: Config, name: str, live: Any) -> str:
-    return str(Path(config.parts) / name) if name else os.fspath(getattr(live.writer, "path"))
+def _writer_lock(writer: Any) -> Any:
+    """The lock a store writer holds while it uses SQLite (a writer not made yet has none)."""
+    if isinstance(writer, _LazyWriter):
+        writer = writer._w
+    lock = getattr(writer, "_lock", None) if writer is not None else None
+    return lock if lock is not None else threading.Lock()
 
 
 def _in_multiprocessing() -> bool:
@@ -369,29 +408,9 @@ def _my_frames(rec: Any) -> list[tuple[int, types.FrameType]]:
     return out
 
 
-def _copy_prefix(writer: Any, src: str, src_sid: int, dst_sid: int, n: int) -> int:
-    """Copy the stored chunks of stream ``src_sid`` of ``src`` holding its first ``n`` events
-    into stream ``dst_sid`` of ``writer`` as they are; returns how many events were copied."""
-    if n <= 0:
-        return 0
-    copied = 0
-    conn = sqlite3.connect(Path(src).resolve().as_uri() + "?mode=ro", uri=True, timeout=60)
-    try:
-        rows = conn.execute("SELECT n_events, blob FROM chunks WHERE sid = ? AND start < ? ORDER BY seq",
-                            (src_sid, n)).fetchall()
-    except sqlite3.Error:
-        rows = []
-    finally:
-        conn.close()
-    for size, blob in rows:
-        writer.append_compressed(dst_sid, int(size), blob, commit=False)
-        copied += int(size)
-    return copied
-
-
-def _store_count_base(rec: Any, writer: Any, frames: list[tuple[int, types.FrameType]]) -> None:
+def _count_base(rec: Any, frames: list[tuple[int, types.FrameType]]) -> dict[str, tuple[Any, Any]]:
     """Count modes: the counts at the fork, as a run ending here would store them (the frames
-    open on this thread end early at their statement in flight)."""
+    open on this thread end early at their statement in flight): arrays by name, with shapes."""
     from array import array
 
     bases = rec.code_index()[1]
@@ -411,7 +430,27 @@ def _store_count_base(rec: Any, writer: Any, frames: list[tuple[int, types.Frame
         key = (pending[p], pending[p + 1], pending[p + 2])
         edges[key] = edges.get(key, 0) + 1
     rows = [v for (f, s, d), c in sorted(edges.items()) for v in (f, s, d, c)]
-    writer.put_array(BASE_PREFIX + "counters", counts)
-    writer.put_array(BASE_PREFIX + "exception_edges", array("q", rows), shape=(len(rows) // 4, 4))
-    writer.put_array(BASE_PREFIX + "early_exits", array("q", [v for pair in early for v in pair]),
-                     shape=(len(early), 2))
+    return {BASE_PREFIX + "counters": (counts, None),
+            BASE_PREFIX + "exception_edges": (array("q", rows), (len(rows) // 4, 4)),
+            BASE_PREFIX + "early_exits": (array("q", [v for pair in early for v in pair]), (len(early), 2))}
+
+
+class _LazyWriter:
+    """A fork child's part writer, made on first use (by its flusher, or when it ends)."""
+
+    def __init__(self, path: str, setup: Any) -> None:
+        self.path, self._setup, self._w, self._make = path, setup, None, threading.Lock()
+
+    def _get(self) -> Any:
+        if self._w is None:
+            from wholetrace.store import RecordingWriter
+
+            with self._make:
+                if self._w is None:
+                    w = RecordingWriter(self.path)
+                    self._setup(w)
+                    self._w = w
+        return self._w
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._get(), name)

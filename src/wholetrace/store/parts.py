@@ -11,7 +11,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
+
+import numpy as np
 
 from wholetrace.errors import UsageError
 from wholetrace.store.reader import Recording
@@ -64,7 +67,9 @@ def processes(root: str | os.PathLike[str], meta: dict[str, Any], events: int) -
                 n = sum(s.n_events for s in rec.streams())
         except Exception:  # noqa: BLE001 - an unreadable part is left out, not fatal
             continue
-        info = m.get(PROCESS_KEY) if isinstance(m.get(PROCESS_KEY), dict) else {}
+        info = m.get(PROCESS_KEY)
+        if not isinstance(info, dict):      # killed before it wrote who it is: it holds nothing
+            continue
         start = m.get("start_time")
         proc = Process(0, str(p), _int(info.get("pid")), str(info.get("start", "?")), None,
                        _str(m.get("ended")), _int(m.get("exit_code")), n, m)
@@ -100,3 +105,57 @@ def _int(v: object) -> int | None:
 
 def _str(v: object) -> str | None:
     return v if isinstance(v, str) else None
+
+
+class Lineage:
+    """A part read from the program's start: each stream of a fork child is its parent's
+    stream up to the fork (as its meta ``process.base`` says, recursively) followed by its
+    own chunks.  Everything else is the part's own (``Recording`` passes through)."""
+
+    def __init__(self, rec: Recording, _depth: int = 0) -> None:
+        self.rec = rec
+        info = rec.meta.get(PROCESS_KEY)
+        self._base: dict[str, Any] = {}
+        self._parent: Lineage | None = None
+        if isinstance(info, dict) and info.get("start") == "fork" and isinstance(info.get("base"), dict):
+            self._base = info["base"]
+            parent = str(info.get("parent") or "")
+            where = Path(rec.path).parent
+            path = where / parent if parent else _root_of(where)
+            if path is None or not path.is_file() or _depth > 64:
+                raise UsageError(f"{rec.path}: the recording of its parent process is missing")
+            self._parent = Lineage(Recording(path, check=False), _depth + 1)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.rec, name)
+
+    def iter_chunks(self, sid: int) -> Iterator[np.ndarray]:
+        spec = self._base.get(str(sid))
+        if spec is not None and self._parent is not None:
+            left = int(spec["from_parent"])
+            for chunk in self._parent.iter_chunks(int(spec["parent_sid"])):
+                if left <= 0:
+                    break
+                yield chunk[:left]
+                left -= len(chunk)
+        yield from self.rec.iter_chunks(sid)
+
+    def events(self, sid: int) -> np.ndarray:
+        parts = list(self.iter_chunks(sid))
+        return np.concatenate(parts) if parts else np.zeros(0, np.int32)
+
+    def close(self) -> None:
+        if self._parent is not None:
+            self._parent.close()
+        self.rec.close()
+
+    def __enter__(self) -> Lineage:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _root_of(parts: Path) -> Path | None:
+    """The root recording of a parts directory (``OUT.wt.parts`` -> ``OUT.wt``)."""
+    return parts.with_name(parts.name[:-len(".parts")]) if parts.name.endswith(".parts") else None

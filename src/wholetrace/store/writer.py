@@ -196,12 +196,7 @@ class RecordingWriter:
         size = len(arr)
         if size == 0:
             return
-        self.append_compressed(sid, size, schema.compress(memoryview(arr).cast("B")))
-
-    def append_compressed(self, sid: int, size: int, blob: bytes, *, commit: bool = True) -> None:
-        """Append one chunk of ``size`` events already compressed as the store keeps them
-        (``blob``: a chunk blob of a recording, copied as it is); ``commit``: as
-        :meth:`append_events` does (else with the next commit)."""
+        blob = schema.compress(memoryview(arr).cast("B"))
         with self._lock, self._guard(f"append events to stream {sid}"):
             seq = self._next_seq.get(sid)
             if seq is None:
@@ -211,8 +206,7 @@ class RecordingWriter:
             self._begin()
             self._conn.execute("INSERT INTO chunks(sid, seq, n_events, blob, start, crc) "
                                "VALUES (?, ?, ?, ?, ?, ?)", (sid, seq, size, blob, start, crc))
-            if commit:
-                self._conn.execute("COMMIT")
+            self._conn.execute("COMMIT")
             self._next_seq[sid] = seq + 1
             self._n_events[sid] = start + size
 

@@ -1,0 +1,238 @@
+"""Child processes are recorded (issue 15 §2): fork and spawn pools, nested forks, children that
+crash.  Oracles: the program's own arithmetic (how often `work` runs and loops, whoever runs
+it), and the per-process `blocks` ground truth: every part of a `blocks` recording counted by
+the naive walk (`tests/naive_decode.py`) over its own events (the part less its prefix up to
+the fork, closed there), summed over processes; every mode's summed counts must equal it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from naive_decode import count_events
+from wholetrace.instrument.cfg import CFG
+from wholetrace.store import Recording
+from wtutil import ENV, profiles, run_plain, run_recorded
+
+MODES = ("blocks", "count", "witness", "branches")
+
+POOL = '''\
+import multiprocessing as mp
+import sys
+
+def work(x):
+    s = 0
+    for i in range(x):
+        if i % 3 == 0:
+            s += i
+    return s
+
+def main(method):
+    ctx = mp.get_context(method)
+    with ctx.Pool(2) as pool:
+        print(method, sum(pool.map(work, range(40), chunksize=4)))
+
+if __name__ == "__main__":
+    main(sys.argv[1])
+'''
+POOL_WORK = (40, sum(range(40)), sum(1 for x in range(40) for i in range(x) if i % 3 == 0))   # calls, loops, ifs
+
+NESTED = '''\
+import os
+
+def work(n):
+    t = 0
+    for i in range(n):
+        t += i
+    return t
+
+def spawn(depth):
+    print("depth", depth, work(10 * (depth + 1)), flush=True)
+    if depth == 2:
+        return 0
+    pid = os.fork()
+    if pid == 0:
+        code = spawn(depth + 1)
+        os._exit(code) if depth == 1 else None
+        return code
+    _, status = os.waitpid(pid, 0)
+    print("child of", depth, "exited", os.waitstatus_to_exitcode(status), flush=True)
+    return work(5)
+
+spawn(0)
+print("done", os.getpid() > 0)
+'''
+
+CRASH = '''\
+import os, signal, time
+
+def work(n):
+    t = 0
+    for i in range(n):
+        t += i
+    return t
+
+def child(how):
+    print(how, work(100), flush=True)
+    time.sleep(0.8)                 # the flusher stores what ran so far
+    if how == "exit":
+        os._exit(3)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+for how in ("exit", "kill"):
+    pid = os.fork()
+    if pid == 0:
+        child(how)
+    _, status = os.waitpid(pid, 0)
+    print(how, "status", os.waitstatus_to_exitcode(status), flush=True)
+print("parent", work(10))
+'''
+
+
+def _script(tmp: Path, name: str, source: str) -> Path:
+    path = tmp / f"{name}.py"
+    path.write_text(source)
+    return path
+
+
+def _info(out: Path) -> dict:
+    res = subprocess.run([sys.executable, "-m", "wholetrace.cli", "info", "--json", str(out)],
+                         capture_output=True, text=True, env=ENV, timeout=120)
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout)
+
+
+def _own_events(rec: Recording, sid: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """(the stream's events, the prefix closed at the fork if the part is a fork child)."""
+    events = rec.events(sid)
+    process = rec.meta.get("process") or {}
+    base = (process.get("base") or {}).get(str(sid)) if process.get("start") == "fork" else None
+    if base is None:
+        return events, None
+    return events, np.concatenate([events[:base["events"]], np.asarray(base["tail"], np.int32)])
+
+
+def blocks_truth(out: Path) -> dict[tuple[str, str, int], tuple[np.ndarray, np.ndarray]]:
+    """(file, qualname, first line) -> (block counts, statement counts) summed over the processes
+    of a `blocks` recording, each process counted by the naive walk over its own events."""
+    total: dict[tuple[str, str, int], tuple[np.ndarray, np.ndarray]] = {}
+    for p in _info(out)["processes"]:
+        with Recording(p["file"]) as rec:
+            funcs = {f.fid: f for f in rec.functions()}
+            cfgs = {fid: CFG.from_json(f.cfg) for fid, f in funcs.items()}
+            for st in rec.streams():
+                full, base = _own_events(rec, st.sid)
+                got = count_events([full], cfgs)
+                less = count_events([base], cfgs) if base is not None else {}
+                for fid, (blocks, stmts, *_rest) in got.items():
+                    if fid in less:
+                        blocks, stmts = blocks - less[fid][0], stmts - less[fid][1]
+                    f = funcs[fid]
+                    key = (f.file, f.qualname, f.firstline)
+                    b0, s0 = total.get(key, (0, 0))
+                    total[key] = (b0 + blocks, s0 + stmts)
+    return total
+
+
+def _stmt_count(prof: dict, qualname: str, line: int) -> int:
+    """The count of the statement starting on ``line`` of the function ``qualname``."""
+    (p,) = [p for (f, q, l), p in prof.items() if q == qualname]
+    lines, sids, _cols = p.shape.line_first
+    return int(np.asarray(p.stmts)[sids][list(lines.tolist()).index(line)])
+
+
+def _check_against_truth(truth: dict, got: dict, what: str) -> None:
+    for key, (blocks, stmts) in truth.items():
+        p = got.get(key)
+        if p is None:
+            assert not blocks.any(), (what, key, "missing")
+            continue
+        assert np.array_equal(np.asarray(p.blocks), blocks), (what, key, "blocks")
+        assert np.array_equal(np.asarray(p.stmts), stmts), (what, key, "statements")
+
+
+@pytest.fixture(scope="module")
+def tmp(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("children")
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_pool_counts_sum_over_workers(tmp: Path, method: str) -> None:
+    script = _script(tmp, f"pool_{method}", POOL)
+    plain = run_plain(script, method)
+    truth = None
+    for mode in MODES:
+        out = tmp / f"pool_{method}_{mode}.wt"
+        res = run_recorded(script, out, method, mode=mode)
+        assert (res.stdout, res.returncode) == (plain.stdout, plain.returncode), (mode, res.stderr)
+        info = _info(out)
+        assert info["processes"][0]["start"] == "root"
+        assert len(info["processes"]) >= 2, info["processes"]       # the workers that ran work()
+        assert all(p["start"] == method for p in info["processes"][1:])
+        got = profiles(out)
+        calls, loops, ifs = POOL_WORK
+        assert _stmt_count(got, "work", 5) == calls, mode                  # s = 0
+        assert _stmt_count(got, "work", 7) == loops, mode                  # if i % 3 == 0
+        assert _stmt_count(got, "work", 8) == ifs, mode                    # s += i
+        if mode == "blocks":
+            truth = blocks_truth(out)
+        assert truth is not None
+        _check_against_truth(truth, got, (method, mode))
+
+
+def test_nested_fork(tmp: Path) -> None:
+    script = _script(tmp, "nested", NESTED)
+    plain = run_plain(script)
+    truth = None
+    for mode in MODES:
+        out = tmp / f"nested_{mode}.wt"
+        res = run_recorded(script, out, mode=mode)
+        assert (res.stdout, res.returncode) == (plain.stdout, plain.returncode), (mode, res.stderr)
+        procs = _info(out)["processes"]
+        assert [p["parent"] for p in procs] == [None, 0, 1]               # root -> child -> grandchild
+        got = profiles(out)
+        # work(10), work(20), work(30) on the way down, work(5) in the two parents on the way up
+        assert _stmt_count(got, "work", 4) == 5, mode
+        assert _stmt_count(got, "work", 6) == 10 + 20 + 30 + 5 + 5, mode
+        assert _stmt_count(got, "spawn", 10) == 3, mode
+        if mode == "blocks":
+            truth = blocks_truth(out)
+        assert truth is not None
+        _check_against_truth(truth, got, mode)
+        # one process alone: the grandchild ran work(30) only
+        with_one = subprocess.run([sys.executable, "-m", "wholetrace.cli", "counts", "--format", "json",
+                                   "--process", "2", str(out)], capture_output=True, text=True, env=ENV)
+        assert with_one.returncode == 0, with_one.stderr
+
+
+@pytest.mark.parametrize("mode", ["blocks", "witness"])
+def test_crashed_children_keep_what_they_flushed(tmp: Path, mode: str) -> None:
+    script = _script(tmp, "crash", CRASH)
+    plain = run_plain(script)
+    out = tmp / f"crash_{mode}.wt"
+    res = run_recorded(script, out, mode=mode)
+    assert (res.stdout, res.returncode) == (plain.stdout, plain.returncode), res.stderr
+    procs = _info(out)["processes"]
+    assert len(procs) == 3
+    assert all(p["ended"] is None for p in procs[1:])                     # neither child finished
+    got = profiles(out)
+    assert _stmt_count(got, "work", 6) == 100 + 100 + 10                   # both children's work(100) kept
+    assert _stmt_count(got, "child", 10) == 2
+
+
+def test_no_children(tmp: Path) -> None:
+    script = _script(tmp, "pool_nochildren", POOL)
+    out = tmp / "nochildren.wt"
+    res = subprocess.run([sys.executable, "-m", "wholetrace.cli", "record", "-q", "--no-children", "-o", str(out),
+                          str(script), "fork"], capture_output=True, text=True, env=ENV, timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert not Path(str(out) + ".parts").exists()
+    assert _info(out).get("processes") is None
+    got = profiles(out)
+    assert _stmt_count(got, "work", 5) == 0                                # work() ran in the workers only
