@@ -81,7 +81,7 @@ def ran_after_fork(trace: Trace) -> bool:
     if not isinstance(info, dict) or info.get("start") != "fork" or trace.mode.startswith("count"):
         return True
     stored = {s.sid: s.n_events for s in trace.recording.streams()}
-    return all(int(spec["from_parent"]) + stored.get(int(sid), 0) >= int(spec["events"])
+    return all(sum(int(n) for _name, _sid, n in spec["chain"]) + stored.get(int(sid), 0) >= int(spec["events"])
                for sid, spec in (info.get("base") or {}).items())
 
 

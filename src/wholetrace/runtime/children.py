@@ -10,8 +10,8 @@ root names it in its meta (``children``), and each part says who it is in its me
   streams of the parent's other threads; the parent's SQLite connection is left untouched
   (never used, never closed: closing it could roll back the parent's open transaction).  A
   fork child's streams continue the parent's: the child stores the buffer it inherited and
-  what it runs, and its meta names the parent's stream and how many of its events (stored by
-  the parent, or by its own ancestors) come first; the reader joins them
+  what it runs, and its meta names, for each ancestor from the root down, the part, the
+  stream and how many of its stored events come first; the reader joins them
   (``store.parts.Lineage``), so a part decodes from the program's start.  (The child does
   not copy them: SQLite must not be used on a file the parent holds open.)  What the child
   itself ran is that whole minus its *base*: the prefix up to the fork, closed there like an
@@ -85,9 +85,9 @@ class Children:
     finishing: bool = False
     term_pending: bool = False
     _held: Any = None                      # the writer's lock, held while the process forks
-    #: Trace modes, per stream of this process: how many of its events the parent (and its
-    #: ancestors) stored before the fork that made this process (0 in the root).
-    offsets: dict[int, int] = field(default_factory=dict)
+    #: Trace modes, per stream of this process: [part name ("": the root), stream, events] of
+    #: each ancestor whose stored events precede this process's own, from the root down.
+    chains: dict[int, list[list[Any]]] = field(default_factory=dict)
     _spawn_patched: list[Any] = field(default_factory=list)
 
     # -- fork
@@ -135,15 +135,15 @@ class Children:
         arrays: dict[str, tuple[Any, tuple[int, ...] | None]] = {}
         if rec.traces:
             base: dict[str, Any] = {}
-            offsets: dict[int, int] = {}
+            chains: dict[int, list[list[Any]]] = {}
             for new, st in enumerate(kept):
                 old, st.sid = st.sid, new
-                inherited = self.offsets.get(old, 0) + st.flushed    # stored by the parent and its ancestors
-                offsets[new] = inherited
+                # the parts (and their streams) whose stored events come first, from the root down
+                chain = chains[new] = self.chains.get(old, []) + [[parent_name, old, st.flushed]]
+                inherited = sum(n for _name, _sid, n in chain)
                 st.flushed = 0
-                base[str(new)] = {"parent_sid": old, "from_parent": inherited, "events": inherited + len(st.buf),
-                                  "tail": []}
-            self.offsets = offsets
+                base[str(new)] = {"chain": chain, "events": inherited + len(st.buf), "tail": []}
+            self.chains = chains
             mine = _stream_of(streams, streams.current.get())
             if mine is not None and str(mine) in base:
                 base[str(mine)]["tail"] = [v for fid, f in frames
@@ -162,7 +162,7 @@ class Children:
             writer.commit()
 
         live.writer = rec.writer = _LazyWriter(str(Path(self.config.parts) / self.name), setup)
-        rec.close_at_end = not _in_multiprocessing()
+        rec.ends_inside = _in_multiprocessing()
         rec.start()
 
     # -- multiprocessing children (fork, spawn, forkserver) end with os._exit
@@ -326,7 +326,7 @@ def start_spawned(config: Config) -> None:
         ch._mp_child()
         util.register_after_fork(ch, Children._mp_child)
         ch.mp_hooked = True
-    live.recorder.close_at_end = False
+    live.recorder.ends_inside = True
     return None
 
 

@@ -53,8 +53,10 @@ class Recorder:
         self.constants = runtime_objects(self.state)
         self.exc_edges: dict[tuple[int, int, int], int] = {}
         self.suspendable = False   # some instrumented code may be a generator or coroutine
-        #: Close suspended generators at the end (not in a child that ends with ``os._exit``).
-        self.close_at_end = True
+        #: The run ends inside the program (a ``multiprocessing`` child's exit finaliser, before
+        #: ``os._exit``): the stopping thread's instrumented frames are unfinished too, and
+        #: suspended generators are not closed (``runtime.children``).
+        self.ends_inside = False
         #: Threads given a call of headroom for trace probes (Python 3.11, ``runtime.recursion``).
         self.headroom_threads: set[int] = set()
         self.registered: set[int] = set()   # streams whose row the flusher has written
@@ -165,7 +167,7 @@ class Recorder:
         me = threading.get_ident()
         for ident, frame in sys._current_frames().items():
             f: FrameType | None = frame
-            while f is not None and ident != me:
+            while f is not None and (ident != me or self.ends_inside):
                 frames.append(f)
                 f = f.f_back
         if self.suspendable:
@@ -212,7 +214,7 @@ class Recorder:
         owns and async generators (which need their event loop) are left alone — closing
         them would change what asyncio reports at exit: they count as early exits.
         """
-        if not self.suspendable or not self.close_at_end:
+        if not self.suspendable or self.ends_inside:
             return
         aio = sys.modules.get("asyncio")
         by_code = self.code_index()[0]
@@ -234,7 +236,7 @@ class Recorder:
         self.close_suspended()
         if self.traces:
             tails, lengths = unfinished.snapshot(self.state, self.code_index()[0],
-                                                 _suspended if self.suspendable else list)
+                                                 _suspended if self.suspendable else list, mine=self.ends_inside)
             self.flush(lengths)
             self.state.streams.on_new = None
             for sid, events in tails.items():   # close the activations still open (early exits)

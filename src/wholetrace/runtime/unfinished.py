@@ -78,17 +78,19 @@ def _innermost_first(suspended: Iterable[tuple[Any, FrameType]]) -> list[tuple[A
 
 
 def snapshot(state: RunState, by_code: dict[tuple[str, str], int],
-             suspended: Callable[[], Iterable[tuple[Any, FrameType]]]) -> tuple[dict[int, list[int]], dict[int, int]]:
+             suspended: Callable[[], Iterable[tuple[Any, FrameType]]], mine: bool = False
+             ) -> tuple[dict[int, list[int]], dict[int, int]]:
     """At one instant (no other thread runs meanwhile): per stream, the events that close its
     open activations (``EXC s`` LEAVE each, innermost first), and how many events of each
     stream's buffer belong to the run (later appends of threads still running are dropped);
     ``state``: the recording's.
-    ``suspended``: lists the suspended generators and coroutines (a gc scan)."""
+    ``suspended``: lists the suspended generators and coroutines (a gc scan); ``mine``: the
+    calling thread's frames are open activations too (a recording that ends inside the program)."""
     old = sys.getswitchinterval()
     sys.setswitchinterval(1e6)   # nothing below releases the GIL, so no thread runs
     try:
         me = threading.get_ident()
-        threads = {ident: f for ident, f in sys._current_frames().items() if ident != me}
+        threads = {ident: f for ident, f in sys._current_frames().items() if ident != me or mine}
         streams = state.streams
         by_thread = {st.thread_ident: st.sid for st in streams.all if st.kind == "thread"}
 

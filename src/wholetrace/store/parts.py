@@ -108,36 +108,45 @@ def _str(v: object) -> str | None:
 
 
 class Lineage:
-    """A part read from the program's start: each stream of a fork child is its parent's
-    stream up to the fork (as its meta ``process.base`` says, recursively) followed by its
-    own chunks.  Everything else is the part's own (``Recording`` passes through)."""
+    """A part read from the program's start: each stream of a fork child is the stored events
+    of its ancestors' streams up to the fork (``process.base[sid].chain``: [part, stream,
+    events] from the root down) followed by its own chunks.  Everything else is the part's own
+    (``Recording`` passes through)."""
 
-    def __init__(self, rec: Recording, _depth: int = 0) -> None:
+    def __init__(self, rec: Recording) -> None:
         self.rec = rec
         info = rec.meta.get(PROCESS_KEY)
-        self._base: dict[str, Any] = {}
-        self._parent: Lineage | None = None
-        if isinstance(info, dict) and info.get("start") == "fork" and isinstance(info.get("base"), dict):
-            self._base = info["base"]
-            parent = str(info.get("parent") or "")
-            where = Path(rec.path).parent
-            path = where / parent if parent else _root_of(where)
-            if path is None or not path.is_file() or _depth > 64:
-                raise UsageError(f"{rec.path}: the recording of its parent process is missing")
-            self._parent = Lineage(Recording(path, check=False), _depth + 1)
+        fork = isinstance(info, dict) and info.get("start") == "fork" and isinstance(info.get("base"), dict)
+        self._base: dict[str, Any] = info["base"] if fork else {}   # type: ignore[index]
+        self._open: dict[str, Recording] = {}
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.rec, name)
 
+    def _part(self, name: str) -> Recording:
+        if name not in self._open:
+            where = Path(self.rec.path).parent
+            path = where / name if name else _root_of(where)
+            if path is None or not path.is_file():
+                raise UsageError(f"{self.rec.path}: the recording of an ancestor process ({name or 'the root'}) "
+                                 "is missing")
+            self._open[name] = Recording(path, check=False)
+        return self._open[name]
+
     def iter_chunks(self, sid: int) -> Iterator[np.ndarray]:
         spec = self._base.get(str(sid))
-        if spec is not None and self._parent is not None:
-            left = int(spec["from_parent"])
-            for chunk in self._parent.iter_chunks(int(spec["parent_sid"])):
+        for name, psid, n in (spec or {}).get("chain", []):
+            left = int(n)
+            if left <= 0:
+                continue
+            for chunk in self._part(str(name)).iter_chunks(int(psid)):
                 if left <= 0:
                     break
                 yield chunk[:left]
                 left -= len(chunk)
+            if left > 0:
+                raise UsageError(f"{self.rec.path}: the recording of an ancestor process ({name or 'the root'}) "
+                                 "is shorter than when this process forked")
         yield from self.rec.iter_chunks(sid)
 
     def events(self, sid: int) -> np.ndarray:
@@ -145,8 +154,8 @@ class Lineage:
         return np.concatenate(parts) if parts else np.zeros(0, np.int32)
 
     def close(self) -> None:
-        if self._parent is not None:
-            self._parent.close()
+        for rec in self._open.values():
+            rec.close()
         self.rec.close()
 
     def __enter__(self) -> Lineage:
