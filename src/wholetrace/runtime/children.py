@@ -31,6 +31,7 @@ root names it in its meta (``children``), and each part says who it is in its me
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import runpy
 import shutil
@@ -52,6 +53,8 @@ from wholetrace.store.parts import BASE_PREFIX, CHILDREN_KEY, PROCESS_KEY
 PARTS_SUFFIX = ".parts"
 #: Priority of the ``multiprocessing`` finaliser that ends a child's recording (runs last).
 _LAST = -(2 ** 30)
+#: The environment variable Python subprocesses find (``runtime.subprocs``).
+ENV = "WHOLETRACE_CHILD"
 #: How long a child killed by SIGTERM waits for its recording to be stored.
 TERM_SECONDS = 5.0
 
@@ -85,6 +88,7 @@ class Children:
     finishing: bool = False
     term_pending: bool = False
     _held: Any = None                      # the writer's lock, held while the process forks
+    _env_before: Any = False               # WHOLETRACE_CHILD before the recording set it (False: not set)
     #: Trace modes, per stream of this process: [part name ("": the root), stream, events] of
     #: each ancestor whose stored events precede this process's own, from the root down.
     chains: dict[int, list[list[Any]]] = field(default_factory=dict)
@@ -116,7 +120,7 @@ class Children:
         live, rec = self.live, self.live.recorder
         _leak(live.writer)                          # the parent's connection: never used, never closed here
         parent_name = self.name
-        self.name = _part_name()
+        self.name = part_name()
         self.config.parent = self.name
         rec.lock, rec._flush_lock, rec._stop, rec._thread = threading.Lock(), threading.Lock(), threading.Event(), None
         rec.events, rec.registered = 0, set()
@@ -162,6 +166,7 @@ class Children:
             writer.commit()
 
         live.writer = rec.writer = _LazyWriter(str(Path(self.config.parts) / self.name), setup)
+        self.set_environment()
         rec.ends_inside = _in_multiprocessing()
         rec.start()
 
@@ -237,30 +242,65 @@ class Children:
         for spawn, original in self._spawn_patched:
             spawn.get_preparation_data = original
         self._spawn_patched.clear()
+        if self._env_before is not False:                  # the environment as the recording found it
+            if self._env_before is None:
+                os.environ.pop(ENV, None)
+            else:
+                os.environ[ENV] = self._env_before
+            self._env_before = False
+
+    # -- Python subprocesses (runtime.subprocs)
+    def set_environment(self) -> None:
+        """Tell Python subprocesses started from now on to record into this recording's parts,
+        as children of this process (``WHOLETRACE_CHILD``, read by ``zz_wholetrace.pth``)."""
+        if self._env_before is False:
+            self._env_before = os.environ.get(ENV)
+        c = self.config
+        os.environ[ENV] = json.dumps({"parts": c.parts, "mode": c.mode, "include": c.include, "cache": c.cache,
+                                      "meta": c.meta, "parent": self.name})
 
 
 # -- the root ------------------------------------------------------------------------------------
 _HOOKED = False
 
 
-def enable(live: Any, out: str | os.PathLike[str], meta: dict[str, Any], cache: bool) -> Children:
-    """Record the child processes of the recording ``live`` (the root, writing ``out``)."""
-    parts = parts_dir(out)
-    if parts.is_dir() and all(p.suffix == ".wt" or p.name.endswith(("-journal", "-wal", "-shm"))
-                              for p in parts.iterdir()):
-        shutil.rmtree(parts, ignore_errors=True)
-    parts.mkdir(parents=True, exist_ok=True)
-    scope = live.finder.scope
-    cfg = Config(str(parts.resolve()), live.recorder.mode, [str(r) for r in scope.roots], list(scope.packages),
-                 cache, dict(meta))
-    ch = Children(live, cfg)
+@dataclass
+class Spawned:
+    """What ``runner.record(children=...)`` gets in a child process that records into a part
+    (``runtime.subprocs``): the parent's configuration, this part's name, how it started."""
+
+    config: Config
+    name: str
+    start: str
+
+
+def enable(live: Any, out: str | os.PathLike[str] | Spawned, meta: dict[str, Any], cache: bool) -> Children:
+    """Record the child processes of the recording ``live``: the root, writing ``out``, or a
+    child process itself (``out`` a :class:`Spawned`)."""
+    if isinstance(out, Spawned):
+        c = out.config
+        cfg = Config(c.parts, c.mode, [str(r) for r in live.finder.scope.roots], c.include, c.cache, c.meta, out.name)
+        ch = Children(live, cfg, out.name)
+        process = {"pid": os.getpid(), "ppid": os.getppid(), "parent": c.parent, "start": out.start}
+        live.writer.set_meta(**{PROCESS_KEY: process})
+    else:
+        parts = parts_dir(out)
+        if parts.is_dir() and all(p.suffix == ".wt" or p.name.endswith(("-journal", "-wal", "-shm"))
+                                  for p in parts.iterdir()):
+            shutil.rmtree(parts, ignore_errors=True)
+        parts.mkdir(parents=True, exist_ok=True)
+        scope = live.finder.scope
+        cfg = Config(str(parts.resolve()), live.recorder.mode, [str(r) for r in scope.roots], list(scope.packages),
+                     cache, dict(meta))
+        ch = Children(live, cfg)
+        live.writer.set_meta(**{CHILDREN_KEY: parts.name, PROCESS_KEY: {"pid": os.getpid(), "ppid": os.getppid(),
+                                                                        "parent": None, "start": "root"}})
     live.children = ch
-    live.writer.set_meta(**{CHILDREN_KEY: parts.name, PROCESS_KEY: {"pid": os.getpid(), "ppid": os.getppid(),
-                                                                    "parent": None, "start": "root"}})
     _hook()
     live.finder.on_import["multiprocessing.spawn"] = ch.patch_spawn
     if "multiprocessing.spawn" in sys.modules:
         ch.patch_spawn(sys.modules["multiprocessing.spawn"])
+    ch.set_environment()
     return ch
 
 
@@ -303,7 +343,7 @@ def start_spawned(config: Config) -> None:
 
     if runner.LIVE is not None:
         return None
-    name = _part_name()
+    name = part_name()
     writer = RecordingWriter(Path(config.parts) / name)
     live = runner.start(writer, Scope([Path(r) for r in config.roots], list(config.include)), mode=config.mode,
                         cache=config.cache, **config.meta)
@@ -315,6 +355,7 @@ def start_spawned(config: Config) -> None:
     writer.commit()
     _hook()
     live.finder.on_import["multiprocessing.spawn"] = ch.patch_spawn
+    ch.set_environment()
     spawn = sys.modules.get("multiprocessing.spawn")
     if spawn is not None:
         ch.patch_spawn(spawn)
@@ -368,7 +409,8 @@ def _leak(writer: Any) -> None:
         ctypes.pythonapi.Py_IncRef(ctypes.py_object(conn))
 
 
-def _part_name() -> str:
+def part_name() -> str:
+    """A new part's file name: this process's pid and 8 random hex digits."""
     return f"{os.getpid()}-{os.urandom(4).hex()}.wt"
 
 

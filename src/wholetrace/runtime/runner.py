@@ -190,12 +190,13 @@ def start(writer: Any, scope: Scope, *, mode: str = "blocks", weights: dict[tupl
 
 def record(target: Target, writer: Any, *, mode: str = "blocks", include: list[str] | None = None,
            weights: dict[tuple[str, str, str], Any] | None = None, cache: bool = True,
-           children: str | os.PathLike[str] | None = None) -> Outcome:
+           children: Any = None) -> Outcome:
     """Run ``target`` instrumented in this process, writing to ``writer``; returns how it ended.
 
     ``cache``: reuse and keep instrumented code in the on-disk cache (``instrument.cache``).
     ``children``: the recording's path: child processes record into parts beside it
-    (``runtime.children``); None: they are not recorded.
+    (``runtime.children``), or, in such a child, its ``runtime.children.Spawned``; None:
+    child processes are not recorded.
     A module run with ``-m`` also gets the sources under the current directory instrumented
     (``python -m`` puts it first on ``sys.path``): ``record -m pytest`` records the project.
     """
