@@ -273,3 +273,69 @@ def test_no_children(tmp: Path) -> None:
     assert _info(out).get("processes") is None
     got = profiles(out)
     assert _stmt_count(got, "work", 5) == 0                                # work() ran in the workers only
+
+
+SUBPROCESS = '''\
+import os, subprocess, sys
+
+def work(n):
+    t = 0
+    for i in range(n):
+        t += i
+    return t
+
+here = os.path.dirname(os.path.abspath(__file__))
+r = subprocess.run([sys.executable, os.path.join(here, "child_script.py"), "30"], capture_output=True, text=True)
+print("script", r.returncode, r.stdout.strip(), r.stderr.strip()[-30:])
+r = subprocess.run([sys.executable, "-m", "child_module", "7"], capture_output=True, text=True, cwd=here)
+print("module", r.returncode, r.stdout.strip())
+r = subprocess.run(["sh", "-c", "echo from sh; exit 3"], capture_output=True, text=True)
+print("sh", r.returncode, r.stdout.strip())
+r = subprocess.run([sys.executable, "-c", "print(6 * 7)"], capture_output=True, text=True)
+print("dash c", r.returncode, r.stdout.strip(), work(4))
+'''
+CHILD_SCRIPT = '''\
+import sys
+from child_module import work
+print("child", work(int(sys.argv[1])))
+raise SystemExit(4)
+'''
+CHILD_MODULE = '''\
+import sys
+
+def work(n):
+    t = 0
+    for i in range(n):
+        t += i
+    return t
+
+if __name__ == "__main__":
+    print("module", work(int(sys.argv[1])))
+    raise ValueError("boom")
+'''
+
+
+@pytest.mark.parametrize("mode", ["blocks", "count"])
+def test_subprocess_of_sys_executable(tmp: Path, mode: str) -> None:
+    where = tmp / f"subprocess_{mode}"
+    where.mkdir()
+    _script(where, "child_script", CHILD_SCRIPT)
+    _script(where, "child_module", CHILD_MODULE)
+    script = _script(where, "main", SUBPROCESS)
+    plain = run_plain(script)
+    out = where / "main.wt"
+    res = run_recorded(script, out, mode=mode)
+    assert (res.stdout, res.returncode) == (plain.stdout, plain.returncode), res.stderr
+    assert "WHOLETRACE_CHILD" not in res.stderr
+    procs = _info(out)["processes"]
+    assert sorted((p["start"], p["exit_code"]) for p in procs) == [("root", 0), ("subprocess", 1),
+                                                                   ("subprocess", 4)]
+    got = profiles(out)
+    per_file = {(f.rsplit("/", 1)[-1], q): p for (f, q, _l), p in got.items()}
+    work_module = per_file[("child_module.py", "work")]
+    assert work_module.calls == 2                          # work(30) imported, work(7) run with -m
+    truth_lines = {("main.py", 6): 4, ("child_module.py", 6): 37}
+    for (name, line), want in truth_lines.items():
+        (p,) = [p for (f, q, _l), p in got.items() if f.endswith(name) and q == "work"]
+        lines, sids, _cols = p.shape.line_first
+        assert int(np.asarray(p.stmts)[sids][list(lines.tolist()).index(line)]) == want, (name, mode)
