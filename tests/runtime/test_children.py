@@ -339,3 +339,82 @@ def test_subprocess_of_sys_executable(tmp: Path, mode: str) -> None:
         (p,) = [p for (f, q, _l), p in got.items() if f.endswith(name) and q == "work"]
         lines, sids, _cols = p.shape.line_first
         assert int(np.asarray(p.stmts)[sids][list(lines.tolist()).index(line)]) == want, (name, mode)
+
+
+# -- the process-pool program of the behaviour-equality suites, against a settrace oracle run in
+# every process (plain Python: the tracer and its counts are inherited by fork, reset in the
+# child, and written per process when it ends, multiprocessing workers included)
+ORACLE = r'''
+import atexit, os, runpy, sys, threading
+out_dir, script = sys.argv[1], os.path.abspath(sys.argv[2])
+counts = {}
+def local(frame, event, arg):
+    if event == "line" and frame.f_code.co_filename == script:
+        key = frame.f_lineno
+        counts[key] = counts.get(key, 0) + 1
+    return local
+def global_(frame, event, arg):
+    return local(frame, event, arg) if frame.f_code.co_filename == script else None
+def dump():
+    sys.settrace(None)
+    with open(os.path.join(out_dir, f"{os.getpid()}.txt"), "w") as f:
+        for line, n in sorted(counts.items()):
+            f.write(f"{line} {n}\n")
+class Token:
+    pass
+token = Token()
+def mp_child(_token):
+    import multiprocessing.util as util
+    util.Finalize(None, dump, exitpriority=-(2 ** 30))
+def child():
+    counts.clear()
+    util = sys.modules.get("multiprocessing.util")
+    if util is not None:
+        util.register_after_fork(token, mp_child)
+def before():
+    util = sys.modules.get("multiprocessing.util")
+    if util is not None and not getattr(token, "done", False):
+        util.register_after_fork(token, mp_child)
+        token.done = True
+os.register_at_fork(before=before, after_in_child=child)
+atexit.register(dump)
+sys.argv = [script] + sys.argv[3:]
+sys.path[0] = os.path.dirname(script)
+threading.settrace(global_)
+sys.settrace(global_)
+runpy.run_path(script, run_name="__main__")
+'''
+
+
+def settrace_all_processes(script: Path, *args: str) -> dict[tuple[str, int], int]:
+    """(file, line) -> 'line' events summed over every process of a plain run of ``script``."""
+    where = script.parent / f"oracle-{script.stem}"
+    where.mkdir()
+    runner = where / "runner.py"
+    runner.write_text(ORACLE)
+    res = subprocess.run([sys.executable, str(runner), str(where), str(script), *args], capture_output=True,
+                         text=True, env=ENV, timeout=300, cwd=script.parent)
+    assert res.returncode == 0, res.stderr
+    total: dict[tuple[str, int], int] = {}
+    for f in where.glob("*.txt"):
+        for row in f.read_text().splitlines():
+            line, n = map(int, row.split())
+            total[(str(script), line)] = total.get((str(script), line), 0) + n
+    return total
+
+
+@pytest.mark.parametrize("method", ["fork"])   # a settrace tracer is inherited by fork only
+def test_process_pool_program_against_settrace_in_every_process(tmp: Path, method: str) -> None:
+    """Same behaviour in every mode, and line counts equal to the oracle's over all processes."""
+    from runtime.test_corpus_blocks import compare_lines
+
+    where = tmp / f"oracle_pool_{method}"
+    where.mkdir()
+    script = _script(where, "pool", POOL)
+    plain = run_plain(script, method, "join")
+    oracle = settrace_all_processes(script, method, "join")
+    for mode in ("blocks", "count", "count-naive", "witness", "branches"):
+        out = where / f"{mode}.wt"
+        res = run_recorded(script, out, method, "join", mode=mode)
+        assert (res.returncode, res.stdout, res.stderr) == (plain.returncode, plain.stdout, plain.stderr), mode
+        assert compare_lines(out, {str(script)}, oracle) >= 9, mode
