@@ -45,8 +45,6 @@ from pathlib import Path
 from typing import Any
 
 from wholetrace.events import EXC, LEAVE
-from wholetrace.instrument.emit import LOCAL as LOCAL_COUNTER
-from wholetrace.runtime.probes import read_counts
 from wholetrace.store.parts import BASE_PREFIX, CHILDREN_KEY, PROCESS_KEY
 
 #: ``OUT.wt`` -> ``OUT.wt.parts``: where the child processes' recordings go.
@@ -455,17 +453,7 @@ def _count_base(rec: Any, frames: list[tuple[int, types.FrameType]]) -> dict[str
     open on this thread end early at their statement in flight): arrays by name, with shapes."""
     from array import array
 
-    bases = rec.code_index()[1]
-    counts = array("q", [0] * max(rec.counter_base, 1))
-    for base, obj in list(rec.state.file_counts.items()):
-        for j, c in enumerate(read_counts(obj)):
-            counts[base + j] = int(c)
-    early = []
-    for fid, f in frames:
-        early.append((fid, rec.state.sites.resolve(fid, f.f_code, f.f_lasti)))
-        for name, value in f.f_locals.items():
-            if name.startswith(LOCAL_COUNTER) and isinstance(value, float):
-                counts[bases[fid] + int(name[len(LOCAL_COUNTER):])] += int(value)
+    counts, early = rec.counts_with(frames)
     edges = dict(rec.exc_edges)
     pending = list(rec.state.xedges)
     for p in range(0, len(pending) - len(pending) % 3, 3):

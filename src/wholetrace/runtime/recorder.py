@@ -188,21 +188,27 @@ class Recorder:
         old = sys.getswitchinterval()
         sys.setswitchinterval(1e6)   # nothing below releases the GIL, so no thread runs
         try:
-            counts = array("q", [0] * max(self.counter_base, 1))
-            for base, obj in list(self.state.file_counts.items()):
-                for j, c in enumerate(read_counts(obj)):
-                    counts[base + j] = int(c)
-            early: list[tuple[int, int]] = []
-            bases = self.code_index()[1]
-            for fid, f in self.unfinished_frames():
-                early.append((fid, self.state.sites.resolve(fid, f.f_code, f.f_lasti)))
-                for name, value in f.f_locals.items():
-                    if name.startswith(LOCAL_COUNTER) and isinstance(value, float):
-                        counts[bases[fid] + int(name[len(LOCAL_COUNTER):])] += int(value)
+            counts, early = self.counts_with(self.unfinished_frames())
             edges = len(self.state.xedges)
         finally:
             sys.setswitchinterval(old)
         return counts, early, edges
+
+    def counts_with(self, frames: list[tuple[int, FrameType]]) -> tuple[array, list[tuple[int, int]]]:
+        """The counters plus the counts held in the locals of ``frames`` (fid, frame), and
+        those frames as early exits (fid, statement in flight)."""
+        counts = array("q", [0] * max(self.counter_base, 1))
+        for base, obj in list(self.state.file_counts.items()):
+            for j, c in enumerate(read_counts(obj)):
+                counts[base + j] = int(c)
+        early: list[tuple[int, int]] = []
+        bases = self.code_index()[1]
+        for fid, f in frames:
+            early.append((fid, self.state.sites.resolve(fid, f.f_code, f.f_lasti)))
+            for name, value in f.f_locals.items():
+                if name.startswith(LOCAL_COUNTER) and isinstance(value, float):
+                    counts[bases[fid] + int(name[len(LOCAL_COUNTER):])] += int(value)
+        return counts, early
 
     def close_suspended(self) -> None:
         """Close the instrumented generators and coroutines the program left suspended.
