@@ -50,3 +50,8 @@ step "$WT" match "$OUT/textdiff.wt" revise --lines 24 20 21 22 24 --all --limit 
 # 7. the whole program path: each stream compressed to a SEQUITUR grammar while the program runs
 step "$WT" record --wpp --include difflib -o "$OUT/textdiff-wpp.wt" examples/textdiff.py
 step "$WT" wpp "$OUT/textdiff-wpp.wt"
+
+# 8. child processes: a process pool's workers record into the same recording
+step "$WT" record -o "$OUT/pool.wt" examples/pool.py
+"$WT" info "$OUT/pool.wt" | grep -A4 '^processes'
+step "$WT" counts --limit 1 "$OUT/pool.wt"
