@@ -39,9 +39,12 @@ def _processes(trace: Trace, events: int) -> list[dict[str, Any]] | None:
 
     if not isinstance(trace.meta.get(CHILDREN_KEY), str):
         return None
+    procs = processes(trace.path, trace.meta, events)
+    if len(procs) < 2:                       # no child process stored anything
+        return None
     return [{"process": p.number, "pid": p.pid, "start": p.start, "parent": p.parent, "children": p.children,
              "ended": p.ended, "exit_code": p.exit_code, "events": p.events, "file": p.path}
-            for p in processes(trace.path, trace.meta, events)]
+            for p in procs]
 
 
 def _cf_trace(rec: Any) -> dict[str, Any] | None:

@@ -282,11 +282,10 @@ def enable(live: Any, out: str | os.PathLike[str] | Spawned, meta: dict[str, Any
         process = {"pid": os.getpid(), "ppid": os.getppid(), "parent": c.parent, "start": out.start}
         live.writer.set_meta(**{PROCESS_KEY: process})
     else:
-        parts = parts_dir(out)
+        parts = parts_dir(out)           # made by the first child that stores something
         if parts.is_dir() and all(p.suffix == ".wt" or p.name.endswith(("-journal", "-wal", "-shm"))
                                   for p in parts.iterdir()):
             shutil.rmtree(parts, ignore_errors=True)
-        parts.mkdir(parents=True, exist_ok=True)
         scope = live.finder.scope
         cfg = Config(str(parts.resolve()), live.recorder.mode, [str(r) for r in scope.roots], list(scope.packages),
                      cache, dict(meta))
@@ -337,12 +336,11 @@ def start_spawned(config: Config) -> None:
     """Start recording this freshly spawned ``multiprocessing`` child into a new part."""
     from wholetrace.instrument.loader import Scope
     from wholetrace.runtime import runner
-    from wholetrace.store import RecordingWriter
 
     if runner.LIVE is not None:
         return None
     name = part_name()
-    writer = RecordingWriter(Path(config.parts) / name)
+    writer = new_part(Path(config.parts) / name)
     live = runner.start(writer, Scope([Path(r) for r in config.roots], list(config.include)), mode=config.mode,
                         cache=config.cache, **config.meta)
     ch = Children(live, Config(config.parts, config.mode, config.roots, config.include, config.cache, config.meta,
@@ -405,6 +403,14 @@ def _leak(writer: Any) -> None:
     conn = getattr(writer, "_conn", None)
     if conn is not None:
         ctypes.pythonapi.Py_IncRef(ctypes.py_object(conn))
+
+
+def new_part(path: str | os.PathLike[str]) -> Any:
+    """The writer of a new part file (its directory is made if it is the first)."""
+    from wholetrace.store import RecordingWriter
+
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    return RecordingWriter(path)
 
 
 def part_name() -> str:
@@ -473,11 +479,9 @@ class _LazyWriter:
 
     def _get(self) -> Any:
         if self._w is None:
-            from wholetrace.store import RecordingWriter
-
             with self._make:
                 if self._w is None:
-                    w = RecordingWriter(self.path)
+                    w = new_part(self.path)
                     self._setup(w)
                     self._w = w
         return self._w

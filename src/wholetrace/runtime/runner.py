@@ -214,10 +214,11 @@ def record(target: Target, writer: Any, *, mode: str = "blocks", include: list[s
         sys.path[0] = os.getcwd()
         roots = [_module_root(target.module), Path(os.getcwd()).resolve()]
         sys.argv = [target.module, *target.args]
+    if children is not None:   # imported before the recording starts: the program must not see its imports run
+        from wholetrace.runtime.children import enable
     live = start(writer, Scope(roots, list(include or [])), mode=mode, weights=weights, cache=cache,
                  command=target.label, argv=list(sys.argv))
     if children is not None:
-        from wholetrace.runtime.children import enable
         enable(live, children, {"command": target.label, "argv": list(sys.argv)}, cache)
     instrumenter = live.instrumenter
     outcome = Outcome("exit", 0)

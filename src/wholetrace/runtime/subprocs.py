@@ -71,7 +71,6 @@ def _take_over(config: dict[str, Any], target: tuple[str, str, list[str]]) -> No
     import site
 
     from wholetrace.runtime import children, runner
-    from wholetrace.store import RecordingWriter
 
     site.execsitecustomize()
     if site.ENABLE_USER_SITE:
@@ -82,7 +81,7 @@ def _take_over(config: dict[str, Any], target: tuple[str, str, list[str]]) -> No
     name = children.part_name()
     sys.path.insert(0, "")               # the runner sets sys.path[0], as the interpreter would have
     tgt = runner.Target(script=what, args=args) if kind == "script" else runner.Target(module=what, args=args)
-    writer = RecordingWriter(os.path.join(cfg.parts, name))
+    writer = children.new_part(os.path.join(cfg.parts, name))
     code = 1
     try:
         outcome = runner.record(tgt, writer, mode=cfg.mode, include=cfg.include, cache=cfg.cache,
