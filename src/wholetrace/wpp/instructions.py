@@ -11,7 +11,8 @@ from wholetrace.instrument.cfg import CFG
 
 def statement_instructions(cfgs: dict[int, CFG], files: dict[int, str]) -> dict[int, list[int]]:
     """Per function: the number of bytecode instructions (this interpreter's compiler, caches
-    not counted) of each statement.  Functions whose file cannot be read or compiled count one
+    not counted) of each statement; an instruction outside every statement's columns goes to the
+    innermost statement on its line.  Functions whose file cannot be read or compiled count one
     instruction per statement."""
     out = {f: [1] * len(c.stmts) for f, c in cfgs.items()}
     by_file: dict[str, list[int]] = defaultdict(list)
@@ -34,11 +35,15 @@ def statement_instructions(cfgs: dict[int, CFG], files: dict[int, str]) -> dict[
             lst.sort()
         counts = {f: [0] * len(cfgs[f].stmts) for f in fids}
         for line, col in _positions(code):
-            for _size, f, s in covering.get(line, ()):
+            here = covering.get(line, ())
+            for _size, f, s in (here if col >= 0 else ()):
                 st = cfgs[f].stmts[s]
                 if (line, col) >= (st.line, st.col) and (line, col) < (st.end_line, st.end_col):
                     counts[f][s] += 1
                     break
+            else:   # no columns, or outside every span on its line
+                if here:
+                    counts[here[0][1]][here[0][2]] += 1
         out.update(counts)
     return out
 
@@ -51,7 +56,11 @@ def _positions(code: CodeType) -> list[tuple[int, int]]:
         co = todo.pop()
         for ins in dis.get_instructions(co):
             pos = ins.positions
-            if pos is not None and pos.lineno is not None and pos.col_offset is not None:
-                found.append((pos.lineno, pos.col_offset))
+            if pos is None or pos.lineno is None:
+                continue
+            col = pos.col_offset
+            if col is None or (pos.end_lineno == pos.lineno and pos.end_col_offset == col):
+                col = -1     # no columns (e.g. RESUME): the innermost statement on the line
+            found.append((pos.lineno, col))
         todo.extend(c for c in co.co_consts if isinstance(c, CodeType))
     return found
