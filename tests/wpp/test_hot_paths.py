@@ -12,8 +12,10 @@ from __future__ import annotations
 import random
 import textwrap
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from grammars import expand, make_grammar, random_grammar
@@ -162,3 +164,92 @@ def test_pieces_of_path_symbols_are_the_paths_emitted() -> None:
     assert [(p.fid, p.blocks) for p in ps if p.blocks] == gen.emitted
     # depth follows ENTER and the returning paths / LEAVE: the first activation's pieces sit at its depth
     assert min(p.depth for p in ps) == 0
+
+
+# ---------------------------------------------------------------- real `path` recordings
+
+def expanded_profile(view: WppView, events: list[int]) -> Counter[tuple[int, int, bool, tuple[int, ...]]]:
+    """Path counts from a walk over the expanded events (``events`` encoding of `path` streams)."""
+    from wholetrace.events import ENTER_BASE, RERAISE
+    from wholetrace.instrument.pathnum import END_TRUNCATED  # noqa: F401  (the decoder marks truncation)
+
+    out: Counter[tuple[int, int, bool, tuple[int, ...]]] = Counter()
+    stack: list[int] = []
+    i = 0
+    while i < len(events):
+        v = events[i]
+        f = stack[-1] if stack else -1
+        num = view.numbering(f) if f >= 0 else None
+        if v <= -ENTER_BASE:
+            stack.append(-v - ENTER_BASE)
+        elif v == LEAVE:
+            stack.pop()
+        elif v in (EXC, RERAISE):
+            stmt = events[i + 1]
+            i += 2 if v == EXC else 3
+            if num is not None:
+                r = events[i]
+                i += 1
+                for b in [int(view.cfgs[f].stmts[stmt].block)] + list(range(2, len(view.cfgs[f].blocks))):
+                    try:
+                        p = num.decode_truncated(r, b)
+                    except Exception:
+                        continue
+                    out[f, r + num.completion[b], True, tuple(num.blocks(p))] += 1
+                    break
+                if i < len(events) and events[i] >= 0:
+                    i += 1          # the handler block
+            continue
+        elif v >= 0 and num is not None:
+            pid = v - LEAVE_PATH if v >= LEAVE_PATH else v
+            out[f, pid, False, tuple(num.blocks(num.decode(pid)))] += 1
+            if v >= LEAVE_PATH:
+                stack.pop()
+        i += 1
+    return out
+
+
+def test_path_recordings_profile_equals_the_expanded_trace(tmp_path: Path) -> None:
+    from wholetrace.instrument.modes import MODES
+
+    if "path" not in MODES:
+        pytest.skip("record --mode path is not on this branch yet (branch pathport)")
+    from wholetrace.wpp.stored import StoredWpp
+    from wholetrace.store import Recording
+    from wholetrace.wpp.view import open_view
+    from wtutil import run_recorded
+
+    script = tmp_path / "prog.py"
+    script.write_text(SOURCE + "\nfor l in ['1 2 x 3.5', '10 yy 7', 'a b c', ''] * 30:\n    total(l)\n")
+    out = tmp_path / "p.wt"
+    proc = run_recorded(script, out, mode="path")
+    assert proc.returncode == 0, proc.stderr
+    view = open_view(str(out))
+    assert view.source == "stored" and view.symbol_kind == "path"
+    with Recording(out) as rec:
+        wpp = StoredWpp(rec)
+        want: Counter[tuple[int, int, bool, tuple[int, ...]]] = Counter()
+        for s in wpp.streams:
+            want += expanded_profile(view, wpp.events(s.sid).tolist())
+    got = Counter({(p.fid, p.pid, p.truncated, p.blocks): p.count for p in path_profile(view)})
+    assert got == want and any(k[2] for k in got)
+    import json
+
+    from wholetrace.cli import main
+
+    import contextlib
+    import io
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert main(["paths", str(out), "--json", "--limit", "0"]) == 0
+    doc = json.loads(buf.getvalue())
+    assert sum(p["count"] for fn in doc["functions"] for p in fn["paths"]) == sum(want.values())
+    for fn in doc["functions"]:
+        assert set(fn) == {"function", "file", "paths"}
+        assert all(set(p) == {"id", "count", "blocks", "lines", "truncated"} for p in fn["paths"])
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert main(["hot", str(out), "--json", "--min-length", "3"]) == 0
+    subs = json.loads(buf.getvalue())["subpaths"]
+    assert subs and all(p["blocks"] for s in subs for p in s["paths"])

@@ -125,7 +125,8 @@ def paths_text(functions: list[dict[str, Any]], total_paths: int, kind: str) -> 
                    f"{fn['distinct']} distinct{'' if not more else f', {more} not shown'})")
         w = max((len(f"{p['count']:,}") for p in shown), default=1)
         for p in shown:
-            cut = "  (truncated by an exception)" if p["truncated"] else ""
+            cut = ("  (truncated by an exception)" if p["truncated"] else
+                   f"  -> block {p['next']}" if p.get("next") is not None else "  -> return")
             out.append(f"  {p['count']:>{w},}  path {p['id']:<4} lines {line_ranges(p['lines'])}  "
                        f"blocks {' '.join(map(str, p['blocks']))}{cut}")
     if not out:

@@ -76,7 +76,9 @@ def run_paths(args: argparse.Namespace) -> int:
     profile = path_profile(view)
     out = paths_json(view, profile, function=args.function, limit=args.limit)
     if args.json:
-        sys.stdout.write(json.dumps({"functions": [{k: fn[k] for k in ("function", "file", "paths")}
+        keys = ("id", "count", "blocks", "lines", "truncated")
+        sys.stdout.write(json.dumps({"functions": [{"function": fn["function"], "file": fn["file"],
+                                                    "paths": [{k: p[k] for k in keys} for p in fn["paths"]]}
                                                    for fn in out]}) + "\n")
     else:
         sys.stdout.write(paths_text(out, sum(fn["count"] for fn in out), view.symbol_kind) + "\n")

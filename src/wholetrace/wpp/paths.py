@@ -105,7 +105,7 @@ def _take_record(view: WppView, row: list[int], w: int, counts: np.ndarray,
 def paths_json(view: WppView, profile: list[PathCount], *, function: str | None = None,
                limit: int = 10) -> list[dict[str, Any]]:
     """Per function (most paths run first): ``{"function", "file", "count", "distinct", "paths":
-    [{"id", "count", "blocks", "lines", "truncated"}]}``, at most ``limit`` paths each (0: all),
+    [{"id", "count", "blocks", "lines", "truncated", "next"}]}``, at most ``limit`` paths each (0: all),
     most frequent first; ``lines`` has the source line of every statement on the path, in order."""
     by_fn: dict[int, list[PathCount]] = defaultdict(list)
     for p in profile:
@@ -117,10 +117,21 @@ def paths_json(view: WppView, profile: list[PathCount], *, function: str | None 
     for f, ps in by_fn.items():
         ps.sort(key=lambda p: (-p.count, p.truncated, p.pid))
         shown = ps if limit <= 0 else ps[:limit]
+        num = view.numbering(f)
         out.append({"function": view.cfgs[f].qualname, "file": view.files.get(f, ""),
                     "count": sum(p.count for p in ps), "distinct": len(ps),
                     "paths": [{"id": p.pid, "count": p.count, "blocks": list(p.blocks),
-                               "lines": statement_lines(view, f, p.blocks), "truncated": p.truncated}
+                               "lines": statement_lines(view, f, p.blocks), "truncated": p.truncated,
+                               "next": _next(num, p)}
                               for p in shown]})
     out.sort(key=lambda fn: (-fn["count"], fn["function"]))
     return out
+
+
+def _next(num: Any, p: PathCount) -> int | None:
+    """Where the activation goes on after path ``p``: the block its cut enters, or None (it
+    returns, or an exception cut it short)."""
+    if num is None or p.truncated:
+        return None
+    end = num.decode(p.pid).end
+    return int(num.graph.edges[end][1]) if end >= 0 else None
