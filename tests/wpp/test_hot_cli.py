@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from grammars import grammar_rules
+from grammars import PARSE_FUNCTIONS, grammar_rules
 from naive_hot import frequencies, naive_hot
 from wholetrace.cli import main
 from wholetrace.instrument.cfg import build_module
@@ -29,21 +29,7 @@ from wholetrace.wpp.symbols import BLOCK
 from wholetrace.wpp.view import open_view
 from wtutil import ENV, run_recorded
 
-PROGRAM = textwrap.dedent('''
-    def parse(tok):
-        if tok.isdigit():
-            return int(tok)
-        try:
-            return float(tok)
-        except ValueError:
-            return len(tok)
-
-    def total(line):
-        s = 0
-        for tok in line.split():
-            s += parse(tok)
-        return s
-
+PROGRAM = PARSE_FUNCTIONS + textwrap.dedent('''
     lines = ["1 2 x 3.5", "10 yy 7", "a b c"] * 20 + ["4 4 4 4"] * 15
     print(sum(total(l) for l in lines))
 ''')

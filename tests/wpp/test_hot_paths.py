@@ -10,7 +10,6 @@ renders for path symbols against the blocks of the paths emitted.
 from __future__ import annotations
 
 import random
-import textwrap
 from collections import Counter
 from pathlib import Path
 
@@ -18,7 +17,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from grammars import expand, make_grammar, random_grammar
+from grammars import PARSE_FUNCTIONS, expand, make_grammar, random_grammar
 from wholetrace.events import EXC, LEAVE, enter_code
 from wholetrace.grammar import sequitur
 from wholetrace.instrument.cfg import build_module
@@ -30,24 +29,7 @@ from wholetrace.wpp.queries import marker_grams
 from wholetrace.wpp.symbols import PATH
 from wholetrace.wpp.view import StreamGrammar, WppView
 
-SOURCE = textwrap.dedent('''
-    def parse(tok):
-        if tok.isdigit():
-            return int(tok)
-        try:
-            return float(tok)
-        except ValueError:
-            return len(tok)
-
-    def total(line):
-        s = 0
-        for tok in line.split():
-            if tok:
-                s += parse(tok)
-            else:
-                s -= 1
-        return s
-''')
+SOURCE = PARSE_FUNCTIONS
 assert LEAVE_PATH == PATH_LEAVE_AT
 
 
@@ -62,6 +44,14 @@ def test_marker_grams_equal_a_scan_of_the_expansion(rules: list[list[int]], k: i
     want = Counter(tuple([x] + [e[i + j] if i + j < len(e) else -1 for j in range(1, k + 1)])
                    for i, x in enumerate(e) if flags[x])
     assert got == want
+
+
+@pytest.mark.nojit
+def test_marker_grams_figure5() -> None:
+    """abbcabbcabbc (S -> A A A, A -> B C, B -> a b, C -> b c): every c with the 2 symbols after it."""
+    g = make_grammar([[-1, -1, -1], [-2, -3], [0, 1], [1, 2]])
+    rows, counts = marker_grams(g, np.array([False, False, True]), 2)
+    assert rows.tolist() == [[2, -1, -1], [2, 0, 1]] and counts.tolist() == [1, 2]
 
 
 class Generator:

@@ -69,6 +69,25 @@ def expand_into(off, rhs, lens, r, a, b, out, st_r, st_k):  # type: ignore[no-un
 
 
 @kernel
+def following(off, rhs, lens, q, stop, need, text, n, st_r, st_k):  # type: ignore[no-untyped-def]
+    """Append to ``text[n:]`` the first ``need`` symbols of the expansion of right-hand-side items
+    ``q .. stop-1`` (fewer if they run out); returns the new length of ``text``."""
+    while need > 0 and q < stop:
+        y = rhs[q]
+        if y >= 0:
+            text[n] = y
+            n += 1
+            need -= 1
+        else:
+            take = min(lens[-y], need)
+            expand_into(off, rhs, lens, -y, 0, take, text[n:], st_r, st_k)
+            n += take
+            need -= take
+        q += 1
+    return n
+
+
+@kernel
 def lca_counts(off, rhs, lens, freq, order, seq, depth):  # type: ignore[no-untyped-def]
     """For every rule R: occurrences of ``seq`` in E(R) whose least common ancestor is R (they
     start in one item of RHS(R) and end in a later one; a single symbol: R's own terminals).
@@ -110,21 +129,7 @@ def lca_counts(off, rhs, lens, freq, order, seq, depth):  # type: ignore[no-unty
                 text[0] = x
             else:
                 expand_into(off, rhs, lens, -x, ln - a, ln, text, st_r, st_k)
-            n = a
-            need = m - 1
-            q = k + 1
-            while need > 0 and q < off[r + 1]:
-                y = rhs[q]
-                if y >= 0:
-                    text[n] = y
-                    n += 1
-                    need -= 1
-                else:
-                    take = min(lens[-y], need)
-                    expand_into(off, rhs, lens, -y, 0, take, text[n:], st_r, st_k)
-                    n += take
-                    need -= take
-                q += 1
+            n = following(off, rhs, lens, k + 1, off[r + 1], m - 1, text, a, st_r, st_k)
             j = 0
             for i in range(n):
                 while j > 0 and text[i] != seq[j]:
@@ -174,21 +179,7 @@ def marker_grams(off, rhs, lens, freq, order, is_marker, K, depth, grams, weight
                         found = True
                 if not found:
                     continue
-            n = a
-            need = K
-            q = k + 1
-            while need > 0 and q < off[r + 1]:
-                y = rhs[q]
-                if y >= 0:
-                    text[n] = y
-                    n += 1
-                    need -= 1
-                else:
-                    take = min(lens[-y], need)
-                    expand_into(off, rhs, lens, -y, 0, take, text[n:], st_r, st_k)
-                    n += take
-                    need -= take
-                q += 1
+            n = following(off, rhs, lens, k + 1, off[r + 1], K, text, a, st_r, st_k)
             for i in range(a):
                 y = text[i]
                 if y >= nt or not is_marker[y] or i + K < a:
