@@ -223,6 +223,19 @@ def test_path_recordings_profile_equals_the_expanded_trace(tmp_path: Path) -> No
             want += expanded_profile(view, wpp.events(s.sid).tolist())
     got = Counter({(p.fid, p.pid, p.truncated, p.blocks): p.count for p in path_profile(view)})
     assert got == want and any(k[2] for k in got)
+    # recorded without the WPP: a path grammar is built from the raw events, same profile
+    import subprocess
+    import sys
+
+    from wtutil import ENV
+
+    raw = tmp_path / "raw.wt"
+    proc = subprocess.run([sys.executable, "-m", "wholetrace.cli", "record", "--mode", "path", "--no-wpp", "-q",
+                           "-o", str(raw), str(script)], capture_output=True, text=True, env=ENV, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    built = open_view(str(raw))
+    assert built.source == "built" and built.symbol_kind == "path"
+    assert Counter({(p.fid, p.pid, p.truncated, p.blocks): p.count for p in path_profile(built)}) == want
     import json
 
     from wholetrace.cli import main

@@ -5,7 +5,8 @@ A recording made with ``record --wpp`` in `blocks` or `path` mode is read as it 
 recording (`blocks`, `witness`, `branches` without ``--wpp``, or `witness`/`branches` with it,
 whose terminals are witness ids rather than blocks) is first turned into its `blocks` trace
 (``trace.Trace.blocks``: regenerated for the reduced modes) and a block grammar is built from
-it on the fly, a chunk at a time, with a progress bar on a terminal (docs/design.md, "Hot
+it on the fly, a chunk at a time, with a progress bar on a terminal; a `path` recording stored
+raw (``--no-wpp``) gets a grammar of its path events (docs/design.md, "Hot
 subpaths and path profiles on the command line").
 """
 
@@ -119,25 +120,29 @@ def open_view(path: str, *, stream: int | None = None, progress: bool = True) ->
 
 def _build(rec: Any, path: str, mode: str, cfgs: dict[int, CFG], files: dict[int, str],
            stream: int | None, show: bool) -> WppView:
-    """A block grammar per stream from the recording's `blocks` trace (regenerated if reduced)."""
+    """A grammar per stream: of the raw path events of a `path` recording, else of the `blocks`
+    trace (regenerated for the reduced modes)."""
     from wholetrace.grammar import GrammarBuilder
     from wholetrace.progress import progress
     from wholetrace.trace.session import Trace
     from wholetrace.wpp.cli import readable
-    from wholetrace.wpp.intern import EventInterner
+    from wholetrace.wpp.intern import EventInterner, interner_for
 
     trace = Trace(readable(rec))
-    interner = EventInterner(BLOCK)
+    # a path recording stored raw keeps its path symbols; the others become blocks
+    interner = interner_for("path") if mode == "path" else EventInterner(BLOCK)
+    chunks = rec.iter_chunks if mode == "path" else trace.blocks
+    what = "path" if mode == "path" else "block"
     wanted = [s for s in trace.streams() if s.n_events and (stream is None or s.sid == stream)]
     total = sum(int(s.n_events) for s in wanted)
     if show and sys.stderr.isatty():
-        print(f"wholetrace: {path} has no block WPP: building one from its {mode} trace "
+        print(f"wholetrace: {path} has no {what} WPP: building one from its {mode} trace "
               f"({total:,} events; record with --wpp to store it)", file=sys.stderr)
     out = []
-    with progress("building the block grammar", total if show else 0) as advance:
+    with progress(f"building the {what} grammar", total if show else 0) as advance:
         for st in wanted:
             b = GrammarBuilder(lookahead=True)
-            for chunk in trace.blocks(st.sid):
+            for chunk in chunks(st.sid):
                 b.feed(interner.codes(st.sid, chunk))
                 advance(len(chunk))
             g = b.finish()
