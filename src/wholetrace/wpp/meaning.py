@@ -118,7 +118,7 @@ def pieces(view: WppView, symbols: list[int] | np.ndarray) -> list[Piece]:
     depth = 0
     run: list[int] = []          # blocks of the open run (blocks-kind terminals)
     run_fid = -1
-    ops: list[int] = []          # operands still expected after EXC / RERAISE: "s", "x", "r", "H"
+    ops: list[str] = []          # operands still expected after EXC / RERAISE: "s", "x", "r", "H"
     exc_stmt = -1
     exc_fid = -1
 
@@ -165,8 +165,10 @@ def pieces(view: WppView, symbols: list[int] | np.ndarray) -> list[Piece]:
             if v == RERAISE_CODE:
                 out.append(Piece(depth, -1, (), raise_line=-1))
                 ops, exc_fid = ["s", "x", "r", "H"], -2   # exc_fid: the operands' function
+        elif f not in view.cfgs:
+            flush()      # a value outside any known activation: nothing to show
         elif k == BLOCK or (k == PATH and view.numbering(f) is None):
-            if run and (f != run_fid or f not in view.cfgs or back_edge(f, run[-1], v)):
+            if run and (f != run_fid or back_edge(f, run[-1], v)):
                 flush()
             run_fid = f
             run.append(v)
