@@ -16,8 +16,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from corpus import PROGRAMS
 from grammars import PARSE_FUNCTIONS, grammar_rules
 from naive_hot import frequencies, naive_hot
+from test_hot_recordings import naive_count
 from wholetrace.cli import main
 from wholetrace.instrument.cfg import build_module
 from wholetrace.render.hot import collapse, line_ranges
@@ -176,3 +178,40 @@ def test_one_line_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert main(["hot", str(blocks), "--min-length", "5", "--max-length", "2"]) == 2
     assert main(["hot", str(blocks), "--stream", "7"]) == 2
     assert "no stream 7" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["json"])
+def test_cli_sanity_on_a_corpus_wpp(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _corpus_sanity(name, tmp_path, capsys)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(set(PROGRAMS) - {"json"}))
+def test_cli_sanity_on_every_corpus_wpp(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _corpus_sanity(name, tmp_path, capsys)
+
+
+def _corpus_sanity(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`hot --json` on the WPP of a corpus recording: every subpath occurs in the expanded
+    stream (a scan), N <= length <= L, true count x unit cost >= cost >= C, sorted by cost."""
+    prog = PROGRAMS[name]
+    driver = prog.write(tmp_path / name, "small")
+    out = tmp_path / f"{name}.wt"
+    inc = [a for m in prog.include for a in ("--include", m)]
+    proc = subprocess.run([sys.executable, "-m", "wholetrace.cli", "record", "--wpp", "-q", "-o", str(out), *inc,
+                           str(driver)], capture_output=True, text=True, env=ENV, cwd=driver.parent, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    view = open_view(str(out))
+    costs = terminal_costs(view)
+    texts = {s.sid: s.grammar.expand() for s in view.streams}
+    found = 0
+    for L, n, C in [("10", "4", "1000"), ("100", "10", "10000"), ("1000", "10", "100000")]:
+        subs = hot_json(out, "--max-length", L, "--min-length", n, "--min-cost", C, capsys=capsys)["subpaths"]
+        assert [s["cost"] for s in subs] == sorted((s["cost"] for s in subs), reverse=True)
+        for s in subs:
+            true = naive_count(texts[s["stream"]], tuple(s["symbols"]))
+            unit = int(costs[s["symbols"]].sum())
+            assert int(n) <= s["length"] <= int(L) and s["cost"] == s["frequency"] * unit
+            assert true * unit >= s["cost"] >= int(C) and true >= s["frequency"] >= 1
+        found += len(subs)
+    assert found > 0
