@@ -41,7 +41,7 @@ from wholetrace.store import Recording  # noqa: E402
 from wholetrace.wpp.hot import HotParams, hot_subpaths, scan  # noqa: E402
 from wholetrace.wpp.queries import rule_tables  # noqa: E402
 from wholetrace.wpp.hotreport import HotOptions, hot_report  # noqa: E402
-from wholetrace.wpp.queries import marker_grams  # noqa: E402
+from wholetrace.wpp.queries import marker_grams, terminal_counts  # noqa: E402
 from wholetrace.wpp.symbols import EXC, recording_block_symbols  # noqa: E402
 from wholetrace.wpp.view import StreamGrammar, WppView  # noqa: E402
 from wholetrace.render.hot import hot_text  # noqa: E402
@@ -81,7 +81,10 @@ def main(argv: list[str] | None = None) -> int:
         __doc__.split("\n\n")[0], 1, list(PROGRAMS), argv,
         extra=[KEEP_OPTION])
     t_jit = time.perf_counter()
-    hot_subpaths(Grammar(np.array([0, 2]), np.array([0, 1])), [1, 1], min_cost=1)
+    tiny = Grammar(np.array([0, 2]), np.array([0, 1]))
+    hot_subpaths(tiny, [1, 1], min_cost=1)
+    marker_grams(tiny, np.array([True, False]), 4)
+    terminal_counts(tiny, 2)
     jit = time.perf_counter() - t_jit
     with tempfile.TemporaryDirectory(prefix="wt-hot-") as tmp:
         work = work_dir(args, tmp)
