@@ -40,8 +40,8 @@ class PathCount:
 def path_profile(view: WppView) -> list[PathCount]:
     """Every path that ran in any stream of a `path` recording, with its count."""
     if view.symbol_kind != "path":
-        raise UsageError(f"{view.path}: `paths` needs a path recording (record --mode path); this {view.mode} "
-                         "recording's WPP holds blocks: try `wholetrace hot`")
+        raise UsageError(f"`paths` needs a path recording (record --mode path); this {view.mode} recording "
+                         "has no path ids (`wholetrace hot` works on it)")
     t = view.terminals
     counts = np.zeros(len(t), np.int64)
     truncated: dict[tuple[int, int, tuple[int, ...]], int] = defaultdict(int)

@@ -99,7 +99,7 @@ def open_view(path: str, *, stream: int | None = None, progress: bool = True) ->
     with Recording(path) as rec:
         mode = str(rec.meta.get("mode"))
         if mode not in TRACE_MODES:
-            raise UsageError(f"{path}: a {mode} recording holds no trace; record with --mode blocks "
+            raise UsageError(f"a {mode} recording holds no trace; record with --mode blocks "
                              "(or witness, branches, path)")
         cfgs = {f.fid: CFG.from_json(f.cfg) for f in rec.functions()}
         files = {f.fid: f.file for f in rec.functions()}
