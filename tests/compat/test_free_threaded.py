@@ -44,3 +44,14 @@ def test_cli_says_it_in_one_line(tmp_path: Path) -> None:
                           capture_output=True, text=True, env=ENV)
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.count("\n") == 1 and "PYTHON_GIL=1" in proc.stderr
+
+
+def test_instrumented_code_cache_is_per_interpreter(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # templates are bytecode: another version (or a free-threaded build, whose sys.version
+    # says so) must never load this one's
+    from wholetrace.instrument.cache import InstrumentCache
+
+    cache = InstrumentCache(tmp_path)
+    here = cache.key("x = 1\n", "m.py", "blocks", "")
+    monkeypatch.setattr(sys, "version", "3.13.0 experimental free-threading build (main, Oct 16 2024)")
+    assert cache.key("x = 1\n", "m.py", "blocks", "") != here
