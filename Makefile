@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 DEMO   := demo-out
 
-.PHONY: demo test test-nojit test-slow bench clean
+.PHONY: demo test test-compat test-nojit test-slow bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -24,9 +24,14 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest -q -n 2 -p no:cacheprovider tests
 	NUMBA_DISABLE_JIT=1 $(BIN)/python -m pytest -q -p no:cacheprovider -m nojit tests
+	$(BIN)/python tools/compat.py
+
+# The compatibility subset only, on the other supported interpreters found (3.12, 3.13).
+test-compat: $(VENV)/.installed-dev
+	$(BIN)/python tools/compat.py
 
 test-slow: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest -q -n 2 -m slow tests
 
 clean:
-	rm -rf $(VENV) $(DEMO) build src/*.egg-info
+	rm -rf $(VENV) .venv-3.* $(DEMO) build src/*.egg-info

@@ -59,9 +59,14 @@ def corpus_options(description: str, default_runs: int, program_names: Sequence[
                     help=f"interleaved rounds (default {default_runs}; 1 with --quick)")
     ap.add_argument("--quick", action="store_true", help="small sizes, 1 round, do not write docs")
     ap.add_argument("--no-write", action="store_true", help="print only, do not write docs/benchmarks.md")
+    ap.add_argument("--python", metavar="PATH",
+                    help="run this benchmark under another interpreter (its environment needs wholetrace's "
+                         "dependencies and coverage: `make test-compat` makes .venv-X.Y); prints only")
     for flag, kwargs in extra:
         ap.add_argument(flag, **kwargs)
     args = ap.parse_args(argv)
+    if args.python:
+        reexec(args.python, argv)
     names = args.programs.split(",") if args.programs else list(program_names)
     unknown = [n for n in names if n not in program_names]
     if unknown:
@@ -71,6 +76,21 @@ def corpus_options(description: str, default_runs: int, program_names: Sequence[
 
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+def reexec(python: str, argv: list[str] | None) -> None:
+    """Replace this process by the same benchmark run under ``python``, printing only
+    (docs/benchmarks.md holds the tables of the reference interpreter; ``versions.py`` has
+    the per-version one)."""
+    import sys
+
+    rest = list(sys.argv[1:] if argv is None else argv)
+    i = rest.index("--python") if "--python" in rest else -1
+    if i >= 0:
+        del rest[i:i + 2]
+    rest = [a for a in rest if not a.startswith("--python=")]
+    script = os.path.abspath(sys.argv[0])
+    os.execv(python, [python, script, *rest, "--no-write"])
 
 
 def timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> "tuple[float, subprocess.CompletedProcess[bytes]]":

@@ -12,3 +12,29 @@ if _TESTS not in sys.path:
 # Shared by the xdist workers and kept between runs (keys change with the instrumenter's
 # source), so most recordings after the first run go through the cached, relocated path.
 os.environ.setdefault("WHOLETRACE_CACHE_DIR", os.path.join(tempfile.gettempdir(), "wholetrace-test-cache"))
+
+# The compatibility subset (`-m compat`): what `make test` runs on the other supported
+# interpreters it finds (tools/compat.py).  Behaviour and oracles, not the analyses on top.
+COMPAT_FILES = frozenset({
+    "test_corpus.py",                       # corpus drivers run plain, deterministically
+    "runtime/test_corpus_blocks.py",        # corpus: same behaviour, settrace-oracle line counts
+    "oracles/test_settrace_oracle.py",      # the oracle itself
+    "instrument/test_cfg_golden.py",        # CFG goldens
+    "runtime/test_generated_programs.py",   # generated programs in every mode
+    "test_genprogs.py",                     # the generators
+    "runtime/test_invisible.py",            # nothing observable
+    "runtime/test_tracer_inside.py",        # settrace/debugger events unchanged
+    "runtime/test_unfinished_frames.py",    # counts of frames left open (PEP 667 f_locals)
+    "store/test_store.py",                  # store round trip
+    "compat/test_new_syntax.py",            # PEP 695 / 701 / 709
+    "compat/test_free_threaded.py",         # no GIL: refused in one line
+})
+
+
+def pytest_collection_modifyitems(config, items):  # type: ignore[no-untyped-def]
+    import pytest
+
+    for item in items:
+        rel = os.path.relpath(str(item.path), _TESTS).replace(os.sep, "/")
+        if rel in COMPAT_FILES:
+            item.add_marker(pytest.mark.compat)

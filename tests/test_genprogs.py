@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import tempfile
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 
 from genprogs import acceptable, programs, run_plain, structured_programs
 
@@ -22,7 +22,9 @@ def _check_result(rc: int, out: str, err: str) -> None:
 @given(programs())
 def test_hypothesmith_programs_run_plain(src):
     with tempfile.TemporaryDirectory(prefix="wt-gen-") as d:
-        _check_result(*run_plain(src, d))
+        result = run_plain(src, d)
+    assume(result[2] != "TimeoutExpired")      # `while x: pass` loops forever: not a program
+    _check_result(*result)
 
 
 @FEW

@@ -10,6 +10,7 @@ from typing import Any
 
 from wholetrace.store import Recording
 from naive_decode import raw_events
+from oracles.settrace_lines import single_simple_statement_lines
 
 ENV = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"}
 
@@ -123,3 +124,22 @@ def record_program(tmp: Path, name: str, source: str | None = None, size: str = 
     proc = run_recorded(script, out, include=include)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return out
+
+
+def compare_lines(path: Path, files: set[str], oracle: dict[tuple[str, int], int]) -> int:
+    """Assert that every selected line of ``files`` has one wholetrace statement whose count in
+    recording ``path`` equals the oracle's; return the number of lines compared."""
+    ours: dict[tuple[str, int], int] = {}
+    for (file, _qualname, _first), prof in profiles(path).items():
+        for st, n in zip(prof.cfg.stmts, prof.stmts):
+            if st.line == st.end_line and st.kind == "simple":
+                ours[(file, st.line)] = ours.get((file, st.line), 0) + int(n)
+    compared = 0
+    for file in sorted(files):
+        source = Path(file).read_text()
+        for line in sorted(single_simple_statement_lines(source)):
+            assert (file, line) in ours, f"{file}:{line}: no statement recorded for a selected line"
+            want = oracle.get((file, line), 0)
+            assert ours[(file, line)] == want, f"{file}:{line}: {source.splitlines()[line - 1].strip()}"
+            compared += 1
+    return compared

@@ -14,6 +14,7 @@ Notation (expected values were written from Python's semantics, not pasted from 
 
 from __future__ import annotations
 
+import sys
 import textwrap
 
 import pytest
@@ -823,3 +824,55 @@ def test_live_lines_agree_with_cpython(src: str) -> None:
         tries = {i for i, ln in enumerate(src.splitlines(), 1) if ln.strip() == "try:"}  # NOPs
         theirs = {ln for *_, ln in const.co_lines() if ln is not None} - {const.co_firstlineno} - tries
         assert ours == theirs, const.co_qualname
+
+
+# --------------------------------------------------------------------------- 3.12+ syntax
+
+needs_312 = pytest.mark.skipif(sys.version_info < (3, 12), reason="PEP 695 syntax is new in Python 3.12")
+
+PEP695 = """\
+type Pair[T] = tuple[T, T]
+
+def first[T: (int, str), *Ts, **P](xs: list[T]) -> T:
+    for x in xs:
+        if x:
+            return x
+    return xs[0]
+
+class Box[T](Base[T]):
+    type Alias = list[T]
+    def get[U](self, f) -> U:
+        return f(self.v)
+"""
+
+
+@needs_312
+def test_pep695_type_statements_and_type_parameters() -> None:
+    # `type` is a simple statement that calls nothing (its value is evaluated lazily); type
+    # parameters open an annotation scope that holds no statements, so `first` and `Box.get`
+    # keep their plain qualnames and CFGs, and the class body is still one call-capable ClassDef
+    assert set(cfgs(PEP695)) == {"<module>", "first", "Box", "Box.get"}
+    assert blocks(PEP695, "<module>") == [["TypeAlias@1", "FunctionDef@3"], ["ClassDef@9"]]
+    assert calls(PEP695, "<module>") == ["ClassDef@9"]
+    assert edges(PEP695, "<module>") == {"ENTRY->B2:fall", "B2->B3:fall", "B3->EXIT:fall"}
+    assert blocks(PEP695, "first") == [["for-iter@4"], ["for-next@4"], ["if@5"], ["Return@6"], ["Return@7"]]
+    assert edges(PEP695, "first") == {"ENTRY->B2:fall", "B2->B3:fall", "B3->B4:next", "B3->B6:exhausted",
+                                      "B4->B5:true", "B4->B3:false*", "B5->EXIT:return", "B6->EXIT:return"}
+    assert blocks(PEP695, "Box") == [["TypeAlias@10", "FunctionDef@11"]]
+    assert calls(PEP695, "Box") == []
+    assert blocks(PEP695, "Box.get") == [["Return@12"]] and calls(PEP695, "Box.get") == ["Return@12"]
+
+
+PEP701_709 = """\
+def squares(n):
+    out = [i * i for i in range(n) if i % 2]
+    return f"{'-'.join(f'{v!r:>{n}}' for v in out)}"
+"""
+
+
+@needs_312
+def test_pep701_nested_fstrings_and_pep709_inlined_comprehensions() -> None:
+    # an inlined comprehension is still part of its statement: no function, no block of its own
+    assert set(cfgs(PEP701_709)) == {"<module>", "squares"}
+    assert blocks(PEP701_709, "squares") == [["Assign@2"], ["Return@3"]]
+    assert calls(PEP701_709, "squares") == ["Assign@2", "Return@3"]

@@ -12,9 +12,9 @@ import pytest
 
 from corpus import PROGRAMS
 from inline_programs import INLINE
-from oracles.settrace_lines import line_counts, single_simple_statement_lines
+from oracles.settrace_lines import line_counts
 from oracles.tricky import TRICKY
-from wtutil import profiles, run_plain, run_recorded
+from wtutil import compare_lines, profiles, run_plain, run_recorded
 
 MODES = ("blocks", "count", "count-naive", "witness", "branches")
 #: Fewest lines compared per program: about 90 % of what the rule selects today (all of it is
@@ -23,25 +23,6 @@ FLOOR = {"_pydecimal": 1400, "chaos": 130, "deltablue": 225, "difflib": 340, "fa
          "go": 205, "hexiom": 240, "json": 285, "nbody": 64, "nqueens": 33, "pyflate": 290, "raytrace": 170,
          "re": 860, "richards": 180, "spectral_norm": 41, "tomllib": 300,
          "tricky": 42, "generators": 20, "exceptions": 27, "loops": 12, "finally_with": 14, "classes_match": 10}
-
-
-def compare_lines(path: Path, files: set[str], oracle: dict[tuple[str, int], int]) -> int:
-    """Assert that every selected line of ``files`` has one wholetrace statement whose count in
-    recording ``path`` equals the oracle's; return the number of lines compared."""
-    ours: dict[tuple[str, int], int] = {}
-    for (file, _qualname, _first), prof in profiles(path).items():
-        for st, n in zip(prof.cfg.stmts, prof.stmts):
-            if st.line == st.end_line and st.kind == "simple":
-                ours[(file, st.line)] = ours.get((file, st.line), 0) + int(n)
-    compared = 0
-    for file in sorted(files):
-        source = Path(file).read_text()
-        for line in sorted(single_simple_statement_lines(source)):
-            assert (file, line) in ours, f"{file}:{line}: no statement recorded for a selected line"
-            want = oracle.get((file, line), 0)
-            assert ours[(file, line)] == want, f"{file}:{line}: {source.splitlines()[line - 1].strip()}"
-            compared += 1
-    return compared
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))

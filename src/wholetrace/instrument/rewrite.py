@@ -16,6 +16,7 @@ and finished by ``instrument.bytecode``; docs/design.md ("Probe contract") state
 from __future__ import annotations
 
 import ast
+import sys
 from dataclasses import dataclass
 from types import CodeType
 from typing import Sequence
@@ -77,7 +78,15 @@ class _FunctionRewriter:
         position of the arm's first statement; an arm created for the probe has none)."""
         if st is None:
             return body
-        return self.em.stmts(self.site_values("arm", st.id, arm), None) + body
+        probes = self.em.stmts(self.site_values("arm", st.id, arm), None)
+        if probes and not body and _NO_LOCATION_ARMS_MISCOMPILE:
+            # CPython 3.13 copies a location-less block reached by several jumps into its
+            # predecessors and lets a copy fall through into the original, running the probe
+            # twice (`if a == b == c: ... else: <no location>`; docs/design.md, Python versions).
+            # The jumps come from the test, so its position starts no new line.
+            for p in probes:
+                start_line(p, like.test if isinstance(like, (ast.If, ast.While)) else like)  # type: ignore[attr-defined]
+        return probes + body
 
     def first_block(self, stmts: list[ast.stmt]) -> int:
         """The block of the first statement a body executes (a handler's or finally's entry)."""
@@ -126,7 +135,11 @@ class _FunctionRewriter:
                 assert st is not None
                 probes = self.em.exprs(self.block_values(st.block))
                 if probes:
+                    # located at the test's first instruction, not artificial: CPython 3.13.0
+                    # evaluates a location-less first operand of a `while` test twice on entry
+                    # (the loop-inversion copy of the test); the line events do not change
                     test = artificial(ast.BoolOp(ast.Or(), probes + [test]))  # type: ignore[assignment]
+                    start_line(test, s.test)  # type: ignore[arg-type]
             s.test = test
             self._loop_body(s, st)
             return [s]
@@ -371,6 +384,9 @@ class _YieldRewriter(ast.NodeTransformer):
     def visit_YieldFrom(self, node: ast.YieldFrom) -> ast.AST:
         return self._wrap(node)
 
+
+#: CPython 3.13 miscompiles location-less arms reached by several jumps (``_FunctionRewriter.arm``).
+_NO_LOCATION_ARMS_MISCOMPILE = sys.version_info[:2] == (3, 13)
 
 _COMPOUND = (ast.If, ast.While, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.Try, ast.TryStar, ast.Match)
 

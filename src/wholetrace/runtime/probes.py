@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import sys
 import threading
+from functools import partial
+from operator import itemgetter
 from dataclasses import dataclass, field
 from types import CodeType, TracebackType
 from typing import Any, AsyncIterator, Iterable, Iterator
@@ -20,6 +22,9 @@ from wholetrace.events import EXC, RERAISE
 from wholetrace.ids import EXIT
 from wholetrace.instrument import emit
 from wholetrace.runtime.streams import Streams
+
+_second = itemgetter(1)
+_NEVER = object()          # a sentinel the recorder never returns
 
 
 class ExceptionSites:
@@ -178,15 +183,12 @@ def runtime_objects(state: RunState) -> dict[str, object]:
     def for_wrapper(iterable: Iterable[Any], values: tuple[Any, ...], counts: object = None) -> Iterator[Any]:
         """Iterate ``iterable``, recording ``values`` (block values appended, or, with the
         file's ``counts``, counter slots incremented) before every ``__next__`` (loops whose
-        ``continue`` runs finally/with code before the next iteration)."""
-        it = iter(iterable)
-        while True:
-            record(values, counts)
-            try:
-                item = next(it)
-            except StopIteration:
-                return
-            yield item
+        ``continue`` runs finally/with code before the next iteration).
+
+        Built of C iterators (``zip`` asks the recorder, then ``iterable``; ``map`` keeps the
+        item), not a generator: a tracer sees no frame of ours and, since 3.12, no
+        ``exception`` event for the StopIteration that ends a generator in a ``for`` loop."""
+        return map(_second, zip(iter(partial(record, values, counts), _NEVER), iterable))
 
     async def afor_wrapper(iterable: Any, values: tuple[Any, ...], counts: object = None) -> AsyncIterator[Any]:
         """The async twin of ``for_wrapper``."""

@@ -22,6 +22,7 @@ from wholetrace.instrument.loader import (InstrumentingFinder, Instrumenter, Sco
                                           purge_modules, uninstall)
 from wholetrace.instrument.emit import C_CALLS_COUNT
 from wholetrace.runtime import recursion
+from wholetrace.runtime.gil import require_gil
 from wholetrace.runtime.recorder import Recorder
 
 _OWN = str(Path(__file__).resolve().parent.parent)
@@ -168,6 +169,7 @@ def start(writer: Any, scope: Scope, *, mode: str = "blocks", weights: dict[tupl
     global LIVE
     if mode not in MODES:
         raise UsageError(f"unknown mode {mode!r} (choose from {', '.join(MODES)})")
+    require_gil()                                   # free-threaded builds (runtime.gil)
     recorder = Recorder(writer, mode, weights)
     streams = recorder.state.streams
     instrumenter = Instrumenter(recorder, InstrumentCache() if cache else None)

@@ -1,0 +1,103 @@
+"""Run the compatibility test subset on every other supported Python found on this machine.
+
+``make test`` runs the whole suite on the interpreter of ``.venv`` (3.11), then this script:
+for each supported version other than the running one it looks for an interpreter (on
+``PATH``, then under pyenv's root, then ``/usr/bin``), makes ``.venv-X.Y`` with the dev extras
+and runs ``pytest -m compat`` there.  A version that is not installed is reported and
+skipped; a version that is installed but fails makes the run fail.
+
+    python tools/compat.py [--list] [--versions 3.12,3.13] [pytest args...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+SUPPORTED = ("3.11", "3.12", "3.13")
+
+
+def _version_of(python: str) -> str | None:
+    """``X.Y`` of a working interpreter, or None (pyenv shims of absent versions fail)."""
+    try:
+        out = subprocess.run([python, "-c", "import sys; print('%d.%d' % sys.version_info[:2], "
+                              "getattr(sys, '_is_gil_enabled', lambda: True)())"],
+                             capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if out.returncode != 0:
+        return None
+    version, gil = out.stdout.split()
+    return version if gil == "True" else None          # free-threaded builds: not tested here
+
+
+def find_python(version: str) -> str | None:
+    """An interpreter for ``version`` (``"3.12"``), or None."""
+    candidates = [shutil.which(f"python{version}")]
+    root = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
+    candidates += sorted(glob.glob(os.path.join(root, "versions", f"{version}.*", "bin", f"python{version}")),
+                         reverse=True)
+    candidates += [f"/usr/bin/python{version}", f"/usr/local/bin/python{version}"]
+    for c in candidates:
+        if c and os.path.exists(c) and _version_of(c) == version:
+            return c
+    return None
+
+
+def ensure_venv(python: str, version: str) -> Path:
+    """``.venv-X.Y`` with wholetrace and its dev extras, (re)installed when pyproject changes."""
+    venv = REPO / f".venv-{version}"
+    py = venv / "bin" / "python"
+    stamp = venv / ".installed-dev"
+    if not py.exists():
+        subprocess.run([python, "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(py), "-m", "pip", "install", "-q", "--upgrade", "pip"], check=True)
+    if not stamp.exists() or stamp.stat().st_mtime < (REPO / "pyproject.toml").stat().st_mtime:
+        subprocess.run([str(py), "-m", "pip", "install", "-q", "-e", f"{REPO}[dev]"], check=True, cwd=REPO)
+        stamp.touch()
+    return py
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--versions", default=",".join(SUPPORTED),
+                    help="comma-separated X.Y versions to consider (default: all supported)")
+    ap.add_argument("--list", action="store_true", help="only print the interpreters found")
+    args, pytest_args = ap.parse_known_args(argv)
+    here = "%d.%d" % sys.version_info[:2]
+    failed: list[str] = []
+    for version in args.versions.split(","):
+        if version == here and not args.list:
+            continue
+        python = find_python(version)
+        if args.list:
+            print(f"{version}: {python or 'not found'}")
+            continue
+        if python is None:
+            print(f"compat: Python {version} not found; its subset is skipped", flush=True)
+            continue
+        print(f"compat: Python {version} ({python}): `pytest -m compat`", flush=True)
+        t0 = time.perf_counter()
+        py = ensure_venv(python, version)
+        cmd = [str(py), "-m", "pytest", "-q", "-n", "2", "-p", "no:cacheprovider", "-m", "compat and not slow",
+               *pytest_args, "tests"]
+        rc = subprocess.run(cmd, cwd=REPO).returncode
+        print(f"compat: Python {version}: {'passed' if rc == 0 else 'FAILED'} in {time.perf_counter() - t0:.0f} s",
+              flush=True)
+        if rc != 0:
+            failed.append(version)
+    if failed:
+        print(f"compat: failed on Python {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
