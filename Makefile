@@ -10,11 +10,11 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
-$(VENV)/.installed: $(BIN)/python pyproject.toml
+$(VENV)/.installed: $(BIN)/python pyproject.toml setup.py
 	$(BIN)/python -m pip install -q -e .
 	touch $@
 
-$(VENV)/.installed-dev: $(BIN)/python pyproject.toml
+$(VENV)/.installed-dev: $(BIN)/python pyproject.toml setup.py
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	touch $(VENV)/.installed $@
 

@@ -52,14 +52,15 @@ def find_python(version: str) -> str | None:
 
 
 def ensure_venv(python: str, version: str) -> Path:
-    """``.venv-X.Y`` with wholetrace and its dev extras, (re)installed when pyproject changes."""
+    """``.venv-X.Y`` with wholetrace and its dev extras, (re)installed when its packaging changes."""
     venv = REPO / f".venv-{version}"
     py = venv / "bin" / "python"
     stamp = venv / ".installed-dev"
     if not py.exists():
         subprocess.run([python, "-m", "venv", str(venv)], check=True)
         subprocess.run([str(py), "-m", "pip", "install", "-q", "--upgrade", "pip"], check=True)
-    if not stamp.exists() or stamp.stat().st_mtime < (REPO / "pyproject.toml").stat().st_mtime:
+    newest = max((REPO / f).stat().st_mtime for f in ("pyproject.toml", "setup.py", "zz_wholetrace.pth"))
+    if not stamp.exists() or stamp.stat().st_mtime < newest:
         subprocess.run([str(py), "-m", "pip", "install", "-q", "-e", f"{REPO}[dev]"], check=True, cwd=REPO)
         stamp.touch()
     return py
