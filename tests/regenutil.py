@@ -10,7 +10,6 @@ import numpy as np
 from naive_decode import activation_form
 from wholetrace.events import ENTER_BASE, EXC, LEAVE
 from wholetrace.instrument.cfg import CFG
-from wholetrace.store import Recording
 from wholetrace.trace.session import Trace
 
 KINDS = ("witness", "branches")
@@ -55,9 +54,9 @@ def streams_of(path: Path, *, twin: bool = False) -> tuple[str, list[np.ndarray]
     from naive_paths import path_plans, regenerate_path_stream
     from wholetrace.regen.driver import recording_plans, regenerate_stream
 
-    with Recording(path) as rec:
+    with Trace.open(path) as trace:    # (through the grammars of a --wpp recording)
+        rec = trace.recording
         mode = str(rec.meta.get("mode"))
-        trace = Trace(rec)
         cfgs = {f.fid: CFG.from_json(f.cfg) for f in rec.functions()}
         recorded = sum(s.n_events for s in rec.streams())
         if mode == "blocks":
