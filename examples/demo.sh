@@ -30,6 +30,15 @@ else
   echo "(the witness recording regenerates the same activations; implicit calls may sit elsewhere)"
 fi
 
+# 3b. acyclic paths (Ball-Larus ids), compressed online into a whole program path, decoded the same way
+step "$WT" record --mode path --include difflib -o "$OUT/textdiff-path.wt" examples/textdiff.py
+"$WT" trace "$OUT/textdiff-path.wt" > "$OUT/path.fbe"
+if cmp -s "$OUT/blocks.fbe" "$OUT/path.fbe"; then
+  echo "(the path recording decodes to exactly the same $(wc -l < "$OUT/blocks.fbe") trace lines)"
+else
+  echo "(the path recording decodes to the same activations; implicit calls may sit elsewhere)"
+fi
+
 # the commands are thin layers over one object: a Trace, decoded by one kernel
 step "$BIN/python" -c "from wholetrace.trace.session import Trace; from wholetrace.profile import profiles
 with Trace.open('$OUT/textdiff-witness.wt') as t:
