@@ -473,6 +473,23 @@ def _before_child(fn, blk, succ, edg, stm, scratch, hkey, hval, stack, meta, out
     _to_call(fn, blk, succ, edg, stack, meta, out, d)
 
 
+@_inl
+def _to_handler(fn, blk, stack, meta, out, d, src, s, handler):  # type: ignore[no-untyped-def]
+    """The exception edge from block ``src`` (statement ``s``) into ``handler``; -1: none
+    recorded, the exception leaves the activation (the edge to EXIT is emitted at LEAVE)."""
+    f = stack[d, FR_FID]
+    stack[d, FR_EXC] = s
+    if handler < 0:
+        stack[d, FR_ST] = S_AFTER_EXC
+        return 0
+    if handler < 2 or handler >= fn[f, FN_NB] or (blk[fn[f, FN_BBASE] + handler, BK_FLAGS] & F_DYN) == 0:
+        return _bad(meta, BAD_HANDLER, handler, f)
+    _emit(out, meta, stack[d, FR_ACT], f, src, handler, EID_EXC, s)
+    stack[d, FR_PC] = handler
+    stack[d, FR_ST] = S_RUN
+    return 0
+
+
 @_hot
 def _witness_exc(fn, blk, succ, edg, stm, ysl, scratch, stack, meta, out, d, s, raised, handler):  # type: ignore[no-untyped-def]
     """``EXC s H`` (``raised`` = ``s``) or ``RERAISE s r H`` (``raised`` = ``r``); ``handler``
@@ -494,16 +511,7 @@ def _witness_exc(fn, blk, succ, edg, stm, ysl, scratch, stack, meta, out, d, s, 
     elif st == S_AFTER_EXC:
         _emit(out, meta, stack[d, FR_ACT], f, stack[d, FR_PC], -1, EID_EXC, stack[d, FR_EXC])
     r = _raise_at(fn, blk, succ, edg, stm, scratch, stack, meta, out, d, raised)
-    stack[d, FR_EXC] = s
-    if handler < 0:
-        stack[d, FR_ST] = S_AFTER_EXC            # the edge to EXIT is emitted at LEAVE
-        return 0
-    if handler < 2 or handler >= fn[f, FN_NB] or (blk[bb + handler, BK_FLAGS] & F_DYN) == 0:
-        return _bad(meta, BAD_HANDLER, handler, f)
-    _emit(out, meta, stack[d, FR_ACT], f, r, handler, EID_EXC, s)
-    stack[d, FR_PC] = handler
-    stack[d, FR_ST] = S_RUN
-    return 0
+    return _to_handler(fn, blk, stack, meta, out, d, r, s, handler)
 
 
 @_inl
@@ -683,16 +691,7 @@ def _path_exc(fn, blk, edg, stm, ysl, pdg, scratch, stack, meta, out, d, s, rais
             b = ysl[fn[f, FN_YBASE]]
         stack[d, FR_PC] = b
         stack[d, FR_ST] = S_RUN
-    stack[d, FR_EXC] = s
-    if handler < 0:
-        stack[d, FR_ST] = S_AFTER_EXC            # the edge to EXIT is emitted at LEAVE
-        return 0
-    if handler < 2 or handler >= fn[f, FN_NB] or (blk[bb + handler, BK_FLAGS] & F_DYN) == 0:
-        return _bad(meta, BAD_HANDLER, handler, f)
-    _emit(out, meta, stack[d, FR_ACT], f, stack[d, FR_PC], handler, EID_EXC, s)
-    stack[d, FR_PC] = handler
-    stack[d, FR_ST] = S_RUN
-    return 0
+    return _to_handler(fn, blk, stack, meta, out, d, stack[d, FR_PC], s, handler)
 
 
 @_inl
