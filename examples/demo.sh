@@ -59,3 +59,11 @@ step "$WT" match "$OUT/textdiff.wt" revise --lines 24 20 21 22 24 --all --limit 
 # 7. the whole program path: each stream compressed to a SEQUITUR grammar while the program runs
 step "$WT" record --wpp --include difflib -o "$OUT/textdiff-wpp.wt" examples/textdiff.py
 step "$WT" wpp "$OUT/textdiff-wpp.wt"
+
+# 8. what the WPP shows that a profile cannot: the costliest repeated interprocedural sequences
+step "$WT" hot "$OUT/textdiff-wpp.wt" --min-length 30 --max-length 300 --limit 3
+if "$BIN/python" -c "import sys; from wholetrace.instrument.modes import MODES; sys.exit('path' not in MODES)"; then
+  # the Ball-Larus path profile of a path recording, counted on its WPP without expanding it
+  step "$WT" record --mode path --include difflib -o "$OUT/textdiff-path.wt" examples/textdiff.py
+  step "$WT" paths "$OUT/textdiff-path.wt" --function find_longest_match --limit 5
+fi

@@ -29,6 +29,8 @@ COMMANDS: list[tuple[str, str]] = [
     ("compress", "wholetrace.match.cli"),
     ("match", "wholetrace.match.cli"),
     ("wpp", "wholetrace.wpp.cli"),
+    ("hot", "wholetrace.wpp.hotcli"),
+    ("paths", "wholetrace.wpp.hotcli"),
 ]
 
 

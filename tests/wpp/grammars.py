@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 from hypothesis import strategies as st
 
@@ -42,3 +44,21 @@ def random_grammar(draw: st.DrawFn) -> list[list[int]]:
             q = draw(st.integers(0, r - 1))
             rules[q].insert(draw(st.integers(0, len(rules[q]))), -r)
     return rules
+
+
+#: Two functions with a loop, a call and a caught exception, for the small recordings of the WPP tests.
+PARSE_FUNCTIONS = textwrap.dedent('''
+    def parse(tok):
+        if tok.isdigit():
+            return int(tok)
+        try:
+            return float(tok)
+        except ValueError:
+            return len(tok)
+
+    def total(line):
+        s = 0
+        for tok in line.split():
+            s += parse(tok)
+        return s
+''')

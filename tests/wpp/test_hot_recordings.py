@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from corpus import PROGRAMS
-from grammars import grammar_rules
+from grammars import PARSE_FUNCTIONS, grammar_rules
 from naive_hot import naive_hot
 from wholetrace.errors import StoreError
 from wholetrace.events import EXC, LEAVE, enter_code
@@ -23,21 +23,7 @@ from wholetrace.wpp.symbols import BLOCK, ENTER, EXC as K_EXC, LEAVE as K_LEAVE,
     recording_block_symbols
 from wtutil import record_program
 
-SMALL = textwrap.dedent('''
-    def parse(tok):
-        if tok.isdigit():
-            return int(tok)
-        try:
-            return float(tok)
-        except ValueError:
-            return len(tok)
-
-    def total(line):
-        s = 0
-        for tok in line.split():
-            s += parse(tok)
-        return s
-
+SMALL = PARSE_FUNCTIONS + textwrap.dedent('''
     lines = ["1 2 x 3.5", "10 yy 7", "a b c"] * 6 + ["4 4 4 4"] * 5
     print(sum(total(l) for l in lines))
 ''')

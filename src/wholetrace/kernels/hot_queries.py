@@ -69,6 +69,25 @@ def expand_into(off, rhs, lens, r, a, b, out, st_r, st_k):  # type: ignore[no-un
 
 
 @kernel
+def following(off, rhs, lens, q, stop, need, text, n, st_r, st_k):  # type: ignore[no-untyped-def]
+    """Append to ``text[n:]`` the first ``need`` symbols of the expansion of right-hand-side items
+    ``q .. stop-1`` (fewer if they run out); returns the new length of ``text``."""
+    while need > 0 and q < stop:
+        y = rhs[q]
+        if y >= 0:
+            text[n] = y
+            n += 1
+            need -= 1
+        else:
+            take = min(lens[-y], need)
+            expand_into(off, rhs, lens, -y, 0, take, text[n:], st_r, st_k)
+            n += take
+            need -= take
+        q += 1
+    return n
+
+
+@kernel
 def lca_counts(off, rhs, lens, freq, order, seq, depth):  # type: ignore[no-untyped-def]
     """For every rule R: occurrences of ``seq`` in E(R) whose least common ancestor is R (they
     start in one item of RHS(R) and end in a later one; a single symbol: R's own terminals).
@@ -110,21 +129,7 @@ def lca_counts(off, rhs, lens, freq, order, seq, depth):  # type: ignore[no-unty
                 text[0] = x
             else:
                 expand_into(off, rhs, lens, -x, ln - a, ln, text, st_r, st_k)
-            n = a
-            need = m - 1
-            q = k + 1
-            while need > 0 and q < off[r + 1]:
-                y = rhs[q]
-                if y >= 0:
-                    text[n] = y
-                    n += 1
-                    need -= 1
-                else:
-                    take = min(lens[-y], need)
-                    expand_into(off, rhs, lens, -y, 0, take, text[n:], st_r, st_k)
-                    n += take
-                    need -= take
-                q += 1
+            n = following(off, rhs, lens, k + 1, off[r + 1], m - 1, text, a, st_r, st_k)
             j = 0
             for i in range(n):
                 while j > 0 and text[i] != seq[j]:
@@ -136,3 +141,56 @@ def lca_counts(off, rhs, lens, freq, order, seq, depth):  # type: ignore[no-unty
                         local[r] += 1
                     j = fail[j - 1]
     return local
+
+
+@kernel
+def marker_grams(off, rhs, lens, freq, order, is_marker, K, depth, grams, weight):  # type: ignore[no-untyped-def]
+    """Every occurrence of a marker terminal (``is_marker[t]``) with the K terminals after it,
+    counted once at the least common ancestor of the K+1 symbols: row i of ``grams`` is
+    (marker, follower 1, ..., follower K) and ``weight[i]`` the f(R) it stands for.  Followers
+    past the end of the expansion of S are -1.  Returns (rows, ST_OK), or (rows so far, 1) when
+    ``grams`` is full (the caller enlarges it and runs again)."""
+    nt = len(is_marker)
+    cap = len(grams)
+    n_out = 0
+    text = np.empty(2 * K + 2, np.int64)
+    st_r = np.empty(depth + 2, np.int64)
+    st_k = np.empty(depth + 2, np.int64)
+    for t in range(len(order)):
+        r = order[t]
+        if freq[r] == 0:
+            continue
+        for k in range(off[r], off[r + 1]):
+            x = rhs[k]
+            ln = 1 if x >= 0 else lens[-x]
+            a = min(ln, K)
+            if a == 0:
+                continue
+            if x >= 0:
+                if x >= nt or not is_marker[x]:
+                    continue
+                text[0] = x
+            else:
+                expand_into(off, rhs, lens, -x, ln - a, ln, text, st_r, st_k)
+                found = False
+                for i in range(a):
+                    y = text[i]
+                    if y < nt and is_marker[y] and i + K >= a:
+                        found = True
+                if not found:
+                    continue
+            n = following(off, rhs, lens, k + 1, off[r + 1], K, text, a, st_r, st_k)
+            for i in range(a):
+                y = text[i]
+                if y >= nt or not is_marker[y] or i + K < a:
+                    continue   # not a marker, or all its followers lie inside the child (counted there)
+                full = i + K < n
+                if not full and r != 0:
+                    continue   # its followers run past E(r): counted at an ancestor
+                if n_out == cap:
+                    return n_out, 1
+                for j in range(K + 1):
+                    grams[n_out, j] = text[i + j] if i + j < n else -1
+                weight[n_out] = freq[r]
+                n_out += 1
+    return n_out, 0

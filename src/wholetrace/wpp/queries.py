@@ -91,3 +91,24 @@ def _sequence(seq: np.ndarray | list[int]) -> np.ndarray:
     if len(s) and s.min() < 0:
         raise UsageError("a sequence of terminals must not hold negative symbols")
     return s
+
+
+def marker_grams(grammar: Grammar, is_marker: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct (marker, k followers) grams of the expansion and how often each occurs,
+    without expanding: rows of ``(k + 1)`` terminals (-1 past the end) and their counts.
+    ``is_marker[t]`` flags the marker terminals (e.g. EXC: the record that follows it)."""
+    t = rule_tables(grammar)
+    flags = np.zeros(max(len(is_marker), t.num_terminals), np.bool_)
+    flags[: len(is_marker)] = np.asarray(is_marker, np.bool_)
+    cap = max(1024, len(t.rhs) // 4)
+    while True:
+        grams = np.empty((cap, k + 1), np.int64)
+        weight = np.empty(cap, np.int64)
+        n, status = QK.marker_grams(t.off, t.rhs, t.lens, t.freq, t.order, flags, int(k), len(t.off), grams, weight)
+        if status == 0:
+            break
+        cap *= 4
+    if n == 0:
+        return np.zeros((0, k + 1), np.int64), np.zeros(0, np.int64)
+    rows, inv = np.unique(grams[:n], axis=0, return_inverse=True)
+    return rows, np.bincount(inv.reshape(-1), weights=weight[:n], minlength=len(rows)).astype(np.int64)
