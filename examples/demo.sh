@@ -62,8 +62,5 @@ step "$WT" wpp "$OUT/textdiff-wpp.wt"
 
 # 8. what the WPP shows that a profile cannot: the costliest repeated interprocedural sequences
 step "$WT" hot "$OUT/textdiff-wpp.wt" --min-length 30 --max-length 300 --limit 3
-if "$BIN/python" -c "import sys; from wholetrace.instrument.modes import MODES; sys.exit('path' not in MODES)"; then
-  # the Ball-Larus path profile of a path recording, counted on its WPP without expanding it
-  step "$WT" record --mode path --include difflib -o "$OUT/textdiff-path.wt" examples/textdiff.py
-  step "$WT" paths "$OUT/textdiff-path.wt" --function find_longest_match --limit 5
-fi
+# the Ball-Larus path profile of the path recording of 3b, counted on its WPP without expanding it
+step "$WT" paths "$OUT/textdiff-path.wt" --function find_longest_match --limit 5
