@@ -106,16 +106,24 @@ def test_bad_witness_streams(events: list[int], reason: str) -> None:
 
 @pytest.mark.parametrize("events, reason", [
     ([F(1), 10**6], "path 1000000 does not exist in function 1 (f)"),
-    ([F(1), EXC, 0, 99_999, LEAVE], "path register 99999 of an exception names no path of function 1 (f)"),
+    ([F(2), START, EXC, 0, 99_999, "H"], "path register 99999 of an exception names no path of function 2 (g)"),
     ([F(1), LEAVE], "function 1 (f) returns from block"),
     ([F(3), START, START], "unknown event code -5"),
     ([F(1), 1 << 30, 0], "outside any activation"),
 ])
-def test_bad_path_streams(events: list[int], reason: str) -> None:
+def test_bad_path_streams(events: list[int | str], reason: str) -> None:
     assert tables("path").load(1).plan["strategy"] == "paths"
+    handler = next(b.id for b in build_module(SRC)[2].blocks if b.dynamic_entry)   # g's finally
+    events = [handler if e == "H" else e for e in events]
     with pytest.raises(StoreError) as info:
-        decode("path", events)
+        decode("path", events)  # type: ignore[arg-type]
     assert reason in str(info.value) and "\n" not in str(info.value)
+
+
+def test_closing_record_with_a_stale_register_exits_from_where_the_frame_stands() -> None:
+    """A frame stopped between a cut's record and its reset is closed with ``EXC s r`` LEAVE
+    whose register names no path from the cut's target: the edge to EXIT leaves from there."""
+    decode("path", [F(1), EXC, 0, 99_999, LEAVE])
 
 
 @pytest.mark.parametrize("damage", ["drop", "val", "ref", "kind"])

@@ -681,9 +681,13 @@ def _path_exc(fn, blk, edg, stm, ysl, pdg, scratch, stack, meta, out, d, s, rais
             if n >= 0:
                 break
             n = _path_truncated(fn, blk, pdg, scratch, stack, d, reg, c)
-        if n < 0:
+        if n >= 0:
+            _path_emit(fn, edg, pdg, scratch, stack, meta, out, d, n)
+        elif handler >= 0:
             return _bad(meta, BAD_REGISTER, reg, f)
-        _path_emit(fn, edg, pdg, scratch, stack, meta, out, d, n)
+        # else: an exit without handler whose register names no path from here: a closing
+        # record (``runtime.unfinished``) of a frame stopped between a cut's record and its
+        # reset; the exception edge leaves from where the frame stands
     elif st == S_PENDING:                       # thrown in at a yield, no path open
         if b < 0 or (blk[bb + b, BK_FLAGS] & F_SUSPEND) == 0:
             if fn[f, FN_NY] != 1:
