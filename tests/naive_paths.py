@@ -161,8 +161,15 @@ def regenerate_path_stream(events_chunks: Iterable[np.ndarray], plans: dict[int,
         fr = stack[-1]
         t = fr[0]
         if not t.passthrough and reg >= 0:     # (a negative register: no path open)
-            first, rest = t.raised(reg, site if site >= 0 else sid, fr[1])
-            if not fr[2]:
+            try:
+                first, rest = t.raised(reg, site if site >= 0 else sid, fr[1])
+            except InternalError:
+                if handler >= 0:
+                    raise
+                # a closing record with a stale register (a frame stopped between a cut's
+                # record and its reset): the exit leaves from where the frame stands
+                first, rest = fr[1], []
+            if not fr[2] and first >= 2:
                 out.append(first)
             out.extend(rest)
         out.append(EXC)
