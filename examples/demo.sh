@@ -30,6 +30,15 @@ else
   echo "(the witness recording regenerates the same activations; implicit calls may sit elsewhere)"
 fi
 
+# 3b. acyclic paths (Ball-Larus ids), compressed online into a whole program path, decoded the same way
+step "$WT" record --mode path --include difflib -o "$OUT/textdiff-path.wt" examples/textdiff.py
+"$WT" trace "$OUT/textdiff-path.wt" > "$OUT/path.fbe"
+if cmp -s "$OUT/blocks.fbe" "$OUT/path.fbe"; then
+  echo "(the path recording decodes to exactly the same $(wc -l < "$OUT/blocks.fbe") trace lines)"
+else
+  echo "(the path recording decodes to the same activations; implicit calls may sit elsewhere)"
+fi
+
 # the commands are thin layers over one object: a Trace, decoded by one kernel
 step "$BIN/python" -c "from wholetrace.trace.session import Trace; from wholetrace.profile import profiles
 with Trace.open('$OUT/textdiff-witness.wt') as t:
@@ -53,11 +62,8 @@ step "$WT" wpp "$OUT/textdiff-wpp.wt"
 
 # 8. what the WPP shows that a profile cannot: the costliest repeated interprocedural sequences
 step "$WT" hot "$OUT/textdiff-wpp.wt" --min-length 30 --max-length 300 --limit 3
-if "$BIN/python" -c "import sys; from wholetrace.instrument.modes import MODES; sys.exit('path' not in MODES)"; then
-  # the Ball-Larus path profile of a path recording, counted on its WPP without expanding it
-  step "$WT" record --mode path --include difflib -o "$OUT/textdiff-path.wt" examples/textdiff.py
-  step "$WT" paths "$OUT/textdiff-path.wt" --function find_longest_match --limit 5
-fi
+# the Ball-Larus path profile of the path recording of 3b, counted on its WPP without expanding it
+step "$WT" paths "$OUT/textdiff-path.wt" --function find_longest_match --limit 5
 
 # 9. child processes: a process pool's workers record into the same recording
 step "$WT" record -o "$OUT/pool.wt" examples/pool.py

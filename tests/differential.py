@@ -8,9 +8,10 @@ checks, against independent or ground-truth oracles:
 * `blocks`: every stream is well formed against the CFGs (the naive twin
   ``naive_decode.check_stream``, and the decoding kernel's own checks, all activations closed);
 * `count`, `count-naive`: block, statement, call and edge counts equal the `blocks` counts;
-* `witness`, `branches`: the streams the decoding kernel regenerates equal the `blocks` streams
-  in activation form (and event for event unless an implicit call explains it), and equal what
-  the pure-Python regenerator (``regen.driver``) gives; so do their counts.
+* `witness`, `branches`, `path`: the streams the decoding kernel regenerates equal the `blocks`
+  streams in activation form (and event for event unless an implicit call explains it), and
+  equal what the pure-Python regenerator (``regen.driver``, ``naive_paths``) gives; so do their
+  counts.
 
 It returns False, checking nothing, when the plain run timed out (the caller counts those).
 """
@@ -24,13 +25,13 @@ from pathlib import Path
 
 from genprogs import run_plain, write_program
 from naive_decode import check_stream
-from regenutil import KINDS, compare
+from regenutil import REGENERATED, compare
 from wholetrace.instrument.cfg import CFG
 from wholetrace.store import Recording
 from wholetrace.trace.session import Trace
 from wtutil import ENV, assert_same_counts, profiles
 
-ALL_MODES = ("blocks", "count", "count-naive") + KINDS
+ALL_MODES = ("blocks", "count", "count-naive") + REGENERATED
 
 
 def record(driver: Path, td: str, mode: str) -> tuple[tuple[int, str, str], Path]:
@@ -69,7 +70,7 @@ def check_all_modes(source: str, modes: tuple[str, ...] = ALL_MODES) -> bool:
                 assert decoder.depth == 0, source
         want = profiles(paths["blocks"])
         for mode in modes[1:]:
-            if mode in KINDS:
+            if mode in REGENERATED:
                 compare(paths["blocks"], paths[mode], exact=False, twin=True)
             assert_same_counts(want, profiles(paths[mode]), (mode, source), edges=mode == "count")
     return True

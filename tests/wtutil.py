@@ -21,8 +21,10 @@ def run_plain(script: Path, *args: str, cwd: Path | None = None, timeout: float 
 
 
 def run_recorded(script: Path, out: Path, *args: str, mode: str = "blocks", include: tuple[str, ...] = (),
-                 cwd: Path | None = None, timeout: float = 300, quiet: bool = True) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "wholetrace.cli", "record", "--mode", mode, "-o", str(out)]
+                 cwd: Path | None = None, timeout: float = 300, quiet: bool = True,
+                 options: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+    """``record`` ``script`` (``args``: the program's; ``options``: more of ``record``'s own)."""
+    cmd = [sys.executable, "-m", "wholetrace.cli", "record", "--mode", mode, *options, "-o", str(out)]
     cmd += [a for inc in include for a in ("--include", inc)]
     cmd += (["-q"] if quiet else []) + [str(script), *args]
     return subprocess.run(cmd, capture_output=True, text=True, cwd=cwd or script.parent, timeout=timeout,

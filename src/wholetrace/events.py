@@ -1,4 +1,20 @@
-"""Encoding of the int32 event streams shared by every layer: B k (k >= 0), LEAVE, EXC stmt, ENTER f."""
+"""Encoding of the int32 event streams shared by every layer: B k (k >= 0), LEAVE, EXC stmt, ENTER f.
+
+Streams of ``path`` recordings (``record --mode path``) use the same codes with these meanings
+inside an activation of a function recorded with path ids (plan strategy ``paths``; functions
+with strategy ``trace`` record block ids, as in ``blocks`` mode):
+
+* ``p`` with ``0 <= p < LEAVE_PATH``: Ball-Larus path id ``p`` of the running function
+  (``instrument.pathnum``) ended at a cut edge; the activation goes on at that edge's target.
+* ``LEAVE_PATH + p``: path ``p`` ended at EXIT *and* the activation returns (LEAVE folded in).
+* ``START``: right after ENTER, a generator/coroutine activation starts (ENTER without START
+  is a resumption after a ``yield``/``await``).
+* ``EXC s r [H]`` / ``RERAISE s x r [H]``: as in witness mode, with ``r`` the path register as
+  the exception left it (``PathNumbering.decode_truncated``; negative: no path open) between
+  the statements and the handler block ``H`` (absent when LEAVE follows).
+* a plain LEAVE: a generator/coroutine suspends (or, after an exception record without a
+  handler, the activation ends by the exception).
+"""
 
 from __future__ import annotations
 
@@ -11,7 +27,7 @@ LEAVE: Final = -1
 #: (from that statement if it lies in that block, else from the block's last statement, which is
 #: then a re-raise) and enters the next recorded block (a handler) or EXIT (if LEAVE follows).
 EXC: Final = -2
-#: RERAISE (witness modes only): an exception record for an exception re-raised in this
+#: RERAISE (witness and path modes): an exception record for an exception re-raised in this
 #: activation, ``RERAISE s r``: ``s`` as for EXC (the statement the traceback points at), ``r``
 #: the re-raise site that raised it (a bare ``raise``, the end of a ``finally``, a ``with``
 #: exit).  Regeneration turns it into ``EXC s`` (docs/design.md, "Tracing with witnesses").
@@ -20,6 +36,11 @@ RERAISE: Final = -4
 #: (each as -(ARG_BASE + v + 1), so no part of the record looks like a counter id).
 XCOUNT: Final = -3
 ARG_BASE: Final = 16
+#: START (path mode): a generator activation starts at ENTRY (the ENTER before it is not a resumption).
+START: Final = -5
+#: Path mode: an event at or above this value is ``LEAVE_PATH + id``: path ``id`` ends at EXIT
+#: and the activation returns.  Path ids are below it (``instrument.pathnum.MAX_PATHS``).
+LEAVE_PATH: Final = 1 << 30
 #: ENTER f is encoded as -(ENTER_BASE + f).
 ENTER_BASE: Final = 8
 

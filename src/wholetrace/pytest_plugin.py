@@ -40,7 +40,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--wholetrace", nargs="?", const=DEFAULT_OUTPUT, default=None, metavar="OUT.wt",
                     help=f"record the whole test run into OUT.wt (default {DEFAULT_OUTPUT})")
     group.addoption("--wholetrace-mode", default="blocks", metavar="MODE",
-                    help="what to record: blocks (default), count, count-naive, witness, branches")
+                    help="what to record: blocks (default), count, count-naive, witness, branches, path")
     group.addoption("--wholetrace-source", action="append", default=[], metavar="PKG_OR_DIR",
                     help="instrument this package or directory (repeatable; default: the rootdir)")
     group.addoption("--wholetrace-no-cache", action="store_true", default=False,

@@ -1,10 +1,10 @@
-"""The decoding kernel against its slow twins (``tests/naive_decode.py``, ``regen.driver``).
+"""The decoding kernel against its slow twins (``tests/naive_decode.py``, ``regen.driver``, ``tests/naive_paths.py``).
 
 Oracles: `blocks` streams as recorded (the ground truth: decoding them must give them back
 event for event), the pure-Python count walk and activation form over the raw events, and
 the pure-Python witness regenerator.  Recordings: the inline programs (generators, nested
-exceptions, loops, finally/with, match) plus a deep recursion, in blocks, witness and
-branches modes.  A subset runs again with ``NUMBA_DISABLE_JIT=1`` (``-m nojit``).
+exceptions, loops, finally/with, match) plus a deep recursion, in blocks, witness,
+branches and path modes.  A subset runs again with ``NUMBA_DISABLE_JIT=1`` (``-m nojit``).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import pytest
 
 from inline_programs import INLINE
 from naive_decode import activation_form, count_events
+from naive_paths import path_plans, regenerate_path_stream
 from wholetrace.instrument.cfg import CFG
 from wholetrace.regen.driver import recording_plans, regenerate_stream
 from wholetrace.store import Recording
@@ -24,7 +25,7 @@ from wholetrace.trace.decode import EID_ENTER, EID_LEAVE, Rows, StreamDecoder
 from wholetrace.trace.session import Trace, block_events
 from wtutil import run_plain, run_recorded
 
-MODES = ("blocks", "witness", "branches")
+MODES = ("blocks", "witness", "branches", "path")
 DEEP = '''
     def down(n):
         if n == 0:
@@ -56,7 +57,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Pa
         out[name] = {}
         for mode in MODES:
             wt = root / f"{name}.{mode}.wt"
-            r = run_recorded(script, wt, mode=mode)
+            r = run_recorded(script, wt, mode=mode, options=("--no-wpp",) if mode == "path" else ())
             assert (r.returncode, r.stdout) == (plain.returncode, plain.stdout), r.stderr[-2000:]
             out[name][mode] = wt
     return out
@@ -75,15 +76,21 @@ def test_blocks_streams_decode_to_themselves(recorded: dict[str, dict[str, Path]
             assert trace.activation_form(st.sid) == activation_form(raw)
 
 
-@pytest.mark.parametrize("mode", ("witness", "branches"))
+def _twin(trace: Trace, mode: str, raw: np.ndarray) -> np.ndarray:
+    """The slow twin's blocks stream of one raw stream."""
+    if mode == "path":
+        return np.concatenate(list(regenerate_path_stream([raw], path_plans(trace.recording))))
+    return np.concatenate(list(regenerate_stream([raw], recording_plans(trace.recording))))
+
+
+@pytest.mark.parametrize("mode", ("witness", "branches", "path"))
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_reduced_streams_decode_like_the_reference_regenerator(recorded: dict[str, dict[str, Path]],
                                                              name: str, mode: str) -> None:
     with Trace.open(recorded[name][mode]) as trace:
-        plans = recording_plans(trace.recording)
         for st in trace.streams():
             raw = trace.recording.events(st.sid)
-            want = np.concatenate(list(regenerate_stream([raw], plans)))
+            want = _twin(trace, mode, raw)
             assert np.array_equal(trace.events(st.sid), want)
             assert trace.activation_form(st.sid) == activation_form(want)
 
@@ -109,7 +116,7 @@ def test_reduced_modes_count_what_blocks_count(recorded: dict[str, dict[str, Pat
 
     with Trace.open(recorded[name]["blocks"]) as t:
         base = {p.qualname: p for p in profiles(t)}
-    for mode in ("witness", "branches"):
+    for mode in ("witness", "branches", "path"):
         with Trace.open(recorded[name][mode]) as t:
             for p in profiles(t):
                 q = base[p.qualname]
@@ -153,9 +160,8 @@ def test_rows_name_activations_and_parents(recorded: dict[str, dict[str, Path]])
 def test_pure_python_kernel_agrees(recorded: dict[str, dict[str, Path]], mode: str) -> None:
     """Under NUMBA_DISABLE_JIT=1 this runs the kernel as Python (the nojit run of make test)."""
     with Trace.open(recorded["exceptions"][mode]) as trace:
-        plans = recording_plans(trace.recording) if mode != "blocks" else None
         for st in trace.streams():
             raw = trace.recording.events(st.sid)
-            want = raw if plans is None else np.concatenate(list(regenerate_stream([raw], plans)))
+            want = raw if mode == "blocks" else _twin(trace, mode, raw)
             got = np.concatenate([block_events(r) for r in trace.rows(st.sid)])
             assert np.array_equal(got, want)

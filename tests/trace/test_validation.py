@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 from wholetrace.cli import main
 from wholetrace.errors import StoreError
-from wholetrace.events import ENTER_BASE, EXC, LEAVE
+from wholetrace.events import ENTER_BASE, EXC, LEAVE, START
 from wholetrace.instrument.cfg import build_module
 from wholetrace.instrument.modes import make_plan
 from wholetrace.store import schema
@@ -104,6 +104,48 @@ def test_bad_witness_streams(events: list[int], reason: str) -> None:
     assert reason in str(info.value)
 
 
+@pytest.mark.parametrize("events, reason", [
+    ([F(1), 10**6], "path 1000000 does not exist in function 1 (f)"),
+    ([F(2), START, EXC, 0, 99_999, "H"], "path register 99999 of an exception names no path of function 2 (g)"),
+    ([F(1), LEAVE], "function 1 (f) returns from block"),
+    ([F(3), START, START], "unknown event code -5"),
+    ([F(1), 1 << 30, 0], "outside any activation"),
+])
+def test_bad_path_streams(events: list[int | str], reason: str) -> None:
+    assert tables("path").load(1).plan["strategy"] == "paths"
+    handler = next(b.id for b in build_module(SRC)[2].blocks if b.dynamic_entry)   # g's finally
+    events = [handler if e == "H" else e for e in events]
+    with pytest.raises(StoreError) as info:
+        decode("path", events)  # type: ignore[arg-type]
+    assert reason in str(info.value) and "\n" not in str(info.value)
+
+
+def test_closing_record_with_a_stale_register_exits_from_where_the_frame_stands() -> None:
+    """A frame stopped between a cut's record and its reset is closed with ``EXC s r`` LEAVE
+    whose register names no path from the cut's target: the edge to EXIT leaves from there."""
+    decode("path", [F(1), EXC, 0, 99_999, LEAVE])
+
+
+@pytest.mark.parametrize("damage", ["drop", "val", "ref", "kind"])
+def test_corrupt_path_numbering_is_refused(damage: str) -> None:
+    cfg = build_module(SRC)[1]
+    desc = cfg.to_json()
+    desc["plan"] = make_plan("path", cfg, 0).to_json()
+    dag = desc["plan"]["paths"]["dag"]
+    if damage == "drop":
+        del desc["plan"]["paths"]
+    elif damage == "val":
+        dag[4] = 10**9
+    elif damage == "ref":
+        dag[3] = 999
+    else:
+        dag[2] = 7
+    sh = parse_shape(1, desc, file="t.py")
+    t = Tables({1: sh}, {1: sh}.__getitem__, "path")
+    with pytest.raises(StoreError, match="path numbering"):
+        t.load(1)
+
+
 def test_streams_cut_anywhere_still_decode() -> None:
     """A recording killed mid-run ends anywhere, even between EXC and its statement."""
     full = [F(0), F(1), 2, EXC]
@@ -134,7 +176,7 @@ PROG = textwrap.dedent('''\
         total += risky(k % 3) + sum(gen(k)) + Box().size
     print(total)
 ''')
-MODES = ("blocks", "witness", "branches", "count", "count-naive")
+MODES = ("blocks", "witness", "branches", "count", "count-naive", "path")
 
 
 @pytest.fixture(scope="module")
@@ -145,7 +187,7 @@ def recordings(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     out = {}
     for mode in MODES:
         out[mode] = root / f"{mode}.wt"
-        r = run_recorded(script, out[mode], mode=mode)
+        r = run_recorded(script, out[mode], mode=mode, options=("--no-wpp",) if mode == "path" else ())
         assert r.returncode == 0, r.stderr
     return out
 

@@ -15,11 +15,14 @@ from __future__ import annotations
 import ast
 import sys
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from wholetrace.ids import EXIT
 from wholetrace.instrument.modes import ProbePlan
-from wholetrace.events import EXC, LEAVE, RERAISE as RERAISE_CODE, enter_code
+from wholetrace.events import EXC, LEAVE, LEAVE_PATH, RERAISE as RERAISE_CODE, START, enter_code
+
+if TYPE_CHECKING:
+    from wholetrace.instrument.pathnum import EdgeProbe
 
 # --- locals of instrumented functions (module and class bodies bind none)
 A = "wt.a"           # trace modes: append method of the current stream
@@ -33,6 +36,10 @@ EXC_CAUGHT = "wt.x"  # the exception in a handler of the program that binds no n
 LASTI = "wt.l"       # temporary: instruction index of a traceback entry
 XLIST = "wt.q"       # count modes: the recording's exception-edge list, fetched in a handler
 MATCH = "wt.m"       # ``wt.m<N>``: the saved subject of a split ``match``
+P = "wt.p"           # path mode: the path register
+#: The path register once an exception left the activation: the epilogue's record
+#: ``P + LEAVE_PATH`` is then a plain LEAVE.
+NO_PATH = LEAVE - LEAVE_PATH
 
 # --- run-time objects, constants of the compiled code (runtime.probes.runtime_objects)
 GET = "get"          # ContextVar.get of the current stream (trace modes)
@@ -250,6 +257,8 @@ class Emitter:
 
     def append(self, value: int) -> ast.expr:
         """The probe as an expression whose value is false (``while`` tests, ``for`` iterables)."""
+        if self.plan.paths and value >= 0:
+            return self.path_expr(value)
         if self.counts:
             if self.in_class:
                 return ast_call(rt(INC), rt(COUNTS), ast_const(counter_slot(value)))
@@ -277,7 +286,40 @@ class Emitter:
         return place(node, like)  # type: ignore[return-value]
 
     def stmts(self, values: Sequence[int], like: ast.AST | None) -> list[ast.stmt]:
+        if self.plan.paths:   # edge ids: one or two statements each
+            return [place(n, like) for v in values for n in self.path_stmts(v)]  # type: ignore[misc]
         return [self.stmt(v, like) for v in values]
+
+    # --- path mode: plan values are CFG edge ids, ``plan.path_probes[e]`` says what runs
+    def path_stmts(self, edge: int) -> list[ast.stmt]:
+        """``wt.p = K`` (edge out of ENTRY), ``wt.p += K``, or ``wt.a(id); wt.p = R`` (a cut)."""
+        p = self.plan.path_probes[edge]
+        if p.kind in ("init", "init-exit"):
+            return [ast.Assign([ast_name(P, True)], ast_const(p.value))]
+        if p.kind in ("cut", "cut-const"):
+            return [ast.Expr(ast_call(A, self._path_record(p))), ast.Assign([ast_name(P, True)], ast_const(p.reset))]
+        return [ast.AugAssign(ast_name(P, True), ast.Add(), ast_const(p.value))]
+
+    @staticmethod
+    def _path_record(p: "EdgeProbe") -> ast.expr:
+        """The id a cut records: ``wt.p + K``, or the constant when the register is known there."""
+        if p.kind == "cut-const":
+            return ast_const(p.value)
+        if not p.value:
+            return ast_name(P)
+        return ast.BinOp(ast_name(P), ast.Add(), ast_const(p.value))
+
+    def path_expr(self, edge: int) -> ast.expr:
+        """The same as a false expression without a branch: ``(wt.p := wt.p + K) * 0``, and
+        ``wt.a(id) is (wt.p := R)`` (None is no int) for a cut."""
+        p = self.plan.path_probes[edge]
+        if p.kind in ("cut", "cut-const"):
+            reset = ast.NamedExpr(ast_name(P, True), ast_const(p.reset))
+            return ast.Compare(ast_call(A, self._path_record(p)), [ast.Is()], [reset])
+        value: ast.expr = ast_const(p.value)
+        if p.kind not in ("init", "init-exit"):
+            value = ast.BinOp(ast_name(P), ast.Add(), value)
+        return ast.BinOp(ast.NamedExpr(ast_name(P, True), value), ast.Mult(), ast_const(0))
 
     def exprs(self, values: Sequence[int]) -> list[ast.expr]:
         return [artificial(self.append(v)) for v in values]  # type: ignore[misc]
@@ -318,7 +360,8 @@ class Emitter:
         fetch: ast.stmt = ast.Assign([ast_name(A, True)], self.stream())
         if C_CALLS_COUNT:
             fetch = self._recursion_guard(fetch)
-        return [place(fetch, like), self.stmt(enter_code(self.fid), like)] + self.forget_reraise(like)  # type: ignore[list-item]
+        start = [self.stmt(START, like)] if self.plan.paths and self.generator else []   # ENTER alone: resumed
+        return [place(fetch, like), self.stmt(enter_code(self.fid), like)] + start + self.forget_reraise(like)  # type: ignore[list-item]
 
     @staticmethod
     def _recursion_guard(fetch: ast.stmt) -> ast.stmt:
@@ -341,6 +384,9 @@ class Emitter:
     def epilogue(self) -> list[ast.stmt]:
         """What the activation's final ``finally`` runs: LEAVE (trace modes), or adding the
         local counts to the counter list (count modes)."""
+        if self.plan.paths:   # the last path and LEAVE in one record (a plain LEAVE after an exception)
+            record = ast.Expr(ast_call(A, ast.BinOp(ast_name(P), ast.Add(), ast_const(LEAVE_PATH))))
+            return self.forget_reraise(None) + [artificial(record)]  # type: ignore[list-item]
         if not self.counts:
             return self.forget_reraise(None) + [self.stmt(LEAVE, None)]
         out = [artificial(ast.AugAssign(_counter(k, ast.Store()), ast.Add(), ast_name(self.local(k))))
@@ -395,8 +441,13 @@ class Emitter:
                 site = ast.Subscript(ast.Tuple([rt(SKIP), ast_name(A)], ast.Load()), self.again(tb()), ast.Load())
                 out = [ast.Expr(ast_call(A, code)), ast.Expr(ast_call(A, self.site_of(tb()))),
                        ast.Expr(ast_call(site, ast_name(R))), ast.Assign([ast_name(SEEN, True)], tb())]
+            if self.plan.paths:   # path mode: the register, as the exception left it
+                out.append(ast.Expr(ast_call(A, ast_name(P))))
             if self.plan.records_handler and dst != EXIT:  # witness modes also name the handler block
                 out.append(ast.Expr(ast_call(A, ast_const(dst))))
+            if self.plan.paths:   # the handler's path starts (none after the edge to EXIT)
+                start = self.plan.path_starts[dst] if dst != EXIT else NO_PATH
+                out.append(ast.Assign([ast_name(P, True)], ast_const(start)))
             return out + (tail() if tail is not None else [])
 
         if not self.generator:

@@ -15,19 +15,33 @@
                 a witness on an edge without a probe site records block ids instead, exactly
                 as ``blocks`` does (strategy "trace"; the regenerator passes them through).
 ``branches``    the same with ``instrument.witnesses.branch_placement`` (every predicate's outcome).
+``path``        Ball-Larus path ids (``instrument.pathnum.number_cfg``: Larus's cut at edges into
+                call blocks, none out of ENTRY): a local register takes the chord increments,
+                cut edges append the path id and reset it, the activation's last record is
+                ``LEAVE_PATH + id`` (``events``).  Module and class bodies (no local register),
+                functions over the path limit and functions whose probes would need an edge
+                without a probe site record block ids instead (strategy "trace"), as witness
+                mode does.  The plan stores the numbering's DAG (``to_json``): readers decode
+                with it, never renumber.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
+from wholetrace.ids import ENTRY
 from wholetrace.instrument.cfg import CFG
 from wholetrace.instrument.sites import Site, edge_sites, probe_rank
 
-MODES = ("blocks", "count", "count-naive", "witness", "branches")
+if TYPE_CHECKING:   # blocks mode should not import the path numbering at start-up
+    from wholetrace.instrument.pathnum import EdgeProbe, PathNumbering
+
+MODES = ("blocks", "count", "count-naive", "witness", "branches", "path")
 #: Modes whose streams are traces (ENTER/LEAVE/EXC recorded, chunks stored as they are).
-TRACE_MODES = ("blocks", "witness", "branches")
+TRACE_MODES = ("blocks", "witness", "branches", "path")
+#: Kinds of the DAG edges a path plan stores (``pathnum.REAL``, ``D_IN``, ``D_OUT``, ``D_DEAD``).
+DAG_KINDS = ("real", "d_in", "d_out", "d_dead")
 FORCED_TREE_WEIGHT = 1e15
 #: A chord expected to run at least this many times per activation counts in a local.
 LOCAL_MIN_PER_CALL = 3.0
@@ -48,6 +62,9 @@ class ProbePlan:
     local_counters: frozenset[int] = frozenset()    # global ids counted in a local, added at exit
     base: int = 0                                   # global id of the function's first counter
     witnessed: tuple[int, ...] = ()                 # edge ids with a witness, by witness id ("witness")
+    path_probes: tuple["EdgeProbe", ...] = ()       # "paths": the probe of every CFG edge
+    path_starts: dict[int, int] = field(default_factory=dict)  # "paths": register at a path start
+    numbering: "PathNumbering | None" = None        # "paths": what readers decode with
 
     @property
     def traces(self) -> bool:
@@ -56,8 +73,14 @@ class ProbePlan:
 
     @property
     def records_handler(self) -> bool:
-        """Witness modes (not their block fallback): ``EXC s`` is followed by the handler block."""
-        return self.mode in ("witness", "branches") and self.strategy != "trace"
+        """Witness and path modes (not their block fallback): ``EXC s`` is followed by the
+        handler block (path mode: ``EXC s r H``, ``r`` the register)."""
+        return self.mode in ("witness", "branches", "path") and self.strategy != "trace"
+
+    @property
+    def paths(self) -> bool:
+        """Path ids: plan values are CFG edge ids whose probe is ``path_probes[e]``."""
+        return self.strategy == "paths"
 
     def to_json(self) -> dict[str, object]:
         """What the recording stores: readers decode with it, never recompute it."""
@@ -68,7 +91,19 @@ class ProbePlan:
             "block_counters": sorted(self.block_values) if self.strategy != "chords" else []}
         if self.strategy == "witness":
             out["witnessed"] = list(self.witnessed)
+        if self.numbering is not None:
+            out["paths"] = numbering_json(self.numbering)
         return out
+
+
+def numbering_json(num: "PathNumbering") -> dict[str, object]:
+    """The numbering as stored: the path count and the DAG edges, flat, five ints each
+    (src, dst, kind index in ``DAG_KINDS``, CFG edge or block, Val) followed by the chord
+    increments Inc (the register's value along a truncated path)."""
+    flat: list[int] = []
+    for e, val in zip(num.dag, num.val):
+        flat += [e.src, e.dst, DAG_KINDS.index(e.kind), e.ref, val]
+    return {"num_paths": num.num_paths, "dag": flat, "inc": list(num.inc)}
 
 
 def blocks_plan(cfg: CFG) -> ProbePlan:
@@ -135,12 +170,100 @@ def witness_plan(cfg: CFG, kind: str) -> ProbePlan:
                      edge_values={e: [w] for w, e in enumerate(placement.witnessed)})
 
 
+def needs_probe(p: "EdgeProbe") -> bool:
+    """Does a path probe do anything at run time?  (An exit edge adds its constant only: the
+    record itself is the activation's epilogue.)"""
+    return p.kind != "none" and not (p.kind == "exit" and p.value == 0)
+
+
+def path_numbering(cfg: CFG) -> "PathNumbering | None":
+    """The numbering a function is recorded with in `path` mode, or None if it records block
+    ids: module and class bodies, functions over the path limit, and functions with a probe
+    on an edge without a probe site."""
+    from wholetrace.instrument.pathnum import number_cfg
+    from wholetrace.instrument.witnesses import probe_sites
+
+    if cfg.kind != "function":
+        return None
+    num = number_cfg(cfg)
+    if num.fallback:
+        return None
+    sites = probe_sites(cfg)
+    if any(needs_probe(p) and sites[e] is None for e, p in enumerate(num.probes)):
+        return None
+    return num
+
+
+def fold_known_registers(cfg: CFG, num: "PathNumbering") -> tuple["EdgeProbe", ...]:
+    """The numbering's probes, with a cut whose register value is known where it runs turned
+    into ``EdgeProbe("cut-const", id, reset)`` (record the constant id: no load, no add).
+
+    The register is known at a block when every way in gives the same value: the reset of a
+    cut into it, the start value at a dynamic entry (set by the handler's probe), the known
+    value of a predecessor plus the increment of an uncut edge.  Blocks are visited in
+    topological order of the DAG (cut edges removed), so every uncut predecessor comes first.
+    """
+    from wholetrace.instrument.flowgraph import from_cfg, topological_order
+    from wholetrace.instrument.pathnum import EdgeProbe
+
+    graph = from_cfg(cfg)
+    order = topological_order(graph, num.cuts)
+    if order is None:   # pragma: no cover - the numbering's cuts break every cycle
+        return num.probes
+    unknown = object()
+    seen: list[object] = [None] * graph.num_nodes     # None: no way in seen yet
+
+    def meet(v: int, value: object) -> None:
+        seen[v] = value if seen[v] is None or seen[v] == value else unknown
+
+    for b in cfg.blocks:
+        if b.dynamic_entry:
+            meet(b.id, num.start_value.get(b.id, unknown))
+    for e, (_s, d) in enumerate(graph.edges):
+        if num.probes[e].kind == "cut":
+            meet(d, num.probes[e].reset)
+    probes = list(num.probes)
+    for u in order:
+        here = seen[u] if u != graph.entry else 0
+        for e in graph.out_edges[u]:
+            p, d = num.probes[e], graph.edges[e][1]
+            if p.kind == "cut":
+                if isinstance(here, int):
+                    probes[e] = EdgeProbe("cut-const", here + p.value, p.reset)
+                continue
+            if d == graph.exit:
+                continue
+            if p.kind in ("init", "init-exit"):
+                meet(d, p.value)
+            else:
+                meet(d, here + p.value if isinstance(here, int) else unknown)
+    return tuple(probes)
+
+
+def path_plan(cfg: CFG) -> ProbePlan:
+    """``path``: the probes of :func:`path_numbering`, or block ids ("trace")."""
+    from wholetrace.instrument.witnesses import probe_sites
+
+    num = path_numbering(cfg)
+    if num is None:
+        return ProbePlan("path", "trace", blocks_plan(cfg).block_values)
+    sites = probe_sites(cfg)
+    for e, edge in enumerate(cfg.edges):   # the register is set in the prologue, before the guard
+        if edge.src == ENTRY:
+            sites[e] = Site("entry")
+    return ProbePlan("path", "paths", sites=sites, path_probes=fold_known_registers(cfg, num),
+                     edge_values={e: [e] for e, p in enumerate(num.probes) if needs_probe(p)},
+                     path_starts=dict(num.start_value), numbering=num)
+
+
 def make_plan(mode: str, cfg: CFG, base: int, weights: Sequence[float] | None = None) -> ProbePlan:
     """The plan of one function in ``mode``; count modes number its counters from ``base``."""
     if mode == "blocks":
         return blocks_plan(cfg)
     if mode in ("witness", "branches"):
         return witness_plan(cfg, mode)
+    if mode == "path":
+        return path_plan(cfg)
     if mode == "count-naive":
         plan = count_naive_plan(cfg, base)
     elif mode == "count":

@@ -18,6 +18,19 @@ record of the parent ends this group of children and its raising block lies befo
 call block: the frame then stops at the raising block and holds there (``FR_HOLD``) until
 its next own event.
 
+Path mode (``path`` recordings, ``FN_MODE`` 2; Ball & Larus, "Efficient Path Profiling",
+MICRO-29, 1996, and Larus, "Whole Program Paths", PLDI 1999): a non-negative event is a path
+id ``p`` ended at a cut edge, or ``LEAVE_PATH + p`` ended at EXIT (the activation returns).
+Decoding walks the numbering's DAG (``pdg``: out-edges of each node by increasing Val) from
+ENTRY, taking at each node the out-edge with the largest Val not above what remains of the
+id.  Blocks are emitted eagerly: ENTER (or START for a generator) emits the entry edge, a cut
+emits the cut edge (its target, a call block or loop header, runs next, so children that
+follow belong to it), an exception record ``EXC s r [H]`` emits the path the register ``r``
+names up to the raising block (``r`` plus the Val-0 completion of that block is a full id
+whose walk passes the block with nothing left), then the exception edge.  A resumed
+generator (ENTER without START) stands nowhere until its next path, which starts at the
+``yield`` block it suspended in (already emitted).
+
 Output: rows in the columns of ``out`` (int64, shape (6, capacity)), in stream order:
 ``R_ACT`` activation (numbered from 0 in ENTER order), ``R_FID``, ``R_SRC``, ``R_DST``
 (local blocks; ENTRY 0, EXIT 1), ``R_EID`` (static edge id, or EID_EXC for an exception
@@ -40,7 +53,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from wholetrace.events import ENTER_BASE, EXC, LEAVE, RERAISE
+from wholetrace.events import ENTER_BASE, EXC, LEAVE, LEAVE_PATH, RERAISE, START
 from wholetrace.kernels._jit import kernel
 
 _hot = kernel(nrt=False)
@@ -50,10 +63,12 @@ _inl = kernel(nrt=False, inline=True)
 # fn: int64 (functions, FN_W)
 FN_READY, FN_BBASE, FN_NB, FN_SBASE, FN_NS, FN_EBASE, FN_NE, FN_WBASE, FN_NW = 0, 1, 2, 3, 4, 5, 6, 7, 8
 FN_GEN, FN_MODE, FN_YBASE, FN_NY = 9, 10, 11, 12
-FN_W = 13
+FN_NPATHS, FN_ENTRY_E, FN_ENTRY_B = 13, 14, 15   # path mode: paths, the edge out of ENTRY and its target
+FN_W = 16
 # blk: int32 (blocks of all functions, BK_W), row bbase[f] + b
 BK_FLAGS, BK_SUCC, BK_NSUCC, BK_CH, BK_NCH = 0, 1, 2, 3, 4
-BK_W = 5
+BK_PD, BK_NPD, BK_COMP = 5, 6, 7   # path mode: DAG out-edges (rows of pdg), Val-0 completion's Inc sum
+BK_W = 8
 F_DYN, F_SUSPEND, F_CALL, F_REACH = 1, 2, 4, 16
 # succ: int32 (K, 2) successors of each block in edge-id order; edg: int32 (edges, ED_W)
 SC_DST, SC_EID = 0, 1
@@ -62,7 +77,13 @@ ED_W = 3
 # chs: int32 (K, 2) witness choices of branching blocks: witness (or EOF) -> out-edge
 CH_W, CH_EID = 0, 1
 EOF = -1
-MODE_BLOCKS, MODE_WITNESS = 0, 1
+# pdg: int64 (DAG edges of path functions, PD_W), each node's out-edges by increasing Val
+PD_DST, PD_KIND, PD_REF, PD_VAL = 0, 1, 2, 3
+PD_W = 4
+#: DAG edge kinds (``instrument.modes.DAG_KINDS``): a CFG edge not cut (``PD_REF`` its id), a
+#: path start at block ``PD_REF``, a cut edge ``PD_REF`` ending a path, a block without successors
+K_REAL, K_DIN, K_DOUT, K_DEAD = 0, 1, 2, 3
+MODE_BLOCKS, MODE_WITNESS, MODE_PATH = 0, 1, 2
 ENTRY, EXIT = 0, 1
 
 # ---------------------------------------------------------------- state
@@ -72,11 +93,11 @@ FR_W = 7
 #: point is not known yet (witness mode); exception recorded, target not yet; reached EXIT
 S_RUN, S_FRESH, S_PENDING, S_AFTER_EXC, S_DONE = 0, 1, 2, 3, 4
 (M_DEPTH, M_NEXT_ACT, M_PEND, M_PEND_S, M_NOUT, M_MARGIN, M_EPOCH, M_BAD, M_ARG, M_ARG2,
- M_PEND_R, M_HPOS) = range(12)
-META_SIZE = 12
+ M_PEND_R, M_HPOS, M_REG) = range(13)
+META_SIZE = 13
 #: ``meta[M_PEND]``: after EXC (its statement next); a witness frame's record read, its handler
 #: next; after RERAISE (its statement next); after RERAISE s (the re-raise site next).
-P_EXC, P_HANDLER, P_RERAISE, P_SITE = 1, 2, 3, 4
+P_EXC, P_HANDLER, P_RERAISE, P_SITE, P_REGISTER = 1, 2, 3, 4, 5   # (path mode: the register next)
 
 # ---------------------------------------------------------------- rows and statuses
 R_ACT, R_FID, R_SRC, R_DST, R_EID, R_AUX = 0, 1, 2, 3, 4, 5
@@ -84,7 +105,8 @@ ROW_W = 6
 EID_EXC, EID_ENTER, EID_LEAVE = -1, -2, -3
 ST_DONE, ST_NEED_OUT, ST_NEED_STACK, ST_NEED_FUNC, ST_BAD = 0, 1, 2, 3, 4
 (BAD_CODE, BAD_FUNC, BAD_OUTSIDE, BAD_BLOCK, BAD_STMT, BAD_WITNESS, BAD_EDGE, BAD_START,
- BAD_HANDLER, BAD_LEAVE, BAD_CHOICE, BAD_MISMATCH, BAD_LEFT, BAD_RESUME, BAD_CYCLE) = range(1, 16)
+ BAD_HANDLER, BAD_LEAVE, BAD_CHOICE, BAD_MISMATCH, BAD_LEFT, BAD_RESUME, BAD_CYCLE, BAD_PATH,
+ BAD_REGISTER) = range(1, 18)
 
 
 @_inl
@@ -451,6 +473,23 @@ def _before_child(fn, blk, succ, edg, stm, scratch, hkey, hval, stack, meta, out
     _to_call(fn, blk, succ, edg, stack, meta, out, d)
 
 
+@_inl
+def _to_handler(fn, blk, stack, meta, out, d, src, s, handler):  # type: ignore[no-untyped-def]
+    """The exception edge from block ``src`` (statement ``s``) into ``handler``; -1: none
+    recorded, the exception leaves the activation (the edge to EXIT is emitted at LEAVE)."""
+    f = stack[d, FR_FID]
+    stack[d, FR_EXC] = s
+    if handler < 0:
+        stack[d, FR_ST] = S_AFTER_EXC
+        return 0
+    if handler < 2 or handler >= fn[f, FN_NB] or (blk[fn[f, FN_BBASE] + handler, BK_FLAGS] & F_DYN) == 0:
+        return _bad(meta, BAD_HANDLER, handler, f)
+    _emit(out, meta, stack[d, FR_ACT], f, src, handler, EID_EXC, s)
+    stack[d, FR_PC] = handler
+    stack[d, FR_ST] = S_RUN
+    return 0
+
+
 @_hot
 def _witness_exc(fn, blk, succ, edg, stm, ysl, scratch, stack, meta, out, d, s, raised, handler):  # type: ignore[no-untyped-def]
     """``EXC s H`` (``raised`` = ``s``) or ``RERAISE s r H`` (``raised`` = ``r``); ``handler``
@@ -472,16 +511,7 @@ def _witness_exc(fn, blk, succ, edg, stm, ysl, scratch, stack, meta, out, d, s, 
     elif st == S_AFTER_EXC:
         _emit(out, meta, stack[d, FR_ACT], f, stack[d, FR_PC], -1, EID_EXC, stack[d, FR_EXC])
     r = _raise_at(fn, blk, succ, edg, stm, scratch, stack, meta, out, d, raised)
-    stack[d, FR_EXC] = s
-    if handler < 0:
-        stack[d, FR_ST] = S_AFTER_EXC            # the edge to EXIT is emitted at LEAVE
-        return 0
-    if handler < 2 or handler >= fn[f, FN_NB] or (blk[bb + handler, BK_FLAGS] & F_DYN) == 0:
-        return _bad(meta, BAD_HANDLER, handler, f)
-    _emit(out, meta, stack[d, FR_ACT], f, r, handler, EID_EXC, s)
-    stack[d, FR_PC] = handler
-    stack[d, FR_ST] = S_RUN
-    return 0
+    return _to_handler(fn, blk, stack, meta, out, d, r, s, handler)
 
 
 @_inl
@@ -502,10 +532,190 @@ def _witness_event(fn, blk, succ, edg, wit, chs, stack, meta, out, d, w):  # typ
     return _route(fn, blk, succ, edg, chs, stack, meta, out, d, w)
 
 
+# ---------------------------------------------------------------- path mode
+
+@_hot
+def _path_walk(fn, blk, pdg, scratch, f, rem, stop):  # type: ignore[no-untyped-def]
+    """The DAG edges (rows of ``pdg``) of the path from ENTRY whose Val sum is ``rem``, up to
+    EXIT (``stop`` -1) or up to block ``stop`` with nothing left: their number, stored
+    forwards in ``scratch[3 * cap:]``, or -1 if there is no such path."""
+    bb = fn[f, FN_BBASE]
+    cap = scratch.shape[0] // 4
+    node = ENTRY
+    n = 0
+    for _ in range(fn[f, FN_NB] + 1):
+        if node == EXIT or node == stop:
+            break
+        g = bb + node
+        o = blk[g, BK_PD]
+        k = blk[g, BK_NPD]
+        if k == 0:
+            return -1
+        j = o
+        for t in range(o + 1, o + k):
+            if pdg[t, PD_VAL] > rem:
+                break
+            j = t
+        rem -= pdg[j, PD_VAL]
+        scratch[3 * cap + n] = j
+        n += 1
+        node = pdg[j, PD_DST]
+    if rem != 0 or n == 0 or (stop >= 0 and node != stop) or (stop < 0 and node != EXIT):
+        return -1
+    return n
+
+
+@_inl
+def _path_start(blk, pdg, scratch, stack, d, bb):  # type: ignore[no-untyped-def]
+    """The block the walked path starts at, if the frame stands there (or, resumed, may stand
+    there: a ``yield`` block), else -1."""
+    cap = scratch.shape[0] // 4
+    first = scratch[3 * cap]
+    start = pdg[first, PD_DST]
+    if pdg[first, PD_KIND] != K_REAL and pdg[first, PD_KIND] != K_DIN:
+        return -1
+    st = stack[d, FR_ST]
+    if st == S_PENDING:
+        if start < 2 or (blk[bb + start, BK_FLAGS] & F_SUSPEND) == 0:
+            return -1
+        return start
+    pc = stack[d, FR_PC]
+    if pc == start or (pc == ENTRY and pdg[first, PD_KIND] == K_REAL):
+        return start
+    return -1
+
+
+@_hot
+def _path_emit(fn, edg, pdg, scratch, stack, meta, out, d, n):  # type: ignore[no-untyped-def]
+    """Emit the walked path's edges from where the frame stands (its start block was emitted,
+    unless the frame stands at ENTRY); the frame's pc becomes the path's last block, or the
+    target of the cut that ends it."""
+    f = stack[d, FR_FID]
+    eb = fn[f, FN_EBASE]
+    cap = scratch.shape[0] // 4
+    act = stack[d, FR_ACT]
+    pc = stack[d, FR_PC]
+    first = scratch[3 * cap]
+    if stack[d, FR_ST] == S_PENDING:
+        pc = pdg[first, PD_DST]
+    elif pc == ENTRY:                             # the edge out of ENTRY goes to EXIT: not emitted yet
+        _emit(out, meta, act, f, ENTRY, pdg[first, PD_DST], pdg[first, PD_REF], -1)
+        pc = pdg[first, PD_DST]
+    for i in range(1, n):
+        j = scratch[3 * cap + i]
+        kind = pdg[j, PD_KIND]
+        if kind == K_REAL or kind == K_DOUT:
+            e = pdg[j, PD_REF]
+            dst = edg[eb + e, ED_DST]
+            _emit(out, meta, act, f, pc, dst, e, -1)
+            pc = dst
+    stack[d, FR_PC] = pc
+    stack[d, FR_ST] = S_RUN
+
+
+@_hot
+def _path_event(fn, blk, edg, pdg, scratch, stack, meta, out, d, v):  # type: ignore[no-untyped-def]
+    """A path record: ``p`` (ends at a cut) or ``LEAVE_PATH + p`` (ends at EXIT)."""
+    f = stack[d, FR_FID]
+    st = stack[d, FR_ST]
+    if st != S_RUN and st != S_PENDING:
+        return _bad(meta, BAD_LEFT, v, f)
+    returns = v >= LEAVE_PATH
+    pid = v - LEAVE_PATH if returns else v
+    if pid >= fn[f, FN_NPATHS]:
+        return _bad(meta, BAD_PATH, pid, f)
+    n = _path_walk(fn, blk, pdg, scratch, f, pid, -1)
+    if n < 0:
+        return _bad(meta, BAD_PATH, pid, f)
+    cap = scratch.shape[0] // 4
+    last = scratch[3 * cap + n - 1]
+    kind = pdg[last, PD_KIND]
+    if (returns and kind != K_REAL) or (not returns and kind != K_DOUT):
+        return _bad(meta, BAD_PATH, pid, f)
+    if _path_start(blk, pdg, scratch, stack, d, fn[f, FN_BBASE]) < 0:
+        return _bad(meta, BAD_START, pdg[scratch[3 * cap], PD_DST], f)
+    _path_emit(fn, edg, pdg, scratch, stack, meta, out, d, n)
+    if returns:
+        stack[d, FR_ST] = S_DONE
+    return 0
+
+
+@_hot
+def _path_truncated(fn, blk, pdg, scratch, stack, d, reg, b):  # type: ignore[no-untyped-def]
+    """Walk the prefix register ``reg`` names up to block ``b`` (it must start where the frame
+    stands): its number of DAG edges, or -1."""
+    f = stack[d, FR_FID]
+    bb = fn[f, FN_BBASE]
+    if b < 2 or b >= fn[f, FN_NB]:
+        return -1
+    pid = reg + blk[bb + b, BK_COMP]
+    if pid < 0 or pid >= fn[f, FN_NPATHS]:
+        return -1
+    n = _path_walk(fn, blk, pdg, scratch, f, pid, b)
+    if n < 0 or _path_start(blk, pdg, scratch, stack, d, bb) < 0:
+        return -1
+    return n
+
+
+@_hot
+def _path_exc(fn, blk, edg, stm, ysl, pdg, scratch, stack, meta, out, d, s, raised, reg, handler):  # type: ignore[no-untyped-def]
+    """``EXC s r H`` (``raised`` = ``s``) or ``RERAISE s x r H`` (``raised`` = ``x``): the path
+    register ``reg`` names up to the raising block (the block of ``raised``; else where the frame
+    stands; else the first block a path through which ``reg`` names), then the exception edge."""
+    f = stack[d, FR_FID]
+    st = stack[d, FR_ST]
+    bb = fn[f, FN_BBASE]
+    if st == S_DONE:
+        return _bad(meta, BAD_LEFT, s, f)
+    if st == S_AFTER_EXC:
+        _emit(out, meta, stack[d, FR_ACT], f, stack[d, FR_PC], -1, EID_EXC, stack[d, FR_EXC])
+        stack[d, FR_ST] = S_RUN
+        st = S_RUN
+    q = raised if raised >= 0 else s
+    b = stm[fn[f, FN_SBASE] + q] if q >= 0 else -1
+    if reg >= 0:
+        n = _path_truncated(fn, blk, pdg, scratch, stack, d, reg, b)
+        if n < 0 and st == S_RUN:
+            n = _path_truncated(fn, blk, pdg, scratch, stack, d, reg, stack[d, FR_PC])
+        for c in range(2, fn[f, FN_NB]):
+            if n >= 0:
+                break
+            n = _path_truncated(fn, blk, pdg, scratch, stack, d, reg, c)
+        if n >= 0:
+            _path_emit(fn, edg, pdg, scratch, stack, meta, out, d, n)
+        elif handler >= 0:
+            return _bad(meta, BAD_REGISTER, reg, f)
+        # else: an exit without handler whose register names no path from here: a closing
+        # record (``runtime.unfinished``) of a frame stopped between a cut's record and its
+        # reset; the exception edge leaves from where the frame stands
+    elif st == S_PENDING:                       # thrown in at a yield, no path open
+        if b < 0 or (blk[bb + b, BK_FLAGS] & F_SUSPEND) == 0:
+            if fn[f, FN_NY] != 1:
+                return _bad(meta, BAD_RESUME, s, f)
+            b = ysl[fn[f, FN_YBASE]]
+        stack[d, FR_PC] = b
+        stack[d, FR_ST] = S_RUN
+    return _to_handler(fn, blk, stack, meta, out, d, stack[d, FR_PC], s, handler)
+
+
+@_inl
+def _path_entry(fn, stack, meta, out, d):  # type: ignore[no-untyped-def]
+    """An activation of a path function starts at ENTRY: the edge out of it, unless it goes
+    straight to EXIT (then the path record that returns emits it)."""
+    f = stack[d, FR_FID]
+    b = fn[f, FN_ENTRY_B]
+    stack[d, FR_ST] = S_RUN
+    if b >= 2:
+        _emit(out, meta, stack[d, FR_ACT], f, ENTRY, b, fn[f, FN_ENTRY_E], -1)
+        stack[d, FR_PC] = b
+    else:
+        stack[d, FR_PC] = ENTRY
+
+
 # ---------------------------------------------------------------- the walk
 
 @_hot
-def decode(ev, pos, fn, blk, succ, stm, edg, wit, chs, ysl, pool, stack, meta, scratch, hkey, hval, out):  # type: ignore[no-untyped-def]
+def decode(ev, pos, fn, blk, succ, stm, edg, wit, chs, ysl, pool, pdg, stack, meta, scratch, hkey, hval, out):  # type: ignore[no-untyped-def]
     """Decode ``ev[pos:]`` into ``out``; returns (position reached, status)."""
     n = ev.shape[0]
     cap = out.shape[1]
@@ -533,14 +743,26 @@ def decode(ev, pos, fn, blk, succ, stm, edg, wit, chs, ysl, pool, stack, meta, s
             if fn[f, FN_MODE] == MODE_WITNESS:
                 meta[M_PEND] = P_HANDLER
                 meta[M_PEND_R] = v
+            elif fn[f, FN_MODE] == MODE_PATH:
+                meta[M_PEND] = P_REGISTER
+                meta[M_PEND_R] = v
             else:                                   # block ids: the last block is known
                 meta[M_PEND] = 0
                 _block_exc(fn, blk, stm, pool, stack, meta, out, d, meta[M_PEND_S])
             continue
+        if pend == P_REGISTER:                  # path mode: the register after the statements
+            meta[M_REG] = v
+            meta[M_PEND] = P_HANDLER
+            pos += 1
+            continue
         if pend == P_HANDLER:                   # the handler after the record, if it was caught
             meta[M_PEND] = 0
-            why = _witness_exc(fn, blk, succ, edg, stm, ysl, scratch, stack, meta, out, d,
-                               meta[M_PEND_S], meta[M_PEND_R], v if v >= 0 else -1)
+            if fn[stack[d, FR_FID], FN_MODE] == MODE_PATH:
+                why = _path_exc(fn, blk, edg, stm, ysl, pdg, scratch, stack, meta, out, d,
+                                meta[M_PEND_S], meta[M_PEND_R], meta[M_REG], v if v >= 0 else -1)
+            else:
+                why = _witness_exc(fn, blk, succ, edg, stm, ysl, scratch, stack, meta, out, d,
+                                   meta[M_PEND_S], meta[M_PEND_R], v if v >= 0 else -1)
             if why != 0:
                 return pos, ST_BAD
             if v >= 0:
@@ -550,7 +772,13 @@ def decode(ev, pos, fn, blk, succ, stm, edg, wit, chs, ysl, pool, stack, meta, s
             if depth == 0:
                 _bad(meta, BAD_OUTSIDE, v, 0)
                 return pos, ST_BAD
-            if fn[stack[d, FR_FID], FN_MODE] == MODE_WITNESS:
+            m = fn[stack[d, FR_FID], FN_MODE]
+            if m == MODE_PATH:
+                why = _path_event(fn, blk, edg, pdg, scratch, stack, meta, out, d, v)
+                if why == 0 and v >= LEAVE_PATH:
+                    _emit(out, meta, stack[d, FR_ACT], stack[d, FR_FID], EXIT, -1, EID_LEAVE, _parent_act(stack, d))
+                    meta[M_DEPTH] = d
+            elif m == MODE_WITNESS:
                 why = _witness_event(fn, blk, succ, edg, wit, chs, stack, meta, out, d, v)
             else:
                 why = _block_event(fn, blk, succ, ysl, pool, stack, meta, out, d, v)
@@ -559,7 +787,13 @@ def decode(ev, pos, fn, blk, succ, stm, edg, wit, chs, ysl, pool, stack, meta, s
                 _bad(meta, BAD_OUTSIDE, v, 0)
                 return pos, ST_BAD
             f = stack[d, FR_FID]
-            if fn[f, FN_MODE] != MODE_WITNESS:
+            if fn[f, FN_MODE] == MODE_PATH:          # a suspension, or the end of an exception
+                if stack[d, FR_ST] == S_AFTER_EXC:
+                    _emit(out, meta, stack[d, FR_ACT], f, stack[d, FR_PC], EXIT, EID_EXC, stack[d, FR_EXC])
+                    stack[d, FR_PC] = EXIT
+                elif fn[f, FN_GEN] == 0 or stack[d, FR_ST] == S_DONE:
+                    why = _bad(meta, BAD_LEAVE, stack[d, FR_PC], f)
+            elif fn[f, FN_MODE] != MODE_WITNESS:
                 why = _block_leave(fn, blk, succ, ysl, pool, stack, meta, out, d)
             elif stack[d, FR_ST] == S_RUN:
                 why = _witness_leave(fn, blk, succ, edg, chs, stack, meta, out, d)
@@ -568,6 +802,15 @@ def decode(ev, pos, fn, blk, succ, stm, edg, wit, chs, ysl, pool, stack, meta, s
             if why == 0:
                 _emit(out, meta, stack[d, FR_ACT], f, stack[d, FR_PC], -1, EID_LEAVE, _parent_act(stack, d))
                 meta[M_DEPTH] = d
+        elif v == START:
+            if depth == 0:
+                _bad(meta, BAD_OUTSIDE, v, 0)
+                return pos, ST_BAD
+            f = stack[d, FR_FID]
+            if fn[f, FN_MODE] != MODE_PATH or fn[f, FN_GEN] == 0 or stack[d, FR_ST] != S_PENDING:
+                _bad(meta, BAD_CODE, v, 0)
+                return pos, ST_BAD
+            _path_entry(fn, stack, meta, out, d)
         elif v == EXC or v == RERAISE:
             if depth == 0:
                 _bad(meta, BAD_OUTSIDE, v, 0)
@@ -595,7 +838,7 @@ def decode(ev, pos, fn, blk, succ, stm, edg, wit, chs, ysl, pool, stack, meta, s
             stack[depth, FR_FID] = f
             stack[depth, FR_PC] = ENTRY
             stack[depth, FR_ACT] = act
-            if fn[f, FN_MODE] == MODE_WITNESS:
+            if fn[f, FN_MODE] == MODE_WITNESS or fn[f, FN_MODE] == MODE_PATH:
                 stack[depth, FR_ST] = S_PENDING if fn[f, FN_GEN] != 0 else S_RUN
             else:
                 stack[depth, FR_ST] = S_FRESH
@@ -604,6 +847,8 @@ def decode(ev, pos, fn, blk, succ, stm, edg, wit, chs, ysl, pool, stack, meta, s
             stack[depth, FR_HOLD] = 0
             meta[M_DEPTH] = depth + 1
             _emit(out, meta, act, f, -1, -1, EID_ENTER, parent)
+            if fn[f, FN_MODE] == MODE_PATH and fn[f, FN_GEN] == 0:
+                _path_entry(fn, stack, meta, out, depth)
         else:
             _bad(meta, BAD_CODE, v, 0)
             return pos, ST_BAD
@@ -614,7 +859,7 @@ def decode(ev, pos, fn, blk, succ, stm, edg, wit, chs, ysl, pool, stack, meta, s
 
 
 @_hot
-def finish(fn, blk, succ, edg, stm, ysl, pool, stack, meta, scratch, out):  # type: ignore[no-untyped-def]
+def finish(fn, blk, succ, edg, stm, ysl, pool, pdg, stack, meta, scratch, out):  # type: ignore[no-untyped-def]
     """The stream ended: settle a half-read ``EXC`` and emit the exception edges still
     waiting for their target (``R_DST`` -1), oldest first.  Frames stay open (unfinished
     activations).  Needs room for ``meta[M_MARGIN]`` rows plus one per open frame."""
@@ -623,9 +868,14 @@ def finish(fn, blk, succ, edg, stm, ysl, pool, stack, meta, scratch, out):  # ty
     meta[M_PEND] = 0
     if pend == P_EXC or pend == P_RERAISE:      # a record without its statement
         _block_exc(fn, blk, stm, pool, stack, meta, out, depth - 1, -1)
-    elif pend == P_SITE or pend == P_HANDLER:   # (a re-raise site unknown: -1)
+    elif pend == P_SITE or pend == P_HANDLER or pend == P_REGISTER:   # (a re-raise site unknown: -1)
         f = stack[depth - 1, FR_FID]
-        if fn[f, FN_MODE] != MODE_WITNESS:
+        if fn[f, FN_MODE] == MODE_PATH:
+            reg = meta[M_REG] if pend == P_HANDLER else -1
+            if _path_exc(fn, blk, edg, stm, ysl, pdg, scratch, stack, meta, out, depth - 1, meta[M_PEND_S],
+                         meta[M_PEND_R] if pend != P_SITE else -1, reg, -1) != 0:
+                return ST_BAD
+        elif fn[f, FN_MODE] != MODE_WITNESS:
             _block_exc(fn, blk, stm, pool, stack, meta, out, depth - 1, meta[M_PEND_S])
         elif _witness_exc(fn, blk, succ, edg, stm, ysl, scratch, stack, meta, out, depth - 1,
                           meta[M_PEND_S], meta[M_PEND_R] if pend == P_HANDLER else -1, -1) != 0:

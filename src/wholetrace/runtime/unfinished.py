@@ -4,8 +4,8 @@ A daemon thread blocked for good, or an asyncio task left pending, ends the reco
 middle of activations whose streams say only that their last block started: the statements
 after the one in flight never ran.  Like the count modes (an early exit is an edge to EXIT
 from the statement in flight, Ball & Larus's Figure 4 ``exit()``), the recorder closes each
-such activation in its stream with ``EXC s`` LEAVE, ``s`` the statement in flight, innermost
-first: block counts then cut the rest of the block, and regeneration places the exit the
+such activation in its stream with ``EXC s`` LEAVE (path mode: ``EXC s r`` LEAVE, ``r`` its
+path register), ``s`` the statement in flight, innermost first: block counts then cut the rest of the block, and regeneration places the exit the
 same way in every trace mode.
 
 Which stream an open frame belongs to is read from the frame itself: ``wt.a``, the append
@@ -24,7 +24,7 @@ from types import FrameType
 from typing import Any
 
 from wholetrace.events import EXC, LEAVE
-from wholetrace.instrument.emit import A
+from wholetrace.instrument.emit import A, P
 from wholetrace.runtime.probes import RunState
 
 
@@ -77,6 +77,16 @@ def _innermost_first(suspended: Iterable[tuple[Any, FrameType]]) -> list[tuple[A
     return sorted(items, key=lambda it: -depth[id(it[0])])
 
 
+def _close(state: RunState, fid: int, f: FrameType) -> list[int]:
+    """``EXC s`` LEAVE for one open activation; in path mode (a frame with a path register)
+    ``EXC s r`` LEAVE, ``r`` the register as it stands (the truncated path; -1 if unset)."""
+    out = [EXC, state.sites.resolve(fid, f.f_code, f.f_lasti)]
+    if P in f.f_code.co_varnames:
+        r = f.f_locals.get(P)
+        out.append(r if type(r) is int else -1)
+    return out + [LEAVE]
+
+
 def snapshot(state: RunState, by_code: dict[tuple[str, str], int],
              suspended: Callable[[], Iterable[tuple[Any, FrameType]]], mine: bool = False
              ) -> tuple[dict[int, list[int]], dict[int, int]]:
@@ -99,8 +109,7 @@ def snapshot(state: RunState, by_code: dict[tuple[str, str], int],
             return None if st is None else st.sid
 
         frames = open_frames(by_code, threads, by_thread, suspended(), stream_id)
-        tails = {sid: [v for fid, f in fs for v in (EXC, state.sites.resolve(fid, f.f_code, f.f_lasti), LEAVE)]
-                 for sid, fs in frames.items()}
+        tails = {sid: [v for fid, f in fs for v in _close(state, fid, f)] for sid, fs in frames.items()}
         lengths = {st.sid: len(st.buf) for st in streams.all}
     finally:
         sys.setswitchinterval(old)

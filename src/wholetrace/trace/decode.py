@@ -76,6 +76,8 @@ _REASONS = {
     K.BAD_LEFT: "event {a} after the activation of {fb} left",
     K.BAD_RESUME: "{a} cannot start or resume the generator {fb}",
     K.BAD_CYCLE: "no witness-free path in {ft}",
+    K.BAD_PATH: "path {a} does not exist in {fb} or does not end as recorded",
+    K.BAD_REGISTER: "path register {a} of an exception names no path of {fb} from where it stands",
 }
 
 
@@ -156,8 +158,8 @@ class StreamDecoder:
             yield from self._take(copy)
         if self.depth + self.tables.margin + 2 > self.out.shape[1]:
             self.out = np.zeros((K.ROW_W, 2 * (self.depth + self.tables.margin + 2)), np.int64)
-        fn, blk, succ, stm, edg, _wit, _chs, ysl, pool = self.tables.arrays()
-        if K.finish(fn, blk, succ, edg, stm, ysl, pool, self.stack, self.meta, self.tables.scratch,
+        fn, blk, succ, stm, edg, _wit, _chs, ysl, pool, pdg = self.tables.arrays()
+        if K.finish(fn, blk, succ, edg, stm, ysl, pool, pdg, self.stack, self.meta, self.tables.scratch,
                     self.out) != K.ST_DONE:
             self._fail(-1)
         yield from self._take(copy)
@@ -176,8 +178,8 @@ class StreamDecoder:
     # -- internals
     def _run(self, ev: np.ndarray, pos: int) -> tuple[int, int]:
         self.meta[K.M_MARGIN] = self.tables.margin
-        fn, blk, succ, stm, edg, wit, chs, ysl, pool = self.tables.arrays()
-        pos, status = K.decode(ev, pos, fn, blk, succ, stm, edg, wit, chs, ysl, pool, self.stack,
+        fn, blk, succ, stm, edg, wit, chs, ysl, pool, pdg = self.tables.arrays()
+        pos, status = K.decode(ev, pos, fn, blk, succ, stm, edg, wit, chs, ysl, pool, pdg, self.stack,
                                self.meta, self.tables.scratch, self.hkey, self.hval, self.out)
         return int(pos), int(status)
 

@@ -42,7 +42,13 @@ class Trace:
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], *, check: bool = True) -> Trace:
-        return cls(Recording(path, check=check), owns=True)
+        """Open a recording file; one made with ``--wpp`` (``path`` mode's default) and no raw
+        streams is read through its grammars (``wpp.stored.readable``)."""
+        rec = Recording(path, check=check)
+        if isinstance(rec.meta.get("wpp"), dict):
+            from wholetrace.wpp.stored import readable
+            rec = readable(rec)
+        return cls(rec, owns=True)
 
     def close(self) -> None:
         if self._owns:

@@ -10,7 +10,8 @@ Functions are loaded on demand (the kernel asks with ``ST_NEED_FUNC``), so readi
 stream of a recording with thousands of registered functions parses only those it enters.
 Witness placements are read from the recording (``plan["witnessed"]``), never recomputed:
 a placement heuristic changed since the recording was made cannot change what it decodes
-to.  A path mode would add its path values per function beside ``wit`` (``FN_MODE`` 2).
+to.  Path numberings likewise (``plan["paths"]``: the DAG with its Val and Inc per edge) go
+into ``pdg`` (each node's out-edges by increasing Val) and the blocks' ``BK_PD``/``BK_COMP``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import Callable, Iterable
 import numpy as np
 
 from wholetrace.errors import InternalError, StoreError
+from wholetrace.events import LEAVE_PATH
 from wholetrace.ids import ENTRY, EXIT
 from wholetrace.kernels import decode as K
 from wholetrace.store.schema import WITNESS_STREAMS_SINCE
@@ -28,7 +30,7 @@ from wholetrace.trace.shape import FunctionShape
 #: Recording modes whose streams hold witness ids (``instrument.witnesses.PLAN_KINDS``).
 WITNESS_MODES = ("witness", "branches")
 #: Recording modes whose streams the kernel decodes.
-TRACE_MODES = ("blocks",) + WITNESS_MODES
+TRACE_MODES = ("blocks",) + WITNESS_MODES + ("path",)
 
 
 class _Grow:
@@ -74,6 +76,7 @@ class Tables:
         self.wit = _Grow(0, np.int32)
         self.chs = _Grow(2, np.int32)
         self.ysl = _Grow(0, np.int32)
+        self.pdg = _Grow(K.PD_W, np.int64)
         self.pool = np.zeros(64, np.int64)
         self.scratch = np.zeros(4 * 64, np.int64)
         self.max_blocks = 2
@@ -97,6 +100,7 @@ class Tables:
             raise StoreError(f"the recording has no function {fid}")
         sh = self._shape(fid)
         mode, witnessed = self._plan(sh)
+        paths = self._paths(sh) if mode == K.MODE_PATH else None
         nb, ne = sh.nblocks, sh.nedges
         order = np.lexsort((np.arange(ne), sh.edge_src)) if ne else np.zeros(0, np.int64)
         succ_n = np.bincount(sh.edge_src, minlength=nb) if ne else np.zeros(nb, np.int64)
@@ -115,6 +119,8 @@ class Tables:
             self._witness_tables(sh, witnessed, blk)
         ysl = np.flatnonzero(sh.suspend_blocks).astype(np.int32)
         row = self.fn[fid]
+        if paths is not None:
+            self._path_tables(sh, paths, blk, row)
         row[K.FN_BBASE] = self.blk.add(blk)
         row[K.FN_NB], row[K.FN_NS], row[K.FN_NE] = nb, sh.nstmts, ne
         row[K.FN_SBASE] = self.stm.add(sh.stmt_block)
@@ -137,9 +143,9 @@ class Tables:
         return self.shapes
 
     def arrays(self) -> tuple[np.ndarray, ...]:
-        """(fn, blk, succ, stm, edg, wit, chs, ysl, pool) as the kernel takes them."""
+        """(fn, blk, succ, stm, edg, wit, chs, ysl, pool, pdg) as the kernel takes them."""
         return (self.fn, self.blk.a, self.succ.a, self.stm.a, self.edg.a, self.wit.a, self.chs.a,
-                self.ysl.a, self.pool)
+                self.ysl.a, self.pool, self.pdg.a)
 
     def reset(self) -> None:
         """Forget the generator suspensions seen (before decoding a recording again)."""
@@ -148,7 +154,7 @@ class Tables:
     # -- plans
     def _plan(self, sh: FunctionShape) -> tuple[int, list[int] | None]:
         """The function's decoding mode and, for witness ids, its stored witnessed edges."""
-        if self.mode not in WITNESS_MODES:
+        if self.mode not in WITNESS_MODES and self.mode != "path":
             return K.MODE_BLOCKS, None
         plan = sh.plan
         where = f"function {sh.fid} ({sh.qualname})"
@@ -156,6 +162,10 @@ class Tables:
             raise StoreError(f"{where} was not planned for {self.mode} mode (plan {plan.get('mode')!r})")
         if plan.get("strategy") == "trace":
             return K.MODE_BLOCKS, None
+        if self.mode == "path":
+            if plan.get("strategy") != "paths":
+                raise StoreError(f"{where}: unknown plan strategy {plan.get('strategy')!r}")
+            return K.MODE_PATH, None
         if plan.get("strategy") != "witness":
             raise StoreError(f"{where}: unknown plan strategy {plan.get('strategy')!r}")
         w = plan.get("witnessed")
@@ -209,3 +219,67 @@ class Tables:
                 seen.add(v)
             if calls[v]:
                 blk[b, K.BK_FLAGS] |= K.F_REACH
+
+    # -- path numberings
+    def _paths(self, sh: FunctionShape) -> tuple[int, np.ndarray, np.ndarray]:
+        """The stored numbering, checked: (number of paths, DAG edges (k, 5), Inc per edge)."""
+        where = f"function {sh.fid} ({sh.qualname})"
+        p = sh.plan.get("paths")
+        if not isinstance(p, dict):
+            raise StoreError(f"{where}: the recording does not store its path numbering")
+        n, dag, inc = p.get("num_paths"), p.get("dag"), p.get("inc")
+        if (type(n) is not int or not isinstance(dag, list) or not isinstance(inc, list)
+                or not all(type(x) is int for x in dag) or not all(type(x) is int for x in inc)
+                or len(dag) % 5 or len(dag) // 5 != len(inc) or not 0 < n < LEAVE_PATH):
+            raise StoreError(f"{where}: the stored path numbering is corrupt")
+        a = np.array(dag, np.int64).reshape(-1, 5)
+        src, dst, kind, ref, val = a.T
+        nb, ne = sh.nblocks, sh.nedges
+        real = (kind == K.K_REAL) | (kind == K.K_DOUT)
+        if (((src < 0) | (src >= nb) | (dst < 0) | (dst >= nb) | (kind < 0) | (kind > K.K_DEAD)
+             | (val < 0) | (val >= n)).any()
+                or (real & ((ref < 0) | (ref >= ne))).any()
+                or (real & (sh.edge_src[np.clip(ref, 0, max(ne - 1, 0))] != src)).any()
+                or ((kind == K.K_REAL) & (sh.edge_dst[np.clip(ref, 0, max(ne - 1, 0))] != dst)).any()
+                or ((kind == K.K_DOUT) & (dst != EXIT)).any() or ((kind == K.K_DIN) & (src != ENTRY)).any()
+                or (src == EXIT).any()):
+            raise StoreError(f"{where}: the stored path numbering is corrupt")
+        return n, a, np.array(inc, np.int64)
+
+    def _path_tables(self, sh: FunctionShape, paths: tuple[int, np.ndarray, np.ndarray], blk: np.ndarray,
+                     row: np.ndarray) -> None:
+        """``pdg`` rows (each node's out-edges by Val), ``BK_PD``/``BK_NPD``/``BK_COMP``, and the
+        function's path count and edge out of ENTRY."""
+        n, a, inc = paths
+        src, val = a[:, 0], a[:, 4]
+        order = np.lexsort((val, src))
+        base = self.pdg.add(np.stack([a[order, 1], a[order, 2], a[order, 3], val[order]], axis=1))
+        counts = np.bincount(src, minlength=sh.nblocks)
+        blk[:, K.BK_PD] = base + np.concatenate([[0], np.cumsum(counts)[:-1]])
+        blk[:, K.BK_NPD] = counts
+        # the Inc sum of the Val-0 way from each node to EXIT (nodes in reverse topological order)
+        first: dict[int, int] = {}
+        for i in order[::-1].tolist():       # each node's Val-0 out-edge
+            first[int(src[i])] = int(i)
+        comp = np.zeros(sh.nblocks, np.int64)
+        done = np.zeros(sh.nblocks, bool)
+        done[EXIT] = True
+        for v in range(sh.nblocks):
+            chain = []
+            u = v
+            while not done[u]:
+                if u not in first or len(chain) > sh.nblocks:
+                    raise StoreError(f"function {sh.fid} ({sh.qualname}): the stored path numbering is corrupt")
+                chain.append(u)
+                u = int(a[first[u], 1])
+            for w in reversed(chain):
+                comp[w] = inc[first[w]] + comp[int(a[first[w], 1])]
+                done[w] = True
+        if (np.abs(comp) >= LEAVE_PATH).any():
+            raise StoreError(f"function {sh.fid} ({sh.qualname}): the stored path numbering is corrupt")
+        blk[:, K.BK_COMP] = comp
+        entry = np.flatnonzero(sh.edge_src == ENTRY)
+        if len(entry) != 1:
+            raise StoreError(f"function {sh.fid} ({sh.qualname}): a path function with {len(entry)} edges out of ENTRY")
+        row[K.FN_NPATHS] = n
+        row[K.FN_ENTRY_E], row[K.FN_ENTRY_B] = int(entry[0]), int(sh.edge_dst[entry[0]])

@@ -1,0 +1,381 @@
+"""`record --mode path`, decoded by the decoding kernel, against `record --mode blocks` of the same program.
+
+The oracle is an independent `blocks` recording: the regenerated path streams must equal its
+streams event for event on the inline programs (``tests/inline_programs.py`` and the thread,
+asyncio, exit and interrupt programs below, all without implicit calls into instrumented
+code), and in activation form (each activation's own blocks and exception records, and its
+ordered children) on the corpus programs and on programs with implicit calls; the kernel's
+streams equal the pure-Python twin's (``tests/naive_paths.py``, which renumbers from the CFG).
+Programs behave as they do plain (stdout, stderr, exit status).  Generated programs run in
+``tests/runtime/test_generated_programs.py`` (every mode).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from corpus import PROGRAMS
+from inline_programs import INLINE
+from naive_decode import activation_form
+from naive_paths import path_plans, regenerate_path_stream
+from regenutil import compare, streams_of
+from wholetrace.events import EXC, LEAVE, LEAVE_PATH, START, enter_code
+from wholetrace.store import Recording
+from wholetrace.trace.decode import Rows, StreamDecoder
+from wholetrace.trace.session import Trace, block_events
+from wtutil import ENV, run_plain
+
+# Programs of this module (threads, asyncio, exits): no implicit calls into instrumented code.
+EXTRA = {
+    "threads": '''
+        import threading
+        def work(k, out):
+            s = 0
+            for i in range(k):
+                if i % 3 == 0:
+                    s += step(i)
+                else:
+                    s -= 1
+            out.append(s)
+        def step(i):
+            return i * 2
+        def main():
+            out = []
+            ts = [threading.Thread(target=work, args=(n, out)) for n in (5, 9, 13)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+            print(sorted(out))
+        main()
+    ''',
+    "asyncio": '''
+        import asyncio
+        async def leaf(i):
+            await asyncio.sleep(0)
+            if i % 2:
+                raise KeyError(i)
+            return i
+        async def node(n):
+            total = 0
+            for i in range(n):
+                try:
+                    total += await leaf(i)
+                except KeyError:
+                    total -= 1
+            return total
+        async def main():
+            r = await asyncio.gather(node(3), node(4))
+            print(r)
+        asyncio.run(main())
+    ''',
+    "sys_exit": '''
+        import sys
+        def inner(n):
+            if n > 2:
+                sys.exit(3)
+            return inner(n + 1)
+        def outer():
+            try:
+                inner(0)
+            finally:
+                print("finally")
+        outer()
+    ''',
+    "interrupt": '''
+        def spin(n):
+            i = 0
+            while True:
+                i += 1
+                if i == n:
+                    raise KeyboardInterrupt
+        def main():
+            try:
+                spin(50)
+            except KeyboardInterrupt:
+                print("interrupted")
+            spin(7)
+        main()
+    ''',
+    "daemon": '''
+        import threading
+        def forever(box, ready):
+            while True:
+                box.append(tick(len(box)))
+                if len(box) == 10:
+                    ready.set()
+        def tick(n):
+            return n + 1
+        def main():
+            box, ready = [], threading.Event()
+            threading.Thread(target=forever, args=(box, ready), daemon=True).start()
+            ready.wait()
+            print("main done")
+        main()
+    ''',
+}
+#: The daemon thread runs on until the recording ends: its stream's length differs per run.
+UNFINISHED = {"daemon"}
+
+
+
+# ----------------------------------------------------------------------------- helpers
+
+def record(script: Path, wt: Path, mode: str, *options: str) -> subprocess.CompletedProcess:
+    """``record --mode MODE [options] -q -o WT script`` (``run_recorded`` passes extra arguments to the program)."""
+    cmd = [sys.executable, "-m", "wholetrace.cli", "record", "--mode", mode, *options, "-q", "-o", str(wt), str(script)]
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=script.parent, timeout=300, env=ENV,
+                          stdin=subprocess.DEVNULL)
+
+
+def record_both(script: Path, root: Path, include: tuple[str, ...] = (), *options: str) -> dict[str, Path]:
+    plain = run_plain(script)
+    out = {}
+    inc = [a for m in include for a in ("--include", m)]
+    for mode in ("blocks", "path"):
+        wt = root / f"{script.stem}.{mode}.wt"
+        r = record(script, wt, mode, *inc, *(options if mode == "path" else ()))
+        assert (r.returncode, r.stdout, r.stderr) == (plain.returncode, plain.stdout, plain.stderr), (mode, r.stderr[-2000:])
+        out[mode] = wt
+    return out
+
+
+# ----------------------------------------------------------------------------- unit
+
+F = enter_code
+
+
+def test_stream_format_by_hand() -> None:
+    """A hand-made path stream decodes into the blocks stream its numbering implies (the twin)."""
+    from wholetrace.instrument.cfg import build_module
+    from wholetrace.instrument.modes import path_numbering
+
+    src = textwrap.dedent('''
+        def f(n):
+            s = 0
+            while s < n:
+                s += g(s)
+            return s
+    ''')
+    cfg = next(c for c in build_module(src) if c.qualname == "f")
+    num = path_numbering(cfg)
+    assert num is not None
+    ids = {tuple(num.blocks(p)): (pid, p) for pid, p in num.iter_paths()}
+    entry_to_call = next(pid for b, (pid, p) in ids.items() if p.start == 0 and p.end >= 0)
+    call_to_header = next(pid for b, (pid, p) in ids.items() if p.start != 0 and p.end >= 0
+                          and num.graph.edges[p.end][1] in cfg.loop_headers)
+    header_exit = next(pid for b, (pid, p) in ids.items() if p.start in cfg.loop_headers and p.end < 0)
+    events = [F(0), entry_to_call, F(1), LEAVE, call_to_header, LEAVE_PATH + header_exit]
+    plans = {0: (cfg, num), 1: (cfg, None)}
+    out = np.concatenate(list(regenerate_path_stream([np.array(events, np.int32)], plans))).tolist()
+    expect = [F(0)]
+    first = num.decode(entry_to_call)
+    expect += num.blocks(first) + [num.graph.edges[first.end][1]]   # the child runs in the call block
+    expect += [F(1), LEAVE]
+    expect += num.blocks(num.decode(call_to_header))[1:]     # the call block was shown for the child
+    expect += num.blocks(num.decode(header_exit)) + [LEAVE]       # the header is the back edge's target
+    assert out == expect
+    assert START == -5 and EXC == -2 and LEAVE_PATH == 1 << 30
+
+
+def test_interner_leave_value_is_the_event_format() -> None:
+    from wholetrace.wpp.intern import PATH_LEAVE_AT
+    assert PATH_LEAVE_AT == LEAVE_PATH
+
+
+# ----------------------------------------------------------------------------- inline programs
+
+ALL_INLINE = {**INLINE, **EXTRA}
+
+
+@pytest.fixture(scope="module")
+def inline(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Path]]:
+    root = tmp_path_factory.mktemp("path-inline")
+    out: dict[str, dict[str, Path]] = {}
+    for name, src in ALL_INLINE.items():
+        script = root / f"prog_{name}.py"
+        script.write_text(textwrap.dedent(src))
+        out[name] = record_both(script, root, (), "--no-wpp")
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(ALL_INLINE))
+def test_inline_programs_event_for_event(inline: dict[str, dict[str, Path]], name: str) -> None:
+    if name in UNFINISHED:
+        _, blocks, _, _ = streams_of(inline[name]["blocks"])
+        _, regen, _, _ = streams_of(inline[name]["path"], twin=True)
+        assert len(blocks) == len(regen) == 2
+        assert np.array_equal(blocks[0], regen[0])      # the main thread
+        # the daemon thread ran on for a different time in each recording: its finished
+        # activations (all but the last few, closed by the recorder) are the same
+        fa, fb = activation_form(blocks[1]), activation_form(regen[1])
+        n = min(len(fa), len(fb)) - 3
+        assert n > 10 and fa[2:n] == fb[2:n]           # the calls of tick()
+        loop_a, loop_b = fa[1][1][:-10], fb[1][1][:-10]  # forever()'s own blocks: one a prefix of the other
+        assert loop_a[:len(loop_b)] == loop_b[:len(loop_a)] and min(len(loop_a), len(loop_b)) > 10
+        return
+    stats = compare(inline[name]["blocks"], inline[name]["path"], exact=True, twin=True)
+    assert stats["identical streams"] >= 1
+
+
+def test_cli_trace_counts_info(inline: dict[str, dict[str, Path]]) -> None:
+    outs = {}
+    for mode, wt in inline["exceptions"].items():
+        def run(*args: str) -> str:
+            return subprocess.run([sys.executable, "-m", "wholetrace.cli", *args, str(wt)], capture_output=True,
+                                  text=True, env=ENV, check=True).stdout
+        info = run("info")
+        assert f"{mode}" in info
+        outs[mode] = (run("trace"), run("counts", "--format", "json"))
+    assert outs["path"] == outs["blocks"]
+    assert outs["blocks"][0].count("\nB ") > 10
+
+
+@pytest.mark.parametrize("name", ["generators", "exceptions"])
+def test_decoding_is_the_same_in_small_chunks(inline: dict[str, dict[str, Path]], name: str) -> None:
+    """Chunks of 7 events and a small row buffer give the same rows as one chunk."""
+    with Trace.open(inline[name]["path"]) as trace:
+        for st in trace.streams():
+            whole = trace.events(st.sid)
+            raw = trace.recording.events(st.sid)
+            dec = StreamDecoder(trace.tables, capacity=64)
+            rows = Rows.concat(dec.decode([raw[i:i + 7] for i in range(0, len(raw), 7)]))
+            assert np.array_equal(block_events(rows), whole)
+
+
+def test_online_wpp_is_the_default_and_reads_back(tmp_path: Path) -> None:
+    """``record --mode path`` builds the WPP online unless ``--no-wpp``; both read back the same trace."""
+    script = tmp_path / "prog_gen.py"
+    script.write_text(textwrap.dedent(INLINE["generators"]))
+    a, b = tmp_path / "a.wt", tmp_path / "b.wt"
+    assert record(script, a, "path").returncode == 0
+    assert record(script, b, "path", "--no-wpp").returncode == 0
+    with Recording(a) as ra, Recording(b) as rb:
+        assert isinstance(ra.meta.get("wpp"), dict) and not isinstance(rb.meta.get("wpp"), dict)
+
+    def trace(p: Path) -> str:
+        return subprocess.run([sys.executable, "-m", "wholetrace.cli", "trace", str(p)], capture_output=True,
+                              text=True, env=ENV, check=True).stdout
+    assert trace(a) == trace(b) and trace(a).count("\nB ") > 5
+
+
+# ----------------------------------------------------------------------------- corpus
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_corpus_programs_regenerate(name: str, tmp_path: Path) -> None:
+    prog = PROGRAMS[name]
+    driver = prog.write(tmp_path, "small")
+    paths = record_both(driver, tmp_path, tuple(prog.include), "--no-wpp")
+    stats = compare(paths["blocks"], paths["path"], exact=False)
+    assert stats["recorded events"] < stats["blocks events"]
+
+
+# ----------------------------------------------------------------------------- implicit calls, fallback
+
+IMPLICIT = '''
+    class Temp:
+        def __init__(self, v):
+            self._v = v
+        @property
+        def v(self):
+            if self._v < 0:
+                raise ValueError("negative")
+            return self._v
+        def __add__(self, other):
+            return Temp(self.v + other.v)
+        def __lt__(self, other):
+            return self.v < other.v
+        def __bool__(self):
+            return self._v != 0
+    class Desc:
+        def __get__(self, obj, owner):
+            if obj is None:
+                return self
+            return obj.base * 2
+    class Holder:
+        twice = Desc()
+        def __init__(self, base):
+            self.base = base
+    def use(items):
+        total = Temp(0)
+        for t in items:
+            try:
+                if t < total or not t:
+                    total = total + t
+                else:
+                    total = t + total
+            except ValueError as e:
+                print("skip", e)
+        return total.v + Holder(3).twice
+    print(use([Temp(1), Temp(-2), Temp(3), Temp(0), Temp(5)]))
+'''
+
+
+def test_implicit_calls_that_raise(tmp_path: Path) -> None:
+    """Properties, operators, ``__bool__`` and descriptors called implicitly (some raising):
+    the activation form of the blocks recording."""
+    script = tmp_path / "prog_implicit.py"
+    script.write_text(textwrap.dedent(IMPLICIT))
+    paths = record_both(script, tmp_path, (), "--no-wpp")
+    compare(paths["blocks"], paths["path"], exact=False, twin=True)
+
+
+FALLBACK = '''
+    import io
+    def first_long(lines):
+        for ln in lines:
+            with io.StringIO(ln) as f:
+                text = f.read()
+                if len(text) > 3:
+                    return text
+                if not text:
+                    continue
+        return None
+    def caller():
+        return [first_long(["a", "", "abcd"]), first_long(["x"])]
+    print(caller())
+'''
+
+
+def test_functions_without_probe_sites_record_block_ids(tmp_path: Path) -> None:
+    """A return and a continue through a ``with`` exit: the function records block ids
+    (strategy ``trace``), its caller path ids, and the whole regenerates event for event."""
+    script = tmp_path / "prog_fallback.py"
+    script.write_text(textwrap.dedent(FALLBACK))
+    paths = record_both(script, tmp_path, (), "--no-wpp")
+    with Recording(paths["path"]) as rec:
+        strategy = {f.qualname: f.cfg["plan"]["strategy"] for f in rec.functions()}
+    assert strategy["first_long"] == "trace" and strategy["caller"] == "paths"
+    compare(paths["blocks"], paths["path"], exact=True, twin=True)
+
+
+def test_known_register_constants_match_the_numbering() -> None:
+    """Every cut recorded as a constant (``fold_known_registers``) records what the numbering's
+    own chord sums give for every path that ends there (``PathNumbering.recorded_value``, by
+    enumeration of all paths of each function with at most 10^4 paths)."""
+    import difflib
+    import json.decoder
+    from wholetrace.instrument.cfg import build_module
+    from wholetrace.instrument.modes import fold_known_registers, path_numbering
+    from wholetrace.instrument.pathnum import END_EXIT
+
+    checked = 0
+    for mod in (difflib, json.decoder, textwrap):
+        source = Path(mod.__file__).read_text()
+        for cfg in build_module(source, mod.__file__):
+            num = path_numbering(cfg)
+            if num is None or num.num_paths > 10_000:
+                continue
+            probes = fold_known_registers(cfg, num)
+            const = {e: p.value for e, p in enumerate(probes) if p.kind == "cut-const"}
+            for pid, path in num.iter_paths():
+                if path.end != END_EXIT and path.end in const:
+                    assert num.recorded_value(path) == pid == const[path.end], (cfg.qualname, path)
+                    checked += 1
+    assert checked > 100
