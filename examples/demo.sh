@@ -31,7 +31,7 @@ else
 fi
 
 # 3b. acyclic paths (Ball-Larus ids), compressed online into a whole program path, decoded the same way
-step "$WT" record --mode path --include difflib -o "$OUT/textdiff-path.wt" examples/textdiff.py
+step "$WT" record --mode path --wpp --include difflib -o "$OUT/textdiff-path.wt" examples/textdiff.py
 "$WT" trace "$OUT/textdiff-path.wt" > "$OUT/path.fbe"
 if cmp -s "$OUT/blocks.fbe" "$OUT/path.fbe"; then
   echo "(the path recording decodes to exactly the same $(wc -l < "$OUT/blocks.fbe") trace lines)"

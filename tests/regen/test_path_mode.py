@@ -249,13 +249,14 @@ def test_decoding_is_the_same_in_small_chunks(inline: dict[str, dict[str, Path]]
             assert np.array_equal(block_events(rows), whole)
 
 
-def test_online_wpp_is_the_default_and_reads_back(tmp_path: Path) -> None:
-    """``record --mode path`` builds the WPP online unless ``--no-wpp``; both read back the same trace."""
+def test_online_wpp_and_raw_path_recordings_read_back_alike(tmp_path: Path) -> None:
+    """``record --mode path --wpp`` builds the WPP online, the default stores the raw stream;
+    both read back the same trace."""
     script = tmp_path / "prog_gen.py"
     script.write_text(textwrap.dedent(INLINE["generators"]))
     a, b = tmp_path / "a.wt", tmp_path / "b.wt"
-    assert record(script, a, "path").returncode == 0
-    assert record(script, b, "path", "--no-wpp").returncode == 0
+    assert record(script, a, "path", "--wpp").returncode == 0
+    assert record(script, b, "path").returncode == 0
     with Recording(a) as ra, Recording(b) as rb:
         assert isinstance(ra.meta.get("wpp"), dict) and not isinstance(rb.meta.get("wpp"), dict)
 

@@ -20,7 +20,7 @@ def add_record_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--wpp", action=argparse.BooleanOptionalAction, default=None,
                    help="build the whole program path (one SEQUITUR grammar per stream) while the "
                         "program runs, on a background thread; the raw stream is then not stored "
-                        "unless --keep-raw (default: on for --mode path)")
+                        "unless --keep-raw; off by default in every mode (child processes are recorded only with the raw stream)")
     p.add_argument("--keep-raw", action="store_true", help="with --wpp: store the raw stream too")
     p.add_argument("--lookahead", action=argparse.BooleanOptionalAction, default=DEFAULT_LOOKAHEAD,
                    help="with --wpp: SEQUITUR(1), one symbol of look-ahead (Larus 1999 §3.2)")
@@ -31,7 +31,7 @@ def add_record_options(p: argparse.ArgumentParser) -> None:
 
 def record_writer(writer: Any, args: argparse.Namespace) -> Any:
     """``writer``, wrapped by the online WPP builder when ``args`` ask for it."""
-    wpp = args.wpp if args.wpp is not None else args.mode == "path"
+    wpp = bool(args.wpp)      # off by default, path mode too (docs/design.md, "Path mode: the default")
     if not wpp:
         if args.keep_raw:
             raise UsageError("--keep-raw needs --wpp")
