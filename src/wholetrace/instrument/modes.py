@@ -15,19 +15,25 @@
                 a witness on an edge without a probe site records block ids instead, exactly
                 as ``blocks`` does (strategy "trace"; the regenerator passes them through).
 ``branches``    the same with ``instrument.witnesses.branch_placement`` (every predicate's outcome).
+``full``        the ``blocks`` trace plus the values and locations each statement defines and
+                reads (WET capture, ``instrument.defuse``): one counter id per value slot, so
+                slot ids are relocated like counters.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from wholetrace.instrument.cfg import CFG
 from wholetrace.instrument.sites import Site, edge_sites, probe_rank
 
-MODES = ("blocks", "count", "count-naive", "witness", "branches")
+if TYPE_CHECKING:
+    from wholetrace.instrument.defuse import ValuePlan
+
+MODES = ("blocks", "count", "count-naive", "witness", "branches", "full")
 #: Modes whose streams are traces (ENTER/LEAVE/EXC recorded, chunks stored as they are).
-TRACE_MODES = ("blocks", "witness", "branches")
+TRACE_MODES = ("blocks", "witness", "branches", "full")
 FORCED_TREE_WEIGHT = 1e15
 #: A chord expected to run at least this many times per activation counts in a local.
 LOCAL_MIN_PER_CALL = 3.0
@@ -47,6 +53,7 @@ class ProbePlan:
     counted_edges: tuple[int, ...] = ()             # edge ids with a counter ("full")
     local_counters: frozenset[int] = frozenset()    # global ids counted in a local, added at exit
     base: int = 0                                   # global id of the function's first counter
+    values: "ValuePlan | None" = None               # full mode: value slots and def/use facts
 
     @property
     def traces(self) -> bool:
@@ -62,11 +69,21 @@ class ProbePlan:
         return {"mode": self.mode, "strategy": self.strategy, "counters": self.counters,
                 "chords": list(self.chords), "counted_edges": list(self.counted_edges),
                 "local_counters": sorted(k - self.base for k in self.local_counters),
-                "block_counters": sorted(self.block_values) if self.strategy != "chords" else []}
+                "block_counters": sorted(self.block_values) if self.strategy != "chords" else []} | (
+                    {"wet": self.values.to_json()} if self.values is not None else {})
 
 
 def blocks_plan(cfg: CFG) -> ProbePlan:
     return ProbePlan("blocks", "trace", {b.id: [b.id] for b in cfg.blocks[2:] if b.stmts})
+
+
+def full_plan(cfg: CFG, base: int) -> ProbePlan:
+    """``blocks`` probes plus value slots ``base + j`` (``instrument.defuse``)."""
+    from wholetrace.instrument.defuse import value_plan
+
+    values = value_plan(cfg)
+    return ProbePlan("full", "trace", blocks_plan(cfg).block_values, counters=len(values.slots),
+                     values=values)
 
 
 def count_naive_plan(cfg: CFG, base: int) -> ProbePlan:
@@ -129,7 +146,9 @@ def make_plan(mode: str, cfg: CFG, base: int, weights: Sequence[float] | None = 
         return blocks_plan(cfg)
     if mode in ("witness", "branches"):
         return witness_plan(cfg, mode)
-    if mode == "count-naive":
+    if mode == "full":
+        plan = full_plan(cfg, base)
+    elif mode == "count-naive":
         plan = count_naive_plan(cfg, base)
     elif mode == "count":
         plan = count_plan(cfg, base, weights)

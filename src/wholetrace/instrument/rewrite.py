@@ -79,7 +79,7 @@ class _FunctionRewriter:
     def first_block(self, stmts: list[ast.stmt]) -> int:
         """The block of the first statement a body executes (a handler's or finally's entry)."""
         for s in stmts:
-            if isinstance(s, (ast.Global, ast.Nonlocal)):
+            if isinstance(s, (ast.Global, ast.Nonlocal)) or getattr(s, "_wt_probe", False):
                 continue
             if isinstance(s, (ast.Try, ast.TryStar)):
                 return self.first_block(s.body)
@@ -391,6 +391,9 @@ def rewrite_function(fn: ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | a
     """Instrument one code body in place (its nested functions are rewritten separately)."""
     module = isinstance(fn, ast.Module)
     plan = plan or blocks_plan(cfg)
+    if plan.values is not None:     # full mode: value probes first, on the program's own nodes
+        from wholetrace.instrument.wetemit import instrument_values
+        instrument_values(fn, plan.values, plan.base)
     fr = _FunctionRewriter(cfg, fid, module or isinstance(fn, ast.ClassDef), plan)
     original = list(fn.body)
     n_head = 0

@@ -22,7 +22,7 @@ from wholetrace.instrument.cfg import CFG
 from wholetrace.instrument.modes import TRACE_MODES, ProbePlan, make_plan
 from wholetrace.instrument.emit import LOCAL as LOCAL_COUNTER
 from wholetrace.events import XCOUNT, arg_value
-from wholetrace.runtime.probes import COUNTERS, NAMESPACE_RERAISE, RERAISES, SITES, STREAMS, Stream
+from wholetrace.runtime.probes import COUNTERS, CURRENT, NAMESPACE_RERAISE, RERAISES, RUNTIME, SITES, STREAMS, Stream
 
 FLUSH_SECONDS = 0.25
 
@@ -48,6 +48,11 @@ class Recorder:
         self.exc_edges: dict[tuple[int, int, int], int] = {}
         self.suspendable = False   # some instrumented code may be a generator or coroutine
         STREAMS.on_new = self._on_new_stream
+        self.values = None
+        if mode == "full":      # WET capture: value probes and the value log (runtime.values)
+            from wholetrace.runtime.values import ValueLog
+            self.values = ValueLog(writer, lambda: CURRENT.get() or STREAMS.new())
+            RUNTIME.update(self.values.probes())
 
     # -- the instrumenter's registry (instrument.loader.Registry), and new streams
     def plan(self, file: str, cfg: CFG, base: int) -> ProbePlan:
@@ -85,6 +90,8 @@ class Recorder:
     def _on_new_stream(self, st: Stream) -> None:
         self.writer.add_stream(st.sid, kind=st.kind, name=st.name, thread_ident=st.thread_ident,
                                parent=st.parent)
+        if self.values is not None:
+            self.values.on_new(st.sid, st.buf.append)
 
     # -- flushing
     def start(self) -> None:
@@ -109,6 +116,8 @@ class Recorder:
                     self.events += n
                     st.flushed += n
                     if self.traces:
+                        if self.values is not None:
+                            chunk = self.values.split(st.sid, chunk)
                         self.writer.append_events(st.sid, chunk)
                     else:
                         self._tally_exception_edges(chunk)
@@ -192,6 +201,8 @@ class Recorder:
         if self.traces:
             self.flush()
             STREAMS.on_new = None
+            if self.values is not None:
+                self.values.finish()
             return
         counts, early, lengths = self.snapshot_counts()
         self.flush(lengths)

@@ -1,0 +1,267 @@
+"""``full`` mode at run time: the value probes (appends to per-thread buffers) and the value log.
+
+A probe appends two items to the thread's value list -- the slot id and the value itself
+if it is an immutable scalar (held only until the next flush), or ``~slot`` and the
+object's serial -- then the marker :data:`VAL` to the thread's event stream, so each record
+has an exact position in the control flow.  The flusher takes the markers out of each event
+chunk (the stored stream is a plain ``blocks`` trace) and turns the records into typed
+tokens (docs/design.md, "WET capture log").
+
+Object serials survive ``id()`` reuse: a weak reference drops the ``id -> serial`` entry when
+the object dies; objects that take no weak reference (list, dict, set, tuple, ...) are held
+by the recording and released, on the program's thread, once the recording is their only
+owner (checked whenever the number held has doubled).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import struct
+import sys
+import threading
+import weakref
+from array import array
+from contextvars import ContextVar
+from typing import Any, Callable
+
+#: The marker of a value record in an event stream (full mode only, never stored: the
+#: stream codes -4..-7 are unused by events.py).
+VAL = -4
+
+# token tags
+NONE, BOOL, INT, FLOAT, STR, BYTES, BIGINT, COMPLEX, OBJ = range(9)
+_IMMEDIATE = frozenset({int, float, bool, type(None), str, bytes, complex})
+_PIN_MIN = 4096
+_I64 = 1 << 63
+
+
+def content_hash(data: bytes) -> int:
+    """64-bit content hash (signed) of a str/bytes/big-int value's bytes."""
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little", signed=True)
+
+
+class ValueLog:
+    """The value log of one recording: per-stream buffers, object serials, distinct contents."""
+
+    def __init__(self, writer: Any, current_stream: Callable[[], Callable[[int], None]]) -> None:
+        self.writer = writer
+        self.current_stream = current_stream         # the running thread's event append (made if needed)
+        self.current: ContextVar[tuple[Callable[[int], None], list[Any]] | None] = ContextVar(
+            "wholetrace_values", default=None)
+        self.lists: dict[int, list[Any]] = {}          # stream id -> pending records
+        self.by_buffer: dict[int, list[Any]] = {}      # id(event buffer) -> its value list
+        self.cf_done: dict[int, int] = {}              # stream id -> events stored so far
+        self.seq: dict[int, int] = {}
+        self.serials: dict[int, int] = {}              # id(obj) -> serial, while obj lives
+        self.refs: dict[int, Any] = {}
+        self.pins: dict[int, Any] = {}
+        self.pin_limit = _PIN_MIN
+        self.counter = itertools.count(1)
+        self.new_objects: list[tuple[int, type]] = []  # (serial, type) handed out since the last flush
+        self.types: dict[type, int] = {}
+        self.type_names: list[str] = []
+        self.objects = array("q")                      # serial, type index pairs (flushed)
+        self.contents: dict[int, tuple[int, bytes]] = {}
+        self.records = 0
+        self.raw_bytes = 0
+        self.lock = threading.Lock()
+
+    # -- streams
+    def on_new(self, sid: int, append: Callable[[int], None]) -> None:
+        """A stream was made in the running context: give it a value list there."""
+        buf: list[Any] = []
+        self.lists[sid] = buf
+        self.by_buffer[id(append.__self__)] = buf  # type: ignore[attr-defined]
+        self.cf_done[sid] = 0
+        self.seq[sid] = 0
+        self.current.set((append, buf))
+
+    def attach(self) -> tuple[Callable[[int], None], list[Any]]:
+        """The running context has no value list yet (its stream was made elsewhere)."""
+        append = self.current_stream()
+        got = self.current.get()
+        if got is None or got[0].__self__ is not append.__self__:  # type: ignore[attr-defined]
+            got = (append, self.by_buffer[id(append.__self__)])  # type: ignore[attr-defined]
+            self.current.set(got)
+        return got
+
+    # -- identities
+    def serial(self, obj: Any) -> int:
+        i = id(obj)
+        s = self.serials.get(i)
+        if s is not None:
+            return s
+        s = next(self.counter)
+        self.serials[i] = s
+        try:
+            self.refs[i] = weakref.ref(obj, self._dead(i))
+        except TypeError:
+            self.pins[i] = obj
+            if len(self.pins) >= self.pin_limit:
+                self._sweep()
+        self.new_objects.append((s, type(obj)))
+        return s
+
+    def _dead(self, i: int) -> Callable[[Any], None]:
+        serials, refs = self.serials, self.refs
+
+        def dead(_ref: Any) -> None:
+            serials.pop(i, None)
+            refs.pop(i, None)
+        return dead
+
+    def _sweep(self) -> None:
+        """Release held objects the program no longer references (their id may be reused)."""
+        dead = [i for i, o in self.pins.items() if sys.getrefcount(o) <= 3]
+        for i in dead:
+            self.serials.pop(i, None)
+            del self.pins[i]
+        self.pin_limit = max(_PIN_MIN, 2 * len(self.pins))
+
+    # -- probes
+    def probes(self) -> dict[str, Callable[..., Any]]:
+        """The run-time names of value probes (``instrument.wetemit``)."""
+        get = self.current.get
+        attach = self.attach
+        serial = self.serial
+        imm = _IMMEDIATE
+
+        def value(k: int, x: Any) -> Any:
+            s = get()
+            if s is None:
+                s = attach()
+            a, buf = s
+            if type(x) in imm:
+                buf.append(k)
+                buf.append(x)
+            else:
+                buf.append(~k)
+                buf.append(serial(x))
+            a(VAL)
+            return x
+
+        def values(k: int, *xs: Any) -> None:
+            s = get()
+            if s is None:
+                s = attach()
+            a, buf = s
+            for x in xs:
+                if type(x) in imm:
+                    buf.append(k)
+                    buf.append(x)
+                else:
+                    buf.append(~k)
+                    buf.append(serial(x))
+                a(VAL)
+                k += 1
+
+        return {"_wt_v": value, "_wt_vn": values}
+
+    # -- the flusher's side
+    def split(self, sid: int, chunk: array) -> array:
+        """Take the value records out of one event chunk of stream ``sid``, store them as one
+        log chunk, and return the events alone."""
+        import numpy as np
+
+        ev = np.frombuffer(chunk, dtype=np.int32)
+        marks = np.flatnonzero(ev == VAL)
+        k = len(marks)
+        done = self.cf_done.get(sid, 0)
+        if k == 0:
+            self.cf_done[sid] = done + len(ev)
+            return chunk
+        buf = self.lists[sid]
+        recs = buf[: 2 * k]
+        del buf[: 2 * k]
+        cf = ev[ev != VAL]
+        pos = done + marks - np.arange(k)
+        self.cf_done[sid] = done + len(cf)
+        slot, tag, val = self._tokens(recs)
+        seq = self.seq[sid]
+        self.seq[sid] = seq + 1
+        key = f"{sid}.{seq}"
+        self.writer.put_array("wet.pos", pos.astype(np.int64), key=key)
+        self.writer.put_array("wet.slot", slot, key=key)
+        self.writer.put_array("wet.tag", tag, key=key)
+        self.writer.put_array("wet.val", val, key=key)
+        self.records += k
+        self.raw_bytes += 8 * k + slot.nbytes + tag.nbytes + val.nbytes
+        return array("i", cf.tobytes())
+
+    def _tokens(self, recs: list[Any]) -> tuple[Any, Any, Any]:
+        import numpy as np
+
+        n = len(recs) // 2
+        slot = np.empty(n, np.int64)
+        tag = np.empty(n, np.uint8)
+        val = np.empty(n, np.int64)
+        contents = self.contents
+        for j in range(n):
+            code, x = recs[2 * j], recs[2 * j + 1]
+            if code < 0:
+                slot[j], tag[j], val[j] = ~code, OBJ, x
+                continue
+            slot[j] = code
+            t = type(x)
+            if t is int:
+                if -_I64 <= x < _I64:
+                    tag[j], val[j] = INT, x
+                    continue
+                tg, data = BIGINT, str(x).encode()
+            elif t is float:
+                tag[j], val[j] = FLOAT, struct.unpack("<q", struct.pack("<d", x))[0]
+                continue
+            elif t is bool:
+                tag[j], val[j] = BOOL, int(x)
+                continue
+            elif x is None:
+                tag[j], val[j] = NONE, 0
+                continue
+            elif t is str:
+                tg, data = STR, x.encode("utf-8", "surrogatepass")
+            elif t is bytes:
+                tg, data = BYTES, x
+            else:
+                tg, data = COMPLEX, repr(x).encode()
+            h = content_hash(bytes([tg]) + data)
+            contents.setdefault(h, (tg, data))
+            tag[j], val[j] = tg, h
+        self._objects()
+        return slot, tag, val
+
+    def _objects(self) -> None:
+        """Move the serials handed out since the last flush to the object table."""
+        new = self.new_objects
+        n = len(new)
+        items = new[:n]
+        del new[:n]
+        for s, t in items:
+            ti = self.types.get(t)
+            if ti is None:
+                ti = self.types[t] = len(self.type_names)
+                self.type_names.append(f"{t.__module__}.{t.__qualname__}")
+            self.objects.append(s)
+            self.objects.append(ti)
+
+    def finish(self) -> None:
+        """Store the distinct contents, the object table and the log's totals."""
+        import numpy as np
+
+        self._objects()
+        items = sorted(self.contents.items())
+        hashes = np.array([h for h, _ in items], np.int64)
+        tags = np.array([t for _, (t, _d) in items], np.uint8)
+        sizes = np.array([len(d) for _, (_t, d) in items], np.int64)
+        data = np.frombuffer(b"".join(d for _, (_t, d) in items), np.uint8)
+        self.writer.put_array("wet.content.hash", hashes)
+        self.writer.put_array("wet.content.tag", tags)
+        self.writer.put_array("wet.content.size", sizes)
+        self.writer.put_array("wet.content.data", data)
+        self.writer.put_array("wet.objects", self.objects, shape=(len(self.objects) // 2, 2))
+        self.writer.set_meta(wet_types=self.type_names, wet_records=self.records,
+                             wet_raw_bytes=self.raw_bytes + hashes.nbytes + tags.nbytes + sizes.nbytes
+                             + data.nbytes + 8 * len(self.objects))
+        self.pins.clear()
+        self.refs.clear()
+        self.serials.clear()

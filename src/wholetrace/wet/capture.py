@@ -1,0 +1,112 @@
+"""Reads the raw WET capture log of a ``full`` recording: records, slots, tokens, contents, objects.
+
+The log format is described in docs/design.md ("WET capture log"); this module only
+gathers it (per stream, chunks concatenated) and renders tokens.  Dependences, queries and
+slicing are built on it by later stages.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from wholetrace.errors import UsageError
+from wholetrace.runtime.values import BIGINT, BOOL, BYTES, COMPLEX, FLOAT, INT, NONE, OBJ, STR
+
+
+@dataclass(frozen=True)
+class SlotInfo:
+    """A value slot: the function and statement it belongs to and what it records."""
+
+    fid: int
+    sid: int
+    kind: str       # "def" | "obj" | "key"
+    what: str
+    op: str
+    line: int
+    scope: str
+
+
+@dataclass
+class StreamLog:
+    """The records of one stream, in execution order."""
+
+    pos: np.ndarray      # int64: index in the stream's events of the event that follows the record
+    slot: np.ndarray     # int64: global slot id
+    tag: np.ndarray      # uint8: token tag
+    val: np.ndarray      # int64: token payload
+
+
+@dataclass
+class CaptureLog:
+    """Everything ``full`` mode stored besides the ``blocks`` trace."""
+
+    slots: dict[int, SlotInfo]
+    facts: dict[int, dict[str, Any]]                 # fid -> {statement id: {"uses", "defs", "kills"}}
+    streams: dict[int, StreamLog]
+    contents: dict[int, tuple[int, bytes]] = field(default_factory=dict)
+    object_types: dict[int, str] = field(default_factory=dict)
+
+    def render(self, tag: int, val: int, limit: int = 80) -> str:
+        """A token as the ``values`` query would show it: ``repr`` of scalars, ``<type #serial>`` else."""
+        if tag == NONE:
+            return "None"
+        if tag == BOOL:
+            return repr(bool(val))
+        if tag == INT:
+            return repr(int(val))
+        if tag == FLOAT:
+            return repr(struct.unpack("<d", struct.pack("<q", int(val)))[0])
+        if tag == OBJ:
+            return f"<{self.object_types.get(int(val), 'object').rsplit('.', 1)[-1]} #{int(val)}>"
+        t, data = self.contents.get(int(val), (tag, b""))
+        text = {STR: lambda: repr(data.decode("utf-8", "surrogatepass")), BYTES: lambda: repr(data),
+                BIGINT: lambda: data.decode(), COMPLEX: lambda: data.decode()}[t]()
+        return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def load(rec: Any) -> CaptureLog:
+    """The capture log of an open recording (``store.open_recording``)."""
+    if rec.meta.get("mode") != "full":
+        raise UsageError(f"{rec.path}: not a full-mode recording (record --mode full)")
+    slots: dict[int, SlotInfo] = {}
+    facts: dict[int, dict[str, Any]] = {}
+    for fn in rec.functions():
+        plan = fn.cfg.get("plan", {})
+        wet = plan.get("wet")
+        if wet is None:
+            continue
+        base = plan["counter_base"]
+        for j, (sid, kind, what, op, line, scope) in enumerate(wet["slots"]):
+            slots[base + j] = SlotInfo(fn.fid, sid, kind, what, op, line, scope)
+        facts[fn.fid] = wet["stmts"]
+    streams: dict[int, StreamLog] = {}
+    for st in rec.streams():
+        parts: dict[str, list[np.ndarray]] = {"pos": [], "slot": [], "tag": [], "val": []}
+        seq = 0
+        while True:
+            got = {k: rec.get_array(f"wet.{k}", f"{st.sid}.{seq}") for k in parts}
+            if got["pos"] is None:
+                break
+            for k, v in got.items():
+                parts[k].append(v)
+            seq += 1
+        dtypes = {"pos": np.int64, "slot": np.int64, "tag": np.uint8, "val": np.int64}
+        streams[st.sid] = StreamLog(**{k: np.concatenate(v) if v else np.zeros(0, dtypes[k])
+                                       for k, v in parts.items()})
+    log = CaptureLog(slots, facts, streams)
+    hashes = rec.get_array("wet.content.hash")
+    if hashes is not None:
+        tags, sizes, data = (rec.get_array(f"wet.content.{k}") for k in ("tag", "size", "data"))
+        raw = data.tobytes()
+        ends = np.cumsum(sizes)
+        for h, t, e, s in zip(hashes.tolist(), tags.tolist(), ends.tolist(), sizes.tolist()):
+            log.contents[h] = (t, raw[e - s:e])
+    objects = rec.get_array("wet.objects")
+    names = rec.meta.get("wet_types", [])
+    if objects is not None:
+        log.object_types = {int(s): names[int(t)] for s, t in objects.reshape(-1, 2).tolist()}
+    return log
