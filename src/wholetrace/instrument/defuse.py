@@ -219,10 +219,14 @@ def value_plan(cfg: CFG) -> ValuePlan:
     """Facts and slots of every statement of ``cfg`` (its AST is ``cfg.node``)."""
     plan = ValuePlan(cfg.kind, scopes(cfg))
     in_class = cfg.kind == "class"
+    anchor_of = {sid: a for (a, _kind), sid in cfg.anchors.items()}
     for st in cfg.stmts:
         node = st.node
         if node is None:
             continue
+        if st.kind in ("with-enter", "with-exit", "case"):   # the item or case, not the statement
+            parts = node.cases if st.kind == "case" else node.items  # type: ignore[attr-defined]
+            node = next(p for p in parts if id(p) == anchor_of.get(st.id))
         reads, targets = own_exprs(st.kind, node)
         facts = StmtFacts()
         plan.facts[st.id] = facts
