@@ -110,3 +110,10 @@ def load(rec: Any) -> CaptureLog:
     if objects is not None:
         log.object_types = {int(s): names[int(t)] for s, t in objects.reshape(-1, 2).tolist()}
     return log
+
+
+def log_bytes(rec: Any) -> tuple[int, int]:
+    """(raw, stored) bytes of the capture log of an open recording (events not included)."""
+    raw = int(rec.meta.get("wet_raw_bytes", 0))
+    row = rec._db.execute("SELECT coalesce(sum(length(blob)), 0) FROM arrays WHERE name LIKE 'wet.%'").fetchone()
+    return raw, int(row[0])
