@@ -48,7 +48,8 @@ def _record_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="wholetrace record",
                                 description="Run a Python program and record its whole control flow.")
     p.add_argument("--mode", default="blocks", help="what to record: blocks (the block trace), witness (few witnesses, the block "
-                        "trace is regenerated), branches (every predicate's outcome), count, count-naive")
+                        "trace is regenerated), branches (every predicate's outcome), count, count-naive, "
+                        "full (the block trace plus every value and location statements define and read)")
     p.add_argument("--include", action="append", default=[], metavar="PKG",
                    help="also instrument this package or module (stdlib and site-packages too)")
     p.add_argument("-o", "--output", metavar="OUT.wt", help="recording file (default: <program>.wt)")
