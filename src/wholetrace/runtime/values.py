@@ -142,18 +142,8 @@ class ValueLog:
             return x
 
         def values(k: int, *xs: Any) -> None:
-            s = get()
-            if s is None:
-                s = attach()
-            a, buf = s
             for x in xs:
-                if type(x) in imm:
-                    buf.append(k)
-                    buf.append(x)
-                else:
-                    buf.append(~k)
-                    buf.append(serial(x))
-                a(VAL)
+                value(k, x)
                 k += 1
 
         return {"_wt_v": value, "_wt_vn": values}
