@@ -1,0 +1,121 @@
+"""WET kernels: last-writer data dependences over an access log, and slicing over the dependence graph.
+
+Data dependences follow Zhang and Gupta, "Whole Execution Traces and Their Applications",
+ACM TACO 2(3), 2005, §2 (a use of a location depends on the instance that last defined it),
+with whole-object accesses for Python containers (spec wet.md §6.4): a use of an element or
+attribute ``(o, k)`` depends on the later of the last def of ``(o, k)`` and the last whole
+def of ``o``; a use of the whole object depends on its last whole def and on every element
+def since, gathered under one *merge* node so that each element def is merged once.
+
+Invariant: every dependence pair (use, def) has def < use for real instances (merge nodes
+are numbered after every instance, ``n_inst + m``, and depend only on earlier instances).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from wholetrace.kernels._jit import kernel
+
+USE, DEF, WUSE, WDEF = 0, 1, 2, 3
+
+
+@kernel
+def data_deps(inst: np.ndarray, op: np.ndarray, loc: np.ndarray, fallback: np.ndarray,
+              obj_of: np.ndarray, n_loc: int, n_inst: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """(use instance, def instance, location, number of merge nodes) in log order.
+
+    ``obj_of[l]`` is the whole-object location of an element/attribute location ``l``, else -1;
+    ``fallback[a]`` is the instance a use with no def depends on (the call that bound a
+    parameter), else -1.  Status: a location id outside ``[0, n_loc)`` is skipped."""
+    n = inst.shape[0]
+    cap = 2 * n + 1
+    out_use = np.empty(cap, np.int64)
+    out_def = np.empty(cap, np.int64)
+    out_loc = np.empty(cap, np.int64)
+    last = np.full(n_loc, -1, np.int64)
+    wdef = np.full(n_loc, -1, np.int64)
+    summ = np.full(n_loc, -1, np.int64)
+    head = np.full(n_loc, -1, np.int64)
+    nxt = np.full(n, -1, np.int64)
+    k = 0
+    m = 0
+    for a in range(n):
+        i = inst[a]
+        l = loc[a]
+        if l < 0 or l >= n_loc:
+            continue
+        o = op[a]
+        if o == USE:
+            d = last[l]
+            w = obj_of[l]
+            if w >= 0 and wdef[w] > d:
+                d = wdef[w]
+            if d < 0:
+                d = fallback[a]
+            if d >= 0 and d != i:
+                out_use[k] = i
+                out_def[k] = d
+                out_loc[k] = l
+                k += 1
+        elif o == DEF:
+            last[l] = i
+            w = obj_of[l]
+            if w >= 0:
+                nxt[a] = head[w]
+                head[w] = a
+        elif o == WUSE:
+            d = summ[l]
+            if head[l] >= 0:
+                g = n_inst + m
+                m += 1
+                if d >= 0:
+                    out_use[k] = g
+                    out_def[k] = d
+                    out_loc[k] = l
+                    k += 1
+                p = head[l]
+                while p >= 0:
+                    out_use[k] = g
+                    out_def[k] = inst[p]
+                    out_loc[k] = loc[p]
+                    k += 1
+                    p = nxt[p]
+                head[l] = -1
+                summ[l] = g
+                d = g
+            if d >= 0 and d != i:
+                out_use[k] = i
+                out_def[k] = d
+                out_loc[k] = l
+                k += 1
+        elif o == WDEF:
+            wdef[l] = i
+            summ[l] = i
+            last[l] = i
+            head[l] = -1
+    return out_use[:k], out_def[:k], out_loc[:k], m
+
+
+@kernel
+def closure(indptr: np.ndarray, targets: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """Nodes reachable from ``start`` over a CSR graph (``start`` included), as a bool mask."""
+    n = indptr.shape[0] - 1
+    seen = np.zeros(n, np.bool_)
+    stack = np.empty(n + start.shape[0], np.int64)
+    top = 0
+    for s in start:
+        if 0 <= s < n and not seen[s]:
+            seen[s] = True
+            stack[top] = s
+            top += 1
+    while top > 0:
+        top -= 1
+        v = stack[top]
+        for e in range(indptr[v], indptr[v + 1]):
+            t = targets[e]
+            if 0 <= t < n and not seen[t]:
+                seen[t] = True
+                stack[top] = t
+                top += 1
+    return seen

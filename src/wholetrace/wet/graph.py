@@ -1,0 +1,201 @@
+"""The stored WET of a ``full`` recording: instances, values, dependence pairs; built once, cached in the ``.wt``.
+
+Build = decode (``wet/decode.py``: instances, dynamic control parents, calls, access log)
+then the data-dependence kernel (``kernels/wetdeps.py``).  The result is stored as
+zstd-compressed arrays ``wet.g.*`` in the recording's ``arrays`` table, chunked by
+``CHUNK`` rows (key = chunk number), so a second query reads instead of rebuilding.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from wholetrace.errors import StoreError
+from wholetrace.kernels.wetdeps import closure, data_deps
+from wholetrace.store import Recording, schema
+from wholetrace.wet.capture import CaptureLog, load
+from wholetrace.wet.decode import ATTR, ELEM, MERGE, WHOLE, Decoder
+from wholetrace.wet.static import FunctionFacts, function_facts
+
+CHUNK = 1 << 20
+#: Dependence kinds in ``edges``.
+DATA, CONTROL, CALL = 0, 1, 2
+_ARRAYS = ("fid", "sid", "frame", "stream", "kind", "cd", "d_use", "d_def", "d_loc",
+           "c_src", "c_dst", "rec_inst", "locs")
+VERSION = 1
+
+
+@dataclass
+class WET:
+    """Instances (real ones first, then merge nodes), data pairs, call pairs and tables."""
+
+    fid: np.ndarray
+    sid: np.ndarray
+    frame: np.ndarray
+    stream: np.ndarray
+    kind: np.ndarray
+    cd: np.ndarray                  # dynamic control parent instance, -1 if none
+    d_use: np.ndarray               # data pairs, sorted by use instance
+    d_def: np.ndarray
+    d_loc: np.ndarray
+    c_src: np.ndarray               # call instance -> first instance of the callee
+    c_dst: np.ndarray
+    rec_inst: np.ndarray            # capture records (streams in order) -> instance
+    locs: np.ndarray                # (n, 3) location table: kind, a, b
+    names: list[str]
+    meta: dict[str, Any] = field(default_factory=dict)
+    _csr: dict[bool, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False)
+
+    @property
+    def n_inst(self) -> int:
+        return int(self.meta["n_inst"])
+
+    def loc_name(self, loc: int, log: CaptureLog | None = None) -> str:
+        """A location for people: ``x``, ``<list #3>.attr``, ``<dict #4>[key]``, ``<list #3>[*]``."""
+        k, a, b = (int(v) for v in self.locs[loc])
+        if k in (0, 1):
+            return self.names[b]
+        obj = log.render(8, a) if log is not None else f"#{a}"
+        if k == ATTR:
+            return f"{obj}.{self.names[b]}"
+        if k == ELEM:
+            tag, val = self.meta["keys"][b]
+            return f"{obj}[{log.render(tag, val) if log is not None else val}]"
+        if k == WHOLE:
+            return f"{obj}[*]"
+        return "<return value>"
+
+    def graph(self, forward: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """CSR of the dependence graph: node -> what it depends on (``forward``: who depends on it)."""
+        if forward in self._csr:
+            return self._csr[forward]
+        n = self.fid.shape[0]
+        has_cd = self.cd >= 0
+        src = np.concatenate([self.d_use, np.nonzero(has_cd)[0], self.c_dst])
+        dst = np.concatenate([self.d_def, self.cd[has_cd], self.c_src])
+        if forward:
+            src, dst = dst, src
+        order = np.argsort(src, kind="stable")
+        indptr = np.zeros(n + 1, np.int64)
+        np.add.at(indptr, src + 1, 1)
+        self._csr[forward] = (np.cumsum(indptr), dst[order].astype(np.int64))
+        return self._csr[forward]
+
+    def slice(self, start: np.ndarray, forward: bool = False) -> np.ndarray:
+        """Instances (merge nodes dropped) reachable from ``start`` (included)."""
+        indptr, targets = self.graph(forward)
+        mask = closure(indptr, targets, np.asarray(start, np.int64))
+        mask[self.n_inst:] = False
+        return np.nonzero(mask)[0]
+
+
+def build(rec: Recording, log: CaptureLog | None = None) -> WET:
+    """Compute the WET of an open ``full`` recording."""
+    t0 = time.perf_counter()
+    log = log if log is not None else load(rec)
+    facts: dict[int, FunctionFacts] = function_facts(rec, log)
+    dec = Decoder(facts, log)
+    for st in rec.streams():
+        sl = log.streams.get(st.sid)
+        if sl is None:
+            continue
+        dec.stream_pass(st.sid, rec.events(st.sid), sl.pos, sl.slot, sl.tag, sl.val)
+    t1 = time.perf_counter()
+    locs = np.array(list(dec.locs), np.int64).reshape(-1, 3)
+    whole = {(int(a)): i for i, (k, a, _b) in enumerate(locs.tolist()) if k == WHOLE}
+    obj_of = np.array([whole.get(a, -1) if k in (ATTR, ELEM) else -1 for k, a, _b in locs.tolist()],
+                      np.int64)
+    n_inst = len(dec.i_fid)
+    use, dfn, dloc, n_merge = data_deps(np.array(dec.a_inst, np.int64), np.array(dec.a_op, np.int64),
+                                        np.array(dec.a_loc, np.int64), np.array(dec.a_fb, np.int64),
+                                        obj_of, len(locs), n_inst)
+    pairs = np.unique(np.stack([use, dfn]), axis=1, return_index=True)[1] if use.size else np.zeros(0, np.int64)
+    pairs.sort()
+    use, dfn, dloc = use[pairs], dfn[pairs], dloc[pairs]
+    order = np.argsort(use, kind="stable")
+    t2 = time.perf_counter()
+    pad = np.full(n_merge, -1, np.int64)
+    calls = np.array(dec.calls, np.int64).reshape(-1, 2)
+    return WET(np.concatenate([np.array(dec.i_fid, np.int64), pad]),
+               np.concatenate([np.array(dec.i_sid, np.int64), pad]),
+               np.concatenate([np.array(dec.i_frame, np.int64), pad]),
+               np.concatenate([np.array(dec.i_stream, np.int64), pad]),
+               np.concatenate([np.array(dec.i_kind, np.int64), np.full(n_merge, MERGE, np.int64)]),
+               np.concatenate([np.array(dec.i_cd, np.int64), pad]),
+               use[order], dfn[order], dloc[order], calls[:, 0].copy(), calls[:, 1].copy(),
+               np.concatenate(dec.rec_inst) if dec.rec_inst else np.zeros(0, np.int64), locs,
+               list(dec.names),
+               {"version": VERSION, "n_inst": n_inst, "n_merge": int(n_merge), "n_access": len(dec.a_inst),
+                "unknown_calls": dec.unknown_calls, "n_streams": len(rec.streams()),
+                "keys": [list(k) for k in dec.keys], "decode_s": t1 - t0, "deps_s": t2 - t1})
+
+
+# ---------------------------------------------------------------------------- storage
+
+def save(path: str | os.PathLike[str], wet: WET) -> None:
+    """Store ``wet`` into the recording at ``path`` (arrays ``wet.g.*``; replaces an older one)."""
+    rows = []
+    for name in _ARRAYS:
+        arr = np.ascontiguousarray(getattr(wet, name))
+        n = arr.shape[0]
+        for q, lo in enumerate(range(0, max(n, 1), CHUNK)):
+            part = arr[lo:lo + CHUNK]
+            rows.append((f"wet.g.{name}", str(q), part.dtype.str, json.dumps(list(part.shape)),
+                         schema.compress(part.tobytes())))
+    meta = dict(wet.meta, names=wet.names, chunks={n: -(-max(getattr(wet, n).shape[0], 1) // CHUNK)
+                                                   for n in _ARRAYS})
+    raw = np.frombuffer(json.dumps(meta).encode(), np.uint8)
+    rows.append(("wet.g.meta", "", raw.dtype.str, json.dumps([raw.size]), schema.compress(raw.tobytes())))
+    try:
+        conn = sqlite3.connect(os.fspath(path), isolation_level=None)
+        try:
+            conn.execute("BEGIN")
+            conn.execute("DELETE FROM arrays WHERE name LIKE 'wet.g.%'")
+            conn.executemany("INSERT INTO arrays VALUES (?, ?, ?, ?, ?)", rows)
+            conn.execute("COMMIT")
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot store the WET in {schema.where(path)}: {schema.one_line(exc)}") from None
+
+
+def stored(rec: Recording) -> WET | None:
+    """The WET stored in an open recording, or None."""
+    raw = rec.get_array("wet.g.meta")
+    if raw is None:
+        return None
+    meta = json.loads(raw.tobytes())
+    if meta.get("version") != VERSION:
+        return None
+    parts = {}
+    for name in _ARRAYS:
+        got = [rec.get_array(f"wet.g.{name}", str(q)) for q in range(meta["chunks"][name])]
+        if any(g is None for g in got):
+            return None
+        parts[name] = np.concatenate(got)
+    return WET(**parts, names=meta.pop("names"), meta=meta)
+
+
+def wet_of(path: str | os.PathLike[str], *, cache: bool = True) -> tuple[WET, CaptureLog]:
+    """The WET of a recording: the stored one, else built (and stored if ``cache``)."""
+    with Recording(path) as rec:
+        log = load(rec)
+        wet = stored(rec)
+        if wet is None:
+            wet = build(rec, log)
+            fresh = True
+        else:
+            fresh = False
+    if fresh and cache:
+        try:
+            save(path, wet)
+        except StoreError:
+            pass          # read-only file: answer the query all the same
+    return wet, log
