@@ -260,6 +260,8 @@ def build_parser() -> argparse.ArgumentParser:
     if grammar_cli is not None and hasattr(grammar_cli, "add_parser"):
         grammar_cli.add_parser(sub)
         sub.choices["sequitur"].set_defaults(func=grammar_cli.run)
+    from wholetrace.wet import cli as wet_cli
+    wet_cli.add_parser(sub)
     return p
 
 

@@ -98,24 +98,66 @@ def data_deps(inst: np.ndarray, op: np.ndarray, loc: np.ndarray, fallback: np.nd
 
 
 @kernel
-def closure(indptr: np.ndarray, targets: np.ndarray, start: np.ndarray) -> np.ndarray:
-    """Nodes reachable from ``start`` over a CSR graph (``start`` included), as a bool mask."""
+def closure(indptr: np.ndarray, targets: np.ndarray, start: np.ndarray, forward: bool) -> np.ndarray:
+    """Nodes reachable from ``start`` over a CSR graph (``start`` included), as a bool mask.
+
+    Ids are times, and a call instance spans its callees: it uses its callee's return value,
+    defined later than the call starts.  So each node is reached with a time bound, the part of
+    its execution that matters: backward, a *ceiling* (only what happened before it: a
+    dependence ``d`` is followed only if ``d < ceiling``); forward, a *floor* (a dependent
+    ``u`` is followed only if ``u > floor``, except the call that uses a return value, whose
+    part after the return is then reached).  A node is visited again when its bound widens."""
     n = indptr.shape[0] - 1
-    seen = np.zeros(n, np.bool_)
-    stack = np.empty(n + start.shape[0], np.int64)
+    big = np.int64(1) << 62
+    bound = np.full(n, -2 if not forward else big, np.int64)
+    cap = 2 * (n + start.shape[0]) + 16
+    st_node = np.empty(cap, np.int64)
+    st_bound = np.empty(cap, np.int64)
     top = 0
     for s in start:
-        if 0 <= s < n and not seen[s]:
-            seen[s] = True
-            stack[top] = s
+        if 0 <= s < n:
+            b0 = big if not forward else np.int64(-1)
+            bound[s] = b0
+            st_node[top] = s
+            st_bound[top] = b0
             top += 1
     while top > 0:
         top -= 1
-        v = stack[top]
+        v = st_node[top]
+        c = st_bound[top]
+        if c != bound[v]:
+            continue                      # a wider bound was pushed since
         for e in range(indptr[v], indptr[v + 1]):
             t = targets[e]
-            if 0 <= t < n and not seen[t]:
-                seen[t] = True
-                stack[top] = t
-                top += 1
-    return seen
+            if t < 0 or t >= n:
+                continue
+            if not forward:
+                if t >= c:
+                    continue
+                nb = min(c, v) if t < v else c
+                if nb <= bound[t]:
+                    continue
+            else:
+                if t > v:
+                    if t <= c:
+                        continue
+                    nb = max(c, v)
+                else:
+                    nb = v
+                if nb >= bound[t]:
+                    continue
+            bound[t] = nb
+            if top == cap:
+                cap *= 2
+                a = np.empty(cap, np.int64)
+                a[:top] = st_node[:top]
+                st_node = a
+                b = np.empty(cap, np.int64)
+                b[:top] = st_bound[:top]
+                st_bound = b
+            st_node[top] = t
+            st_bound[top] = nb
+            top += 1
+    if forward:
+        return bound < big
+    return bound > -2
