@@ -62,6 +62,7 @@ class Act:
     exc: int = -1                                      # raising instance of the last EXC
     first: bool = True
     calls: bool = False                                # the started statement entered Python code
+    class_defs: dict[int, None] = field(default_factory=dict)   # class body: locations it defined
 
 
 class Decoder:
@@ -171,13 +172,17 @@ class Decoder:
                 continue
             w = self.loc(WHOLE, serial)
             self.access(inst, WUSE, w)
-            if unknown:
+            if ff.stmt_label[sid] == "AugAssign":            # x += y mutates a mutable x in place
+                self.access(inst, WDEF, w)
+            elif unknown:
                 self.access(inst, WDEF, w)
                 self.unknown_calls += 1
         if not partial:
             for name, scope in ff.defs.get(sid, ()):
                 loc, _fb = self.name_loc(act, name, scope)
                 self.access(inst, DEF, loc)
+                if ff.kind == "class":
+                    act.class_defs[loc] = None
                 v = act.binds.get(name)
                 if v is None:
                     self.value_of.pop(loc, None)
@@ -314,6 +319,7 @@ class Decoder:
         if suspends:
             while act.nxt < len(act.stmts):
                 self.start(act)
+            self.access(act.cur, DEF, self.loc(RET, act.ar))      # the value yielded
             self.finish(act, partial=True)
             act.frame.suspended = last
             self.suspended.setdefault(ff.fid, []).append(act.frame)
@@ -324,6 +330,8 @@ class Decoder:
             inst = caller.cur if caller.cur >= 0 else act.entry
             if inst >= 0:
                 self.access(inst, USE, self.loc(RET, act.ar))
+                for loc in act.class_defs:                 # a class is built from its namespace
+                    self.access(inst, USE, loc)
 
     def _suspends(self, ff: FunctionFacts, sid: int) -> bool:
         return sid in ff.suspends

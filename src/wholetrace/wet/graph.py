@@ -29,7 +29,7 @@ CHUNK = 1 << 20
 DATA, CONTROL, CALL = 0, 1, 2
 _ARRAYS = ("fid", "sid", "frame", "stream", "kind", "cd", "d_use", "d_def", "d_loc",
            "c_src", "c_dst", "rec_inst", "locs")
-VERSION = 1
+VERSION = 2
 
 
 @dataclass

@@ -16,12 +16,14 @@ pseudo predicate ``n_blocks + j`` standing for the j-th dynamic entry.
 from __future__ import annotations
 
 import ast
+import re
 import symtable
 from dataclasses import dataclass, field
 from typing import Any
 
 from wholetrace.ids import ENTRY, EXIT
 
+_DEF_NAME = re.compile(r"^\s*(?:async\s+)?(?:def|class)\s+(\w+)", re.M)
 #: Builtins and functions known to leave their arguments unchanged (a use, never a def).
 PURE_CALLS = frozenset("""
     print len sum min max sorted reversed str repr int float bool complex bytes tuple frozenset
@@ -183,6 +185,10 @@ def function_facts(rec: Any, log: Any) -> dict[int, FunctionFacts]:
     parsed: dict[str, tuple[list[tuple[int, int, str]], dict[str, symtable.SymbolTable]]] = {}
     by_name: dict[tuple[str, str], int] = {}
     infos = rec.functions()
+    file_text: dict[str, str] = {}
+    for fn in infos:
+        if len(fn.source) > len(file_text.get(fn.file, "")):
+            file_text[fn.file] = fn.source
     def_slots: dict[int, list[Any]] = {}
     for info in log.slots.values():
         if info.kind == "def" and info.sid >= 0:
@@ -212,10 +218,17 @@ def function_facts(rec: Any, log: Any) -> dict[int, FunctionFacts]:
             for name in info.what.split(","):
                 if name.isidentifier() and not any(n == name for n, _s in have):
                     have.append((name, info.scope or "local"))
+        text = file_text[fn.file].splitlines()
+        own = {"class": "class", "module": "global"}.get(cfg["kind"], "local")
+        for sid, st in enumerate(stmts):
+            if st[1] in ("FunctionDef", "AsyncFunctionDef", "ClassDef") and not ff.defs.get(sid):
+                m = _DEF_NAME.search("\n".join(text[st[2] - 1:st[4]]))
+                if m:
+                    ff.defs[sid] = [(m.group(1), own)]
         if fn.file not in parsed:
             try:
-                tree = ast.parse(fn.source)
-                parsed[fn.file] = (_calls_by_span(tree), _symtables(fn.source, fn.file))
+                tree = ast.parse(file_text[fn.file])
+                parsed[fn.file] = (_calls_by_span(tree), _symtables(file_text[fn.file], fn.file))
             except (SyntaxError, ValueError):
                 parsed[fn.file] = ([], {})
         calls, _tabs = parsed[fn.file]
