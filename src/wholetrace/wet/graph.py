@@ -116,7 +116,8 @@ def build(rec: Recording, log: CaptureLog | None = None) -> WET:
     use, dfn, dloc, n_merge = data_deps(np.array(dec.a_inst, np.int64), np.array(dec.a_op, np.int64),
                                         np.array(dec.a_loc, np.int64), np.array(dec.a_fb, np.int64),
                                         obj_of, len(locs), n_inst)
-    pairs = np.unique(np.stack([use, dfn]), axis=1, return_index=True)[1] if use.size else np.zeros(0, np.int64)
+    span = np.int64(n_inst + n_merge + 1)
+    pairs = np.unique(use * span + dfn, return_index=True)[1]     # first occurrence of each pair
     pairs.sort()
     use, dfn, dloc = use[pairs], dfn[pairs], dloc[pairs]
     order = np.argsort(use, kind="stable")
