@@ -12,7 +12,8 @@ import pytest
 from golden import GOLDEN
 from wholetrace.store import Recording
 from wholetrace.wet.capture import load
-from wholetrace.wet.decode import ATTR, DEF, ELEM, USE, WDEF, WHOLE, WUSE, Decoder
+from decode_reference import Decoder
+from wholetrace.wet.decode import ATTR, DEF, ELEM, USE, WDEF, WHOLE, WUSE
 from wholetrace.wet.graph import build
 from wholetrace.wet.static import function_facts
 from wtutil import run_recorded

@@ -21,7 +21,7 @@ from wholetrace.errors import StoreError
 from wholetrace.kernels.wetdeps import closure, data_deps
 from wholetrace.store import Recording, schema
 from wholetrace.wet.capture import CaptureLog, load
-from wholetrace.wet.decode import ATTR, ELEM, MERGE, WHOLE, Decoder
+from wholetrace.wet.decode import ATTR, ELEM, MERGE, WHOLE, decode
 from wholetrace.wet.static import FunctionFacts, function_facts
 
 CHUNK = 1 << 20
@@ -29,7 +29,7 @@ CHUNK = 1 << 20
 DATA, CONTROL, CALL = 0, 1, 2
 _ARRAYS = ("fid", "sid", "frame", "stream", "kind", "cd", "d_use", "d_def", "d_loc",
            "c_src", "c_dst", "rec_inst", "locs")
-VERSION = 2
+VERSION = 3
 
 
 @dataclass
@@ -101,21 +101,12 @@ def build(rec: Recording, log: CaptureLog | None = None) -> WET:
     t0 = time.perf_counter()
     log = log if log is not None else load(rec)
     facts: dict[int, FunctionFacts] = function_facts(rec, log)
-    dec = Decoder(facts, log)
-    for st in rec.streams():
-        sl = log.streams.get(st.sid)
-        if sl is None:
-            continue
-        dec.stream_pass(st.sid, rec.events(st.sid), sl.pos, sl.slot, sl.tag, sl.val)
+    dec = decode(rec, facts, log)
     t1 = time.perf_counter()
-    locs = np.array(list(dec.locs), np.int64).reshape(-1, 3)
-    whole = {(int(a)): i for i, (k, a, _b) in enumerate(locs.tolist()) if k == WHOLE}
-    obj_of = np.array([whole.get(a, -1) if k in (ATTR, ELEM) else -1 for k, a, _b in locs.tolist()],
-                      np.int64)
-    n_inst = len(dec.i_fid)
-    use, dfn, dloc, n_merge = data_deps(np.array(dec.a_inst, np.int64), np.array(dec.a_op, np.int64),
-                                        np.array(dec.a_loc, np.int64), np.array(dec.a_fb, np.int64),
-                                        obj_of, len(locs), n_inst)
+    locs = dec.locs
+    n_inst = dec.i_fid.size
+    use, dfn, dloc, n_merge = data_deps(dec.a_inst, dec.a_op, dec.a_loc, dec.a_fb, object_of(locs),
+                                        locs.shape[0], n_inst)
     span = np.int64(n_inst + n_merge + 1)
     pairs = np.unique(use * span + dfn, return_index=True)[1]     # first occurrence of each pair
     pairs.sort()
@@ -123,19 +114,31 @@ def build(rec: Recording, log: CaptureLog | None = None) -> WET:
     order = np.argsort(use, kind="stable")
     t2 = time.perf_counter()
     pad = np.full(n_merge, -1, np.int64)
-    calls = np.array(dec.calls, np.int64).reshape(-1, 2)
-    return WET(np.concatenate([np.array(dec.i_fid, np.int64), pad]),
-               np.concatenate([np.array(dec.i_sid, np.int64), pad]),
-               np.concatenate([np.array(dec.i_frame, np.int64), pad]),
-               np.concatenate([np.array(dec.i_stream, np.int64), pad]),
-               np.concatenate([np.array(dec.i_kind, np.int64), np.full(n_merge, MERGE, np.int64)]),
-               np.concatenate([np.array(dec.i_cd, np.int64), pad]),
-               use[order], dfn[order], dloc[order], calls[:, 0].copy(), calls[:, 1].copy(),
-               np.concatenate(dec.rec_inst) if dec.rec_inst else np.zeros(0, np.int64), locs,
-               list(dec.names),
-               {"version": VERSION, "n_inst": n_inst, "n_merge": int(n_merge), "n_access": len(dec.a_inst),
+    return WET(np.concatenate([dec.i_fid, pad]), np.concatenate([dec.i_sid, pad]),
+               np.concatenate([dec.i_frame, pad]), np.concatenate([dec.i_stream, pad]),
+               np.concatenate([dec.i_kind, np.full(n_merge, MERGE, np.int64)]), np.concatenate([dec.i_cd, pad]),
+               use[order], dfn[order], dloc[order], dec.calls[:, 0].copy(), dec.calls[:, 1].copy(),
+               dec.rec_inst, locs, list(dec.names),
+               {"version": VERSION, "n_inst": n_inst, "n_merge": int(n_merge), "n_access": int(dec.a_inst.size),
                 "unknown_calls": dec.unknown_calls, "n_streams": len(rec.streams()),
-                "keys": [list(k) for k in dec.keys], "decode_s": t1 - t0, "deps_s": t2 - t1})
+                "keys": [list(k) for k in dec.keys], "decode_s": t1 - t0, "deps_s": t2 - t1,
+                "decode_kernel_s": dec.seconds["kernel_s"]})
+
+
+def object_of(locs: np.ndarray) -> np.ndarray:
+    """For each location, the whole-object location of its object if it is an item or attribute, else -1."""
+    out = np.full(locs.shape[0], -1, np.int64)
+    whole = np.nonzero(locs[:, 0] == WHOLE)[0]
+    if whole.size == 0:
+        return out
+    order = np.argsort(locs[whole, 1], kind="stable")
+    wa, wid = locs[whole, 1][order], whole[order]
+    part = np.nonzero((locs[:, 0] == ATTR) | (locs[:, 0] == ELEM))[0]
+    j = np.searchsorted(wa, locs[part, 1])
+    ok = j < wa.size
+    ok[ok] = wa[j[ok]] == locs[part[ok], 1]
+    out[part[ok]] = wid[j[ok]]
+    return out
 
 
 # ---------------------------------------------------------------------------- storage
