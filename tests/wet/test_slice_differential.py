@@ -31,7 +31,7 @@ from wholetrace.wet.static import function_facts
 from wtutil import ENV, run_recorded
 
 
-def oracle_slice(wt: Path, prog: Path) -> set[int]:
+def oracle_slice(wt: Path, prog: Path) -> set[int] | None:
     """Lines of ``prog`` in the backward slice of the last print(), by brute force (see module docstring)."""
     with Recording(wt) as rec:
         log = load(rec)
@@ -52,7 +52,8 @@ def oracle_slice(wt: Path, prog: Path) -> set[int]:
         edges.setdefault(d, set()).add(s)
     prints = {(fid, sid) for fid, ff in facts.items() for sid in ff.prints}
     last = max((i for i, (f, s) in enumerate(zip(dec.i_fid, dec.i_sid)) if (f, s) in prints), default=-1)
-    assert last >= 0, "the generated program always ends with print()"
+    if last < 0:
+        return None                  # no print() ran (the program raised before its first one)
     best: dict[int, float] = {last: float("inf")}
     todo = [(last, float("inf"))]
     while todo:
@@ -81,20 +82,25 @@ def cli_slice(wt: Path, prog: Path) -> set[int]:
 
 
 @seed(20261128)
-@settings(max_examples=20, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=15, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 @given(source=structured_programs())
 def test_slice_equals_brute_force(source: str, tmp_path_factory: pytest.TempPathFactory) -> None:
     td = tmp_path_factory.mktemp("slice")
     rc, _out, _err = run_generated(source, str(td))
-    if rc != 0:
-        return                       # raised or timed out: the last print() may not have run
-    driver = write_program(source, td)
-    prog = td / "prog.py"
+    if rc not in (0, 1):
+        return                       # timed out or hit a resource limit
+    write_program(source, td)
+    prog = td / "prog.py"                  # recorded directly: its last print() is the criterion
     wt = td / "prog.wt"
-    assert run_recorded(driver, wt, mode="full", timeout=120).returncode == 0
+    assert run_recorded(prog, wt, mode="full", timeout=120).returncode == rc
+    want = oracle_slice(wt, prog)
+    if want is None:
+        return
     mine = cli_slice(wt, prog)
-    assert mine == oracle_slice(wt, prog), source
-    ran = {ln for (f, ln), n in line_counts(driver, [], [str(prog)]).items() if n > 0}
+    assert mine == want, source
+    assert mine, source
+    ran = {ln for (f, ln), n in line_counts(prog, [], {str(prog.resolve())}).items() if n > 0}
     assert mine <= ran, (sorted(mine - ran), source)
-    last_print = max(i for i, text in enumerate(source.splitlines(), 1) if text.startswith("print("))
-    assert last_print in mine, source
+    if rc == 0:                      # it ended normally: its final top-level print() ran last
+        last_print = max(i for i, text in enumerate(source.splitlines(), 1) if text.startswith("print("))
+        assert last_print in mine, source
