@@ -32,6 +32,8 @@ VAL = -4
 # token tags
 NONE, BOOL, INT, FLOAT, STR, BYTES, BIGINT, COMPLEX, OBJ = range(9)
 _IMMEDIATE = frozenset({int, float, bool, type(None), str, bytes, complex})
+#: Token tag of each immediate type (complex is the default).
+_TYPE_TAG = {int: INT, float: FLOAT, bool: BOOL, type(None): NONE, str: STR, bytes: BYTES}
 _PIN_MIN = 4096
 _I64 = 1 << 63
 
@@ -180,45 +182,48 @@ class ValueLog:
         return array("i", cf.tobytes())
 
     def _tokens(self, recs: list[Any]) -> tuple[Any, Any, Any]:
+        """(slot, tag, val) arrays of ``recs`` (slot, value pairs), sorted by type with C-level
+        loops: ints, floats, bools and None as whole arrays; contents one by one."""
         import numpy as np
 
         n = len(recs) // 2
-        slot = np.empty(n, np.int64)
-        tag = np.empty(n, np.uint8)
-        val = np.empty(n, np.int64)
+        codes = np.array(recs[0::2], np.int64)
+        xs = np.empty(n, object)
+        xs[:] = recs[1::2]
+        obj = codes < 0
+        slot = np.where(obj, ~codes, codes)
+        tc = np.fromiter(map(_TYPE_TAG.get, map(type, xs), itertools.repeat(COMPLEX)), np.uint8, n)
+        tc[obj] = OBJ
+        val = np.zeros(n, np.int64)
+        for t, dtype in ((INT, np.int64), (OBJ, np.int64), (BOOL, np.int64), (FLOAT, np.float64)):
+            sel = np.flatnonzero(tc == t)
+            if sel.size == 0:
+                continue
+            try:
+                val[sel] = xs[sel].astype(dtype).view(np.int64)
+            except OverflowError:                      # some int needs more than 64 bits
+                for j in sel.tolist():
+                    x = xs[j]
+                    if -_I64 <= x < _I64:
+                        val[j] = x
+                    else:
+                        tc[j] = BIGINT
         contents = self.contents
-        for j in range(n):
-            code, x = recs[2 * j], recs[2 * j + 1]
-            if code < 0:
-                slot[j], tag[j], val[j] = ~code, OBJ, x
-                continue
-            slot[j] = code
-            t = type(x)
-            if t is int:
-                if -_I64 <= x < _I64:
-                    tag[j], val[j] = INT, x
-                    continue
-                tg, data = BIGINT, str(x).encode()
-            elif t is float:
-                tag[j], val[j] = FLOAT, struct.unpack("<q", struct.pack("<d", x))[0]
-                continue
-            elif t is bool:
-                tag[j], val[j] = BOOL, int(x)
-                continue
-            elif x is None:
-                tag[j], val[j] = NONE, 0
-                continue
-            elif t is str:
-                tg, data = STR, x.encode("utf-8", "surrogatepass")
-            elif t is bytes:
-                tg, data = BYTES, x
+        for j in np.flatnonzero((tc >= STR) & (tc <= COMPLEX)).tolist():
+            x, tg = xs[j], int(tc[j])
+            if tg == STR:
+                data = x.encode("utf-8", "surrogatepass")
+            elif tg == BYTES:
+                data = x
+            elif tg == BIGINT:
+                data = str(x).encode()
             else:
-                tg, data = COMPLEX, repr(x).encode()
+                data = repr(x).encode()
             h = content_hash(bytes([tg]) + data)
             contents.setdefault(h, (tg, data))
-            tag[j], val[j] = tg, h
+            val[j] = h
         self._objects()
-        return slot, tag, val
+        return slot, tc, val
 
     def _objects(self) -> None:
         """Move the serials handed out since the last flush to the object table."""
