@@ -124,3 +124,31 @@ def source_version() -> str:
     except (OSError, subprocess.CalledProcessError):
         return "(not a git checkout)"
     return head + (" plus uncommitted changes in src/ (snapshot taken at start)" if dirty else "")
+
+
+def record_program(program: object, mode: str, size: str, work: Path, env: dict[str, str]) -> Path:
+    """Record a corpus program (``corpus.Program``) once in ``work`` as ``NAME.SIZE.MODE.wt``
+    (an existing file is reused, so ``--keep DIR`` runs share recordings)."""
+    import subprocess
+    import sys
+
+    out = work / f"{program.name}.{size}.{mode}.wt"  # type: ignore[attr-defined]
+    if out.exists():
+        return out
+    driver = program.write(work / program.name, size)  # type: ignore[attr-defined]
+    inc = [a for m in program.include for a in ("--include", m)]  # type: ignore[attr-defined]
+    subprocess.run([sys.executable, "-m", "wholetrace.cli", "record", "--mode", mode, "-q", "-o", str(out),
+                    *inc, str(driver)], cwd=driver.parent, env=env, check=True, stdout=subprocess.DEVNULL)
+    return out
+
+
+#: ``corpus_options`` extra for benchmarks that may keep their recordings between runs.
+KEEP_OPTION = ("--keep", {"metavar": "DIR", "help": "keep (and reuse) recordings in DIR"})
+
+
+def work_dir(args: object, tmp: str) -> Path:
+    """``--keep DIR`` (created if needed) or the temporary directory ``tmp``."""
+    keep = getattr(args, "keep", None)
+    work = Path(keep) if keep else Path(tmp)
+    work.mkdir(parents=True, exist_ok=True)
+    return work

@@ -30,5 +30,9 @@ else
   echo "(the witness recording regenerates the same activations; implicit calls may sit elsewhere)"
 fi
 
-# 4. the control-flow graph behind it all
-step "$WT" cfg examples/textdiff.py:revise
+# 4. a damaged copy (cut short): --salvage reads what is intact and says what was lost
+head -c $(( $(wc -c < "$OUT/textdiff.wt") / 2 )) "$OUT/textdiff.wt" > "$OUT/textdiff-cut.wt"
+step "$WT" info --salvage "$OUT/textdiff-cut.wt"
+
+# 5. the control-flow graph behind it all, and its Ball-Larus acyclic path numbering
+step "$WT" cfg examples/textdiff.py:revise --paths 6

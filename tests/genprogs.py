@@ -19,9 +19,9 @@ Strategies (hypothesis):
 Running: ``write_program(source, dir)`` writes ``dir/prog.py`` and the driver
 ``dir/run_prog.py``; the driver runs ``prog`` with ``runpy.run_module("prog",
 run_name="__main__")`` (through the import system, so an import hook that instruments
-modules of the script directory instruments ``prog``), prints ``EXC <type name>`` if it
-raised, then a deterministic digest of its module globals, and exits 1 if it raised,
-else 0. ``run_plain(source, tmpdir)`` does that in a subprocess (timeout 5 s, memory,
+modules of the script directory instruments ``prog``), prints ``EXC <type name> <message>``
+and ``TB <line> <function>`` per traceback entry in ``prog`` if it raised, then a
+deterministic digest of its module globals, and exits 1 if it raised, else 0. ``run_plain(source, tmpdir)`` does that in a subprocess (timeout 5 s, memory,
 CPU and file-size limits, ``PYTHONHASHSEED=0``, stdin closed) and returns
 ``(returncode, stdout, last line of stderr)``; a timeout gives ``(-1, stdout so far,
 "TimeoutExpired")``.
@@ -38,7 +38,7 @@ from pathlib import Path
 
 from hypothesis import strategies as st
 
-__all__ = ["programs", "structured_programs", "acceptable", "write_program", "run_plain",
+__all__ = ["programs", "structured_programs", "implicit_programs", "acceptable", "write_program", "run_plain",
            "DRIVER", "DENY_NAMES", "TIMEOUT"]
 
 TIMEOUT = 5.0
@@ -49,7 +49,7 @@ DENY_NAMES = frozenset({
     "quit", "id", "hash", "memoryview", "globals", "locals", "vars", "dir", "object",
     "__builtins__", "__loader__", "__spec__", "__file__", "copyright", "credits", "license",
 })
-_ALLOWED_IMPORTS = frozenset({"__future__", "math", "itertools", "functools", "operator"})
+_ALLOWED_IMPORTS = frozenset({"__future__", "math", "itertools", "functools", "operator", "asyncio"})
 _CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=]")
 
 
@@ -95,6 +95,7 @@ def programs(kind: str = "node") -> st.SearchStrategy[str]:
 # ------------------------------------------------------------------ structured programs
 
 _VARS = ("a", "b", "c")
+_EXCS = ("ValueError", "KeyError", "RuntimeError", "IndexError", "ZeroDivisionError")
 
 
 def _expr(draw, fns: int) -> str:
@@ -144,13 +145,49 @@ def _indent(lines: list[str]) -> list[str]:
     return ["    " + ln for ln in lines]
 
 
-def _stmt(draw, depth: int, ctx: dict) -> list[str]:
+def _fresh(ctx: dict) -> int:
+    ctx["ids"][0] += 1
+    return ctx["ids"][0]
+
+
+def _implicit(draw, ctx: dict) -> list[str]:
+    """A statement whose evaluation calls instrumented code implicitly (``IMPLICIT_PRELUDE``),
+    mostly without an explicit call (so it does not start a block), with an exception that
+    may come before or after the implicit call, from it, or from a later statement."""
+    v = draw(st.sampled_from(_VARS))
+    w = draw(st.sampled_from(_VARS))
+    o = f"objs[{w} % 7]"     # made beforehand: no explicit call (which would start a block)
+    call = draw(st.sampled_from([
+        f"{o}.p", f"table[objs[{w} % 5]]", f"{o}.missing", f"{o}[{v} % 4]", f"(f'{{{o}}}' == '3')",
+        f"{o}.d", f"({o} + {v} % 5)", f"(1 if {o} else 2)", f"({o} == objs[{v} % 7])",
+        f"len({o})", f"sum({o})", f"Obj({w} % 7).p"]))
+    risky = draw(st.sampled_from(["", f"lst[{v} % 5]", f"100 // ({v} % 3)", f"{{1: 1}}[{v} % 3]"]))
+    where = draw(st.integers(0, 5))
+    if where == 5:   # first in a block that does not start with a call, an explicit call next
+        return [f"if {v} != -1:", f"    {v} = {call}", f"    print({v})"]
+    if not risky or where == 0:
+        return [f"{v} = {call}"]
+    if where == 1:
+        return [f"{v} = ({call}, {risky})[0]"]       # the implicit call, then the risk
+    if where == 2:
+        return [f"{v} = ({risky}, {call})[1]"]       # the risk first
+    if where == 3:
+        return [f"{v} = {call}", f"{v} = {risky}"]   # the risk in a later statement of the block
+    return [f"if {call}:", f"    {v} = {risky}"]
+
+
+def _stmt(draw, depth: int, ctx: dict) -> list[str]:  # noqa: C901 - one arm per kind
     simple = ["assign", "aug", "print", "append", "raise", "pass", "divide", "index"]
     if ctx["loop"]:
         simple += ["break", "continue"]
     if ctx["func"]:
         simple += ["return"]
-    compound = ["if", "for", "while", "try", "with", "forgen", "match"] if depth < 3 else []
+    if ctx.get("implicit"):
+        simple += ["implicit"] * 4
+    compound = ["if", "for", "while", "try", "with", "forgen", "match", "tryloop", "repeat", "gentry"] \
+        if depth < 3 else []
+    if depth < 2:
+        compound += ["defn", "classdef"]
     kind = draw(st.sampled_from(simple + compound * 2))
     v = draw(st.sampled_from(_VARS))
     fns = ctx["fns"]
@@ -177,6 +214,8 @@ def _stmt(draw, depth: int, ctx: dict) -> list[str]:
         return [f"if {_cond(draw)}:", "    continue"]
     if kind == "return":
         return [f"if {_cond(draw)}:", f"    return {_expr(draw, fns)}"]
+    if kind == "implicit":
+        return _implicit(draw, ctx)
     inner = dict(ctx)
     if kind == "if":
         out = [f"if {_cond(draw)}:"] + _indent(_block(draw, depth + 1, inner))
@@ -187,13 +226,14 @@ def _stmt(draw, depth: int, ctx: dict) -> list[str]:
         return out
     if kind in ("for", "while", "forgen"):
         inner["loop"] = True
-        ctx["ids"][0] += 1
-        d = ctx["ids"][0]
+        d = _fresh(ctx)
         if kind == "for":
             head = [f"for i{d} in range({draw(st.integers(0, 4))}):"]
             body = _block(draw, depth + 1, inner)
         elif kind == "forgen":
-            head = [f"for i{d} in gen({draw(st.sampled_from(_VARS))} % 4):"]
+            g = draw(st.sampled_from(["gen", "gen_fin"] + [f"g{k}" for k in range(ctx.get("gens", 0))]
+                                     + (["Obj"] if ctx.get("implicit") else [])))
+            head = [f"for i{d} in {g}({draw(st.sampled_from(_VARS))} % 4):"]
             body = _block(draw, depth + 1, inner)
         else:
             head = [f"w{d} = 0", f"while w{d} < {draw(st.integers(0, 4))}:"]
@@ -214,6 +254,54 @@ def _stmt(draw, depth: int, ctx: dict) -> list[str]:
         if not handlers or draw(st.booleans()):
             out += ["finally:"] + _indent(_block(draw, depth + 1, inner, 2))
         return out
+    if kind == "tryloop":
+        # a loop with try/finally inside try/except (audit B2's shape)
+        d = _fresh(ctx)
+        looping = dict(ctx, loop=True)
+        body = ["try:"] + _indent(_block(draw, depth + 2, looping, 2)) + ["finally:"] + \
+            _indent([f"w{d} += 1"] + _block(draw, depth + 2, dict(ctx, loop=False), 1))
+        loop = [f"w{d} = 0", f"while w{d} < {draw(st.integers(1, 4))}:"] + _indent(body)
+        handler = draw(st.sampled_from(["Exception", "(KeyError, IndexError, ZeroDivisionError)", "ValueError"]))
+        return ["try:"] + _indent(loop) + [f"except {handler}:"] + _indent(_block(draw, depth + 1, inner, 2))
+    if kind == "repeat":
+        # the same statement raises in several iterations, caught in or out of the loop
+        d = _fresh(ctx)
+        risky = draw(st.sampled_from([f"{{0: 1, 2: 3}}[i{d} % 4]", f"lst[i{d} + {v} % 3]",
+                                      f"100 // (i{d} % 2)", f"[1, 2][i{d} % 3]"]))
+        body = [f"{v} = {risky}"] + (["if False:", "    pass"] if draw(st.booleans()) else [])
+        inner["loop"] = True
+        if draw(st.booleans()):
+            fin = ["finally:"] + _indent(_block(draw, depth + 2, dict(inner, loop=False), 1)) if draw(st.booleans()) else []
+            body = ["try:"] + _indent(body) + ["except (KeyError, IndexError, ZeroDivisionError):"] + \
+                _indent(_block(draw, depth + 2, inner, 1)) + fin
+        return [f"for i{d} in range({draw(st.integers(1, 5))}):"] + _indent(body)
+    if kind == "gentry":
+        # a generator with try/finally, left early by an exception or a break in the loop over it
+        d = _fresh(ctx)
+        gbody = ["try:"] + _indent([f"for k in range(n):", f"    yield k + {draw(st.integers(0, 3))}"]
+                                   + (["    if k == 2:", "        raise KeyError(k)"] if draw(st.booleans()) else [])) \
+            + ["finally:", f"    lst.append({draw(st.integers(0, 9))})", "    del lst[:-5]"]
+        inner["loop"] = True
+        return [f"def gt{d}(n):"] + _indent(gbody) + [f"for i{d} in gt{d}({v} % 5):"] + \
+            _indent(_block(draw, depth + 1, inner, 3))
+    if kind == "defn":
+        # a nested function (a closure over nothing: the program's variables are globals)
+        d = _fresh(ctx)
+        fctx = dict(ctx, loop=False, func=True)
+        body = ["global a, b, c, lst"] + _block(draw, depth + 1, fctx, 3) + ["return a"]
+        call = [f"{v} = nf{d}()"]
+        if draw(st.booleans()):
+            call = ["try:"] + _indent(call) + ["except Exception:"] + _indent([f"{v} = -1"])
+        return [f"def nf{d}():"] + _indent(body) + call
+    if kind == "classdef":
+        d = _fresh(ctx)
+        cctx = dict(ctx, loop=False, func=False)
+        body = [f"attr = {draw(st.integers(0, 9))}"] + _block(draw, depth + 1, cctx, 2)
+        wrap = draw(st.booleans())
+        cls = [f"class K{d}:"] + _indent(body)
+        if wrap:
+            cls = ["try:"] + _indent(cls) + ["except Exception:"] + _indent(["pass"])
+        return cls
     if kind == "with":
         return [f"with CM({draw(st.booleans())}) as cm{depth}:"] + _indent(_block(draw, depth + 1, inner))
     # match
@@ -244,27 +332,156 @@ def gen(n):
         return
 
 
+def gen_fin(n):
+    try:
+        for k in range(n):
+            try:
+                yield k
+            finally:
+                lst.append(k)
+                del lst[:-5]
+    finally:
+        lst.append(n)
+
+
 a, b, c = 1, 2, 3
 lst = [4, 5, 6]
 """
 
+# Classes whose implicit calls (properties, dunders, a descriptor) run instrumented code and
+# sometimes raise; the thresholds are drawn, so each program raises in other places.
+IMPLICIT_PRELUDE = """\
+class Desc:
+    def __get__(self, obj, owner):
+        if obj is not None and obj.v % {dk} == {dr}:
+            raise LookupError(obj.v)
+        return 3
 
-@st.composite
-def structured_programs(draw) -> str:
-    """Bounded programs with real control flow (see the module docstring)."""
+
+class Obj:
+    d = Desc()
+
+    def __init__(self, v):
+        self.v = v
+
+    def __repr__(self):
+        return "Obj(%d)" % self.v
+
+    @property
+    def p(self):
+        if self.v % {pk} == {pr}:
+            raise ValueError(self.v)
+        return self.v + 1
+
+    def __eq__(self, other):
+        if self.v == {ev}:
+            raise KeyError(self.v)
+        return isinstance(other, Obj) and other.v == self.v
+
+    def __hash__(self):
+        return self.v % 3
+
+    def __getattr__(self, name):
+        if self.v % {gk} == {gr}:
+            raise AttributeError(name)
+        return len(name)
+
+    def __bool__(self):
+        return self.v % 2 == 0
+
+    def __len__(self):
+        if self.v == {lv}:
+            raise RuntimeError("len")
+        return self.v
+
+    def __iter__(self):
+        for i in range(self.v % 4):
+            if i == {iv}:
+                raise IndexError(i)
+            yield i
+
+    def __getitem__(self, i):
+        if i >= self.v:
+            raise IndexError(i)
+        return i * 10
+
+    def __format__(self, spec):
+        if self.v == {fv}:
+            raise ValueError("format")
+        return str(self.v)
+
+    def __add__(self, other):
+        if other == {av}:
+            raise ZeroDivisionError(other)
+        return self.v + other
+
+
+table = {{Obj(1): 1, Obj(2): 2, Obj(4): 4}}
+objs = [Obj(i) for i in range(7)]
+"""
+
+
+def _program(draw, *, implicit: bool, asyncs: bool) -> str:
     lines = [_PRELUDE]
+    if implicit:
+        k = {name: draw(st.integers(2, 5)) for name in ("dk", "pk", "gk")}
+        lines.append(IMPLICIT_PRELUDE.format(
+            dr=draw(st.integers(0, k["dk"] - 1)), pr=draw(st.integers(0, k["pk"] - 1)),
+            gr=draw(st.integers(0, k["gk"] - 1)), ev=draw(st.integers(0, 6)), lv=draw(st.integers(0, 6)),
+            iv=draw(st.integers(0, 4)), fv=draw(st.integers(0, 6)), av=draw(st.integers(0, 4)), **k))
     nfns = draw(st.integers(0, 3))
-    ids = [0]   # shared counter for loop variable names
+    ngens = draw(st.integers(0, 2))
+    ids = [0]   # shared counter for loop variable and local names
+    for i in range(ngens):
+        ctx = {"loop": True, "func": False, "fns": 0, "ids": ids, "implicit": implicit}
+        body = ["global a, b, c", f"for k in range(n):"] + _indent([f"a = k + {i}"] + _block(draw, 2, ctx, 2)
+                                                                 + [f"yield a % 10"])
+        if draw(st.booleans()):
+            body = ["try:"] + _indent(body) + ["finally:", "    lst.append(n)", "    del lst[:-5]"]
+        lines.append(f"def g{i}(n):")
+        lines += _indent(body)
+        lines.append("")
     for i in range(nfns):
-        ctx = {"loop": False, "func": True, "fns": i, "ids": ids}
+        ctx = {"loop": False, "func": True, "fns": i, "ids": ids, "implicit": implicit, "gens": ngens}
         body = ["global lst", "a, b, c = x, y, x + y"] + _block(draw, 1, ctx) + ["return a + b + c"]
         lines.append(f"def f{i}(x, y):")
         lines += _indent(body)
         lines.append("")
-    ctx = {"loop": False, "func": False, "fns": nfns, "ids": ids}
-    lines += _block(draw, 0, ctx, 6)
+    if asyncs:
+        ctx = {"loop": False, "func": True, "fns": nfns, "ids": ids, "implicit": implicit, "gens": ngens}
+        body = ["global a, b, c", "await asyncio.sleep(0)"] + _block(draw, 1, ctx, 3) + \
+            ["await asyncio.sleep(0)", "return a"]
+        lines += ["import asyncio", "", "async def co(n):"] + _indent(body) + [
+            "", "async def main_co():",
+            "    got = await asyncio.gather(co(1), co(2), return_exceptions=True)",
+            "    return [repr(x) for x in got]", ""]
+    ctx = {"loop": False, "func": False, "fns": nfns, "ids": ids, "implicit": implicit, "gens": ngens}
+    for _ in range(draw(st.integers(1, 6))):
+        top = _stmt(draw, 0, ctx)
+        if implicit and draw(st.integers(0, 2)):   # most implicit-call programs run on after a raise
+            top = ["try:"] + _indent(top) + ["except Exception as exc:", "    print(repr(exc))"]
+        lines += top
+    if asyncs:
+        lines.append("print(asyncio.run(main_co()))")
     lines.append("print(a, b, c, lst)")
     return "\n".join(lines) + "\n"
+
+
+@st.composite
+def structured_programs(draw, implicit: bool = False, asyncs: bool | None = None) -> str:
+    """Bounded programs with real control flow (see the module docstring); with ``implicit``
+    the statements also make implicit calls into instrumented code that sometimes raise
+    (``IMPLICIT_PRELUDE``); ``asyncs``: add coroutines run by asyncio (None: drawn, rarely)."""
+    if asyncs is None:
+        asyncs = draw(st.integers(0, 5)) == 0
+    return _program(draw, implicit=implicit, asyncs=asyncs)
+
+
+def implicit_programs() -> st.SearchStrategy[str]:
+    """Structured programs built around classes with properties, dunder methods and a
+    descriptor that sometimes raise (issue 9): implicit calls before, after and between
+    exceptions, in try bodies, loops, ``with``, ``finally``, generators and coroutines."""
+    return structured_programs(implicit=True)
 
 
 # ------------------------------------------------------------------ running
@@ -272,8 +489,10 @@ def structured_programs(draw) -> str:
 DRIVER = r'''
 """Runs prog.py as __main__ (through the import system) and prints a digest of its globals."""
 import os
+import re
 import runpy
 import sys
+import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROG = os.path.join(HERE, "prog.py")
@@ -316,7 +535,10 @@ except BaseException as e:  # noqa: B036 - report every way the program can end
         tb = tb.tb_next
 sys.stdout.flush()
 if exc is not None:
-    print("EXC", type(exc).__name__)
+    print("EXC", type(exc).__name__, re.sub(r"0x[0-9a-fA-F]+", "0x?", str(exc))[:200])
+    for fs in traceback.extract_tb(exc.__traceback__):
+        if os.path.abspath(fs.filename) == PROG:
+            print("TB", fs.lineno, fs.name)
 for name in sorted(g or {}):
     if not (name.startswith("__") and name.endswith("__")):
         try:

@@ -52,7 +52,7 @@ def bad_files(tmp: Path, good: Path) -> dict[str, Path]:
 
 
 @pytest.mark.parametrize("kind", ["empty", "random", "truncated", "newer", "missing"])
-@pytest.mark.parametrize("command", ["info", "trace"])
+@pytest.mark.parametrize("command", ["info", "trace", "counts"])
 def test_bad_recordings_fail_in_one_line(kind: str, command: str, recording: Path, tmp_path: Path) -> None:
     path = bad_files(tmp_path, recording)[kind]
     proc = cli(command, str(path))

@@ -40,10 +40,11 @@ def test_structured_programs_run_plain_deterministically(src):
 def test_driver_reports_exception_globals_and_timeout(tmp_path):
     rc, out, err = run_plain("x = 1\ny = [x, 'a', None]\ndef f(): pass\nraise ValueError(x)\nz = 2\n", tmp_path)
     assert rc == 1
-    assert out.splitlines() == ["EXC ValueError", "G f = <function f>", "G x = 1", "G y = list[1, 'a', None]"]
+    assert out.splitlines() == ["EXC ValueError 1", "TB 4 <module>", "G f = <function f>", "G x = 1",
+                                "G y = list[1, 'a', None]"]
     assert err == ""
     rc, out, err = run_plain("import sys\nprint('hi')\nsys.exit(3)\n", tmp_path)
-    assert rc == 1 and out.splitlines()[:2] == ["hi", "EXC SystemExit"]
+    assert rc == 1 and out.splitlines()[:3] == ["hi", "EXC SystemExit 3", "TB 3 <module>"]
     assert run_plain("while True:\n    pass\n", tmp_path, timeout=1) == (-1, "", "TimeoutExpired")
     assert run_plain("class A: pass\n", tmp_path) == (0, "G A = <class A>\n", "")
 

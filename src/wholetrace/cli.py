@@ -8,10 +8,10 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from wholetrace import __version__
-from wholetrace.errors import UsageError, WholetraceError
+from wholetrace.errors import MAX_MESSAGE, StoreError, UsageError, WholetraceError, short_message
 
 if TYPE_CHECKING:
     from wholetrace.store import Recording
@@ -145,27 +145,48 @@ def cmd_record(raw: Sequence[str]) -> int:
 
 # --------------------------------------------------------------------------- info / trace / cfg
 
+def _open(args: argparse.Namespace) -> "Recording":
+    """The recording named by ``args.file``; with ``--salvage`` its intact part, after one
+    stderr line per loss (a SalvagedRecording, which reads like a Recording)."""
+    from wholetrace.store import Recording
+    if not getattr(args, "salvage", False):
+        return Recording(args.file)
+    from wholetrace.store.salvage import SalvagedRecording
+    rec = SalvagedRecording(args.file)
+    for line in rec.lost.lines() or ["nothing lost"]:
+        print(f"wholetrace: salvage: {line}", file=sys.stderr)
+    return rec  # type: ignore[return-value]
+
+
 def cmd_info(args: argparse.Namespace) -> int:
     from wholetrace.analysis.info import info_dict, info_text
-    from wholetrace.store import Recording
-    with Recording(args.file) as rec:
+    with _open(args) as rec:
         d = info_dict(rec)
+        if args.salvage:
+            d["salvage"] = rec.lost.to_json()  # type: ignore[attr-defined]
     print(json.dumps(d, indent=1) if args.json else info_text(d))
     return 0
 
 
 def cmd_trace(args: argparse.Namespace) -> int:
     from wholetrace.analysis.traceview import write_trace
-    from wholetrace.store import Recording
-    from wholetrace.regen.recording import as_blocks
-    with Recording(args.file) as rec:
-        write_trace(as_blocks(rec), sys.stdout, fmt=args.format, stream=args.thread, limit=args.limit)
+    from wholetrace.regen.recording import RegeneratedRecording, as_blocks, is_regenerated
+    with _open(args) as rec:
+        view: Any = rec
+        if args.salvage and is_regenerated(rec):   # regenerate each run of intact chunks on its own
+            from wholetrace.store.segments import JoinedSegments, SegmentView
+            segs = SegmentView(rec)  # type: ignore[arg-type]
+            view = JoinedSegments(segs, RegeneratedRecording(segs))
+        write_trace(view if args.salvage else as_blocks(rec), sys.stdout, fmt=args.format,
+                    stream=args.thread, limit=args.limit)
     return 0
 
 
 def cmd_counts(args: argparse.Namespace) -> int:
-    from wholetrace.store import Recording
-    with Recording(args.file) as rec:
+    with _open(args) as rec:
+        if args.salvage:
+            from wholetrace.store.segments import SegmentView
+            rec = SegmentView(rec)  # type: ignore[arg-type]
         profiles = load_profiles(rec, args.file)
     return _write_report(profiles, args)
 
@@ -211,16 +232,24 @@ def cmd_cfg(args: argparse.Namespace) -> int:
         if not cfgs:
             raise UsageError(f"no function {qual!r} in {file}")
     lines = source.splitlines()
+    nums = None
+    if args.paths is not None:
+        from wholetrace.instrument.pathnum import number_cfg
+        nums = [number_cfg(c) for c in cfgs]
     if args.format == "dot":
         print(render.to_dot(cfgs, lines))
     elif args.format == "json":
-        print(render.to_json(cfgs))
+        print(render.to_json(cfgs, None if nums is None else [render.paths_json(n, args.paths) for n in nums]))
     else:
-        print("\n\n".join(render.to_text(c, lines) for c in cfgs))
+        print("\n\n".join(render.to_text(c, lines) + ("" if nums is None else "\n" + render.paths_text(c, n, args.paths))
+                          for c, n in zip(cfgs, nums or [None] * len(cfgs))))
     return 0
 
 
 # --------------------------------------------------------------------------- main
+
+SALVAGE_HELP = "read a damaged file: use every intact chunk and function, report what was lost on stderr"
+
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="wholetrace", description="Record whole executions of Python programs and query them.")
@@ -232,6 +261,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("info", help="summarise a recording")
     s.add_argument("file", metavar="OUT.wt")
     s.add_argument("--json", action="store_true", help="machine-readable output")
+    s.add_argument("--salvage", action="store_true", help=SALVAGE_HELP)
     s.set_defaults(func=cmd_info)
 
     s = sub.add_parser("trace", help="print the F/B/E block trace of a recording")
@@ -239,6 +269,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--format", choices=("fbe", "json"), default="fbe")
     s.add_argument("--thread", type=int, default=None, metavar="N", help="only stream N")
     s.add_argument("--limit", type=int, default=None, metavar="N", help="at most N events")
+    s.add_argument("--salvage", action="store_true", help=SALVAGE_HELP)
     s.set_defaults(func=cmd_trace)
 
     s = sub.add_parser("counts", help="exact block, branch and line counts of a recording")
@@ -246,11 +277,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--format", choices=("text", "json", "lcov"), default="text")
     s.add_argument("--limit", type=int, default=None, metavar="N", help="text: only the N hottest functions")
     s.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE")
+    s.add_argument("--salvage", action="store_true", help=SALVAGE_HELP)
     s.set_defaults(func=cmd_counts)
 
     s = sub.add_parser("cfg", help="show the control-flow graphs of a source file")
     s.add_argument("target", metavar="FILE[:QUALNAME]")
     s.add_argument("--format", choices=("text", "dot", "json"), default="text")
+    s.add_argument("--paths", type=int, nargs="?", const=50, default=None, metavar="N",
+                   help="also show the Ball-Larus path numbering and the first N paths (default 50, 0: all)")
     s.set_defaults(func=cmd_cfg)
 
     try:
@@ -281,7 +315,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         return int(args.func(args))
     except WholetraceError as exc:
-        print(f"wholetrace: error: {exc}", file=sys.stderr)
+        hint = ""
+        if isinstance(exc, StoreError) and argv[:1] in (["info"], ["trace"], ["counts"]) \
+                and "--salvage" not in argv and any(w in str(exc) for w in ("corrupt", "truncated", "damaged", "missing")):
+            hint = " (--salvage reads what is intact)"
+        print(f"wholetrace: error: {short_message(exc, MAX_MESSAGE - 19 - len(hint))}{hint}", file=sys.stderr)
         return exc.exit_code
     except BrokenPipeError:
         sys.stderr.close()

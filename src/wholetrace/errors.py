@@ -1,5 +1,18 @@
 """The one exception hierarchy of wholetrace; every message is one line for the user."""
 
+#: Longest message shown to a user (the CLI cuts longer ones in the middle).
+MAX_MESSAGE = 200
+
+
+def short_message(exc: BaseException | str, limit: int = MAX_MESSAGE) -> str:
+    """``str(exc)`` as one line of at most ``limit`` characters (control characters escaped,
+    the middle of a long message elided), whatever the exception quotes."""
+    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(exc))
+    if len(text) <= limit:
+        return text
+    head = (limit - 5) * 2 // 3
+    return text[:head] + " ... " + text[len(text) - (limit - 5 - head):]
+
 
 class WholetraceError(Exception):
     """Base of every error wholetrace reports to a user (exit status 2 from the CLI)."""

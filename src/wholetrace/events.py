@@ -11,6 +11,11 @@ LEAVE: Final = -1
 #: (from that statement if it lies in that block, else from the block's last statement, which is
 #: then a re-raise) and enters the next recorded block (a handler) or EXIT (if LEAVE follows).
 EXC: Final = -2
+#: RERAISE (witness modes only): an exception record for an exception re-raised in this
+#: activation, ``RERAISE s r``: ``s`` as for EXC (the statement the traceback points at), ``r``
+#: the re-raise site that raised it (a bare ``raise``, the end of a ``finally``, a ``with``
+#: exit).  Regeneration turns it into ``EXC s`` (docs/design.md, "Tracing with witnesses").
+RERAISE: Final = -4
 #: XCOUNT (count modes): followed by three encoded ints fid, source statement, target block
 #: (each as -(ARG_BASE + v + 1), so no part of the record looks like a counter id).
 XCOUNT: Final = -3

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from wholetrace.instrument.cache import COUNTER_ORIGIN, FID_ORIGIN, relocate
 from wholetrace.events import enter_code
+from regenutil import compare
 from wtutil import ENV, assert_same_counts, fbe_lines, profiles
 
 
@@ -78,9 +79,17 @@ def _record(dirp: Path, mode: str, order: str, out: Path, cache: Path | None) ->
     return profiles(out)
 
 
-def test_cold_warm_and_uncached_recordings_agree(tmp_path: Path) -> None:
+def _write(dirp: Path) -> None:
     for name, text in (("main.py", MAIN), ("mod_a.py", MOD_A), ("mod_b.py", MOD_B)):
-        (tmp_path / name).write_text(textwrap.dedent(text))
+        (dirp / name).write_text(textwrap.dedent(text))
+
+
+def _stamps(cache: Path) -> dict[str, tuple[int, int]]:
+    return {p.name: (p.stat().st_mtime_ns, p.stat().st_size) for p in cache.glob("*.wtc")}
+
+
+def test_cold_warm_and_uncached_recordings_agree(tmp_path: Path) -> None:
+    _write(tmp_path)
     cache = tmp_path / "cache"
     truth = {order: _record(tmp_path, "blocks", order, tmp_path / f"blocks-{order}.wt", None) for order in ("ab", "ba")}
     for mode in ("count", "count-naive"):
@@ -95,17 +104,44 @@ def test_cold_warm_and_uncached_recordings_agree(tmp_path: Path) -> None:
     assert len(list(cache.glob("*.wtc"))) == 6     # 3 files x 2 modes
 
 
-def test_warm_blocks_trace_is_the_same_and_stale_or_broken_entries_are_not_used(tmp_path: Path) -> None:
-    for name, text in (("main.py", MAIN), ("mod_a.py", MOD_A), ("mod_b.py", MOD_B)):
-        (tmp_path / name).write_text(textwrap.dedent(text))
+def test_trace_modes_through_relocated_cached_code(tmp_path: Path) -> None:
+    """blocks and witness recordings made through cache hits, with every id handed out in
+    another order than when the entries were written, equal uncached recordings."""
+    _write(tmp_path)
     cache = tmp_path / "cache"
-    _record(tmp_path, "blocks", "ab", tmp_path / "none.wt", None)
+    for mode in ("blocks", "witness"):
+        _record(tmp_path, mode, "ab", tmp_path / f"cold-{mode}.wt", cache)
+    stamps = _stamps(cache)
+    assert len(stamps) == 6
+    for order in ("ab", "ba"):
+        _record(tmp_path, "blocks", order, tmp_path / f"none-{order}.wt", None)
+        _record(tmp_path, "blocks", order, tmp_path / f"warm-{order}.wt", cache)
+        _record(tmp_path, "witness", order, tmp_path / f"warm-witness-{order}.wt", cache)
+        assert _stamps(cache) == stamps                                        # all hits
+        assert fbe_lines(tmp_path / f"warm-{order}.wt") == fbe_lines(tmp_path / f"none-{order}.wt")
+        compare(tmp_path / f"none-{order}.wt", tmp_path / f"warm-witness-{order}.wt", exact=True)
+    assert fbe_lines(tmp_path / "none-ab.wt") != fbe_lines(tmp_path / "none-ba.wt")  # ids differ
+
+
+def test_stale_or_broken_entries_are_not_used(tmp_path: Path) -> None:
+    _write(tmp_path)
+    cache = tmp_path / "cache"
+    truth = _record(tmp_path, "blocks", "ab", tmp_path / "none.wt", None)
     _record(tmp_path, "blocks", "ab", tmp_path / "cold.wt", cache)
+    sizes = {name: size for name, (_t, size) in _stamps(cache).items()}
     for entry in cache.glob("*.wtc"):       # a truncated file is a miss, not an error
         entry.write_bytes(entry.read_bytes()[:20])
-    _record(tmp_path, "blocks", "ab", tmp_path / "warm.wt", cache)
-    assert fbe_lines(tmp_path / "none.wt") == fbe_lines(tmp_path / "cold.wt") == fbe_lines(tmp_path / "warm.wt")
+    assert_same_counts(truth, _record(tmp_path, "blocks", "ab", tmp_path / "again.wt", cache), "truncated")
+    assert fbe_lines(tmp_path / "none.wt") == fbe_lines(tmp_path / "again.wt")
+    assert {name: size for name, (_t, size) in _stamps(cache).items()} == sizes   # rewritten whole
     (tmp_path / "mod_b.py").write_text(textwrap.dedent(MOD_B).replace("acc += k", "acc += 2 * k"))
-    _record(tmp_path, "blocks", "ab", tmp_path / "changed.wt", cache)
+    changed = _record(tmp_path, "blocks", "ab", tmp_path / "changed.wt", cache)
+    assert_same_counts(_record(tmp_path, "blocks", "ab", tmp_path / "changed-none.wt", None), changed, "changed")
+    recorded = subprocess.run([sys.executable, "-m", "wholetrace.cli", "record", "-q", "-o", str(tmp_path / "out.wt"),
+                               str(tmp_path / "main.py"), "ab"], capture_output=True, text=True, cwd=tmp_path,
+                              timeout=120, env=dict(ENV, WHOLETRACE_CACHE_DIR=str(cache))).stdout
+    plain = subprocess.run([sys.executable, str(tmp_path / "main.py"), "ab"], capture_output=True, text=True,
+                           cwd=tmp_path, env=ENV).stdout
+    assert recorded == plain                    # the changed module's new code ran, not the cached old one
     assert len(list(cache.glob("*.wtc"))) == 4     # the changed source got an entry of its own
     assert os.listdir(cache) and not [n for n in os.listdir(cache) if n.startswith(".tmp-")]

@@ -40,11 +40,12 @@ def test_figure3_optimal_chords_cost_11_5() -> None:
     assert set(placement.chords) | set(placement.tree) == set(range(9))
 
 
-def test_figure3_no_spanning_tree_is_cheaper() -> None:
-    w = static_weights(FIG1).edges
+def cheapest_chords(g: FlowGraph, w: list[float]) -> float:
+    """Brute force: the least total weight of the edges left out of a spanning tree that holds
+    the virtual edge EXIT -> ENTRY (every tree of ``num_nodes - 2`` real edges is tried)."""
     best = float("inf")
-    for tree in itertools.combinations(range(9), FIG1.num_nodes - 2):  # + the virtual edge
-        parent = list(range(FIG1.num_nodes))
+    for tree in itertools.combinations(range(len(g.edges)), g.num_nodes - 2):  # + the virtual edge
+        parent = list(range(g.num_nodes))
 
         def find(x: int) -> int:
             while parent[x] != x:
@@ -52,15 +53,20 @@ def test_figure3_no_spanning_tree_is_cheaper() -> None:
             return x
 
         ok = True
-        for s, d in [FIG1.edges[e] for e in tree] + [(X, P)]:
+        for s, d in [g.edges[e] for e in tree] + [(g.exit, g.entry)]:
             rs, rd = find(s), find(d)
             if rs == rd:
                 ok = False
                 break
             parent[rs] = rd
         if ok:
-            best = min(best, sum(w[e] for e in range(9) if e not in tree))
-    assert best == pytest.approx(11.5)
+            best = min(best, sum(w[e] for e in range(len(g.edges)) if e not in tree))
+    return best
+
+
+def test_figure3_no_spanning_tree_is_cheaper() -> None:
+    w = static_weights(FIG1).edges
+    assert cheapest_chords(FIG1, list(w)) == pytest.approx(11.5)
     # the placement of Figure 3 case (a) — P->Q, Q->A and both exits measured — costs 16.75
     assert sum(w[e] for e in (E_PQ, E_QA, E_PX, E_RX)) == pytest.approx(16.75)
 
@@ -144,3 +150,45 @@ def test_random_witness_placement_verifies(seed: int, n: int, extra: int, loops:
     verify_witnesses(g, placement)
     assert placement.blocking <= set(placement.witnessed)
     assert set(placement.tree).isdisjoint(placement.witnessed)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32), n=st.integers(1, 6), extra=st.integers(0, 5), loops=st.integers(0, 3))
+def test_random_counter_placement_is_a_maximum_spanning_tree(seed: int, n: int, extra: int, loops: int) -> None:
+    """On small random graphs no spanning tree leaves cheaper chords (brute force over all trees)."""
+    rng = random.Random(seed)
+    g = random_flow_graph(rng, n, extra_edges=extra, loops=loops)
+    w = [float(rng.randrange(0, 20)) for _ in g.edges]
+    placement = place_counters(g, w)
+    assert placement.cost == pytest.approx(cheapest_chords(g, w))
+    assert placement.cost == pytest.approx(sum(w[e] for e in placement.chords))
+
+
+def _paths(g: FlowGraph, longest: int) -> list[tuple[int, ...]]:
+    """Every ENTRY -> EXIT path (as edge ids) of at most ``longest`` edges."""
+    out: list[tuple[int, ...]] = []
+    todo: list[tuple[int, tuple[int, ...]]] = [(g.entry, ())]
+    while todo:
+        v, path = todo.pop()
+        if v == g.exit:
+            out.append(path)
+            continue
+        if len(path) < longest:
+            todo += [(g.edges[e][1], path + (e,)) for e in g.out_edges[v]]
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(**graph_params, calls=st.floats(0, 1), separate=st.booleans())
+def test_random_witness_placement_is_unambiguous_on_every_short_path(seed: int, n: int, extra: int, loops: int,
+                                                                       calls: float, separate: bool) -> None:
+    """Independently of ``verify_witnesses``: no two ENTRY -> EXIT paths (up to 12 edges) of a
+    small random graph write the same witness sequence."""
+    rng = random.Random(seed)
+    g = random_flow_graph(rng, min(n, 7), extra_edges=min(extra, 4), loops=min(loops, 2), call_fraction=calls)
+    placement = place_witnesses(g, static_weights(g), separate_calls=separate)
+    wid = placement.witness_of_edge
+    seen: dict[tuple[int, ...], tuple[int, ...]] = {}
+    for path in _paths(g, 12):
+        key = tuple(wid[e] for e in path if e in wid)
+        assert seen.setdefault(key, path) == path, (key, path, seen[key])

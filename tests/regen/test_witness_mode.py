@@ -11,85 +11,20 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import tempfile
 import textwrap
 from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, seed, settings
 
 from corpus import PROGRAMS
-from genprogs import run_plain as run_generated_plain
-from genprogs import programs, structured_programs, write_program
 from inline_programs import INLINE
+from regenutil import KINDS, children_follow_calls, compare, streams_of
 from wholetrace.analysis.activations import activation_form
-from wholetrace.instrument.cfg import CFG
-from wholetrace.regen.recording import RegeneratedRecording, as_blocks
+from wholetrace.regen.recording import RegeneratedRecording
 from wholetrace.events import ENTER_BASE, EXC, LEAVE
 from wholetrace.store import Recording
 from wtutil import ENV, run_plain, run_recorded
-
-KINDS = ("witness", "branches")
-
-
-# ----------------------------------------------------------------------------- helpers
-
-def children_follow_calls(events: np.ndarray, cfgs: dict[int, CFG]) -> list[str]:
-    """Child activations whose parent's last own event is not a call-capable block (only
-    implicit calls may do that; a child after an exception record is not checked)."""
-    problems: list[str] = []
-    stack: list[tuple[int, list[int]]] = []
-    vals = events.tolist()
-    i = 0
-    while i < len(vals):
-        v = vals[i]
-        i += 1
-        if v <= -ENTER_BASE:
-            if stack and stack[-1][1] and stack[-1][1][-1] >= 0:
-                fid, own = stack[-1]
-                cfg = cfgs[fid]
-                if not any(cfg.stmts[s].calls for s in cfg.blocks[own[-1]].stmts) and len(problems) < 10:
-                    problems.append(f"{cfg.qualname}: child {-v - ENTER_BASE} after block {own[-1]}")
-            stack.append((-v - ENTER_BASE, []))
-        elif v == LEAVE:
-            if stack:
-                stack.pop()
-        elif v == EXC:
-            if stack:
-                stack[-1][1].append(EXC)
-            i += 1
-        elif stack:
-            stack[-1][1].append(v)
-    return problems
-
-
-def streams_of(path: Path) -> tuple[str, list[np.ndarray], dict[int, CFG], int]:
-    """(mode, the block streams (regenerated for witness/branches), CFGs, events recorded)."""
-    with Recording(path) as rec:
-        mode = str(rec.meta.get("mode"))
-        view = as_blocks(rec)
-        cfgs = {f.fid: CFG.from_json(f.cfg) for f in rec.functions()}
-        recorded = sum(s.n_events for s in rec.streams())
-        return mode, [view.events(s.sid) for s in rec.streams()], cfgs, recorded
-
-
-def compare(base: Path, other: Path, *, exact: bool) -> dict[str, int]:
-    """Assert ``other`` (a witness/branches recording) regenerates ``base`` (blocks)."""
-    mode_b, blocks, cfgs_b, n_blocks = streams_of(base)
-    mode_o, regen, cfgs_o, n_other = streams_of(other)
-    assert mode_b == "blocks" and mode_o in KINDS
-    assert [c.fingerprint for _, c in sorted(cfgs_b.items())] == [c.fingerprint for _, c in sorted(cfgs_o.items())]
-    assert len(blocks) == len(regen), "different number of streams"
-    identical = 0
-    for a, b in zip(blocks, regen):
-        assert activation_form(a) == activation_form(b), f"{other.name}: activation forms differ"
-        same = np.array_equal(a, b)
-        identical += same
-        if exact:
-            assert same, f"{other.name}: regenerated stream differs from the blocks stream"
-    return {"blocks events": n_blocks, "recorded events": n_other, "identical streams": identical}
-
 
 # ----------------------------------------------------------------------------- unit
 
@@ -175,45 +110,3 @@ def test_corpus_programs_regenerate(name: str, tmp_path: Path) -> None:
     stats = {k: compare(paths["blocks"], paths[k], exact=False) for k in KINDS}
     assert stats["witness"]["recorded events"] < stats["witness"]["blocks events"]
     assert stats["witness"]["recorded events"] <= stats["branches"]["recorded events"]
-
-
-# ----------------------------------------------------------------------------- generated programs
-
-SETTINGS = dict(deadline=None, database=None, suppress_health_check=list(HealthCheck))
-
-
-def _record(driver: Path, td: str, mode: str) -> tuple[int, str, Path]:
-    wt = Path(td) / f"{mode}.wt"
-    proc = subprocess.run([sys.executable, "-m", "wholetrace.cli", "record", "-q", "--mode", mode, "-o", str(wt),
-                           str(driver)], capture_output=True, cwd=td, env=ENV, timeout=120, stdin=subprocess.DEVNULL)
-    assert "left uninstrumented" not in proc.stderr.decode("utf-8", "replace")
-    return proc.returncode, proc.stdout.decode("utf-8", "replace"), wt
-
-
-def regenerates_like_blocks(source: str) -> None:
-    """witness and branches recordings of ``source`` regenerate the blocks trace (activation form)."""
-    with tempfile.TemporaryDirectory(prefix="wt-witness-") as td:
-        rc, out, _err = run_generated_plain(source, td)
-        if rc == -1:
-            return  # the program itself did not finish in time
-        driver = write_program(source, td)
-        paths = {}
-        for mode in ("blocks",) + KINDS:
-            got_rc, got_out, paths[mode] = _record(driver, td, mode)
-            assert (got_rc, got_out) == (rc, out), (mode, source)
-        for kind in KINDS:
-            compare(paths["blocks"], paths[kind], exact=False)
-
-
-@seed(5052026)
-@settings(max_examples=25, **SETTINGS)
-@given(source=structured_programs())
-def test_structured_programs_regenerate(source: str) -> None:
-    regenerates_like_blocks(source)
-
-
-@seed(6052026)
-@settings(max_examples=25, **SETTINGS)
-@given(source=programs("node"))
-def test_hypothesmith_programs_regenerate(source: str) -> None:
-    regenerates_like_blocks(source)

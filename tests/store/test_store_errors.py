@@ -15,7 +15,7 @@ import pytest
 import zstandard
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from store_helpers import FUNCS, sql
+from store_helpers import FUNCS, chunk_data, sql
 
 from wholetrace.errors import StoreError, WholetraceError
 from wholetrace.store import Recording, open_recording
@@ -156,7 +156,8 @@ def test_pickle_in_cfg_is_never_unpickled(wt, tmp_path, monkeypatch):
     payload = pickle_bomb(tmp_path)
     # raw pickle bytes, then a valid zstd frame holding pickle bytes
     for blob in (payload, zstandard.ZstdCompressor().compress(payload)):
-        sql(path, "UPDATE functions SET cfg = ? WHERE fid = 7", params=(blob,))
+        # crc NULL: a hostile file need not carry checksums (they catch honest damage)
+        sql(path, "UPDATE functions SET cfg = ?, crc = NULL WHERE fid = 7", params=(blob,))
         with open_recording(path) as rec:
             good, hostile = rec.functions()
             assert good.cfg == FUNCS[0]["cfg"]
@@ -171,11 +172,11 @@ def test_pickle_in_cfg_is_never_unpickled(wt, tmp_path, monkeypatch):
 def test_pickle_in_meta_and_arrays_is_never_unpickled(wt, tmp_path):
     path = wt()
     payload = pickle_bomb(tmp_path)
-    sql(path, "UPDATE arrays SET dtype = '|O', blob = ?", params=(payload,))
+    sql(path, "UPDATE arrays SET dtype = '|O', blob = ?, crc = NULL", params=(payload,))
     with open_recording(path) as rec:
         with pytest.raises(StoreError, match="corrupt|unsupported dtype"):
             rec.get_array("counts", "f0")
-    sql(path, "INSERT INTO meta VALUES ('evil', ?)", params=(payload,))
+    sql(path, "INSERT INTO meta(key, value) VALUES ('evil', ?)", params=(payload,))
     open_fails(path, "meta value 'evil'")
     assert not (tmp_path / "PWNED").exists()
 
@@ -202,13 +203,37 @@ def test_tampered_chunks(wt):
 
 def test_tampered_rows(wt):
     path = wt()
-    sql(path, "UPDATE functions SET firstline = 'x' WHERE fid = 0",
-        "UPDATE arrays SET shape = '[-1, 4]'")
+    sql(path, "UPDATE functions SET firstline = 'x', crc = NULL WHERE fid = 0",
+        "UPDATE arrays SET shape = '[-1, 4]', crc = NULL")
     with open_recording(path) as rec:
         with pytest.raises(StoreError, match="corrupt"):
             rec.functions()
         with pytest.raises(StoreError, match="shape"):
             rec.get_array("counts", "f0")
+
+
+@pytest.mark.parametrize("stmt, fragment", [
+    ("UPDATE functions SET qualname = 'g' WHERE fid = 7", "function 7"),
+    ("UPDATE chunks SET seq = 4 WHERE seq = 3", "chunk 4 of stream 1"),
+    ("UPDATE chunks SET sid = 2 WHERE seq = 0", "chunk 0 of stream 2"),
+    ("UPDATE chunks SET start = 5 WHERE seq = 2", "chunk 2 of stream 1"),
+    ("UPDATE streams SET name = 'other' WHERE sid = 2", "stream 2"),
+    ("UPDATE arrays SET key = 'f1'", "array 'counts'/'f1'"),
+    ("UPDATE meta SET value = '[\"prog.py\"]' WHERE key = 'command'", "meta value 'command'"),
+])
+def test_checksums_catch_changed_rows(wt, stmt, fragment):
+    """Every row carries a crc: a value changed in place (as damage would) is refused."""
+    path = wt(chunks=chunk_data(5, 100))
+    sql(path, "DELETE FROM chunks WHERE seq = 4")
+    sql(path, stmt)
+    with pytest.raises(StoreError) as info:
+        with open_recording(path) as rec:
+            rec.functions()
+            rec.streams()
+            for s in (2, 1):   # stream 2 first: a chunk moved there is refused where it lands
+                rec.events(s)
+            rec.get_array("counts", "f1")
+    assert fragment in str(info.value) and "checksum mismatch" in str(info.value), info.value
 
 
 def test_closed_reader(wt):

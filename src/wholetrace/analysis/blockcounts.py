@@ -7,6 +7,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from wholetrace.errors import InternalError
 from wholetrace.instrument.cfg import CFG
 from wholetrace.kernels.tracecount import count_blocks
 
@@ -48,8 +49,9 @@ def trace_counts(streams: Iterable[np.ndarray], cfgs: dict[int, CFG]) -> TraceCo
     cut = np.zeros(int(base[-1]), np.int64)        # statements skipped because an exception left early
     enters = np.zeros(nf, np.int64)
     for ev in streams:
-        count_blocks(np.ascontiguousarray(ev, dtype=np.int32), base, block_of, next_in_block,
-                     bbase, bcount, cut, enters)
+        if count_blocks(np.ascontiguousarray(ev, dtype=np.int32), base, block_of, next_in_block,
+                        bbase, bcount, cut, enters) < 0:
+            raise InternalError("block trace names a function or block that is not registered")
     out = TraceCounts()
     for f, cfg in cfgs.items():
         b = bcount[bbase[f]:bbase[f + 1]]

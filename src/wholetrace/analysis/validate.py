@@ -51,7 +51,8 @@ def check_stream(chunks: Iterable[np.ndarray], cfgs: dict[int, CFG], *, complete
         if kind == "B":
             if not (2 <= v < len(cfg.blocks)):
                 problems.append(f"{where}: block {v} does not exist")
-            elif act.after_exc:
+                continue
+            if act.after_exc:
                 if not cfg.blocks[v].dynamic_entry:
                     problems.append(f"{where}: exception edge enters B{v}, not a handler/finally/with-exit")
             elif act.last == -1:

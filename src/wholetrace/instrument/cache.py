@@ -32,9 +32,10 @@ from wholetrace.events import ENTER_BASE, enter_code
 FID_ORIGIN = 3_141_592_653_000_000
 COUNTER_ORIGIN = 2_718_281_828_000_000
 WINDOW = 1_000_000_000
-FORMAT = 1
+FORMAT = 2
 
-#: What a cached file holds besides its code: one JSON-able dict per function.
+#: What a cached file holds besides its code: its registry entry (``instrument.loader.FileEntry``,
+#: core types only).
 Entry = dict[str, Any]
 
 
@@ -67,7 +68,7 @@ def instrumenter_digest() -> str:
     wholetrace never reuses an old template)."""
     root = Path(__file__).resolve().parent.parent
     h = hashlib.sha256()
-    for rel in sorted(["instrument", "events.py", "ids.py"]):
+    for rel in sorted(["instrument", "events.py", "ids.py", "store/registry.py"]):   # registry: the cached blob's format
         p = root / rel
         for f in sorted(p.rglob("*.py")) if p.is_dir() else [p]:
             h.update(f.name.encode())
@@ -102,11 +103,11 @@ class InstrumentCache:
             h.update(b"\0")
         return h.hexdigest()
 
-    def load(self, key: str) -> tuple[CodeType, list[Entry]] | None:
+    def load(self, key: str) -> tuple[CodeType, Entry] | None:
         try:
             data = marshal.loads((self.dir / f"{key}.wtc").read_bytes())
             fmt, code, entries = data
-            if fmt != FORMAT or type(code) is not CodeType or not isinstance(entries, list):
+            if fmt != FORMAT or type(code) is not CodeType or not isinstance(entries, dict):
                 raise ValueError("not a template")
         except (OSError, EOFError, ValueError, TypeError):
             self.misses += 1
@@ -114,7 +115,7 @@ class InstrumentCache:
         self.hits += 1
         return code, entries
 
-    def store(self, key: str, code: CodeType, entries: list[Entry]) -> None:
+    def store(self, key: str, code: CodeType, entries: Entry) -> None:
         """Write atomically (another process may write the same key); failures are ignored."""
         try:
             self.dir.mkdir(parents=True, exist_ok=True)

@@ -9,20 +9,37 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import CodeType, ModuleType
-from typing import Callable, Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence, TypedDict
 
-from wholetrace.errors import InstrumentError
+from wholetrace.errors import InstrumentError, short_message
 from wholetrace.instrument.cfg import CFG, build_cfg, iter_functions
-from wholetrace.instrument.cache import COUNTER_ORIGIN, FID_ORIGIN, Entry, InstrumentCache, relocate
+from wholetrace.instrument.cache import COUNTER_ORIGIN, FID_ORIGIN, InstrumentCache, relocate
 from wholetrace.instrument.modes import ProbePlan
 from wholetrace.instrument.rewrite import compile_tree, rewrite_tree
+from wholetrace.store.registry import encode_registry
 
 _SKIP_DIRS = ("site-packages", "dist-packages")
 _OWN_PACKAGE = str(Path(__file__).resolve().parent.parent)
 
 
-def function_source(lines: Sequence[str], cfg: CFG) -> str:
-    return "".join(lines[cfg.firstline - 1:cfg.lastline])
+class FileEntry(TypedDict):
+    """What registering one instrumented file needs, built with its code and cached beside it
+    (core types only: the cache marshals it).  The ``i``-th function of the file gets fid
+    ``fid_base + i``; everything per function is in lists indexed by ``i``."""
+
+    registry: bytes                   # store.registry blob: source and CFG/plan JSON, stored as is
+    qualnames: list[str]
+    offsets: list[int]                # first counter of each function, from the file's first
+    counters: int                     # counters of the whole file
+    suspendable: bool                 # holds a generator or coroutine
+    spans: list[list[tuple[int, int, int, int, int]]]   # statement spans, innermost first
+
+
+def statement_spans(cfg: CFG) -> list[tuple[int, int, int, int, int]]:
+    """(line, col, end line, end col, statement id) of every statement, innermost spans first
+    (how an exception's source position is mapped to a statement)."""
+    spans = [(s.line, s.col, s.end_line, s.end_col, i) for i, s in enumerate(cfg.stmts)]
+    return sorted(spans, key=lambda s: (s[2] - s[0]) * 10_000 + s[3] - s[1])
 
 
 class Registry(Protocol):
@@ -36,8 +53,18 @@ class Registry(Protocol):
     def weights_token(self, file: str) -> str:
         """A text that changes whenever the plans of ``file`` would (for the cache key)."""
 
-    def register_file(self, file: str, functions: list[Entry]) -> tuple[int, int]:
+    def register_file(self, file: str, entry: FileEntry) -> tuple[int, int]:
         """Give the functions of ``file`` ids and counters; returns (first fid, first counter id)."""
+
+
+class TreeTransform(Protocol):
+    """A rewrite applied to a module's tree after instrumentation (pytest's assertion rewriting):
+    it may add statements, but must keep the probes' constants."""
+
+    key: str   # changes whenever the transform's output would (part of the cache key)
+
+    def __call__(self, tree: ast.Module, source: str, filename: str) -> None:
+        """Rewrite ``tree`` in place."""
 
 
 @dataclass
@@ -52,14 +79,16 @@ class Instrumenter:
     cache: InstrumentCache | None = None
     instrumented_files: list[str] = field(default_factory=list)
 
-    def compile(self, source: str | bytes, filename: str) -> CodeType:
-        """Instrumented code for ``source``; falls back to plain code with a warning."""
+    def compile(self, source: str | bytes, filename: str, transform: TreeTransform | None = None) -> CodeType:
+        """Instrumented code for ``source`` (then ``transform``-ed); falls back to plain
+        (transformed) code with a warning."""
         if isinstance(source, bytes):
             source = importlib.util.decode_source(source)  # type: ignore[attr-defined]
         key = None
         hit = None
         if self.cache is not None:
-            key = self.cache.key(source, filename, self.registry.mode, self.registry.weights_token(filename))
+            token = self.registry.weights_token(filename) + ("\0" + transform.key if transform else "")
+            key = self.cache.key(source, filename, self.registry.mode, token)
             hit = self.cache.load(key)
         if hit is None:
             try:
@@ -67,34 +96,44 @@ class Instrumenter:
             except SyntaxError:
                 return compile(source, filename, "exec", dont_inherit=True)  # raises the real error
             try:
-                hit = self.template(tree, source, filename)
+                hit = self.template(tree, source, filename, transform)
             except (InstrumentError, SyntaxError, RecursionError, ValueError, TypeError, AssertionError) as exc:
-                print(f"wholetrace: warning: {filename}: left uninstrumented ({type(exc).__name__}: {exc})",
-                      file=sys.stderr)
-                return compile(source, filename, "exec", dont_inherit=True)
+                print("wholetrace: warning: " + short_message(f"{filename}: left uninstrumented "
+                                                               f"({type(exc).__name__}: {exc})", 179), file=sys.stderr)
+                tree = ast.parse(source, filename)
+                if transform is not None:
+                    transform(tree, source, filename)
+                return compile(tree, filename, "exec", dont_inherit=True)
             if self.cache is not None and key is not None:
                 self.cache.store(key, *hit)
-        template, entries = hit
-        fid_base, counter_base = self.registry.register_file(filename, entries)
+        template, entry = hit
+        fid_base, counter_base = self.registry.register_file(filename, entry)
         self.instrumented_files.append(filename)
         return relocate(template, fid_base, counter_base)
 
-    def template(self, tree: ast.Module, source: str, filename: str) -> tuple[CodeType, list[Entry]]:
-        """Instrument ``tree`` with placeholder ids: the code and one entry per function."""
+    def template(self, tree: ast.Module, source: str, filename: str,
+                 transform: TreeTransform | None = None) -> tuple[CodeType, FileEntry]:
+        """Instrument ``tree`` with placeholder ids: the code and the file's registry entry."""
         functions = [(fn, build_cfg(fn, q)) for fn, q in iter_functions(tree)]
-        lines = source.splitlines(keepends=True)
         items = []
-        entries: list[Entry] = []
+        descs: list[dict[str, Any]] = []
+        offsets: list[int] = []
         offset = 0
         for i, (fn, cfg) in enumerate(functions):
             plan = self.registry.plan(filename, cfg, COUNTER_ORIGIN + offset)
             items.append((fn, cfg, FID_ORIGIN + i, plan))
-            text = source if cfg.kind == "module" else function_source(lines, cfg)
-            entries.append({"cfg": cfg.to_json(), "plan": plan.to_json(), "offset": offset,
-                            "counters": plan.counters, "source": text})
+            descs.append(dict(cfg.to_json(), plan=plan.to_json()))
+            offsets.append(offset)
             offset += plan.counters
         rewrite_tree(tree, items)
-        return compile_tree(tree, filename), entries
+        if transform is not None:
+            transform(tree, source, filename)
+        entry: FileEntry = {
+            "registry": encode_registry(source, descs, offsets),
+            "qualnames": [cfg.qualname for _fn, cfg in functions], "offsets": offsets, "counters": offset,
+            "suspendable": any(cfg.is_generator or isinstance(fn, ast.AsyncFunctionDef) for fn, cfg in functions),
+            "spans": [statement_spans(cfg) for _fn, cfg in functions]}
+        return compile_tree(tree, filename), entry
 
 
 class InstrumentingLoader(importlib.machinery.SourceFileLoader):
@@ -110,12 +149,22 @@ class InstrumentingLoader(importlib.machinery.SourceFileLoader):
         return None
 
 
+def _python_install() -> tuple[Path, ...]:
+    """The trees of the running Python (standard library, venv): never "the program" by location."""
+    return tuple({Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)})
+
+
 @dataclass
 class Scope:
-    """Which modules to instrument: files under ``roots`` and the packages named in ``packages``."""
+    """Which modules to instrument: files under ``roots`` and the packages named in ``packages``.
+
+    Files in site-packages, or in the Python installation under a root that is not itself
+    inside it (``record -m`` from a home directory holding pyenv), need ``packages``.
+    """
 
     roots: list[Path]
     packages: list[str]
+    _install: tuple[Path, ...] = field(default_factory=_python_install, repr=False)
 
     def wants(self, fullname: str, origin: str | None) -> bool:
         if origin is None or not origin.endswith(".py"):
@@ -127,7 +176,9 @@ class Scope:
         path = Path(origin).resolve()
         if any(part in _SKIP_DIRS for part in path.parts):
             return False
-        return any(path.is_relative_to(r) for r in self.roots)
+        installed = any(path.is_relative_to(p) for p in self._install)
+        return any(path.is_relative_to(r) and (not installed or any(r.is_relative_to(p) for p in self._install))
+                   for r in self.roots)
 
 
 class InstrumentingFinder(importlib.abc.MetaPathFinder):

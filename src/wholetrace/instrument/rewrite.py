@@ -286,7 +286,7 @@ class _FunctionRewriter:
         for h in s.handlers:
             if h.type is not None:
                 h.type = self.expr(h.type)
-            h.body = [self.em.xedge(h.body[0], self.first_block(h.body))] + self.body(h.body)
+            h.body = [self.em.xedge(h.body[0], self.first_block(h.body))] + self.body(h.body) + self.em.drop_held(h.body[-1])
         if not s.finalbody:
             return [s]
         end = self.cfg.stmt_at(s, "finally-end")

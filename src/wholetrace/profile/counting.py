@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from wholetrace.errors import InternalError
+from wholetrace.errors import InternalError, StoreError
 from wholetrace.ids import EXIT
 from wholetrace.instrument.cfg import CFG
 from wholetrace.instrument.flowgraph import from_cfg
@@ -49,8 +49,10 @@ def _complete_edges(cfg: CFG, blocks: np.ndarray, edges: np.ndarray, extra: list
                 changed = True
     for i, e in enumerate(cfg.edges):   # ENTRY's edge: the activations that started
         if e.src == 0 and edges[i] == UNKNOWN and len([x for x in cfg.edges if x.src == 0]) == 1:
-            inflow = sum(int(edges[j]) for j, f in enumerate(cfg.edges) if f.dst == e.dst and j != i)
-            inflow += sum(x.count for x in extra if x.dst == e.dst)
+            others = [int(edges[j]) for j, f in enumerate(cfg.edges) if f.dst == e.dst and j != i]
+            if UNKNOWN in others:
+                continue          # another way into the block is not known either
+            inflow = sum(others) + sum(x.count for x in extra if x.dst == e.dst)
             edges[i] = max(int(blocks[e.dst]) - inflow, 0)
 
 
@@ -87,7 +89,7 @@ def profiles_from_count_recording(rec: Any) -> list[FunctionProfile]:
     exc_rows = rec.get_array("exception_edges")
     early_rows = rec.get_array("early_exits")
     if counters is None:
-        raise InternalError("count recording has no counters (did the run finish?)")
+        raise StoreError("count recording has no counters (the run did not finish, or they were lost)")
     exc: dict[int, list[tuple[int, int, int]]] = {}
     for f, s, d, n in (exc_rows.tolist() if exc_rows is not None else []):
         exc.setdefault(int(f), []).append((int(s), int(d), int(n)))

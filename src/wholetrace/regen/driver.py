@@ -1,37 +1,55 @@
 """Streaming regeneration of whole `witness`/`branches` streams into `blocks` streams (F/B/X/E).
 
+This module (with ``regen.witness`` and ``regen.lookahead``) defines what regeneration means;
+a faster decoder must give the same output on every input.
+
 Input encoding (a witness stream) is the blocks-mode encoding with two changes:
 
 * a non-negative event is a *witness id* ``W``, local to the running function: the index
   in ``placement.witnessed`` of the static edge just taken.  The witness of an edge
   ``u -> v`` is recorded after every event of block ``u`` and before any event of ``v``;
-* ``EXC s`` is followed, as in blocks mode, by the handler's *block id* ``H`` (a dynamic
-  entry: except handler, ``finally`` body or ``with`` exit), or by LEAVE when the
-  exception leaves the activation.  ENTER and LEAVE are recorded exactly as in blocks mode.
+* an exception record is ``EXC s H`` or ``RERAISE s r H``: ``s`` the statement the traceback
+  points at (what blocks mode records), ``r`` for an exception re-raised in the activation the
+  re-raise site the frame passed last (a bare ``raise``, the end of a ``finally``, a ``with``
+  exit); the statement that *raised* is ``r``, else ``s``.  Then the handler's *block id* ``H``
+  (a dynamic entry: except handler, ``finally`` body or ``with`` exit), absent when LEAVE
+  follows (the exception left the activation).  ENTER and LEAVE are recorded exactly as in
+  blocks mode.  An activation still open when the run ended is closed by the recorder with
+  ``EXC s`` LEAVE, ``s`` its statement in flight (as in blocks mode).
 
 The regenerator keeps a stack of active functions.  Each frame holds the last block it
 emitted (``pc``); blocks are emitted lazily, only as far as the events prove:
 
 * ``W``: the paper's Figure 7 step (witness sets choose at predicates) up to the edge's target;
-* ENTER: the parent first advances along its certain, witness-free chain to its next call
-  block (the child belongs to that block); the child starts at ENTRY.  A generator's ENTER
-  may also be a resumption: the frame stays *pending* until its first witness, which lies on
-  an out-edge of ENTRY (a start) or of the ``yield`` block it resumes from (see ``plan``);
+* ENTER (a child): the parent first advances along its certain, witness-free chain to its next
+  call block ``C`` (the child of an explicit call belongs to ``C``), unless the first pass
+  (``regen.lookahead``) says that the parent's next own event after this group of children
+  is an exception record whose raising block ``R`` (the block of the statement that raised)
+  lies on that chain before ``C``: then only the path to ``R`` is emitted and the frame holds
+  there until that record (the children were implicit calls made before the exception, or
+  generators closed while it unwound a ``for``).  The child starts at ENTRY.  A generator's ENTER may also be a
+  resumption: the frame stays *pending* until its first witness, which lies on an
+  out-edge of ENTRY (a start) or of the ``yield`` block it resumes from (see ``plan``);
 * LEAVE: the witness-free chain to EXIT (a return) or to a ``yield`` block (a suspension);
   a pending generator that leaves without a witness re-suspended at its ``yield``
   (``yield from``);
-* ``EXC s H``: the witness-free path to the raising block, then the handler ``H`` (or EXIT
-  when LEAVE follows).  The raising block is the block of ``s``, unless the exception is a
-  re-raise (``raise``, the end of a ``finally``, a ``with`` exit), which is recognised as a
-  block holding such a statement on the path, preferred when ``s`` repeats the frame's
-  previous exception origin.
+* ``EXC s H`` / ``RERAISE s r H``: the witness-free path to the raising block ``R`` (the block
+  of the statement that raised; the current block if it is unknown or unreachable), ``EXC s``,
+  then the handler ``H`` (or EXIT when LEAVE follows).
+
+So each activation's own block sequence and ordered children equal blocks mode's (the
+activation form), and a child sits exactly where blocks mode puts it when it was started by
+a call-capable statement.  A child of an implicit call sits at the next call block, or at the
+raising block when an exception follows: never before the block it came from, never after
+the parent's next recorded event.
 
 A function planned with ``None`` (recorded with block ids: the plan strategy ``trace`` of a
 function whose witnesses would need an edge without a probe site) is passed through: its
-events are already the blocks-mode events.
+events are already the blocks-mode events (``EXC s``, then the handler's block).
 
-Memory is bounded by the stack depth and the per-function tables: events are read chunk
-by chunk and the block stream is produced in chunks of about ``chunk_size`` events.
+Memory is bounded by the stack depth, the per-function tables and the first pass's map
+(one entry per group of children ended by an exception): events are read chunk by chunk,
+twice, and the block stream is produced in chunks of about ``chunk_size`` events.
 """
 
 from __future__ import annotations
@@ -50,15 +68,14 @@ from wholetrace.instrument.cfg import CFG
 from wholetrace.instrument.flowgraph import from_cfg
 from wholetrace.instrument.placement import EOF, WitnessPlacement
 from wholetrace.instrument.witnesses import suspend_blocks
+from wholetrace.regen.lookahead import groups_ended_by_exceptions
 from wholetrace.regen.witness import RegenTables
-from wholetrace.events import ENTER_BASE, EXC, LEAVE
+from wholetrace.events import ENTER_BASE, EXC, LEAVE, RERAISE
 
 Plan = tuple[CFG, "WitnessPlacement | None"]
 
 #: Frame states.
 RUN, PENDING, UNCAUGHT, DONE = 0, 1, 2, 3
-#: Statement kinds / labels at which an exception can be re-raised without a new origin.
-_RERAISE_KINDS = ("finally-end", "with-exit")
 _SUB = 4096          # input events handled between two checks of the output size
 
 
@@ -79,9 +96,6 @@ class FunctionTables:
         self.is_gen = cfg.is_generator
         self.suspend = suspend_blocks(cfg)
         self.block_of = [int(s.block) for s in cfg.stmts]
-        self.reraise = frozenset(
-            b.id for b in cfg.blocks
-            if any(cfg.stmts[s].kind in _RERAISE_KINDS or cfg.stmts[s].label == "Raise" for s in b.stmts))
         wid = self.regen.witness_of_edge
         self._free_out = [[e for e in graph.out_edges[v] if e not in wid] for v in range(graph.num_nodes)]
         self._route: list[dict[int, tuple[list[int], int]]] = [{} for _ in range(graph.num_nodes)]
@@ -178,16 +192,30 @@ class FunctionTables:
         self._bfs[v] = order
         return order
 
-    def raising_block(self, v: int, sid: int, same: bool) -> int:
-        """The block an exception with origin ``sid`` left, for a frame whose ``pc`` is ``v``."""
-        order = self.reach(v)
-        origin = self.block_of[sid] if 0 <= sid < len(self.block_of) else -1
-        again = [u for u in order if u in self.reraise]
-        if again and (same or origin not in order):
-            return again[0]
-        if origin in order:
-            return origin
-        return v
+    def raising_block(self, v: int, stmt: int) -> int | None:
+        """The block of statement ``stmt`` if a witness-free path leads there from ``v`` (``v``
+        itself included), else None."""
+        b = self.block_of[stmt] if 0 <= stmt < len(self.block_of) else -1
+        return b if b >= 0 and b in self.reach(v) else None
+
+    def before_child(self, v: int, raised: int | None) -> tuple[list[int], int, bool]:
+        """What a parent at ``v`` emits before a child: (blocks, new pc, hold there).
+
+        ``raised``: the statement that raised the exception recorded next in the parent after
+        this group of children, if one is.  Normally the certain chain to the next call
+        block; but if the raising block lies before that call block, the path to it, held.
+        """
+        hit = self._call.get(v)
+        blocks, pc = hit if hit is not None else self.to_call(v)
+        if raised is None or not blocks:
+            return blocks, pc, False
+        r = self.raising_block(v, raised)
+        if r is None:
+            return blocks, pc, False
+        path = self.exc_path(v, r)
+        if pc in path:
+            return blocks, pc, False
+        return path, r, True
 
     def exc_path(self, v: int, r: int) -> list[int]:
         out: list[int] = []
@@ -206,7 +234,8 @@ class FunctionTables:
         return src
 
     def resume_from_exc(self, sid: int) -> int:
-        """The ``yield`` block of a pending generator frame that raised at ``sid``."""
+        """The ``yield`` block of a pending generator frame that raised at ``sid`` (an exception
+        thrown in at a ``yield``)."""
         b = self.block_of[sid] if 0 <= sid < len(self.block_of) else -1
         if b in self.suspend:
             return b
@@ -232,12 +261,20 @@ class RegenStats:
 
 def regenerate_stream(events_chunks: Iterable[np.ndarray], plans: dict[int, Plan], *,
                       chunk_size: int = 1 << 16) -> Iterator[np.ndarray]:
-    """Turn the int32 chunks of one witness stream into int32 chunks of its blocks stream."""
+    """Turn the int32 chunks of one witness stream into int32 chunks of its blocks stream.
+
+    ``events_chunks`` is read twice (see the module docstring); a one-shot iterator is
+    first gathered into a list.
+    """
+    if iter(events_chunks) is events_chunks:
+        events_chunks = list(events_chunks)
+    held_groups = groups_ended_by_exceptions(events_chunks)
     tables: dict[int, FunctionTables] = {}
-    stack: list[list[Any]] = []          # frames: [tables, pc, state, last exception origin]
+    stack: list[list[Any]] = []          # frames: [tables, pc, state, held at a raising block]
     out: list[int] = []
-    state = 0                            # 0 normal, 1 after EXC, 2 after EXC s
-    sid = -1
+    state = 0                            # 0 normal, 1 after EXC, 4 after RERAISE, 2 after RERAISE s, 3 after the record
+    sid = raised = -1
+    enters = 0                           # ENTERs read so far (keys of held_groups)
 
     def table(fid: int) -> FunctionTables:
         t = tables.get(fid)
@@ -263,14 +300,16 @@ def regenerate_stream(events_chunks: Iterable[np.ndarray], plans: dict[int, Plan
                 out.append(handler)
             return
         if fr[2] == PENDING:
-            fr[1], fr[2] = t.resume_from_exc(sid), RUN
+            fr[1], fr[2] = t.resume_from_exc(raised if raised >= 0 else sid), RUN
         elif fr[2] == DONE:
             raise InternalError(f"regenerate: function {t.fid}: exception after EXIT")
-        r = t.raising_block(fr[1], sid, sid == fr[3])
+        r = t.raising_block(fr[1], raised)
+        if r is None:
+            r = fr[1]
         out.extend(t.exc_path(fr[1], r))
         out.append(EXC)
         out.append(sid)
-        fr[3] = sid
+        fr[3] = False
         if handler >= 0:
             if not (0 <= handler < t.graph.num_nodes):
                 raise InternalError(f"regenerate: function {t.fid}: no handler block {handler}")
@@ -285,7 +324,14 @@ def regenerate_stream(events_chunks: Iterable[np.ndarray], plans: dict[int, Plan
             for v in values[lo:lo + _SUB]:
                 if state:
                     if state == 1:
+                        sid = raised = v
+                        state = 3
+                        continue
+                    if state == 4:
                         sid, state = v, 2
+                        continue
+                    if state == 2:
+                        raised, state = v, 3
                         continue
                     state = 0
                     if v >= 0:
@@ -305,6 +351,7 @@ def regenerate_stream(events_chunks: Iterable[np.ndarray], plans: dict[int, Plan
                         else:
                             raise InternalError(f"regenerate: function {t.fid}: witness {v} after the "
                                                 "activation left")
+                    fr[3] = False
                     hit = t._route[fr[1]].get(v)
                     blocks, pc = hit if hit is not None else t.route(fr[1], v)
                     out.extend(blocks)
@@ -314,14 +361,12 @@ def regenerate_stream(events_chunks: Iterable[np.ndarray], plans: dict[int, Plan
                 elif v <= -ENTER_BASE:
                     if stack:
                         parent = stack[-1]
-                        if parent[2] == RUN and not parent[0].passthrough:
-                            pt = parent[0]
-                            hit = pt._call.get(parent[1])
-                            blocks, pc = hit if hit is not None else pt.to_call(parent[1])
+                        if parent[2] == RUN and not parent[3] and not parent[0].passthrough:
+                            blocks, parent[1], parent[3] = parent[0].before_child(parent[1], held_groups.get(enters))
                             out.extend(blocks)
-                            parent[1] = pc
+                    enters += 1
                     t = table(-v - ENTER_BASE)
-                    stack.append([t, ENTRY, PENDING if t.is_gen else RUN, -1])
+                    stack.append([t, ENTRY, PENDING if t.is_gen else RUN, False])
                     out.append(v)
                 elif v == LEAVE:
                     fr = top()
@@ -334,14 +379,16 @@ def regenerate_stream(events_chunks: Iterable[np.ndarray], plans: dict[int, Plan
                     out.append(LEAVE)
                 elif v == EXC:
                     state = 1
+                elif v == RERAISE:
+                    state = 4
                 else:
                     raise InternalError(f"regenerate: unknown event code {v}")
             if len(out) >= chunk_size:
                 yield np.array(out, dtype=np.int32)
                 out = []
-    if state == 2:
+    if state in (2, 3):
         exception(-1)
-    elif state == 1:
+    elif state in (1, 4):
         out.append(EXC)
     if out:
         yield np.array(out, dtype=np.int32)

@@ -28,7 +28,7 @@ class RegeneratedRecording:
     def iter_chunks(self, sid: int) -> Iterator[np.ndarray]:
         from wholetrace.regen.driver import regenerate_stream
 
-        return regenerate_stream(self.rec.iter_chunks(sid), self.plans)
+        return regenerate_stream(_Reread(self.rec, sid), self.plans)
 
     def events(self, sid: int) -> np.ndarray:
         chunks = list(self.iter_chunks(sid))
@@ -36,6 +36,17 @@ class RegeneratedRecording:
 
     def __getattr__(self, name: str) -> Any:   # meta, functions(), streams(), sizes() ...
         return getattr(self.rec, name)
+
+
+class _Reread:
+    """The chunks of one stored stream, read afresh from the store each time it is iterated
+    (the regenerator reads a stream twice without holding it in memory)."""
+
+    def __init__(self, rec: Any, sid: int) -> None:
+        self.rec, self.sid = rec, sid
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        return iter(self.rec.iter_chunks(self.sid))
 
 
 def is_regenerated(rec: Any) -> bool:

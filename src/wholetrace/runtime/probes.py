@@ -7,11 +7,11 @@ import threading
 from array import array
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from types import CodeType
+from types import CodeType, TracebackType
 from typing import Any, AsyncIterator, Callable, Iterable, Iterator
 
 from wholetrace.ids import EXIT
-from wholetrace.events import EXC, XCOUNT, arg_code, enter_code
+from wholetrace.events import EXC, RERAISE, XCOUNT, arg_code, enter_code
 
 Append = Callable[[int], None]
 
@@ -120,86 +120,95 @@ def new_stream() -> Append:
     return STREAMS.new()
 
 
-def exception_edge(fid: int, a: Append | None | bool, handler: int = -1) -> Append:
+_UNSET: Any = object()
+
+
+def exception_edge(fid: int, a: Append | None | bool, handler: int = -1, reraise_site: int | None = None,
+                   held: Any = _UNSET) -> Any:
     """Record EXC <statement> in the current stream; called first thing in every handler.
 
     ``a`` is the caller's append method; ``None`` means the generator was suspended (an
     exception was thrown in at a ``yield``), so ENTER is recorded first; ``False`` means a
-    class body (which keeps no local).  ``handler`` (witness modes): the handler's block id,
-    appended after the statement (blocks mode records it by the handler's own probe).
+    class body (which keeps no local).  Returns the append method.  Witness modes pass
+    ``handler``, the handler's block id (-1 if the exception leaves the activation), appended
+    after the record (blocks mode records it by the handler's own probe); in a body that can
+    re-raise also ``reraise_site`` and ``held`` (see :func:`_origin`): a re-raise is recorded
+    as RERAISE <statement> <re-raise site>, and with ``held`` the new held traceback is returned
+    too, as (append, traceback).
     """
     cur = CURRENT.get() or STREAMS.new()
     if a is None:
         cur(enter_code(fid))
-    exc = sys.exception()
-    tb = exc.__traceback__ if exc is not None else None
-    sid = SITES.resolve(fid, tb.tb_frame.f_code, tb.tb_lasti) if tb is not None else -1
-    cur(EXC)
-    cur(sid)
+    sid, raised, now_held = _origin(fid, reraise_site, None if held is _UNSET else held, handler >= 0)
+    if raised != sid:
+        cur(RERAISE)
+        cur(sid)
+        cur(raised)
+    else:
+        cur(EXC)
+        cur(sid)
     if handler >= 0:
         cur(handler)
-    return cur
+    return cur if held is _UNSET else (cur, now_held)
 
 
-class _Reraises:
-    """Recognises an exception caught again in the same frame without a new traceback entry
-    (a re-raise), remembering the last few (exception, frame, offset) seen by handlers.
-
-    The exceptions are held (so an id is never confused with a newer object's), which keeps
-    them and their frames alive a little longer than the program would: not when they leave
-    the frame (``keep=False``: no later handler of that frame can see them), at most
-    ``size`` otherwise, and none once the recording ends (:meth:`clear`).
-    """
-
-    def __init__(self, size: int = 64) -> None:
-        self.seen: dict[int, tuple[BaseException, int, int]] = {}
-        self.size = size
-
-    def check(self, exc: BaseException, frame_id: int, lasti: int, keep: bool = True) -> bool:
-        old = self.seen.pop(id(exc), None)
-        again = old is not None and old[0] is exc and old[1] == frame_id and old[2] == lasti
-        if keep:
-            if len(self.seen) >= self.size:
-                self.seen.pop(next(iter(self.seen)))
-            self.seen[id(exc)] = (exc, frame_id, lasti)
-        return again
-
-    def clear(self) -> None:
-        self.seen.clear()
-
-
-RERAISES = _Reraises()
-#: Re-raise sites passed by module and class bodies (which keep no locals): (thread, fid) -> stmt.
-NAMESPACE_RERAISE: dict[tuple[int, int], int] = {}
+#: Module and class bodies (which keep no locals): (thread, fid) -> (last re-raise site passed,
+#: traceback of the last exception caught), while the body runs.
+NAMESPACE_RERAISE: dict[tuple[int, int], tuple[int, TracebackType | None]] = {}
 
 
 def note_reraise(fid: int, stmt: int) -> None:
-    NAMESPACE_RERAISE[(threading.get_ident(), fid)] = stmt
+    """A module or class body passed re-raise site ``stmt``; -1: it starts or ends (forget all)."""
+    key = (threading.get_ident(), fid)
+    if stmt < 0:
+        NAMESPACE_RERAISE.pop(key, None)
+    else:
+        NAMESPACE_RERAISE[key] = (stmt, NAMESPACE_RERAISE.get(key, (-1, None))[1])
 
 
-def exception_edge_count(fid: int, dst: int, reraise_site: int) -> None:
-    """Count modes: record XCOUNT fid, source statement, target block at a handler entry.
+def _origin(fid: int, reraise_site: int | None, held: TracebackType | None,
+            keep: bool) -> tuple[int, int, TracebackType | None]:
+    """(the statement the handled exception's traceback points at in this frame, the statement
+    that raised it, the traceback the frame holds next).
 
-    The source is the statement the traceback points at, unless the same exception was
-    already caught in this frame at the same place: then it was re-raised, from the last
-    re-raise site the frame passed (``reraise_site``: a bare ``raise``, a finally end or a
-    with exit).
+    A re-raise (bare ``raise``, the end of a ``finally``, a ``with`` exit) leaves the head of
+    the exception's traceback as it was, while raising anew, even the same object
+    (``raise e``), adds a new entry for the frame.  So the frame holds the head it saw at its
+    last handler (``held``, while the exception stays in the frame: ``keep``), and an
+    exception whose head is that one was re-raised, from the last re-raise site the frame
+    passed (``reraise_site``; -2: a module or class body, see ``NAMESPACE_RERAISE``).
+    ``reraise_site`` None (blocks mode, or a body without re-raise sites): not asked.
+    The frame drops the held traceback when an ``except`` body ends and when it ends
+    itself, so what the traceback refers to does not outlive the frame.
     """
-    cur = CURRENT.get() or STREAMS.new()
     exc = sys.exception()
     tb = exc.__traceback__ if exc is not None else None
-    src = -1
-    if tb is not None:
-        src = SITES.resolve(fid, tb.tb_frame.f_code, tb.tb_lasti)
-        if reraise_site == -2:
-            reraise_site = NAMESPACE_RERAISE.get((threading.get_ident(), fid), -1)
-        again = RERAISES.check(exc, id(tb.tb_frame), tb.tb_lasti, keep=dst != EXIT)  # type: ignore[arg-type]
-        if again and reraise_site >= 0:
-            src = reraise_site
+    if tb is None:
+        return -1, -1, None
+    src = SITES.resolve(fid, tb.tb_frame.f_code, tb.tb_lasti)
+    if reraise_site is None:
+        return src, src, None
+    namespace = reraise_site == -2
+    if namespace:
+        key = (threading.get_ident(), fid)
+        reraise_site, held = NAMESPACE_RERAISE.get(key, (-1, None))
+    raised = reraise_site if held is tb and reraise_site >= 0 else src
+    now_held = tb if keep else None
+    if namespace:
+        NAMESPACE_RERAISE[key] = (reraise_site, now_held)
+    return src, raised, now_held
+
+
+def exception_edge_count(fid: int, dst: int, reraise_site: int, held: TracebackType | None = None) -> TracebackType | None:
+    """Count modes: record XCOUNT fid, source statement, target block at a handler entry (the
+    source is the statement that raised, see :func:`_origin`); returns the traceback to hold."""
+    cur = CURRENT.get() or STREAMS.new()
+    _src, raised, now_held = _origin(fid, reraise_site, held, dst != EXIT)
     cur(XCOUNT)
     cur(arg_code(fid))
-    cur(arg_code(src))
+    cur(arg_code(raised))
     cur(arg_code(dst))
+    return now_held
 
 
 def _record(values: tuple[int, ...], count: bool) -> None:

@@ -17,12 +17,13 @@ from types import FrameType
 from typing import Any, Sequence
 
 from wholetrace.errors import InternalError
-from wholetrace.instrument.cache import Entry
 from wholetrace.instrument.cfg import CFG
+from wholetrace.instrument.loader import FileEntry
 from wholetrace.instrument.modes import TRACE_MODES, ProbePlan, make_plan
 from wholetrace.instrument.emit import LOCAL as LOCAL_COUNTER
 from wholetrace.events import XCOUNT, arg_value
-from wholetrace.runtime.probes import COUNTERS, CURRENT, NAMESPACE_RERAISE, RERAISES, RUNTIME, SITES, STREAMS, Stream
+from wholetrace.runtime import unfinished
+from wholetrace.runtime.probes import COUNTERS, CURRENT, NAMESPACE_RERAISE, RUNTIME, SITES, STREAMS, Stream
 
 FLUSH_SECONDS = 0.25
 
@@ -36,8 +37,9 @@ class Recorder:
         self.mode = mode
         self.traces = mode in TRACE_MODES
         self.weights = weights or {}
-        self.bases: list[int] = []          # fid -> global id of its first counter
-        self.by_code: dict[tuple[str, str], int] = {}
+        self.files: list[tuple[str, int, int, FileEntry]] = []   # (file, first fid, first counter, entry)
+        self.n_functions = 0
+        self._index: tuple[dict[tuple[str, str], int], list[int]] | None = None
         self.lock = threading.Lock()
         self._flush_lock = threading.Lock()
         self._stop = threading.Event()
@@ -47,12 +49,14 @@ class Recorder:
         COUNTERS.clear()
         self.exc_edges: dict[tuple[int, int, int], int] = {}
         self.suspendable = False   # some instrumented code may be a generator or coroutine
-        STREAMS.on_new = self._on_new_stream
+        self.registered: set[int] = set()   # streams whose row the flusher has written
         self.values = None
+        STREAMS.on_new = None
         if mode == "full":      # WET capture: value probes and the value log (runtime.values)
             from wholetrace.runtime.values import ValueLog
             self.values = ValueLog(writer, lambda: CURRENT.get() or STREAMS.new())
             RUNTIME.update(self.values.probes())
+            STREAMS.on_new = self._on_new_stream
 
     # -- the instrumenter's registry (instrument.loader.Registry), and new streams
     def plan(self, file: str, cfg: CFG, base: int) -> ProbePlan:
@@ -63,35 +67,41 @@ class Recorder:
         mine = sorted((q, fp, list(v)) for (f, q, fp), v in self.weights.items() if f == file)
         return repr(mine) if mine else ""
 
-    def register_file(self, file: str, functions: list[Entry]) -> tuple[int, int]:
-        """Give the functions of one file consecutive ids and counters, remember their
-        statement spans and store their rows; returns (first fid, first counter id)."""
+    def register_file(self, file: str, entry: FileEntry) -> tuple[int, int]:
+        """Give the functions of one file consecutive ids and counters, and store the file's
+        registry as one row (its blob comes ready from the code cache); returns (first fid,
+        first counter id).  Per function only the statement spans are handed to ``SITES``."""
+        n = len(entry["qualnames"])
         with self.lock:
-            fid_base, counter_base = len(self.bases), self.counter_base
-            for f in functions:
-                cfg = f["cfg"]
-                self.by_code[(file, cfg["qualname"])] = len(self.bases)
-                self.bases.append(counter_base + f["offset"])
-                self.suspendable = self.suspendable or cfg["is_generator"] or "async" in f["source"]
-            total = sum(f["counters"] for f in functions)
-            self.counter_base += total
-            COUNTERS.extend([0.0] * total)
-        for i, f in enumerate(functions):
-            fid, cfg = fid_base + i, f["cfg"]
-            SITES.register(fid, [(line, col, end_line, end_col, sid)
-                                 for sid, (_k, _l, line, col, end_line, end_col, *_r) in enumerate(cfg["stmts"])])
-            desc = dict(cfg)
-            desc["plan"] = dict(f["plan"], counter_base=self.bases[fid])
-            self.writer.add_function(fid, file=file, qualname=cfg["qualname"], firstline=cfg["firstline"],
-                                     lastline=cfg["lastline"], source=f["source"], cfg=desc,
-                                     fingerprint=cfg["fingerprint"])
+            fid_base, counter_base = self.n_functions, self.counter_base
+            self.files.append((file, fid_base, counter_base, entry))
+            self._index = None
+            self.n_functions += n
+            self.counter_base += entry["counters"]
+            COUNTERS.extend([0.0] * entry["counters"])
+            self.suspendable = self.suspendable or entry["suspendable"]
+            SITES.spans.update(zip(range(fid_base, fid_base + n), entry["spans"]))
+        self.writer.add_file(fid_base, path=file, n_functions=n, counter_base=counter_base,
+                             registry=entry["registry"])
         return fid_base, counter_base
 
     def _on_new_stream(self, st: Stream) -> None:
-        self.writer.add_stream(st.sid, kind=st.kind, name=st.name, thread_ident=st.thread_ident,
-                               parent=st.parent)
-        if self.values is not None:
-            self.values.on_new(st.sid, st.buf.append)
+        """Full mode: a stream was made in the running context; give it a value list there."""
+        self.values.on_new(st.sid, st.buf.append)  # type: ignore[union-attr]
+
+    def code_index(self) -> tuple[dict[tuple[str, str], int], list[int]]:
+        """(file, qualname) -> fid, and fid -> global id of its first counter (built when
+        the run ends, not per registration)."""
+        if self._index is not None:
+            return self._index
+        by_code: dict[tuple[str, str], int] = {}
+        bases: list[int] = []
+        for file, fid_base, counter_base, entry in self.files:
+            for i, (q, off) in enumerate(zip(entry["qualnames"], entry["offsets"])):
+                by_code[(file, q)] = fid_base + i
+                bases.append(counter_base + off)
+        self._index = (by_code, bases)
+        return self._index
 
     # -- flushing
     def start(self) -> None:
@@ -107,6 +117,13 @@ class Recorder:
         appends racing with this stay queued."""
         with self._flush_lock:
             for st in list(STREAMS.all):
+                # Stream rows are written here, not when a thread makes its stream: SQLite
+                # releases the GIL, and a thread pausing there (at its first exception, in
+                # count modes) would let other threads run where they would not have.
+                if st.sid not in self.registered:
+                    self.writer.add_stream(st.sid, kind=st.kind, name=st.name, thread_ident=st.thread_ident,
+                                           parent=st.parent)
+                    self.registered.add(st.sid)
                 n = len(st.buf) if limits is None else min(len(st.buf), limits.get(st.sid, 0))
                 if not self.traces:
                     n = _complete_records(st.buf, n)
@@ -143,8 +160,9 @@ class Recorder:
         if self.suspendable:
             frames += [f for _obj, f in _suspended()]
         out: list[tuple[int, FrameType]] = []
+        by_code = self.code_index()[0]
         for f in frames:
-            fid = self.by_code.get((f.f_code.co_filename, f.f_code.co_qualname))
+            fid = by_code.get((f.f_code.co_filename, f.f_code.co_qualname))
             if fid is not None:
                 out.append((fid, f))
         return out
@@ -158,11 +176,12 @@ class Recorder:
         try:
             counts = array("q", [int(c) for c in COUNTERS[: self.counter_base]] or [0])
             early: list[tuple[int, int]] = []
+            bases = self.code_index()[1]
             for fid, f in self.unfinished_frames():
                 early.append((fid, SITES.resolve(fid, f.f_code, f.f_lasti)))
                 for name, value in f.f_locals.items():
                     if name.startswith(LOCAL_COUNTER) and isinstance(value, float):
-                        counts[self.bases[fid] + int(name[len(LOCAL_COUNTER):])] += int(value)
+                        counts[bases[fid] + int(name[len(LOCAL_COUNTER):])] += int(value)
             lengths = {st.sid: len(st.buf) for st in STREAMS.all}
         finally:
             sys.setswitchinterval(old)
@@ -181,8 +200,9 @@ class Recorder:
         if not self.suspendable:
             return
         aio = sys.modules.get("asyncio")
+        by_code = self.code_index()[0]
         for obj, f in _suspended():
-            if (f.f_code.co_filename, f.f_code.co_qualname) not in self.by_code:
+            if (f.f_code.co_filename, f.f_code.co_qualname) not in by_code:
                 continue
             if type(obj) is types.GeneratorType:
                 _close(obj)
@@ -195,18 +215,19 @@ class Recorder:
         self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join()
-        RERAISES.clear()     # release the exceptions it held while the program's code can still run
-        NAMESPACE_RERAISE.clear()
+        NAMESPACE_RERAISE.clear()   # release the tracebacks held while the program's code can still run
         self.close_suspended()
         if self.traces:
-            self.flush()
+            tails, lengths = unfinished.snapshot(self.code_index()[0], _suspended if self.suspendable else list)
+            self.flush(lengths)
             STREAMS.on_new = None
+            for sid, events in tails.items():   # close the activations still open (early exits)
+                self.writer.append_events(sid, array("i", events))
             if self.values is not None:
                 self.values.finish()
             return
         counts, early, lengths = self.snapshot_counts()
         self.flush(lengths)
-        STREAMS.on_new = None
         self.writer.put_array("counters", counts)
         rows = [v for (f, s, d), c in sorted(self.exc_edges.items()) for v in (f, s, d, c)]
         self.writer.put_array("exception_edges", array("q", rows), shape=(len(rows) // 4, 4))

@@ -100,15 +100,65 @@ def _module_root(name: str) -> Path:
     return origin.parent if spec.submodule_search_locations is None else origin.parent
 
 
+@dataclass
+class Live:
+    """A recording in progress in this process: what :func:`start` installed."""
+
+    writer: Any
+    recorder: Recorder
+    instrumenter: Instrumenter
+    finder: InstrumentingFinder
+
+    def stop(self, ended: str, exit_code: int | None) -> int:
+        """Uninstall, flush and close the file; returns the number of events recorded."""
+        global LIVE
+        try:
+            uninstall(self.finder)
+            sys.stdout.flush()
+            self.recorder.stop()
+        finally:
+            LIVE = None
+            self.writer.close(ended=ended, exit_code=exit_code, end_time=time.time())
+        return self.recorder.events
+
+
+#: The recording running in this process, if any (the pytest plugin joins it).
+LIVE: Live | None = None
+
+
+def start(writer: Any, scope: Scope, *, mode: str = "blocks", weights: dict[tuple[str, str, str], Any] | None = None,
+          cache: bool = True, **meta: object) -> Live:
+    """Start recording this process into ``writer``: modules ``scope`` wants are instrumented
+    from now on.  ``meta``: what to store about the run (command, argv, ...)."""
+    global LIVE
+    if mode not in MODES:
+        raise UsageError(f"unknown mode {mode!r} (choose from {', '.join(MODES)})")
+    recorder = Recorder(writer, mode, weights)
+    instrumenter = Instrumenter(recorder, InstrumentCache() if cache else None)
+    finder = InstrumentingFinder(scope, instrumenter, on_import={"asyncio": probes.patch_asyncio})
+    if "asyncio" in sys.modules:
+        probes.patch_asyncio(sys.modules["asyncio"])
+    purge_modules(scope.packages)
+    writer.set_meta(**meta, cwd=os.getcwd(), mode=mode, include=scope.packages, python=sys.version.split()[0],
+                    start_time=time.time())
+    probes.install()
+    install(finder)
+    probes.STREAMS.new()
+    recorder.start()
+    LIVE = Live(writer, recorder, instrumenter, finder)
+    return LIVE
+
+
 def record(target: Target, writer: Any, *, mode: str = "blocks", include: list[str] | None = None,
            weights: dict[tuple[str, str, str], Any] | None = None, cache: bool = True) -> Outcome:
     """Run ``target`` instrumented in this process, writing to ``writer``; returns how it ended.
 
     ``cache``: reuse and keep instrumented code in the on-disk cache (``instrument.cache``).
+    A module run with ``-m`` also gets the sources under the current directory instrumented
+    (``python -m`` puts it first on ``sys.path``): ``record -m pytest`` records the project.
     """
     if mode not in MODES:
         raise UsageError(f"unknown mode {mode!r} (choose from {', '.join(MODES)})")
-    include = list(include or [])
     if target.script is not None:
         path = Path(target.script).resolve()
         if not path.is_file():
@@ -119,21 +169,11 @@ def record(target: Target, writer: Any, *, mode: str = "blocks", include: list[s
     else:
         assert target.module is not None
         sys.path[0] = os.getcwd()
-        roots = [_module_root(target.module)]
+        roots = [_module_root(target.module), Path(os.getcwd()).resolve()]
         sys.argv = [target.module, *target.args]
-    recorder = Recorder(writer, mode, weights)
-    instrumenter = Instrumenter(recorder, InstrumentCache() if cache else None)
-    finder = InstrumentingFinder(Scope(roots, include), instrumenter,
-                                 on_import={"asyncio": probes.patch_asyncio})
-    if "asyncio" in sys.modules:
-        probes.patch_asyncio(sys.modules["asyncio"])
-    purge_modules(include)
-    writer.set_meta(command=target.label, argv=list(sys.argv), cwd=os.getcwd(), mode=mode,
-                    include=include, python=sys.version.split()[0], start_time=time.time())
-    probes.install()
-    install(finder)
-    probes.STREAMS.new()
-    recorder.start()
+    live = start(writer, Scope(roots, list(include or [])), mode=mode, weights=weights, cache=cache,
+                 command=target.label, argv=list(sys.argv))
+    instrumenter = live.instrumenter
     outcome = Outcome("exit", 0)
     try:
         if target.script is not None:
@@ -152,14 +192,10 @@ def record(target: Target, writer: Any, *, mode: str = "blocks", include: list[s
     try:
         atexit._run_exitfuncs()
     finally:
-        uninstall(finder)
         outcome.daemon_threads = [t.name for t in threading.enumerate()
                                   if t is not threading.main_thread() and t.daemon and t.is_alive()
                                   and t.name != "wholetrace-flusher"]
-        sys.stdout.flush()
-        recorder.stop()
-        outcome.events = recorder.events
-        writer.close(ended=outcome.ended, exit_code=outcome.exit_code, end_time=time.time())
+        outcome.events = live.stop(outcome.ended, outcome.exit_code)
     return outcome
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import pathlib
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -16,7 +16,7 @@ import numpy as np
 import zstandard
 
 from wholetrace.errors import StoreError
-from wholetrace.store import schema
+from wholetrace.store import registry, schema
 
 __all__ = ["FunctionInfo", "Recording", "StreamInfo", "open_recording"]
 
@@ -32,11 +32,14 @@ class FunctionInfo:
     lastline: int
     source: str
     fingerprint: str
-    cfg_blob: bytes = field(repr=False, compare=False)
+    cfg_blob: bytes = field(default=b"", repr=False, compare=False)
+    load: Callable[[], dict[str, Any]] | None = field(default=None, repr=False, compare=False)
 
     @cached_property
     def cfg(self) -> dict[str, object]:
-        """The function's CFG as the JSON dict the writer was given."""
+        """The function's CFG as the JSON dict the writer was given (parsed on first access)."""
+        if self.load is not None:
+            return self.load()
         what = f"cfg of function {self.fid}"
         value = schema.decode_json(schema.decompress(self.cfg_blob, None, what), what)
         if not isinstance(value, dict):
@@ -75,6 +78,8 @@ class Recording:
         self.path = os.fspath(path)
         self._where = schema.where(self.path)
         self._conn: sqlite3.Connection | None = None
+        self._columns: dict[str, set[str]] = {}
+        self._files: dict[int, list[FunctionInfo]] = {}
         self._sniff()
         try:
             self._conn = self._connect()
@@ -109,11 +114,14 @@ class Recording:
         uri = pathlib.Path(self.path).resolve().as_uri() + "?mode=ro"
         try:
             conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
+            conn.text_factory = _text
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
             return conn
         except sqlite3.Error as exc:
             if getattr(exc, "sqlite_errorname", "") != "SQLITE_READONLY_ROLLBACK":
                 raise self._fail(self._explain(exc)) from None
+        except UnicodeDecodeError:   # SQLite's own message quoted damaged bytes of the schema
+            raise self._fail("the file is truncated or corrupt (damaged schema)") from None
         # The writer died inside a transaction: let SQLite roll the hot journal back
         # (restoring the last commit) through one read-write open, then reopen read-only.
         try:
@@ -123,14 +131,15 @@ class Recording:
             finally:
                 rw.close()
             conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
+            conn.text_factory = _text
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
             return conn
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, UnicodeDecodeError) as exc:
             raise self._fail("interrupted write left a journal that cannot be rolled back "
                              f"({self._explain(exc)}); open it once with write access") from None
 
     @staticmethod
-    def _explain(exc: sqlite3.Error) -> str:
+    def _explain(exc: sqlite3.Error | UnicodeDecodeError) -> str:
         text = schema.one_line(exc)
         if "not a database" in text:
             return "not a wholetrace recording (file is not a database)"
@@ -152,23 +161,35 @@ class Recording:
         if check:
             rows = conn.execute("PRAGMA quick_check(1)").fetchall()
             if rows != [("ok",)]:
-                detail = schema.one_line(rows[0][0]) if rows else "no result"
+                lines = str(rows[0][0]).splitlines() if rows else ["no result"]
+                detail = schema.one_line(next((ln for ln in lines if not ln.startswith("***")), lines[0]))
                 raise self._fail(f"the file is truncated or corrupt ({detail})")
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         missing = [t for t in schema.REQUIRED_TABLES if t not in tables]
         if missing:
             raise self._fail(f"the file is damaged (missing table {', '.join(missing)})")
+        for table in (*schema.REQUIRED_TABLES, "files"):
+            self._columns[table] = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
         for table, columns in schema.REQUIRED_TABLES.items():
-            have = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
-            lacking = [c for c in columns if c not in have]
+            lacking = [c for c in columns if c not in self._columns[table]]
             if lacking:
                 raise self._fail(f"the file is damaged (table {table} lacks {', '.join(lacking)})")
 
+    def _crc(self, table: str) -> str:
+        """``", crc"`` if ``table`` has checksums (files written since issue 9), else ``", NULL"``."""
+        return ", crc" if "crc" in self._columns.get(table, ()) else ", NULL"
+
+    def _check(self, table: str, crc: object, what: str, *values: object) -> None:
+        """A row read with its crc: StoreError if the crc is there and does not match."""
+        if crc is not None and crc != schema.row_crc(table, *values):
+            raise StoreError(f"{what} is corrupt (checksum mismatch)")
+
     def _load_meta(self) -> dict[str, object]:
         meta: dict[str, object] = {}
-        for key, value in self._db.execute("SELECT key, value FROM meta ORDER BY key"):
+        for key, value, crc in self._db.execute(f"SELECT key, value{self._crc('meta')} FROM meta ORDER BY key"):
             if not isinstance(value, (str, bytes)):
                 raise StoreError(f"meta value {key!r} in {self._where} is corrupt (not text)")
+            self._check("meta", crc, f"meta value {key!r} in {self._where}", key, value)
             meta[str(key)] = schema.decode_json(value, f"meta value {key!r} in {self._where}")
         return meta
 
@@ -206,62 +227,105 @@ class Recording:
         value = self.meta.get("ended")
         return value if isinstance(value, str) else None
 
+    _FUNCTION_COLUMNS = "fid, file, qualname, firstline, lastline, source, cfg, fingerprint"
+
     def functions(self) -> list[FunctionInfo]:
-        """Every registered function, by id."""
+        """Every registered function, by id (rows of ``functions`` and of each file in ``files``)."""
         with self._guard("read functions of"):
-            rows = self._db.execute("SELECT fid, file, qualname, firstline, lastline, source, "
-                                    "fingerprint, cfg FROM functions ORDER BY fid").fetchall()
-            return [self._function(r) for r in rows]
+            rows = self._db.execute(f"SELECT {self._FUNCTION_COLUMNS}{self._crc('functions')} "
+                                    "FROM functions ORDER BY fid").fetchall()
+            out = [self._function(r) for r in rows]
+            if self._columns.get("files"):
+                for row in self._db.execute("SELECT fid_base, path, n_functions, counter_base, blob, crc "
+                                            "FROM files ORDER BY fid_base").fetchall():
+                    out += self._file_functions(row)
+        out.sort(key=lambda f: f.fid)
+        for a, b in zip(out, out[1:]):
+            if a.fid == b.fid:
+                raise StoreError(f"function registry of {self._where} is corrupt (function {a.fid} twice)")
+        return out
 
     def function(self, fid: int) -> FunctionInfo:
         """The function with id ``fid``; StoreError if there is none."""
         with self._guard("read function of"):
-            row = self._db.execute("SELECT fid, file, qualname, firstline, lastline, source, "
-                                   "fingerprint, cfg FROM functions WHERE fid = ?",
-                                   (fid,)).fetchone()
-            if row is None:
-                raise StoreError(f"recording {self._where} has no function {fid}")
-            return self._function(row)
+            row = self._db.execute(f"SELECT {self._FUNCTION_COLUMNS}{self._crc('functions')} "
+                                   "FROM functions WHERE fid = ?", (fid,)).fetchone()
+            if row is not None:
+                return self._function(row)
+            if self._columns.get("files"):
+                row = self._db.execute("SELECT fid_base, path, n_functions, counter_base, blob, crc FROM files "
+                                       "WHERE fid_base <= ? ORDER BY fid_base DESC LIMIT 1", (fid,)).fetchone()
+                if row is not None and isinstance(row[0], int) and isinstance(row[2], int) \
+                        and fid < row[0] + row[2]:
+                    return self._file_functions(row)[fid - row[0]]
+            raise StoreError(f"recording {self._where} has no function {fid}")
 
-    @staticmethod
-    def _function(row: tuple[Any, ...]) -> FunctionInfo:
-        fid, file, qualname, first, last, source, fingerprint, blob = row
+    def _function(self, row: tuple[Any, ...]) -> FunctionInfo:
+        fid, file, qualname, first, last, source, blob, fingerprint, crc = row
         if not isinstance(blob, bytes):
             raise TypeError(f"cfg of function {fid} is not a blob")
+        self._check("functions", crc, f"function {fid} in {self._where}", *row[:-1])
         return FunctionInfo(int(fid), str(file), str(qualname), int(first), int(last),
                             str(source), str(fingerprint), blob)
+
+    def _file_functions(self, row: tuple[Any, ...]) -> list[FunctionInfo]:
+        """The functions one ``files`` row registers (decoded once per file)."""
+        fid_base, path, n, counter_base, blob, crc = row
+        hit = self._files.get(fid_base)
+        if hit is not None:
+            return hit
+        what = f"function registry of file {schema.one_line(path)[:80]!r} in {self._where}"
+        if not all(isinstance(v, int) for v in (fid_base, n, counter_base)) or not isinstance(path, str) or n < 0:
+            raise StoreError(f"{what} is corrupt (bad row)")
+        self._check("files", crc, what, *row[:-1])
+        source, rows = registry.decode_registry(blob, n, counter_base, what)
+        lines = source.splitlines(keepends=True)
+        out = [FunctionInfo(fid_base + i, path, q, first, last, registry.function_source(source, lines, kind, first, last),
+                            fingerprint, load=load)
+               for i, (q, kind, first, last, fingerprint, load) in enumerate(rows)]
+        self._files[fid_base] = out
+        return out
 
     def streams(self) -> list[StreamInfo]:
         """Every stream with its event, chunk and stored-byte totals, by id."""
         with self._guard("read streams of"):
+            crc = self._crc("streams").replace("crc", "s.crc")
             rows = self._db.execute(
                 "SELECT s.sid, s.kind, s.name, s.thread_ident, s.parent, "
-                "coalesce(sum(c.n_events), 0), count(c.seq), coalesce(sum(length(c.blob)), 0) "
-                "FROM streams s LEFT JOIN chunks c ON c.sid = s.sid "
+                "coalesce(sum(c.n_events), 0), count(c.seq), coalesce(sum(length(c.blob)), 0)"
+                f"{crc} FROM streams s LEFT JOIN chunks c ON c.sid = s.sid "
                 "GROUP BY s.sid ORDER BY s.sid").fetchall()
+            for row in rows:
+                self._check("streams", row[-1], f"stream {row[0]} in {self._where}", *row[:5])
             return [StreamInfo(int(sid), str(kind), str(name), schema.ident_from_db(ident),
                                None if parent is None else int(parent), int(n), int(k), int(b))
-                    for sid, kind, name, ident, parent, n, k, b in rows]
+                    for sid, kind, name, ident, parent, n, k, b, _crc in rows]
 
     def iter_chunks(self, sid: int) -> Iterator[np.ndarray]:
         """Stream ``sid``'s chunks as int32 arrays, in order; one chunk in memory at a time."""
         with self._guard("read events of"):
             self._stream_row(sid)
-            cur = self._db.execute("SELECT seq, n_events, blob FROM chunks WHERE sid = ? "
+            extra = ", start, crc" if "crc" in self._columns["chunks"] else ", NULL, NULL"
+            cur = self._db.execute(f"SELECT seq, n_events, blob{extra} FROM chunks WHERE sid = ? "
                                    "ORDER BY seq", (sid,))
         expected = 0
+        position = 0
         while True:
             with self._guard("read events of"):
                 row = cur.fetchone()
                 if row is None:
                     return
-                seq, n_events, blob = row
+                seq, n_events, blob, start, crc = row
                 what = f"chunk {seq} of stream {sid} in {self._where}"
+                self._check("chunks", crc, what, sid, seq, n_events, blob, start)
                 if seq != expected:
                     raise StoreError(f"chunk {expected} of stream {sid} in {self._where} "
                                      "is missing")
                 if not isinstance(n_events, int) or n_events < 0:
                     raise StoreError(f"{what} is corrupt (bad event count)")
+                if start is not None and start != position:
+                    raise StoreError(f"{what} is corrupt (starts at event {start}, not {position})")
+                position += n_events
                 raw = schema.decompress(blob, n_events * schema.EVENT_BYTES, what)
                 arr = np.frombuffer(raw, dtype=schema.EVENT_DTYPE).astype(np.int32, copy=False)
             expected += 1
@@ -303,11 +367,12 @@ class Recording:
         """The array stored under ``(name, key)``, or None if there is none."""
         what = f"array {name!r}/{key!r} in {self._where}"
         with self._guard("read arrays of"):
-            row = self._db.execute("SELECT dtype, shape, blob FROM arrays WHERE name = ? AND "
-                                   "key = ?", (name, key)).fetchone()
+            row = self._db.execute(f"SELECT dtype, shape, blob{self._crc('arrays')} FROM arrays "
+                                   "WHERE name = ? AND key = ?", (name, key)).fetchone()
             if row is None:
                 return None
-            dtype_text, shape_text, blob = row
+            dtype_text, shape_text, blob, crc = row
+            self._check("arrays", crc, what, name, key, dtype_text, shape_text, blob)
             try:
                 dtype = np.dtype(str(dtype_text))
             except (TypeError, ValueError):
@@ -349,6 +414,11 @@ class Recording:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.close()
+
+
+def _text(raw: bytes) -> str:
+    """TEXT values as str even when damaged (their crc, or the JSON parser, then refuses them)."""
+    return raw.decode("utf-8", "surrogateescape")
 
 
 def open_recording(path: str | os.PathLike[str], *, check: bool = True) -> Recording:

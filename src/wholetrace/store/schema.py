@@ -7,6 +7,7 @@ import json
 import os
 import sys
 import threading
+import zlib
 from typing import TYPE_CHECKING, Any, Final
 
 import zstandard
@@ -31,7 +32,7 @@ EVENT_DTYPE: Final = "<i4"
 EVENT_BYTES: Final = 4
 
 #: Meta keys the writer sets itself and :meth:`RecordingWriter.set_meta` refuses.
-RESERVED_META: Final = frozenset({"schema_version"})
+RESERVED_META: Final = frozenset({"schema_version", "totals"})
 
 #: ``numpy.dtype.kind`` values put_array/get_array accept: plain bytes, never objects.
 ARRAY_KINDS: Final = frozenset("biufcSU")
@@ -81,6 +82,36 @@ CREATE TABLE arrays (
 );
 """
 
+# -- Issue 9 §3 and §5 (damaged recordings, fixed costs of big packages) ---------------------
+# Run after DDL when a file is created.  ``files`` holds the function registry of each
+# instrumented file as one row (written with one insert; the code cache keeps the blob ready,
+# store/registry.py), beside the per-function ``functions`` rows older writers made.  Every
+# row gets a ``crc`` (:func:`row_crc` of the table name and its other columns) so that
+# ``--salvage`` (store/salvage.py) can tell an intact row from a damaged one wherever it
+# finds it, and each chunk its ``start`` (events of its stream before it), so a salvage can
+# say which event ranges were lost.  Older files lack them (NULL, or no ``files`` table);
+# readers check what is there.  SCHEMA_VERSION is deliberately not bumped here.
+DDL_INTEGRITY: Final = """
+ALTER TABLE meta ADD COLUMN crc INTEGER;
+ALTER TABLE functions ADD COLUMN crc INTEGER;
+ALTER TABLE streams ADD COLUMN crc INTEGER;
+ALTER TABLE chunks ADD COLUMN start INTEGER;
+ALTER TABLE chunks ADD COLUMN crc INTEGER;
+ALTER TABLE arrays ADD COLUMN crc INTEGER;
+CREATE TABLE files (
+    fid_base     INTEGER PRIMARY KEY,  -- the file's functions are fid_base .. fid_base + n_functions - 1
+    path         TEXT NOT NULL,
+    n_functions  INTEGER NOT NULL,
+    counter_base INTEGER NOT NULL,     -- global id of the file's first counter (count modes)
+    blob         BLOB NOT NULL,        -- zstd(JSON header, descriptions), see store/registry.py
+    crc          INTEGER NOT NULL
+);
+"""
+
+#: Meta key written at close: {"streams": {sid: [chunks, events]}, "functions": n}, so a
+#: salvage knows what a complete file held.
+TOTALS_KEY: Final = "totals"
+
 #: Tables (and their columns) a reader needs; anything else in the file is ignored.
 REQUIRED_TABLES: Final = {
     "meta": ("key", "value"),
@@ -106,6 +137,24 @@ def one_line(text: object) -> str:
 def where(path: str | os.PathLike[str]) -> str:
     """A path quoted for an error message (repr, so it can never span lines)."""
     return repr(os.fspath(path))
+
+
+def row_crc(table: str, *values: object) -> int:
+    """crc32 of a row: the table name and its values (None, int, str, bytes), each tagged
+    with its type and length, so no two different rows share an encoding."""
+    crc = zlib.crc32(table.encode())
+    for v in values:
+        if v is None:
+            crc = zlib.crc32(b"N", crc)
+        elif isinstance(v, int):
+            crc = zlib.crc32(b"I" + v.to_bytes(8, "little", signed=True), crc)
+        elif isinstance(v, float):
+            crc = zlib.crc32(b"F" + repr(v).encode(), crc)
+        else:
+            raw = v.encode("utf-8", "surrogatepass") if isinstance(v, str) else bytes(v)  # type: ignore[arg-type]
+            crc = zlib.crc32(raw, zlib.crc32((b"T" if isinstance(v, str) else b"B")
+                                             + len(raw).to_bytes(8, "little"), crc))
+    return crc
 
 
 def ident_to_db(ident: int | None) -> int | None:

@@ -50,6 +50,8 @@ class RecordingWriter:
         self._lock = threading.Lock()
         self._closed = True
         self._next_seq: dict[int, int] = {}
+        self._n_events: dict[int, int] = {}
+        self._n_functions = 0
         if os.path.isdir(self.path):
             raise StoreError(f"cannot create recording {self._where}: it is a directory")
         if os.path.lexists(self.path) and not overwrite:
@@ -76,7 +78,7 @@ class RecordingWriter:
                 conn.execute("PRAGMA synchronous=NORMAL")
                 conn.execute(f"PRAGMA application_id={schema.MAGIC}")
                 conn.execute("BEGIN")
-                for stmt in schema.DDL.split(";"):
+                for stmt in (schema.DDL + schema.DDL_INTEGRITY).split(";"):
                     if stmt.strip():
                         conn.execute(stmt)
                 conn.execute(f"PRAGMA user_version={schema.SCHEMA_VERSION}")
@@ -109,9 +111,12 @@ class RecordingWriter:
             self._conn.execute("BEGIN")
 
     def _put_meta(self, items: dict[str, object]) -> None:
-        rows = [(k, schema.encode_json(v, f"meta value {k!r}")) for k, v in items.items()]
+        rows = []
+        for k, v in items.items():
+            text = schema.encode_json(v, f"meta value {k!r}")
+            rows.append((k, text, schema.row_crc("meta", k, text)))
         self._begin()
-        self._conn.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", rows)
+        self._conn.executemany("INSERT OR REPLACE INTO meta(key, value, crc) VALUES (?, ?, ?)", rows)
 
     def _abandon(self) -> None:
         self._closed = True
@@ -137,13 +142,32 @@ class RecordingWriter:
         if not isinstance(cfg, dict):
             raise StoreError(f"cfg of function {fid} must be a dict, got {type(cfg).__name__}")
         blob = schema.compress(schema.encode_json(cfg, f"cfg of function {fid}").encode())
-        row = (fid, file, qualname, firstline, lastline, source, blob, fingerprint)
         with self._lock, self._guard(f"add function {fid}"):
+            row = (fid, file, qualname, firstline, lastline, source, blob, fingerprint)
+            row += (schema.row_crc("functions", *row),)
             self._begin()
             try:
-                self._conn.execute("INSERT INTO functions VALUES (?, ?, ?, ?, ?, ?, ?, ?)", row)
+                self._conn.execute("INSERT INTO functions(fid, file, qualname, firstline, lastline, "
+                                   "source, cfg, fingerprint, crc) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
             except sqlite3.IntegrityError:
                 raise StoreError(f"function id {fid} is already registered") from None
+            self._n_functions += 1
+
+    def add_file(self, fid_base: int, *, path: str, n_functions: int, counter_base: int,
+                 registry: bytes) -> None:
+        """Register the functions ``fid_base ..`` of one source file with one row: ``registry``
+        is their descriptions as :func:`wholetrace.store.registry.encode_registry` made them
+        (the code cache keeps it, so registering a cached file costs one insert)."""
+        with self._lock, self._guard(f"add file {schema.where(path)}"):
+            row = (fid_base, path, n_functions, counter_base, registry)
+            row += (schema.row_crc("files", *row),)
+            self._begin()
+            try:
+                self._conn.execute("INSERT INTO files(fid_base, path, n_functions, counter_base, blob, crc) "
+                                   "VALUES (?, ?, ?, ?, ?, ?)", row)
+            except sqlite3.IntegrityError:
+                raise StoreError(f"function id {fid_base} is already registered") from None
+            self._n_functions += n_functions
 
     def add_stream(self, sid: int, *, kind: str, name: str, thread_ident: int | None = None,
                    parent: int | None = None) -> None:
@@ -151,13 +175,16 @@ class RecordingWriter:
         if kind not in schema.STREAM_KINDS:
             kinds = ", ".join(schema.STREAM_KINDS)
             raise StoreError(f"stream kind must be one of {kinds}, got {kind!r}")
-        row = (sid, kind, name, schema.ident_to_db(thread_ident), parent)
         with self._lock, self._guard(f"add stream {sid}"):
+            row = (sid, kind, name, schema.ident_to_db(thread_ident), parent)
+            row += (schema.row_crc("streams", *row),)
             if sid in self._next_seq:
                 raise StoreError(f"stream id {sid} is already registered")
             self._begin()
-            self._conn.execute("INSERT INTO streams VALUES (?, ?, ?, ?, ?)", row)
+            self._conn.execute("INSERT INTO streams(sid, kind, name, thread_ident, parent, crc) "
+                               "VALUES (?, ?, ?, ?, ?, ?)", row)
             self._next_seq[sid] = 0
+            self._n_events[sid] = 0
 
     def append_events(self, sid: int, events: "np.ndarray[Any, Any] | array.array[int]") -> None:
         """Append int32 ``events`` to stream ``sid`` as one new chunk and commit.
@@ -174,11 +201,14 @@ class RecordingWriter:
             seq = self._next_seq.get(sid)
             if seq is None:
                 raise StoreError(f"cannot append events: stream {sid} was not added")
+            start = self._n_events[sid]
+            crc = schema.row_crc("chunks", sid, seq, size, blob, start)
             self._begin()
-            self._conn.execute("INSERT INTO chunks VALUES (?, ?, ?, ?)",
-                               (sid, seq, size, blob))
+            self._conn.execute("INSERT INTO chunks(sid, seq, n_events, blob, start, crc) "
+                               "VALUES (?, ?, ?, ?, ?, ?)", (sid, seq, size, blob, start, crc))
             self._conn.execute("COMMIT")
             self._next_seq[sid] = seq + 1
+            self._n_events[sid] = start + size
 
     def put_array(self, name: str, data: "np.ndarray[Any, Any] | array.array[int]", *, key: str = "",
                   shape: tuple[int, ...] | None = None) -> None:
@@ -206,9 +236,11 @@ class RecordingWriter:
             dtype_str, blob_src, shape = arr.dtype.str, np.ascontiguousarray(arr).tobytes(), arr.shape
         blob = schema.compress(blob_src)
         row = (name, key, dtype_str, schema.encode_json(list(shape), "shape"), blob)
+        row += (schema.row_crc("arrays", *row),)
         with self._lock, self._guard(f"store array {name!r}"):
             self._begin()
-            self._conn.execute("INSERT OR REPLACE INTO arrays VALUES (?, ?, ?, ?, ?)", row)
+            self._conn.execute("INSERT OR REPLACE INTO arrays(name, key, dtype, shape, blob, crc) "
+                               "VALUES (?, ?, ?, ?, ?, ?)", row)
 
     def commit(self) -> None:
         """Make everything written so far durable."""
@@ -223,8 +255,11 @@ class RecordingWriter:
                 return
             try:
                 with self._guard("close"):
+                    totals = {"streams": {str(sid): [n, self._n_events[sid]] for sid, n in self._next_seq.items()},
+                              "functions": self._n_functions}
                     self._put_meta({"ended": ended, "exit_code": exit_code,
-                                    "end_time": time.time() if end_time is None else end_time})
+                                    "end_time": time.time() if end_time is None else end_time,
+                                    schema.TOTALS_KEY: totals})
                     self._conn.execute("COMMIT")
             finally:
                 self._abandon()

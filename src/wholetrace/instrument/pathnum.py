@@ -1,0 +1,509 @@
+"""Ball–Larus acyclic path numbering of a function's CFG, with increments on spanning-tree chords.
+
+References: T. Ball and J. R. Larus, "Efficient Path Profiling", MICRO-29 (1996) — the
+numbering, restated in ``../shared/specs/wpp.md`` §1.1 since it is not a seed; J. R. Larus,
+"Whole Program Paths", PLDI 1999 (``../shared/seeds/``, §2) — paths also end at edges into
+blocks that call; T. Ball and J. R. Larus, "Optimally Profiling and Tracing Programs"
+(seed, §3) — the maximum spanning tree whose chords carry the increments.
+
+Invariant.  Removing the *cut* edges leaves a DAG.  Each cut u→v is replaced by two dummy
+edges: d_out(u→v) = u→EXIT (one per cut edge, so an id also names the cut taken and hence
+where the next path starts) and d_in(v) = ENTRY→v (one per distinct start).  Dynamic entries
+(exception handlers), nodes left without a way in, and dead ends (blocks without successors)
+get dummies too.  With Val(e_i) = Σ_{j<i} NumPaths(dst e_j) over each node's ordered
+out-edges, id(p) = Σ_{e∈p} Val(e) is a bijection from the ENTRY→EXIT paths of the DAG onto
+0 .. NumPaths(ENTRY)−1.  Inc(e) = Val(e) + φ(src) − φ(dst), with φ the potential of Val along a
+maximum spanning tree seeded with EXIT→ENTRY, is zero on tree edges and has the same sum as
+Val along every ENTRY→EXIT path; so only chords need a probe, and a path's recorded value
+(register plus the constant folded into its record) is its id.
+
+Phases (each a function below): ``choose_cuts``, ``build_dag``, ``count_paths``,
+``limit_paths`` (greedy extra cuts past ``MAX_PATHS``), ``chord_increments``, ``fold_probes``.
+``PathNumbering.encode``/``decode`` translate between paths and ids; ``decode_truncated``
+recovers the prefix ended by an exception from the register and the block it left from.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Literal, NamedTuple
+
+from wholetrace.errors import InternalError
+from wholetrace.instrument.flowgraph import FlowGraph, loop_back_edges, topological_order, validate
+from wholetrace.instrument.placement import place_counters
+from wholetrace.instrument.weighting import EdgeWeights, static_weights
+
+if TYPE_CHECKING:
+    from wholetrace.instrument.cfg import CFG
+
+#: Largest number of paths per function: ids stay one-digit CPython ints and fit int32.
+MAX_PATHS = 2**30 - 1
+#: ``Path.end`` when the path leaves by a real edge into EXIT (that edge is ``edges[-1]``).
+END_EXIT = -1
+#: ``Path.end`` when the path stops at a block without successors (it can only raise).
+END_DEAD = -2
+#: ``Path.end`` of a truncated path (an exception left the block it ends with).
+END_TRUNCATED = -3
+
+#: Cut policies: ``"calls"`` cuts back edges and edges into call-capable blocks (Larus);
+#: ``"loops"`` cuts back edges only (paths span calls).
+CutPolicy = Literal["calls", "loops"]
+
+# DAG edge kinds
+REAL, D_IN, D_OUT, D_DEAD = "real", "d_in", "d_out", "d_dead"
+
+
+class Path(NamedTuple):
+    """One acyclic path, in terms of the original CFG.
+
+    ``start`` is ENTRY when the path begins with a real edge out of ENTRY (``edges[0]``),
+    else the block it starts at (after a cut, or at a dynamic entry).  ``edges`` are the
+    uncut real edges it takes, in order.  ``end`` is the cut edge that ends it (the next
+    path starts at that edge's target), ``END_EXIT``, ``END_DEAD`` or ``END_TRUNCATED``.
+    """
+
+    start: int
+    edges: tuple[int, ...]
+    end: int
+
+
+class DagEdge(NamedTuple):
+    """An edge of the path DAG: ``ref`` is the CFG edge id (real, d_out) or the block (d_in, d_dead)."""
+
+    src: int
+    dst: int
+    kind: str
+    ref: int
+
+
+class EdgeProbe(NamedTuple):
+    """What runs when a real CFG edge is taken, constants folded.
+
+    kinds: ``"none"``; ``"add"`` (r += value); ``"init"`` (edge out of ENTRY: r = value);
+    ``"cut"`` (record(r + value); r = reset); ``"exit"`` (record(r + value));
+    ``"init-exit"`` (ENTRY straight to EXIT: record(value)).
+    """
+
+    kind: str
+    value: int = 0
+    reset: int = 0
+
+
+@dataclass(frozen=True)
+class PathNumbering:
+    """The numbering of one function; ``fallback`` means even greedy cutting could not bring
+    the count under ``limit``: the function records block ids instead."""
+
+    graph: FlowGraph
+    cuts: frozenset[int]
+    starts: tuple[int, ...]
+    dag: tuple[DagEdge, ...]
+    val: tuple[int, ...]
+    inc: tuple[int, ...]
+    num_paths: int
+    probes: tuple[EdgeProbe, ...]
+    limit: int = MAX_PATHS
+    fallback: bool = False
+    overflow_cuts: frozenset[int] = frozenset()
+    chords: tuple[int, ...] = ()
+    _index: dict[tuple[str, int], int] = field(default_factory=dict, repr=False, compare=False)
+
+    # ------------------------------------------------------------------ derived tables
+    @cached_property
+    def out_edges(self) -> tuple[tuple[int, ...], ...]:
+        """DAG edge ids leaving each node, in increasing Val order (the numbering's order)."""
+        out: list[list[int]] = [[] for _ in range(self.graph.num_nodes)]
+        for i, e in enumerate(self.dag):
+            out[e.src].append(i)
+        return tuple(tuple(sorted(x, key=lambda i: self.val[i])) for x in out)
+
+    @cached_property
+    def _out_vals(self) -> tuple[tuple[int, ...], ...]:
+        return tuple(tuple(self.val[i] for i in outs) for outs in self.out_edges)
+
+    @cached_property
+    def start_value(self) -> dict[int, int]:
+        """Register value at a path start after a cut or at a dynamic entry: Inc(d_in(v))."""
+        return {e.dst: self.inc[i] for i, e in enumerate(self.dag) if e.kind == D_IN}
+
+    @cached_property
+    def completion(self) -> tuple[int, ...]:
+        """Per node, the chord sum of the Val-0 continuation to EXIT (for truncated decoding)."""
+        comp = [0] * self.graph.num_nodes
+        order = topological_order(_dag_graph(self.graph.num_nodes, self.graph, self.dag))
+        assert order is not None
+        for v in reversed(order):
+            if v != self.graph.exit and self.out_edges[v]:
+                first = self.out_edges[v][0]
+                comp[v] = self.inc[first] + comp[self.dag[first].dst]
+        return tuple(comp)
+
+    # ------------------------------------------------------------------ encode / decode
+    def dag_path(self, path: Path) -> list[int]:
+        """The DAG edges of ``path`` (InternalError if it is not a path of this numbering)."""
+        g = self.graph
+        edges: list[int] = []
+        if path.start == g.entry:
+            if not path.edges:
+                raise InternalError("path: a path from ENTRY starts with a real edge")
+            node = g.entry
+        else:
+            edges.append(self._lookup(D_IN, path.start))
+            node = path.start
+        for e in path.edges:
+            if e in self.cuts or not 0 <= e < len(g.edges) or g.edges[e][0] != node:
+                raise InternalError(f"path: edge {e} does not continue from node {node}")
+            edges.append(self._lookup(REAL, e))
+            node = g.edges[e][1]
+        if path.end == END_EXIT:
+            if node != g.exit:
+                raise InternalError("path: END_EXIT but the last edge does not enter EXIT")
+        elif path.end == END_DEAD:
+            edges.append(self._lookup(D_DEAD, node))
+        elif path.end in self.cuts:
+            if g.edges[path.end][0] != node:
+                raise InternalError(f"path: cut {path.end} does not leave node {node}")
+            edges.append(self._lookup(D_OUT, path.end))
+        else:
+            raise InternalError(f"path: bad end {path.end}")
+        return edges
+
+    def encode(self, path: Path) -> int:
+        """The id of a complete path."""
+        self._usable()
+        return sum(self.val[i] for i in self.dag_path(path))
+
+    def recorded_value(self, path: Path) -> int:
+        """What the probes record for ``path``: its chord increments plus folded constants."""
+        self._usable()
+        return sum(self.inc[i] for i in self.dag_path(path))
+
+    def decode(self, pid: int) -> Path:
+        """The path with id ``pid``."""
+        self._usable()
+        if not 0 <= pid < self.num_paths:
+            raise InternalError(f"path id {pid} outside 0..{self.num_paths - 1}")
+        return self._to_path(self._walk(pid, None))
+
+    def decode_truncated(self, register: int, block: int) -> Path:
+        """The prefix of a path cut short in ``block`` by an exception, from the register as
+        the chord probes left it (increments of edges taken so far, start value included)."""
+        self._usable()
+        if not 0 <= block < self.graph.num_nodes or block in (self.graph.entry, self.graph.exit):
+            raise InternalError(f"truncated path: bad block {block}")
+        pid = register + self.completion[block]
+        if not 0 <= pid < self.num_paths:
+            raise InternalError(f"truncated path: register {register} at block {block} is out of range")
+        walked = self._walk(pid, block)
+        if not walked or self.dag[walked[-1]].dst != block:
+            raise InternalError(f"truncated path: register {register} names no path through block {block}")
+        p = self._to_path(walked)
+        return Path(p.start, p.edges, END_TRUNCATED)
+
+    def iter_paths(self) -> Iterator[tuple[int, Path]]:
+        """Every (id, path) in id order (for small functions and tests)."""
+        for pid in range(self.num_paths):
+            yield pid, self.decode(pid)
+
+    def blocks(self, path: Path) -> list[int]:
+        """Real blocks of ``path`` in order."""
+        g = self.graph
+        out = [] if path.start == g.entry else [path.start]
+        out.extend(g.edges[e][1] for e in path.edges if g.edges[e][1] != g.exit)
+        return out
+
+    # ------------------------------------------------------------------ internals
+    def _usable(self) -> None:
+        if self.fallback:
+            raise InternalError(f"function has more than {self.limit} paths: it records block ids")
+
+    def _lookup(self, kind: str, ref: int) -> int:
+        try:
+            return self._index[(kind, ref)]
+        except KeyError:
+            raise InternalError(f"path: no {kind} edge for {ref}") from None
+
+    def _walk(self, rem: int, stop: int | None) -> list[int]:
+        node, out = self.graph.entry, []
+        while node != self.graph.exit and node != stop:
+            vals = self._out_vals[node]
+            k = bisect_right(vals, rem) - 1
+            if k < 0:  # pragma: no cover - Val of the first out-edge is 0
+                raise InternalError("decode: no out-edge")
+            i = self.out_edges[node][k]
+            rem -= self.val[i]
+            out.append(i)
+            node = self.dag[i].dst
+        if stop is not None and rem != 0:
+            return []
+        return out
+
+    def _to_path(self, walked: Sequence[int]) -> Path:
+        first = self.dag[walked[0]]
+        start = first.dst if first.kind == D_IN else self.graph.entry
+        real = tuple(self.dag[i].ref for i in walked if self.dag[i].kind == REAL)
+        last = self.dag[walked[-1]]
+        end = last.ref if last.kind == D_OUT else END_DEAD if last.kind == D_DEAD else END_EXIT
+        return Path(start, real, end)
+
+
+# ---------------------------------------------------------------- phases
+
+def choose_cuts(graph: FlowGraph, policy: CutPolicy = "calls") -> frozenset[int]:
+    """Phase 1: back edges (declared, plus retreating edges if a cycle remains), and with
+    policy ``"calls"`` every edge into a call-capable block except out of ENTRY (ENTER already
+    says that the activation starts there)."""
+    cuts = set(loop_back_edges(graph))
+    if policy == "calls":
+        cuts |= {e for e, (s, d) in enumerate(graph.edges) if d in graph.call_nodes and s != graph.entry}
+    elif policy != "loops":
+        raise InternalError(f"path numbering: unknown cut policy {policy!r}")
+    return frozenset(cuts)
+
+
+def build_dag(graph: FlowGraph, cuts: frozenset[int], starts: Iterable[int] = ()) -> tuple[list[DagEdge], list[int]]:
+    """Phase 2: the DAG edges — uncut real edges, d_out per cut edge, d_in per start (cut
+    targets, ``starts``, and nodes left without a way in) and d_dead per block without
+    successors.  Returns the edges and the sorted start blocks."""
+    g = graph
+    dag = [DagEdge(s, d, REAL, e) for e, (s, d) in enumerate(g.edges) if e not in cuts]
+    dag += [DagEdge(g.edges[e][0], g.exit, D_OUT, e) for e in sorted(cuts)]
+    start_set = {g.edges[e][1] for e in cuts} | {v for v in starts if v not in (g.entry, g.exit)}
+    indeg = [0] * g.num_nodes
+    for e in dag:
+        indeg[e.dst] += 1
+    # a node nobody reaches any more (a dynamic entry, dead code) starts paths of its own
+    reached = _reach(g.num_nodes, g.entry, dag, start_set)
+    for v in range(g.num_nodes):
+        if v not in reached and v not in (g.entry, g.exit) and indeg[v] == 0:
+            start_set.add(v)
+    dag += [DagEdge(g.entry, v, D_IN, v) for v in sorted(start_set)]
+    has_out = {e.src for e in dag}
+    dag += [DagEdge(v, g.exit, D_DEAD, v) for v in range(g.num_nodes) if v not in has_out and v != g.exit]
+    if len(_reach(g.num_nodes, g.entry, dag, ())) != g.num_nodes:  # pragma: no cover - see above
+        raise InternalError("path numbering: nodes unreachable after adding starts")
+    return dag, sorted(start_set)
+
+
+def _reach(n: int, entry: int, dag: Sequence[DagEdge], starts: Iterable[int]) -> set[int]:
+    adj: list[list[int]] = [[] for _ in range(n)]
+    for e in dag:
+        adj[e.src].append(e.dst)
+    seen = {entry, *starts}
+    todo = list(seen)
+    while todo:
+        v = todo.pop()
+        for w in adj[v]:
+            if w not in seen:
+                seen.add(w)
+                todo.append(w)
+    return seen
+
+
+def _dag_graph(n: int, graph: FlowGraph, dag: Sequence[DagEdge]) -> FlowGraph:
+    return FlowGraph(n, graph.entry, graph.exit, tuple((e.src, e.dst) for e in dag))
+
+
+def dag_weights(graph: FlowGraph, dag: Sequence[DagEdge], weights: EdgeWeights) -> EdgeWeights:
+    """Expected traversals of every DAG edge from the CFG's edge weights: a real edge keeps
+    its weight, d_out(e) takes e's, d_in(v) the sum over the cuts into v, d_dead the flow
+    into its block; the virtual edge carries everything that leaves ENTRY."""
+    into = [0.0] * graph.num_nodes
+    for e, (_s, d) in enumerate(graph.edges):
+        into[d] += weights.edges[e]
+    cut_into = [0.0] * graph.num_nodes
+    for e in dag:
+        if e.kind == D_OUT:
+            cut_into[graph.edges[e.ref][1]] += weights.edges[e.ref]
+    out: list[float] = []
+    for e in dag:
+        if e.kind in (REAL, D_OUT):
+            out.append(float(weights.edges[e.ref]))
+        elif e.kind == D_IN:
+            out.append(cut_into[e.ref])
+        else:
+            out.append(into[e.ref])
+    virtual = weights.virtual + sum(w for w, e in zip(out, dag) if e.kind == D_IN)
+    return EdgeWeights(tuple(out), virtual)
+
+
+def count_paths(graph: FlowGraph, dag: Sequence[DagEdge], weights: Sequence[float]) -> tuple[list[int], list[int]]:
+    """Phase 3: NumPaths per node and Val per DAG edge.  Each node's out-edges are numbered
+    heaviest first (real edges out of ENTRY before d_in), so the likely edge gets Val 0."""
+    n = graph.num_nodes
+    order = topological_order(_dag_graph(n, graph, dag))
+    if order is None:
+        raise InternalError("path numbering: cut edges leave a cycle")
+    outs: list[list[int]] = [[] for _ in range(n)]
+    for i, e in enumerate(dag):
+        outs[e.src].append(i)
+    num = [0] * n
+    val = [0] * len(dag)
+    for v in reversed(order):
+        if v == graph.exit:
+            num[v] = 1
+            continue
+        total = 0
+        for i in sorted(outs[v], key=lambda i: (dag[i].kind != REAL, -weights[i], i)):
+            val[i] = total
+            total += num[dag[i].dst]
+        num[v] = total
+    return num, val
+
+
+def paths_to(graph: FlowGraph, dag: Sequence[DagEdge]) -> list[int]:
+    """Number of DAG paths from ENTRY to each node."""
+    order = topological_order(_dag_graph(graph.num_nodes, graph, dag))
+    assert order is not None
+    to = [0] * graph.num_nodes
+    to[graph.entry] = 1
+    outs: list[list[int]] = [[] for _ in range(graph.num_nodes)]
+    for e in dag:
+        outs[e.src].append(e.dst)
+    for v in order:
+        for w in outs[v]:
+            to[w] += to[v]
+    return to
+
+
+def limit_paths(graph: FlowGraph, cuts: frozenset[int], starts: Iterable[int], limit: int
+                ) -> tuple[frozenset[int], bool]:
+    """Phase 4: while the DAG has more than ``limit`` paths, cut every uncut in-edge of the
+    node with the most paths through it (paths to it × paths from it), as a call block is
+    cut.  Returns the cuts and whether the count is within ``limit``."""
+    starts = tuple(starts)
+    while True:
+        dag, _ = build_dag(graph, cuts, starts)
+        num, _ = count_paths(graph, dag, [0.0] * len(dag))
+        if num[graph.entry] <= limit:
+            return cuts, True
+        to = paths_to(graph, dag)
+        best, best_v = 0, -1
+        for v in range(graph.num_nodes):
+            if v in (graph.entry, graph.exit):
+                continue
+            if not any(e not in cuts and graph.edges[e][0] != graph.entry for e in graph.in_edges[v]):
+                continue
+            through = to[v] * num[v]
+            if through > best:
+                best, best_v = through, v
+        if best_v < 0 or best <= 1:
+            return cuts, False
+        cuts = cuts | {e for e in graph.in_edges[best_v] if graph.edges[e][0] != graph.entry}
+
+
+def chord_increments(graph: FlowGraph, dag: Sequence[DagEdge], val: Sequence[int],
+                     weights: EdgeWeights) -> tuple[list[int], tuple[int, ...]]:
+    """Phase 5: Inc per DAG edge — zero on a maximum spanning tree (``placement.place_counters``
+    seeded with EXIT→ENTRY), Val(e) + φ(src) − φ(dst) on its chords, φ the tree potential."""
+    n = graph.num_nodes
+    dgraph = _dag_graph(n, graph, dag)
+    placement = place_counters(dgraph, weights)
+    adj: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+    for i in placement.tree:
+        s, d = dag[i].src, dag[i].dst
+        adj[s].append((d, val[i]))
+        adj[d].append((s, -val[i]))
+    adj[graph.exit].append((graph.entry, 0))  # the virtual edge EXIT→ENTRY, Val 0
+    adj[graph.entry].append((graph.exit, 0))
+    phi: list[int | None] = [None] * n
+    phi[graph.entry] = 0
+    todo = [graph.entry]
+    while todo:
+        v = todo.pop()
+        for w, dv in adj[v]:
+            if phi[w] is None:
+                phi[w] = phi[v] + dv  # type: ignore[operator]
+                todo.append(w)
+    if any(p is None for p in phi):  # pragma: no cover - build_dag makes the DAG connected
+        raise InternalError("path numbering: spanning tree does not reach every node")
+    inc = [val[i] + phi[e.src] - phi[e.dst] for i, e in enumerate(dag)]  # type: ignore[operator]
+    if any(inc[i] for i in placement.tree):  # pragma: no cover - potentials make tree edges 0
+        raise InternalError("path numbering: non-zero increment on a tree edge")
+    return inc, placement.chords
+
+
+def fold_probes(graph: FlowGraph, cuts: frozenset[int], dag: Sequence[DagEdge], inc: Sequence[int],
+                index: dict[tuple[str, int], int]) -> tuple[EdgeProbe, ...]:
+    """Phase 6: one probe per real CFG edge with the constants folded into initialisation
+    (edges out of ENTRY), records (cuts and exits) and resets (after a cut)."""
+    g = graph
+    probes: list[EdgeProbe] = []
+    for e, (s, d) in enumerate(g.edges):
+        if e in cuts:
+            probes.append(EdgeProbe("cut", inc[index[(D_OUT, e)]], inc[index[(D_IN, d)]]))
+            continue
+        k = inc[index[(REAL, e)]]
+        if s == g.entry:
+            probes.append(EdgeProbe("init-exit" if d == g.exit else "init", k))
+        elif d == g.exit:
+            probes.append(EdgeProbe("exit", k))
+        else:
+            probes.append(EdgeProbe("add", k) if k else EdgeProbe("none"))
+    return tuple(probes)
+
+
+# ---------------------------------------------------------------- entry points
+
+def number_paths(graph: FlowGraph, *, policy: CutPolicy = "calls", cuts: Iterable[int] | None = None,
+                 starts: Iterable[int] = (), weights: EdgeWeights | None = None,
+                 limit: int = MAX_PATHS) -> PathNumbering:
+    """Number the acyclic paths of ``graph``.
+
+    ``cuts`` replaces the policy's cut set (it must contain a cut for every cycle);
+    ``starts`` are blocks entered dynamically (exception handlers); ``weights`` default to
+    the static loop heuristic.  Past ``limit`` paths, extra cuts are added greedily; if that
+    is not enough the result has ``fallback=True`` and cannot encode or decode.
+    """
+    validate(graph, require_reachable=False)
+    if limit < 1:
+        raise InternalError("path numbering: limit must be positive")
+    base = choose_cuts(graph, policy) if cuts is None else frozenset(cuts)
+    if any(graph.edges[e][0] == graph.entry for e in base):
+        raise InternalError("path numbering: edges out of ENTRY cannot be cut")
+    if topological_order(graph, base) is None:
+        raise InternalError("path numbering: the cut set leaves a cycle")
+    starts = tuple(sorted(set(starts)))
+    final, ok = limit_paths(graph, base, starts, limit)
+    w = weights if weights is not None else static_weights(graph)
+    dag, start_blocks = build_dag(graph, final, starts)
+    dw = dag_weights(graph, dag, w)
+    num, val = count_paths(graph, dag, dw.edges)
+    index = {(e.kind, e.ref): i for i, e in enumerate(dag)}
+    if not ok:
+        return PathNumbering(graph, final, tuple(start_blocks), tuple(dag), tuple(val), (0,) * len(dag),
+                             num[graph.entry], (), limit, True, final - base, (), index)
+    inc, chords = chord_increments(graph, dag, val, dw)
+    probes = fold_probes(graph, final, dag, inc, index)
+    return PathNumbering(graph, final, tuple(start_blocks), tuple(dag), tuple(val), tuple(inc),
+                         num[graph.entry], probes, limit, False, final - base, chords, index)
+
+
+def number_cfg(cfg: CFG, *, policy: CutPolicy = "calls", limit: int = MAX_PATHS,
+               weights: EdgeWeights | None = None) -> PathNumbering:
+    """``number_paths`` on a statement-level CFG: its dynamic entries start paths, and edges
+    without a probe site (``instrument.witnesses.probe_sites``: a ``finally`` dispatch or
+    ``with`` exit with several successors) are kept in the spanning tree where possible, so
+    they carry no increment; ``unplaced_edges`` lists those that still need a probe."""
+    from wholetrace.instrument.flowgraph import from_cfg
+    from wholetrace.instrument.witnesses import FORCED_TREE_WEIGHT, probe_sites
+
+    graph = from_cfg(cfg)
+    starts = [b.id for b in cfg.blocks if b.dynamic_entry]
+    w = weights if weights is not None else static_weights(graph)
+    sites = probe_sites(cfg)
+    w = EdgeWeights(tuple(FORCED_TREE_WEIGHT if site is None else x for site, x in zip(sites, w.edges)), w.virtual)
+    return number_paths(graph, policy=policy, starts=starts, limit=limit, weights=w)
+
+
+def unplaced_edges(cfg: CFG, num: PathNumbering) -> list[int]:
+    """Edges of ``cfg`` whose probe (an increment, a cut or an exit record) has no probe site."""
+    from wholetrace.instrument.witnesses import probe_sites
+
+    sites = probe_sites(cfg)
+    return [e for e, p in enumerate(num.probes) if p.kind != "none" and sites[e] is None]
+
+

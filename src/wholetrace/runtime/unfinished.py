@@ -1,0 +1,102 @@
+"""Activations still open when a trace recording ends, closed as early exits (``EXC s`` LEAVE).
+
+A daemon thread blocked for good, or an asyncio task left pending, ends the recording in the
+middle of activations whose streams say only that their last block started: the statements
+after the one in flight never ran.  Like the count modes (an early exit is an edge to EXIT
+from the statement in flight, Ball & Larus's Figure 4 ``exit()``), the recorder closes each
+such activation in its stream with ``EXC s`` LEAVE, ``s`` the statement in flight, innermost
+first: block counts then cut the rest of the block, and regeneration places the exit the
+same way in every trace mode.
+
+Which stream an open frame belongs to is read from the frame itself: ``_wt_a``, the append
+method its prologue bound, is the append of its stream, and it is None in a generator left
+suspended (at a ``yield``, or delegating with ``yield from``), whose activation is not open.
+Module and class bodies (which keep no local) belong to their thread's stream.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import types
+from collections.abc import Callable, Iterable
+from types import FrameType
+from typing import Any
+
+from wholetrace.events import EXC, LEAVE
+from wholetrace.runtime.probes import SITES, STREAMS
+
+
+def open_frames(by_code: dict[tuple[str, str], int], threads: dict[int, FrameType], thread_stream: dict[int, int],
+                suspended: Iterable[tuple[Any, FrameType]], stream_of: Callable[[Any], int | None]
+                ) -> dict[int, list[tuple[int, FrameType]]]:
+    """Per stream id: (fid, frame) of its open instrumented activations, innermost first.
+
+    ``threads``: the innermost frame of each thread still running (not the caller's);
+    ``thread_stream``: thread ident -> its thread stream; ``suspended``: (object, frame) of
+    the coroutines and async generators left suspended; ``stream_of``: the stream id of an
+    append method (None if unknown).
+    """
+    out: dict[int, list[tuple[int, FrameType]]] = {}
+
+    def add(fid: int, f: FrameType, default: int | None) -> None:
+        if "_wt_a" not in f.f_code.co_varnames:          # a module or class body
+            sid = default
+        else:
+            a = f.f_locals.get("_wt_a")                  # unbound before the prologue ran
+            sid = None if a is None else stream_of(a)
+        if sid is not None:
+            out.setdefault(sid, []).append((fid, f))
+
+    for ident, top in threads.items():
+        f: FrameType | None = top
+        while f is not None:
+            fid = by_code.get((f.f_code.co_filename, f.f_code.co_qualname))
+            if fid is not None:
+                add(fid, f, thread_stream.get(ident))
+            f = f.f_back
+    for obj, f in _innermost_first(suspended):
+        fid = by_code.get((f.f_code.co_filename, f.f_code.co_qualname))
+        if fid is not None and type(obj) is not types.GeneratorType:
+            add(fid, f, None)
+    return out
+
+
+def _innermost_first(suspended: Iterable[tuple[Any, FrameType]]) -> list[tuple[Any, FrameType]]:
+    """Suspended coroutines ordered so that each comes before the one awaiting it."""
+    items = list(suspended)
+    awaiting = {id(getattr(o, "cr_await", None) or getattr(o, "ag_await", None)): o for o, _f in items}
+    depth: dict[int, int] = {}
+    for o, _f in items:
+        d, cur = 0, o
+        while id(cur) in awaiting and d < len(items):
+            cur = awaiting[id(cur)]
+            d += 1
+        depth[id(o)] = d
+    return sorted(items, key=lambda it: -depth[id(it[0])])
+
+
+def snapshot(by_code: dict[tuple[str, str], int], suspended: Callable[[], Iterable[tuple[Any, FrameType]]]
+             ) -> tuple[dict[int, list[int]], dict[int, int]]:
+    """At one instant (no other thread runs meanwhile): per stream, the events that close its
+    open activations (``EXC s`` LEAVE each, innermost first), and how many events of each
+    stream's buffer belong to the run (later appends of threads still running are dropped).
+    ``suspended``: lists the suspended generators and coroutines (a gc scan)."""
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e6)   # nothing below releases the GIL, so no thread runs
+    try:
+        me = threading.get_ident()
+        threads = {ident: f for ident, f in sys._current_frames().items() if ident != me}
+        by_thread = {st.thread_ident: st.sid for st in STREAMS.all if st.kind == "thread"}
+        frames = open_frames(by_code, threads, by_thread, suspended(), _stream_id)
+        tails = {sid: [v for fid, f in fs for v in (EXC, SITES.resolve(fid, f.f_code, f.f_lasti), LEAVE)]
+                 for sid, fs in frames.items()}
+        lengths = {st.sid: len(st.buf) for st in STREAMS.all}
+    finally:
+        sys.setswitchinterval(old)
+    return tails, lengths
+
+
+def _stream_id(append: Any) -> int | None:
+    st = STREAMS.by_append.get(id(getattr(append, "__self__", None)))
+    return None if st is None else st.sid

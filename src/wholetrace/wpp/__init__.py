@@ -1,0 +1,1 @@
+"""Analyses on whole program paths (grammars of traces): grammar queries and minimal hot subpaths."""

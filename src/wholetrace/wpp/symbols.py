@@ -1,0 +1,119 @@
+"""Terminals of a trace grammar: `blocks` events interned as (kind, function, value) symbols, with costs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from wholetrace.errors import StoreError
+from wholetrace.instrument.cfg import CFG
+from wholetrace.kernels import hot_terminals as K
+
+#: Terminal kinds.  PATH (a Ball-Larus path id of a function) is for `path` recordings.
+BLOCK, ENTER, LEAVE, EXC, PATH = range(5)
+KIND_NAMES = ("B", "F", "E", "X", "P")
+
+_WHY = {K.ST_BAD_EVENT: "an unknown event code", K.ST_BAD_FUNCTION: "an unknown function id",
+        K.ST_BAD_BLOCK: "a block outside its function", K.ST_OUTSIDE: "an event outside any activation"}
+
+
+@dataclass(frozen=True)
+class Terminals:
+    """The symbol table: terminal ``t`` is (``kind[t]``, ``fid[t]``, ``value[t]``): a block id
+    (BLOCK), nothing (ENTER: the function; LEAVE: fid -1), or a statement id (EXC, -1 unknown)."""
+
+    kind: np.ndarray
+    fid: np.ndarray
+    value: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.kind)
+
+    def label(self, t: int) -> str:
+        """``B3@7`` (block 3 of function 7), ``F7``, ``E``, ``X12@7``."""
+        k, f, v = int(self.kind[t]), int(self.fid[t]), int(self.value[t])
+        if k == ENTER:
+            return f"F{f}"
+        if k == LEAVE:
+            return "E"
+        return f"{KIND_NAMES[k]}{v}@{f}"
+
+    def describe(self, t: int, cfgs: dict[int, CFG], files: dict[int, str]) -> dict[str, object]:
+        """What a renderer shows for terminal ``t``: kind, function, file, and for a block its
+        id and first/last source lines (``cfgs``/``files``: fid -> CFG / file name)."""
+        k, f, v = int(self.kind[t]), int(self.fid[t]), int(self.value[t])
+        out: dict[str, object] = {"kind": KIND_NAMES[k]}
+        if k == LEAVE:
+            return out
+        cfg = cfgs[f]
+        out.update(function=cfg.qualname, file=files.get(f, ""))
+        if k == BLOCK:
+            stmts = [cfg.stmts[s] for s in cfg.blocks[v].stmts]
+            out.update(block=v, lines=[min(s.line for s in stmts), max(s.end_line for s in stmts)] if stmts else [])
+        elif k == EXC:
+            out.update(statement=v, lines=[cfg.stmts[v].line] if v >= 0 else [])
+        else:
+            out.update(lines=[cfg.firstline, cfg.lastline])
+        return out
+
+    def statement_costs(self, cfgs: dict[int, CFG]) -> np.ndarray:
+        """Cost of each terminal in statements: the statements of a block, 0 for markers."""
+        out = np.zeros(len(self), np.int64)
+        for t in np.flatnonzero(self.kind == BLOCK):
+            out[t] = len(cfgs[int(self.fid[t])].blocks[int(self.value[t])].stmts)
+        return out
+
+
+@dataclass(frozen=True)
+class BlockSymbols:
+    """Every stream of a `blocks` trace as terminal ids (one per B, F, E or X event), and the table."""
+
+    terminals: Terminals
+    streams: list[np.ndarray]
+
+
+def intern_block_streams(streams: Sequence[np.ndarray], cfgs: dict[int, CFG]) -> BlockSymbols:
+    """Intern `blocks` event streams (int32, ``wholetrace.events`` encoding) against ``cfgs``
+    (fid -> CFG; ids dense from 0).  Terminal ids are dense, ordered by (kind, function, value)."""
+    nf = max(cfgs) + 1 if cfgs else 0
+    nblocks = np.array([len(cfgs[f].blocks) if f in cfgs else 0 for f in range(nf)], np.int64)
+    nstmts = np.array([len(cfgs[f].stmts) if f in cfgs else 0 for f in range(nf)], np.int64)
+    bbase = np.concatenate([[0], np.cumsum(nblocks)])
+    xbase = np.concatenate([[0], np.cumsum(nstmts + 1)])
+    enter0 = int(bbase[-1])
+    leave = enter0 + nf
+    exc0 = leave + 1
+    coded = []
+    for sid, ev in enumerate(streams):
+        codes, _n, status, at = K.block_codes(np.ascontiguousarray(ev, dtype=np.int32), bbase, nblocks,
+                                              xbase, nstmts, enter0, leave, exc0)
+        if status != K.ST_OK:
+            raise StoreError(f"stream {sid}: {_WHY.get(int(status), 'bad data')} at event {at}")
+        coded.append(codes)
+    used = np.unique(np.concatenate(coded)) if coded else np.zeros(0, np.int64)
+    kind = np.empty(len(used), np.int8)
+    fid = np.empty(len(used), np.int32)
+    value = np.empty(len(used), np.int64)
+    blk = used < enter0
+    f_of = np.searchsorted(bbase, used[blk], side="right") - 1
+    kind[blk], fid[blk], value[blk] = BLOCK, f_of, used[blk] - bbase[f_of]
+    ent = (used >= enter0) & (used < leave)
+    kind[ent], fid[ent], value[ent] = ENTER, used[ent] - enter0, 0
+    lv = used == leave
+    kind[lv], fid[lv], value[lv] = LEAVE, -1, 0
+    ex = used >= exc0
+    x = used[ex] - exc0
+    f_of = np.searchsorted(xbase, x, side="right") - 1
+    s = x - xbase[f_of]
+    kind[ex], fid[ex], value[ex] = EXC, f_of, np.where(s == nstmts[f_of], -1, s)
+    terms = Terminals(kind, fid, value)
+    return BlockSymbols(terms, [np.searchsorted(used, c) for c in coded])
+
+
+def recording_block_symbols(rec: object) -> tuple[BlockSymbols, dict[int, CFG]]:
+    """Every stream of a `blocks` recording (a ``store.Recording``) interned, with its CFGs."""
+    cfgs = {f.fid: CFG.from_json(f.cfg) for f in rec.functions()}  # type: ignore[attr-defined]
+    streams = [rec.events(s.sid) for s in rec.streams()]  # type: ignore[attr-defined]
+    return intern_block_streams(streams, cfgs), cfgs
