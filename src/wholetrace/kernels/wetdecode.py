@@ -61,9 +61,9 @@ OK, BAD_FUNCTION, BAD_BLOCK, BAD_STATEMENT, NEED_ROOM = 0, 1, 2, 3, 4
 
 @kernel(nrt=False)
 def _hash3(a: int, b: int, c: int) -> int:
-    h = np.uint64(a) * np.uint64(0x9E3779B97F4A7C15)
-    h ^= np.uint64(b) * np.uint64(0xC2B2AE3D27D4EB4F)
-    h ^= np.uint64(c) * np.uint64(0x165667B19E3779F9)
+    h = np.uint64(np.int64(a)) * np.uint64(0x9E3779B97F4A7C15)      # wraps (int64 casts keep
+    h ^= np.uint64(np.int64(b)) * np.uint64(0xC2B2AE3D27D4EB4F)    # negative keys valid when
+    h ^= np.uint64(np.int64(c)) * np.uint64(0x165667B19E3779F9)    # run as Python)
     h ^= h >> np.uint64(31)
     return np.int64(h & np.uint64(0x7FFFFFFFFFFFFFFF))
 
