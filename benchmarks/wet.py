@@ -10,7 +10,7 @@ table) and stored bytes per statement (zstd chunks of both).  Then the WET is bu
 it (decode, dependences; JIT compile measured apart in a fresh process) and sliced back from
 the last print().
 
-    python benchmarks/wet.py [--programs a,b] [--runs N] [--quick] [--no-write]
+    python benchmarks/wet.py [--programs a,b] [--runs N] [--size small|bench] [--quick] [--no-write]
 """
 
 from __future__ import annotations
@@ -104,7 +104,10 @@ def wet_stats(path: Path) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args, names, runs, size, write = corpus_options(__doc__.split("\n\n")[0], 3, list(PROGRAMS), argv)
+    args, names, runs, size, write = corpus_options(
+        __doc__.split("\n\n")[0], 3, list(PROGRAMS), argv,
+        [("--size", {"choices": ["small", "bench"], "help": "workload size (default bench; small with --quick)"})])
+    size = args.size or size
     with tempfile.TemporaryDirectory(prefix="wt-wet-") as tmp:
         work = Path(tmp)
         env = snapshot_env(work)
