@@ -36,3 +36,8 @@ step "$WT" info --salvage "$OUT/textdiff-cut.wt"
 
 # 5. the control-flow graph behind it all, and its Ball-Larus acyclic path numbering
 step "$WT" cfg examples/textdiff.py:revise --paths 6
+
+# 6. path matching on the compressed trace: did revise delete lines on two iterations in a row?
+step "$WT" compress "$OUT/textdiff.wt"
+step "$WT" match "$OUT/textdiff.wt" revise 8 5 6 7 8
+step "$WT" match "$OUT/textdiff.wt" revise --lines 24 20 21 22 24 --all --limit 3

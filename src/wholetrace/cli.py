@@ -58,6 +58,8 @@ def _record_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-cache", action="store_true",
                    help="instrument every module afresh (default: reuse instrumented code cached in "
                         "$WHOLETRACE_CACHE_DIR or ~/.cache/wholetrace)")
+    p.add_argument("--cf-grammar", action="store_true",
+                   help="at the end, also build the compressed control-flow trace (as `wholetrace compress`)")
     p.add_argument("-m", dest="module", metavar="MODULE", help="run a library module as a script")
     p.add_argument("script", nargs="?", help="the program to run")
     return p
@@ -123,6 +125,8 @@ def cmd_record(raw: Sequence[str]) -> int:
         raise UsageError("record needs exactly one of SCRIPT or -m MODULE")
     from wholetrace.runtime.runner import Target, record
     from wholetrace.store import RecordingWriter
+    if args.cf_grammar and args.mode not in ("blocks", "witness", "branches"):
+        raise UsageError(f"--cf-grammar needs a trace mode (blocks, witness, branches), not {args.mode!r}")
     target = Target(script=args.script, module=args.module, args=prog_args)
     stem = Path(args.script).stem if args.script else args.module.split(".")[-1]
     out = Path(args.output or f"{stem}.wt")
@@ -130,6 +134,9 @@ def cmd_record(raw: Sequence[str]) -> int:
     writer = RecordingWriter(out)
     outcome = record(target, writer, mode=args.mode, include=args.include, weights=weights,
                      cache=not args.no_cache)
+    if args.cf_grammar and out.exists():
+        from wholetrace.match.compress import compress_file
+        compress_file(out)
     if not args.quiet:
         size = out.stat().st_size if out.exists() else 0
         extra = f", {len(outcome.daemon_threads)} daemon thread(s) still running" if outcome.daemon_threads else ""
@@ -287,6 +294,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also show the Ball-Larus path numbering and the first N paths (default 50, 0: all)")
     s.set_defaults(func=cmd_cfg)
 
+    from wholetrace.match import cli as match_cli
+    match_cli.add_parser(sub)
     try:
         from wholetrace.grammar import cli as grammar_cli
     except ImportError:  # pragma: no cover - grammar engine not built

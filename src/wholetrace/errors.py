@@ -40,3 +40,7 @@ class InternalError(WholetraceError):
     """An invariant of wholetrace itself does not hold (a bug: please report it)."""
 
     exit_code = 3
+
+
+class StreamError(WholetraceError):
+    """A compressed stream (``wholetrace.streams``) is malformed, truncated or corrupt."""

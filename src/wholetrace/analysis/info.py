@@ -20,7 +20,13 @@ def info_dict(rec: Any) -> dict[str, Any]:
                      "chunks": s.n_chunks, "stored_bytes": s.stored_bytes} for s in streams],
         "events": sum(s.n_events for s in streams),
         "sizes": rec.sizes(),
+        "cf_trace": _cf_trace(rec),
     }
+
+
+def _cf_trace(rec: Any) -> dict[str, Any] | None:
+    from wholetrace.match.store import describe
+    return describe(rec)
 
 
 def _when(t: object) -> str:
@@ -44,6 +50,18 @@ def info_text(d: dict[str, Any]) -> str:
     for s in d["streams"]:
         lines.append(f"  T {s['stream']:<3} {s['kind']:<6} {s['name']:<24} {s['events']:>12,} events "
                      f"{s['stored_bytes']:>10,} bytes stored")
+    cf = d.get("cf_trace")
+    if cf:
+        b = cf["bytes"]
+        state = "" if cf["complete"] else " (incomplete: run `wholetrace compress` again)"
+        lines.append(f"cf trace:  {len(cf['streams'])} stream(s){state}: grammar {b['grammar']:,} bytes, "
+                     f"chunks {b['chunks']:,}, chunk index {b['chunk_index']:,}, segment index {b['segment_index']:,}, "
+                     f"caller stacks {b['chunk_stacks']:,}")
+        for sid, f in cf["streams"].items():
+            if f:
+                lines.append(f"  T {sid:<3} {f['symbols']:>12,} F/B/E events  {f['rules']:>9,} rules  "
+                             f"{-(-f['symbols'] // f['chunk_events']):>5} chunks  {f['segments']:>4} segments  "
+                             f"nesting {f['dmin']}..{f['dmax']}")
     sizes = d["sizes"]
     lines.append("sizes:     " + ", ".join(f"{k} {v:,}" for k, v in sizes.items()))
     return "\n".join(lines)

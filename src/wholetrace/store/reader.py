@@ -386,6 +386,13 @@ class Recording:
             raw = schema.decompress(blob, nbytes, what)
             return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
 
+    def array_sizes(self, prefix: str = "") -> list[tuple[str, str, int]]:
+        """``(name, key, stored bytes)`` of every array whose name starts with ``prefix``."""
+        with self._guard("list arrays of"):
+            rows = self._db.execute("SELECT name, key, length(blob) FROM arrays WHERE substr(name, 1, ?) = ? "
+                                    "ORDER BY name, key", (len(prefix), prefix)).fetchall()
+            return [(str(n), str(k), int(b or 0)) for n, k, b in rows]
+
     def sizes(self) -> dict[str, int]:
         """Bytes: the file, events raw and stored, and per table when SQLite has dbstat."""
         with self._guard("measure"):

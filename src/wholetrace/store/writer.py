@@ -242,6 +242,15 @@ class RecordingWriter:
             self._conn.execute("INSERT OR REPLACE INTO arrays(name, key, dtype, shape, blob, crc) "
                                "VALUES (?, ?, ?, ?, ?, ?)", row)
 
+    def delete_arrays(self, name: str, key: str | None = None) -> None:
+        """Remove the array ``(name, key)``, or every array called ``name`` if ``key`` is None."""
+        with self._lock, self._guard(f"delete array {name!r}"):
+            self._begin()
+            if key is None:
+                self._conn.execute("DELETE FROM arrays WHERE name = ?", (name,))
+            else:
+                self._conn.execute("DELETE FROM arrays WHERE name = ? AND key = ?", (name, key))
+
     def commit(self) -> None:
         """Make everything written so far durable."""
         with self._lock, self._guard("commit"):
@@ -284,3 +293,42 @@ class RecordingWriter:
         else:
             self.close(ended="exception", exit_code=None)
 
+
+
+@contextmanager
+def updating(path: str | os.PathLike[str]) -> Iterator[RecordingWriter]:
+    """Open an existing recording to add derived data (``put_array``, ``delete_arrays``,
+    ``set_meta``); the caller commits what must survive (``commit()``), the rest is committed
+    when the block ends normally and rolled back if it raises or the process dies, so an
+    interrupted update leaves the file as its last commit left it."""
+    from wholetrace.store.reader import Recording
+
+    Recording(path, check=False).close()  # validates; rolls back a hot journal left by a crash
+    w = RecordingWriter.__new__(RecordingWriter)
+    w.path = os.fspath(path)
+    w._where = schema.where(w.path)
+    w._lock = threading.Lock()
+    w._next_seq = {}
+    w._n_events = {}
+    w._closed = True
+    try:
+        w._conn = sqlite3.connect(w.path, isolation_level=None, check_same_thread=False)
+        w._conn.execute("PRAGMA journal_mode=DELETE")
+        w._conn.execute("PRAGMA synchronous=NORMAL")
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot update recording {w._where}: {schema.one_line(exc)}") from None
+    w._closed = False
+    try:
+        for sid, n, events in w._conn.execute("SELECT sid, coalesce(max(seq), -1) + 1, coalesce(sum(n_events), 0) "
+                                              "FROM streams LEFT JOIN chunks USING (sid) GROUP BY sid"):
+            w._next_seq[int(sid)], w._n_events[int(sid)] = int(n), int(events)
+        w._n_functions = int(w._conn.execute("SELECT count(*) FROM functions").fetchone()[0])
+        yield w
+        w.commit()
+    finally:
+        if w._conn.in_transaction:
+            try:
+                w._conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+        w._abandon()

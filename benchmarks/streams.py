@@ -1,0 +1,345 @@
+"""Bidirectional stream codecs (``wholetrace.streams``): size against zstd -19, xz -9 and
+SEQUITUR, and encode / decode / walk / seek speed, on synthetic and recorded integer streams.
+
+Streams (at most ``--max-values`` values each):
+
+* synthetic: constant, stride, periodic with 2 % noise, random (small alphabet and 40-bit),
+  a random walk, timestamp-like (a loop body's block times: runs of a fixed stride between
+  irregular gaps) and label-like (instance ordinals of a dependence's definition).
+* recorded: for each program of ``--programs`` (``tests/corpus.py``), recorded with
+  ``wholetrace record`` in ``blocks``, ``witness`` and ``count`` mode: the block trace and
+  the witness trace of the main thread (event ints), the ``counters`` array, and three
+  streams derived from the block trace as the WET would keep them for its hottest node
+  (block) X: X's timestamps (global block counter at each execution: WET node timestamps),
+  the ordinal of X's function activation at each execution (a control-dependence label
+  <t_use, t_def> with local timestamps), and the latest instance ordinal of the block most
+  often executed just before X (a data-dependence label).
+
+Sizes in bits per value; zstd -19 and xz -9 compress the same values as little-endian u64;
+SEQUITUR is ``wholetrace.grammar`` on the values renumbered densely, its encoded grammar
+plus the value table (xz).  Speed is CPU time of one thread (``time.process_time``),
+best of ``--runs``: encode includes choosing the codec on the first 32 Ki values;
+``decode`` is ``decode_range(0, m)``; forward / backward are one cursor's ``next_many(m)``
+from 0 / ``prev_many(m)`` from the end (every value is a predictor step); seek is
+``seek(random) + next()`` through the Python API.  JIT compile time is measured once in a
+fresh process with an empty numba cache.
+
+    python benchmarks/streams.py [--programs a,b] [--max-values N] [--runs N] [--quick] [--no-write]
+"""
+
+from __future__ import annotations
+
+import argparse
+import lzma
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+import zstandard
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _report import machine, snapshot_env, source_version, table, write_section  # noqa: E402
+from corpus import PROGRAMS  # noqa: E402
+
+from wholetrace import streams  # noqa: E402
+from wholetrace.events import ENTER_BASE, EXC, LEAVE  # noqa: E402
+from wholetrace.grammar import GrammarBuilder  # noqa: E402
+from wholetrace.store import Recording  # noqa: E402
+
+PY = sys.executable
+DEFAULT_PROGRAMS = ("richards", "go", "raytrace", "json")
+TARGET_RATE = 30e6   # values/s decoded per direction
+TARGET_VS_XZ = 1.2   # chosen codec at most this times xz -9 on timestamp- and label-like streams
+KINDS = ("timestamp-like", "label-like", "symbols", "other")
+
+
+# ---------------------------------------------------------------------- streams
+
+
+def synthetic(n: int, seed: int = 1) -> list[tuple[str, str, np.ndarray]]:
+    rng = np.random.default_rng(seed)
+    period = np.array([3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5], np.uint64)
+    noisy = np.resize(period, n)
+    hit = rng.random(n) < 0.02
+    noisy[hit] = rng.integers(0, 1000, int(hit.sum())).astype(np.uint64)
+    ts, t = [], 0
+    while len(ts) < n:  # a loop body: k iterations 17 blocks apart, then an irregular gap
+        for _ in range(int(rng.integers(1, 40))):
+            t += 17
+            ts.append(t)
+        t += int(rng.integers(20, 400))
+    labels, d = [], 0
+    for _ in range(n):  # uses of one definition instance, then a new instance
+        if rng.random() < 0.15:
+            d += int(rng.integers(1, 4))
+        labels.append(d)
+    return [
+        ("constant", "other", np.full(n, 42, np.uint64)),
+        ("stride 7", "other", np.arange(n, dtype=np.uint64) * np.uint64(7)),
+        ("periodic 11 + 2% noise", "other", noisy),
+        ("random 0..15", "other", rng.integers(0, 16, n).astype(np.uint64)),
+        ("random 40-bit", "other", rng.integers(0, 1 << 40, n).astype(np.uint64)),
+        ("random walk", "other", np.cumsum(rng.integers(-2, 3, n)).astype(np.int64).view(np.uint64)),
+        ("timestamps (loop)", "timestamp-like", np.array(ts[:n], np.uint64)),
+        ("labels (def ordinal)", "label-like", np.array(labels, np.uint64)),
+    ]
+
+
+def record(name: str, size: str, work: Path, env: dict[str, str]) -> dict[str, Path]:
+    """Record one corpus program in blocks, witness and count mode; the three .wt paths."""
+    prog = PROGRAMS[name]
+    driver = prog.write(work, size)
+    inc = [a for m in prog.include for a in ("--include", m)]
+    out = {}
+    for mode in ("blocks", "witness", "count"):
+        wt = work / f"{name}.{mode}.wt"
+        subprocess.run([PY, "-m", "wholetrace.cli", "record", "--mode", mode, "-q", "-o", str(wt), *inc,
+                        str(driver)], cwd=work, env=env, check=True, stdout=subprocess.DEVNULL)
+        out[mode] = wt
+    return out
+
+
+def main_events(path: Path) -> np.ndarray:
+    with Recording(path, check=False) as rec:
+        sid = max(rec.streams(), key=lambda s: s.n_events).sid
+        return rec.events(sid).astype(np.int64)
+
+
+def executed_blocks(ev: list[int]) -> Iterator[tuple[int, int]]:
+    """(node id, ordinal of its function's activation) of every executed block of a block trace."""
+    frames: list[tuple[int, int]] = []  # (fid, activation ordinal)
+    acts: Counter[int] = Counter()
+    k = 0
+    while k < len(ev):
+        e = ev[k]
+        if e >= 0 and frames:
+            yield frames[-1][0] << 20 | e, frames[-1][1]
+        elif e == EXC:
+            k += 1  # the statement id after EXC is not a block
+        elif e == LEAVE:
+            if frames:
+                frames.pop()
+        elif e <= -ENTER_BASE:
+            fid = -e - ENTER_BASE
+            frames.append((fid, acts[fid]))
+            acts[fid] += 1
+        k += 1
+
+
+def wet_streams(ev: np.ndarray, limit: int) -> list[tuple[str, str, np.ndarray]]:
+    """Timestamps and two dependence-label streams of the hottest block, from a block trace."""
+    events = ev[:4 * limit].tolist()
+    node = [nid for nid, _ in executed_blocks(events)]
+    if not node:
+        return []
+    hot = Counter(node).most_common(1)[0][0]
+    before = Counter(node[i - 1] for i in range(1, len(node)) if node[i] == hot)
+    dep = before.most_common(1)[0][0] if before else hot
+    ts, act_label, def_label = [], [], []
+    seen_dep = 0
+    for t, (nid, act) in enumerate(executed_blocks(events), start=1):
+        if nid == dep:
+            seen_dep += 1
+        if nid == hot:
+            ts.append(t)
+            act_label.append(act)
+            def_label.append(seen_dep - 1)
+    cut = slice(0, limit)
+    return [("timestamps (hot block)", "timestamp-like", np.array(ts[cut], np.uint64)),
+            ("labels (activation)", "label-like", np.array(act_label[cut], np.uint64)),
+            ("labels (last def)", "label-like", np.array(def_label[cut], np.int64).view(np.uint64))]
+
+
+def recorded(names: list[str], size: str, limit: int, work: Path) -> list[tuple[str, str, np.ndarray]]:
+    env = snapshot_env(work)
+    out = []
+    for name in names:
+        paths = record(name, size, work, env)
+        blocks = main_events(paths["blocks"])
+        out.append((f"{name}: block trace", "symbols", blocks[:limit].view(np.uint64)))
+        out.append((f"{name}: witness trace", "symbols", main_events(paths["witness"])[:limit].view(np.uint64)))
+        with Recording(paths["count"], check=False) as rec:
+            counters = rec.get_array("counters")
+        if counters is not None and counters.size:
+            out.append((f"{name}: counters", "other", counters.astype(np.int64)[:limit].view(np.uint64)))
+        out += [(f"{name}: {label}", kind, arr) for label, kind, arr in wet_streams(blocks, limit)]
+        print(f"recorded {name}: {blocks.size:,} block-trace events", file=sys.stderr, flush=True)
+    return out
+
+
+# ---------------------------------------------------------------------- measures
+
+
+def sequitur_bytes(values: np.ndarray) -> int:
+    uniq, dense = np.unique(values, return_inverse=True)
+    b = GrammarBuilder(expected_symbols=values.size)
+    b.feed(dense.astype(np.int64))
+    grammar = b.finish().to_bytes()
+    return len(grammar) + len(lzma.compress(uniq.astype("<u8").tobytes(), preset=9))
+
+
+def cpu(fn, runs: int) -> float:
+    best = float("inf")
+    for _ in range(runs):
+        t = time.process_time()
+        fn()
+        best = min(best, time.process_time() - t)
+    return max(best, 1e-9)
+
+
+def measure(name: str, kind: str, vals: np.ndarray, runs: int) -> dict[str, object]:
+    m = int(vals.size)
+    raw = vals.astype("<u8").tobytes()
+    sizes = {c: streams.encode(vals, c).nbytes for c in streams.CODEC_NAMES if vals.size or c in ("raw",)}
+    enc_s = cpu(lambda: streams.encode(vals), runs)
+    cs = streams.encode(vals)
+    assert np.array_equal(cs.decode(), vals), name
+    r: dict[str, object] = {"name": name, "kind": kind, "m": m, "codec": cs.codec, "chosen": cs.nbytes,
+                            "sizes": sizes, "xz": len(lzma.compress(raw, preset=9)),
+                            "zstd": len(zstandard.ZstdCompressor(level=19).compress(raw)),
+                            "sequitur": sequitur_bytes(vals), "enc": m / enc_s}
+    r["dec"] = m / cpu(lambda: cs.decode_range(0, m), runs)
+    cur = cs.cursor()
+
+    def fwd() -> None:
+        cur.seek(0)
+        assert cur.next_many(m).shape[0] == m
+
+    def bwd() -> None:
+        cur.seek(m)
+        assert cur.prev_many(m).shape[0] == m
+
+    r["fwd"] = m / cpu(fwd, runs)
+    r["bwd"] = m / cpu(bwd, runs)
+    targets = np.random.default_rng(0).integers(0, max(m, 1), 500)
+
+    def seeks() -> None:
+        for q in targets.tolist():
+            cur.seek(q)
+            cur.next()
+
+    r["seek_us"] = cpu(seeks, runs) / targets.size * 1e6
+    return r
+
+
+JIT_CHILD = r"""
+import time, numpy as np
+t, c = time.perf_counter(), time.process_time()
+from wholetrace import streams
+v = (np.arange(300) % 7).astype(np.uint64)
+for c in streams.CODEC_NAMES:
+    cs = streams.CompressedStream.from_bytes(streams.encode(v, c, segment=64).to_bytes())
+    cs.decode_range(3, 200); k = cs.cursor(10); k.next_many(100); k.prev_many(50); k.seek(250); k.next(); k.prev()
+print(time.perf_counter() - t, time.process_time() - c)
+"""
+
+
+def jit_seconds() -> tuple[float, float]:
+    """Wall and CPU seconds to import and compile every codec's kernels in a fresh process."""
+    with tempfile.TemporaryDirectory() as d:
+        env = dict(os.environ, NUMBA_CACHE_DIR=d)
+        out = subprocess.run([PY, "-c", JIT_CHILD], env=env, check=True, capture_output=True, text=True).stdout
+    wall, cpu_s = out.split()[-2:]
+    return float(wall), float(cpu_s)
+
+
+# ---------------------------------------------------------------------- report
+
+
+def bpv(nbytes: int, m: int) -> str:
+    return f"{8 * nbytes / m:.3f}" if m else "-"
+
+
+def report(rows: list[dict[str, object]], jit: tuple[float, float], note: str) -> str:
+    size_rows, codec_rows, speed_rows = [], [], []
+    for r in rows:
+        m = int(r["m"])  # type: ignore[arg-type]
+        best = min(r["sizes"], key=r["sizes"].get)  # type: ignore[arg-type]
+        ratio = int(r["chosen"]) / int(r["xz"])  # type: ignore[arg-type]
+        size_rows.append([r["name"], r["kind"], f"{m:,}", r["codec"], bpv(r["chosen"], m), best,  # type: ignore[arg-type]
+                          bpv(r["zstd"], m), bpv(r["xz"], m), bpv(r["sequitur"], m), f"{ratio:.2f}"])  # type: ignore[arg-type]
+        codec_rows.append([r["name"]] + [bpv(r["sizes"].get(c, 0), m) for c in streams.CODEC_NAMES])  # type: ignore[union-attr]
+        speed_rows.append([r["name"], r["codec"]] + [f"{float(r[k]) / 1e6:.1f}" for k in ("enc", "dec", "fwd", "bwd")]  # type: ignore[arg-type]
+                          + [f"{float(r['seek_us']):.0f}"])  # type: ignore[arg-type]
+    watched = [r for r in rows if r["kind"] in ("timestamp-like", "label-like")]
+    within = [r for r in watched if int(r["chosen"]) <= TARGET_VS_XZ * int(r["xz"])]  # type: ignore[arg-type]
+    slowest = min(min(float(r["fwd"]), float(r["bwd"])) for r in rows)  # type: ignore[arg-type]
+    back_ok = sum(1 for r in rows if float(r["bwd"]) >= 0.95 * float(r["fwd"]))  # type: ignore[arg-type]
+    lines = [
+        "## Stream codecs (`benchmarks/streams.py`)",
+        "",
+        f"{machine()}; source {source_version()}. {note}",
+        "",
+        "Bits per value (bpv). *chosen*: the codec `encode(values)` picks (smallest on the first "
+        "32 Ki values); *best*: the smallest codec on the whole stream; zstd -19 / xz -9: the values as "
+        "little-endian u64; SEQUITUR: `wholetrace.grammar` on the values renumbered densely, plus "
+        "the value table (xz); *chosen / xz*: size ratio (below 1: smaller than xz).",
+        "",
+        table(["stream", "kind", "values", "chosen", "bpv", "best", "zstd -19", "xz -9", "SEQUITUR", "chosen / xz"],
+              size_rows),
+        "Bits per value of every codec:",
+        "",
+        table(["stream"] + list(streams.CODEC_NAMES), codec_rows),
+        "Speed of the chosen codec, M values per CPU second of one thread (best of the runs): encode "
+        "(with codec selection), `decode_range(0, m)`, a cursor's `next_many(m)` from 0 (forward) and "
+        "`prev_many(m)` from the end (backward); seek: µs per `seek(random)` + `next()` through the "
+        "Python API.",
+        "",
+        table(["stream", "codec", "encode", "decode", "forward", "backward", "seek µs"], speed_rows),
+        f"JIT compile time (fresh process, empty numba cache, every codec's kernels): {jit[0]:.1f} s "
+        f"wall, {jit[1]:.1f} s CPU; not included above (numba caches the kernels on disk).",
+        "",
+        "Targets (issue 14):",
+        f"- >= {TARGET_RATE / 1e6:.0f} M values/s per direction: slowest cursor walk "
+        f"{slowest / 1e6:.1f} M/s; {sum(1 for r in rows if min(float(r['fwd']), float(r['bwd'])) >= TARGET_RATE)}"  # type: ignore[arg-type]
+        f" of {len(rows)} streams reach it both ways.",
+        f"- chosen codec within {TARGET_VS_XZ}x of xz -9 on timestamp- and label-like streams: "
+        f"{len(within)} of {len(watched)}"
+        + (f" (not: {', '.join(str(r['name']) for r in watched if r not in within)})" if len(within) < len(watched) else "")
+        + ".",
+        f"- backward no slower than forward (within 5 %): {back_ok} of {len(rows)} streams.",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--programs", default=",".join(DEFAULT_PROGRAMS))
+    ap.add_argument("--max-values", type=int, default=1_000_000)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--quick", action="store_true", help="small sizes, one run, print only")
+    ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--note", default="Measured while other jobs loaded the machine: CPU times, noisy.")
+    args = ap.parse_args(argv)
+    limit = 100_000 if args.quick else args.max_values
+    runs = 1 if args.quick else args.runs
+    names = [n for n in args.programs.split(",") if n]
+    unknown = [n for n in names if n not in PROGRAMS]
+    if unknown:
+        ap.error(f"unknown program(s) {', '.join(unknown)}")
+    jit = jit_seconds()
+    print(f"JIT compile {jit[0]:.1f} s wall, {jit[1]:.1f} s CPU", file=sys.stderr, flush=True)
+    with tempfile.TemporaryDirectory(prefix="wt-streams-") as tmp:
+        data = synthetic(limit) + recorded(names, "small" if args.quick else "bench", limit, Path(tmp))
+    rows = []
+    for name, kind, vals in data:
+        if vals.size == 0:
+            continue
+        rows.append(measure(name, kind, vals, runs))
+        r = rows[-1]
+        print(f"{name}: {r['codec']} {bpv(r['chosen'], r['m'])} bpv (xz {bpv(r['xz'], r['m'])}), "  # type: ignore[arg-type]
+              f"fwd {float(r['fwd']) / 1e6:.1f} bwd {float(r['bwd']) / 1e6:.1f} M/s", file=sys.stderr, flush=True)  # type: ignore[arg-type]
+    body = report(rows, jit, args.note)
+    print(body)
+    if not (args.quick or args.no_write):
+        write_section("streams", body)
+
+
+if __name__ == "__main__":
+    main()

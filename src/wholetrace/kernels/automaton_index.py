@@ -1,0 +1,172 @@
+"""Kernels: F/B/E symbols from recorded events, the chunk and segment indexes, caller chains.
+
+Symbols: ``E = 0``, ``F(f) = 2f + 1``, ``B(b) = 2b + 2`` (``wholetrace.match.symbols``).
+Depths are absolute: 0 at the start of the stream, +1 after F, -1 after E; a stream whose
+head was lost can go below 0.  ``fstack[depth - dmin]`` holds the function entered at
+``depth`` (-1: unknown, a level opened before the stream starts).
+"""
+
+from __future__ import annotations
+
+from wholetrace.kernels._jit import kernel
+
+_LEAVE = -1
+_EXC = -2
+_ENTER_BASE = 8
+
+# state slots of to_symbols
+C_PENDING_EXC = 0
+C_DEPTH = 1
+C_DMIN = 2
+C_DMAX = 3
+C_BAD = 4       # position (in the input) of the first unknown event code + 1, else 0
+C_SEEN = 5      # events consumed so far
+C_SIZE = 6
+
+# state slots of index_pass
+I_DEPTH = 0
+I_SEG = 1       # current segment
+I_NSTACK = 2    # fill level of the chunk entry-stack pool
+I_BAD = 3
+I_SIZE = 4
+
+
+@kernel(nrt=False)
+def to_symbols(ev, out, st):  # type: ignore[no-untyped-def]
+    """Translate one chunk of recorded int32 events into F/B/E symbols (EXC pairs dropped,
+    also across chunk edges); track the depth range.  Returns how many symbols were written
+    to ``out`` (at least ``len(ev)`` long)."""
+    n = 0
+    depth = st[C_DEPTH]
+    dmin = st[C_DMIN]
+    dmax = st[C_DMAX]
+    pending = st[C_PENDING_EXC]
+    for i in range(ev.shape[0]):
+        v = ev[i]
+        if pending:
+            pending = 0
+            continue
+        if v >= 0:
+            out[n] = 2 * v + 2
+        elif v == _LEAVE:
+            out[n] = 0
+            depth -= 1
+            if depth < dmin:
+                dmin = depth
+        elif v == _EXC:
+            pending = 1
+            continue
+        elif v <= -_ENTER_BASE:
+            out[n] = 2 * (-v - _ENTER_BASE) + 1
+            depth += 1
+            if depth > dmax:
+                dmax = depth
+        else:
+            if st[C_BAD] == 0:
+                st[C_BAD] = st[C_SEEN] + i + 1
+            continue
+        n += 1
+    st[C_DEPTH] = depth
+    st[C_DMIN] = dmin
+    st[C_DMAX] = dmax
+    st[C_PENDING_EXC] = pending
+    st[C_SEEN] += ev.shape[0]
+    return n
+
+
+@kernel(nrt=False, inline=True)
+def _mark(bits, f, unit):  # type: ignore[no-untyped-def]
+    if 0 <= f < bits.shape[0]:
+        bits[f, unit >> 3] |= 1 << (unit & 7)
+
+
+@kernel(nrt=False)
+def index_pass(sym, pos0, fstack, dmin, st, chunk_events, chunk_min, chunk_exit, chunk_bits,
+               stack_off, stack_pool, seg_pos, seg_min, seg_exit, seg_bits):  # type: ignore[no-untyped-def]
+    """One piece of the expansion (positions ``pos0 ..``) through the index builder.
+
+    Per chunk (fixed ``chunk_events`` positions) and per segment (starting at ``seg_pos``):
+    the minimum depth, counting the entry (``*_min``), the depth at the end (``*_exit``), and
+    a bit per function: set iff the unit holds a block whose innermost invocation is that
+    function, or its F symbol.  At each chunk start the function stack is appended to
+    ``stack_pool`` (from ``stack_off[c]``).  Returns 0, or 1 if the stack left its bounds."""
+    depth = st[I_DEPTH]
+    g = st[I_SEG]
+    nseg = seg_pos.shape[0] - 1
+    for i in range(sym.shape[0]):
+        p = pos0 + i
+        c = p // chunk_events
+        if p - c * chunk_events == 0:
+            chunk_min[c] = depth
+            k = st[I_NSTACK]
+            stack_off[c] = k
+            if k + depth - dmin > stack_pool.shape[0]:
+                st[I_BAD] = 1
+                return 1
+            for j in range(depth - dmin):
+                stack_pool[k + j] = fstack[j]
+            st[I_NSTACK] = k + depth - dmin
+            stack_off[c + 1] = k + depth - dmin
+        while g + 1 < nseg and p >= seg_pos[g + 1]:
+            g += 1
+            seg_min[g] = depth
+        s = sym[i]
+        if s == 0:
+            depth -= 1
+            if depth < dmin:
+                st[I_BAD] = 1
+                return 1
+        elif s & 1:
+            f = s >> 1
+            if depth - dmin >= fstack.shape[0]:
+                st[I_BAD] = 1
+                return 1
+            fstack[depth - dmin] = f
+            depth += 1
+            _mark(chunk_bits, f, c)
+            _mark(seg_bits, f, g)
+        elif depth > dmin:
+            f = fstack[depth - 1 - dmin]
+            _mark(chunk_bits, f, c)
+            _mark(seg_bits, f, g)
+        if depth < chunk_min[c]:
+            chunk_min[c] = depth
+        chunk_exit[c] = depth
+        if depth < seg_min[g]:
+            seg_min[g] = depth
+        seg_exit[g] = depth
+    st[I_DEPTH] = depth
+    st[I_SEG] = g
+    return 0
+
+
+@kernel(nrt=False)
+def caller_chains(sym, pos0, fstack, depth, dmin, positions, out_off, out_pool):  # type: ignore[no-untyped-def]
+    """Scan ``sym`` (positions ``pos0 ..``) from a known function stack (``depth``, levels from
+    ``dmin``) and copy the stack as it is at each of the sorted ``positions`` into
+    ``out_pool[out_off[j]:out_off[j + 1]]`` (``out_off[0]`` set by the caller).  Returns how
+    many positions were served (fewer if one lies outside ``sym`` or the stack broke)."""
+    j = 0
+    npos = positions.shape[0]
+    for i in range(sym.shape[0]):
+        if j >= npos:
+            break
+        s = sym[i]
+        if s == 0:
+            depth -= 1
+            if depth < dmin:
+                break
+        elif s & 1:
+            if depth - dmin >= fstack.shape[0]:
+                break
+            fstack[depth - dmin] = s >> 1
+            depth += 1
+        while j < npos and positions[j] == pos0 + i:
+            k = out_off[j]
+            if k + depth - dmin > out_pool.shape[0]:
+                return j
+            for t in range(depth - dmin):
+                out_pool[k + t] = fstack[t]
+            out_off[j + 1] = k + depth - dmin
+            j += 1
+    return j

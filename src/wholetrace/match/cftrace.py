@@ -1,0 +1,204 @@
+"""The compressed control-flow trace of one stream: its SEQUITUR grammar, chunk and segment indexes.
+
+Built in two passes.  ``build`` feeds the stream's F/B/E symbols to the grammar builder and
+measures the depth range; ``index`` walks the grammar's expansion once to cut it into the
+zstd chunks of scheme 3 and to fill both indexes (path-matching paper, sections 4.3-4.4,
+with the corrections of shared/specs/matching.md section 3.3):
+
+* chunk index: fixed-size chunks of the symbol stream; per chunk the minimum depth (entry
+  included) and the exit depth, a bit per function (the chunk holds a block whose innermost
+  invocation is that function, or its F symbol), and the function stack at its start (used
+  only to name the callers of reported occurrences);
+* segment index: S's right-hand side cut into segments of equal item counts, with the same
+  per-segment depths and bits.
+
+Invariant: skipping an unmarked unit by cutting the scheme-1 stack to its minimum depth and
+padding it with -1 levels up to its exit depth gives exactly the stack a full scan gives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+import zstandard
+
+from wholetrace.errors import InternalError
+from wholetrace.grammar import Grammar, GrammarBuilder
+from wholetrace.kernels import automaton_index as K
+from wholetrace.match.symbols import DepthStats
+
+#: default chunk size in symbols: 4 MiB of int32, the paper's 4 MB blocks
+CHUNK_EVENTS = 1 << 20
+#: default number of segments of S (the paper used up to 128) ...
+SEGMENTS = 128
+#: ... of at least this many items each (the paper's example: 50 items per segment)
+SEGMENT_ITEMS = 50
+_PIECE = 1 << 16
+
+
+@dataclass
+class UnitIndex:
+    """Per-unit depths and function bits of the chunk or segment index."""
+
+    min_depth: np.ndarray            # int64 [units]
+    exit_depth: np.ndarray           # int64 [units]
+    bits: np.ndarray                 # uint8 [functions, ceil(units / 8)]
+
+    @property
+    def units(self) -> int:
+        return len(self.min_depth)
+
+    def marked(self, fid: int) -> np.ndarray:
+        """Boolean [units]: which units the function's bit marks."""
+        if not 0 <= fid < self.bits.shape[0]:
+            return np.zeros(self.units, bool)
+        return np.unpackbits(self.bits[fid], bitorder="little")[: self.units].astype(bool)
+
+    def nbytes(self) -> int:
+        return int(self.min_depth.nbytes + self.exit_depth.nbytes + self.bits.nbytes)
+
+
+@dataclass
+class CompressedStream:
+    """Everything the matchers need about one stream, in memory or read lazily from a .wt."""
+
+    sid: int
+    n: int                           # symbols in the stream
+    grammar: Grammar
+    stats: DepthStats
+    chunk_events: int
+    chunks: UnitIndex
+    chunk_stack_off: np.ndarray      # int64 [chunks + 1]
+    chunk_stack: np.ndarray          # int32: function stack at each chunk start, levels from dmin
+    seg_item: np.ndarray             # int64 [segments + 1]: first item of S of each segment
+    seg_pos: np.ndarray              # int64 [segments + 1]: its position in the expansion
+    segments: UnitIndex
+    read_chunk: Callable[[int], np.ndarray] = field(repr=False)
+    segments_asked: int = SEGMENTS   # the segment count requested (S may have had fewer items) ...
+    segment_items: int = SEGMENT_ITEMS   # ... and the least items per segment
+
+    @property
+    def dmin(self) -> int:
+        return self.stats.dmin
+
+    @property
+    def stack_slots(self) -> int:
+        """Size of a scheme stack: depths dmin..dmax plus the sentinel slot."""
+        return self.stats.dmax - self.stats.dmin + 2
+
+    def new_stack(self) -> tuple[np.ndarray, int]:
+        """A scheme-1 stack for the start of the stream and its top (slots in use)."""
+        return np.full(self.stack_slots, -1, np.int32), 1 - self.stats.dmin
+
+
+def build(symbol_chunks: Iterable[np.ndarray], stats: DepthStats,
+          advance: Callable[[int], None] = lambda n: None) -> Grammar:
+    """The SEQUITUR grammar of a stream's symbols; ``stats`` gets its depth range."""
+    builder = GrammarBuilder(expected_symbols=0)
+    for sym in symbol_chunks:
+        builder.feed(sym)
+        advance(len(sym))
+    return builder.finish()
+
+
+def segment_bounds(grammar: Grammar, segments: int, min_items: int = SEGMENT_ITEMS) -> tuple[np.ndarray, np.ndarray]:
+    """Items of S cut into at most ``segments`` runs of (nearly) equal item counts, at least
+    ``min_items`` each where S is long enough: (first item of each run, plus the end) and
+    their expansion positions."""
+    s = grammar.rule(0)
+    k = max(1, min(int(segments), len(s) // max(1, int(min_items))))
+    items = np.linspace(0, len(s), k + 1).round().astype(np.int64)
+    lens = grammar.lengths()
+    item_len = np.where(s >= 0, 1, lens[np.maximum(-s, 0)])
+    pos = np.concatenate(([0], np.cumsum(item_len, dtype=np.int64)))
+    return items, pos[items]
+
+
+def index(sid: int, grammar: Grammar, stats: DepthStats, *, chunk_events: int = CHUNK_EVENTS,
+          segments: int = SEGMENTS, segment_items: int = SEGMENT_ITEMS, functions: int | None = None,
+          sink: Callable[[int, np.ndarray], None] | None = None,
+          read_chunk: Callable[[int], np.ndarray] | None = None,
+          advance: Callable[[int], None] = lambda n: None) -> CompressedStream:
+    """Walk the grammar's expansion once: chunks go to ``sink(c, symbols)`` (kept in memory,
+    zstd-compressed, when there is no sink), and both indexes are filled."""
+    n = len(grammar)
+    if n != stats.symbols:
+        raise ValueError(f"grammar expands to {n} symbols, the stream has {stats.symbols}")
+    chunk_events = max(1, int(chunk_events))
+    nfun = functions if functions is not None else _functions(grammar)
+    nchunks = -(-n // chunk_events)
+    seg_item, seg_pos = segment_bounds(grammar, segments, segment_items)
+    nseg = len(seg_item) - 1
+    levels = stats.dmax - stats.dmin
+    chunks = UnitIndex(np.zeros(nchunks, np.int64), np.zeros(nchunks, np.int64),
+                       np.zeros((nfun, -(-nchunks // 8)), np.uint8))
+    segs = UnitIndex(np.zeros(nseg, np.int64), np.zeros(nseg, np.int64), np.zeros((nfun, -(-nseg // 8)), np.uint8))
+    stack_off = np.zeros(nchunks + 1, np.int64)
+    stack_pool = np.zeros(max(1, nchunks * levels), np.int32)
+    fstack = np.full(levels + 1, -1, np.int32)
+    st = np.zeros(K.I_SIZE, np.int64)
+    frames: list[bytes] = []
+    if sink is None:
+        comp = zstandard.ZstdCompressor(level=3)
+        sink = lambda c, a: frames.append(comp.compress(a.tobytes()))  # noqa: E731
+        read_chunk = _frame_reader(frames)
+    buf = np.empty(min(chunk_events, max(n, 1)), np.int32)
+    fill = 0
+    pos = 0
+    emitted = 0
+    for piece in grammar.iter_chunks(_PIECE):
+        sym = piece.astype(np.int32)
+        if K.index_pass(sym, pos, fstack, stats.dmin, st, chunk_events, chunks.min_depth, chunks.exit_depth,
+                        chunks.bits, stack_off, stack_pool, seg_pos, segs.min_depth, segs.exit_depth, segs.bits):
+            raise ValueError("the stream's depth statistics do not match its symbols")
+        pos += len(sym)
+        i = 0
+        while i < len(sym):
+            take = min(len(sym) - i, chunk_events - fill)
+            buf[fill:fill + take] = sym[i:i + take]
+            fill += take
+            i += take
+            if fill == chunk_events:
+                sink(emitted, buf.copy())
+                emitted += 1
+                fill = 0
+        advance(len(sym))
+    if fill:
+        sink(emitted, buf[:fill].copy())
+    return CompressedStream(sid, n, grammar, stats, chunk_events, chunks, stack_off,
+                            stack_pool[: int(stack_off[-1])].copy(), seg_item, seg_pos, segs,
+                            read_chunk or _written_elsewhere, segments, segment_items)
+
+
+def _functions(grammar: Grammar) -> int:
+    """Rows needed for function bits: one more than the largest function id in the grammar."""
+    rhs = grammar.rhs
+    odd = rhs[(rhs > 0) & ((rhs & 1) == 1)]
+    return int(odd.max() >> 1) + 1 if len(odd) else 0
+
+
+def _written_elsewhere(c: int) -> np.ndarray:
+    raise InternalError("this stream's chunks went to a sink; read them from where they were written")
+
+
+def _frame_reader(frames: list[bytes]) -> Callable[[int], np.ndarray]:
+    def read(c: int) -> np.ndarray:
+        return np.frombuffer(zstandard.ZstdDecompressor().decompress(frames[c]), np.int32)
+    return read
+
+
+def from_symbols(symbols: np.ndarray, *, sid: int = 0, chunk_events: int = CHUNK_EVENTS,
+                 segments: int = SEGMENTS, segment_items: int = 1, grammar: Grammar | None = None
+                 ) -> CompressedStream:
+    """An in-memory compressed stream of an F/B/E symbol array (tests); ``grammar`` may give
+    any grammar of the same symbols instead of SEQUITUR's; segments may be single items."""
+    sym = np.ascontiguousarray(symbols, dtype=np.int32)
+    stats = DepthStats(events=len(sym), symbols=len(sym))
+    d = np.cumsum(np.where(sym == 0, -1, np.where((sym & 1) == 1, 1, 0)))
+    if len(d):
+        stats.dmin, stats.dmax, stats.final = min(0, int(d.min())), max(0, int(d.max())), int(d[-1])
+    if grammar is None:
+        grammar = build([sym] if len(sym) else [], stats)
+    return index(sid, grammar, stats, chunk_events=chunk_events, segments=segments, segment_items=segment_items)

@@ -1,0 +1,167 @@
+"""Cursors over a compressed stream: next/prev one value at a time, seek, and bulk moves."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable, Iterator
+
+import numpy as np
+
+from wholetrace.errors import StreamError, UsageError
+from wholetrace.kernels import predict as K
+from wholetrace.streams.predicted import status_error
+
+if TYPE_CHECKING:
+    from wholetrace.streams.predicted import PredictedBody
+
+
+class Cursor:
+    """A position ``pos`` in ``0..len``: ``next()`` returns the value at ``pos`` and moves
+    right, ``prev()`` moves left and returns the value there; both raise StopIteration at
+    the ends.  ``next_many(n)``/``prev_many(n)`` do up to ``n`` moves at kernel speed and
+    return the values in the order visited."""
+
+    def __init__(self, m: int, signed: bool) -> None:
+        self._m = m
+        self._dtype = np.dtype(np.int64 if signed else np.uint64)
+
+    def __len__(self) -> int:
+        return self._m
+
+    @property
+    def pos(self) -> int:
+        raise NotImplementedError
+
+    def seek(self, i: int) -> None:
+        raise NotImplementedError
+
+    def _moves(self, forward: bool, n: int) -> np.ndarray:
+        raise NotImplementedError
+
+    def _check(self, i: int) -> int:
+        if isinstance(i, bool) or not isinstance(i, (int, np.integer)) or not 0 <= i <= self._m:
+            raise UsageError(f"cursor position {i!r} is outside 0..{self._m}")
+        return int(i)
+
+    def next_many(self, n: int) -> np.ndarray:
+        return self._moves(True, max(0, int(n))).view(self._dtype)
+
+    def prev_many(self, n: int) -> np.ndarray:
+        return self._moves(False, max(0, int(n))).view(self._dtype)
+
+    def _one(self, forward: bool) -> int:
+        got = self._moves(forward, 1)
+        if got.shape[0] == 0:
+            raise StopIteration
+        return int(got.view(self._dtype)[0])
+
+    def next(self) -> int:
+        return self._one(True)
+
+    def prev(self) -> int:
+        return self._one(False)
+
+    __next__ = next
+
+    def __iter__(self) -> Iterator[int]:
+        return self
+
+
+class PredictedCursor(Cursor):
+    """Walks a predictor-coded stream: every move is one bidirectional predictor step
+    (no decoded buffer); entering a segment costs a walk from its park (at most about
+    half a segment)."""
+
+    def __init__(self, body: "PredictedBody", signed: bool, pos: int = 0) -> None:
+        super().__init__(body.m, signed)
+        self._body = body
+        self._prm = body.prm
+        self._fb, self._bb, self._ft, self._bt, self._cx, self._st, self._pay = body.scratch()
+        self._buf = np.empty(1, np.uint64)
+        self.seek(pos)
+
+    def _stream_args(self) -> tuple[np.ndarray, ...]:
+        b = self._body
+        return (b.segs, b.words, b.tidx, b.tval, b.cxv, self._fb, self._bb, self._ft, self._bt,
+                self._cx, self._st, self._pay)
+
+    @property
+    def pos(self) -> int:
+        self._loaded()
+        return int(self._body.segs[self._st[K.S_SEG], K.G_START] + self._st[K.S_P])
+
+    def seek(self, i: int) -> None:
+        status = K.cursor_seek(self._prm, self._check(i), *self._stream_args())
+        if status < 0:
+            raise self._broken(status)
+
+    def _broken(self, status: int) -> Exception:
+        """The error for a failed kernel call; the cursor must be re-seeked before reuse."""
+        self._st[K.S_SEG] = -1
+        return status_error(status, f"{self._body.codec.name} stream")
+
+    def _loaded(self) -> None:
+        if self._st[K.S_SEG] < 0:
+            raise StreamError(f"{self._body.codec.name} stream cursor failed earlier; seek() it first")
+
+    def _moves(self, forward: bool, n: int) -> np.ndarray:
+        self._loaded()
+        out = self._buf if n == 1 else np.empty(n, np.uint64)
+        k = K.cursor_walk(self._prm, forward, n, out, *self._stream_args())
+        if k < 0:
+            raise self._broken(k)
+        return out[:k]
+
+    def state(self) -> dict[str, object]:
+        """The predictor state (canonical bits of both stacks, tables, context): equal for
+        equal positions whatever moves led there.  For tests and debugging."""
+        self._loaded()
+        fd, bd = np.zeros_like(self._fb), np.zeros_like(self._bb)
+        h = np.zeros(2, np.int64)
+        status = K.cursor_state(self._prm, self._body.segs, self._fb, self._bb, self._st, self._pay, fd, bd, h)
+        if status < 0:
+            raise self._broken(status)
+        return {"segment": int(self._st[K.S_SEG]), "i": int(self._st[K.S_I]), "p": int(self._st[K.S_P]),
+                "context": self._cx.copy(), "ftable": self._ft.copy(), "btable": self._bt.copy(),
+                "fbits": _bits(fd, int(h[0])), "bbits": _bits(bd, int(h[1]))}
+
+
+def _bits(words: np.ndarray, n: int) -> str:
+    """The first ``n`` bits of a little-endian bit array as a '0'/'1' string (bit 0 first)."""
+    raw = np.unpackbits(words.astype("<u8").view(np.uint8), bitorder="little")
+    return "".join("1" if b else "0" for b in raw[:n])
+
+
+class BufferedCursor(Cursor):
+    """Cursor of the raw and varint codecs: reads from one decoded segment at a time."""
+
+    def __init__(self, m: int, signed: bool, segment: int, load: Callable[[int], np.ndarray],
+                 pos: int = 0) -> None:
+        super().__init__(m, signed)
+        self._segment = segment
+        self._load = load
+        self._seg = -1
+        self._vals = np.zeros(0, np.uint64)
+        self._pos = 0
+        self.seek(pos)
+
+    @property
+    def pos(self) -> int:
+        return self._pos
+
+    def seek(self, i: int) -> None:
+        self._pos = self._check(i)
+
+    def _moves(self, forward: bool, n: int) -> np.ndarray:
+        lo, hi = (self._pos, min(self._m, self._pos + n)) if forward else (max(0, self._pos - n), self._pos)
+        out = np.empty(hi - lo, np.uint64)
+        k = lo
+        while k < hi:
+            s = k // self._segment
+            if s != self._seg:
+                self._vals, self._seg = self._load(s), s
+            base = s * self._segment
+            top = min(hi, base + self._segment)
+            out[k - lo:top - lo] = self._vals[k - base:top - base]
+            k = top
+        self._pos = hi if forward else lo
+        return out if forward else out[::-1]

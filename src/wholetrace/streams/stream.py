@@ -1,0 +1,211 @@
+"""CompressedStream: one integer stream under one codec, its blob format, and codec selection."""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from typing import Any, Final, Union
+
+import numpy as np
+
+from wholetrace.errors import StreamError, UsageError
+from wholetrace.streams.codecs import BY_ID, BY_NAME, CODECS, MAX_TABLE_BITS, MIN_TABLE_BITS, PACKED, RAW, VARINT, Codec, lookup, \
+    table_bits
+from wholetrace.streams.cursor import BufferedCursor, Cursor, PredictedCursor
+from wholetrace.streams.predicted import PredictedBody
+from wholetrace.streams.simple import PackedBody, RawBody, VarintBody
+
+MAGIC: Final = b"WTCS"
+VERSION: Final = 1
+#: magic, version, codec id, table bits, flags, length, segment size, segment count, and the
+#: crc32 of the header (this field as zero) and the body
+_HEAD: Final = struct.Struct("<4sBBBBQIII")
+FLAG_SIGNED: Final = 1
+
+#: values per segment (the seek unit: a seek walks at most about half of one)
+DEFAULT_SEGMENT: Final = 1 << 16
+#: values compressed with every codec to choose one
+DEFAULT_SAMPLE: Final = 1 << 15
+MAX_SEGMENT: Final = 1 << 24
+
+Body = Union[PredictedBody, RawBody, PackedBody, VarintBody]
+
+
+class CompressedStream:
+    """An immutable compressed integer stream: random access by range, cursors, bytes."""
+
+    def __init__(self, codec: Codec, body: Body, m: int, segment: int, signed: bool, tbits: int = 0) -> None:
+        self._codec = codec
+        self._body = body
+        self._m = m
+        self._segment = segment
+        self._signed = signed
+        self._tbits = tbits
+        self._blob: bytes | None = None
+
+    def __len__(self) -> int:
+        return self._m
+
+    def __repr__(self) -> str:
+        return f"<CompressedStream {self.codec} of {self._m:,} values, {self.nbytes:,} bytes>"
+
+    @property
+    def codec(self) -> str:
+        """The codec's name, e.g. ``"bfcm-2"``."""
+        return self._codec.name
+
+    @property
+    def segment(self) -> int:
+        return self._segment
+
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        return np.dtype(np.int64 if self._signed else np.uint64)
+
+    @property
+    def nbytes(self) -> int:
+        """Size of :meth:`to_bytes` (header included)."""
+        return len(self.to_bytes())
+
+    def decode_range(self, i: int, j: int) -> np.ndarray:
+        """Values ``[i, j)`` (``0 <= i <= j <= len``) as an array of the encoded dtype."""
+        for x in (i, j):
+            if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
+                raise UsageError(f"stream range bounds must be integers, got {x!r}")
+        if not 0 <= i <= j <= self._m:
+            raise UsageError(f"stream range [{i}, {j}) is outside [0, {self._m}]")
+        return self._body.decode_range(int(i), int(j)).view(self.dtype)
+
+    def decode(self) -> np.ndarray:
+        """All values."""
+        return self.decode_range(0, self._m)
+
+    def cursor(self, pos: int = 0) -> Cursor:
+        """A new cursor at ``pos`` (each cursor has its own state; streams are shared)."""
+        if isinstance(self._body, PredictedBody):
+            return PredictedCursor(self._body, self._signed, pos)
+        return BufferedCursor(self._m, self._signed, self._segment, self._body.segment_values, pos)
+
+    # ------------------------------------------------------------------ bytes
+
+    def to_bytes(self) -> bytes:
+        if self._blob is None:
+            body = self._body.to_bytes()
+            flags = FLAG_SIGNED if self._signed else 0
+            nseg = -(-self._m // self._segment)
+            fields = (MAGIC, VERSION, self._codec.id, self._tbits, flags, self._m, self._segment, nseg)
+            crc = zlib.crc32(body, zlib.crc32(_HEAD.pack(*fields, 0)))
+            self._blob = _HEAD.pack(*fields, crc) + body
+        return self._blob
+
+    @classmethod
+    def from_bytes(cls, data: bytes | bytearray | memoryview) -> "CompressedStream":
+        """Parse a blob made by :meth:`to_bytes`; anything else is a one-line StreamError."""
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise StreamError(f"a compressed stream must be bytes, not {type(data).__name__}")
+        data = bytes(data)
+        if len(data) < _HEAD.size:
+            raise StreamError(f"compressed stream is truncated ({len(data)} bytes, header needs {_HEAD.size})")
+        magic, version, cid, tbits, flags, m, segment, nseg, crc = _HEAD.unpack_from(data)
+        if magic != MAGIC:
+            raise StreamError(f"not a compressed stream (magic {magic!r})")
+        if zlib.crc32(data[_HEAD.size:], zlib.crc32(data[:_HEAD.size - 4] + bytes(4))) != crc:
+            raise StreamError(f"compressed stream is corrupt (checksum mismatch, {len(data)} bytes)")
+        if version != VERSION:
+            raise StreamError(f"compressed stream version {version} is not supported (this is {VERSION})")
+        codec = BY_ID.get(cid)
+        if codec is None:
+            raise StreamError(f"compressed stream has unknown codec id {cid}")
+        if flags & ~FLAG_SIGNED:
+            raise StreamError(f"compressed stream has unknown flags {flags:#x}")
+        if not 1 <= segment <= MAX_SEGMENT or nseg != -(-m // segment):
+            raise StreamError(f"compressed stream is corrupt (segment size {segment}, {nseg} segments "
+                              f"for {m} values)")
+        expect_tbits = (MIN_TABLE_BITS <= tbits <= MAX_TABLE_BITS) if codec.tabled else tbits == 0
+        if not expect_tbits or (codec.predictive and m == 0):
+            raise StreamError(f"compressed stream is corrupt (table bits {tbits} for {codec.name})")
+        body = data[_HEAD.size:]
+        parsed: Body
+        if codec.family == RAW:
+            parsed = RawBody.from_bytes(body, m, segment)
+        elif codec.family == VARINT:
+            parsed = VarintBody.from_bytes(body, m, segment)
+        elif codec.family == PACKED:
+            parsed = PackedBody.from_bytes(body, m, segment)
+        else:
+            parsed = PredictedBody.from_bytes(body, codec, m, segment, tbits)
+        out = cls(codec, parsed, m, segment, bool(flags & FLAG_SIGNED), tbits)
+        out._blob = data
+        return out
+
+
+# ---------------------------------------------------------------------- encoding
+
+
+def as_uint64(values: object) -> tuple[np.ndarray, bool]:
+    """``values`` as a contiguous uint64 array (two's complement) and whether it was signed."""
+    arr = np.asarray(values)
+    if arr.ndim != 1:
+        raise UsageError(f"a stream must be a 1-D array, got shape {arr.shape}")
+    if arr.dtype.kind not in "iu" and not (arr.dtype.kind in "fO" and arr.size == 0):
+        raise UsageError(f"a stream must hold integers, got dtype {arr.dtype}")
+    signed = arr.dtype.kind == "i"
+    if arr.dtype.kind not in "iu":
+        arr = arr.astype(np.int64)
+        signed = True
+    wide = arr.astype(np.int64 if signed else np.uint64, copy=False)
+    return np.ascontiguousarray(wide).view(np.uint64), signed
+
+
+def build(values: np.ndarray, codec: Codec, segment: int, signed: bool) -> CompressedStream:
+    """Compress uint64 ``values`` with one given codec."""
+    m = int(values.shape[0])
+    if codec.family == RAW:
+        return CompressedStream(codec, RawBody(values.copy(), segment), m, segment, signed)
+    if codec.family == VARINT:
+        return CompressedStream(codec, VarintBody.build(values, segment), m, segment, signed)
+    if codec.family == PACKED:
+        return CompressedStream(codec, PackedBody.build(values, segment, signed), m, segment, signed)
+    if m == 0:
+        raise UsageError(f"codec {codec.name} needs at least one value (use raw for empty streams)")
+    tbits = table_bits(codec, m, segment)
+    return CompressedStream(codec, PredictedBody.build(values, codec, segment, tbits), m, segment, signed, tbits)
+
+
+def choose(values: np.ndarray, segment: int, sample: int,
+           signed: bool = False) -> tuple[CompressedStream, dict[str, int]]:
+    """The smallest compression of the first ``sample`` values over every codec (ties go to
+    the earlier codec of CODECS), and every codec's size in bytes."""
+    prefix = values[:sample]
+    sizes: dict[str, int] = {}
+    best: CompressedStream | None = None
+    for codec in CODECS:
+        if codec.predictive and prefix.shape[0] == 0:
+            continue
+        candidate = build(prefix, codec, segment, signed)
+        sizes[codec.name] = candidate.nbytes
+        if best is None or candidate.nbytes < best.nbytes:
+            best = candidate
+    assert best is not None
+    return best, sizes
+
+
+def encode(values: object, codec: str = "auto", *, segment: int = DEFAULT_SEGMENT,
+           sample: int = DEFAULT_SAMPLE) -> CompressedStream:
+    """Compress an integer array (uint64 or int64; other integer types are widened).
+
+    ``codec="auto"`` compresses the first ``sample`` values with every codec and keeps the
+    smallest; otherwise it names one codec (``wholetrace.streams.CODEC_NAMES``).
+    ``segment`` values form one independently parked segment (the seek unit).
+    """
+    if isinstance(segment, bool) or not isinstance(segment, int) or not 16 <= segment <= MAX_SEGMENT:
+        raise UsageError(f"segment must be an integer in 16..{MAX_SEGMENT}, got {segment!r}")
+    if isinstance(sample, bool) or not isinstance(sample, int) or sample < 1:
+        raise UsageError(f"sample must be a positive integer, got {sample!r}")
+    vals, signed = as_uint64(values)
+    if codec != "auto":
+        return build(vals, lookup(codec), segment, signed)
+    best, _ = choose(vals, segment, sample, signed)
+    if len(best) == vals.shape[0]:  # the sample was the whole stream
+        return best
+    return build(vals, BY_NAME[best.codec], segment, signed)
