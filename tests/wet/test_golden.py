@@ -55,3 +55,15 @@ def test_thread_slice(name: str, tmp_path: Path) -> None:
     lines, out = slice_lines(wt, "--output")
     assert lines == expected
     assert any("thread" in n for n in out["notes"])
+
+
+def test_first_query_stores_the_wet(tmp_path: Path) -> None:
+    """The WET built by the first query is stored in the recording (checksummed rows) and read back."""
+    from wholetrace.store import Recording
+    from wholetrace.wet.graph import stored
+
+    wt = record(tmp_path, GOLDEN["dict_keys"][0])
+    slice_lines(wt, "--output")
+    with Recording(wt) as rec:
+        w = stored(rec)
+    assert w is not None and w.n_inst > 0

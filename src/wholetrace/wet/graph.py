@@ -160,9 +160,11 @@ def save(path: str | os.PathLike[str], wet: WET) -> None:
     try:
         conn = sqlite3.connect(os.fspath(path), isolation_level=None)
         try:
+            if any(r[1] == "crc" for r in conn.execute("PRAGMA table_info(arrays)")):   # checksummed rows
+                rows = [r + (schema.row_crc("arrays", *r),) for r in rows]
             conn.execute("BEGIN")
             conn.execute("DELETE FROM arrays WHERE name LIKE 'wet.g.%'")
-            conn.executemany("INSERT INTO arrays VALUES (?, ?, ?, ?, ?)", rows)
+            conn.executemany(f"INSERT INTO arrays VALUES ({', '.join('?' * len(rows[0]))})", rows)
             conn.execute("COMMIT")
         finally:
             conn.close()
