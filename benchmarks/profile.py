@@ -24,7 +24,7 @@ functions and over those that ran, i.e. have a non-zero block count), counter in
 executed (the sum of the ``counters`` array; the paper's Table 2), and the split of ``count``'s
 functions and increments between the ``chords`` strategy (optimal) and ``full`` (a counter on
 every block and instrumentable edge: functions with a chord that has no probe site).  Once per program the block counts of the two recordings
-(``wholetrace.cli.load_profiles``) are compared function by function; a difference prints a
+(``wholetrace.profile.profiles``) are compared function by function; a difference prints a
 warning and is listed in the section.
 
     python benchmarks/profile.py [--programs a,b] [--runs N] [--quick] [--no-write] [--note TEXT]
@@ -51,7 +51,8 @@ from _report import corpus_options, geomean, machine, snapshot_env, source_versi
 from corpus import PROGRAMS  # noqa: E402
 from overhead import PY, commands as overhead_commands, fmt_int  # noqa: E402
 
-from wholetrace.cli import load_profiles  # noqa: E402
+from wholetrace.profile import profiles  # noqa: E402
+from wholetrace.trace.session import Trace  # noqa: E402
 from wholetrace.store import Recording  # noqa: E402
 
 TOOLS = ("plain", "count", "cold", "naive", "coverage", "cprofile")
@@ -97,7 +98,7 @@ def recording_stats(count_wt: Path, naive_wt: Path) -> dict[str, object]:
             if counters is None:
                 raise RuntimeError(f"{path}: no counters array")
             counters = np.asarray(counters, np.int64)
-            profs = {(p.file, p.qualname, int(p.cfg.firstline)): p for p in load_profiles(rec, str(path))}
+            profs = {(p.file, p.qualname, p.firstline): p for p in profiles(Trace(rec))}
             funcs = {}
             for f in rec.functions():
                 desc = f.cfg
@@ -300,7 +301,7 @@ def render(names: list[str], times: dict[str, dict[str, list[float]]], stats: di
         "`chords` placement, or `full` (a counter on every block and instrumentable edge: functions with a "
         "chord that has no probe site), which costs *more* than count-naive; "
         "the last ratio column restricts both recordings to the functions count placed on chords. "
-        "The block counts of the two recordings (`wholetrace.cli.load_profiles`) are compared for every function.",
+        "The block counts of the two recordings (`wholetrace.profile.profiles`) are compared for every function.",
         "",
         table(cheaders, crows),
         "\n".join(x for x in lines if x),

@@ -18,7 +18,7 @@ X``): start-up (importing wholetrace and opening the recording), cache load (rea
 relocating cached code), registration (``Recorder.register_file``: one row per file, target
 at most 20 us per function), run (the program itself, minus the two before), flush (stopping
 the recorder and closing the file), and the report: reading the recording back, counting
-(propagation and line mapping, ``load_profiles``) and rendering the text report; target at
+(propagation and line mapping, ``profile.profiles``) and rendering the text report; target at
 most 0.2 s per 2,000 functions that ran for counting and rendering together.
 
     python benchmarks/startup.py [--programs a,b] [--runs N] [--quick] [--no-write]
@@ -152,16 +152,13 @@ def phases(name: str, work: Path) -> dict[str, Any]:
             original_register(rec_, file, entry)
         alone.append(time.perf_counter() - t)
         scratch.close(ended="exit", exit_code=0)
-    try:   # the report's imports count as reading
-        from wholetrace.profile import load_profiles  # type: ignore[attr-defined]
-    except ImportError:
-        from wholetrace.cli import load_profiles
-    from wholetrace.profile.report import report_text
-    from wholetrace.store import Recording
-    with Recording(out) as rec:
-        n_functions = len(rec.functions())
+    from wholetrace.profile import profiles as profiles_of   # the report's imports count as reading
+    from wholetrace.render.counts import report_text
+    from wholetrace.trace.session import Trace
+    with Trace.open(out) as trace:
+        n_functions = len(trace.functions)
         t_read = time.perf_counter()
-        profiles = load_profiles(rec, str(out))
+        profiles = profiles_of(trace)
     t_count = time.perf_counter()
     report_text(profiles)
     t_render = time.perf_counter()
@@ -254,7 +251,7 @@ def render(names: list[str], times: dict[str, dict[str, list[float]]], phase_run
         "importing wholetrace and opening the recording (the interpreter's own start is not included); "
         "cache load = reading and relocating cached code; run = the program minus the two before; "
         "read = importing the read side, opening the recording and decoding its function registry; counting = propagation and "
-        "line mapping (`load_profiles`); rendering = the text report. Registration \"alone\": the run's "
+        "line mapping (`profile.profiles`); rendering = the text report. Registration \"alone\": the run's "
         "`register_file` calls made again into a fresh recording with nothing running beside them "
         "(fastest of 5), which a loaded machine disturbs less.",
         "",

@@ -233,8 +233,8 @@ import time, numpy as np
 t, c = time.perf_counter(), time.process_time()
 from wholetrace import streams
 v = (np.arange(300) % 7).astype(np.uint64)
-for c in streams.CODEC_NAMES:
-    cs = streams.CompressedStream.from_bytes(streams.encode(v, c, segment=64).to_bytes())
+for name in streams.CODEC_NAMES:
+    cs = streams.CompressedStream.from_bytes(streams.encode(v, name, segment=64).to_bytes())
     cs.decode_range(3, 200); k = cs.cursor(10); k.next_many(100); k.prev_many(50); k.seek(250); k.next(); k.prev()
 print(time.perf_counter() - t, time.process_time() - c)
 """
@@ -244,7 +244,10 @@ def jit_seconds() -> tuple[float, float]:
     """Wall and CPU seconds to import and compile every codec's kernels in a fresh process."""
     with tempfile.TemporaryDirectory() as d:
         env = dict(os.environ, NUMBA_CACHE_DIR=d)
-        out = subprocess.run([PY, "-c", JIT_CHILD], env=env, check=True, capture_output=True, text=True).stdout
+        proc = subprocess.run([PY, "-c", JIT_CHILD], env=env, capture_output=True, text=True)
+        if proc.returncode:
+            raise SystemExit(f"JIT child failed:\n{proc.stderr[-3000:]}")
+        out = proc.stdout
     wall, cpu_s = out.split()[-2:]
     return float(wall), float(cpu_s)
 

@@ -10,10 +10,11 @@ process, wall clock, of four commands, interleaved round by round:
 
 From the recordings (last round): events recorded, raw bytes (4 bytes x events), stored bytes
 (zstd chunks, ``Recording.streams()[i].stored_bytes``); executed blocks come from the blocks
-trace.  Regeneration: ``regen.driver.measure_regeneration`` on every stream of the
-witness/branches recordings (blocks produced per second of regeneration, chunks already in
-memory), and the regenerated streams are compared with the blocks streams (``=`` identical event
-for event, ``≈`` same activation form only).
+trace.  Regeneration: the decoding kernel (``trace.Trace``) on every stream of the
+witness/branches recordings (blocks produced per second of decoding, CPU time, chunks already in
+memory; ``benchmarks/decode.py`` measures it in detail), and the regenerated streams are
+compared with the blocks streams (``=`` identical event for event, ``≈`` same block and
+statement counts only).
 
     python benchmarks/tracing.py [--programs a,b] [--runs N] [--quick] [--no-write]
 """
@@ -33,10 +34,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import corpus_options, geomean, machine, snapshot_env, source_version, table, timed, write_section  # noqa: E402
 from corpus import PROGRAMS  # noqa: E402
 
-from wholetrace.regen.driver import measure_regeneration, recording_plans, regenerate_stream  # noqa: E402
-from wholetrace.analysis.activations import activation_form  # noqa: E402
+import time  # noqa: E402
+
 from wholetrace.events import EXC  # noqa: E402
 from wholetrace.store import Recording  # noqa: E402
+from wholetrace.trace.decode import StreamDecoder  # noqa: E402
+from wholetrace.trace.session import Trace, block_events  # noqa: E402
 
 PY = sys.executable
 MODES = ("blocks", "branches", "witness")
@@ -52,7 +55,15 @@ def commands(driver: Path, include: list[str], work: Path) -> dict[str, list[str
     return out
 
 
-def stats_of(path: Path, blocks_streams: list[np.ndarray] | None) -> dict[str, object]:
+def _counts(trace: Trace) -> dict[tuple[str, str, int], tuple[list[int], list[int]]]:
+    """Block and statement counts of every function (the agreement check of ``≈``)."""
+    from wholetrace.profile import profiles
+
+    return {(p.file, p.qualname, p.firstline): (p.blocks.tolist(), p.stmts.tolist()) for p in profiles(trace)}
+
+
+def stats_of(path: Path, blocks_streams: list[np.ndarray] | None,
+             blocks_counts: dict[tuple[str, str, int], tuple[list[int], list[int]]] | None = None) -> dict[str, object]:
     """Events, stored bytes; for witness/branches also regeneration speed and agreement."""
     out: dict[str, object] = {}
     with Recording(path, check=False) as rec:
@@ -67,22 +78,25 @@ def stats_of(path: Path, blocks_streams: list[np.ndarray] | None) -> dict[str, o
                 blocks += int(np.count_nonzero(ev >= 0)) - int(np.count_nonzero(ev[exc] >= 0))
             out["blocks"] = blocks
             out["streams"] = raw
+            out["counts"] = _counts(Trace(rec))
             return out
-        plans = recording_plans(rec)
-        out["fallback"] = sum(1 for p in plans.values() if p[1] is None)
-        out["functions"] = len(plans)
-    made = secs = 0.0
-    agree = "="
-    for ev, base in zip(raw, blocks_streams):
-        chunks = [ev[i:i + (1 << 16)] for i in range(0, len(ev), 1 << 16)]
-        st = measure_regeneration(chunks, plans)
-        made += st.blocks_out
-        secs += st.seconds
-        regen = np.concatenate(list(regenerate_stream(chunks, plans)) or [np.zeros(0, np.int32)])
-        if not np.array_equal(regen, base):
-            agree = "≈" if agree != "✗" and activation_form(regen) == activation_form(base) else "✗"
-    if len(raw) != len(blocks_streams):
-        agree = "✗"
+        trace = Trace(rec)
+        out["fallback"] = sum(1 for sh in trace.shapes() if sh.plan.get("strategy") == "trace")
+        out["functions"] = len(trace.functions)
+        made = secs = 0.0
+        agree = "="
+        for ev, base in zip(raw, blocks_streams):
+            chunks = [ev[i:i + (1 << 16)] for i in range(0, len(ev), 1 << 16)]
+            trace.tables.reset()
+            t0 = time.process_time()
+            for rows in StreamDecoder(trace.tables).decode(chunks, copy=False):
+                made += int(((rows.eid >= -1) & (rows.dst >= 2)).sum())
+            secs += time.process_time() - t0
+            regen = np.concatenate([block_events(r) for r in StreamDecoder(trace.tables).decode(chunks, copy=False)])
+            if not np.array_equal(regen, base):
+                agree = "≈"
+        if agree == "≈" and _counts(trace) != blocks_counts:
+            agree = "✗"
     out["regen_blocks"] = made
     out["regen_rate"] = made / secs if secs > 0 else float("nan")
     out["agree"] = agree
@@ -123,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
             b = stats_of(work / f"{stem}.blocks.wt", None)
             stats[n] = {"blocks": b}
             for mode in ("branches", "witness"):
-                stats[n][mode] = stats_of(work / f"{stem}.{mode}.wt", b["streams"])  # type: ignore[arg-type]
+                stats[n][mode] = stats_of(work / f"{stem}.{mode}.wt", b["streams"], b["counts"])  # type: ignore[arg-type]
             print(f"stats {n}: " + ", ".join(f"{m} {stats[n][m]['events']:,}" for m in MODES)
                   + f"; regen {stats[n]['witness']['regen_rate'] / 1e6:.2f} M blocks/s", file=sys.stderr, flush=True)
     body = render(names, times, stats, mismatched, runs, size, version, argv)
@@ -173,9 +187,10 @@ def render(names, times, stats, mismatched, runs, size, version, argv) -> str:  
         "- regeneration, median over programs: " + ", ".join(
             f"{k} {statistics.median(v) / 1e6:.2f} M blocks/s" for k, v in rates.items())
         + (" (target ≥ 10 M blocks/s: met)" if min(statistics.median(v) for v in rates.values()) >= 1e7
-           else " (target ≥ 10 M blocks/s: not met by the pure-Python regenerator)"),
-        "- `=`: regenerated streams identical to the blocks streams event for event; `≈`: same activation "
-        "form (implicit calls into instrumented code sit elsewhere among the caller's blocks); `✗`: differ. "
+           else " (target ≥ 10 M blocks/s: not met)"),
+        "- `=`: regenerated streams identical to the blocks streams event for event; `≈`: same block and "
+        "statement counts (implicit calls into instrumented code sit elsewhere among the caller's blocks; "
+        "the tests compare activation forms); `✗`: differ. "
         "\"fallback fns\": functions recorded with block ids because a witness would need an edge without a "
         "probe site (a `finally`/`with` dispatch with several successors).",
     ]
@@ -188,8 +203,8 @@ def render(names, times, stats, mismatched, runs, size, version, argv) -> str:  
         f"Measured {machine()}; `{cmdline}` (size `{size}`, median of {runs} interleaved round"
         f"{'s' if runs != 1 else ''}); wholetrace {version}; 1-minute load average {os.getloadavg()[0]:.1f}. "
         "Whole-process wall time; × = median / median plain. Events = int32 values recorded (raw = 4 bytes each); "
-        "zstd = stored chunk bytes. Regeneration speed = blocks produced per second by "
-        "`regen.driver.measure_regeneration` (one process, recording already read).",
+        "zstd = stored chunk bytes. Regeneration speed = blocks produced per CPU second by the decoding "
+        "kernel (`trace.Trace`, one process, recording already read).",
         "",
         table(headers, rows),
         "\n".join(summ),

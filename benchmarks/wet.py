@@ -27,8 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import corpus_options, geomean, machine, snapshot_env, source_version, table, timed, write_section  # noqa: E402
 from corpus import PROGRAMS  # noqa: E402
 
-from wholetrace.analysis.blockcounts import recording_counts  # noqa: E402
 from wholetrace.store import Recording  # noqa: E402
+from wholetrace.trace.session import Trace  # noqa: E402
 from wholetrace.wet.capture import log_bytes  # noqa: E402
 import numpy as np  # noqa: E402
 
@@ -52,8 +52,9 @@ def commands(driver: Path, include: list[str], work: Path) -> dict[str, list[str
 
 def full_stats(path: Path) -> dict[str, float]:
     with Recording(path, check=False) as rec:
-        counts, _cfgs = recording_counts(rec)
-        stmts = sum(int(c.sum()) for c in counts.stmts.values())
+        trace = Trace(rec)
+        tally = trace.counts()
+        stmts = sum(int(tally.stmts_of(sh).sum()) for sh in trace.shapes())
         sizes = rec.sizes()
         raw, stored = log_bytes(rec)
         records = int(rec.meta.get("wet_records", 0))

@@ -30,6 +30,11 @@ else
   echo "(the witness recording regenerates the same activations; implicit calls may sit elsewhere)"
 fi
 
+# the commands are thin layers over one object: a Trace, decoded by one kernel
+step "$BIN/python" -c "from wholetrace.trace.session import Trace; from wholetrace.profile import profiles
+with Trace.open('$OUT/textdiff-witness.wt') as t:
+    print([(p.qualname, p.calls) for p in sorted(profiles(t), key=lambda p: -p.weight)[:3]])"
+
 # 4. a damaged copy (cut short): --salvage reads what is intact and says what was lost
 head -c $(( $(wc -c < "$OUT/textdiff.wt") / 2 )) "$OUT/textdiff.wt" > "$OUT/textdiff-cut.wt"
 step "$WT" info --salvage "$OUT/textdiff-cut.wt"
@@ -41,3 +46,7 @@ step "$WT" cfg examples/textdiff.py:revise --paths 6
 step "$WT" compress "$OUT/textdiff.wt"
 step "$WT" match "$OUT/textdiff.wt" revise 8 5 6 7 8
 step "$WT" match "$OUT/textdiff.wt" revise --lines 24 20 21 22 24 --all --limit 3
+
+# 7. the whole program path: each stream compressed to a SEQUITUR grammar while the program runs
+step "$WT" record --wpp --include difflib -o "$OUT/textdiff-wpp.wt" examples/textdiff.py
+step "$WT" wpp "$OUT/textdiff-wpp.wt"

@@ -5,10 +5,12 @@ checks, against independent or ground-truth oracles:
 
 * behaviour: exit status, stdout (with the driver's exception message and traceback lines)
   and the last stderr line equal the plain run's, and nothing was left uninstrumented;
-* `blocks`: every stream is well formed against the CFGs (``analysis.validate.check_stream``);
+* `blocks`: every stream is well formed against the CFGs (the naive twin
+  ``naive_decode.check_stream``, and the decoding kernel's own checks, all activations closed);
 * `count`, `count-naive`: block, statement, call and edge counts equal the `blocks` counts;
-* `witness`, `branches`: the regenerated streams equal the `blocks` streams in activation form
-  (and event for event unless an implicit call explains it), and so do their counts.
+* `witness`, `branches`: the streams the decoding kernel regenerates equal the `blocks` streams
+  in activation form (and event for event unless an implicit call explains it), and equal what
+  the pure-Python regenerator (``regen.driver``) gives; so do their counts.
 
 It returns False, checking nothing, when the plain run timed out (the caller counts those).
 """
@@ -21,10 +23,11 @@ import tempfile
 from pathlib import Path
 
 from genprogs import run_plain, write_program
+from naive_decode import check_stream
 from regenutil import KINDS, compare
-from wholetrace.analysis.validate import check_stream
 from wholetrace.instrument.cfg import CFG
 from wholetrace.store import Recording
+from wholetrace.trace.session import Trace
 from wtutil import ENV, assert_same_counts, profiles
 
 ALL_MODES = ("blocks", "count", "count-naive") + KINDS
@@ -60,9 +63,13 @@ def check_all_modes(source: str, modes: tuple[str, ...] = ALL_MODES) -> bool:
             for st in rec.streams():
                 problems = check_stream(rec.iter_chunks(st.sid), cfgs)
                 assert not problems, (problems, source)
+                decoder = Trace(rec).decoder(st.sid)      # the kernel's own checks
+                for _rows in decoder.decode(rec.iter_chunks(st.sid)):
+                    pass
+                assert decoder.depth == 0, source
         want = profiles(paths["blocks"])
         for mode in modes[1:]:
             if mode in KINDS:
-                compare(paths["blocks"], paths[mode], exact=False)
+                compare(paths["blocks"], paths[mode], exact=False, twin=True)
             assert_same_counts(want, profiles(paths[mode]), (mode, source), edges=mode == "count")
     return True

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from wholetrace.analysis.traceview import function_labels, iter_events
 from wholetrace.store import Recording
+from naive_decode import raw_events
 
 ENV = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"}
 
@@ -32,11 +32,11 @@ def fbe_lines(path: Path, short: bool = True) -> list[str]:
     """The F/B/X/E trace of every stream as lines; ``short`` names functions by qualname only."""
     out: list[str] = []
     with Recording(path) as rec:
-        labels = function_labels(rec)
+        labels = {f.fid: f"{f.qualname}@{f.file}:{f.firstline}" for f in rec.functions()}
         names = {f.fid: f.qualname for f in rec.functions()}
         for st in rec.streams():
             out.append(f"T {st.kind}")
-            for kind, v in iter_events(rec.iter_chunks(st.sid)):
+            for kind, v in raw_events(rec.iter_chunks(st.sid)):
                 if kind == "F":
                     out.append(f"F {names[v] if short else labels[v]}")
                 elif kind == "E":
@@ -60,7 +60,7 @@ def line_trace(path: Path) -> dict[str, list[str]]:
         for st in rec.streams():
             lines: list[str] = []
             stack: list[int] = []
-            for kind, v in iter_events(rec.iter_chunks(st.sid)):
+            for kind, v in raw_events(rec.iter_chunks(st.sid)):
                 if kind == "F":
                     stack.append(v)
                     lines.append(f"F {cfgs[v].qualname}")
@@ -78,11 +78,13 @@ def line_trace(path: Path) -> dict[str, list[str]]:
 
 def profiles(path: Path) -> dict[tuple[str, str, int], Any]:
     """Every function's counts in a recording of any mode, keyed by (file, qualname, first line)."""
-    from wholetrace.cli import load_profiles
+    from wholetrace.profile import profiles as profiles_of
+    from wholetrace.profile.model import by_key
+    from wholetrace.trace.session import Trace
 
-    with Recording(path) as rec:
-        got = load_profiles(rec, str(path))
-    out = {(p.file, p.qualname, p.cfg.firstline): p for p in got}
+    with Trace.open(path) as trace:
+        got = profiles_of(trace)
+    out = by_key(got)
     assert len(out) == len(got), f"{path}: two functions share (file, qualname, first line)"
     return out
 

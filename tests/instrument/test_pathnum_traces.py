@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from wholetrace.analysis.traceview import iter_events
+from naive_decode import raw_events as iter_events
 from wholetrace.instrument.cfg import CFG
 from wholetrace.errors import InternalError
 from wholetrace.instrument.pathnum import Path as Path_, PathNumbering, number_cfg

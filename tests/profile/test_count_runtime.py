@@ -161,7 +161,29 @@ HELD_IN_LOCALS = '''
     print("done")
 '''
 
-PROGRAMS = {**INLINE, "suspended": SUSPENDED, "threads": THREADS, "asyncio": ASYNC, "still_running": STILL_RUNNING}
+# Bodies whose statements are all global/nonlocal have no block: their one edge, ENTRY ->
+# EXIT, is what counts their calls (3 of declare, 2 of inner, 1 of the class body).
+NO_BLOCKS = '''
+    def declare():
+        global A
+
+    def outer():
+        x = 1
+        def inner():
+            nonlocal x
+        inner()
+        inner()
+        return x
+
+    class A:
+        global A
+
+    for _ in range(3):
+        declare()
+    print(outer(), A)
+'''
+
+PROGRAMS = {**INLINE, "suspended": SUSPENDED, "no_blocks": NO_BLOCKS, "threads": THREADS, "asyncio": ASYNC, "still_running": STILL_RUNNING}
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))

@@ -8,20 +8,17 @@ import subprocess
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from wholetrace.instrument.flowgraph import from_cfg
 from wholetrace.instrument.placement import place_counters
 from wholetrace.instrument.weighting import static_weights
+from wholetrace.profile import profiles as profiles_of
+from wholetrace.profile.model import FunctionProfile
 from wholetrace.profile.propagate import propagate_counts
-from wholetrace.profile.report import (
-    FunctionProfile,
-    profiles_from_recording,
-    report_json,
-    report_lcov,
-    report_text,
-)
-from wholetrace.store import Recording
+from wholetrace.render.counts import report_json, report_lcov, report_text
+from wholetrace.trace.session import Trace
 from wtutil import run_recorded
 
 PROG = textwrap.dedent('''\
@@ -79,8 +76,8 @@ def profiles(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Funct
     script.write_text(PROG)
     r = run_recorded(script, root / "prog.wt")
     assert r.returncode == 0, r.stderr
-    with Recording(root / "prog.wt") as rec:
-        return script, profiles_from_recording(rec)
+    with Trace.open(root / "prog.wt") as trace:
+        return script, profiles_of(trace)
 
 
 def test_json_lines_branches_functions(profiles: tuple[Path, list[FunctionProfile]]) -> None:
@@ -183,7 +180,7 @@ def test_propagated_counts_give_the_same_report(profiles: tuple[Path, list[Funct
             extra = [(raising, handler, 1)]
         flow = propagate_counts(graph, placement, [int(p.edges[e]) for e in placement.chords], extra)
         assert list(flow.edges) == [int(c) for c in p.edges], p.qualname
-        redone.append(FunctionProfile(p.fid, p.file, p.qualname, p.cfg, p.blocks, p.stmts,
-                                      flow.edges, p.source, p.activations))
+        redone.append(FunctionProfile(p.shape, p.blocks, p.stmts, np.array(flow.edges), p.source,
+                                      p.activations))
     assert report_lcov(redone) == report_lcov(ps)
     assert report_json(redone) == report_json(ps)

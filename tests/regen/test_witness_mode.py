@@ -20,10 +20,10 @@ import pytest
 from corpus import PROGRAMS
 from inline_programs import INLINE
 from regenutil import KINDS, children_follow_calls, compare, streams_of
-from wholetrace.analysis.activations import activation_form
-from wholetrace.regen.recording import RegeneratedRecording
+from naive_decode import activation_form
 from wholetrace.events import ENTER_BASE, EXC, LEAVE
 from wholetrace.store import Recording
+from wholetrace.trace.session import Trace
 from wtutil import ENV, run_plain, run_recorded
 
 # ----------------------------------------------------------------------------- unit
@@ -83,16 +83,25 @@ def test_cli_trace_and_counts_regenerate(inline: dict[str, dict[str, Path]]) -> 
     assert outs["blocks"][0].count("\nB ") > 10
 
 
-def test_regenerated_recording_streams_in_chunks(inline: dict[str, dict[str, Path]]) -> None:
-    from wholetrace.regen.driver import regenerate_stream
-    with Recording(inline["loops"]["witness"]) as rec:
-        view = RegeneratedRecording(rec)
-        sid = rec.streams()[0].sid
-        whole = view.events(sid)
-        raw = rec.events(sid)
-        pieces = [raw[i:i + 7] for i in range(0, len(raw), 7)]
-        small = list(regenerate_stream(pieces, view.plans, chunk_size=50))
-    assert len(small) > 1 and np.array_equal(np.concatenate(small), whole)
+def test_kernel_regenerates_like_the_reference_in_small_pieces(inline: dict[str, dict[str, Path]]) -> None:
+    """The decoding kernel fed 7 events at a time, with room for few rows, equals the
+    pure-Python regenerator (``regen.driver``, the twin) on every inline program."""
+    from wholetrace.regen.driver import recording_plans, regenerate_stream
+    from wholetrace.trace.decode import StreamDecoder
+    from wholetrace.trace.session import block_events
+
+    for name in sorted(INLINE):
+        for kind in KINDS:
+            with Recording(inline[name][kind]) as rec:
+                trace = Trace(rec)
+                plans = recording_plans(rec)
+                for st in rec.streams():
+                    raw = rec.events(st.sid)
+                    pieces = [raw[i:i + 7] for i in range(0, len(raw), 7)]
+                    want = np.concatenate(list(regenerate_stream(pieces, plans, chunk_size=50)))
+                    dec = StreamDecoder(trace.tables, capacity=64)
+                    got = np.concatenate([block_events(r) for r in dec.decode(pieces)])
+                    assert np.array_equal(got, want), (name, kind)
 
 
 # ----------------------------------------------------------------------------- corpus

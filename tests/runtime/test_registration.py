@@ -56,8 +56,6 @@ def test_program_threads_never_write_to_the_store(tmp_path: Path) -> None:
     first exception) would let other threads run where they would not have."""
     import threading
 
-    from wholetrace.runtime.probes import STREAMS
-
     writer = CountingWriter(RecordingWriter(tmp_path / "t.wt"))
     callers: list[str] = []
     real = writer.inner.add_stream
@@ -68,11 +66,40 @@ def test_program_threads_never_write_to_the_store(tmp_path: Path) -> None:
 
     writer.inner.add_stream = add_stream  # type: ignore[method-assign]
     recorder = Recorder(writer, "count")
-    before = len(STREAMS.all)
-    t = threading.Thread(target=STREAMS.new, name="program-thread")
+    streams = recorder.state.streams
+    before = len(streams.all)
+    t = threading.Thread(target=streams.new, name="program-thread")
     t.start()
     t.join()
-    assert callers == [] and len(STREAMS.all) == before + 1
+    assert callers == [] and len(streams.all) == before + 1
     recorder.flush()
     assert callers and set(callers) == {threading.current_thread().name}
     writer.inner.close(ended="exit", exit_code=0)
+
+
+def test_a_stream_made_during_a_flush_waits_for_the_next(tmp_path: Path) -> None:
+    """SQLite releases the GIL while the flusher writes a stream's row: a program thread that
+    makes its stream (and appends to it) then must not get its events stored before its row
+    (the store refuses them; the flusher thread died with the error on stderr)."""
+    import threading
+
+    writer = RecordingWriter(tmp_path / "s.wt")
+    real = writer.add_stream
+    recorder = Recorder(writer, "blocks")
+    streams = recorder.state.streams
+    streams.new()(7)
+
+    def add_stream(*args: Any, **kwargs: Any) -> None:
+        real(*args, **kwargs)
+        if len(streams.all) == 1:           # the program thread runs while SQLite writes
+            t = threading.Thread(target=lambda: streams.new()(8))
+            t.start()
+            t.join()
+
+    writer.add_stream = add_stream  # type: ignore[method-assign]
+    recorder.flush()
+    assert [len(st.buf) for st in streams.all] == [0, 1]
+    recorder.flush()
+    writer.close(ended="exit", exit_code=0)
+    with Recording(tmp_path / "s.wt") as rec:
+        assert [[c.tolist() for c in rec.iter_chunks(st.sid)] for st in rec.streams()] == [[[7]], [[8]]]

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from wholetrace.analysis.traceview import function_labels, iter_events
+from naive_decode import raw_events as iter_events
 from wholetrace.cli import main
 from wholetrace.errors import StoreError
 from wholetrace.events import ENTER_BASE, EXC, LEAVE
@@ -187,7 +187,7 @@ def test_fuzzed_damage(recordings: dict[str, Path], tmp_path: Path, seed: int) -
         chunks, pages = original_chunks(path), chunk_pages(path)
         with Recording(path) as rec:
             functions = {f.fid: f for f in rec.functions()}
-            labels = function_labels(rec)
+            labels = {f.fid: f"{f.qualname}@{f.file}:{f.firstline}" for f in rec.functions()}
         for _ in range(4):
             data, touched, kind = damage(orig, rng)
             bad = tmp_path / f"{mode}.wt"

@@ -44,7 +44,7 @@ def test_file_format_is_what_the_design_says(wt):
     assert path.read_bytes()[:16] == b"SQLite format 3\x00"
     assert raw_rows(path, "PRAGMA application_id") == [(int.from_bytes(b"WTRC", "big"),)]
     assert MAGIC == 0x57545243
-    assert raw_rows(path, "PRAGMA user_version") == [(1,)] and SCHEMA_VERSION == 1
+    assert raw_rows(path, "PRAGMA user_version") == [(3,)] and SCHEMA_VERSION == 3
     assert raw_rows(path, "PRAGMA journal_mode") == [("delete",)]
     assert not Path(str(path) + "-journal").exists() and not Path(str(path) + "-wal").exists()
     # chunk blobs are zstd frames of the little-endian int32 bytes, seq 0, 1, 2, ...
@@ -73,7 +73,7 @@ def test_meta_round_trip(tmp_path):
         meta = rec.meta
     assert meta["command"] == ["a", "b"] and meta["argv"] == ["x", 1]
     assert meta["nested"] == {"k": [1, 2.5, None, True]} and meta["text"] == "last write wins"
-    assert meta["schema_version"] == 1 and meta["wholetrace_version"] == "0.1.0"
+    assert meta["schema_version"] == SCHEMA_VERSION and meta["wholetrace_version"] == "0.1.0"
     assert before - 1 <= meta["created"] <= time.time() + 1
     assert meta["python_version"] == ".".join(map(str, sys.version_info[:3]))
     assert (meta["ended"], meta["exit_code"], meta["end_time"]) == ("keyboard-interrupt", 130, 12.5)
@@ -342,7 +342,7 @@ def test_writer_rejects_bad_calls_with_one_line_errors(tmp_path):
     with open_recording(tmp_path / "bad.wt") as rec:
         assert rec.events(0).tolist() == [7]
         assert [f.fid for f in rec.functions()] == [1]
-        assert "x" not in rec.meta and rec.meta["schema_version"] == 1
+        assert "x" not in rec.meta and rec.meta["schema_version"] == SCHEMA_VERSION
 
 
 def test_overwrite(tmp_path):

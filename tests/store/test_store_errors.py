@@ -100,13 +100,20 @@ def test_foreign_sqlite_database(tmp_path):
 def test_newer_schema(wt):
     path = wt()
     sql(path, "PRAGMA user_version = 99")
-    open_fails(path, "written by a newer wholetrace (schema 99 > 1); upgrade wholetrace")
+    open_fails(path, "written by a newer wholetrace (schema 99 > 3); upgrade wholetrace")
 
 
 def test_unknown_older_schema(wt):
     path = wt()
     sql(path, "PRAGMA user_version = 0")
     open_fails(path, "unknown schema version 0")
+
+
+def test_schema_1_files_still_open(wt):
+    path = wt()
+    sql(path, "PRAGMA user_version = 1")
+    with Recording(path) as rec:
+        assert rec.schema_version == 1
 
 
 @pytest.mark.parametrize("table", ["meta", "functions", "streams", "chunks", "arrays"])

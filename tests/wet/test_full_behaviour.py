@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, seed, settings
 
 from corpus import PROGRAMS
 from genprogs import run_plain as run_generated, structured_programs, write_program
-from wholetrace.analysis.validate import check_stream
+from naive_decode import check_stream
 from wholetrace.instrument.cfg import CFG
 from wholetrace.store import Recording
 from wholetrace.wet.capture import load

@@ -12,7 +12,8 @@ from wholetrace.kernels import sequitur as K
 
 #: largest terminal accepted (digram keys pack two 32-bit symbol values)
 MAX_SYMBOL = K.MAX_SYMBOL
-_SLICE = 1 << 16  # symbols converted to int64 per kernel call (bounds temporary memory)
+_SLICE = 1 << 18  # symbols converted to int64 per kernel call (bounds temporary memory: 2 MiB; a feeding
+# thread gives the GIL back between calls, and taking it back from a busy program costs a switch interval)
 
 
 def _new_state(lookahead: bool, nodes: int, rules: int, bits: int) -> tuple[np.ndarray, ...]:

@@ -10,7 +10,9 @@ Function ids and counter ids differ from run to run (they are handed out in impo
 so templates are built with *placeholders*: the ``i``-th function of the file has id
 ``FID_ORIGIN + i`` and the file's ``j``-th counter ``COUNTER_ORIGIN + j`` (ENTER codes are
 derived from the placeholder fid).  :func:`relocate` rewrites those constants into the
-real ids; every other constant stays as it is.  The placeholders sit in windows near
+real ids, and the run-time object placeholders into the recording's objects (the counter
+list, the stream's ``ContextVar.get``, ...: ``runtime.probes.runtime_objects``); every
+other constant stays as it is.  The placeholders sit in windows near
 3.1e15 and 2.7e15, far from the numbers programs write (a constant inside a window would
 be relocated too: a program would have to spell one of those 16-digit numbers).
 """
@@ -25,12 +27,11 @@ import tempfile
 from functools import lru_cache
 from pathlib import Path
 from types import CodeType
-from typing import Any
+from typing import Any, Callable, Mapping
 
 from wholetrace.events import ENTER_BASE, enter_code
+from wholetrace.instrument.emit import COUNTER_ORIGIN, COUNTS, FID_ORIGIN, MARK
 
-FID_ORIGIN = 3_141_592_653_000_000
-COUNTER_ORIGIN = 2_718_281_828_000_000
 WINDOW = 1_000_000_000
 FORMAT = 2
 
@@ -39,11 +40,30 @@ FORMAT = 2
 Entry = dict[str, Any]
 
 
-def relocate(code: CodeType, fid_base: int, counter_base: int) -> CodeType:
-    """``code`` with placeholder ids replaced: fids from ``fid_base``, counters from ``counter_base``."""
+def relocate(code: CodeType, fid_base: int, counter_base: int,
+             objects: Mapping[str, object] | None = None) -> CodeType:
+    """``code`` with placeholder ids replaced: fids from ``fid_base``, counters from
+    ``counter_base``; and run-time object placeholders (``emit.runtime_constant``) by
+    ``objects[name]``, the recording's own objects (the file's counter object is
+    ``objects[emit.COUNTS](counter_base)``)."""
+    resolved: dict[str, object] = {}
 
+    def runtime(name: str) -> object:
+        if name not in resolved:
+            if objects is None:
+                raise ValueError("instrumented code needs the recording's run-time objects")
+            obj = objects[name]
+            resolved[name] = obj(counter_base) if name == COUNTS else obj  # type: ignore[operator]
+        return resolved[name]
+
+    return _relocate(code, fid_base, counter_base, runtime)
+
+
+def _relocate(code: CodeType, fid_base: int, counter_base: int, runtime: Callable[[str], object]) -> CodeType:
     def fix(c: object) -> object:
         t = type(c)
+        if t is frozenset and MARK in c:  # type: ignore[operator]
+            return runtime(next(x for x in c if x != MARK))  # type: ignore[attr-defined]
         if t is int:
             v: int = c  # type: ignore[assignment]
             if FID_ORIGIN <= v < FID_ORIGIN + WINDOW:
@@ -56,7 +76,7 @@ def relocate(code: CodeType, fid_base: int, counter_base: int) -> CodeType:
         if t is tuple:
             return tuple(fix(x) for x in c)  # type: ignore[attr-defined]
         if t is CodeType:
-            return relocate(c, fid_base, counter_base)  # type: ignore[arg-type]
+            return _relocate(c, fid_base, counter_base, runtime)  # type: ignore[arg-type]
         return c
 
     return code.replace(co_consts=tuple(fix(c) for c in code.co_consts))

@@ -1,44 +1,109 @@
-"""Probe code for one function under one probe plan: the statements and expressions a mode inserts."""
+"""Probe code for one function under one probe plan: the statements and expressions a mode inserts.
+
+docs/design.md ("Probe contract") states the contract this module implements:
+run-time objects are placeholder constants (:func:`runtime_constant`) relocated at load
+into the recording's own objects, never builtins; functions use a few locals whose names
+contain a dot (no source can spell them); probe code is artificial (no line of its own)
+and branch-free except where it opens an activation or a handler of the program; handler
+probes are inline (a site table lookup, :func:`Emitter.site_of`), with no call of any kind
+in count modes, so probes work at the recursion limit.  ``instrument.bytecode`` finishes
+the compiled code (site tables, guards that re-raise in place).
+"""
 
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
-from typing import Sequence
+import sys
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
 
 from wholetrace.ids import EXIT
 from wholetrace.instrument.modes import ProbePlan
-from wholetrace.events import LEAVE, enter_code
+from wholetrace.events import EXC, LEAVE, RERAISE as RERAISE_CODE, enter_code
 
-A = "_wt_a"          # local: append method of the current stream
-R = "_wt_r"          # local (count and witness modes): statement id of the last re-raise site passed
-E = "_wt_e"          # local (the same modes): traceback of the last exception the frame caught, or None
-# Run-time names live in ``builtins`` during a recording (runtime.probes.install), so that
-# instrumented modules carry no extra globals.
-GET = "_wt_get"      # ContextVar.get of the current stream
-NEW = "_wt_new"      # create a stream for this thread/task
-XEDGE = "_wt_x"      # record a dynamic exception edge, returns the append method
-XCOUNT = "_wt_xc"    # the same for count modes (carries function, source and target)
-RERAISE = "_wt_rr"   # module/class bodies (count and witness modes): note a re-raise site (-1: forget)
-RERAISE_LOOKUP = -2  # ... and tell _wt_x/_wt_xc to look it up
-FOR = "_wt_for"      # wrapping iterator that records the for-next block before __next__
-COUNTERS = "_wt_C"   # count modes: the recording's counter list (index = global counter id)
-INC = "_wt_inc"      # count modes: increment a counter inside an expression
-HOLD = "_wt_t"       # local: a return value held while the return edge's probe runs
-LOCAL = "_wt_n"      # count modes: ``_wt_n<j>`` counts the function's j-th counter in the activation
-AFOR = "_wt_afor"    # the same for async for
+# --- locals of instrumented functions (module and class bodies bind none)
+A = "wt.a"           # trace modes: append method of the current stream
+R = "wt.r"           # count and witness modes: statement id of the last re-raise site passed
+SEEN = "wt.s"        # the same modes: traceback entry the frame's last handler saw (held, see Emitter.held)
+HOLD = "wt.t"        # a return value held while the return edge's probe runs
+LOCAL = "wt.n"       # count modes: ``wt.n<j>`` counts the function's j-th counter in the activation
+EXC_OWN = "wt.e"     # the exception in a guard whose ``finally`` is ours (both re-raise in place)
+EXC_GUARD = "wt.g"   # the exception in a guard around a ``finally`` of the program
+EXC_CAUGHT = "wt.x"  # the exception in a handler of the program that binds no name
+LASTI = "wt.l"       # temporary: instruction index of a traceback entry
+XLIST = "wt.q"       # count modes: the recording's exception-edge list, fetched in a handler
+MATCH = "wt.m"       # ``wt.m<N>``: the saved subject of a split ``match``
+
+# --- run-time objects, constants of the compiled code (runtime.probes.runtime_objects)
+GET = "get"          # ContextVar.get of the current stream (trace modes)
+NEW = "new"          # create a stream for this thread/task
+XEDGE = "xedge"      # module/class bodies: record an exception edge
+XCOUNT = "xcount"    # module/class bodies, count modes: the same
+RERAISE = "reraise"  # module/class bodies, count and witness modes: note a re-raise site (-1: forget)
+FOR = "for"          # wrapping iterator that records the for-next block before __next__
+AFOR = "afor"        # the same for async for
+COUNTS = "counts"    # count modes: the file's counters, one slot ``c<j>`` per counter of the file
+                     # (a per-file object: ``cache.relocate`` asks for it by the file's first id)
+EDGES = "edges"      # count modes: ``.x``, the exception edges, flat (fid, source stmt, target
+                     # block); a list cannot be a constant itself (code objects must stay hashable)
+INC = "inc"          # module/class bodies, count modes: increment a counter inside an expression
+RERAISE_MARK = "exception-reraise"  # sys.exception, marking a guard's re-raise in module/class bodies
+RERAISE_MARK_GUARD = "exception-reraise-guard"  # the same in a guard around the program's finally
+NO_TB = "no-traceback"   # stands for a missing traceback (tb_lasti -2), and for "none held"
+SKIP = "skip"        # witness modes: a C function that ignores its one argument (no record)
+VARS = "vars"
+RECURSION_ERROR = "RecursionError"
+
+#: Marks a placeholder constant; placeholders are frozensets, a type no literal of the
+#: program produces in these positions.
+MARK = "\x00wholetrace"
+#: Site tables are filled in when the template is compiled (``instrument.bytecode``).
+SITES_MARK = "\x00wholetrace-sites"
+#: Python 3.11 counts C calls towards the recursion limit: trace-mode prologues get one call
+#: of headroom (runtime.recursion) and turn the prologue's own failure back into the error
+#: the call would have raised without instrumentation.
+C_CALLS_COUNT = sys.version_info < (3, 12)
+
+
+def runtime_constant(name: str) -> frozenset[str]:
+    """The placeholder of run-time object ``name`` in a template."""
+    return frozenset((MARK, name))
+
+
+def sites_constant(index: int, pad: bool = False) -> frozenset[object]:
+    """The placeholder of the site table of the ``index``-th function of a file (``pad``: of
+    the one-entry sequence of its type that stands for "no statement")."""
+    return frozenset((SITES_MARK, -1 - index if pad else index))
 
 
 def ast_name(n: str, store: bool = False) -> ast.Name:
     return ast.Name(n, ast.Store() if store else ast.Load())
 
 
-def ast_call(fn: str, *args: ast.expr) -> ast.Call:
-    return ast.Call(ast_name(fn), list(args), [])
+def ast_call(fn: str | ast.expr, *args: ast.expr) -> ast.Call:
+    return ast.Call(ast_name(fn) if isinstance(fn, str) else fn, list(args), [])
 
 
 def ast_const(v: object) -> ast.Constant:
     return ast.Constant(v)
+
+
+def rt(name: str) -> ast.Constant:
+    """A run-time object, as a constant of the compiled code."""
+    return ast.Constant(runtime_constant(name))
+
+
+def _position(new: ast.AST, line: int, col: int, end_line: int, end_col: int) -> ast.AST:
+    stack = [new]
+    while stack:
+        n = stack.pop()
+        if "lineno" in n._attributes:
+            if hasattr(n, "lineno"):
+                continue
+            n.lineno, n.col_offset = line, col  # type: ignore[attr-defined]
+            n.end_lineno, n.end_col_offset = end_line, end_col  # type: ignore[attr-defined]
+        stack.extend(ast.iter_child_nodes(n))
+    return new
 
 
 def locate(new: ast.AST, like: ast.AST) -> ast.AST:
@@ -49,30 +114,114 @@ def locate(new: ast.AST, like: ast.AST) -> ast.AST:
     """
     line = getattr(like, "lineno", 1)
     col = getattr(like, "col_offset", 0)
-    stack = [new]
+    return _position(new, line, col, line, col)
+
+
+def artificial(new: ast.AST) -> ast.AST:
+    """Mark the new nodes of ``new`` as having no source position: the compiler gives their
+    instructions the line of the instruction before them, so they never start a line."""
+    return _position(new, -1, -1, -1, -1)
+
+
+_FIRST_CHILD: dict[type, str] = {
+    ast.Assign: "value", ast.AugAssign: "target", ast.Expr: "value", ast.Return: "value",
+    ast.If: "test", ast.While: "test", ast.For: "iter", ast.AsyncFor: "iter", ast.Match: "subject",
+    ast.Raise: "exc", ast.Assert: "test", ast.Call: "func", ast.Attribute: "value",
+    ast.Subscript: "value", ast.BinOp: "left", ast.Compare: "left", ast.UnaryOp: "operand",
+    ast.IfExp: "test", ast.NamedExpr: "value", ast.Await: "value", ast.Yield: "value",
+    ast.YieldFrom: "value", ast.Starred: "value", ast.FormattedValue: "value",
+}
+
+
+def first_evaluated(node: ast.AST) -> ast.AST:
+    """The node whose position the first instruction of ``node`` carries (the value of an
+    assignment, the first decorator, the callee of a call, ...), so that a probe placed
+    before ``node`` starts the same line as ``node`` would."""
+    while True:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.decorator_list:
+            node = node.decorator_list[0]
+            continue
+        if isinstance(node, ast.AnnAssign) and node.value is not None:
+            node = node.value
+            continue
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            node = node.items[0].context_expr
+            continue
+        if isinstance(node, ast.Delete) and isinstance(node.targets[0], (ast.Attribute, ast.Subscript)):
+            node = node.targets[0].value
+            continue
+        if isinstance(node, ast.BoolOp):
+            node = node.values[0]
+            continue
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)) and node.elts and not all(
+                isinstance(e, ast.Constant) for e in node.elts):
+            node = node.elts[0]
+            continue
+        if isinstance(node, ast.JoinedStr) and node.values:
+            node = node.values[0]
+            continue
+        child = getattr(node, _FIRST_CHILD.get(type(node), "-"), None)
+        if not isinstance(child, ast.AST) or not hasattr(child, "lineno"):
+            return node
+        node = child
+
+
+#: Templates number functions and counters from these placeholder origins (``instrument.cache``).
+FID_ORIGIN = 3_141_592_653_000_000
+COUNTER_ORIGIN = 2_718_281_828_000_000
+
+
+def counter_slot(counter: int) -> str:
+    """The attribute of the file's counter object that holds template counter ``counter``."""
+    return f"c{counter - COUNTER_ORIGIN}"
+
+
+def _counter(counter: int, ctx: ast.expr_context) -> ast.expr:
+    return ast.Attribute(rt(COUNTS), counter_slot(counter), ctx)
+
+
+def start_line(first: ast.stmt, like: ast.AST) -> None:
+    """Give the probe code that runs first in an activation the position of the first
+    instruction of its first statement ``like``: after ``RESUME`` the next instruction with
+    a line starts a line event, and an artificial one would take the ``def`` line."""
+    if getattr(first, "lineno", None) != -1:
+        return
+    at = first_evaluated(like)
+    line, col = getattr(at, "lineno", 1), getattr(at, "col_offset", 0)
+    if isinstance(first, ast.Try):   # a guard: only its own NOP takes the line
+        first.lineno, first.col_offset, first.end_lineno, first.end_col_offset = line, col, line, col
+        return
+    stack: list[ast.AST] = [first]
     while stack:
         n = stack.pop()
-        if "lineno" in n._attributes:
-            if hasattr(n, "lineno"):
-                continue
-            n.lineno, n.col_offset = line, col  # type: ignore[attr-defined]
-            n.end_lineno, n.end_col_offset = line, col  # type: ignore[attr-defined]
-        stack.extend(ast.iter_child_nodes(n))
-    return new
+        if getattr(n, "lineno", None) == -1:
+            n.lineno, n.col_offset, n.end_lineno, n.end_col_offset = line, col, line, col  # type: ignore[attr-defined]
+            stack.extend(ast.iter_child_nodes(n))
+        elif not hasattr(n, "lineno"):
+            stack.extend(ast.iter_child_nodes(n))
+
+
+def place(new: ast.AST, like: ast.AST | None) -> ast.AST:
+    """At the start of ``like`` (a probe that opens the block of statement ``like``), or artificial."""
+    return artificial(new) if like is None else locate(new, like)
 
 
 @dataclass
 class Emitter:
     """Builds probe code for one function under one probe plan.
 
-    Module and class bodies (``in_class``) never bind ``_wt_a``: their namespace is the
-    program's own, so their probes fetch the stream each time instead.
+    Module and class bodies (``in_class``) bind no local: their namespace is the program's
+    own, so their probes fetch the stream each time and their handlers call helpers.
+    ``table``: index of the function's site table in its file.
     """
 
     fid: int
     in_class: bool
     plan: ProbePlan
     reraises: bool = True     # the body has re-raise sites (bare raise, finally, with)
+    table: int = 0
+    generator: bool = False
+    expr_locals: set[int] = field(default_factory=set)   # count modes: counters used in expressions
 
     @property
     def counts(self) -> bool:
@@ -81,123 +230,239 @@ class Emitter:
 
     @property
     def knows_reraise(self) -> bool:
-        """Count and witness modes say which statement raised an exception caught again in the
-        same frame (a re-raise site, not the traceback's statement); blocks mode needs not.
-        Only bodies with re-raise sites (bare ``raise``, ``finally``, ``with``) can re-raise."""
+        """Count and witness modes tell an exception re-raised in the frame (recorded as coming
+        from the re-raise site) from a new one; blocks mode needs not.  Only bodies with
+        re-raise sites (bare ``raise``, ``finally``, ``with``) can re-raise."""
         return (self.counts or self.plan.records_handler) and self.reraises
 
     @property
     def tracks_reraise(self) -> bool:
-        """Functions keep the last re-raise site passed (``_wt_r``) and the traceback of the last
-        exception caught (``_wt_e``) in locals; module and class bodies in the runtime."""
+        """Functions keep the last re-raise site passed (``wt.r``) and the traceback entry
+        their last handler saw (``wt.s``) in locals; module and class bodies in the runtime
+        (``RunState.namespace_reraise``)."""
         return self.knows_reraise and not self.in_class
 
+    def locals_counted(self) -> list[int]:
+        return sorted(self.plan.local_counters | self.expr_locals)
+
     def stream(self) -> ast.expr:
-        return ast.BoolOp(ast.Or(), [ast_call(GET, ast_const(None)), ast_call(NEW)])
+        return ast.BoolOp(ast.Or(), [ast_call(rt(GET), ast_const(None)), ast_call(rt(NEW))])
 
     def append(self, value: int) -> ast.expr:
-        """The probe as an expression."""
+        """The probe as an expression whose value is false (``while`` tests, ``for`` iterables)."""
         if self.counts:
-            return ast_call(INC, ast_const(value))
-        target: ast.expr = self.stream() if self.in_class else ast_name(A)
+            if self.in_class:
+                return ast_call(rt(INC), rt(COUNTS), ast_const(counter_slot(value)))
+            self.expr_locals.add(value)
+            name = self.local(value)
+            bump = ast.NamedExpr(ast_name(name, True), ast.BinOp(ast_name(name), ast.Add(), ast_const(1.0)))
+            return ast.BinOp(bump, ast.Mult(), ast_const(0))   # 0.0; a comparison counts as a call
+        # module and class bodies: the prologue made the stream, so it is there (no branch)
+        target: ast.expr = ast_call(rt(GET), ast_const(None)) if self.in_class else ast_name(A)
         return ast.Call(target, [ast_const(value)], [])
 
-    def stmt(self, value: int, like: ast.AST) -> ast.stmt:
-        """The probe as a statement (count modes: ``_wt_C[value] += 1.0``, or ``_wt_n<value> += 1.0``).
+    def stmt(self, value: int, like: ast.AST | None) -> ast.stmt:
+        """The probe as a statement (count modes: ``counts.c<j> += 1.0``, or ``wt.n<j> += 1.0``).
 
         Counts are floats (exact up to 2**53): a float add takes its result from CPython's
         float free list, where an int above 256 is a fresh allocation — a fifth of the
-        probe's cost (docs/design.md).
+        probe's cost (docs/design.md).  ``like``: see :func:`place`.
         """
-        if value in self.plan.local_counters:
-            return locate(ast.AugAssign(ast_name(self.local(value), True), ast.Add(), ast_const(1.0)), like)  # type: ignore[return-value]
-        if self.counts:
-            slot = ast.Subscript(ast_name(COUNTERS), ast_const(value), ast.Store())
-            return locate(ast.AugAssign(slot, ast.Add(), ast_const(1.0)), like)  # type: ignore[return-value]
-        return locate(ast.Expr(self.append(value)), like)  # type: ignore[return-value]
+        if value in self.plan.local_counters or (self.counts and value in self.expr_locals):
+            node: ast.stmt = ast.AugAssign(ast_name(self.local(value), True), ast.Add(), ast_const(1.0))
+        elif self.counts:
+            node = ast.AugAssign(_counter(value, ast.Store()), ast.Add(), ast_const(1.0))
+        else:
+            node = ast.Expr(self.append(value))
+        return place(node, like)  # type: ignore[return-value]
 
-    def stmts(self, values: Sequence[int], like: ast.AST) -> list[ast.stmt]:
+    def stmts(self, values: Sequence[int], like: ast.AST | None) -> list[ast.stmt]:
         return [self.stmt(v, like) for v in values]
 
-    def exprs(self, values: Sequence[int], like: ast.AST) -> list[ast.expr]:
-        return [locate(self.append(v), like) for v in values]  # type: ignore[misc]
+    def exprs(self, values: Sequence[int]) -> list[ast.expr]:
+        return [artificial(self.append(v)) for v in values]  # type: ignore[misc]
 
-    def set_reraise(self, sid: int, like: ast.AST) -> list[ast.stmt]:
-        """Count and witness modes: remember a re-raise site (a local; module/class bodies ask the runtime)."""
+    def set_reraise(self, sid: int, like: ast.AST | None) -> list[ast.stmt]:
+        """Count and witness modes: remember a re-raise site (a local; module/class bodies ask
+        the runtime, where -1 forgets the site and the held traceback)."""
         if not self.knows_reraise:
             return []
         if self.in_class:
-            return [locate(ast.Expr(ast_call(RERAISE, ast_const(self.fid), ast_const(sid))), like)]  # type: ignore[list-item]
-        return [locate(ast.Assign([ast_name(R, True)], ast_const(sid)), like)]  # type: ignore[list-item]
+            return [place(ast.Expr(ast_call(rt(RERAISE), ast_const(self.fid), ast_const(sid))), like)]  # type: ignore[list-item]
+        return [place(ast.Assign([ast_name(R, True)], ast_const(sid)), like)]  # type: ignore[list-item]
 
-    def prologue(self, like: ast.AST) -> list[ast.stmt]:
-        if self.counts:
-            zero = [locate(ast.Assign([ast_name(self.local(k), True)], ast_const(0.0)), like)
-                    for k in sorted(self.plan.local_counters)]
-            return self.forget_reraise(like) + zero  # type: ignore[operator]
-        out: list[ast.stmt] = []
-        if not self.in_class:
-            out.append(locate(ast.Assign([ast_name(A, True)], self.stream()), like))  # type: ignore[arg-type]
-        return out + self.forget_reraise(like) + [self.stmt(enter_code(self.fid), like)]
-
-    def forget_reraise(self, like: ast.AST) -> list[ast.stmt]:
-        """At entry and exit: no re-raise site passed, no exception held (the held traceback
-        refers to the frame: kept past the exit it would keep the frame alive)."""
-        if not self.knows_reraise:
-            return []
-        if self.in_class:
+    def forget_reraise(self, like: ast.AST | None) -> list[ast.stmt]:
+        """At entry and exit: no re-raise site passed, no traceback held (it refers to the
+        frame and to the frames it unwound: kept past the exit it would keep them alive)."""
+        if not self.tracks_reraise:
             return self.set_reraise(-1, like)
-        return self.set_reraise(-1, like) + [locate(ast.Assign([ast_name(E, True)], ast_const(None)), like)]  # type: ignore[list-item]
+        return self.set_reraise(-1, like) + self.drop_held(like)
 
-    def drop_held(self, like: ast.AST) -> list[ast.stmt]:
-        """At the end of an ``except`` body: the exception it handled can no longer be re-raised."""
+    def drop_held(self, like: ast.AST | None = None) -> list[ast.stmt]:
+        """Functions, at the end of an ``except`` body (and at exit): the exception it handled
+        can no longer be re-raised, so its traceback is no longer held."""
         if not self.tracks_reraise:
             return []
-        return [locate(ast.Assign([ast_name(E, True)], ast_const(None)), like)]  # type: ignore[list-item]
+        return [place(ast.Assign([ast_name(SEEN, True)], rt(NO_TB)), like)]  # type: ignore[list-item]
+
+    def prologue(self, like: ast.AST) -> list[ast.stmt]:
+        """What runs first in an activation, at the position of the first instruction of the
+        first statement ``like`` (the instruction after ``RESUME`` starts a line event)."""
+        like = first_evaluated(like)
+        if self.counts:
+            return self.forget_reraise(like) + [place(ast.Assign([ast_name(self.local(k), True)], ast_const(0.0)), like)  # type: ignore[misc]
+                                                for k in self.locals_counted()]
+        if self.in_class:
+            enter = ast.Expr(ast.Call(self.stream(), [ast_const(enter_code(self.fid))], []))
+            return [place(enter, like)] + self.forget_reraise(like)  # type: ignore[list-item]
+        fetch: ast.stmt = ast.Assign([ast_name(A, True)], self.stream())
+        if C_CALLS_COUNT:
+            fetch = self._recursion_guard(fetch)
+        return [place(fetch, like), self.stmt(enter_code(self.fid), like)] + self.forget_reraise(like)  # type: ignore[list-item]
+
+    @staticmethod
+    def _recursion_guard(fetch: ast.stmt) -> ast.stmt:
+        """At the recursion limit the stream fetch (a C call) fails in the callee, where the
+        plain program's call would have failed in the caller: raise the error the plain
+        program sees (message, no traceback entry for this frame)."""
+        err = ast_name(EXC_CAUGHT)
+        fix = [ast.Assign([ast.Attribute(err, "args", ast.Store())],
+                          ast_const(("maximum recursion depth exceeded",))),
+               ast.Assign([ast.Attribute(ast_name(EXC_CAUGHT), "__traceback__", ast.Store())], ast_const(None)),
+               ast.Raise()]
+        handler = ast.ExceptHandler(rt(RECURSION_ERROR), EXC_CAUGHT, fix)
+        return ast.Try([fetch], [artificial(handler)], [], [])  # type: ignore[list-item]
 
     def local(self, counter: int) -> str:
         """The local that holds ``counter`` during an activation (named by its index in the
         function, so the name does not depend on ids handed out at run time)."""
         return f"{LOCAL}{counter - self.plan.base}"
 
-    def epilogue(self, like: ast.AST) -> list[ast.stmt]:
+    def epilogue(self) -> list[ast.stmt]:
         """What the activation's final ``finally`` runs: LEAVE (trace modes), or adding the
         local counts to the counter list (count modes)."""
         if not self.counts:
-            return self.forget_reraise(like) + [self.stmt(LEAVE, like)]
-        return self.forget_reraise(like) + [
-            locate(ast.AugAssign(ast.Subscript(ast_name(COUNTERS), ast_const(k), ast.Store()), ast.Add(),
-                                 ast_name(self.local(k))), like)  # type: ignore[misc]
-            for k in sorted(self.plan.local_counters)]
+            return self.forget_reraise(None) + [self.stmt(LEAVE, None)]
+        out = [artificial(ast.AugAssign(_counter(k, ast.Store()), ast.Add(), ast_name(self.local(k))))
+               for k in self.locals_counted()]
+        return self.forget_reraise(None) + out  # type: ignore[return-value]
 
-    def xedge(self, like: ast.AST, dst: int) -> ast.stmt:
-        """Record the exception edge at a handler entry (and re-fetch the stream).
+    # --- exception edges
+    def site_of(self, tb: ast.expr) -> ast.expr:
+        """The statement a traceback entry of this frame points at (-1 if none): a lookup in
+        the function's site table by instruction index, without a call or a branch (a branch
+        would leave the code after it without a line)."""
+        some_tb = ast.Subscript(ast.Tuple([rt(NO_TB), ast.NamedExpr(ast_name(LASTI, True), tb)], ast.Load()),
+                                ast.Compare(ast_name(LASTI), [ast.IsNot()], [ast_const(None)]), ast.Load())
+        lasti = ast.NamedExpr(ast_name(LASTI, True),
+                              ast.BinOp(ast.Attribute(some_tb, "tb_lasti", ast.Load()), ast.RShift(), ast_const(1)))
+        cell = ast.Subscript(ast_const(sites_constant(self.table)),
+                             ast.Slice(lasti, ast.BinOp(ast_name(LASTI), ast.Add(), ast_const(1))), ast.Load())
+        padded = ast.BinOp(cell, ast.Add(), ast_const(sites_constant(self.table, pad=True)))
+        return ast.BinOp(ast.Subscript(padded, ast_const(0), ast.Load()), ast.Sub(), ast_const(1))
 
-        Count and witness modes pass the last re-raise site and the held traceback, and keep
-        the traceback the runtime returns (see ``runtime.probes.exception_edge``)."""
-        held: list[ast.expr] = []
-        if self.tracks_reraise:
-            held = [ast_name(R), ast_name(E)]
-        elif self.knows_reraise:
-            held = [ast_const(RERAISE_LOOKUP)]
+    def xedge(self, dst: int, exc: str | None, at: ast.AST | None = None,
+              tail: Callable[[], list[ast.stmt]] | None = None) -> list[ast.stmt]:
+        """Record the exception edge into block ``dst`` at a handler entry; ``exc``: the local
+        bound to the exception (None in module and class bodies); ``at``: the handler of the
+        program it opens (the probe takes its ``except`` line), None in a guard, whose
+        ``tail()`` (the re-raise) ends the probe code."""
+        if self.in_class or exc is None:
+            lookup = ast_const(self.knows_reraise)
+            if self.counts:
+                args = [ast_const(self.fid), ast_const(dst), lookup]
+                return [place(ast.Expr(ast_call(rt(XCOUNT), *args)), at)]  # type: ignore[list-item]
+            extra = [ast_const(-1 if dst == EXIT else dst), lookup] if self.plan.records_handler else []
+            return [place(ast.Expr(ast_call(rt(XEDGE), ast_const(self.fid), *extra)), at)]  # type: ignore[list-item]
+
+        def tb() -> ast.expr:
+            return ast.Attribute(ast_name(exc), "__traceback__", ast.Load())
+
         if self.counts:
-            call = ast_call(XCOUNT, ast_const(self.fid), ast_const(dst), *(held or [ast_const(-1)]))
+            src = self.site_of(tb())
             if self.tracks_reraise:
-                return locate(ast.Assign([ast_name(E, True)], call), like)  # type: ignore[return-value]
-            return locate(ast.Expr(call), like)  # type: ignore[return-value]
-        a: ast.expr = ast_const(False) if self.in_class else ast_name(A)
-        # witness modes also name the handler block (blocks mode records it by its own probe)
-        extra = [ast_const(-1 if dst == EXIT else dst)] + held if self.plan.records_handler else []
-        call = ast_call(XEDGE, ast_const(self.fid), a, *extra)
-        if self.in_class:
-            return locate(ast.Expr(call), like)  # type: ignore[return-value]
-        targets: ast.expr = ast_name(A, True)
-        if self.tracks_reraise and self.plan.records_handler:
-            targets = ast.Tuple([ast_name(A, True), ast_name(E, True)], ast.Store())
-        return locate(ast.Assign([targets], call), like)  # type: ignore[return-value]
+                src = ast.Subscript(ast.Tuple([src, ast_name(R)], ast.Load()), self.again(tb(), hold=True), ast.Load())
+            record = [ast.Assign([ast_name(XLIST, True)], ast.Attribute(rt(EDGES), "x", ast.Load())),
+                      ast.AugAssign(ast_name(XLIST, True), ast.Add(),
+                                    ast.Tuple([ast_const(self.fid), src, ast_const(dst)], ast.Load()))]
+            return [place(s, at) for s in record + (tail() if tail is not None else [])]  # type: ignore[misc]
+        def record() -> list[ast.stmt]:
+            if not self.tracks_reraise:
+                out: list[ast.stmt] = [ast.Expr(ast_call(A, ast_const(EXC))), ast.Expr(ast_call(A, self.site_of(tb())))]
+            else:   # RERAISE s r for a re-raise, else EXC s; then hold the traceback entry
+                code = ast.Subscript(ast.Tuple([ast_const(EXC), ast_const(RERAISE_CODE)], ast.Load()),
+                                     self.again(tb()), ast.Load())
+                site = ast.Subscript(ast.Tuple([rt(SKIP), ast_name(A)], ast.Load()), self.again(tb()), ast.Load())
+                out = [ast.Expr(ast_call(A, code)), ast.Expr(ast_call(A, self.site_of(tb()))),
+                       ast.Expr(ast_call(site, ast_name(R))), ast.Assign([ast_name(SEEN, True)], tb())]
+            if self.plan.records_handler and dst != EXIT:  # witness modes also name the handler block
+                out.append(ast.Expr(ast_call(A, ast_const(dst))))
+            return out + (tail() if tail is not None else [])
 
-    def guard(self, body: list[ast.stmt], like: ast.AST, final: list[ast.stmt] | None, dst: int) -> ast.Try:
-        """``try: body / except BaseException: record edge; raise / finally: final``."""
-        handler = ast.ExceptHandler(ast_name("BaseException"), None, [self.xedge(like, dst), ast.Raise()])
-        node = ast.Try(body, [handler], [], final or [])
-        return locate(node, like)  # type: ignore[return-value]
+        if not self.generator:
+            return [place(s, at) for s in record()]  # type: ignore[misc]
+        # thrown in at a yield: the activation resumes here.  In a guard both arms end the
+        # handler (no join left without a line: Python 3.13 cannot copy such an exit here)
+        resume = [ast.Assign([ast_name(A, True)], self.stream()),
+                  ast.Expr(ast_call(A, ast_const(enter_code(self.fid))))]
+        test = ast.Compare(ast_name(A), [ast.Is()], [ast_const(None)])
+        if tail is not None:
+            return [place(ast.If(test, resume + record(), record()), at)]  # type: ignore[list-item]
+        return [place(s, at) for s in [ast.If(test, resume, [])] + record()]  # type: ignore[misc]
+
+    def again(self, tb: ast.expr, hold: bool = False) -> ast.expr:
+        """Was the exception re-raised in this frame (a bool, computed without a branch)?
+
+        A re-raise (bare ``raise``, the end of a ``finally``, a ``with`` exit, a guard's own
+        re-raise) leaves the head of the exception's traceback as it was, while raising anew,
+        even the same object, adds a new entry for the frame.  So an exception whose entry
+        ``tb`` is the one the frame's last handler saw (``wt.s``, held) was re-raised, from
+        the last re-raise site passed (``wt.r``).  ``hold``: also make ``tb`` the held entry.
+        """
+        seen = ast.NamedExpr(ast_name(SEEN, True), tb) if hold else tb
+        same = ast.Compare(ast_name(SEEN), [ast.Is()], [seen])
+        passed = ast.Compare(ast_name(R), [ast.GtE()], [ast_const(0)])
+        return ast.BinOp(same, ast.BitAnd(), passed)
+
+    def guard(self, body: list[ast.stmt], final: list[ast.stmt], dst: int, own_final: bool,
+              like: ast.AST | None = None) -> ast.Try:
+        """``try: body / except: record edge; re-raise / finally: final``.
+
+        The re-raise leaves the exception exactly where it was raised: the compiled template
+        turns the marked expression before ``raise`` into ``RERAISE`` with the instruction
+        offset the handler received (``instrument.bytecode``), and, when ``own_final`` (the
+        ``finally`` is probe code), the ``finally``'s own re-raise too.  Tracebacks,
+        ``frame.f_lineno`` and a tracer's ``return`` event are those of the plain program.
+        ``like``: the program's ``try`` statement the guard stands for (its line is traced).
+        """
+        if self.in_class:
+            name = None
+            mark: ast.expr = ast_call(rt(RERAISE_MARK if own_final and final else RERAISE_MARK_GUARD))
+        else:
+            name = EXC_OWN if own_final and final else EXC_GUARD
+            mark = ast_name(name)
+        def reraise() -> list[ast.stmt]:
+            return [ast.Expr(mark if self.in_class else ast_name(name)), ast.Raise()]  # type: ignore[arg-type]
+
+        if self.in_class:
+            probe = self.xedge(dst, name) + reraise()
+        else:
+            probe = self.xedge(dst, name, tail=reraise)
+        handler = artificial(ast.ExceptHandler(None, name, probe))
+        node = ast.Try(body, [handler], [], final)  # type: ignore[list-item]
+        return place(node, like)  # type: ignore[return-value]
+
+    def activation_guard(self, body: list[ast.stmt]) -> ast.Try:
+        """The guard of a whole code body: records the edge to EXIT and runs the epilogue.
+
+        A function's body ends with a bare ``return`` of its own, so that where several paths
+        fall off the end, the compiler gives each its own copy of the exit (and its line),
+        as it does without instrumentation.  Module and class bodies cannot ``return``: their
+        epilogue runs in ``else`` and in the handler (the compiler copies their small exit).
+        """
+        if not self.in_class:
+            return self.guard(body + [artificial(ast.Return(None))], self.epilogue(), EXIT, own_final=True)  # type: ignore[list-item]
+        mark = ast_call(rt(RERAISE_MARK_GUARD))
+        recorded = self.xedge(EXIT, None) + self.epilogue()
+        handler = artificial(ast.ExceptHandler(None, None, recorded + [ast.Expr(mark), ast.Raise()]))
+        return artificial(ast.Try(body, [handler], self.epilogue(), []))  # type: ignore[list-item, return-value]

@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import importlib.abc
 import importlib.machinery
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import CodeType, ModuleType
-from typing import Any, Callable, Protocol, Sequence, TypedDict
+from typing import Any, Callable, Iterator, Protocol, Sequence, TypedDict
 
 from wholetrace.errors import InstrumentError, short_message
 from wholetrace.instrument.cfg import CFG, build_cfg, iter_functions
 from wholetrace.instrument.cache import COUNTER_ORIGIN, FID_ORIGIN, InstrumentCache, relocate
 from wholetrace.instrument.modes import ProbePlan
-from wholetrace.instrument.rewrite import compile_tree, rewrite_tree
+from wholetrace.instrument.rewrite import compile_tree, rewrite_tree, statement_spans
 from wholetrace.store.registry import encode_registry
 
 _SKIP_DIRS = ("site-packages", "dist-packages")
@@ -35,13 +36,6 @@ class FileEntry(TypedDict):
     spans: list[list[tuple[int, int, int, int, int]]]   # statement spans, innermost first
 
 
-def statement_spans(cfg: CFG) -> list[tuple[int, int, int, int, int]]:
-    """(line, col, end line, end col, statement id) of every statement, innermost spans first
-    (how an exception's source position is mapped to a statement)."""
-    spans = [(s.line, s.col, s.end_line, s.end_col, i) for i, s in enumerate(cfg.stmts)]
-    return sorted(spans, key=lambda s: (s[2] - s[0]) * 10_000 + s[3] - s[1])
-
-
 class Registry(Protocol):
     """What the instrumenter needs from a recording (implemented by runtime.recorder.Recorder)."""
 
@@ -55,6 +49,10 @@ class Registry(Protocol):
 
     def register_file(self, file: str, entry: FileEntry) -> tuple[int, int]:
         """Give the functions of ``file`` ids and counters; returns (first fid, first counter id)."""
+
+    @property
+    def constants(self) -> dict[str, object]:
+        """The run-time objects instrumented code gets as constants (``runtime.probes``)."""
 
 
 class TreeTransform(Protocol):
@@ -109,7 +107,7 @@ class Instrumenter:
         template, entry = hit
         fid_base, counter_base = self.registry.register_file(filename, entry)
         self.instrumented_files.append(filename)
-        return relocate(template, fid_base, counter_base)
+        return relocate(template, fid_base, counter_base, self.registry.constants)
 
     def template(self, tree: ast.Module, source: str, filename: str,
                  transform: TreeTransform | None = None) -> tuple[CodeType, FileEntry]:
@@ -133,7 +131,24 @@ class Instrumenter:
             "qualnames": [cfg.qualname for _fn, cfg in functions], "offsets": offsets, "counters": offset,
             "suspendable": any(cfg.is_generator or isinstance(fn, ast.AsyncFunctionDef) for fn, cfg in functions),
             "spans": [statement_spans(cfg) for _fn, cfg in functions]}
-        return compile_tree(tree, filename), entry
+        return compile_tree(tree, filename, items), entry
+
+
+@contextlib.contextmanager
+def _untraced() -> Iterator[None]:
+    """A tracer or profiler the program installed does not see wholetrace instrument a
+    module (nor the modules wholetrace uses meanwhile, which may be the program's too)."""
+    trace, profile = sys.gettrace(), sys.getprofile()
+    if trace is None and profile is None:
+        yield
+        return
+    sys.settrace(None)
+    sys.setprofile(None)
+    try:
+        yield
+    finally:
+        sys.settrace(trace)
+        sys.setprofile(profile)
 
 
 class InstrumentingLoader(importlib.machinery.SourceFileLoader):
@@ -143,7 +158,8 @@ class InstrumentingLoader(importlib.machinery.SourceFileLoader):
 
     def get_code(self, fullname: str) -> CodeType:
         path = self.get_filename(fullname)
-        return self.instrumenter.compile(self.get_data(path), path)
+        with _untraced():
+            return self.instrumenter.compile(self.get_data(path), path)
 
     def set_data(self, path: str, data: bytes, *, _mode: int = 0o666) -> None:  # no bytecode cache
         return None

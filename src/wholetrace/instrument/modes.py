@@ -1,8 +1,8 @@
 """Probe plans: what each recording mode appends at block starts and on edges of one function.
 
 ``blocks``      the block id at every block start, ENTER/LEAVE, exception edges (the trace).
-``count-naive`` one counter per block (a probe is ``_wt_C[k] += 1`` on the run's one counter
-                list, ``k`` a global counter id: the function's base plus its local index).
+``count-naive`` one counter per block (a probe is ``counts.c<j> += 1.0``, a slot of the file's
+                counter object; ``j`` the counter's index in the file).
 ``count``       counters on the chords of a maximum spanning tree (Ball-Larus), weights from
                 the heuristic or from an earlier recording; edges with no probe site are kept
                 in the tree, and among equal weights the tree takes the dearer probe forms.  Generators, module and class bodies, and functions whose chords
@@ -53,6 +53,7 @@ class ProbePlan:
     counted_edges: tuple[int, ...] = ()             # edge ids with a counter ("full")
     local_counters: frozenset[int] = frozenset()    # global ids counted in a local, added at exit
     base: int = 0                                   # global id of the function's first counter
+    witnessed: tuple[int, ...] = ()                 # edge ids with a witness, by witness id ("witness")
     values: "ValuePlan | None" = None               # full mode: value slots and def/use facts
 
     @property
@@ -66,11 +67,17 @@ class ProbePlan:
         return self.mode in ("witness", "branches") and self.strategy != "trace"
 
     def to_json(self) -> dict[str, object]:
-        return {"mode": self.mode, "strategy": self.strategy, "counters": self.counters,
-                "chords": list(self.chords), "counted_edges": list(self.counted_edges),
-                "local_counters": sorted(k - self.base for k in self.local_counters),
-                "block_counters": sorted(self.block_values) if self.strategy != "chords" else []} | (
-                    {"wet": self.values.to_json()} if self.values is not None else {})
+        """What the recording stores: readers decode with it, never recompute it."""
+        out: dict[str, object] = {
+            "mode": self.mode, "strategy": self.strategy, "counters": self.counters,
+            "chords": list(self.chords), "counted_edges": list(self.counted_edges),
+            "local_counters": sorted(k - self.base for k in self.local_counters),
+            "block_counters": sorted(self.block_values) if self.strategy != "chords" else []}
+        if self.strategy == "witness":
+            out["witnessed"] = list(self.witnessed)
+        if self.values is not None:
+            out["wet"] = self.values.to_json()
+        return out
 
 
 def blocks_plan(cfg: CFG) -> ProbePlan:
@@ -87,8 +94,14 @@ def full_plan(cfg: CFG, base: int) -> ProbePlan:
 
 
 def count_naive_plan(cfg: CFG, base: int) -> ProbePlan:
-    """A counter per block; counter ``b - 2`` of the function is block ``b``."""
+    """A counter per block; counter ``b - 2`` of the function is block ``b``.  A body with no
+    block (``global``/``nonlocal`` only) counts its one edge, ENTRY -> EXIT, in its prologue."""
     real = [b.id for b in cfg.blocks[2:]]
+    if not real:
+        sites = edge_sites(cfg)
+        counted = tuple(i for i, s in enumerate(sites) if s is not None)
+        return ProbePlan("count-naive", "blocks", sites=sites, counters=len(counted), counted_edges=counted,
+                         edge_values={e: [base + k] for k, e in enumerate(counted)})
     return ProbePlan("count-naive", "blocks", {b: [base + i] for i, b in enumerate(real)},
                      counters=len(real))
 
@@ -136,7 +149,7 @@ def witness_plan(cfg: CFG, kind: str) -> ProbePlan:
     sites = probe_sites(cfg)
     if needs_block_fallback(placement, sites):
         return ProbePlan(kind, "trace", blocks_plan(cfg).block_values)
-    return ProbePlan(kind, "witness", sites=sites,
+    return ProbePlan(kind, "witness", sites=sites, witnessed=placement.witnessed,
                      edge_values={e: [w] for w, e in enumerate(placement.witnessed)})
 
 

@@ -1,16 +1,16 @@
 """AST rewriter: places a mode's probes at block starts of every function, without changing behaviour.
 
-Trace modes: probes are plain statements on a local (``_wt_a(k)`` appends value ``k`` to the
+Trace modes: probes are plain statements on a local (``wt.a(k)`` appends value ``k`` to the
 stream of the running thread or task); each function gets a prologue that fetches its stream
-and records ENTER, and an ``except``/``finally`` pair that records the dynamic exception edge
-and LEAVE.  Count modes: a probe is ``_wt_C[k] += 1.0`` on the recording's one counter list
-(``_wt_inc(k)`` where an expression is needed) and functions fetch nothing.
-Headers that have no statement of their own get expression probes: ``while _wt_a(k) or test``,
-``for x in (it, _wt_a(k))[0]`` plus a probe at the end of the body and before ``continue``.
+and records ENTER, and a guard (``try``/``except``/``finally``) that records the dynamic
+exception edge and LEAVE.  Count modes: a probe is ``counts.c<j> += 1.0``, a slot of the file's
+counter object (a local counter where an expression is needed); functions fetch nothing.
+Headers that have no statement of their own get expression probes: ``while wt.a(k) or test``,
+``for x in (it, wt.a(k))[0]`` plus a probe at the end of the body and before ``continue``.
 ``with`` exits and ``finally`` entries are probed from an inserted ``try/finally`` so they run
 in exactly the order Python runs the cleanup.  Generators (trace modes) record LEAVE before
-each ``yield`` and ENTER after resumption.  The probe code itself is built by ``instrument.emit``;
-see docs/design.md for the full contract.
+each ``yield`` and ENTER after resumption.  The probe code itself is built by ``instrument.emit``
+and finished by ``instrument.bytecode``; docs/design.md ("Probe contract") states the contract.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from typing import Sequence
 
 from wholetrace.ids import EXIT
 from wholetrace.instrument.cfg import CFG, Stmt
-from wholetrace.instrument.emit import A, AFOR, FOR, HOLD, Emitter, ast_call, ast_const, ast_name, locate
+from wholetrace.instrument.emit import (A, AFOR, COUNTS, EXC_CAUGHT, FOR, HOLD, MATCH, VARS, Emitter, artificial,
+                                       ast_call, ast_const, ast_name, counter_slot, locate, rt, start_line)
 from wholetrace.instrument.modes import ProbePlan, blocks_plan
 from wholetrace.events import LEAVE, enter_code
 
@@ -37,12 +38,12 @@ class _LoopInfo:
 class _FunctionRewriter:
     """Rewrites one function body in place, given its CFG and probe plan."""
 
-    def __init__(self, cfg: CFG, fid: int, in_class: bool, plan: ProbePlan) -> None:
+    def __init__(self, cfg: CFG, fid: int, in_class: bool, plan: ProbePlan, table: int = 0) -> None:
         self.cfg = cfg
         self.plan = plan
-        self.em = Emitter(fid, in_class, plan, _has_reraise_sites(cfg))
-        self.loops: list[_LoopInfo] = []
         self.gen = cfg.is_generator
+        self.em = Emitter(fid, in_class, plan, _has_reraise_sites(cfg), table, self.gen and plan.traces)
+        self.loops: list[_LoopInfo] = []
         self.dst_edges: dict[int, list[int]] = {}
         self.site_edges: dict[tuple[str, int, str], list[int]] = {}
         for i, site in enumerate(plan.sites):
@@ -66,15 +67,17 @@ class _FunctionRewriter:
         return [v for e in self.site_edges.get((kind, sid, arm), ()) for v in self.plan.edge_values[e]]
 
     def probe_for(self, st: Stmt | None, like: ast.AST) -> list[ast.stmt]:
+        """The probes at the start of ``st``'s block (artificial: ``st`` starts its line)."""
         if st is None or not self.starts_block(st):
             return []
-        return self.em.stmts(self.block_values(st.block), like)
+        return self.em.stmts(self.block_values(st.block), None)
 
     def arm(self, st: Stmt | None, arm: str, body: list[ast.stmt], like: ast.AST) -> list[ast.stmt]:
-        """Prefix ``body`` (a branch arm) with the probes of the edge that enters it."""
+        """Prefix ``body`` (a branch arm) with the probes of the edge that enters it (at the
+        position of the arm's first statement; an arm created for the probe has none)."""
         if st is None:
             return body
-        return self.em.stmts(self.site_values("arm", st.id, arm), body[0] if body else like) + body
+        return self.em.stmts(self.site_values("arm", st.id, arm), None) + body
 
     def first_block(self, stmts: list[ast.stmt]) -> int:
         """The block of the first statement a body executes (a handler's or finally's entry)."""
@@ -104,7 +107,7 @@ class _FunctionRewriter:
             elif not isinstance(s, (ast.If, ast.While, ast.For, ast.AsyncFor, ast.Match, ast.Try, ast.TryStar)):
                 last = self.cfg.stmt_at(s, "simple")
             if last is not None:
-                out.extend(self.em.stmts(self.site_values("after", last.id), s))
+                out.extend(self.em.stmts(self.site_values("after", last.id), None))
         return out
 
     def stmt(self, s: ast.stmt) -> list[ast.stmt]:  # noqa: C901 - one arm per construct
@@ -121,9 +124,9 @@ class _FunctionRewriter:
             test = self.expr(s.test)
             if self.starts_block(st):
                 assert st is not None
-                probes = self.em.exprs(self.block_values(st.block), s.test)
+                probes = self.em.exprs(self.block_values(st.block))
                 if probes:
-                    test = locate(ast.BoolOp(ast.Or(), probes + [test]), s.test)  # type: ignore[assignment]
+                    test = artificial(ast.BoolOp(ast.Or(), probes + [test]))  # type: ignore[assignment]
             s.test = test
             self._loop_body(s, st)
             return [s]
@@ -151,21 +154,21 @@ class _FunctionRewriter:
         if st is None:
             return pre + [s]
         if isinstance(s, (ast.Break, ast.Continue)):
-            pre += self.em.stmts(self.site_values("before", st.id), s)
+            pre += self.em.stmts(self.site_values("before", st.id), None)
         if isinstance(s, ast.Continue) and self.loops:
             pre += self._continue_probe(s)
         if isinstance(s, ast.Raise) and s.exc is None:
-            pre += self.em.set_reraise(st.id, s)
+            pre += self.em.set_reraise(st.id, None)
         if isinstance(s, ast.Return):
             values = self.site_values("return", st.id)
             if values and (s.value is None or isinstance(s.value, ast.Constant)):
-                pre += self.em.stmts(values, s)
+                pre += self.em.stmts(values, None)
             elif values:
-                # the probe runs once the value is computed: ``_wt_t = v; probe; return _wt_t``
+                # the probe runs once the value is computed: ``wt.t = v; probe; return wt.t``
                 assert s.value is not None
-                hold = locate(ast.Assign([ast_name(HOLD, True)], s.value), s)
-                s.value = locate(ast_name(HOLD), s)  # type: ignore[assignment]
-                return pre + [hold] + self.em.stmts(values, s) + [s]  # type: ignore[list-item]
+                hold = artificial(ast.Assign([ast_name(HOLD, True)], s.value))
+                s.value = artificial(ast_name(HOLD))  # type: ignore[assignment]
+                return pre + [hold] + self.em.stmts(values, None) + [s]  # type: ignore[list-item]
         return pre + [s]
 
     # --- loops
@@ -182,7 +185,7 @@ class _FunctionRewriter:
         loop = self.loops[-1]
         if not isinstance(loop.node, (ast.For, ast.AsyncFor)) or loop.wrapped:
             return []          # the while test / the iterator wrapper records the header
-        return self.em.stmts(self.block_values(loop.header.block), s)
+        return self.em.stmts(self.block_values(loop.header.block), None)
 
     def _for(self, s: ast.For | ast.AsyncFor) -> list[ast.stmt]:
         """for-next probes go *before* each ``__next__``: after the iterable, at the end of the
@@ -193,17 +196,24 @@ class _FunctionRewriter:
         info = self._loop_body(s, self.cfg.stmt_at(s, "for-next"))
         h = self.block_values(info.header.block)
         first = self.site_values("arm", it_st.id, "iter") if it_st is not None else []
+        iterable = s.iter
         if info.wrapped:
             if first:
-                s.iter = ast.Subscript(ast.Tuple([s.iter] + self.em.exprs(first, s.iter), ast.Load()), ast_const(0), ast.Load())
-            s.iter = ast_call(AFOR if isinstance(s, ast.AsyncFor) else FOR, s.iter,
-                           ast.Tuple([ast_const(v) for v in h], ast.Load()), ast_const(self.em.counts))
-            locate(s.iter, s.iter.args[0])  # type: ignore[attr-defined]
+                s.iter = ast.Subscript(ast.Tuple([s.iter] + self.em.exprs(first), ast.Load()), ast_const(0), ast.Load())
+            wrapper = rt(AFOR if isinstance(s, ast.AsyncFor) else FOR)
+            if self.em.counts:   # the counters' slots in the file's counter object
+                names = ast.Tuple([ast_const(counter_slot(v)) for v in h], ast.Load())
+                s.iter = ast_call(wrapper, s.iter, names, rt(COUNTS))
+            else:
+                s.iter = ast_call(wrapper, s.iter, ast.Tuple([ast_const(v) for v in h], ast.Load()))
         elif first or h:
-            s.iter = ast.Subscript(ast.Tuple([s.iter] + self.em.exprs(first + h, s.iter), ast.Load()),
-                                   ast_const(0), ast.Load())
-            locate(s.iter, s.iter.value.elts[0])  # type: ignore[attr-defined]
-            s.body.extend(self.em.stmts(h, s.body[-1] if s.body else s))
+            s.iter = ast.Subscript(ast.Tuple([s.iter] + self.em.exprs(first + h), ast.Load()), ast_const(0), ast.Load())
+            s.body.extend(self.em.stmts(h, None))
+        if s.iter is not iterable:
+            # the new outermost node keeps the iterable's position (3.13 gives it to
+            # GET_ITER and FOR_ITER, the loop's line); the rest is artificial
+            ast.copy_location(s.iter, iterable)
+            artificial(s.iter)
         return pre + [s]
 
     # --- with
@@ -221,13 +231,15 @@ class _FunctionRewriter:
             body = self._with(inner_node)  # type: ignore[arg-type]
             inner_exit = self.cfg.stmt_at(items[1], "with-exit")
             if inner_exit is not None:
-                body += self.em.stmts(self.site_values("after", inner_exit.id), s)
+                body += self.em.stmts(self.site_values("after", inner_exit.id), None)
         else:
             body = self.body(s.body)
         assert exit_ is not None
-        final = self.em.set_reraise(exit_.id, s) + (self.probe_for(exit_, s) if self.starts_block(exit_) else [])
+        final = self.em.set_reraise(exit_.id, None)
+        if self.starts_block(exit_):
+            final += self.em.stmts(self.block_values(exit_.block), None)
         s.items = [first]
-        s.body = [self.em.guard(body, s.body[0] if s.body else s, final, exit_.block)]
+        s.body = [self.em.guard(body, final, exit_.block, own_final=True)]
         return pre + [s]
 
     # --- match
@@ -239,6 +251,7 @@ class _FunctionRewriter:
         heads: list[Stmt | None] = [None]
         tails: list[list[int]] = [[]]       # probes of the false edge that leads to each group
         last_false: list[int] = []
+        user_cases = list(s.cases)
         for case in s.cases:
             st = self.cfg.stmt_at(case, "case")
             if self.starts_block(st):
@@ -251,28 +264,42 @@ class _FunctionRewriter:
             groups[-1].append(case)
             last_false = self.site_values("arm", st.id, "next") if st is not None else []
         if last_false:  # the last case can fail: its false edge leads past the match
-            groups[-1].append(self._wildcard(self.em.stmts(last_false, s), groups[-1][-1]))
+            groups[-1].append(self._wildcard(self.em.stmts(last_false, None), groups[-1][-1]))
         if len(groups) == 1:
             s.cases = groups[0]
             return pre + [s]
         # Split before every case test that starts a block: ``case _:`` + probe + nested match
         # on the saved subject, so the probe runs before that pattern is tried.
-        tmp = f"_wt_m{m.id if m else 0}"
+        tmp = f"{MATCH}{m.id if m else 0}"
+        if self.em.in_class:   # before the groups are copied into the nested matches
+            self._drop_subject(tmp, user_cases, groups[-1])
         nested: list[ast.stmt] = []
         for cases, head, into in zip(reversed(groups[1:]), reversed(heads[1:]), reversed(tails[1:])):
             assert head is not None
             cases = cases + ([self._wildcard(nested, cases[-1])] if nested else [])
-            node = ast.copy_location(ast.Match(locate(ast_name(tmp), s.subject), cases), cases[0].pattern)
+            node = ast.copy_location(ast.Match(artificial(ast_name(tmp)), cases), cases[0].pattern)
             like = cases[0].pattern
             nested = self.em.stmts(into, like) + self.em.stmts(self.block_values(head.block), like) + [node]
         s.cases = groups[0] + [self._wildcard(nested, groups[0][-1] if groups[0] else s.cases[0])]
         s.subject = ast.copy_location(ast.NamedExpr(locate(ast_name(tmp, True), s.subject), s.subject), s.subject)
-        if not self.em.in_class:
-            return pre + [s]
-        # module and class namespaces are the program's: drop the saved subject afterwards
-        drop = ast.Expr(ast.Call(ast.Attribute(ast_call("vars"), "pop", ast.Load()),
-                                 [ast_const(tmp), ast_const(None)], []))
-        return pre + [locate(ast.Try([s], [], [], [drop]), s)]  # type: ignore[list-item]
+        return pre + [s]
+
+    @staticmethod
+    def _drop_subject(tmp: str, user_cases: list[ast.match_case], innermost: list[ast.match_case]) -> None:
+        """Module and class namespaces are the program's: the saved subject goes as soon as a
+        case matches, or no case did (not when a guard raises)."""
+        def drop() -> ast.stmt:
+            call = ast.Call(ast.Attribute(ast_call(rt(VARS)), "pop", ast.Load()), [ast_const(tmp), ast_const(None)], [])
+            return artificial(ast.Expr(call))  # type: ignore[return-value]
+
+        for case in user_cases:
+            case.body.insert(0, drop())
+        last = innermost[-1]
+        if last in user_cases and not (isinstance(last.pattern, ast.MatchAs) and last.pattern.pattern is None
+                                       and last.guard is None):
+            innermost.append(ast.match_case(artificial(ast.MatchAs(None, None)), None, [drop()]))  # type: ignore[arg-type]
+        elif last not in user_cases:
+            last.body.insert(0, drop())
 
     @staticmethod
     def _wildcard(body: list[ast.stmt], like: ast.match_case) -> ast.match_case:
@@ -286,23 +313,30 @@ class _FunctionRewriter:
         for h in s.handlers:
             if h.type is not None:
                 h.type = self.expr(h.type)
-            h.body = [self.em.xedge(h.body[0], self.first_block(h.body))] + self.body(h.body) + self.em.drop_held(h.body[-1])
+            if h.name is None and not self.em.in_class:
+                h.name = EXC_CAUGHT     # the handler's probe reads the exception without a call
+            h.body = self.em.xedge(self.first_block(h.body), h.name, h) + self.body(h.body) + self.em.drop_held()
         if not s.finalbody:
             return [s]
         end = self.cfg.stmt_at(s, "finally-end")
         entry = self.first_block(s.finalbody)
         final = self.body(s.finalbody)
+        # at the last statement's position: the finally's own re-raise takes the position of
+        # the code before it, and a tracer sees it (return event after an exception)
+        last: ast.AST | None = s.finalbody[-1]
+        if isinstance(last, _COMPOUND):   # its line is not the one the finally ends on: no line
+            last = None
         if end is not None:
-            final += self.em.set_reraise(end.id, s.finalbody[-1])
+            final += self.em.set_reraise(end.id, last)
         if self.starts_block(end):
             assert end is not None
-            final += self.em.stmts(self.block_values(end.block), s.finalbody[-1])
+            final += self.em.stmts(self.block_values(end.block), last)
         inner: list[ast.stmt] = s.body
         if s.handlers or s.orelse:
             inner_try = type(s)(s.body, s.handlers, s.orelse, [])
             ast.copy_location(inner_try, s)
             inner = [inner_try]
-        return [self.em.guard(inner, s, final, entry)]
+        return [self.em.guard(inner, final, entry, own_final=False, like=None if s.handlers or s.orelse else s)]
 
     # --- expressions: generators (trace modes) record LEAVE before each yield and ENTER after it
     def expr(self, e: ast.expr) -> ast.expr:
@@ -312,7 +346,7 @@ class _FunctionRewriter:
 
 
 class _YieldRewriter(ast.NodeTransformer):
-    """``(yield v)`` -> ``((yield (v, _wt_a(LEAVE), _wt_a := None)[0]), _wt_a := stream, _wt_a(ENTER))[0]``."""
+    """``(yield v)`` -> ``((yield (v, wt.a(LEAVE), wt.a := None)[0]), wt.a := stream, wt.a(ENTER))[0]``."""
 
     def __init__(self, em: Emitter) -> None:
         self.em = em
@@ -322,25 +356,23 @@ class _YieldRewriter(ast.NodeTransformer):
 
     def _wrap(self, node: ast.Yield | ast.YieldFrom) -> ast.expr:
         self.generic_visit(node)
-        value = node.value if node.value is not None else ast_const(None)
-        trace = self.em.plan.traces
-        leave = ast.Tuple([value] + ([ast.Call(ast_name(A), [ast_const(LEAVE)], [])] if trace else [])
-                          + [ast.NamedExpr(ast_name(A, True), ast_const(None))], ast.Load())
-        node.value = ast.Subscript(leave, ast_const(0), ast.Load())
-        enter = [ast.Call(ast_name(A), [ast_const(enter_code(self.em.fid))], [])] if trace else []
-        resume = ast.Tuple([node, ast.NamedExpr(ast_name(A, True), self.em.stream())] + enter, ast.Load())
-        out = ast.Subscript(resume, ast_const(0), ast.Load())
-        for n in ast.walk(out):
-            if "lineno" in n._attributes and not hasattr(n, "lineno"):
-                ast.copy_location(n, node)
-        ast.fix_missing_locations(out)
-        return out
+        value = node.value if node.value is not None else artificial(ast_const(None))
+        leave = ast.Tuple([value, ast.Call(ast_name(A), [ast_const(LEAVE)], []),
+                           ast.NamedExpr(ast_name(A, True), ast_const(None))], ast.Load())
+        node.value = artificial(ast.Subscript(leave, ast_const(0), ast.Load()))  # type: ignore[assignment]
+        enter = ast.Call(ast_name(A), [ast_const(enter_code(self.em.fid))], [])
+        resume = ast.Tuple([node, ast.NamedExpr(ast_name(A, True), self.em.stream()), enter], ast.Load())
+        # at the yield's position: the stream fetch branches, and what follows must keep its line
+        return locate(ast.Subscript(resume, ast_const(0), ast.Load()), node)  # type: ignore[return-value]
 
     def visit_Yield(self, node: ast.Yield) -> ast.AST:
         return self._wrap(node)
 
     def visit_YieldFrom(self, node: ast.YieldFrom) -> ast.AST:
         return self._wrap(node)
+
+
+_COMPOUND = (ast.If, ast.While, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.Try, ast.TryStar, ast.Match)
 
 
 def _has_reraise_sites(cfg: CFG) -> bool:
@@ -387,14 +419,15 @@ def _is_head(s: ast.stmt, module: bool) -> bool:
 
 
 def rewrite_function(fn: ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef,
-                     cfg: CFG, fid: int, plan: ProbePlan | None = None) -> None:
-    """Instrument one code body in place (its nested functions are rewritten separately)."""
+                     cfg: CFG, fid: int, plan: ProbePlan | None = None, table: int = 0) -> None:
+    """Instrument one code body in place (its nested functions are rewritten separately);
+    ``table``: index of its site table in the file (``compile_tree`` fills it in)."""
     module = isinstance(fn, ast.Module)
     plan = plan or blocks_plan(cfg)
     if plan.values is not None:     # full mode: value probes first, on the program's own nodes
         from wholetrace.instrument.wetemit import instrument_values
         instrument_values(fn, plan.values, plan.base)
-    fr = _FunctionRewriter(cfg, fid, module or isinstance(fn, ast.ClassDef), plan)
+    fr = _FunctionRewriter(cfg, fid, module or isinstance(fn, ast.ClassDef), plan, table)
     original = list(fn.body)
     n_head = 0
     while n_head < len(original) and _is_head(original[n_head], module) and (n_head == 0 or module):
@@ -403,28 +436,59 @@ def rewrite_function(fn: ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | a
     head_ids = {id(s) for s in original[:n_head]}
     head = [s for s in out if id(s) in head_ids]
     rest = [s for s in out if id(s) not in head_ids]
-    anchor = rest[0] if rest else (original[0] if original else fn)
+    code_stmts = [s for s in original[n_head:] if not isinstance(s, (ast.Global, ast.Nonlocal))]
+    anchor = code_stmts[0] if code_stmts else _entry_line(fn, original[:n_head])
     em = fr.em
-    guarded = em.guard(rest or [locate(ast.Pass(), anchor)], anchor, em.epilogue(anchor), EXIT)
-    entry = em.stmts(fr.site_values("entry", -1), anchor)   # witness of the edge out of ENTRY
+    guarded = em.activation_guard(rest or [artificial(ast.Pass())])
+    entry = em.stmts(fr.site_values("entry", -1), None)   # witness of the edge out of ENTRY
     fn.body = head + em.prologue(anchor) + entry + [guarded]  # type: ignore[list-item]
+    start_line(fn.body[len(head)], anchor)
+
+
+def _entry_line(fn: ast.AST, head: list[ast.stmt]) -> ast.stmt:
+    """Where the probes of a body with no statement that makes code go: after its docstring
+    (module and class bodies store it), else on the line of its ``RESUME`` (0 for a module,
+    the first decorator or the ``def``/``class`` line)."""
+    if head and not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        line = head[-1].lineno
+    elif isinstance(fn, ast.Module):
+        line = 0
+    else:
+        decorators = getattr(fn, "decorator_list", [])
+        line = decorators[0].lineno if decorators and not isinstance(fn, ast.ClassDef) else fn.lineno  # type: ignore[attr-defined]
+    return ast.Pass(lineno=line, col_offset=0, end_lineno=line, end_col_offset=0)
 
 
 def rewrite_tree(tree: ast.Module, functions: Sequence[tuple[ast.AST, CFG, int, ProbePlan | None]]) -> ast.Module:
     """Instrument every (function node, CFG, fid, plan) of ``tree``; the CFGs were built on ``tree``.
 
-    Every node the rewriter makes gets a position from the code it instruments, so the
-    tree compiles as it is (``compile_tree`` still repairs a node that has none).
+    Every node the rewriter makes gets a position (a statement's, or none: artificial), so
+    the tree compiles as it is (``compile_tree`` still repairs a node that has none).
     """
-    for fn, cfg, fid, plan in functions:
-        rewrite_function(fn, cfg, fid, plan)  # type: ignore[arg-type]
+    for i, (fn, cfg, fid, plan) in enumerate(functions):
+        rewrite_function(fn, cfg, fid, plan, i)  # type: ignore[arg-type]
     return tree
 
 
-def compile_tree(tree: ast.Module, filename: str) -> CodeType:
-    """Compile an instrumented tree; a walk of the whole tree (``fix_missing_locations``,
-    a third of the rewriting time of a large module) only if a position is missing."""
-    try:
-        return compile(tree, filename, "exec", dont_inherit=True)
-    except TypeError:
-        return compile(ast.fix_missing_locations(tree), filename, "exec", dont_inherit=True)
+def compile_tree(tree: ast.Module, filename: str,
+                 functions: Sequence[tuple[ast.AST, CFG, int, ProbePlan | None]] = ()) -> CodeType:
+    """Compile an instrumented tree and finish the code (site tables of ``functions``, the
+    same list ``rewrite_tree`` got, and in-place re-raises: ``instrument.bytecode``).
+
+    A walk of the whole tree (``fix_missing_locations``, a third of the rewriting time of a
+    large module) happens only if a position is missing.
+    """
+    from wholetrace.instrument import bytecode   # only when a template is made (not on cache hits)
+
+    with bytecode.quiet_placeholders():
+        try:
+            code = compile(tree, filename, "exec", dont_inherit=True)
+        except TypeError:
+            code = compile(ast.fix_missing_locations(tree), filename, "exec", dont_inherit=True)
+    return bytecode.finish(code, [statement_spans(cfg) for _fn, cfg, _fid, _plan in functions])
+
+
+def statement_spans(cfg: CFG) -> list[tuple[int, int, int, int, int]]:
+    """(line, col, end line, end col, statement id) of every statement, innermost spans first."""
+    spans = [(s.line, s.col, s.end_line, s.end_col, s.id) for s in cfg.stmts]
+    return sorted(spans, key=lambda s: ((s[2] - s[0]) * 10_000 + s[3] - s[1]))

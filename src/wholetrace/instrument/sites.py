@@ -4,7 +4,8 @@ A probe on edge u -> v must run exactly when that edge is taken.  Three kinds of
 the start of v when the edge is v's only static way in (and v is not entered by
 exceptions); the end of u when the edge is u's only way out; and, for branch edges, the
 arm the branch enters (the top of an ``if`` body or ``else``, a loop body or ``else``, a
-``case`` body or the test of the next case).  Edges that leave a ``finally`` dispatch or a
+``case`` body or the test of the next case); and the prologue for the edge ENTRY -> EXIT
+of a body with no block (its statements are all ``global``/``nonlocal``).  Edges that leave a ``finally`` dispatch or a
 ``with`` exit towards several targets have no such place: they are *uninstrumentable* and
 placements must keep them off the chords.
 """
@@ -21,7 +22,8 @@ from wholetrace.instrument.cfg import CFG
 @dataclass(frozen=True)
 class Site:
     """``kind``: "dst" (start of block ``ref``), "after"/"before"/"return" (statement ``ref``),
-    "arm" (statement ``ref``, arm ``arm``: body, orelse, next (case), iter (for-iter))."""
+    "arm" (statement ``ref``, arm ``arm``: body, orelse, next (case), iter (for-iter)),
+    "entry" (the prologue)."""
 
     kind: str
     ref: int = -1
@@ -66,8 +68,8 @@ def probe_rank(cfg: CFG, site: Site | None) -> int:
 def _site(cfg: CFG, u: int, v: int, kind: str, preds: dict[int, int], outs: dict[int, int]) -> Site | None:
     if v != EXIT and preds.get(v, 0) == 1 and not cfg.blocks[v].dynamic_entry:
         return Site("dst", v)
-    if u < 2:  # ENTRY: its only edge goes to the first block (handled above)
-        return None
+    if u < 2:  # ENTRY: its only edge goes to the first block (handled above), or to EXIT
+        return Site("entry") if v == EXIT else None   # a body of global/nonlocal only: the prologue
     last = cfg.stmts[cfg.blocks[u].stmts[-1]]
     node = last.node
     if last.kind in ("finally-end", "with-exit"):

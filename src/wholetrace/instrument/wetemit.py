@@ -4,16 +4,18 @@ Applied in place before the control-flow rewriter (``instrument.rewrite``), on t
 ``instrument.defuse``.  Three forms, none of which evaluates anything twice or calls code
 the program would not call:
 
-* *bind once*: an expression whose value is recorded becomes ``_wt_v(k, expr)``, which
+* *bind once*: an expression whose value is recorded becomes ``value(k, expr)``, which
   appends the record and returns the value (assignment values, ``return``/``yield``
   values, walrus values, the object of an attribute or subscript, a subscript key);
 * *read back*: after a statement that binds plain names (tuple targets, augmented
-  assignment, ``import``, ``def``/``class``), ``_wt_v(k, name)`` or
-  ``_wt_vn(k, name1, name2, ...)`` reads the names back (a local, cell or global load runs
+  assignment, ``import``, ``def``/``class``), ``value(k, name)`` or
+  ``values(k, name1, name2, ...)`` reads the names back (a local, cell or global load runs
   no code of the program); ``for``/``with ... as`` targets and ``except ... as`` names are
   read back at the start of the body;
 * nothing for locals read or written (the static facts say which).
 
+``value`` and ``values`` are run-time objects of the recording (``runtime.values``), constants
+of the compiled code like every probe's (``instrument.emit.rt``): the program sees no name.
 Inserted statements carry ``_wt_probe = True`` so the control-flow rewriter does not take
 one for the first statement of a handler.
 """
@@ -23,19 +25,19 @@ from __future__ import annotations
 import ast
 
 from wholetrace.instrument.defuse import ValuePlan
-from wholetrace.instrument.emit import ast_const, ast_name, locate
+from wholetrace.instrument.emit import ast_const, ast_name, locate, rt
 
-VALUE = "_wt_v"     # record one value (or key, or object), return it
-VALUES = "_wt_vn"   # record several read-back names under consecutive slots
+VALUE = "value"     # run-time object: record one value (or key, or object), return it
+VALUES = "values"   # run-time object: record several read-back names under consecutive slots
 PROBE_MARK = "_wt_probe"
 
 
 def _call(fn: str, *args: ast.expr) -> ast.Call:
-    return ast.Call(ast_name(fn), list(args), [])
+    return ast.Call(rt(fn), list(args), [])
 
 
 class _Wrap(ast.NodeTransformer):
-    """Replace every planned expression ``e`` by ``_wt_v(k, e)`` (positions of ``e``)."""
+    """Replace every planned expression ``e`` by ``value(k, e)`` (positions of ``e``)."""
 
     def __init__(self, plan: ValuePlan, base: int) -> None:
         self.plan = plan

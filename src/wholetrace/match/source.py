@@ -10,6 +10,6 @@ import numpy as np
 
 def event_chunks(rec: Any, sid: int) -> Iterator[np.ndarray]:
     """Stream ``sid``'s block-trace events (regenerated for witness/branches recordings)."""
-    from wholetrace.regen.recording import as_blocks
+    from wholetrace.trace.session import Trace
 
-    return iter(as_blocks(rec).iter_chunks(sid))
+    return Trace(rec).blocks(sid)

@@ -1,0 +1,47 @@
+"""Exact execution counts of every function of a recording, of any mode: `profiles(trace)`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from wholetrace.errors import UsageError
+
+if TYPE_CHECKING:
+    from wholetrace.profile.model import FunctionProfile
+    from wholetrace.trace.session import Trace
+
+#: Modes whose recordings hold counters (the rest are traces, counted from their rows).
+COUNT_MODES = ("count", "count-naive")
+
+
+def profiles(trace: Trace) -> list[FunctionProfile]:
+    """Per-function counts, by function id: from the trace of `blocks`, `witness` and
+    `branches` recordings (decoded once), from the counters of `count` modes (cached on ``trace``)."""
+    return trace.memo("profiles", lambda: _profiles(trace))
+
+
+def _profiles(trace: Trace) -> list[FunctionProfile]:
+    from wholetrace.profile.counting import count_profiles
+    from wholetrace.profile.model import FunctionProfile
+    from wholetrace.trace.tables import TRACE_MODES
+
+    if trace.mode in COUNT_MODES:
+        return count_profiles(trace)
+    if trace.mode not in TRACE_MODES:
+        raise UsageError(f"{trace.path}: no counts in a {trace.mode!r} recording")
+    tally = trace.counts()
+    out = []
+    for sh in trace.shapes():
+        blocks = tally.blocks_of(sh)
+        out.append(FunctionProfile(sh, blocks, tally.stmts_of(sh, blocks), tally.edges_of(sh),
+                                   trace.functions[sh.fid].source, tally.activations_of(sh.fid)))
+    return out
+
+
+def edge_weights(path: str) -> dict[tuple[str, str, str], list[int]]:
+    """Edge counts of an earlier recording by (file, qualname, CFG fingerprint), for ``--weights``."""
+    from wholetrace.trace.session import Trace
+
+    with Trace.open(path) as trace:
+        prints = {f.fid: f.fingerprint for f in trace.functions.values()}
+        return {(p.file, p.qualname, prints[p.fid]): [max(int(c), 0) for c in p.edges] for p in profiles(trace)}

@@ -1,105 +1,152 @@
-"""Exact counts from a `count` / `count-naive` recording: chord counters propagated over the CFG."""
+"""Exact counts from a `count` / `count-naive` recording: the stored counters propagated over each CFG.
+
+What a reader needs is stored by the recorder: each function's plan (strategy, chord edges or
+counted blocks and edges, its first counter's id), the counters, the measured exception edges
+and the frames still unfinished at the end.  All of it is checked here before use: a corrupt
+value is a one-line StoreError, never an index error.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from wholetrace.errors import InternalError, StoreError
-from wholetrace.ids import EXIT
-from wholetrace.instrument.cfg import CFG
-from wholetrace.instrument.flowgraph import from_cfg
+from wholetrace.ids import ENTRY, EXIT
+from wholetrace.instrument.flowgraph import FlowGraph
 from wholetrace.instrument.placement import CounterPlacement
+from wholetrace.profile.model import FunctionProfile
 from wholetrace.profile.propagate import ExtraEdge, propagate_counts
-from wholetrace.profile.report import FunctionProfile
+from wholetrace.trace.shape import FunctionShape
+
+if TYPE_CHECKING:
+    from wholetrace.trace.session import Trace
 
 UNKNOWN = -1
+STRATEGIES = ("chords", "blocks", "full")
+Exc = list[tuple[int, int, int]]
 
 
-def _extras(cfg: CFG, exc: list[tuple[int, int, int]], early: list[int]) -> tuple[list[ExtraEdge], np.ndarray]:
+def _bad(sh: FunctionShape, what: str) -> StoreError:
+    return StoreError(f"function {sh.fid} ({sh.qualname}) of the recording: {what}")
+
+
+def _index_list(value: object, hi: int, sh: FunctionShape, what: str) -> list[int]:
+    if not isinstance(value, list) or not all(type(x) is int and 0 <= x < hi for x in value):
+        raise _bad(sh, f"corrupt plan ({what})")
+    return value
+
+
+def _extras(sh: FunctionShape, exc: Exc, early: list[int]) -> tuple[list[ExtraEdge], np.ndarray]:
     """Exception and early-exit edges as measured extra edges, and the statements they cut short."""
-    cut = np.zeros(len(cfg.stmts), np.int64)
+    cut = np.zeros(sh.nstmts, np.int64)
     extra: list[ExtraEdge] = []
     for src, dst, n in exc + [(s, EXIT, 1) for s in early]:
-        if not 0 <= src < len(cfg.stmts) or cfg.stmts[src].block < 0:
-            raise InternalError(f"{cfg.qualname}: exception edge from unknown statement {src}")
-        blk = cfg.stmts[src].block
+        if not 0 <= src < sh.nstmts or sh.stmt_block[src] < 0 or not 0 <= dst < sh.nblocks or n < 0:
+            raise _bad(sh, f"exception edge from statement {src} to block {dst} does not exist")
+        blk = int(sh.stmt_block[src])
         extra.append(ExtraEdge(blk, dst, n))
-        stmts = cfg.blocks[blk].stmts
+        stmts = sh.block_stmts[blk]
         for later in stmts[stmts.index(src) + 1:]:
             cut[later] += n
     return extra, cut
 
 
-def _complete_edges(cfg: CFG, blocks: np.ndarray, edges: np.ndarray, extra: list[ExtraEdge]) -> None:
+def _complete_edges(sh: FunctionShape, blocks: np.ndarray, edges: np.ndarray, extra: list[ExtraEdge]) -> None:
     """Fill unknown edge counts where a block has exactly one unknown out-edge (flow conservation)."""
-    out_extra = np.zeros(len(cfg.blocks), np.int64)
+    out_extra = np.zeros(sh.nblocks, np.int64)
     for x in extra:
         out_extra[x.src] += x.count
+    outs_of = sh.out_edges
     changed = True
     while changed:
         changed = False
-        for b in range(2, len(cfg.blocks)):
-            outs = [i for i, e in enumerate(cfg.edges) if e.src == b]
+        for b in range(2, sh.nblocks):
+            outs = outs_of[b]
             unknown = [i for i in outs if edges[i] == UNKNOWN]
             if len(unknown) == 1:
                 known = sum(int(edges[i]) for i in outs if edges[i] != UNKNOWN)
                 edges[unknown[0]] = max(int(blocks[b]) - known - int(out_extra[b]), 0)
                 changed = True
-    for i, e in enumerate(cfg.edges):   # ENTRY's edge: the activations that started
-        if e.src == 0 and edges[i] == UNKNOWN and len([x for x in cfg.edges if x.src == 0]) == 1:
-            others = [int(edges[j]) for j, f in enumerate(cfg.edges) if f.dst == e.dst and j != i]
-            if UNKNOWN in others:
-                continue          # another way into the block is not known either
-            inflow = sum(others) + sum(x.count for x in extra if x.dst == e.dst)
-            edges[i] = max(int(blocks[e.dst]) - inflow, 0)
+    entry = outs_of[ENTRY]
+    if len(entry) == 1 and edges[entry[0]] == UNKNOWN:   # ENTRY's edge: the activations that started
+        i = entry[0]
+        dst = int(sh.edge_dst[i])
+        into = (sh.edge_dst == dst) & (np.arange(sh.nedges) != i)
+        if not (edges[into] == UNKNOWN).any():           # (an unknown inflow leaves it unknown)
+            inflow = int(edges[into].sum()) + sum(x.count for x in extra if x.dst == dst)
+            edges[i] = max(int(blocks[dst]) - inflow, 0)
 
 
-def function_counts(cfg: CFG, plan: dict[str, Any], counters: np.ndarray,
-                    exc: list[tuple[int, int, int]], early: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def function_counts(sh: FunctionShape, counters: np.ndarray, exc: Exc,
+                    early: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(block counts, statement counts, edge counts) of one function of a count recording."""
-    base = int(plan["counter_base"])
-    extra, cut = _extras(cfg, exc, early)
-    nb = len(cfg.blocks)
-    edges = np.full(len(cfg.edges), UNKNOWN, np.int64)
-    if plan["strategy"] == "chords":
-        chords = [int(e) for e in plan["chords"]]
-        chord_counts = [int(counters[base + k]) for k in range(len(chords))]
-        placement = CounterPlacement(chords=tuple(chords),
-                                     tree=tuple(i for i in range(len(cfg.edges)) if i not in set(chords)), cost=0.0)
-        flow = propagate_counts(from_cfg(cfg), placement, chord_counts, extra)
-        edges[:] = flow.edges
+    plan = sh.plan
+    strategy, base = plan.get("strategy"), plan.get("counter_base")
+    if strategy not in STRATEGIES or type(base) is not int or base < 0:
+        raise _bad(sh, "corrupt plan (strategy or counter base)")
+    nb, ne = sh.nblocks, sh.nedges
+    if strategy == "chords":
+        chords = _index_list(plan.get("chords"), ne, sh, "chords")
+        if base + len(chords) > len(counters):
+            raise _bad(sh, "its counters are missing")
+        chord_counts = counters[base:base + len(chords)]
+        if not exc and not early and not chord_counts.any():       # never ran
+            return np.zeros(nb, np.int64), np.zeros(sh.nstmts, np.int64), np.zeros(ne, np.int64)
+        extra, cut = _extras(sh, exc, early)
+        chosen = set(chords)
+        placement = CounterPlacement(chords=tuple(chords), tree=tuple(e for e in range(ne) if e not in chosen),
+                                     cost=0.0)
+        graph = FlowGraph(nb, ENTRY, EXIT, tuple(zip(sh.edge_src.tolist(), sh.edge_dst.tolist())))
+        try:
+            flow = propagate_counts(graph, placement, chord_counts.tolist(), extra)
+        except InternalError as err:
+            raise _bad(sh, f"its counts are inconsistent ({err})") from None
+        edges = np.array(flow.edges, np.int64)
         blocks = np.array(flow.nodes, np.int64)
         blocks[:2] = 0
     else:  # a counter per block (and per instrumentable edge for "full")
+        counted = _index_list(plan.get("counted_edges", []), ne, sh, "counted edges")
+        if base + nb - 2 + len(counted) > len(counters):
+            raise _bad(sh, "its counters are missing")
+        extra, cut = _extras(sh, exc, early)
         blocks = np.zeros(nb, np.int64)
-        real = list(range(2, nb))
-        blocks[2:] = counters[base: base + len(real)]
-        for k, e in enumerate(plan.get("counted_edges", [])):
-            edges[int(e)] = counters[base + len(real) + k]
-        _complete_edges(cfg, blocks, edges, extra)
-    stmts = np.array([blocks[s.block] if s.block >= 0 else 0 for s in cfg.stmts], np.int64) - cut
+        blocks[2:] = counters[base: base + nb - 2]
+        edges = np.full(ne, UNKNOWN, np.int64)
+        edges[counted] = counters[base + nb - 2: base + nb - 2 + len(counted)]
+        _complete_edges(sh, blocks, edges, extra)
+    live = sh.stmt_block >= 0
+    stmts = np.where(live, blocks[np.where(live, sh.stmt_block, 0)], 0) - cut
     return blocks, stmts, edges
 
 
-def profiles_from_count_recording(rec: Any) -> list[FunctionProfile]:
-    """Profiles of every function of an open `count` or `count-naive` recording."""
+def _table(rec: Any, name: str, width: int) -> np.ndarray:
+    arr = rec.get_array(name)
+    if arr is None:
+        return np.zeros((0, width), np.int64)
+    if arr.dtype.kind not in "iu" or arr.ndim != 2 or arr.shape[1] != width:
+        raise StoreError(f"array {name!r} of the recording is corrupt (shape {arr.shape}, dtype {arr.dtype})")
+    return arr.astype(np.int64)
+
+
+def count_profiles(trace: Trace) -> list[FunctionProfile]:
+    """Profiles of every function of a `count` or `count-naive` recording."""
+    rec = trace.recording
     counters = rec.get_array("counters")
-    exc_rows = rec.get_array("exception_edges")
-    early_rows = rec.get_array("early_exits")
     if counters is None:
         raise StoreError("count recording has no counters (the run did not finish, or they were lost)")
-    exc: dict[int, list[tuple[int, int, int]]] = {}
-    for f, s, d, n in (exc_rows.tolist() if exc_rows is not None else []):
-        exc.setdefault(int(f), []).append((int(s), int(d), int(n)))
+    if counters.dtype.kind not in "iu" or counters.ndim != 1:
+        raise StoreError(f"the counters of the recording are corrupt (dtype {counters.dtype})")
+    counters = counters.astype(np.int64)
+    exc: dict[int, Exc] = {}
+    for f, s, d, n in _table(rec, "exception_edges", 4).tolist():
+        exc.setdefault(f, []).append((s, d, n))
     early: dict[int, list[int]] = {}
-    for f, s in (early_rows.tolist() if early_rows is not None else []):
-        early.setdefault(int(f), []).append(int(s))
+    for f, s in _table(rec, "early_exits", 2).tolist():
+        early.setdefault(f, []).append(s)
     out = []
-    for f in rec.functions():
-        desc = f.cfg
-        cfg = CFG.from_json(desc)
-        blocks, stmts, edges = function_counts(cfg, desc["plan"], counters, exc.get(f.fid, []), early.get(f.fid, []))
-        out.append(FunctionProfile(f.fid, f.file, f.qualname, cfg, blocks, stmts, edges, f.source))
+    for sh in trace.shapes():
+        blocks, stmts, edges = function_counts(sh, counters, exc.get(sh.fid, []), early.get(sh.fid, []))
+        out.append(FunctionProfile(sh, blocks, stmts, edges, trace.functions[sh.fid].source))
     return out

@@ -1,7 +1,8 @@
 """Streaming regeneration of whole `witness`/`branches` streams into `blocks` streams (F/B/X/E).
 
-This module (with ``regen.witness`` and ``regen.lookahead``) defines what regeneration means;
-a faster decoder must give the same output on every input.
+This module (with ``regen.witness`` and ``trace.lookahead``) defines what regeneration means:
+it is the reference twin of the decoding kernel (``kernels.decode``), which must give the same
+output on every input.
 
 Input encoding (a witness stream) is the blocks-mode encoding with two changes:
 
@@ -23,7 +24,7 @@ emitted (``pc``); blocks are emitted lazily, only as far as the events prove:
 * ``W``: the paper's Figure 7 step (witness sets choose at predicates) up to the edge's target;
 * ENTER (a child): the parent first advances along its certain, witness-free chain to its next
   call block ``C`` (the child of an explicit call belongs to ``C``), unless the first pass
-  (``regen.lookahead``) says that the parent's next own event after this group of children
+  (``trace.lookahead``) says that the parent's next own event after this group of children
   is an exception record whose raising block ``R`` (the block of the statement that raised)
   lies on that chain before ``C``: then only the path to ``R`` is emitted and the frame holds
   there until that record (the children were implicit calls made before the exception, or
@@ -68,7 +69,7 @@ from wholetrace.instrument.cfg import CFG
 from wholetrace.instrument.flowgraph import from_cfg
 from wholetrace.instrument.placement import EOF, WitnessPlacement
 from wholetrace.instrument.witnesses import suspend_blocks
-from wholetrace.regen.lookahead import groups_ended_by_exceptions
+from wholetrace.trace.lookahead import groups_ended_by_exceptions
 from wholetrace.regen.witness import RegenTables
 from wholetrace.events import ENTER_BASE, EXC, LEAVE, RERAISE
 
@@ -328,7 +329,7 @@ def regenerate_stream(events_chunks: Iterable[np.ndarray], plans: dict[int, Plan
                         state = 3
                         continue
                     if state == 4:
-                        sid, state = v, 2
+                        sid, raised, state = v, -1, 2      # (-1 until the site is read)
                         continue
                     if state == 2:
                         raised, state = v, 3

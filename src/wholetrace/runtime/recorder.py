@@ -1,9 +1,11 @@
 """The recorder: registers instrumented functions and moves every stream to the store as the run goes.
 
 In the trace modes (``blocks``, ``witness``, ``branches``) stream chunks are stored as they are.  In the count modes
-probes increment ``probes.COUNTERS`` (one list for the whole run, grown here as functions are
-registered) and streams hold only exception-edge records, which the recorder tallies as it
-flushes; the counters are stored when the run ends.
+probes increment the slots of a counter object per file (made here as files are registered) and
+handlers append exception edges to its edge list, which the recorder tallies as it flushes;
+the counters are stored when the run ends.  Everything the program's code writes to belongs
+to this recording (``self.state``, handed to instrumented code as constants): two recordings
+in one process share nothing.
 """
 
 from __future__ import annotations
@@ -16,14 +18,14 @@ from array import array
 from types import FrameType
 from typing import Any, Sequence
 
-from wholetrace.errors import InternalError
 from wholetrace.instrument.cfg import CFG
+from wholetrace.instrument.emit import C_CALLS_COUNT
+from wholetrace.instrument.emit import LOCAL as LOCAL_COUNTER
 from wholetrace.instrument.loader import FileEntry
 from wholetrace.instrument.modes import TRACE_MODES, ProbePlan, make_plan
-from wholetrace.instrument.emit import LOCAL as LOCAL_COUNTER
-from wholetrace.events import XCOUNT, arg_value
-from wholetrace.runtime import unfinished
-from wholetrace.runtime.probes import COUNTERS, CURRENT, NAMESPACE_RERAISE, RUNTIME, SITES, STREAMS, Stream
+from wholetrace.runtime import recursion, unfinished
+from wholetrace.runtime.probes import RunState, new_counts, read_counts, runtime_objects
+from wholetrace.runtime.streams import Stream
 
 FLUSH_SECONDS = 0.25
 
@@ -46,17 +48,21 @@ class Recorder:
         self._thread: threading.Thread | None = None
         self.events = 0
         self.counter_base = 0
-        COUNTERS.clear()
+        self.state = RunState()
+        #: The run-time objects instrumented code gets as constants (``instrument.loader.Registry``).
+        self.constants = runtime_objects(self.state)
         self.exc_edges: dict[tuple[int, int, int], int] = {}
         self.suspendable = False   # some instrumented code may be a generator or coroutine
+        #: Threads given a call of headroom for trace probes (Python 3.11, ``runtime.recursion``).
+        self.headroom_threads: set[int] = set()
         self.registered: set[int] = set()   # streams whose row the flusher has written
+        self.state.streams.on_new = self._on_new_stream
         self.values = None
-        STREAMS.on_new = None
         if mode == "full":      # WET capture: value probes and the value log (runtime.values)
             from wholetrace.runtime.values import ValueLog
-            self.values = ValueLog(writer, lambda: CURRENT.get() or STREAMS.new())
-            RUNTIME.update(self.values.probes())
-            STREAMS.on_new = self._on_new_stream
+            streams = self.state.streams
+            self.values = ValueLog(writer, lambda: streams.current.get() or streams.new())
+            self.constants.update(self.values.probes())
 
     # -- the instrumenter's registry (instrument.loader.Registry), and new streams
     def plan(self, file: str, cfg: CFG, base: int) -> ProbePlan:
@@ -70,7 +76,7 @@ class Recorder:
     def register_file(self, file: str, entry: FileEntry) -> tuple[int, int]:
         """Give the functions of one file consecutive ids and counters, and store the file's
         registry as one row (its blob comes ready from the code cache); returns (first fid,
-        first counter id).  Per function only the statement spans are handed to ``SITES``."""
+        first counter id).  Per function only the statement spans are handed to the sites."""
         n = len(entry["qualnames"])
         with self.lock:
             fid_base, counter_base = self.n_functions, self.counter_base
@@ -78,9 +84,10 @@ class Recorder:
             self._index = None
             self.n_functions += n
             self.counter_base += entry["counters"]
-            COUNTERS.extend([0.0] * entry["counters"])
+            if not self.traces:
+                self.state.file_counts[counter_base] = new_counts(entry["counters"])
             self.suspendable = self.suspendable or entry["suspendable"]
-            SITES.spans.update(zip(range(fid_base, fid_base + n), entry["spans"]))
+            self.state.sites.spans.update(zip(range(fid_base, fid_base + n), entry["spans"]))
         self.writer.add_file(fid_base, path=file, n_functions=n, counter_base=counter_base,
                              registry=entry["registry"])
         return fid_base, counter_base
@@ -103,6 +110,17 @@ class Recorder:
         self._index = (by_code, bases)
         return self._index
 
+    def _on_new_stream(self, st: Stream) -> None:
+        """A thread's first trace probe: its probes (C calls) get one call of headroom.  The
+        stream's row is written by the flusher (SQLite releases the GIL: a thread pausing
+        there would let other threads run where they would not have)."""
+        if self.traces and C_CALLS_COUNT and st.thread_ident not in self.headroom_threads:
+            self.headroom_threads.add(st.thread_ident)  # type: ignore[arg-type]
+            if st.thread_ident != threading.main_thread().ident:   # the runner sees to the main thread
+                recursion.shift(1)
+        if self.values is not None:     # full mode: the stream's value list, made in its context
+            self.values.on_new(st.sid, st.buf.append)
+
     # -- flushing
     def start(self) -> None:
         self._thread = threading.Thread(target=self._loop, name="wholetrace-flusher", daemon=True)
@@ -112,39 +130,44 @@ class Recorder:
         while not self._stop.wait(FLUSH_SECONDS):
             self.flush()
 
-    def flush(self, limits: dict[int, int] | None = None) -> None:
-        """Move what every stream holds now (at most ``limits[sid]`` values) into the store;
-        appends racing with this stay queued."""
+    def flush(self, limits: dict[int, int] | None = None, edge_limit: int | None = None) -> None:
+        """Move what every stream (trace modes) or the exception-edge list (count modes) holds
+        now into the store, at most ``limits[sid]`` values of a stream and ``edge_limit`` of
+        the list; appends racing with this stay queued."""
         with self._flush_lock:
-            for st in list(STREAMS.all):
-                # Stream rows are written here, not when a thread makes its stream: SQLite
-                # releases the GIL, and a thread pausing there (at its first exception, in
-                # count modes) would let other threads run where they would not have.
+            # One list for both loops: a stream a program thread makes meanwhile waits for
+            # the next flush (listed again, it would get events before its row).
+            streams = list(self.state.streams.all)
+            for st in streams:
                 if st.sid not in self.registered:
                     self.writer.add_stream(st.sid, kind=st.kind, name=st.name, thread_ident=st.thread_ident,
                                            parent=st.parent)
                     self.registered.add(st.sid)
+            if not self.traces:
+                edges = self.state.xedges
+                n = len(edges) if edge_limit is None else min(len(edges), edge_limit)
+                n -= n % 3
+                if n:
+                    chunk = edges[:n]
+                    del edges[:n]
+                    self.events += n
+                    self._tally_exception_edges(chunk)
+                return
+            for st in streams:
                 n = len(st.buf) if limits is None else min(len(st.buf), limits.get(st.sid, 0))
-                if not self.traces:
-                    n = _complete_records(st.buf, n)
                 if n:
                     chunk: array = st.buf[:n]
                     del st.buf[:n]
                     self.events += n
                     st.flushed += n
-                    if self.traces:
-                        if self.values is not None:
-                            chunk = self.values.split(st.sid, chunk)
-                        self.writer.append_events(st.sid, chunk)
-                    else:
-                        self._tally_exception_edges(chunk)
+                    if self.values is not None:
+                        chunk = self.values.split(st.sid, chunk)
+                    self.writer.append_events(st.sid, chunk)
 
-    def _tally_exception_edges(self, chunk: array) -> None:
-        """Count modes: a chunk is a run of XCOUNT records (XCOUNT, fid, source, target)."""
-        for p in range(0, len(chunk), 4):
-            if chunk[p] != XCOUNT:  # pragma: no cover - the stream holds nothing else
-                raise InternalError(f"count stream: unexpected value {chunk[p]}")
-            key = (arg_value(chunk[p + 1]), arg_value(chunk[p + 2]), arg_value(chunk[p + 3]))
+    def _tally_exception_edges(self, chunk: list[int]) -> None:
+        """Count modes: a chunk is a run of (fid, source statement, target block) triples."""
+        for p in range(0, len(chunk), 3):
+            key = (chunk[p], chunk[p + 1], chunk[p + 2])
             self.exc_edges[key] = self.exc_edges.get(key, 0) + 1
 
     def unfinished_frames(self) -> list[tuple[int, FrameType]]:
@@ -167,33 +190,37 @@ class Recorder:
                 out.append((fid, f))
         return out
 
-    def snapshot_counts(self) -> tuple[array, list[tuple[int, int]], dict[int, int]]:
+    def snapshot_counts(self) -> tuple[array, list[tuple[int, int]], int]:
         """Count modes, at one instant (no other thread runs meanwhile): the counters plus
         the counts still held in the locals of unfinished frames, the early exits (fid,
-        statement of each unfinished frame), and how much of each stream belongs to the run."""
+        statement of each unfinished frame), and how much of the exception-edge list
+        belongs to the run."""
         old = sys.getswitchinterval()
         sys.setswitchinterval(1e6)   # nothing below releases the GIL, so no thread runs
         try:
-            counts = array("q", [int(c) for c in COUNTERS[: self.counter_base]] or [0])
+            counts = array("q", [0] * max(self.counter_base, 1))
+            for base, obj in list(self.state.file_counts.items()):
+                for j, c in enumerate(read_counts(obj)):
+                    counts[base + j] = int(c)
             early: list[tuple[int, int]] = []
             bases = self.code_index()[1]
             for fid, f in self.unfinished_frames():
-                early.append((fid, SITES.resolve(fid, f.f_code, f.f_lasti)))
+                early.append((fid, self.state.sites.resolve(fid, f.f_code, f.f_lasti)))
                 for name, value in f.f_locals.items():
                     if name.startswith(LOCAL_COUNTER) and isinstance(value, float):
                         counts[bases[fid] + int(name[len(LOCAL_COUNTER):])] += int(value)
-            lengths = {st.sid: len(st.buf) for st in STREAMS.all}
+            edges = len(self.state.xedges)
         finally:
             sys.setswitchinterval(old)
-        return counts, early, lengths
+        return counts, early, edges
 
     def close_suspended(self) -> None:
         """Close the instrumented generators and coroutines the program left suspended.
 
-        The interpreter would close them as it shuts down, after it has restored the
-        original builtins: their cleanup code would then fail to find the probes' run-time
-        names.  Closing them here runs the same code at the same point for the program
-        (after ``atexit``), with the recording still open.  Coroutines an asyncio task
+        The interpreter would close them as it shuts down, after the recording has ended:
+        what their cleanup code does (and, in count modes, the counts their ``finally``
+        adds) would be lost.  Closing them here runs the same code at the same point for
+        the program (after ``atexit``), with the recording still open.  Coroutines an asyncio task
         owns and async generators (which need their event loop) are left alone — closing
         them would change what asyncio reports at exit: they count as early exits.
         """
@@ -215,19 +242,21 @@ class Recorder:
         self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join()
-        NAMESPACE_RERAISE.clear()   # release the tracebacks held while the program's code can still run
+        self.state.clear_held()  # release the tracebacks held while the program's code can still run
         self.close_suspended()
         if self.traces:
-            tails, lengths = unfinished.snapshot(self.code_index()[0], _suspended if self.suspendable else list)
+            tails, lengths = unfinished.snapshot(self.state, self.code_index()[0],
+                                                 _suspended if self.suspendable else list)
             self.flush(lengths)
-            STREAMS.on_new = None
+            self.state.streams.on_new = None
             for sid, events in tails.items():   # close the activations still open (early exits)
                 self.writer.append_events(sid, array("i", events))
             if self.values is not None:
                 self.values.finish()
             return
-        counts, early, lengths = self.snapshot_counts()
-        self.flush(lengths)
+        counts, early, edges = self.snapshot_counts()
+        self.flush(edge_limit=edges)
+        self.state.streams.on_new = None
         self.writer.put_array("counters", counts)
         rows = [v for (f, s, d), c in sorted(self.exc_edges.items()) for v in (f, s, d, c)]
         self.writer.put_array("exception_edges", array("q", rows), shape=(len(rows) // 4, 4))
@@ -266,11 +295,3 @@ def _close(obj: Any) -> None:
     except BaseException as exc:  # noqa: BLE001 - reported like an unraisable exception
         sys.unraisablehook(types.SimpleNamespace(exc_type=type(exc), exc_value=exc,  # type: ignore[arg-type]
                                                  exc_traceback=exc.__traceback__, err_msg=None, object=obj))
-
-
-def _complete_records(buf: array, n: int) -> int:
-    """Shorten ``n`` so that no XCOUNT record (4 ints) is cut in two."""
-    for k in range(1, 4):
-        if n - k >= 0 and buf[n - k] == XCOUNT:
-            return n - k
-    return n

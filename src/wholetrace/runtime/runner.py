@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import builtins
 import importlib.machinery
 import os
 import runpy
@@ -19,7 +20,8 @@ from wholetrace.instrument.cache import InstrumentCache
 from wholetrace.instrument.modes import MODES
 from wholetrace.instrument.loader import (InstrumentingFinder, Instrumenter, Scope, install,
                                           purge_modules, uninstall)
-from wholetrace.runtime import probes
+from wholetrace.instrument.emit import C_CALLS_COUNT
+from wholetrace.runtime import recursion
 from wholetrace.runtime.recorder import Recorder
 
 _OWN = str(Path(__file__).resolve().parent.parent)
@@ -71,24 +73,51 @@ def _exit_code(exc: SystemExit) -> int:
     return 1
 
 
-def _run_script(path: Path, instrumenter: Instrumenter) -> None:
+#: Measures, in a module frame run by ``exec`` from the runner, how deep that frame is.
+_DEPTH_PROBE = compile("out.append(depth() - 1)", "<wholetrace>", "exec")
+
+
+def _main_module() -> types.ModuleType:
+    """A ``__main__`` module as the interpreter makes it at start-up (same names, same order:
+    ``__annotations__`` and the ``builtins`` module included)."""
+    main = types.ModuleType("__main__")
+    main.__dict__.update(__loader__=importlib.machinery.BuiltinImporter, __annotations__={},
+                         __builtins__=builtins)
+    return main
+
+
+def _run_script(path: Path, instrumenter: Instrumenter, headroom: int) -> None:
     source = path.read_bytes()
     code = instrumenter.compile(source, str(path))
-    main = types.ModuleType("__main__")
-    main.__dict__.update(__file__=str(path), __cached__=None, __package__=None, __spec__=None,
-                         __loader__=importlib.machinery.SourceFileLoader("__main__", str(path)),
-                         __builtins__=__builtins__)
+    main = _main_module()
+    main.__dict__.update(__loader__=importlib.machinery.SourceFileLoader("__main__", str(path)),
+                         __file__=str(path), __cached__=None)
     sys.modules["__main__"] = main
-    exec(code, main.__dict__)
+    here: list[int] = []
+    exec(_DEPTH_PROBE, {"out": here, "depth": recursion.depth})
+    below = here[0] + headroom - 1     # ``python SCRIPT`` runs <module> at depth 1
+    recursion.shift(below)
+    try:
+        exec(code, main.__dict__)
+    finally:
+        recursion.shift(-below)
 
 
-def _run_module(name: str, instrumenter: Instrumenter) -> None:
+def _run_module(name: str, instrumenter: Instrumenter, headroom: int) -> None:
     mod_name, spec, _code = runpy._get_module_details(name)  # type: ignore[attr-defined]
     assert spec.origin is not None
     source = spec.loader.get_source(mod_name)
     code = instrumenter.compile(source, spec.origin)
     sys.argv[0] = spec.origin
-    runpy._run_module_code(code, None, "__main__", spec)  # type: ignore[attr-defined]
+    main = _main_module()
+    sys.modules["__main__"] = main
+    # as runpy._run_module_as_main (called from C by ``python -m``), which this frame stands for
+    below = recursion.depth() + headroom - 2
+    recursion.shift(below)
+    try:
+        runpy._run_code(code, main.__dict__, None, "__main__", spec)  # type: ignore[attr-defined]
+    finally:
+        recursion.shift(-below)
 
 
 def _module_root(name: str) -> Path:
@@ -108,12 +137,15 @@ class Live:
     recorder: Recorder
     instrumenter: Instrumenter
     finder: InstrumentingFinder
+    headroom: int = 0    # calls of recursion headroom given to the thread that started it
 
     def stop(self, ended: str, exit_code: int | None) -> int:
         """Uninstall, flush and close the file; returns the number of events recorded."""
         global LIVE
         try:
             uninstall(self.finder)
+            self.recorder.state.streams.unpatch_asyncio()
+            recursion.shift(-self.headroom)
             sys.stdout.flush()
             self.recorder.stop()
         finally:
@@ -134,18 +166,22 @@ def start(writer: Any, scope: Scope, *, mode: str = "blocks", weights: dict[tupl
     if mode not in MODES:
         raise UsageError(f"unknown mode {mode!r} (choose from {', '.join(MODES)})")
     recorder = Recorder(writer, mode, weights)
+    streams = recorder.state.streams
     instrumenter = Instrumenter(recorder, InstrumentCache() if cache else None)
-    finder = InstrumentingFinder(scope, instrumenter, on_import={"asyncio": probes.patch_asyncio})
+    finder = InstrumentingFinder(scope, instrumenter, on_import={"asyncio": streams.patch_asyncio})
     if "asyncio" in sys.modules:
-        probes.patch_asyncio(sys.modules["asyncio"])
+        streams.patch_asyncio(sys.modules["asyncio"])
     purge_modules(scope.packages)
     writer.set_meta(**meta, cwd=os.getcwd(), mode=mode, include=scope.packages, python=sys.version.split()[0],
                     start_time=time.time())
-    probes.install()
     install(finder)
-    probes.STREAMS.new()
+    # trace probes are C calls, which count towards the limit in 3.11 (runtime.recursion)
+    headroom = 1 if recorder.traces and C_CALLS_COUNT else 0
+    recursion.shift(headroom)
+    recorder.headroom_threads.add(threading.get_ident())
+    streams.new()
     recorder.start()
-    LIVE = Live(writer, recorder, instrumenter, finder)
+    LIVE = Live(writer, recorder, instrumenter, finder, headroom)
     return LIVE
 
 
@@ -177,9 +213,9 @@ def record(target: Target, writer: Any, *, mode: str = "blocks", include: list[s
     outcome = Outcome("exit", 0)
     try:
         if target.script is not None:
-            _run_script(path, instrumenter)
+            _run_script(path, instrumenter, live.headroom)
         else:
-            _run_module(target.module, instrumenter)  # type: ignore[arg-type]
+            _run_module(target.module, instrumenter, live.headroom)  # type: ignore[arg-type]
     except SystemExit as exc:
         outcome = Outcome("sys.exit", _exit_code(exc), exc)
     except KeyboardInterrupt as exc:

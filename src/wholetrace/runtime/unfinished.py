@@ -8,7 +8,7 @@ such activation in its stream with ``EXC s`` LEAVE, ``s`` the statement in fligh
 first: block counts then cut the rest of the block, and regeneration places the exit the
 same way in every trace mode.
 
-Which stream an open frame belongs to is read from the frame itself: ``_wt_a``, the append
+Which stream an open frame belongs to is read from the frame itself: ``wt.a``, the append
 method its prologue bound, is the append of its stream, and it is None in a generator left
 suspended (at a ``yield``, or delegating with ``yield from``), whose activation is not open.
 Module and class bodies (which keep no local) belong to their thread's stream.
@@ -24,7 +24,8 @@ from types import FrameType
 from typing import Any
 
 from wholetrace.events import EXC, LEAVE
-from wholetrace.runtime.probes import SITES, STREAMS
+from wholetrace.instrument.emit import A
+from wholetrace.runtime.probes import RunState
 
 
 def open_frames(by_code: dict[tuple[str, str], int], threads: dict[int, FrameType], thread_stream: dict[int, int],
@@ -40,10 +41,10 @@ def open_frames(by_code: dict[tuple[str, str], int], threads: dict[int, FrameTyp
     out: dict[int, list[tuple[int, FrameType]]] = {}
 
     def add(fid: int, f: FrameType, default: int | None) -> None:
-        if "_wt_a" not in f.f_code.co_varnames:          # a module or class body
+        if A not in f.f_code.co_varnames:                # a module or class body
             sid = default
         else:
-            a = f.f_locals.get("_wt_a")                  # unbound before the prologue ran
+            a = f.f_locals.get(A)                        # unbound before the prologue ran
             sid = None if a is None else stream_of(a)
         if sid is not None:
             out.setdefault(sid, []).append((fid, f))
@@ -76,27 +77,30 @@ def _innermost_first(suspended: Iterable[tuple[Any, FrameType]]) -> list[tuple[A
     return sorted(items, key=lambda it: -depth[id(it[0])])
 
 
-def snapshot(by_code: dict[tuple[str, str], int], suspended: Callable[[], Iterable[tuple[Any, FrameType]]]
-             ) -> tuple[dict[int, list[int]], dict[int, int]]:
+def snapshot(state: RunState, by_code: dict[tuple[str, str], int],
+             suspended: Callable[[], Iterable[tuple[Any, FrameType]]]) -> tuple[dict[int, list[int]], dict[int, int]]:
     """At one instant (no other thread runs meanwhile): per stream, the events that close its
     open activations (``EXC s`` LEAVE each, innermost first), and how many events of each
-    stream's buffer belong to the run (later appends of threads still running are dropped).
+    stream's buffer belong to the run (later appends of threads still running are dropped);
+    ``state``: the recording's.
     ``suspended``: lists the suspended generators and coroutines (a gc scan)."""
     old = sys.getswitchinterval()
     sys.setswitchinterval(1e6)   # nothing below releases the GIL, so no thread runs
     try:
         me = threading.get_ident()
         threads = {ident: f for ident, f in sys._current_frames().items() if ident != me}
-        by_thread = {st.thread_ident: st.sid for st in STREAMS.all if st.kind == "thread"}
-        frames = open_frames(by_code, threads, by_thread, suspended(), _stream_id)
-        tails = {sid: [v for fid, f in fs for v in (EXC, SITES.resolve(fid, f.f_code, f.f_lasti), LEAVE)]
+        streams = state.streams
+        by_thread = {st.thread_ident: st.sid for st in streams.all if st.kind == "thread"}
+
+        def stream_id(append: Any) -> int | None:
+            st = streams.by_buffer.get(id(getattr(append, "__self__", None)))
+            return None if st is None else st.sid
+
+        frames = open_frames(by_code, threads, by_thread, suspended(), stream_id)
+        tails = {sid: [v for fid, f in fs for v in (EXC, state.sites.resolve(fid, f.f_code, f.f_lasti), LEAVE)]
                  for sid, fs in frames.items()}
-        lengths = {st.sid: len(st.buf) for st in STREAMS.all}
+        lengths = {st.sid: len(st.buf) for st in streams.all}
     finally:
         sys.setswitchinterval(old)
     return tails, lengths
 
-
-def _stream_id(append: Any) -> int | None:
-    st = STREAMS.by_append.get(id(getattr(append, "__self__", None)))
-    return None if st is None else st.sid

@@ -123,7 +123,8 @@ class ValueLog:
 
     # -- probes
     def probes(self) -> dict[str, Callable[..., Any]]:
-        """The run-time names of value probes (``instrument.wetemit``)."""
+        """The value probes, by placeholder name (``instrument.wetemit``): constants of the
+        instrumented code, added to the recording's run-time objects."""
         get = self.current.get
         attach = self.attach
         serial = self.serial
@@ -148,7 +149,9 @@ class ValueLog:
                 value(k, x)
                 k += 1
 
-        return {"_wt_v": value, "_wt_vn": values}
+        from wholetrace.instrument.wetemit import VALUE, VALUES
+
+        return {VALUE: value, VALUES: values}
 
     # -- the flusher's side
     def split(self, sid: int, chunk: array) -> array:

@@ -156,8 +156,9 @@ class Recording:
         if version > schema.SCHEMA_VERSION:
             raise self._fail(f"it was written by a newer wholetrace (schema {version} > "
                              f"{schema.SCHEMA_VERSION}); upgrade wholetrace")
-        if version != schema.SCHEMA_VERSION:
+        if version not in schema.READABLE_VERSIONS:
             raise self._fail(f"unknown schema version {version}")
+        self.schema_version = int(version)
         if check:
             rows = conn.execute("PRAGMA quick_check(1)").fetchall()
             if rows != [("ok",)]:

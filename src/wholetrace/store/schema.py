@@ -17,9 +17,29 @@ if TYPE_CHECKING:
 
 from wholetrace.errors import StoreError
 
-#: Version of the table layout below; stored as ``PRAGMA user_version``.
-#: Readers refuse newer versions and versions they do not know.
-SCHEMA_VERSION: Final = 1
+#: Version of the table layout below and of what its rows hold; stored as ``PRAGMA user_version``
+#: (and as meta ``schema_version``).  Readers refuse newer versions and versions they do not
+#: know; they read the older ones of READABLE_VERSIONS, and a reader that needs something an
+#: older file does not hold refuses with a one-line error instead of guessing.
+#:
+#: Version history:
+#: 1: meta, functions (source, zstd JSON CFG with the probe plan under "plan"), streams,
+#:    chunks (zstd int32 events), arrays.
+#:    Added later without a new version (readers check what is there): the ``files``
+#:    table (the function registry of a file as one row), ``crc`` on every row, chunk
+#:    ``start`` positions, and the ``totals`` meta key (see DDL_INTEGRITY below).
+#: 2: the plans of ``witness``/``branches`` functions store their witnessed edges
+#:    (``plan["witnessed"]``, witness id = position); readers decode with them and never
+#:    recompute a placement (a version 1 witness recording is refused by the decoder).
+#: 3: witness/branches streams record a re-raise as ``RERAISE s r`` (``events.py``), and
+#:    trace-mode streams close the activations still open at the end with ``EXC s`` LEAVE;
+#:    the decoder places exceptions by them and refuses witness recordings of version < 3
+#:    (their re-raises are not marked).  Blocks and count recordings of older versions read
+#:    as before.
+SCHEMA_VERSION: Final = 3
+READABLE_VERSIONS: Final = frozenset({1, 2, 3})
+#: The first version whose witness/branches streams the decoder reads.
+WITNESS_STREAMS_SINCE: Final = 3
 
 #: ``PRAGMA application_id`` of every .wt file: the bytes ``b"WTRC"`` as a big-endian int32.
 MAGIC: Final = int.from_bytes(b"WTRC", "big")

@@ -1,12 +1,12 @@
-"""`analysis.validate.check_stream`, the well-formedness oracle of generated-program traces:
-well-formed streams pass, and each kind of damage is reported."""
+"""`naive_decode.check_stream` (the former ``analysis.validate``), the well-formedness oracle of
+generated-program traces: well-formed streams pass, and each kind of damage is reported."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from wholetrace.analysis.validate import check_stream
+from naive_decode import check_stream
 from wholetrace.events import EXC, LEAVE, enter_code
 from wholetrace.instrument.cfg import build_module
 

@@ -1,6 +1,6 @@
-"""`regen.lookahead`, the regenerator's first pass, against an event-by-event twin with a stack,
-on hand-made streams, on random well-nested streams cut into chunks everywhere, and on the
-witness streams of real recordings."""
+"""`trace.lookahead`, the decoder's first pass over witness streams, against an event-by-event
+twin with a stack, on hand-made streams, on random well-nested streams cut into chunks
+everywhere, and on the witness streams of real recordings."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from inline_programs import INLINE
 from wholetrace.events import ENTER_BASE, EXC, LEAVE, RERAISE, enter_code
-from wholetrace.regen.lookahead import groups_ended_by_exceptions
+from wholetrace.trace.lookahead import groups_ended_by_exceptions
 from wholetrace.store import Recording
 from wtutil import run_recorded
 

@@ -1,14 +1,22 @@
-"""The summary of a recording shown by `wholetrace info`."""
+"""The summary of a recording shown by `wholetrace info` (text or JSON)."""
 
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+import json
+from typing import TYPE_CHECKING, Any, ClassVar, TextIO
+
+from wholetrace.render.base import Renderer
+
+if TYPE_CHECKING:
+    from wholetrace.trace.session import Trace
 
 
-def info_dict(rec: Any) -> dict[str, Any]:
+def info_dict(trace: Trace) -> dict[str, Any]:
+    """What the recording holds: meta, files, functions, streams, sizes."""
+    rec = trace.recording
     meta = dict(rec.meta)
-    funcs = rec.functions()
+    funcs = list(trace.functions.values())
     streams = rec.streams()
     files = sorted({f.file for f in funcs})
     return {
@@ -65,3 +73,17 @@ def info_text(d: dict[str, Any]) -> str:
     sizes = d["sizes"]
     lines.append("sizes:     " + ", ".join(f"{k} {v:,}" for k, v in sizes.items()))
     return "\n".join(lines)
+
+
+class InfoText(Renderer):
+    format: ClassVar[str] = "text"
+
+    def render(self, trace: Trace, out: TextIO) -> None:
+        out.write(info_text(info_dict(trace)) + "\n")
+
+
+class InfoJson(Renderer):
+    format: ClassVar[str] = "json"
+
+    def render(self, trace: Trace, out: TextIO) -> None:
+        out.write(json.dumps(info_dict(trace), indent=1) + "\n")

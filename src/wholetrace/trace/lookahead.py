@@ -5,12 +5,13 @@ block ids of a passed-through function, exception records, its ENTER or LEAVE). 
 parent's next own event after a group is an exception record (``EXC s``, or ``RERAISE s r``
 for a re-raise from ``r``), the children may have been implicit calls (a property,
 ``__eq__``, a generator closed while the exception unwinds a ``for``) made by blocks
-*before* the call block the parent would otherwise be placed at; the regenerator
-(``regen.driver``) must then stop the parent at the raising block, before it emits the
-group.  It reads that from this pass.
+*before* the call block the parent would otherwise be placed at; the decoder
+(``kernels.decode``, and its twin ``regen.driver``) must then stop the parent at the raising
+block, before it emits the group.  It reads that from this pass.
 
-Groups are keyed by the ordinal of their first ENTER in the stream (0 for the first ENTER),
-so the regenerator, which counts ENTERs as it goes, can look them up without positions.
+Groups are keyed by the ordinal of their first ENTER in the stream (0 for the first ENTER:
+the activation number the decoder gives it), so the decoder, which counts ENTERs as it goes,
+can look them up without positions.
 
 The pass is vectorised per chunk.  Every event gets a *level*: the depth of the activation
 it belongs to (an ENTER belongs to the activation it starts, a LEAVE to the one it ends,

@@ -1,0 +1,313 @@
+"""Finishing compiled instrumented code: site tables, and guards that re-raise an exception in place.
+
+Two things cannot be said in the AST and are done on the code object the compiler made
+(``compile_tree``), before it is cached:
+
+* **Site tables.**  A handler's probe maps the instruction a traceback entry points at
+  (``tb_lasti``) to the statement that holds it, with no call: a lookup in a table of one
+  entry per code unit (statement id + 1, 0 for none; ``bytes``, or a tuple in a function
+  with more than 254 statements).  The table is computed here from the code's own
+  positions (``co_positions``) and the statements' spans, exactly as
+  ``runtime.probes.ExceptionSites.resolve`` would at run time.
+
+* **Re-raising in place.**  A guard (``try: body / except: record; raise / finally: ...``)
+  that re-raises with ``raise`` leaves the frame's current instruction at the ``raise``:
+  a tracer's ``return`` event, ``frame.f_lineno`` of the exited frame and the offset an
+  enclosing ``with`` restores would all point at probe code.  CPython's own cleanup code
+  avoids this with ``RERAISE n``, which restores the offset saved when the handler was
+  entered (exception-table entries with the *lasti* flag push it).  So for each guard:
+  the entries leading to its handler get the lasti flag, the handler's marked expression
+  statement (``POP_TOP`` after the exception is loaded) becomes ``RERAISE 2``, and the
+  entries nested in the handler (its cleanups) keep one more stack item.  When the
+  ``finally`` is probe code too, its handler gets the same treatment (its final
+  ``RERAISE 0`` becomes ``RERAISE 2``).  The exception-table format is CPython's
+  (``Objects/exception_handling_notes.txt``), the same in 3.11, 3.12 and 3.13.  A guard whose
+  code does not have the expected shape is left as compiled (it still works; only the
+  offset is the ``raise``'s).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import opcode
+import warnings
+from dataclasses import dataclass
+from types import CodeType
+from typing import Iterator, Sequence
+
+from wholetrace.instrument.emit import (EXC_GUARD, EXC_OWN, RERAISE_MARK, RERAISE_MARK_GUARD, SITES_MARK,
+                                       runtime_constant)
+
+_OP = opcode.opmap
+_CACHE = _OP["CACHE"]
+_EXTENDED_ARG = _OP["EXTENDED_ARG"]
+_PUSH_EXC_INFO = _OP["PUSH_EXC_INFO"]
+_POP_TOP = _OP["POP_TOP"]
+_RERAISE = _OP["RERAISE"]
+_LOAD_CONST = _OP["LOAD_CONST"]
+_LOAD_FAST = {_OP[n] for n in ("LOAD_FAST", "LOAD_FAST_CHECK") if n in _OP}
+_LOAD_FAST_OP = _OP["LOAD_FAST"]
+_STORE_FAST_LOAD_FAST = _OP.get("STORE_FAST_LOAD_FAST", -1)
+
+Span = tuple[int, int, int, int, int]
+
+
+class _Prefix:
+    """A warnings-filter message pattern without ``re`` (instrumenting ``re`` itself must
+    not need it): the filter machinery only calls ``.match``."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+
+    def match(self, text: str) -> bool:
+        return text.startswith(self.prefix)
+
+
+_QUIET = ("ignore", _Prefix("'frozenset' object is not"), SyntaxWarning, None, 0)
+
+
+@contextlib.contextmanager
+def quiet_placeholders() -> Iterator[None]:
+    """The compiler warns about calling or subscripting a constant; placeholder constants are
+    called and subscripted on purpose (they become the run-time objects at load)."""
+    warnings.filters.insert(0, _QUIET)
+    _mutated()
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ValueError):
+            warnings.filters.remove(_QUIET)
+        _mutated()
+
+
+def _mutated() -> None:
+    mutated = getattr(warnings, "_filters_mutated", None)
+    if mutated is not None:
+        mutated()
+
+
+def finish(code: CodeType, spans: Sequence[Sequence[Span]]) -> CodeType:
+    """``code`` and its nested code objects with site tables filled in (``spans[i]``: the
+    statement spans of the file's ``i``-th function) and guards re-raising in place."""
+    consts = list(code.co_consts)
+    for i, c in enumerate(consts):
+        if type(c) is CodeType:
+            consts[i] = finish(c, spans)
+        elif type(c) is frozenset and SITES_MARK in c:
+            index: int = next(x for x in c if x != SITES_MARK)  # type: ignore[assignment]
+            table = site_table(code, spans[index if index >= 0 else -1 - index])
+            consts[i] = table if index >= 0 else table[:0] + (b"\0" if type(table) is bytes else (0,))
+    return _patch_guards(code.replace(co_consts=tuple(consts)))
+
+
+def site_table(code: CodeType, spans: Sequence[Span]) -> bytes | tuple[int, ...]:
+    """Per code unit of ``code``: 1 + the id of the innermost statement span holding the
+    unit's start position, 0 if none."""
+    by_line: dict[int, list[Span]] = {}
+    for sp in spans:                     # innermost first, as ``spans`` are sorted
+        for line in range(sp[0], sp[2] + 1):
+            by_line.setdefault(line, []).append(sp)
+    memo: dict[tuple[int, int], int] = {}
+    out: list[int] = []
+    for line, _end, col, _ecol in code.co_positions():
+        if line is None:
+            out.append(0)
+            continue
+        at = (line, col or 0)
+        v = memo.get(at)
+        if v is None:
+            v = 0
+            for l0, c0, l1, c1, s in by_line.get(line, ()):
+                if (l0, c0) <= at <= (l1, c1):
+                    v = s + 1
+                    break
+            memo[at] = v
+        out.append(v)
+    return bytes(out) if max(out, default=0) < 256 else tuple(out)
+
+
+# --------------------------------------------------------------------------- exception tables
+
+@dataclass
+class Entry:
+    """One exception-table entry: code units [start, end) go to ``target`` with ``depth``
+    stack items kept, pushing the raising offset first if ``lasti``."""
+
+    start: int
+    end: int
+    target: int
+    depth: int
+    lasti: bool
+
+    def covers(self, unit: int) -> bool:
+        return self.start <= unit < self.end
+
+
+def parse_exception_table(raw: bytes) -> list[Entry]:
+    out: list[Entry] = []
+    pos = 0
+
+    def varint() -> int:
+        nonlocal pos
+        b = raw[pos]
+        pos += 1
+        v = b & 63
+        while b & 64:
+            b = raw[pos]
+            pos += 1
+            v = (v << 6) | (b & 63)
+        return v
+
+    while pos < len(raw):
+        start = varint()
+        size = varint()
+        target = varint()
+        dl = varint()
+        out.append(Entry(start, start + size, target, dl >> 1, bool(dl & 1)))
+    return out
+
+
+def encode_exception_table(entries: Sequence[Entry]) -> bytes:
+    out = bytearray()
+
+    def varint(v: int, first: bool) -> None:
+        chunks = [v & 63]
+        v >>= 6
+        while v:
+            chunks.append(v & 63)
+            v >>= 6
+        chunks.reverse()
+        for i, c in enumerate(chunks):
+            out.append(c | (64 if i < len(chunks) - 1 else 0) | (128 if first and i == 0 else 0))
+
+    for e in entries:
+        varint(e.start, True)
+        varint(e.end - e.start, False)
+        varint(e.target, False)
+        varint(e.depth << 1 | int(e.lasti), False)
+    return bytes(out)
+
+
+def _instructions(raw: bytes) -> list[tuple[int, int, int]]:
+    """(code unit, opcode, argument) of every instruction; caches and EXTENDED_ARG folded in."""
+    out = []
+    ext = 0
+    for i in range(0, len(raw), 2):
+        op = raw[i]
+        if op == _CACHE:
+            continue
+        if op == _EXTENDED_ARG:
+            ext = (ext | raw[i + 1]) << 8
+            continue
+        out.append((i // 2, op, ext | raw[i + 1]))
+        ext = 0
+    return out
+
+
+# --------------------------------------------------------------------------- guards
+
+def _terminals(code: CodeType, ins: list[tuple[int, int, int]]) -> list[tuple[int, bool]]:
+    """(index in ``ins`` of the guard's marked ``POP_TOP``, whether its ``finally`` is ours)."""
+    names = code.co_varnames
+    own = names.index(EXC_OWN) if EXC_OWN in names else -1
+    other = names.index(EXC_GUARD) if EXC_GUARD in names else -1
+    marks = {}
+    for tag, mine in ((RERAISE_MARK, True), (RERAISE_MARK_GUARD, False)):
+        ph = runtime_constant(tag)
+        for k, c in enumerate(code.co_consts):
+            if type(c) is frozenset and c == ph:
+                marks[k] = mine
+    out = []
+    for j, (_u, op, arg) in enumerate(ins[:-1]):
+        if op == _STORE_FAST_LOAD_FAST:   # 3.13 fuses a store with the load that follows it
+            op, arg = _LOAD_FAST_OP, arg & 15
+        if op in _LOAD_FAST and arg in (own, other) and arg >= 0 and ins[j + 1][1] == _POP_TOP:
+            out.append((j + 1, arg == own))
+        elif op == _LOAD_CONST and arg in marks:
+            k = next((k for k in range(j + 1, len(ins)) if ins[k][1] == _POP_TOP), None)
+            if k is not None:
+                out.append((k, marks[arg]))
+    return out
+
+
+def _handler_start(ins: list[tuple[int, int, int]], j: int) -> int | None:
+    """Code unit of the ``PUSH_EXC_INFO`` that opens the handler holding instruction ``j``."""
+    for k in range(j, -1, -1):
+        if ins[k][1] == _PUSH_EXC_INFO:
+            return ins[k][0]
+    return None
+
+
+def _covering(entries: list[Entry], unit: int) -> Entry | None:
+    return next((e for e in entries if e.covers(unit)), None)
+
+
+def _retarget(entries: list[Entry], handler: int, cleanups: set[int]) -> bool:
+    """Give the entries into ``handler`` the lasti flag and the entries into its cleanups one
+    more stack item; False (nothing changed) if the shape is not the compiler's usual one."""
+    into = [e for e in entries if e.target == handler]
+    nested = [e for e in entries if e.target in cleanups]
+    if not into or not nested or any(e.lasti for e in into):
+        return False
+    depth = into[0].depth
+    if any(e.depth != depth for e in into) or any(e.depth != depth + 1 or not e.lasti for e in nested):
+        return False
+    for e in into:
+        e.lasti = True
+    for e in nested:
+        e.depth += 1
+    return True
+
+
+def _patch_guards(code: CodeType) -> CodeType:
+    raw = code.co_code
+    ins = _instructions(raw)
+    terminals = _terminals(code, ins)
+    if not terminals:
+        return code
+    entries = parse_exception_table(code.co_exceptiontable)
+    # the compiler may copy a handler's tail (one terminal per copy): patch by handler
+    handlers: dict[int, tuple[list[int], bool]] = {}
+    for j, own_final in terminals:
+        h = _handler_start(ins, j)
+        if h is not None:
+            handlers.setdefault(h, ([], own_final))[0].append(ins[j][0])
+    patched = bytearray(raw)
+    changed = False
+    for h, (units, own_final) in handlers.items():
+        c = _covering(entries, h)
+        inner = {e.target for u in units if (e := _covering(entries, u)) is not None}
+        if c is None or len(inner) != 1:
+            continue
+        final = _finally_of(entries, ins, c.target) if own_final else None
+        if not _retarget(entries, h, {c.target} | inner):
+            continue
+        for unit in units:
+            patched[2 * unit:2 * unit + 2] = bytes((_RERAISE, 2))
+        changed = True
+        if final is not None:
+            f_start, f_reraise = final
+            cf = _covering(entries, f_start)
+            if cf is not None and _retarget(entries, f_start, {cf.target}):
+                patched[2 * f_reraise:2 * f_reraise + 2] = bytes((_RERAISE, 2))
+    if not changed:
+        return code
+    return code.replace(co_code=bytes(patched), co_exceptiontable=encode_exception_table(entries),
+                        co_stacksize=code.co_stacksize + 1)
+
+
+def _finally_of(entries: list[Entry], ins: list[tuple[int, int, int]], cleanup: int) -> tuple[int, int] | None:
+    """(start, final ``RERAISE 0``) of the ``finally`` handler that encloses the handler
+    whose cleanup starts at ``cleanup``, if it has the usual shape."""
+    f = _covering(entries, cleanup)
+    if f is None:
+        return None
+    at = next((k for k, (u, _o, _a) in enumerate(ins) if u == f.target), None)
+    if at is None or ins[at][1] != _PUSH_EXC_INFO:
+        return None
+    for u, op, arg in ins[at + 1:]:
+        if op == _PUSH_EXC_INFO:
+            return None
+        if op == _RERAISE:
+            return (f.target, u) if arg == 0 else None
+    return None

@@ -1,0 +1,169 @@
+"""Online interning of trace events as WPP terminals: (kind, function, value) keys -> dense ids by first appearance.
+
+A stream chunk (int32, ``wholetrace.events`` encoding) becomes one terminal per event: a
+value ``v >= 0`` of the running function f is (``value_kind``, f, v), ENTER f is (ENTER, f, 0),
+LEAVE is (LEAVE, -1, 0), EXC s is (EXC, f, s).  Keys pack (kind, fid, value) into a
+non-negative int64 and live in an open-addressing hash table shared by every stream; the
+first appearance of a key gives it the next dense id, as PPCompress numbers paths (Larus
+1999 §3.3).  Per-stream state (the function stack, an EXC split from its statement by a
+chunk boundary) survives between chunks.  Kernels never fail on odd data: an event outside
+any activation belongs to function -1, a LEAVE on an empty stack pops nothing.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from wholetrace.events import ENTER_BASE, EXC, LEAVE
+from wholetrace.kernels._jit import kernel
+
+# terminal kinds (the same numbers as wholetrace.wpp.symbols)
+K_BLOCK, K_ENTER, K_LEAVE, K_EXC, K_PATH = 0, 1, 2, 3, 4
+
+ST_DONE = 0
+ST_NEED_TABLE = 1     # the hash table is half full: grow it (``rehash``) and call again
+ST_NEED_SYMBOLS = 2   # the key list is full: enlarge it and call again
+ST_NEED_STACK = 3     # the stream's function stack is full: enlarge it and call again
+
+# per-stream state (``sstate``)
+S_SP = 0              # depth of the function stack
+S_EXC = 1             # 1: the last chunk ended with EXC, its statement comes first in this one
+S_SIZE = 2
+
+# shared table state (``tstate``)
+T_COUNT = 0           # keys interned so far (= next id)
+T_BITS = 1            # log2 of the table's slot count
+T_SIZE = 2
+
+EMPTY = -1
+_FID_BITS = 28
+_FID_MASK = (1 << _FID_BITS) - 1
+_VALUE_MASK = (1 << 32) - 1
+
+
+@kernel
+def pack(kind, fid, value):  # type: ignore[no-untyped-def]
+    """The key of (kind, fid, value): kind in bits 60-62, fid + 1 in 32-59, value in 0-31."""
+    return (np.int64(kind) << 60) | (np.int64((fid + 1) & _FID_MASK) << 32) | np.int64(value & _VALUE_MASK)
+
+
+@kernel
+def unpack(keys):  # type: ignore[no-untyped-def]
+    """(kind, fid, value) arrays of packed keys (values sign-extended from 32 bits)."""
+    n = len(keys)
+    kind = np.empty(n, np.int8)
+    fid = np.empty(n, np.int32)
+    value = np.empty(n, np.int64)
+    for i in range(n):
+        k = keys[i]
+        kind[i] = np.int8(k >> 60)
+        fid[i] = np.int32(((k >> 32) & _FID_MASK) - 1)
+        v = k & _VALUE_MASK
+        value[i] = v - (1 << 32) if v >= (1 << 31) else v
+    return kind, fid, value
+
+
+@kernel
+def _slot(key, bits):  # type: ignore[no-untyped-def]
+    h = np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)
+    return np.int64(h >> np.uint64(64 - bits))
+
+
+@kernel
+def intern_chunk(events, pos, value_kind, leave_at, stack, sstate, table_keys, table_ids, tstate, sym_keys, out, m):  # type: ignore[no-untyped-def]
+    """Intern ``events[pos:]`` into ``out[m:]``; returns (next event position, next out position,
+    status).  Status ST_DONE when the chunk is consumed, else what to enlarge before calling again
+    from the returned positions (nothing of the stopped event was consumed).  ``leave_at > 0``:
+    a value ``v >= leave_at`` also ends the activation (path mode's ``LEAVE_PATH + p``)."""
+    n = len(events)
+    bits = tstate[T_BITS]
+    limit = (np.int64(1) << bits) >> 1
+    while pos < n:
+        if tstate[T_COUNT] >= limit:
+            return pos, m, ST_NEED_TABLE
+        if tstate[T_COUNT] >= len(sym_keys):
+            return pos, m, ST_NEED_SYMBOLS
+        v = np.int64(events[pos])
+        sp = sstate[S_SP]
+        f = stack[sp - 1] if sp > 0 else np.int64(-1)
+        if sstate[S_EXC] == 1:
+            key = pack(K_EXC, f, v)
+            sstate[S_EXC] = 0
+        elif v >= 0:
+            key = pack(value_kind, f, v)
+            if leave_at > 0 and v >= leave_at and sp > 0:
+                sstate[S_SP] = sp - 1
+        elif v == LEAVE:
+            if sp > 0:
+                sstate[S_SP] = sp - 1
+            key = pack(K_LEAVE, -1, 0)
+        elif v == EXC:
+            sstate[S_EXC] = 1
+            pos += 1
+            continue
+        elif v <= -ENTER_BASE:
+            if sp == len(stack):
+                return pos, m, ST_NEED_STACK
+            f = -v - ENTER_BASE
+            stack[sp] = f
+            sstate[S_SP] = sp + 1
+            key = pack(K_ENTER, f, 0)
+        else:  # a code trace streams never hold: keep it, as a value of function -1
+            key = pack(value_kind, -1, v)
+        s = _slot(key, bits)
+        mask = (np.int64(1) << bits) - 1
+        while table_keys[s] != EMPTY and table_keys[s] != key:
+            s = (s + 1) & mask
+        if table_keys[s] == EMPTY:
+            t = tstate[T_COUNT]
+            table_keys[s] = key
+            table_ids[s] = t
+            sym_keys[t] = key
+            tstate[T_COUNT] = t + 1
+        out[m] = table_ids[s]
+        m += 1
+        pos += 1
+    return pos, m, ST_DONE
+
+
+@kernel
+def rehash(old_keys, old_ids, new_keys, new_ids, bits):  # type: ignore[no-untyped-def]
+    """Move every key of the old table into the (empty) new one of 2**bits slots."""
+    mask = (np.int64(1) << bits) - 1
+    for i in range(len(old_keys)):
+        key = old_keys[i]
+        if key == EMPTY:
+            continue
+        s = _slot(key, bits)
+        while new_keys[s] != EMPTY:
+            s = (s + 1) & mask
+        new_keys[s] = key
+        new_ids[s] = old_ids[i]
+
+
+@kernel
+def terminal_events(codes, kind, fid, value, out):  # type: ignore[no-untyped-def]
+    """The events of terminal ids ``codes`` (inverse of ``intern_chunk``): one event each, two for
+    EXC.  Returns the number written to ``out`` (at least 2·len(codes) long), or -1 - i when
+    terminal ``codes[i]`` is unknown."""
+    m = 0
+    nt = len(kind)
+    for i in range(len(codes)):
+        t = codes[i]
+        if t < 0 or t >= nt:
+            return -1 - i
+        k = kind[t]
+        if k == K_BLOCK or k == K_PATH:
+            out[m] = value[t]
+        elif k == K_ENTER:
+            out[m] = -(ENTER_BASE + fid[t])
+        elif k == K_LEAVE:
+            out[m] = LEAVE
+        elif k == K_EXC:
+            out[m] = EXC
+            m += 1
+            out[m] = value[t]
+        else:
+            return -1 - i
+        m += 1
+    return m

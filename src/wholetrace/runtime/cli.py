@@ -1,0 +1,125 @@
+"""`wholetrace record`: run a program and record it (parses its own argv: the program's follow SCRIPT)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from wholetrace.errors import UsageError
+
+#: Options of ``record`` and ``profile`` that take a value (the rest are flags).
+_TAKES_VALUE = frozenset({"--mode", "--include", "-o", "--output", "-m", "--weights", "--format", "--limit",
+                          "--wpp-queue"})
+
+
+def split_args(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Split ``record``/``profile`` arguments into wholetrace's own and the program's (after
+    SCRIPT, ``-m MODULE`` or ``--``)."""
+    own: list[str] = []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--":
+            return own, list(argv[i + 1:])
+        if a in _TAKES_VALUE:
+            own += argv[i:i + 2]
+            i += 2
+            if a == "-m":
+                return own, list(argv[i:])
+            continue
+        if a.startswith("-") and a != "-":
+            own.append(a)
+            i += 1
+            continue
+        return own + [a], list(argv[i + 1:])
+    return own, []
+
+
+def target_options(p: argparse.ArgumentParser) -> None:
+    """The options ``record`` and ``profile`` share: what to run and what to instrument."""
+    p.add_argument("--include", action="append", default=[], metavar="PKG",
+                   help="also instrument this package or module (stdlib and site-packages too)")
+    p.add_argument("--no-cache", action="store_true",
+                   help="instrument every module afresh (default: reuse instrumented code cached in "
+                        "$WHOLETRACE_CACHE_DIR or ~/.cache/wholetrace)")
+    p.add_argument("--cf-grammar", action="store_true",
+                   help="at the end, also build the compressed control-flow trace (as `wholetrace compress`)")
+    p.add_argument("-m", dest="module", metavar="MODULE", help="run a library module as a script")
+    p.add_argument("script", nargs="?", help="the program to run")
+
+
+def record_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="wholetrace record",
+                                description="Run a Python program and record its whole control flow.")
+    p.add_argument("--mode", default="blocks", help="what to record: blocks (the block trace), witness (few witnesses, "
+                   "the block trace is regenerated), branches (every predicate's outcome), count, count-naive, "
+                   "full (the block trace plus every value and location statements define and read)")
+    p.add_argument("-o", "--output", metavar="OUT.wt", help="recording file (default: <program>.wt)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no summary line on stderr")
+    p.add_argument("--weights", metavar="OLD.wt", help="count mode: place counters by the edge counts of OLD.wt")
+    target_options(p)
+    from wholetrace.wpp.cli import add_record_options   # the online WPP (--wpp, --keep-raw, ...)
+    add_record_options(p)
+    return p
+
+
+def parse_target(parser: argparse.ArgumentParser, argv: Sequence[str], what: str) -> tuple[argparse.Namespace, Any]:
+    """Parse ``argv`` of a command that runs a program; returns (options, runner.Target)."""
+    from wholetrace.runtime.runner import Target
+
+    own, prog_args = split_args(argv)
+    if own and own[0] in ("-h", "--help"):
+        parser.print_help()
+        raise SystemExit(0)
+    args = parser.parse_args(own)
+    if (args.script is None) == (args.module is None):
+        raise UsageError(f"{what} needs exactly one of SCRIPT or -m MODULE")
+    return args, Target(script=args.script, module=args.module, args=prog_args)
+
+
+def run_record(argv: Sequence[str]) -> int:
+    from wholetrace.runtime.runner import record
+    from wholetrace.store import RecordingWriter
+
+    args, target = parse_target(record_parser(), argv, "record")
+    if args.cf_grammar and args.mode not in ("blocks", "witness", "branches"):
+        raise UsageError(f"--cf-grammar needs a trace mode (blocks, witness, branches), not {args.mode!r}")
+    stem = Path(args.script).stem if args.script else args.module.split(".")[-1]
+    out = Path(args.output or f"{stem}.wt")
+    weights = None
+    if args.weights is not None:
+        from wholetrace.profile import edge_weights
+        weights = edge_weights(args.weights)
+    from wholetrace.wpp.cli import record_writer
+    writer = record_writer(RecordingWriter(out), args)
+    if args.cf_grammar and not getattr(writer, "keep_raw", True):
+        raise UsageError("--cf-grammar reads the raw stream: with --wpp add --keep-raw")
+    outcome = record(target, writer, mode=args.mode, include=args.include, weights=weights,
+                     cache=not args.no_cache)
+    if args.cf_grammar and out.exists():
+        from wholetrace.match.compress import compress_file
+        compress_file(out)
+    if not args.quiet:
+        size = out.stat().st_size if out.exists() else 0
+        extra = f", {len(outcome.daemon_threads)} daemon thread(s) still running" if outcome.daemon_threads else ""
+        print(f"wholetrace: recorded {outcome.events:,} events ({args.mode}), {size:,} bytes -> {out} "
+              f"[{outcome.ended}, exit {outcome.exit_code}{extra}]", file=sys.stderr)
+    if outcome.ended == "keyboard-interrupt":
+        sys.stdout.flush()
+        sys.stderr.flush()
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+    return outcome.exit_code
+
+
+def add_parser(sub: Any) -> None:
+    sub.add_parser("record", help="run a program and record it (see `wholetrace record -h`)", add_help=False)
+
+
+#: Commands that parse their own argv (the program's arguments follow SCRIPT).
+RAW_COMMANDS = {"record": run_record}

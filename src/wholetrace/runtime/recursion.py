@@ -1,0 +1,73 @@
+"""The recursion depth the program sees: wholetrace's own frames below it do not count.
+
+CPython keeps, per thread, how many more calls may nest before ``RecursionError``
+(``recursion_remaining`` in 3.11; ``py_recursion_remaining`` in 3.12 and 3.13, where only
+Python frames count).  ``sys.getrecursionlimit()`` reads the interpreter's limit, which this
+module never touches; it moves the thread's own counter instead:
+
+* by the frames the runner keeps below the program's ``<module>`` (``python SCRIPT`` runs
+  it with none), so the program recurses as deep as without wholetrace;
+* in Python 3.11, where C calls count too, trace-mode probes are C calls that must still
+  work in the deepest frame the program reaches: each thread that records a trace gets one
+  call of headroom, and the prologue of an instrumented function turns its own failure at
+  that depth into the error the plain program would see (``instrument.emit``).
+
+``sys.setrecursionlimit`` keeps the difference (it preserves each thread's depth).  The
+field is found at run time: a field of the current ``PyThreadState`` that drops by one per
+nested Python call and is followed by the limit.  If none is found nothing is changed.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import sys
+
+_FIELDS = 20
+
+
+def _thread_state_ints() -> ctypes.Array[ctypes.c_int]:
+    get = ctypes.pythonapi.PyThreadState_Get
+    get.restype = ctypes.c_void_p
+    return (ctypes.c_int * _FIELDS).from_address(get())
+
+
+def _find_field() -> int | None:
+    """Index (in ints) of the current thread's remaining-depth counter, validated."""
+    try:
+        outer = list(_thread_state_ints())
+        inner = _one_call_deeper()
+    except (AttributeError, OSError, ValueError):  # pragma: no cover - no ctypes.pythonapi
+        return None
+    limit = sys.getrecursionlimit()
+    for i in range(4, _FIELDS - 1):
+        if outer[i] - inner[i] == 1 and outer[i + 1] == inner[i + 1] == limit and 0 < outer[i] <= limit:
+            return i
+    return None
+
+
+def _one_call_deeper() -> list[int]:
+    return list(_thread_state_ints())
+
+
+_FIELD: int | None = _find_field()
+
+
+def available() -> bool:
+    return _FIELD is not None
+
+
+def depth() -> int:
+    """How deep the calling frame is, as CPython counts it for ``RecursionError``."""
+    if _FIELD is None:
+        return 0
+    ints = _thread_state_ints()
+    return ints[_FIELD + 1] - ints[_FIELD]
+
+
+def shift(delta: int) -> bool:
+    """Let the current thread nest ``delta`` more calls (negative: fewer) before the limit."""
+    if _FIELD is None or delta == 0:
+        return _FIELD is not None
+    ints = _thread_state_ints()
+    ints[_FIELD] += delta
+    return True

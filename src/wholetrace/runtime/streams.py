@@ -1,0 +1,105 @@
+"""The event streams of one recording: one per OS thread and per asyncio task, made on first use."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from array import array
+from contextvars import ContextVar, copy_context
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+Append = Callable[[int], None]
+
+
+@dataclass
+class Stream:
+    """One event stream: an OS thread or an asyncio task."""
+
+    sid: int
+    kind: str
+    name: str
+    thread_ident: int | None
+    parent: int | None
+    buf: array = field(default_factory=lambda: array("i"))
+    flushed: int = 0
+
+
+class Streams:
+    """The streams of one recording.
+
+    ``current`` holds the append method of the running thread's or task's stream (its
+    ``get`` is a constant of instrumented code).  Threads start with an empty context, so
+    their first instrumented call makes their stream; asyncio tasks start in a context where
+    it is unset too (:meth:`patch_asyncio`), with ``parent`` naming the stream that made them.
+    """
+
+    def __init__(self) -> None:
+        self.current: ContextVar[Append | None] = ContextVar("wholetrace_stream", default=None)
+        self.parent: ContextVar[int | None] = ContextVar("wholetrace_parent", default=None)
+        self.lock = threading.Lock()
+        self.all: list[Stream] = []
+        self.by_buffer: dict[int, Stream] = {}
+        self.on_new: Callable[[Stream], None] | None = None
+        self._asyncio: tuple[Any, type, type] | None = None
+
+    def new(self) -> Append:
+        """Create the stream of the current thread or task and make it current; return its append."""
+        kind, name, parent = "thread", threading.current_thread().name, None
+        aio = sys.modules.get("asyncio")
+        if aio is not None:
+            try:
+                task = aio.current_task()
+            except RuntimeError:
+                task = None
+            if task is not None:
+                kind, name, parent = "task", task.get_name(), self.parent.get()
+        with self.lock:
+            st = Stream(len(self.all), kind, name, threading.get_ident(), parent)
+            self.all.append(st)
+        append = st.buf.append
+        self.by_buffer[id(st.buf)] = st
+        self.current.set(append)
+        if self.on_new is not None:
+            self.on_new(st)
+        return append
+
+    def current_sid(self) -> int | None:
+        a = self.current.get()
+        if a is None:
+            return None
+        st = self.by_buffer.get(id(a.__self__))  # type: ignore[attr-defined]
+        return None if st is None else st.sid
+
+    def patch_asyncio(self, aio: Any) -> None:
+        """Give every asyncio task of this recording its own stream: tasks start in a context
+        without one (``asyncio.Task`` is replaced by a subclass until :meth:`unpatch_asyncio`)."""
+        if self._asyncio is not None:
+            return
+        base = aio.tasks.Task
+        streams = self
+
+        class Task(base):  # type: ignore[misc, valid-type]
+            def __init__(self, coro: Any, **kwargs: Any) -> None:
+                context = kwargs.get("context")
+                if context is None:
+                    context = kwargs["context"] = copy_context()
+                context.run(streams.parent.set, streams.current_sid())
+                context.run(streams.current.set, None)
+                super().__init__(coro, **kwargs)
+
+        Task.__name__ = Task.__qualname__ = base.__name__
+        Task.__module__ = base.__module__
+        Task.__doc__ = base.__doc__
+        aio.tasks.Task = aio.Task = Task
+        self._asyncio = (aio, base, Task)
+
+    def unpatch_asyncio(self) -> None:
+        if self._asyncio is None:
+            return
+        aio, base, mine = self._asyncio
+        if aio.tasks.Task is mine:
+            aio.tasks.Task = base
+        if aio.Task is mine:
+            aio.Task = base
+        self._asyncio = None

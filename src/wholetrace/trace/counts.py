@@ -1,0 +1,73 @@
+"""Execution counts from decoded rows: block, edge and activation counts are `np.bincount`s.
+
+A block runs once per row entering it (a static or an exception edge).  A statement runs
+as often as its block, less the exceptions that left the block before it: an exception
+edge whose origin statement lies in the block it leaves cuts the statements after that
+origin (the rule of docs/design.md, "Exception edges").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from wholetrace.kernels import decode as K
+from wholetrace.trace.decode import Rows
+from wholetrace.trace.shape import FunctionShape
+from wholetrace.trace.tables import Tables
+
+
+def _grown(acc: np.ndarray, size: int) -> np.ndarray:
+    return acc if len(acc) >= size else np.concatenate([acc, np.zeros(size - len(acc), np.int64)])
+
+
+@dataclass
+class Tally:
+    """Running counts over the rows of any number of streams, in the tables' flat layout."""
+
+    tables: Tables
+    block: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))   # per table block row
+    edge: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))    # per table edge row
+    cut: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))     # per statement row: exceptions it started
+    enters: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # per function: ENTER events
+
+    def add(self, rows: Rows) -> None:
+        t = self.tables
+        self.block = _grown(self.block, t.blk.n)
+        self.edge = _grown(self.edge, t.edg.n)
+        self.cut = _grown(self.cut, t.stm.n)
+        self.enters = _grown(self.enters, len(t.fn))
+        K.tally(rows.data, len(rows), t.fn, t.stm.a, self.block, self.edge, self.cut, self.enters)
+
+    # -- per function
+    def blocks_of(self, sh: FunctionShape) -> np.ndarray:
+        """Executions of each block of ``sh`` (ENTRY and EXIT count 0)."""
+        return self._slice(self.block, K.FN_BBASE, sh.fid, sh.nblocks)
+
+    def edges_of(self, sh: FunctionShape) -> np.ndarray:
+        return self._slice(self.edge, K.FN_EBASE, sh.fid, sh.nedges)
+
+    def stmts_of(self, sh: FunctionShape, blocks: np.ndarray | None = None) -> np.ndarray:
+        b = self.blocks_of(sh) if blocks is None else blocks
+        live = sh.stmt_block >= 0
+        out = np.where(live, b[np.where(live, sh.stmt_block, 0)], 0).astype(np.int64)
+        started = self._slice(self.cut, K.FN_SBASE, sh.fid, sh.nstmts)
+        if started.any():
+            for stmts in sh.block_stmts:
+                run = 0
+                for s in stmts:
+                    out[s] -= run
+                    run += int(started[s])
+        return out
+
+    def activations_of(self, fid: int) -> int:
+        return int(self.enters[fid]) if fid < len(self.enters) else 0
+
+    def _slice(self, acc: np.ndarray, base: int, fid: int, n: int) -> np.ndarray:
+        fn = self.tables.fn
+        if fid >= len(fn) or fn[fid, K.FN_READY] != 1:
+            return np.zeros(n, np.int64)
+        lo = int(fn[fid, base])
+        part = acc[lo:lo + n]
+        return part.copy() if len(part) == n else np.concatenate([part, np.zeros(n - len(part), np.int64)])

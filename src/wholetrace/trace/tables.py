@@ -1,0 +1,211 @@
+"""Flat tables the decoding kernel reads, compiled once per recording from its stored CFGs and plans.
+
+Layouts are those of ``kernels.decode`` (``FN_*``, ``BK_*``, ...): one row per function in
+``fn``, per block of every function in ``blk`` (row ``bbase + b``), per edge in ``edg``, the
+successors of each block in edge-id order in ``succ``, and for functions recorded with
+witnesses the edge of each witness in ``wit`` and the witness choices of each branching
+block in ``chs`` (witness, or EOF, -> out-edge: Ball & Larus's witness sets).
+
+Functions are loaded on demand (the kernel asks with ``ST_NEED_FUNC``), so reading a
+stream of a recording with thousands of registered functions parses only those it enters.
+Witness placements are read from the recording (``plan["witnessed"]``), never recomputed:
+a placement heuristic changed since the recording was made cannot change what it decodes
+to.  A path mode would add its path values per function beside ``wit`` (``FN_MODE`` 2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+import numpy as np
+
+from wholetrace.errors import InternalError, StoreError
+from wholetrace.ids import ENTRY, EXIT
+from wholetrace.kernels import decode as K
+from wholetrace.store.schema import WITNESS_STREAMS_SINCE
+from wholetrace.trace.shape import FunctionShape
+
+#: Recording modes whose streams hold witness ids (``instrument.witnesses.PLAN_KINDS``).
+WITNESS_MODES = ("witness", "branches")
+#: Recording modes whose streams the kernel decodes.
+TRACE_MODES = ("blocks",) + WITNESS_MODES
+
+
+class _Grow:
+    """A numpy array of rows with spare capacity (appends amortised O(1))."""
+
+    def __init__(self, width: int, dtype: type, fill: int = 0) -> None:
+        self.width, self.dtype, self.fill = width, dtype, fill
+        self.a = np.full((64, width) if width else 64, fill, dtype)
+        self.n = 0
+
+    def add(self, rows: np.ndarray) -> int:
+        start, need = self.n, self.n + len(rows)
+        if need > len(self.a):
+            cap = max(need, 2 * len(self.a))
+            grown = np.full((cap, self.width) if self.width else cap, self.fill, self.dtype)
+            grown[:start] = self.a[:start]
+            self.a = grown
+        self.a[start:need] = rows
+        self.n = need
+        return start
+
+
+class Tables:
+    """The decoding tables of one recording (see module doc); ``shape(fid)`` gives a
+    function's validated description, ``mode`` is the recording's mode."""
+
+    def __init__(self, fids: Iterable[int], shape: Callable[[int], FunctionShape], mode: str,
+                 schema_version: int | None = None) -> None:
+        self.schema_version = schema_version
+        registered = sorted(set(fids))
+        if registered and registered[0] < 0:
+            raise StoreError(f"the recording registers a negative function id {registered[0]}")
+        self.mode = mode
+        self._shape = shape
+        nf = registered[-1] + 1 if registered else 0
+        self.fn = np.zeros((nf, K.FN_W), np.int64)
+        self.fn[:, K.FN_READY] = -1
+        self.fn[registered, K.FN_READY] = 0
+        self.blk = _Grow(K.BK_W, np.int32)
+        self.succ = _Grow(2, np.int32)
+        self.stm = _Grow(0, np.int32, -1)
+        self.edg = _Grow(K.ED_W, np.int32, -1)
+        self.wit = _Grow(0, np.int32)
+        self.chs = _Grow(2, np.int32)
+        self.ysl = _Grow(0, np.int32)
+        self.pool = np.zeros(64, np.int64)
+        self.scratch = np.zeros(4 * 64, np.int64)
+        self.max_blocks = 2
+        self.shapes: dict[int, FunctionShape] = {}
+
+    # -- loading
+    @property
+    def margin(self) -> int:
+        """Rows one event can produce at most (a witness path and an exception path)."""
+        return 2 * self.max_blocks + 8
+
+    def registered(self, fid: int) -> bool:
+        return 0 <= fid < len(self.fn) and self.fn[fid, K.FN_READY] >= 0
+
+    def load(self, fid: int) -> FunctionShape:
+        """Parse, check and append the tables of function ``fid`` (once)."""
+        hit = self.shapes.get(fid)
+        if hit is not None:
+            return hit
+        if not self.registered(fid):
+            raise StoreError(f"the recording has no function {fid}")
+        sh = self._shape(fid)
+        mode, witnessed = self._plan(sh)
+        nb, ne = sh.nblocks, sh.nedges
+        order = np.lexsort((np.arange(ne), sh.edge_src)) if ne else np.zeros(0, np.int64)
+        succ_n = np.bincount(sh.edge_src, minlength=nb) if ne else np.zeros(nb, np.int64)
+        blk = np.zeros((nb, K.BK_W), np.int32)
+        blk[:, K.BK_FLAGS] = (sh.dynamic_entry * K.F_DYN | sh.suspend_blocks * K.F_SUSPEND
+                              | sh.call_blocks * K.F_CALL)
+        s0 = self.succ.add(np.stack([sh.edge_dst[order], order.astype(np.int32)], axis=1))
+        blk[:, K.BK_SUCC] = s0 + np.concatenate([[0], np.cumsum(succ_n)[:-1]])
+        blk[:, K.BK_NSUCC] = succ_n
+        edg = np.full((ne, K.ED_W), -1, np.int32)
+        edg[:, K.ED_SRC], edg[:, K.ED_DST] = sh.edge_src, sh.edge_dst
+        wb = self.wit.n
+        if witnessed is not None:
+            edg[witnessed, K.ED_WIT] = np.arange(len(witnessed))
+            self.wit.add(np.asarray(witnessed, np.int32))
+            self._witness_tables(sh, witnessed, blk)
+        ysl = np.flatnonzero(sh.suspend_blocks).astype(np.int32)
+        row = self.fn[fid]
+        row[K.FN_BBASE] = self.blk.add(blk)
+        row[K.FN_NB], row[K.FN_NS], row[K.FN_NE] = nb, sh.nstmts, ne
+        row[K.FN_SBASE] = self.stm.add(sh.stmt_block)
+        row[K.FN_EBASE] = self.edg.add(edg)
+        row[K.FN_WBASE], row[K.FN_NW] = wb, 0 if witnessed is None else len(witnessed)
+        row[K.FN_GEN], row[K.FN_MODE] = int(sh.is_generator), mode
+        row[K.FN_YBASE], row[K.FN_NY] = self.ysl.add(ysl), len(ysl)
+        row[K.FN_READY] = 1
+        if len(self.pool) < self.blk.n:
+            self.pool = np.concatenate([self.pool, np.zeros(max(self.blk.n, 2 * len(self.pool)) - len(self.pool), np.int64)])
+        if nb > self.max_blocks:
+            self.max_blocks = nb
+            self.scratch = np.zeros(4 * (nb + 1), np.int64)
+        self.shapes[fid] = sh
+        return sh
+
+    def load_all(self) -> dict[int, FunctionShape]:
+        for fid in np.flatnonzero(self.fn[:, K.FN_READY] >= 0).tolist():
+            self.load(fid)
+        return self.shapes
+
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        """(fn, blk, succ, stm, edg, wit, chs, ysl, pool) as the kernel takes them."""
+        return (self.fn, self.blk.a, self.succ.a, self.stm.a, self.edg.a, self.wit.a, self.chs.a,
+                self.ysl.a, self.pool)
+
+    def reset(self) -> None:
+        """Forget the generator suspensions seen (before decoding a recording again)."""
+        self.pool[:] = 0
+
+    # -- plans
+    def _plan(self, sh: FunctionShape) -> tuple[int, list[int] | None]:
+        """The function's decoding mode and, for witness ids, its stored witnessed edges."""
+        if self.mode not in WITNESS_MODES:
+            return K.MODE_BLOCKS, None
+        plan = sh.plan
+        where = f"function {sh.fid} ({sh.qualname})"
+        if plan.get("mode") != self.mode:
+            raise StoreError(f"{where} was not planned for {self.mode} mode (plan {plan.get('mode')!r})")
+        if plan.get("strategy") == "trace":
+            return K.MODE_BLOCKS, None
+        if plan.get("strategy") != "witness":
+            raise StoreError(f"{where}: unknown plan strategy {plan.get('strategy')!r}")
+        w = plan.get("witnessed")
+        if w is None:
+            raise StoreError(f"{where}: the recording does not store its witness placement (made by an "
+                             "older wholetrace); record it again")
+        if self.schema_version is not None and self.schema_version < WITNESS_STREAMS_SINCE:
+            raise StoreError(f"the recording (schema {self.schema_version}) was made by an older wholetrace "
+                             "whose witness streams do not mark re-raises; record it again")
+        if (not isinstance(w, list) or not all(type(e) is int for e in w) or w != sorted(set(w))
+                or (w and (w[0] < 0 or w[-1] >= sh.nedges))):
+            raise StoreError(f"{where}: the stored witness placement is corrupt")
+        return K.MODE_WITNESS, w
+
+    def _witness_tables(self, sh: FunctionShape, witnessed: list[int], blk: np.ndarray) -> None:
+        """Witness choices at branching blocks, and which blocks reach a call block by a
+        branch-free, witness-free chain (``F_REACH``)."""
+        from wholetrace.instrument.flowgraph import FlowGraph
+        from wholetrace.instrument.placement import WitnessPlacement, witness_sets
+
+        edges = tuple(zip(sh.edge_src.tolist(), sh.edge_dst.tolist()))
+        graph = FlowGraph(sh.nblocks, ENTRY, EXIT, edges)
+        try:
+            sets = witness_sets(graph, WitnessPlacement(tuple(witnessed)))
+        except InternalError:
+            raise StoreError(f"function {sh.fid} ({sh.qualname}): the stored witness placement leaves "
+                             "a cycle without witnesses") from None
+        per_block: dict[int, dict[int, int]] = {}
+        for e, ws in sets.items():
+            table = per_block.setdefault(edges[e][0], {})
+            for w in ws:
+                if w in table:
+                    raise StoreError(f"function {sh.fid} ({sh.qualname}): the stored witness placement "
+                                     f"is ambiguous at block {edges[e][0]}")
+                table[w] = e
+        for b, table in sorted(per_block.items()):
+            rows = np.array(sorted(table.items()), np.int32).reshape(-1, 2)
+            blk[b, K.BK_CH] = self.chs.add(rows)
+            blk[b, K.BK_NCH] = len(rows)
+        free = set(range(sh.nedges)) - set(witnessed)
+        outs = sh.out_edges
+        calls = sh.call_blocks
+        for b in range(sh.nblocks):
+            v, seen = b, {b}
+            while not calls[v]:
+                if len(outs[v]) != 1 or outs[v][0] not in free:
+                    break
+                v = edges[outs[v][0]][1]
+                if v in seen:
+                    break
+                seen.add(v)
+            if calls[v]:
+                blk[b, K.BK_FLAGS] |= K.F_REACH

@@ -1,0 +1,114 @@
+"""Interning of trace event chunks as WPP terminals, online and per mode (the interface path mode plugs into)."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from wholetrace.errors import InternalError, UsageError
+from wholetrace.kernels import wpp_intern as K
+from wholetrace.wpp.symbols import BLOCK, PATH, Terminals
+
+
+class EventInterner:
+    """Turns the event chunks of any number of streams into dense terminal ids, one table for all.
+
+    ``value_kind`` is the terminal kind of a non-negative event: BLOCK for `blocks`, `witness`
+    and `branches` streams (block or witness ids), PATH for `path` streams (Ball-Larus path
+    ids; the register and handler block after EXC s, and the block ids of functions recorded
+    with blocks, are PATH terminals too: what counts is that every event comes back exactly).
+    ``leave_at``: a value at or above it also ends the activation (path mode's ``LEAVE_PATH``).
+    ``codes`` is called from one thread at a time (the WPP builder's); the kernel it runs
+    releases the GIL.
+    """
+
+    def __init__(self, value_kind: int = BLOCK, leave_at: int = 0) -> None:
+        self.value_kind = int(value_kind)
+        self.leave_at = int(leave_at)
+        bits = 12
+        self._keys = np.full(1 << bits, K.EMPTY, np.int64)
+        self._ids = np.zeros(1 << bits, np.int64)
+        self._tstate = np.array([0, bits], np.int64)
+        self._syms = np.empty(1 << (bits - 1), np.int64)
+        self._streams: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    def __len__(self) -> int:
+        return int(self._tstate[K.T_COUNT])
+
+    def codes(self, sid: int, chunk: np.ndarray) -> np.ndarray:
+        """The terminal ids (int64) of ``chunk``, the next events of stream ``sid``."""
+        events = np.ascontiguousarray(chunk, dtype=np.int32)
+        stack, sstate = self._streams.get(sid) or self._streams.setdefault(
+            sid, (np.empty(64, np.int64), np.zeros(K.S_SIZE, np.int64)))
+        out = np.empty(len(events), np.int64)
+        pos = m = 0
+        while True:
+            pos, m, why = K.intern_chunk(events, pos, self.value_kind, self.leave_at, stack, sstate, self._keys,
+                                         self._ids, self._tstate, self._syms, out, m)
+            if why == K.ST_DONE:
+                return out[:m]
+            if why == K.ST_NEED_TABLE:
+                self._grow_table()
+            elif why == K.ST_NEED_SYMBOLS:
+                self._syms = np.concatenate([self._syms, np.empty(len(self._syms), np.int64)])
+            elif why == K.ST_NEED_STACK:
+                stack = np.concatenate([stack, np.empty(len(stack), np.int64)])
+                self._streams[sid] = (stack, sstate)
+            else:  # pragma: no cover - defensive
+                raise InternalError(f"interning: unknown status {why}")
+
+    def _grow_table(self) -> None:
+        bits = int(self._tstate[K.T_BITS]) + 1
+        keys = np.full(1 << bits, K.EMPTY, np.int64)
+        ids = np.zeros(1 << bits, np.int64)
+        K.rehash(self._keys, self._ids, keys, ids, bits)
+        self._keys, self._ids = keys, ids
+        self._tstate[K.T_BITS] = bits
+
+    def terminals(self) -> Terminals:
+        """The symbol table so far: terminal t is (kind[t], fid[t], value[t])."""
+        kind, fid, value = K.unpack(self._syms[: len(self)])
+        return Terminals(kind, fid, value)
+
+
+def terminals_to_array(terms: Terminals) -> np.ndarray:
+    """The (n, 3) int64 array (kind, fid, value) stored as ``wpp.symbols``."""
+    return np.stack([terms.kind.astype(np.int64), terms.fid.astype(np.int64),
+                     terms.value.astype(np.int64)], axis=1).reshape(-1, 3)
+
+
+def terminals_from_array(a: np.ndarray) -> Terminals:
+    """Inverse of :func:`terminals_to_array`."""
+    a = np.asarray(a, np.int64).reshape(-1, 3)
+    return Terminals(a[:, 0].astype(np.int8), a[:, 1].astype(np.int32), a[:, 2].copy())
+
+
+def events_of(codes: np.ndarray, terms: Terminals) -> np.ndarray:
+    """The int32 events that terminal ids ``codes`` stand for."""
+    codes = np.ascontiguousarray(codes, dtype=np.int64)
+    out = np.empty(2 * len(codes), np.int64)
+    m = K.terminal_events(codes, terms.kind.astype(np.int64), terms.fid.astype(np.int64),
+                          terms.value.astype(np.int64), out)
+    if m < 0:
+        i = -1 - m
+        raise UsageError(f"terminal {int(codes[i])} is not in the symbol table")
+    return out[:m].astype(np.int32)
+
+
+#: Path mode's ``events.LEAVE_PATH`` (a path id at or above it ends the activation too).
+PATH_LEAVE_AT = 1 << 30
+
+#: Recording mode -> interner factory.  Path mode registers its own (PATH terminals) here.
+INTERNERS: dict[str, Callable[[], EventInterner]] = {
+    "blocks": EventInterner, "witness": EventInterner, "branches": EventInterner,
+    "path": lambda: EventInterner(PATH, PATH_LEAVE_AT),
+}
+
+
+def interner_for(mode: str) -> EventInterner:
+    """A fresh interner for the streams of a ``mode`` recording."""
+    try:
+        return INTERNERS[mode]()
+    except KeyError:
+        raise UsageError(f"--wpp needs a trace mode ({', '.join(INTERNERS)}), not {mode!r}") from None

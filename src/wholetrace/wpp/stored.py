@@ -1,0 +1,140 @@
+"""A recording's stored WPP: per-stream grammars, the terminal table, build statistics, and the streams they expand to."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from wholetrace.errors import UsageError
+from wholetrace.grammar import Grammar
+from wholetrace.wpp.intern import events_of, terminals_from_array
+from wholetrace.wpp.online import GRAMMAR_NAME, META_KEY, SYMBOLS_NAME
+from wholetrace.wpp.symbols import ENTER, EXC, LEAVE, PATH, Terminals
+
+#: Bytes per event of the raw stream (Larus's Table 1 trace size counts 4 per path).
+RAW_EVENT_BYTES = 4
+
+
+@dataclass(frozen=True)
+class StreamWpp:
+    """One stream's grammar and its numbers (Larus 1999 Table 1 per stream)."""
+
+    sid: int
+    name: str
+    grammar: Grammar
+    encoded_bytes: int
+    stats: dict[str, Any]
+
+    def table1(self, terms: Terminals) -> dict[str, Any]:
+        """events, distinct paths/symbols, raw and encoded bytes, ratio, rules per path ..."""
+        g = self.grammar
+        used = np.unique(g.rhs[g.rhs >= 0])
+        kinds = terms.kind[used] if len(used) else np.zeros(0, np.int8)
+        markers = np.isin(kinds, (ENTER, LEAVE, EXC))
+        paths = int(np.count_nonzero(~markers))
+        events = len(g)
+        raw = RAW_EVENT_BYTES * events
+        return {"stream": self.sid, "name": self.name, "events": events,
+                "distinct_paths": paths, "distinct_symbols": int(len(used)),
+                "path_kind": "path" if np.any(kinds == PATH) else "block",
+                "rules": g.num_rules, "rhs": g.num_symbols, "len_S": g.start_length,
+                "raw_bytes": raw, "encoded_bytes": self.encoded_bytes,
+                "ratio": round(raw / self.encoded_bytes, 2) if self.encoded_bytes else None,
+                "rules_per_path": round(g.num_rules / paths, 2) if paths else None,
+                "build_seconds": self.stats.get("build_seconds")}
+
+
+class StoredWpp:
+    """The WPP of a recording made with ``record --wpp`` (``rec``: a ``store.Recording``)."""
+
+    def __init__(self, rec: Any) -> None:
+        meta = rec.meta.get(META_KEY)
+        if not isinstance(meta, dict):
+            raise UsageError(f"{rec.path}: no WPP in this recording (record it with --wpp)")
+        self.meta: dict[str, Any] = meta
+        table = rec.get_array(SYMBOLS_NAME)
+        self.terminals = terminals_from_array(table if table is not None else np.zeros((0, 3), np.int64))
+        self.streams: list[StreamWpp] = []
+        stats = meta.get("streams", {})
+        for st in rec.streams():
+            blob = rec.get_array(GRAMMAR_NAME.format(sid=st.sid))
+            if blob is None:
+                continue   # a stream that recorded nothing
+            data = blob.tobytes()
+            self.streams.append(StreamWpp(st.sid, st.name, Grammar.from_bytes(data), len(data),
+                                          dict(stats.get(str(st.sid), {}))))
+
+    def stream(self, sid: int) -> StreamWpp:
+        for s in self.streams:
+            if s.sid == sid:
+                return s
+        raise UsageError(f"no WPP for stream {sid}")
+
+    def iter_events(self, sid: int, chunk: int = 1 << 16) -> Iterator[np.ndarray]:
+        """Stream ``sid``'s events (int32, ``wholetrace.events`` encoding), expanded from its
+        grammar a chunk at a time (never the whole trace in memory)."""
+        for codes in self.stream(sid).grammar.iter_chunks(chunk):
+            yield events_of(codes, self.terminals)
+
+    def events(self, sid: int) -> np.ndarray:
+        """All of stream ``sid``'s events."""
+        parts = list(self.iter_events(sid))
+        return np.concatenate(parts) if parts else np.zeros(0, np.int32)
+
+
+class ExpandedRecording:
+    """A recording made with ``--wpp`` and without ``--keep-raw``, read like one with raw streams:
+    each stream's events are expanded from its grammar as they are read (``iter_chunks``), so
+    ``info``, ``trace`` and ``counts`` work on it unchanged.  Everything else is ``rec``'s."""
+
+    def __init__(self, rec: Any) -> None:
+        self.rec = rec
+        self.wpp = StoredWpp(rec)
+        self._sids = {s.sid for s in self.wpp.streams}
+
+    def streams(self) -> list[Any]:
+        from dataclasses import replace
+
+        from wholetrace.wpp.queries import terminal_counts
+
+        exc = self.wpp.terminals.kind == EXC
+        out = []
+        for st in self.rec.streams():
+            if st.sid in self._sids:
+                g = self.wpp.stream(st.sid).grammar
+                counts = terminal_counts(g, len(exc))
+                st = replace(st, n_events=len(g) + int(counts[: len(exc)][exc].sum()),
+                             stored_bytes=self.wpp.stream(st.sid).encoded_bytes)
+            out.append(st)
+        return out
+
+    def iter_chunks(self, sid: int) -> Iterator[np.ndarray]:
+        if sid in self._sids:
+            yield from self.wpp.iter_events(sid)
+        else:
+            yield from self.rec.iter_chunks(sid)
+
+    def events(self, sid: int) -> np.ndarray:
+        return self.wpp.events(sid) if sid in self._sids else self.rec.events(sid)
+
+    def __getattr__(self, name: str) -> Any:   # meta, functions(), get_array(), sizes(), close() ...
+        return getattr(self.rec, name)
+
+    def __enter__(self) -> "ExpandedRecording":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.rec.close()
+
+
+def readable(rec: Any) -> Any:
+    """``rec``, or an :class:`ExpandedRecording` of it when its streams are stored only as grammars
+    (``record --wpp`` without ``--keep-raw``): the expanded streams are the recorded events, so
+    the mode's own readers (regeneration of witness and path recordings) work on them."""
+    meta = rec.meta.get(META_KEY)
+    if not isinstance(meta, dict) or meta.get("keep_raw"):
+        return rec
+    return ExpandedRecording(rec)

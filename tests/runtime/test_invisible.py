@@ -1,0 +1,176 @@
+"""The recorded program cannot tell it is recorded (issue 9 §2, issue 16 §4 "global state").
+
+Oracle: the plain run.  A program prints what code can see of its environment: the names of
+``builtins``, its module's ``dir()``, ``globals()`` and ``vars()`` of a class (also after a
+``match`` and while one runs), ``inspect.getsource``, ``co_firstlineno``, the trace and
+profile hooks, tracebacks of an exception raised by a property, hashes of code objects, the
+asyncio ``Task`` class and tasks.  The output must be identical in every mode.  Then two
+recordings made one after the other in one process must be independent and correct.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from wtutil import ENV, fbe_lines, run_plain, run_recorded
+
+MODES = ("blocks", "count", "count-naive", "witness", "branches")
+
+PROGRAM = '''
+import asyncio
+import builtins
+import inspect
+import sys
+import traceback
+
+
+class K:
+    x = 1
+
+    def m(self):
+        return self.x
+
+    @property
+    def p(self):
+        raise ValueError("from a property")
+
+    def __eq__(self, other):
+        raise TypeError("no comparing")
+
+    __hash__ = object.__hash__
+
+    match x:
+        case 1:
+            seen_in_match = sorted(vars())
+        case _:
+            pass
+
+
+def f(a, b=2):
+    """doc"""
+    try:
+        return a + b
+    finally:
+        pass
+
+
+def gen(n):
+    yield from range(n)
+
+
+print(sorted(dir(builtins)))
+print(sorted(dir()))
+print(sorted(globals()))
+print(sorted(vars(K)))
+print(K.seen_in_match)
+print(inspect.getsource(f))
+print(inspect.getsource(K.m))
+print(f.__code__.co_firstlineno, K.m.__code__.co_firstlineno, gen.__code__.co_firstlineno)
+print(f.__code__.co_name, f.__code__.co_argcount, f.__defaults__, f.__doc__)
+print(sys.gettrace(), sys.getprofile())
+print(hash(f.__code__) == hash(f.__code__), f.__code__ == f.__code__, len({f.__code__, K.m.__code__}))
+for thunk in (lambda: K().p, lambda: K() == K(), lambda: f("a")):
+    try:
+        thunk()
+    except Exception:
+        print(traceback.format_exc())
+match [1, 2]:
+    case [1]:
+        pass
+    case [a, b] if sorted(globals()) != []:
+        print("match", a, b)
+print(sorted(globals()))
+
+
+async def main():
+    task = asyncio.current_task()
+    t = asyncio.ensure_future(asyncio.sleep(0, result=7))
+    return type(task).__name__, type(task).__module__, sorted(vars(task)) if hasattr(task, "__dict__") else None, await t
+
+print(asyncio.run(main()))
+print(asyncio.Task.__name__, asyncio.Task.__module__, asyncio.Task.__qualname__)
+print(list(gen(3)))
+print(list(globals()), type(__builtins__).__name__)
+'''
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_program_sees_what_it_sees_without_wholetrace(tmp_path, mode):
+    script = tmp_path / "prog.py"
+    script.write_text(PROGRAM)
+    plain = run_plain(script)
+    assert plain.returncode == 0, plain.stderr
+    assert "_wt" not in plain.stdout
+    rec = run_recorded(script, tmp_path / "out.wt", mode=mode)
+    assert rec.stderr == ""
+    assert rec.stdout == plain.stdout
+
+
+TWICE = r'''
+import json, sys
+from pathlib import Path
+from wholetrace.runtime.runner import Target, record
+from wholetrace.store import RecordingWriter
+
+out = Path(sys.argv[1])
+for i, mode in enumerate(sys.argv[2:]):
+    o = record(Target(script=str(out / "prog.py")), RecordingWriter(out / f"{i}.wt"), mode=mode)
+    print("outcome", o.ended, o.exit_code, file=sys.stderr)
+import builtins
+print("leftover", sorted(n for n in dir(builtins) if "wt" in n), file=sys.stderr)
+'''
+
+SMALL = '''
+import threading
+
+def work(n):
+    total = 0
+    for i in range(n):
+        try:
+            if i % 3 == 0:
+                raise KeyError(i)
+            total += i
+        except KeyError:
+            total -= 1
+    return total
+
+t = threading.Thread(target=work, args=(5,))
+t.start()
+t.join()
+print(work(10))
+'''
+
+
+@pytest.mark.parametrize("modes", [("blocks", "blocks"), ("count", "count"), ("count", "blocks"), ("witness", "count")])
+def test_two_recordings_in_one_process_are_independent(tmp_path, modes):
+    """The second recording starts from nothing: its streams are numbered from 0, and its
+    trace and counts equal those of a recording made alone in a fresh process."""
+    (tmp_path / "prog.py").write_text(SMALL)
+    runner = tmp_path / "twice.py"
+    runner.write_text(TWICE)
+    r = subprocess.run([sys.executable, str(runner), str(tmp_path), *modes], capture_output=True, text=True,
+                       cwd=tmp_path, env=ENV, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "23\n" * len(modes)
+    assert "outcome exit 0" in r.stderr and "leftover []" in r.stderr
+    for i, mode in enumerate(modes):
+        alone = tmp_path / f"alone{i}.wt"
+        proc = run_recorded(tmp_path / "prog.py", alone, mode=mode)
+        assert proc.returncode == 0
+        assert _contents(tmp_path / f"{i}.wt", mode) == _contents(alone, mode), (i, mode)
+
+
+def _contents(path, mode):
+    from wholetrace.store import Recording
+    from wtutil import profiles
+    with Recording(path) as rec:
+        # (names are the program's: threading numbers threads per process, "Thread-2" the second time)
+        streams = [(st.sid, st.kind) for st in rec.streams()]
+    counts = sorted((k[1], k[2], [int(c) for c in p.blocks], [int(c) for c in p.edges])
+                    for k, p in profiles(path).items())
+    if mode in ("count", "count-naive"):
+        return counts
+    return streams, fbe_lines(path), counts
