@@ -131,22 +131,32 @@ class ValueLog:
         imm = _IMMEDIATE
 
         def value(k: int, x: Any) -> Any:
-            s = get()
-            if s is None:
-                s = attach()
-            a, buf = s
-            if type(x) in imm:
+            # The deepest frame the program reaches can call this probe (one call of headroom,
+            # runtime.recursion) but not what it calls: at the limit the record is dropped and
+            # the program goes on as without wholetrace.  What can fail runs before the first
+            # append; the appends are C calls at the depth of ``get``: all or none happen.
+            try:
+                if type(x) in imm:
+                    v = x
+                else:
+                    k, v = ~k, serial(x)
+                s = get()
+                if s is None:
+                    s = attach()
+                a, buf = s
                 buf.append(k)
-                buf.append(x)
-            else:
-                buf.append(~k)
-                buf.append(serial(x))
-            a(VAL)
+                buf.append(v)
+                a(VAL)
+            except RecursionError:
+                pass
             return x
 
         def values(k: int, *xs: Any) -> None:
             for x in xs:
-                value(k, x)
+                try:
+                    value(k, x)
+                except RecursionError:     # this probe was the deepest call that could be made
+                    return
                 k += 1
 
         from wholetrace.instrument.wetemit import VALUE, VALUES
