@@ -4,6 +4,8 @@ status, and the stored stream is still a well-formed blocks trace."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -16,7 +18,7 @@ from naive_decode import check_stream
 from wholetrace.instrument.cfg import CFG
 from wholetrace.store import Recording
 from wholetrace.wet.capture import load
-from wtutil import run_plain, run_recorded
+from wtutil import ENV, run_plain, run_recorded
 
 IMPLICIT = """
     class Prop:
@@ -114,3 +116,20 @@ def test_generated_programs(source: str, tmp_path_factory: pytest.TempPathFactor
     rerr = [l for l in got.stderr.splitlines() if l.strip()]
     assert "left uninstrumented" not in got.stderr
     assert (got.returncode, got.stdout, rerr[-1] if rerr else "") == (rc, out, err), source
+
+
+def _counts(wt: Path) -> str:
+    got = subprocess.run([sys.executable, "-m", "wholetrace.cli", "counts", str(wt), "--format", "json"],
+                         capture_output=True, text=True, env=ENV)
+    assert got.returncode == 0, got.stderr
+    return got.stdout
+
+
+def test_counts_of_a_full_recording_equal_blocks(tmp_path: Path) -> None:
+    """Oracle: a ``blocks`` recording of the same program (full stores the same trace)."""
+    script = tmp_path / "prog.py"
+    script.write_text(textwrap.dedent(IMPLICIT))
+    full = _same(script, tmp_path)
+    blocks = tmp_path / "blocks.wt"
+    assert run_recorded(script, blocks, mode="blocks").returncode == run_plain(script).returncode
+    assert _counts(full) == _counts(blocks)

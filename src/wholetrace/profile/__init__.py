@@ -15,8 +15,8 @@ COUNT_MODES = ("count", "count-naive")
 
 
 def profiles(trace: Trace) -> list[FunctionProfile]:
-    """Per-function counts, by function id: from the trace of `blocks`, `witness` and
-    `branches` recordings (decoded once), from the counters of `count` modes (cached on ``trace``)."""
+    """Per-function counts, by function id: from the trace of `blocks`, `witness`,
+    `branches` and `full` recordings (decoded once), from the counters of `count` modes (cached on ``trace``)."""
     return trace.memo("profiles", lambda: _profiles(trace))
 
 
@@ -27,7 +27,7 @@ def _profiles(trace: Trace) -> list[FunctionProfile]:
 
     if trace.mode in COUNT_MODES:
         return count_profiles(trace)
-    if trace.mode not in TRACE_MODES:
+    if trace.mode not in TRACE_MODES + ("full",):     # full: a blocks trace, values stored apart
         raise UsageError(f"{trace.path}: no counts in a {trace.mode!r} recording")
     tally = trace.counts()
     out = []
