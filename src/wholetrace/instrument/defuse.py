@@ -9,8 +9,10 @@ For each statement of one function (``instrument.cfg`` statements) this module f
   A ``def`` slot records a value the statement defined (bound once from the expression
   that produced it, or read back from a plain name right after the binding); an ``obj``
   slot records the object whose attribute or item is read, written or deleted (its serial
-  identity), a ``key`` slot the subscript key.  Locals, globals and names need no run-time
-  record: their location is static and the frame instance comes from the control flow.
+  identity), a ``key`` slot the subscript key (a literal int or str key is written in the
+  slot, not recorded: the log reader adds its record after the object's).  Locals, globals
+  and names need no run-time record: their location is static and the frame instance comes
+  from the control flow.
 
 Lambdas and comprehensions are opaque parts of their statement (spec §6.5): their names are
 uses of the statement, their attribute and item accesses are not recorded.  Class bodies
@@ -43,9 +45,11 @@ class Slot:
     op: str              # "bind" | "readback" (DEF); "read" | "write" | "rw" | "del" (OBJ/KEY)
     line: int
     scope: str = ""      # DEF of a name: its scope
+    key: int | str | None = None   # KEY of a constant subscript: the key (recorded by no probe)
 
     def to_json(self) -> list[object]:
-        return [self.sid, self.kind, self.what, self.op, self.line, self.scope]
+        out: list[object] = [self.sid, self.kind, self.what, self.op, self.line, self.scope]
+        return out if self.key is None else out + [self.key]
 
 
 @dataclass
@@ -70,8 +74,9 @@ class ValuePlan:
     readback: dict[int, list[tuple[int, str]]] = field(default_factory=dict)  # id(stmt) -> [(slot, name)] after it
     at_start: dict[int, list[tuple[int, str]]] = field(default_factory=dict)  # id(for/with/handler) -> body start
 
-    def new(self, sid: int, kind: str, what: str, op: str, line: int, scope: str = "") -> int:
-        self.slots.append(Slot(sid, kind, what, op, line, scope))
+    def new(self, sid: int, kind: str, what: str, op: str, line: int, scope: str = "",
+            key: int | str | None = None) -> int:
+        self.slots.append(Slot(sid, kind, what, op, line, scope, key))
         return len(self.slots) - 1
 
     def to_json(self) -> dict[str, object]:
@@ -279,8 +284,31 @@ def _heap_slots(plan: ValuePlan, sid: int, line: int, parts: list[ast.AST], aug:
         else:
             obj = plan.new(sid, OBJ, "[]", how, line)
             plan.wrap[id(n.value)] = obj
-            if not isinstance(n.slice, ast.Slice):
+            if isinstance(n.slice, ast.Slice):
+                continue
+            key = constant_key(n.slice)
+            if key is None:
                 plan.wrap[id(n.slice)] = plan.new(sid, KEY, "[]", how, line)
+            else:   # slot obj + 1, filled in when the log is read (wet.capture)
+                plan.new(sid, KEY, "[]", how, line, key=key)
+
+
+_I64 = 1 << 63
+
+
+def constant_key(e: ast.expr) -> int | str | None:
+    """The key of a subscript whose key is a literal int (signed, 64 bits) or str, else None."""
+    sign = 1
+    if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub):
+        sign, e = -1, e.operand
+    if not isinstance(e, ast.Constant):
+        return None
+    v = e.value
+    if type(v) is int and -_I64 <= sign * v < _I64:
+        return sign * v
+    if type(v) is str and sign == 1:
+        return v
+    return None
 
 
 def _value_slots(plan: ValuePlan, st: object, node: ast.AST, targets: list[ast.AST], in_class: bool) -> None:

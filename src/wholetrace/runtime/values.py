@@ -130,6 +130,8 @@ class ValueLog:
         serial = self.serial
         imm = _IMMEDIATE
 
+        known = self.serials.get
+
         def value(k: int, x: Any) -> Any:
             # The deepest frame the program reaches can call this probe (one call of headroom,
             # runtime.recursion) but not what it calls: at the limit the record is dropped and
@@ -139,7 +141,10 @@ class ValueLog:
                 if type(x) in imm:
                     v = x
                 else:
-                    k, v = ~k, serial(x)
+                    v = known(id(x))
+                    if v is None:
+                        v = serial(x)
+                    k = ~k
                 s = get()
                 if s is None:
                     s = attach()
@@ -152,12 +157,27 @@ class ValueLog:
             return x
 
         def values(k: int, *xs: Any) -> None:
-            for x in xs:
-                try:
-                    value(k, x)
-                except RecursionError:     # this probe was the deepest call that could be made
-                    return
-                k += 1
+            # ``value`` for each of ``xs`` under consecutive slots, with no nested probe call
+            try:
+                out = []
+                for x in xs:
+                    if type(x) in imm:
+                        out.append(k)
+                        out.append(x)
+                    else:
+                        v = known(id(x))
+                        out.append(~k)
+                        out.append(serial(x) if v is None else v)
+                    k += 1
+                s = get()
+                if s is None:
+                    s = attach()
+                a, buf = s
+                buf += out
+                for _x in xs:
+                    a(VAL)
+            except RecursionError:
+                pass
 
         from wholetrace.instrument.wetemit import VALUE, VALUES
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from wholetrace.errors import UsageError
-from wholetrace.runtime.values import BIGINT, BOOL, BYTES, COMPLEX, FLOAT, INT, NONE, OBJ, STR
+from wholetrace.runtime.values import BIGINT, BOOL, BYTES, COMPLEX, FLOAT, INT, NONE, OBJ, STR, content_hash
 
 
 @dataclass(frozen=True)
@@ -28,6 +28,7 @@ class SlotInfo:
     op: str
     line: int
     scope: str
+    key: int | str | None = None    # "key" of a literal subscript: the key (no probe records it)
 
 
 @dataclass
@@ -80,8 +81,8 @@ def load(rec: Any) -> CaptureLog:
         if wet is None:
             continue
         base = plan["counter_base"]
-        for j, (sid, kind, what, op, line, scope) in enumerate(wet["slots"]):
-            slots[base + j] = SlotInfo(fn.fid, sid, kind, what, op, line, scope)
+        for j, row in enumerate(wet["slots"]):
+            slots[base + j] = SlotInfo(fn.fid, *row)
         facts[fn.fid] = wet["stmts"]
     streams: dict[int, StreamLog] = {}
     for st in rec.streams():
@@ -105,11 +106,40 @@ def load(rec: Any) -> CaptureLog:
         ends = np.cumsum(sizes)
         for h, t, e, s in zip(hashes.tolist(), tags.tolist(), ends.tolist(), sizes.tolist()):
             log.contents[h] = (t, raw[e - s:e])
+    _static_keys(log)
     objects = rec.get_array("wet.objects")
     names = rec.meta.get("wet_types", [])
     if objects is not None:
         log.object_types = {int(s): names[int(t)] for s, t in objects.reshape(-1, 2).tolist()}
     return log
+
+
+def _static_keys(log: CaptureLog) -> None:
+    """Add the record of every literal subscript key (slot ``k``, no probe) right after the
+    record of its object (slot ``k - 1``): as a probe would have, with nothing between them."""
+    keyed = {g: s for g, s in log.slots.items() if s.key is not None and s.kind == "key"}
+    if not keyed:
+        return
+    n = max(log.slots) + 1
+    tag_of = np.zeros(n, np.uint8)
+    val_of = np.zeros(n, np.int64)
+    has = np.zeros(n, bool)
+    for g, s in keyed.items():
+        if isinstance(s.key, str):
+            data = s.key.encode("utf-8", "surrogatepass")
+            h = content_hash(bytes([STR]) + data)
+            log.contents.setdefault(h, (STR, data))
+            tag_of[g], val_of[g] = STR, h
+        else:
+            tag_of[g], val_of[g] = INT, int(s.key)  # type: ignore[arg-type]
+        has[g - 1] = True
+    for sid, sl in log.streams.items():
+        at = np.flatnonzero(has[sl.slot])
+        if at.size == 0:
+            continue
+        key = sl.slot[at] + 1
+        log.streams[sid] = StreamLog(np.insert(sl.pos, at + 1, sl.pos[at]), np.insert(sl.slot, at + 1, key),
+                                     np.insert(sl.tag, at + 1, tag_of[key]), np.insert(sl.val, at + 1, val_of[key]))
 
 
 def log_bytes(rec: Any) -> tuple[int, int]:
