@@ -67,8 +67,8 @@ def jit_seconds() -> float:
     t0 = time.perf_counter()
     one = np.zeros(1, np.int64)
     data_deps(one, one, one, one - 1, one - 1, 1, 1)
-    closure(np.zeros(2, np.int64), one, one, False)
-    closure(np.zeros(2, np.int64), one, one, True)
+    closure(np.zeros(2, np.int64), one, one, False, 1)
+    closure(np.zeros(2, np.int64), one, one, True, 1)
     z1, z2 = np.zeros(0, np.int64), np.zeros((0, 1), np.int64)
     decode_streams(z1, one, z1, z1, z1, z1, one, z1, np.zeros((1, 8), np.int64), np.zeros((0, 5), np.int64), z1,
                    z1, np.zeros((0, 12), np.int64), np.zeros((0, 3), np.int64), np.zeros((0, 9), np.int64),

@@ -50,6 +50,8 @@ GOLDEN: dict[str, tuple[str, set[int]]] = {
     "global_in_loop": ("total = 0\ndef add(v):\n    global total\n    total += v\nfor i in range(3):\n    add(i)\n"
                        "z = 1\nprint(total)\n", {1, 2, 4, 5, 6, 8}),
     "class_attribute": ("class A:\n    k = 3\n    u = 9\nprint(A.k)\n", {1, 2, 4}),
+    "items_written_in_callee": ("def fill(n):\n    out = [0] * n\n    out[1] = 5\n    k = 2\n    return out\n"
+                                "xs = fill(3)\ny = xs.count(5)\nprint(y)\n", {1, 2, 3, 5, 6, 7, 8}),
     "comprehension_opaque": ("xs = [1, 2, 3]\nys = [x * 2 for x in xs]\nz = 0\nprint(ys)\n", {1, 2, 4}),
 }
 

@@ -98,7 +98,8 @@ def data_deps(inst: np.ndarray, op: np.ndarray, loc: np.ndarray, fallback: np.nd
 
 
 @kernel
-def closure(indptr: np.ndarray, targets: np.ndarray, start: np.ndarray, forward: bool) -> np.ndarray:
+def closure(indptr: np.ndarray, targets: np.ndarray, start: np.ndarray, forward: bool,
+            n_real: int) -> np.ndarray:
     """Nodes reachable from ``start`` over a CSR graph (``start`` included), as a bool mask.
 
     Ids are times, and a call instance spans its callees: it uses its callee's return value,
@@ -106,7 +107,11 @@ def closure(indptr: np.ndarray, targets: np.ndarray, start: np.ndarray, forward:
     its execution that matters: backward, a *ceiling* (only what happened before it: a
     dependence ``d`` is followed only if ``d < ceiling``); forward, a *floor* (a dependent
     ``u`` is followed only if ``u > floor``, except the call that uses a return value, whose
-    part after the return is then reached).  A node is visited again when its bound widens."""
+    part after the return is then reached).  A node is visited again when its bound widens.
+
+    Nodes from ``n_real`` on are merge nodes (numbered after every instance, not by time):
+    they are passed through, as if each use they stand for depended on each def they merge
+    directly (a merge node takes the bound the real node before it gives)."""
     n = indptr.shape[0] - 1
     big = np.int64(1) << 62
     bound = np.full(n, -2 if not forward else big, np.int64)
@@ -132,13 +137,22 @@ def closure(indptr: np.ndarray, targets: np.ndarray, start: np.ndarray, forward:
             if t < 0 or t >= n:
                 continue
             if not forward:
-                if t >= c:
-                    continue
-                nb = min(c, v) if t < v else c
+                if t >= n_real:           # into a merge node: the ceiling of the use
+                    nb = c if v >= n_real else min(c, v)
+                else:
+                    if t >= c:
+                        continue
+                    nb = min(c, v) if t < v else c
                 if nb <= bound[t]:
                     continue
             else:
-                if t > v:
+                if t >= n_real:           # into a merge node: the floor of the def
+                    nb = c if v >= n_real else max(c, v)
+                elif v >= n_real:         # out of a merge node: a later use
+                    if t <= c:
+                        continue
+                    nb = c
+                elif t > v:
                     if t <= c:
                         continue
                     nb = max(c, v)

@@ -91,7 +91,7 @@ class WET:
     def slice(self, start: np.ndarray, forward: bool = False) -> np.ndarray:
         """Instances (merge nodes dropped) reachable from ``start`` (included)."""
         indptr, targets = self.graph(forward)
-        mask = closure(indptr, targets, np.asarray(start, np.int64), forward)
+        mask = closure(indptr, targets, np.asarray(start, np.int64), forward, self.n_inst)
         mask[self.n_inst:] = False
         return np.nonzero(mask)[0]
 
