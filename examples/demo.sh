@@ -50,3 +50,9 @@ step "$WT" match "$OUT/textdiff.wt" revise --lines 24 20 21 22 24 --all --limit 
 # 7. the whole program path: each stream compressed to a SEQUITUR grammar while the program runs
 step "$WT" record --wpp --include difflib -o "$OUT/textdiff-wpp.wt" examples/textdiff.py
 step "$WT" wpp "$OUT/textdiff-wpp.wt"
+
+# 8. values and why: record every value (full mode), ask what a line set and why the program printed what it did
+#    (the first query compiles the WET kernels once per machine, numba caches them)
+step "$WT" record --mode full -o "$OUT/textdiff-full.wt" examples/textdiff.py
+step "$WT" values "$OUT/textdiff-full.wt" examples/textdiff.py:36
+step "$WT" slice "$OUT/textdiff-full.wt" --output
