@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, seed, settings
 from decode_reference import Decoder
 from genprogs import run_plain as run_generated, structured_programs, write_program
 from oracles.settrace_lines import line_counts
-from test_replay_oracle import naive_pairs
+from test_replay_oracle import brute_backward, naive_pairs
 from wholetrace.store import Recording
 from wholetrace.wet.capture import load
 from wholetrace.wet.static import function_facts
@@ -54,19 +54,7 @@ def oracle_slice(wt: Path, prog: Path) -> set[int] | None:
     last = max((i for i, (f, s) in enumerate(zip(dec.i_fid, dec.i_sid)) if (f, s) in prints), default=-1)
     if last < 0:
         return None                  # no print() ran (the program raised before its first one)
-    best: dict[int, float] = {last: float("inf")}
-    todo = [(last, float("inf"))]
-    while todo:
-        v, c = todo.pop()
-        if best[v] != c:
-            continue
-        for t in edges.get(v, ()):
-            if t >= c:
-                continue
-            nb = min(c, v) if t < v else c
-            if nb > best.get(t, -2):
-                best[t] = nb
-                todo.append((t, nb))
+    best = brute_backward(edges, last)
     want = str(prog.resolve())
     return {facts[dec.i_fid[i]].stmt_line[dec.i_sid[i]] for i in best
             if str(Path(files[dec.i_fid[i]]).resolve()) == want}
