@@ -69,3 +69,9 @@ step "$WT" paths "$OUT/textdiff-path.wt" --function find_longest_match --limit 5
 step "$WT" record -o "$OUT/pool.wt" examples/pool.py
 "$WT" info "$OUT/pool.wt" | grep -A4 '^processes'
 step "$WT" counts --limit 1 "$OUT/pool.wt"
+
+# 10. values and why: record every value (full mode), ask what a line set and why the program printed what it did
+#    (the first query compiles the WET kernels once per machine, numba caches them)
+step "$WT" record --mode full -o "$OUT/textdiff-full.wt" examples/textdiff.py
+step "$WT" values "$OUT/textdiff-full.wt" examples/textdiff.py:36
+step "$WT" slice "$OUT/textdiff-full.wt" --output

@@ -31,6 +31,9 @@ COMMANDS: list[tuple[str, str]] = [
     ("wpp", "wholetrace.wpp.cli"),
     ("hot", "wholetrace.wpp.hotcli"),
     ("paths", "wholetrace.wpp.hotcli"),
+    ("values", "wholetrace.wet.cli"),
+    ("deps", "wholetrace.wet.cli"),
+    ("slice", "wholetrace.wet.cli"),
 ]
 
 

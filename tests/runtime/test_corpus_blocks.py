@@ -16,7 +16,7 @@ from oracles.settrace_lines import line_counts
 from oracles.tricky import TRICKY
 from wtutil import compare_lines, profiles, run_plain, run_recorded
 
-MODES = ("blocks", "count", "count-naive", "witness", "branches")
+MODES = ("blocks", "count", "count-naive", "witness", "branches", "full")
 #: Fewest lines compared per program: about 90 % of what the rule selects today (all of it is
 #: compared), so a change that loses statements, functions or files fails here.
 FLOOR = {"_pydecimal": 1400, "chaos": 130, "deltablue": 225, "difflib": 340, "fannkuch": 37, "float": 43,

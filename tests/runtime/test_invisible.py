@@ -17,7 +17,7 @@ import pytest
 
 from wtutil import ENV, fbe_lines, run_plain, run_recorded
 
-MODES = ("blocks", "count", "count-naive", "witness", "branches", "path")
+MODES = ("blocks", "count", "count-naive", "witness", "branches", "path", "full")
 
 PROGRAM = '''
 import asyncio

@@ -16,7 +16,7 @@ import pytest
 
 from wtutil import ENV, run_plain, run_recorded
 
-MODES = ("blocks", "count", "count-naive", "witness", "branches", "path")
+MODES = ("blocks", "count", "count-naive", "witness", "branches", "path", "full")
 
 REPRO = '''
 def depth(n=0):

@@ -24,7 +24,7 @@ from corpus import PROGRAMS, names
 from genprogs import acceptable, programs, structured_programs
 from wtutil import ENV
 
-MODES = ("blocks", "count", "count-naive", "witness", "branches", "path")
+MODES = ("blocks", "count", "count-naive", "witness", "branches", "path", "full")
 
 HOST = r'''
 import os, runpy, sys, threading

@@ -13,7 +13,7 @@ import pytest
 from oracles.settrace_lines import line_counts
 from wtutil import fbe_lines, profiles, run_plain, run_recorded
 
-MODES = ("blocks", "count", "count-naive", "witness", "branches", "path")
+MODES = ("blocks", "count", "count-naive", "witness", "branches", "path", "full")
 
 # spin: lines 5-6 ran, 7-8 did not (never.wait() is in flight; y = 1 and return y share its block).
 # outer: line 11 ran, 12 is in flight (inner), 13-14 did not; inner: 17-18 ran, 19 is in flight.

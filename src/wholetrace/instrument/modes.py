@@ -23,6 +23,9 @@
                 without a probe site record block ids instead (strategy "trace"), as witness
                 mode does.  The plan stores the numbering's DAG (``to_json``): readers decode
                 with it, never renumber.
+``full``        the ``blocks`` trace plus the values and locations each statement defines and
+                reads (WET capture, ``instrument.defuse``): one counter id per value slot, so
+                slot ids are relocated like counters.
 """
 
 from __future__ import annotations
@@ -35,11 +38,12 @@ from wholetrace.instrument.cfg import CFG
 from wholetrace.instrument.sites import Site, edge_sites, probe_rank
 
 if TYPE_CHECKING:   # blocks mode should not import the path numbering at start-up
+    from wholetrace.instrument.defuse import ValuePlan
     from wholetrace.instrument.pathnum import EdgeProbe, PathNumbering
 
-MODES = ("blocks", "count", "count-naive", "witness", "branches", "path")
+MODES = ("blocks", "count", "count-naive", "witness", "branches", "path", "full")
 #: Modes whose streams are traces (ENTER/LEAVE/EXC recorded, chunks stored as they are).
-TRACE_MODES = ("blocks", "witness", "branches", "path")
+TRACE_MODES = ("blocks", "witness", "branches", "path", "full")
 #: Kinds of the DAG edges a path plan stores (``pathnum.REAL``, ``D_IN``, ``D_OUT``, ``D_DEAD``).
 DAG_KINDS = ("real", "d_in", "d_out", "d_dead")
 FORCED_TREE_WEIGHT = 1e15
@@ -65,6 +69,7 @@ class ProbePlan:
     path_probes: tuple["EdgeProbe", ...] = ()       # "paths": the probe of every CFG edge
     path_starts: dict[int, int] = field(default_factory=dict)  # "paths": register at a path start
     numbering: "PathNumbering | None" = None        # "paths": what readers decode with
+    values: "ValuePlan | None" = None               # full mode: value slots and def/use facts
 
     @property
     def traces(self) -> bool:
@@ -93,6 +98,8 @@ class ProbePlan:
             out["witnessed"] = list(self.witnessed)
         if self.numbering is not None:
             out["paths"] = numbering_json(self.numbering)
+        if self.values is not None:
+            out["wet"] = self.values.to_json()
         return out
 
 
@@ -108,6 +115,15 @@ def numbering_json(num: "PathNumbering") -> dict[str, object]:
 
 def blocks_plan(cfg: CFG) -> ProbePlan:
     return ProbePlan("blocks", "trace", {b.id: [b.id] for b in cfg.blocks[2:] if b.stmts})
+
+
+def full_plan(cfg: CFG, base: int) -> ProbePlan:
+    """``blocks`` probes plus value slots ``base + j`` (``instrument.defuse``)."""
+    from wholetrace.instrument.defuse import value_plan
+
+    values = value_plan(cfg)
+    return ProbePlan("full", "trace", blocks_plan(cfg).block_values, counters=len(values.slots),
+                     values=values)
 
 
 def count_naive_plan(cfg: CFG, base: int) -> ProbePlan:
@@ -264,7 +280,9 @@ def make_plan(mode: str, cfg: CFG, base: int, weights: Sequence[float] | None = 
         return witness_plan(cfg, mode)
     if mode == "path":
         return path_plan(cfg)
-    if mode == "count-naive":
+    if mode == "full":
+        plan = full_plan(cfg, base)
+    elif mode == "count-naive":
         plan = count_naive_plan(cfg, base)
     elif mode == "count":
         plan = count_plan(cfg, base, weights)

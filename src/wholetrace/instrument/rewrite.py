@@ -91,7 +91,7 @@ class _FunctionRewriter:
     def first_block(self, stmts: list[ast.stmt]) -> int:
         """The block of the first statement a body executes (a handler's or finally's entry)."""
         for s in stmts:
-            if isinstance(s, (ast.Global, ast.Nonlocal)):
+            if isinstance(s, (ast.Global, ast.Nonlocal)) or getattr(s, "_wt_probe", False):
                 continue
             if isinstance(s, (ast.Try, ast.TryStar)):
                 return self.first_block(s.body)
@@ -440,6 +440,9 @@ def rewrite_function(fn: ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | a
     ``table``: index of its site table in the file (``compile_tree`` fills it in)."""
     module = isinstance(fn, ast.Module)
     plan = plan or blocks_plan(cfg)
+    if plan.values is not None:     # full mode: value probes first, on the program's own nodes
+        from wholetrace.instrument.wetemit import instrument_values
+        instrument_values(fn, plan.values, plan.base)
     fr = _FunctionRewriter(cfg, fid, module or isinstance(fn, ast.ClassDef), plan, table)
     original = list(fn.body)
     n_head = 0

@@ -15,8 +15,8 @@ COUNT_MODES = ("count", "count-naive")
 
 
 def profiles(trace: Trace) -> list[FunctionProfile]:
-    """Per-function counts, by function id: from the trace of `blocks`, `witness` and
-    `branches` recordings (decoded once), from the counters of `count` modes (cached on ``trace``).
+    """Per-function counts, by function id: from the trace of `blocks`, `witness`,
+    `branches`, `path` and `full` recordings (decoded once), from the counters of `count` modes (cached on ``trace``).
     A recording with child processes: summed over its processes (``profile.processes``)."""
     from wholetrace.profile.processes import with_processes
 
@@ -29,7 +29,7 @@ def _profiles(trace: Trace) -> list[FunctionProfile]:
 
     if trace.mode in COUNT_MODES:
         return count_profiles(trace)
-    if trace.mode not in TRACE_MODES:
+    if trace.mode not in TRACE_MODES + ("full",):     # full: a blocks trace, values stored apart
         raise UsageError(f"{trace.path}: no counts in a {trace.mode!r} recording")
     return tally_profiles(trace, trace.counts())
 

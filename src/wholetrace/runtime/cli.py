@@ -61,7 +61,8 @@ def record_parser() -> argparse.ArgumentParser:
                                 description="Run a Python program and record its whole control flow.")
     p.add_argument("--mode", default="blocks", help="what to record: blocks (the block trace), witness (few witnesses, "
                    "the block trace is regenerated), branches (every predicate's outcome), path (Ball-Larus path ids, "
-                   "the block trace is regenerated; the WPP is built online with --wpp), count, count-naive")
+                   "the block trace is regenerated; the WPP is built online with --wpp), count, count-naive, "
+                   "full (the block trace plus every value and location statements define and read)")
     p.add_argument("-o", "--output", metavar="OUT.wt", help="recording file (default: <program>.wt)")
     p.add_argument("-q", "--quiet", action="store_true", help="no summary line on stderr")
     p.add_argument("--weights", metavar="OLD.wt", help="count mode: place counters by the edge counts of OLD.wt")

@@ -61,6 +61,12 @@ class Recorder:
         self.headroom_threads: set[int] = set()
         self.registered: set[int] = set()   # streams whose row the flusher has written
         self.state.streams.on_new = self._on_new_stream
+        self.values = None
+        if mode == "full":      # WET capture: value probes and the value log (runtime.values)
+            from wholetrace.runtime.values import ValueLog
+            streams = self.state.streams
+            self.values = ValueLog(writer, lambda: streams.current.get() or streams.new())
+            self.constants.update(self.values.probes())
 
     # -- the instrumenter's registry (instrument.loader.Registry), and new streams
     def plan(self, file: str, cfg: CFG, base: int) -> ProbePlan:
@@ -90,6 +96,10 @@ class Recorder:
                              registry=entry["registry"])
         return fid_base, counter_base
 
+    def _on_new_stream(self, st: Stream) -> None:
+        """Full mode: a stream was made in the running context; give it a value list there."""
+        self.values.on_new(st.sid, st.buf.append)  # type: ignore[union-attr]
+
     def code_index(self) -> tuple[dict[tuple[str, str], int], list[int]]:
         """(file, qualname) -> fid, and fid -> global id of its first counter (built when
         the run ends, not per registration)."""
@@ -112,6 +122,8 @@ class Recorder:
             self.headroom_threads.add(st.thread_ident)  # type: ignore[arg-type]
             if st.thread_ident != threading.main_thread().ident:   # the runner sees to the main thread
                 recursion.shift(1)
+        if self.values is not None:     # full mode: the stream's value list, made in its context
+            self.values.on_new(st.sid, st.buf.append)
 
     # -- flushing
     def start(self) -> None:
@@ -152,6 +164,8 @@ class Recorder:
                     del st.buf[:n]
                     self.events += n
                     st.flushed += n
+                    if self.values is not None:
+                        chunk = self.values.split(st.sid, chunk)
                     self.writer.append_events(st.sid, chunk)
 
     def _tally_exception_edges(self, chunk: list[int]) -> None:
@@ -247,6 +261,8 @@ class Recorder:
             self.state.streams.on_new = None
             for sid, events in tails.items():   # close the activations still open (early exits)
                 self.writer.append_events(sid, array("i", events))
+            if self.values is not None:
+                self.values.finish()
             return
         counts, early, edges = self.snapshot_counts()
         self.flush(edge_limit=edges)

@@ -1,0 +1,177 @@
+"""WET kernels: last-writer data dependences over an access log, and slicing over the dependence graph.
+
+Data dependences follow Zhang and Gupta, "Whole Execution Traces and Their Applications",
+ACM TACO 2(3), 2005, §2 (a use of a location depends on the instance that last defined it),
+with whole-object accesses for Python containers (spec wet.md §6.4): a use of an element or
+attribute ``(o, k)`` depends on the later of the last def of ``(o, k)`` and the last whole
+def of ``o``; a use of the whole object depends on its last whole def and on every element
+def since, gathered under one *merge* node so that each element def is merged once.
+
+Invariant: every dependence pair (use, def) has def < use for real instances (merge nodes
+are numbered after every instance, ``n_inst + m``, and depend only on earlier instances).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from wholetrace.kernels._jit import kernel
+
+USE, DEF, WUSE, WDEF = 0, 1, 2, 3
+
+
+@kernel
+def data_deps(inst: np.ndarray, op: np.ndarray, loc: np.ndarray, fallback: np.ndarray,
+              obj_of: np.ndarray, n_loc: int, n_inst: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """(use instance, def instance, location, number of merge nodes) in log order.
+
+    ``obj_of[l]`` is the whole-object location of an element/attribute location ``l``, else -1;
+    ``fallback[a]`` is the instance a use with no def depends on (the call that bound a
+    parameter), else -1.  Status: a location id outside ``[0, n_loc)`` is skipped."""
+    n = inst.shape[0]
+    cap = 2 * n + 1
+    out_use = np.empty(cap, np.int64)
+    out_def = np.empty(cap, np.int64)
+    out_loc = np.empty(cap, np.int64)
+    last = np.full(n_loc, -1, np.int64)
+    wdef = np.full(n_loc, -1, np.int64)
+    summ = np.full(n_loc, -1, np.int64)
+    head = np.full(n_loc, -1, np.int64)
+    nxt = np.full(n, -1, np.int64)
+    k = 0
+    m = 0
+    for a in range(n):
+        i = inst[a]
+        l = loc[a]
+        if l < 0 or l >= n_loc:
+            continue
+        o = op[a]
+        if o == USE:
+            d = last[l]
+            w = obj_of[l]
+            if w >= 0 and wdef[w] > d:
+                d = wdef[w]
+            if d < 0:
+                d = fallback[a]
+            if d >= 0 and d != i:
+                out_use[k] = i
+                out_def[k] = d
+                out_loc[k] = l
+                k += 1
+        elif o == DEF:
+            last[l] = i
+            w = obj_of[l]
+            if w >= 0:
+                nxt[a] = head[w]
+                head[w] = a
+        elif o == WUSE:
+            d = summ[l]
+            if head[l] >= 0:
+                g = n_inst + m
+                m += 1
+                if d >= 0:
+                    out_use[k] = g
+                    out_def[k] = d
+                    out_loc[k] = l
+                    k += 1
+                p = head[l]
+                while p >= 0:
+                    out_use[k] = g
+                    out_def[k] = inst[p]
+                    out_loc[k] = loc[p]
+                    k += 1
+                    p = nxt[p]
+                head[l] = -1
+                summ[l] = g
+                d = g
+            if d >= 0 and d != i:
+                out_use[k] = i
+                out_def[k] = d
+                out_loc[k] = l
+                k += 1
+        elif o == WDEF:
+            wdef[l] = i
+            summ[l] = i
+            last[l] = i
+            head[l] = -1
+    return out_use[:k], out_def[:k], out_loc[:k], m
+
+
+@kernel
+def closure(indptr: np.ndarray, targets: np.ndarray, start: np.ndarray, forward: bool,
+            n_real: int) -> np.ndarray:
+    """Nodes reachable from ``start`` over a CSR graph (``start`` included), as a bool mask.
+
+    Ids are times, and a call instance spans its callees: it uses its callee's return value,
+    defined later than the call starts.  So each node is reached with a time bound, the part of
+    its execution that matters: backward, a *ceiling* (only what happened before it: a
+    dependence ``d`` is followed only if ``d < ceiling``); forward, a *floor* (a dependent
+    ``u`` is followed only if ``u > floor``, except the call that uses a return value, whose
+    part after the return is then reached).  A node is visited again when its bound widens.
+
+    Nodes from ``n_real`` on are merge nodes (numbered after every instance, not by time):
+    they are passed through, as if each use they stand for depended on each def they merge
+    directly (a merge node takes the bound the real node before it gives)."""
+    n = indptr.shape[0] - 1
+    big = np.int64(1) << 62
+    bound = np.full(n, -2 if not forward else big, np.int64)
+    cap = 2 * (n + start.shape[0]) + 16
+    st_node = np.empty(cap, np.int64)
+    st_bound = np.empty(cap, np.int64)
+    top = 0
+    for s in start:
+        if 0 <= s < n:
+            b0 = big if not forward else np.int64(-1)
+            bound[s] = b0
+            st_node[top] = s
+            st_bound[top] = b0
+            top += 1
+    while top > 0:
+        top -= 1
+        v = st_node[top]
+        c = st_bound[top]
+        if c != bound[v]:
+            continue                      # a wider bound was pushed since
+        for e in range(indptr[v], indptr[v + 1]):
+            t = targets[e]
+            if t < 0 or t >= n:
+                continue
+            if not forward:
+                if t >= n_real:           # into a merge node: the ceiling of the use
+                    nb = c if v >= n_real else min(c, v)
+                else:
+                    if t >= c:
+                        continue
+                    nb = min(c, v) if t < v else c
+                if nb <= bound[t]:
+                    continue
+            else:
+                if t >= n_real:           # into a merge node: the floor of the def
+                    nb = c if v >= n_real else max(c, v)
+                elif v >= n_real:         # out of a merge node: a later use
+                    if t <= c:
+                        continue
+                    nb = c
+                elif t > v:
+                    if t <= c:
+                        continue
+                    nb = max(c, v)
+                else:
+                    nb = v
+                if nb >= bound[t]:
+                    continue
+            bound[t] = nb
+            if top == cap:
+                cap *= 2
+                a = np.empty(cap, np.int64)
+                a[:top] = st_node[:top]
+                st_node = a
+                b = np.empty(cap, np.int64)
+                b[:top] = st_bound[:top]
+                st_bound = b
+            st_node[top] = t
+            st_bound[top] = nb
+            top += 1
+    if forward:
+        return bound < big
+    return bound > -2

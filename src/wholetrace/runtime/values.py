@@ -1,0 +1,295 @@
+"""``full`` mode at run time: the value probes (appends to per-thread buffers) and the value log.
+
+A probe appends two items to the thread's value list -- the slot id and the value itself
+if it is an immutable scalar (held only until the next flush), or ``~slot`` and the
+object's serial -- then the marker :data:`VAL` to the thread's event stream, so each record
+has an exact position in the control flow.  The flusher takes the markers out of each event
+chunk (the stored stream is a plain ``blocks`` trace) and turns the records into typed
+tokens (docs/design.md, "WET capture log").
+
+Object serials survive ``id()`` reuse: a weak reference drops the ``id -> serial`` entry when
+the object dies; objects that take no weak reference (list, dict, set, tuple, ...) are held
+by the recording and released, on the program's thread, once the recording is their only
+owner (checked whenever the number held has doubled).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import struct
+import sys
+import threading
+import weakref
+from array import array
+from contextvars import ContextVar
+from typing import Any, Callable
+
+#: The marker of a value record in an event stream (full mode only, never stored: the
+#: stream codes -4..-7 are unused by events.py).
+VAL = -4
+
+# token tags
+NONE, BOOL, INT, FLOAT, STR, BYTES, BIGINT, COMPLEX, OBJ = range(9)
+_IMMEDIATE = frozenset({int, float, bool, type(None), str, bytes, complex})
+#: Token tag of each immediate type (complex is the default).
+_TYPE_TAG = {int: INT, float: FLOAT, bool: BOOL, type(None): NONE, str: STR, bytes: BYTES}
+_PIN_MIN = 4096
+_I64 = 1 << 63
+
+
+def content_hash(data: bytes) -> int:
+    """64-bit content hash (signed) of a str/bytes/big-int value's bytes."""
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little", signed=True)
+
+
+class ValueLog:
+    """The value log of one recording: per-stream buffers, object serials, distinct contents."""
+
+    def __init__(self, writer: Any, current_stream: Callable[[], Callable[[int], None]]) -> None:
+        self.writer = writer
+        self.current_stream = current_stream         # the running thread's event append (made if needed)
+        self.current: ContextVar[tuple[Callable[[int], None], list[Any]] | None] = ContextVar(
+            "wholetrace_values", default=None)
+        self.lists: dict[int, list[Any]] = {}          # stream id -> pending records
+        self.by_buffer: dict[int, list[Any]] = {}      # id(event buffer) -> its value list
+        self.cf_done: dict[int, int] = {}              # stream id -> events stored so far
+        self.seq: dict[int, int] = {}
+        self.serials: dict[int, int] = {}              # id(obj) -> serial, while obj lives
+        self.refs: dict[int, Any] = {}
+        self.pins: dict[int, Any] = {}
+        self.pin_limit = _PIN_MIN
+        self.counter = itertools.count(1)
+        self.new_objects: list[tuple[int, type]] = []  # (serial, type) handed out since the last flush
+        self.types: dict[type, int] = {}
+        self.type_names: list[str] = []
+        self.objects = array("q")                      # serial, type index pairs (flushed)
+        self.contents: dict[int, tuple[int, bytes]] = {}
+        self.records = 0
+        self.raw_bytes = 0
+        self.lock = threading.Lock()
+
+    # -- streams
+    def on_new(self, sid: int, append: Callable[[int], None]) -> None:
+        """A stream was made in the running context: give it a value list there."""
+        buf: list[Any] = []
+        self.lists[sid] = buf
+        self.by_buffer[id(append.__self__)] = buf  # type: ignore[attr-defined]
+        self.cf_done[sid] = 0
+        self.seq[sid] = 0
+        self.current.set((append, buf))
+
+    def attach(self) -> tuple[Callable[[int], None], list[Any]]:
+        """The running context has no value list yet (its stream was made elsewhere)."""
+        append = self.current_stream()
+        got = self.current.get()
+        if got is None or got[0].__self__ is not append.__self__:  # type: ignore[attr-defined]
+            got = (append, self.by_buffer[id(append.__self__)])  # type: ignore[attr-defined]
+            self.current.set(got)
+        return got
+
+    # -- identities
+    def serial(self, obj: Any) -> int:
+        i = id(obj)
+        s = self.serials.get(i)
+        if s is not None:
+            return s
+        s = next(self.counter)
+        self.serials[i] = s
+        try:
+            self.refs[i] = weakref.ref(obj, self._dead(i))
+        except TypeError:
+            self.pins[i] = obj
+            if len(self.pins) >= self.pin_limit:
+                self._sweep()
+        self.new_objects.append((s, type(obj)))
+        return s
+
+    def _dead(self, i: int) -> Callable[[Any], None]:
+        serials, refs = self.serials, self.refs
+
+        def dead(_ref: Any) -> None:
+            serials.pop(i, None)
+            refs.pop(i, None)
+        return dead
+
+    def _sweep(self) -> None:
+        """Release held objects the program no longer references (their id may be reused)."""
+        dead = [i for i, o in self.pins.items() if sys.getrefcount(o) <= 3]
+        for i in dead:
+            self.serials.pop(i, None)
+            del self.pins[i]
+        self.pin_limit = max(_PIN_MIN, 2 * len(self.pins))
+
+    # -- probes
+    def probes(self) -> dict[str, Callable[..., Any]]:
+        """The value probes, by placeholder name (``instrument.wetemit``): constants of the
+        instrumented code, added to the recording's run-time objects."""
+        get = self.current.get
+        attach = self.attach
+        serial = self.serial
+        imm = _IMMEDIATE
+
+        known = self.serials.get
+
+        def value(k: int, x: Any) -> Any:
+            # The deepest frame the program reaches can call this probe (one call of headroom,
+            # runtime.recursion) but not what it calls: at the limit the record is dropped and
+            # the program goes on as without wholetrace.  What can fail runs before the first
+            # append; the appends are C calls at the depth of ``get``: all or none happen.
+            try:
+                if type(x) in imm:
+                    v = x
+                else:
+                    v = known(id(x))
+                    if v is None:
+                        v = serial(x)
+                    k = ~k
+                s = get()
+                if s is None:
+                    s = attach()
+                a, buf = s
+                buf.append(k)
+                buf.append(v)
+                a(VAL)
+            except RecursionError:
+                pass
+            return x
+
+        def values(k: int, *xs: Any) -> None:
+            # ``value`` for each of ``xs`` under consecutive slots, with no nested probe call
+            try:
+                out = []
+                for x in xs:
+                    if type(x) in imm:
+                        out.append(k)
+                        out.append(x)
+                    else:
+                        v = known(id(x))
+                        out.append(~k)
+                        out.append(serial(x) if v is None else v)
+                    k += 1
+                s = get()
+                if s is None:
+                    s = attach()
+                a, buf = s
+                buf += out
+                for _x in xs:
+                    a(VAL)
+            except RecursionError:
+                pass
+
+        from wholetrace.instrument.wetemit import VALUE, VALUES
+
+        return {VALUE: value, VALUES: values}
+
+    # -- the flusher's side
+    def split(self, sid: int, chunk: array) -> array:
+        """Take the value records out of one event chunk of stream ``sid``, store them as one
+        log chunk, and return the events alone."""
+        import numpy as np
+
+        ev = np.frombuffer(chunk, dtype=np.int32)
+        marks = np.flatnonzero(ev == VAL)
+        k = len(marks)
+        done = self.cf_done.get(sid, 0)
+        if k == 0:
+            self.cf_done[sid] = done + len(ev)
+            return chunk
+        buf = self.lists[sid]
+        recs = buf[: 2 * k]
+        del buf[: 2 * k]
+        cf = ev[ev != VAL]
+        pos = done + marks - np.arange(k)
+        self.cf_done[sid] = done + len(cf)
+        slot, tag, val = self._tokens(recs)
+        seq = self.seq[sid]
+        self.seq[sid] = seq + 1
+        key = f"{sid}.{seq}"
+        self.writer.put_array("wet.pos", pos.astype(np.int64), key=key)
+        self.writer.put_array("wet.slot", slot, key=key)
+        self.writer.put_array("wet.tag", tag, key=key)
+        self.writer.put_array("wet.val", val, key=key)
+        self.records += k
+        self.raw_bytes += 8 * k + slot.nbytes + tag.nbytes + val.nbytes
+        return array("i", cf.tobytes())
+
+    def _tokens(self, recs: list[Any]) -> tuple[Any, Any, Any]:
+        """(slot, tag, val) arrays of ``recs`` (slot, value pairs), sorted by type with C-level
+        loops: ints, floats, bools and None as whole arrays; contents one by one."""
+        import numpy as np
+
+        n = len(recs) // 2
+        codes = np.array(recs[0::2], np.int64)
+        xs = np.empty(n, object)
+        xs[:] = recs[1::2]
+        obj = codes < 0
+        slot = np.where(obj, ~codes, codes)
+        tc = np.fromiter(map(_TYPE_TAG.get, map(type, xs), itertools.repeat(COMPLEX)), np.uint8, n)
+        tc[obj] = OBJ
+        val = np.zeros(n, np.int64)
+        for t, dtype in ((INT, np.int64), (OBJ, np.int64), (BOOL, np.int64), (FLOAT, np.float64)):
+            sel = np.flatnonzero(tc == t)
+            if sel.size == 0:
+                continue
+            try:
+                val[sel] = xs[sel].astype(dtype).view(np.int64)
+            except OverflowError:                      # some int needs more than 64 bits
+                for j in sel.tolist():
+                    x = xs[j]
+                    if -_I64 <= x < _I64:
+                        val[j] = x
+                    else:
+                        tc[j] = BIGINT
+        contents = self.contents
+        for j in np.flatnonzero((tc >= STR) & (tc <= COMPLEX)).tolist():
+            x, tg = xs[j], int(tc[j])
+            if tg == STR:
+                data = x.encode("utf-8", "surrogatepass")
+            elif tg == BYTES:
+                data = x
+            elif tg == BIGINT:
+                data = str(x).encode()
+            else:
+                data = repr(x).encode()
+            h = content_hash(bytes([tg]) + data)
+            contents.setdefault(h, (tg, data))
+            val[j] = h
+        self._objects()
+        return slot, tc, val
+
+    def _objects(self) -> None:
+        """Move the serials handed out since the last flush to the object table."""
+        new = self.new_objects
+        n = len(new)
+        items = new[:n]
+        del new[:n]
+        for s, t in items:
+            ti = self.types.get(t)
+            if ti is None:
+                ti = self.types[t] = len(self.type_names)
+                self.type_names.append(f"{t.__module__}.{t.__qualname__}")
+            self.objects.append(s)
+            self.objects.append(ti)
+
+    def finish(self) -> None:
+        """Store the distinct contents, the object table and the log's totals."""
+        import numpy as np
+
+        self._objects()
+        items = sorted(self.contents.items())
+        hashes = np.array([h for h, _ in items], np.int64)
+        tags = np.array([t for _, (t, _d) in items], np.uint8)
+        sizes = np.array([len(d) for _, (_t, d) in items], np.int64)
+        data = np.frombuffer(b"".join(d for _, (_t, d) in items), np.uint8)
+        self.writer.put_array("wet.content.hash", hashes)
+        self.writer.put_array("wet.content.tag", tags)
+        self.writer.put_array("wet.content.size", sizes)
+        self.writer.put_array("wet.content.data", data)
+        self.writer.put_array("wet.objects", self.objects, shape=(len(self.objects) // 2, 2))
+        self.writer.set_meta(wet_types=self.type_names, wet_records=self.records,
+                             wet_raw_bytes=self.raw_bytes + hashes.nbytes + tags.nbytes + sizes.nbytes
+                             + data.nbytes + 8 * len(self.objects))
+        self.pins.clear()
+        self.refs.clear()
+        self.serials.clear()

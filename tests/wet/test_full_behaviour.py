@@ -1,0 +1,135 @@
+"""``record --mode full`` changes nothing the program can see: the 17 corpus programs, programs
+with implicit calls that raise, and generated programs give the same stdout, stderr and exit
+status, and the stored stream is still a well-formed blocks trace."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, seed, settings
+
+from corpus import PROGRAMS
+from genprogs import run_plain as run_generated, structured_programs, write_program
+from naive_decode import check_stream
+from wholetrace.instrument.cfg import CFG
+from wholetrace.store import Recording
+from wholetrace.wet.capture import load
+from wtutil import ENV, run_plain, run_recorded
+
+IMPLICIT = """
+    class Prop:
+        def __init__(self):
+            self.calls = 0
+        @property
+        def bad(self):
+            self.calls += 1
+            raise ValueError("property")
+        def __getitem__(self, k):
+            self.calls += 1
+            if k == 2:
+                raise KeyError(k)
+            return k * 10
+        def __iadd__(self, other):
+            raise TypeError("no iadd")
+    p = Prop()
+    try:
+        x = p.bad
+    except ValueError as e:
+        print("caught", e, p.calls)
+    y = p[1]
+    try:
+        z = p[2]
+    except KeyError as e:
+        print("key", e, p.calls)
+    try:
+        p += 1
+    except TypeError as e:
+        print("iadd", e)
+    a, *rest = range(4)
+    try:
+        q, r = [1, 2, 3]
+    except ValueError as e:
+        print(e)
+    d = {}
+    d["k"] = d.get("k", 0) + 1
+    d["k"] += 1
+    print(y, a, rest, d, p.calls)
+    def gen():
+        got = yield 1
+        print("got", got)
+        yield got * 2
+    g = gen()
+    print(next(g), g.send(5))
+    p.bad
+"""
+
+
+def _same(script: Path, tmp_path: Path, include: tuple[str, ...] = ()) -> Path:
+    plain = run_plain(script)
+    wt = tmp_path / "prog.wt"
+    got = run_recorded(script, wt, mode="full", include=include)
+    assert got.returncode == plain.returncode, got.stderr[-3000:]
+    assert got.stdout == plain.stdout
+    assert got.stderr == plain.stderr
+    with Recording(wt) as rec:
+        cfgs = {f.fid: CFG.from_json(f.cfg) for f in rec.functions()}
+        for st in rec.streams():
+            assert not check_stream(rec.iter_chunks(st.sid), cfgs)
+        log = load(rec)
+        assert all(int(s.pos.max(initial=0)) <= len(rec.events(sid)) for sid, s in log.streams.items())
+    return wt
+
+
+def test_implicit_calls_that_raise(tmp_path: Path) -> None:
+    script = tmp_path / "prog.py"
+    script.write_text(textwrap.dedent(IMPLICIT))
+    wt = _same(script, tmp_path)
+    with Recording(wt) as rec:
+        log = load(rec)
+    shown = {(log.slots[int(k)].what, log.render(int(t), int(v)))
+             for s in log.streams.values() for k, t, v in zip(s.slot, s.tag, s.val)}
+    assert ("y", "10") in shown and ("rest", "<list #%d>" % 0) not in shown
+    assert ("got", "5") in shown and ("a", "0") in shown
+    assert not any(w == "x" for w, _ in shown)     # the property raised: nothing was defined
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_corpus_same_behaviour(name: str, tmp_path: Path) -> None:
+    prog = PROGRAMS[name]
+    _same(prog.write(tmp_path, "small"), tmp_path, tuple(prog.include))
+
+
+@seed(20261127)
+@settings(max_examples=25, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(source=structured_programs())
+def test_generated_programs(source: str, tmp_path_factory: pytest.TempPathFactory) -> None:
+    td = tmp_path_factory.mktemp("gen")
+    rc, out, err = run_generated(source, str(td))
+    if rc == -1:
+        return
+    driver = write_program(source, str(td))
+    got = run_recorded(Path(driver), td / "prog.wt", mode="full", timeout=120)
+    rerr = [l for l in got.stderr.splitlines() if l.strip()]
+    assert "left uninstrumented" not in got.stderr
+    assert (got.returncode, got.stdout, rerr[-1] if rerr else "") == (rc, out, err), source
+
+
+def _counts(wt: Path) -> str:
+    got = subprocess.run([sys.executable, "-m", "wholetrace.cli", "counts", str(wt), "--format", "json"],
+                         capture_output=True, text=True, env=ENV)
+    assert got.returncode == 0, got.stderr
+    return got.stdout
+
+
+def test_counts_of_a_full_recording_equal_blocks(tmp_path: Path) -> None:
+    """Oracle: a ``blocks`` recording of the same program (full stores the same trace)."""
+    script = tmp_path / "prog.py"
+    script.write_text(textwrap.dedent(IMPLICIT))
+    full = _same(script, tmp_path)
+    blocks = tmp_path / "blocks.wt"
+    assert run_recorded(script, blocks, mode="blocks").returncode == run_plain(script).returncode
+    assert _counts(full) == _counts(blocks)
