@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         py = ensure_venv(python, version)
         cmd = [str(py), "-m", "pytest", "-q", "-n", "2", "-p", "no:cacheprovider", "-m", "compat and not slow",
                *pytest_args, "tests"]
-        rc = subprocess.run(cmd, cwd=REPO).returncode
+        rc = subprocess.run(cmd, cwd=REPO, env=dict(os.environ, WHOLETRACE_COMPAT="1")).returncode
         print(f"compat: Python {version}: {'passed' if rc == 0 else 'FAILED'} in {time.perf_counter() - t0:.0f} s",
               flush=True)
         if rc != 0:
