@@ -11,7 +11,7 @@ interpreter runs plain, ``record --mode count``,
 over ``--runs`` rounds; slowdown = median / median plain of the same interpreter; the table
 gives geometric means over the programs.
 
-    python benchmarks/versions.py [--programs a,b] [--runs N] [--quick] [--no-write]
+    python benchmarks/versions.py [--programs a,b] [--runs N] [--size small|bench] [--quick] [--no-write]
 """
 
 from __future__ import annotations
@@ -64,7 +64,10 @@ def commands(py: str, driver: Path, include: list[str], work: Path, tag: str) ->
 
 
 def main(argv: list[str] | None = None) -> int:
-    args, names, runs, size, write = corpus_options(__doc__.split("\n\n")[0], 3, list(PROGRAMS), argv)
+    args, names, runs, size, write = corpus_options(
+        __doc__.split("\n\n")[0], 3, list(PROGRAMS), argv,
+        extra=[("--size", {"choices": ["small", "bench"], "help": "program size (default: bench; small with --quick)"})])
+    size = args.size or size
     if not args.programs:
         names = [n for n in names if n in CORPUS_MD_TEN]
     names = [n for n in names if not PROGRAMS[n].include]    # coverage would need per-file --include
