@@ -212,7 +212,7 @@ def test_path_recordings_profile_equals_the_expanded_trace(tmp_path: Path) -> No
     script = tmp_path / "prog.py"
     script.write_text(SOURCE + "\nfor l in ['1 2 x 3.5', '10 yy 7', 'a b c', ''] * 30:\n    total(l)\n")
     out = tmp_path / "p.wt"
-    proc = run_recorded(script, out, mode="path")
+    proc = run_recorded(script, out, mode="path", options=("--wpp",))
     assert proc.returncode == 0, proc.stderr
     view = open_view(str(out))
     assert view.source == "stored" and view.symbol_kind == "path"
@@ -223,7 +223,7 @@ def test_path_recordings_profile_equals_the_expanded_trace(tmp_path: Path) -> No
             want += expanded_profile(view, wpp.events(s.sid).tolist())
     got = Counter({(p.fid, p.pid, p.truncated, p.blocks): p.count for p in path_profile(view)})
     assert got == want and any(k[2] for k in got)
-    # recorded without the WPP: a path grammar is built from the raw events, same profile
+    # recorded without the WPP (the default): a path grammar is built from the raw events, same profile
     import subprocess
     import sys
 
