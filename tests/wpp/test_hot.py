@@ -74,6 +74,24 @@ def test_fix_iii_suffix_never_takes_back_reported_symbols() -> None:
     assert fast_vs_reference(rules, [2, 0], 3, 3, 2) == 1
 
 
+@pytest.mark.parametrize("rules, costs, min_len, L, min_cost, reports", [
+    # S -> B A a, A -> a, B -> D E a, D -> a F, F -> a b a, E -> (empty): E(S) = a a b a a a a.
+    # B (a a b a a, 5 > L symbols) freezes S's prefix at a a b a (fix i); S's window continues
+    # from B's suffix a b a a and reports a a a a at 3..6, so S's prefix must end at 3.
+    ([[-2, -1, 0], [0], [-3, -5, 0], [0, -4], [0, 1, 0], []], [2, 0], 1, 4, 7, [(0, 3, 4)]),
+    # S -> b R, R -> C b, C -> a a b a a: R reports b a a b at 2..5 after C froze its prefix at
+    # a a b a; with the stale prefix S re-reported b + a a b, taking back R's symbol b.
+    ([[1, -1], [-2, 1], [0, 0, 1, 0, 0]], [0, 3], 1, 4, 6, [(1, 2, 4)]),
+])
+def test_fix_iv_report_cuts_a_frozen_prefix(rules: list[list[int]], costs: list[int], min_len: int, L: int,
+                                            min_cost: int, reports: list[tuple[int, int, int]]) -> None:
+    """A report that starts inside a prefix frozen by a non-covering child cuts the prefix back."""
+    res = hot_subpaths(make_grammar(rules), costs, min_cost=min_cost, max_length=L, min_length=min_len)
+    assert list(zip(res.reports.rule.tolist(), res.reports.start.tolist(), res.reports.length.tolist())) == reports
+    assert res.prefix_length[reports[0][0]] == reports[0][1]
+    fast_vs_reference(rules, costs, min_len, L, min_cost)
+
+
 # ---------------------------------------------------------------- random grammars
 
 @settings(max_examples=400, deadline=None)

@@ -90,7 +90,7 @@ def hot_scan(off, rhs, lens, freq, cost, order, refs, min_len, max_len, min_cost
     cost times f(R) reaches ``min_cost`` is reported and the window restarts.  After a child
     whose prefix does not cover it, the window becomes C's suffix (the symbols after the last
     subpath reported inside C, at most L), minus what R itself reported already.  R's prefix
-    stops at its first report or at such a child.
+    stops at its first report or at such a child, and never reaches into a report (fix iv).
 
     Working arrays come from the caller (nothing is allocated): ``pre``/``suf`` hold one
     prefix and one suffix row of L symbols per live rule (``peak_live`` rows), ``free`` the
@@ -167,11 +167,12 @@ def hot_scan(off, rhs, lens, freq, cost, order, refs, min_len, max_len, min_cost
                     reps[nrep, 3] = wcost * fr
                     soff[nrep + 1] = base + cnt
                     nrep += 1
-                    if not frozen:
-                        # the prefix stops before the reported subpath (seen symbols = pos + 1)
-                        if pos + 1 - cnt < pl:
-                            pl = pos + 1 - cnt
-                        frozen = True
+                    # the prefix stops before the reported subpath (fix ii), even when a
+                    # non-covering child froze it already (fix iv): after such a child the
+                    # window restarts from the child's suffix, which can overlap the prefix
+                    if pos - cnt + 1 < pl:
+                        pl = pos - cnt + 1
+                    frozen = True
                     head = 0
                     cnt = 0
                     wcost = 0

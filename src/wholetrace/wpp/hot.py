@@ -2,7 +2,7 @@
 
 Reference: J. R. Larus, "Whole Program Paths", PLDI 1999 (``../shared/seeds/``), §4 and
 Figure 7, in the cleaned-up reading of ``../shared/specs/wpp.md`` §3.2 with its fixes (i)
-and (ii), plus fix (iii) below.
+and (ii), plus fixes (iii) and (iv) below.
 
 A *subpath* is a run of consecutive terminals of the grammar's expansion; its cost is its
 frequency times the sum of its terminals' costs.  Each rule R is visited once, children
@@ -19,6 +19,10 @@ on full expansions): R's reports are exactly those of a scan over E(R) whose win
 after every subpath reported at R or inside a child occurrence, and which tests windows
 ending at R's own terminals and in each child's prefix.  Fix (iii): when the window jumps to
 a child's suffix it never takes back symbols R reported already inside that child's prefix.
+Fix (iv): a report at R cuts R's prefix back to the report's start even when a non-covering
+child froze the prefix already (fix (ii) alone only cuts an unfrozen prefix).  A child C of
+L < |E(C)| < 2L symbols has a suffix that overlaps its prefix, so a report in the window after C
+can start inside R's prefix; otherwise parents would scan those reported symbols again.
 Work is O(E·L) for E right-hand-side symbols; prefixes and suffixes are kept only until the
 last use of their rule.
 
