@@ -135,9 +135,10 @@ class _FunctionRewriter:
                 assert st is not None
                 probes = self.em.exprs(self.block_values(st.block))
                 if probes:
-                    # located at the test's first instruction, not artificial: CPython 3.13.0
-                    # evaluates a location-less first operand of a `while` test twice on entry
-                    # (the loop-inversion copy of the test); the line events do not change
+                    # built artificial, then given the position of the test's first instruction
+                    # (start_line): CPython 3.13.0 evaluates a location-less first operand of a
+                    # `while` test twice on entry (the loop-inversion copy of the test); the line
+                    # events do not change
                     test = artificial(ast.BoolOp(ast.Or(), probes + [test]))  # type: ignore[assignment]
                     start_line(test, s.test)  # type: ignore[arg-type]
             s.test = test
