@@ -162,32 +162,56 @@ def test_to_dot_and_format() -> None:
     assert g.format_rules().splitlines()[0] == "S -> R1 R1"
 
 
-@pytest.mark.parametrize("layout", [0, 1])
-@pytest.mark.parametrize("comp", [0, 1])
-def test_every_stream_codec_round_trips(monkeypatch: pytest.MonkeyPatch, layout: int, comp: int) -> None:
-    """Each (layout, compressor) an encoder may pick decodes exactly; version 1 still decodes."""
+@pytest.mark.parametrize("layout", ["varint", "u32", "planes"])
+@pytest.mark.parametrize("comp", [0, 1, 2])
+def test_every_stream_codec_round_trips(monkeypatch: pytest.MonkeyPatch, layout: str, comp: int) -> None:
+    """Each (layout, compressor) a writer may have picked decodes exactly (LZMA, bzip2, zstd
+    over LEB128, uint32 of version 2, byte planes; kinds raw or 2-bit); version 1 still decodes."""
     import struct
 
     from wholetrace.grammar import encoding as E
 
     rng = np.random.default_rng(7)
-    g = sequitur(np.tile(rng.integers(0, 300, 5000), 3))
+    g = sequitur(np.tile(np.concatenate([rng.integers(0, 300, 5000), [70_000, 2**31 - 1]]), 3))
 
-    def forced(values: np.ndarray | None, raw: bytes | None) -> tuple[int, bytes]:
-        if raw is None and layout == E.L_U32:
-            assert values is not None
-            return E.L_U32 << 4 | comp, E._pack(values.astype("<u4").tobytes(), comp)
-        data = raw if raw is not None else E.K.varint_encode(values).tobytes()
-        return comp, E._pack(data, comp)
+    nkinds = len(E.K.preorder_encode(g.off, g.rhs)[0])
 
+    def forced(layouts: list[tuple[int, bytes]]) -> tuple[int, bytes]:
+        lay, data = layouts[0]
+        if lay == E.L_BITS2:  # the kinds: raw bytes with the layouts of version 2
+            if layout != "planes":
+                lay, data = E.L_VARINT, E._unbits2(data, nkinds).tobytes()
+        else:
+            values = E._unplanes(data, len(data) // (lay - E.L_PLANES + 1), lay - E.L_PLANES + 1)
+            if layout == "varint":
+                lay, data = E.L_VARINT, E.K.varint_encode(values).tobytes()
+            elif layout == "u32":
+                lay, data = E.L_U32, values.astype("<u4").tobytes()
+        return lay << 4 | comp, E._pack(data, comp)
+
+    monkeypatch.setattr(E, "_layouts", lambda values: [E._planes(values)])
     monkeypatch.setattr(E, "_smallest", forced)
     data = g.to_bytes()
+    assert data[4] == E.VERSION
     assert Grammar.from_bytes(data) == g
-    if layout == 0 and comp == 0:  # version 1 = version 2 without the codec bytes
+    if layout != "planes" and comp != E.C_ZSTD:  # what version 2 wrote: same bytes, version byte 2
+        assert Grammar.from_bytes(data[:4] + b"\x02" + data[5:]) == g
+    if layout == "varint" and comp == E.C_LZMA:  # version 1 = LEB128 + LZMA without the codec bytes
         head = E._HEAD.size + 32
         v1 = data[:4] + b"\x01" + data[5:head] + data[head + 4 :]
         assert struct.unpack_from("<B", v1, 4)[0] == 1
         assert Grammar.from_bytes(v1) == g
+
+
+def test_explicit_encoding_refuses_a_zstd_frame_larger_than_its_stream() -> None:
+    """A stream whose zstd frame announces more bytes than the header allows is corrupt data."""
+    import zstandard
+
+    from wholetrace.grammar import encoding as E
+
+    with pytest.raises(GrammarError):
+        E._unpack(zstandard.ZstdCompressor().compress(bytes(1000)), E.C_ZSTD, 999)
+    assert E._unpack(zstandard.ZstdCompressor().compress(bytes(1000)), E.C_ZSTD, 1000) == bytes(1000)
 
 
 @pytest.mark.nojit

@@ -1,5 +1,6 @@
 """Versioned binary encodings of a Grammar: compact (the input sequence through a context-mixing
-coder; decoding rebuilds the grammar) or explicit (preorder streams of the rules)."""
+coder; decoding rebuilds the grammar) or explicit (preorder streams of the rules, version 4;
+versions 1 and 2 still decode)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import struct
 import zlib
 
 import numpy as np
+import zstandard
 
 from wholetrace.errors import GrammarError
 from wholetrace.grammar.grammar import Grammar
@@ -16,10 +18,12 @@ from wholetrace.kernels import sequitur_code as CM
 from wholetrace.kernels import sequitur_flat as K
 
 MAGIC = b"WTGR"
-VERSION = 2  # explicit rules. 1: every stream LEB128 + LZMA; 2: a codec byte per stream
+VERSION = 4  # explicit rules. 1: every stream LEB128 + LZMA; 2: a codec byte per stream;
+#             4: as 2, plus zstd, 2-bit kinds and byte-plane layouts (2 and 4 share the decoder)
 VERSION_COMPACT = 3  # the expansion through kernels/sequitur_code; decoding rebuilds the grammar
+_EXPLICIT = (1, 2, VERSION)
 FLAG_LOOKAHEAD = 1
-FLAG_BUILT = 2  # version 2: the grammar came from the SEQUITUR builder
+FLAG_BUILT = 2  # versions 2 and 4: the grammar came from the SEQUITUR builder
 _HEAD = struct.Struct("<4sBBxxQQQQQQ")  # magic, version, flags, rules+1, len_S, 4 stream counts
 _HEAD3 = struct.Struct("<4sBBBBQQII")  # magic, version, flags, rawbits, tbits, n, payload, crc32, 0
 _CM_TABLES = CM.tables()
@@ -29,11 +33,22 @@ _LZMA = [{"id": lzma.FILTER_LZMA2, "preset": 9 | lzma.PRESET_EXTREME}]
 # codec byte of a stream: compressor in the low nibble, value layout in the high one
 C_LZMA = 0
 C_BZ2 = 1
-L_VARINT = 0  # LEB128 (the kinds stream is raw u8 either way)
-L_U32 = 1  # little-endian uint32
+C_ZSTD = 2
+L_VARINT = 0  # LEB128 (the kinds stream: raw u8)
+L_U32 = 1  # little-endian uint32 (written by version 2; still decoded)
+L_BITS2 = 2  # the kinds stream, 2 bits a value, 4 values a byte, first in the low bits
+L_PLANES = 3  # L_PLANES + k - 1: k byte planes (the low bytes of every value, then the next...)
+#: every stream tries zstd (level 17 up to _SMALL bytes, else 12); streams up to _SMALL bytes
+#: also bzip2, up to _TINY bytes LZMA as well: LZMA was most of the encoding time and gains
+#: about 1% on the large streams once they are in byte planes (docs/design-sequitur.md)
+_SMALL = 1 << 20
+_TINY = 1 << 18
 
 
 def _pack(data: bytes, comp: int) -> bytes:
+    if comp == C_ZSTD:
+        level = 17 if len(data) <= _SMALL else 12
+        return zstandard.ZstdCompressor(level=level).compress(data)
     if comp == C_BZ2:
         return bz2.compress(data, 9)
     # a dictionary no larger than the data gives the same output with less memory; the
@@ -42,37 +57,75 @@ def _pack(data: bytes, comp: int) -> bytes:
     return lzma.compress(data, format=lzma.FORMAT_RAW, filters=[{**_LZMA[0], "dict_size": dict_size}])
 
 
-def _unpack(data: bytes, comp: int) -> bytes:
+def _unpack(data: bytes, comp: int, limit: int) -> bytes:
     try:
+        if comp == C_ZSTD:  # refuse a frame that announces more than the stream can hold
+            if zstandard.frame_content_size(data) > limit:
+                raise GrammarError("corrupt grammar stream: zstd frame larger than its stream")
+            return zstandard.ZstdDecompressor().decompress(data, max_output_size=limit)
         if comp == C_BZ2:
             return bz2.decompress(data)
         if comp == C_LZMA:
             return lzma.decompress(data, format=lzma.FORMAT_RAW, filters=_LZMA)
-    except (lzma.LZMAError, OSError, ValueError, EOFError) as exc:
+    except (lzma.LZMAError, OSError, ValueError, EOFError, zstandard.ZstdError) as exc:
         raise GrammarError(f"corrupt grammar stream: {exc}") from None
     raise GrammarError(f"unknown grammar stream compressor {comp}")
 
 
-def _smallest(values: np.ndarray | None, raw: bytes | None) -> tuple[int, bytes]:
-    """(codec byte, bytes): the smallest of LZMA / bzip2 over LEB128 (or the raw bytes) and,
-    for values that fit, uint32.  LZMA wins on the small streams and on loopy's references,
-    bzip2 on markov's references (docs/design-sequitur.md)."""
-    layouts = []
-    if raw is not None:
-        layouts.append((L_VARINT, raw))
-    else:
-        assert values is not None
-        layouts.append((L_VARINT, K.varint_encode(values).tobytes()))
-        if len(values) >= 1 << 16 and int(values.max(initial=0)) < 1 << 32:
-            layouts.append((L_U32, values.astype("<u4").tobytes()))
+def _planes(values: np.ndarray) -> tuple[int, bytes]:
+    """(layout, bytes): the values as byte planes, as many as the largest value needs."""
+    k = max(1, (int(values.max(initial=0)).bit_length() + 7) // 8)
+    return L_PLANES + k - 1, values.astype("<u4").view(np.uint8).reshape(-1, 4)[:, :k].T.tobytes()
+
+
+def _unplanes(buf: bytes, n: int, k: int) -> np.ndarray:
+    if len(buf) != k * n:
+        raise GrammarError("grammar encoding is inconsistent (byte planes)")
+    planes = np.frombuffer(buf, np.uint8).reshape(k, n)
+    out = planes[0].astype(np.int64)
+    for i in range(1, k):
+        out |= planes[i].astype(np.int64) << (8 * i)
+    return out
+
+
+def _bits2(kinds: np.ndarray) -> bytes:
+    k = np.zeros(-(-len(kinds) // 4) * 4, np.uint8)
+    k[: len(kinds)] = kinds
+    k = k.reshape(-1, 4)
+    return (k[:, 0] | k[:, 1] << 2 | k[:, 2] << 4 | k[:, 3] << 6).tobytes()
+
+
+def _unbits2(buf: bytes, n: int) -> np.ndarray:
+    if len(buf) != -(-n // 4):
+        raise GrammarError("grammar encoding is inconsistent (kinds)")
+    b = np.frombuffer(buf, np.uint8)
+    kinds = ((b[:, None] >> np.array([0, 2, 4, 6], np.uint8)) & 3).reshape(-1)[:n]
+    if n and int(kinds.max()) > 2:
+        raise GrammarError("grammar encoding is inconsistent (kinds)")
+    return kinds
+
+
+def _smallest(layouts: list[tuple[int, bytes]]) -> tuple[int, bytes]:
+    """(codec byte, bytes): the smallest of zstd and, for the smaller streams, bzip2 and LZMA,
+    over the given layouts.  zstd wins on the large reference streams once they are split into
+    byte planes, at a tenth of LZMA's time (docs/design-sequitur.md)."""
     best: tuple[int, bytes] | None = None
     for lay, data in layouts:
-        for comp in (C_LZMA, C_BZ2):
+        n = len(data)
+        for comp in (C_ZSTD,) + ((C_BZ2,) if n <= _SMALL else ()) + ((C_LZMA,) if n <= _TINY else ()):
             packed = _pack(data, comp)
             if best is None or len(packed) < len(best[1]):
                 best = (lay << 4 | comp, packed)
     assert best is not None
     return best
+
+
+def _layouts(values: np.ndarray) -> list[tuple[int, bytes]]:
+    """Byte planes, and LEB128 for the small streams."""
+    planes = _planes(values)
+    if len(planes[1]) > _SMALL:
+        return [planes]
+    return [(L_VARINT, K.varint_encode(values).tobytes()), planes]
 
 
 def _sequence(g: Grammar) -> np.ndarray:
@@ -123,7 +176,7 @@ def _decode_compact(data: bytes) -> Grammar:
 
 
 def encode(g: Grammar, compact: bool = False) -> bytes:
-    """Bytes of ``g``: the explicit rules of version 2, or with ``compact=True`` and a grammar
+    """Bytes of ``g``: the explicit rules of version 4, or with ``compact=True`` and a grammar
     the SEQUITUR builder made, ``encode_compact`` (version 3)."""
     if compact and g.built and len(g) > 0:
         return encode_compact(g)
@@ -142,7 +195,7 @@ def encode_explicit(g: Grammar) -> bytes:
     kinds, blens, terms, refs, ok = K.preorder_encode(g.off, g.rhs)
     if not ok:
         raise GrammarError("grammar rules are not numbered in first-appearance order")
-    chosen = [_smallest(None, kinds.tobytes())] + [_smallest(v, None) for v in (blens, terms, refs)]
+    chosen = [_smallest([(L_BITS2, _bits2(kinds))])] + [_smallest(_layouts(v)) for v in (blens, terms, refs)]
     flags = (FLAG_LOOKAHEAD if g.lookahead else 0) | (FLAG_BUILT if g.built else 0)
     head = _HEAD.pack(MAGIC, VERSION, flags, len(g.off) - 1,
                       g.start_length, len(kinds), len(blens), len(terms), len(refs))
@@ -161,7 +214,7 @@ def decode(data: bytes) -> Grammar:
     if len(data) < _HEAD.size + 32:
         raise GrammarError("grammar encoding is truncated")
     magic, version, flags, nr, len_s, nk, nb, nt, nf = _HEAD.unpack_from(data)
-    if version not in (1, VERSION):
+    if version not in _EXPLICIT:
         raise GrammarError(f"grammar encoding version {version} is not supported (expected {VERSION})")
     sizes = struct.unpack_from("<4Q", data, _HEAD.size)
     pos = _HEAD.size + 32
@@ -171,23 +224,34 @@ def decode(data: bytes) -> Grammar:
         pos += 4
     if len(codecs) != 4 or pos + sum(sizes) != len(data) or nb != nr - 1:
         raise GrammarError("grammar encoding is truncated or inconsistent")
-    raw = []
+    streams = []
     for s, c in zip(sizes, codecs):
-        raw.append(_unpack(data[pos : pos + s], c & 15))
+        streams.append((data[pos : pos + s], c))
         pos += s
-    if len(raw[0]) != nk or codecs[0] >> 4 != L_VARINT:
+    kind_buf, kc = streams[0]
+    if kc >> 4 == L_BITS2 and version >= VERSION:
+        kinds = _unbits2(_unpack(kind_buf, kc & 15, -(-nk // 4)), nk)
+    elif kc >> 4 == L_VARINT:
+        kinds = np.frombuffer(_unpack(kind_buf, kc & 15, nk), np.uint8)
+        if len(kinds) != nk:
+            raise GrammarError("grammar encoding is inconsistent (kinds)")
+    else:
         raise GrammarError("grammar encoding is inconsistent (kinds)")
-    kinds = np.frombuffer(raw[0], np.uint8)
     vals = []
-    for buf, n, c in zip(raw[1:], (nb, nt, nf), codecs[1:]):
-        if c >> 4 == L_U32:
+    for (buf, c), n in zip(streams[1:], (nb, nt, nf)):
+        lay = c >> 4
+        if lay == L_U32:
+            buf = _unpack(buf, c & 15, 4 * n)
             if len(buf) != 4 * n:
                 raise GrammarError("grammar encoding is inconsistent (uint32 stream)")
             vals.append(np.frombuffer(buf, "<u4").astype(np.int64))
             continue
-        if c >> 4 != L_VARINT:
-            raise GrammarError(f"unknown grammar stream layout {c >> 4}")
-        v, ok = K.varint_decode(np.frombuffer(buf, np.uint8), n)
+        if L_PLANES <= lay < L_PLANES + 4:
+            vals.append(_unplanes(_unpack(buf, c & 15, n * (lay - L_PLANES + 1)), n, lay - L_PLANES + 1))
+            continue
+        if lay != L_VARINT:
+            raise GrammarError(f"unknown grammar stream layout {lay}")
+        v, ok = K.varint_decode(np.frombuffer(_unpack(buf, c & 15, 10 * n), np.uint8), n)
         if not ok:
             raise GrammarError("grammar encoding is inconsistent (varints)")
         vals.append(v)
