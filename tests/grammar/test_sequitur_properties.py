@@ -254,3 +254,54 @@ def test_compact_encoding_beats_general_compressors_on_a_markov_chain() -> None:
     raw = seq.astype("<u2").tobytes()
     assert len(data) < min(len(lzma.compress(raw, preset=9)), len(bz2.compress(raw, 9)))
     assert Grammar.from_bytes(data) == g
+
+
+def test_compact_encoding_chooses_fewer_context_models_on_an_order_1_source(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a first-order Markov chain the coder's orders 0-2 code a prefix as small as all six
+    models, so the encoder keeps only those and says so in the header; the decoder follows the
+    header (round trip), and a header naming a model that does not exist is a one-line error."""
+    import struct
+
+    from wholetrace.grammar import encoding as E
+    from wholetrace.kernels import sequitur_code as CM
+
+    monkeypatch.setattr(E, "_TRIAL", 1 << 12)
+    rng = np.random.default_rng(5)
+    succ = rng.integers(0, 500, (500, 4))
+    seq = np.empty(60_000, np.int64)
+    s = 0
+    for i, k in enumerate(rng.integers(0, 4, len(seq))):
+        s = succ[s, k]
+        seq[i] = s
+    g = sequitur(seq)
+    data = g.to_bytes(compact=True)
+    dropped = struct.unpack_from("<I", data, E._HEAD3.size - 4)[0]
+    assert dropped == CM.ALL_MODELS & ~E._FEW_MODELS
+    assert Grammar.from_bytes(data) == g
+    # the same input coded with all six models is another valid encoding of the same grammar
+    monkeypatch.setattr(E, "_choose_models", lambda a, rawbits: CM.ALL_MODELS)
+    full = g.to_bytes(compact=True)
+    assert struct.unpack_from("<I", full, E._HEAD3.size - 4)[0] == 0 and full != data
+    assert Grammar.from_bytes(full) == g
+    bad = bytearray(data)
+    struct.pack_into("<I", bad, E._HEAD3.size - 4, dropped | 1 << CM.NORD)
+    with pytest.raises(GrammarError):
+        Grammar.from_bytes(bytes(bad))
+
+
+@pytest.mark.nojit
+def test_coder_round_trips_with_any_model_mask() -> None:
+    """The coder decodes what it encoded under every subset of its context models (the
+    pure-Python run checks the kernel's arithmetic is the same code path)."""
+    from wholetrace.kernels import sequitur_code as CM
+
+    rng = np.random.default_rng(11)
+    a = np.tile(rng.integers(0, 40, 300), 3).astype(np.int32)
+    tables = CM.tables()
+    for models in (CM.ALL_MODELS, 0b000111, 0b100010, 0):
+        buf = np.empty(4 * a.size + 4096, np.uint8)
+        nbytes, status = CM.cm_code(a, a.size, 6, buf, False, 14, *tables, models)
+        assert status == CM.ST_OK
+        back = np.zeros_like(a)
+        _, status = CM.cm_code(back, a.size, 6, buf[:nbytes].copy(), True, 14, *tables, models)
+        assert status == CM.ST_OK and np.array_equal(back, a)

@@ -25,7 +25,8 @@ _EXPLICIT = (1, 2, VERSION)
 FLAG_LOOKAHEAD = 1
 FLAG_BUILT = 2  # versions 2 and 4: the grammar came from the SEQUITUR builder
 _HEAD = struct.Struct("<4sBBxxQQQQQQ")  # magic, version, flags, rules+1, len_S, 4 stream counts
-_HEAD3 = struct.Struct("<4sBBBBQQII")  # magic, version, flags, rawbits, tbits, n, payload, crc32, 0
+_HEAD3 = struct.Struct("<4sBBBBQQII")  # magic, version, flags, rawbits, tbits, n, payload, crc32,
+#                                         mask of the coder's context models left out (0: none)
 _CM_TABLES = CM.tables()
 _LZMA = [{"id": lzma.FILTER_LZMA2, "preset": 9 | lzma.PRESET_EXTREME}]
 
@@ -138,21 +139,44 @@ def _sequence(g: Grammar) -> np.ndarray:
     return out
 
 
+#: the coder's context models tried besides all six: orders 0-2 only (measured in
+#: docs/design-sequitur.md: as small on order-1 sources such as markov, in 0.7x the time)
+_FEW_MODELS = 0b000111
+_TRIAL = 1 << 16  # symbols of the prefix on which the model sets are compared (inputs >= 8x that)
+_TRIAL_SLACK = 1.005  # the fewer models are kept unless they code the prefix > 0.5% larger
+
+
+def _cm_encode(a: np.ndarray, rawbits: int, models: int) -> tuple[int, int, np.ndarray]:
+    """(tbits, bytes, buffer) of ``a`` through the coder with the given model mask."""
+    tbits = min(20, max(12, a.size.bit_length() + 2))
+    buf = np.empty(a.size + a.size // 2 + 4096, np.uint8)
+    while True:
+        nbytes, status = CM.cm_code(a, a.size, rawbits, buf, False, tbits, *_CM_TABLES, models)
+        if status != CM.ST_SHORT:
+            return tbits, int(nbytes), buf
+        buf = np.empty(2 * len(buf), np.uint8)
+
+
+def _choose_models(a: np.ndarray, rawbits: int) -> int:
+    """The model mask for ``a``: the fewer models when they code a prefix about as small."""
+    if a.size < 8 * _TRIAL:
+        return CM.ALL_MODELS
+    head = a[:_TRIAL]
+    full = _cm_encode(head, rawbits, CM.ALL_MODELS)[1]
+    few = _cm_encode(head, rawbits, _FEW_MODELS)[1]
+    return _FEW_MODELS if few <= full * _TRIAL_SLACK else CM.ALL_MODELS
+
+
 def encode_compact(g: Grammar) -> bytes:
     """Version 3: the expansion of ``g`` coded by the context-mixing coder of
     ``kernels/sequitur_code``; ``decode`` rebuilds the grammar with the SEQUITUR builder, so
     this is exact only for grammars that builder made (``g.built``)."""
     a = _sequence(g)
     rawbits = max(1, int(a.max(initial=0)).bit_length())
-    tbits = min(20, max(12, a.size.bit_length() + 2))
-    buf = np.empty(a.size + a.size // 2 + 4096, np.uint8)
-    while True:
-        nbytes, status = CM.cm_code(a, a.size, rawbits, buf, False, tbits, *_CM_TABLES)
-        if status != CM.ST_SHORT:
-            break
-        buf = np.empty(2 * len(buf), np.uint8)
+    models = _choose_models(a, rawbits)
+    tbits, nbytes, buf = _cm_encode(a, rawbits, models)
     head = _HEAD3.pack(MAGIC, VERSION_COMPACT, FLAG_LOOKAHEAD if g.lookahead else 0, rawbits, tbits,
-                       a.size, nbytes, zlib.crc32(a.astype("<i4").data), 0)
+                       a.size, nbytes, zlib.crc32(a.astype("<i4").data), CM.ALL_MODELS & ~models)
     return head + buf[:nbytes].tobytes()
 
 
@@ -161,15 +185,15 @@ def _decode_compact(data: bytes) -> Grammar:
 
     if len(data) < _HEAD3.size:
         raise GrammarError("grammar encoding is truncated")
-    _magic, _version, flags, rawbits, tbits, n, nbytes, crc, _ = _HEAD3.unpack_from(data)
-    if len(data) != _HEAD3.size + nbytes or not 1 <= rawbits <= 31 or not 12 <= tbits <= 24:
+    _magic, _version, flags, rawbits, tbits, n, nbytes, crc, dropped = _HEAD3.unpack_from(data)
+    if (len(data) != _HEAD3.size + nbytes or not 1 <= rawbits <= 31 or not 12 <= tbits <= 24
+            or dropped & ~CM.ALL_MODELS):
         raise GrammarError("grammar encoding is truncated or inconsistent")
     if n > 30_000 * (nbytes + 16):  # a symbol costs at least log2(4096/4095) bits
         raise GrammarError("grammar encoding is inconsistent (length)")
     a = np.zeros(n, np.int32)
     payload = np.frombuffer(data, np.uint8, offset=_HEAD3.size).copy()  # the kernel types buf writable
-    _, status = CM.cm_code(a, n, rawbits, payload, True, tbits,
-                           *_CM_TABLES)
+    _, status = CM.cm_code(a, n, rawbits, payload, True, tbits, *_CM_TABLES, CM.ALL_MODELS & ~dropped)
     if status != CM.ST_OK or zlib.crc32(a.astype("<i4").data) != crc:
         raise GrammarError("corrupt grammar encoding (sequence check failed)")
     return sequitur(a, lookahead=bool(flags & FLAG_LOOKAHEAD))

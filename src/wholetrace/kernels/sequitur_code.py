@@ -19,6 +19,7 @@ from wholetrace.kernels._jit import kernel
 _inl = kernel(inline=True)
 
 NORD = 6  # hashed context models: orders 0, 1, 2, 3, 4, 6
+ALL_MODELS = (1 << NORD) - 1  # bit m of a model mask enables context model m
 NIN = NORD + 2  # + match model + bias
 MINLEN = 5  # symbols hashed to find a match
 MAXLEN = 31
@@ -143,10 +144,12 @@ def _code_bit(ac, buf, decode, p, y):  # type: ignore[no-untyped-def]
 
 
 @kernel
-def cm_code(a, n, rawbits, buf, decode, tbits, sq, stt, dt):  # type: ignore[no-untyped-def]
+def cm_code(a, n, rawbits, buf, decode, tbits, sq, stt, dt, models):  # type: ignore[no-untyped-def]
     """Encode a[:n] into buf (decode=False) or decode buf into a[:n] (decode=True).
 
-    Symbols are non-negative below 2**rawbits.  -> (bytes written or read, status)."""
+    Symbols are non-negative below 2**rawbits; ``models`` is the mask of the context models
+    used (a disabled model's mixer input is 0; ALL_MODELS codes as before masks existed).
+    -> (bytes written or read, status)."""
     tsize = np.int64(1) << tbits
     tmask = tsize - 1
     ctab = np.full(NORD * tsize, np.uint32(2048 << 20), np.uint32)  # p = 1/2, count 0
@@ -166,6 +169,12 @@ def cm_code(a, n, rawbits, buf, decode, tbits, sq, stt, dt):  # type: ignore[no-
     hs = np.zeros(NORD, np.int64)
     st_in = np.zeros(NIN, np.int64)
     slot = np.zeros(NORD, np.int64)
+    act = np.zeros(NORD, np.int64)  # the enabled models, in order
+    nact = 0
+    for m in range(NORD):
+        if (models >> m) & 1:
+            act[nact] = m
+            nact += 1
     ac = np.zeros(4, np.int64)  # arithmetic coder: low x1, high x2, decoder's x, buffer position
     ac[1] = 0xFFFFFFFF
     if decode:
@@ -201,7 +210,8 @@ def cm_code(a, n, rawbits, buf, decode, tbits, sq, stt, dt):  # type: ignore[no-
                         mptr = cand
             mhash[hm] = (i << 8) | chk
         hs[0] = 0
-        for m in range(NORD):
+        for k in range(nact):
+            m = act[k]
             slot[m] = (_h(hs[m], m) * 16) & tmask
         cnt = _succ_get(skeys, svals, 4 * s1, 0, 0)
         # expected rank from the match model
@@ -238,7 +248,8 @@ def cm_code(a, n, rawbits, buf, decode, tbits, sq, stt, dt):  # type: ignore[no-
             if node >= 16:  # rare: a second line, elsewhere in the table
                 node = 16 + (_h(node, 7) & 0xFFFF) * 16
             # predictions
-            for m in range(NORD):
+            for k in range(nact):
+                m = act[k]
                 st_in[m] = stt[np.int64(ctab[m * tsize + ((slot[m] + node) & tmask)]) >> 20]
             ml = min(mlen, 15) if agree else 0
             mi = ml * 4 + ebit * 2 + (1 if phase else 0)
@@ -273,7 +284,8 @@ def cm_code(a, n, rawbits, buf, decode, tbits, sq, stt, dt):  # type: ignore[no-
             err = (y << 12) - p
             for j in range(NIN):
                 w[ws + j] += (st_in[j] * err) >> 12
-            for m in range(NORD):
+            for k in range(nact):
+                m = act[k]
                 _sm_update(ctab, m * tsize + ((slot[m] + node) & tmask), y, dt, LIMIT)
             if agree:
                 _sm_update(mtab, mi, y, dt, 1023)
