@@ -236,19 +236,25 @@ def test_compact_encoding_is_the_coded_sequence() -> None:
     assert Grammar.from_bytes(data) == flat
 
 
+def markov_chain(seed: int, states: int, fanout: int, n: int) -> np.ndarray:
+    """n steps of a random first-order chain: each state has ``fanout`` random successors."""
+    rng = np.random.default_rng(seed)
+    succ = rng.integers(0, states, (states, fanout))
+    seq = np.empty(n, np.int64)
+    s = 0
+    for i, k in enumerate(rng.integers(0, fanout, n)):
+        s = succ[s, k]
+        seq[i] = s
+    return seq
+
+
 def test_compact_encoding_beats_general_compressors_on_a_markov_chain() -> None:
     """The coder models the sequence: on a sparse Markov chain it needs fewer bytes than
     LZMA and bzip2 of the raw 16-bit symbols (the benchmark measures this at full size)."""
     import bz2
     import lzma
 
-    rng = np.random.default_rng(3)
-    succ = rng.integers(0, 1000, (1000, 3))
-    seq = np.empty(200_000, np.int64)
-    s = 0
-    for i, k in enumerate(rng.integers(0, 3, len(seq))):
-        s = succ[s, k]
-        seq[i] = s
+    seq = markov_chain(3, 1000, 3, 200_000)
     g = sequitur(seq)
     data = g.to_bytes(compact=True)
     raw = seq.astype("<u2").tobytes()
@@ -266,14 +272,7 @@ def test_compact_encoding_chooses_fewer_context_models_on_an_order_1_source(monk
     from wholetrace.kernels import sequitur_code as CM
 
     monkeypatch.setattr(E, "_TRIAL", 1 << 12)
-    rng = np.random.default_rng(5)
-    succ = rng.integers(0, 500, (500, 4))
-    seq = np.empty(60_000, np.int64)
-    s = 0
-    for i, k in enumerate(rng.integers(0, 4, len(seq))):
-        s = succ[s, k]
-        seq[i] = s
-    g = sequitur(seq)
+    g = sequitur(markov_chain(5, 500, 4, 60_000))
     data = g.to_bytes(compact=True)
     dropped = struct.unpack_from("<I", data, E._HEAD3.size - 4)[0]
     assert dropped == CM.ALL_MODELS & ~E._FEW_MODELS
