@@ -16,8 +16,10 @@ from wholetrace.match import cftrace
 from wholetrace.match import store as mstore
 from wholetrace.match.source import event_chunks
 from wholetrace.match.symbols import DepthStats, to_symbols
+from wholetrace.wpp.stored import readable
 
-TRACE_MODES = ("blocks", "witness", "branches")
+#: modes whose streams the decoding kernel turns into block events (full: a blocks trace, values apart)
+TRACE_MODES = ("blocks", "witness", "branches", "path", "full")
 
 
 @dataclass
@@ -42,7 +44,8 @@ def compress_file(path: str | Path, *, force: bool = False, chunk_events: int = 
 
     if chunk_events < 1 or segments < 1 or segment_items < 1:
         raise UsageError("--chunk-events, --segments and --segment-items must be at least 1")
-    with Recording(path) as rec:
+    with Recording(path) as stored:
+        rec = readable(stored)         # a --wpp recording without raw streams: read through its grammars
         mode = rec.meta.get("mode")
         if mode not in TRACE_MODES:
             raise UsageError(f"{path}: a {mode!r} recording has no control-flow trace to compress "
