@@ -146,6 +146,21 @@ def _fbe(d: Path, wt: Path) -> dict[int, list]:
                           for e in s["events"] if e[0] in "FBE"] for s in out["streams"]}
 
 
+def _check_symbols(wt: Path) -> None:
+    """The F/B/E symbols compress takes from the decoder's rows equal those of the raw
+    `blocks` events, and the stored grammar expands to them."""
+    from wholetrace.match.source import symbol_chunks
+    from wholetrace.match.symbols import DepthStats, to_symbols
+
+    with Recording(wt) as rec:
+        for s in rec.streams():
+            a, b = DepthStats(), DepthStats()
+            rows = np.concatenate([np.zeros(0, np.int32)] + [x.copy() for x in symbol_chunks(rec, s.sid, a)])
+            raw = np.concatenate([np.zeros(0, np.int32)] + list(to_symbols(rec.iter_chunks(s.sid), b)))
+            assert np.array_equal(rows, raw) and a == b, s.sid
+            assert np.array_equal(load_stream(rec, s.sid).grammar.expand(), raw), s.sid
+
+
 def _without_positions(answer: dict) -> dict:
     return {**answer, "first": (answer["first"] or {}).get("stream"),
             "occurrences": [(o["stream"], o["invocation"]) for o in answer["occurrences"]]}
@@ -157,6 +172,7 @@ def _check_modes(d: Path, script: Path, modes: dict[str, tuple[str, ...]], queri
     trace is the blocks trace event for event; schemes 1-4 for path mode, 2 and 4 for the
     others); returns mode -> same trace."""
     ref = _record(d, script, "blocks", (), include)
+    _check_symbols(ref)
     labels = _labels(ref)
     traces = _fbe(d, ref)
     qs = _queries(ref, np.random.default_rng(len(script.read_text())), queries)

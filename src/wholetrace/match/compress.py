@@ -14,8 +14,8 @@ from pathlib import Path
 from wholetrace.errors import UsageError
 from wholetrace.match import cftrace
 from wholetrace.match import store as mstore
-from wholetrace.match.source import event_chunks
-from wholetrace.match.symbols import DepthStats, to_symbols
+from wholetrace.match.source import symbol_chunks
+from wholetrace.match.symbols import DepthStats
 from wholetrace.wpp.stored import readable
 
 #: modes whose streams the decoding kernel turns into block events (full: a blocks trace, values apart)
@@ -73,10 +73,12 @@ def _build_stream(rec: object, w: object, sid: int, nfun: int, sizes: tuple[int,
                   advance: object) -> StreamBuild:
     stats = DepthStats()
     t0 = time.perf_counter()
-    grammar = cftrace.build(to_symbols(event_chunks(rec, sid), stats), stats, advance)  # type: ignore[arg-type]
+    grammar = cftrace.build(symbol_chunks(rec, sid, stats), stats, advance)  # type: ignore[arg-type]
     t1 = time.perf_counter()
     mstore.clear_stream(w, rec, sid)
+    sink = mstore.ChunkSink(w, sid)
     cs = cftrace.index(sid, grammar, stats, chunk_events=sizes[0], segments=sizes[1], segment_items=sizes[2],
-                       functions=nfun, sink=mstore.chunk_sink(w, sid), advance=advance)  # type: ignore[arg-type]
+                       functions=nfun, sink=sink, advance=advance)  # type: ignore[arg-type]
+    mstore.fit_indexes(cs, sink.stored)
     mstore.write_stream(w, cs)
     return StreamBuild(sid, stats.events, stats.symbols, grammar.num_rules, t1 - t0, time.perf_counter() - t1)
