@@ -7,9 +7,15 @@ the streams finished so far and a valid file.
 
 from __future__ import annotations
 
+import queue
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from wholetrace.errors import UsageError
 from wholetrace.match import cftrace
@@ -63,6 +69,43 @@ def compress_file(path: str | Path, *, force: bool = False, chunk_events: int = 
     return sorted(done, key=lambda b: b.sid)
 
 
+def ahead(arrays: Iterator[np.ndarray], depth: int = 8) -> Iterator[np.ndarray]:
+    """The arrays of ``arrays`` (copied), computed by a second thread up to ``depth`` ahead:
+    decoding (numba kernels without the GIL) runs beside the grammar build on a second core.
+    An error of the producer is raised here; closing the generator stops the producer."""
+    q: queue.Queue[Any] = queue.Queue(depth)
+    stop = threading.Event()
+    end = object()
+
+    def produce() -> None:
+        try:
+            for a in arrays:
+                if stop.is_set():
+                    return
+                q.put(a.copy())
+            q.put(end)
+        except BaseException as e:   # noqa: BLE001 - handed to the consumer
+            q.put(e)
+
+    t = threading.Thread(target=produce, name="wholetrace-compress-decode", daemon=True)
+    t.start()
+    try:
+        while True:
+            item = q.get()
+            if item is end:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        while t.is_alive():           # unblock a producer waiting on a full queue
+            try:
+                q.get_nowait()
+            except queue.Empty:
+                t.join(0.01)
+
+
 def _current(rec: object, sid: int, chunk_events: int, segments: int, segment_items: int) -> bool:
     f = mstore.stream_fields(rec, sid)
     return f is not None and (f["chunk_events"], f["segments_asked"], f["segment_items"]) == (
@@ -73,7 +116,7 @@ def _build_stream(rec: object, w: object, sid: int, nfun: int, sizes: tuple[int,
                   advance: object) -> StreamBuild:
     stats = DepthStats()
     t0 = time.perf_counter()
-    grammar = cftrace.build(symbol_chunks(rec, sid, stats), stats, advance)  # type: ignore[arg-type]
+    grammar = cftrace.build(ahead(symbol_chunks(rec, sid, stats)), stats, advance)  # type: ignore[arg-type]
     t1 = time.perf_counter()
     mstore.clear_stream(w, rec, sid)
     sink = mstore.ChunkSink(w, sid)
