@@ -45,6 +45,13 @@ class DepthStats:
     final: int = 0       # depth at the end (invocations still open)
 
 
+def _update(stats: DepthStats, st: np.ndarray, n: int) -> None:
+    """``stats`` after a kernel call that wrote ``n`` symbols (state ``st``: ``C_*`` slots)."""
+    stats.events = int(st[K.C_SEEN])
+    stats.symbols += int(n)
+    stats.dmin, stats.dmax, stats.final = int(st[K.C_DMIN]), int(st[K.C_DMAX]), int(st[K.C_DEPTH])
+
+
 def to_symbols(chunks: Iterable[np.ndarray], stats: DepthStats) -> Iterator[np.ndarray]:
     """F/B/E symbols (int32) of recorded event chunks; EXC pairs are dropped, ``stats`` filled."""
     st = np.zeros(K.C_SIZE, np.int64)
@@ -54,9 +61,7 @@ def to_symbols(chunks: Iterable[np.ndarray], stats: DepthStats) -> Iterator[np.n
         n = K.to_symbols(ev, out, st)
         if st[K.C_BAD]:
             raise StoreError(f"unknown event code at event {int(st[K.C_BAD]) - 1} of a trace stream")
-        stats.events = int(st[K.C_SEEN])
-        stats.symbols += int(n)
-        stats.dmin, stats.dmax, stats.final = int(st[K.C_DMIN]), int(st[K.C_DMAX]), int(st[K.C_DEPTH])
+        _update(stats, st, n)
         if n:
             yield out[:n]
 
@@ -75,8 +80,6 @@ def rows_symbols(batches: Iterable[Any], stats: DepthStats) -> Iterator[np.ndarr
         n = K.rows_to_symbols(data[R_FID], data[R_DST], data[R_EID], out, st)
         if st[K.C_BAD]:
             raise InternalError(f"decoded row of unknown kind at row {int(st[K.C_BAD]) - 1} of a batch")
-        stats.events = int(st[K.C_SEEN])
-        stats.symbols += int(n)
-        stats.dmin, stats.dmax, stats.final = int(st[K.C_DMIN]), int(st[K.C_DMAX]), int(st[K.C_DEPTH])
+        _update(stats, st, n)
         if n:
             yield out[:n]
