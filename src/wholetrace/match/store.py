@@ -5,7 +5,10 @@ Per stream (key = the stream id; chunks ``"<sid>:<c>"``)::
     match.grammar.off / match.grammar.rhs   the SEQUITUR grammar (int32, rules as -r)
     match.chunk                              scheme-3 chunks of F/B/E symbols (int32)
     match.chunkindex                         uint8: the chunk index, packed (below)
-    match.chunkstack / match.chunkstackoff   function stack at each chunk start (int32)
+    match.chunkstack                         function stack at each chunk start, levels from dmin,
+                                             as function id + 1 (0: unknown) in the narrowest
+                                             unsigned type (the callers of reported occurrences)
+    match.chunkstackoff                      its length per chunk (narrowest unsigned type)
     match.segindex                           uint8: the segment index, packed (the segment
                                              bounds follow from S: equal item counts)
     match.stream                             int64 [STREAM_FIELDS], written last: its presence
@@ -32,13 +35,18 @@ from wholetrace.match.cftrace import CompressedStream, UnitIndex, coarsen, coars
 from wholetrace.match.symbols import DepthStats
 
 #: version of the match.* layout; streams written by another version are rebuilt
-FORMAT = 2
+FORMAT = 3
 #: fields of match.stream
 STREAM_FIELDS = ("format", "events", "symbols", "dmin", "dmax", "final", "chunk_events", "segments",
                  "segments_asked", "segment_items", "rules", "functions", "segment_merge", "chunk_merge")
 
 NAMES = ("match.grammar.off", "match.grammar.rhs", "match.chunkindex", "match.chunkstack",
          "match.chunkstackoff", "match.segindex", "match.stream")
+
+
+def _narrow(top: int) -> type:
+    """The narrowest unsigned dtype holding 0 .. top."""
+    return np.uint8 if top < 1 << 8 else np.uint16 if top < 1 << 16 else np.uint32
 CHUNK = "match.chunk"
 
 
@@ -50,8 +58,10 @@ def write_stream(w: Any, cs: CompressedStream) -> None:
     w.put_array("match.grammar.rhs", g.rhs.astype(np.int32), key=key)
     s = cs.stats
     w.put_array("match.chunkindex", pack_index(cs.chunks, s.dmin, s.dmax), key=key)
-    w.put_array("match.chunkstack", cs.chunk_stack, key=key)
-    w.put_array("match.chunkstackoff", cs.chunk_stack_off.astype(np.int32), key=key)
+    nfun = cs.chunks.bits.shape[0]
+    w.put_array("match.chunkstack", (cs.chunk_stack.astype(np.int64) + 1).astype(_narrow(nfun)), key=key)
+    w.put_array("match.chunkstackoff", np.diff(cs.chunk_stack_off).astype(_narrow(cs.stats.dmax - cs.stats.dmin)),
+                key=key)
     w.put_array("match.segindex", pack_index(cs.segments, s.dmin, s.dmax), key=key)
     w.put_array("match.stream", np.array([FORMAT, s.events, s.symbols, s.dmin, s.dmax, s.final, cs.chunk_events,
                                           len(cs.seg_item) - 1, cs.segments_asked, cs.segment_items, g.num_rules,
@@ -84,8 +94,7 @@ def fit_indexes(cs: CompressedStream, chunk_bytes: int, share: float = INDEX_SHA
 
 
 def _depth_dtype(dmin: int, dmax: int) -> type:
-    span = dmax - dmin
-    return np.uint8 if span < 1 << 8 else np.uint16 if span < 1 << 16 else np.uint32
+    return _narrow(dmax - dmin)
 
 
 def pack_index(u: UnitIndex, dmin: int, dmax: int) -> np.ndarray:
@@ -163,6 +172,11 @@ def load_stream(rec: Any, sid: int) -> CompressedStream:
     _check_grammar(grammar, f["symbols"], f"{rec.path}: grammar of stream {sid}")
     stats = DepthStats(f["events"], f["symbols"], f["dmin"], f["dmax"], f["final"])
     nchunks = -(-f["symbols"] // max(1, f["chunk_events"]))
+    stack_off = np.concatenate(([0], np.cumsum(get("match.chunkstackoff"), dtype=np.int64)))
+    stack = get("match.chunkstack").astype(np.int64) - 1
+    if len(stack_off) != nchunks + 1 or stack_off[-1] != len(stack) or (len(stack) and stack.max() >= f["functions"]):
+        raise StoreError(f"{rec.path}: the caller stacks of stream {sid} are corrupt")
+    stack = stack.astype(np.int32)
     seg_item, seg_pos = segment_bounds(grammar, f["segments_asked"], f["segment_items"])
     if f["segment_merge"] > 1:
         keep = np.append(np.arange(0, len(seg_item) - 1, f["segment_merge"]), len(seg_item) - 1)
@@ -186,7 +200,7 @@ def load_stream(rec: Any, sid: int) -> CompressedStream:
 
     return CompressedStream(
         sid, f["symbols"], grammar, stats, f["chunk_events"], chunks,
-        get("match.chunkstackoff").astype(np.int64), get("match.chunkstack").astype(np.int32),
+        stack_off, stack,
         seg_item, seg_pos, segs, read_chunk, f["segments_asked"], f["segment_items"], f["segment_merge"],
         f["chunk_merge"])
 
