@@ -222,7 +222,7 @@ def test_every_mode_answers_as_blocks_inline(tmp_path, name):
     assert {m for m, ok in same.items() if not ok} - RUN_DEPENDENT == {m for p, m in PLACED_APART if p == name}
 
 
-@pytest.mark.parametrize("name", ["nqueens", "json"])
+@pytest.mark.parametrize("name", ["nqueens", pytest.param("json", marks=pytest.mark.slow)])
 def test_path_recordings_answer_as_blocks_on_corpus(tmp_path, name):
     prog = PROGRAMS[name]
     script = prog.write(tmp_path / name, "small")

@@ -39,6 +39,8 @@ class StreamBuild:
     grammar_s: float
     index_s: float
     skipped: bool = False
+    grammar_cpu: float = 0.0         # CPU seconds of the process (both threads) while decoding and building
+    index_cpu: float = 0.0
 
 
 def compress_file(path: str | Path, *, force: bool = False, chunk_events: int = cftrace.CHUNK_EVENTS,
@@ -115,13 +117,14 @@ def _current(rec: object, sid: int, chunk_events: int, segments: int, segment_it
 def _build_stream(rec: object, w: object, sid: int, nfun: int, sizes: tuple[int, int, int],
                   advance: object) -> StreamBuild:
     stats = DepthStats()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     grammar = cftrace.build(ahead(symbol_chunks(rec, sid, stats)), stats, advance)  # type: ignore[arg-type]
-    t1 = time.perf_counter()
+    t1, c1 = time.perf_counter(), time.process_time()
     mstore.clear_stream(w, rec, sid)
     sink = mstore.ChunkSink(w, sid)
     cs = cftrace.index(sid, grammar, stats, chunk_events=sizes[0], segments=sizes[1], segment_items=sizes[2],
                        functions=nfun, sink=sink, advance=advance)  # type: ignore[arg-type]
     mstore.fit_indexes(cs, sink.stored)
     mstore.write_stream(w, cs)
-    return StreamBuild(sid, stats.events, stats.symbols, grammar.num_rules, t1 - t0, time.perf_counter() - t1)
+    return StreamBuild(sid, stats.events, stats.symbols, grammar.num_rules, t1 - t0, time.perf_counter() - t1,
+                       grammar_cpu=c1 - c0, index_cpu=time.process_time() - c1)
