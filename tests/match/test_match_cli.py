@@ -234,3 +234,31 @@ def test_compress_is_idempotent_and_survives_interruption(tmp_path, monkeypatch)
     with Recording(tmp_path / "b.wt") as rec:
         d = describe(rec)
         assert d["complete"] and all(v["chunk_events"] == 16 for v in d["streams"].values())
+
+
+def test_compress_decodes_ahead_in_order_and_raises_the_decoders_error():
+    import numpy as np
+
+    from wholetrace.errors import StoreError
+    from wholetrace.match.compress import ahead
+
+    buf = np.zeros(3, np.int32)
+
+    def reused(n):                      # one buffer rewritten for each array, as the decoder does
+        for i in range(n):
+            buf[:] = i
+            yield buf
+
+    assert [a.tolist() for a in ahead(reused(40), depth=2)] == [[i] * 3 for i in range(40)]
+
+    def broken():
+        yield np.ones(2, np.int32)
+        raise StoreError("stream 0: invalid event 5")
+
+    got = ahead(broken())
+    assert next(got).tolist() == [1, 1]
+    with pytest.raises(StoreError, match="invalid event 5"):
+        next(got)
+    early = ahead(reused(1000), depth=1)  # closed before the end: the producer stops
+    next(early)
+    early.close()

@@ -13,7 +13,7 @@ import naive_twins as twin
 from naive_match import brute_ends, decode
 from strategies import BLOCKS, FUNCS, bracketing, queries, symbols_of, traces
 from wholetrace.grammar import Grammar
-from wholetrace.match.cftrace import from_symbols
+from wholetrace.match.cftrace import coarsen, coarsen_segments, from_symbols
 from wholetrace.match.engine import SCHEMES, match
 from wholetrace.match.query import Query
 from wholetrace.match.scheme2 import Summaries
@@ -35,7 +35,13 @@ def _stream(data, events):
     kind = data.draw(st.sampled_from(["sequitur", "bracketing", "flat"]), label="grammar")
     ce = data.draw(st.sampled_from([1, 2, 3, 5, len(sym) + 1]), label="chunk_events")
     segs = data.draw(st.integers(1, max(1, len(sym))), label="segments")
-    return from_symbols(sym, chunk_events=ce, segments=segs, grammar=_grammar(kind, sym, data))
+    cs = from_symbols(sym, chunk_events=ce, segments=segs, grammar=_grammar(kind, sym, data))
+    # indexes merged to fit their byte budget (match.store.fit_indexes): units of 2**k chunks
+    # or segments stay exact
+    coarsen_segments(cs, 2 ** data.draw(st.integers(0, 3), label="segment merge"))
+    m = 2 ** data.draw(st.integers(0, 3), label="chunk merge")
+    cs.chunks, cs.chunk_merge = coarsen(cs.chunks, m), m
+    return cs
 
 
 @SETTINGS
@@ -107,7 +113,7 @@ def test_indexes_equal_the_naive_unit_index(data):
     cs = _stream(data, events)
     sym = [int(x) for x in symbols_of(events)]
     nfun = cs.chunks.bits.shape[0]
-    for idx, bounds in ((cs.chunks, list(range(0, len(sym), cs.chunk_events)) + [len(sym)]),
+    for idx, bounds in ((cs.chunks, list(range(0, len(sym), cs.chunk_events * cs.chunk_merge)) + [len(sym)]),
                         (cs.segments, [int(p) for p in cs.seg_pos])):
         want = twin.unit_index(sym, bounds if len(sym) else [0], nfun)
         if not sym and idx is cs.chunks:

@@ -71,3 +71,39 @@ def test_caller_chains_equal_a_stack_walk(events, data):
                 else:
                     lost += 1
         assert [f for f in chain if f >= 0] == stack, (p, chain)
+
+
+def _rows_twin(rows: list[tuple[int, int, int]]) -> list[int]:
+    """F/B/E symbols of decoded rows (fid, dst, eid), from the row kinds of trace.decode.Rows."""
+    out = []
+    for fid, dst, eid in rows:
+        if eid == -2:                    # EID_ENTER
+            out.append(2 * fid + 1)
+        elif eid == -3:                  # EID_LEAVE
+            out.append(0)
+        elif dst >= 2:                   # an edge (eid >= 0) or exception edge (-1) into a block
+            out.append(2 * dst + 2)
+    return out
+
+
+@settings(max_examples=80, deadline=None)
+@given(data=st.data())
+def test_rows_symbols_equal_the_row_kinds(data):
+    """Rows of every kind (edges to EXIT and exceptions leaving included), cut into batches."""
+    from wholetrace.match.symbols import rows_symbols
+    from wholetrace.trace.decode import Rows
+
+    rows = data.draw(st.lists(st.tuples(st.integers(0, 9), st.integers(-1, 9), st.integers(-3, 5)), max_size=60))
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(rows)), max_size=4)))
+    arr = np.zeros((6, len(rows)), np.int64)
+    if rows:
+        arr[[1, 3, 4]] = np.array(rows, np.int64).T
+    stats = DepthStats()
+    got = [s.copy() for s in rows_symbols((Rows(p) for p in np.split(arr, cuts, axis=1)), stats)]
+    want = _rows_twin(rows)
+    assert np.concatenate([np.zeros(0, np.int32)] + got).tolist() == want
+    depth = np.cumsum([1 if s & 1 else -1 if s == 0 else 0 for s in want]) if want else [0]
+    assert (stats.dmin, stats.dmax, stats.final) == (min(0, int(np.min(depth))), max(0, int(np.max(depth))),
+                                                      int(depth[-1]))
+    blocks_events = sum(1 if e != -1 else 2 + (d >= 2) for _, d, e in rows if e < 0 or d >= 2)
+    assert stats.symbols == len(want) and stats.events == blocks_events

@@ -74,6 +74,60 @@ def to_symbols(ev, out, st):  # type: ignore[no-untyped-def]
     return n
 
 
+_EID_EXC = -1
+_EID_ENTER = -2
+_EID_LEAVE = -3
+
+
+@kernel(nrt=False)
+def rows_to_symbols(fid, dst, eid, out, st):  # type: ignore[no-untyped-def]
+    """F/B/E symbols of decoded rows (``kernels.decode``'s columns FID, DST, EID): ENTER ->
+    F(fid), LEAVE -> E, an edge into a block -> B(dst), an exception edge into a handler ->
+    B(handler) (the EXC pair of the `blocks` encoding dropped, as ``to_symbols`` does); state
+    as ``to_symbols``, ``C_SEEN`` counting the `blocks` events the rows stand for.  Returns
+    how many symbols were written to ``out`` (at least as long as the rows)."""
+    n = 0
+    depth = st[C_DEPTH]
+    dmin = st[C_DMIN]
+    dmax = st[C_DMAX]
+    seen = st[C_SEEN]
+    for i in range(eid.shape[0]):
+        e = eid[i]
+        d = dst[i]
+        if e >= 0:
+            if d >= 2:
+                out[n] = 2 * d + 2
+                n += 1
+                seen += 1
+        elif e == _EID_ENTER:
+            out[n] = 2 * fid[i] + 1
+            n += 1
+            seen += 1
+            depth += 1
+            if depth > dmax:
+                dmax = depth
+        elif e == _EID_LEAVE:
+            out[n] = 0
+            n += 1
+            seen += 1
+            depth -= 1
+            if depth < dmin:
+                dmin = depth
+        elif e == _EID_EXC:
+            seen += 2
+            if d >= 2:
+                out[n] = 2 * d + 2
+                n += 1
+                seen += 1
+        elif st[C_BAD] == 0:
+            st[C_BAD] = i + 1
+    st[C_DEPTH] = depth
+    st[C_DMIN] = dmin
+    st[C_DMAX] = dmax
+    st[C_SEEN] = seen
+    return n
+
+
 @kernel(nrt=False, inline=True)
 def _mark(bits, f, unit):  # type: ignore[no-untyped-def]
     if 0 <= f < bits.shape[0]:

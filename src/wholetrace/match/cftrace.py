@@ -78,6 +78,8 @@ class CompressedStream:
     read_chunk: Callable[[int], np.ndarray] = field(repr=False)
     segments_asked: int = SEGMENTS   # the segment count requested (S may have had fewer items) ...
     segment_items: int = SEGMENT_ITEMS   # ... and the least items per segment
+    segment_merge: int = 1           # segments stored: those asked for, merged this many by this many
+    chunk_merge: int = 1             # chunks per unit of the chunk index
 
     @property
     def dmin(self) -> int:
@@ -170,6 +172,31 @@ def index(sid: int, grammar: Grammar, stats: DepthStats, *, chunk_events: int = 
     return CompressedStream(sid, n, grammar, stats, chunk_events, chunks, stack_off,
                             stack_pool[: int(stack_off[-1])].copy(), seg_item, seg_pos, segs,
                             read_chunk or _written_elsewhere, segments, segment_items)
+
+
+def coarsen(u: UnitIndex, m: int) -> UnitIndex:
+    """The index of units made of ``m`` consecutive units of ``u`` (the last may hold fewer):
+    minimum of the minima (each unit's entry is the exit of the one before), exit of the
+    last, union of the bits.  Skipping stays exact: a coarse unit is unmarked only if each
+    of its parts is."""
+    if m <= 1 or u.units == 0:
+        return u
+    k = -(-u.units // m)
+    starts = np.arange(0, u.units, m)
+    bits = np.unpackbits(u.bits, axis=1, bitorder="little")[:, : u.units].astype(bool)
+    merged = np.logical_or.reduceat(bits, starts, axis=1) if bits.shape[0] else np.zeros((0, k), bool)
+    return UnitIndex(np.minimum.reduceat(u.min_depth, starts), u.exit_depth[np.minimum(starts + m, u.units) - 1].copy(),
+                     np.packbits(merged, axis=1, bitorder="little").reshape(u.bits.shape[0], -(-k // 8)))
+
+
+def coarsen_segments(cs: CompressedStream, m: int) -> None:
+    """Merge ``cs``'s segments ``m`` by ``m`` (bounds and index), in place."""
+    if m <= 1:
+        return
+    keep = np.append(np.arange(0, len(cs.seg_item) - 1, m), len(cs.seg_item) - 1)
+    cs.seg_item, cs.seg_pos = cs.seg_item[keep], cs.seg_pos[keep]
+    cs.segments = coarsen(cs.segments, m)
+    cs.segment_merge *= m
 
 
 def _functions(grammar: Grammar) -> int:

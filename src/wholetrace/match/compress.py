@@ -7,17 +7,25 @@ the streams finished so far and a valid file.
 
 from __future__ import annotations
 
+import queue
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from wholetrace.errors import UsageError
 from wholetrace.match import cftrace
 from wholetrace.match import store as mstore
-from wholetrace.match.source import event_chunks
-from wholetrace.match.symbols import DepthStats, to_symbols
+from wholetrace.match.source import symbol_chunks
+from wholetrace.match.symbols import DepthStats
+from wholetrace.wpp.stored import readable
 
-TRACE_MODES = ("blocks", "witness", "branches")
+#: modes whose streams the decoding kernel turns into block events (full: a blocks trace, values apart)
+TRACE_MODES = ("blocks", "witness", "branches", "path", "full")
 
 
 @dataclass
@@ -31,6 +39,8 @@ class StreamBuild:
     grammar_s: float
     index_s: float
     skipped: bool = False
+    grammar_cpu: float = 0.0         # CPU seconds of the process (both threads) while decoding and building
+    index_cpu: float = 0.0
 
 
 def compress_file(path: str | Path, *, force: bool = False, chunk_events: int = cftrace.CHUNK_EVENTS,
@@ -42,7 +52,8 @@ def compress_file(path: str | Path, *, force: bool = False, chunk_events: int = 
 
     if chunk_events < 1 or segments < 1 or segment_items < 1:
         raise UsageError("--chunk-events, --segments and --segment-items must be at least 1")
-    with Recording(path) as rec:
+    with Recording(path) as stored:
+        rec = readable(stored)         # a --wpp recording without raw streams: read through its grammars
         mode = rec.meta.get("mode")
         if mode not in TRACE_MODES:
             raise UsageError(f"{path}: a {mode!r} recording has no control-flow trace to compress "
@@ -60,6 +71,43 @@ def compress_file(path: str | Path, *, force: bool = False, chunk_events: int = 
     return sorted(done, key=lambda b: b.sid)
 
 
+def ahead(arrays: Iterator[np.ndarray], depth: int = 8) -> Iterator[np.ndarray]:
+    """The arrays of ``arrays`` (copied), computed by a second thread up to ``depth`` ahead:
+    decoding (numba kernels without the GIL) runs beside the grammar build on a second core.
+    An error of the producer is raised here; closing the generator stops the producer."""
+    q: queue.Queue[Any] = queue.Queue(depth)
+    stop = threading.Event()
+    end = object()
+
+    def produce() -> None:
+        try:
+            for a in arrays:
+                if stop.is_set():
+                    return
+                q.put(a.copy())
+            q.put(end)
+        except BaseException as e:   # noqa: BLE001 - handed to the consumer
+            q.put(e)
+
+    t = threading.Thread(target=produce, name="wholetrace-compress-decode", daemon=True)
+    t.start()
+    try:
+        while True:
+            item = q.get()
+            if item is end:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        while t.is_alive():           # unblock a producer waiting on a full queue
+            try:
+                q.get_nowait()
+            except queue.Empty:
+                t.join(0.01)
+
+
 def _current(rec: object, sid: int, chunk_events: int, segments: int, segment_items: int) -> bool:
     f = mstore.stream_fields(rec, sid)
     return f is not None and (f["chunk_events"], f["segments_asked"], f["segment_items"]) == (
@@ -69,11 +117,14 @@ def _current(rec: object, sid: int, chunk_events: int, segments: int, segment_it
 def _build_stream(rec: object, w: object, sid: int, nfun: int, sizes: tuple[int, int, int],
                   advance: object) -> StreamBuild:
     stats = DepthStats()
-    t0 = time.perf_counter()
-    grammar = cftrace.build(to_symbols(event_chunks(rec, sid), stats), stats, advance)  # type: ignore[arg-type]
-    t1 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
+    grammar = cftrace.build(ahead(symbol_chunks(rec, sid, stats)), stats, advance)  # type: ignore[arg-type]
+    t1, c1 = time.perf_counter(), time.process_time()
     mstore.clear_stream(w, rec, sid)
+    sink = mstore.ChunkSink(w, sid)
     cs = cftrace.index(sid, grammar, stats, chunk_events=sizes[0], segments=sizes[1], segment_items=sizes[2],
-                       functions=nfun, sink=mstore.chunk_sink(w, sid), advance=advance)  # type: ignore[arg-type]
+                       functions=nfun, sink=sink, advance=advance)  # type: ignore[arg-type]
+    mstore.fit_indexes(cs, sink.stored)
     mstore.write_stream(w, cs)
-    return StreamBuild(sid, stats.events, stats.symbols, grammar.num_rules, t1 - t0, time.perf_counter() - t1)
+    return StreamBuild(sid, stats.events, stats.symbols, grammar.num_rules, t1 - t0, time.perf_counter() - t1,
+                       grammar_cpu=c1 - c0, index_cpu=time.process_time() - c1)

@@ -1,5 +1,6 @@
 """Scheme 3 (path-matching paper, section 4.3, Fig. 7): the symbol stream in zstd chunks; a
-chunk the index does not mark for the function is skipped, the others are decompressed and
+chunk the index does not mark for the function is skipped (an index unit may cover
+``chunk_merge`` consecutive chunks), the others are decompressed and
 scanned by the scheme-1 automaton.
 
 Skip (corrected, shared/specs/matching.md 3.3): a chunk is marked iff it holds a block whose
@@ -25,12 +26,15 @@ def run(cs: CompressedStream, q: Query, stop_first: bool, cap: int) -> StreamRes
     ends = np.empty(cap, np.int64)
     idx = cs.chunks
     base = 1 - cs.dmin
-    for c in np.flatnonzero(idx.marked(q.fid)).tolist() if idx.units else []:
-        skip_to(stk, st, idx, c, base)
-        if st[K.S_STATUS] != K.ST_OK:
-            break
-        K.scan(cs.read_chunk(c), c * cs.chunk_events, stk, st, q.delta, q.col, q.fid, q.m, ends, stop_first)
-        st[K.S_POS] = c + 1          # next unit to reach
+    m = cs.chunk_merge
+    nchunks = -(-cs.n // cs.chunk_events)
+    for u in np.flatnonzero(idx.marked(q.fid)).tolist() if idx.units else []:
+        skip_to(stk, st, idx, u, base)
+        for c in range(u * m, min(u * m + m, nchunks)):
+            if st[K.S_STATUS] != K.ST_OK:
+                break
+            K.scan(cs.read_chunk(c), c * cs.chunk_events, stk, st, q.delta, q.col, q.fid, q.m, ends, stop_first)
+        st[K.S_POS] = u + 1          # next unit to reach
         if st[K.S_STATUS] != K.ST_OK:
             break
     return finish(cs.sid, st, ends, 3)

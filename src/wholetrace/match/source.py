@@ -7,9 +7,12 @@ from typing import Any
 
 import numpy as np
 
+from wholetrace.match.symbols import DepthStats, rows_symbols
 
-def event_chunks(rec: Any, sid: int) -> Iterator[np.ndarray]:
-    """Stream ``sid``'s block-trace events (regenerated for witness/branches recordings)."""
+
+def symbol_chunks(rec: Any, sid: int, stats: DepthStats) -> Iterator[np.ndarray]:
+    """Stream ``sid``'s F/B/E symbols straight from the decoding kernel's rows (any trace
+    mode); each array is valid until the next is requested."""
     from wholetrace.trace.session import Trace
 
-    return Trace(rec).blocks(sid)
+    return rows_symbols(Trace(rec).rows(sid, copy=False), stats)

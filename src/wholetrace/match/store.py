@@ -4,14 +4,21 @@ Per stream (key = the stream id; chunks ``"<sid>:<c>"``)::
 
     match.grammar.off / match.grammar.rhs   the SEQUITUR grammar (int32, rules as -r)
     match.chunk                              scheme-3 chunks of F/B/E symbols (int32)
-    match.chunks                             int32 [chunks, 2]: minimum and exit depth
-    match.chunkbits                          uint8 [functions, ceil(chunks/8)]
-    match.chunkstack / match.chunkstackoff   function stack at each chunk start (int32)
-    match.segments                           int32 [segments, 2]: minimum and exit depth (the
-                                             segment bounds follow from S: equal item counts)
-    match.segbits                            uint8 [functions, ceil(segments/8)]
+    match.chunkindex                         uint8: the chunk index, packed (below)
+    match.chunkstack                         function stack at each chunk start, levels from dmin,
+                                             as function id + 1 (0: unknown) in the narrowest
+                                             unsigned type (the callers of reported occurrences)
+    match.chunkstackoff                      its length per chunk (narrowest unsigned type)
+    match.segindex                           uint8: the segment index, packed (the segment
+                                             bounds follow from S: equal item counts)
     match.stream                             int64 [STREAM_FIELDS], written last: its presence
                                              says the stream's trace is complete
+
+A packed index of U units is one byte string: the minimum and exit depth of each unit less
+``dmin`` (U values each, in the narrowest unsigned type that holds ``dmax - dmin``), a bit per
+function saying whether any unit marks it, then the unit bits (ceil(U/8) bytes) of those
+functions only.  One array instead of four and no rows for functions that never run keep
+the indexes near 1% of the compressed trace (the zstd frame of each array costs bytes too).
 
 Every array is zstd-compressed by the store.  A stream is written in one transaction.
 """
@@ -24,48 +31,112 @@ import numpy as np
 
 from wholetrace.errors import StoreError, UsageError
 from wholetrace.grammar import Grammar
-from wholetrace.match.cftrace import CompressedStream, UnitIndex, segment_bounds
+from wholetrace.match.cftrace import CompressedStream, UnitIndex, coarsen, coarsen_segments, segment_bounds
 from wholetrace.match.symbols import DepthStats
 
 #: version of the match.* layout; streams written by another version are rebuilt
-FORMAT = 1
+FORMAT = 3
 #: fields of match.stream
 STREAM_FIELDS = ("format", "events", "symbols", "dmin", "dmax", "final", "chunk_events", "segments",
-                 "segments_asked", "segment_items", "rules")
+                 "segments_asked", "segment_items", "rules", "functions", "segment_merge", "chunk_merge")
 
-NAMES = ("match.grammar.off", "match.grammar.rhs", "match.chunks", "match.chunkbits", "match.chunkstack",
-         "match.chunkstackoff", "match.segments", "match.segbits", "match.stream")
+NAMES = ("match.grammar.off", "match.grammar.rhs", "match.chunkindex", "match.chunkstack",
+         "match.chunkstackoff", "match.segindex", "match.stream")
+
+
+def _narrow(top: int) -> type:
+    """The narrowest unsigned dtype holding 0 .. top."""
+    return np.uint8 if top < 1 << 8 else np.uint16 if top < 1 << 16 else np.uint32
 CHUNK = "match.chunk"
 
 
 def write_stream(w: Any, cs: CompressedStream) -> None:
-    """Store ``cs`` (its chunks were already written through :func:`chunk_sink`); commits."""
+    """Store ``cs`` (its chunks were already written through :class:`ChunkSink`); commits."""
     key = str(cs.sid)
     g = cs.grammar
     w.put_array("match.grammar.off", g.off.astype(np.int32), key=key)
     w.put_array("match.grammar.rhs", g.rhs.astype(np.int32), key=key)
-    w.put_array("match.chunks", _depths(cs.chunks), key=key)
-    w.put_array("match.chunkbits", cs.chunks.bits, key=key)
-    w.put_array("match.chunkstack", cs.chunk_stack, key=key)
-    w.put_array("match.chunkstackoff", cs.chunk_stack_off.astype(np.int32), key=key)
-    w.put_array("match.segments", _depths(cs.segments), key=key)
-    w.put_array("match.segbits", cs.segments.bits, key=key)
     s = cs.stats
+    w.put_array("match.chunkindex", pack_index(cs.chunks, s.dmin, s.dmax), key=key)
+    nfun = cs.chunks.bits.shape[0]
+    w.put_array("match.chunkstack", (cs.chunk_stack.astype(np.int64) + 1).astype(_narrow(nfun)), key=key)
+    w.put_array("match.chunkstackoff", np.diff(cs.chunk_stack_off).astype(_narrow(cs.stats.dmax - cs.stats.dmin)),
+                key=key)
+    w.put_array("match.segindex", pack_index(cs.segments, s.dmin, s.dmax), key=key)
     w.put_array("match.stream", np.array([FORMAT, s.events, s.symbols, s.dmin, s.dmax, s.final, cs.chunk_events,
-                                          len(cs.seg_item) - 1, cs.segments_asked, cs.segment_items, g.num_rules],
-                                         np.int64), key=key)
+                                          len(cs.seg_item) - 1, cs.segments_asked, cs.segment_items, g.num_rules,
+                                          cs.chunks.bits.shape[0], cs.segment_merge, cs.chunk_merge], np.int64),
+                key=key)
     w.commit()
 
 
-def _depths(u: UnitIndex) -> np.ndarray:
-    return np.stack([u.min_depth, u.exit_depth], 1).astype(np.int32)
+#: an index may take at most this share of what it indexes (stored bytes) ...
+INDEX_SHARE = 0.01
 
 
-def chunk_sink(w: Any, sid: int) -> Any:
-    """A ``sink(c, symbols)`` for :func:`cftrace.index` writing chunk ``c`` of stream ``sid``."""
-    def sink(c: int, sym: np.ndarray) -> None:
-        w.put_array(CHUNK, sym, key=f"{sid}:{c}")
-    return sink
+def fit_indexes(cs: CompressedStream, chunk_bytes: int, share: float = INDEX_SHARE) -> None:
+    """Merge ``cs``'s index units pairwise until the stored segment index takes at most
+    ``share`` of the stored grammar and the chunk index at most ``share`` of the stored chunks
+    (``chunk_bytes``): a small compressed trace is scanned whole quickly, its index is not
+    worth more than 1% of it."""
+    from wholetrace.store.schema import compress
+
+    def stored(u: UnitIndex) -> int:
+        return len(compress(pack_index(u, cs.stats.dmin, cs.stats.dmax).tobytes()))
+
+    g = cs.grammar
+    budget = share * (len(compress(g.off.astype(np.int32).tobytes())) + len(compress(g.rhs.astype(np.int32).tobytes())))
+    while cs.segments.units > 1 and stored(cs.segments) > budget:
+        coarsen_segments(cs, 2)
+    while cs.chunks.units > 1 and stored(cs.chunks) > share * chunk_bytes:
+        cs.chunks = coarsen(cs.chunks, 2)
+        cs.chunk_merge *= 2
+
+
+def _depth_dtype(dmin: int, dmax: int) -> type:
+    return _narrow(dmax - dmin)
+
+
+def pack_index(u: UnitIndex, dmin: int, dmax: int) -> np.ndarray:
+    """``u`` as the packed byte string of the module doc."""
+    dt = _depth_dtype(dmin, dmax)
+    depths = np.concatenate([u.min_depth - dmin, u.exit_depth - dmin]).astype(dt)
+    used = u.bits.any(axis=1)
+    return np.concatenate([depths.view(np.uint8), np.packbits(used, bitorder="little"),
+                           u.bits[used].reshape(-1)]).astype(np.uint8, copy=False)
+
+
+def unpack_index(a: np.ndarray, units: int, functions: int, dmin: int, dmax: int) -> UnitIndex:
+    """The inverse of :func:`pack_index`; StoreError if ``a`` does not have its shape."""
+    dt = _depth_dtype(dmin, dmax)
+    nd = 2 * units * np.dtype(dt).itemsize
+    nu = -(-functions // 8)
+    row = -(-units // 8)
+    if a.dtype != np.uint8 or a.ndim != 1 or len(a) < nd + nu:
+        raise StoreError("a unit index is corrupt")
+    depths = a[:nd].view(dt).astype(np.int64) + dmin
+    used = np.unpackbits(a[nd:nd + nu], bitorder="little")[:functions].astype(bool)
+    if len(a) != nd + nu + int(used.sum()) * row or (len(depths) and int(depths.max()) > dmax):
+        raise StoreError("a unit index is corrupt")
+    bits = np.zeros((functions, row), np.uint8)
+    if row:
+        bits[used] = a[nd + nu:].reshape(-1, row)
+    return UnitIndex(depths[:units].copy(), depths[units:].copy(), bits)
+
+
+class ChunkSink:
+    """A ``sink(c, symbols)`` for :func:`cftrace.index` writing chunk ``c`` of stream ``sid``;
+    ``stored`` sums the bytes written."""
+
+    def __init__(self, w: Any, sid: int) -> None:
+        self.w, self.sid, self.stored = w, sid, 0
+
+    def __call__(self, c: int, sym: np.ndarray) -> None:
+        from wholetrace.store.schema import compress
+
+        blob = compress(np.ascontiguousarray(sym).tobytes())
+        self.stored += len(blob)
+        self.w.put_array(CHUNK, sym, key=f"{self.sid}:{c}")
 
 
 def clear_stream(w: Any, rec: Any, sid: int) -> None:
@@ -100,12 +171,25 @@ def load_stream(rec: Any, sid: int) -> CompressedStream:
     grammar = Grammar(get("match.grammar.off"), get("match.grammar.rhs"))
     _check_grammar(grammar, f["symbols"], f"{rec.path}: grammar of stream {sid}")
     stats = DepthStats(f["events"], f["symbols"], f["dmin"], f["dmax"], f["final"])
-    chunks = get("match.chunks").astype(np.int64)
-    segs = get("match.segments").astype(np.int64)
     nchunks = -(-f["symbols"] // max(1, f["chunk_events"]))
+    stack_off = np.concatenate(([0], np.cumsum(get("match.chunkstackoff"), dtype=np.int64)))
+    stack = get("match.chunkstack").astype(np.int64) - 1
+    if len(stack_off) != nchunks + 1 or stack_off[-1] != len(stack) or (len(stack) and stack.max() >= f["functions"]):
+        raise StoreError(f"{rec.path}: the caller stacks of stream {sid} are corrupt")
+    stack = stack.astype(np.int32)
     seg_item, seg_pos = segment_bounds(grammar, f["segments_asked"], f["segment_items"])
-    if chunks.shape != (nchunks, 2) or segs.shape != (f["segments"], 2) or len(seg_item) != f["segments"] + 1:
+    if f["segment_merge"] > 1:
+        keep = np.append(np.arange(0, len(seg_item) - 1, f["segment_merge"]), len(seg_item) - 1)
+        seg_item, seg_pos = seg_item[keep], seg_pos[keep]
+    if len(seg_item) != f["segments"] + 1 or not 0 <= f["functions"] < 1 << 31 or min(
+            f["segment_merge"], f["chunk_merge"]) < 1:
         raise StoreError(f"{rec.path}: the indexes of stream {sid} are corrupt")
+    try:
+        chunks = unpack_index(get("match.chunkindex"), -(-nchunks // f["chunk_merge"]), f["functions"], f["dmin"],
+                              f["dmax"])
+        segs = unpack_index(get("match.segindex"), f["segments"], f["functions"], f["dmin"], f["dmax"])
+    except StoreError as e:
+        raise StoreError(f"{rec.path}: stream {sid}: {e}") from None
 
     def read_chunk(c: int) -> np.ndarray:
         a = rec.get_array(CHUNK, f"{sid}:{c}")
@@ -115,17 +199,10 @@ def load_stream(rec: Any, sid: int) -> CompressedStream:
         return a.astype(np.int32, copy=False)
 
     return CompressedStream(
-        sid, f["symbols"], grammar, stats, f["chunk_events"],
-        UnitIndex(chunks[:, 0].copy(), chunks[:, 1].copy(), _bits(get("match.chunkbits"), nchunks)),
-        get("match.chunkstackoff").astype(np.int64), get("match.chunkstack").astype(np.int32),
-        seg_item, seg_pos, UnitIndex(segs[:, 0].copy(), segs[:, 1].copy(), _bits(get("match.segbits"), f["segments"])),
-        read_chunk, f["segments_asked"], f["segment_items"])
-
-
-def _bits(a: np.ndarray, units: int) -> np.ndarray:
-    if a.dtype != np.uint8 or a.ndim != 2 or a.shape[1] != -(-units // 8):
-        raise StoreError("a function bit index is corrupt")
-    return a
+        sid, f["symbols"], grammar, stats, f["chunk_events"], chunks,
+        stack_off, stack,
+        seg_item, seg_pos, segs, read_chunk, f["segments_asked"], f["segment_items"], f["segment_merge"],
+        f["chunk_merge"])
 
 
 def _check_grammar(g: Grammar, symbols: int, what: str) -> None:
@@ -151,11 +228,11 @@ def describe(rec: Any) -> dict[str, Any] | None:
         return None
     streams = {str(s.sid): stream_fields(rec, s.sid) for s in rec.streams()}
     grammar = sizes.get("match.grammar.off", 0) + sizes.get("match.grammar.rhs", 0)
-    chunk_index = sizes.get("match.chunks", 0) + sizes.get("match.chunkbits", 0)
+    chunk_index = sizes.get("match.chunkindex", 0)
     stacks = sizes.get("match.chunkstack", 0) + sizes.get("match.chunkstackoff", 0)
     return {
         "complete": all(v is not None for v in streams.values()),
         "streams": streams,
         "bytes": {"grammar": grammar, "chunks": sizes.get(CHUNK, 0), "chunk_index": chunk_index, "chunk_stacks": stacks,
-                  "segment_index": sizes.get("match.segments", 0) + sizes.get("match.segbits", 0)},
+                  "segment_index": sizes.get("match.segindex", 0)},
     }

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
 
-from wholetrace.errors import StoreError
+from wholetrace.errors import InternalError, StoreError
 from wholetrace.kernels import automaton_index as K
 
 #: the symbol of LEAVE (the universal exit marker of the paper)
@@ -45,6 +45,13 @@ class DepthStats:
     final: int = 0       # depth at the end (invocations still open)
 
 
+def _update(stats: DepthStats, st: np.ndarray, n: int) -> None:
+    """``stats`` after a kernel call that wrote ``n`` symbols (state ``st``: ``C_*`` slots)."""
+    stats.events = int(st[K.C_SEEN])
+    stats.symbols += int(n)
+    stats.dmin, stats.dmax, stats.final = int(st[K.C_DMIN]), int(st[K.C_DMAX]), int(st[K.C_DEPTH])
+
+
 def to_symbols(chunks: Iterable[np.ndarray], stats: DepthStats) -> Iterator[np.ndarray]:
     """F/B/E symbols (int32) of recorded event chunks; EXC pairs are dropped, ``stats`` filled."""
     st = np.zeros(K.C_SIZE, np.int64)
@@ -54,8 +61,25 @@ def to_symbols(chunks: Iterable[np.ndarray], stats: DepthStats) -> Iterator[np.n
         n = K.to_symbols(ev, out, st)
         if st[K.C_BAD]:
             raise StoreError(f"unknown event code at event {int(st[K.C_BAD]) - 1} of a trace stream")
-        stats.events = int(st[K.C_SEEN])
-        stats.symbols += int(n)
-        stats.dmin, stats.dmax, stats.final = int(st[K.C_DMIN]), int(st[K.C_DMAX]), int(st[K.C_DEPTH])
+        _update(stats, st, n)
+        if n:
+            yield out[:n]
+
+
+def rows_symbols(batches: Iterable[Any], stats: DepthStats) -> Iterator[np.ndarray]:
+    """F/B/E symbols (int32) of decoded row batches (``trace.decode.Rows``: the kernel's
+    decoding of any trace mode), ``stats`` filled; each array is valid until the next."""
+    from wholetrace.kernels.decode import R_DST, R_EID, R_FID
+
+    st = np.zeros(K.C_SIZE, np.int64)
+    out = np.empty(0, np.int32)
+    for rows in batches:
+        data = rows.data
+        if data.shape[1] > len(out):
+            out = np.empty(max(data.shape[1], 2 * len(out)), np.int32)
+        n = K.rows_to_symbols(data[R_FID], data[R_DST], data[R_EID], out, st)
+        if st[K.C_BAD]:
+            raise InternalError(f"decoded row of unknown kind at row {int(st[K.C_BAD]) - 1} of a batch")
+        _update(stats, st, n)
         if n:
             yield out[:n]

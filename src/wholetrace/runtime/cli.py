@@ -91,8 +91,9 @@ def run_record(argv: Sequence[str]) -> int:
     from wholetrace.store import RecordingWriter
 
     args, target = parse_target(record_parser(), argv, "record")
-    if args.cf_grammar and args.mode not in ("blocks", "witness", "branches"):
-        raise UsageError(f"--cf-grammar needs a trace mode (blocks, witness, branches), not {args.mode!r}")
+    from wholetrace.match.compress import TRACE_MODES as CF_MODES
+    if args.cf_grammar and args.mode not in CF_MODES:
+        raise UsageError(f"--cf-grammar needs a trace mode ({', '.join(CF_MODES)}), not {args.mode!r}")
     stem = Path(args.script).stem if args.script else args.module.split(".")[-1]
     out = Path(args.output or f"{stem}.wt")
     weights = None
@@ -101,8 +102,6 @@ def run_record(argv: Sequence[str]) -> int:
         weights = edge_weights(args.weights)
     from wholetrace.wpp.cli import record_writer
     writer = record_writer(RecordingWriter(out), args)
-    if args.cf_grammar and not getattr(writer, "keep_raw", True):
-        raise UsageError("--cf-grammar reads the raw stream: with --wpp add --keep-raw")
     children = None if args.no_children or not getattr(writer, "keep_raw", True) else out
     pid = os.getpid()
     outcome = record(target, writer, mode=args.mode, include=args.include, weights=weights,
