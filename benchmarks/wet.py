@@ -2,8 +2,9 @@
 Python and ``--mode blocks`` in one run, executed statements, value records, bytes per statement.
 
 For every program of the registry (``tests/corpus.py``, size ``bench``) this times the whole
-process, wall clock, of ``plain``, ``blocks`` and ``full`` interleaved round by round (medians
-over ``--runs`` rounds; slowdown = median / median plain).  From the last ``full`` recording:
+process, wall clock, of ``plain``, ``blocks`` and ``full`` interleaved round by round (the minimum
+over ``--runs`` rounds: the machine is shared, and the fastest round is the one least disturbed;
+slowdown = min / min plain).  From the last ``full`` recording:
 executed statements (from the blocks trace), value records, raw bytes per executed statement
 (int32 events + the uncompressed capture log: 25 bytes a record, distinct contents, object
 table) and stored bytes per statement (zstd chunks of both).  Then the WET is built from
@@ -16,7 +17,6 @@ the last print().
 from __future__ import annotations
 
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -58,8 +58,13 @@ def full_stats(path: Path) -> dict[str, float]:
         sizes = rec.sizes()
         raw, stored = log_bytes(rec)
         records = int(rec.meta.get("wet_records", 0))
+        parts: dict[str, float] = {}
+        for name, _key, n in rec.array_sizes("wet."):
+            part = "wet.content" if name.startswith("wet.content.") else name
+            parts[part] = parts.get(part, 0) + n
     return {"stmts": stmts, "records": records, "raw": sizes["events_raw"] + raw,
-            "stored": sizes["events_stored"] + stored, "log_stored": stored}
+            "stored": sizes["events_stored"] + stored, "log_stored": stored, "events_stored": sizes["events_stored"],
+            **{f"part:{k}": v for k, v in parts.items()}}
 
 
 def jit_seconds() -> float:
@@ -150,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def render(names: list[str], times: dict[str, dict[str, list[float]]], stats: dict[str, dict[str, float]],
            mismatched: list[str], runs: int, size: str, version: str, load: list[float], jit: tuple[float, float]) -> str:
-    med = {n: {t: statistics.median(v) for t, v in tt.items()} for n, tt in times.items()}
+    med = {n: {t: min(v) for t, v in tt.items()} for n, tt in times.items()}
     rows = []
     vs_plain, vs_blocks = {}, {}
     for n in names:
@@ -167,9 +172,11 @@ def render(names: list[str], times: dict[str, dict[str, list[float]]], stats: di
     headers = ["program", "plain s", "blocks ×", "full ×", "full / blocks", "executed statements",
                "value records", "records / stmt", "raw B/stmt", "stored B/stmt", "WET instances",
                "decode s", "of it kernel s", "deps s", "slice of last output s", "slice instances"]
-    tot = {k: sum(s[k] for s in stats.values()) for k in ("stmts", "records", "raw", "stored")}
+    tot = {k: sum(s[k] for s in stats.values()) for k in ("stmts", "records", "raw", "stored", "events_stored")}
+    parts = sorted({k for s in stats.values() for k in s if k.startswith("part:")})
+    part_tot = {k[5:]: sum(s.get(k, 0) for s in stats.values()) for k in parts}
     lines = [
-        f"Measured {machine()}, size `{size}`, medians of {runs} round(s), source {version}; "
+        f"Measured {machine()}, size `{size}`, minimum of {runs} round(s) after a warm-up, source {version}; "
         f"load average {load[0]:.1f} before, {load[-1]:.1f} after (taken under load: other jobs shared the machine).",
         "",
         table(headers, rows),
@@ -178,7 +185,11 @@ def render(names: list[str], times: dict[str, dict[str, list[float]]], stats: di
         f"- `full` against `blocks`: geometric mean {geomean(vs_blocks.values()):.2f}×",
         f"- over all programs: {tot['records'] / tot['stmts']:.2f} value records per executed statement, "
         f"raw {tot['raw'] / tot['stmts']:.2f} B/statement, stored {tot['stored'] / tot['stmts']:.3f} B/statement "
-        f"(target ≤ 4 B before the tier-2 codecs)",
+        f"(target ≤ 4 B before the tier-2 codecs); per program geometric mean "
+        f"{geomean(s['stored'] / max(s['stmts'], 1) for s in stats.values()):.3f} B/statement",
+        "- stored bytes per executed statement by part, over all programs: control flow (events) "
+        f"{tot['events_stored'] / tot['stmts']:.3f}, "
+        + ", ".join(f"`{k}` {v / tot['stmts']:.3f}" for k, v in part_tot.items()),
     ]
     lines.append(f"- WET kernels (decode, last writer, closure): JIT compile {jit[0]:.1f} s in a fresh process "
                  f"with an empty numba cache, cache load {jit[1]:.2f} s; neither is in the columns. "
