@@ -107,11 +107,14 @@ def closure(indptr: np.ndarray, targets: np.ndarray, start: np.ndarray, forward:
     its execution that matters: backward, a *ceiling* (only what happened before it: a
     dependence ``d`` is followed only if ``d < ceiling``); forward, a *floor* (a dependent
     ``u`` is followed only if ``u > floor``, except the call that uses a return value, whose
-    part after the return is then reached).  A node is visited again when its bound widens.
+    part after the return is then reached).  Forward, a node is visited again when its bound
+    widens; backward, nodes are expanded in decreasing ceiling order (``_closure_back``), once.
 
     Nodes from ``n_real`` on are merge nodes (numbered after every instance, not by time):
     they are passed through, as if each use they stand for depended on each def they merge
     directly (a merge node takes the bound the real node before it gives)."""
+    if not forward:
+        return _closure_back(indptr, targets, start, n_real)
     n = indptr.shape[0] - 1
     big = np.int64(1) << 62
     bound = np.full(n, -2 if not forward else big, np.int64)
@@ -174,4 +177,87 @@ def closure(indptr: np.ndarray, targets: np.ndarray, start: np.ndarray, forward:
             top += 1
     if forward:
         return bound < big
+    return bound > -2
+
+
+@kernel
+def _closure_back(indptr: np.ndarray, targets: np.ndarray, start: np.ndarray, n_real: int) -> np.ndarray:
+    """The backward case of :func:`closure`, expanding each node once.
+
+    A node passes on a ceiling no higher than its own (``min(c, v)`` or ``c``), so the final
+    ceiling of a node is the widest bottleneck over the paths that reach it.  Expanding nodes
+    from a max-heap of ceilings (Dijkstra's order for bottleneck paths) finds it the first
+    time a node is popped: what is popped later is no higher, and cannot widen it.  The
+    depth-first order of the forward case re-expanded a node each time its ceiling widened,
+    quadratic on long recordings."""
+    n = indptr.shape[0] - 1
+    big = np.int64(1) << 62
+    bound = np.full(n, -2, np.int64)
+    done = np.zeros(n, np.bool_)
+    cap = 2 * start.shape[0] + 1024
+    h_key = np.empty(cap, np.int64)
+    h_node = np.empty(cap, np.int64)
+    size = 0
+    for s in start:
+        if 0 <= s < n and bound[s] < big:
+            bound[s] = big
+            h_key[size] = big
+            h_node[size] = s
+            size += 1
+    while size > 0:
+        c = h_key[0]
+        v = h_node[0]
+        size -= 1
+        if size > 0:                               # last entry to the root, sift down
+            k = h_key[size]
+            x = h_node[size]
+            i = 0
+            while True:
+                j = 2 * i + 1
+                if j >= size:
+                    break
+                if j + 1 < size and h_key[j + 1] > h_key[j]:
+                    j += 1
+                if h_key[j] <= k:
+                    break
+                h_key[i] = h_key[j]
+                h_node[i] = h_node[j]
+                i = j
+            h_key[i] = k
+            h_node[i] = x
+        if done[v] or c != bound[v]:
+            continue                               # stale entry
+        done[v] = True
+        for e in range(indptr[v], indptr[v + 1]):
+            t = targets[e]
+            if t < 0 or t >= n or done[t]:
+                continue
+            if t >= n_real:                        # into a merge node: the ceiling of the use
+                nb = c if v >= n_real else min(c, v)
+            else:
+                if t >= c:
+                    continue
+                nb = min(c, v) if t < v else c
+            if nb <= bound[t]:
+                continue
+            bound[t] = nb
+            if size == cap:
+                cap *= 2
+                a = np.empty(cap, np.int64)
+                a[:size] = h_key[:size]
+                h_key = a
+                b = np.empty(cap, np.int64)
+                b[:size] = h_node[:size]
+                h_node = b
+            i = size                               # sift up
+            size += 1
+            while i > 0:
+                p = (i - 1) // 2
+                if h_key[p] >= nb:
+                    break
+                h_key[i] = h_key[p]
+                h_node[i] = h_node[p]
+                i = p
+            h_key[i] = nb
+            h_node[i] = t
     return bound > -2

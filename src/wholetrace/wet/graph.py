@@ -84,8 +84,8 @@ class WET:
             src, dst = dst, src
         order = np.argsort(src, kind="stable")
         indptr = np.zeros(n + 1, np.int64)
-        np.add.at(indptr, src + 1, 1)
-        self._csr[forward] = (np.cumsum(indptr), dst[order].astype(np.int64))
+        indptr[1:] = np.cumsum(np.bincount(src, minlength=n)[:n])
+        self._csr[forward] = (indptr, dst[order].astype(np.int64))
         return self._csr[forward]
 
     def slice(self, start: np.ndarray, forward: bool = False) -> np.ndarray:
