@@ -186,47 +186,38 @@ def _closure_back(indptr: np.ndarray, targets: np.ndarray, start: np.ndarray, n_
 
     A node passes on a ceiling no higher than its own (``min(c, v)`` or ``c``), so the final
     ceiling of a node is the widest bottleneck over the paths that reach it.  Expanding nodes
-    from a max-heap of ceilings (Dijkstra's order for bottleneck paths) finds it the first
-    time a node is popped: what is popped later is no higher, and cannot widen it.  The
-    depth-first order of the forward case re-expanded a node each time its ceiling widened,
-    quadratic on long recordings."""
+    in decreasing ceiling order (Dijkstra's order for bottleneck paths) finds it the first
+    time a node is taken: what is taken later is no higher and cannot widen it.  Ceilings are
+    node ids (or "none", kept as key ``n``), so the order is a bucket queue scanned from ``n``
+    down: O(nodes + edges).  The depth-first order of the forward case re-expanded a node
+    each time its ceiling widened, quadratic on long recordings."""
     n = indptr.shape[0] - 1
     big = np.int64(1) << 62
     bound = np.full(n, -2, np.int64)
     done = np.zeros(n, np.bool_)
+    head = np.full(n + 1, -1, np.int64)           # bucket (ceiling, n = none) -> its last entry
     cap = 2 * start.shape[0] + 1024
-    h_key = np.empty(cap, np.int64)
-    h_node = np.empty(cap, np.int64)
-    size = 0
+    e_node = np.empty(cap, np.int64)
+    e_next = np.empty(cap, np.int64)
+    cnt = 0
     for s in start:
         if 0 <= s < n and bound[s] < big:
             bound[s] = big
-            h_key[size] = big
-            h_node[size] = s
-            size += 1
-    while size > 0:
-        c = h_key[0]
-        v = h_node[0]
-        size -= 1
-        if size > 0:                               # last entry to the root, sift down
-            k = h_key[size]
-            x = h_node[size]
-            i = 0
-            while True:
-                j = 2 * i + 1
-                if j >= size:
-                    break
-                if j + 1 < size and h_key[j + 1] > h_key[j]:
-                    j += 1
-                if h_key[j] <= k:
-                    break
-                h_key[i] = h_key[j]
-                h_node[i] = h_node[j]
-                i = j
-            h_key[i] = k
-            h_node[i] = x
-        if done[v] or c != bound[v]:
-            continue                               # stale entry
+            e_node[cnt] = s
+            e_next[cnt] = head[n]
+            head[n] = cnt
+            cnt += 1
+    cur = n
+    while cur >= 0:
+        p = head[cur]
+        if p < 0:
+            cur -= 1
+            continue
+        head[cur] = e_next[p]
+        v = e_node[p]
+        c = big if cur == n else np.int64(cur)
+        if done[v] or bound[v] != c:
+            continue                               # stale entry: v was raised or taken since
         done[v] = True
         for e in range(indptr[v], indptr[v + 1]):
             t = targets[e]
@@ -241,23 +232,43 @@ def _closure_back(indptr: np.ndarray, targets: np.ndarray, start: np.ndarray, n_
             if nb <= bound[t]:
                 continue
             bound[t] = nb
-            if size == cap:
+            if cnt == cap:
                 cap *= 2
                 a = np.empty(cap, np.int64)
-                a[:size] = h_key[:size]
-                h_key = a
+                a[:cnt] = e_node[:cnt]
+                e_node = a
                 b = np.empty(cap, np.int64)
-                b[:size] = h_node[:size]
-                h_node = b
-            i = size                               # sift up
-            size += 1
-            while i > 0:
-                p = (i - 1) // 2
-                if h_key[p] >= nb:
-                    break
-                h_key[i] = h_key[p]
-                h_node[i] = h_node[p]
-                i = p
-            h_key[i] = nb
-            h_node[i] = t
+                b[:cnt] = e_next[:cnt]
+                e_next = b
+            key = n if nb == big else nb
+            e_node[cnt] = t
+            e_next[cnt] = head[key]
+            head[key] = cnt
+            cnt += 1
     return bound > -2
+
+
+@kernel
+def csr(srcs: tuple, dsts: tuple, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(indptr, targets) of the edges ``srcs[p][k] -> dsts[p][k]`` (parts p in order) over nodes
+    ``[0, n)``, each node's targets in edge order: a counting sort, no concatenation of the
+    parts.  Edges whose source is outside ``[0, n)`` are dropped."""
+    indptr = np.zeros(n + 1, np.int64)
+    for src in srcs:
+        for k in range(src.shape[0]):
+            s = src[k]
+            if 0 <= s < n:
+                indptr[s + 1] += 1
+    for v in range(n):
+        indptr[v + 1] += indptr[v]
+    fill = indptr[:n].copy()
+    targets = np.empty(indptr[n], np.int64)
+    for p in range(len(srcs)):
+        src = srcs[p]
+        dst = dsts[p]
+        for k in range(src.shape[0]):
+            s = src[k]
+            if 0 <= s < n:
+                targets[fill[s]] = dst[k]
+                fill[s] += 1
+    return indptr, targets
