@@ -85,16 +85,36 @@ def test_object_table_round_trip(rows: list[tuple[int, int]]) -> None:
     assert got.dtype == np.int64 and np.array_equal(got, table)
 
 
-def test_the_recorder_marks_its_layout() -> None:
-    from wholetrace.runtime.values import ValueLog
+def test_the_flusher_stores_layout_2() -> None:
+    """``ValueLog.split`` marks the layout and stores arrays that unpack to its own tokens."""
+    from array import array
+
+    from wholetrace.runtime.values import VAL, ValueLog
     from wholetrace.runtime.wetlayout import LAYOUT
 
-    class Meta:
-        meta: dict[str, object] = {}
+    class Writer:
+        def __init__(self) -> None:
+            self.meta: dict[str, object] = {}
+            self.arrays: dict[str, np.ndarray] = {}
 
         def set_meta(self, **items: object) -> None:
             self.meta.update(items)
 
-    w = Meta()
-    ValueLog(w, lambda: None)  # type: ignore[arg-type,return-value]
+        def put_array(self, name: str, data: np.ndarray, *, key: str = "") -> None:
+            assert key == "0.0"
+            self.arrays[name.removeprefix("wet.")] = np.asarray(data).copy()
+
+    w = Writer()
+    log = ValueLog(w, lambda: None)  # type: ignore[arg-type,return-value]
+    log.lists[0] = recs = [3, 1.5, ~4, 17, 3, 1.5, 5, "s", 6, None]
+    log.seq[0] = log.cf_done[0] = 0
+    slot, tag, val = log._tokens(list(recs))
+    events = array("i", [7, VAL, VAL, 8, VAL, 9, VAL, VAL])
+    assert list(log.split(0, events)) == [7, 8, 9]
     assert w.meta["wet_layout"] == LAYOUT
+    got = unpack_chunk(w.arrays)
+    assert got["pos"].tolist() == [1, 1, 2, 3, 3]
+    assert got["slot"].tolist() == slot.tolist() == [3, 4, 3, 5, 6]
+    assert np.array_equal(got["tag"], tag) and np.array_equal(got["val"], val)
+    assert got["val"][0] == got["val"][2]          # the repeated 1.5: a back-reference
+    assert unplanes(w.arrays["ref"]).tolist()[2] == 2

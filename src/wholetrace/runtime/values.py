@@ -68,7 +68,7 @@ class ValueLog:
         self.records = 0
         self.raw_bytes = 0
         self.lock = threading.Lock()
-        writer.set_meta(wet_layout=2)                  # runtime.wetlayout.LAYOUT (numpy is imported later)
+        self.layout_marked = False
 
     # -- streams
     def on_new(self, sid: int, append: Callable[[int], None]) -> None:
@@ -190,7 +190,7 @@ class ValueLog:
         log chunk, and return the events alone."""
         import numpy as np
 
-        from wholetrace.runtime.wetlayout import pack_chunk
+        from wholetrace.runtime.wetlayout import LAYOUT, pack_chunk
 
         ev = np.frombuffer(chunk, dtype=np.int32)
         marks = np.flatnonzero(ev == VAL)
@@ -209,6 +209,9 @@ class ValueLog:
         seq = self.seq[sid]
         self.seq[sid] = seq + 1
         key = f"{sid}.{seq}"
+        if not self.layout_marked:                     # before the first chunk: readers need it
+            self.writer.set_meta(wet_layout=LAYOUT)
+            self.layout_marked = True
         for name, data in pack_chunk(pos.astype(np.int64), slot, tag, val).items():
             self.writer.put_array(f"wet.{name}", data, key=key)
         self.records += k
