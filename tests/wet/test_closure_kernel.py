@@ -41,6 +41,35 @@ def naive_back(indptr: list[int], targets: list[int], start: list[int], n_real: 
     return [b > -2 for b in bound]
 
 
+def naive_fwd(indptr: list[int], targets: list[int], start: list[int], n_real: int) -> list[bool]:
+    """The forward closure by its definition: lower floors until nothing changes."""
+    n = len(indptr) - 1
+    bound = [BIG] * n
+    work = []
+    for s in start:
+        if 0 <= s < n:
+            bound[s] = -1
+            work.append(s)
+    while work:
+        v = work.pop()
+        c = bound[v]
+        for t in targets[indptr[v]:indptr[v + 1]]:
+            if not 0 <= t < n:
+                continue
+            if t >= n_real:
+                nb = c if v >= n_real else max(c, v)
+            elif v >= n_real or t > v:
+                if t <= c:
+                    continue
+                nb = c if v >= n_real else max(c, v)
+            else:
+                nb = v
+            if nb < bound[t]:
+                bound[t] = nb
+                work.append(t)
+    return [b < BIG for b in bound]
+
+
 @st.composite
 def graphs(draw: st.DrawFn) -> tuple[int, int, list[int], list[int], list[int]]:
     n_real = draw(st.integers(1, 25))
@@ -59,6 +88,16 @@ def test_backward_closure_equals_the_fixpoint(g: tuple[int, int, list[int], list
     indptr, targets = csr((np.array(src, np.int64),), (np.array(dst, np.int64),), n)
     got = closure(indptr, targets, np.array(start, np.int64), False, n_real)
     assert got.tolist() == naive_back(indptr.tolist(), targets.tolist(), start, n_real)
+
+
+@settings(max_examples=300, deadline=None)
+@given(graphs())
+def test_forward_closure_equals_the_fixpoint(g: tuple[int, int, list[int], list[int], list[int]]) -> None:
+    n, n_real, src, dst, start = g
+    indptr, targets = csr((np.array(dst, np.int64),), (np.array(src, np.int64),), n + 2)
+    indptr, targets = indptr[:n + 1], targets[:indptr[n]]
+    got = closure(indptr, targets, np.array(start, np.int64), True, n_real)
+    assert got.tolist() == naive_fwd(indptr.tolist(), targets.tolist(), start, n_real)
 
 
 @settings(max_examples=200, deadline=None)

@@ -117,17 +117,16 @@ def closure(indptr: np.ndarray, targets: np.ndarray, start: np.ndarray, forward:
         return _closure_back(indptr, targets, start, n_real)
     n = indptr.shape[0] - 1
     big = np.int64(1) << 62
-    bound = np.full(n, -2 if not forward else big, np.int64)
+    bound = np.full(n, big, np.int64)
     cap = 2 * (n + start.shape[0]) + 16
     st_node = np.empty(cap, np.int64)
     st_bound = np.empty(cap, np.int64)
     top = 0
     for s in start:
         if 0 <= s < n:
-            b0 = big if not forward else np.int64(-1)
-            bound[s] = b0
+            bound[s] = -1
             st_node[top] = s
-            st_bound[top] = b0
+            st_bound[top] = -1
             top += 1
     while top > 0:
         top -= 1
@@ -139,45 +138,35 @@ def closure(indptr: np.ndarray, targets: np.ndarray, start: np.ndarray, forward:
             t = targets[e]
             if t < 0 or t >= n:
                 continue
-            if not forward:
-                if t >= n_real:           # into a merge node: the ceiling of the use
-                    nb = c if v >= n_real else min(c, v)
-                else:
-                    if t >= c:
-                        continue
-                    nb = min(c, v) if t < v else c
-                if nb <= bound[t]:
+            if t >= n_real:               # into a merge node: the floor of the def
+                nb = c if v >= n_real else max(c, v)
+            elif v >= n_real:             # out of a merge node: a later use
+                if t <= c:
                     continue
+                nb = c
+            elif t > v:
+                if t <= c:
+                    continue
+                nb = max(c, v)
             else:
-                if t >= n_real:           # into a merge node: the floor of the def
-                    nb = c if v >= n_real else max(c, v)
-                elif v >= n_real:         # out of a merge node: a later use
-                    if t <= c:
-                        continue
-                    nb = c
-                elif t > v:
-                    if t <= c:
-                        continue
-                    nb = max(c, v)
-                else:
-                    nb = v
-                if nb >= bound[t]:
-                    continue
+                nb = v
+            if nb >= bound[t]:
+                continue
             bound[t] = nb
             if top == cap:
-                cap *= 2
-                a = np.empty(cap, np.int64)
-                a[:top] = st_node[:top]
-                st_node = a
-                b = np.empty(cap, np.int64)
-                b[:top] = st_bound[:top]
-                st_bound = b
+                st_node, st_bound, cap = _doubled(st_node, top), _doubled(st_bound, top), 2 * cap
             st_node[top] = t
             st_bound[top] = nb
             top += 1
-    if forward:
-        return bound < big
-    return bound > -2
+    return bound < big
+
+
+@kernel
+def _doubled(a: np.ndarray, n: int) -> np.ndarray:
+    """A copy of ``a`` twice as long, its first ``n`` items kept (a growing stack)."""
+    b = np.empty(2 * a.shape[0], np.int64)
+    b[:n] = a[:n]
+    return b
 
 
 @kernel
@@ -233,13 +222,7 @@ def _closure_back(indptr: np.ndarray, targets: np.ndarray, start: np.ndarray, n_
                 continue
             bound[t] = nb
             if cnt == cap:
-                cap *= 2
-                a = np.empty(cap, np.int64)
-                a[:cnt] = e_node[:cnt]
-                e_node = a
-                b = np.empty(cap, np.int64)
-                b[:cnt] = e_next[:cnt]
-                e_next = b
+                e_node, e_next, cap = _doubled(e_node, cnt), _doubled(e_next, cnt), 2 * cap
             key = n if nb == big else nb
             e_node[cnt] = t
             e_next[cnt] = head[key]
