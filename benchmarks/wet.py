@@ -34,7 +34,7 @@ import numpy as np  # noqa: E402
 
 from wholetrace.errors import WholetraceError  # noqa: E402
 from wholetrace.kernels.wetdecode import decode_streams  # noqa: E402
-from wholetrace.kernels.wetdeps import closure, data_deps  # noqa: E402
+from wholetrace.kernels.wetdeps import closure, csr, data_deps  # noqa: E402
 from wholetrace.wet.graph import build, save  # noqa: E402
 from wholetrace.wet.queries import last_output, open_session, slice_  # noqa: E402
 
@@ -74,6 +74,7 @@ def jit_seconds() -> float:
     data_deps(one, one, one, one - 1, one - 1, 1, 1)
     closure(np.zeros(2, np.int64), one, one, False, 1)
     closure(np.zeros(2, np.int64), one, one, True, 1)
+    csr((one, one, one), (one, one, one), 2)
     z1, z2 = np.zeros(0, np.int64), np.zeros((0, 1), np.int64)
     decode_streams(z1, one, z1, z1, z1, z1, one, z1, np.zeros((1, 8), np.int64), np.zeros((0, 5), np.int64), z1,
                    z1, np.zeros((0, 12), np.int64), np.zeros((0, 3), np.int64), np.zeros((0, 9), np.int64),
@@ -98,13 +99,15 @@ def wet_stats(path: Path) -> dict[str, float]:
         t_build = time.perf_counter() - t0
     save(path, w)
     s = open_session(str(path))
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     try:
         _label, inst = last_output(s)
         n = slice_(s, [inst], False)["instances"]
     except WholetraceError:
         n = 0
-    return {"build_s": t_build, "decode_s": w.meta["decode_s"], "kernel_s": w.meta["decode_kernel_s"],
+    slice_cpu = time.process_time() - c0
+    return {"slice_cpu": slice_cpu, "build_s": t_build, "decode_s": w.meta["decode_s"],
+            "kernel_s": w.meta["decode_kernel_s"],
             "deps_s": w.meta["deps_s"],
             "slice_s": time.perf_counter() - t0, "slice_n": n, "inst": w.n_inst, "pairs": int(w.d_use.size)}
 
@@ -167,11 +170,11 @@ def render(names: list[str], times: dict[str, dict[str, list[float]]], stats: di
                      f"{vs_blocks[n]:.2f}×", f"{s['stmts']:,}", f"{s['records']:,}",
                      f"{s['records'] / st:.2f}", f"{s['raw'] / st:.2f}", f"{s['stored'] / st:.3f}",
                      f"{s['inst']:,}", f"{s['decode_s']:.2f}", f"{s['kernel_s']:.2f}", f"{s['deps_s']:.3f}",
-                     f"{s['slice_s']:.3f}",
+                     f"{s['slice_s']:.3f} ({s['slice_cpu']:.3f})",
                      f"{s['slice_n']:,}"])
     headers = ["program", "plain s", "blocks ×", "full ×", "full / blocks", "executed statements",
                "value records", "records / stmt", "raw B/stmt", "stored B/stmt", "WET instances",
-               "decode s", "of it kernel s", "deps s", "slice of last output s", "slice instances"]
+               "decode s", "of it kernel s", "deps s", "slice of last output s (CPU s)", "slice instances"]
     tot = {k: sum(s[k] for s in stats.values()) for k in ("stmts", "records", "raw", "stored", "events_stored")}
     parts = sorted({k for s in stats.values() for k in s if k.startswith("part:")})
     part_tot = {k[5:]: sum(s.get(k, 0) for s in stats.values()) for k in parts}
