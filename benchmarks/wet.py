@@ -2,8 +2,9 @@
 Python and ``--mode blocks`` in one run, executed statements, value records, bytes per statement.
 
 For every program of the registry (``tests/corpus.py``, size ``bench``) this times the whole
-process, wall clock, of ``plain``, ``blocks`` and ``full`` interleaved round by round (medians
-over ``--runs`` rounds; slowdown = median / median plain).  From the last ``full`` recording:
+process, wall clock, of ``plain``, ``blocks`` and ``full`` interleaved round by round (the minimum
+over ``--runs`` rounds: the machine is shared, and the fastest round is the one least disturbed;
+slowdown = min / min plain).  From the last ``full`` recording:
 executed statements (from the blocks trace), value records, raw bytes per executed statement
 (int32 events + the uncompressed capture log: 25 bytes a record, distinct contents, object
 table) and stored bytes per statement (zstd chunks of both).  Then the WET is built from
@@ -16,7 +17,6 @@ the last print().
 from __future__ import annotations
 
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -34,7 +34,7 @@ import numpy as np  # noqa: E402
 
 from wholetrace.errors import WholetraceError  # noqa: E402
 from wholetrace.kernels.wetdecode import decode_streams  # noqa: E402
-from wholetrace.kernels.wetdeps import closure, data_deps  # noqa: E402
+from wholetrace.kernels.wetdeps import closure, csr, data_deps  # noqa: E402
 from wholetrace.wet.graph import build, save  # noqa: E402
 from wholetrace.wet.queries import last_output, open_session, slice_  # noqa: E402
 
@@ -58,8 +58,13 @@ def full_stats(path: Path) -> dict[str, float]:
         sizes = rec.sizes()
         raw, stored = log_bytes(rec)
         records = int(rec.meta.get("wet_records", 0))
+        parts: dict[str, float] = {}
+        for name, _key, n in rec.array_sizes("wet."):
+            part = "wet.content" if name.startswith("wet.content.") else name
+            parts[part] = parts.get(part, 0) + n
     return {"stmts": stmts, "records": records, "raw": sizes["events_raw"] + raw,
-            "stored": sizes["events_stored"] + stored, "log_stored": stored}
+            "stored": sizes["events_stored"] + stored, "log_stored": stored, "events_stored": sizes["events_stored"],
+            **{f"part:{k}": v for k, v in parts.items()}}
 
 
 def jit_seconds() -> float:
@@ -69,6 +74,7 @@ def jit_seconds() -> float:
     data_deps(one, one, one, one - 1, one - 1, 1, 1)
     closure(np.zeros(2, np.int64), one, one, False, 1)
     closure(np.zeros(2, np.int64), one, one, True, 1)
+    csr((one, one, one), (one, one, one), 2)
     z1, z2 = np.zeros(0, np.int64), np.zeros((0, 1), np.int64)
     decode_streams(z1, one, z1, z1, z1, z1, one, z1, np.zeros((1, 8), np.int64), np.zeros((0, 5), np.int64), z1,
                    z1, np.zeros((0, 12), np.int64), np.zeros((0, 3), np.int64), np.zeros((0, 9), np.int64),
@@ -93,13 +99,15 @@ def wet_stats(path: Path) -> dict[str, float]:
         t_build = time.perf_counter() - t0
     save(path, w)
     s = open_session(str(path))
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     try:
         _label, inst = last_output(s)
         n = slice_(s, [inst], False)["instances"]
     except WholetraceError:
         n = 0
-    return {"build_s": t_build, "decode_s": w.meta["decode_s"], "kernel_s": w.meta["decode_kernel_s"],
+    slice_cpu = time.process_time() - c0
+    return {"slice_cpu": slice_cpu, "build_s": t_build, "decode_s": w.meta["decode_s"],
+            "kernel_s": w.meta["decode_kernel_s"],
             "deps_s": w.meta["deps_s"],
             "slice_s": time.perf_counter() - t0, "slice_n": n, "inst": w.n_inst, "pairs": int(w.d_use.size)}
 
@@ -150,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def render(names: list[str], times: dict[str, dict[str, list[float]]], stats: dict[str, dict[str, float]],
            mismatched: list[str], runs: int, size: str, version: str, load: list[float], jit: tuple[float, float]) -> str:
-    med = {n: {t: statistics.median(v) for t, v in tt.items()} for n, tt in times.items()}
+    med = {n: {t: min(v) for t, v in tt.items()} for n, tt in times.items()}
     rows = []
     vs_plain, vs_blocks = {}, {}
     for n in names:
@@ -162,14 +170,16 @@ def render(names: list[str], times: dict[str, dict[str, list[float]]], stats: di
                      f"{vs_blocks[n]:.2f}×", f"{s['stmts']:,}", f"{s['records']:,}",
                      f"{s['records'] / st:.2f}", f"{s['raw'] / st:.2f}", f"{s['stored'] / st:.3f}",
                      f"{s['inst']:,}", f"{s['decode_s']:.2f}", f"{s['kernel_s']:.2f}", f"{s['deps_s']:.3f}",
-                     f"{s['slice_s']:.3f}",
+                     f"{s['slice_s']:.3f} ({s['slice_cpu']:.3f})",
                      f"{s['slice_n']:,}"])
     headers = ["program", "plain s", "blocks ×", "full ×", "full / blocks", "executed statements",
                "value records", "records / stmt", "raw B/stmt", "stored B/stmt", "WET instances",
-               "decode s", "of it kernel s", "deps s", "slice of last output s", "slice instances"]
-    tot = {k: sum(s[k] for s in stats.values()) for k in ("stmts", "records", "raw", "stored")}
+               "decode s", "of it kernel s", "deps s", "slice of last output s (CPU s)", "slice instances"]
+    tot = {k: sum(s[k] for s in stats.values()) for k in ("stmts", "records", "raw", "stored", "events_stored")}
+    parts = sorted({k for s in stats.values() for k in s if k.startswith("part:")})
+    part_tot = {k[5:]: sum(s.get(k, 0) for s in stats.values()) for k in parts}
     lines = [
-        f"Measured {machine()}, size `{size}`, medians of {runs} round(s), source {version}; "
+        f"Measured {machine()}, size `{size}`, minimum of {runs} round(s) after a warm-up, source {version}; "
         f"load average {load[0]:.1f} before, {load[-1]:.1f} after (taken under load: other jobs shared the machine).",
         "",
         table(headers, rows),
@@ -178,7 +188,11 @@ def render(names: list[str], times: dict[str, dict[str, list[float]]], stats: di
         f"- `full` against `blocks`: geometric mean {geomean(vs_blocks.values()):.2f}×",
         f"- over all programs: {tot['records'] / tot['stmts']:.2f} value records per executed statement, "
         f"raw {tot['raw'] / tot['stmts']:.2f} B/statement, stored {tot['stored'] / tot['stmts']:.3f} B/statement "
-        f"(target ≤ 4 B before the tier-2 codecs)",
+        f"(target ≤ 4 B before the tier-2 codecs); per program geometric mean "
+        f"{geomean(s['stored'] / max(s['stmts'], 1) for s in stats.values()):.3f} B/statement",
+        "- stored bytes per executed statement by part, over all programs: control flow (events) "
+        f"{tot['events_stored'] / tot['stmts']:.3f}, "
+        + ", ".join(f"`{k}` {v / tot['stmts']:.3f}" for k, v in part_tot.items()),
     ]
     lines.append(f"- WET kernels (decode, last writer, closure): JIT compile {jit[0]:.1f} s in a fresh process "
                  f"with an empty numba cache, cache load {jit[1]:.2f} s; neither is in the columns. "

@@ -107,24 +107,26 @@ def closure(indptr: np.ndarray, targets: np.ndarray, start: np.ndarray, forward:
     its execution that matters: backward, a *ceiling* (only what happened before it: a
     dependence ``d`` is followed only if ``d < ceiling``); forward, a *floor* (a dependent
     ``u`` is followed only if ``u > floor``, except the call that uses a return value, whose
-    part after the return is then reached).  A node is visited again when its bound widens.
+    part after the return is then reached).  Forward, a node is visited again when its bound
+    widens; backward, nodes are expanded in decreasing ceiling order (``_closure_back``), once.
 
     Nodes from ``n_real`` on are merge nodes (numbered after every instance, not by time):
     they are passed through, as if each use they stand for depended on each def they merge
     directly (a merge node takes the bound the real node before it gives)."""
+    if not forward:
+        return _closure_back(indptr, targets, start, n_real)
     n = indptr.shape[0] - 1
     big = np.int64(1) << 62
-    bound = np.full(n, -2 if not forward else big, np.int64)
+    bound = np.full(n, big, np.int64)
     cap = 2 * (n + start.shape[0]) + 16
     st_node = np.empty(cap, np.int64)
     st_bound = np.empty(cap, np.int64)
     top = 0
     for s in start:
         if 0 <= s < n:
-            b0 = big if not forward else np.int64(-1)
-            bound[s] = b0
+            bound[s] = -1
             st_node[top] = s
-            st_bound[top] = b0
+            st_bound[top] = -1
             top += 1
     while top > 0:
         top -= 1
@@ -136,42 +138,120 @@ def closure(indptr: np.ndarray, targets: np.ndarray, start: np.ndarray, forward:
             t = targets[e]
             if t < 0 or t >= n:
                 continue
-            if not forward:
-                if t >= n_real:           # into a merge node: the ceiling of the use
-                    nb = c if v >= n_real else min(c, v)
-                else:
-                    if t >= c:
-                        continue
-                    nb = min(c, v) if t < v else c
-                if nb <= bound[t]:
+            if t >= n_real:               # into a merge node: the floor of the def
+                nb = c if v >= n_real else max(c, v)
+            elif v >= n_real:             # out of a merge node: a later use
+                if t <= c:
                     continue
+                nb = c
+            elif t > v:
+                if t <= c:
+                    continue
+                nb = max(c, v)
             else:
-                if t >= n_real:           # into a merge node: the floor of the def
-                    nb = c if v >= n_real else max(c, v)
-                elif v >= n_real:         # out of a merge node: a later use
-                    if t <= c:
-                        continue
-                    nb = c
-                elif t > v:
-                    if t <= c:
-                        continue
-                    nb = max(c, v)
-                else:
-                    nb = v
-                if nb >= bound[t]:
-                    continue
+                nb = v
+            if nb >= bound[t]:
+                continue
             bound[t] = nb
             if top == cap:
-                cap *= 2
-                a = np.empty(cap, np.int64)
-                a[:top] = st_node[:top]
-                st_node = a
-                b = np.empty(cap, np.int64)
-                b[:top] = st_bound[:top]
-                st_bound = b
+                st_node, st_bound, cap = _doubled(st_node, top), _doubled(st_bound, top), 2 * cap
             st_node[top] = t
             st_bound[top] = nb
             top += 1
-    if forward:
-        return bound < big
+    return bound < big
+
+
+@kernel
+def _doubled(a: np.ndarray, n: int) -> np.ndarray:
+    """A copy of ``a`` twice as long, its first ``n`` items kept (a growing stack)."""
+    b = np.empty(2 * a.shape[0], np.int64)
+    b[:n] = a[:n]
+    return b
+
+
+@kernel
+def _closure_back(indptr: np.ndarray, targets: np.ndarray, start: np.ndarray, n_real: int) -> np.ndarray:
+    """The backward case of :func:`closure`, expanding each node once.
+
+    A node passes on a ceiling no higher than its own (``min(c, v)`` or ``c``), so the final
+    ceiling of a node is the widest bottleneck over the paths that reach it.  Expanding nodes
+    in decreasing ceiling order (Dijkstra's order for bottleneck paths) finds it the first
+    time a node is taken: what is taken later is no higher and cannot widen it.  Ceilings are
+    node ids (or "none", kept as key ``n``), so the order is a bucket queue scanned from ``n``
+    down: O(nodes + edges).  The depth-first order of the forward case re-expanded a node
+    each time its ceiling widened, quadratic on long recordings."""
+    n = indptr.shape[0] - 1
+    big = np.int64(1) << 62
+    bound = np.full(n, -2, np.int64)
+    done = np.zeros(n, np.bool_)
+    head = np.full(n + 1, -1, np.int64)           # bucket (ceiling, n = none) -> its last entry
+    cap = 2 * start.shape[0] + 1024
+    e_node = np.empty(cap, np.int64)
+    e_next = np.empty(cap, np.int64)
+    cnt = 0
+    for s in start:
+        if 0 <= s < n and bound[s] < big:
+            bound[s] = big
+            e_node[cnt] = s
+            e_next[cnt] = head[n]
+            head[n] = cnt
+            cnt += 1
+    cur = n
+    while cur >= 0:
+        p = head[cur]
+        if p < 0:
+            cur -= 1
+            continue
+        head[cur] = e_next[p]
+        v = e_node[p]
+        c = big if cur == n else np.int64(cur)
+        if done[v] or bound[v] != c:
+            continue                               # stale entry: v was raised or taken since
+        done[v] = True
+        for e in range(indptr[v], indptr[v + 1]):
+            t = targets[e]
+            if t < 0 or t >= n or done[t]:
+                continue
+            if t >= n_real:                        # into a merge node: the ceiling of the use
+                nb = c if v >= n_real else min(c, v)
+            else:
+                if t >= c:
+                    continue
+                nb = min(c, v) if t < v else c
+            if nb <= bound[t]:
+                continue
+            bound[t] = nb
+            if cnt == cap:
+                e_node, e_next, cap = _doubled(e_node, cnt), _doubled(e_next, cnt), 2 * cap
+            key = n if nb == big else nb
+            e_node[cnt] = t
+            e_next[cnt] = head[key]
+            head[key] = cnt
+            cnt += 1
     return bound > -2
+
+
+@kernel
+def csr(srcs: tuple, dsts: tuple, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(indptr, targets) of the edges ``srcs[p][k] -> dsts[p][k]`` (parts p in order) over nodes
+    ``[0, n)``, each node's targets in edge order: a counting sort, no concatenation of the
+    parts.  Edges whose source is outside ``[0, n)`` are dropped."""
+    indptr = np.zeros(n + 1, np.int64)
+    for src in srcs:
+        for k in range(src.shape[0]):
+            s = src[k]
+            if 0 <= s < n:
+                indptr[s + 1] += 1
+    for v in range(n):
+        indptr[v + 1] += indptr[v]
+    fill = indptr[:n].copy()
+    targets = np.empty(indptr[n], np.int64)
+    for p in range(len(srcs)):
+        src = srcs[p]
+        dst = dsts[p]
+        for k in range(src.shape[0]):
+            s = src[k]
+            if 0 <= s < n:
+                targets[fill[s]] = dst[k]
+                fill[s] += 1
+    return indptr, targets

@@ -68,6 +68,7 @@ class ValueLog:
         self.records = 0
         self.raw_bytes = 0
         self.lock = threading.Lock()
+        self.layout_marked = False
 
     # -- streams
     def on_new(self, sid: int, append: Callable[[int], None]) -> None:
@@ -189,6 +190,8 @@ class ValueLog:
         log chunk, and return the events alone."""
         import numpy as np
 
+        from wholetrace.runtime.wetlayout import LAYOUT, pack_chunk
+
         ev = np.frombuffer(chunk, dtype=np.int32)
         marks = np.flatnonzero(ev == VAL)
         k = len(marks)
@@ -206,10 +209,11 @@ class ValueLog:
         seq = self.seq[sid]
         self.seq[sid] = seq + 1
         key = f"{sid}.{seq}"
-        self.writer.put_array("wet.pos", pos.astype(np.int64), key=key)
-        self.writer.put_array("wet.slot", slot, key=key)
-        self.writer.put_array("wet.tag", tag, key=key)
-        self.writer.put_array("wet.val", val, key=key)
+        if not self.layout_marked:                     # before the first chunk: readers need it
+            self.writer.set_meta(wet_layout=LAYOUT)
+            self.layout_marked = True
+        for name, data in pack_chunk(pos.astype(np.int64), slot, tag, val).items():
+            self.writer.put_array(f"wet.{name}", data, key=key)
         self.records += k
         self.raw_bytes += 8 * k + slot.nbytes + tag.nbytes + val.nbytes
         return array("i", cf.tobytes())
@@ -220,27 +224,27 @@ class ValueLog:
         import numpy as np
 
         n = len(recs) // 2
-        codes = np.array(recs[0::2], np.int64)
+        codes = np.fromiter(recs[0::2], np.int64, n)
+        items = recs[1::2]
         xs = np.empty(n, object)
-        xs[:] = recs[1::2]
+        xs[:] = items
         obj = codes < 0
         slot = np.where(obj, ~codes, codes)
-        tc = np.fromiter(map(_TYPE_TAG.get, map(type, xs), itertools.repeat(COMPLEX)), np.uint8, n)
+        tc = np.fromiter(map(_TYPE_TAG.get, map(type, items), itertools.repeat(COMPLEX)), np.uint8, n)
         tc[obj] = OBJ
         val = np.zeros(n, np.int64)
-        for t, dtype in ((INT, np.int64), (OBJ, np.int64), (BOOL, np.int64), (FLOAT, np.float64)):
-            sel = np.flatnonzero(tc == t)
-            if sel.size == 0:
-                continue
-            try:
-                val[sel] = xs[sel].astype(dtype).view(np.int64)
-            except OverflowError:                      # some int needs more than 64 bits
-                for j in sel.tolist():
-                    x = xs[j]
-                    if -_I64 <= x < _I64:
-                        val[j] = x
-                    else:
-                        tc[j] = BIGINT
+        sel = np.flatnonzero((tc == INT) | (tc == OBJ) | (tc == BOOL))   # serials are ints too
+        try:
+            val[sel] = np.fromiter(xs[sel], np.int64, sel.size)
+        except OverflowError:                          # some int needs more than 64 bits
+            for j in sel.tolist():
+                x = xs[j]
+                if -_I64 <= x < _I64:
+                    val[j] = x
+                else:
+                    tc[j] = BIGINT
+        sel = np.flatnonzero(tc == FLOAT)
+        val[sel] = np.fromiter(xs[sel], np.float64, sel.size).view(np.int64)
         contents = self.contents
         for j in np.flatnonzero((tc >= STR) & (tc <= COMPLEX)).tolist():
             x, tg = xs[j], int(tc[j])
@@ -276,6 +280,8 @@ class ValueLog:
         """Store the distinct contents, the object table and the log's totals."""
         import numpy as np
 
+        from wholetrace.runtime.wetlayout import pack_objects
+
         self._objects()
         items = sorted(self.contents.items())
         hashes = np.array([h for h, _ in items], np.int64)
@@ -286,7 +292,7 @@ class ValueLog:
         self.writer.put_array("wet.content.tag", tags)
         self.writer.put_array("wet.content.size", sizes)
         self.writer.put_array("wet.content.data", data)
-        self.writer.put_array("wet.objects", self.objects, shape=(len(self.objects) // 2, 2))
+        self.writer.put_array("wet.objects", pack_objects(np.frombuffer(self.objects, np.int64).reshape(-1, 2)))
         self.writer.set_meta(wet_types=self.type_names, wet_records=self.records,
                              wet_raw_bytes=self.raw_bytes + hashes.nbytes + tags.nbytes + sizes.nbytes
                              + data.nbytes + 8 * len(self.objects))

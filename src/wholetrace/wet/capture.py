@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from wholetrace.errors import UsageError
+from wholetrace.errors import StoreError, UsageError
+from wholetrace.runtime.wetlayout import LAYOUT, unpack_chunk, unpack_objects
 from wholetrace.runtime.values import BIGINT, BOOL, BYTES, COMPLEX, FLOAT, INT, NONE, OBJ, STR, content_hash
 
 
@@ -85,13 +86,23 @@ def load(rec: Any) -> CaptureLog:
             slots[base + j] = SlotInfo(fn.fid, *row)
         facts[fn.fid] = wet["stmts"]
     streams: dict[int, StreamLog] = {}
+    layout = rec.meta.get("wet_layout", 1)
+    stored = ("pos", "slot", "tag", "ref", "val") if layout == LAYOUT else ("pos", "slot", "tag", "val")
     for st in rec.streams():
         parts: dict[str, list[np.ndarray]] = {"pos": [], "slot": [], "tag": [], "val": []}
         seq = 0
         while True:
-            got = {k: rec.get_array(f"wet.{k}", f"{st.sid}.{seq}") for k in parts}
+            got = {k: rec.get_array(f"wet.{k}", f"{st.sid}.{seq}") for k in stored}
             if got["pos"] is None:
                 break
+            if layout == LAYOUT:
+                if any(v is None for v in got.values()):
+                    raise StoreError(f"{rec.path}: damaged full-mode recording (value log chunk {st.sid}.{seq})")
+                try:
+                    got = unpack_chunk(got)
+                except ValueError:
+                    raise StoreError(f"{rec.path}: damaged full-mode recording (value log chunk {st.sid}.{seq})") \
+                        from None
             for k, v in got.items():
                 parts[k].append(v)
             seq += 1
@@ -108,6 +119,11 @@ def load(rec: Any) -> CaptureLog:
             log.contents[h] = (t, raw[e - s:e])
     _static_keys(log)
     objects = rec.get_array("wet.objects")
+    if objects is not None and layout == LAYOUT:
+        try:
+            objects = unpack_objects(objects)
+        except ValueError:
+            raise StoreError(f"{rec.path}: damaged full-mode recording (object table)") from None
     names = rec.meta.get("wet_types", [])
     if objects is not None:
         log.object_types = {int(s): names[int(t)] for s, t in objects.reshape(-1, 2).tolist()}

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from wholetrace.errors import StoreError
-from wholetrace.kernels.wetdeps import closure, data_deps
+from wholetrace.kernels.wetdeps import closure, csr, data_deps
 from wholetrace.store import Recording, schema
 from wholetrace.wet.capture import CaptureLog, load
 from wholetrace.wet.decode import ATTR, ELEM, MERGE, WHOLE, decode
@@ -78,14 +78,11 @@ class WET:
             return self._csr[forward]
         n = self.fid.shape[0]
         has_cd = self.cd >= 0
-        src = np.concatenate([self.d_use, np.nonzero(has_cd)[0], self.c_dst])
-        dst = np.concatenate([self.d_def, self.cd[has_cd], self.c_src])
+        src = tuple(np.ascontiguousarray(a, np.int64) for a in (self.d_use, np.nonzero(has_cd)[0], self.c_dst))
+        dst = tuple(np.ascontiguousarray(a, np.int64) for a in (self.d_def, self.cd[has_cd], self.c_src))
         if forward:
             src, dst = dst, src
-        order = np.argsort(src, kind="stable")
-        indptr = np.zeros(n + 1, np.int64)
-        np.add.at(indptr, src + 1, 1)
-        self._csr[forward] = (np.cumsum(indptr), dst[order].astype(np.int64))
+        self._csr[forward] = csr(src, dst, n)
         return self._csr[forward]
 
     def slice(self, start: np.ndarray, forward: bool = False) -> np.ndarray:

@@ -27,6 +27,7 @@ class Session:
     prints: set[tuple[int, int]]            # (fid, sid) of statements calling print()
     inst_line: np.ndarray                   # instance -> global line key (file index << 32 | line)
     file_index: dict[str, int]
+    inst_print: np.ndarray                  # instance -> is it a statement calling print()
 
     def where(self, inst: int) -> str:
         """``file:line#k`` of an instance (k: its ordinal among the instances of that line)."""
@@ -52,13 +53,26 @@ def open_session(path: str) -> Session:
             sources[f.file] = f.source
     file_index = {name: i for i, name in enumerate(sorted(set(files.values())))}
     n = wet.n_inst
-    key = np.full(wet.fid.shape[0], -1, np.int64)
-    for fid in files:
-        sel = np.nonzero(wet.fid[:n] == fid)[0]
-        ln = np.array(lines[fid], np.int64)
-        key[sel] = (file_index[files[fid]] << 32) | ln[wet.sid[sel]]
     prints = {(fid, sid) for fid, ff in facts.items() for sid in ff.prints}
-    return Session(wet, log, files, lines, sources, prints, key, file_index)
+    # one table row per (function, statement): its line key and whether it calls print()
+    base = np.zeros(max(files, default=-1) + 2, np.int64)
+    for fid in files:
+        base[fid + 1] = len(lines[fid])
+    base = np.cumsum(base)
+    row_key = np.full(int(base[-1]) + 1, -1, np.int64)     # the last row: unknown functions
+    row_print = np.zeros(row_key.size, bool)
+    for fid in files:
+        row_key[base[fid]:base[fid + 1]] = (file_index[files[fid]] << 32) | np.array(lines[fid], np.int64)
+    for fid, sid in prints:
+        if fid in files and 0 <= sid < len(lines[fid]):
+            row_print[base[fid] + sid] = True
+    fid, sid = wet.fid[:n], wet.sid[:n]
+    known = (fid >= 0) & (fid < base.size - 1) & (sid >= 0)
+    known[known] = sid[known] < (base[fid[known] + 1] - base[fid[known]])
+    rows = np.where(known, base[np.where(known, fid, 0)] + sid, row_key.size - 1)
+    key = np.full(wet.fid.shape[0], -1, np.int64)
+    key[:n] = row_key[rows]
+    return Session(wet, log, files, lines, sources, prints, key, file_index, row_print[rows])
 
 
 def line_instances(s: Session, criterion: str) -> tuple[str, int, np.ndarray]:
@@ -93,13 +107,8 @@ def instance(s: Session, criterion: str) -> tuple[str, int]:
 
 def last_output(s: Session) -> tuple[str, int]:
     """The instance of the ``print()`` statement that ran last."""
-    w = s.wet
-    n = w.n_inst
-    best = -1
-    for fid, sid in s.prints:
-        sel = np.nonzero((w.fid[:n] == fid) & (w.sid[:n] == sid))[0]
-        if sel.size:
-            best = max(best, int(sel[-1]))
+    got = np.flatnonzero(s.inst_print)
+    best = int(got[-1]) if got.size else -1
     if best < 0:
         raise UsageError("no print() call ran in this recording: give FILE:LINE instead of --output")
     return s.where(best), best
@@ -157,13 +166,11 @@ def slice_(s: Session, start: list[int], forward: bool) -> dict[str, Any]:
     w = s.wet
     insts = w.slice(np.array(start, np.int64), forward=forward)
     lines: dict[str, dict[int, int]] = {}
-    for fid in np.unique(w.fid[insts]).tolist():
-        sel = insts[w.fid[insts] == fid]
-        ln = np.array(s.lines[fid], np.int64)[w.sid[sel]]
-        u, c = np.unique(ln, return_counts=True)
-        per = lines.setdefault(s.files[fid], {})
-        for a, b in zip(u.tolist(), c.tolist()):
-            per[a] = per.get(a, 0) + b
+    names = {i: f for f, i in s.file_index.items()}
+    keys, counts = np.unique(s.inst_line[insts], return_counts=True)
+    for key, count in zip(keys.tolist(), counts.tolist()):
+        if key >= 0:
+            lines.setdefault(names[key >> 32], {})[key & 0xFFFFFFFF] = count
     notes = []
     if w.meta.get("unknown_calls"):
         notes.append(f"over-approximate: {w.meta['unknown_calls']} calls of unknown C functions on mutable "
