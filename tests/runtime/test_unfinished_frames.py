@@ -174,6 +174,8 @@ for code, offs in sorted(seen.items(), key=lambda kv: kv[0].co_name):
 '''
 
 
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="from 3.12 on, opcode events skip instructions "
+                    "without a location, as the probes are: the daemon test below covers those versions")
 @pytest.mark.parametrize("mode", ["blocks", "witness", "path"])
 def test_frames_standing_after_their_leave_are_found(mode: str, tmp_path: Path) -> None:
     """A thread stopped right after its frame appended LEAVE (a daemon at exit) must not get a

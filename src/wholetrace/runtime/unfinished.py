@@ -80,12 +80,12 @@ def _leave_calls(code: types.CodeType) -> frozenset[int]:
     append and its argument, then ``CALL``, or on 3.11 ``PRECALL`` ``CALL``: 3.11 runs a call of
     a C function in its ``PRECALL`` and checks for a switch there, so the frame stands at it)."""
     leave_args = ([("LOAD_CONST", LEAVE)], [("LOAD_FAST", P), ("LOAD_CONST", LEAVE_PATH), ("BINARY_OP", "+")])
-    loads: list[tuple[str, object]] = []     # the loads since the last PUSH_NULL, flattened
+    loads: list[tuple[str, object]] = []     # the loads (and operators) since the last other instruction
     precall = -1
     out = set()
     for ins in dis.get_instructions(code):
-        if ins.opname == "PUSH_NULL":
-            loads = []
+        if ins.opname == "PUSH_NULL":        # before the callable (3.11, 3.12) or after it (3.13)
+            continue
         elif ins.opname in ("LOAD_FAST_LOAD_FAST", "LOAD_FAST_BORROW_LOAD_FAST_BORROW"):  # 3.13 pairs
             loads += [("LOAD_FAST", name) for name in ins.argval]
         elif ins.opname.startswith("LOAD_FAST"):
@@ -98,7 +98,8 @@ def _leave_calls(code: types.CodeType) -> frozenset[int]:
             precall = ins.offset
             continue
         elif ins.opname == "CALL":
-            if loads[:1] == [("LOAD_FAST", A)] and loads[1:] in leave_args:
+            at = max((i for i, x in enumerate(loads) if x == ("LOAD_FAST", A)), default=-1)
+            if at >= 0 and loads[at + 1:] in leave_args:
                 out.add(ins.offset)
                 if precall >= 0:
                     out.add(precall)
