@@ -205,13 +205,7 @@ def inline(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Path
     return out
 
 
-#: Known race (issue 10 note): a daemon thread stopped at interpreter exit between a path probe's
-#: record and its register reset can leave a record the decoder rejects ("outside any activation").
-_DAEMON_RACE = pytest.mark.xfail(strict=False, reason="path mode: daemon thread stopped mid-probe at exit (issue 10)")
-
-
-@pytest.mark.parametrize("name", [pytest.param(n, marks=_DAEMON_RACE) if n == "daemon" else n
-                                  for n in sorted(ALL_INLINE)])
+@pytest.mark.parametrize("name", sorted(ALL_INLINE))
 def test_inline_programs_event_for_event(inline: dict[str, dict[str, Path]], name: str) -> None:
     if name in UNFINISHED:
         _, blocks, _, _ = streams_of(inline[name]["blocks"])

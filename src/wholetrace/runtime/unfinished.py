@@ -12,10 +12,18 @@ Which stream an open frame belongs to is read from the frame itself: ``wt.a``, t
 method its prologue bound, is the append of its stream, and it is None in a generator left
 suspended (at a ``yield``, or delegating with ``yield from``), whose activation is not open.
 Module and class bodies (which keep no local) belong to their thread's stream.
+
+A thread stops only where the interpreter checks for a switch, and one such place is right
+after a C call such as a probe's append: a frame can stand just after appending its LEAVE
+(its return, its exception exit, or a generator's LEAVE before ``yield``) and before it
+returns.  Its activation is closed already; ``_left`` reads that from the instruction the
+frame stands at, so the recorder does not close it a second time.
 """
 
 from __future__ import annotations
 
+import dis
+import functools
 import sys
 import threading
 import types
@@ -23,7 +31,7 @@ from collections.abc import Callable, Iterable
 from types import FrameType
 from typing import Any
 
-from wholetrace.events import EXC, LEAVE
+from wholetrace.events import EXC, LEAVE, LEAVE_PATH
 from wholetrace.instrument.emit import A, P
 from wholetrace.runtime.probes import RunState
 
@@ -41,6 +49,8 @@ def open_frames(by_code: dict[tuple[str, str], int], threads: dict[int, FrameTyp
     out: dict[int, list[tuple[int, FrameType]]] = {}
 
     def add(fid: int, f: FrameType, default: int | None) -> None:
+        if f.f_lasti in _leave_calls(f.f_code):          # stands just after appending its LEAVE
+            return
         if A not in f.f_code.co_varnames:                # a module or class body
             sid = default
         else:
@@ -61,6 +71,43 @@ def open_frames(by_code: dict[tuple[str, str], int], threads: dict[int, FrameTyp
         if fid is not None and type(obj) is not types.GeneratorType:
             add(fid, f, None)
     return out
+
+
+@functools.lru_cache(maxsize=4096)
+def _leave_calls(code: types.CodeType) -> frozenset[int]:
+    """Offsets of the calls that append an activation's closing record: ``wt.a(LEAVE)`` and,
+    in path mode, ``wt.a(wt.p + LEAVE_PATH)`` (as compiled by 3.11-3.13: the loads of the
+    append and its argument, then ``CALL``, or on 3.11 ``PRECALL`` ``CALL``: 3.11 runs a call of
+    a C function in its ``PRECALL`` and checks for a switch there, so the frame stands at it)."""
+    leave_args = ([("LOAD_CONST", LEAVE)], [("LOAD_FAST", P), ("LOAD_CONST", LEAVE_PATH), ("BINARY_OP", "+")])
+    loads: list[tuple[str, object]] = []     # the loads (and operators) since the last other instruction
+    precall = -1
+    out = set()
+    for ins in dis.get_instructions(code):
+        if ins.opname == "PUSH_NULL":        # before the callable (3.11, 3.12) or after it (3.13)
+            continue
+        elif ins.opname in ("LOAD_FAST_LOAD_FAST", "LOAD_FAST_BORROW_LOAD_FAST_BORROW"):  # 3.13 pairs
+            loads += [("LOAD_FAST", name) for name in ins.argval]
+        elif ins.opname.startswith("LOAD_FAST"):
+            loads.append(("LOAD_FAST", ins.argval))
+        elif ins.opname == "LOAD_CONST" or ins.opname == "LOAD_SMALL_INT":
+            loads.append(("LOAD_CONST", ins.argval))
+        elif ins.opname == "BINARY_OP":
+            loads.append(("BINARY_OP", ins.argrepr))
+        elif ins.opname == "PRECALL":
+            precall = ins.offset
+            continue
+        elif ins.opname == "CALL":
+            at = max((i for i, x in enumerate(loads) if x == ("LOAD_FAST", A)), default=-1)
+            if at >= 0 and loads[at + 1:] in leave_args:
+                out.add(ins.offset)
+                if precall >= 0:
+                    out.add(precall)
+            loads = []
+        else:
+            loads = []
+        precall = -1
+    return frozenset(out)
 
 
 def _innermost_first(suspended: Iterable[tuple[Any, FrameType]]) -> list[tuple[Any, FrameType]]:
