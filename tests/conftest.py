@@ -17,7 +17,7 @@ os.environ.setdefault("WHOLETRACE_CACHE_DIR", os.path.join(tempfile.gettempdir()
 # interpreters it finds (tools/compat.py).  Behaviour and oracles, not the analyses on top.
 # File -> the tests of it that belong (None: all of them).
 COMPAT: dict[str, tuple[str, ...] | None] = {
-    "test_corpus.py": None,                             # corpus drivers run plain, deterministically
+    "test_corpus.py": ("test_driver_runs", "test_registry"),  # corpus drivers run plain, deterministically
     "runtime/test_corpus_blocks.py": None,              # corpus behaviour, settrace-oracle line counts
     "oracles/test_settrace_oracle.py": None,            # the oracle itself
     "instrument/test_cfg_golden.py": None,              # CFG goldens

@@ -56,12 +56,14 @@ def run_many(strategy: st.SearchStrategy[str], n: int, at: int, check: Callable[
 @pytest.mark.xfail(sys.version_info[:2] == (3, 13), strict=False,
                    reason="3.13.0: count-mode module counts sometimes differ from blocks on a program ending in an "
                           "uncaught exception from a generator (tests/compat/data/count_flaky_313.py; issue 18 note)")
-def test_structured_programs_in_every_mode() -> None:
-    run_many(structured_programs(), 40 // SHARE, 20261126)
+@pytest.mark.parametrize("part", range(2))     # two halves, so the xdist workers share them
+def test_structured_programs_in_every_mode(part: int) -> None:
+    run_many(structured_programs(), 16 // SHARE, 20261126 + part)
 
 
-def test_implicit_call_programs_in_every_mode() -> None:
-    run_many(implicit_programs(), 30 // SHARE, 9052026)
+@pytest.mark.parametrize("part", range(2))
+def test_implicit_call_programs_in_every_mode(part: int) -> None:
+    run_many(implicit_programs(), 12 // SHARE, 9052026 + part)
 
 
 def test_hypothesmith_programs_odd_syntax() -> None:

@@ -107,7 +107,7 @@ def test_junk_is_a_one_line_error(value: object) -> None:
     assert "\n" not in str(err.value)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(codec=st.sampled_from(CODEC_NAMES), kind=st.sampled_from(["mixed", "periodic", "walk"]),
        edits=st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 255)), min_size=1, max_size=4),
        cut=st.integers(0, 8))

@@ -94,7 +94,7 @@ def test_kernel_equals_reference_generated(source: str, tmp_path_factory: pytest
     assert check_same(td / "prog.wt") > 0
 
 
-@pytest.mark.parametrize("name", ["richards", "json"])
+@pytest.mark.parametrize("name", [pytest.param("richards", marks=pytest.mark.slow), "json"])  # richards: ~45 s
 def test_kernel_equals_reference_corpus(name: str, tmp_path: Path) -> None:
     prog = PROGRAMS[name]
     script = prog.write(tmp_path, "small")
