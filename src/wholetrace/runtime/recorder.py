@@ -24,6 +24,7 @@ from wholetrace.instrument.emit import LOCAL as LOCAL_COUNTER
 from wholetrace.instrument.loader import FileEntry
 from wholetrace.instrument.modes import TRACE_MODES, ProbePlan, make_plan
 from wholetrace.runtime import recursion, unfinished
+from wholetrace.runtime.fold import FoldTable, chunk_events
 from wholetrace.runtime.probes import RunState, new_counts, read_counts, runtime_objects
 from wholetrace.runtime.streams import Stream
 
@@ -60,6 +61,7 @@ class Recorder:
         #: Threads given a call of headroom for trace probes (Python 3.11, ``runtime.recursion``).
         self.headroom_threads: set[int] = set()
         self.registered: set[int] = set()   # streams whose row the flusher has written
+        self.folds = FoldTable()            # folded entry blocks, restored as chunks are flushed
         self.state.streams.on_new = self._on_new_stream
         self.values = None
         if mode == "full":      # WET capture: value probes and the value log (runtime.values)
@@ -92,6 +94,7 @@ class Recorder:
                 self.state.file_counts[counter_base] = new_counts(entry["counters"])
             self.suspendable = self.suspendable or entry["suspendable"]
             self.state.sites.spans.update(zip(range(fid_base, fid_base + n), entry["spans"]))
+            self.folds.register(fid_base, entry.get("entries", ()))
         self.writer.add_file(fid_base, path=file, n_functions=n, counter_base=counter_base,
                              registry=entry["registry"])
         return fid_base, counter_base
@@ -160,10 +163,11 @@ class Recorder:
             for st in streams:
                 n = len(st.buf) if limits is None else min(len(st.buf), limits.get(st.sid, 0))
                 if n:
-                    chunk: array = st.buf[:n]
+                    raw = st.buf[:n]
                     del st.buf[:n]
-                    self.events += n
-                    st.flushed += n
+                    chunk = chunk_events(raw, self.folds.array)
+                    self.events += len(chunk)
+                    st.flushed += len(chunk)
                     if self.values is not None:
                         chunk = self.values.split(st.sid, chunk)
                     self.writer.append_events(st.sid, chunk)
