@@ -97,6 +97,8 @@ class ProbePlan:
             "block_counters": sorted(self.block_values) if self.strategy != "chords" else []}
         if self.strategy == "witness":
             out["witnessed"] = list(self.witnessed)
+        if self.folded_entry >= 0:   # informative: stored streams hold the block (runtime.fold)
+            out["folded_entry"] = self.folded_entry
         if self.numbering is not None:
             out["paths"] = numbering_json(self.numbering)
         if self.values is not None:
