@@ -34,7 +34,6 @@ class FileEntry(TypedDict):
     counters: int                     # counters of the whole file
     suspendable: bool                 # holds a generator or coroutine
     spans: list[list[tuple[int, int, int, int, int]]]   # statement spans, innermost first
-    entries: list[int]                # folded entry block of each function, -1 if none (runtime.fold)
 
 
 class Registry(Protocol):
@@ -131,8 +130,7 @@ class Instrumenter:
             "registry": encode_registry(source, descs, offsets),
             "qualnames": [cfg.qualname for _fn, cfg in functions], "offsets": offsets, "counters": offset,
             "suspendable": any(cfg.is_generator or isinstance(fn, ast.AsyncFunctionDef) for fn, cfg in functions),
-            "spans": [statement_spans(cfg) for _fn, cfg in functions],
-            "entries": [plan.folded_entry if plan is not None else -1 for _fn, _cfg, _fid, plan in items]}
+            "spans": [statement_spans(cfg) for _fn, cfg in functions]}
         return compile_tree(tree, filename, items), entry
 
 

@@ -70,7 +70,6 @@ class ProbePlan:
     path_starts: dict[int, int] = field(default_factory=dict)  # "paths": register at a path start
     numbering: "PathNumbering | None" = None        # "paths": what readers decode with
     values: "ValuePlan | None" = None               # full mode: value slots and def/use facts
-    folded_entry: int = -1                          # trace strategy: the entry block ENTER implies
 
     @property
     def traces(self) -> bool:
@@ -97,8 +96,6 @@ class ProbePlan:
             "block_counters": sorted(self.block_values) if self.strategy != "chords" else []}
         if self.strategy == "witness":
             out["witnessed"] = list(self.witnessed)
-        if self.folded_entry >= 0:   # informative: stored streams hold the block (runtime.fold)
-            out["folded_entry"] = self.folded_entry
         if self.numbering is not None:
             out["paths"] = numbering_json(self.numbering)
         if self.values is not None:
@@ -275,42 +272,14 @@ def path_plan(cfg: CFG) -> ProbePlan:
                      path_starts=dict(num.start_value), numbering=num)
 
 
-def folded_entry(cfg: CFG) -> int:
-    """The block a function's ENTER implies, or -1: the one successor of ENTRY when ENTRY is
-    its only predecessor (a loop header at the top is entered again by its back edge) in a
-    function that is no generator or coroutine (their ENTER also marks a resumption)."""
-    if cfg.kind != "function" or cfg.is_generator:
-        return -1
-    out = [e.dst for e in cfg.edges if e.src == ENTRY]
-    if len(out) != 1 or out[0] < 2:
-        return -1
-    b = out[0]
-    if not cfg.blocks[b].stmts or cfg.blocks[b].dynamic_entry or any(
-            e.dst == b and e.src != ENTRY for e in cfg.edges):
-        return -1
-    return b
-
-
-def fold_entry(cfg: CFG, plan: ProbePlan) -> ProbePlan:
-    """Fold the entry block's probe into ENTER where a plan records block ids (docs/design.md,
-    "Per-activation folding"): the rewriter emits no probe for it, the recorder restores it
-    after ENTER as it flushes (``runtime.fold``).  Not in ``full`` mode, whose value records
-    are placed by event position as the probes appended them."""
-    if plan.strategy == "trace" and plan.mode != "full":
-        b = folded_entry(cfg)
-        if b >= 0 and plan.block_values.get(b) == [b]:
-            plan.folded_entry = b
-    return plan
-
-
 def make_plan(mode: str, cfg: CFG, base: int, weights: Sequence[float] | None = None) -> ProbePlan:
     """The plan of one function in ``mode``; count modes number its counters from ``base``."""
     if mode == "blocks":
-        return fold_entry(cfg, blocks_plan(cfg))
+        return blocks_plan(cfg)
     if mode in ("witness", "branches"):
-        return fold_entry(cfg, witness_plan(cfg, mode))
+        return witness_plan(cfg, mode)
     if mode == "path":
-        return fold_entry(cfg, path_plan(cfg))
+        return path_plan(cfg)
     if mode == "full":
         plan = full_plan(cfg, base)
     elif mode == "count-naive":

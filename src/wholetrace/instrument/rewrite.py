@@ -62,8 +62,6 @@ class _FunctionRewriter:
     def block_values(self, b: int) -> list[int]:
         """What runs at the start of block ``b``: probes of edges whose only way in is here, then b's own."""
         out = [v for e in self.dst_edges.get(b, ()) for v in self.plan.edge_values[e]]
-        if b == self.plan.folded_entry:   # ENTER implies it (instrument.modes.fold_entry)
-            return out
         return out + self.plan.block_values.get(b, [])
 
     def site_values(self, kind: str, sid: int, arm: str = "") -> list[int]:

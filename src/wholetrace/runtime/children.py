@@ -45,7 +45,6 @@ from pathlib import Path
 from typing import Any
 
 from wholetrace.events import EXC, LEAVE
-from wholetrace.runtime.fold import unfolded_length
 from wholetrace.store.parts import BASE_PREFIX, CHILDREN_KEY, PROCESS_KEY
 
 #: ``OUT.wt`` -> ``OUT.wt.parts``: where the child processes' recordings go.
@@ -145,8 +144,7 @@ class Children:
                 chain = chains[new] = self.chains.get(old, []) + [[parent_name, old, st.flushed]]
                 inherited = sum(n for _name, _sid, n in chain)
                 st.flushed = 0
-                stored = unfolded_length(st.buf, rec.folds.array)   # as the flusher will store it
-                base[str(new)] = {"chain": chain, "events": inherited + stored, "tail": []}
+                base[str(new)] = {"chain": chain, "events": inherited + len(st.buf), "tail": []}
             self.chains = chains
             mine = _stream_of(streams, streams.current.get())
             if mine is not None and str(mine) in base:

@@ -24,7 +24,7 @@ from wholetrace.instrument.emit import LOCAL as LOCAL_COUNTER
 from wholetrace.instrument.loader import FileEntry
 from wholetrace.instrument.modes import TRACE_MODES, ProbePlan, make_plan
 from wholetrace.runtime import recursion, unfinished
-from wholetrace.runtime.fold import FoldTable, chunk_events
+from wholetrace.runtime.buffers import chunk_events
 from wholetrace.runtime.probes import RunState, new_counts, read_counts, runtime_objects
 from wholetrace.runtime.streams import Stream
 
@@ -61,7 +61,6 @@ class Recorder:
         #: Threads given a call of headroom for trace probes (Python 3.11, ``runtime.recursion``).
         self.headroom_threads: set[int] = set()
         self.registered: set[int] = set()   # streams whose row the flusher has written
-        self.folds = FoldTable()            # folded entry blocks, restored as chunks are flushed
         self.state.streams.on_new = self._on_new_stream
         self.values = None
         if mode == "full":      # WET capture: value probes and the value log (runtime.values)
@@ -94,7 +93,6 @@ class Recorder:
                 self.state.file_counts[counter_base] = new_counts(entry["counters"])
             self.suspendable = self.suspendable or entry["suspendable"]
             self.state.sites.spans.update(zip(range(fid_base, fid_base + n), entry["spans"]))
-            self.folds.register(fid_base, entry.get("entries", ()))
         self.writer.add_file(fid_base, path=file, n_functions=n, counter_base=counter_base,
                              registry=entry["registry"])
         return fid_base, counter_base
@@ -165,9 +163,9 @@ class Recorder:
                 if n:
                     raw = st.buf[:n]
                     del st.buf[:n]
-                    chunk = chunk_events(raw, self.folds.array)
-                    self.events += len(chunk)
-                    st.flushed += len(chunk)
+                    chunk = chunk_events(raw)
+                    self.events += n
+                    st.flushed += n
                     if self.values is not None:
                         chunk = self.values.split(st.sid, chunk)
                     self.writer.append_events(st.sid, chunk)

@@ -21,7 +21,7 @@ class Stream:
     thread_ident: int | None
     parent: int | None
     #: what the probes appended and the flusher has not taken yet: ints, one per event
-    #: (a list: ``runtime.fold`` says why, and converts it as it flushes)
+    #: (a list: ``runtime.buffers`` says why; the recorder converts it as it flushes)
     buf: list[int] = field(default_factory=list)
     flushed: int = 0
 
