@@ -24,6 +24,7 @@ from wholetrace.instrument.emit import LOCAL as LOCAL_COUNTER
 from wholetrace.instrument.loader import FileEntry
 from wholetrace.instrument.modes import TRACE_MODES, ProbePlan, make_plan
 from wholetrace.runtime import recursion, unfinished
+from wholetrace.runtime.buffers import chunk_events
 from wholetrace.runtime.probes import RunState, new_counts, read_counts, runtime_objects
 from wholetrace.runtime.streams import Stream
 
@@ -160,8 +161,9 @@ class Recorder:
             for st in streams:
                 n = len(st.buf) if limits is None else min(len(st.buf), limits.get(st.sid, 0))
                 if n:
-                    chunk: array = st.buf[:n]
+                    raw = st.buf[:n]
                     del st.buf[:n]
+                    chunk = chunk_events(raw)
                     self.events += n
                     st.flushed += n
                     if self.values is not None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 import threading
-from array import array
 from contextvars import ContextVar, copy_context
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -21,7 +20,9 @@ class Stream:
     name: str
     thread_ident: int | None
     parent: int | None
-    buf: array = field(default_factory=lambda: array("i"))
+    #: what the probes appended and the flusher has not taken yet: ints, one per event
+    #: (a list: ``runtime.buffers`` says why; the recorder converts it as it flushes)
+    buf: list[int] = field(default_factory=list)
     flushed: int = 0
 
 

@@ -1,0 +1,172 @@
+"""Per-activation probes on list buffers (``runtime.buffers``): every activation's entry
+block recorded once, in every trace mode.
+
+Oracles: the sys.settrace line counts (``tests/oracles``) on a program whose functions test
+the entry of an activation (a loop at the top re-enters the entry block; generators resumed by
+``send``/``throw``; exceptions raised in the entry block; coroutines), in every trace mode; the
+recursion limit hit at entry against the program's own count; ``array('i')`` (the buffer
+before) as the twin of the flush conversion.
+"""
+
+from __future__ import annotations
+
+import random
+from array import array
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from oracles.settrace_lines import line_counts
+from wtutil import compare_lines, run_plain, run_recorded
+from wholetrace.events import LEAVE, enter_code
+from wholetrace.runtime.buffers import chunk_events
+
+ENTRIES = '''
+    import sys
+
+    def plain(x):
+        y = x + 1
+        return y
+
+    def top_while(n):
+        while n > 0:
+            n -= 1
+        return n
+
+    def top_for(xs):
+        for x in xs:
+            if x < 0:
+                return x
+        return 0
+
+    def raises_at_entry(x):
+        return 1 // x
+
+    def raises_later(x):
+        if x:
+            return [][x]
+        return x
+
+    def gen(n):
+        got = yield n
+        while got:
+            try:
+                got = yield got * 2
+            except KeyError:
+                got = yield -1
+        return "done"
+
+    async def no_await(x):
+        return x * 3
+
+    async def awaits(x):
+        import asyncio
+        await asyncio.sleep(0)
+        return x + 1
+
+    class C:
+        def __init__(self, v):
+            self.v = v
+
+        @property
+        def bad(self):
+            raise AttributeError("bad")
+
+        def __getattr__(self, name):
+            return len(name)
+
+    def run():
+        total = 0
+        for i in range(4):
+            total += plain(i) + top_while(i) + top_for([i, -i])
+            try:
+                total += raises_at_entry(i % 2)
+            except ZeroDivisionError:
+                total += 100
+            try:
+                total += raises_later(i % 2)
+            except IndexError:
+                total += 1000
+        g = gen(2)
+        print(next(g), g.send(5), g.throw(KeyError("k")), g.send(0) if False else None)
+        try:
+            g.send(0)
+        except StopIteration as e:
+            print("stop", e.value)
+        import asyncio
+        print(asyncio.run(no_await(4)), asyncio.run(awaits(4)))
+        c = C(3)
+        print(c.bad, c.v)
+        print(total)
+
+    run()
+'''
+
+
+@pytest.mark.parametrize("mode", ["blocks", "witness", "branches", "path", "full"])
+def test_activation_entries_against_the_oracle(mode: str, tmp_path: Path) -> None:
+    script = tmp_path / "entries.py"
+    script.write_text(textwrap.dedent(ENTRIES))
+    plain = run_plain(script)
+    assert plain.returncode == 0, plain.stderr
+    oracle = line_counts(script, [], {str(script)})
+    out = tmp_path / f"{mode}.wt"
+    proc = run_recorded(script, out, mode=mode, options=("--no-cache",))
+    assert (proc.returncode, proc.stdout, proc.stderr) == (plain.returncode, plain.stdout, plain.stderr)
+    assert compare_lines(out, {str(script)}, oracle) >= 30
+
+
+DEEP = '''
+    import sys
+
+    def deep(n):
+        global DEPTH
+        DEPTH = n
+        return deep(n + 1)
+
+    sys.setrecursionlimit(120)
+    try:
+        deep(0)
+    except RecursionError as e:
+        print("limit", type(e).__name__)
+    print(DEPTH)
+'''
+
+
+def test_recursion_limit_hit_at_entry(tmp_path: Path) -> None:
+    """The settrace oracle cannot count here (its tracer changes the depth reached): the
+    program counts its own activations, and each entered one records its entry block once."""
+    from wtutil import profiles
+
+    script = tmp_path / "deep.py"
+    script.write_text(textwrap.dedent(DEEP))
+    plain = run_plain(script)
+    out = tmp_path / "blocks.wt"
+    proc = run_recorded(script, out, options=("--no-cache",))
+    assert proc.returncode == plain.returncode == 0
+    depth = int(proc.stdout.split()[-1])
+    prof = next(p for (_f, q, _l), p in profiles(out).items() if q == "deep")
+    stmt = next(i for i, st in enumerate(prof.cfg.stmts) if st.line == 6)   # DEPTH = n
+    assert int(prof.stmts[stmt]) == depth + 1
+
+
+def test_chunk_events_matches_array_i() -> None:
+    """The flushed chunk holds what ``array('i')`` (the buffer before) would have held."""
+    rnd = random.Random(7)
+    for _ in range(200):
+        chunk = [rnd.choice([LEAVE, -2, 0, 4, 9, enter_code(rnd.randint(0, 9)), rnd.randint(-2**31, 2**31 - 1)])
+                 for _ in range(rnd.randint(0, 30))]
+        got = chunk_events(chunk)
+        assert got.dtype == np.int32
+        assert got.tolist() == array("i", chunk).tolist()
+
+
+def test_chunk_events_rejects_values_that_are_no_events() -> None:
+    from wholetrace.errors import StoreError
+
+    with pytest.raises(StoreError):
+        chunk_events([1, 1 << 40])
+    with pytest.raises(StoreError):
+        chunk_events([1, None])  # type: ignore[list-item]
