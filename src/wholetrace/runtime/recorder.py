@@ -197,18 +197,15 @@ class Recorder:
         return out
 
     def snapshot_counts(self) -> tuple[array, list[tuple[int, int]], int]:
-        """Count modes, at one instant (no other thread runs meanwhile): the counters plus
+        """Count modes, at one instant (``unfinished.at_one_instant``): the counters plus
         the counts still held in the locals of unfinished frames, the early exits (fid,
         statement of each unfinished frame), and how much of the exception-edge list
         belongs to the run."""
-        old = sys.getswitchinterval()
-        sys.setswitchinterval(1e6)   # nothing below releases the GIL, so no thread runs
-        try:
+        def take() -> tuple[array, list[tuple[int, int]], int]:
             counts, early = self.counts_with(self.unfinished_frames())
-            edges = len(self.state.xedges)
-        finally:
-            sys.setswitchinterval(old)
-        return counts, early, edges
+            return counts, early, len(self.state.xedges)
+
+        return unfinished.at_one_instant(take, lambda: len(self.state.xedges))
 
     def counts_with(self, frames: list[tuple[int, FrameType]]) -> tuple[array, list[tuple[int, int]]]:
         """The counters plus the counts held in the locals of ``frames`` (fid, frame), and

@@ -29,7 +29,7 @@ import threading
 import types
 from collections.abc import Callable, Iterable
 from types import FrameType
-from typing import Any
+from typing import Any, TypeVar
 
 from wholetrace.events import EXC, LEAVE, LEAVE_PATH
 from wholetrace.instrument.emit import A, P
@@ -134,31 +134,65 @@ def _close(state: RunState, fid: int, f: FrameType) -> list[int]:
     return out + [LEAVE]
 
 
+#: The switch interval while an instant is taken (seconds), and how often it is tried.
+_HOLD, _TRIES = 0.1, 20
+
+T = TypeVar("T")
+
+
+def at_one_instant(take: Callable[[], T], settled: Callable[[], object] = lambda: None) -> T:
+    """``take()`` while no other thread runs, as far as can be seen: retried (at most ``_TRIES``
+    times) until every other thread's innermost frame, and ``settled()``, are the same after it
+    as before.
+
+    Other threads run only if this one drops the GIL, which it does at a switch check when
+    another thread asks.  A thread already waiting asks after the interval it began waiting
+    with, so a long interval alone is no guarantee: a waiter on the old 5 ms takes the GIL,
+    and this thread, then waiting on the long interval, would not ask it back for that long
+    (a daemon thread in a loop held it for good).  Hence a moderate interval and the check."""
+    me = threading.get_ident()
+
+    def now() -> tuple[object, dict[int, tuple[int, int]]]:
+        return settled(), {i: (id(f), f.f_lasti) for i, f in sys._current_frames().items() if i != me}
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(_HOLD)
+    try:
+        for _attempt in range(_TRIES):
+            before = now()
+            out = take()
+            if now() == before:
+                break
+        return out
+    finally:
+        sys.setswitchinterval(old)
+
+
 def snapshot(state: RunState, by_code: dict[tuple[str, str], int],
              suspended: Callable[[], Iterable[tuple[Any, FrameType]]], mine: bool = False
              ) -> tuple[dict[int, list[int]], dict[int, int]]:
-    """At one instant (no other thread runs meanwhile): per stream, the events that close its
-    open activations (``EXC s`` LEAVE each, innermost first), and how many events of each
-    stream's buffer belong to the run (later appends of threads still running are dropped);
-    ``state``: the recording's.
-    ``suspended``: lists the suspended generators and coroutines (a gc scan); ``mine``: the
-    calling thread's frames are open activations too (a recording that ends inside the program)."""
-    old = sys.getswitchinterval()
-    sys.setswitchinterval(1e6)   # nothing below releases the GIL, so no thread runs
-    try:
-        me = threading.get_ident()
+    """At one instant (``at_one_instant``): per stream, the events that close its open
+    activations (``EXC s`` LEAVE each, innermost first), and how many events of each stream's
+    buffer belong to the run (later appends of threads still running are dropped); ``state``:
+    the recording's.  ``suspended``: lists the suspended generators and coroutines (a gc scan,
+    made before the instant, which it could outlast); ``mine``: the calling thread's frames are
+    open activations too (a recording that ends inside the program)."""
+    pending = list(suspended())
+    streams = state.streams
+    me = threading.get_ident()
+
+    def stream_id(append: Any) -> int | None:
+        st = streams.by_buffer.get(id(getattr(append, "__self__", None)))
+        return None if st is None else st.sid
+
+    def lengths() -> dict[int, int]:
+        return {st.sid: len(st.buf) for st in streams.all}
+
+    def take() -> tuple[dict[int, list[int]], dict[int, int]]:
         threads = {ident: f for ident, f in sys._current_frames().items() if ident != me or mine}
-        streams = state.streams
         by_thread = {st.thread_ident: st.sid for st in streams.all if st.kind == "thread"}
-
-        def stream_id(append: Any) -> int | None:
-            st = streams.by_buffer.get(id(getattr(append, "__self__", None)))
-            return None if st is None else st.sid
-
-        frames = open_frames(by_code, threads, by_thread, suspended(), stream_id)
+        frames = open_frames(by_code, threads, by_thread, pending, stream_id)
         tails = {sid: [v for fid, f in fs for v in _close(state, fid, f)] for sid, fs in frames.items()}
-        lengths = {st.sid: len(st.buf) for st in streams.all}
-    finally:
-        sys.setswitchinterval(old)
-    return tails, lengths
+        return tails, lengths()
 
+    return at_one_instant(take, lengths)
