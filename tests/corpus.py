@@ -609,3 +609,16 @@ PROGRAMS: dict[str, Program] = {p.name: p for p in [
 def names(kind: str | None = None) -> list[str]:
     """Program names, optionally of one kind, in registry order."""
     return [n for n, p in PROGRAMS.items() if kind is None or p.kind == kind]
+
+
+#: The corpus programs whose every-mode checks take longest (20-25 s each on a quiet 2-core
+#: machine): `make test` leaves them to `-m slow` in the corpus-wide regeneration and WET
+#: behaviour tests, which `make test-slow` runs on all 17 programs.
+HEAVY = frozenset({"deltablue", "hexiom", "raytrace", "go", "tomllib"})
+
+
+def corpus_params(names: list[str] | None = None) -> list:
+    """``names`` (default: every program, sorted) as pytest parameters, the HEAVY ones marked slow."""
+    import pytest
+
+    return [pytest.param(n, marks=pytest.mark.slow) if n in HEAVY else n for n in (names or sorted(PROGRAMS))]

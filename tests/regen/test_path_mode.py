@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from corpus import PROGRAMS
+from corpus import PROGRAMS, corpus_params
 from inline_programs import INLINE
 from naive_decode import activation_form
 from naive_paths import path_plans, regenerate_path_stream
@@ -268,7 +268,7 @@ def test_online_wpp_and_raw_path_recordings_read_back_alike(tmp_path: Path) -> N
 
 # ----------------------------------------------------------------------------- corpus
 
-@pytest.mark.parametrize("name", sorted(PROGRAMS))
+@pytest.mark.parametrize("name", corpus_params())
 def test_corpus_programs_regenerate(name: str, tmp_path: Path) -> None:
     prog = PROGRAMS[name]
     driver = prog.write(tmp_path, "small")

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from corpus import PROGRAMS
+from corpus import PROGRAMS, corpus_params
 from inline_programs import INLINE
 from regenutil import KINDS, children_follow_calls, compare, streams_of
 from naive_decode import activation_form
@@ -106,7 +106,7 @@ def test_kernel_regenerates_like_the_reference_in_small_pieces(inline: dict[str,
 
 # ----------------------------------------------------------------------------- corpus
 
-@pytest.mark.parametrize("name", sorted(PROGRAMS))
+@pytest.mark.parametrize("name", corpus_params())
 def test_corpus_programs_regenerate(name: str, tmp_path: Path) -> None:
     prog = PROGRAMS[name]
     driver = prog.write(tmp_path, "small")

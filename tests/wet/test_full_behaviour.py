@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, seed, settings
 
-from corpus import PROGRAMS
+from corpus import PROGRAMS, corpus_params
 from genprogs import run_plain as run_generated, structured_programs, write_program
 from naive_decode import check_stream
 from wholetrace.instrument.cfg import CFG
@@ -97,7 +97,7 @@ def test_implicit_calls_that_raise(tmp_path: Path) -> None:
     assert not any(w == "x" for w, _ in shown)     # the property raised: nothing was defined
 
 
-@pytest.mark.parametrize("name", sorted(PROGRAMS))
+@pytest.mark.parametrize("name", corpus_params())
 def test_corpus_same_behaviour(name: str, tmp_path: Path) -> None:
     prog = PROGRAMS[name]
     _same(prog.write(tmp_path, "small"), tmp_path, tuple(prog.include))
