@@ -174,3 +174,20 @@ def _contents(path, mode):
     if mode in ("count", "count-naive"):
         return counts
     return streams, fbe_lines(path), counts
+
+
+HEAVY_IMPORTS = '''
+import sys
+print(sorted(m for m in ("numba", "llvmlite", "scipy", "pandas") if m in sys.modules))
+'''
+
+
+@pytest.mark.parametrize("mode", ["blocks", "count", "path"])
+def test_recording_does_not_import_numba(tmp_path, mode):
+    """Start-up: `record` brings no numba (a second per run); the analyses import it when
+    they run (--cf-grammar, --wpp)."""
+    script = tmp_path / "prog_imports.py"
+    script.write_text(HEAVY_IMPORTS)
+    run = run_recorded(script, tmp_path / "t.wt", mode=mode)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "[]"

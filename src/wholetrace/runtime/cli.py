@@ -91,9 +91,10 @@ def run_record(argv: Sequence[str]) -> int:
     from wholetrace.store import RecordingWriter
 
     args, target = parse_target(record_parser(), argv, "record")
-    from wholetrace.match.compress import TRACE_MODES as CF_MODES
-    if args.cf_grammar and args.mode not in CF_MODES:
-        raise UsageError(f"--cf-grammar needs a trace mode ({', '.join(CF_MODES)}), not {args.mode!r}")
+    if args.cf_grammar:   # imported only then: it brings numba, a second of start-up
+        from wholetrace.match.compress import TRACE_MODES as CF_MODES
+        if args.mode not in CF_MODES:
+            raise UsageError(f"--cf-grammar needs a trace mode ({', '.join(CF_MODES)}), not {args.mode!r}")
     stem = Path(args.script).stem if args.script else args.module.split(".")[-1]
     out = Path(args.output or f"{stem}.wt")
     weights = None
