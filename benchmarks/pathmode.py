@@ -3,8 +3,8 @@
 For every program of the registry (``tests/corpus.py``, size ``bench``) this times the whole
 process, wall clock, of five commands, interleaved round by round: ``python drive_X.py`` and
 ``python -m wholetrace.cli record --mode MODE -q -o X.MODE.wt [--include M]... drive_X.py``
-for MODE in blocks, witness, path (the WPP built online by a background thread, the default)
-and path with ``--no-wpp`` (raw chunks only).  From the recordings (last round): events
+for MODE in blocks, witness, path with ``--wpp`` (the WPP built online by a background thread)
+and path as recorded by default (raw chunks only).  From the recordings (last round): events
 recorded (int32 values), stored bytes (zstd chunks; the grammars for `path`); the `path`
 recording is decoded by the decoding kernel (``trace.Trace``: its streams expanded from the
 grammars, then path ids decoded; blocks produced per second of CPU time) and compared with the
@@ -35,8 +35,8 @@ from wholetrace.trace.decode import Rows  # noqa: E402
 
 PY = sys.executable
 #: (column, record mode, extra options)
-MODES = (("blocks", "blocks", ()), ("witness", "witness", ()), ("path", "path", ()),
-         ("path raw", "path", ("--no-wpp",)))
+MODES = (("blocks", "blocks", ()), ("witness", "witness", ()), ("path", "path", ("--wpp",)),
+         ("path raw", "path", ()))
 TOOLS = ("plain",) + tuple(m[0] for m in MODES)
 
 
@@ -147,8 +147,8 @@ def render(names, times, stats, mismatched, runs, size, version, argv) -> str:  
         + f"; path (online WPP) ≤ witness on {sum(r <= 1 for r in path_vs_w)} of {len(names)} programs "
         f"(target path ≤ witness: {'met' if g['path'] <= g['witness'] else 'not met'}; target ≤ 1.6×: "
         f"{'met' if g['path'] <= 1.6 else 'not met'})",
-        "- `path` builds the WPP online (SEQUITUR on a background thread; the default for `--mode path`); "
-        "`path raw` is `--mode path --no-wpp` (zstd chunks, as the other modes). Stored bytes of `path` are "
+        "- `path` is `--mode path --wpp`: the WPP built online (SEQUITUR on a background thread); "
+        "`path raw` is `--mode path` as recorded by default (zstd chunks, as the other modes). Stored bytes of `path` are "
         "the grammars' encoded bytes.",
         "- `=`: the decoded path streams equal the blocks streams event for event; `≈`: same activation "
         "form (implicit calls into instrumented code sit elsewhere among the caller's blocks); `✗`: differ. "
