@@ -16,7 +16,7 @@ Module and class bodies (which keep no local) belong to their thread's stream.
 A thread stops only where the interpreter checks for a switch, and one such place is right
 after a C call such as a probe's append: a frame can stand just after appending its LEAVE
 (its return, its exception exit, or a generator's LEAVE before ``yield``) and before it
-returns.  Its activation is closed already; ``_left`` reads that from the instruction the
+returns.  Its activation is closed already; ``_leave_calls`` reads that from the instruction the
 frame stands at, so the recorder does not close it a second time.
 """
 
