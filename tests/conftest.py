@@ -28,6 +28,7 @@ COMPAT: dict[str, tuple[str, ...] | None] = {
     "runtime/test_unfinished_frames.py": None,          # counts of frames left open (PEP 667 f_locals)
     "store/test_store.py": None,                        # store round trip
     "compat/test_new_syntax.py": None,                  # PEP 695 / 701 / 709
+    "compat/test_loop_sites.py": None,                  # 3.13's loop-step positions
     "compat/test_free_threaded.py": None,               # no GIL: refused in one line
 }
 

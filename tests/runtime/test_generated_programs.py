@@ -14,7 +14,6 @@ from __future__ import annotations
 import ast
 import os
 import random
-import sys
 from collections import Counter
 from collections.abc import Callable
 
@@ -53,9 +52,6 @@ def run_many(strategy: st.SearchStrategy[str], n: int, at: int, check: Callable[
     return ran
 
 
-@pytest.mark.xfail(sys.version_info[:2] == (3, 13), strict=False,
-                   reason="3.13.0: count-mode module counts sometimes differ from blocks on a program ending in an "
-                          "uncaught exception from a generator (tests/compat/data/count_flaky_313.py; issue 18 note)")
 @pytest.mark.parametrize("part", range(2))     # two halves, so the xdist workers share them
 def test_structured_programs_in_every_mode(part: int) -> None:
     run_many(structured_programs(), 16 // SHARE, 20261126 + part)

@@ -100,28 +100,56 @@ def finish(code: CodeType, spans: Sequence[Sequence[Span]]) -> CodeType:
     return _patch_guards(code.replace(co_consts=tuple(consts)))
 
 
+#: Instructions that get a ``for`` loop's iterator or its next item.  They belong to the loop's
+#: for-next statement (``instrument.cfg``), but from 3.13 on the compiler places them at the
+#: iterable, whose span is the for-iter statement's: see :func:`statement_at`.
+_LOOP_STEP = frozenset(_OP[n] for n in ("GET_ITER", "FOR_ITER", "GET_AITER") if n in _OP)
+
+
+def statement_at(spans: Sequence[Span], position: tuple[int | None, ...], op: int) -> int:
+    """Id of the innermost statement of ``spans`` (innermost first) holding the start of an
+    instruction (opcode ``op``, ``co_positions`` entry ``position``), -1 if none.
+
+    A loop step placed exactly on a for-iter statement's span (3.13 places ``GET_ITER``,
+    ``FOR_ITER`` and ``GET_AITER`` at the iterable; 3.11 and 3.12 at the whole ``for``) goes
+    to the loop's for-next statement, the next id, whose header span holds the iterable.  The
+    exact match keeps an inlined comprehension's own loop steps (3.12+), which lie strictly
+    inside the iterable, with the for-iter statement."""
+    line, end_line, col, end_col = position
+    if line is None:
+        return -1
+    at = (line, col or 0)
+    found = -1
+    for l0, c0, l1, c1, s in spans:
+        if (l0, c0) <= at <= (l1, c1):
+            if found < 0:
+                if op not in _LOOP_STEP or (l0, c0, l1, c1) != (line, col, end_line, end_col):
+                    return s
+                found = s
+            elif s == found + 1:
+                return s
+    return found
+
+
 def site_table(code: CodeType, spans: Sequence[Span]) -> bytes | tuple[int, ...]:
-    """Per code unit of ``code``: 1 + the id of the innermost statement span holding the
-    unit's start position, 0 if none."""
+    """Per code unit of ``code``: 1 + the id of the statement holding the unit
+    (:func:`statement_at`), 0 if none."""
     by_line: dict[int, list[Span]] = {}
     for sp in spans:                     # innermost first, as ``spans`` are sorted
         for line in range(sp[0], sp[2] + 1):
             by_line.setdefault(line, []).append(sp)
-    memo: dict[tuple[int, int], int] = {}
+    raw = code.co_code
+    memo: dict[tuple[tuple[int | None, ...], bool], int] = {}
     out: list[int] = []
-    for line, _end, col, _ecol in code.co_positions():
-        if line is None:
+    for unit, position in enumerate(code.co_positions()):
+        if position[0] is None:
             out.append(0)
             continue
-        at = (line, col or 0)
-        v = memo.get(at)
+        op = raw[2 * unit]
+        key = (position, op in _LOOP_STEP)
+        v = memo.get(key)
         if v is None:
-            v = 0
-            for l0, c0, l1, c1, s in by_line.get(line, ()):
-                if (l0, c0) <= at <= (l1, c1):
-                    v = s + 1
-                    break
-            memo[at] = v
+            v = memo[key] = statement_at(by_line.get(position[0], ()), position, op) + 1
         out.append(v)
     return bytes(out) if max(out, default=0) < 256 else tuple(out)
 

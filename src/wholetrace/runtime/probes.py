@@ -21,6 +21,7 @@ from typing import Any, AsyncIterator, Iterable, Iterator
 from wholetrace.events import EXC, RERAISE
 from wholetrace.ids import EXIT
 from wholetrace.instrument import emit
+from wholetrace.instrument.bytecode import statement_at
 from wholetrace.runtime.streams import Streams
 
 _second = itemgetter(1)
@@ -47,13 +48,7 @@ class ExceptionSites:
         sid = -1
         positions = list(code.co_positions())
         if 0 <= lasti // 2 < len(positions):
-            line, _end, col, _ecol = positions[lasti // 2]
-            if line is not None:
-                at = (line, col or 0)
-                for l0, c0, l1, c1, s in self.spans.get(fid, ()):
-                    if (l0, c0) <= at <= (l1, c1):
-                        sid = s
-                        break
+            sid = statement_at(self.spans.get(fid, ()), positions[lasti // 2], code.co_code[lasti & ~1])
         self.cache[key] = sid
         return sid
 
