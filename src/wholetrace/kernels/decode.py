@@ -300,23 +300,32 @@ def _route(fn, blk, succ, edg, chs, stack, meta, out, d, w):  # type: ignore[no-
     return _bad(meta, BAD_CYCLE, w, f)
 
 
+@_inl
+def _chain_next(fn, blk, succ, edg, f, pc):  # type: ignore[no-untyped-def]
+    """The successor slot of the certain, witness-free edge out of block ``pc`` of function
+    ``f``, or -1 where such a chain stops: a call block, a branch, a witnessed edge, or an
+    edge into a block that never runs."""
+    g = fn[f, FN_BBASE] + pc
+    if (blk[g, BK_FLAGS] & F_CALL) != 0 or blk[g, BK_NSUCC] != 1:
+        return -1
+    k = blk[g, BK_SUCC]
+    if (edg[fn[f, FN_EBASE] + succ[k, SC_EID], ED_WIT] >= 0
+            or (blk[fn[f, FN_BBASE] + succ[k, SC_DST], BK_FLAGS] & F_REACH) == 0):
+        return -1
+    return k
+
+
 @_hot
 def _to_call(fn, blk, succ, edg, stack, meta, out, d):  # type: ignore[no-untyped-def]
     """Advance a frame along its certain witness-free chain to its next call block."""
     f = stack[d, FR_FID]
-    bb = fn[f, FN_BBASE]
-    eb = fn[f, FN_EBASE]
     pc = stack[d, FR_PC]
     for _ in range(fn[f, FN_NB] + 1):
-        g = bb + pc
-        if (blk[g, BK_FLAGS] & F_CALL) != 0 or blk[g, BK_NSUCC] != 1:
+        k = _chain_next(fn, blk, succ, edg, f, pc)
+        if k < 0:
             break
-        k = blk[g, BK_SUCC]
-        e = succ[k, SC_EID]
         nxt = succ[k, SC_DST]
-        if edg[eb + e, ED_WIT] >= 0 or (blk[bb + nxt, BK_FLAGS] & F_REACH) == 0:
-            break
-        _emit(out, meta, stack[d, FR_ACT], f, pc, nxt, e, -1)
+        _emit(out, meta, stack[d, FR_ACT], f, pc, nxt, succ[k, SC_EID], -1)
         pc = nxt
     stack[d, FR_PC] = pc
 
@@ -418,17 +427,11 @@ def _raise_at(fn, blk, succ, edg, stm, scratch, stack, meta, out, d, raised):  #
 @_hot
 def _chain_end(fn, blk, succ, edg, f, pc):  # type: ignore[no-untyped-def]
     """Where :func:`_to_call` would stop, without emitting."""
-    bb = fn[f, FN_BBASE]
-    eb = fn[f, FN_EBASE]
     for _ in range(fn[f, FN_NB] + 1):
-        g = bb + pc
-        if (blk[g, BK_FLAGS] & F_CALL) != 0 or blk[g, BK_NSUCC] != 1:
+        k = _chain_next(fn, blk, succ, edg, f, pc)
+        if k < 0:
             break
-        k = blk[g, BK_SUCC]
-        nxt = succ[k, SC_DST]
-        if edg[eb + succ[k, SC_EID], ED_WIT] >= 0 or (blk[bb + nxt, BK_FLAGS] & F_REACH) == 0:
-            break
-        pc = nxt
+        pc = succ[k, SC_DST]
     return pc
 
 
