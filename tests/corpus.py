@@ -617,8 +617,13 @@ def names(kind: str | None = None) -> list[str]:
 HEAVY = frozenset({"deltablue", "hexiom", "raytrace", "go", "tomllib"})
 
 
-def corpus_params(names: list[str] | None = None) -> list:
-    """``names`` (default: every program, sorted) as pytest parameters, the HEAVY ones marked slow."""
+def corpus_params(names: list[str] | None = None, share: tuple[int, int] = (0, 1)) -> list:
+    """``names`` (default: every program, sorted) as pytest parameters; the HEAVY ones, and
+    with ``share=(i, n)`` the other programs but every n-th from the i-th, are marked slow.
+    Tests that check one property in several modes take different shares, so that `make test`
+    still runs each light program in one of those modes and `make test-slow` in all."""
     import pytest
 
-    return [pytest.param(n, marks=pytest.mark.slow) if n in HEAVY else n for n in (names or sorted(PROGRAMS))]
+    light = [n for n in (names or sorted(PROGRAMS)) if n not in HEAVY]
+    quick = set(light[share[0]::share[1]])
+    return [n if n in quick else pytest.param(n, marks=pytest.mark.slow) for n in (names or sorted(PROGRAMS))]

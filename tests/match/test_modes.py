@@ -214,7 +214,12 @@ PLACED_APART = {("raising", "path"), ("raising", "path-wpp")}
 RUN_DEPENDENT = {"full"}
 
 
-@pytest.mark.parametrize("name", sorted(PROGRAMS_INLINE))
+#: inline programs left to `-m slow` (`make test` keeps the raising, generator and finally/with ones)
+SLOW_INLINE = {"classes_match", "exceptions", "loops"}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_INLINE else n
+                                  for n in sorted(PROGRAMS_INLINE)])
 def test_every_mode_answers_as_blocks_inline(tmp_path, name):
     script = tmp_path / "prog.py"
     script.write_text(PROGRAMS_INLINE[name])

@@ -268,7 +268,7 @@ def test_online_wpp_and_raw_path_recordings_read_back_alike(tmp_path: Path) -> N
 
 # ----------------------------------------------------------------------------- corpus
 
-@pytest.mark.parametrize("name", corpus_params())
+@pytest.mark.parametrize("name", corpus_params(share=(0, 2)))
 def test_corpus_programs_regenerate(name: str, tmp_path: Path) -> None:
     prog = PROGRAMS[name]
     driver = prog.write(tmp_path, "small")

@@ -106,7 +106,7 @@ def test_kernel_regenerates_like_the_reference_in_small_pieces(inline: dict[str,
 
 # ----------------------------------------------------------------------------- corpus
 
-@pytest.mark.parametrize("name", corpus_params())
+@pytest.mark.parametrize("name", corpus_params(share=(1, 2)))
 def test_corpus_programs_regenerate(name: str, tmp_path: Path) -> None:
     prog = PROGRAMS[name]
     driver = prog.write(tmp_path, "small")

@@ -54,12 +54,12 @@ def run_many(strategy: st.SearchStrategy[str], n: int, at: int, check: Callable[
 
 @pytest.mark.parametrize("part", range(2))     # two halves, so the xdist workers share them
 def test_structured_programs_in_every_mode(part: int) -> None:
-    run_many(structured_programs(), 16 // SHARE, 20261126 + part)
+    run_many(structured_programs(), 12 // SHARE, 20261126 + part)
 
 
 @pytest.mark.parametrize("part", range(2))
 def test_implicit_call_programs_in_every_mode(part: int) -> None:
-    run_many(implicit_programs(), 12 // SHARE, 9052026 + part)
+    run_many(implicit_programs(), 8 // SHARE, 9052026 + part)
 
 
 def test_hypothesmith_programs_odd_syntax() -> None:
@@ -68,7 +68,7 @@ def test_hypothesmith_programs_odd_syntax() -> None:
         assume(ast.parse(source).body)       # (a filter would run hypothesmith's targets twice)
         return check_all_modes(source)
 
-    run_many(programs("node"), 8 // SHARE, 11262026, nonempty)
+    run_many(programs("node"), 6 // SHARE, 11262026, nonempty)
 
 
 SLOW_SEED = int(os.environ.get("WHOLETRACE_TEST_SEED") or random.SystemRandom().randrange(1 << 31))

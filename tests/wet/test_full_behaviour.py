@@ -97,7 +97,7 @@ def test_implicit_calls_that_raise(tmp_path: Path) -> None:
     assert not any(w == "x" for w, _ in shown)     # the property raised: nothing was defined
 
 
-@pytest.mark.parametrize("name", corpus_params())
+@pytest.mark.parametrize("name", corpus_params(share=(0, 2)))
 def test_corpus_same_behaviour(name: str, tmp_path: Path) -> None:
     prog = PROGRAMS[name]
     _same(prog.write(tmp_path, "small"), tmp_path, tuple(prog.include))
