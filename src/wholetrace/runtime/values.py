@@ -25,9 +25,11 @@ from array import array
 from contextvars import ContextVar
 from typing import Any, Callable
 
-#: The marker of a value record in an event stream (full mode only, never stored: the
-#: stream codes -4..-7 are unused by events.py).
-VAL = -4
+from wholetrace import events
+
+#: The marker of a value record in an event stream (full mode only, never stored; it was -4,
+#: the code of ``events.RERAISE``, before: recordings never held it, so nothing to convert).
+VAL = events.VAL
 
 # token tags
 NONE, BOOL, INT, FLOAT, STR, BYTES, BIGINT, COMPLEX, OBJ = range(9)
