@@ -71,7 +71,7 @@ def jit_seconds() -> float:
     """Compile (or load from numba's cache) the WET kernels once, on tiny inputs."""
     t0 = time.perf_counter()
     one = np.zeros(1, np.int64)
-    data_deps(one, one, one, one - 1, one - 1, 1, 1)
+    data_deps(one, one, one, one - 1, one - 1, one - 1, 1, 1)
     closure(np.zeros(2, np.int64), one, one, False, 1)
     closure(np.zeros(2, np.int64), one, one, True, 1)
     csr((one, one, one), (one, one, one), 2)

@@ -63,6 +63,8 @@ class ValueLog:
         self.pin_limit = _PIN_MIN
         self.counter = itertools.count(1)
         self.new_objects: list[tuple[int, type]] = []  # (serial, type) handed out since the last flush
+        self.new_classes: list[tuple[int, type]] = []  # (serial, class) of the classes among them
+        self.parents = array("q")                      # serial, parent serial pairs (flushed)
         self.types: dict[type, int] = {}
         self.type_names: list[str] = []
         self.objects = array("q")                      # serial, type index pairs (flushed)
@@ -106,6 +108,8 @@ class ValueLog:
             if len(self.pins) >= self.pin_limit:
                 self._sweep()
         self.new_objects.append((s, type(obj)))
+        if isinstance(obj, type):
+            self.new_classes.append((s, obj))
         return s
 
     def _dead(self, i: int) -> Callable[[Any], None]:
@@ -265,11 +269,16 @@ class ValueLog:
         return slot, tc, val
 
     def _objects(self) -> None:
-        """Move the serials handed out since the last flush to the object table."""
-        new = self.new_objects
-        n = len(new)
-        items = new[:n]
+        """Move the serials handed out since the last flush to the object table, and link each
+        object to the serial of the class its attribute lookups fall back to (``parents``): an
+        instance to its class, a class to its nearest base with a serial (docs/design.md,
+        "WET class attributes")."""
+        new, classes = self.new_objects, self.new_classes
+        n, m = len(new), len(classes)
+        items, cls_items = new[:n], classes[:m]
         del new[:n]
+        del classes[:m]
+        known = self.serials.get                       # the types below are alive: ids are valid
         for s, t in items:
             ti = self.types.get(t)
             if ti is None:
@@ -277,6 +286,17 @@ class ValueLog:
                 self.type_names.append(f"{t.__module__}.{t.__qualname__}")
             self.objects.append(s)
             self.objects.append(ti)
+            p = known(id(t))
+            if p is not None:
+                self.parents.append(s)
+                self.parents.append(p)
+        for s, c in cls_items:
+            for b in c.__mro__[1:]:
+                p = known(id(b))
+                if p is not None:
+                    self.parents.append(s)
+                    self.parents.append(p)
+                    break
 
     def finish(self) -> None:
         """Store the distinct contents, the object table and the log's totals."""
@@ -295,9 +315,10 @@ class ValueLog:
         self.writer.put_array("wet.content.size", sizes)
         self.writer.put_array("wet.content.data", data)
         self.writer.put_array("wet.objects", pack_objects(np.frombuffer(self.objects, np.int64).reshape(-1, 2)))
+        self.writer.put_array("wet.parents", np.frombuffer(self.parents, np.int64).reshape(-1, 2))
         self.writer.set_meta(wet_types=self.type_names, wet_records=self.records,
                              wet_raw_bytes=self.raw_bytes + hashes.nbytes + tags.nbytes + sizes.nbytes
-                             + data.nbytes + 8 * len(self.objects))
+                             + data.nbytes + 8 * len(self.objects) + 8 * len(self.parents))
         self.pins.clear()
         self.refs.clear()
         self.serials.clear()

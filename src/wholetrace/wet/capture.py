@@ -51,6 +51,7 @@ class CaptureLog:
     streams: dict[int, StreamLog]
     contents: dict[int, tuple[int, bytes]] = field(default_factory=dict)
     object_types: dict[int, str] = field(default_factory=dict)
+    parents: dict[int, int] = field(default_factory=dict)   # serial -> class its attribute reads fall back to
 
     def render(self, tag: int, val: int, limit: int = 80) -> str:
         """A token as the ``values`` query would show it: ``repr`` of scalars, ``<type #serial>`` else."""
@@ -127,6 +128,11 @@ def load(rec: Any) -> CaptureLog:
     names = rec.meta.get("wet_types", [])
     if objects is not None:
         log.object_types = {int(s): names[int(t)] for s, t in objects.reshape(-1, 2).tolist()}
+    parents = rec.get_array("wet.parents")                  # absent before class links were recorded
+    if parents is not None:
+        if parents.size % 2:
+            raise StoreError(f"{rec.path}: damaged full-mode recording (class links)")
+        log.parents = {int(s): int(p) for s, p in parents.reshape(-1, 2).tolist()}
     return log
 
 

@@ -21,6 +21,7 @@ from wholetrace.errors import StoreError
 from wholetrace.kernels.wetdeps import closure, csr, data_deps
 from wholetrace.store import Recording, schema
 from wholetrace.wet.capture import CaptureLog, load
+from wholetrace.wet.classes import link_classes
 from wholetrace.wet.decode import ATTR, ELEM, MERGE, WHOLE, decode
 from wholetrace.wet.static import FunctionFacts, function_facts
 
@@ -29,7 +30,7 @@ CHUNK = 1 << 20
 DATA, CONTROL, CALL = 0, 1, 2
 _ARRAYS = ("fid", "sid", "frame", "stream", "kind", "cd", "d_use", "d_def", "d_loc",
            "c_src", "c_dst", "rec_inst", "locs")
-VERSION = 3
+VERSION = 4
 
 
 @dataclass
@@ -99,10 +100,11 @@ def build(rec: Recording, log: CaptureLog | None = None) -> WET:
     log = log if log is not None else load(rec)
     facts: dict[int, FunctionFacts] = function_facts(rec, log)
     dec = decode(rec, facts, log)
+    up = link_classes(dec, log)
     t1 = time.perf_counter()
     locs = dec.locs
     n_inst = dec.i_fid.size
-    use, dfn, dloc, n_merge = data_deps(dec.a_inst, dec.a_op, dec.a_loc, dec.a_fb, object_of(locs),
+    use, dfn, dloc, n_merge = data_deps(dec.a_inst, dec.a_op, dec.a_loc, dec.a_fb, object_of(locs), up,
                                         locs.shape[0], n_inst)
     span = np.int64(n_inst + n_merge + 1)
     pairs = np.unique(use * span + dfn, return_index=True)[1]     # first occurrence of each pair
