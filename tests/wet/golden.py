@@ -67,4 +67,7 @@ THREADS: dict[str, tuple[str, set[int]]] = {
     "two_threads": ("import threading\nout = []\ndef work(v):\n    out.append(v * 2)\nz = 0\n"
                     "t = threading.Thread(target=work, args=(5,))\nt.start()\nt.join()\nprint(out)\n",
                     {1, 2, 3, 4, 6, 7, 9}),
+    "worker_fills_dict": ("import threading\nbox = {}\ndef work():\n    box['a'] = 7\n    box['b'] = 1\n"
+                          "t = threading.Thread(target=work)\nt.start()\nt.join()\nprint(box['a'])\n",
+                          {1, 2, 3, 4, 6, 7, 9}),
 }

@@ -40,8 +40,6 @@ def test_golden_slice(name: str, tmp_path: Path) -> None:
     assert lines == expected
 
 
-@pytest.mark.xfail(strict=True, reason="streams are replayed one after another (main thread first), so "
-                   "the main thread's use of what a worker wrote before join() finds no writer")
 @pytest.mark.parametrize("name", sorted(THREADS))
 def test_thread_slice(name: str, tmp_path: Path) -> None:
     source, expected = THREADS[name]

@@ -31,6 +31,12 @@ from wholetrace import events
 #: the code of ``events.RERAISE``, before: recordings never held it, so nothing to convert).
 VAL = events.VAL
 
+#: The slot code of a *switch* record (no slot can have it): the probe that finds the value
+#: list of another thread than the previous probe's appends ``SWITCH, n`` first, ``n`` from
+#: one counter of the recording, so the switches order the threads' records (docs/design.md,
+#: "WET threads").  The flusher stores them apart (``wet.switch``), never as value records.
+SWITCH = -(1 << 62)
+
 # token tags
 NONE, BOOL, INT, FLOAT, STR, BYTES, BIGINT, COMPLEX, OBJ = range(9)
 _IMMEDIATE = frozenset({int, float, bool, type(None), str, bytes, complex})
@@ -57,6 +63,9 @@ class ValueLog:
         self.by_buffer: dict[int, list[Any]] = {}      # id(event buffer) -> its value list
         self.cf_done: dict[int, int] = {}              # stream id -> events stored so far
         self.seq: dict[int, int] = {}
+        self.rec_done: dict[int, int] = {}             # stream id -> value records stored so far
+        self.clock = itertools.count(1)                # switch numbers
+        self.last_list: list[Any] = [None]             # the value list of the latest probe
         self.serials: dict[int, int] = {}              # id(obj) -> serial, while obj lives
         self.refs: dict[int, Any] = {}
         self.pins: dict[int, Any] = {}
@@ -82,6 +91,7 @@ class ValueLog:
         self.by_buffer[id(append.__self__)] = buf  # type: ignore[attr-defined]
         self.cf_done[sid] = 0
         self.seq[sid] = 0
+        self.rec_done[sid] = 0
         self.current.set((append, buf))
 
     def attach(self) -> tuple[Callable[[int], None], list[Any]]:
@@ -138,6 +148,8 @@ class ValueLog:
         imm = _IMMEDIATE
 
         known = self.serials.get
+        last = self.last_list
+        clock = self.clock
 
         def value(k: int, x: Any) -> Any:
             # The deepest frame the program reaches can call this probe (one call of headroom,
@@ -156,6 +168,11 @@ class ValueLog:
                 if s is None:
                     s = attach()
                 a, buf = s
+                if buf is not last[0]:                 # another thread ran since the last probe
+                    last[0] = buf
+                    buf.append(SWITCH)
+                    buf.append(next(clock))
+                    a(VAL)
                 buf.append(k)
                 buf.append(v)
                 a(VAL)
@@ -180,6 +197,11 @@ class ValueLog:
                 if s is None:
                     s = attach()
                 a, buf = s
+                if buf is not last[0]:
+                    last[0] = buf
+                    buf.append(SWITCH)
+                    buf.append(next(clock))
+                    a(VAL)
                 buf += out
                 for _x in xs:
                     a(VAL)
@@ -211,13 +233,23 @@ class ValueLog:
         cf = ev[ev != VAL]
         pos = done + marks - np.arange(k)
         self.cf_done[sid] = done + len(cf)
-        slot, tag, val = self._tokens(recs)
         seq = self.seq[sid]
         self.seq[sid] = seq + 1
         key = f"{sid}.{seq}"
         if not self.layout_marked:                     # before the first chunk: readers need it
             self.writer.set_meta(wet_layout=LAYOUT)
             self.layout_marked = True
+        sw = np.flatnonzero(np.fromiter(recs[0::2], np.int64, k) == SWITCH)
+        if sw.size:                                    # (record index in the stream, position, number)
+            nums = [recs[2 * j + 1] for j in sw.tolist()]
+            for j in sw.tolist()[::-1]:
+                del recs[2 * j: 2 * j + 2]
+            at = self.rec_done.get(sid, 0) + sw - np.arange(sw.size)
+            self.writer.put_array("wet.switch", np.stack([at, pos[sw], np.array(nums, np.int64)], 1), key=key)
+            pos = np.delete(pos, sw)
+            k -= sw.size                               # may be 0: the chunk is stored all the same
+        self.rec_done[sid] = self.rec_done.get(sid, 0) + k
+        slot, tag, val = self._tokens(recs)
         for name, data in pack_chunk(pos.astype(np.int64), slot, tag, val).items():
             self.writer.put_array(f"wet.{name}", data, key=key)
         self.records += k

@@ -61,6 +61,8 @@ class Decoded:
     rec_slot: np.ndarray | None = None   # the records (streams in order) the pass read
     rec_tag: np.ndarray | None = None
     rec_val: np.ndarray | None = None
+    rec_ptr: np.ndarray | None = None    # records of the i-th stream read: [rec_ptr[i], rec_ptr[i + 1])
+    stream_sids: list[int] | None = None
 
 
 @dataclass
@@ -194,4 +196,5 @@ def decode(rec: Any, facts: dict[int, FunctionFacts], log: CaptureLog) -> Decode
     return Decoded(*(insts[:, j].copy() for j in range(6)), *(acc[:, j].copy() for j in range(4)),
                    calls[:nc].copy(), locs[:nl, :3].copy(), [(int(t), int(v)) for t, v in keys[:nk, :2].tolist()],
                    tab["names"], rec_inst, int(cnt[K.C_UNKNOWN]),
-                   {"tables_s": t1 - t0, "kernel_s": t2 - t1}, r_slot, r_tag, r_val)
+                   {"tables_s": t1 - t0, "kernel_s": t2 - t1}, r_slot, r_tag, r_val,
+                   np.array(rec_ptr, np.int64), sids)

@@ -22,6 +22,7 @@ from wholetrace.kernels.wetdeps import closure, csr, data_deps
 from wholetrace.store import Recording, schema
 from wholetrace.wet.capture import CaptureLog, load
 from wholetrace.wet.classes import link_classes
+from wholetrace.wet.threads import interleave
 from wholetrace.wet.decode import ATTR, ELEM, MERGE, WHOLE, decode
 from wholetrace.wet.static import FunctionFacts, function_facts
 
@@ -101,6 +102,7 @@ def build(rec: Recording, log: CaptureLog | None = None) -> WET:
     facts: dict[int, FunctionFacts] = function_facts(rec, log)
     dec = decode(rec, facts, log)
     up = link_classes(dec, log)
+    threads = interleave(dec, log)
     t1 = time.perf_counter()
     locs = dec.locs
     n_inst = dec.i_fid.size
@@ -119,7 +121,7 @@ def build(rec: Recording, log: CaptureLog | None = None) -> WET:
                use[order], dfn[order], dloc[order], dec.calls[:, 0].copy(), dec.calls[:, 1].copy(),
                dec.rec_inst, locs, list(dec.names),
                {"version": VERSION, "n_inst": n_inst, "n_merge": int(n_merge), "n_access": int(dec.a_inst.size),
-                "unknown_calls": dec.unknown_calls, "n_streams": len(rec.streams()),
+                "unknown_calls": dec.unknown_calls, "n_streams": len(rec.streams()), "interleaved": threads,
                 "keys": [list(k) for k in dec.keys], "decode_s": t1 - t0, "deps_s": t2 - t1,
                 "decode_kernel_s": dec.seconds["kernel_s"]})
 
