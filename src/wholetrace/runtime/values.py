@@ -239,7 +239,8 @@ class ValueLog:
         if not self.layout_marked:                     # before the first chunk: readers need it
             self.writer.set_meta(wet_layout=LAYOUT)
             self.layout_marked = True
-        sw = np.flatnonzero(np.fromiter(recs[0::2], np.int64, k) == SWITCH)
+        codes = np.fromiter(recs[0::2], np.int64, k)
+        sw = np.flatnonzero(codes == SWITCH)
         if sw.size:                                    # (record index in the stream, position, number)
             nums = [recs[2 * j + 1] for j in sw.tolist()]
             for j in sw.tolist()[::-1]:
@@ -247,22 +248,25 @@ class ValueLog:
             at = self.rec_done.get(sid, 0) + sw - np.arange(sw.size)
             self.writer.put_array("wet.switch", np.stack([at, pos[sw], np.array(nums, np.int64)], 1), key=key)
             pos = np.delete(pos, sw)
+            codes = np.delete(codes, sw)
             k -= sw.size                               # may be 0: the chunk is stored all the same
         self.rec_done[sid] = self.rec_done.get(sid, 0) + k
-        slot, tag, val = self._tokens(recs)
+        slot, tag, val = self._tokens(recs, codes)
         for name, data in pack_chunk(pos.astype(np.int64), slot, tag, val).items():
             self.writer.put_array(f"wet.{name}", data, key=key)
         self.records += k
         self.raw_bytes += 8 * k + slot.nbytes + tag.nbytes + val.nbytes
         return array("i", cf.tobytes())
 
-    def _tokens(self, recs: list[Any]) -> tuple[Any, Any, Any]:
-        """(slot, tag, val) arrays of ``recs`` (slot, value pairs), sorted by type with C-level
-        loops: ints, floats, bools and None as whole arrays; contents one by one."""
+    def _tokens(self, recs: list[Any], codes: Any = None) -> tuple[Any, Any, Any]:
+        """(slot, tag, val) arrays of ``recs`` (slot, value pairs; ``codes``: their slot codes
+        as an int64 array, if the caller has it), sorted by type with C-level loops: ints,
+        floats, bools and None as whole arrays; contents one by one."""
         import numpy as np
 
         n = len(recs) // 2
-        codes = np.fromiter(recs[0::2], np.int64, n)
+        if codes is None:
+            codes = np.fromiter(recs[0::2], np.int64, n)
         items = recs[1::2]
         xs = np.empty(n, object)
         xs[:] = items
