@@ -16,6 +16,7 @@ the last print().
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -71,7 +72,7 @@ def jit_seconds() -> float:
     """Compile (or load from numba's cache) the WET kernels once, on tiny inputs."""
     t0 = time.perf_counter()
     one = np.zeros(1, np.int64)
-    data_deps(one, one, one, one - 1, one - 1, 1, 1)
+    data_deps(one, one, one, one - 1, one - 1, one - 1, 1, 1)
     closure(np.zeros(2, np.int64), one, one, False, 1)
     closure(np.zeros(2, np.int64), one, one, True, 1)
     csr((one, one, one), (one, one, one), 2)
@@ -98,6 +99,8 @@ def wet_stats(path: Path) -> dict[str, float]:
         w = build(rec)
         t_build = time.perf_counter() - t0
     save(path, w)
+    with Recording(path, check=False) as rec:           # the stored WET: every encoding's bytes
+        enc_bytes = json.loads(rec.get_array("wet.g.meta").tobytes()).get("enc_bytes", {})
     s = open_session(str(path))
     t0, c0 = time.perf_counter(), time.process_time()
     try:
@@ -109,7 +112,8 @@ def wet_stats(path: Path) -> dict[str, float]:
     return {"slice_cpu": slice_cpu, "build_s": t_build, "decode_s": w.meta["decode_s"],
             "kernel_s": w.meta["decode_kernel_s"],
             "deps_s": w.meta["deps_s"],
-            "slice_s": time.perf_counter() - t0, "slice_n": n, "inst": w.n_inst, "pairs": int(w.d_use.size)}
+            "slice_s": time.perf_counter() - t0, "slice_n": n, "inst": w.n_inst, "pairs": int(w.d_use.size),
+            "wet_z": sum(v["z"] for v in enc_bytes.values()), "wet_best": sum(min(v.values()) for v in enc_bytes.values())}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -171,10 +175,12 @@ def render(names: list[str], times: dict[str, dict[str, list[float]]], stats: di
                      f"{s['records'] / st:.2f}", f"{s['raw'] / st:.2f}", f"{s['stored'] / st:.3f}",
                      f"{s['inst']:,}", f"{s['decode_s']:.2f}", f"{s['kernel_s']:.2f}", f"{s['deps_s']:.3f}",
                      f"{s['slice_s']:.3f} ({s['slice_cpu']:.3f})",
-                     f"{s['slice_n']:,}"])
+                     f"{s['slice_n']:,}",
+                     f"{s['wet_z'] / max(s['inst'], 1):.2f} → {s['wet_best'] / max(s['inst'], 1):.2f}"])
     headers = ["program", "plain s", "blocks ×", "full ×", "full / blocks", "executed statements",
                "value records", "records / stmt", "raw B/stmt", "stored B/stmt", "WET instances",
-               "decode s", "of it kernel s", "deps s", "slice of last output s (CPU s)", "slice instances"]
+               "decode s", "of it kernel s", "deps s", "slice of last output s (CPU s)", "slice instances",
+               "stored WET B/instance (zstd int64 → chosen)"]
     tot = {k: sum(s[k] for s in stats.values()) for k in ("stmts", "records", "raw", "stored", "events_stored")}
     parts = sorted({k for s in stats.values() for k in s if k.startswith("part:")})
     part_tot = {k[5:]: sum(s.get(k, 0) for s in stats.values()) for k in parts}
@@ -194,6 +200,10 @@ def render(names: list[str], times: dict[str, dict[str, list[float]]], stats: di
         f"{tot['events_stored'] / tot['stmts']:.3f}, "
         + ", ".join(f"`{k}` {v / tot['stmts']:.3f}" for k, v in part_tot.items()),
     ]
+    wz, wb, wi = (sum(s[k] for s in stats.values()) for k in ("wet_z", "wet_best", "inst"))
+    lines.append(f"- stored WET (`wet.g.*`, built by the first query): {wz / max(wi, 1):.2f} B/instance as zstd of "
+                 f"int64 words, {wb / max(wi, 1):.2f} B/instance with each chunk in its smallest encoding "
+                 "(zstd / transformed byte planes / `streams` codec: `wet/packing.py`)")
     lines.append(f"- WET kernels (decode, last writer, closure): JIT compile {jit[0]:.1f} s in a fresh process "
                  f"with an empty numba cache, cache load {jit[1]:.2f} s; neither is in the columns. "
                  "decode = loading the capture log, static facts, flat tables and the decoding kernel "

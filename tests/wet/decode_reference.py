@@ -27,7 +27,7 @@ from wholetrace.ids import ENTRY
 from wholetrace.wet.static import BUILTIN_MUTABLE, KNOWN_EFFECTS, PURE_CALLS, FunctionFacts
 
 from wholetrace.runtime.values import OBJ
-from wholetrace.wet.decode import ATTR, DEF, ELEM, GLOBAL, LOCAL, RESUME, RET, STMT, USE, WDEF, WHOLE, WUSE  # noqa: F401
+from wholetrace.wet.decode import ATTR, DEF, ELEM, GLOBAL, LOCAL, NS, RESUME, RET, STMT, USE, WDEF, WHOLE, WUSE  # noqa: F401
 
 
 @dataclass
@@ -329,7 +329,9 @@ class Decoder:
             if inst >= 0:
                 self.access(inst, USE, self.loc(RET, act.ar))
                 for loc in act.class_defs:                 # a class is built from its namespace
-                    self.access(inst, USE, loc)
+                    if self.value_of.get(loc, (OBJ, 0))[0] == OBJ:       # def statements record no value
+                        self.access(inst, USE, loc)
+                    self.access(inst, NS, loc)
 
     def _suspends(self, ff: FunctionFacts, sid: int) -> bool:
         return sid in ff.suspends

@@ -50,6 +50,13 @@ GOLDEN: dict[str, tuple[str, set[int]]] = {
     "global_in_loop": ("total = 0\ndef add(v):\n    global total\n    total += v\nfor i in range(3):\n    add(i)\n"
                        "z = 1\nprint(total)\n", {1, 2, 4, 5, 6, 8}),
     "class_attribute": ("class A:\n    k = 3\n    u = 9\nprint(A.k)\n", {1, 2, 4}),
+    "instance_reads_class_attribute": ("class A:\n    k = 3\n    u = 9\na = A()\nprint(a.k)\n", {1, 2, 4, 5}),
+    "inherited_method": ("class A:\n    def f(self):\n        return 1\n    u = 9\nclass B(A):\n    pass\n"
+                         "b = B()\nprint(b.f())\n", {1, 2, 3, 5, 7, 8}),
+    "init_method_kept": ("class A:\n    def __init__(self):\n        self.v = 4\n    w = 1\na = A()\n"
+                         "print(a.v)\n", {1, 2, 3, 5, 6}),
+    "class_attribute_set_later": ("class A:\n    k = 3\nA.k = 7\nz = 1\na = A()\nprint(a.k)\n",
+                                  {1, 3, 5, 6}),
     "items_written_in_callee": ("def fill(n):\n    out = [0] * n\n    out[1] = 5\n    k = 2\n    return out\n"
                                 "xs = fill(3)\ny = xs.count(5)\nprint(y)\n", {1, 2, 3, 5, 6, 7, 8}),
     "comprehension_opaque": ("xs = [1, 2, 3]\nys = [x * 2 for x in xs]\nz = 0\nprint(ys)\n", {1, 2, 4}),
@@ -60,4 +67,7 @@ THREADS: dict[str, tuple[str, set[int]]] = {
     "two_threads": ("import threading\nout = []\ndef work(v):\n    out.append(v * 2)\nz = 0\n"
                     "t = threading.Thread(target=work, args=(5,))\nt.start()\nt.join()\nprint(out)\n",
                     {1, 2, 3, 4, 6, 7, 9}),
+    "worker_fills_dict": ("import threading\nbox = {}\ndef work():\n    box['a'] = 7\n    box['b'] = 1\n"
+                          "t = threading.Thread(target=work)\nt.start()\nt.join()\nprint(box['a'])\n",
+                          {1, 2, 3, 4, 6, 7, 9}),
 }

@@ -32,13 +32,7 @@ def record(tmp_path: Path, source: str) -> Path:
     return wt
 
 
-#: Known imprecision, kept visible: the hand-written slice is the right answer.
-KNOWN = {"class_attribute": "a class object depends on its whole namespace (class attributes are not "
-                            "yet separate locations), so the decoy class attribute joins the slice"}
-
-
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(reason=KNOWN[n], strict=True))
-                                  if n in KNOWN else n for n in sorted(GOLDEN)])
+@pytest.mark.parametrize("name", sorted(GOLDEN))
 def test_golden_slice(name: str, tmp_path: Path) -> None:
     source, expected = GOLDEN[name]
     wt = record(tmp_path, source)
@@ -46,8 +40,6 @@ def test_golden_slice(name: str, tmp_path: Path) -> None:
     assert lines == expected
 
 
-@pytest.mark.xfail(strict=True, reason="streams are replayed one after another (main thread first), so "
-                   "the main thread's use of what a worker wrote before join() finds no writer")
 @pytest.mark.parametrize("name", sorted(THREADS))
 def test_thread_slice(name: str, tmp_path: Path) -> None:
     source, expected = THREADS[name]

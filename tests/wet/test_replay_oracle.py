@@ -13,32 +13,64 @@ from golden import GOLDEN
 from wholetrace.store import Recording
 from wholetrace.wet.capture import load
 from decode_reference import Decoder
-from wholetrace.wet.decode import ATTR, DEF, ELEM, USE, WDEF, WHOLE, WUSE
+from wholetrace.runtime.values import OBJ
+from wholetrace.wet.decode import ATTR, DEF, ELEM, NS, USE, WDEF, WHOLE, WUSE
 from wholetrace.wet.graph import build
 from wholetrace.wet.static import function_facts
 from wtutil import run_recorded
 
 
-def naive_pairs(dec: Decoder) -> set[tuple[int, int, int]]:
+def class_serials(dec: Decoder, log) -> dict[int, int]:
+    """Instance -> serial of an object its def records hold (the class statement's class)."""
+    out: dict[int, int] = {}
+    for st, ri in zip(log.streams.values(), dec.rec_inst):
+        for r, inst in enumerate(ri.tolist()):
+            info = log.slots.get(int(st.slot[r]))
+            if inst >= 0 and info is not None and info.kind == "def" and int(st.tag[r]) == OBJ:
+                out[inst] = int(st.val[r])
+    return out
+
+
+def naive_pairs(dec: Decoder, log=None) -> set[tuple[int, int, int]]:
     """Last writer per location with dicts; whole-object uses collect element writes since the
-    last whole write (merge nodes flattened: a whole use depends on all of them)."""
-    last: dict[int, int] = {}
+    last whole write (merge nodes flattened: a whole use depends on all of them).  Class
+    attributes: a namespace entry's writer becomes the writer of ``(class serial, name)``; a
+    read of an attribute no one wrote looks it up along the parent links (instance -> class
+    -> base)."""
+    last: dict[tuple, int] = {}                         # keyed by what a location names
     whole: dict[int, int] = {}
     since: dict[int, list[int]] = {}
+    serials = class_serials(dec, log) if log is not None else {}
+    parents = log.parents if log is not None else {}
     locs = list(dec.locs)
     out: set[tuple[int, int, int]] = set()
     for inst, op, loc, fb in zip(dec.a_inst, dec.a_op, dec.a_loc, dec.a_fb):
-        k, a, _b = locs[loc]
+        key = locs[loc]
+        k, a, b = key
         w = dec.locs.get((WHOLE, a, 0)) if k in (ATTR, ELEM) else None
+        if op == NS:
+            if inst in serials:
+                if key in last:
+                    last[(ATTR, serials[inst], b)] = last[key]
+                continue
+            op = USE
         if op == USE:
-            d = last.get(loc, -1)
+            d = last.get(key, -1)
+            if k == ATTR and d < 0:
+                p = parents.get(a)
+                while p is not None:
+                    if (ATTR, p, b) in last:
+                        if last[(ATTR, p, b)] != inst:
+                            out.add((inst, last[(ATTR, p, b)], 0))
+                        break
+                    p = parents.get(p)
             if w is not None and whole.get(w, -1) > d:
                 d = whole[w]
             d = d if d >= 0 else fb
             if d >= 0 and d != inst:
                 out.add((inst, d, 0))
         elif op == DEF:
-            last[loc] = inst
+            last[key] = inst
             if w is not None:
                 since.setdefault(w, []).append(inst)
         elif op == WUSE:
@@ -46,7 +78,7 @@ def naive_pairs(dec: Decoder) -> set[tuple[int, int, int]]:
                 if d != inst:
                     out.add((inst, d, 1))
         elif op == WDEF:
-            last[loc] = whole[loc] = inst
+            last[key] = whole[loc] = inst
             since[loc] = []
     return out
 
@@ -114,7 +146,8 @@ def brute_slice(w, start: int) -> set[int]:
     return brute_backward(edges, start)
 
 
-@pytest.mark.parametrize("name", sorted(GOLDEN)[:12] + ["items_written_in_callee"])
+@pytest.mark.parametrize("name", sorted(GOLDEN)[:12] + ["items_written_in_callee", "class_attribute", "inherited_method",
+                                  "instance_reads_class_attribute", "class_attribute_set_later"])
 def test_naive_replay_and_brute_slice(name: str, tmp_path: Path) -> None:
     script = tmp_path / "prog.py"
     script.write_text(GOLDEN[name][0])
@@ -127,7 +160,7 @@ def test_naive_replay_and_brute_slice(name: str, tmp_path: Path) -> None:
             sl = log.streams[st.sid]
             dec.stream_pass(st.sid, rec.events(st.sid), sl.pos, sl.slot, sl.tag, sl.val)
         w = build(rec, log)
-    naive = naive_pairs(dec)
+    naive = naive_pairs(dec, log)
     mine = flatten(w)
     assert {(u, d) for u, d, _m in mine} == {(u, d) for u, d, _m in naive}
     assert len(naive) > 0

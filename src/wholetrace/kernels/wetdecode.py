@@ -22,8 +22,9 @@ import numpy as np
 
 from wholetrace.kernels._jit import kernel
 
-# access-log operations and location kinds (the same numbers as wet/decode.py)
-USE, DEF, WUSE, WDEF = 0, 1, 2, 3
+# access-log operations and location kinds (the same numbers as wet/decode.py); NS: an entry of
+# a class namespace as the class statement ends (``kernels/wetdeps.py``)
+USE, DEF, WUSE, WDEF, NS = 0, 1, 2, 3, 4
 LOCAL, GLOBAL, ATTR, ELEM, WHOLE, RET = 0, 1, 2, 3, 4, 5
 STMT, RESUME = 0, 1
 OBJ = 8
@@ -377,8 +378,8 @@ def decode_streams(events: np.ndarray, ev_ptr: np.ndarray, rec_pos: np.ndarray, 
             return st, cnt, insts, acc, calls, locs, keys, rec_inst
         if cnt[C_INST] + room > insts.shape[0]:
             insts = _grow(insts, cnt[C_INST] + room)
-        if cnt[C_ACC] + room + cnt[C_CLS] > acc.shape[0]:
-            acc = _grow(acc, cnt[C_ACC] + room + cnt[C_CLS])
+        if cnt[C_ACC] + room + 2 * cnt[C_CLS] > acc.shape[0]:
+            acc = _grow(acc, cnt[C_ACC] + room + 2 * cnt[C_CLS])
         if cnt[C_CALLS] + room > calls.shape[0]:
             calls = _grow(calls, cnt[C_CALLS] + room)
         if cnt[C_BINDS] + room > binds.shape[0]:
@@ -438,7 +439,7 @@ def _run(events: np.ndarray, ev_ptr: np.ndarray, rec_pos: np.ndarray, rec_slot: 
         depth = cnt[C_DEPTH]
         i = cnt[C_I]
         while i <= n:
-            if (cnt[C_INST] + room > insts.shape[0] or cnt[C_ACC] + room + cnt[C_CLS] > acc.shape[0]
+            if (cnt[C_INST] + room > insts.shape[0] or cnt[C_ACC] + room + 2 * cnt[C_CLS] > acc.shape[0]
                     or cnt[C_CALLS] + room > calls.shape[0] or cnt[C_BINDS] + room > binds.shape[0]
                     or cnt[C_IMPL] + room > impl.shape[0] or cnt[C_PREC] + room > prec.shape[0]
                     or cnt[C_CLS] + room > cls.shape[0] or cnt[C_FRAMES] + 2 > frames.shape[0]
@@ -694,8 +695,11 @@ def _leave(stack: np.ndarray, depth: int, stream: int, ftab: np.ndarray, btab: n
         inst = stack[lv - 1, A_CUR] if stack[lv - 1, A_CUR] >= 0 else stack[lv, A_ENTRY]
         if inst >= 0:
             _access(acc, cnt, inst, USE, _loc(locs, ltab, cnt, RET, stack[lv, A_AR], 0), -1)
-            for p in range(stack[lv, A_C0], cnt[C_CLS]):            # a class is built from its namespace
-                _access(acc, cnt, inst, USE, cls[p, 0], -1)
+            for p in range(stack[lv, A_C0], cnt[C_CLS]):            # a class is built from its namespace:
+                t = locs[cls[p, 0], 3]                              # its methods and objects (implicit
+                if t < 0 or t == OBJ:                               # calls), and each entry as a class
+                    _access(acc, cnt, inst, USE, cls[p, 0], -1)     # attribute (wet/classes.py)
+                _access(acc, cnt, inst, NS, cls[p, 0], -1)
     cnt[C_BINDS] = stack[lv, A_B0]
     cnt[C_IMPL] = stack[lv, A_I0]
     cnt[C_PREC] = stack[lv, A_P0]

@@ -7,6 +7,11 @@ attribute ``(o, k)`` depends on the later of the last def of ``(o, k)`` and the 
 def of ``o``; a use of the whole object depends on its last whole def and on every element
 def since, gathered under one *merge* node so that each element def is merged once.
 
+Class attributes (``wet/classes.py``): an ``NS`` access makes the last writer of a class
+namespace entry the last writer of the attribute location in its ``fallback`` column, and a
+use of an attribute location that was never defined follows ``up`` (instance -> class -> base)
+to the nearest defined one.
+
 Invariant: every dependence pair (use, def) has def < use for real instances (merge nodes
 are numbered after every instance, ``n_inst + m``, and depend only on earlier instances).
 """
@@ -17,17 +22,20 @@ import numpy as np
 
 from wholetrace.kernels._jit import kernel
 
-USE, DEF, WUSE, WDEF = 0, 1, 2, 3
+USE, DEF, WUSE, WDEF, NS = 0, 1, 2, 3, 4
 
 
 @kernel
 def data_deps(inst: np.ndarray, op: np.ndarray, loc: np.ndarray, fallback: np.ndarray,
-              obj_of: np.ndarray, n_loc: int, n_inst: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+              obj_of: np.ndarray, up: np.ndarray, n_loc: int,
+              n_inst: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """(use instance, def instance, location, number of merge nodes) in log order.
 
     ``obj_of[l]`` is the whole-object location of an element/attribute location ``l``, else -1;
     ``fallback[a]`` is the instance a use with no def depends on (the call that bound a
-    parameter), else -1.  Status: a location id outside ``[0, n_loc)`` is skipped."""
+    parameter), else -1, and for an ``NS`` access the attribute location it defines;
+    ``up[l]`` is the location a use of a never-defined ``l`` falls back to, else -1.  Status:
+    a location id outside ``[0, n_loc)`` is skipped."""
     n = inst.shape[0]
     cap = 2 * n + 1
     out_use = np.empty(cap, np.int64)
@@ -48,6 +56,19 @@ def data_deps(inst: np.ndarray, op: np.ndarray, loc: np.ndarray, fallback: np.nd
         o = op[a]
         if o == USE:
             d = last[l]
+            if d < 0:                             # never defined: the class's attribute
+                u = up[l]
+                h = 0
+                while u >= 0 and h < n_loc:
+                    if last[u] >= 0:
+                        if last[u] != i:
+                            out_use[k] = i
+                            out_def[k] = last[u]
+                            out_loc[k] = u
+                            k += 1
+                        break
+                    u = up[u]
+                    h += 1
             w = obj_of[l]
             if w >= 0 and wdef[w] > d:
                 d = wdef[w]
@@ -58,6 +79,10 @@ def data_deps(inst: np.ndarray, op: np.ndarray, loc: np.ndarray, fallback: np.nd
                 out_def[k] = d
                 out_loc[k] = l
                 k += 1
+        elif o == NS:
+            t = fallback[a]
+            if last[l] >= 0 and 0 <= t < n_loc:   # the entry's writer writes the attribute
+                last[t] = last[l]
         elif o == DEF:
             last[l] = i
             w = obj_of[l]

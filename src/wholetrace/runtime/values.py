@@ -25,9 +25,17 @@ from array import array
 from contextvars import ContextVar
 from typing import Any, Callable
 
-#: The marker of a value record in an event stream (full mode only, never stored: the
-#: stream codes -4..-7 are unused by events.py).
-VAL = -4
+from wholetrace import events
+
+#: The marker of a value record in an event stream (full mode only, never stored; it was -4,
+#: the code of ``events.RERAISE``, before: recordings never held it, so nothing to convert).
+VAL = events.VAL
+
+#: The slot code of a *switch* record (no slot can have it): the probe that finds the value
+#: list of another thread than the previous probe's appends ``SWITCH, n`` first, ``n`` from
+#: one counter of the recording, so the switches order the threads' records (docs/design.md,
+#: "WET threads").  The flusher stores them apart (``wet.switch``), never as value records.
+SWITCH = -(1 << 62)
 
 # token tags
 NONE, BOOL, INT, FLOAT, STR, BYTES, BIGINT, COMPLEX, OBJ = range(9)
@@ -55,12 +63,17 @@ class ValueLog:
         self.by_buffer: dict[int, list[Any]] = {}      # id(event buffer) -> its value list
         self.cf_done: dict[int, int] = {}              # stream id -> events stored so far
         self.seq: dict[int, int] = {}
+        self.rec_done: dict[int, int] = {}             # stream id -> value records stored so far
+        self.clock = itertools.count(1)                # switch numbers
+        self.last_list: list[Any] = [None]             # the value list of the latest probe
         self.serials: dict[int, int] = {}              # id(obj) -> serial, while obj lives
         self.refs: dict[int, Any] = {}
         self.pins: dict[int, Any] = {}
         self.pin_limit = _PIN_MIN
         self.counter = itertools.count(1)
         self.new_objects: list[tuple[int, type]] = []  # (serial, type) handed out since the last flush
+        self.new_classes: list[tuple[int, type]] = []  # (serial, class) of the classes among them
+        self.parents = array("q")                      # serial, parent serial pairs (flushed)
         self.types: dict[type, int] = {}
         self.type_names: list[str] = []
         self.objects = array("q")                      # serial, type index pairs (flushed)
@@ -78,6 +91,7 @@ class ValueLog:
         self.by_buffer[id(append.__self__)] = buf  # type: ignore[attr-defined]
         self.cf_done[sid] = 0
         self.seq[sid] = 0
+        self.rec_done[sid] = 0
         self.current.set((append, buf))
 
     def attach(self) -> tuple[Callable[[int], None], list[Any]]:
@@ -104,6 +118,8 @@ class ValueLog:
             if len(self.pins) >= self.pin_limit:
                 self._sweep()
         self.new_objects.append((s, type(obj)))
+        if isinstance(obj, type):
+            self.new_classes.append((s, obj))
         return s
 
     def _dead(self, i: int) -> Callable[[Any], None]:
@@ -132,6 +148,8 @@ class ValueLog:
         imm = _IMMEDIATE
 
         known = self.serials.get
+        last = self.last_list
+        clock = self.clock
 
         def value(k: int, x: Any) -> Any:
             # The deepest frame the program reaches can call this probe (one call of headroom,
@@ -150,6 +168,11 @@ class ValueLog:
                 if s is None:
                     s = attach()
                 a, buf = s
+                if buf is not last[0]:                 # another thread ran since the last probe
+                    last[0] = buf
+                    buf.append(SWITCH)
+                    buf.append(next(clock))
+                    a(VAL)
                 buf.append(k)
                 buf.append(v)
                 a(VAL)
@@ -174,6 +197,11 @@ class ValueLog:
                 if s is None:
                     s = attach()
                 a, buf = s
+                if buf is not last[0]:
+                    last[0] = buf
+                    buf.append(SWITCH)
+                    buf.append(next(clock))
+                    a(VAL)
                 buf += out
                 for _x in xs:
                     a(VAL)
@@ -205,26 +233,40 @@ class ValueLog:
         cf = ev[ev != VAL]
         pos = done + marks - np.arange(k)
         self.cf_done[sid] = done + len(cf)
-        slot, tag, val = self._tokens(recs)
         seq = self.seq[sid]
         self.seq[sid] = seq + 1
         key = f"{sid}.{seq}"
         if not self.layout_marked:                     # before the first chunk: readers need it
             self.writer.set_meta(wet_layout=LAYOUT)
             self.layout_marked = True
+        codes = np.fromiter(recs[0::2], np.int64, k)
+        sw = np.flatnonzero(codes == SWITCH)
+        if sw.size:                                    # (record index in the stream, position, number)
+            nums = [recs[2 * j + 1] for j in sw.tolist()]
+            for j in sw.tolist()[::-1]:
+                del recs[2 * j: 2 * j + 2]
+            at = self.rec_done.get(sid, 0) + sw - np.arange(sw.size)
+            self.writer.put_array("wet.switch", np.stack([at, pos[sw], np.array(nums, np.int64)], 1), key=key)
+            pos = np.delete(pos, sw)
+            codes = np.delete(codes, sw)
+            k -= sw.size                               # may be 0: the chunk is stored all the same
+        self.rec_done[sid] = self.rec_done.get(sid, 0) + k
+        slot, tag, val = self._tokens(recs, codes)
         for name, data in pack_chunk(pos.astype(np.int64), slot, tag, val).items():
             self.writer.put_array(f"wet.{name}", data, key=key)
         self.records += k
         self.raw_bytes += 8 * k + slot.nbytes + tag.nbytes + val.nbytes
         return array("i", cf.tobytes())
 
-    def _tokens(self, recs: list[Any]) -> tuple[Any, Any, Any]:
-        """(slot, tag, val) arrays of ``recs`` (slot, value pairs), sorted by type with C-level
-        loops: ints, floats, bools and None as whole arrays; contents one by one."""
+    def _tokens(self, recs: list[Any], codes: Any = None) -> tuple[Any, Any, Any]:
+        """(slot, tag, val) arrays of ``recs`` (slot, value pairs; ``codes``: their slot codes
+        as an int64 array, if the caller has it), sorted by type with C-level loops: ints,
+        floats, bools and None as whole arrays; contents one by one."""
         import numpy as np
 
         n = len(recs) // 2
-        codes = np.fromiter(recs[0::2], np.int64, n)
+        if codes is None:
+            codes = np.fromiter(recs[0::2], np.int64, n)
         items = recs[1::2]
         xs = np.empty(n, object)
         xs[:] = items
@@ -263,11 +305,16 @@ class ValueLog:
         return slot, tc, val
 
     def _objects(self) -> None:
-        """Move the serials handed out since the last flush to the object table."""
-        new = self.new_objects
-        n = len(new)
-        items = new[:n]
+        """Move the serials handed out since the last flush to the object table, and link each
+        object to the serial of the class its attribute lookups fall back to (``parents``): an
+        instance to its class, a class to its nearest base with a serial (docs/design.md,
+        "WET class attributes")."""
+        new, classes = self.new_objects, self.new_classes
+        n, m = len(new), len(classes)
+        items, cls_items = new[:n], classes[:m]
         del new[:n]
+        del classes[:m]
+        known = self.serials.get                       # the types below are alive: ids are valid
         for s, t in items:
             ti = self.types.get(t)
             if ti is None:
@@ -275,6 +322,17 @@ class ValueLog:
                 self.type_names.append(f"{t.__module__}.{t.__qualname__}")
             self.objects.append(s)
             self.objects.append(ti)
+            p = known(id(t))
+            if p is not None:
+                self.parents.append(s)
+                self.parents.append(p)
+        for s, c in cls_items:
+            for b in c.__mro__[1:]:
+                p = known(id(b))
+                if p is not None:
+                    self.parents.append(s)
+                    self.parents.append(p)
+                    break
 
     def finish(self) -> None:
         """Store the distinct contents, the object table and the log's totals."""
@@ -293,9 +351,10 @@ class ValueLog:
         self.writer.put_array("wet.content.size", sizes)
         self.writer.put_array("wet.content.data", data)
         self.writer.put_array("wet.objects", pack_objects(np.frombuffer(self.objects, np.int64).reshape(-1, 2)))
+        self.writer.put_array("wet.parents", np.frombuffer(self.parents, np.int64).reshape(-1, 2))
         self.writer.set_meta(wet_types=self.type_names, wet_records=self.records,
                              wet_raw_bytes=self.raw_bytes + hashes.nbytes + tags.nbytes + sizes.nbytes
-                             + data.nbytes + 8 * len(self.objects))
+                             + data.nbytes + 8 * len(self.objects) + 8 * len(self.parents))
         self.pins.clear()
         self.refs.clear()
         self.serials.clear()

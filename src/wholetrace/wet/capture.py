@@ -40,6 +40,8 @@ class StreamLog:
     slot: np.ndarray     # int64: global slot id
     tag: np.ndarray      # uint8: token tag
     val: np.ndarray      # int64: token payload
+    switch: np.ndarray = field(default_factory=lambda: np.zeros((0, 3), np.int64))
+    # (m, 3) int64 thread switches: index of the record that follows, event position, number
 
 
 @dataclass
@@ -51,6 +53,7 @@ class CaptureLog:
     streams: dict[int, StreamLog]
     contents: dict[int, tuple[int, bytes]] = field(default_factory=dict)
     object_types: dict[int, str] = field(default_factory=dict)
+    parents: dict[int, int] = field(default_factory=dict)   # serial -> class its attribute reads fall back to
 
     def render(self, tag: int, val: int, limit: int = 80) -> str:
         """A token as the ``values`` query would show it: ``repr`` of scalars, ``<type #serial>`` else."""
@@ -90,11 +93,17 @@ def load(rec: Any) -> CaptureLog:
     stored = ("pos", "slot", "tag", "ref", "val") if layout == LAYOUT else ("pos", "slot", "tag", "val")
     for st in rec.streams():
         parts: dict[str, list[np.ndarray]] = {"pos": [], "slot": [], "tag": [], "val": []}
+        switches = []
         seq = 0
         while True:
             got = {k: rec.get_array(f"wet.{k}", f"{st.sid}.{seq}") for k in stored}
             if got["pos"] is None:
                 break
+            sw = rec.get_array("wet.switch", f"{st.sid}.{seq}")
+            if sw is not None:
+                if sw.ndim != 2 or sw.shape[1] != 3:
+                    raise StoreError(f"{rec.path}: damaged full-mode recording (switch chunk {st.sid}.{seq})")
+                switches.append(sw.astype(np.int64))
             if layout == LAYOUT:
                 if any(v is None for v in got.values()):
                     raise StoreError(f"{rec.path}: damaged full-mode recording (value log chunk {st.sid}.{seq})")
@@ -108,7 +117,8 @@ def load(rec: Any) -> CaptureLog:
             seq += 1
         dtypes = {"pos": np.int64, "slot": np.int64, "tag": np.uint8, "val": np.int64}
         streams[st.sid] = StreamLog(**{k: np.concatenate(v) if v else np.zeros(0, dtypes[k])
-                                       for k, v in parts.items()})
+                                       for k, v in parts.items()},
+                                    switch=np.concatenate(switches) if switches else np.zeros((0, 3), np.int64))
     log = CaptureLog(slots, facts, streams)
     hashes = rec.get_array("wet.content.hash")
     if hashes is not None:
@@ -127,6 +137,11 @@ def load(rec: Any) -> CaptureLog:
     names = rec.meta.get("wet_types", [])
     if objects is not None:
         log.object_types = {int(s): names[int(t)] for s, t in objects.reshape(-1, 2).tolist()}
+    parents = rec.get_array("wet.parents")                  # absent before class links were recorded
+    if parents is not None:
+        if parents.size % 2:
+            raise StoreError(f"{rec.path}: damaged full-mode recording (class links)")
+        log.parents = {int(s): int(p) for s, p in parents.reshape(-1, 2).tolist()}
     return log
 
 
@@ -154,8 +169,11 @@ def _static_keys(log: CaptureLog) -> None:
         if at.size == 0:
             continue
         key = sl.slot[at] + 1
+        switch = sl.switch.copy()
+        switch[:, 0] += np.searchsorted(at, switch[:, 0], side="left")   # records inserted before each
         log.streams[sid] = StreamLog(np.insert(sl.pos, at + 1, sl.pos[at]), np.insert(sl.slot, at + 1, key),
-                                     np.insert(sl.tag, at + 1, tag_of[key]), np.insert(sl.val, at + 1, val_of[key]))
+                                     np.insert(sl.tag, at + 1, tag_of[key]), np.insert(sl.val, at + 1, val_of[key]),
+                                     switch)
 
 
 def log_bytes(rec: Any) -> tuple[int, int]:

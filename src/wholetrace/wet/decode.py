@@ -23,7 +23,7 @@ from wholetrace.wet.capture import CaptureLog
 from wholetrace.wet.static import BUILTIN_MUTABLE, KNOWN_EFFECTS, PURE_CALLS, FunctionFacts
 
 #: Access-log operations.
-USE, DEF, WUSE, WDEF = K.USE, K.DEF, K.WUSE, K.WDEF
+USE, DEF, WUSE, WDEF, NS = K.USE, K.DEF, K.WUSE, K.WDEF, K.NS
 #: Location kinds: (kind, a, b).
 LOCAL, GLOBAL, ATTR, ELEM, WHOLE, RET = K.LOCAL, K.GLOBAL, K.ATTR, K.ELEM, K.WHOLE, K.RET
 #: Instance kinds.
@@ -58,6 +58,11 @@ class Decoded:
     rec_inst: np.ndarray            # records (streams in order) -> instance, -1 if none
     unknown_calls: int
     seconds: dict[str, float] = field(default_factory=dict)
+    rec_slot: np.ndarray | None = None   # the records (streams in order) the pass read
+    rec_tag: np.ndarray | None = None
+    rec_val: np.ndarray | None = None
+    rec_ptr: np.ndarray | None = None    # records of the i-th stream read: [rec_ptr[i], rec_ptr[i + 1])
+    stream_sids: list[int] | None = None
 
 
 @dataclass
@@ -176,9 +181,10 @@ def decode(rec: Any, facts: dict[int, FunctionFacts], log: CaptureLog) -> Decode
         return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)
 
     t1 = time.perf_counter()
+    r_slot, r_tag, r_val = cat([r.slot for r in recs]), cat([r.tag for r in recs]), cat([r.val for r in recs])
     status, cnt, insts, acc, calls, locs, keys, rec_inst = K.decode_streams(
-        cat(evs), np.array(ev_ptr, np.int64), cat([r.pos for r in recs]), cat([r.slot for r in recs]),
-        cat([r.tag for r in recs]), cat([r.val for r in recs]), np.array(rec_ptr, np.int64),
+        cat(evs), np.array(ev_ptr, np.int64), cat([r.pos for r in recs]), r_slot, r_tag, r_val,
+        np.array(rec_ptr, np.int64),
         np.array(sids, np.int64), tab["ftab"], tab["btab"], tab["bs_stmt"], tab["cd_pred"], tab["stab"],
         tab["ents"], tab["sltab"], tab["sl_names"], tab["ser_sorted"], tab["ser_mut"], tab["effect"],
         tab["room"])
@@ -190,4 +196,5 @@ def decode(rec: Any, facts: dict[int, FunctionFacts], log: CaptureLog) -> Decode
     return Decoded(*(insts[:, j].copy() for j in range(6)), *(acc[:, j].copy() for j in range(4)),
                    calls[:nc].copy(), locs[:nl, :3].copy(), [(int(t), int(v)) for t, v in keys[:nk, :2].tolist()],
                    tab["names"], rec_inst, int(cnt[K.C_UNKNOWN]),
-                   {"tables_s": t1 - t0, "kernel_s": t2 - t1})
+                   {"tables_s": t1 - t0, "kernel_s": t2 - t1}, r_slot, r_tag, r_val,
+                   np.array(rec_ptr, np.int64), sids)

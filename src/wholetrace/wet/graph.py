@@ -17,10 +17,13 @@ from typing import Any
 
 import numpy as np
 
-from wholetrace.errors import StoreError
+from wholetrace.errors import StoreError, WholetraceError
 from wholetrace.kernels.wetdeps import closure, csr, data_deps
 from wholetrace.store import Recording, schema
+from wholetrace.wet import packing
 from wholetrace.wet.capture import CaptureLog, load
+from wholetrace.wet.classes import link_classes
+from wholetrace.wet.threads import interleave
 from wholetrace.wet.decode import ATTR, ELEM, MERGE, WHOLE, decode
 from wholetrace.wet.static import FunctionFacts, function_facts
 
@@ -29,7 +32,12 @@ CHUNK = 1 << 20
 DATA, CONTROL, CALL = 0, 1, 2
 _ARRAYS = ("fid", "sid", "frame", "stream", "kind", "cd", "d_use", "d_def", "d_loc",
            "c_src", "c_dst", "rec_inst", "locs")
-VERSION = 3
+VERSION = 4
+#: Stored versions this one reads: 3 (before class links and thread order: same arrays) is
+#: NOT among them -- its dependences lack both, so it is rebuilt.
+_READS = (VERSION,)
+#: Arrays in reading order: a transform's reference arrays first (``packing.TRANSFORMS``).
+_ORDER = tuple(sorted(_ARRAYS, key=lambda n: n in ("d_def", "c_dst")))
 
 
 @dataclass
@@ -99,10 +107,12 @@ def build(rec: Recording, log: CaptureLog | None = None) -> WET:
     log = log if log is not None else load(rec)
     facts: dict[int, FunctionFacts] = function_facts(rec, log)
     dec = decode(rec, facts, log)
+    up = link_classes(dec, log)
+    threads = interleave(dec, log)
     t1 = time.perf_counter()
     locs = dec.locs
     n_inst = dec.i_fid.size
-    use, dfn, dloc, n_merge = data_deps(dec.a_inst, dec.a_op, dec.a_loc, dec.a_fb, object_of(locs),
+    use, dfn, dloc, n_merge = data_deps(dec.a_inst, dec.a_op, dec.a_loc, dec.a_fb, object_of(locs), up,
                                         locs.shape[0], n_inst)
     span = np.int64(n_inst + n_merge + 1)
     pairs = np.unique(use * span + dfn, return_index=True)[1]     # first occurrence of each pair
@@ -117,7 +127,7 @@ def build(rec: Recording, log: CaptureLog | None = None) -> WET:
                use[order], dfn[order], dloc[order], dec.calls[:, 0].copy(), dec.calls[:, 1].copy(),
                dec.rec_inst, locs, list(dec.names),
                {"version": VERSION, "n_inst": n_inst, "n_merge": int(n_merge), "n_access": int(dec.a_inst.size),
-                "unknown_calls": dec.unknown_calls, "n_streams": len(rec.streams()),
+                "unknown_calls": dec.unknown_calls, "n_streams": len(rec.streams()), "interleaved": threads,
                 "keys": [list(k) for k in dec.keys], "decode_s": t1 - t0, "deps_s": t2 - t1,
                 "decode_kernel_s": dec.seconds["kernel_s"]})
 
@@ -141,17 +151,26 @@ def object_of(locs: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------------------- storage
 
 def save(path: str | os.PathLike[str], wet: WET) -> None:
-    """Store ``wet`` into the recording at ``path`` (arrays ``wet.g.*``; replaces an older one)."""
+    """Store ``wet`` into the recording at ``path`` (arrays ``wet.g.*``; replaces an older one),
+    each chunk in its smallest encoding (``wet/packing.py``; the choices in the meta)."""
     rows = []
+    encs: dict[str, list[str]] = {}
+    sizes: dict[str, dict[str, int]] = {}
     for name in _ARRAYS:
         arr = np.ascontiguousarray(getattr(wet, name))
         n = arr.shape[0]
         for q, lo in enumerate(range(0, max(n, 1), CHUNK)):
             part = arr[lo:lo + CHUNK]
-            rows.append((f"wet.g.{name}", str(q), part.dtype.str, json.dumps(list(part.shape)),
-                         schema.compress(part.tobytes())))
-    meta = dict(wet.meta, names=wet.names, chunks={n: -(-max(getattr(wet, n).shape[0], 1) // CHUNK)
-                                                   for n in _ARRAYS})
+            ctx = {"lo": np.int64(lo), **{d: np.ascontiguousarray(getattr(wet, d))[lo:lo + CHUNK]
+                                          for d in packing.TRANSFORMS.get(name, (None, None, ()))[2]}}
+            enc, blob, dtype, shape, got = packing.pack(name, part, ctx, schema.compress)
+            encs.setdefault(name, []).append(enc)
+            tally = sizes.setdefault(name, {})
+            for e, b in got.items():
+                tally[e] = tally.get(e, 0) + b
+            rows.append((f"wet.g.{name}", str(q), dtype, json.dumps(shape), blob))
+    meta = dict(wet.meta, names=wet.names, enc=encs, enc_bytes=sizes,
+                chunks={n: -(-max(getattr(wet, n).shape[0], 1) // CHUNK) for n in _ARRAYS})
     raw = np.frombuffer(json.dumps(meta).encode(), np.uint8)
     rows.append(("wet.g.meta", "", raw.dtype.str, json.dumps([raw.size]), schema.compress(raw.tobytes())))
     try:
@@ -170,18 +189,30 @@ def save(path: str | os.PathLike[str], wet: WET) -> None:
 
 
 def stored(rec: Recording) -> WET | None:
-    """The WET stored in an open recording, or None."""
+    """The WET stored in an open recording, or None (none, or of an older version)."""
     raw = rec.get_array("wet.g.meta")
     if raw is None:
         return None
     meta = json.loads(raw.tobytes())
-    if meta.get("version") != VERSION:
+    if meta.get("version") not in _READS:
         return None
-    parts = {}
-    for name in _ARRAYS:
-        got = [rec.get_array(f"wet.g.{name}", str(q)) for q in range(meta["chunks"][name])]
-        if any(g is None for g in got):
-            return None
+    encs = meta.pop("enc", {})
+    meta["version"] = VERSION
+    parts: dict[str, np.ndarray] = {}
+    for name in _ORDER:
+        got = []
+        for q in range(meta["chunks"][name]):
+            part = rec.get_array(f"wet.g.{name}", str(q))
+            if part is None:
+                return None
+            mine = encs.get(name)
+            enc = "z" if mine is None else (mine[q] if q < len(mine) else "?")
+            ctx = {"lo": np.int64(q * CHUNK), **{d: parts[d][q * CHUNK:(q + 1) * CHUNK]
+                                                 for d in packing.TRANSFORMS.get(name, (None, None, ()))[2]}}
+            try:
+                got.append(packing.unpack(name, enc, part, ctx, 3 if name == "locs" else 0))
+            except (ValueError, WholetraceError):
+                raise StoreError(f"{rec.path}: damaged stored WET (array {name}, chunk {q})") from None
         parts[name] = np.concatenate(got)
     return WET(**parts, names=meta.pop("names"), meta=meta)
 

@@ -176,7 +176,9 @@ def slice_(s: Session, start: list[int], forward: bool) -> dict[str, Any]:
         notes.append(f"over-approximate: {w.meta['unknown_calls']} calls of unknown C functions on mutable "
                      "objects count as whole-object uses and defs")
     if w.meta.get("n_streams", 1) > 1:
-        notes.append("approximate across threads: shared locations are replayed thread after thread")
+        notes.append("approximate across threads: threads are ordered where a value record saw a thread "
+                     "switch, not at every statement" if w.meta.get("interleaved") else
+                     "approximate across threads: shared locations are replayed thread after thread")
     return {"lines": lines, "instances": int(insts.size), "notes": notes}
 
 

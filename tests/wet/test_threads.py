@@ -1,0 +1,87 @@
+"""Thread order in the WET: switch records leave the value log at flush time, and the builder
+orders instances of several streams by them (hand-computed cases; the golden two-thread
+programs in test_golden.py are the end-to-end oracle)."""
+
+from __future__ import annotations
+
+from array import array
+
+import numpy as np
+
+from wholetrace.runtime.values import SWITCH, VAL, ValueLog
+from wholetrace.wet.capture import CaptureLog, StreamLog
+from wholetrace.wet.decode import DEF, NS, USE, Decoded
+from wholetrace.wet.threads import interleave, segment_keys
+
+
+class _Writer:
+    def __init__(self) -> None:
+        self.arrays: dict[tuple[str, str], np.ndarray] = {}
+
+    def set_meta(self, **items: object) -> None:
+        pass
+
+    def put_array(self, name: str, data: np.ndarray, *, key: str = "") -> None:
+        self.arrays[(name, key)] = np.asarray(data).copy()
+
+
+def test_split_stores_switches_apart() -> None:
+    """A switch pair is no value record: it is stored as (record index, position, number)."""
+    w = _Writer()
+    log = ValueLog(w, lambda: None)  # type: ignore[arg-type,return-value]
+    log.lists[3] = [SWITCH, 1, 4, 10, 5, 11, SWITCH, 7, 6, 12]
+    log.seq[3] = log.cf_done[3] = 0
+    chunk = array("i", [0, VAL, VAL, 1, VAL, 2, VAL, VAL])
+    assert list(log.split(3, chunk)) == [0, 1, 2]
+    assert log.records == 3
+    assert w.arrays[("wet.switch", "3.0")].tolist() == [[0, 1, 1], [2, 3, 7]]
+    # a second chunk continues the record count of the stream
+    log.lists[3] += [SWITCH, 9, 8, 13]
+    assert list(log.split(3, array("i", [VAL, VAL, 5]))) == [5]
+    assert w.arrays[("wet.switch", "3.1")].tolist() == [[3, 3, 9]]
+
+
+def _decoded(i_stream: list[int], rec_inst: list[int], rec_ptr: list[int], sids: list[int],
+             a_inst: list[int], a_op: list[int]) -> Decoded:
+    n = len(i_stream)
+    z = np.zeros(n, np.int64)
+    a = np.array(a_inst, np.int64)
+    return Decoded(np.arange(n, dtype=np.int64), z.copy(), z.copy(), np.array(i_stream, np.int64), z.copy(),
+                   np.full(n, -1, np.int64), a, np.array(a_op, np.int64), np.arange(a.size, dtype=np.int64),
+                   np.full(a.size, -1, np.int64), np.zeros((0, 2), np.int64), np.zeros((0, 3), np.int64), [], [],
+                   np.array(rec_inst, np.int64), 0, rec_ptr=np.array(rec_ptr, np.int64), stream_sids=sids)
+
+
+def _log(switches: dict[int, list[list[int]]]) -> CaptureLog:
+    e = np.zeros(0, np.int64)
+    return CaptureLog({}, {}, {sid: StreamLog(e, e, e.astype(np.uint8), e, np.array(sw, np.int64).reshape(-1, 3))
+                               for sid, sw in switches.items()})
+
+
+def test_main_worker_main() -> None:
+    """Main runs instances 0-4, a worker 5-6.  Main's records: #0 -> 1, #1 -> 2, #2 -> 4, with
+    switch 1 before #0 and switch 3 before #2; the worker's record #0 -> 5 after switch 2.
+    Hand order: main 0 1 2 (up to its last record before switch 3), worker 5 6, main 3 4."""
+    dec = _decoded([0, 0, 0, 0, 0, 1, 1], rec_inst=[1, 2, 4, 5], rec_ptr=[0, 3, 4], sids=[0, 1],
+                   a_inst=[0, 1, 2, 3, 4, 5, 6], a_op=[DEF, USE, DEF, USE, USE, DEF, USE])
+    # main's records: #0 -> inst 1, #1 -> inst 2, #2 -> inst 4 (switch 3 precedes record #2);
+    # worker's record #0 -> inst 5 (switch 2 precedes it)
+    log = _log({0: [[0, 0, 1], [2, 0, 3]], 1: [[0, 0, 2]]})
+    key = segment_keys(dec, log)
+    # main: switch 1 before record 0 -> segment from instance 0; switch 3 before record 2 ->
+    # from (latest instance of records 0..1) + 1 = 3
+    assert key.tolist() == [1, 1, 1, 3, 3, 2, 2]
+    assert interleave(dec, log)
+    # new order: main 0 1 2, worker 5 6, main 3 4
+    assert dec.i_fid.tolist() == [0, 1, 2, 5, 6, 3, 4]
+    assert dec.a_inst.tolist() == [0, 1, 2, 3, 4, 5, 6]          # accesses follow their instances
+    assert dec.a_op.tolist() == [DEF, USE, DEF, DEF, USE, USE, USE]
+    assert dec.rec_inst.tolist() == [1, 2, 6, 3]
+    assert dec.calls.tolist() == [[2, 3]]                        # the worker's first instance
+
+
+def test_one_stream_is_left_alone() -> None:
+    dec = _decoded([0, 0, 0], rec_inst=[0, 2], rec_ptr=[0, 2], sids=[0], a_inst=[0, 1, 2], a_op=[DEF, NS, USE])
+    before = dec.a_inst.copy()
+    assert not interleave(dec, _log({0: [[0, 0, 1]]}))
+    assert np.array_equal(dec.a_inst, before)
