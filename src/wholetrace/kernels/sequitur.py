@@ -68,8 +68,8 @@ ST_NEED_TABLE = 3
 MARGIN_NODES = 4096
 MARGIN_RULES = 1024
 MARGIN_TABLE = 4096
-MAX_LOAD_NUM = 3  # rebuild the table when (used + deleted) > 3/4 of the slots
-MAX_LOAD_DEN = 4
+MAX_LOAD_NUM = 2  # rebuild the table when more than 2/3 of the slots are used
+MAX_LOAD_DEN = 3
 MAX_SYMBOL = (1 << 31) - 1
 
 F_CHECK = 0
@@ -97,20 +97,16 @@ def _is_guard(nd, n):  # type: ignore[no-untyped-def]
 
 @_inl
 def _find(nd, tab, meta, fp, v1, v2):  # type: ignore[no-untyped-def]
-    """(slot, True) if digram (v1, v2) is indexed, else (slot to insert at, False).
+    """(slot, True) if digram (v1, v2) is indexed, else (empty slot to insert at, False).
     A slot matches on the fingerprint, then on the indexed node's values (exact)."""
     bits = meta[M_TBITS]
     mask = (np.int64(1) << bits) - 1
     i = np.int64(fp) >> (31 - bits)
-    ins = -1
     while True:
         n = tab[2 * i + 1]
         if n == T_EMPTY:
-            return (i if ins < 0 else ins), False
-        if n == T_TOMB:
-            if ins < 0:
-                ins = i
-        elif tab[2 * i] == fp and nd[4 * n + VL] == v1 and nd[4 * nd[4 * n + NX] + VL] == v2:
+            return i, False
+        if tab[2 * i] == fp and nd[4 * n + VL] == v1 and nd[4 * nd[4 * n + NX] + VL] == v2:
             return i, True
         i = (i + 1) & mask
 
@@ -123,15 +119,11 @@ def _occupy(nd, tab, meta, slot, found, fp, n):  # type: ignore[no-untyped-def]
         if old != n:
             nd[4 * old + SL] = NIL
     else:
-        if tab[2 * slot + 1] == T_TOMB:
-            meta[M_TTOMB] -= 1
         meta[M_TUSED] += 1
         tab[2 * slot] = fp
     mine = nd[4 * n + SL]
-    if mine >= 0 and mine != slot:  # defensive: never index one node twice
-        tab[2 * mine + 1] = T_TOMB
-        meta[M_TUSED] -= 1
-        meta[M_TTOMB] += 1
+    if mine >= 0 and mine != slot:  # pragma: no cover - a node is indexed under one digram only
+        meta[M_OVERFLOW] = 1
     tab[2 * slot + 1] = n
     nd[4 * n + SL] = slot
 
@@ -150,14 +142,35 @@ def _idx_set(nd, tab, meta, n):  # type: ignore[no-untyped-def]
 
 
 @_inl
+def _vacate(nd, tab, meta, s):  # type: ignore[no-untyped-def]
+    """Empty slot s and close the gap (backward-shift deletion: no tombstones).  Each entry
+    after s in its run moves back into the hole unless its home slot lies after the hole."""
+    meta[M_TUSED] -= 1
+    mask = (np.int64(1) << meta[M_TBITS]) - 1
+    sh = 31 - meta[M_TBITS]
+    hole = np.int64(s)
+    j = (hole + 1) & mask
+    while True:
+        n = tab[2 * j + 1]
+        if n == T_EMPTY:
+            break
+        home = np.int64(tab[2 * j]) >> sh
+        if ((j - home) & mask) >= ((j - hole) & mask):  # home is at or before the hole
+            tab[2 * hole] = tab[2 * j]
+            tab[2 * hole + 1] = n
+            nd[4 * n + SL] = hole
+            hole = j
+        j = (j + 1) & mask
+    tab[2 * hole + 1] = T_EMPTY
+
+
+@_inl
 def _idx_clear(nd, tab, meta, n):  # type: ignore[no-untyped-def]
     """Forget the digram starting at n if n is its indexed occurrence."""
     s = nd[4 * n + SL]
     if s >= 0:
-        tab[2 * s + 1] = T_TOMB
         nd[4 * n + SL] = NIL
-        meta[M_TUSED] -= 1
-        meta[M_TTOMB] += 1
+        _vacate(nd, tab, meta, s)
 
 
 @_inl
@@ -387,7 +400,7 @@ def room(nd, rguard, tab, meta):  # type: ignore[no-untyped-def]
         return ST_NEED_NODES
     if len(rguard) - 1 - meta[M_LIVE_RULES] < MARGIN_RULES:
         return ST_NEED_RULES
-    if (meta[M_TUSED] + meta[M_TTOMB] + MARGIN_TABLE) * MAX_LOAD_DEN > (len(tab) // 2) * MAX_LOAD_NUM:
+    if (meta[M_TUSED] + MARGIN_TABLE) * MAX_LOAD_DEN > (len(tab) // 2) * MAX_LOAD_NUM:
         return ST_NEED_TABLE
     return ST_DONE
 
