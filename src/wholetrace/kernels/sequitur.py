@@ -68,8 +68,8 @@ ST_NEED_TABLE = 3
 MARGIN_NODES = 4096
 MARGIN_RULES = 1024
 MARGIN_TABLE = 4096
-MAX_LOAD_NUM = 2  # rebuild the table when more than 2/3 of the slots are used
-MAX_LOAD_DEN = 3
+MAX_LOAD_NUM = 3  # rebuild the table when more than 3/4 of the slots are used
+MAX_LOAD_DEN = 4
 MAX_SYMBOL = (1 << 31) - 1
 
 F_CHECK = 0
@@ -216,6 +216,38 @@ def _alloc_node(nd, rcount, meta, v):  # type: ignore[no-untyped-def]
 
 
 @_inl
+def _alloc_block(nd, meta):  # type: ignore[no-untyped-def]
+    """First node of four fresh nodes in one 64-byte line, for a new rule's guard and its
+    two body nodes (read together when the rule is used); the fourth joins the free list."""
+    base = (meta[M_FRESH] + 3) & ~np.int64(3)
+    if 4 * (base + 5) > len(nd):  # the last node is scratch, used only on overflow
+        meta[M_OVERFLOW] = 1
+        return len(nd) // 4 - 1
+    for n in range(meta[M_FRESH], base):  # ids skipped to align
+        _free_node(nd, meta, n)
+        meta[M_LIVE_NODES] += 1  # _free_node counts a live node out
+    _free_node(nd, meta, base + 3)
+    meta[M_LIVE_NODES] += 1
+    meta[M_FRESH] = base + 4
+    meta[M_LIVE_NODES] += 3
+    for n in range(base, base + 3):
+        nd[4 * n + NX] = NIL
+        nd[4 * n + PV] = NIL
+        nd[4 * n + VL] = 0
+        nd[4 * n + SL] = NIL
+    return base
+
+
+@_inl
+def _take_node(nd, rcount, n, v):  # type: ignore[no-untyped-def]
+    """Node n, already counted live by _alloc_block, holding value v."""
+    nd[4 * n + VL] = v
+    if v < 0:
+        rcount[-v - 1] += 1
+    return n
+
+
+@_inl
 def _free_node(nd, meta, n):  # type: ignore[no-untyped-def]
     nd[4 * n + NX] = meta[M_FREE_HEAD]
     nd[4 * n + PV] = NIL
@@ -255,7 +287,7 @@ def _new_rule(nd, rguard, rcount, rfree, meta):  # type: ignore[no-untyped-def]
             meta[M_RFRESH] = r + 1
     meta[M_LIVE_RULES] += 1
     rcount[r] = 0
-    g = _alloc_node(nd, rcount, meta, 0)
+    g = _alloc_block(nd, meta)
     nd[4 * g + VL] = -(r + 1)
     nd[4 * g + SL] = GUARD
     nd[4 * g + NX] = g
@@ -362,9 +394,9 @@ def _run_check(nd, rguard, rcount, rfree, tab, stack, meta, a0):  # type: ignore
                     continue
             r = _new_rule(nd, rguard, rcount, rfree, meta)
             g = rguard[r]
-            n1 = _alloc_node(nd, rcount, meta, v1)
+            n1 = _take_node(nd, rcount, g + 1 if g + 1 < len(nd) // 4 else g, v1)
             _insert_after(nd, tab, meta, g, n1)
-            n2 = _alloc_node(nd, rcount, meta, v2)
+            n2 = _take_node(nd, rcount, n1 + 1 if n1 + 1 < len(nd) // 4 else n1, v2)
             _insert_after(nd, tab, meta, n1, n2)
             sp = _push(stack, meta, sp, F_NEW_SECOND, r, a)
             sp = _substitute(nd, rcount, tab, stack, meta, sp, x, r)
@@ -396,7 +428,7 @@ def _append(nd, rguard, rcount, rfree, tab, stack, meta, c):  # type: ignore[no-
 @_hot
 def room(nd, rguard, tab, meta):  # type: ignore[no-untyped-def]
     """ST_DONE if every structure has room for one more symbol's cascade, else what to grow."""
-    if len(nd) // 4 - 1 - meta[M_LIVE_NODES] < MARGIN_NODES:
+    if len(nd) // 4 - 1 - max(meta[M_LIVE_NODES], meta[M_FRESH]) < MARGIN_NODES:
         return ST_NEED_NODES
     if len(rguard) - 1 - meta[M_LIVE_RULES] < MARGIN_RULES:
         return ST_NEED_RULES
