@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from wholetrace.kernels._jit import kernel
 
@@ -77,6 +81,31 @@ F_SUBST_RIGHT = 1
 F_NEW_SECOND = 2
 F_UTILITY = 3
 
+if numba.config.DISABLE_JIT:
+
+    def _prefetch(arr, i):  # type: ignore[no-untyped-def]
+        """No-op in the pure-Python twin."""
+
+else:
+
+    @intrinsic
+    def _prefetch(typingctx, arr, i):  # type: ignore[no-untyped-def]
+        """Hint the CPU to load the cache line of ``arr[i]`` (LLVM ``llvm.prefetch``, read,
+        high locality); no effect on results."""
+
+        def codegen(context, builder, sig, args):  # type: ignore[no-untyped-def]
+            aty = sig.args[0]
+            ary = context.make_array(aty)(context, builder, args[0])
+            ptr = cgutils.get_item_pointer(context, builder, aty, ary, [args[1]], wraparound=False)
+            i32 = ir.IntType(32)
+            fnty = ir.FunctionType(ir.VoidType(), [ptr.type, i32, i32, i32])
+            fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
+            builder.call(fn, [ptr, i32(0), i32(3), i32(1)])
+            return context.get_dummy_value()
+
+        return types.void(arr, types.intp), codegen
+
+
 _C1 = np.uint64(0x9E3779B97F4A7C15)
 _S33 = np.uint64(33)
 _M32 = np.int64(0xFFFFFFFF)
@@ -88,6 +117,12 @@ def _fp(v1, v2):  # type: ignore[no-untyped-def]
     packed pair.  Its top ``bits`` bits are the home slot, so a rebuild needs no nodes."""
     key = ((np.int64(v1) & _M32) << 32) | (np.int64(v2) & _M32)
     return np.int32(np.int64((np.uint64(key) * _C1) >> _S33))
+
+
+@_inl
+def _prefetch_slot(tab, meta, v1, v2):  # type: ignore[no-untyped-def]
+    """Start loading the home slot of digram (v1, v2), to be checked after the work at hand."""
+    _prefetch(tab, np.int64(2) * (np.int64(_fp(v1, v2)) >> (31 - meta[M_TBITS])))
 
 
 @_inl
@@ -382,6 +417,9 @@ def _run_check(nd, rguard, rcount, rfree, tab, stack, meta, a0):  # type: ignore
                 continue
             if _is_body(nd, x):  # the digram is a whole rule: use it
                 r = -nd[4 * nd[4 * x + PV] + VL] - 1
+                q = nd[4 * a + PV]  # the next check is (q, r)
+                if not _is_guard(nd, q):
+                    _prefetch_slot(tab, meta, nd[4 * q + VL], -(r + 1))
                 sp = _push(stack, meta, sp, F_UTILITY, r, 0)
                 sp = _substitute(nd, rcount, tab, stack, meta, sp, a, r)
                 ret = 1
@@ -393,6 +431,9 @@ def _run_check(nd, rguard, rcount, rfree, tab, stack, meta, a0):  # type: ignore
                 if f2 and _is_body(nd, tab[2 * s2 + 1]):
                     continue
             r = _new_rule(nd, rguard, rcount, rfree, meta)
+            q = nd[4 * x + PV]  # the next check is (q, r)
+            if not _is_guard(nd, q):
+                _prefetch_slot(tab, meta, nd[4 * q + VL], -(r + 1))
             g = rguard[r]
             n1 = _take_node(nd, rcount, g + 1 if g + 1 < len(nd) // 4 else g, v1)
             _insert_after(nd, tab, meta, g, n1)
@@ -419,6 +460,9 @@ def _run_check(nd, rguard, rcount, rfree, tab, stack, meta, a0):  # type: ignore
 
 @_inl
 def _append(nd, rguard, rcount, rfree, tab, stack, meta, c):  # type: ignore[no-untyped-def]
+    last = nd[PV]
+    if last != 0:
+        _prefetch_slot(tab, meta, nd[4 * last + VL], c)
     y = _alloc_node(nd, rcount, meta, c)
     _insert_after(nd, tab, meta, nd[PV], y)
     meta[M_NSYMS] += 1
