@@ -349,6 +349,9 @@ def _push(stack, meta, sp, kind, a, b):  # type: ignore[no-untyped-def]
 def _substitute(nd, rcount, tab, stack, meta, sp, x, r):  # type: ignore[no-untyped-def]
     """Replace the digram at x by rule r, then schedule the checks of its neighbours."""
     q = nd[4 * x + PV]
+    z = nd[4 * nd[4 * x + NX] + NX]  # checked with the new symbol if the left check does nothing
+    if not _is_guard(nd, z):
+        _prefetch_slot(tab, meta, -(r + 1), nd[4 * z + VL])
     _delete_node(nd, rcount, tab, meta, nd[4 * q + NX])
     _delete_node(nd, rcount, tab, meta, nd[4 * q + NX])
     y = _alloc_node(nd, rcount, meta, -(r + 1))
@@ -446,6 +449,9 @@ def _run_check(nd, rguard, rcount, rfree, tab, stack, meta, a0):  # type: ignore
             if ret == 0:
                 sp = _push(stack, meta, sp, F_CHECK, nd[4 * a + NX], 0)
         elif kind == F_NEW_SECOND:
+            q = nd[4 * a2 + PV]  # the next check is (q, a)
+            if not _is_guard(nd, q):
+                _prefetch_slot(tab, meta, nd[4 * q + VL], -(a + 1))
             _idx_set(nd, tab, meta, nd[4 * rguard[a] + NX])
             sp = _push(stack, meta, sp, F_UTILITY, a, 0)
             sp = _substitute(nd, rcount, tab, stack, meta, sp, a2, a)
