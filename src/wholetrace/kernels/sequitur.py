@@ -33,16 +33,18 @@ if numba.config.DISABLE_JIT:  # pure-Python twin: numpy warns on the hash's inte
 #   starts at this node, or -1.  Rule 0 is S; node 0 is its guard.
 # rguard/rcount: guard node and reference count of each rule; rfree: free rule ids.
 # tab: int32, 2 per slot: 31-bit fingerprint of the digram (_fp) and the node of
-#   its indexed occurrence (T_EMPTY / T_TOMB when free).  Linear probing from the
-#   slot given by the fingerprint's top bits; a fingerprint match is confirmed on the
-#   node's values, so lookups are exact.  The index maps each digram to at most one
-#   occurrence, like the reference's hash table, and is never stale.
+#   its indexed occurrence (T_EMPTY when free).  Linear probing from the slot given
+#   by the fingerprint's top bits, deletion by backward shift (no tombstones); a
+#   fingerprint match is confirmed on the node's values, so lookups are exact.  The
+#   index maps each digram to at most one occurrence, like the reference's hash
+#   table, and is never stale.  A new rule's guard and body nodes are one aligned
+#   block of four nodes (one cache line), and the slot of the digram checked next is
+#   prefetched before the work that precedes the check.
 # stack: work stack replacing the reference's recursion; meta: scalars (M_*).
 # ---------------------------------------------------------------------------
 NIL = -1
 GUARD = -2
 T_EMPTY = -1
-T_TOMB = -2
 NX, PV, VL, SL = 0, 1, 2, 3
 
 M_FREE_HEAD = 0
@@ -50,7 +52,7 @@ M_FRESH = 1
 M_RFREE_TOP = 2
 M_RFRESH = 3
 M_TUSED = 4
-M_TTOMB = 5
+# 5: unused (was the tombstone count)
 M_TBITS = 6
 M_LOOKAHEAD = 7
 M_HAS_PENDING = 8
@@ -62,6 +64,7 @@ M_OVERFLOW = 13
 M_LIVE_RULES = 14
 M_LIVE_NODES = 15
 M_MAX_SP = 16
+M_NODE_PHASE = 17  # node ids = this (mod 4) start a 64-byte line of nd (set by the Python layer)
 META_SIZE = 20
 
 ST_DONE = 0
@@ -72,8 +75,8 @@ ST_NEED_TABLE = 3
 MARGIN_NODES = 4096
 MARGIN_RULES = 1024
 MARGIN_TABLE = 4096
-MAX_LOAD_NUM = 3  # rebuild the table when more than 3/4 of the slots are used
-MAX_LOAD_DEN = 4
+MAX_LOAD_NUM = 5  # rebuild the table when more than 5/8 of the slots are used
+MAX_LOAD_DEN = 8
 MAX_SYMBOL = (1 << 31) - 1
 
 F_CHECK = 0
@@ -253,16 +256,18 @@ def _alloc_node(nd, rcount, meta, v):  # type: ignore[no-untyped-def]
 @_inl
 def _alloc_block(nd, meta):  # type: ignore[no-untyped-def]
     """First node of four fresh nodes in one 64-byte line, for a new rule's guard and its
-    two body nodes (read together when the rule is used); the fourth joins the free list."""
-    base = (meta[M_FRESH] + 3) & ~np.int64(3)
+    two body nodes (read together when the rule is used); the fourth joins the free list.
+    (A node id is a line start when it is M_NODE_PHASE mod 4.)"""
+    base = meta[M_FRESH] + ((meta[M_NODE_PHASE] - meta[M_FRESH]) & 3)
     if 4 * (base + 5) > len(nd):  # the last node is scratch, used only on overflow
         meta[M_OVERFLOW] = 1
         return len(nd) // 4 - 1
-    for n in range(meta[M_FRESH], base):  # ids skipped to align
-        _free_node(nd, meta, n)
-        meta[M_LIVE_NODES] += 1  # _free_node counts a live node out
-    _free_node(nd, meta, base + 3)
-    meta[M_LIVE_NODES] += 1
+    for n in range(meta[M_FRESH], base + 4):  # ids skipped to align, and the fourth node
+        if n < base or n == base + 3:
+            nd[4 * n + NX] = meta[M_FREE_HEAD]
+            nd[4 * n + PV] = NIL
+            nd[4 * n + SL] = NIL
+            meta[M_FREE_HEAD] = n
     meta[M_FRESH] = base + 4
     meta[M_LIVE_NODES] += 3
     for n in range(base, base + 3):
