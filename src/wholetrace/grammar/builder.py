@@ -36,7 +36,14 @@ def _new_state(lookahead: bool, nodes: int, rules: int, bits: int) -> tuple[np.n
     meta[K.M_LIVE_NODES] = 1
     meta[K.M_TBITS] = bits
     meta[K.M_LOOKAHEAD] = int(lookahead)
+    _set_phase(nd, meta)
     return (nd, rguard, rcount, rfree, tab, stack, meta)
+
+
+def _set_phase(nd: np.ndarray, meta: np.ndarray) -> None:
+    """Tell the kernels which node ids start a 64-byte line (new rules are laid out in lines)."""
+    addr = nd.ctypes.data
+    meta[K.M_NODE_PHASE] = ((-addr) % 64) // 16 if addr % 16 == 0 else 0
 
 
 def _grown(a: np.ndarray, size: int) -> np.ndarray:
@@ -134,6 +141,7 @@ class GrammarBuilder:
         if why == K.ST_NEED_NODES:
             nodes = len(nd) // 4
             nd = _grown(nd, 4 * (nodes + max(nodes // 4, 2 * K.MARGIN_NODES)))
+            _set_phase(nd, meta)
         elif why == K.ST_NEED_RULES:
             size = len(rguard) + max(len(rguard) // 4, 2 * K.MARGIN_RULES)
             rguard = _grown(rguard, size)
@@ -148,7 +156,6 @@ class GrammarBuilder:
             del tab
             tab = new_tab
             meta[K.M_TUSED] = used
-            meta[K.M_TTOMB] = 0
             meta[K.M_TBITS] = bits
         else:  # pragma: no cover - defensive
             raise InternalError(f"unknown growth request {why}")

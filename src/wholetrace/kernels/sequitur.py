@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from wholetrace.kernels._jit import kernel
 
@@ -29,16 +33,18 @@ if numba.config.DISABLE_JIT:  # pure-Python twin: numpy warns on the hash's inte
 #   starts at this node, or -1.  Rule 0 is S; node 0 is its guard.
 # rguard/rcount: guard node and reference count of each rule; rfree: free rule ids.
 # tab: int32, 2 per slot: 31-bit fingerprint of the digram (_fp) and the node of
-#   its indexed occurrence (T_EMPTY / T_TOMB when free).  Linear probing from the
-#   slot given by the fingerprint's top bits; a fingerprint match is confirmed on the
-#   node's values, so lookups are exact.  The index maps each digram to at most one
-#   occurrence, like the reference's hash table, and is never stale.
+#   its indexed occurrence (T_EMPTY when free).  Linear probing from the slot given
+#   by the fingerprint's top bits, deletion by backward shift (no tombstones); a
+#   fingerprint match is confirmed on the node's values, so lookups are exact.  The
+#   index maps each digram to at most one occurrence, like the reference's hash
+#   table, and is never stale.  A new rule's guard and body nodes are one aligned
+#   block of four nodes (one cache line), and the slot of the digram checked next is
+#   prefetched before the work that precedes the check.
 # stack: work stack replacing the reference's recursion; meta: scalars (M_*).
 # ---------------------------------------------------------------------------
 NIL = -1
 GUARD = -2
 T_EMPTY = -1
-T_TOMB = -2
 NX, PV, VL, SL = 0, 1, 2, 3
 
 M_FREE_HEAD = 0
@@ -46,7 +52,7 @@ M_FRESH = 1
 M_RFREE_TOP = 2
 M_RFRESH = 3
 M_TUSED = 4
-M_TTOMB = 5
+# 5: unused (was the tombstone count)
 M_TBITS = 6
 M_LOOKAHEAD = 7
 M_HAS_PENDING = 8
@@ -58,6 +64,7 @@ M_OVERFLOW = 13
 M_LIVE_RULES = 14
 M_LIVE_NODES = 15
 M_MAX_SP = 16
+M_NODE_PHASE = 17  # node ids = this (mod 4) start a 64-byte line of nd (set by the Python layer)
 META_SIZE = 20
 
 ST_DONE = 0
@@ -68,14 +75,39 @@ ST_NEED_TABLE = 3
 MARGIN_NODES = 4096
 MARGIN_RULES = 1024
 MARGIN_TABLE = 4096
-MAX_LOAD_NUM = 3  # rebuild the table when (used + deleted) > 3/4 of the slots
-MAX_LOAD_DEN = 4
+MAX_LOAD_NUM = 5  # rebuild the table when more than 5/8 of the slots are used
+MAX_LOAD_DEN = 8
 MAX_SYMBOL = (1 << 31) - 1
 
 F_CHECK = 0
 F_SUBST_RIGHT = 1
 F_NEW_SECOND = 2
 F_UTILITY = 3
+
+if numba.config.DISABLE_JIT:
+
+    def _prefetch(arr, i):  # type: ignore[no-untyped-def]
+        """No-op in the pure-Python twin."""
+
+else:
+
+    @intrinsic
+    def _prefetch(typingctx, arr, i):  # type: ignore[no-untyped-def]
+        """Hint the CPU to load the cache line of ``arr[i]`` (LLVM ``llvm.prefetch``, read,
+        high locality); no effect on results."""
+
+        def codegen(context, builder, sig, args):  # type: ignore[no-untyped-def]
+            aty = sig.args[0]
+            ary = context.make_array(aty)(context, builder, args[0])
+            ptr = cgutils.get_item_pointer(context, builder, aty, ary, [args[1]], wraparound=False)
+            i32 = ir.IntType(32)
+            fnty = ir.FunctionType(ir.VoidType(), [ptr.type, i32, i32, i32])
+            fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
+            builder.call(fn, [ptr, i32(0), i32(3), i32(1)])
+            return context.get_dummy_value()
+
+        return types.void(arr, types.intp), codegen
+
 
 _C1 = np.uint64(0x9E3779B97F4A7C15)
 _S33 = np.uint64(33)
@@ -91,26 +123,28 @@ def _fp(v1, v2):  # type: ignore[no-untyped-def]
 
 
 @_inl
+def _prefetch_slot(tab, meta, v1, v2):  # type: ignore[no-untyped-def]
+    """Start loading the home slot of digram (v1, v2), to be checked after the work at hand."""
+    _prefetch(tab, np.int64(2) * (np.int64(_fp(v1, v2)) >> (31 - meta[M_TBITS])))
+
+
+@_inl
 def _is_guard(nd, n):  # type: ignore[no-untyped-def]
     return nd[4 * n + SL] == GUARD
 
 
 @_inl
 def _find(nd, tab, meta, fp, v1, v2):  # type: ignore[no-untyped-def]
-    """(slot, True) if digram (v1, v2) is indexed, else (slot to insert at, False).
+    """(slot, True) if digram (v1, v2) is indexed, else (empty slot to insert at, False).
     A slot matches on the fingerprint, then on the indexed node's values (exact)."""
     bits = meta[M_TBITS]
     mask = (np.int64(1) << bits) - 1
     i = np.int64(fp) >> (31 - bits)
-    ins = -1
     while True:
         n = tab[2 * i + 1]
         if n == T_EMPTY:
-            return (i if ins < 0 else ins), False
-        if n == T_TOMB:
-            if ins < 0:
-                ins = i
-        elif tab[2 * i] == fp and nd[4 * n + VL] == v1 and nd[4 * nd[4 * n + NX] + VL] == v2:
+            return i, False
+        if tab[2 * i] == fp and nd[4 * n + VL] == v1 and nd[4 * nd[4 * n + NX] + VL] == v2:
             return i, True
         i = (i + 1) & mask
 
@@ -123,15 +157,11 @@ def _occupy(nd, tab, meta, slot, found, fp, n):  # type: ignore[no-untyped-def]
         if old != n:
             nd[4 * old + SL] = NIL
     else:
-        if tab[2 * slot + 1] == T_TOMB:
-            meta[M_TTOMB] -= 1
         meta[M_TUSED] += 1
         tab[2 * slot] = fp
     mine = nd[4 * n + SL]
-    if mine >= 0 and mine != slot:  # defensive: never index one node twice
-        tab[2 * mine + 1] = T_TOMB
-        meta[M_TUSED] -= 1
-        meta[M_TTOMB] += 1
+    if mine >= 0 and mine != slot:  # pragma: no cover - a node is indexed under one digram only
+        meta[M_OVERFLOW] = 1
     tab[2 * slot + 1] = n
     nd[4 * n + SL] = slot
 
@@ -150,14 +180,35 @@ def _idx_set(nd, tab, meta, n):  # type: ignore[no-untyped-def]
 
 
 @_inl
+def _vacate(nd, tab, meta, s):  # type: ignore[no-untyped-def]
+    """Empty slot s and close the gap (backward-shift deletion: no tombstones).  Each entry
+    after s in its run moves back into the hole unless its home slot lies after the hole."""
+    meta[M_TUSED] -= 1
+    mask = (np.int64(1) << meta[M_TBITS]) - 1
+    sh = 31 - meta[M_TBITS]
+    hole = np.int64(s)
+    j = (hole + 1) & mask
+    while True:
+        n = tab[2 * j + 1]
+        if n == T_EMPTY:
+            break
+        home = np.int64(tab[2 * j]) >> sh
+        if ((j - home) & mask) >= ((j - hole) & mask):  # home is at or before the hole
+            tab[2 * hole] = tab[2 * j]
+            tab[2 * hole + 1] = n
+            nd[4 * n + SL] = hole
+            hole = j
+        j = (j + 1) & mask
+    tab[2 * hole + 1] = T_EMPTY
+
+
+@_inl
 def _idx_clear(nd, tab, meta, n):  # type: ignore[no-untyped-def]
     """Forget the digram starting at n if n is its indexed occurrence."""
     s = nd[4 * n + SL]
     if s >= 0:
-        tab[2 * s + 1] = T_TOMB
         nd[4 * n + SL] = NIL
-        meta[M_TUSED] -= 1
-        meta[M_TTOMB] += 1
+        _vacate(nd, tab, meta, s)
 
 
 @_inl
@@ -203,6 +254,40 @@ def _alloc_node(nd, rcount, meta, v):  # type: ignore[no-untyped-def]
 
 
 @_inl
+def _alloc_block(nd, meta):  # type: ignore[no-untyped-def]
+    """First node of four fresh nodes in one 64-byte line, for a new rule's guard and its
+    two body nodes (read together when the rule is used); the fourth joins the free list.
+    (A node id is a line start when it is M_NODE_PHASE mod 4.)"""
+    base = meta[M_FRESH] + ((meta[M_NODE_PHASE] - meta[M_FRESH]) & 3)
+    if 4 * (base + 5) > len(nd):  # the last node is scratch, used only on overflow
+        meta[M_OVERFLOW] = 1
+        return len(nd) // 4 - 1
+    for n in range(meta[M_FRESH], base + 4):  # ids skipped to align, and the fourth node
+        if n < base or n == base + 3:
+            nd[4 * n + NX] = meta[M_FREE_HEAD]
+            nd[4 * n + PV] = NIL
+            nd[4 * n + SL] = NIL
+            meta[M_FREE_HEAD] = n
+    meta[M_FRESH] = base + 4
+    meta[M_LIVE_NODES] += 3
+    for n in range(base, base + 3):
+        nd[4 * n + NX] = NIL
+        nd[4 * n + PV] = NIL
+        nd[4 * n + VL] = 0
+        nd[4 * n + SL] = NIL
+    return base
+
+
+@_inl
+def _take_node(nd, rcount, n, v):  # type: ignore[no-untyped-def]
+    """Node n, already counted live by _alloc_block, holding value v."""
+    nd[4 * n + VL] = v
+    if v < 0:
+        rcount[-v - 1] += 1
+    return n
+
+
+@_inl
 def _free_node(nd, meta, n):  # type: ignore[no-untyped-def]
     nd[4 * n + NX] = meta[M_FREE_HEAD]
     nd[4 * n + PV] = NIL
@@ -242,7 +327,7 @@ def _new_rule(nd, rguard, rcount, rfree, meta):  # type: ignore[no-untyped-def]
             meta[M_RFRESH] = r + 1
     meta[M_LIVE_RULES] += 1
     rcount[r] = 0
-    g = _alloc_node(nd, rcount, meta, 0)
+    g = _alloc_block(nd, meta)
     nd[4 * g + VL] = -(r + 1)
     nd[4 * g + SL] = GUARD
     nd[4 * g + NX] = g
@@ -269,6 +354,9 @@ def _push(stack, meta, sp, kind, a, b):  # type: ignore[no-untyped-def]
 def _substitute(nd, rcount, tab, stack, meta, sp, x, r):  # type: ignore[no-untyped-def]
     """Replace the digram at x by rule r, then schedule the checks of its neighbours."""
     q = nd[4 * x + PV]
+    z = nd[4 * nd[4 * x + NX] + NX]  # checked with the new symbol if the left check does nothing
+    if not _is_guard(nd, z):
+        _prefetch_slot(tab, meta, -(r + 1), nd[4 * z + VL])
     _delete_node(nd, rcount, tab, meta, nd[4 * q + NX])
     _delete_node(nd, rcount, tab, meta, nd[4 * q + NX])
     y = _alloc_node(nd, rcount, meta, -(r + 1))
@@ -337,6 +425,9 @@ def _run_check(nd, rguard, rcount, rfree, tab, stack, meta, a0):  # type: ignore
                 continue
             if _is_body(nd, x):  # the digram is a whole rule: use it
                 r = -nd[4 * nd[4 * x + PV] + VL] - 1
+                q = nd[4 * a + PV]  # the next check is (q, r)
+                if not _is_guard(nd, q):
+                    _prefetch_slot(tab, meta, nd[4 * q + VL], -(r + 1))
                 sp = _push(stack, meta, sp, F_UTILITY, r, 0)
                 sp = _substitute(nd, rcount, tab, stack, meta, sp, a, r)
                 ret = 1
@@ -348,10 +439,13 @@ def _run_check(nd, rguard, rcount, rfree, tab, stack, meta, a0):  # type: ignore
                 if f2 and _is_body(nd, tab[2 * s2 + 1]):
                     continue
             r = _new_rule(nd, rguard, rcount, rfree, meta)
+            q = nd[4 * x + PV]  # the next check is (q, r)
+            if not _is_guard(nd, q):
+                _prefetch_slot(tab, meta, nd[4 * q + VL], -(r + 1))
             g = rguard[r]
-            n1 = _alloc_node(nd, rcount, meta, v1)
+            n1 = _take_node(nd, rcount, g + 1 if g + 1 < len(nd) // 4 else g, v1)
             _insert_after(nd, tab, meta, g, n1)
-            n2 = _alloc_node(nd, rcount, meta, v2)
+            n2 = _take_node(nd, rcount, n1 + 1 if n1 + 1 < len(nd) // 4 else n1, v2)
             _insert_after(nd, tab, meta, n1, n2)
             sp = _push(stack, meta, sp, F_NEW_SECOND, r, a)
             sp = _substitute(nd, rcount, tab, stack, meta, sp, x, r)
@@ -360,6 +454,9 @@ def _run_check(nd, rguard, rcount, rfree, tab, stack, meta, a0):  # type: ignore
             if ret == 0:
                 sp = _push(stack, meta, sp, F_CHECK, nd[4 * a + NX], 0)
         elif kind == F_NEW_SECOND:
+            q = nd[4 * a2 + PV]  # the next check is (q, a)
+            if not _is_guard(nd, q):
+                _prefetch_slot(tab, meta, nd[4 * q + VL], -(a + 1))
             _idx_set(nd, tab, meta, nd[4 * rguard[a] + NX])
             sp = _push(stack, meta, sp, F_UTILITY, a, 0)
             sp = _substitute(nd, rcount, tab, stack, meta, sp, a2, a)
@@ -374,6 +471,9 @@ def _run_check(nd, rguard, rcount, rfree, tab, stack, meta, a0):  # type: ignore
 
 @_inl
 def _append(nd, rguard, rcount, rfree, tab, stack, meta, c):  # type: ignore[no-untyped-def]
+    last = nd[PV]
+    if last != 0:
+        _prefetch_slot(tab, meta, nd[4 * last + VL], c)
     y = _alloc_node(nd, rcount, meta, c)
     _insert_after(nd, tab, meta, nd[PV], y)
     meta[M_NSYMS] += 1
@@ -383,11 +483,11 @@ def _append(nd, rguard, rcount, rfree, tab, stack, meta, c):  # type: ignore[no-
 @_hot
 def room(nd, rguard, tab, meta):  # type: ignore[no-untyped-def]
     """ST_DONE if every structure has room for one more symbol's cascade, else what to grow."""
-    if len(nd) // 4 - 1 - meta[M_LIVE_NODES] < MARGIN_NODES:
+    if len(nd) // 4 - 1 - max(meta[M_LIVE_NODES], meta[M_FRESH]) < MARGIN_NODES:
         return ST_NEED_NODES
     if len(rguard) - 1 - meta[M_LIVE_RULES] < MARGIN_RULES:
         return ST_NEED_RULES
-    if (meta[M_TUSED] + meta[M_TTOMB] + MARGIN_TABLE) * MAX_LOAD_DEN > (len(tab) // 2) * MAX_LOAD_NUM:
+    if (meta[M_TUSED] + MARGIN_TABLE) * MAX_LOAD_DEN > (len(tab) // 2) * MAX_LOAD_NUM:
         return ST_NEED_TABLE
     return ST_DONE
 
