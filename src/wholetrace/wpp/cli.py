@@ -36,7 +36,7 @@ def record_writer(writer: Any, args: argparse.Namespace) -> Any:
         if args.keep_raw:
             raise UsageError("--keep-raw needs --wpp")
         return writer
-    from wholetrace.wpp.online import QUEUE_EVENTS, OnlineWpp   # numba only when it is needed
+    from wholetrace.wpp.online import QUEUE_EVENTS, OnlineWpp   # the builder is a process: no numba here
 
     return OnlineWpp(writer, args.mode, lookahead=args.lookahead, keep_raw=args.keep_raw,
                      queue_events=QUEUE_EVENTS if args.wpp_queue is None else args.wpp_queue)
