@@ -104,6 +104,9 @@ def run_record(argv: Sequence[str]) -> int:
     from wholetrace.wpp.cli import record_writer
     writer = record_writer(RecordingWriter(out), args)
     children = None if args.no_children or not getattr(writer, "keep_raw", True) else out
+    if children is None and not (args.no_children or args.quiet):   # --wpp without --keep-raw
+        print("wholetrace: --wpp without --keep-raw records no child processes (add --keep-raw to record "
+              "them, --no-children to silence this)", file=sys.stderr)
     pid = os.getpid()
     outcome = record(target, writer, mode=args.mode, include=args.include, weights=weights,
                      cache=not args.no_cache, children=children)
