@@ -118,3 +118,52 @@ def test_chunk_queue_spills_beyond_the_bound_and_keeps_arrival_order(tmp_path: P
     assert [s for s, _ in got] == [s for s, _ in want]
     assert all(np.array_equal(a, b) for (_, a), (_, b) in zip(got, want))
     assert q.spilled_events > 0 and q.backlog == 0 and q.max_backlog <= 150
+
+
+def test_negative_registers_after_exception_records_keep_the_function_stack(tmp_path: Path) -> None:
+    # A register after EXC s (path mode) may be negative: -1 when the recorder closes a frame whose
+    # register was never set, NO_PATH after an exception left for EXIT.  The builder reads it by
+    # position (it learns from the file frames which functions record path ids), so -1 is not
+    # taken for LEAVE.  Oracle: the pure-Python twin, told the path functions by the stored plans.
+    import sqlite3
+
+    from test_online import naive_intern
+
+    from wholetrace.events import EXC, LEAVE, RERAISE, enter_code
+    from wholetrace.instrument.emit import NO_PATH
+    from wholetrace.store import RecordingWriter
+    from wholetrace.wpp.intern import PATH_LEAVE_AT
+    from wholetrace.wpp.online import OnlineWpp
+    from wholetrace.wpp.symbols import PATH
+
+    script = tmp_path / "two.py"
+    script.write_text("def f(x):\n    return g(x) + 1\ndef g(x):\n    return x * 2\nprint(f(3))\n")
+    raw = tmp_path / "raw.wt"
+    _record(tmp_path, script, raw, "-q")
+    with Recording(raw) as rec:
+        plans = {fn.qualname: (fn.fid, fn.cfg["plan"]["strategy"]) for fn in rec.functions()}
+    (f, fs), (g, gs) = plans["f"], plans["g"]
+    assert fs == gs == "paths"
+    conn = sqlite3.connect(raw)
+    files = conn.execute("SELECT fid_base, path, n_functions, counter_base, blob FROM files").fetchall()
+    conn.close()
+    path_fns = frozenset(fid for fid, s in plans.values() if s == "paths")
+    # f calls g; g raises with no path open (-1) and leaves; f catches (handler path 0), raises
+    # again, re-raised with unknown statements, and ends by it (NO_PATH, then LEAVE)
+    events = [enter_code(f), 0, enter_code(g), EXC, 0, -1, LEAVE, EXC, 1, 0, 0, 3,
+              RERAISE, -1, -1, NO_PATH, LEAVE] * 3
+    w = RecordingWriter(tmp_path / "o.wt")
+    ow = OnlineWpp(w, "path", keep_raw=False)
+    for fid_base, path, n, counter_base, blob in files:
+        ow.add_file(fid_base, path=path, n_functions=n, counter_base=counter_base, registry=blob)
+    ow.add_stream(0, kind="thread", name="main")
+    ow.append_events(0, np.array(events[:9], np.int32))    # chunk boundaries inside the records
+    ow.append_events(0, np.array(events[9:], np.int32))
+    ow.close(ended="exit", exit_code=0)
+    want, table = naive_intern({0: events}, PATH, PATH_LEAVE_AT, path_fns)
+    with Recording(tmp_path / "o.wt") as rec:
+        wpp = StoredWpp(rec)
+        assert wpp.events(0).tolist() == events
+        t = wpp.terminals
+        assert list(zip(t.kind.tolist(), t.fid.tolist(), t.value.tolist())) == table
+        assert (PATH, g, -1) in table and (PATH, f, NO_PATH) in table

@@ -2,7 +2,9 @@
 
 Started by :class:`wholetrace.wpp.online.OnlineWpp` as ``python -m wholetrace.wpp.builder
 MODE LOOKAHEAD QUEUE_EVENTS``.  Input (fd 0): frames ``<sid:int32><n:int32>`` followed by
-``n`` int32 events; a frame with ``sid < 0`` ends the input.  Output (fd 1), once the input
+``n`` int32 events; a *file* frame (``sid == FILE_FRAME``, ``n`` bytes: ``<fid_base:int32>
+<n_functions:int32>`` and the file's registry blob) tells which functions record path ids
+(their exception records carry a register); a frame with ``sid == END_FRAME`` ends the input.  Output (fd 1), once the input
 has ended and every grammar is finished: one pickled dict (``result``).
 
 Two threads: the *reader* takes frames off the pipe as fast as they come (the recorded
@@ -29,6 +31,8 @@ from typing import Any
 import numpy as np
 
 FRAME = struct.Struct("<ii")
+FILE_FRAME = -2
+END_FRAME = -1
 
 
 class ChunkQueue:
@@ -77,6 +81,12 @@ class ChunkQueue:
             self.spilled_chunks += 1
             self._cond.notify()
 
+    def put_file(self, payload: bytearray) -> None:
+        """A file frame, kept in order with the chunks (its functions' events come after it)."""
+        with self._cond:
+            self._items.append((FILE_FRAME, payload, 0))
+            self._cond.notify()
+
     def end(self) -> None:
         with self._cond:
             self.ended = True
@@ -93,6 +103,8 @@ class ChunkQueue:
             if not self._items:
                 return None
             sid, where, n = self._items.popleft()
+        if sid == FILE_FRAME:
+            return sid, where, False
         if isinstance(where, np.ndarray):
             return sid, where, False
         data = os.pread(self._spill.fileno(), 4 * n, where)
@@ -128,6 +140,12 @@ def read_frames(f: Any, q: ChunkQueue) -> None:
             if head is None:
                 break
             sid, n = FRAME.unpack(head)
+            if sid == FILE_FRAME:
+                payload = _read_exactly(f, n)
+                if payload is None:
+                    break
+                q.put_file(payload)
+                continue
             if sid < 0:
                 break
             raw = _read_exactly(f, 4 * n)
@@ -160,6 +178,10 @@ def build(mode: str, lookahead: bool, q: ChunkQueue) -> dict[str, Any]:
         if item is None:
             break
         sid, chunk, spilled = item
+        if sid == FILE_FRAME:
+            fid_base, n_functions, fids = path_functions(chunk)
+            interner.set_path_functions(fids, fid_base + n_functions)
+            continue
         b = builders.get(sid)
         if b is None:
             b = builders[sid] = GrammarBuilder(lookahead=lookahead)
@@ -188,6 +210,16 @@ def build(mode: str, lookahead: bool, q: ChunkQueue) -> dict[str, Any]:
                       "import_seconds": round(imported - t0, 4),
                       "ready_seconds": round(ready - t0, 4),
                       "built_after_end_seconds": round(max(0.0, time.perf_counter() - q.end_time), 4)}}
+
+
+def path_functions(payload: bytearray) -> tuple[int, int, list[int]]:
+    """(fid_base, n_functions, the fids recording path ids: plan strategy ``paths``) of a file frame."""
+    from wholetrace.store.registry import decode_registry
+
+    fid_base, n = FRAME.unpack_from(payload)
+    _source, rows = decode_registry(bytes(payload[FRAME.size:]), n, 0, f"functions {fid_base}..")
+    fids = [fid_base + i for i, row in enumerate(rows) if row[5]().get("plan", {}).get("strategy") == "paths"]
+    return fid_base, n, fids
 
 
 def main(argv: list[str]) -> int:

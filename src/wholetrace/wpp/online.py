@@ -80,6 +80,16 @@ class OnlineWpp:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._writer, name)
 
+    def add_file(self, fid_base: int, **row: Any) -> None:
+        """Register a file's functions; in path mode the builder learns which record path ids."""
+        self._writer.add_file(fid_base, **row)
+        if self.mode != "path" or os.getpid() != self._pid:
+            return
+        payload = np.array([fid_base, row["n_functions"]], _FRAME_HEAD).tobytes() + bytes(row["registry"])
+        with self._lock:
+            self._send(np.array([-2, len(payload)], _FRAME_HEAD).tobytes())   # builder.FILE_FRAME
+            self._send(payload)
+
     # -- the flush path (the recorder's flusher thread) -------------------------------
     def append_events(self, sid: int, events: Any) -> None:
         """Send one chunk of stream ``sid`` to the builder (and store it raw with ``keep_raw``)."""
