@@ -1,7 +1,7 @@
 """The WPP builder process: reads a recording's event chunks from a pipe, interns them and builds one SEQUITUR grammar per stream.
 
 Started by :class:`wholetrace.wpp.online.OnlineWpp` as ``python -m wholetrace.wpp.builder
-MODE LOOKAHEAD QUEUE_EVENTS``.  Input (fd 0): frames ``<sid:int32><n:int32>`` followed by
+MODE LOOKAHEAD QUEUE_EVENTS [SPAWNED]`` (``SPAWNED``: ``time.time()`` at the start).  Input (fd 0): frames ``<sid:int32><n:int32>`` followed by
 ``n`` int32 events; a *file* frame (``sid == FILE_FRAME``, ``n`` bytes: ``<fid_base:int32>
 <n_functions:int32>`` and the file's registry blob) tells which functions record path ids
 (their exception records carry a register); a frame with ``sid == END_FRAME`` ends the input.  Output (fd 1), once the input
@@ -156,8 +156,9 @@ def read_frames(f: Any, q: ChunkQueue) -> None:
         q.end()
 
 
-def build(mode: str, lookahead: bool, q: ChunkQueue) -> dict[str, Any]:
-    """Intern and build every chunk the queue gives; the result the recorded process stores."""
+def build(mode: str, lookahead: bool, q: ChunkQueue, spawned: float = 0.0) -> dict[str, Any]:
+    """Intern and build every chunk the queue gives; the result the recorded process stores.
+    ``spawned``: ``time.time()`` when the recorded process started this one (0: unknown)."""
     t0 = time.perf_counter()
     from wholetrace.grammar import GrammarBuilder
     from wholetrace.wpp.intern import interner_for, terminals_to_array
@@ -170,6 +171,7 @@ def build(mode: str, lookahead: bool, q: ChunkQueue) -> dict[str, Any]:
     jit = time.thread_time() - t
     interner = interner_for(mode)
     ready = time.perf_counter()
+    ready_wall = time.time() - spawned if spawned else ready - t0
     builders: dict[int, Any] = {}
     cpu: dict[int, float] = {}
     events: dict[int, int] = {}
@@ -208,7 +210,7 @@ def build(mode: str, lookahead: bool, q: ChunkQueue) -> dict[str, Any]:
                       "spilled_events": q.spilled_events, "spilled_chunks": q.spilled_chunks,
                       "received_events": q.received, "jit_seconds": round(jit, 4),
                       "import_seconds": round(imported - t0, 4),
-                      "ready_seconds": round(ready - t0, 4),
+                      "ready_seconds": round(ready_wall, 4),
                       "built_after_end_seconds": round(max(0.0, time.perf_counter() - q.end_time), 4)}}
 
 
@@ -224,12 +226,13 @@ def path_functions(payload: bytearray) -> tuple[int, int, list[int]]:
 
 def main(argv: list[str]) -> int:
     mode, lookahead, bound = argv[0], argv[1] == "1", int(argv[2])
+    spawned = float(argv[3]) if len(argv) > 3 else 0.0
     q = ChunkQueue(bound)
     inp = open(0, "rb", buffering=0, closefd=False)
     reader = threading.Thread(target=read_frames, args=(inp, q), daemon=True)
     reader.start()
     try:
-        result: dict[str, Any] = build(mode, lookahead, q)
+        result: dict[str, Any] = build(mode, lookahead, q, spawned)
     except BaseException as exc:  # noqa: BLE001 - reported to the recorded process
         result = {"error": f"{type(exc).__name__}: {exc}"}
     data = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)

@@ -26,7 +26,7 @@ def add_record_options(p: argparse.ArgumentParser) -> None:
                    help="with --wpp: SEQUITUR(1), one symbol of look-ahead (Larus 1999 §3.2)")
     p.add_argument("--wpp-queue", type=int, default=None, metavar="EVENTS",
                    help="with --wpp: events waiting for the builder in memory before chunks are "
-                        "spilled to the recording and built later (default 4194304)")
+                        "spilled to a temporary file and built later (default 4194304)")
 
 
 def record_writer(writer: Any, args: argparse.Namespace) -> Any:
@@ -84,7 +84,7 @@ def _report(path: str, sid: int | None) -> tuple[Any, dict[str, Any]]:
            "symbols": len(wpp.terminals),
            "builder": {k: m.get(k) for k in ("events", "max_backlog_events", "backlog_at_end_events",
                                               "tail_seconds", "jit_seconds", "spilled_events",
-                                              "spilled_chunks", "queue_events")}}
+                                              "spilled_chunks", "queue_events", "ready_seconds")}}
     raw = sum(r["raw_bytes"] for r in rows)
     enc = sum(r["encoded_bytes"] for r in rows)
     out["total"] = {"events": sum(r["events"] for r in rows), "raw_bytes": raw, "encoded_bytes": enc,
@@ -113,7 +113,8 @@ def _table(out: dict[str, Any]) -> str:
     lines.append(f"builder lag: at most {b['max_backlog_events']:,} events queued, "
                  f"{b['backlog_at_end_events']:,} left when the program ended, finished "
                  f"{b['tail_seconds']} s after it; {b['spilled_events']:,} events spilled; "
-                 f"JIT {b['jit_seconds']} s")
+                 f"JIT {b['jit_seconds']} s"
+                 + (f"; builder ready {b['ready_seconds']} s after it started" if b.get("ready_seconds") is not None else ""))
     return "\n".join(lines)
 
 

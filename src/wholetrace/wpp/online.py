@@ -72,7 +72,7 @@ class OnlineWpp:
         # Its own session: a Ctrl-C at the terminal reaches the program, not the builder.
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "wholetrace.wpp.builder", mode, "1" if self.lookahead else "0",
-             str(self.queue_events)],
+             str(self.queue_events), repr(time.time())],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env=env,
             start_new_session=True)
         self._fd = self._proc.stdin.fileno()  # type: ignore[union-attr]
