@@ -167,3 +167,28 @@ def test_negative_registers_after_exception_records_keep_the_function_stack(tmp_
         t = wpp.terminals
         assert list(zip(t.kind.tolist(), t.fid.tolist(), t.value.tolist())) == table
         assert (PATH, g, -1) in table and (PATH, f, NO_PATH) in table
+
+
+def test_a_program_reaping_every_child_does_not_wait_for_the_builder(tmp_path: Path) -> None:
+    # the builder is not a child of the program's process: os.wait() until ChildProcessError
+    # reaps the program's own child only, and returns (it would wait for the builder for good)
+    script = tmp_path / "waitall.py"
+    script.write_text(textwrap.dedent('''
+        import os
+        pid = os.fork()
+        if pid == 0:
+            os._exit(3)
+        reaped = []
+        while True:
+            try:
+                reaped.append(os.wait()[1] >> 8)
+            except ChildProcessError:
+                break
+        print(reaped)
+    '''))
+    cmd = [sys.executable, "-m", "wholetrace.cli", "record", "--mode", "path", "--wpp", "-q",
+           "-o", str(tmp_path / "w.wt"), str(script)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, env=ENV, timeout=120,
+                          stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout == "[3]\n"

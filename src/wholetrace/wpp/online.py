@@ -69,13 +69,23 @@ class OnlineWpp:
         env.pop("WHOLETRACE_CHILD", None)           # runtime.children.ENV: the builder is not recorded
         root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join([root] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
-        # Its own session: a Ctrl-C at the terminal reaches the program, not the builder.
-        self._proc = subprocess.Popen(
-            [sys.executable, "-m", "wholetrace.wpp.builder", mode, "1" if self.lookahead else "0",
-             str(self.queue_events), repr(time.time())],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env=env,
-            start_new_session=True)
-        self._fd = self._proc.stdin.fileno()  # type: ignore[union-attr]
+        # Not a child of the program's process: a shell starts it in the background and exits
+        # (waited for here), so a program reaping every child (``os.wait()`` until
+        # ChildProcessError) neither sees nor waits for it.  Its own session: a Ctrl-C at the
+        # terminal reaches the program, not the builder.  Chunks go through a pipe of ours
+        # (the shell would give a background job /dev/null as standard input).
+        cmd = [sys.executable, "-m", "wholetrace.wpp.builder", mode, "1" if self.lookahead else "0",
+               str(self.queue_events), repr(time.time())]
+        r, self._fd = os.pipe()
+        out_r, out_w = os.pipe()
+        try:
+            sh = subprocess.Popen(["/bin/sh", "-c", 'exec 3<&0; "$@" 0<&3 3<&- &', "sh", *cmd],
+                                  stdin=r, stdout=out_w, stderr=self._stderr, env=env, start_new_session=True)
+            sh.wait()
+        finally:
+            os.close(r)
+            os.close(out_w)
+        self._out = os.fdopen(out_r, "rb")
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._writer, name)
@@ -125,13 +135,9 @@ class OnlineWpp:
         try:
             with self._lock:
                 self._send(np.array([-1, 0], _FRAME_HEAD).tobytes())
-                self._proc.stdin.close()  # type: ignore[union-attr]
-            data = self._proc.stdout.read()  # type: ignore[union-attr]
-            self._proc.stdout.close()  # type: ignore[union-attr]
-            try:
-                self._proc.wait()
-            except ChildProcessError:   # the program reaped it (os.wait): its output is what counts
-                pass
+                os.close(self._fd)
+            data = self._out.read()      # until the builder exits
+            self._out.close()
             result = pickle.loads(data) if data else {"error": self._builder_stderr()}
             if "error" in result:
                 raise InternalError(f"the WPP builder failed: {result['error']}")
@@ -143,7 +149,7 @@ class OnlineWpp:
     def _builder_stderr(self) -> str:
         self._stderr.seek(0)
         lines = self._stderr.read().decode(errors="replace").strip().splitlines()
-        return lines[-1] if lines else f"exit status {self._proc.returncode}"
+        return lines[-1] if lines else "it ended without a result"
 
     def _store(self, result: dict[str, Any], tail: float) -> None:
         for sid, enc in sorted(result["grammars"].items()):
