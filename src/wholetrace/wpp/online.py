@@ -166,4 +166,4 @@ class OnlineWpp:
             "tail_seconds": round(tail, 4), "jit_seconds": stats["jit_seconds"],
             "import_seconds": stats["import_seconds"], "ready_seconds": stats["ready_seconds"],
             "spilled_events": stats["spilled_events"], "spilled_chunks": stats["spilled_chunks"],
-            "builder": "process", "streams": result["streams"]}})
+            "builder": "process", "builder_cpu_seconds": stats["cpu_seconds"], "streams": result["streams"]}})
