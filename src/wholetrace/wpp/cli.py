@@ -29,17 +29,29 @@ def add_record_options(p: argparse.ArgumentParser) -> None:
                         "spilled to a temporary file and built later (default 4194304)")
 
 
-def record_writer(writer: Any, args: argparse.Namespace) -> Any:
-    """``writer``, wrapped by the online WPP builder when ``args`` ask for it."""
-    wpp = bool(args.wpp)      # off by default, path mode too (docs/design.md, "Path mode: the default")
-    if not wpp:
+def start_builder(args: argparse.Namespace) -> Any:
+    """The WPP builder process when ``args`` ask for ``--wpp`` (else None), started at once so
+    that it loads numba while ``record`` imports the rest and instruments the program."""
+    if not args.wpp:
         if args.keep_raw:
             raise UsageError("--keep-raw needs --wpp")
-        return writer
-    from wholetrace.wpp.online import QUEUE_EVENTS, OnlineWpp   # the builder is a process: no numba here
+        return None
+    from wholetrace.wpp.online import QUEUE_EVENTS, BuilderProcess   # a process: no numba here
 
-    return OnlineWpp(writer, args.mode, lookahead=args.lookahead, keep_raw=args.keep_raw,
-                     queue_events=QUEUE_EVENTS if args.wpp_queue is None else args.wpp_queue)
+    return BuilderProcess(args.mode, lookahead=args.lookahead,
+                          queue_events=QUEUE_EVENTS if args.wpp_queue is None else args.wpp_queue)
+
+
+def record_writer(writer: Any, args: argparse.Namespace, process: Any = None) -> Any:
+    """``writer``, wrapped by the online WPP builder when ``args`` ask for it (``process``: the
+    builder :func:`start_builder` started, else one is started here)."""
+    if process is None:
+        process = start_builder(args)
+        if process is None:
+            return writer
+    from wholetrace.wpp.online import OnlineWpp
+
+    return OnlineWpp(writer, args.mode, keep_raw=args.keep_raw, process=process)
 
 
 def readable(rec: Any) -> Any:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import struct
 import subprocess
 import sys
 import tempfile
@@ -30,8 +31,6 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from wholetrace.errors import InternalError, UsageError
 
@@ -42,29 +41,20 @@ SYMBOLS_NAME = "wpp.symbols"
 META_KEY = "wpp"
 #: The modes whose streams can be interned (``wpp.intern.INTERNERS``; a test keeps them equal).
 INTERNED_MODES = ("blocks", "witness", "branches", "path")
-_FRAME_HEAD = np.dtype("<i4")
+_FRAME = struct.Struct("<ii")   # builder.FRAME
 
 
-class OnlineWpp:
-    """A recording writer that builds one grammar per stream as chunks arrive (see the module doc).
+class BuilderProcess:
+    """The builder process, started (``python -m wholetrace.wpp.builder``) as soon as the mode is
+    known: ``record`` starts it before importing the rest of wholetrace, so numba loads meanwhile."""
 
-    Every writer method but ``append_events`` and ``close`` passes through to ``writer``.
-    """
-
-    def __init__(self, writer: Any, mode: str, *, lookahead: bool = False, keep_raw: bool = False,
-                 queue_events: int = QUEUE_EVENTS) -> None:
+    def __init__(self, mode: str, *, lookahead: bool = False, queue_events: int = QUEUE_EVENTS) -> None:
         if mode not in INTERNED_MODES:
             raise UsageError(f"--wpp needs a trace mode ({', '.join(INTERNED_MODES)}), not {mode!r}")
-        self._writer = writer
         self.mode = mode
         self.lookahead = bool(lookahead)
-        self.keep_raw = bool(keep_raw)
         self.queue_events = max(0, int(queue_events))
-        self.submitted = 0
-        self._pid = os.getpid()
-        self._lock = threading.Lock()
-        self._broken: BaseException | None = None
-        self._stderr = tempfile.TemporaryFile(prefix="wholetrace-wpp-")
+        self.stderr = tempfile.TemporaryFile(prefix="wholetrace-wpp-")
         env = dict(os.environ)
         env.pop("WHOLETRACE_CHILD", None)           # runtime.children.ENV: the builder is not recorded
         root = str(Path(__file__).resolve().parents[2])
@@ -76,16 +66,38 @@ class OnlineWpp:
         # (the shell would give a background job /dev/null as standard input).
         cmd = [sys.executable, "-m", "wholetrace.wpp.builder", mode, "1" if self.lookahead else "0",
                str(self.queue_events), repr(time.time())]
-        r, self._fd = os.pipe()
+        r, self.fd = os.pipe()
         out_r, out_w = os.pipe()
         try:
             sh = subprocess.Popen(["/bin/sh", "-c", 'exec 3<&0; "$@" 0<&3 3<&- &', "sh", *cmd],
-                                  stdin=r, stdout=out_w, stderr=self._stderr, env=env, start_new_session=True)
+                                  stdin=r, stdout=out_w, stderr=self.stderr, env=env, start_new_session=True)
             sh.wait()
         finally:
             os.close(r)
             os.close(out_w)
-        self._out = os.fdopen(out_r, "rb")
+        self.out = os.fdopen(out_r, "rb")
+
+
+class OnlineWpp:
+    """A recording writer that builds one grammar per stream as chunks arrive (see the module doc).
+
+    Every writer method but ``append_events`` and ``close`` passes through to ``writer``.
+    """
+
+    def __init__(self, writer: Any, mode: str, *, lookahead: bool = False, keep_raw: bool = False,
+                 queue_events: int = QUEUE_EVENTS, process: "BuilderProcess | None" = None) -> None:
+        if process is None:
+            process = BuilderProcess(mode, lookahead=lookahead, queue_events=queue_events)
+        self._writer = writer
+        self.mode = process.mode
+        self.lookahead = process.lookahead
+        self.keep_raw = bool(keep_raw)
+        self.queue_events = process.queue_events
+        self.submitted = 0
+        self._pid = os.getpid()
+        self._lock = threading.Lock()
+        self._broken: BaseException | None = None
+        self._stderr, self._fd, self._out = process.stderr, process.fd, process.out
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._writer, name)
@@ -95,9 +107,9 @@ class OnlineWpp:
         self._writer.add_file(fid_base, **row)
         if self.mode != "path" or os.getpid() != self._pid:
             return
-        payload = np.array([fid_base, row["n_functions"]], _FRAME_HEAD).tobytes() + bytes(row["registry"])
+        payload = _FRAME.pack(fid_base, row["n_functions"]) + bytes(row["registry"])
         with self._lock:
-            self._send(np.array([-2, len(payload)], _FRAME_HEAD).tobytes())   # builder.FILE_FRAME
+            self._send(_FRAME.pack(-2, len(payload)))   # builder.FILE_FRAME
             self._send(payload)
 
     # -- the flush path (the recorder's flusher thread) -------------------------------
@@ -105,6 +117,8 @@ class OnlineWpp:
         """Send one chunk of stream ``sid`` to the builder (and store it raw with ``keep_raw``)."""
         if os.getpid() != self._pid:
             return
+        import numpy as np   # imported by the recorder already; not before the builder starts
+
         if self.keep_raw:
             self._writer.append_events(sid, events)
         arr = np.ascontiguousarray(events, dtype=np.int32)
@@ -113,7 +127,7 @@ class OnlineWpp:
             return
         with self._lock:
             self.submitted += n
-            self._send(np.array([sid, n], _FRAME_HEAD).tobytes())
+            self._send(_FRAME.pack(sid, n))
             self._send(arr.view(np.uint8).data)
 
     def _send(self, data: Any) -> None:
@@ -134,7 +148,7 @@ class OnlineWpp:
         t0 = time.perf_counter()
         try:
             with self._lock:
-                self._send(np.array([-1, 0], _FRAME_HEAD).tobytes())
+                self._send(_FRAME.pack(-1, 0))
                 os.close(self._fd)
             data = self._out.read()      # until the builder exits
             self._out.close()
@@ -152,6 +166,8 @@ class OnlineWpp:
         return lines[-1] if lines else "it ended without a result"
 
     def _store(self, result: dict[str, Any], tail: float) -> None:
+        import numpy as np
+
         for sid, enc in sorted(result["grammars"].items()):
             self._writer.put_array(GRAMMAR_NAME.format(sid=sid), np.frombuffer(enc, np.uint8))
         self._writer.put_array(SYMBOLS_NAME, result["symbols"])
