@@ -3,7 +3,7 @@
 For every program of the registry (``tests/corpus.py``, size ``bench``) this times the whole
 process, wall clock, of five commands, interleaved round by round: ``python drive_X.py`` and
 ``python -m wholetrace.cli record --mode MODE -q -o X.MODE.wt [--include M]... drive_X.py``
-for MODE in blocks, witness, path with ``--wpp`` (the WPP built online by a background thread)
+for MODE in blocks, witness, path with ``--wpp`` (the WPP built online by the builder process)
 and path as recorded by default (raw chunks only).  From the recordings (last round): events
 recorded (int32 values), stored bytes (zstd chunks; the grammars for `path`); the `path`
 recording is decoded by the decoding kernel (``trace.Trace``: its streams expanded from the
@@ -74,8 +74,11 @@ def path_stats(path: Path, blocks_path: Path) -> dict[str, object]:
                 same = agree != "✗" and activation_form(rows) == b.activation_form(bst.sid)
                 agree = "≈" if same else "✗"
         plans = [f.cfg.get("plan", {}) for f in t.functions.values()]
+        wpp = t.meta.get("wpp") or {}
     return {"rate": made / cpu if cpu > 0 else float("nan"), "agree": agree,
-            "fallback": sum(1 for p in plans if p.get("strategy") == "trace"), "functions": len(plans)}
+            "fallback": sum(1 for p in plans if p.get("strategy") == "trace"), "functions": len(plans),
+            "lag": {k: wpp.get(k) for k in ("tail_seconds", "backlog_at_end_events", "events", "ready_seconds",
+                                           "spilled_events")}}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -119,6 +122,14 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _lag_cells(lag: dict[str, object]) -> list[str]:
+    """ready s, share of events left when the program ended, tail s (``--wpp``'s builder lag)."""
+    ready, left, ev, tail = lag.get("ready_seconds"), lag.get("backlog_at_end_events"), lag.get("events"), lag.get("tail_seconds")
+    return [f"{ready:.2f}" if isinstance(ready, (int, float)) else "–",
+            f"{100 * left / ev:.0f}%" if isinstance(left, int) and isinstance(ev, int) and ev else "–",
+            f"{tail:.2f}" if isinstance(tail, (int, float)) else "–"]
+
+
 def render(names, times, stats, mismatched, runs, size, version, argv) -> str:  # type: ignore[no-untyped-def]
     med = {n: {t: statistics.median(v) for t, v in tt.items()} for n, tt in times.items()}
     cols = [m for m, _, _ in MODES]
@@ -132,11 +143,16 @@ def render(names, times, stats, mismatched, runs, size, version, argv) -> str:  
         rows.append([n] + [f"{ev[k]:,}" for k in ("blocks", "witness", "path")] + [f"{ev['path'] / ev['witness']:.2f}×"]
                     + [f"{s[k][1]:,}" for k in cols] + [f"{m['plain']:.2f}"]
                     + [f"{m[k] / m['plain']:.2f}×" for k in cols]
-                    + [f"{pr['rate'] / 1e6:.2f}", pr["agree"], f"{pr['fallback']}/{pr['functions']}"])
+                    + [f"{pr['rate'] / 1e6:.2f}", pr["agree"], f"{pr['fallback']}/{pr['functions']}"]
+                    + _lag_cells(pr["lag"]))
     headers = (["program", "blocks events", "witness events", "path events", "path / witness events"]
                + [f"{k} stored B" for k in cols] + ["plain s"] + [f"{k} ×" for k in cols]
-               + ["decode path M blocks/s", "path = blocks", "path fallback fns"])
+               + ["decode path M blocks/s", "path = blocks", "path fallback fns",
+                  "builder ready s", "left at end", "tail s"])
     med_ev = statistics.median(ev_ratio)
+    lags = [stats[n]["path_regen"]["lag"] for n in names]
+    lag_tails = [float(x.get("tail_seconds") or 0) for x in lags]
+    lag_left = [(x.get("backlog_at_end_events") or 0) / max(1, x.get("events") or 0) for x in lags]
     g = {k: geomean(slow[k]) for k in cols}
     path_vs_w = [a / b for a, b in zip(slow["path"], slow["witness"])]
     summ = [
@@ -147,7 +163,12 @@ def render(names, times, stats, mismatched, runs, size, version, argv) -> str:  
         + f"; path (online WPP) ≤ witness on {sum(r <= 1 for r in path_vs_w)} of {len(names)} programs "
         f"(target path ≤ witness: {'met' if g['path'] <= g['witness'] else 'not met'}; target ≤ 1.6×: "
         f"{'met' if g['path'] <= 1.6 else 'not met'})",
-        "- `path` is `--mode path --wpp`: the WPP built online (SEQUITUR on a background thread); "
+        "- builder lag (`path`, from the recording's meta `wpp`): *ready* = seconds from the builder process's "
+        "start until numba and its kernels were loaded; *left at end* = share of the events not yet built when "
+        "the program ended; *tail* = seconds the recording waited for the grammars after the program ended. "
+        f"Median tail {statistics.median(lag_tails):.2f} s; the builder kept up (left ≤ 5%) on "
+        f"{sum(x <= 0.05 for x in lag_left)} of {len(names)} programs.",
+        "- `path` is `--mode path --wpp`: the WPP built online (SEQUITUR in the builder process); "
         "`path raw` is `--mode path` as recorded by default (zstd chunks, as the other modes). Stored bytes of `path` are "
         "the grammars' encoded bytes.",
         "- `=`: the decoded path streams equal the blocks streams event for event; `≈`: same activation "
@@ -165,7 +186,7 @@ def render(names, times, stats, mismatched, runs, size, version, argv) -> str:  
         f"{'s' if runs != 1 else ''}); wholetrace {version}; 1-minute load average {os.getloadavg()[0]:.1f}. "
         "Whole-process wall time; × = median / median plain. Events = int32 values recorded. Decoding speed = "
         "blocks produced per CPU second by the decoding kernel (`Trace.rows`, grammars expanded on the way). "
-        "**Taken under load** (other engineers share the 2 CPUs): the WPP builder thread competes with them, "
+        "**Taken under load** (other engineers share the 2 CPUs): the WPP builder process competes with them, "
         "so `path` (online WPP) is slower than it would be on a quiet machine.",
         "",
         table(headers, rows),

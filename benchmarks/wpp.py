@@ -65,6 +65,13 @@ def timed_cpu(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, fl
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+def builder_cpu(path: Path) -> float:
+    """CPU seconds of the WPP builder process of a --wpp recording (0 if it did not say)."""
+    with Recording(path, check=False) as rec:
+        meta = rec.meta.get("wpp") or {}
+    return float(meta.get("builder_cpu_seconds") or 0.0)
+
+
 def table1(path: Path) -> dict[str, float]:
     """Larus's Table 1 of one --wpp recording, summed over its streams, and the builder's lag."""
     with Recording(path, check=False) as rec:
@@ -126,6 +133,8 @@ def main(argv: list[str] | None = None) -> int:
             for n, cs in cmds.items():
                 for tool in tools:
                     wall, cpu = timed_cpu(cs[tool], work / n, env)
+                    if tool.endswith("+wpp"):   # the builder process is no child of ours: its CPU from its meta
+                        cpu += builder_cpu(Path(cs[tool][cs[tool].index("-o") + 1]))
                     times[n][tool].append(wall)
                     cpus[n][tool].append(cpu)
                 print(f"round {r + 1}/{runs} {n:14s} " + "  ".join(f"{t} {times[n][t][-1]:.2f}s" for t in tools),
@@ -207,7 +216,7 @@ def render(names, times, cpus, t1, comp, tools, runs, size, version, argv) -> st
         "",
         f"Measured {machine()}; `{cmdline}` (size `{size}`, median of {runs} interleaved round"
         f"{'s' if runs != 1 else ''}); wholetrace {version}; 1-minute load average {os.getloadavg()[0]:.1f}. "
-        "**Taken under load** (other engineers share the 2 CPUs): the builder thread competes with them, so "
+        "**Taken under load** (other engineers share the 2 CPUs): the builder process competes with them, so "
         "its lag and the +wpp slowdowns are worse than on a quiet machine.",
         "",
         f"Table 1 from the `{TABLE_MODE} --wpp` recordings (all streams summed):",

@@ -39,14 +39,17 @@ SEEDS = {
 }
 
 
-def naive_intern(streams: dict[int, list[int]], value_kind: int = BLOCK,
-                 leave_at: int = 0) -> tuple[dict[int, list[int]], list[tuple[int, int, int]]]:
+def naive_intern(streams: dict[int, list[int]], value_kind: int = BLOCK, leave_at: int = 0,
+                 path_fns: frozenset[int] = frozenset()) -> tuple[dict[int, list[int]], list[tuple[int, int, int]]]:
     """Pure-Python twin of the interner: (kind, fid, value) tuples numbered by first appearance,
-    streams taken in the order the chunks are given (here: whole streams one after the other)."""
+    streams taken in the order the chunks are given (here: whole streams one after the other).
+    Exception records' operands (the register of ``path_fns``, RERAISE's statements) are taken
+    by position whatever their value."""
     table: dict[tuple[int, int, int], int] = {}
     out: dict[int, list[int]] = {}
     for sid, ev in streams.items():
         stack: list[int] = []
+        ops: list[int] = []
         codes: list[int] = []
         i = 0
         while i < len(ev):
@@ -63,13 +66,22 @@ def naive_intern(streams: dict[int, list[int]], value_kind: int = BLOCK,
             elif v == EXC:
                 i += 1
                 key = (K_EXC, f, ev[i])
+                ops = [ev[i + 1]] if f in path_fns else []
+            elif v == -4:   # RERAISE s x [r]
+                key = (value_kind, -1, v)
+                ops = ev[i + 1:i + 3 + (f in path_fns)]
             elif v <= -8:
                 stack.append(-v - 8)
                 key = (ENTER, -v - 8, 0)
-            else:   # path mode's START (-4)
+            else:   # path mode's START (-5)
                 key = (value_kind, -1, v)
             codes.append(table.setdefault(key, len(table)))
             i += 1
+            if v in (EXC, -4):
+                for o in ops:
+                    codes.append(table.setdefault((value_kind, f, o), len(table)))
+                    i += 1
+                ops = []
         out[sid] = codes
     return out, list(table)
 
@@ -102,12 +114,16 @@ def path_stream(rng: np.random.Generator, n: int) -> list[int]:
             out.append(enter_code(int(rng.integers(0, 50))))
             depth += 1
             if rng.random() < 0.2:
-                out.append(-4)
+                out.append(-5)   # START
         elif r < 0.35:
             out.append(PATH_LEAVE_AT + int(rng.integers(0, 9)))
             depth -= 1
         elif r < 0.4:
-            out += [EXC, int(rng.integers(-1, 5)), int(rng.integers(0, 9))]
+            if rng.random() < 0.3:   # RERAISE s x r: statements may be -1 (unknown)
+                out += [-4, int(rng.integers(-1, 5)), int(rng.integers(-1, 5))]
+            else:
+                out += [EXC, int(rng.integers(-1, 5))]
+            out.append(int(rng.integers(-2, 9)))   # the register: negative when no path was open
             if rng.random() < 0.5:
                 out.append(int(rng.integers(0, 6)))
             else:
@@ -123,8 +139,9 @@ def path_stream(rng: np.random.Generator, n: int) -> list[int]:
 def test_path_mode_streams_intern_and_come_back_exactly() -> None:
     rng = np.random.default_rng(3)
     streams = {0: path_stream(rng, 4000), 1: path_stream(rng, 2500)}
-    want, table = naive_intern(streams, PATH, PATH_LEAVE_AT)
+    want, table = naive_intern(streams, PATH, PATH_LEAVE_AT, frozenset(range(50)))
     it = interner_for("path")
+    it.set_path_functions(np.arange(50))
     for sid, ev in streams.items():
         got = np.concatenate([it.codes(sid, np.array(ev[i:i + 97], np.int32)) for i in range(0, len(ev), 97)])
         assert got.tolist() == want[sid]

@@ -433,18 +433,27 @@ class Emitter:
                                     ast.Tuple([ast_const(self.fid), src, ast_const(dst)], ast.Load()))]
             return [place(s, at) for s in record + (tail() if tail is not None else [])]  # type: ignore[misc]
         def record() -> list[ast.stmt]:
+            # One append call for the whole record (``list.extend`` of a tuple): a thread is
+            # stopped only between calls, so the recorder never finds a record half written
+            # (``runtime.unfinished``: a daemon thread stopped at exit is closed after it).
+            extra: list[ast.expr] = []
+            if self.plan.paths:   # path mode: the register, as the exception left it
+                extra.append(ast_name(P))
+            if self.plan.records_handler and dst != EXIT:  # witness modes also name the handler block
+                extra.append(ast_const(dst))
+            out: list[ast.stmt] = []
             if not self.tracks_reraise:
-                out: list[ast.stmt] = [ast.Expr(ast_call(A, ast_const(EXC))), ast.Expr(ast_call(A, self.site_of(tb())))]
+                items: ast.expr = ast.Tuple([ast_const(EXC), self.site_of(tb())] + extra, ast.Load())
             else:   # RERAISE s r for a re-raise, else EXC s; then hold the traceback entry
                 code = ast.Subscript(ast.Tuple([ast_const(EXC), ast_const(RERAISE_CODE)], ast.Load()),
                                      self.again(tb()), ast.Load())
-                site = ast.Subscript(ast.Tuple([rt(SKIP), ast_name(A)], ast.Load()), self.again(tb()), ast.Load())
-                out = [ast.Expr(ast_call(A, code)), ast.Expr(ast_call(A, self.site_of(tb()))),
-                       ast.Expr(ast_call(site, ast_name(R))), ast.Assign([ast_name(SEEN, True)], tb())]
-            if self.plan.paths:   # path mode: the register, as the exception left it
-                out.append(ast.Expr(ast_call(A, ast_name(P))))
-            if self.plan.records_handler and dst != EXIT:  # witness modes also name the handler block
-                out.append(ast.Expr(ast_call(A, ast_const(dst))))
+                site = ast.Subscript(ast.Tuple([ast_name(R)], ast.Load()), ast.Slice(None, self.again(tb())), ast.Load())
+                items = ast.BinOp(ast.Tuple([code, self.site_of(tb())], ast.Load()), ast.Add(), site)
+                if extra:
+                    items = ast.BinOp(items, ast.Add(), ast.Tuple(extra, ast.Load()))
+                out.append(ast.Assign([ast_name(SEEN, True)], tb()))
+            extend = ast.Attribute(ast.Attribute(ast_name(A), "__self__", ast.Load()), "extend", ast.Load())
+            out.insert(0, ast.Expr(ast_call(extend, items)))
             if self.plan.paths:   # the handler's path starts (none after the edge to EXIT)
                 start = self.plan.path_starts[dst] if dst != EXIT else NO_PATH
                 out.append(ast.Assign([ast_name(P, True)], ast_const(start)))

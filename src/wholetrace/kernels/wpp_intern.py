@@ -8,13 +8,19 @@ first appearance of a key gives it the next dense id, as PPCompress numbers path
 1999 §3.3).  Per-stream state (the function stack, an EXC split from its statement by a
 chunk boundary) survives between chunks.  Kernels never fail on odd data: an event outside
 any activation belongs to function -1, a LEAVE on an empty stack pops nothing.
+
+Exception records carry operands that are not events (``wholetrace.events``): the register
+``r`` of a function recorded with path ids (``EXC s r``, ``RERAISE s x r``; ``fpath[f] == 1``,
+its plan strategy ``paths``) and the statements of ``RERAISE s x``.  They may be negative
+(``r = -1``: no path open), so they are read by position, never by value: each becomes the
+terminal (value kind, f, operand).  RERAISE itself is the terminal (value kind, -1, RERAISE).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from wholetrace.events import ENTER_BASE, EXC, LEAVE
+from wholetrace.events import ENTER_BASE, EXC, LEAVE, RERAISE
 from wholetrace.kernels._jit import kernel
 
 # terminal kinds (the same numbers as wholetrace.wpp.symbols)
@@ -28,7 +34,8 @@ ST_NEED_STACK = 3     # the stream's function stack is full: enlarge it and call
 # per-stream state (``sstate``)
 S_SP = 0              # depth of the function stack
 S_EXC = 1             # 1: the last chunk ended with EXC, its statement comes first in this one
-S_SIZE = 2
+S_OPS = 2             # operands of an exception record still to come (read by position)
+S_SIZE = 3
 
 # shared table state (``tstate``)
 T_COUNT = 0           # keys interned so far (= next id)
@@ -70,11 +77,13 @@ def _slot(key, bits):  # type: ignore[no-untyped-def]
 
 
 @kernel
-def intern_chunk(events, pos, value_kind, leave_at, stack, sstate, table_keys, table_ids, tstate, sym_keys, out, m):  # type: ignore[no-untyped-def]
+def intern_chunk(events, pos, value_kind, leave_at, fpath, stack, sstate, table_keys, table_ids, tstate, sym_keys, out, m):  # type: ignore[no-untyped-def]
     """Intern ``events[pos:]`` into ``out[m:]``; returns (next event position, next out position,
     status).  Status ST_DONE when the chunk is consumed, else what to enlarge before calling again
     from the returned positions (nothing of the stopped event was consumed).  ``leave_at > 0``:
-    a value ``v >= leave_at`` also ends the activation (path mode's ``LEAVE_PATH + p``)."""
+    a value ``v >= leave_at`` also ends the activation (path mode's ``LEAVE_PATH + p``).
+    ``fpath[f]`` is 1 when function f records path ids (a register follows its statements);
+    functions past its end record none."""
     n = len(events)
     bits = tstate[T_BITS]
     limit = (np.int64(1) << bits) >> 1
@@ -86,9 +95,17 @@ def intern_chunk(events, pos, value_kind, leave_at, stack, sstate, table_keys, t
         v = np.int64(events[pos])
         sp = sstate[S_SP]
         f = stack[sp - 1] if sp > 0 else np.int64(-1)
+        is_path = 0 <= f < len(fpath) and fpath[f] == 1
         if sstate[S_EXC] == 1:
             key = pack(K_EXC, f, v)
             sstate[S_EXC] = 0
+            sstate[S_OPS] = 1 if is_path else 0
+        elif sstate[S_OPS] > 0:
+            key = pack(value_kind, f, v)
+            sstate[S_OPS] -= 1
+        elif v == RERAISE:
+            key = pack(value_kind, -1, v)
+            sstate[S_OPS] = 3 if is_path else 2
         elif v >= 0:
             key = pack(value_kind, f, v)
             if leave_at > 0 and v >= leave_at and sp > 0:

@@ -87,23 +87,27 @@ def parse_target(parser: argparse.ArgumentParser, argv: Sequence[str], what: str
 
 
 def run_record(argv: Sequence[str]) -> int:
-    from wholetrace.runtime.runner import record
-    from wholetrace.store import RecordingWriter
-
     args, target = parse_target(record_parser(), argv, "record")
     if args.cf_grammar:   # imported only then: it brings numba, a second of start-up
         from wholetrace.match.compress import TRACE_MODES as CF_MODES
         if args.mode not in CF_MODES:
             raise UsageError(f"--cf-grammar needs a trace mode ({', '.join(CF_MODES)}), not {args.mode!r}")
+    from wholetrace.wpp.cli import record_writer, start_builder
+    builder = start_builder(args)    # --wpp: loads numba in its own process while we go on
+    from wholetrace.runtime.runner import record
+    from wholetrace.store import RecordingWriter
+
     stem = Path(args.script).stem if args.script else args.module.split(".")[-1]
     out = Path(args.output or f"{stem}.wt")
     weights = None
     if args.weights is not None:
         from wholetrace.profile import edge_weights
         weights = edge_weights(args.weights)
-    from wholetrace.wpp.cli import record_writer
-    writer = record_writer(RecordingWriter(out), args)
+    writer = record_writer(RecordingWriter(out), args, builder)
     children = None if args.no_children or not getattr(writer, "keep_raw", True) else out
+    if children is None and not (args.no_children or args.quiet):   # --wpp without --keep-raw
+        print("wholetrace: --wpp without --keep-raw records no child processes (add --keep-raw to record "
+              "them, --no-children to silence this)", file=sys.stderr)
     pid = os.getpid()
     outcome = record(target, writer, mode=args.mode, include=args.include, weights=weights,
                      cache=not args.no_cache, children=children)

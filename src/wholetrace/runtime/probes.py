@@ -140,15 +140,9 @@ def runtime_objects(state: RunState) -> dict[str, object]:
         (witness modes), then the handler block (witness modes, unless it is EXIT: -1)."""
         cur = current() or new_stream()
         src, raised = origin(fid, reraise, handler >= 0)
-        if raised != src:
-            cur(RERAISE)
-            cur(src)
-            cur(raised)
-        else:
-            cur(EXC)
-            cur(src)
-        if handler >= 0:
-            cur(handler)
+        rec = (RERAISE, src, raised) if raised != src else (EXC, src)
+        # one call for the whole record: a thread stopped at exit never stands inside it
+        cur.__self__.extend(rec + (handler,) if handler >= 0 else rec)  # type: ignore[attr-defined]
 
     def exception_edge_count(fid: int, dst: int, reraise: bool = False) -> None:
         """Module and class bodies, count modes: the edge from the statement that raised."""

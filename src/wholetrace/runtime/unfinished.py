@@ -17,7 +17,10 @@ A thread stops only where the interpreter checks for a switch, and one such plac
 after a C call such as a probe's append: a frame can stand just after appending its LEAVE
 (its return, its exception exit, or a generator's LEAVE before ``yield``) and before it
 returns.  Its activation is closed already; ``_leave_calls`` reads that from the instruction the
-frame stands at, so the recorder does not close it a second time.
+frame stands at, so the recorder does not close it a second time.  A frame cannot stand inside
+an exception record (``EXC s [r] [H]``, ``RERAISE s [x] [r] [H]``): the probes append the
+whole record with one call (``list.extend``, ``instrument.emit``), so its closing follows a
+complete record or none.
 """
 
 from __future__ import annotations

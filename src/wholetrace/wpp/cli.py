@@ -20,26 +20,38 @@ def add_record_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--wpp", action=argparse.BooleanOptionalAction, default=None,
                    help="build the whole program path (one SEQUITUR grammar per stream) while the "
                         "program runs, on a background thread; the raw stream is then not stored "
-                        "unless --keep-raw; off by default in every mode (child processes are recorded only with the raw stream)")
+                        "unless --keep-raw; off by default in every mode (child processes are recorded only with --keep-raw)")
     p.add_argument("--keep-raw", action="store_true", help="with --wpp: store the raw stream too")
     p.add_argument("--lookahead", action=argparse.BooleanOptionalAction, default=DEFAULT_LOOKAHEAD,
                    help="with --wpp: SEQUITUR(1), one symbol of look-ahead (Larus 1999 §3.2)")
     p.add_argument("--wpp-queue", type=int, default=None, metavar="EVENTS",
                    help="with --wpp: events waiting for the builder in memory before chunks are "
-                        "spilled to the recording and built later (default 4194304)")
+                        "spilled to a temporary file and built later (default 4194304)")
 
 
-def record_writer(writer: Any, args: argparse.Namespace) -> Any:
-    """``writer``, wrapped by the online WPP builder when ``args`` ask for it."""
-    wpp = bool(args.wpp)      # off by default, path mode too (docs/design.md, "Path mode: the default")
-    if not wpp:
+def start_builder(args: argparse.Namespace) -> Any:
+    """The WPP builder process when ``args`` ask for ``--wpp`` (else None), started at once so
+    that it loads numba while ``record`` imports the rest and instruments the program."""
+    if not args.wpp:
         if args.keep_raw:
             raise UsageError("--keep-raw needs --wpp")
-        return writer
-    from wholetrace.wpp.online import QUEUE_EVENTS, OnlineWpp   # numba only when it is needed
+        return None
+    from wholetrace.wpp.online import QUEUE_EVENTS, BuilderProcess   # a process: no numba here
 
-    return OnlineWpp(writer, args.mode, lookahead=args.lookahead, keep_raw=args.keep_raw,
-                     queue_events=QUEUE_EVENTS if args.wpp_queue is None else args.wpp_queue)
+    return BuilderProcess(args.mode, lookahead=args.lookahead,
+                          queue_events=QUEUE_EVENTS if args.wpp_queue is None else args.wpp_queue)
+
+
+def record_writer(writer: Any, args: argparse.Namespace, process: Any = None) -> Any:
+    """``writer``, wrapped by the online WPP builder when ``args`` ask for it (``process``: the
+    builder :func:`start_builder` started, else one is started here)."""
+    if process is None:
+        process = start_builder(args)
+        if process is None:
+            return writer
+    from wholetrace.wpp.online import OnlineWpp
+
+    return OnlineWpp(writer, args.mode, keep_raw=args.keep_raw, process=process)
 
 
 def readable(rec: Any) -> Any:
@@ -84,7 +96,7 @@ def _report(path: str, sid: int | None) -> tuple[Any, dict[str, Any]]:
            "symbols": len(wpp.terminals),
            "builder": {k: m.get(k) for k in ("events", "max_backlog_events", "backlog_at_end_events",
                                               "tail_seconds", "jit_seconds", "spilled_events",
-                                              "spilled_chunks", "queue_events")}}
+                                              "spilled_chunks", "queue_events", "ready_seconds")}}
     raw = sum(r["raw_bytes"] for r in rows)
     enc = sum(r["encoded_bytes"] for r in rows)
     out["total"] = {"events": sum(r["events"] for r in rows), "raw_bytes": raw, "encoded_bytes": enc,
@@ -113,7 +125,8 @@ def _table(out: dict[str, Any]) -> str:
     lines.append(f"builder lag: at most {b['max_backlog_events']:,} events queued, "
                  f"{b['backlog_at_end_events']:,} left when the program ended, finished "
                  f"{b['tail_seconds']} s after it; {b['spilled_events']:,} events spilled; "
-                 f"JIT {b['jit_seconds']} s")
+                 f"JIT {b['jit_seconds']} s"
+                 + (f"; builder ready {b['ready_seconds']} s after it started" if b.get("ready_seconds") is not None else ""))
     return "\n".join(lines)
 
 

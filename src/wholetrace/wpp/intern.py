@@ -20,7 +20,8 @@ class EventInterner:
     with blocks, are PATH terminals too: what counts is that every event comes back exactly).
     ``leave_at``: a value at or above it also ends the activation (path mode's ``LEAVE_PATH``).
     ``codes`` is called from one thread at a time (the WPP builder's); the kernel it runs
-    releases the GIL.
+    releases the GIL.  :meth:`set_path_functions` names the functions recorded with path ids
+    (their exception records carry a register, ``kernels.wpp_intern``); unnamed ones record none.
     """
 
     def __init__(self, value_kind: int = BLOCK, leave_at: int = 0) -> None:
@@ -32,6 +33,16 @@ class EventInterner:
         self._tstate = np.array([0, bits], np.int64)
         self._syms = np.empty(1 << (bits - 1), np.int64)
         self._streams: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._fpath = np.zeros(0, np.int8)
+
+    def set_path_functions(self, fids: "np.ndarray | list[int]", n_functions: int = 0) -> None:
+        """Functions ``fids`` record path ids (plan strategy ``paths``); the table covers at
+        least ``n_functions`` functions (the others recorded so far record block ids)."""
+        fids = np.asarray(fids, np.int64)
+        n = max(int(n_functions), int(fids.max()) + 1 if len(fids) else 0, len(self._fpath))
+        if n > len(self._fpath):
+            self._fpath = np.concatenate([self._fpath, np.zeros(n - len(self._fpath), np.int8)])
+        self._fpath[fids] = 1
 
     def __len__(self) -> int:
         return int(self._tstate[K.T_COUNT])
@@ -44,7 +55,7 @@ class EventInterner:
         out = np.empty(len(events), np.int64)
         pos = m = 0
         while True:
-            pos, m, why = K.intern_chunk(events, pos, self.value_kind, self.leave_at, stack, sstate, self._keys,
+            pos, m, why = K.intern_chunk(events, pos, self.value_kind, self.leave_at, self._fpath, stack, sstate, self._keys,
                                          self._ids, self._tstate, self._syms, out, m)
             if why == K.ST_DONE:
                 return out[:m]

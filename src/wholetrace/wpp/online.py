@@ -1,51 +1,81 @@
-"""The WPP built while the program runs: a writer in the recorder's flush path feeds per-stream SEQUITUR builders on a background thread.
+"""The WPP built while the program runs: a writer in the recorder's flush path feeds per-stream SEQUITUR builders in a helper process.
 
 Larus 1999 §1.1 observes that compression "can run concurrently with the instrumented
 program, so only the compressed form need be stored".  :class:`OnlineWpp` wraps the
-recording's writer: every chunk the recorder flushes (``append_events``) is queued for the
-builder thread, which interns it (``wpp.intern``) and feeds the stream's
-``GrammarBuilder``; both kernels release the GIL, so the work runs on another core beside
-the program.  When the run ends, :meth:`close` drains the queue, finishes every grammar and
-stores, in the generic ``arrays`` table: ``wpp.grammar.<sid>`` (``Grammar.to_bytes()`` as
-uint8), ``wpp.symbols`` (the terminal table, (n, 3) int64: kind, fid, value), and the
-statistics in meta key ``wpp``.  The raw chunks are stored as well only with ``keep_raw``.
+recording's writer: every chunk the recorder flushes (``append_events``) is written to a pipe
+read by the builder process (``wpp.builder``), which interns it (``wpp.intern``) and feeds
+the stream's ``GrammarBuilder``.  A process rather than a thread (docs/design.md, "The WPP
+builder process"): the recorded process never imports numba nor loads a kernel (a second and
+more of start-up, and an import on a background thread crawls while the program holds the
+GIL), and the build runs on the second core with no GIL to share.  When the run ends,
+:meth:`close` sends the end frame, waits for the builder's result and stores, in the generic
+``arrays`` table: ``wpp.grammar.<sid>`` (``Grammar.to_bytes()`` as uint8), ``wpp.symbols``
+(the terminal table, (n, 3) int64: kind, fid, value), and the statistics in meta key
+``wpp``.  The raw chunks are stored as well only with ``keep_raw``.
 
-Invariant: nothing is dropped and memory stays bounded.  At most ``queue_events`` events
-wait in memory; a chunk that would exceed that, and every later chunk of its stream until
-the builder has caught up with the stream, is *spilled*: stored as ``wpp.spill.<sid>``
-(committed), read back by the builder when it has nothing else to do, and deleted once
-built.  Each stream's chunks therefore reach its builder in order.
+Invariant: nothing is dropped and memory stays bounded: the builder process keeps at most
+``queue_events`` events in memory and spills the rest to a temporary file, built in arrival
+order (``wpp.builder.ChunkQueue``).  A process forked by the program inherits this object
+but never writes to the pipe nor ends the build (``os.getpid()`` is checked).
 """
 
 from __future__ import annotations
 
-import _thread
-import collections
+import os
+import pickle
+import struct
+import subprocess
+import sys
+import tempfile
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from wholetrace.errors import InternalError
-from wholetrace.grammar import GrammarBuilder
-from wholetrace.wpp.intern import EventInterner, interner_for, terminals_to_array
+from wholetrace.errors import InternalError, UsageError
 
 #: Default bound of the events waiting in memory for the builder (4 bytes each).
 QUEUE_EVENTS = 1 << 22
 GRAMMAR_NAME = "wpp.grammar.{sid}"
-SPILL_NAME = "wpp.spill.{sid}"
 SYMBOLS_NAME = "wpp.symbols"
 META_KEY = "wpp"
+#: The modes whose streams can be interned (``wpp.intern.INTERNERS``; a test keeps them equal).
+INTERNED_MODES = ("blocks", "witness", "branches", "path")
+_FRAME = struct.Struct("<ii")   # builder.FRAME
 
 
-class _StreamBuild:
-    """One stream's builder and what it cost."""
+class BuilderProcess:
+    """The builder process, started (``python -m wholetrace.wpp.builder``) as soon as the mode is
+    known: ``record`` starts it before importing the rest of wholetrace, so numba loads meanwhile."""
 
-    def __init__(self, lookahead: bool) -> None:
-        self.builder = GrammarBuilder(lookahead=lookahead)
-        self.events = 0
-        self.cpu = 0.0
+    def __init__(self, mode: str, *, lookahead: bool = False, queue_events: int = QUEUE_EVENTS) -> None:
+        if mode not in INTERNED_MODES:
+            raise UsageError(f"--wpp needs a trace mode ({', '.join(INTERNED_MODES)}), not {mode!r}")
+        self.mode = mode
+        self.lookahead = bool(lookahead)
+        self.queue_events = max(0, int(queue_events))
+        self.stderr = tempfile.TemporaryFile(prefix="wholetrace-wpp-")
+        env = dict(os.environ)
+        env.pop("WHOLETRACE_CHILD", None)           # runtime.children.ENV: the builder is not recorded
+        root = str(Path(__file__).resolve().parents[2])
+        env["PYTHONPATH"] = os.pathsep.join([root] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+        # Not a child of the program's process: a shell starts it in the background and exits
+        # (waited for here), so a program reaping every child (``os.wait()`` until
+        # ChildProcessError) neither sees nor waits for it.  Its own session: a Ctrl-C at the
+        # terminal reaches the program, not the builder.  Chunks go through a pipe of ours
+        # (the shell would give a background job /dev/null as standard input).
+        cmd = [sys.executable, "-m", "wholetrace.wpp.builder", mode, "1" if self.lookahead else "0",
+               str(self.queue_events), repr(time.time())]
+        r, self.fd = os.pipe()
+        out_r, out_w = os.pipe()
+        try:
+            sh = subprocess.Popen(["/bin/sh", "-c", 'exec 3<&0; "$@" 0<&3 3<&- &', "sh", *cmd],
+                                  stdin=r, stdout=out_w, stderr=self.stderr, env=env, start_new_session=True)
+            sh.wait()
+        finally:
+            os.close(r)
+            os.close(out_w)
+        self.out = os.fdopen(out_r, "rb")
 
 
 class OnlineWpp:
@@ -55,175 +85,101 @@ class OnlineWpp:
     """
 
     def __init__(self, writer: Any, mode: str, *, lookahead: bool = False, keep_raw: bool = False,
-                 queue_events: int = QUEUE_EVENTS) -> None:
+                 queue_events: int = QUEUE_EVENTS, process: "BuilderProcess | None" = None) -> None:
+        if process is None:
+            process = BuilderProcess(mode, lookahead=lookahead, queue_events=queue_events)
         self._writer = writer
-        self.mode = mode
-        self.lookahead = bool(lookahead)
+        self.mode = process.mode
+        self.lookahead = process.lookahead
         self.keep_raw = bool(keep_raw)
-        self.queue_events = max(0, int(queue_events))
-        interner_for(mode)   # UsageError unless the mode's streams can be interned
-        self._cond = threading.Condition()
-        self._queue: collections.deque[tuple[int, Any]] = collections.deque()
-        self._backlog = 0                      # events queued in memory
-        self._spilled: dict[int, list[str]] = {}   # sid -> keys of spilled chunks not yet built
-        self._spill_seq: dict[int, int] = {}
-        self._spill_backlog = 0                # events spilled and not yet built
-        self._ending = False
-        self._error: BaseException | None = None
-        self._builds: dict[int, _StreamBuild] = {}
-        self._reader: Any = None
-        # statistics
+        self.queue_events = process.queue_events
         self.submitted = 0
-        self.max_backlog = 0
-        self.spilled_events = 0
-        self.spilled_chunks = 0
-        # Imports and kernel loading happen here, before the program runs: on the builder thread
-        # they would crawl while the program holds the GIL (each file read gives the GIL up, and
-        # taking it back from a busy thread waits for a switch interval: seconds for numba).
-        t = time.thread_time()
-        self.interner = _warm_up(self.lookahead, mode)
-        self.jit_seconds = time.thread_time() - t
-        # A bare thread (not in threading.enumerate()): the program cannot see it, and the
-        # runner's end-of-run report of daemon threads does not count it.
-        self._done = threading.Event()
-        _thread.start_new_thread(self._run, ())
+        self._pid = os.getpid()
+        self._lock = threading.Lock()
+        self._broken: BaseException | None = None
+        self._stderr, self._fd, self._out = process.stderr, process.fd, process.out
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._writer, name)
 
+    def add_file(self, fid_base: int, **row: Any) -> None:
+        """Register a file's functions; in path mode the builder learns which record path ids."""
+        self._writer.add_file(fid_base, **row)
+        if self.mode != "path" or os.getpid() != self._pid:
+            return
+        payload = _FRAME.pack(fid_base, row["n_functions"]) + bytes(row["registry"])
+        with self._lock:
+            self._send(_FRAME.pack(-2, len(payload)))   # builder.FILE_FRAME
+            self._send(payload)
+
     # -- the flush path (the recorder's flusher thread) -------------------------------
     def append_events(self, sid: int, events: Any) -> None:
-        """Queue one chunk of stream ``sid`` for its builder (and store it raw with ``keep_raw``)."""
+        """Send one chunk of stream ``sid`` to the builder (and store it raw with ``keep_raw``)."""
+        if os.getpid() != self._pid:
+            return
+        import numpy as np   # imported by the recorder already; not before the builder starts
+
         if self.keep_raw:
             self._writer.append_events(sid, events)
-        n = len(events)
+        arr = np.ascontiguousarray(events, dtype=np.int32)
+        n = len(arr)
         if n == 0:
             return
-        with self._cond:
+        with self._lock:
             self.submitted += n
-            spill = bool(self._spilled.get(sid)) or self._backlog + n > self.queue_events
-            if not spill:
-                self._queue.append((sid, events))   # the recorder hands over a fresh array
-                self._backlog += n
-                self.max_backlog = max(self.max_backlog, self._backlog)
-                self._cond.notify()
-                return
-            seq = self._spill_seq.get(sid, 0)
-            self._spill_seq[sid] = seq + 1
-            key = f"{seq:010d}"
-        self._writer.put_array(SPILL_NAME.format(sid=sid), np.asarray(events, np.int32), key=key)
-        self._writer.commit()     # the builder reads it back through its own connection
-        with self._cond:
-            self._spilled.setdefault(sid, []).append(key)
-            self.spilled_events += n
-            self.spilled_chunks += 1
-            self._spill_backlog += n
-            self._cond.notify()
+            self._send(_FRAME.pack(sid, n))
+            self._send(arr.view(np.uint8).data)
 
-    # -- the builder thread ---------------------------------------------------------------
-    def _run(self) -> None:
+    def _send(self, data: Any) -> None:
+        if self._broken is not None:
+            return
+        view = memoryview(data).cast("B")
         try:
-            self._loop()
-        except BaseException as exc:  # noqa: BLE001 - reported by close(), in the recording's thread
-            self._error = exc
-        finally:
-            self._done.set()
-
-    def _loop(self) -> None:
-        """Build chunks in arrival order, spilled chunks when nothing waits in memory."""
-        while True:
-            with self._cond:
-                while not self._queue and not any(self._spilled.values()) and not self._ending:
-                    self._cond.wait()
-                if self._queue:
-                    sid, chunk = self._queue.popleft()
-                    spilled_key = None
-                elif any(self._spilled.values()):
-                    sid = min(s for s, keys in self._spilled.items() if keys)
-                    spilled_key = self._spilled[sid][0]
-                    chunk = None
-                else:
-                    return
-            if chunk is None:
-                chunk = self._read_spilled(sid, spilled_key)
-            self._build(sid, chunk)
-            with self._cond:
-                if spilled_key is None:
-                    self._backlog -= len(chunk)
-                else:
-                    self._spilled[sid].pop(0)
-                    self._spill_backlog -= len(chunk)
-
-    def _read_spilled(self, sid: int, key: str) -> np.ndarray:
-        if self._reader is None:
-            from wholetrace.store import open_recording
-            self._reader = open_recording(self._writer.path, check=False)
-        arr = self._reader.get_array(SPILL_NAME.format(sid=sid), key)
-        if arr is None:
-            raise InternalError(f"spilled chunk {key} of stream {sid} is missing")
-        return arr
-
-    def _build(self, sid: int, chunk: Any) -> None:
-        b = self._builds.get(sid)
-        if b is None:
-            b = self._builds[sid] = _StreamBuild(self.lookahead)
-        t = time.thread_time()
-        b.builder.feed(self.interner.codes(sid, _int32(chunk)))
-        b.cpu += time.thread_time() - t
-        b.events += len(chunk)
+            while len(view):
+                view = view[os.write(self._fd, view):]
+        except OSError as exc:      # the builder died: close() reports it
+            self._broken = exc
 
     # -- the end of the run ------------------------------------------------------------------
     def close(self, **how: Any) -> None:
         """Finish every grammar, store them with the symbol table and statistics, close the writer."""
-        if getattr(self._writer, "closed", False):
+        if getattr(self._writer, "closed", False) or os.getpid() != self._pid:
             return
         t0 = time.perf_counter()
-        with self._cond:
-            backlog_at_end = self._backlog + self._spill_backlog
-            self._ending = True
-            self._cond.notify()
-        self._done.wait()
         try:
-            if self._error is not None:
-                raise self._error
-            self._store(backlog_at_end, t0)
+            with self._lock:
+                self._send(_FRAME.pack(-1, 0))
+                os.close(self._fd)
+            data = self._out.read()      # until the builder exits
+            self._out.close()
+            result = pickle.loads(data) if data else {"error": self._builder_stderr()}
+            if "error" in result:
+                raise InternalError(f"the WPP builder failed: {result['error']}")
+            self._store(result, time.perf_counter() - t0)
         finally:
-            if self._reader is not None:
-                self._reader.close()
+            self._stderr.close()
             self._writer.close(**how)
 
-    def _store(self, backlog_at_end: int, t0: float) -> None:
-        streams: dict[str, dict[str, Any]] = {}
-        for sid, b in sorted(self._builds.items()):
-            t = time.thread_time()
-            g = b.builder.finish()
-            enc = g.to_bytes()
-            b.cpu += time.thread_time() - t
+    def _builder_stderr(self) -> str:
+        self._stderr.seek(0)
+        lines = self._stderr.read().decode(errors="replace").strip().splitlines()
+        return lines[-1] if lines else "it ended without a result"
+
+    def _store(self, result: dict[str, Any], tail: float) -> None:
+        import numpy as np
+
+        for sid, enc in sorted(result["grammars"].items()):
             self._writer.put_array(GRAMMAR_NAME.format(sid=sid), np.frombuffer(enc, np.uint8))
-            streams[str(sid)] = {"events": b.events, "symbols": len(g), "rules": g.num_rules,
-                                 "rhs": g.num_symbols, "len_S": g.start_length,
-                                 "encoded_bytes": len(enc), "build_seconds": round(b.cpu, 4)}
-        for sid in self._spill_seq:
-            self._writer.delete_arrays(SPILL_NAME.format(sid=sid))
-        self._writer.put_array(SYMBOLS_NAME, terminals_to_array(self.interner.terminals()))
+        self._writer.put_array(SYMBOLS_NAME, result["symbols"])
+        stats = result["stats"]
+        if stats["received_events"] != self.submitted:
+            raise InternalError(f"the WPP builder received {stats['received_events']} of {self.submitted} events")
         self._writer.set_meta(**{META_KEY: {
             "mode": self.mode, "lookahead": self.lookahead, "keep_raw": self.keep_raw,
             "queue_events": self.queue_events, "events": self.submitted,
-            "max_backlog_events": self.max_backlog, "backlog_at_end_events": backlog_at_end,
-            "tail_seconds": round(time.perf_counter() - t0, 4),
-            "jit_seconds": round(self.jit_seconds, 4),
-            "spilled_events": self.spilled_events, "spilled_chunks": self.spilled_chunks,
-            "streams": streams}})
-
-
-def _warm_up(lookahead: bool, mode: str) -> EventInterner:
-    """Compile (or load from numba's cache) the kernels; returns the mode's interner.  Build times
-    do not include this (it is reported apart as ``jit_seconds``; importing numba comes before it)."""
-    b = GrammarBuilder(lookahead=lookahead)
-    b.feed(interner_for(mode).codes(0, np.array([-8, 0, 1, 0, 1, -2, 0, -1], np.int32)))
-    b.finish().to_bytes()
-    return interner_for(mode)
-
-
-def _int32(chunk: Any) -> np.ndarray:
-    return chunk if isinstance(chunk, np.ndarray) else np.frombuffer(chunk, np.int32)
+            "max_backlog_events": stats["max_backlog_events"],
+            "backlog_at_end_events": stats["backlog_at_end_events"],
+            "tail_seconds": round(tail, 4), "jit_seconds": stats["jit_seconds"],
+            "import_seconds": stats["import_seconds"], "ready_seconds": stats["ready_seconds"],
+            "spilled_events": stats["spilled_events"], "spilled_chunks": stats["spilled_chunks"],
+            "builder": "process", "builder_cpu_seconds": stats["cpu_seconds"], "streams": result["streams"]}})

@@ -131,6 +131,8 @@ def _build(rec: Any, path: str, mode: str, cfgs: dict[int, CFG], files: dict[int
     trace = Trace(readable(rec))
     # a path recording stored raw keeps its path symbols; the others become blocks
     interner = interner_for("path") if mode == "path" else EventInterner(BLOCK)
+    if mode == "path":   # their exception records carry a register (read by position)
+        interner.set_path_functions([f.fid for f in rec.functions() if f.cfg.get("plan", {}).get("strategy") == "paths"])
     chunks = rec.iter_chunks if mode == "path" else trace.blocks
     what = "path" if mode == "path" else "block"
     wanted = [s for s in trace.streams() if s.n_events and (stream is None or s.sid == stream)]

@@ -1,0 +1,254 @@
+"""The WPP builder process: reads a recording's event chunks from a pipe, interns them and builds one SEQUITUR grammar per stream.
+
+Started by :class:`wholetrace.wpp.online.OnlineWpp` as ``python -m wholetrace.wpp.builder
+MODE LOOKAHEAD QUEUE_EVENTS [SPAWNED]`` (``SPAWNED``: ``time.time()`` at the start).  Input (fd 0): frames ``<sid:int32><n:int32>`` followed by
+``n`` int32 events; a *file* frame (``sid == FILE_FRAME``, ``n`` bytes: ``<fid_base:int32>
+<n_functions:int32>`` and the file's registry blob) tells which functions record path ids
+(their exception records carry a register); a frame with ``sid == END_FRAME`` ends the input.  Output (fd 1), once the input
+has ended and every grammar is finished: one pickled dict (``result``).
+
+Two threads: the *reader* takes frames off the pipe as fast as they come (the recorded
+process never waits on a full pipe while this process imports numba or builds), the main
+thread interns and builds (the kernels release the GIL, so the reader is not held up).
+Invariant: nothing is dropped and memory stays bounded: at most ``QUEUE_EVENTS`` events wait
+in memory; a chunk beyond that, and every later chunk until the queue has drained, is
+appended to a temporary spill file and read back in its turn, so chunks are built in the
+order they arrived (per stream too).
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import pickle
+import resource
+import struct
+import sys
+import tempfile
+import threading
+import time
+from typing import Any
+
+import numpy as np
+
+FRAME = struct.Struct("<ii")
+FILE_FRAME = -2
+END_FRAME = -1
+
+
+class ChunkQueue:
+    """FIFO of (sid, events) with ``bound`` events at most in memory and the rest in a spill file."""
+
+    def __init__(self, bound: int) -> None:
+        self.bound = max(0, int(bound))
+        self._cond = threading.Condition()
+        self._items: collections.deque[tuple[int, Any, int]] = collections.deque()  # (sid, array | offset, n)
+        self._spill: Any = None
+        self._spill_end = 0
+        self._spilling = 0          # spilled chunks still queued: later chunks spill too (order)
+        self.ended = False
+        self.end_time = 0.0
+        # statistics
+        self.received = 0
+        self.in_memory = 0
+        self.max_backlog = 0
+        self.backlog = 0            # received, not yet built (memory and spill)
+        self.backlog_at_end = 0
+        self.spilled_events = 0
+        self.spilled_chunks = 0
+
+    def put(self, sid: int, raw: bytearray) -> None:
+        n = len(raw) // 4
+        if n == 0:
+            return
+        with self._cond:
+            self.received += n
+            self.backlog += n
+            if not self._spilling and self.in_memory + n <= self.bound:
+                self._items.append((sid, np.frombuffer(raw, np.int32), n))
+                self.in_memory += n
+                self.max_backlog = max(self.max_backlog, self.in_memory)
+                self._cond.notify()
+                return
+        if self._spill is None:
+            self._spill = tempfile.TemporaryFile(prefix="wholetrace-wpp-spill-")
+        off = self._spill_end
+        os.pwrite(self._spill.fileno(), raw, off)
+        self._spill_end += len(raw)
+        with self._cond:
+            self._items.append((sid, off, n))
+            self._spilling += 1
+            self.spilled_events += n
+            self.spilled_chunks += 1
+            self._cond.notify()
+
+    def put_file(self, payload: bytearray) -> None:
+        """A file frame, kept in order with the chunks (its functions' events come after it)."""
+        with self._cond:
+            self._items.append((FILE_FRAME, payload, 0))
+            self._cond.notify()
+
+    def end(self) -> None:
+        with self._cond:
+            self.ended = True
+            self.end_time = time.perf_counter()
+            self.backlog_at_end = self.backlog
+            self._cond.notify()
+
+    def get(self) -> tuple[int, np.ndarray, bool] | None:
+        """The next chunk and whether it was spilled (waits for one), or None once the input
+        has ended and all is taken."""
+        with self._cond:
+            while not self._items and not self.ended:
+                self._cond.wait()
+            if not self._items:
+                return None
+            sid, where, n = self._items.popleft()
+        if sid == FILE_FRAME:
+            return sid, where, False
+        if isinstance(where, np.ndarray):
+            return sid, where, False
+        data = os.pread(self._spill.fileno(), 4 * n, where)
+        return sid, np.frombuffer(data, np.int32), True
+
+    def done(self, chunk: np.ndarray, spilled: bool) -> None:
+        with self._cond:
+            self.backlog -= len(chunk)
+            if spilled:
+                self._spilling -= 1
+            else:
+                self.in_memory -= len(chunk)
+
+
+def _read_exactly(f: Any, n: int) -> bytearray | None:
+    buf = bytearray(n)
+    view = memoryview(buf)
+    got = 0
+    while got < n:
+        k = f.readinto(view[got:])
+        if not k:
+            return None
+        got += k
+    return buf
+
+
+def read_frames(f: Any, q: ChunkQueue) -> None:
+    """The reader thread: frames into the queue until the end frame (or EOF: the recorded
+    process died; what came is still built, the result is then not read by anyone)."""
+    try:
+        while True:
+            head = _read_exactly(f, FRAME.size)
+            if head is None:
+                break
+            sid, n = FRAME.unpack(head)
+            if sid == FILE_FRAME:
+                payload = _read_exactly(f, n)
+                if payload is None:
+                    break
+                q.put_file(payload)
+                continue
+            if sid < 0:
+                break
+            raw = _read_exactly(f, 4 * n)
+            if raw is None:
+                break
+            q.put(sid, raw)
+    finally:
+        q.end()
+
+
+def build(mode: str, lookahead: bool, q: ChunkQueue, spawned: float = 0.0) -> dict[str, Any]:
+    """Intern and build every chunk the queue gives; the result the recorded process stores.
+    ``spawned``: ``time.time()`` when the recorded process started this one (0: unknown)."""
+    t0 = time.perf_counter()
+    from wholetrace.grammar import GrammarBuilder
+    from wholetrace.wpp.intern import interner_for, terminals_to_array
+
+    imported = time.perf_counter()
+    t = time.thread_time()
+    warm = GrammarBuilder(lookahead=lookahead)   # compile or load the kernels from numba's cache
+    warm.feed(interner_for(mode).codes(0, np.array([-8, 0, 1, 0, 1, -2, 0, -1], np.int32)))
+    warm.finish().to_bytes()
+    jit = time.thread_time() - t
+    interner = interner_for(mode)
+    ready = time.perf_counter()
+    ready_wall = time.time() - spawned if spawned else ready - t0
+    builders: dict[int, Any] = {}
+    cpu: dict[int, float] = {}
+    events: dict[int, int] = {}
+    while True:
+        item = q.get()
+        if item is None:
+            break
+        sid, chunk, spilled = item
+        if sid == FILE_FRAME:
+            fid_base, n_functions, fids = path_functions(chunk)
+            interner.set_path_functions(fids, fid_base + n_functions)
+            continue
+        b = builders.get(sid)
+        if b is None:
+            b = builders[sid] = GrammarBuilder(lookahead=lookahead)
+            cpu[sid] = 0.0
+            events[sid] = 0
+        t = time.thread_time()
+        b.feed(interner.codes(sid, chunk))
+        cpu[sid] += time.thread_time() - t
+        events[sid] += len(chunk)
+        q.done(chunk, spilled)
+    grammars: dict[int, bytes] = {}
+    streams: dict[str, dict[str, Any]] = {}
+    for sid in sorted(builders):
+        t = time.thread_time()
+        g = builders[sid].finish()
+        enc = g.to_bytes()
+        cpu[sid] += time.thread_time() - t
+        grammars[sid] = enc
+        streams[str(sid)] = {"events": events[sid], "symbols": len(g), "rules": g.num_rules,
+                             "rhs": g.num_symbols, "len_S": g.start_length,
+                             "encoded_bytes": len(enc), "build_seconds": round(cpu[sid], 4)}
+    return {"grammars": grammars, "symbols": terminals_to_array(interner.terminals()), "streams": streams,
+            "stats": {"max_backlog_events": q.max_backlog, "backlog_at_end_events": q.backlog_at_end,
+                      "spilled_events": q.spilled_events, "spilled_chunks": q.spilled_chunks,
+                      "received_events": q.received, "jit_seconds": round(jit, 4),
+                      "import_seconds": round(imported - t0, 4),
+                      "ready_seconds": round(ready_wall, 4),
+                      "built_after_end_seconds": round(max(0.0, time.perf_counter() - q.end_time), 4),
+                      "cpu_seconds": round(_cpu(), 4)}}
+
+
+def _cpu() -> float:
+    """CPU seconds (user + system) of this process so far: the recorded process's CPU figures
+    do not include it (it is nobody's child there)."""
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
+def path_functions(payload: bytearray) -> tuple[int, int, list[int]]:
+    """(fid_base, n_functions, the fids recording path ids: plan strategy ``paths``) of a file frame."""
+    from wholetrace.store.registry import decode_registry
+
+    fid_base, n = FRAME.unpack_from(payload)
+    _source, rows = decode_registry(bytes(payload[FRAME.size:]), n, 0, f"functions {fid_base}..")
+    fids = [fid_base + i for i, row in enumerate(rows) if row[5]().get("plan", {}).get("strategy") == "paths"]
+    return fid_base, n, fids
+
+
+def main(argv: list[str]) -> int:
+    mode, lookahead, bound = argv[0], argv[1] == "1", int(argv[2])
+    spawned = float(argv[3]) if len(argv) > 3 else 0.0
+    q = ChunkQueue(bound)
+    inp = open(0, "rb", buffering=0, closefd=False)
+    reader = threading.Thread(target=read_frames, args=(inp, q), daemon=True)
+    reader.start()
+    try:
+        result: dict[str, Any] = build(mode, lookahead, q, spawned)
+    except BaseException as exc:  # noqa: BLE001 - reported to the recorded process
+        result = {"error": f"{type(exc).__name__}: {exc}"}
+    data = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+    with open(1, "wb", closefd=False) as out:
+        out.write(data)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
