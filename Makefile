@@ -21,10 +21,14 @@ $(VENV)/.installed-dev: $(BIN)/python pyproject.toml setup.py
 demo: $(VENV)/.installed
 	@bash examples/demo.sh $(BIN) $(DEMO)
 
+# The other interpreters' subsets run in the background beside the 3.11 suite (tools/compat.py).
 test: $(VENV)/.installed-dev
-	$(BIN)/python -m pytest -q -n 2 -p no:cacheprovider tests
-	NUMBA_DISABLE_JIT=1 $(BIN)/python -m pytest -q -p no:cacheprovider -m nojit tests
-	$(BIN)/python tools/compat.py
+	$(BIN)/python tools/compat.py --start
+	status=0; \
+	$(BIN)/python -m pytest -q -n 2 -p no:cacheprovider tests || status=1; \
+	NUMBA_DISABLE_JIT=1 $(BIN)/python -m pytest -q -p no:cacheprovider -m nojit tests || status=1; \
+	$(BIN)/python tools/compat.py --wait || status=1; \
+	exit $$status
 
 # The compatibility subset only, on the other supported interpreters found (3.12, 3.13).
 test-compat: $(VENV)/.installed-dev
@@ -34,4 +38,4 @@ test-slow: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest -q -n 2 -m slow tests
 
 clean:
-	rm -rf $(VENV) .venv-3.* $(DEMO) build src/*.egg-info
+	rm -rf $(VENV) .venv-3.* .compat $(DEMO) build src/*.egg-info

@@ -7,11 +7,18 @@ and runs ``pytest -m compat`` there.  A version that is not installed is reporte
 skipped; a version that is installed but fails makes the run fail.
 
     python tools/compat.py [--list] [--versions 3.12,3.13] [pytest args...]
+
+``make test`` runs the subsets beside the 3.11 suite instead of after it: ``--start`` launches
+one background run per interpreter found (one pytest process each, log and exit status in
+``.compat/``), ``--wait`` waits for them, prints their logs and fails if any failed.  The
+interpreters then share the two cores with the 3.11 suite rather than each leaving a core idle
+while its venv is made and while its last tests finish.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import glob
 import os
 import shutil
@@ -21,6 +28,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+RUNS = REPO / ".compat"
 SUPPORTED = ("3.11", "3.12", "3.13")
 
 
@@ -66,34 +74,101 @@ def ensure_venv(python: str, version: str) -> Path:
     return py
 
 
+def run_subset(version: str, python: str, pytest_args: list[str], workers: int) -> int:
+    """Make ``.venv-X.Y`` and run the compatibility subset there; its exit status."""
+    print(f"compat: Python {version} ({python}): `pytest -m compat`", flush=True)
+    t0 = time.perf_counter()
+    py = ensure_venv(python, version)
+    cmd = [str(py), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "compat and not slow",
+           *(["-n", str(workers)] if workers > 1 else []), *pytest_args, "tests"]
+    rc = subprocess.run(cmd, cwd=REPO, env=dict(os.environ, WHOLETRACE_COMPAT="1")).returncode
+    print(f"compat: Python {version}: {'passed' if rc == 0 else 'FAILED'} in {time.perf_counter() - t0:.0f} s",
+          flush=True)
+    return rc
+
+
+def start(found: dict[str, str], pytest_args: list[str]) -> int:
+    """Launch one background run per interpreter (``--one``), output in ``.compat/X.Y.log``."""
+    RUNS.mkdir(exist_ok=True)
+    for old in RUNS.glob("*"):
+        old.unlink()
+    for version in found:
+        log = open(RUNS / f"{version}.log", "wb")
+        proc = subprocess.Popen([sys.executable, __file__, "--one", version, *pytest_args], cwd=REPO,
+                                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        log.close()
+        (RUNS / f"{version}.pid").write_text(str(proc.pid))
+        print(f"compat: Python {version}: subset started in the background (.compat/{version}.log)", flush=True)
+    return 0
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    with contextlib.suppress(ChildProcessError):     # our own child (exited): reap it
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:
+            return False
+    return True
+
+
+def wait() -> int:
+    """Wait for the runs ``--start`` launched; print each log; 1 if any failed or vanished."""
+    failed: list[str] = []
+    for log in sorted(RUNS.glob("*.log")) if RUNS.is_dir() else []:
+        version = log.stem
+        status = RUNS / f"{version}.rc"
+        pid = int((RUNS / f"{version}.pid").read_text())
+        while not status.exists() and _alive(pid):
+            time.sleep(1)
+        print(f"----- compat: Python {version} -----", flush=True)
+        sys.stdout.write(log.read_text(errors="replace"))
+        if not status.exists() or status.read_text().strip() != "0":
+            failed.append(version)
+    if failed:
+        print(f"compat: failed on Python {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--versions", default=",".join(SUPPORTED),
                     help="comma-separated X.Y versions to consider (default: all supported)")
     ap.add_argument("--list", action="store_true", help="only print the interpreters found")
+    ap.add_argument("--start", action="store_true", help="start the subsets in the background and return")
+    ap.add_argument("--wait", action="store_true", help="wait for the subsets --start launched")
+    ap.add_argument("--one", metavar="X.Y", help=argparse.SUPPRESS)
     args, pytest_args = ap.parse_known_args(argv)
+    if args.wait:
+        return wait()
+    if args.one:
+        rc = 1
+        try:
+            rc = run_subset(args.one, find_python(args.one) or "", pytest_args, workers=1)
+        finally:
+            (RUNS / f"{args.one}.rc").write_text(str(rc))
+        return rc
     here = "%d.%d" % sys.version_info[:2]
-    failed: list[str] = []
+    found: dict[str, str] = {}
     for version in args.versions.split(","):
         if version == here and not args.list:
             continue
         python = find_python(version)
         if args.list:
             print(f"{version}: {python or 'not found'}")
-            continue
-        if python is None:
+        elif python is None:
             print(f"compat: Python {version} not found; its subset is skipped", flush=True)
-            continue
-        print(f"compat: Python {version} ({python}): `pytest -m compat`", flush=True)
-        t0 = time.perf_counter()
-        py = ensure_venv(python, version)
-        cmd = [str(py), "-m", "pytest", "-q", "-n", "2", "-p", "no:cacheprovider", "-m", "compat and not slow",
-               *pytest_args, "tests"]
-        rc = subprocess.run(cmd, cwd=REPO, env=dict(os.environ, WHOLETRACE_COMPAT="1")).returncode
-        print(f"compat: Python {version}: {'passed' if rc == 0 else 'FAILED'} in {time.perf_counter() - t0:.0f} s",
-              flush=True)
-        if rc != 0:
-            failed.append(version)
+        else:
+            found[version] = python
+    if args.list:
+        return 0
+    if args.start:
+        return start(found, pytest_args)
+    failed = [v for v, python in found.items() if run_subset(v, python, pytest_args, workers=2) != 0]
     if failed:
         print(f"compat: failed on Python {', '.join(failed)}", file=sys.stderr)
         return 1
