@@ -18,7 +18,6 @@ while its venv is made and while its last tests finish.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import glob
 import os
 import shutil
@@ -103,15 +102,14 @@ def start(found: dict[str, str], pytest_args: list[str]) -> int:
 
 
 def _alive(pid: int) -> bool:
+    """Whether process ``pid`` still exists (the runs ``--start`` launched outlive it and are
+    reaped by init, so an ended run does not linger as a zombie)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    with contextlib.suppress(ChildProcessError):     # our own child (exited): reap it
-        if os.waitpid(pid, os.WNOHANG)[0] == pid:
-            return False
     return True
 
 
