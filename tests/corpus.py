@@ -624,6 +624,6 @@ def corpus_params(names: list[str] | None = None, share: tuple[int, int] = (0, 1
     still runs each light program in one of those modes and `make test-slow` in all."""
     import pytest
 
-    light = [n for n in (names or sorted(PROGRAMS)) if n not in HEAVY]
-    quick = set(light[share[0]::share[1]])
-    return [n if n in quick else pytest.param(n, marks=pytest.mark.slow) for n in (names or sorted(PROGRAMS))]
+    every = names or sorted(PROGRAMS)
+    quick = set([n for n in every if n not in HEAVY][share[0]::share[1]])
+    return [n if n in quick else pytest.param(n, marks=pytest.mark.slow) for n in every]
