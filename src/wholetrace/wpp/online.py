@@ -64,8 +64,9 @@ class BuilderProcess:
         # ChildProcessError) neither sees nor waits for it.  Its own session: a Ctrl-C at the
         # terminal reaches the program, not the builder.  Chunks go through a pipe of ours
         # (the shell would give a background job /dev/null as standard input).
+        self.spawned = time.time()
         cmd = [sys.executable, "-m", "wholetrace.wpp.builder", mode, "1" if self.lookahead else "0",
-               str(self.queue_events), repr(time.time())]
+               str(self.queue_events), repr(self.spawned)]
         r, self.fd = os.pipe()
         out_r, out_w = os.pipe()
         try:
@@ -98,6 +99,7 @@ class OnlineWpp:
         self._lock = threading.Lock()
         self._broken: BaseException | None = None
         self._stderr, self._fd, self._out = process.stderr, process.fd, process.out
+        self._spawned = process.spawned
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._writer, name)
@@ -146,6 +148,7 @@ class OnlineWpp:
         if getattr(self._writer, "closed", False) or os.getpid() != self._pid:
             return
         t0 = time.perf_counter()
+        self._closing = time.time()
         try:
             with self._lock:
                 self._send(_FRAME.pack(-1, 0))
@@ -172,6 +175,8 @@ class OnlineWpp:
             self._writer.put_array(GRAMMAR_NAME.format(sid=sid), np.frombuffer(enc, np.uint8))
         self._writer.put_array(SYMBOLS_NAME, result["symbols"])
         stats = result["stats"]
+        timeline = dict(stats.get("timeline", {}), close=round(self._closing - self._spawned, 4),
+                        result=round(time.time() - self._spawned, 4))
         if stats["received_events"] != self.submitted:
             raise InternalError(f"the WPP builder received {stats['received_events']} of {self.submitted} events")
         self._writer.set_meta(**{META_KEY: {
@@ -182,4 +187,5 @@ class OnlineWpp:
             "tail_seconds": round(tail, 4), "jit_seconds": stats["jit_seconds"],
             "import_seconds": stats["import_seconds"], "ready_seconds": stats["ready_seconds"],
             "spilled_events": stats["spilled_events"], "spilled_chunks": stats["spilled_chunks"],
-            "builder": "process", "builder_cpu_seconds": stats["cpu_seconds"], "streams": result["streams"]}})
+            "builder": "process", "builder_cpu_seconds": stats["cpu_seconds"], "timeline": timeline,
+            "streams": result["streams"]}})
