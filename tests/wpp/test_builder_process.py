@@ -1,6 +1,6 @@
 """The WPP builder process: the recorded process loads no numba, forks of the program leave the build alone,
-child processes are recorded with --keep-raw and announced as not recorded without it, and the spill queue
-keeps arrival order (against the chunks themselves)."""
+child processes are recorded with and without --keep-raw (a fork child's part reads its parent's events from
+the grammar), and the spill queue keeps arrival order (against the chunks themselves)."""
 
 from __future__ import annotations
 
@@ -59,14 +59,14 @@ FORKS = textwrap.dedent('''
 
 
 def test_a_fork_of_the_program_leaves_the_build_alone(tmp_path: Path) -> None:
-    # without --keep-raw children are not recorded: the forked child ends through the runner as
-    # the parent would, but must neither write into the builder's pipe nor end the build
+    # the forked child records into its own part, and must neither write into the builder's
+    # pipe nor end the build: the root's grammar holds the parent's activations only
     script = tmp_path / "forks.py"
     script.write_text(FORKS)
     out = tmp_path / "f.wt"
     proc = _record(tmp_path, script, out, "--wpp")
     assert sorted(proc.stdout.split("\n")) == sorted(["144", "child 55", "parent 89", ""])
-    assert "records no child processes" in proc.stderr
+    assert "child processes" not in proc.stderr
     with Recording(out) as rec:
         wpp = StoredWpp(rec)
         # the parent's stream: f(12) and f(11) only (f(n) makes fib(n+1)*2-1 activations)
@@ -74,26 +74,42 @@ def test_a_fork_of_the_program_leaves_the_build_alone(tmp_path: Path) -> None:
         assert n_enter == (2 * 233 - 1) + (2 * 144 - 1) + 1   # + the module's activation
 
 
-def test_children_are_recorded_with_keep_raw(tmp_path: Path) -> None:
-    script = tmp_path / "forks.py"
-    script.write_text(FORKS)
-    out = tmp_path / "k.wt"
-    proc = _record(tmp_path, script, out, "--wpp", "--keep-raw")
-    assert "records no child processes" not in proc.stderr
-    parts = list((tmp_path / "k.wt.parts").glob("*.wt"))
-    assert len(parts) == 1
-    with Recording(out) as rec:
+def _joined_streams(path: Path) -> list[np.ndarray]:
+    """Every stream of every process, a fork child's joined to its parent's up to the fork."""
+    from wholetrace.profile.processes import open_part
+    from wholetrace.store.parts import processes
+    from wholetrace.trace.session import Trace
+
+    with Recording(path) as rec:
+        procs = processes(path, dict(rec.meta), 0)
+    out = []
+    for p in procs:
+        with (Trace.open(p.path) if p.number == 0 else open_part(p.path)) as t:
+            out += [t.recording.events(s.sid) for s in t.streams()]
+    return out
+
+
+def test_children_are_recorded_with_and_without_keep_raw(tmp_path: Path) -> None:
+    # oracle: the same deterministic program recorded with --keep-raw, whose fork child's lineage
+    # reads the root's raw chunks; without --keep-raw the root's events come from its grammar
+    script = tmp_path / "forks.py"   # the fork after a flush (0.25 s): the child's part starts from the root's stored events
+    script.write_text(FORKS.replace("pid = os.fork()", "__import__('time').sleep(0.7)\npid = os.fork()"))
+    got = {}
+    for name, opts in (("k", ("--wpp", "--keep-raw")), ("w", ("--wpp",))):
+        out = tmp_path / f"{name}.wt"
+        proc = _record(tmp_path, script, out, *opts)
+        assert "child processes" not in proc.stderr
+        assert len(list((tmp_path / f"{name}.wt.parts").glob("*.wt"))) == 1
+        got[name] = _joined_streams(out)
+    with Recording(tmp_path / "k.wt") as rec:
         wpp = StoredWpp(rec)
         for s in wpp.streams:
             assert np.array_equal(wpp.events(s.sid), rec.events(s.sid))
-
-
-def test_quiet_and_no_children_silence_the_note(tmp_path: Path) -> None:
-    script = tmp_path / "one.py"
-    script.write_text("print(1)\n")
-    for opts in (("-q",), ("--no-children",)):
-        proc = _record(tmp_path, script, tmp_path / "o.wt", "--wpp", *opts)
-        assert "child processes" not in proc.stderr
+    assert len(got["w"]) == len(got["k"]) == 2
+    for a, b in zip(got["w"], got["k"]):
+        assert np.array_equal(a, b)
+    # the child's joined stream starts with the parent's events up to the fork
+    assert len(got["w"][1]) > 0 and np.array_equal(got["w"][1][:100], got["w"][0][:100])
 
 
 def test_chunk_queue_spills_beyond_the_bound_and_keeps_arrival_order(tmp_path: Path) -> None:

@@ -74,8 +74,15 @@ def record_parser() -> argparse.ArgumentParser:
 
 def parse_target(parser: argparse.ArgumentParser, argv: Sequence[str], what: str) -> tuple[argparse.Namespace, Any]:
     """Parse ``argv`` of a command that runs a program; returns (options, runner.Target)."""
+    args = parse_own(parser, argv, what)
     from wholetrace.runtime.runner import Target
 
+    return args, Target(script=args.script, module=args.module, args=args.program_args)
+
+
+def parse_own(parser: argparse.ArgumentParser, argv: Sequence[str], what: str) -> argparse.Namespace:
+    """The options of a command that runs a program (the program's own in ``program_args``),
+    without importing the runner (numpy: ~0.25 s)."""
     own, prog_args = split_args(argv)
     if own and own[0] in ("-h", "--help"):
         parser.print_help()
@@ -83,18 +90,20 @@ def parse_target(parser: argparse.ArgumentParser, argv: Sequence[str], what: str
     args = parser.parse_args(own)
     if (args.script is None) == (args.module is None):
         raise UsageError(f"{what} needs exactly one of SCRIPT or -m MODULE")
-    return args, Target(script=args.script, module=args.module, args=prog_args)
+    args.program_args = prog_args
+    return args
 
 
 def run_record(argv: Sequence[str]) -> int:
-    args, target = parse_target(record_parser(), argv, "record")
+    args = parse_own(record_parser(), argv, "record")
     if args.cf_grammar:   # imported only then: it brings numba, a second of start-up
         from wholetrace.match.compress import TRACE_MODES as CF_MODES
         if args.mode not in CF_MODES:
             raise UsageError(f"--cf-grammar needs a trace mode ({', '.join(CF_MODES)}), not {args.mode!r}")
     from wholetrace.wpp.cli import record_writer, start_builder
-    builder = start_builder(args)    # --wpp: loads numba in its own process while we go on
-    from wholetrace.runtime.runner import record
+    builder = start_builder(args)    # --wpp: loads numba in its own process while we import the runner
+    from wholetrace.runtime.runner import Target, record
+    target = Target(script=args.script, module=args.module, args=args.program_args)
     from wholetrace.store import RecordingWriter
 
     stem = Path(args.script).stem if args.script else args.module.split(".")[-1]
@@ -104,10 +113,7 @@ def run_record(argv: Sequence[str]) -> int:
         from wholetrace.profile import edge_weights
         weights = edge_weights(args.weights)
     writer = record_writer(RecordingWriter(out), args, builder)
-    children = None if args.no_children or not getattr(writer, "keep_raw", True) else out
-    if children is None and not (args.no_children or args.quiet):   # --wpp without --keep-raw
-        print("wholetrace: --wpp without --keep-raw records no child processes (add --keep-raw to record "
-              "them, --no-children to silence this)", file=sys.stderr)
+    children = None if args.no_children else out
     pid = os.getpid()
     outcome = record(target, writer, mode=args.mode, include=args.include, weights=weights,
                      cache=not args.no_cache, children=children)

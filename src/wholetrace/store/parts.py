@@ -130,7 +130,11 @@ class Lineage:
             if path is None or not path.is_file():
                 raise UsageError(f"{self.rec.path}: the recording of an ancestor process ({name or 'the root'}) "
                                  "is missing")
-            self._open[name] = Recording(path, check=False)
+            rec = Recording(path, check=False)
+            if isinstance(rec.meta.get("wpp"), dict):   # record --wpp: the events are in its grammars
+                from wholetrace.wpp.stored import readable   # (as trace.Trace.open reads them)
+                rec = readable(rec)
+            self._open[name] = rec
         return self._open[name]
 
     def iter_chunks(self, sid: int) -> Iterator[np.ndarray]:

@@ -19,8 +19,8 @@ def add_record_options(p: argparse.ArgumentParser) -> None:
     """The ``record`` options of the online WPP."""
     p.add_argument("--wpp", action=argparse.BooleanOptionalAction, default=None,
                    help="build the whole program path (one SEQUITUR grammar per stream) while the "
-                        "program runs, on a background thread; the raw stream is then not stored "
-                        "unless --keep-raw; off by default in every mode (child processes are recorded only with --keep-raw)")
+                        "program runs, in a helper process; the raw stream is then not stored "
+                        "unless --keep-raw; off by default in every mode")
     p.add_argument("--keep-raw", action="store_true", help="with --wpp: store the raw stream too")
     p.add_argument("--lookahead", action=argparse.BooleanOptionalAction, default=DEFAULT_LOOKAHEAD,
                    help="with --wpp: SEQUITUR(1), one symbol of look-ahead (Larus 1999 §3.2)")
