@@ -117,9 +117,15 @@ def main(argv: list[str] | None = None) -> int:
     body = render(names, times, stats, mismatched, runs, size, version, argv)
     print(body)
     if write:
-        write_section("pathmode", body)
-        print("\nwrote section 'pathmode' of docs/benchmarks.md", file=sys.stderr)
+        name = section(size)
+        write_section(name, body)
+        print(f"\nwrote section '{name}' of docs/benchmarks.md", file=sys.stderr)
     return 0
+
+
+def section(size: str) -> str:
+    """The docs/benchmarks.md section of a size: one table per size, side by side."""
+    return "pathmode" if size == "small" else f"pathmode-{size}"
 
 
 def _lag_cells(lag: dict[str, object]) -> list[str]:
@@ -163,6 +169,9 @@ def render(names, times, stats, mismatched, runs, size, version, argv) -> str:  
         + f"; path (online WPP) ≤ witness on {sum(r <= 1 for r in path_vs_w)} of {len(names)} programs "
         f"(target path ≤ witness: {'met' if g['path'] <= g['witness'] else 'not met'}; target ≤ 1.6×: "
         f"{'met' if g['path'] <= 1.6 else 'not met'})",
+        f"- the online WPP's own cost, path / path raw slowdown: geometric mean **{g['path'] / g['path raw']:.2f}×** "
+        f"(range {min(a / b for a, b in zip(slow['path'], slow['path raw'])):.2f}–"
+        f"{max(a / b for a, b in zip(slow['path'], slow['path raw'])):.2f}×)",
         "- builder lag (`path`, from the recording's meta `wpp`): *ready* = seconds from the builder process's "
         "start until numba and its kernels were loaded; *left at end* = share of the events not yet built when "
         "the program ended; *tail* = seconds the recording waited for the grammars after the program ended. "
@@ -180,7 +189,7 @@ def render(names, times, stats, mismatched, runs, size, version, argv) -> str:  
         summ.append(f"- stdout differed between modes on: {', '.join(mismatched)}")
     cmdline = "python benchmarks/pathmode.py" + "".join(" " + shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
     return "\n".join([
-        "## Path mode: `path` against `blocks` and `witness`",
+        f"## Path mode: `path` against `blocks` and `witness` (size `{size}`)",
         "",
         f"Measured {machine()}; `{cmdline}` (size `{size}`, median of {runs} interleaved round"
         f"{'s' if runs != 1 else ''}); wholetrace {version}; 1-minute load average {os.getloadavg()[0]:.1f}. "
