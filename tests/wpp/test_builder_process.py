@@ -42,6 +42,10 @@ def test_the_recorded_process_loads_no_numba(tmp_path: Path) -> None:
         wpp = StoredWpp(rec)
         assert rec.meta["wpp"]["builder"] == "process"
         assert sum(len(wpp.events(s.sid)) for s in wpp.streams) == rec.meta["wpp"]["events"] > 1000
+        # the lag is reported as moments since the spawn, in the order they must happen
+        tl = rec.meta["wpp"]["timeline"]
+        assert 0 < tl["first"] <= tl["end"] <= tl["built"] <= tl["encoded"] <= tl["result"]
+        assert tl["close"] <= tl["end"]     # the recorded process closes, then sends the end frame
 
 
 FORKS = textwrap.dedent('''
