@@ -627,3 +627,24 @@ def corpus_params(names: list[str] | None = None, share: tuple[int, int] = (0, 1
     every = names or sorted(PROGRAMS)
     quick = set([n for n in every if n not in HEAVY][share[0]::share[1]])
     return [n if n in quick else pytest.param(n, marks=pytest.mark.slow) for n in every]
+
+
+#: The programs the settrace line oracle takes longest on (the tracer slows them 10-50 times).
+ORACLE_HEAVY = HEAVY | {"_pydecimal"}
+
+
+def oracle_params() -> list:
+    """Every program as pytest parameters for the settrace-oracle behaviour test.  `make test`'s
+    runs on other interpreters (``WHOLETRACE_COMPAT``: tools/compat.py) take every light program
+    and half of the ORACLE_HEAVY ones, 3.12 one half and 3.13 the other (by the minor version's
+    parity), so that between them they cover the corpus; the other half is marked slow there."""
+    import sys
+
+    import pytest
+
+    every = sorted(PROGRAMS)
+    if not os.environ.get("WHOLETRACE_COMPAT"):
+        return every
+    heavy = sorted(ORACLE_HEAVY)
+    mine = set(heavy[sys.version_info.minor % 2::2])
+    return [n if n not in ORACLE_HEAVY or n in mine else pytest.param(n, marks=pytest.mark.slow) for n in every]

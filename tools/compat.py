@@ -78,6 +78,9 @@ def run_subset(version: str, python: str, pytest_args: list[str], workers: int) 
     print(f"compat: Python {version} ({python}): `pytest -m compat`", flush=True)
     t0 = time.perf_counter()
     py = ensure_venv(python, version)
+    # Byte-compile wholetrace for this interpreter: the tests' subprocesses run with
+    # PYTHONDONTWRITEBYTECODE, so they would otherwise compile all of it in every recording.
+    subprocess.run([str(py), "-m", "compileall", "-q", str(REPO / "src")], check=True)
     cmd = [str(py), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "compat and not slow",
            *(["-n", str(workers)] if workers > 1 else []), *pytest_args, "tests"]
     rc = subprocess.run(cmd, cwd=REPO, env=dict(os.environ, WHOLETRACE_COMPAT="1")).returncode

@@ -4,22 +4,24 @@ block recorded once, in every trace mode.
 Oracles: the sys.settrace line counts (``tests/oracles``) on a program whose functions test
 the entry of an activation (a loop at the top re-enters the entry block; generators resumed by
 ``send``/``throw``; exceptions raised in the entry block; coroutines), in every trace mode; the
-recursion limit hit at entry against the program's own count; ``array('i')`` (the buffer
-before) as the twin of the flush conversion.
+recursion limit hit at entry against the program's own count; ``struct.pack`` as the twin of
+the flush conversion.
 """
 
 from __future__ import annotations
 
 import random
-from array import array
+import struct
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from oracles.settrace_lines import line_counts
-from wtutil import compare_lines, run_plain, run_recorded
+from wtutil import ENV, compare_lines, run_plain, run_recorded
+from wholetrace.store import schema
 from wholetrace.events import LEAVE, enter_code
 from wholetrace.runtime.buffers import chunk_events
 
@@ -152,15 +154,27 @@ def test_recursion_limit_hit_at_entry(tmp_path: Path) -> None:
     assert int(prof.stmts[stmt]) == depth + 1
 
 
-def test_chunk_events_matches_array_i() -> None:
-    """The flushed chunk holds what ``array('i')`` (the buffer before) would have held."""
+def test_chunk_events_are_the_int32_events_the_store_writes() -> None:
+    """The flushed chunk, as the writer stores it, is the chunk packed as little-endian int32."""
     rnd = random.Random(7)
     for _ in range(200):
         chunk = [rnd.choice([LEAVE, -2, 0, 4, 9, enter_code(rnd.randint(0, 9)), rnd.randint(-2**31, 2**31 - 1)])
                  for _ in range(rnd.randint(0, 30))]
-        got = chunk_events(chunk)
-        assert got.dtype == np.int32
-        assert got.tolist() == array("i", chunk).tolist()
+        got = schema.events_to_le_int32(chunk_events(chunk))
+        assert bytes(memoryview(got).cast("B")) == struct.pack(f"<{len(chunk)}i", *chunk)
+
+
+def test_recording_does_not_import_numpy(tmp_path: Path) -> None:
+    """A recording process in a trace or count mode never imports numpy (a fifth of a short
+    recording's start-up); `full` mode does, for its value log."""
+    prog = tmp_path / "p.py"
+    prog.write_text("import sys\nprint(sorted(m for m in ('numpy', 'numba') if m in sys.modules))\n")
+    for mode in ("blocks", "count", "witness", "path"):
+        out = subprocess.run([sys.executable, "-m", "wholetrace", "record", "-q", "--mode", mode, "-o",
+                              str(tmp_path / f"{mode}.wt"), str(prog)], capture_output=True, text=True,
+                             env=ENV, timeout=120)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout == "[]\n", (mode, out.stdout)
 
 
 def test_chunk_events_rejects_values_that_are_no_events() -> None:

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from wholetrace.events import EXC, LEAVE
-from wholetrace.store.parts import BASE_PREFIX, CHILDREN_KEY, PROCESS_KEY
+from wholetrace.store.schema import BASE_PREFIX, CHILDREN_KEY, PROCESS_KEY
 
 #: ``OUT.wt`` -> ``OUT.wt.parts``: where the child processes' recordings go.
 PARTS_SUFFIX = ".parts"

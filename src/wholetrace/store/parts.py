@@ -18,12 +18,7 @@ import numpy as np
 
 from wholetrace.errors import UsageError
 from wholetrace.store.reader import Recording
-
-#: Meta keys (also written by ``runtime.children``): the root's parts directory, each file's identity.
-CHILDREN_KEY = "children"
-PROCESS_KEY = "process"
-#: Arrays of a fork child in count modes: the counts at the fork (``counters``, ... under this prefix).
-BASE_PREFIX = "process.base."
+from wholetrace.store.schema import BASE_PREFIX, CHILDREN_KEY, PROCESS_KEY  # noqa: F401 (readers' names)
 
 
 @dataclass

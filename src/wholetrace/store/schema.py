@@ -132,6 +132,13 @@ CREATE TABLE files (
 #: salvage knows what a complete file held.
 TOTALS_KEY: Final = "totals"
 
+#: Meta keys of recordings with child processes (``runtime.children`` writes them, ``store.parts``
+#: reads them): the root's parts directory, each file's identity.
+CHILDREN_KEY: Final = "children"
+PROCESS_KEY: Final = "process"
+#: Arrays of a fork child in count modes: the counts at the fork (``counters``, ... under this prefix).
+BASE_PREFIX: Final = "process.base."
+
 #: Tables (and their columns) a reader needs; anything else in the file is ignored.
 REQUIRED_TABLES: Final = {
     "meta": ("key", "value"),
