@@ -915,3 +915,21 @@ def tally(out, n, fn, stm, block, edge, cut, enters):  # type: ignore[no-untyped
         dst = out[R_DST, k]
         if dst >= 2:
             block[fn[f, FN_BBASE] + dst] += 1
+
+
+@_hot
+def count(ev, pos, fn, blk, succ, stm, edg, wit, chs, ysl, pool, pdg, stack, meta, scratch, hkey, hval, out,  # type: ignore[no-untyped-def]
+          block, edge, cut, enters):
+    """:func:`decode` then :func:`tally` in one call, for counting alone: each time the row
+    buffer fills its rows are added into the histograms and the buffer is reused, so the
+    rows stay in cache and are never handed out.  Returns (position reached, status) as
+    :func:`decode` does; ST_NEED_OUT only when the buffer cannot hold ``meta[M_MARGIN]`` rows.
+    The histograms must cover the tables' rows as loaded (ST_NEED_FUNC loads more)."""
+    while True:
+        pos, status = decode(ev, pos, fn, blk, succ, stm, edg, wit, chs, ysl, pool, pdg, stack, meta, scratch,
+                             hkey, hval, out)
+        n = meta[M_NOUT]
+        tally(out, n, fn, stm, block, edge, cut, enters)
+        meta[M_NOUT] = 0
+        if status != ST_NEED_OUT or n == 0:
+            return pos, status

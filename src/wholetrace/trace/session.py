@@ -129,8 +129,7 @@ class Trace:
         self.tables.reset()
         tally = Tally(self.tables)
         for st in self.streams():
-            for rows in self.rows(st.sid, copy=False):
-                tally.add(rows)
+            self.decoder(st.sid).count(_Reread(self.recording, st.sid), tally)
         return tally
 
     def blocks(self, sid: int) -> Iterator[np.ndarray]:
