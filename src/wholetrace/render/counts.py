@@ -83,7 +83,7 @@ def report_text(profiles: Sequence[FunctionProfile], *, limit: int | None = None
         out.append(f"== {p.qualname}  ({p.file}:{first}-{last})  calls {p.calls}, blocks {p.weight}")
         text = p.source.splitlines()[:n]
         text += [""] * (n - len(text))
-        nums = _line_numbers(last + 1)[first:]
+        nums = _line_numbers(last + 1)[first:last + 1]
         body = [f"{c} {k}  {src}".rstrip() for c, k, src in zip(col, nums, text)]
         for ln, items in per_line.items():
             i = ln - first
