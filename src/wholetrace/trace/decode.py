@@ -173,13 +173,14 @@ class StreamDecoder:
             yield from self.feed(chunk, copy=copy)
         yield from self.finish(copy=copy)
 
-    def count(self, chunks: Iterable[np.ndarray], tally: Tally) -> None:
+    def count(self, chunks: Iterable[np.ndarray], tally: Tally, *, rows: int = COUNT_ROWS) -> None:
         """Add the counts of a whole stream into ``tally`` (``trace.counts.Tally``) without
-        handing out rows: ``kernels.decode.count`` tallies them while they are in cache."""
+        handing out rows: ``kernels.decode.count`` tallies them while they are in cache
+        (``rows``: the buffer's first size; it grows when one event may give more)."""
         if self.consumed or self.finished:
             raise InternalError("StreamDecoder.count on a stream already fed")
         chunks = self._first_pass(chunks)
-        self.out = np.zeros((K.ROW_W, max(COUNT_ROWS, 4 * self.tables.margin)), np.int64)
+        self.out = np.zeros((K.ROW_W, max(rows, 1)), np.int64)
         for chunk in chunks:
             ev = np.ascontiguousarray(chunk, dtype=np.int32)
             if ev.ndim != 1:
@@ -196,7 +197,7 @@ class StreamDecoder:
                 if status == K.ST_DONE:
                     break
                 if status == K.ST_NEED_OUT:     # fewer rows than one event may give: a larger buffer
-                    self.out = np.zeros((K.ROW_W, 2 * self.out.shape[1]), np.int64)
+                    self.out = np.zeros((K.ROW_W, max(2 * self.out.shape[1], 4 * self.tables.margin)), np.int64)
                 else:
                     self._grow(status, pos)
             self.consumed += len(ev)
