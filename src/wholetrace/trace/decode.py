@@ -11,6 +11,9 @@ exception record of their parent ends: the parent then stops at the raising bloc
 alone (online) has no first pass unless ``held`` is given: its children of implicit calls
 before an exception then sit at the parent's next call block (the activation form is the
 same).
+
+For counts alone, :meth:`StreamDecoder.count` runs ``kernels.decode.count``: the rows are
+tallied inside the kernel while they are in cache and never handed out.
 """
 
 from __future__ import annotations
