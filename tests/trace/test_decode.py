@@ -21,6 +21,7 @@ from naive_paths import path_plans, regenerate_path_stream
 from wholetrace.instrument.cfg import CFG
 from wholetrace.regen.driver import recording_plans, regenerate_stream
 from wholetrace.store import Recording
+from wholetrace.trace.counts import Tally
 from wholetrace.trace.decode import EID_ENTER, EID_LEAVE, Rows, StreamDecoder
 from wholetrace.trace.session import Trace, block_events
 from wtutil import run_plain, run_recorded
@@ -165,3 +166,47 @@ def test_pure_python_kernel_agrees(recorded: dict[str, dict[str, Path]], mode: s
             want = raw if mode == "blocks" else _twin(trace, mode, raw)
             got = np.concatenate([block_events(r) for r in trace.rows(st.sid)])
             assert np.array_equal(got, want)
+
+
+def _tally_of_rows(trace: Trace) -> Tally:
+    """The reference twin of ``StreamDecoder.count``: every row handed out, then tallied."""
+    trace.tables.reset()
+    tally = Tally(trace.tables)
+    for st in trace.streams():
+        for rows in trace.rows(st.sid):
+            tally.add(rows)
+    return tally
+
+
+def _same_tally(a: Tally, b: Tally) -> bool:
+    n = (len(a.tables.fn), a.tables.blk.n, a.tables.edg.n, a.tables.stm.n)
+    return all(np.array_equal(x[:k], y[:k]) for x, y, k in
+               ((a.enters, b.enters, n[0]), (a.block, b.block, n[1]), (a.edge, b.edge, n[2]), (a.cut, b.cut, n[3])))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_fused_count_equals_rows_then_tally(recorded: dict[str, dict[str, Path]], mode: str) -> None:
+    """``kernels.decode.count`` (decode and tally in one call) against decode, rows handed out,
+    then ``kernels.decode.tally``; whatever the chunking, the buffer and the stack sizes."""
+    for name in ("generators", "deep", "exceptions"):
+        with Trace.open(recorded[name][mode]) as trace:
+            want = _tally_of_rows(trace)
+            assert want.block.sum() > 0
+            for size, cap in ((1, 1), (3, 7), (997, 4096)):
+                trace.tables.reset()
+                got = Tally(trace.tables)
+                for st in trace.streams():
+                    raw = trace.recording.events(st.sid)
+                    dec = StreamDecoder(trace.tables)
+                    dec.stack = dec.stack[:1]                  # grows by status
+                    dec.count([raw[i:i + size] for i in range(0, len(raw), size)], got, rows=cap)
+                assert _same_tally(got, want), (name, size, cap)
+
+
+@pytest.mark.nojit
+@pytest.mark.parametrize("mode", ("blocks", "witness"))
+def test_fused_count_pure_python(recorded: dict[str, dict[str, Path]], mode: str) -> None:
+    """Under NUMBA_DISABLE_JIT=1: the counting kernel as Python, against rows then tally."""
+    with Trace.open(recorded["exceptions"][mode]) as trace:
+        want = _tally_of_rows(trace)
+        assert _same_tally(trace.tally(), want)

@@ -68,6 +68,7 @@ def naive_groups(chunks: Iterable[np.ndarray]) -> dict[int, int]:
 F = enter_code
 
 
+@pytest.mark.nojit
 def test_hand_made_stream() -> None:
     ev = [F(0), 3,                              # activation 0 (ENTER #0), a witness
           F(1), 2, LEAVE, F(1), LEAVE,          # two children (#1, #2) ...
@@ -79,6 +80,7 @@ def test_hand_made_stream() -> None:
     for size in range(1, len(ev) + 1):
         chunks = [arr[i:i + size] for i in range(0, len(arr), size)]
         assert groups_ended_by_exceptions(chunks) == naive_groups(chunks) == want, size
+        assert groups_ended_by_exceptions(chunks, capacity=1) == want, size    # the kernel's growth paths
 
 
 def _random_stream(rng: random.Random, size: int) -> np.ndarray:
@@ -109,7 +111,9 @@ def _random_stream(rng: random.Random, size: int) -> np.ndarray:
 def test_random_streams_cut_anywhere(seed: int, size: int, cut: int) -> None:
     ev = _random_stream(random.Random(seed), size)
     chunks = [ev[i:i + cut] for i in range(0, len(ev), cut)]
-    assert groups_ended_by_exceptions(chunks) == naive_groups([ev])
+    want = naive_groups([ev])
+    assert groups_ended_by_exceptions(chunks) == want
+    assert groups_ended_by_exceptions(chunks, capacity=1) == want       # pairs taken one by one, small level arrays
 
 
 def test_real_witness_streams(tmp_path: Path) -> None:

@@ -315,7 +315,7 @@ def _chain_next(fn, blk, succ, edg, f, pc):  # type: ignore[no-untyped-def]
     return k
 
 
-@_hot
+@_inl
 def _to_call(fn, blk, succ, edg, stack, meta, out, d):  # type: ignore[no-untyped-def]
     """Advance a frame along its certain witness-free chain to its next call block."""
     f = stack[d, FR_FID]
@@ -836,7 +836,11 @@ def decode(ev, pos, fn, blk, succ, stm, edg, wit, chs, ysl, pool, pdg, stack, me
             act = meta[M_NEXT_ACT]
             if depth > 0 and (fn[stack[d, FR_FID], FN_MODE] == MODE_WITNESS and stack[d, FR_ST] == S_RUN
                               and stack[d, FR_HOLD] == 0):
-                _before_child(fn, blk, succ, edg, stm, scratch, hkey, hval, stack, meta, out, d, act)
+                p = meta[M_HPOS]
+                if p >= hkey.shape[0] or hkey[p] > act:    # no group held from here (most calls)
+                    _to_call(fn, blk, succ, edg, stack, meta, out, d)
+                else:
+                    _before_child(fn, blk, succ, edg, stm, scratch, hkey, hval, stack, meta, out, d, act)
             meta[M_NEXT_ACT] = act + 1
             stack[depth, FR_FID] = f
             stack[depth, FR_PC] = ENTRY
@@ -915,3 +919,21 @@ def tally(out, n, fn, stm, block, edge, cut, enters):  # type: ignore[no-untyped
         dst = out[R_DST, k]
         if dst >= 2:
             block[fn[f, FN_BBASE] + dst] += 1
+
+
+@_hot
+def count(ev, pos, fn, blk, succ, stm, edg, wit, chs, ysl, pool, pdg, stack, meta, scratch, hkey, hval, out,  # type: ignore[no-untyped-def]
+          block, edge, cut, enters):
+    """:func:`decode` then :func:`tally` in one call, for counting alone: each time the row
+    buffer fills its rows are added into the histograms and the buffer is reused, so the
+    rows stay in cache and are never handed out.  Returns (position reached, status) as
+    :func:`decode` does; ST_NEED_OUT only when the buffer cannot hold ``meta[M_MARGIN]`` rows.
+    The histograms must cover the tables' rows as loaded (ST_NEED_FUNC loads more)."""
+    while True:
+        pos, status = decode(ev, pos, fn, blk, succ, stm, edg, wit, chs, ysl, pool, pdg, stack, meta, scratch,
+                             hkey, hval, out)
+        n = meta[M_NOUT]
+        tally(out, n, fn, stm, block, edge, cut, enters)
+        meta[M_NOUT] = 0
+        if status != ST_NEED_OUT or n == 0:
+            return pos, status

@@ -70,20 +70,38 @@ def report_text(profiles: Sequence[FunctionProfile], *, limit: int | None = None
     out: list[str] = []
     blank = " " * 10
     for p in hottest(profiles)[:limit]:
+        first, last = p.firstline, p.lastline
+        n = last - first + 1
         lines, sids, _cols = p.shape.line_first
-        counts = {ln: f"{c:>10}" for ln, c in zip(lines.tolist(), np.asarray(p.stmts)[sids].tolist())}
+        col = [blank] * n                          # the count column, line by line
+        for ln, c in zip((lines - first).tolist(), np.asarray(p.stmts)[sids].tolist()):
+            if 0 <= ln < n:
+                col[ln] = f"{c:>10}"
         per_line: dict[int, list[str]] = {}
         for br in branches(p):
             per_line.setdefault(br.line, []).append(f"{br.name}: {'-' if br.taken is None else br.taken}")
-        tails = {ln: f"    [{', '.join(items)}]" for ln, items in per_line.items()}
-        first, last = p.firstline, p.lastline
         out.append(f"== {p.qualname}  ({p.file}:{first}-{last})  calls {p.calls}, blocks {p.weight}")
-        text = p.source.splitlines()[:last - first + 1]
-        text += [""] * (last - first + 1 - len(text))
-        out += [f"{counts.get(k, blank)} {k:>6}  {src}{tails.get(k, '')}".rstrip()
-                for k, src in zip(range(first, last + 1), text)]
+        text = p.source.splitlines()[:n]
+        text += [""] * (n - len(text))
+        nums = _line_numbers(last + 1)[first:last + 1]
+        body = [f"{c} {k}  {src}".rstrip() for c, k, src in zip(col, nums, text)]
+        for ln, items in per_line.items():
+            i = ln - first
+            if 0 <= i < n:
+                body[i] = f"{col[i]} {nums[i]}  {text[i]}    [{', '.join(items)}]".rstrip()
+        out += body
         out.append("")
     return "\n".join(out)
+
+
+_NUMBERS: list[str] = []
+
+
+def _line_numbers(upto: int) -> list[str]:
+    """Right-aligned line numbers 0 .. ``upto - 1`` (formatted once, shared by every report)."""
+    if len(_NUMBERS) < upto:
+        _NUMBERS.extend(f"{k:>6}" for k in range(len(_NUMBERS), max(upto, 2 * len(_NUMBERS))))
+    return _NUMBERS
 
 
 def report_lcov(profiles: Sequence[FunctionProfile], *, test_name: str = "") -> str:

@@ -32,12 +32,17 @@ class Tally:
     cut: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))     # per statement row: exceptions it started
     enters: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # per function: ENTER events
 
-    def add(self, rows: Rows) -> None:
+    def fit(self) -> None:
+        """Grow the histograms to cover every table row loaded so far."""
         t = self.tables
         self.block = _grown(self.block, t.blk.n)
         self.edge = _grown(self.edge, t.edg.n)
         self.cut = _grown(self.cut, t.stm.n)
         self.enters = _grown(self.enters, len(t.fn))
+
+    def add(self, rows: Rows) -> None:
+        t = self.tables
+        self.fit()
         K.tally(rows.data, len(rows), t.fn, t.stm.a, self.block, self.edge, self.cut, self.enters)
 
     # -- per function

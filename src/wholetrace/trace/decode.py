@@ -11,17 +11,28 @@ exception record of their parent ends: the parent then stops at the raising bloc
 alone (online) has no first pass unless ``held`` is given: its children of implicit calls
 before an exception then sit at the parent's next call block (the activation form is the
 same).
+
+For counts alone, :meth:`StreamDecoder.count` runs ``kernels.decode.count``: the rows are
+tallied inside the kernel while they are in cache and never handed out.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from wholetrace.errors import InternalError, StoreError
 from wholetrace.kernels import decode as K
 from wholetrace.trace.lookahead import groups_ended_by_exceptions
 from wholetrace.trace.tables import WITNESS_MODES, Tables
+
+if TYPE_CHECKING:
+    from wholetrace.trace.counts import Tally
+
+#: Rows of the buffer :meth:`StreamDecoder.count` reuses (small enough to stay in cache).
+COUNT_ROWS = 4096
 
 #: Row kinds (``Rows.eid`` values below 0).
 EID_EXC, EID_ENTER, EID_LEAVE = K.EID_EXC, K.EID_ENTER, K.EID_LEAVE
@@ -136,15 +147,8 @@ class StreamDecoder:
                 break
             if status == K.ST_NEED_OUT:
                 yield from self._take(copy)
-            elif status == K.ST_NEED_STACK:
-                grown = np.zeros((2 * len(self.stack), K.FR_W), np.int64)
-                grown[:len(self.stack)] = self.stack
-                self.stack = grown
-            elif status == K.ST_NEED_FUNC:
-                self.tables.load(int(self.meta[K.M_ARG]))
-                self._fit_margin()
             else:
-                self._fail(pos)
+                self._grow(status, pos)
         self.consumed += len(ev)
         if self.meta[K.M_NOUT] >= self.capacity // 2:
             yield from self._take(copy)
@@ -167,15 +171,64 @@ class StreamDecoder:
     def decode(self, chunks: Iterable[np.ndarray], *, copy: bool = True) -> Iterator[Rows]:
         """Every row of a whole stream given as chunks (read twice for a witness recording:
         a one-shot iterator is first gathered into a list)."""
-        if not self._held_given and self.tables.mode in WITNESS_MODES:
-            if iter(chunks) is chunks:
-                chunks = list(chunks)
-            self.set_held(groups_ended_by_exceptions(chunks))
+        chunks = self._first_pass(chunks)
         for chunk in chunks:
             yield from self.feed(chunk, copy=copy)
         yield from self.finish(copy=copy)
 
+    def count(self, chunks: Iterable[np.ndarray], tally: Tally, *, rows: int = COUNT_ROWS) -> None:
+        """Add the counts of a whole stream into ``tally`` (``trace.counts.Tally``) without
+        handing out rows: ``kernels.decode.count`` tallies them while they are in cache
+        (``rows``: the buffer's first size; it grows when one event may give more)."""
+        if self.consumed or self.finished:
+            raise InternalError("StreamDecoder.count on a stream already fed")
+        chunks = self._first_pass(chunks)
+        self.out = np.zeros((K.ROW_W, max(rows, 1)), np.int64)
+        for chunk in chunks:
+            ev = np.ascontiguousarray(chunk, dtype=np.int32)
+            if ev.ndim != 1:
+                raise StoreError(f"{self.what}: events are not a flat array")
+            pos = 0
+            while True:
+                tally.fit()
+                self.meta[K.M_MARGIN] = self.tables.margin
+                fn, blk, succ, stm, edg, wit, chs, ysl, pool, pdg = self.tables.arrays()
+                pos, status = K.count(ev, pos, fn, blk, succ, stm, edg, wit, chs, ysl, pool, pdg, self.stack,
+                                      self.meta, self.tables.scratch, self.hkey, self.hval, self.out,
+                                      tally.block, tally.edge, tally.cut, tally.enters)
+                pos, status = int(pos), int(status)
+                if status == K.ST_DONE:
+                    break
+                if status == K.ST_NEED_OUT:     # fewer rows than one event may give: a larger buffer
+                    self.out = np.zeros((K.ROW_W, max(2 * self.out.shape[1], 4 * self.tables.margin)), np.int64)
+                else:
+                    self._grow(status, pos)
+            self.consumed += len(ev)
+        for rows in self.finish(copy=False):
+            tally.add(rows)
+
     # -- internals
+    def _first_pass(self, chunks: Iterable[np.ndarray]) -> Iterable[np.ndarray]:
+        """A witness stream's first pass (``trace.lookahead``) unless ``held`` was given; the
+        chunks to read again (a one-shot iterator gathered into a list)."""
+        if not self._held_given and self.tables.mode in WITNESS_MODES:
+            if iter(chunks) is chunks:
+                chunks = list(chunks)
+            self.set_held(groups_ended_by_exceptions(chunks))
+        return chunks
+
+    def _grow(self, status: int, pos: int) -> None:
+        """What the kernel asked for: a deeper stack or a function's tables; else it failed."""
+        if status == K.ST_NEED_STACK:
+            grown = np.zeros((2 * len(self.stack), K.FR_W), np.int64)
+            grown[:len(self.stack)] = self.stack
+            self.stack = grown
+        elif status == K.ST_NEED_FUNC:
+            self.tables.load(int(self.meta[K.M_ARG]))
+            self._fit_margin()
+        else:
+            self._fail(pos)
+
     def _run(self, ev: np.ndarray, pos: int) -> tuple[int, int]:
         self.meta[K.M_MARGIN] = self.tables.margin
         fn, blk, succ, stm, edg, wit, chs, ysl, pool, pdg = self.tables.arrays()

@@ -13,12 +13,8 @@ Groups are keyed by the ordinal of their first ENTER in the stream (0 for the fi
 the activation number the decoder gives it), so the decoder, which counts ENTERs as it goes,
 can look them up without positions.
 
-The pass is vectorised per chunk.  Every event gets a *level*: the depth of the activation
-it belongs to (an ENTER belongs to the activation it starts, a LEAVE to the one it ends,
-the arguments of an exception record to its activation).  For an exception record at
-level ``D``, the last earlier event at level ``D`` is its activation's previous own event;
-if it is not the event just before, children came between, and the first of them starts
-right after it.  The last event of every level is carried from chunk to chunk.
+The pass is ``kernels.lookahead``, one event at a time with the last event of every level
+carried from chunk to chunk (the kernel's docstring says how).
 """
 
 from __future__ import annotations
@@ -27,61 +23,32 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from wholetrace.events import ENTER_BASE, EXC, LEAVE, RERAISE
+from wholetrace.kernels import lookahead as K
 
 
-def groups_ended_by_exceptions(chunks: Iterable[np.ndarray]) -> dict[int, int]:
+def groups_ended_by_exceptions(chunks: Iterable[np.ndarray], *, capacity: int = 1024) -> dict[int, int]:
     """For a witness stream: ordinal of the first ENTER of each group of children whose parent's
     next own event is an exception record -> the statement that raised (``s`` of ``EXC s``,
-    ``r`` of ``RERAISE s r``)."""
+    ``r`` of ``RERAISE s r``); ``capacity``: pairs taken from the kernel at a time."""
     found: dict[int, int] = {}
-    last_at: dict[int, tuple[int, int]] = {}   # level -> (stream index of its last event, ENTERs up to it)
-    depth = enters = base = skip = 0            # skip: arguments of a record cut by the chunk's end
-    want: list[tuple[int, int]] = []            # (stream index of a raising statement, group) still to read
+    meta = np.zeros(K.META_SIZE, np.int64)
+    last_at = np.full(4 if capacity < 8 else 64, -1, np.int64)
+    last_en = np.zeros(len(last_at), np.int64)
+    keys = np.zeros(max(capacity, 1), np.int64)
+    vals = np.zeros(max(capacity, 1), np.int64)
     for chunk in chunks:
-        ev = np.asarray(chunk, dtype=np.int64)
-        n = len(ev)
-        if want:
-            found.update((group, int(ev[at - base])) for at, group in want if at < base + n)
-            want = [(at, group) for at, group in want if at >= base + n]
-        is_arg = np.zeros(n, bool)
-        is_arg[:skip] = True
-        codes = np.flatnonzero((ev == EXC) | (ev == RERAISE))
-        codes = codes[codes >= skip]
-        nargs = np.where(ev[codes] == EXC, 1, 2)
-        for k in (1, 2):
-            at = codes[nargs >= k] + k
-            is_arg[at[at < n]] = True
-        ends = codes + nargs + 1 - n
-        skip = max(skip - n, int(ends.max()) if len(ends) else 0, 0)
-        is_enter = ev <= -ENTER_BASE
-        is_leave = (ev == LEAVE) & ~is_arg
-        step = is_enter.astype(np.int64) - is_leave
-        after = depth + np.cumsum(step)
-        level = after - step + is_enter                 # depth before, +1 for an ENTER
-        enter_upto = enters + np.cumsum(is_enter)       # ENTERs at or before each index
-        order = np.argsort(level, kind="stable")
-        rank = np.empty(n, np.int64)
-        rank[order] = np.arange(n)
-        for g, a in zip(codes.tolist(), nargs.tolist()):
-            r = rank[g]
-            if r > 0 and level[order[r - 1]] == level[g]:
-                prev = int(order[r - 1])
-                prev_at, prev_enters = base + prev, int(enter_upto[prev])
-            else:
-                prev_at, prev_enters = last_at.get(int(level[g]), (-1, 0))
-            if prev_at < 0 or prev_at == base + g - 1:
-                continue                                # no activation, or no children since its last own event
-            if g + a < n:
-                found[prev_enters] = int(ev[g + a])
-            else:
-                want.append((base + g + a, prev_enters))
-        if n:
-            sorted_levels = level[order]
-            last = np.flatnonzero(np.append(sorted_levels[1:] != sorted_levels[:-1], True))
-            for i in order[last].tolist():
-                last_at[int(level[i])] = (base + i, int(enter_upto[i]))
-            depth = int(after[-1])
-            enters = int(enter_upto[-1])
-        base += n
+        ev = np.ascontiguousarray(chunk, dtype=np.int32)
+        pos = 0
+        while True:
+            pos, status = K.groups(ev, pos, meta, last_at, last_en, keys, vals)
+            if status == K.ST_NEED_LEVEL:
+                last_at = np.concatenate([last_at, np.full(len(last_at), -1, np.int64)])
+                last_en = np.concatenate([last_en, np.zeros(len(last_en), np.int64)])
+                continue
+            n = int(meta[K.M_NOUT])
+            if n:                                # in stream order: a later pair replaces an earlier one
+                found.update(zip(keys[:n].tolist(), vals[:n].tolist()))
+                meta[K.M_NOUT] = 0
+            if status == K.ST_DONE:
+                break
     return found

@@ -125,12 +125,14 @@ class Trace:
         return self.memo("counts", self.tally)
 
     def tally(self) -> Tally:
-        """The counts of :meth:`counts`, decoded afresh."""
+        """The counts of :meth:`counts`, decoded afresh (every shape parsed first, in bulk: the
+        functions the streams enter then load without parsing one by one, and the profiles
+        built from the counts need every shape anyway)."""
+        self.shapes()
         self.tables.reset()
         tally = Tally(self.tables)
         for st in self.streams():
-            for rows in self.rows(st.sid, copy=False):
-                tally.add(rows)
+            self.decoder(st.sid).count(_Reread(self.recording, st.sid), tally)
         return tally
 
     def blocks(self, sid: int) -> Iterator[np.ndarray]:

@@ -341,14 +341,15 @@ def _branches(heads: list[Any], nb: np.ndarray, bbase: np.ndarray, sbase: np.nda
     block_start = np.maximum.accumulate(np.where(new_block, np.arange(len(order)), 0))
     index = np.arange(len(order)) - block_start
     names = [kinds[i] for i in order.tolist()]
-    seen: dict[tuple[int, str], int] = {}
-    for gb, name in zip(g.tolist(), names):
-        seen[(gb, name)] = seen.get((gb, name), 0) + 1
-    for j, (gb, i) in enumerate(zip(g.tolist(), order.tolist())):
-        if seen[(gb, names[j])] > 1:          # kinds repeat: name by the target
-            d = int(dst[i])
-            gd = int(bbase[e_owner[i]]) + d
-            names[j] = "exit" if d == EXIT else str(int(first_line[gd])) if size[gd] else str(d)
+    kind_id: dict[str, int] = {}
+    code = np.array([kind_id.setdefault(x, len(kind_id)) for x in names], np.int64)
+    pair = g.astype(np.int64) * max(len(kind_id), 1) + code
+    _, inverse, times = np.unique(pair, return_inverse=True, return_counts=True)
+    for j in np.flatnonzero(times[inverse] > 1).tolist():   # kinds repeat at the block: name by the target
+        i = int(order[j])
+        d = int(dst[i])
+        gd = int(bbase[e_owner[i]]) + d
+        names[j] = "exit" if d == EXIT else str(int(first_line[gd])) if size[gd] else str(d)
     rows = np.stack([g - bbase[e_owner[order]], index, last_line[g], eid[order]])
     return e_owner[order], rows, names
 
