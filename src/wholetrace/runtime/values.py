@@ -43,6 +43,7 @@ _IMMEDIATE = frozenset({int, float, bool, type(None), str, bytes, complex})
 #: Token tag of each immediate type (complex is the default).
 _TYPE_TAG = {int: INT, float: FLOAT, bool: BOOL, type(None): NONE, str: STR, bytes: BYTES}
 _PIN_MIN = 4096
+_MEMO_BYTES = 64 << 20     # content memo (value -> hash) cleared past this many bytes of contents
 _I64 = 1 << 63
 
 
@@ -78,6 +79,10 @@ class ValueLog:
         self.type_names: list[str] = []
         self.objects = array("q")                      # serial, type index pairs (flushed)
         self.contents: dict[int, tuple[int, bytes]] = {}
+        # value -> content hash, one dict per tag (2**70 and complex(2**70) are equal keys);
+        # keys are immutable values whose equal values have equal contents (not complex)
+        self.memo: dict[int, dict[Any, int]] = {t: {} for t in (STR, BYTES, BIGINT)}
+        self.memo_bytes = 0
         self.records = 0
         self.raw_bytes = 0
         self.lock = threading.Lock()
@@ -287,22 +292,38 @@ class ValueLog:
                     tc[j] = BIGINT
         sel = np.flatnonzero(tc == FLOAT)
         val[sel] = np.fromiter(xs[sel], np.float64, sel.size).view(np.int64)
-        contents = self.contents
+        memo = self.memo
         for j in np.flatnonzero((tc >= STR) & (tc <= COMPLEX)).tolist():
             x, tg = xs[j], int(tc[j])
-            if tg == STR:
-                data = x.encode("utf-8", "surrogatepass")
-            elif tg == BYTES:
-                data = x
-            elif tg == BIGINT:
-                data = str(x).encode()
-            else:
-                data = repr(x).encode()
-            h = content_hash(bytes([tg]) + data)
-            contents.setdefault(h, (tg, data))
+            h = memo[tg].get(x) if tg != COMPLEX else None  # complex: 0j == -0j, reprs differ
+            if h is None:
+                h = self._content(x, tg)
             val[j] = h
         self._objects()
         return slot, tc, val
+
+    def _content(self, x: Any, tg: int) -> int:
+        """Hash a str/bytes/big int/complex value's content, once per distinct value: the same
+        string is read again and again (a parser's source text, recorded as the object of
+        ``src[pos]``), and hashing it anew cost a hash of its whole length per record."""
+        if tg == STR:
+            data = x.encode("utf-8", "surrogatepass")
+        elif tg == BYTES:
+            data = x
+        elif tg == BIGINT:
+            data = str(x).encode()
+        else:
+            data = repr(x).encode()
+        h = content_hash(bytes([tg]) + data)
+        self.contents.setdefault(h, (tg, data))
+        if self.memo_bytes > _MEMO_BYTES:              # bound what the memo keeps alive
+            for m in self.memo.values():
+                m.clear()
+            self.memo_bytes = 0
+        if tg != COMPLEX:
+            self.memo[tg][x] = h
+            self.memo_bytes += len(data) + 64
+        return h
 
     def _objects(self) -> None:
         """Move the serials handed out since the last flush to the object table, and link each
