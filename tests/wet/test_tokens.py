@@ -66,8 +66,8 @@ calls = st.lists(st.tuples(st.lists(st.integers(-(1 << 31), (1 << 31) - 1), max_
 
 
 @settings(max_examples=200, deadline=None)
-@given(calls, st.lists(st.integers(-5, 5), max_size=3), st.integers(1, 3))
-def test_probes_then_split_equal_naive(cs: list, tail: list[int], chunks: int) -> None:
+@given(calls, st.lists(st.integers(-5, 5), max_size=3), st.integers(1, 4), st.booleans())
+def test_probes_then_split_equal_naive(cs: list, tail: list[int], chunks: int, anywhere: bool) -> None:
     w = Writer()
     log = ValueLog(w, lambda: None)  # type: ignore[arg-type,return-value]
     buf: list = []
@@ -97,9 +97,10 @@ def test_probes_then_split_equal_naive(cs: list, tail: list[int], chunks: int) -
             want_pos.append(len(events))
     buf += tail
     events += tail
-    # flush in up to ``chunks`` pieces, cut between records, as the recorder takes them
+    # flush in up to ``chunks`` pieces, cut between records or anywhere (a thread switch between
+    # a marker and its payload: the flusher carries the marker over)
     raw = list(buf)
-    ok = _cuts(raw)
+    ok = list(range(len(raw) + 1)) if anywhere else _cuts(raw)
     cuts = sorted({0, len(raw)} | {ok[int(f * (len(ok) - 1))] for f in np.linspace(0, 1, chunks + 1)[1:-1]})
     got_events: list[int] = []
     for c0, c1 in zip(cuts, cuts[1:]):

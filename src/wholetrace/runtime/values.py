@@ -35,8 +35,8 @@ NONE, BOOL, INT, FLOAT, STR, BYTES, BIGINT, COMPLEX, OBJ = range(9)
 SWITCH_TAG = 15
 #: A record is two items of its thread's *event list*: a marker ``_MARK[tag] - slot`` (below
 #: every event: events are int32) and an int64 payload (int, bool as 0/1, None as 0, object
-#: serial, switch number; 0 for float, str, bytes, big int and complex, whose value waits in
-#: the stream's side list).
+#: serial, switch number; 0 for float, str, bytes and complex, whose value waits in the
+#: stream's side list).  An int beyond 64 bits is its own payload: the flusher makes it a content.
 _SHIFT = 40
 _SLOT_MASK = (1 << _SHIFT) - 1
 _MARK = {t: -((t + 1) << _SHIFT) for t in (NONE, BOOL, INT, FLOAT, STR, BYTES, BIGINT, COMPLEX, OBJ, SWITCH_TAG)}
@@ -65,15 +65,16 @@ class ValueLog:
     def __init__(self, writer: Any, current_stream: Callable[[], Callable[[int], None]]) -> None:
         self.writer = writer
         self.current_stream = current_stream         # the running thread's event append (made if needed)
-        self.current: ContextVar[tuple[Callable[[Any], None], Callable[[Any], None]] | None] = ContextVar(
+        # probe state of the running thread or task: (event list append, side append, event list extend)
+        self.current: ContextVar[tuple[Callable[[Any], None], ...] | None] = ContextVar(
             "wholetrace_values", default=None)
         self.lists: dict[int, list[Any]] = {}          # stream id -> its side list (values not in the record)
+        self.carry: dict[int, list[int]] = {}          # stream id -> a marker whose payload came after a flush
         self.by_buffer: dict[int, Any] = {}            # id(event list) -> probe state (extend, side append)
         self.cf_done: dict[int, int] = {}              # stream id -> events stored so far
         self.seq: dict[int, int] = {}
         self.rec_done: dict[int, int] = {}             # stream id -> value records stored so far
         self.clock = itertools.count(1)                # switch numbers
-        self.last_list: list[Any] = [None]             # the probe state of the latest probe
         self.serials: dict[int, int] = {}              # id(obj) -> serial, while obj lives
         self.refs: dict[int, Any] = {}
         self.pins: dict[int, Any] = {}
@@ -100,7 +101,7 @@ class ValueLog:
         """A stream was made in the running context: give it its probe state there."""
         buf = append.__self__                            # type: ignore[attr-defined]
         side: list[Any] = []
-        state = (buf.extend, side.append)
+        state = (buf.append, side.append, buf.extend)
         self.lists[sid] = side
         self.by_buffer[id(buf)] = state
         self.cf_done[sid] = 0
@@ -108,7 +109,7 @@ class ValueLog:
         self.rec_done[sid] = 0
         self.current.set(state)
 
-    def attach(self) -> tuple[Callable[[Any], None], Callable[[Any], None]]:
+    def attach(self) -> tuple[Callable[[Any], None], ...]:
         """The running context has no probe state yet (its stream was made elsewhere)."""
         append = self.current_stream()
         got = self.by_buffer[id(append.__self__)]         # type: ignore[attr-defined]
@@ -159,50 +160,59 @@ class ValueLog:
         serial = self.serial
         tagof = _MARK_OF.get
         known = self.serials.get
-        last = self.last_list
         clock = self.clock
-        m_obj, m_int, m_big, m_switch = _MARK[OBJ], _MARK[INT], _MARK[BIGINT], _MARK[SWITCH_TAG]
-        lo, hi = -_I64, _I64
+        m_obj, m_int, m_float, m_switch = _MARK[OBJ], _MARK[INT], _MARK[FLOAT], _MARK[SWITCH_TAG]
+
+        prev = None                                    # the probe state of the latest probe
 
         def value(k: int, x: Any) -> Any:
             # The deepest frame the program reaches can call this probe (one call of headroom,
             # runtime.recursion) but not what it calls: at the limit the record is dropped and
             # the program goes on as without wholetrace.  What can fail runs before the first
-            # append; the appends are C calls at the depth of ``get``: all or none happen, and
-            # each record is one ``extend`` of the event list (never split by a flush).
+            # append; the appends are C calls at the depth of ``get``: all or none happen.  A
+            # flush may fall between a marker and its payload: the flusher carries the marker
+            # over to the next chunk.  Cheapest tests first (ints, then floats: most records).
+            nonlocal prev
             try:
                 s = get()
                 if s is None:
                     s = attach()
-                m = tagof(type(x))
-                if m is None:
-                    v = known(id(x))
-                    if v is None:
-                        v = serial(x)
-                    rec = (m_obj - k, v)
-                elif m is m_int and lo <= x < hi:  # int, None, bool: the payload itself
-                    rec = (m - k, x)
-                elif m > m_int:
-                    rec = (m - k, x or 0)
-                else:                                  # float, str, bytes, big int, complex: on the side
-                    if m is m_int:
-                        m = m_big
-                    if s is not last[0]:               # another thread ran since the last probe
-                        last[0] = s
-                        s[0]((m_switch, next(clock)))
+                t = type(x)
+                if t is int:                           # beyond 64 bits: the flusher sees to it
+                    m = m_int - k
+                    v = x
+                elif t is float:
                     s[1](x)
-                    s[0]((m - k, 0))
-                    return x
-                if s is not last[0]:
-                    last[0] = s
-                    s[0]((m_switch, next(clock)))
-                s[0](rec)
+                    m = m_float - k
+                    v = 0
+                else:
+                    m = tagof(t)
+                    if m is None:
+                        v = known(id(x))
+                        if v is None:
+                            v = serial(x)
+                        m = m_obj - k
+                    elif m > m_int:                    # None, bool: the payload itself
+                        m -= k
+                        v = x or 0
+                    else:                              # str, bytes, complex: on the side
+                        s[1](x)
+                        m -= k
+                        v = 0
+                a = s[0]
+                if s is not prev:                      # another thread ran since the last probe
+                    prev = s
+                    a(m_switch)
+                    a(next(clock))
+                a(m)
+                a(v)
             except RecursionError:
                 pass
             return x
 
         def values(k: int, *xs: Any) -> None:
             # ``value`` for each of ``xs`` under consecutive slots, with no nested probe call
+            nonlocal prev
             try:
                 s = get()
                 if s is None:
@@ -215,25 +225,20 @@ class ValueLog:
                         v = known(id(x))
                         out.append(m_obj - k)
                         out.append(serial(x) if v is None else v)
-                    elif m is m_int and lo <= x < hi:
-                        out.append(m - k)
-                        out.append(x)
-                    elif m > m_int:
+                    elif m >= m_int:                   # int (any size: the flusher), None, bool
                         out.append(m - k)
                         out.append(x or 0)
                     else:
-                        if m is m_int:
-                            m = m_big
                         side.append(x)
                         out.append(m - k)
                         out.append(0)
                     k += 1
-                if s is not last[0]:
-                    last[0] = s
-                    s[0]((m_switch, next(clock)))
+                if s is not prev:
+                    prev = s
+                    out[:0] = (m_switch, next(clock))
                 for x in side:
                     s[1](x)
-                s[0](out)
+                s[2](out)
             except RecursionError:
                 pass
 
@@ -252,15 +257,24 @@ class ValueLog:
         from wholetrace.runtime.buffers import INT32_MAX, INT32_MIN
         from wholetrace.runtime.wetlayout import LAYOUT, pack_chunk
 
+        carried = self.carry.pop(sid, None)
+        if carried:
+            raw = carried + raw
         n = len(raw)
+        big: dict[int, int] = {}
         try:
             a = np.fromiter(raw, np.int64, n)
-        except (TypeError, ValueError, OverflowError) as exc:
+        except OverflowError:                          # an int payload beyond 64 bits
+            a, big = _wide(raw)
+        except (TypeError, ValueError) as exc:
             raise StoreError(f"a probe recorded a value that is no event ({exc})") from None
         done = self.cf_done.get(sid, 0)
         mk = _markers(a)
-        if mk.size and mk[-1] + 1 >= n:
-            raise StoreError("a value record was cut by a flush")
+        if mk.size and mk[-1] == n - 1:                # its payload is not appended yet
+            self.carry[sid] = [raw[-1]]
+            n -= 1
+            a = a[:n]
+            mk = mk[:-1]
         isev = np.ones(n, bool)
         isev[mk] = False
         isev[mk + 1] = False
@@ -293,6 +307,10 @@ class ValueLog:
         self.rec_done[sid] = self.rec_done.get(sid, 0) + k
         tag = tag.astype(np.uint8)
         self._side(sid, tag, val)
+        if big:                                        # ints beyond int64: contents, like str
+            for j in np.flatnonzero(np.isin(mk + 1, np.fromiter(big, np.int64, len(big)))).tolist():
+                tag[j] = BIGINT
+                val[j] = self._content(big[int(mk[j]) + 1], BIGINT)
         self._objects()
         for name, data in pack_chunk(pos.astype(np.int64), slot, tag, val).items():
             self.writer.put_array(f"wet.{name}", data, key=key)
@@ -302,10 +320,10 @@ class ValueLog:
 
     def _side(self, sid: int, tag: Any, val: Any) -> None:
         """Fill in the payloads of the chunk's records whose values wait in the stream's side
-        list (float bits; content hashes of str, bytes, big ints, complex), taking them off the list."""
+        list (float bits; content hashes of str, bytes, complex), taking them off the list."""
         import numpy as np
 
-        at = np.flatnonzero((tag >= FLOAT) & (tag <= COMPLEX))
+        at = np.flatnonzero((tag == FLOAT) | (tag == STR) | (tag == BYTES) | (tag == COMPLEX))
         if not at.size:
             return
         side = self.lists[sid]
@@ -424,3 +442,14 @@ def _markers(a: Any) -> Any:
     run0 = np.maximum.accumulate(np.where(start, idx, 0))
     return idx[((idx - run0) & 1) == 0]
 
+
+def _wide(raw: list[Any]) -> tuple[Any, dict[int, int]]:
+    """``raw`` (ints) as int64 with every int beyond 64 bits replaced by 0, and those ints by index."""
+    import numpy as np
+
+    xs = np.empty(len(raw), object)
+    xs[:] = raw
+    wide = np.flatnonzero(np.asarray((xs < -_I64) | (xs >= _I64), bool))
+    big = {int(j): raw[j] for j in wide.tolist()}
+    xs[wide] = 0
+    return np.fromiter(xs, np.int64, len(raw)), big
