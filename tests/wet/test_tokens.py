@@ -57,6 +57,8 @@ class Writer:
 
 
 values = st.one_of(st.integers(), st.integers(-(1 << 70), 1 << 70), st.integers(-(1 << 64), -(1 << 40)),
+                   st.sampled_from([(1 << 63) - 1, 1 << 63, -(1 << 63), -(1 << 63) - 1, (1 << 63) - 512,
+                                    (1 << 63) + 512, 1 << 1100, -(1 << 1100)]),
                    st.floats(allow_nan=False), st.booleans(), st.none(), st.text(max_size=5), st.binary(max_size=5),
                    st.complex_numbers(allow_nan=False))
 # per probe call: events before it (int32), then one record (value) or several (values)
