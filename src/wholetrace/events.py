@@ -38,9 +38,9 @@ XCOUNT: Final = -3
 ARG_BASE: Final = 16
 #: START (path mode): a generator activation starts at ENTRY (the ENTER before it is not a resumption).
 START: Final = -5
-#: VAL (``full`` mode, never stored): marks a value record in a thread's event buffer; the
-#: flusher takes every VAL out of a chunk before it is stored (``runtime.values``).  Its own
-#: code: no other event, and no operand of a ``blocks`` stream, can equal it.
+#: VAL (``full`` mode until wave 6, never stored): marked a value record in a thread's event
+#: buffer.  No longer written (``runtime.values`` now puts each record in the event list as a
+#: marker below every event and a payload); kept reserved: no other event may take its code.
 VAL: Final = -6
 #: Path mode: an event at or above this value is ``LEAVE_PATH + id``: path ``id`` ends at EXIT
 #: and the activation returns.  Path ids are below it (``instrument.pathnum.MAX_PATHS``).

@@ -87,9 +87,7 @@ def test_object_table_round_trip(rows: list[tuple[int, int]]) -> None:
 
 def test_the_flusher_stores_layout_2() -> None:
     """``ValueLog.split`` marks the layout and stores arrays that unpack to its own tokens."""
-    from array import array
-
-    from wholetrace.runtime.values import VAL, ValueLog
+    from wholetrace.runtime.values import FLOAT, NONE, OBJ, STR, ValueLog
     from wholetrace.runtime.wetlayout import LAYOUT
 
     class Writer:
@@ -106,15 +104,24 @@ def test_the_flusher_stores_layout_2() -> None:
 
     w = Writer()
     log = ValueLog(w, lambda: None)  # type: ignore[arg-type,return-value]
-    log.lists[0] = recs = [3, 1.5, ~4, 17, 3, 1.5, 5, "s", 6, None]
-    log.seq[0] = log.cf_done[0] = 0
-    slot, tag, val = log._tokens(list(recs))
-    events = array("i", [7, VAL, VAL, 8, VAL, 9, VAL, VAL])
-    assert list(log.split(0, events)) == [7, 8, 9]
+    buf: list = []
+    log.on_new(0, buf.append)
+    value = log.probes()["value"]
+    obj = object()
+    buf.append(7)
+    value(3, 1.5)
+    value(4, obj)
+    buf.append(8)
+    value(3, 1.5)
+    buf.append(9)
+    value(5, "s")
+    value(6, None)
+    assert log.split(0, list(buf)).tolist() == [7, 8, 9]
     assert w.meta["wet_layout"] == LAYOUT
     got = unpack_chunk(w.arrays)
     assert got["pos"].tolist() == [1, 1, 2, 3, 3]
-    assert got["slot"].tolist() == slot.tolist() == [3, 4, 3, 5, 6]
-    assert np.array_equal(got["tag"], tag) and np.array_equal(got["val"], val)
-    assert got["val"][0] == got["val"][2]          # the repeated 1.5: a back-reference
+    assert got["slot"].tolist() == [3, 4, 3, 5, 6]
+    assert got["tag"].tolist() == [FLOAT, OBJ, FLOAT, STR, NONE]
+    assert got["val"].tolist()[1] == log.serials[id(obj)]
+    assert got["val"][0] == got["val"][2] == np.float64(1.5).view(np.int64)   # a back-reference:
     assert unplanes(w.arrays["ref"]).tolist()[2] == 2

@@ -4,11 +4,9 @@ programs in test_golden.py are the end-to-end oracle)."""
 
 from __future__ import annotations
 
-from array import array
-
 import numpy as np
 
-from wholetrace.runtime.values import SWITCH, VAL, ValueLog
+from wholetrace.runtime.values import INT, SWITCH_TAG, ValueLog, marker
 from wholetrace.wet.capture import CaptureLog, StreamLog
 from wholetrace.wet.decode import DEF, NS, USE, Decoded
 from wholetrace.wet.threads import interleave, segment_keys
@@ -29,16 +27,41 @@ def test_split_stores_switches_apart() -> None:
     """A switch pair is no value record: it is stored as (record index, position, number)."""
     w = _Writer()
     log = ValueLog(w, lambda: None)  # type: ignore[arg-type,return-value]
-    log.lists[3] = [SWITCH, 1, 4, 10, 5, 11, SWITCH, 7, 6, 12]
-    log.seq[3] = log.cf_done[3] = 0
-    chunk = array("i", [0, VAL, VAL, 1, VAL, 2, VAL, VAL])
-    assert list(log.split(3, chunk)) == [0, 1, 2]
+    buf: list[int] = []
+    log.on_new(3, buf.append)
+    sw = marker(SWITCH_TAG, 0)
+    chunk = [0, sw, 1, marker(INT, 4), 10, 1, marker(INT, 5), 11, 2, sw, 7, marker(INT, 6), 12]
+    assert log.split(3, chunk).tolist() == [0, 1, 2]
     assert log.records == 3
     assert w.arrays[("wet.switch", "3.0")].tolist() == [[0, 1, 1], [2, 3, 7]]
     # a second chunk continues the record count of the stream
-    log.lists[3] += [SWITCH, 9, 8, 13]
-    assert list(log.split(3, array("i", [VAL, VAL, 5]))) == [5]
+    assert log.split(3, [sw, 9, marker(INT, 8), 13, 5]).tolist() == [5]
     assert w.arrays[("wet.switch", "3.1")].tolist() == [[3, 3, 9]]
+
+
+def test_probe_of_another_thread_writes_a_switch() -> None:
+    """The first probe after another thread's writes a switch record before its own."""
+    import threading
+
+    w = _Writer()
+    log = ValueLog(w, lambda: None)  # type: ignore[arg-type,return-value]
+    main: list[int] = []
+    other: list[int] = []
+    log.on_new(0, main.append)
+    value = log.probes()["value"]
+    value(1, 5)
+
+    def run() -> None:
+        log.on_new(1, other.append)
+        value(2, 6)
+        value(3, 7)
+    t = threading.Thread(target=run)
+    t.start()
+    t.join()
+    value(4, 8)
+    sw = marker(SWITCH_TAG, 0)
+    assert main == [sw, 1, marker(INT, 1), 5, sw, 3, marker(INT, 4), 8]
+    assert other == [sw, 2, marker(INT, 2), 6, marker(INT, 3), 7]
 
 
 def _decoded(i_stream: list[int], rec_inst: list[int], rec_ptr: list[int], sids: list[int],

@@ -1,25 +1,29 @@
-"""The flusher's tokenizer (``ValueLog._tokens``, numpy by type) against a plain per-record
-branch (its former form): slots, tags, payloads and the table of distinct contents."""
+"""The value probes and the flusher (``ValueLog.probes`` then ``ValueLog.split``: records in the
+event list, markers found with numpy, values sorted by type) against a plain per-record branch
+(the tokenizer's former form): positions, slots, tags, payloads and the table of distinct contents."""
 
 from __future__ import annotations
 
 import struct
 
+import numpy as np
 from hypothesis import given, settings, strategies as st
 
 from wholetrace.runtime.values import (BIGINT, BOOL, BYTES, COMPLEX, FLOAT, INT, NONE, OBJ, STR, ValueLog,
                                        content_hash)
+from wholetrace.runtime.wetlayout import unpack_chunk
 
 _I64 = 1 << 63
 
 
-def naive(recs: list) -> tuple[list[int], list[int], list[int], dict[int, tuple[int, bytes]]]:
+def naive(items: list) -> tuple[list[int], list[int], list[int], dict[int, tuple[int, bytes]]]:
+    """(slot, x, serial or None) per record -> slots, tags, payloads, contents."""
     slots, tags, vals, contents = [], [], [], {}
-    for code, x in zip(recs[0::2], recs[1::2]):
-        if code < 0:
-            slots.append(~code), tags.append(OBJ), vals.append(x)
+    for slot, x, serial in items:
+        slots.append(slot)
+        if serial is not None:
+            tags.append(OBJ), vals.append(serial)
             continue
-        slots.append(code)
         t = type(x)
         if t is int and -_I64 <= x < _I64:
             tags.append(INT), vals.append(x)
@@ -41,19 +45,86 @@ def naive(recs: list) -> tuple[list[int], list[int], list[int], dict[int, tuple[
     return slots, tags, vals, contents
 
 
-values = st.one_of(st.integers(), st.integers(-(1 << 70), 1 << 70), st.floats(allow_nan=False), st.booleans(),
-                   st.none(), st.text(max_size=5), st.binary(max_size=5), st.complex_numbers(allow_nan=False))
-records = st.lists(st.tuples(st.integers(0, 1000), st.booleans(), values), max_size=40)
+class Writer:
+    def __init__(self) -> None:
+        self.arrays: dict[tuple[str, str], np.ndarray] = {}
+
+    def set_meta(self, **items: object) -> None:
+        pass
+
+    def put_array(self, name: str, data: np.ndarray, *, key: str = "") -> None:
+        self.arrays[(name.removeprefix("wet."), key)] = np.asarray(data).copy()
+
+
+values = st.one_of(st.integers(), st.integers(-(1 << 70), 1 << 70), st.integers(-(1 << 64), -(1 << 40)),
+                   st.sampled_from([(1 << 63) - 1, 1 << 63, -(1 << 63), -(1 << 63) - 1, (1 << 63) - 512,
+                                    (1 << 63) + 512, 1 << 1100, -(1 << 1100)]),
+                   st.floats(allow_nan=False), st.booleans(), st.none(), st.text(max_size=5), st.binary(max_size=5),
+                   st.complex_numbers(allow_nan=False))
+# per probe call: events before it (int32), then one record (value) or several (values)
+calls = st.lists(st.tuples(st.lists(st.integers(-(1 << 31), (1 << 31) - 1), max_size=3),
+                           st.lists(st.tuples(st.booleans(), values), min_size=1, max_size=3),
+                           st.integers(0, 1000), st.booleans()), max_size=25)
 
 
 @settings(max_examples=200, deadline=None)
-@given(records)
-def test_tokens_equal_naive(rs: list) -> None:
-    recs: list = []
-    for slot, is_obj, x in rs:
-        recs += [~slot, slot * 7 + 1] if is_obj else [slot, x]
-    log = ValueLog(None, lambda: None)
-    slot, tag, val = log._tokens(recs)
-    want = naive(recs)
-    assert (slot.tolist(), tag.tolist(), val.tolist()) == want[:3]
+@given(calls, st.lists(st.integers(-5, 5), max_size=3), st.integers(1, 4), st.booleans())
+def test_probes_then_split_equal_naive(cs: list, tail: list[int], chunks: int, anywhere: bool) -> None:
+    w = Writer()
+    log = ValueLog(w, lambda: None)  # type: ignore[arg-type,return-value]
+    buf: list = []
+    log.on_new(0, buf.append)
+    probes = log.probes()
+    value, many = probes["value"], probes["values"]
+    keep = []                         # the objects stay alive: their serials stay theirs
+    want_items, want_pos, events = [], [], []
+    for evs, recs, slot, together in cs:
+        buf += evs
+        events += evs
+        xs = []
+        for is_obj, x in recs:
+            if is_obj:
+                x = [x]
+                keep.append(x)
+            xs.append(x)
+        if together or len(xs) == 1:
+            (value(slot, xs[0]) if len(xs) == 1 else many(slot, *xs))
+            ks = range(slot, slot + len(xs))
+        else:
+            for j, x in enumerate(xs):
+                value(slot + j, x)
+            ks = range(slot, slot + len(xs))
+        for k, x in zip(ks, xs):
+            want_items.append((k, x, log.serials[id(x)] if type(x) is list else None))
+            want_pos.append(len(events))
+    buf += tail
+    events += tail
+    # flush in up to ``chunks`` pieces, cut between records or anywhere (a thread switch between
+    # a marker and its payload: the flusher carries the marker over)
+    raw = list(buf)
+    ok = list(range(len(raw) + 1)) if anywhere else _cuts(raw)
+    cuts = sorted({0, len(raw)} | {ok[int(f * (len(ok) - 1))] for f in np.linspace(0, 1, chunks + 1)[1:-1]})
+    got_events: list[int] = []
+    for c0, c1 in zip(cuts, cuts[1:]):
+        got_events += log.split(0, raw[c0:c1]).tolist()
+    assert got_events == events
+    cols = {"pos": [], "slot": [], "tag": [], "val": []}
+    for key in sorted({k for _n, k in w.arrays}, key=lambda k: int(k.split(".")[1])):
+        got = unpack_chunk({n: a for (n, k), a in w.arrays.items() if k == key})
+        for name in cols:
+            cols[name] += got[name].tolist()
+    want = naive(want_items)
+    assert (cols["slot"], cols["tag"], cols["val"]) == tuple(want[:3])
+    assert cols["pos"] == want_pos
     assert log.contents == want[3]
+    assert log.records == len(want_items)
+
+
+def _cuts(raw: list) -> list[int]:
+    """Where a whole event list may be cut (never between a marker and its payload): a
+    left-to-right parse, independent of the flusher's."""
+    out, j = [0], 0
+    while j < len(raw):
+        j += 2 if type(raw[j]) is int and raw[j] <= -(1 << 40) else 1
+        out.append(j)
+    return out

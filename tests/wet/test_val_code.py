@@ -1,25 +1,26 @@
-"""The value-record marker of ``full`` mode has a code of its own (it was -4 = ``RERAISE``)."""
+"""Value records of ``full`` mode cannot be taken for events: their markers lie below every
+event (events are int32), and the flusher keeps every event code (it once took RERAISE, -4,
+for the record marker)."""
 
 from __future__ import annotations
-
-from array import array
 
 import numpy as np
 
 from wholetrace import events
-from wholetrace.runtime.values import VAL, ValueLog
+from wholetrace.runtime.buffers import INT32_MIN
+from wholetrace.runtime.values import _MARK, _MARK_MAX, INT, NONE, OBJ, SWITCH_TAG, ValueLog, marker
 
 
-def test_val_is_no_other_event_code() -> None:
-    """VAL differs from every other negative code of events.py, from every ENTER code and from
-    every encoded count-mode operand (``arg_code``)."""
-    codes = {name: v for name, v in vars(events).items()
-             if name.isupper() and isinstance(v, int) and v < 0 and name != "VAL"}
-    assert VAL == events.VAL
-    assert VAL not in codes.values(), codes
-    assert VAL > events.enter_code(0)            # ENTER f is at or below -ENTER_BASE
-    assert VAL > events.arg_code(0)              # count-mode operands likewise
-    assert VAL != events.RERAISE
+def test_markers_lie_below_every_event() -> None:
+    """Every marker is below int32 (so below every ENTER code and count-mode operand) and the
+    tag and slot come back out of it."""
+    assert _MARK_MAX == max(_MARK.values()) < INT32_MIN
+    assert _MARK_MAX < events.enter_code((1 << 31) - 9)
+    for tag in list(_MARK):
+        for slot in (0, 1, 12345, (1 << 40) - 1):
+            u = -marker(tag, slot)
+            assert ((u >> 40) - 1, u & ((1 << 40) - 1)) == (tag, slot)
+            assert marker(tag, slot) <= _MARK_MAX
 
 
 class _Writer:
@@ -33,11 +34,14 @@ class _Writer:
         self.arrays[name] = np.asarray(data).copy()
 
 
-def test_split_keeps_reraise_events() -> None:
-    """A chunk holding RERAISE records keeps them; only the VAL markers leave it."""
+def test_split_keeps_every_event_code() -> None:
+    """A chunk holding RERAISE, EXC, LEAVE, ENTER and VAL codes keeps them all; only the records
+    leave it, whatever their payloads look like (an event code, a marker-like low int)."""
     log = ValueLog(_Writer(), lambda: None)  # type: ignore[arg-type,return-value]
-    log.lists[0] = [3, 7]
-    log.seq[0] = log.cf_done[0] = 0
-    chunk = array("i", [2, events.RERAISE, 5, 1, VAL, 4, events.LEAVE])
-    assert list(log.split(0, chunk)) == [2, events.RERAISE, 5, 1, 4, events.LEAVE]
-    assert log.records == 1
+    buf: list = []
+    log.on_new(0, buf.append)
+    codes = [2, events.RERAISE, 5, events.EXC, 1, events.VAL, events.enter_code(3), 4, events.LEAVE]
+    chunk = codes[:5] + [marker(INT, 3), events.RERAISE] + codes[5:7] + [marker(INT, 4), marker(OBJ, 9)] \
+        + [marker(NONE, 5), 0] + codes[7:] + [marker(SWITCH_TAG, 0), 1]
+    assert log.split(0, chunk).tolist() == codes
+    assert log.records == 3

@@ -163,11 +163,10 @@ class Recorder:
                 if n:
                     raw = st.buf[:n]
                     del st.buf[:n]
-                    chunk = chunk_events(raw)
-                    self.events += n
-                    st.flushed += n
-                    if self.values is not None:
-                        chunk = self.values.split(st.sid, chunk)
+                    # full mode: value records sit in the list too (runtime.values)
+                    chunk = chunk_events(raw) if self.values is None else self.values.split(st.sid, raw)
+                    self.events += len(chunk)
+                    st.flushed += len(chunk)
                     self.writer.append_events(st.sid, chunk)
 
     def _tally_exception_edges(self, chunk: list[int]) -> None:

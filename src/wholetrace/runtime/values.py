@@ -1,11 +1,12 @@
 """``full`` mode at run time: the value probes (appends to per-thread buffers) and the value log.
 
-A probe appends two items to the thread's value list -- the slot id and the value itself
-if it is an immutable scalar (held only until the next flush), or ``~slot`` and the
-object's serial -- then the marker :data:`VAL` to the thread's event stream, so each record
-has an exact position in the control flow.  The flusher takes the markers out of each event
-chunk (the stored stream is a plain ``blocks`` trace) and turns the records into typed
-tokens (docs/design.md, "WET capture log").
+A probe extends the thread's *event list* by one record, two ints: a marker (the slot and
+the value's tag, below every event) and a payload (an int, bool or None itself, an object's
+serial, or 0 for a float, str, bytes or complex, whose value goes to the stream's side list,
+held until the next flush).  So each record has an exact position in the control flow, and
+the flusher turns a whole chunk into int64 in one pass, finds the markers with numpy, and
+stores the events alone (a plain ``blocks`` trace) and the records as typed tokens
+(docs/design.md, "WET capture log", "WET capture cost").
 
 Object serials survive ``id()`` reuse: a weak reference drops the ``id -> serial`` entry when
 the object dies; objects that take no weak reference (list, dict, set, tuple, ...) are held
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import struct
 import sys
 import threading
 import weakref
@@ -25,24 +25,32 @@ from array import array
 from contextvars import ContextVar
 from typing import Any, Callable
 
-from wholetrace import events
-
-#: The marker of a value record in an event stream (full mode only, never stored; it was -4,
-#: the code of ``events.RERAISE``, before: recordings never held it, so nothing to convert).
-VAL = events.VAL
-
-#: The slot code of a *switch* record (no slot can have it): the probe that finds the value
-#: list of another thread than the previous probe's appends ``SWITCH, n`` first, ``n`` from
-#: one counter of the recording, so the switches order the threads' records (docs/design.md,
-#: "WET threads").  The flusher stores them apart (``wet.switch``), never as value records.
-SWITCH = -(1 << 62)
 
 # token tags
 NONE, BOOL, INT, FLOAT, STR, BYTES, BIGINT, COMPLEX, OBJ = range(9)
-_IMMEDIATE = frozenset({int, float, bool, type(None), str, bytes, complex})
-#: Token tag of each immediate type (complex is the default).
-_TYPE_TAG = {int: INT, float: FLOAT, bool: BOOL, type(None): NONE, str: STR, bytes: BYTES}
+#: Tag of a *switch* record (no value has it): the probe that finds another thread's stream
+#: than the previous probe's appends a switch record first, with ``n`` from one counter of the
+#: recording, so the switches order the threads' records (docs/design.md, "WET threads").
+#: The flusher stores them apart (``wet.switch``), never as value records.
+SWITCH_TAG = 15
+#: A record is two items of its thread's *event list*: a marker ``_MARK[tag] - slot`` (below
+#: every event: events are int32) and an int64 payload (int, bool as 0/1, None as 0, object
+#: serial, switch number; 0 for float, str, bytes and complex, whose value waits in the
+#: stream's side list).  An int beyond 64 bits is its own payload: the flusher makes it a content.
+_SHIFT = 40
+_SLOT_MASK = (1 << _SHIFT) - 1
+_MARK = {t: -((t + 1) << _SHIFT) for t in (NONE, BOOL, INT, FLOAT, STR, BYTES, BIGINT, COMPLEX, OBJ, SWITCH_TAG)}
+#: Marker base of each immediate type (float, str, bytes, complex: the value on the side list).
+_MARK_OF = {type(None): _MARK[NONE], bool: _MARK[BOOL], int: _MARK[INT], float: _MARK[FLOAT],
+            str: _MARK[STR], bytes: _MARK[BYTES], complex: _MARK[COMPLEX]}
+_MARK_MAX = _MARK[NONE]          # every marker is at or below it, every event above
+
+
+def marker(tag: int, slot: int) -> int:
+    """The first item of a record of ``tag`` (``SWITCH_TAG``: a switch record) for ``slot``."""
+    return _MARK[tag] - slot
 _PIN_MIN = 4096
+_MEMO_BYTES = 64 << 20     # content memo (value -> hash) cleared past this many bytes of contents
 _I64 = 1 << 63
 
 
@@ -57,15 +65,16 @@ class ValueLog:
     def __init__(self, writer: Any, current_stream: Callable[[], Callable[[int], None]]) -> None:
         self.writer = writer
         self.current_stream = current_stream         # the running thread's event append (made if needed)
-        self.current: ContextVar[tuple[Callable[[int], None], list[Any]] | None] = ContextVar(
+        # probe state of the running thread or task: (event list append, side append, event list extend)
+        self.current: ContextVar[tuple[Callable[[Any], None], ...] | None] = ContextVar(
             "wholetrace_values", default=None)
-        self.lists: dict[int, list[Any]] = {}          # stream id -> pending records
-        self.by_buffer: dict[int, list[Any]] = {}      # id(event buffer) -> its value list
+        self.lists: dict[int, list[Any]] = {}          # stream id -> its side list (values not in the record)
+        self.carry: dict[int, list[int]] = {}          # stream id -> a marker whose payload came after a flush
+        self.by_buffer: dict[int, Any] = {}            # id(event list) -> probe state (extend, side append)
         self.cf_done: dict[int, int] = {}              # stream id -> events stored so far
         self.seq: dict[int, int] = {}
         self.rec_done: dict[int, int] = {}             # stream id -> value records stored so far
         self.clock = itertools.count(1)                # switch numbers
-        self.last_list: list[Any] = [None]             # the value list of the latest probe
         self.serials: dict[int, int] = {}              # id(obj) -> serial, while obj lives
         self.refs: dict[int, Any] = {}
         self.pins: dict[int, Any] = {}
@@ -78,6 +87,10 @@ class ValueLog:
         self.type_names: list[str] = []
         self.objects = array("q")                      # serial, type index pairs (flushed)
         self.contents: dict[int, tuple[int, bytes]] = {}
+        # value -> content hash, one dict per tag (2**70 and complex(2**70) are equal keys);
+        # keys are immutable values whose equal values have equal contents (not complex)
+        self.memo: dict[int, dict[Any, int]] = {t: {} for t in (STR, BYTES, BIGINT)}
+        self.memo_bytes = 0
         self.records = 0
         self.raw_bytes = 0
         self.lock = threading.Lock()
@@ -85,22 +98,22 @@ class ValueLog:
 
     # -- streams
     def on_new(self, sid: int, append: Callable[[int], None]) -> None:
-        """A stream was made in the running context: give it a value list there."""
-        buf: list[Any] = []
-        self.lists[sid] = buf
-        self.by_buffer[id(append.__self__)] = buf  # type: ignore[attr-defined]
+        """A stream was made in the running context: give it its probe state there."""
+        buf = append.__self__                            # type: ignore[attr-defined]
+        side: list[Any] = []
+        state = (buf.append, side.append, buf.extend)
+        self.lists[sid] = side
+        self.by_buffer[id(buf)] = state
         self.cf_done[sid] = 0
         self.seq[sid] = 0
         self.rec_done[sid] = 0
-        self.current.set((append, buf))
+        self.current.set(state)
 
-    def attach(self) -> tuple[Callable[[int], None], list[Any]]:
-        """The running context has no value list yet (its stream was made elsewhere)."""
+    def attach(self) -> tuple[Callable[[Any], None], ...]:
+        """The running context has no probe state yet (its stream was made elsewhere)."""
         append = self.current_stream()
-        got = self.current.get()
-        if got is None or got[0].__self__ is not append.__self__:  # type: ignore[attr-defined]
-            got = (append, self.by_buffer[id(append.__self__)])  # type: ignore[attr-defined]
-            self.current.set(got)
+        got = self.by_buffer[id(append.__self__)]         # type: ignore[attr-defined]
+        self.current.set(got)
         return got
 
     # -- identities
@@ -145,66 +158,87 @@ class ValueLog:
         get = self.current.get
         attach = self.attach
         serial = self.serial
-        imm = _IMMEDIATE
-
+        tagof = _MARK_OF.get
         known = self.serials.get
-        last = self.last_list
         clock = self.clock
+        m_obj, m_int, m_float, m_switch = _MARK[OBJ], _MARK[INT], _MARK[FLOAT], _MARK[SWITCH_TAG]
+
+        prev = None                                    # the probe state of the latest probe
 
         def value(k: int, x: Any) -> Any:
             # The deepest frame the program reaches can call this probe (one call of headroom,
             # runtime.recursion) but not what it calls: at the limit the record is dropped and
             # the program goes on as without wholetrace.  What can fail runs before the first
-            # append; the appends are C calls at the depth of ``get``: all or none happen.
+            # append; the appends are C calls at the depth of ``get``: all or none happen.  A
+            # flush may fall between a marker and its payload: the flusher carries the marker
+            # over to the next chunk.  Cheapest tests first (ints, then floats: most records).
+            nonlocal prev
             try:
-                if type(x) in imm:
-                    v = x
-                else:
-                    v = known(id(x))
-                    if v is None:
-                        v = serial(x)
-                    k = ~k
                 s = get()
                 if s is None:
                     s = attach()
-                a, buf = s
-                if buf is not last[0]:                 # another thread ran since the last probe
-                    last[0] = buf
-                    buf.append(SWITCH)
-                    buf.append(next(clock))
-                    a(VAL)
-                buf.append(k)
-                buf.append(v)
-                a(VAL)
+                t = type(x)
+                if t is int:                           # beyond 64 bits: the flusher sees to it
+                    m = m_int - k
+                    v = x
+                elif t is float:
+                    s[1](x)
+                    m = m_float - k
+                    v = 0
+                else:
+                    m = tagof(t)
+                    if m is None:
+                        v = known(id(x))
+                        if v is None:
+                            v = serial(x)
+                        m = m_obj - k
+                    elif m > m_int:                    # None, bool: the payload itself
+                        m -= k
+                        v = x or 0
+                    else:                              # str, bytes, complex: on the side
+                        s[1](x)
+                        m -= k
+                        v = 0
+                a = s[0]
+                if s is not prev:                      # another thread ran since the last probe
+                    prev = s
+                    a(m_switch)
+                    a(next(clock))
+                a(m)
+                a(v)
             except RecursionError:
                 pass
             return x
 
         def values(k: int, *xs: Any) -> None:
             # ``value`` for each of ``xs`` under consecutive slots, with no nested probe call
+            nonlocal prev
             try:
-                out = []
-                for x in xs:
-                    if type(x) in imm:
-                        out.append(k)
-                        out.append(x)
-                    else:
-                        v = known(id(x))
-                        out.append(~k)
-                        out.append(serial(x) if v is None else v)
-                    k += 1
                 s = get()
                 if s is None:
                     s = attach()
-                a, buf = s
-                if buf is not last[0]:
-                    last[0] = buf
-                    buf.append(SWITCH)
-                    buf.append(next(clock))
-                    a(VAL)
-                buf += out
-                for _x in xs:
-                    a(VAL)
+                out = []
+                side = []
+                for x in xs:
+                    m = tagof(type(x))
+                    if m is None:
+                        v = known(id(x))
+                        out.append(m_obj - k)
+                        out.append(serial(x) if v is None else v)
+                    elif m >= m_int:                   # int (any size: the flusher), None, bool
+                        out.append(m - k)
+                        out.append(x or 0)
+                    else:
+                        side.append(x)
+                        out.append(m - k)
+                        out.append(0)
+                    k += 1
+                if s is not prev:
+                    prev = s
+                    out[:0] = (m_switch, next(clock))
+                for x in side:
+                    s[1](x)
+                s[2](out)
             except RecursionError:
                 pass
 
@@ -213,96 +247,127 @@ class ValueLog:
         return {VALUE: value, VALUES: values}
 
     # -- the flusher's side
-    def split(self, sid: int, chunk: array) -> array:
-        """Take the value records out of one event chunk of stream ``sid``, store them as one
-        log chunk, and return the events alone."""
+    def split(self, sid: int, raw: list[Any]) -> Any:
+        """Take the value records out of one chunk of stream ``sid``'s event list (events and
+        records as the probes appended them), store them as one log chunk, and return the
+        events alone (an int32 array)."""
         import numpy as np
 
+        from wholetrace.errors import StoreError
+        from wholetrace.runtime.buffers import INT32_MAX, INT32_MIN
         from wholetrace.runtime.wetlayout import LAYOUT, pack_chunk
 
-        ev = np.frombuffer(chunk, dtype=np.int32)
-        marks = np.flatnonzero(ev == VAL)
-        k = len(marks)
+        carried = self.carry.pop(sid, None)
+        if carried:
+            raw = carried + raw
+        n = len(raw)
+        big: dict[int, int] = {}
+        try:
+            a = np.fromiter(raw, np.int64, n)
+        except OverflowError:                          # an int payload beyond 64 bits
+            a, big = _wide(raw)
+        except (TypeError, ValueError) as exc:
+            raise StoreError(f"a probe recorded a value that is no event ({exc})") from None
         done = self.cf_done.get(sid, 0)
+        mk = _markers(a)
+        if mk.size and mk[-1] == n - 1:                # its payload is not appended yet
+            self.carry[sid] = [raw[-1]]
+            n -= 1
+            a = a[:n]
+            mk = mk[:-1]
+        isev = np.ones(n, bool)
+        isev[mk] = False
+        isev[mk + 1] = False
+        cf = a[isev]
+        if cf.size and (int(cf.min()) < INT32_MIN or int(cf.max()) > INT32_MAX):
+            raise StoreError("a probe recorded a value outside int32")
+        self.cf_done[sid] = done + cf.size
+        out = cf.astype(np.int32)
+        k = mk.size
         if k == 0:
-            self.cf_done[sid] = done + len(ev)
-            return chunk
-        buf = self.lists[sid]
-        recs = buf[: 2 * k]
-        del buf[: 2 * k]
-        cf = ev[ev != VAL]
-        pos = done + marks - np.arange(k)
-        self.cf_done[sid] = done + len(cf)
+            return out
+        pos = done + np.cumsum(isev)[mk]               # events stored before each record
+        u = -a[mk]
+        tag = (u >> _SHIFT) - 1
+        slot = u & _SLOT_MASK
+        val = a[mk + 1]
         seq = self.seq[sid]
         self.seq[sid] = seq + 1
         key = f"{sid}.{seq}"
         if not self.layout_marked:                     # before the first chunk: readers need it
             self.writer.set_meta(wet_layout=LAYOUT)
             self.layout_marked = True
-        codes = np.fromiter(recs[0::2], np.int64, k)
-        sw = np.flatnonzero(codes == SWITCH)
+        sw = np.flatnonzero(tag == SWITCH_TAG)
         if sw.size:                                    # (record index in the stream, position, number)
-            nums = [recs[2 * j + 1] for j in sw.tolist()]
-            for j in sw.tolist()[::-1]:
-                del recs[2 * j: 2 * j + 2]
             at = self.rec_done.get(sid, 0) + sw - np.arange(sw.size)
-            self.writer.put_array("wet.switch", np.stack([at, pos[sw], np.array(nums, np.int64)], 1), key=key)
-            pos = np.delete(pos, sw)
-            codes = np.delete(codes, sw)
-            k -= sw.size                               # may be 0: the chunk is stored all the same
+            self.writer.put_array("wet.switch", np.stack([at, pos[sw], val[sw]], 1), key=key)
+            keep = tag != SWITCH_TAG
+            pos, tag, slot, val, mk = pos[keep], tag[keep], slot[keep], val[keep], mk[keep]
+            k = mk.size                                # may be 0: the chunk is stored all the same
         self.rec_done[sid] = self.rec_done.get(sid, 0) + k
-        slot, tag, val = self._tokens(recs, codes)
+        tag = tag.astype(np.uint8)
+        self._side(sid, tag, val)
+        if big:                                        # ints beyond int64: contents, like str
+            for j in np.flatnonzero(np.isin(mk + 1, np.fromiter(big, np.int64, len(big)))).tolist():
+                tag[j] = BIGINT
+                val[j] = self._content(big[int(mk[j]) + 1], BIGINT)
+        self._objects()
         for name, data in pack_chunk(pos.astype(np.int64), slot, tag, val).items():
             self.writer.put_array(f"wet.{name}", data, key=key)
         self.records += k
         self.raw_bytes += 8 * k + slot.nbytes + tag.nbytes + val.nbytes
-        return array("i", cf.tobytes())
+        return out
 
-    def _tokens(self, recs: list[Any], codes: Any = None) -> tuple[Any, Any, Any]:
-        """(slot, tag, val) arrays of ``recs`` (slot, value pairs; ``codes``: their slot codes
-        as an int64 array, if the caller has it), sorted by type with C-level loops: ints,
-        floats, bools and None as whole arrays; contents one by one."""
+    def _side(self, sid: int, tag: Any, val: Any) -> None:
+        """Fill in the payloads of the chunk's records whose values wait in the stream's side
+        list (float bits; content hashes of str, bytes, complex), taking them off the list."""
         import numpy as np
 
-        n = len(recs) // 2
-        if codes is None:
-            codes = np.fromiter(recs[0::2], np.int64, n)
-        items = recs[1::2]
-        xs = np.empty(n, object)
-        xs[:] = items
-        obj = codes < 0
-        slot = np.where(obj, ~codes, codes)
-        tc = np.fromiter(map(_TYPE_TAG.get, map(type, items), itertools.repeat(COMPLEX)), np.uint8, n)
-        tc[obj] = OBJ
-        val = np.zeros(n, np.int64)
-        sel = np.flatnonzero((tc == INT) | (tc == OBJ) | (tc == BOOL))   # serials are ints too
-        try:
-            val[sel] = np.fromiter(xs[sel], np.int64, sel.size)
-        except OverflowError:                          # some int needs more than 64 bits
-            for j in sel.tolist():
-                x = xs[j]
-                if -_I64 <= x < _I64:
-                    val[j] = x
-                else:
-                    tc[j] = BIGINT
-        sel = np.flatnonzero(tc == FLOAT)
-        val[sel] = np.fromiter(xs[sel], np.float64, sel.size).view(np.int64)
-        contents = self.contents
-        for j in np.flatnonzero((tc >= STR) & (tc <= COMPLEX)).tolist():
-            x, tg = xs[j], int(tc[j])
-            if tg == STR:
-                data = x.encode("utf-8", "surrogatepass")
-            elif tg == BYTES:
-                data = x
-            elif tg == BIGINT:
-                data = str(x).encode()
-            else:
-                data = repr(x).encode()
-            h = content_hash(bytes([tg]) + data)
-            contents.setdefault(h, (tg, data))
-            val[j] = h
-        self._objects()
-        return slot, tc, val
+        at = np.flatnonzero((tag == FLOAT) | (tag == STR) | (tag == BYTES) | (tag == COMPLEX))
+        if not at.size:
+            return
+        side = self.lists[sid]
+        m = at.size
+        if len(side) < m:
+            from wholetrace.errors import StoreError
+            raise StoreError("value records without their values")
+        xs = np.empty(m, object)
+        xs[:] = side[:m]
+        del side[:m]
+        tg = tag[at]
+        f = tg == FLOAT
+        if f.any():
+            val[at[f]] = np.fromiter(xs[f], np.float64, int(f.sum())).view(np.int64)
+        memo = self.memo
+        for j in np.flatnonzero(~f).tolist():
+            x, t = xs[j], int(tg[j])
+            h = memo[t].get(x) if t != COMPLEX else None  # complex: 0j == -0j, reprs differ
+            if h is None:
+                h = self._content(x, t)
+            val[at[j]] = h
+
+    def _content(self, x: Any, tg: int) -> int:
+        """Hash a str/bytes/big int/complex value's content, once per distinct value: the same
+        string is read again and again (a parser's source text, recorded as the object of
+        ``src[pos]``), and hashing it anew cost a hash of its whole length per record."""
+        if tg == STR:
+            data = x.encode("utf-8", "surrogatepass")
+        elif tg == BYTES:
+            data = x
+        elif tg == BIGINT:
+            data = str(x).encode()
+        else:
+            data = repr(x).encode()
+        h = content_hash(bytes([tg]) + data)
+        self.contents.setdefault(h, (tg, data))
+        if self.memo_bytes > _MEMO_BYTES:              # bound what the memo keeps alive
+            for m in self.memo.values():
+                m.clear()
+            self.memo_bytes = 0
+        if tg != COMPLEX:
+            self.memo[tg][x] = h
+            self.memo_bytes += len(data) + 64
+        return h
 
     def _objects(self) -> None:
         """Move the serials handed out since the last flush to the object table, and link each
@@ -358,3 +423,33 @@ class ValueLog:
         self.pins.clear()
         self.refs.clear()
         self.serials.clear()
+
+
+def _markers(a: Any) -> Any:
+    """Indices of the record markers in one chunk of an event list (int64).
+
+    Every item at or below ``_MARK_MAX`` is a marker or a payload (a program int may be that
+    low); events never are.  A payload follows its marker, so a run of such items starts with
+    a marker (the item before the run is an event, or a payload that is not that low) and
+    alternates marker, payload."""
+    import numpy as np
+
+    idx = np.flatnonzero(a <= _MARK_MAX)
+    if not idx.size:
+        return idx
+    start = np.ones(idx.size, bool)
+    start[1:] = idx[1:] != idx[:-1] + 1
+    run0 = np.maximum.accumulate(np.where(start, idx, 0))
+    return idx[((idx - run0) & 1) == 0]
+
+
+def _wide(raw: list[Any]) -> tuple[Any, dict[int, int]]:
+    """``raw`` (ints) as int64 with every int beyond 64 bits replaced by 0, and those ints by index."""
+    import numpy as np
+
+    xs = np.empty(len(raw), object)
+    xs[:] = raw
+    wide = np.flatnonzero(np.asarray((xs < -_I64) | (xs >= _I64), bool))
+    big = {int(j): raw[j] for j in wide.tolist()}
+    xs[wide] = 0
+    return np.fromiter(xs, np.int64, len(raw)), big
