@@ -418,3 +418,140 @@ def test_process_pool_program_against_settrace_in_every_process(tmp: Path, metho
         res = run_recorded(script, out, method, "join", mode=mode)
         assert (res.returncode, res.stdout, res.stderr) == (plain.returncode, plain.stdout, plain.stderr), mode
         assert compare_lines(out, {str(script)}, oracle) >= 9, mode
+
+
+# -- `python -c CODE` children: the command string is the child's main module, `<string>`
+DASH_C = '''\
+import sys
+from child_module import work
+
+def tri(n):
+    t = 0
+    for i in range(n):
+        if i % 3:
+            t += i
+    return t
+
+class Boom:
+    @property
+    def value(self):
+        raise KeyError("implicit")
+
+try:
+    Boom().value
+except KeyError as exc:
+    print("caught", exc)
+print("dash c", sys.argv, repr(sys.path[0]), work(5), tri(int(sys.argv[1])), __name__, sorted(globals()))
+if sys.argv[2] == "raise":
+    tri(None)
+sys.exit(int(sys.argv[2]))
+'''
+DASH_C_MAIN = '''\
+import os, subprocess, sys
+here = os.path.dirname(os.path.abspath(__file__))
+with open(os.path.join(here, "code.txt")) as f:
+    code = f.read()
+
+def run(label, *argv):
+    r = subprocess.run([sys.executable, *argv], capture_output=True, text=True, cwd=here)
+    print(label, r.returncode, r.stdout, r.stderr)
+
+run("c", "-c", code, "9", "3")
+run("u X c", "-u", "-X", "utf8", "-c", code, "7", "raise")
+run("Bc", "-Bc", code, "4", "0")
+run("script", "-u", "-X", "utf8", os.path.join(here, "as_script.py"), "9", "3")
+run("um", "-um", "child_module", "6")
+run("X m", "-Xutf8", "-W", "ignore", "-m", "child_module", "5")
+'''
+#: The settrace oracle of one `python -c` run: 'line' events of `<string>` (argv: out code args...).
+DASH_C_ORACLE = r'''
+import sys
+out, code = sys.argv[1], sys.argv[2]
+sys.argv = ["-c", *sys.argv[3:]]
+sys.path[0] = ""
+counts = {}
+def local(frame, event, arg):
+    if event == "line":
+        counts[frame.f_lineno] = counts.get(frame.f_lineno, 0) + 1
+    return local
+def global_(frame, event, arg):
+    return local if frame.f_code.co_filename == "<string>" else None
+sys.settrace(global_)
+try:
+    exec(compile(code, "<string>", "exec"), {"__name__": "__main__"})
+except BaseException:
+    pass
+finally:
+    sys.settrace(None)
+    with open(out, "w") as f:
+        for line, n in sorted(counts.items()):
+            f.write(f"{line} {n}\n")
+'''
+
+
+def dash_c_oracle(where: Path, runs: list[list[str]]) -> dict[int, int]:
+    """line -> 'line' events in `<string>`, summed over plain runs of DASH_C with ``runs``' args."""
+    runner = where / "oracle_c.py"
+    runner.write_text(DASH_C_ORACLE)
+    total: dict[int, int] = {}
+    for k, args in enumerate(runs):
+        out = where / f"oracle_c_{k}.txt"
+        res = subprocess.run([sys.executable, str(runner), str(out), DASH_C, *args], capture_output=True,
+                             text=True, env=ENV, timeout=120, cwd=where)
+        assert res.returncode == 0, res.stderr
+        for row in out.read_text().splitlines():
+            line, n = map(int, row.split())
+            total[line] = total.get(line, 0) + n
+    return total
+
+
+def _line_counts(prof: dict, file: str) -> dict[int, int]:
+    """line -> count of the one-line simple statements of ``file``'s functions."""
+    ours: dict[int, int] = {}
+    for (f, _q, _l), p in prof.items():
+        if f == file:
+            for st, n in zip(p.cfg.stmts, p.stmts):
+                if st.line == st.end_line and st.kind == "simple":
+                    ours[st.line] = ours.get(st.line, 0) + int(n)
+    return ours
+
+
+@pytest.mark.parametrize("mode", ["blocks", "count", "witness"])
+def test_dash_c_children_are_recorded(tmp: Path, mode: str) -> None:
+    """`python -c CODE` children (with options before -c, and `-m` ones) are recorded, CODE as
+    the main module `<string>`: line counts equal a settrace oracle of the same runs, and the
+    blocks and statements of the -c child equal those of the same code run as a script file."""
+    from oracles.settrace_lines import single_simple_statement_lines
+
+    where = tmp / f"dash_c_{mode}"
+    where.mkdir()
+    (where / "code.txt").write_text(DASH_C)
+    _script(where, "as_script", DASH_C)
+    _script(where, "child_module", CHILD_MODULE)
+    script = _script(where, "main", DASH_C_MAIN)
+    plain = run_plain(script)
+    assert "dash c ['-c', '9', '3'] ''" in plain.stdout and "line 22, in <module>" in plain.stdout
+    out = where / "main.wt"
+    res = run_recorded(script, out, mode=mode)
+    assert (res.returncode, res.stdout, res.stderr) == (plain.returncode, plain.stdout, plain.stderr)
+    procs = _info(out)["processes"]
+    assert [(p["start"], p["exit_code"]) for p in procs] == [("root", 0)] + [("subprocess", c)
+                                                                             for c in (3, 1, 0, 3, 1, 1)]
+    # the settrace oracle over the three -c runs, on the lines where a statement count is a line count
+    oracle = dash_c_oracle(where, [["9", "3"], ["7", "raise"], ["4", "0"]])
+    ours = _line_counts(profiles(out), "<string>")
+    lines = sorted(single_simple_statement_lines(DASH_C))
+    assert len(lines) >= 10
+    assert {n: ours.get(n) for n in lines} == {n: oracle.get(n, 0) for n in lines}
+    # process 1 (-c, args 9 3) ran exactly what process 4 (the same code as a script, args 9 3) ran
+    with one_process(str(out), 1) as trace:
+        as_c = {(q, l): p for (f, q, l), p in by_key(profiles_of(trace)).items() if f == "<string>"}
+    with one_process(str(out), 4) as trace:
+        as_file = {(q, l): p for (f, q, l), p in by_key(profiles_of(trace)).items() if f.endswith("as_script.py")}
+    assert as_c.keys() == as_file.keys() and len(as_c) == 4              # <module>, tri, Boom, Boom.value
+    for key, p in as_c.items():
+        assert np.array_equal(np.asarray(p.blocks), np.asarray(as_file[key].blocks)), key
+        assert np.array_equal(np.asarray(p.stmts), np.asarray(as_file[key].stmts)), key
+    # child_module.work: work(5) in each of the four code runs, work(6) and work(5) with -m
+    (work,) = [p for (f, q, _l), p in profiles(out).items() if f.endswith("child_module.py") and q == "work"]
+    assert work.calls == 6, mode
