@@ -328,8 +328,8 @@ def test_subprocess_of_sys_executable(tmp: Path, mode: str) -> None:
     assert (res.stdout, res.returncode) == (plain.stdout, plain.returncode), res.stderr
     assert "WHOLETRACE_CHILD" not in res.stderr
     procs = _info(out)["processes"]
-    assert sorted((p["start"], p["exit_code"]) for p in procs) == [("root", 0), ("subprocess", 1),
-                                                                   ("subprocess", 4)]
+    assert sorted((p["start"], p["exit_code"]) for p in procs) == [("root", 0), ("subprocess", 0),   # -c
+                                                                   ("subprocess", 1), ("subprocess", 4)]
     got = profiles(out)
     per_file = {(f.rsplit("/", 1)[-1], q): p for (f, q, _l), p in got.items()}
     work_module = per_file[("child_module.py", "work")]
@@ -555,3 +555,82 @@ def test_dash_c_children_are_recorded(tmp: Path, mode: str) -> None:
     # child_module.work: work(5) in each of the four code runs, work(6) and work(5) with -m
     (work,) = [p for (f, q, _l), p in profiles(out).items() if f.endswith("child_module.py") and q == "work"]
     assert work.calls == 6, mode
+
+
+ARGV_CODE = "import sys, json; print(json.dumps(sys.argv))"
+
+
+@pytest.mark.parametrize("options", [
+    ["-c", ARGV_CODE, "a"], ["-uc", ARGV_CODE, "a", "-c"], ["-c" + ARGV_CODE], ["-X", "utf8", "-c", ARGV_CODE],
+    ["-Xutf8", "-W", "ignore", "-c", ARGV_CODE, "--", "x"], ["-u", "-m", "argvmod", "a"], ["-um", "argvmod"],
+    ["-margvmod", "b", "-u"], ["-O", "--", "argv.py", "-c"], ["-E", "-s", "argv.py", "-m", "x"],
+    ["--check-hash-based-pycs", "always", "argv.py"], ["-W", "error", "-bb", "argv.py", "q"], ["-I", "-c", ARGV_CODE],
+])
+def test_target_of_parses_as_the_interpreter(tmp_path: Path, options: list[str]) -> None:
+    """What ``runtime.subprocs.target_of`` reads in an interpreter's argv is what that
+    interpreter then runs: the oracle is the ``sys.argv`` the program itself sees."""
+    from wholetrace.runtime.subprocs import target_of
+
+    (tmp_path / "argv.py").write_text(ARGV_CODE + "\n")
+    (tmp_path / "argvmod.py").write_text(ARGV_CODE + "\n")
+    res = subprocess.run([sys.executable, *options], capture_output=True, text=True, cwd=tmp_path, timeout=60,
+                         env={k: v for k, v in ENV.items() if k != "WHOLETRACE_CHILD"})
+    assert res.returncode == 0, res.stderr
+    seen = json.loads(res.stdout)
+    got = target_of([sys.executable, *options])
+    assert got is not None
+    kind, what, args = got
+    assert args == seen[1:]
+    if seen[0] == "-c":
+        assert (kind, what) == ("command", ARGV_CODE)
+    elif seen[0].endswith("argvmod.py"):
+        assert (kind, what) == ("module", "argvmod")
+    else:
+        assert (kind, what) == ("script", "argv.py") and seen[0] == "argv.py"
+
+
+def test_target_of_leaves_other_interpreters_alone() -> None:
+    from wholetrace.runtime.subprocs import target_of
+
+    exe = sys.executable
+    assert target_of([exe]) is None                                        # the interactive prompt
+    assert target_of([exe, "-i", "-c", "pass"]) is None                    # a prompt after the command
+    assert target_of([exe, "-", "a"]) is None                              # the program on stdin
+    assert target_of([exe, "--version"]) is None
+    assert target_of([exe, "-c", "from multiprocessing.spawn import spawn_main; spawn_main(tracker_fd=5)",
+                      "--multiprocessing-fork"]) is None                   # recorded by runtime.children
+    assert target_of([exe, "-c", "from multiprocessing.resource_tracker import main;main(5)"]) is None
+
+
+FLAGS_MAIN = '''\
+import os, subprocess, sys
+here = os.path.dirname(os.path.abspath(__file__))
+show = "import sys; print(sys.path[:2], sys.argv, sys.flags.safe_path, sys.flags.dev_mode, __name__)"
+for opts in (["-P"], ["-I"], ["-X", "dev"], ["-W", "error"], ["-OO"]):
+    for tail in (["-c", show, "x"], [os.path.join(here, "showp.py"), "y"], ["-m", "showp", "z"]):
+        r = subprocess.run([sys.executable, *opts, *tail], capture_output=True, text=True, cwd=here)
+        print(opts, tail[0][:3], r.returncode, r.stdout.strip(), r.stderr.strip())
+r = subprocess.run([sys.executable, os.path.join(here, "no_such.py")], capture_output=True, text=True, cwd=here)
+print("no script", r.returncode, r.stderr.strip())
+r = subprocess.run([sys.executable, "-m", "no_such_module"], capture_output=True, text=True, cwd=here)
+print("no module", r.returncode, r.stderr.strip())
+'''
+
+
+def test_interpreter_options_before_the_program(tmp: Path) -> None:
+    """-P and -I (no main directory on sys.path: `-m` of a module in the current directory
+    fails as it does plain), -X dev, -W error, -OO: the same output, the children that ran
+    recorded; a missing script or module fails with the interpreter's own message."""
+    where = tmp / "flags"
+    where.mkdir()
+    _script(where, "showp", "import sys; print(sys.path[:2], sys.argv, sys.flags.safe_path, sys.flags.dev_mode, "
+                            "__name__)\n")
+    script = _script(where, "main", FLAGS_MAIN)
+    plain = run_plain(script)
+    assert "No module named showp" in plain.stdout and "can't open file" in plain.stdout
+    out = where / "main.wt"
+    res = run_recorded(script, out)
+    assert (res.returncode, res.stdout, res.stderr) == (plain.returncode, plain.stdout, plain.stderr)
+    procs = _info(out)["processes"]
+    assert len(procs) == 1 + 5 * 3 - 2                   # -P -m and -I -m find no module, as plain
+    assert all(p["exit_code"] == 0 for p in procs)

@@ -170,9 +170,21 @@ def _run_command(code_text: str, instrumenter: Instrumenter, headroom: int) -> N
     _exec_main(code, main, headroom)
 
 
+def _main_path(entry: str) -> None:
+    """Put the main module's directory first on ``sys.path``, as the interpreter does (not
+    under ``-P`` or ``-I``: ``sys.flags.safe_path``)."""
+    if not sys.flags.safe_path:
+        sys.path[0] = entry
+
+
+def module_search_path() -> list[str]:
+    """Where ``python -m`` looks for the module (``sys.path`` with the current directory first)."""
+    return list(sys.path) if sys.flags.safe_path else [os.getcwd()] + sys.path[1:]
+
+
 def _module_root(name: str) -> Path:
     top = name.split(".")[0]
-    spec = importlib.machinery.PathFinder.find_spec(top, [os.getcwd()] + sys.path[1:])
+    spec = importlib.machinery.PathFinder.find_spec(top, module_search_path())
     if spec is None or spec.origin is None:
         raise UsageError(f"No module named {top!r}")
     origin = Path(spec.origin).resolve()
@@ -254,7 +266,7 @@ def record(target: Target, writer: Any, *, mode: str = "blocks", include: list[s
     if mode not in MODES:
         raise UsageError(f"unknown mode {mode!r} (choose from {', '.join(MODES)})")
     if target.command is not None:
-        sys.path[0] = ""
+        _main_path("")
         roots = [Path(os.getcwd()).resolve()]
         sys.argv = ["-c", *target.args]
     elif target.script is not None:
@@ -262,11 +274,11 @@ def record(target: Target, writer: Any, *, mode: str = "blocks", include: list[s
         if not path.is_file():
             raise UsageError(f"can't open file {target.script!r}: no such file")
         roots = [path.parent]
-        sys.path[0] = str(path.parent)
+        _main_path(str(path.parent))
         sys.argv = [str(path), *target.args]
     else:
         assert target.module is not None
-        sys.path[0] = os.getcwd()
+        _main_path(os.getcwd())
         roots = [_module_root(target.module), Path(os.getcwd()).resolve()]
         sys.argv = [target.module, *target.args]
     if children is not None:   # imported before the recording starts: the program must not see its imports run

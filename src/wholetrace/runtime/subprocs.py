@@ -88,9 +88,27 @@ def startup() -> None:
         target = target_of(list(getattr(sys, "orig_argv", [])))
     except (KeyError, ValueError, TypeError):
         return
-    if target is None or not isinstance(config, dict) or "multiprocessing" in sys.modules:
+    if target is None or not isinstance(config, dict) or "multiprocessing" in sys.modules or not _runs(target):
         return
     _take_over(config, target)
+
+
+def _runs(target: tuple[str, str, list[str]]) -> bool:
+    """False when the interpreter would not run the target's code at all (no such script or
+    module: it says so itself), or runs a directory or zip file's ``__main__``: left to it."""
+    kind, what, _args = target
+    if kind == "script":
+        if not os.path.isfile(what):
+            return False
+        with open(what, "rb") as fh:
+            head = fh.read(4096)
+        return b"PK\x03\x04" not in head and b"PK\x05\x06" not in head      # not a zip application
+    if kind == "module":                 # the top package, where the interpreter will look for it
+        import importlib.machinery
+
+        search = sys.path if sys.flags.safe_path else [os.getcwd()] + sys.path
+        return importlib.machinery.PathFinder.find_spec(what.split(".")[0], search) is not None
+    return True
 
 
 def _take_over(config: dict[str, Any], target: tuple[str, str, list[str]]) -> None:
@@ -105,7 +123,8 @@ def _take_over(config: dict[str, Any], target: tuple[str, str, list[str]]) -> No
     cfg = children.Config(str(config["parts"]), str(config["mode"]), [], list(config.get("include", [])),
                           bool(config.get("cache", True)), dict(config.get("meta", {})), str(config.get("parent", "")))
     name = children.part_name()
-    sys.path.insert(0, "")               # the runner sets sys.path[0], as the interpreter would have
+    if not sys.flags.safe_path:          # the runner sets sys.path[0], as the interpreter would have
+        sys.path.insert(0, "")
     tgt = runner.Target(**{kind: what}, args=args)
     writer = children.new_part(os.path.join(cfg.parts, name))
     code = 1
