@@ -516,14 +516,15 @@ def _line_counts(prof: dict, file: str) -> dict[int, int]:
     return ours
 
 
-@pytest.mark.parametrize("mode", ["blocks", "count", "witness"])
-def test_dash_c_children_are_recorded(tmp: Path, mode: str) -> None:
+@pytest.mark.parametrize("mode, options", [("blocks", ()), ("count", ()), ("witness", ()),
+                                           ("witness", ("--wpp", "--keep-raw"))])
+def test_dash_c_children_are_recorded(tmp: Path, mode: str, options: tuple[str, ...]) -> None:
     """`python -c CODE` children (with options before -c, and `-m` ones) are recorded, CODE as
     the main module `<string>`: line counts equal a settrace oracle of the same runs, and the
     blocks and statements of the -c child equal those of the same code run as a script file."""
     from oracles.settrace_lines import single_simple_statement_lines
 
-    where = tmp / f"dash_c_{mode}"
+    where = tmp / f"dash_c_{mode}{'_wpp' if options else ''}"
     where.mkdir()
     (where / "code.txt").write_text(DASH_C)
     _script(where, "as_script", DASH_C)
@@ -532,7 +533,7 @@ def test_dash_c_children_are_recorded(tmp: Path, mode: str) -> None:
     plain = run_plain(script)
     assert "dash c ['-c', '9', '3'] ''" in plain.stdout and "line 22, in <module>" in plain.stdout
     out = where / "main.wt"
-    res = run_recorded(script, out, mode=mode)
+    res = run_recorded(script, out, mode=mode, options=options)
     assert (res.returncode, res.stdout, res.stderr) == (plain.returncode, plain.stdout, plain.stderr)
     procs = _info(out)["processes"]
     assert [(p["start"], p["exit_code"]) for p in procs] == [("root", 0)] + [("subprocess", c)
