@@ -615,13 +615,19 @@ r = subprocess.run([sys.executable, os.path.join(here, "no_such.py")], capture_o
 print("no script", r.returncode, r.stderr.strip())
 r = subprocess.run([sys.executable, "-m", "no_such_module"], capture_output=True, text=True, cwd=here)
 print("no module", r.returncode, r.stderr.strip())
+for code in ["1 +", "def f(:\\n  pass", "raise SystemExit('bye')", "exit(5)",
+             "import sys; print(type(help).__name__, type(copyright).__name__, type(quit).__name__, "
+             "hasattr(sys, '__interactivehook__'))"]:
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=here)
+    print("code", r.returncode, r.stdout.strip(), r.stderr)
 '''
 
 
 def test_interpreter_options_before_the_program(tmp: Path) -> None:
     """-P and -I (no main directory on sys.path: `-m` of a module in the current directory
     fails as it does plain), -X dev, -W error, -OO: the same output, the children that ran
-    recorded; a missing script or module fails with the interpreter's own message."""
+    recorded; a missing script or module fails with the interpreter's own message; a syntax
+    error reads as the interpreter's; `site`'s builtins (`exit`, `help`, ...) are there."""
     where = tmp / "flags"
     where.mkdir()
     _script(where, "showp", "import sys; print(sys.path[:2], sys.argv, sys.flags.safe_path, sys.flags.dev_mode, "
@@ -633,5 +639,6 @@ def test_interpreter_options_before_the_program(tmp: Path) -> None:
     res = run_recorded(script, out)
     assert (res.returncode, res.stdout, res.stderr) == (plain.returncode, plain.stdout, plain.stderr)
     procs = _info(out)["processes"]
-    assert len(procs) == 1 + 5 * 3 - 2                   # -P -m and -I -m find no module, as plain
-    assert all(p["exit_code"] == 0 for p in procs)
+    assert "code 5" in plain.stdout and "code 0 _Helper _Printer Quitter True" in plain.stdout
+    assert len(procs) == 1 + 5 * 3 - 2 + 5                # -P -m and -I -m find no module, as plain
+    assert sorted(p["exit_code"] for p in procs) == [0] * 15 + [1, 1, 1, 5]

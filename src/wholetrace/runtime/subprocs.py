@@ -111,14 +111,31 @@ def _runs(target: tuple[str, str, list[str]]) -> bool:
     return True
 
 
+def _finish_site(site: Any) -> None:
+    """What ``site.main`` does after the ``.pth`` files of this directory: the later site
+    directories' ``.pth`` files, the ``exit``/``quit``/``help``/``copyright``/... builtins, the
+    interactive hook, ``sitecustomize`` and ``usercustomize`` (the program must find them all)."""
+    dirs = site.getsitepackages()
+    mine = [i for i, d in enumerate(dirs) if os.path.isfile(os.path.join(d, "zz_wholetrace.pth"))]
+    for later in dirs[mine[0] + 1:] if mine else []:
+        if os.path.isdir(later):
+            site.addsitedir(later)
+    site.setquit()
+    site.setcopyright()
+    site.sethelper()
+    if not sys.flags.isolated:
+        site.enablerlcompleter()
+    site.execsitecustomize()
+    if site.ENABLE_USER_SITE:
+        site.execusercustomize()
+
+
 def _take_over(config: dict[str, Any], target: tuple[str, str, list[str]]) -> None:
     import site
 
     from wholetrace.runtime import children, runner
 
-    site.execsitecustomize()
-    if site.ENABLE_USER_SITE:
-        site.execusercustomize()
+    _finish_site(site)
     kind, what, args = target
     cfg = children.Config(str(config["parts"]), str(config["mode"]), [], list(config.get("include", [])),
                           bool(config.get("cache", True)), dict(config.get("meta", {})), str(config.get("parent", "")))
