@@ -33,24 +33,12 @@ def work(x):
             s -= i
     return s
 
-DASH_C = """
-import sys
-
-def work(x):
-    s = 0
-    for i in range(x):
-        if i % 3 == 0:
-            s += i * i
-        else:
-            s -= i
-    return s
-
-print(sum(work(int(sys.argv[1])) for _ in range(20)))
-"""
+DASH_C = "import sys\\n\\n{}\\nprint(sum(work(int(sys.argv[1])) for _ in range(20)))\\n"
 
 if __name__ == "__main__" and sys.argv[1] == "dash-c":     # two `python -c` children, 20 items each
-    import subprocess
-    kids = [subprocess.Popen([sys.executable, "-c", DASH_C, sys.argv[2]], stdout=subprocess.PIPE) for _ in range(2)]
+    import inspect, subprocess
+    code = DASH_C.format(inspect.getsource(work))
+    kids = [subprocess.Popen([sys.executable, "-c", code, sys.argv[2]], stdout=subprocess.PIPE) for _ in range(2)]
     print(sum(int(k.communicate()[0]) for k in kids))
 elif __name__ == "__main__":
     ctx = mp.get_context(sys.argv[1])
