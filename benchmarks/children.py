@@ -1,5 +1,5 @@
 """Overhead of recording a program that works in a process pool: plain vs `record` (every mode),
-fork and spawn pools, with children recorded and with `--no-children`.
+fork and spawn pools and two `python -c` subprocesses, with children recorded and with `--no-children`.
 
 Run: ``.venv/bin/python benchmarks/children.py [--runs N] [--quick]``; writes section
 ``children`` of docs/benchmarks.md (wall time of the whole command, median of interleaved rounds).
@@ -33,7 +33,14 @@ def work(x):
             s -= i
     return s
 
-if __name__ == "__main__":
+DASH_C = "import sys\\n\\n{}\\nprint(sum(work(int(sys.argv[1])) for _ in range(20)))\\n"
+
+if __name__ == "__main__" and sys.argv[1] == "dash-c":     # two `python -c` children, 20 items each
+    import inspect, subprocess
+    code = DASH_C.format(inspect.getsource(work))
+    kids = [subprocess.Popen([sys.executable, "-c", code, sys.argv[2]], stdout=subprocess.PIPE) for _ in range(2)]
+    print(sum(int(k.communicate()[0]) for k in kids))
+elif __name__ == "__main__":
     ctx = mp.get_context(sys.argv[1])
     with ctx.Pool(2) as pool:
         print(sum(pool.map(work, [int(sys.argv[2])] * 40, chunksize=5)))
@@ -41,6 +48,7 @@ if __name__ == "__main__":
         pool.join()
 '''
 
+METHODS = ("fork", "spawn", "dash-c")
 CONFIGS = [("plain", None, ()), ("count", "count", ()), ("blocks", "blocks", ()), ("witness", "witness", ()),
            ("blocks, --no-children", "blocks", ("--no-children",))]
 
@@ -65,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         script.write_text(PROGRAM)
         times: dict[tuple[str, str], list[float]] = {}
         for _ in range(runs):
-            for method in ("fork", "spawn"):
+            for method in METHODS:
                 for label, mode, extra in CONFIGS:
                     if mode is None:
                         cmd = [sys.executable, str(script), method, str(size)]
@@ -74,13 +82,14 @@ def main(argv: list[str] | None = None) -> int:
                                "-o", str(tmp / "out.wt"), str(script), method, str(size)]
                     times.setdefault((method, label), []).append(run(cmd, tmp))
         rows = []
-        for method in ("fork", "spawn"):
+        for method in METHODS:
             base = statistics.median(times[(method, "plain")])
             for label, _mode, _extra in CONFIGS:
                 t = statistics.median(times[(method, label)])
                 rows.append((method, label, f"{t:.2f}", "1.00x" if label == "plain" else f"{t / base:.2f}x"))
         body = (f"### Child processes (`benchmarks/children.py`)\n\n{machine()}; a pool of 2 workers, 40 work "
-                f"items of {size:,} loop iterations; wall time of the whole command, median of {runs} "
+                f"items of {size:,} loop iterations (`dash-c`: two `python -c CODE` subprocesses at once, 20 "
+                f"items each, the work in CODE); wall time of the whole command, median of {runs} "
                 "interleaved rounds (spawn includes starting the workers' interpreters).  "
                 "`--no-children` records the parent only (the workers' work is lost).\n\n"
                 + table(("start method", "run", "seconds", "vs plain"), rows))

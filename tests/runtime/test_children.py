@@ -328,8 +328,8 @@ def test_subprocess_of_sys_executable(tmp: Path, mode: str) -> None:
     assert (res.stdout, res.returncode) == (plain.stdout, plain.returncode), res.stderr
     assert "WHOLETRACE_CHILD" not in res.stderr
     procs = _info(out)["processes"]
-    assert sorted((p["start"], p["exit_code"]) for p in procs) == [("root", 0), ("subprocess", 1),
-                                                                   ("subprocess", 4)]
+    assert sorted((p["start"], p["exit_code"]) for p in procs) == [("root", 0), ("subprocess", 0),   # -c
+                                                                   ("subprocess", 1), ("subprocess", 4)]
     got = profiles(out)
     per_file = {(f.rsplit("/", 1)[-1], q): p for (f, q, _l), p in got.items()}
     work_module = per_file[("child_module.py", "work")]
@@ -418,3 +418,227 @@ def test_process_pool_program_against_settrace_in_every_process(tmp: Path, metho
         res = run_recorded(script, out, method, "join", mode=mode)
         assert (res.returncode, res.stdout, res.stderr) == (plain.returncode, plain.stdout, plain.stderr), mode
         assert compare_lines(out, {str(script)}, oracle) >= 9, mode
+
+
+# -- `python -c CODE` children: the command string is the child's main module, `<string>`
+DASH_C = '''\
+import sys
+from child_module import work
+
+def tri(n):
+    t = 0
+    for i in range(n):
+        if i % 3:
+            t += i
+    return t
+
+class Boom:
+    @property
+    def value(self):
+        raise KeyError("implicit")
+
+try:
+    Boom().value
+except KeyError as exc:
+    print("caught", exc)
+print("dash c", sys.argv, repr(sys.path[0]), work(5), tri(int(sys.argv[1])), __name__, sorted(globals()))
+if sys.argv[2] == "raise":
+    tri(None)
+sys.exit(int(sys.argv[2]))
+'''
+DASH_C_MAIN = '''\
+import os, subprocess, sys
+here = os.path.dirname(os.path.abspath(__file__))
+with open(os.path.join(here, "code.txt")) as f:
+    code = f.read()
+
+def run(label, *argv):
+    r = subprocess.run([sys.executable, *argv], capture_output=True, text=True, cwd=here)
+    print(label, r.returncode, r.stdout, r.stderr)
+
+run("c", "-c", code, "9", "3")
+run("u X c", "-u", "-X", "utf8", "-c", code, "7", "raise")
+run("Bc", "-Bc", code, "4", "0")
+run("script", "-u", "-X", "utf8", os.path.join(here, "as_script.py"), "9", "3")
+run("um", "-um", "child_module", "6")
+run("X m", "-Xutf8", "-W", "ignore", "-m", "child_module", "5")
+'''
+#: The settrace oracle of one `python -c` run: 'line' events of `<string>` (argv: out code args...).
+DASH_C_ORACLE = r'''
+import sys
+out, code = sys.argv[1], sys.argv[2]
+sys.argv = ["-c", *sys.argv[3:]]
+sys.path[0] = ""
+counts = {}
+def local(frame, event, arg):
+    if event == "line":
+        counts[frame.f_lineno] = counts.get(frame.f_lineno, 0) + 1
+    return local
+def global_(frame, event, arg):
+    return local if frame.f_code.co_filename == "<string>" else None
+sys.settrace(global_)
+try:
+    exec(compile(code, "<string>", "exec"), {"__name__": "__main__"})
+except BaseException:
+    pass
+finally:
+    sys.settrace(None)
+    with open(out, "w") as f:
+        for line, n in sorted(counts.items()):
+            f.write(f"{line} {n}\n")
+'''
+
+
+def dash_c_oracle(where: Path, runs: list[list[str]]) -> dict[int, int]:
+    """line -> 'line' events in `<string>`, summed over plain runs of DASH_C with ``runs``' args."""
+    runner = where / "oracle_c.py"
+    runner.write_text(DASH_C_ORACLE)
+    total: dict[int, int] = {}
+    for k, args in enumerate(runs):
+        out = where / f"oracle_c_{k}.txt"
+        res = subprocess.run([sys.executable, str(runner), str(out), DASH_C, *args], capture_output=True,
+                             text=True, env=ENV, timeout=120, cwd=where)
+        assert res.returncode == 0, res.stderr
+        for row in out.read_text().splitlines():
+            line, n = map(int, row.split())
+            total[line] = total.get(line, 0) + n
+    return total
+
+
+def _line_counts(prof: dict, file: str) -> dict[int, int]:
+    """line -> count of the one-line simple statements of ``file``'s functions."""
+    ours: dict[int, int] = {}
+    for (f, _q, _l), p in prof.items():
+        if f == file:
+            for st, n in zip(p.cfg.stmts, p.stmts):
+                if st.line == st.end_line and st.kind == "simple":
+                    ours[st.line] = ours.get(st.line, 0) + int(n)
+    return ours
+
+
+@pytest.mark.parametrize("mode, options", [("blocks", ()), ("count", ()), ("witness", ()),
+                                           ("witness", ("--wpp", "--keep-raw"))])
+def test_dash_c_children_are_recorded(tmp: Path, mode: str, options: tuple[str, ...]) -> None:
+    """`python -c CODE` children (with options before -c, and `-m` ones) are recorded, CODE as
+    the main module `<string>`: line counts equal a settrace oracle of the same runs, and the
+    blocks and statements of the -c child equal those of the same code run as a script file."""
+    from oracles.settrace_lines import single_simple_statement_lines
+
+    where = tmp / f"dash_c_{mode}{'_wpp' if options else ''}"
+    where.mkdir()
+    (where / "code.txt").write_text(DASH_C)
+    _script(where, "as_script", DASH_C)
+    _script(where, "child_module", CHILD_MODULE)
+    script = _script(where, "main", DASH_C_MAIN)
+    plain = run_plain(script)
+    assert "dash c ['-c', '9', '3'] ''" in plain.stdout and "line 22, in <module>" in plain.stdout
+    out = where / "main.wt"
+    res = run_recorded(script, out, mode=mode, options=options)
+    assert (res.returncode, res.stdout, res.stderr) == (plain.returncode, plain.stdout, plain.stderr)
+    procs = _info(out)["processes"]
+    assert [(p["start"], p["exit_code"]) for p in procs] == [("root", 0)] + [("subprocess", c)
+                                                                             for c in (3, 1, 0, 3, 1, 1)]
+    # the settrace oracle over the three -c runs, on the lines where a statement count is a line count
+    oracle = dash_c_oracle(where, [["9", "3"], ["7", "raise"], ["4", "0"]])
+    ours = _line_counts(profiles(out), "<string>")
+    lines = sorted(single_simple_statement_lines(DASH_C))
+    assert len(lines) >= 10
+    assert {n: ours.get(n) for n in lines} == {n: oracle.get(n, 0) for n in lines}
+    # process 1 (-c, args 9 3) ran exactly what process 4 (the same code as a script, args 9 3) ran
+    with one_process(str(out), 1) as trace:
+        as_c = {(q, l): p for (f, q, l), p in by_key(profiles_of(trace)).items() if f == "<string>"}
+    with one_process(str(out), 4) as trace:
+        as_file = {(q, l): p for (f, q, l), p in by_key(profiles_of(trace)).items() if f.endswith("as_script.py")}
+    assert as_c.keys() == as_file.keys() and len(as_c) == 4              # <module>, tri, Boom, Boom.value
+    for key, p in as_c.items():
+        assert np.array_equal(np.asarray(p.blocks), np.asarray(as_file[key].blocks)), key
+        assert np.array_equal(np.asarray(p.stmts), np.asarray(as_file[key].stmts)), key
+    # child_module.work: work(5) in each of the four code runs, work(6) and work(5) with -m
+    (work,) = [p for (f, q, _l), p in profiles(out).items() if f.endswith("child_module.py") and q == "work"]
+    assert work.calls == 6, mode
+
+
+ARGV_CODE = "import sys, json; print(json.dumps(sys.argv))"
+
+
+@pytest.mark.parametrize("options", [
+    ["-c", ARGV_CODE, "a"], ["-uc", ARGV_CODE, "a", "-c"], ["-c" + ARGV_CODE], ["-X", "utf8", "-c", ARGV_CODE],
+    ["-Xutf8", "-W", "ignore", "-c", ARGV_CODE, "--", "x"], ["-u", "-m", "argvmod", "a"], ["-um", "argvmod"],
+    ["-margvmod", "b", "-u"], ["-O", "--", "argv.py", "-c"], ["-E", "-s", "argv.py", "-m", "x"],
+    ["--check-hash-based-pycs", "always", "argv.py"], ["-W", "error", "-bb", "argv.py", "q"], ["-I", "-c", ARGV_CODE],
+])
+def test_target_of_parses_as_the_interpreter(tmp_path: Path, options: list[str]) -> None:
+    """What ``runtime.subprocs.target_of`` reads in an interpreter's argv is what that
+    interpreter then runs: the oracle is the ``sys.argv`` the program itself sees."""
+    from wholetrace.runtime.subprocs import target_of
+
+    (tmp_path / "argv.py").write_text(ARGV_CODE + "\n")
+    (tmp_path / "argvmod.py").write_text(ARGV_CODE + "\n")
+    res = subprocess.run([sys.executable, *options], capture_output=True, text=True, cwd=tmp_path, timeout=60,
+                         env={k: v for k, v in ENV.items() if k != "WHOLETRACE_CHILD"})
+    assert res.returncode == 0, res.stderr
+    seen = json.loads(res.stdout)
+    got = target_of([sys.executable, *options])
+    assert got is not None
+    kind, what, args = got
+    assert args == seen[1:]
+    if seen[0] == "-c":
+        assert (kind, what) == ("command", ARGV_CODE)
+    elif seen[0].endswith("argvmod.py"):
+        assert (kind, what) == ("module", "argvmod")
+    else:
+        assert (kind, what) == ("script", "argv.py") and seen[0] == "argv.py"
+
+
+def test_target_of_leaves_other_interpreters_alone() -> None:
+    from wholetrace.runtime.subprocs import target_of
+
+    exe = sys.executable
+    assert target_of([exe]) is None                                        # the interactive prompt
+    assert target_of([exe, "-i", "-c", "pass"]) is None                    # a prompt after the command
+    assert target_of([exe, "-", "a"]) is None                              # the program on stdin
+    assert target_of([exe, "--version"]) is None
+    assert target_of([exe, "-c", "from multiprocessing.spawn import spawn_main; spawn_main(tracker_fd=5)",
+                      "--multiprocessing-fork"]) is None                   # recorded by runtime.children
+    assert target_of([exe, "-c", "from multiprocessing.resource_tracker import main;main(5)"]) is None
+
+
+FLAGS_MAIN = '''\
+import os, subprocess, sys
+here = os.path.dirname(os.path.abspath(__file__))
+show = "import sys; print(sys.path[:2], sys.argv, sys.flags.safe_path, sys.flags.dev_mode, __name__)"
+for opts in (["-P"], ["-I"], ["-X", "dev"], ["-W", "error"], ["-OO"]):
+    for tail in (["-c", show, "x"], [os.path.join(here, "showp.py"), "y"], ["-m", "showp", "z"]):
+        r = subprocess.run([sys.executable, *opts, *tail], capture_output=True, text=True, cwd=here)
+        print(opts, tail[0][:3], r.returncode, r.stdout.strip(), r.stderr.strip())
+r = subprocess.run([sys.executable, os.path.join(here, "no_such.py")], capture_output=True, text=True, cwd=here)
+print("no script", r.returncode, r.stderr.strip())
+r = subprocess.run([sys.executable, "-m", "no_such_module"], capture_output=True, text=True, cwd=here)
+print("no module", r.returncode, r.stderr.strip())
+for code in ["1 +", "def f(:\\n  pass", "raise SystemExit('bye')", "exit(5)",
+             "import sys; print(type(help).__name__, type(copyright).__name__, type(quit).__name__, "
+             "hasattr(sys, '__interactivehook__'))"]:
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=here)
+    print("code", r.returncode, r.stdout.strip(), r.stderr)
+'''
+
+
+def test_interpreter_options_before_the_program(tmp: Path) -> None:
+    """-P and -I (no main directory on sys.path: `-m` of a module in the current directory
+    fails as it does plain), -X dev, -W error, -OO: the same output, the children that ran
+    recorded; a missing script or module fails with the interpreter's own message; a syntax
+    error reads as the interpreter's; `site`'s builtins (`exit`, `help`, ...) are there."""
+    where = tmp / "flags"
+    where.mkdir()
+    _script(where, "showp", "import sys; print(sys.path[:2], sys.argv, sys.flags.safe_path, sys.flags.dev_mode, "
+                            "__name__)\n")
+    script = _script(where, "main", FLAGS_MAIN)
+    plain = run_plain(script)
+    assert "No module named showp" in plain.stdout and "can't open file" in plain.stdout
+    out = where / "main.wt"
+    res = run_recorded(script, out)
+    assert (res.returncode, res.stdout, res.stderr) == (plain.returncode, plain.stdout, plain.stderr)
+    procs = _info(out)["processes"]
+    assert "code 5" in plain.stdout and "code 0 _Helper _Printer Quitter True" in plain.stdout
+    assert len(procs) == 1 + 5 * 3 - 2 + 5                # -P -m and -I -m find no module, as plain
+    assert sorted(p["exit_code"] for p in procs) == [0] * 15 + [1, 1, 1, 5]

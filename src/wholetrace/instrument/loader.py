@@ -92,7 +92,9 @@ class Instrumenter:
             try:
                 tree = ast.parse(source, filename)
             except SyntaxError:
-                return compile(source, filename, "exec", dont_inherit=True)  # raises the real error
+                tree = None
+            if tree is None:         # raises the real error (outside the handler: no chained context)
+                return compile(source, filename, "exec", dont_inherit=True)
             try:
                 hit = self.template(tree, source, filename, transform)
             except (InstrumentError, SyntaxError, RecursionError, ValueError, TypeError, AssertionError) as exc:

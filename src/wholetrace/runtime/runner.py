@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import builtins
+import dis
 import importlib.machinery
 import os
 import runpy
@@ -11,6 +12,7 @@ import sys
 import threading
 import time
 import types
+from types import CodeType
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,15 +32,29 @@ _OWN = str(Path(__file__).resolve().parent.parent)
 
 @dataclass
 class Target:
-    """What to run: a script path or a module name, with the program's own arguments."""
+    """What to run: a script path, a module name or a command (``python -c``: the child
+    processes of ``runtime.subprocs``), with the program's own arguments."""
 
     script: str | None = None
     module: str | None = None
     args: list[str] = field(default_factory=list)
+    command: str | None = None
 
     @property
     def label(self) -> str:
+        if self.command is not None:
+            return "-c " + short_command(self.command)
         return f"-m {self.module}" if self.module else str(self.script)
+
+
+#: The file name of a ``python -c`` command's code (its main module), as the interpreter names it.
+COMMAND_FILE = "<string>"
+
+
+def short_command(code: str, width: int = 40) -> str:
+    """A ``-c`` command on one line, cut to ``width`` characters."""
+    line = " ".join(code.split())
+    return line if len(line) <= width else line[:width - 3] + "..."
 
 
 @dataclass
@@ -94,9 +110,14 @@ def _run_script(path: Path, instrumenter: Instrumenter, headroom: int) -> None:
     main.__dict__.update(__loader__=importlib.machinery.SourceFileLoader("__main__", str(path)),
                          __file__=str(path), __cached__=None)
     sys.modules["__main__"] = main
+    _exec_main(code, main, headroom)
+
+
+def _exec_main(code: CodeType, main: types.ModuleType, headroom: int) -> None:
+    """Run the main module's code in ``main`` as ``python SCRIPT`` and ``python -c`` do."""
     here: list[int] = []
     exec(_DEPTH_PROBE, {"out": here, "depth": recursion.depth})
-    below = here[0] + headroom - 1     # ``python SCRIPT`` runs <module> at depth 1
+    below = here[0] + headroom - 1     # the interpreter runs <module> at depth 1
     recursion.shift(below)
     try:
         exec(code, main.__dict__)
@@ -112,18 +133,58 @@ def _run_module(name: str, instrumenter: Instrumenter, headroom: int) -> None:
     sys.argv[0] = spec.origin
     main = _main_module()
     sys.modules["__main__"] = main
-    # as runpy._run_module_as_main (called from C by ``python -m``), which this frame stands for
-    below = recursion.depth() + headroom - 2
+    # runpy._run_module_as_main (called from C by ``python -m``) is the frame under _run_code
+    below = recursion.depth() + headroom - 1
     recursion.shift(below)
     try:
-        runpy._run_code(code, main.__dict__, None, "__main__", spec)  # type: ignore[attr-defined]
+        _as_main_frame()(code, main.__dict__, spec)
     finally:
         recursion.shift(-below)
 
 
+def _as_main_frame() -> types.FunctionType:
+    """A function standing for ``runpy._run_module_as_main`` (same file, name, globals, and
+    line of its ``_run_code`` call): tracebacks and ``f_back`` show the frame ``python -m``
+    runs the module under."""
+    real = runpy._run_module_as_main.__code__  # type: ignore[attr-defined]
+    line = next((pos[0] for ins, pos in ((i, i.positions) for i in dis.get_instructions(real))
+                 if ins.argval == "_run_code" and pos is not None and pos.lineno), real.co_firstlineno + 1)
+    source = "\n" * max(line - 2, 0) + ("def _run_module_as_main(code, main_globals, mod_spec):\n"
+                                        "    return _run_code(code, main_globals, None, '__main__', mod_spec)\n")
+    module = compile(source, real.co_filename, "exec", dont_inherit=True)
+    code = next(c for c in module.co_consts if isinstance(c, types.CodeType))
+    return types.FunctionType(code, runpy.__dict__, "_run_module_as_main")
+
+
+def _run_command(code_text: str, instrumenter: Instrumenter, headroom: int) -> None:
+    """Run a ``python -c`` command as the interpreter does: its code is the main module
+    ``<string>`` (no ``__file__``; 3.13 puts its lines in ``linecache`` for tracebacks)."""
+    code = instrumenter.compile(code_text, COMMAND_FILE)
+    if sys.version_info >= (3, 13):
+        import linecache
+        register = getattr(linecache, "_register_code", None)
+        if register is not None:
+            register(COMMAND_FILE, code_text, COMMAND_FILE)
+    main = _main_module()
+    sys.modules["__main__"] = main
+    _exec_main(code, main, headroom)
+
+
+def _main_path(entry: str) -> None:
+    """Put the main module's directory first on ``sys.path``, as the interpreter does (not
+    under ``-P`` or ``-I``: ``sys.flags.safe_path``)."""
+    if not sys.flags.safe_path:
+        sys.path[0] = entry
+
+
+def module_search_path() -> list[str]:
+    """Where ``python -m`` looks for the module (``sys.path`` with the current directory first)."""
+    return list(sys.path) if sys.flags.safe_path else [os.getcwd()] + sys.path[1:]
+
+
 def _module_root(name: str) -> Path:
     top = name.split(".")[0]
-    spec = importlib.machinery.PathFinder.find_spec(top, [os.getcwd()] + sys.path[1:])
+    spec = importlib.machinery.PathFinder.find_spec(top, module_search_path())
     if spec is None or spec.origin is None:
         raise UsageError(f"No module named {top!r}")
     origin = Path(spec.origin).resolve()
@@ -204,16 +265,20 @@ def record(target: Target, writer: Any, *, mode: str = "blocks", include: list[s
     """
     if mode not in MODES:
         raise UsageError(f"unknown mode {mode!r} (choose from {', '.join(MODES)})")
-    if target.script is not None:
+    if target.command is not None:
+        _main_path("")
+        roots = [Path(os.getcwd()).resolve()]
+        sys.argv = ["-c", *target.args]
+    elif target.script is not None:
         path = Path(target.script).resolve()
         if not path.is_file():
             raise UsageError(f"can't open file {target.script!r}: no such file")
         roots = [path.parent]
-        sys.path[0] = str(path.parent)
+        _main_path(str(path.parent))
         sys.argv = [str(path), *target.args]
     else:
         assert target.module is not None
-        sys.path[0] = os.getcwd()
+        _main_path(os.getcwd())
         roots = [_module_root(target.module), Path(os.getcwd()).resolve()]
         sys.argv = [target.module, *target.args]
     if children is not None:   # imported before the recording starts: the program must not see its imports run
@@ -225,7 +290,9 @@ def record(target: Target, writer: Any, *, mode: str = "blocks", include: list[s
     instrumenter = live.instrumenter
     outcome = Outcome("exit", 0)
     try:
-        if target.script is not None:
+        if target.command is not None:
+            _run_command(target.command, instrumenter, live.headroom)
+        elif target.script is not None:
             _run_script(path, instrumenter, live.headroom)
         else:
             _run_module(target.module, instrumenter, live.headroom)  # type: ignore[arg-type]
