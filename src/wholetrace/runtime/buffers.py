@@ -14,6 +14,7 @@ from typing import Sequence
 from wholetrace.errors import StoreError
 
 assert array("i").itemsize == 4, "int32 events need a 4-byte C int"
+INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 
 
 def chunk_events(chunk: Sequence[int]) -> "array[int]":
