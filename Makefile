@@ -29,10 +29,14 @@ demo: $(VENV)/.installed
 # The other interpreters' subsets run in the background beside the 3.11 suite (tools/compat.py).
 # compileall: the tests' subprocesses run with PYTHONDONTWRITEBYTECODE (no .pyc beside test
 # programs), so without it every recording would compile wholetrace itself first.
+# The demo runs first, in one process at a time: besides checking `make demo`, it compiles most
+# numba kernels once into the cache, which the two pytest workers would otherwise each compile.
 test: $(VENV)/.installed-dev
 	$(BIN)/python -m compileall -q src
 	$(BIN)/python tools/compat.py --start
 	status=0; \
+	echo "make test: make demo (its output: $(DEMO).log)"; \
+	bash examples/demo.sh $(BIN) $(DEMO) > $(DEMO).log 2>&1 || { cat $(DEMO).log; echo "make demo FAILED"; status=1; }; \
 	$(BIN)/python -m pytest -q -n 2 -p no:cacheprovider tests || status=1; \
 	NUMBA_DISABLE_JIT=1 $(BIN)/python -m pytest -q -p no:cacheprovider -m nojit tests || status=1; \
 	$(BIN)/python tools/compat.py --wait || status=1; \
@@ -46,4 +50,4 @@ test-slow: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest -q -n 2 -m slow tests
 
 clean:
-	rm -rf $(VENV) .venv-3.* .compat $(DEMO) build src/*.egg-info
+	rm -rf $(VENV) .venv-3.* .compat $(DEMO) $(DEMO).log build src/*.egg-info
