@@ -235,7 +235,8 @@ def render(names: list[str], times: dict[str, dict[str, list[float]]], stats: di
     part_tot = {k[5:]: sum(s.get(k, 0) for s in stats.values()) for k in parts}
     lines = [
         f"Measured {machine()}, size `{size}`, minimum of {runs} round(s) after a warm-up, source {version}; "
-        f"load average {load[0]:.1f} before, {load[-1]:.1f} after (taken under load: other jobs shared the machine).",
+        f"load average {load[0]:.1f} before, {load[-1]:.1f} after"
+        + (" (taken under load: other jobs shared the machine)." if max(load) > 1.5 else "."),
         "",
         table(headers, rows),
         f"- `full` against plain: geometric mean **{geomean(vs_plain.values()):.2f}×** "
