@@ -194,9 +194,9 @@ def render(names, times, stats, mismatched, runs, size, version, argv) -> str:  
         f"Measured {machine()}; `{cmdline}` (size `{size}`, median of {runs} interleaved round"
         f"{'s' if runs != 1 else ''}); wholetrace {version}; 1-minute load average {os.getloadavg()[0]:.1f}. "
         "Whole-process wall time; × = median / median plain. Events = int32 values recorded. Decoding speed = "
-        "blocks produced per CPU second by the decoding kernel (`Trace.rows`, grammars expanded on the way). "
-        "**Taken under load** (other engineers share the 2 CPUs): the WPP builder process competes with them, "
-        "so `path` (online WPP) is slower than it would be on a quiet machine.",
+        "blocks produced per CPU second by the decoding kernel (`Trace.rows`, grammars expanded on the way)."
+        + (" **Taken under load** (other jobs share the 2 CPUs): the WPP builder process competes with them, "
+           "so `path` (online WPP) is slower than it would be on a quiet machine." if os.getloadavg()[0] > 1.5 else ""),
         "",
         table(headers, rows),
         "\n".join(summ),
