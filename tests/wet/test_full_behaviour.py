@@ -4,6 +4,7 @@ status, and the stored stream is still a well-formed blocks trace."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -133,3 +134,23 @@ def test_counts_of_a_full_recording_equal_blocks(tmp_path: Path) -> None:
     blocks = tmp_path / "blocks.wt"
     assert run_recorded(script, blocks, mode="blocks").returncode == run_plain(script).returncode
     assert _counts(full) == _counts(blocks)
+
+
+def test_queries_on_a_program_importing_an_empty_module(tmp_path: Path) -> None:
+    """An empty ``__init__.py`` runs (its module body is a function with no statements): the
+    WET is built and ``slice --output`` answers (it raised KeyError on a package from the index)."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "calc.py").write_text("def twice(x):\n    y = x * 2\n    return y\n")
+    script = tmp_path / "main.py"
+    script.write_text("from pkg.calc import twice\nz = twice(21)\nprint(z)\n")
+    wt = tmp_path / "full.wt"
+    got = run_recorded(script, wt, mode="full", include=("pkg",))
+    assert (got.returncode, got.stdout) == (0, "42\n"), got.stderr
+    out = subprocess.run([sys.executable, "-m", "wholetrace.cli", "slice", str(wt), "--output", "--json"],
+                         capture_output=True, text=True, env=ENV, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = json.loads(out.stdout)["lines"]
+    assert sorted(lines[str(pkg / "calc.py")]) == [2, 3], lines
+    assert sorted(lines[str(script)]) == [1, 2, 3], lines

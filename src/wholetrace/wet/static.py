@@ -187,7 +187,7 @@ def function_facts(rec: Any, log: Any) -> dict[int, FunctionFacts]:
     infos = rec.functions()
     file_text: dict[str, str] = {}
     for fn in infos:
-        if len(fn.source) > len(file_text.get(fn.file, "")):
+        if fn.file not in file_text or len(fn.source) > len(file_text[fn.file]):   # (an empty file too)
             file_text[fn.file] = fn.source
     def_slots: dict[int, list[Any]] = {}
     for info in log.slots.values():
