@@ -172,6 +172,11 @@ def regenerate_path_stream(events_chunks: Iterable[np.ndarray], plans: dict[int,
             if not fr[2] and first >= 2:
                 out.append(first)
             out.extend(rest)
+        elif not t.passthrough and not fr[2] and fr[1] >= 2:
+            # no path open (a closing record of a frame stopped before its register was set,
+            # at its entry): it stands in its entry block, which ENTER began as in `blocks`
+            out.append(fr[1])
+            fr[2] = True
         out.append(EXC)
         out.append(sid)
         if handler >= 0:
