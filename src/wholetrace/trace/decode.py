@@ -137,9 +137,7 @@ class StreamDecoder:
         next batch is requested)."""
         if self.finished:
             raise InternalError("StreamDecoder.feed after finish")
-        ev = np.ascontiguousarray(chunk, dtype=np.int32)
-        if ev.ndim != 1:
-            raise StoreError(f"{self.what}: events are not a flat array")
+        ev = self._events(chunk)
         pos = 0
         while True:
             pos, status = self._run(ev, pos)
@@ -185,18 +183,10 @@ class StreamDecoder:
         chunks = self._first_pass(chunks)
         self.out = np.zeros((K.ROW_W, max(rows, 1)), np.int64)
         for chunk in chunks:
-            ev = np.ascontiguousarray(chunk, dtype=np.int32)
-            if ev.ndim != 1:
-                raise StoreError(f"{self.what}: events are not a flat array")
+            ev = self._events(chunk)
             pos = 0
             while True:
-                tally.fit()
-                self.meta[K.M_MARGIN] = self.tables.margin
-                fn, blk, succ, stm, edg, wit, chs, ysl, pool, pdg = self.tables.arrays()
-                pos, status = K.count(ev, pos, fn, blk, succ, stm, edg, wit, chs, ysl, pool, pdg, self.stack,
-                                      self.meta, self.tables.scratch, self.hkey, self.hval, self.out,
-                                      tally.block, tally.edge, tally.cut, tally.enters)
-                pos, status = int(pos), int(status)
+                pos, status = self._run(ev, pos, tally)
                 if status == K.ST_DONE:
                     break
                 if status == K.ST_NEED_OUT:     # fewer rows than one event may give: a larger buffer
@@ -229,11 +219,25 @@ class StreamDecoder:
         else:
             self._fail(pos)
 
-    def _run(self, ev: np.ndarray, pos: int) -> tuple[int, int]:
+    def _events(self, chunk: np.ndarray) -> np.ndarray:
+        ev = np.ascontiguousarray(chunk, dtype=np.int32)
+        if ev.ndim != 1:
+            raise StoreError(f"{self.what}: events are not a flat array")
+        return ev
+
+    def _run(self, ev: np.ndarray, pos: int, tally: Tally | None = None) -> tuple[int, int]:
+        """One kernel call from ``pos``: ``decode`` into the row buffer, or with ``tally``
+        ``count`` (rows added into its histograms, grown first to the tables loaded)."""
         self.meta[K.M_MARGIN] = self.tables.margin
         fn, blk, succ, stm, edg, wit, chs, ysl, pool, pdg = self.tables.arrays()
-        pos, status = K.decode(ev, pos, fn, blk, succ, stm, edg, wit, chs, ysl, pool, pdg, self.stack,
-                               self.meta, self.tables.scratch, self.hkey, self.hval, self.out)
+        if tally is None:
+            pos, status = K.decode(ev, pos, fn, blk, succ, stm, edg, wit, chs, ysl, pool, pdg, self.stack,
+                                   self.meta, self.tables.scratch, self.hkey, self.hval, self.out)
+        else:
+            tally.fit()
+            pos, status = K.count(ev, pos, fn, blk, succ, stm, edg, wit, chs, ysl, pool, pdg, self.stack,
+                                  self.meta, self.tables.scratch, self.hkey, self.hval, self.out,
+                                  tally.block, tally.edge, tally.cut, tally.enters)
         return int(pos), int(status)
 
     def _fit_margin(self) -> None:
