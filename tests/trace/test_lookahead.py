@@ -80,7 +80,7 @@ def test_hand_made_stream() -> None:
     for size in range(1, len(ev) + 1):
         chunks = [arr[i:i + size] for i in range(0, len(arr), size)]
         assert groups_ended_by_exceptions(chunks) == naive_groups(chunks) == want, size
-        assert groups_ended_by_exceptions(chunks, capacity=1) == want, size    # the kernel's growth paths
+        assert groups_ended_by_exceptions(chunks, capacity=1, levels=4) == want, size    # the kernel's growth paths
 
 
 def _random_stream(rng: random.Random, size: int) -> np.ndarray:
@@ -113,7 +113,7 @@ def test_random_streams_cut_anywhere(seed: int, size: int, cut: int) -> None:
     chunks = [ev[i:i + cut] for i in range(0, len(ev), cut)]
     want = naive_groups([ev])
     assert groups_ended_by_exceptions(chunks) == want
-    assert groups_ended_by_exceptions(chunks, capacity=1) == want       # pairs taken one by one, small level arrays
+    assert groups_ended_by_exceptions(chunks, capacity=1, levels=4) == want       # pairs taken one by one, small level arrays
 
 
 def test_real_witness_streams(tmp_path: Path) -> None:

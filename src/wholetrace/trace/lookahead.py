@@ -26,13 +26,15 @@ import numpy as np
 from wholetrace.kernels import lookahead as K
 
 
-def groups_ended_by_exceptions(chunks: Iterable[np.ndarray], *, capacity: int = 1024) -> dict[int, int]:
+def groups_ended_by_exceptions(chunks: Iterable[np.ndarray], *, capacity: int = 1024,
+                               levels: int = 64) -> dict[int, int]:
     """For a witness stream: ordinal of the first ENTER of each group of children whose parent's
     next own event is an exception record -> the statement that raised (``s`` of ``EXC s``,
-    ``r`` of ``RERAISE s r``); ``capacity``: pairs taken from the kernel at a time."""
+    ``r`` of ``RERAISE s r``); ``capacity``: pairs taken from the kernel at a time; ``levels``:
+    the first size of the per-level arrays (both grow as needed)."""
     found: dict[int, int] = {}
     meta = np.zeros(K.META_SIZE, np.int64)
-    last_at = np.full(4 if capacity < 8 else 64, -1, np.int64)
+    last_at = np.full(max(levels, 1), -1, np.int64)
     last_en = np.zeros(len(last_at), np.int64)
     keys = np.zeros(max(capacity, 1), np.int64)
     vals = np.zeros(max(capacity, 1), np.int64)
