@@ -82,7 +82,8 @@ def parse_target(parser: argparse.ArgumentParser, argv: Sequence[str], what: str
 
 def parse_own(parser: argparse.ArgumentParser, argv: Sequence[str], what: str) -> argparse.Namespace:
     """The options of a command that runs a program (the program's own in ``program_args``),
-    without importing the runner (numpy: ~0.25 s)."""
+    without importing the runner (the instrumenter and recorder: `record --wpp` starts its
+    builder process first)."""
     own, prog_args = split_args(argv)
     if own and own[0] in ("-h", "--help"):
         parser.print_help()
