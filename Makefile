@@ -23,7 +23,6 @@ $(VENV)/.installed-dev: $(BIN)/python pyproject.toml setup.py
 	touch $(VENV)/.installed $@
 
 demo: $(VENV)/.installed
-	@$(BIN)/python -m compileall -q src
 	@bash examples/demo.sh $(BIN) $(DEMO)
 
 # The other interpreters' subsets run in the background beside the 3.11 suite (tools/compat.py).

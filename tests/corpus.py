@@ -622,10 +622,14 @@ def corpus_params(names: list[str] | None = None, share: tuple[int, int] = (0, 1
     with ``share=(i, n)`` the other programs but every n-th from the i-th, are marked slow.
     Tests that check one property in several modes take different shares, so that `make test`
     still runs each light program in one of those modes and `make test-slow` in all."""
+    every = names or sorted(PROGRAMS)
+    return _slow_unless(every, set([n for n in every if n not in HEAVY][share[0]::share[1]]))
+
+
+def _slow_unless(every: list[str], quick: set[str]) -> list:
+    """``every`` as pytest parameters, those not in ``quick`` marked slow."""
     import pytest
 
-    every = names or sorted(PROGRAMS)
-    quick = set([n for n in every if n not in HEAVY][share[0]::share[1]])
     return [n if n in quick else pytest.param(n, marks=pytest.mark.slow) for n in every]
 
 
@@ -640,11 +644,8 @@ def oracle_params() -> list:
     parity), so that between them they cover the corpus; the other half is marked slow there."""
     import sys
 
-    import pytest
-
     every = sorted(PROGRAMS)
     if not os.environ.get("WHOLETRACE_COMPAT"):
         return every
-    heavy = sorted(ORACLE_HEAVY)
-    mine = set(heavy[sys.version_info.minor % 2::2])
-    return [n if n not in ORACLE_HEAVY or n in mine else pytest.param(n, marks=pytest.mark.slow) for n in every]
+    mine = set(sorted(ORACLE_HEAVY)[sys.version_info.minor % 2::2])
+    return _slow_unless(every, {n for n in every if n not in ORACLE_HEAVY} | mine)
