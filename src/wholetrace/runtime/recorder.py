@@ -97,10 +97,6 @@ class Recorder:
                              registry=entry["registry"])
         return fid_base, counter_base
 
-    def _on_new_stream(self, st: Stream) -> None:
-        """Full mode: a stream was made in the running context; give it a value list there."""
-        self.values.on_new(st.sid, st.buf.append)  # type: ignore[union-attr]
-
     def code_index(self) -> tuple[dict[tuple[str, str], int], list[int]]:
         """(file, qualname) -> fid, and fid -> global id of its first counter (built when
         the run ends, not per registration)."""
