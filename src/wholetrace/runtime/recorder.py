@@ -156,11 +156,15 @@ class Recorder:
                 return
             for st in streams:
                 n = len(st.buf) if limits is None else min(len(st.buf), limits.get(st.sid, 0))
-                if n:
+                if n and self.values is not None:
+                    # full mode: value records sit in the list too; split takes them off it
+                    # piece by piece (runtime.values)
+                    chunk = self.values.split(st.sid, st.buf, n)
+                elif n:
                     raw = st.buf[:n]
                     del st.buf[:n]
-                    # full mode: value records sit in the list too (runtime.values)
-                    chunk = chunk_events(raw) if self.values is None else self.values.split(st.sid, raw)
+                    chunk = chunk_events(raw)
+                if n:
                     self.events += len(chunk)
                     st.flushed += len(chunk)
                     self.writer.append_events(st.sid, chunk)

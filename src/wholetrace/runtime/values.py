@@ -46,6 +46,38 @@ _MARK_OF = {type(None): _MARK[NONE], bool: _MARK[BOOL], int: _MARK[INT], float: 
 _MARK_MAX = _MARK[NONE]          # every marker is at or below it, every event above
 
 
+class _Ref(weakref.ref):  # type: ignore[type-arg]
+    """A weak reference that knows the id its object had (the key of its serial)."""
+
+    __slots__ = ("i",)
+
+
+def _release(pins: dict[int, Any], serials: dict[int, int]) -> int:
+    """Drop every object of ``pins`` that nothing but ``pins`` references, and its serial;
+    return how many were dropped.  (A listing of ``pins.items()`` held one more reference,
+    in the iterator's reused tuple, than the old test allowed: nothing was ever dropped.)"""
+    dropped = 0
+    for i in list(pins):
+        o = pins.get(i)
+        if o is not None and sys.getrefcount(o) <= _ONLY_PINNED:
+            pins.pop(i, None)
+            serials.pop(i, None)
+            dropped += 1
+    return dropped
+
+
+def _pinned_count() -> int:
+    """``sys.getrefcount`` of an object that only ``pins`` holds, seen from ``_release``'s loop."""
+    pins = {0: [None]}
+    for i in list(pins):
+        o = pins.get(i)
+        return sys.getrefcount(o)
+    return 3
+
+
+_ONLY_PINNED = _pinned_count()
+
+
 def marker(tag: int, slot: int) -> int:
     """The first item of a record of ``tag`` (``SWITCH_TAG``: a switch record) for ``slot``."""
     return _MARK[tag] - slot
@@ -95,6 +127,7 @@ class ValueLog:
         self.raw_bytes = 0
         self.lock = threading.Lock()
         self.layout_marked = False
+        self.dead = self._on_dead()
 
     # -- streams
     def on_new(self, sid: int, append: Callable[[int], None]) -> None:
@@ -125,7 +158,8 @@ class ValueLog:
         s = next(self.counter)
         self.serials[i] = s
         try:
-            self.refs[i] = weakref.ref(obj, self._dead(i))
+            r = self.refs[i] = _Ref(obj, self.dead)
+            r.i = i
         except TypeError:
             self.pins[i] = obj
             if len(self.pins) >= self.pin_limit:
@@ -135,20 +169,22 @@ class ValueLog:
             self.new_classes.append((s, obj))
         return s
 
-    def _dead(self, i: int) -> Callable[[Any], None]:
+    def _on_dead(self) -> Callable[[Any], None]:
+        """The one callback of every weak reference (a closure per object allocated three
+        objects per serial handed out, and their collections traversed the event lists)."""
         serials, refs = self.serials, self.refs
 
-        def dead(_ref: Any) -> None:
-            serials.pop(i, None)
-            refs.pop(i, None)
+        def dead(ref: Any) -> None:
+            serials.pop(ref.i, None)
+            refs.pop(ref.i, None)
         return dead
 
     def _sweep(self) -> None:
-        """Release held objects the program no longer references (their id may be reused)."""
-        dead = [i for i, o in self.pins.items() if sys.getrefcount(o) <= 3]
-        for i in dead:
-            self.serials.pop(i, None)
-            del self.pins[i]
+        """Release held objects the program no longer references (their id may be reused).
+
+        Over a snapshot of the ids: the loop allocates, a collection it triggers can run the
+        program's finalizers, and their probes can pin more objects (or sweep) meanwhile."""
+        _release(self.pins, self.serials)
         self.pin_limit = max(_PIN_MIN, 2 * len(self.pins))
 
     # -- probes
@@ -247,31 +283,32 @@ class ValueLog:
         return {VALUE: value, VALUES: values}
 
     # -- the flusher's side
-    def split(self, sid: int, raw: list[Any]) -> Any:
+    def split(self, sid: int, raw: list[Any], n: int | None = None) -> Any:
         """Take the value records out of one chunk of stream ``sid``'s event list (events and
         records as the probes appended them), store them as one log chunk, and return the
-        events alone (an int32 array)."""
+        events alone (an int32 array).  With ``n``, ``raw`` is the stream's live list: its first
+        ``n`` items are the chunk, and they are deleted from it."""
         import numpy as np
 
         from wholetrace.errors import StoreError
         from wholetrace.runtime.buffers import INT32_MAX, INT32_MIN
         from wholetrace.runtime.wetlayout import LAYOUT, pack_chunk
 
-        carried = self.carry.pop(sid, None)
-        if carried:
-            raw = carried + raw
-        n = len(raw)
-        big: dict[int, int] = {}
+        carried = self.carry.pop(sid, None) or []
+        live = n is not None
+        n = len(raw) if n is None else n
         try:
-            a = np.fromiter(raw, np.int64, n)
-        except OverflowError:                          # an int payload beyond 64 bits
-            a, big = _wide(raw)
+            a, big = _int64(carried, raw, n)
         except (TypeError, ValueError) as exc:
             raise StoreError(f"a probe recorded a value that is no event ({exc})") from None
+        finally:
+            if live:
+                del raw[:n]
+        n = a.size
         done = self.cf_done.get(sid, 0)
         mk = _markers(a)
         if mk.size and mk[-1] == n - 1:                # its payload is not appended yet
-            self.carry[sid] = [raw[-1]]
+            self.carry[sid] = [int(a[-1])]
             n -= 1
             a = a[:n]
             mk = mk[:-1]
@@ -443,13 +480,41 @@ def _markers(a: Any) -> Any:
     return idx[((idx - run0) & 1) == 0]
 
 
-def _wide(raw: list[Any]) -> tuple[Any, dict[int, int]]:
-    """``raw`` (ints) as int64 with every int beyond 64 bits replaced by 0, and those ints by index."""
+#: Items converted at a time: the flusher never copies a whole chunk into one Python list (the
+#: program's young-generation collections would traverse it item by item while it lives).
+_PIECE = 1 << 16
+
+
+def _int64(carried: list[int], raw: list[Any], n: int) -> tuple[Any, dict[int, int]]:
+    """``carried`` then the first ``n`` items of ``raw`` (ints) as int64, with every int beyond
+    64 bits replaced by 0, and those ints by index (TypeError/ValueError: an item is no int)."""
     import numpy as np
 
-    xs = np.empty(len(raw), object)
-    xs[:] = raw
-    wide = np.flatnonzero(np.asarray((xs < -_I64) | (xs >= _I64), bool))
-    big = {int(j): raw[j] for j in wide.tolist()}
-    xs[wide] = 0
-    return np.fromiter(xs, np.int64, len(raw)), big
+    c = len(carried)
+    a = np.empty(c + n, np.int64)
+    big: dict[int, int] = {}
+    if c:
+        _put(a, 0, carried, big)
+    for s in range(0, n, _PIECE):
+        _put(a, c + s, raw[s:min(n, s + _PIECE)], big)
+    return a, big
+
+
+def _put(a: Any, at: int, part: list[Any], big: dict[int, int]) -> None:
+    """Convert one piece into ``a[at:]``; an int beyond 64 bits (``OverflowError``) is found
+    by its bit length (one C pass over the piece), kept in ``big`` and stored as 0."""
+    import numpy as np
+
+    m = len(part)
+    try:
+        a[at:at + m] = np.fromiter(part, np.int64, m)
+        return
+    except OverflowError:
+        pass
+    bits = np.fromiter(map(int.bit_length, part), np.int64, m)
+    for j in np.flatnonzero(bits >= 64).tolist():   # -2**63 has 64 bits and fits
+        x = part[j]
+        if not -_I64 <= x < _I64:
+            big[at + j] = x
+            part[j] = 0
+    a[at:at + m] = np.fromiter(part, np.int64, m)
