@@ -16,6 +16,9 @@ the program would not call:
 
 ``value`` and ``values`` are run-time objects of the recording (``runtime.values``), constants
 of the compiled code like every probe's (``instrument.emit.rt``): the program sees no name.
+In a function they are ``value-in``/``values-in``, which also take the function's stream local
+``wt.a`` (read after the value: a generator may resume elsewhere) and so skip the context
+variable look-up while the stream is the latest probe's.
 Inserted statements carry ``_wt_probe = True`` so the control-flow rewriter does not take
 one for the first statement of a handler.
 """
@@ -25,10 +28,12 @@ from __future__ import annotations
 import ast
 
 from wholetrace.instrument.defuse import ValuePlan
-from wholetrace.instrument.emit import ast_const, ast_name, locate, rt
+from wholetrace.instrument.emit import A, ast_const, ast_name, locate, rt
 
 VALUE = "value"     # run-time object: record one value (or key, or object), return it
 VALUES = "values"   # run-time object: record several read-back names under consecutive slots
+VALUE_IN = "value-in"    # the same in a function: ``value-in(k, expr, wt.a)``, its stream passed in
+VALUES_IN = "values-in"  # the same in a function: ``values-in(k, wt.a, name1, ...)``
 PROBE_MARK = "_wt_probe"
 
 
@@ -42,20 +47,26 @@ class _Wrap(ast.NodeTransformer):
     def __init__(self, plan: ValuePlan, base: int) -> None:
         self.plan = plan
         self.base = base
+        self.local = plan.kind == "function"      # functions hold their stream's append in ``wt.a``
 
     def visit(self, node: ast.AST) -> ast.AST:
         slot = self.plan.wrap.get(id(node))
         new = self.generic_visit(node)
         if slot is None:
             return new
-        call = _call(VALUE, ast_const(self.base + slot), new)  # type: ignore[arg-type]
+        k = ast_const(self.base + slot)
+        call = _call(VALUE_IN, k, new, ast_name(A)) if self.local else _call(VALUE, k, new)  # type: ignore[arg-type]
         return locate(call, node)
 
 
-def _readback(base: int, slots: list[tuple[int, str]], like: ast.AST) -> ast.stmt:
+def _readback(base: int, slots: list[tuple[int, str]], like: ast.AST, local: bool) -> ast.stmt:
     names = [ast_name(n) for _k, n in slots]
     first = ast_const(base + slots[0][0])
-    call = _call(VALUE, first, *names) if len(names) == 1 else _call(VALUES, first, *names)
+    if local:
+        call = _call(VALUE_IN, first, names[0], ast_name(A)) if len(names) == 1 else \
+            _call(VALUES_IN, first, ast_name(A), *names)
+    else:
+        call = _call(VALUE, first, *names) if len(names) == 1 else _call(VALUES, first, *names)
     stmt = ast.Expr(call)
     setattr(stmt, PROBE_MARK, True)
     return locate(stmt, like)  # type: ignore[return-value]
@@ -76,12 +87,13 @@ def _body(stmts: list[ast.stmt], plan: ValuePlan, base: int, wrap: _Wrap) -> lis
         out.append(s)
         after = plan.readback.get(id(s))
         if after:
-            out.append(_readback(base, after, s))
+            out.append(_readback(base, after, s, wrap.local))
     return out
 
 
-def _start(body: list[ast.stmt], slots: list[tuple[int, str]] | None, base: int, like: ast.AST) -> list[ast.stmt]:
-    return ([_readback(base, slots, body[0] if body else like)] if slots else []) + body
+def _start(body: list[ast.stmt], slots: list[tuple[int, str]] | None, base: int, like: ast.AST,
+           local: bool) -> list[ast.stmt]:
+    return ([_readback(base, slots, body[0] if body else like, local)] if slots else []) + body
 
 
 def _stmt(s: ast.stmt, plan: ValuePlan, base: int, wrap: _Wrap) -> None:  # noqa: C901 - one arm per construct
@@ -105,7 +117,7 @@ def _stmt(s: ast.stmt, plan: ValuePlan, base: int, wrap: _Wrap) -> None:  # noqa
     if isinstance(s, (ast.For, ast.AsyncFor)):
         s.iter = wrap.visit(s.iter)  # type: ignore[assignment]
         s.target = wrap.visit(s.target)  # type: ignore[assignment]
-        s.body = _start(_body(s.body, plan, base, wrap), plan.at_start.get(id(s)), base, s)
+        s.body = _start(_body(s.body, plan, base, wrap), plan.at_start.get(id(s)), base, s, wrap.local)
         s.orelse = _body(s.orelse, plan, base, wrap)
         return
     if isinstance(s, (ast.With, ast.AsyncWith)):
@@ -115,14 +127,14 @@ def _stmt(s: ast.stmt, plan: ValuePlan, base: int, wrap: _Wrap) -> None:  # noqa
             if item.optional_vars is not None:
                 item.optional_vars = wrap.visit(item.optional_vars)  # type: ignore[assignment]
             starts += plan.at_start.get(id(item), [])
-        s.body = _start(_body(s.body, plan, base, wrap), starts, base, s)
+        s.body = _start(_body(s.body, plan, base, wrap), starts, base, s, wrap.local)
         return
     if isinstance(s, (ast.Try, ast.TryStar)):
         s.body = _body(s.body, plan, base, wrap)
         for h in s.handlers:
             if h.type is not None:
                 h.type = wrap.visit(h.type)  # type: ignore[assignment]
-            h.body = _start(_body(h.body, plan, base, wrap), plan.at_start.get(id(h)), base, h)
+            h.body = _start(_body(h.body, plan, base, wrap), plan.at_start.get(id(h)), base, h, wrap.local)
         s.orelse = _body(s.orelse, plan, base, wrap)
         s.finalbody = _body(s.finalbody, plan, base, wrap)
         return

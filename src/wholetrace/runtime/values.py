@@ -82,6 +82,7 @@ def marker(tag: int, slot: int) -> int:
     """The first item of a record of ``tag`` (``SWITCH_TAG``: a switch record) for ``slot``."""
     return _MARK[tag] - slot
 _PIN_MIN = 4096
+_NO_STREAM = object()      # no probe has run yet (``wt.a`` may be None: never equal to it)
 _MEMO_BYTES = 64 << 20     # content memo (value -> hash) cleared past this many bytes of contents
 _I64 = 1 << 63
 
@@ -199,7 +200,10 @@ class ValueLog:
         clock = self.clock
         m_obj, m_int, m_float, m_switch = _MARK[OBJ], _MARK[INT], _MARK[FLOAT], _MARK[SWITCH_TAG]
 
-        prev = None                                    # the probe state of the latest probe
+        # the probe state of the latest probe's stream, its event list append and side list append
+        prev: tuple[Callable[[Any], None], ...] | None = None
+        pa: Any = _NO_STREAM
+        pside: Any = None
 
         def value(k: int, x: Any) -> Any:
             # The deepest frame the program reaches can call this probe (one call of headroom,
@@ -208,7 +212,7 @@ class ValueLog:
             # append; the appends are C calls at the depth of ``get``: all or none happen.  A
             # flush may fall between a marker and its payload: the flusher carries the marker
             # over to the next chunk.  Cheapest tests first (ints, then floats: most records).
-            nonlocal prev
+            nonlocal prev, pa, pside
             try:
                 s = get()
                 if s is None:
@@ -237,7 +241,7 @@ class ValueLog:
                         v = 0
                 a = s[0]
                 if s is not prev:                      # another thread ran since the last probe
-                    prev = s
+                    prev, pa, pside = s, a, s[1]
                     a(m_switch)
                     a(next(clock))
                 a(m)
@@ -246,41 +250,84 @@ class ValueLog:
                 pass
             return x
 
-        def values(k: int, *xs: Any) -> None:
-            # ``value`` for each of ``xs`` under consecutive slots, with no nested probe call
-            nonlocal prev
+        def value_in(k: int, x: Any, a: Any) -> Any:
+            # ``value`` in a function: ``a`` is its local ``wt.a``, the append of its stream
+            # (read after ``x``: a generator may resume in another thread; None once a thrown
+            # exception resumed it, until its handler's probe fetched the stream again).  The
+            # stream of the latest probe needs no look-up; another one goes through ``value``.
             try:
-                s = get()
-                if s is None:
-                    s = attach()
-                out = []
-                side = []
-                for x in xs:
-                    m = tagof(type(x))
-                    if m is None:
-                        v = known(id(x))
-                        out.append(m_obj - k)
-                        out.append(serial(x) if v is None else v)
-                    elif m >= m_int:                   # int (any size: the flusher), None, bool
-                        out.append(m - k)
-                        out.append(x or 0)
+                if a is pa:
+                    t = type(x)
+                    if t is int:
+                        a(m_int - k)
+                        a(x)
+                    elif t is float:
+                        pside(x)
+                        a(m_float - k)
+                        a(0)
                     else:
-                        side.append(x)
-                        out.append(m - k)
-                        out.append(0)
-                    k += 1
-                if s is not prev:
-                    prev = s
-                    out[:0] = (m_switch, next(clock))
-                for x in side:
-                    s[1](x)
-                s[2](out)
+                        m = tagof(t)
+                        if m is None:
+                            v = known(id(x))
+                            if v is None:
+                                v = serial(x)
+                            a(m_obj - k)
+                            a(v)
+                        elif m > m_int:
+                            a(m - k)
+                            a(x or 0)
+                        else:
+                            pside(x)
+                            a(m - k)
+                            a(0)
+                    return x
+                return value(k, x)
+            except RecursionError:
+                return x
+
+        def many(s: tuple[Callable[[Any], None], ...], k: int, xs: tuple[Any, ...]) -> None:
+            # ``value`` for each of ``xs`` under consecutive slots, into stream state ``s``, in
+            # one ``extend`` (what can fail runs first)
+            nonlocal prev, pa, pside
+            out = []
+            side = []
+            for x in xs:
+                m = tagof(type(x))
+                if m is None:
+                    v = known(id(x))
+                    out.append(m_obj - k)
+                    out.append(serial(x) if v is None else v)
+                elif m >= m_int:                       # int (any size: the flusher), None, bool
+                    out.append(m - k)
+                    out.append(x or 0)
+                else:
+                    side.append(x)
+                    out.append(m - k)
+                    out.append(0)
+                k += 1
+            if s is not prev:
+                prev, pa, pside = s, s[0], s[1]
+                out[:0] = (m_switch, next(clock))
+            for x in side:
+                s[1](x)
+            s[2](out)
+
+        def values(k: int, *xs: Any) -> None:
+            try:
+                many(get() or attach(), k, xs)
             except RecursionError:
                 pass
 
-        from wholetrace.instrument.wetemit import VALUE, VALUES
+        def values_in(k: int, a: Any, *xs: Any) -> None:
+            # ``values`` in a function (``a``: as for ``value_in``)
+            try:
+                many(prev if a is pa else get() or attach(), k, xs)  # type: ignore[arg-type]
+            except RecursionError:
+                pass
 
-        return {VALUE: value, VALUES: values}
+        from wholetrace.instrument.wetemit import VALUE, VALUE_IN, VALUES, VALUES_IN
+
+        return {VALUE: value, VALUES: values, VALUE_IN: value_in, VALUES_IN: values_in}
 
     # -- the flusher's side
     def split(self, sid: int, raw: list[Any], n: int | None = None) -> Any:
