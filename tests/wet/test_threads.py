@@ -64,6 +64,42 @@ def test_probe_of_another_thread_writes_a_switch() -> None:
     assert other == [sw, 2, marker(INT, 2), 6, marker(INT, 3), 7]
 
 
+def test_function_probes_with_their_stream_switch_like_the_others() -> None:
+    """``value-in``/``values-in`` (a function's probes, handed its stream's append ``wt.a``) write
+    the same records and switches as ``value``/``values``; a None stream (a generator resumed
+    by a thrown exception, before its handler fetched the stream) falls back to the look-up."""
+    import threading
+
+    w = _Writer()
+    log = ValueLog(w, lambda: None)  # type: ignore[arg-type,return-value]
+    main: list[int] = []
+    other: list[int] = []
+    log.on_new(0, main.append)
+    a_main = log.by_buffer[id(main)][0]
+    p = log.probes()
+    value, value_in, values_in = p["value"], p["value-in"], p["values-in"]
+    assert value_in(1, 5, a_main) == 5           # first probe of all: a switch
+    value_in(2, 6, a_main)                      # same stream: no switch
+
+    def run() -> None:
+        log.on_new(1, other.append)
+        a_other = log.by_buffer[id(other)][0]
+        value_in(3, 7, a_other)
+        values_in(4, a_other, 8, 9)
+        value(6, 10)
+        value_in(7, 11, None)
+    t = threading.Thread(target=run)
+    t.start()
+    t.join()
+    values_in(8, a_main, 12, 13)
+    value_in(10, 14, None)
+    sw = marker(SWITCH_TAG, 0)
+    assert main == [sw, 1, marker(INT, 1), 5, marker(INT, 2), 6, sw, 3, marker(INT, 8), 12, marker(INT, 9), 13,
+                    marker(INT, 10), 14]
+    assert other == [sw, 2, marker(INT, 3), 7, marker(INT, 4), 8, marker(INT, 5), 9, marker(INT, 6), 10,
+                     marker(INT, 7), 11]
+
+
 def _decoded(i_stream: list[int], rec_inst: list[int], rec_ptr: list[int], sids: list[int],
              a_inst: list[int], a_op: list[int]) -> Decoded:
     n = len(i_stream)

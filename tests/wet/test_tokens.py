@@ -68,14 +68,33 @@ calls = st.lists(st.tuples(st.lists(st.integers(-(1 << 31), (1 << 31) - 1), max_
 
 
 @settings(max_examples=200, deadline=None)
-@given(calls, st.lists(st.integers(-5, 5), max_size=3), st.integers(1, 4), st.booleans())
-def test_probes_then_split_equal_naive(cs: list, tail: list[int], chunks: int, anywhere: bool) -> None:
+@given(calls, st.lists(st.integers(-5, 5), max_size=3), st.integers(1, 4), st.booleans(), st.booleans(),
+       st.sampled_from([1 << 16, 1, 2, 5]))
+def test_probes_then_split_equal_naive(cs: list, tail: list[int], chunks: int, anywhere: bool, in_function: bool,
+                                       piece: int) -> None:
+    """``in_function``: the probes of a function (handed the stream's append); ``piece``: how
+    many items the flusher converts at a time (big ints in any piece, or across pieces)."""
+    import wholetrace.runtime.values as V
+
     w = Writer()
     log = ValueLog(w, lambda: None)  # type: ignore[arg-type,return-value]
     buf: list = []
     log.on_new(0, buf.append)
     probes = log.probes()
     value, many = probes["value"], probes["values"]
+    if in_function:
+        a = log.by_buffer[id(buf)][0]
+        value = lambda k, x: probes["value-in"](k, x, a)  # noqa: E731
+        many = lambda k, *xs: probes["values-in"](k, a, *xs)  # noqa: E731
+    saved, V._PIECE = V._PIECE, piece
+    try:
+        _run(log, w, buf, value, many, cs, tail, chunks, anywhere)
+    finally:
+        V._PIECE = saved
+
+
+def _run(log: ValueLog, w: Writer, buf: list, value: object, many: object, cs: list, tail: list[int], chunks: int,
+         anywhere: bool) -> None:
     keep = []                         # the objects stay alive: their serials stay theirs
     want_items, want_pos, events = [], [], []
     for evs, recs, slot, together in cs:
@@ -88,11 +107,11 @@ def test_probes_then_split_equal_naive(cs: list, tail: list[int], chunks: int, a
                 keep.append(x)
             xs.append(x)
         if together or len(xs) == 1:
-            (value(slot, xs[0]) if len(xs) == 1 else many(slot, *xs))
+            (value(slot, xs[0]) if len(xs) == 1 else many(slot, *xs))  # type: ignore[operator]
             ks = range(slot, slot + len(xs))
         else:
             for j, x in enumerate(xs):
-                value(slot + j, x)
+                value(slot + j, x)  # type: ignore[operator]
             ks = range(slot, slot + len(xs))
         for k, x in zip(ks, xs):
             want_items.append((k, x, log.serials[id(x)] if type(x) is list else None))
@@ -105,8 +124,13 @@ def test_probes_then_split_equal_naive(cs: list, tail: list[int], chunks: int, a
     ok = list(range(len(raw) + 1)) if anywhere else _cuts(raw)
     cuts = sorted({0, len(raw)} | {ok[int(f * (len(ok) - 1))] for f in np.linspace(0, 1, chunks + 1)[1:-1]})
     got_events: list[int] = []
-    for c0, c1 in zip(cuts, cuts[1:]):
-        got_events += log.split(0, raw[c0:c1]).tolist()
+    for j, (c0, c1) in enumerate(zip(cuts, cuts[1:])):
+        if j % 2:                   # the flusher's way: the live list, its first items taken off it
+            live = raw[c0:] + [99]
+            got_events += log.split(0, live, c1 - c0).tolist()
+            assert live == raw[c1:] + [99]
+        else:
+            got_events += log.split(0, raw[c0:c1]).tolist()
     assert got_events == events
     cols = {"pos": [], "slot": [], "tag": [], "val": []}
     for key in sorted({k for _n, k in w.arrays}, key=lambda k: int(k.split(".")[1])):
@@ -128,3 +152,25 @@ def _cuts(raw: list) -> list[int]:
         j += 2 if type(raw[j]) is int and raw[j] <= -(1 << 40) else 1
         out.append(j)
     return out
+
+
+def test_sweep_releases_what_only_the_recording_holds() -> None:
+    """Objects without weak references are held by the recording until a sweep finds nothing
+    else holds them: then they and their serials go (their id may be reused by a new object,
+    which gets a new serial); objects the program still holds keep theirs."""
+    log = ValueLog(Writer(), lambda: None)  # type: ignore[arg-type,return-value]
+    kept, kept_serials = [], []
+    for j in range(5000):
+        x = [j]
+        s = log.serial(x)
+        if j % 3 == 0:
+            kept.append(x)
+            kept_serials.append(s)
+        del x
+    assert len(log.pins) < 5000 - 1000          # the sweep at 4096 released the other two thirds
+    assert [log.serials[id(x)] for x in kept] == kept_serials
+    log._sweep()
+    assert len(log.pins) == len(kept)
+    assert set(log.serials) == {id(x) for x in kept}
+    fresh = [-1]
+    assert log.serial(fresh) > max(kept_serials)
