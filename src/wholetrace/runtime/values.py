@@ -370,7 +370,7 @@ class ValueLog:
         k = mk.size
         if k == 0:
             return out
-        pos = done + np.cumsum(isev)[mk]               # events stored before each record
+        pos = done + mk - 2 * np.arange(k)             # events stored before each record (2 items a record)
         u = -a[mk]
         tag = (u >> _SHIFT) - 1
         slot = u & _SLOT_MASK
