@@ -144,3 +144,21 @@ def test_one_stream_is_left_alone() -> None:
     before = dec.a_inst.copy()
     assert not interleave(dec, _log({0: [[0, 0, 1]]}))
     assert np.array_equal(dec.a_inst, before)
+
+
+def test_function_probes_know_the_stream_their_functions_hold() -> None:
+    """A full-mode recorder gives each stream's value-probe state the very append its trace
+    probes hold (``wt.a``, from the stream look-up): ``value-in`` then appends straight to it,
+    with no look-up and no second switch record."""
+    from wholetrace.runtime.recorder import Recorder
+
+    rec = Recorder(_Writer(), mode="full")
+    wt_a = rec.constants["new"]()               # what a function's prologue fetches
+    assert rec.constants["get"](None) is wt_a
+    assert rec.values.by_buffer[id(wt_a.__self__)][0] is wt_a   # type: ignore[union-attr]
+    value_in = rec.constants["value-in"]
+    value_in(1, 5, wt_a)
+    value_in(2, 6, wt_a)
+    sw = marker(SWITCH_TAG, 0)
+    assert wt_a.__self__[-8:] == [sw, 1, marker(INT, 1), 5, marker(INT, 2), 6][-8:]
+    assert wt_a.__self__.count(sw) == 1

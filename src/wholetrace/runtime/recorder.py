@@ -119,8 +119,9 @@ class Recorder:
             self.headroom_threads.add(st.thread_ident)  # type: ignore[arg-type]
             if st.thread_ident != threading.main_thread().ident:   # the runner sees to the main thread
                 recursion.shift(1)
-        if self.values is not None:     # full mode: the stream's value list, made in its context
-            self.values.on_new(st.sid, st.buf.append)
+        if self.values is not None:     # full mode: the stream's value list, made in its context;
+            # the append the stream's probes hold (``wt.a``), so value probes know it by identity
+            self.values.on_new(st.sid, self.state.streams.current.get() or st.buf.append)
 
     # -- flushing
     def start(self) -> None:

@@ -132,10 +132,11 @@ class ValueLog:
 
     # -- streams
     def on_new(self, sid: int, append: Callable[[int], None]) -> None:
-        """A stream was made in the running context: give it its probe state there."""
+        """A stream was made in the running context: give it its probe state there.  ``append``:
+        the one its trace probes hold (functions pass it to ``value-in``, compared by identity)."""
         buf = append.__self__                            # type: ignore[attr-defined]
         side: list[Any] = []
-        state = (buf.append, side.append, buf.extend)
+        state = (append, side.append, buf.extend)
         self.lists[sid] = side
         self.by_buffer[id(buf)] = state
         self.cf_done[sid] = 0
