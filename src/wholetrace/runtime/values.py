@@ -256,32 +256,42 @@ class ValueLog:
             # (read after ``x``: a generator may resume in another thread; None once a thrown
             # exception resumed it, until its handler's probe fetched the stream again).  The
             # stream of the latest probe needs no look-up; another one goes through ``value``.
+            # The test ``a is pa`` comes right before the appends, with no call in between
+            # (a call can let another thread run and probe), and ``prev, pa, pside`` change
+            # together in one statement without a call (no thread switch between the stores).
             try:
-                if a is pa:
-                    t = type(x)
-                    if t is int:
+                t = type(x)
+                if t is int:
+                    if a is pa:
                         a(m_int - k)
                         a(x)
-                    elif t is float:
+                        return x
+                elif t is float:
+                    if a is pa:
                         pside(x)
                         a(m_float - k)
                         a(0)
-                    else:
-                        m = tagof(t)
-                        if m is None:
-                            v = known(id(x))
-                            if v is None:
-                                v = serial(x)
+                        return x
+                else:
+                    m = tagof(t)
+                    if m is None:
+                        v = known(id(x))
+                        if v is None:
+                            v = serial(x)
+                        if a is pa:
                             a(m_obj - k)
                             a(v)
-                        elif m > m_int:
+                            return x
+                    elif m > m_int:
+                        if a is pa:
                             a(m - k)
                             a(x or 0)
-                        else:
-                            pside(x)
-                            a(m - k)
-                            a(0)
-                    return x
+                            return x
+                    elif a is pa:
+                        pside(x)
+                        a(m - k)
+                        a(0)
+                        return x
                 return value(k, x)
             except RecursionError:
                 return x
