@@ -154,3 +154,49 @@ def test_queries_on_a_program_importing_an_empty_module(tmp_path: Path) -> None:
     lines = json.loads(out.stdout)["lines"]
     assert sorted(lines[str(pkg / "calc.py")]) == [2, 3], lines
     assert sorted(lines[str(script)]) == [1, 2, 3], lines
+
+
+GEN_THREADS = """
+    import threading
+    def g():
+        x = 1
+        while True:
+            try:
+                y = yield x
+                x = y + 1.5
+            except KeyError as e:
+                z = str(e)
+                x = 7
+    it = g()
+    print(next(it))
+    print(it.send(2))
+    out = []
+    t = threading.Thread(target=lambda: out.append((it.throw(KeyError("k")), it.send(10))))
+    t.start(); t.join()
+    print(out, it.send(3))
+"""
+
+
+def test_generator_resumed_in_another_thread(tmp_path: Path) -> None:
+    """A function's value probes take the stream its activation holds (``wt.a``), read after the
+    value: a generator resumed in another thread (``send``, and ``throw`` into a handler that
+    binds the exception) records those values in that thread's stream.  Oracle: which thread
+    ran each resumption, by construction of the program."""
+    script = tmp_path / "prog.py"
+    script.write_text(textwrap.dedent(GEN_THREADS))
+    wt = _same(script, tmp_path)
+    with Recording(wt) as rec:
+        kinds = {st.sid: st.name for st in rec.streams()}
+        log = load(rec)
+    seen: dict[tuple[str, str], set[str]] = {}
+    for sid, s in log.streams.items():
+        for k, t, v in zip(s.slot.tolist(), s.tag.tolist(), s.val.tolist()):
+            info = log.slots[k]
+            if info.kind == "def" and info.what in ("x", "y", "z", "e"):
+                seen.setdefault((info.what, log.render(t, v)), set()).add(kinds[sid])
+    main = {"MainThread"}
+    assert seen[("x", "1")] == main and seen[("y", "2")] == main and seen[("x", "3.5")] == main
+    other = seen[("z", repr("'k'"))]
+    assert other and other != main
+    assert seen[("x", "7")] == other and seen[("y", "10")] == other and seen[("x", "11.5")] == other
+    assert seen[("y", "3")] == main and seen[("x", "4.5")] == main
