@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Final
 
@@ -14,6 +15,17 @@ from wholetrace.streams import sections
 #: zstd level of the frames: 15 is within a few % of 19 on timestamp and label streams at
 #: about three times the encode speed (measured on the streams of ``benchmarks/streams.py``)
 LEVEL: Final = 15
+
+#: one zstd decompressor per thread (making one costs several microseconds; sharing one
+#: between threads is not allowed)
+_LOCAL = threading.local()
+
+
+def _decompressor() -> zstandard.ZstdDecompressor:
+    d = getattr(_LOCAL, "dctx", None)
+    if d is None:
+        d = _LOCAL.dctx = zstandard.ZstdDecompressor()
+    return d
 
 
 @dataclass
@@ -54,7 +66,7 @@ class ZstdBody:
         n = self._count(s)
         rd = sections.Reader(b"", f"{self.codec_name} stream")
         try:
-            raw = zstandard.ZstdDecompressor().decompress(self.frames[s])
+            raw = _decompressor().decompress(self.frames[s])
         except zstandard.ZstdError as err:
             raise rd.bad(f"segment {s}: {str(err).splitlines()[0] if str(err) else 'zstd error'}") from None
         buf = np.frombuffer(raw, np.uint8)

@@ -177,6 +177,11 @@ def build(values: np.ndarray, codec: Codec, segment: int, signed: bool) -> Compr
     return CompressedStream(codec, PredictedBody.build(values, codec, segment, tbits), m, segment, signed, tbits)
 
 
+#: the best estimates from the prefix judged again whatever leads (a prefix can also flatter
+#: the codecs sized exactly: a random prefix before a constant tail)
+RECHECK: Final = 2
+#: a leader is compressed whole (not on windows) in streams of at most this many samples
+WHOLE_CHECK: Final = 8
 #: codecs whose size on the whole stream is cheap to get exactly (one linear pass, no model)
 EXACT: Final = frozenset({RAW, VARINT, PACKED})
 
@@ -191,9 +196,11 @@ def choose(values: np.ndarray, segment: int, sample: int,
     Otherwise a prefix cannot be trusted alone (a label stream may be constant for its first
     32 Ki values, where ``packed`` costs nothing, and then grow): raw, varint and packed are
     sized exactly on the whole stream (one pass); the others on the prefix, scaled to the
-    whole length.  Then, while the smallest estimate is a prefix-only one, that codec is
-    compressed again on windows of ``sample`` values at the middle and at the end of the
-    stream, and its estimate becomes the three windows' size scaled to the whole."""
+    whole length.  Then the ``RECHECK`` best of those, and the leader as long as its
+    estimate is a prefix-only one, are compressed again: whole if the stream holds at most ``WHOLE_CHECK`` samples, else on
+    windows of ``sample`` values at the middle and at the end, its estimate becoming the
+    three windows' size scaled to the whole (a frame's fixed cost gets scaled too, so
+    estimates of short windows are rough)."""
     m = int(values.shape[0])
     if m <= sample:
         built = {c.name: build(values, c, segment, signed) for c in CODECS if not (c.predictive and m == 0)}
@@ -209,13 +216,22 @@ def choose(values: np.ndarray, segment: int, sample: int,
             sizes[c.name] = _scaled(head[c.name], sample, m)
     windows = [values[(m - sample) // 2:(m - sample) // 2 + sample], values[m - sample:]]
     checked: set[str] = set()
-    while True:  # judge the leader again until it is one whose size is not from the prefix alone
+
+    def recheck(name: str) -> None:
+        checked.add(name)
+        if m <= WHOLE_CHECK * sample:
+            sizes[name] = build(values, BY_NAME[name], segment, signed).nbytes
+        else:
+            total = head[name] + sum(build(w, BY_NAME[name], segment, signed).nbytes for w in windows)
+            sizes[name] = _scaled(total, 3 * sample, m)
+
+    for name in sorted(head, key=lambda n: (sizes[n], NAMES_ORDER[n]))[:RECHECK]:
+        recheck(name)
+    while True:  # judge the leader again until its size is not from the prefix alone
         name = min(sizes, key=lambda n: (sizes[n], NAMES_ORDER[n]))
         if name not in head or name in checked:
             break
-        checked.add(name)
-        total = head[name] + sum(build(w, BY_NAME[name], segment, signed).nbytes for w in windows)
-        sizes[name] = _scaled(total, 3 * sample, m)
+        recheck(name)
     return build(values[:sample], BY_NAME[name], segment, signed), sizes
 
 
