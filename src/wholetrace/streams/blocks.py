@@ -13,9 +13,12 @@ from wholetrace.kernels import varint as V
 from wholetrace.streams import sections
 from wholetrace.streams.simple import range_of_segments
 
-#: zstd level of the frames: 15 is within a few % of 19 on timestamp and label streams at
-#: about three times the encode speed (measured on the streams of ``benchmarks/streams.py``)
-LEVEL: Final = 15
+#: zstd level of the frames.  Measured on the streams of ``benchmarks/streams.py``: level 11
+#: is within 10 % of level 19 on timestamp and label streams at 3-10x its encode speed;
+#: level 9 is faster again but erratic (one label stream 6x larger than at level 3);
+#: level 15 saves a few % more at twice the encode time (a stored WET then takes 3x the
+#: CPU time of one without block codecs to pack, against 1.9x at 11)
+LEVEL: Final = 11
 
 #: one zstd decompressor per thread (making one costs several microseconds; sharing one
 #: between threads is not allowed)
