@@ -23,7 +23,7 @@ Streams (at most ``--max-values`` values each):
 Sizes in bits per value; zstd -19 and xz -9 compress the same values as little-endian u64;
 SEQUITUR is ``wholetrace.grammar`` on the values renumbered densely, its encoded grammar
 plus the value table (xz).  Speed is CPU time of one thread (``time.process_time``),
-best of ``--runs``: encode includes choosing the codec on the first 32 Ki values;
+best of ``--runs``: encode includes choosing the codec (``streams.choose``);
 ``decode`` is ``decode_range(0, m)``; forward / backward are one cursor's ``next_many(m)``
 from 0 / ``prev_many(m)`` from the end (a predictor step per value, or a copy from the
 decoded segment for the codecs without a predictor); seek is
