@@ -17,8 +17,9 @@ Streams (at most ``--max-values`` values each):
 * WET: for each program of ``--wet-programs``, recorded with ``record --mode full`` (size
   ``small``) and its WET built (``wet.graph.wet_of``): the timestamps of the most executed
   statement, the control-parent instances of a hot statement (one whose parent is not a fixed
-  distance back), the definition instances of the hottest data
-  dependence edge (among those whose use-definition distance is not constant), and the values of the most written capture slot.
+  distance back), the definition instances of the hottest data dependence edge (among
+  those whose use-definition distance is not constant), and the values of the most
+  written capture slot.
 
 Sizes in bits per value; zstd -19 and xz -9 compress the same values as little-endian u64;
 SEQUITUR is ``wholetrace.grammar`` on the values renumbered densely, its encoded grammar
@@ -166,10 +167,11 @@ def wet_streams(ev: np.ndarray, limit: int) -> list[tuple[str, str, np.ndarray]]
 
 def wet_full(name: str, work: Path, env: dict[str, str], limit: int) -> list[tuple[str, str, np.ndarray]]:
     """Streams of the stored WET of a ``record --mode full`` recording (size ``small``):
-    the timestamps (instance ids) of the most executed statement, the control-parent
-    instances of the hottest statement whose control parent is not a fixed distance back, the definition instances of the most frequent static
-    data-dependence edge whose use-to-definition distance varies (uses in order), and the values the capture log holds for its most
-    written slot."""
+    the timestamps (instance ids) of the most executed statement; the control-parent
+    instances of the hottest statement whose control parent is not a fixed distance back;
+    the definition instances of the most frequent static data-dependence edge whose
+    use-to-definition distance varies (uses in order); the values the capture log holds
+    for its most written slot."""
     from wholetrace.wet.graph import wet_of
 
     prog = PROGRAMS[name]

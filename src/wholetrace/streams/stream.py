@@ -197,10 +197,10 @@ def choose(values: np.ndarray, segment: int, sample: int,
     32 Ki values, where ``packed`` costs nothing, and then grow): raw, varint and packed are
     sized exactly on the whole stream (one pass); the others on the prefix, scaled to the
     whole length.  Then the ``RECHECK`` best of those, and the leader as long as its
-    estimate is a prefix-only one, are compressed again: whole if the stream holds at most ``WHOLE_CHECK`` samples, else on
-    windows of ``sample`` values at the middle and at the end, its estimate becoming the
-    three windows' size scaled to the whole (a frame's fixed cost gets scaled too, so
-    estimates of short windows are rough)."""
+    estimate is a prefix-only one, are compressed again: whole if the stream holds at most
+    ``WHOLE_CHECK`` samples, else on windows of ``sample`` values at the middle and at the
+    end, its estimate becoming the three windows' size scaled to the whole (a frame's fixed
+    cost gets scaled too, so estimates of short windows are rough)."""
     m = int(values.shape[0])
     if m <= sample:
         built = {c.name: build(values, c, segment, signed) for c in CODECS if not (c.predictive and m == 0)}
