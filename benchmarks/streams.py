@@ -14,17 +14,24 @@ Streams (at most ``--max-values`` values each):
   the ordinal of X's function activation at each execution (a control-dependence label
   <t_use, t_def> with local timestamps), and the latest instance ordinal of the block most
   often executed just before X (a data-dependence label).
+* WET: for each program of ``--wet-programs``, recorded with ``record --mode full`` (size
+  ``small``) and its WET built (``wet.graph.wet_of``): the timestamps of the most executed
+  statement, the control-parent instances of a hot statement (one whose parent is not a fixed
+  distance back), the definition instances of the hottest data dependence edge (among
+  those whose use-definition distance is not constant), and the values of the most
+  written capture slot.
 
 Sizes in bits per value; zstd -19 and xz -9 compress the same values as little-endian u64;
 SEQUITUR is ``wholetrace.grammar`` on the values renumbered densely, its encoded grammar
 plus the value table (xz).  Speed is CPU time of one thread (``time.process_time``),
-best of ``--runs``: encode includes choosing the codec on the first 32 Ki values;
+best of ``--runs``: encode includes choosing the codec (``streams.choose``);
 ``decode`` is ``decode_range(0, m)``; forward / backward are one cursor's ``next_many(m)``
-from 0 / ``prev_many(m)`` from the end (every value is a predictor step); seek is
+from 0 / ``prev_many(m)`` from the end (a predictor step per value, or a copy from the
+decoded segment for the codecs without a predictor); seek is
 ``seek(random) + next()`` through the Python API.  JIT compile time is measured once in a
 fresh process with an empty numba cache.
 
-    python benchmarks/streams.py [--programs a,b] [--max-values N] [--runs N] [--quick] [--no-write]
+    python benchmarks/streams.py [--programs a,b] [--wet-programs a,b] [--max-values N] [--runs N] [--quick] [--no-write]
 """
 
 from __future__ import annotations
@@ -54,6 +61,8 @@ from wholetrace.store import Recording  # noqa: E402
 
 PY = sys.executable
 DEFAULT_PROGRAMS = ("richards", "go", "raytrace", "json")
+#: programs recorded in ``full`` mode (size ``small``: the WET build is the slow part) for WET streams
+DEFAULT_WET_PROGRAMS = ("richards", "json")
 TARGET_RATE = 30e6   # values/s decoded per direction
 TARGET_VS_XZ = 1.2   # chosen codec at most this times xz -9 on timestamp- and label-like streams
 KINDS = ("timestamp-like", "label-like", "symbols", "other")
@@ -156,7 +165,49 @@ def wet_streams(ev: np.ndarray, limit: int) -> list[tuple[str, str, np.ndarray]]
             ("labels (last def)", "label-like", np.array(def_label[cut], np.int64).view(np.uint64))]
 
 
-def recorded(names: list[str], size: str, limit: int, work: Path) -> list[tuple[str, str, np.ndarray]]:
+def wet_full(name: str, work: Path, env: dict[str, str], limit: int) -> list[tuple[str, str, np.ndarray]]:
+    """Streams of the stored WET of a ``record --mode full`` recording (size ``small``):
+    the timestamps (instance ids) of the most executed statement; the control-parent
+    instances of the hottest statement whose control parent is not a fixed distance back;
+    the definition instances of the most frequent static data-dependence edge whose
+    use-to-definition distance varies (uses in order); the values the capture log holds
+    for its most written slot."""
+    from wholetrace.wet.graph import wet_of
+
+    prog = PROGRAMS[name]
+    driver = prog.write(work, "small")
+    wt = work / f"{name}.full.wt"
+    inc = [a for m in prog.include for a in ("--include", m)]
+    subprocess.run([PY, "-m", "wholetrace.cli", "record", "--mode", "full", "-q", "-o", str(wt), *inc, str(driver)],
+                   cwd=work, env=env, check=True, stdout=subprocess.DEVNULL)
+    wet, log = wet_of(wt, cache=False)
+    n = wet.n_inst
+    node = wet.fid.astype(np.int64) << 20 | wet.sid.astype(np.int64)
+    ranked = [x for x, _count in Counter(node[:n].tolist()).most_common(20)]
+    ts = np.flatnonzero(node[:n] == ranked[0])
+    out = [("WET timestamps (hot statement)", "timestamp-like", ts.astype(np.uint64))]
+    for stmt in ranked:  # the hottest statement whose control parent is not a fixed distance back
+        at = np.flatnonzero(node[:n] == stmt)
+        if np.unique(at - wet.cd[at]).size > 1:
+            out.append(("WET labels (control parent)", "label-like", wet.cd[at].astype(np.int64).view(np.uint64)))
+            break
+    real = (wet.d_use < n) & (wet.d_def < n)
+    use, dfn = wet.d_use[real], wet.d_def[real]
+    for edge, _count in Counter(zip(node[use].tolist(), node[dfn].tolist())).most_common(20):
+        sel = (node[use] == edge[0]) & (node[dfn] == edge[1])
+        if np.unique(use[sel] - dfn[sel]).size > 1:  # not a shifted copy of the use timestamps
+            out.append(("WET labels (data def, hot edge)", "label-like", dfn[sel].astype(np.int64).view(np.uint64)))
+            break
+    st = max(log.streams.values(), key=lambda s: s.val.size, default=None)
+    if st is not None and st.val.size:
+        slot = Counter(st.slot.tolist()).most_common(1)[0][0]
+        out.append(("WET values (hot slot)", "other", st.val[st.slot == slot].astype(np.int64).view(np.uint64)))
+    print(f"recorded {name} (full): {n:,} instances", file=sys.stderr, flush=True)
+    return [(f"{name}: {label}", kind, arr[:limit]) for label, kind, arr in out]
+
+
+def recorded(names: list[str], size: str, limit: int, work: Path,
+             wet_names: tuple[str, ...] = ()) -> list[tuple[str, str, np.ndarray]]:
     env = snapshot_env(work)
     out = []
     for name in names:
@@ -170,6 +221,8 @@ def recorded(names: list[str], size: str, limit: int, work: Path) -> list[tuple[
             out.append((f"{name}: counters", "other", counters.astype(np.int64)[:limit].view(np.uint64)))
         out += [(f"{name}: {label}", kind, arr) for label, kind, arr in wet_streams(blocks, limit)]
         print(f"recorded {name}: {blocks.size:,} block-trace events", file=sys.stderr, flush=True)
+    for name in wet_names:
+        out += wet_full(name, work, env, limit)
     return out
 
 
@@ -205,19 +258,17 @@ def measure(name: str, kind: str, vals: np.ndarray, runs: int) -> dict[str, obje
                             "zstd": len(zstandard.ZstdCompressor(level=19).compress(raw)),
                             "sequitur": sequitur_bytes(vals), "enc": m / enc_s}
     r["dec"] = m / cpu(lambda: cs.decode_range(0, m), runs)
-    cur = cs.cursor()
 
-    def fwd() -> None:
-        cur.seek(0)
-        assert cur.next_many(m).shape[0] == m
+    def fwd() -> None:  # a fresh cursor each run: none starts with a segment already decoded
+        assert cs.cursor(0).next_many(m).shape[0] == m
 
     def bwd() -> None:
-        cur.seek(m)
-        assert cur.prev_many(m).shape[0] == m
+        assert cs.cursor(m).prev_many(m).shape[0] == m
 
     r["fwd"] = m / cpu(fwd, runs)
     r["bwd"] = m / cpu(bwd, runs)
     targets = np.random.default_rng(0).integers(0, max(m, 1), 500)
+    cur = cs.cursor()
 
     def seeks() -> None:
         for q in targets.tolist():
@@ -279,8 +330,9 @@ def report(rows: list[dict[str, object]], jit: tuple[float, float], note: str) -
         "",
         f"{machine()}; source {source_version()}. {note}",
         "",
-        "Bits per value (bpv). *chosen*: the codec `encode(values)` picks (smallest on the first "
-        "32 Ki values); *best*: the smallest codec on the whole stream; zstd -19 / xz -9: the values as "
+        "Bits per value (bpv). *chosen*: the codec `encode(values)` picks (every codec on the first "
+        "32 Ki values, raw/varint/packed sized exactly on the whole stream, a prefix-only leader "
+        "judged again on the middle and the end); *best*: the smallest codec on the whole stream; zstd -19 / xz -9: the values as "
         "little-endian u64; SEQUITUR: `wholetrace.grammar` on the values renumbered densely, plus "
         "the value table (xz); *chosen / xz*: size ratio (below 1: smaller than xz).",
         "",
@@ -290,7 +342,7 @@ def report(rows: list[dict[str, object]], jit: tuple[float, float], note: str) -
         "",
         table(["stream"] + list(streams.CODEC_NAMES), codec_rows),
         "Speed of the chosen codec, M values per CPU second of one thread (best of the runs): encode "
-        "(with codec selection), `decode_range(0, m)`, a cursor's `next_many(m)` from 0 (forward) and "
+        "(with codec selection), `decode_range(0, m)`, a new cursor's `next_many(m)` from 0 (forward) and "
         "`prev_many(m)` from the end (backward); seek: µs per `seek(random)` + `next()` through the "
         "Python API.",
         "",
@@ -314,6 +366,8 @@ def report(rows: list[dict[str, object]], jit: tuple[float, float], note: str) -
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--programs", default=",".join(DEFAULT_PROGRAMS))
+    ap.add_argument("--wet-programs", default=",".join(DEFAULT_WET_PROGRAMS),
+                    help="programs recorded in full mode (size small) for WET streams; empty for none")
     ap.add_argument("--max-values", type=int, default=1_000_000)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="small sizes, one run, print only")
@@ -323,13 +377,14 @@ def main(argv: list[str] | None = None) -> None:
     limit = 100_000 if args.quick else args.max_values
     runs = 1 if args.quick else args.runs
     names = [n for n in args.programs.split(",") if n]
-    unknown = [n for n in names if n not in PROGRAMS]
+    wet_names = tuple(n for n in args.wet_programs.split(",") if n)
+    unknown = [n for n in names + list(wet_names) if n not in PROGRAMS]
     if unknown:
         ap.error(f"unknown program(s) {', '.join(unknown)}")
     jit = jit_seconds()
     print(f"JIT compile {jit[0]:.1f} s wall, {jit[1]:.1f} s CPU", file=sys.stderr, flush=True)
     with tempfile.TemporaryDirectory(prefix="wt-streams-") as tmp:
-        data = synthetic(limit) + recorded(names, "small" if args.quick else "bench", limit, Path(tmp))
+        data = synthetic(limit) + recorded(names, "small" if args.quick else "bench", limit, Path(tmp), wet_names)
     rows = []
     for name, kind, vals in data:
         if vals.size == 0:

@@ -19,6 +19,8 @@ MIN_TABLE_BITS: Final = 4
 RAW: Final = -1
 VARINT: Final = -2
 PACKED: Final = -3
+ZDELTA: Final = -4
+ZVALUE: Final = -5
 
 
 @dataclass(frozen=True)
@@ -27,7 +29,7 @@ class Codec:
 
     id: int
     name: str
-    family: int  # RAW, VARINT, PACKED, or a predictor family of kernels/predict.py
+    family: int  # RAW, VARINT, PACKED, ZDELTA, ZVALUE, or a predictor family of kernels/predict.py
     n: int = 0
 
     @property
@@ -57,6 +59,8 @@ CODECS: Final = (
     *(Codec(8 + i, f"blast-{n}", K.LASTV, n) for i, n in enumerate((2, 4, 8))),
     *(Codec(11 + i, f"blaststride-{n}", K.LASTS, n) for i, n in enumerate((2, 4, 8))),
     Codec(14, "packed", PACKED),
+    Codec(15, "zdelta", ZDELTA),
+    Codec(16, "zvalue", ZVALUE),
 )
 BY_ID: Final = {c.id: c for c in CODECS}
 BY_NAME: Final = {c.name: c for c in CODECS}

@@ -5,11 +5,23 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
 from wholetrace.kernels import varint as V
 from wholetrace.streams import sections
+
+
+def range_of_segments(segment_values: Callable[[int], np.ndarray], segment: int, i: int, j: int) -> np.ndarray:
+    """Values ``[i, j)`` of a stream decoded one segment at a time by ``segment_values``."""
+    out = np.empty(max(0, j - i), np.uint64)
+    for s in range(i // segment, -(-j // segment) if j > i else 0):
+        base = s * segment
+        vals = segment_values(s)
+        lo, hi = max(i, base), min(j, base + vals.shape[0])
+        out[lo - i:hi - i] = vals[lo - base:hi - base]
+    return out
 
 
 @dataclass
@@ -123,13 +135,7 @@ class VarintBody:
         return out
 
     def decode_range(self, i: int, j: int) -> np.ndarray:
-        out = np.empty(max(0, j - i), np.uint64)
-        for s in range(i // self.segment, -(-j // self.segment) if j > i else 0):
-            base = s * self.segment
-            vals = self.segment_values(s)
-            lo, hi = max(i, base), min(j, base + vals.shape[0])
-            out[lo - i:hi - i] = vals[lo - base:hi - base]
-        return out
+        return range_of_segments(self.segment_values, self.segment, i, j)
 
     def to_bytes(self) -> bytes:
         return sections.pack_uvarints(np.diff(self.offsets).astype(np.uint64)) + self.data.tobytes()

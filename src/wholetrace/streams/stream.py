@@ -9,8 +9,9 @@ from typing import Any, Final, Union
 import numpy as np
 
 from wholetrace.errors import StreamError, UsageError
-from wholetrace.streams.codecs import BY_ID, BY_NAME, CODECS, MAX_TABLE_BITS, MIN_TABLE_BITS, PACKED, RAW, VARINT, Codec, lookup, \
-    table_bits
+from wholetrace.streams.blocks import ZstdBody
+from wholetrace.streams.codecs import BY_ID, BY_NAME, CODECS, MAX_TABLE_BITS, MIN_TABLE_BITS, PACKED, RAW, VARINT, \
+    ZDELTA, ZVALUE, Codec, lookup, table_bits
 from wholetrace.streams.cursor import BufferedCursor, Cursor, PredictedCursor
 from wholetrace.streams.predicted import PredictedBody
 from wholetrace.streams.simple import PackedBody, RawBody, VarintBody
@@ -28,7 +29,7 @@ DEFAULT_SEGMENT: Final = 1 << 16
 DEFAULT_SAMPLE: Final = 1 << 15
 MAX_SEGMENT: Final = 1 << 24
 
-Body = Union[PredictedBody, RawBody, PackedBody, VarintBody]
+Body = Union[PredictedBody, RawBody, PackedBody, VarintBody, ZstdBody]
 
 
 class CompressedStream:
@@ -132,6 +133,8 @@ class CompressedStream:
             parsed = VarintBody.from_bytes(body, m, segment)
         elif codec.family == PACKED:
             parsed = PackedBody.from_bytes(body, m, segment)
+        elif codec.family in (ZDELTA, ZVALUE):
+            parsed = ZstdBody.from_bytes(body, m, segment, codec.family == ZDELTA)
         else:
             parsed = PredictedBody.from_bytes(body, codec, m, segment, tbits)
         out = cls(codec, parsed, m, segment, bool(flags & FLAG_SIGNED), tbits)
@@ -166,36 +169,88 @@ def build(values: np.ndarray, codec: Codec, segment: int, signed: bool) -> Compr
         return CompressedStream(codec, VarintBody.build(values, segment), m, segment, signed)
     if codec.family == PACKED:
         return CompressedStream(codec, PackedBody.build(values, segment, signed), m, segment, signed)
+    if codec.family in (ZDELTA, ZVALUE):
+        return CompressedStream(codec, ZstdBody.build(values, segment, codec.family == ZDELTA), m, segment, signed)
     if m == 0:
         raise UsageError(f"codec {codec.name} needs at least one value (use raw for empty streams)")
     tbits = table_bits(codec, m, segment)
     return CompressedStream(codec, PredictedBody.build(values, codec, segment, tbits), m, segment, signed, tbits)
 
 
+#: the best estimates from the prefix judged again whatever leads (a prefix can also flatter
+#: the codecs sized exactly: a random prefix before a constant tail)
+RECHECK: Final = 2
+#: a leader is compressed whole (not on windows) in streams of at most this many samples
+WHOLE_CHECK: Final = 8
+#: codecs whose size on the whole stream is cheap to get exactly (one linear pass, no model)
+EXACT: Final = frozenset({RAW, VARINT, PACKED})
+
+
 def choose(values: np.ndarray, segment: int, sample: int,
            signed: bool = False) -> tuple[CompressedStream, dict[str, int]]:
-    """The smallest compression of the first ``sample`` values over every codec (ties go to
-    the earlier codec of CODECS), and every codec's size in bytes."""
-    prefix = values[:sample]
-    sizes: dict[str, int] = {}
-    best: CompressedStream | None = None
-    for codec in CODECS:
-        if codec.predictive and prefix.shape[0] == 0:
-            continue
-        candidate = build(prefix, codec, segment, signed)
-        sizes[codec.name] = candidate.nbytes
-        if best is None or candidate.nbytes < best.nbytes:
-            best = candidate
-    assert best is not None
-    return best, sizes
+    """The codec expected to give the smallest stream, built on the first ``sample`` values,
+    and every codec's (estimated) size in bytes for the whole stream; ties go to the earlier
+    codec of CODECS.
+
+    A stream no longer than ``sample`` is compressed with every codec and sizes are exact.
+    Otherwise a prefix cannot be trusted alone (a label stream may be constant for its first
+    32 Ki values, where ``packed`` costs nothing, and then grow): raw, varint and packed are
+    sized exactly on the whole stream (one pass); the others on the prefix, scaled to the
+    whole length.  Then the ``RECHECK`` best of those, and the leader as long as its
+    estimate is a prefix-only one, are compressed again: whole if the stream holds at most
+    ``WHOLE_CHECK`` samples, else on windows of ``sample`` values at the middle and at the
+    end, its estimate becoming the three windows' size scaled to the whole (a frame's fixed
+    cost gets scaled too, so estimates of short windows are rough)."""
+    m = int(values.shape[0])
+    if m <= sample:
+        built = {c.name: build(values, c, segment, signed) for c in CODECS if not (c.predictive and m == 0)}
+        sizes = {name: cs.nbytes for name, cs in built.items()}
+        name = min(sizes, key=lambda n: (sizes[n], NAMES_ORDER[n]))
+        return built[name], sizes
+    sizes, head = {}, {}
+    for c in CODECS:
+        if c.family in EXACT:
+            sizes[c.name] = build(values, c, segment, signed).nbytes
+        else:
+            head[c.name] = build(values[:sample], c, segment, signed).nbytes
+            sizes[c.name] = _scaled(head[c.name], sample, m)
+    windows = [values[(m - sample) // 2:(m - sample) // 2 + sample], values[m - sample:]]
+    checked: set[str] = set()
+
+    def recheck(name: str) -> None:
+        checked.add(name)
+        if m <= WHOLE_CHECK * sample:
+            sizes[name] = build(values, BY_NAME[name], segment, signed).nbytes
+        else:
+            total = head[name] + sum(build(w, BY_NAME[name], segment, signed).nbytes for w in windows)
+            sizes[name] = _scaled(total, 3 * sample, m)
+
+    for name in sorted(head, key=lambda n: (sizes[n], NAMES_ORDER[n]))[:RECHECK]:
+        recheck(name)
+    while True:  # judge the leader again until its size is not from the prefix alone
+        name = min(sizes, key=lambda n: (sizes[n], NAMES_ORDER[n]))
+        if name not in head or name in checked:
+            break
+        recheck(name)
+    return build(values[:sample], BY_NAME[name], segment, signed), sizes
+
+
+def _scaled(nbytes: int, n: int, m: int) -> int:
+    """``nbytes`` for ``n`` values scaled to ``m`` values."""
+    return -(-nbytes * m // n)
+
+
+NAMES_ORDER: Final = {c.name: k for k, c in enumerate(CODECS)}
 
 
 def encode(values: object, codec: str = "auto", *, segment: int = DEFAULT_SEGMENT,
            sample: int = DEFAULT_SAMPLE) -> CompressedStream:
     """Compress an integer array (uint64 or int64; other integer types are widened).
 
-    ``codec="auto"`` compresses the first ``sample`` values with every codec and keeps the
-    smallest; otherwise it names one codec (``wholetrace.streams.CODEC_NAMES``).
+    ``codec="auto"`` keeps the codec :func:`choose` expects to be smallest (every codec on
+    the first ``sample`` values, the best few again on the middle and the end, the codecs
+    without a model sized exactly); otherwise it names one codec
+    (``wholetrace.streams.CODEC_NAMES``).
     ``segment`` values form one independently parked segment (the seek unit).
     """
     if isinstance(segment, bool) or not isinstance(segment, int) or not 16 <= segment <= MAX_SEGMENT:
