@@ -304,3 +304,42 @@ def test_coder_round_trips_with_any_model_mask() -> None:
         back = np.zeros_like(a)
         _, status = CM.cm_code(back, a.size, 6, buf[:nbytes].copy(), True, 14, *tables, models)
         assert status == CM.ST_OK and np.array_equal(back, a)
+
+
+def _lcg_chain(n: int) -> np.ndarray:
+    """A first-order chain over 41 states (3 successors each) driven by a fixed LCG."""
+    x, s, out = 12345, 0, []
+    for _ in range(n):
+        x = (x * 1103515245 + 12345) % 2**31
+        s = (s * 7 + 3 + (x >> 16) % 3 * 11) % 41
+        out.append(s)
+    return np.array(out)
+
+
+#: ``sequitur(_lcg_chain(3000)).to_bytes(compact=True)`` as wholetrace 326b117 wrote it (before
+#: the coder's encoder prefetched and indexed unsigned, wave 7)
+_COMPACT_326B117 = (
+    "V1RHUgMABg64CwAAAAAAAM0CAAAAAAAAQUQJFQAAAAD58D+vZNaxVdD+U3QxeIEWmfvwN37a9OclV/+GIXwB03QECceE69Gz"
+    "xMWUrLJl2KL7CIVKzH1V3kl90Knw9REvqBtJsQCTvgMfeMwg/X73qP4p1GdnBUM4F6Y4QqLd1x7H2taVqO7oNuUKXw3z2mlJ"
+    "XlKGlRfrRNf8/SgX8K3V2nURt93PALeuNYXeESf+CsrQunKU0SvNi+IOxbRR8MZd9bYn79A97UoBadCQg5Q91BZK94X14ZXf"
+    "pxsEcvFcx96ZImKmMpDpK65Rh6cTAXfRecxm9xJGYuad4j+iWRGrhRCyb6vodQnpscrWaHuD9+9FCLtrCHctIWI72gFC39zs"
+    "bHM6ZYJp8yD+HOBehYC6JzAgARTBqCsby4oP4Tg9cOFFnF+DXMAHBx0yhds5bgxcb18EhltKvVTZbHoklLYhxarVE6LH+niK"
+    "xBNvXrNN9ZaSR2NnIwcOCfIUPJ9lfsuvMW8Q9uFS40qlc1+EVNTB3amaHIiPuTeceeN1beO5fXcwT80JGCY/u85JGBooNG+z"
+    "ebNTEHv0UMKN4+l3j41jdbO0Dq2noJUgQAeUN9BMjqNUGzQ9cg596WgVlphLhp7YDQ5+DFnQDG+5vgFKWG41eDyAybVNybsy"
+    "X8M1IRB12Zrw6msH5RQsqMf30uvIL1YTocTJ2xr8DRId+w5iiEjZRtTJsWNnTjo0BOT7OIMRJRZGo2DFF0fP+URrsrZKYWDM"
+    "VbN78mYMjKExsOl/5uzHDZJom3qUTqbYmEV0hCt7885YVuQ4sszoAE1JSfd0Dea3KoCy03+yVhWCvx5rtyHSjdVqAqYAetw1"
+    "7E7poxHYRWsd4GW7r0ipXNPtzP6nZ7V0q1e5QGt7RddEAzKHOWjmkHrQm8LSiZcLQA8WEPYQrx57iYrow3ay1oLOHJO9fidl"
+    "EnUoJ8Uc2iTqFCDL7Egb5/kGaHUX/FORVWhShbQ="
+)
+
+
+@pytest.mark.nojit
+def test_compact_encoding_format_is_unchanged() -> None:
+    """Files written by an earlier coder decode, and the encoder still writes the same bytes:
+    the coder's speed changes must not change what it predicts."""
+    import base64
+
+    old = base64.b64decode(_COMPACT_326B117)
+    g = sequitur(_lcg_chain(3000))
+    assert Grammar.from_bytes(old) == g
+    assert g.to_bytes(compact=True) == old

@@ -31,6 +31,10 @@ from __future__ import annotations
 from typing import Any, Callable, TypeVar, overload
 
 import numba
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -62,3 +66,30 @@ def kernel(fn: F | None = None, *, nrt: bool = True, inline: bool = False) -> F 
         return numba.njit(**options)(f)  # type: ignore[no-any-return]
 
     return wrap(fn) if fn is not None else wrap
+
+
+if numba.config.DISABLE_JIT:
+
+    def prefetch(arr: Any, i: int) -> None:
+        """No-op in the pure-Python twins."""
+
+else:
+
+    @intrinsic
+    def prefetch(typingctx, arr, i):  # type: ignore[no-untyped-def]
+        """Hint the CPU to load the cache line of ``arr[i]`` (LLVM ``llvm.prefetch``, read,
+        high locality); no effect on results, so a kernel may call it with any index it
+        would itself compute next (the SEQUITUR builder's digram slots, the coder's contexts)."""
+
+        def codegen(context, builder, sig, args):  # type: ignore[no-untyped-def]
+            aty = sig.args[0]
+            ary = context.make_array(aty)(context, builder, args[0])
+            ptr = cgutils.get_item_pointer(context, builder, aty, ary, [args[1]], wraparound=False)
+            i32 = ir.IntType(32)
+            p8 = ir.IntType(8).as_pointer()  # one declaration for every element type
+            fnty = ir.FunctionType(ir.VoidType(), [p8, i32, i32, i32])
+            fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
+            builder.call(fn, [builder.bitcast(ptr, p8), i32(0), i32(3), i32(1)])
+            return context.get_dummy_value()
+
+        return types.void(arr, types.intp), codegen

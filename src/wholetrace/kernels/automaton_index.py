@@ -8,7 +8,12 @@ head was lost can go below 0.  ``fstack[depth - dmin]`` holds the function enter
 
 from __future__ import annotations
 
+import numpy as np
+
 from wholetrace.kernels._jit import kernel
+
+_U = np.uint64  # unsigned indices: numba adds no negative-index wrap-around (docs/design-sequitur.md)
+
 
 _LEAVE = -1
 _EXC = -2
@@ -147,24 +152,28 @@ def index_pass(sym, pos0, fstack, dmin, st, chunk_events, chunk_min, chunk_exit,
     depth = st[I_DEPTH]
     g = st[I_SEG]
     nseg = seg_pos.shape[0] - 1
+    c = pos0 // chunk_events  # the chunk of p, followed without a division per symbol
+    start = c * chunk_events
     for i in range(sym.shape[0]):
         p = pos0 + i
-        c = p // chunk_events
-        if p - c * chunk_events == 0:
-            chunk_min[c] = depth
+        if p - start == chunk_events:
+            c += 1
+            start += chunk_events
+        if p == start:
+            chunk_min[_U(c)] = depth
             k = st[I_NSTACK]
-            stack_off[c] = k
+            stack_off[_U(c)] = k
             if k + depth - dmin > stack_pool.shape[0]:
                 st[I_BAD] = 1
                 return 1
             for j in range(depth - dmin):
-                stack_pool[k + j] = fstack[j]
+                stack_pool[_U(k + j)] = fstack[_U(j)]
             st[I_NSTACK] = k + depth - dmin
-            stack_off[c + 1] = k + depth - dmin
-        while g + 1 < nseg and p >= seg_pos[g + 1]:
+            stack_off[_U(c + 1)] = k + depth - dmin
+        while g + 1 < nseg and p >= seg_pos[_U(g + 1)]:
             g += 1
-            seg_min[g] = depth
-        s = sym[i]
+            seg_min[_U(g)] = depth
+        s = sym[_U(i)]
         if s == 0:
             depth -= 1
             if depth < dmin:
@@ -175,20 +184,20 @@ def index_pass(sym, pos0, fstack, dmin, st, chunk_events, chunk_min, chunk_exit,
             if depth - dmin >= fstack.shape[0]:
                 st[I_BAD] = 1
                 return 1
-            fstack[depth - dmin] = f
+            fstack[_U(depth - dmin)] = f
             depth += 1
             _mark(chunk_bits, f, c)
             _mark(seg_bits, f, g)
         elif depth > dmin:
-            f = fstack[depth - 1 - dmin]
+            f = fstack[_U(depth - 1 - dmin)]
             _mark(chunk_bits, f, c)
             _mark(seg_bits, f, g)
-        if depth < chunk_min[c]:
-            chunk_min[c] = depth
-        chunk_exit[c] = depth
-        if depth < seg_min[g]:
-            seg_min[g] = depth
-        seg_exit[g] = depth
+        if depth < chunk_min[_U(c)]:
+            chunk_min[_U(c)] = depth
+        chunk_exit[_U(c)] = depth
+        if depth < seg_min[_U(g)]:
+            seg_min[_U(g)] = depth
+        seg_exit[_U(g)] = depth
     st[I_DEPTH] = depth
     st[I_SEG] = g
     return 0

@@ -7,12 +7,9 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from llvmlite import ir
-from numba import types
-from numba.core import cgutils
-from numba.extending import intrinsic
 
 from wholetrace.kernels._jit import kernel
+from wholetrace.kernels._jit import prefetch as _prefetch
 
 # The incremental kernels allocate nothing: they are compiled without NRT (see
 # kernels/_jit.py), which removes the atomic reference counting of the state arrays on
@@ -84,30 +81,10 @@ F_SUBST_RIGHT = 1
 F_NEW_SECOND = 2
 F_UTILITY = 3
 
-if numba.config.DISABLE_JIT:
-
-    def _prefetch(arr, i):  # type: ignore[no-untyped-def]
-        """No-op in the pure-Python twin."""
-
-else:
-
-    @intrinsic
-    def _prefetch(typingctx, arr, i):  # type: ignore[no-untyped-def]
-        """Hint the CPU to load the cache line of ``arr[i]`` (LLVM ``llvm.prefetch``, read,
-        high locality); no effect on results."""
-
-        def codegen(context, builder, sig, args):  # type: ignore[no-untyped-def]
-            aty = sig.args[0]
-            ary = context.make_array(aty)(context, builder, args[0])
-            ptr = cgutils.get_item_pointer(context, builder, aty, ary, [args[1]], wraparound=False)
-            i32 = ir.IntType(32)
-            fnty = ir.FunctionType(ir.VoidType(), [ptr.type, i32, i32, i32])
-            fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
-            builder.call(fn, [ptr, i32(0), i32(3), i32(1)])
-            return context.get_dummy_value()
-
-        return types.void(arr, types.intp), codegen
-
+# Every array index of the hot kernels is cast to unsigned: numba then emits no
+# negative-index wrap-around (a compare and select per access, ~120 accesses on the hot
+# path, and it keeps LLVM from folding address arithmetic).  No index here is negative.
+_U = np.uint64
 
 _C1 = np.uint64(0x9E3779B97F4A7C15)
 _S33 = np.uint64(33)
@@ -130,7 +107,7 @@ def _prefetch_slot(tab, meta, v1, v2):  # type: ignore[no-untyped-def]
 
 @_inl
 def _is_guard(nd, n):  # type: ignore[no-untyped-def]
-    return nd[4 * n + SL] == GUARD
+    return nd[_U(4 * n + SL)] == GUARD
 
 
 @_inl
@@ -141,10 +118,10 @@ def _find(nd, tab, meta, fp, v1, v2):  # type: ignore[no-untyped-def]
     mask = (np.int64(1) << bits) - 1
     i = np.int64(fp) >> (31 - bits)
     while True:
-        n = tab[2 * i + 1]
+        n = tab[_U(2 * i + 1)]
         if n == T_EMPTY:
             return i, False
-        if tab[2 * i] == fp and nd[4 * n + VL] == v1 and nd[4 * nd[4 * n + NX] + VL] == v2:
+        if tab[_U(2 * i)] == fp and nd[_U(4 * n + VL)] == v1 and nd[_U(4 * nd[_U(4 * n + NX)] + VL)] == v2:
             return i, True
         i = (i + 1) & mask
 
@@ -153,27 +130,27 @@ def _find(nd, tab, meta, fp, v1, v2):  # type: ignore[no-untyped-def]
 def _occupy(nd, tab, meta, slot, found, fp, n):  # type: ignore[no-untyped-def]
     """Make node n the indexed occurrence of digram key, stored at slot."""
     if found:
-        old = tab[2 * slot + 1]
+        old = tab[_U(2 * slot + 1)]
         if old != n:
-            nd[4 * old + SL] = NIL
+            nd[_U(4 * old + SL)] = NIL
     else:
         meta[M_TUSED] += 1
-        tab[2 * slot] = fp
-    mine = nd[4 * n + SL]
+        tab[_U(2 * slot)] = fp
+    mine = nd[_U(4 * n + SL)]
     if mine >= 0 and mine != slot:  # pragma: no cover - a node is indexed under one digram only
         meta[M_OVERFLOW] = 1
-    tab[2 * slot + 1] = n
-    nd[4 * n + SL] = slot
+    tab[_U(2 * slot + 1)] = n
+    nd[_U(4 * n + SL)] = slot
 
 
 @_hot
 def _idx_set(nd, tab, meta, n):  # type: ignore[no-untyped-def]
     """Index the digram starting at n, replacing any other occurrence in the index."""
-    m = nd[4 * n + NX]
+    m = nd[_U(4 * n + NX)]
     if _is_guard(nd, n) or _is_guard(nd, m):
         return
-    v1 = nd[4 * n + VL]
-    v2 = nd[4 * m + VL]
+    v1 = nd[_U(4 * n + VL)]
+    v2 = nd[_U(4 * m + VL)]
     fp = _fp(v1, v2)
     slot, found = _find(nd, tab, meta, fp, v1, v2)
     _occupy(nd, tab, meta, slot, found, fp, n)
@@ -189,25 +166,25 @@ def _vacate(nd, tab, meta, s):  # type: ignore[no-untyped-def]
     hole = np.int64(s)
     j = (hole + 1) & mask
     while True:
-        n = tab[2 * j + 1]
+        n = tab[_U(2 * j + 1)]
         if n == T_EMPTY:
             break
-        home = np.int64(tab[2 * j]) >> sh
+        home = np.int64(tab[_U(2 * j)]) >> sh
         if ((j - home) & mask) >= ((j - hole) & mask):  # home is at or before the hole
-            tab[2 * hole] = tab[2 * j]
-            tab[2 * hole + 1] = n
-            nd[4 * n + SL] = hole
+            tab[_U(2 * hole)] = tab[_U(2 * j)]
+            tab[_U(2 * hole + 1)] = n
+            nd[_U(4 * n + SL)] = hole
             hole = j
         j = (j + 1) & mask
-    tab[2 * hole + 1] = T_EMPTY
+    tab[_U(2 * hole + 1)] = T_EMPTY
 
 
 @_inl
 def _idx_clear(nd, tab, meta, n):  # type: ignore[no-untyped-def]
     """Forget the digram starting at n if n is its indexed occurrence."""
-    s = nd[4 * n + SL]
+    s = nd[_U(4 * n + SL)]
     if s >= 0:
-        nd[4 * n + SL] = NIL
+        nd[_U(4 * n + SL)] = NIL
         _vacate(nd, tab, meta, s)
 
 
@@ -215,27 +192,27 @@ def _idx_clear(nd, tab, meta, n):  # type: ignore[no-untyped-def]
 def _join(nd, tab, meta, left, right):  # type: ignore[no-untyped-def]
     """Link left -> right, forgetting left's old digram; a run of three equal symbols
     that loses its indexed pair gets its other pair indexed (as the reference does)."""
-    if nd[4 * left + NX] != NIL:
+    if nd[_U(4 * left + NX)] != NIL:
         _idx_clear(nd, tab, meta, left)
-        pr = nd[4 * right + PV]
-        nr = nd[4 * right + NX]
-        v = nd[4 * right + VL]
-        if pr != NIL and nr != NIL and v == nd[4 * pr + VL] and v == nd[4 * nr + VL]:
+        pr = nd[_U(4 * right + PV)]
+        nr = nd[_U(4 * right + NX)]
+        v = nd[_U(4 * right + VL)]
+        if pr != NIL and nr != NIL and v == nd[_U(4 * pr + VL)] and v == nd[_U(4 * nr + VL)]:
             _idx_set(nd, tab, meta, right)
-        pl = nd[4 * left + PV]
-        nl = nd[4 * left + NX]
-        v = nd[4 * left + VL]
-        if pl != NIL and nl != NIL and v == nd[4 * nl + VL] and v == nd[4 * pl + VL]:
+        pl = nd[_U(4 * left + PV)]
+        nl = nd[_U(4 * left + NX)]
+        v = nd[_U(4 * left + VL)]
+        if pl != NIL and nl != NIL and v == nd[_U(4 * nl + VL)] and v == nd[_U(4 * pl + VL)]:
             _idx_set(nd, tab, meta, pl)
-    nd[4 * left + NX] = right
-    nd[4 * right + PV] = left
+    nd[_U(4 * left + NX)] = right
+    nd[_U(4 * right + PV)] = left
 
 
 @_inl
 def _alloc_node(nd, rcount, meta, v):  # type: ignore[no-untyped-def]
     n = meta[M_FREE_HEAD]
     if n != NIL:
-        meta[M_FREE_HEAD] = nd[4 * n + NX]
+        meta[M_FREE_HEAD] = nd[_U(4 * n + NX)]
     else:
         n = meta[M_FRESH]
         if 4 * (n + 2) > len(nd):  # the last node is scratch, used only on overflow
@@ -244,12 +221,12 @@ def _alloc_node(nd, rcount, meta, v):  # type: ignore[no-untyped-def]
         else:
             meta[M_FRESH] = n + 1
     meta[M_LIVE_NODES] += 1
-    nd[4 * n + NX] = NIL
-    nd[4 * n + PV] = NIL
-    nd[4 * n + VL] = v
-    nd[4 * n + SL] = NIL
+    nd[_U(4 * n + NX)] = NIL
+    nd[_U(4 * n + PV)] = NIL
+    nd[_U(4 * n + VL)] = v
+    nd[_U(4 * n + SL)] = NIL
     if v < 0:
-        rcount[-v - 1] += 1
+        rcount[_U(-v - 1)] += 1
     return n
 
 
@@ -264,51 +241,51 @@ def _alloc_block(nd, meta):  # type: ignore[no-untyped-def]
         return len(nd) // 4 - 1
     for n in range(meta[M_FRESH], base + 4):  # ids skipped to align, and the fourth node
         if n < base or n == base + 3:
-            nd[4 * n + NX] = meta[M_FREE_HEAD]
-            nd[4 * n + PV] = NIL
-            nd[4 * n + SL] = NIL
+            nd[_U(4 * n + NX)] = meta[M_FREE_HEAD]
+            nd[_U(4 * n + PV)] = NIL
+            nd[_U(4 * n + SL)] = NIL
             meta[M_FREE_HEAD] = n
     meta[M_FRESH] = base + 4
     meta[M_LIVE_NODES] += 3
     for n in range(base, base + 3):
-        nd[4 * n + NX] = NIL
-        nd[4 * n + PV] = NIL
-        nd[4 * n + VL] = 0
-        nd[4 * n + SL] = NIL
+        nd[_U(4 * n + NX)] = NIL
+        nd[_U(4 * n + PV)] = NIL
+        nd[_U(4 * n + VL)] = 0
+        nd[_U(4 * n + SL)] = NIL
     return base
 
 
 @_inl
 def _take_node(nd, rcount, n, v):  # type: ignore[no-untyped-def]
     """Node n, already counted live by _alloc_block, holding value v."""
-    nd[4 * n + VL] = v
+    nd[_U(4 * n + VL)] = v
     if v < 0:
-        rcount[-v - 1] += 1
+        rcount[_U(-v - 1)] += 1
     return n
 
 
 @_inl
 def _free_node(nd, meta, n):  # type: ignore[no-untyped-def]
-    nd[4 * n + NX] = meta[M_FREE_HEAD]
-    nd[4 * n + PV] = NIL
-    nd[4 * n + SL] = NIL
+    nd[_U(4 * n + NX)] = meta[M_FREE_HEAD]
+    nd[_U(4 * n + PV)] = NIL
+    nd[_U(4 * n + SL)] = NIL
     meta[M_FREE_HEAD] = n
     meta[M_LIVE_NODES] -= 1
 
 
 @_inl
 def _delete_node(nd, rcount, tab, meta, n):  # type: ignore[no-untyped-def]
-    _join(nd, tab, meta, nd[4 * n + PV], nd[4 * n + NX])
+    _join(nd, tab, meta, nd[_U(4 * n + PV)], nd[_U(4 * n + NX)])
     _idx_clear(nd, tab, meta, n)
-    v = nd[4 * n + VL]
+    v = nd[_U(4 * n + VL)]
     if v < 0:
-        rcount[-v - 1] -= 1
+        rcount[_U(-v - 1)] -= 1
     _free_node(nd, meta, n)
 
 
 @_inl
 def _insert_after(nd, tab, meta, a, y):  # type: ignore[no-untyped-def]
-    _join(nd, tab, meta, y, nd[4 * a + NX])
+    _join(nd, tab, meta, y, nd[_U(4 * a + NX)])
     _join(nd, tab, meta, a, y)
 
 
@@ -316,7 +293,7 @@ def _insert_after(nd, tab, meta, a, y):  # type: ignore[no-untyped-def]
 def _new_rule(nd, rguard, rcount, rfree, meta):  # type: ignore[no-untyped-def]
     top = meta[M_RFREE_TOP]
     if top > 0:
-        r = np.int64(rfree[top - 1])
+        r = np.int64(rfree[_U(top - 1)])
         meta[M_RFREE_TOP] = top - 1
     else:
         r = meta[M_RFRESH]
@@ -326,13 +303,13 @@ def _new_rule(nd, rguard, rcount, rfree, meta):  # type: ignore[no-untyped-def]
         else:
             meta[M_RFRESH] = r + 1
     meta[M_LIVE_RULES] += 1
-    rcount[r] = 0
+    rcount[_U(r)] = 0
     g = _alloc_block(nd, meta)
-    nd[4 * g + VL] = -(r + 1)
-    nd[4 * g + SL] = GUARD
-    nd[4 * g + NX] = g
-    nd[4 * g + PV] = g
-    rguard[r] = g
+    nd[_U(4 * g + VL)] = -(r + 1)
+    nd[_U(4 * g + SL)] = GUARD
+    nd[_U(4 * g + NX)] = g
+    nd[_U(4 * g + PV)] = g
+    rguard[_U(r)] = g
     return r
 
 
@@ -341,9 +318,9 @@ def _push(stack, meta, sp, kind, a, b):  # type: ignore[no-untyped-def]
     if sp + 3 > len(stack):
         meta[M_OVERFLOW] = 1
         return sp
-    stack[sp] = kind
-    stack[sp + 1] = a
-    stack[sp + 2] = b
+    stack[_U(sp)] = kind
+    stack[_U(sp + 1)] = a
+    stack[_U(sp + 2)] = b
     sp += 3
     if sp > meta[M_MAX_SP]:
         meta[M_MAX_SP] = sp
@@ -353,12 +330,12 @@ def _push(stack, meta, sp, kind, a, b):  # type: ignore[no-untyped-def]
 @_hot
 def _substitute(nd, rcount, tab, stack, meta, sp, x, r):  # type: ignore[no-untyped-def]
     """Replace the digram at x by rule r, then schedule the checks of its neighbours."""
-    q = nd[4 * x + PV]
-    z = nd[4 * nd[4 * x + NX] + NX]  # checked with the new symbol if the left check does nothing
+    q = nd[_U(4 * x + PV)]
+    z = nd[_U(4 * nd[_U(4 * x + NX)] + NX)]  # checked with the new symbol if the left check does nothing
     if not _is_guard(nd, z):
-        _prefetch_slot(tab, meta, -(r + 1), nd[4 * z + VL])
-    _delete_node(nd, rcount, tab, meta, nd[4 * q + NX])
-    _delete_node(nd, rcount, tab, meta, nd[4 * q + NX])
+        _prefetch_slot(tab, meta, -(r + 1), nd[_U(4 * z + VL)])
+    _delete_node(nd, rcount, tab, meta, nd[_U(4 * q + NX)])
+    _delete_node(nd, rcount, tab, meta, nd[_U(4 * q + NX)])
     y = _alloc_node(nd, rcount, meta, -(r + 1))
     _insert_after(nd, tab, meta, q, y)
     sp = _push(stack, meta, sp, F_SUBST_RIGHT, q, 0)
@@ -369,23 +346,23 @@ def _substitute(nd, rcount, tab, stack, meta, sp, x, r):  # type: ignore[no-unty
 def _expand(nd, rguard, rcount, rfree, tab, meta, s):  # type: ignore[no-untyped-def]
     """Inline the rule that s (the first symbol of a rule body) is the last user of,
     replaying the reference's sequence of links so the index ends up identical."""
-    left = nd[4 * s + PV]
-    right = nd[4 * s + NX]
-    r = -nd[4 * s + VL] - 1
-    g = rguard[r]
-    f = nd[4 * g + NX]
-    last = nd[4 * g + PV]
+    left = nd[_U(4 * s + PV)]
+    right = nd[_U(4 * s + NX)]
+    r = -nd[_U(4 * s + VL)] - 1
+    g = rguard[_U(r)]
+    f = nd[_U(4 * g + NX)]
+    last = nd[_U(4 * g + PV)]
     _join(nd, tab, meta, last, f)  # deleting the rule's guard closes its body ring
     _idx_clear(nd, tab, meta, s)
-    nd[4 * s + VL] = 0  # the reference unlinks s as a plain symbol of value 0
+    nd[_U(4 * s + VL)] = 0  # the reference unlinks s as a plain symbol of value 0
     _join(nd, tab, meta, left, right)
     _free_node(nd, meta, s)
     _join(nd, tab, meta, left, f)
     _join(nd, tab, meta, last, right)
     _idx_set(nd, tab, meta, last)
-    rguard[r] = NIL
-    rcount[r] = 0
-    rfree[meta[M_RFREE_TOP]] = r
+    rguard[_U(r)] = NIL
+    rcount[_U(r)] = 0
+    rfree[_U(meta[M_RFREE_TOP])] = r
     meta[M_RFREE_TOP] += 1
     meta[M_LIVE_RULES] -= 1
     _free_node(nd, meta, g)
@@ -394,7 +371,7 @@ def _expand(nd, rguard, rcount, rfree, tab, meta, s):  # type: ignore[no-untyped
 @_inl
 def _is_body(nd, x):  # type: ignore[no-untyped-def]
     """Whether the digram at x is the whole right side of a rule."""
-    return _is_guard(nd, nd[4 * x + PV]) and _is_guard(nd, nd[4 * nd[4 * x + NX] + NX])
+    return _is_guard(nd, nd[_U(4 * x + PV)]) and _is_guard(nd, nd[_U(4 * nd[_U(4 * x + NX)] + NX)])
 
 
 @_hot
@@ -405,44 +382,44 @@ def _run_check(nd, rguard, rcount, rfree, tab, stack, meta, a0):  # type: ignore
     lookahead = meta[M_LOOKAHEAD] != 0
     while sp > 0:
         sp -= 3
-        kind = stack[sp]
-        a = stack[sp + 1]
-        a2 = stack[sp + 2]
+        kind = stack[_U(sp)]
+        a = stack[_U(sp + 1)]
+        a2 = stack[_U(sp + 2)]
         if kind == F_CHECK:
-            b = nd[4 * a + NX]
+            b = nd[_U(4 * a + NX)]
             ret = 0
             if _is_guard(nd, a) or _is_guard(nd, b):
                 continue
-            v1 = nd[4 * a + VL]
-            v2 = nd[4 * b + VL]
+            v1 = nd[_U(4 * a + VL)]
+            v2 = nd[_U(4 * b + VL)]
             fp = _fp(v1, v2)
             slot, found = _find(nd, tab, meta, fp, v1, v2)
             if not found:
                 _occupy(nd, tab, meta, slot, False, fp, a)
                 continue
-            x = tab[2 * slot + 1]
-            if x == a or nd[4 * x + NX] == a or b == x:  # overlapping run such as aaa
+            x = tab[_U(2 * slot + 1)]
+            if x == a or nd[_U(4 * x + NX)] == a or b == x:  # overlapping run such as aaa
                 continue
             if _is_body(nd, x):  # the digram is a whole rule: use it
-                r = -nd[4 * nd[4 * x + PV] + VL] - 1
-                q = nd[4 * a + PV]  # the next check is (q, r)
+                r = -nd[_U(4 * nd[_U(4 * x + PV)] + VL)] - 1
+                q = nd[_U(4 * a + PV)]  # the next check is (q, r)
                 if not _is_guard(nd, q):
-                    _prefetch_slot(tab, meta, nd[4 * q + VL], -(r + 1))
+                    _prefetch_slot(tab, meta, nd[_U(4 * q + VL)], -(r + 1))
                 sp = _push(stack, meta, sp, F_UTILITY, r, 0)
                 sp = _substitute(nd, rcount, tab, stack, meta, sp, a, r)
                 ret = 1
                 continue
-            if lookahead and meta[M_HAS_LA] != 0 and nd[4 * b + NX] == 0:
+            if lookahead and meta[M_HAS_LA] != 0 and nd[_U(4 * b + NX)] == 0:
                 # SEQUITUR(1): b ends S and (b, next input) is a rule: wait for it
                 la = meta[M_LA]
                 s2, f2 = _find(nd, tab, meta, _fp(v2, la), v2, la)
-                if f2 and _is_body(nd, tab[2 * s2 + 1]):
+                if f2 and _is_body(nd, tab[_U(2 * s2 + 1)]):
                     continue
             r = _new_rule(nd, rguard, rcount, rfree, meta)
-            q = nd[4 * x + PV]  # the next check is (q, r)
+            q = nd[_U(4 * x + PV)]  # the next check is (q, r)
             if not _is_guard(nd, q):
-                _prefetch_slot(tab, meta, nd[4 * q + VL], -(r + 1))
-            g = rguard[r]
+                _prefetch_slot(tab, meta, nd[_U(4 * q + VL)], -(r + 1))
+            g = rguard[_U(r)]
             n1 = _take_node(nd, rcount, g + 1 if g + 1 < len(nd) // 4 else g, v1)
             _insert_after(nd, tab, meta, g, n1)
             n2 = _take_node(nd, rcount, n1 + 1 if n1 + 1 < len(nd) // 4 else n1, v2)
@@ -452,18 +429,18 @@ def _run_check(nd, rguard, rcount, rfree, tab, stack, meta, a0):  # type: ignore
             ret = 1
         elif kind == F_SUBST_RIGHT:
             if ret == 0:
-                sp = _push(stack, meta, sp, F_CHECK, nd[4 * a + NX], 0)
+                sp = _push(stack, meta, sp, F_CHECK, nd[_U(4 * a + NX)], 0)
         elif kind == F_NEW_SECOND:
-            q = nd[4 * a2 + PV]  # the next check is (q, a)
+            q = nd[_U(4 * a2 + PV)]  # the next check is (q, a)
             if not _is_guard(nd, q):
-                _prefetch_slot(tab, meta, nd[4 * q + VL], -(a + 1))
-            _idx_set(nd, tab, meta, nd[4 * rguard[a] + NX])
+                _prefetch_slot(tab, meta, nd[_U(4 * q + VL)], -(a + 1))
+            _idx_set(nd, tab, meta, nd[_U(4 * rguard[_U(a)] + NX)])
             sp = _push(stack, meta, sp, F_UTILITY, a, 0)
             sp = _substitute(nd, rcount, tab, stack, meta, sp, a2, a)
         else:  # F_UTILITY: rule utility for the rule just used
-            f = nd[4 * rguard[a] + NX]
-            v = nd[4 * f + VL]
-            if v < 0 and rcount[-v - 1] == 1:
+            f = nd[_U(4 * rguard[_U(a)] + NX)]
+            v = nd[_U(4 * f + VL)]
+            if v < 0 and rcount[_U(-v - 1)] == 1:
                 _expand(nd, rguard, rcount, rfree, tab, meta, f)
             ret = 1
     return ret
@@ -471,13 +448,13 @@ def _run_check(nd, rguard, rcount, rfree, tab, stack, meta, a0):  # type: ignore
 
 @_inl
 def _append(nd, rguard, rcount, rfree, tab, stack, meta, c):  # type: ignore[no-untyped-def]
-    last = nd[PV]
+    last = nd[_U(PV)]
     if last != 0:
-        _prefetch_slot(tab, meta, nd[4 * last + VL], c)
+        _prefetch_slot(tab, meta, nd[_U(4 * last + VL)], c)
     y = _alloc_node(nd, rcount, meta, c)
-    _insert_after(nd, tab, meta, nd[PV], y)
+    _insert_after(nd, tab, meta, nd[_U(PV)], y)
     meta[M_NSYMS] += 1
-    _run_check(nd, rguard, rcount, rfree, tab, stack, meta, nd[4 * y + PV])
+    _run_check(nd, rguard, rcount, rfree, tab, stack, meta, nd[_U(4 * y + PV)])
 
 
 @_hot
@@ -531,16 +508,16 @@ def rehash(nd, tab, new_tab, bits):  # type: ignore[no-untyped-def]
     mask = (np.int64(1) << bits) - 1
     used = 0
     for i in range(len(tab) // 2):
-        n = tab[2 * i + 1]
+        n = tab[_U(2 * i + 1)]
         if n < 0:
             continue
-        fp = tab[2 * i]
+        fp = tab[_U(2 * i)]
         j = np.int64(fp) >> (31 - bits)
-        while new_tab[2 * j + 1] != T_EMPTY:
+        while new_tab[_U(2 * j + 1)] != T_EMPTY:
             j = (j + 1) & mask
-        new_tab[2 * j] = fp
-        new_tab[2 * j + 1] = n
-        nd[4 * n + SL] = j
+        new_tab[_U(2 * j)] = fp
+        new_tab[_U(2 * j + 1)] = n
+        nd[_U(4 * n + SL)] = j
         used += 1
     return used
 

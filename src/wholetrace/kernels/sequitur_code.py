@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from wholetrace.kernels._jit import kernel
+from wholetrace.kernels._jit import kernel, prefetch
 
 _inl = kernel(inline=True)
+_U = np.uint64  # every array index is cast to unsigned: numba then adds no negative-index wrap-around
 
 NORD = 6  # hashed context models: orders 0, 1, 2, 3, 4, 6
 ALL_MODELS = (1 << NORD) - 1  # bit m of a model mask enables context model m
@@ -66,15 +67,33 @@ def _h(x, y):  # type: ignore[no-untyped-def]
 
 
 @_inl
+def _contexts(a, i, hs):  # type: ignore[no-untyped-def]
+    """Context hashes of orders 0, 1, 2, 3, 4, 6 before a[i] into hs (each includes the
+    previous symbol, so a rank means one symbol); returns the order-5 hash (the match model's)."""
+    h = np.int64(0)
+    h5 = np.int64(0)
+    for k in range(1, 7):
+        h = _h(h, (np.int64(a[_U(i - k)]) + 1) if i >= k else 0)
+        if k <= 4:
+            hs[_U(k)] = h
+        elif k == 6:
+            hs[5] = h
+        else:  # k == MINLEN
+            h5 = h
+    hs[0] = 0
+    return h5
+
+
+@_inl
 def _sm_update(t, i, y, dt, limit):  # type: ignore[no-untyped-def]
     """Adaptive probability t[i] (22-bit p << 10 | count) moves towards bit y."""
-    v = np.int64(t[i])
+    v = np.int64(t[_U(i)])
     n = v & 1023
     p = v >> 10
-    p += (((y << 22) - p) * dt[n]) >> 16
+    p += (((y << 22) - p) * dt[_U(n)]) >> 16
     if n < limit:
         n += 1
-    t[i] = np.uint32((p << 10) | n)
+    t[_U(i)] = np.uint32((p << 10) | n)
 
 
 # Successor lists, in one open-addressing table keyed by pairs (k1, k2), k1 = 4 * s1 + tag:
@@ -86,23 +105,31 @@ def _succ_find(keys, k1, k2):  # type: ignore[no-untyped-def]
     """Slot of (k1, k2) in the table (or the empty slot where it goes)."""
     mask = len(keys) // 2 - 1
     i = _h(_h(k1 >> 32, k1 & 0xFFFFFFFF), k2) & mask
-    while keys[2 * i] != -1 and (keys[2 * i] != k1 or keys[2 * i + 1] != k2):
+    while keys[_U(2 * i)] != -1 and (keys[_U(2 * i)] != k1 or keys[_U(2 * i + 1)] != k2):
         i = (i + 1) & mask
     return i
 
 
 @_inl
+def _succ_prefetch(keys, vals, k1, k2):  # type: ignore[no-untyped-def]
+    """Start loading the home slot of (k1, k2) (key and value)."""
+    i = _h(_h(k1 >> 32, k1 & 0xFFFFFFFF), k2) & (len(keys) // 2 - 1)
+    prefetch(keys, 2 * i)
+    prefetch(vals, i)
+
+
+@_inl
 def _succ_get(keys, vals, k1, k2, default):  # type: ignore[no-untyped-def]
     i = _succ_find(keys, k1, k2)
-    return vals[i] if keys[2 * i] != -1 else default
+    return vals[_U(i)] if keys[_U(2 * i)] != -1 else default
 
 
 @_inl
 def _succ_put(keys, vals, k1, k2, v):  # type: ignore[no-untyped-def]
     i = _succ_find(keys, k1, k2)
-    keys[2 * i] = k1
-    keys[2 * i + 1] = k2
-    vals[i] = v
+    keys[_U(2 * i)] = k1
+    keys[_U(2 * i + 1)] = k2
+    vals[_U(i)] = v
 
 
 @kernel
@@ -130,11 +157,11 @@ def _code_bit(ac, buf, decode, p, y):  # type: ignore[no-untyped-def]
     while ((x1 ^ x2) & 0xFF000000) == 0:
         bp = ac[3]
         if decode:
-            ac[2] = ((ac[2] << 8) & 0xFFFFFFFF) | (buf[bp] if bp < len(buf) else 0)
+            ac[2] = ((ac[2] << 8) & 0xFFFFFFFF) | (buf[_U(bp)] if bp < len(buf) else 0)
         else:
             if bp >= len(buf):
                 return -1
-            buf[bp] = x2 >> 24
+            buf[_U(bp)] = x2 >> 24
         ac[3] = bp + 1
         x1 = (x1 << 8) & 0xFFFFFFFF
         x2 = ((x2 << 8) & 0xFFFFFFFF) | 255
@@ -158,7 +185,7 @@ def cm_code(a, n, rawbits, buf, decode, tbits, sq, stt, dt, models):  # type: ig
     apm = np.empty(APM_CTX * 33, np.int32)
     for c in range(APM_CTX):
         for j in range(33):
-            apm[c * 33 + j] = sq[min(4094, max(0, (j - 16) * 128 + 2047))] * 16
+            apm[_U(c * 33 + j)] = sq[_U(min(4094, max(0, (j - 16) * 128 + 2047)))] * 16
     nsets = 16 * 8
     w = np.full(nsets * NIN, np.int64(1 << 14), np.int64)
     mbits = max(10, min(22, tbits - 2))
@@ -173,54 +200,62 @@ def cm_code(a, n, rawbits, buf, decode, tbits, sq, stt, dt, models):  # type: ig
     nact = 0
     for m in range(NORD):
         if (models >> m) & 1:
-            act[nact] = m
+            act[_U(nact)] = m
             nact += 1
     ac = np.zeros(4, np.int64)  # arithmetic coder: low x1, high x2, decoder's x, buffer position
     ac[1] = 0xFFFFFFFF
     if decode:
         for _ in range(4):
-            ac[2] = (ac[2] << 8) | (buf[ac[3]] if ac[3] < len(buf) else 0)
+            ac[2] = (ac[2] << 8) | (buf[_U(ac[3])] if ac[3] < len(buf) else 0)
             ac[3] += 1
     mptr = 0
     mlen = 0
+    hsn = np.zeros(NORD, np.int64)
+    h5n = np.int64(0)
+    ahead = False
     for i in range(n):
-        s1 = np.int64(a[i - 1]) + 1 if i >= 1 else np.int64(0)
-        # context hashes of orders 0, 1, 2, 3, 4, 6 (each includes s1, so a rank means one symbol)
-        h = np.int64(0)
-        for k in range(1, 7):
-            h = _h(h, (np.int64(a[i - k]) + 1) if i >= k else 0)
-            if k <= 4:
-                hs[k] = h
-            elif k == 6:
-                hs[5] = h
-            else:  # k == MINLEN: the match model's context
-                h5 = h
+        s1 = np.int64(a[_U(i - 1)]) + 1 if i >= 1 else np.int64(0)
+        if ahead:  # computed (and prefetched) while coding the previous symbol
+            h5 = h5n
+            for m in range(NORD):
+                hs[_U(m)] = hsn[_U(m)]
+        else:
+            h5 = _contexts(a, i, hs)
+        if not decode and i + 1 < n:  # the encoder knows the next contexts: start loading them
+            h5n = _contexts(a, i + 1, hsn)
+            for k in range(nact):
+                m = act[_U(k)]
+                prefetch(ctab, m * tsize + ((_h(hsn[_U(m)], m) * 16) & tmask))
+            prefetch(mhash, h5n & (len(mhash) - 1))
+            s1n = np.int64(a[_U(i)]) + 1
+            _succ_prefetch(skeys, svals, 4 * s1n, 0)  # its successor count and rank
+            _succ_prefetch(skeys, svals, 4 * s1n + 1, np.int64(a[_U(i + 1)]))
+            ahead = True
         # match model: look up the last occurrence of the last MINLEN symbols
         if i >= MINLEN:
             chk = h5 >> 24  # 8 check bits: most unrelated candidates are rejected unread
             hm = h5 & (len(mhash) - 1)
             if mlen == 0:
-                cand = mhash[hm] >> 8
-                if cand > 0 and (mhash[hm] & 255) == chk:
+                cand = mhash[_U(hm)] >> 8
+                if cand > 0 and (mhash[_U(hm)] & 255) == chk:
                     ln = 0
-                    while ln < MAXLEN and cand - 1 - ln >= 0 and a[cand - 1 - ln] == a[i - 1 - ln]:
+                    while ln < MAXLEN and cand - 1 - ln >= 0 and a[_U(cand - 1 - ln)] == a[_U(i - 1 - ln)]:
                         ln += 1
                     if ln >= MINLEN:
                         mlen = ln
                         mptr = cand
-            mhash[hm] = (i << 8) | chk
-        hs[0] = 0
+            mhash[_U(hm)] = (i << 8) | chk
         for k in range(nact):
-            m = act[k]
-            slot[m] = (_h(hs[m], m) * 16) & tmask
+            m = act[_U(k)]
+            slot[_U(m)] = (_h(hs[_U(m)], m) * 16) & tmask
         cnt = _succ_get(skeys, svals, 4 * s1, 0, 0)
         # expected rank from the match model
         erank = -1
         if mlen > 0:
-            erank = _succ_get(skeys, svals, 4 * s1 + 1, np.int64(a[mptr]), -1)
+            erank = _succ_get(skeys, svals, 4 * s1 + 1, np.int64(a[_U(mptr)]), -1)
         r = 0
         if not decode:
-            r = _succ_get(skeys, svals, 4 * s1 + 1, np.int64(a[i]), cnt)
+            r = _succ_get(skeys, svals, 4 * s1 + 1, np.int64(a[_U(i)]), cnt)
         # code v = r + 1 = 1 b_{k-1} .. b_0: k unary ones, a zero, then the k low bits
         v = r + 1
         nb = 0
@@ -249,28 +284,28 @@ def cm_code(a, n, rawbits, buf, decode, tbits, sq, stt, dt, models):  # type: ig
                 node = 16 + (_h(node, 7) & 0xFFFF) * 16
             # predictions
             for k in range(nact):
-                m = act[k]
-                st_in[m] = stt[np.int64(ctab[m * tsize + ((slot[m] + node) & tmask)]) >> 20]
+                m = act[_U(k)]
+                st_in[_U(m)] = stt[_U(np.int64(ctab[_U(m * tsize + ((slot[_U(m)] + node) & tmask))]) >> 20)]
             ml = min(mlen, 15) if agree else 0
             mi = ml * 4 + ebit * 2 + (1 if phase else 0)
-            st_in[NORD] = stt[np.int64(mtab[mi]) >> 20] if agree else 0
-            st_in[NORD + 1] = 256
+            st_in[_U(NORD)] = stt[_U(np.int64(mtab[_U(mi)]) >> 20)] if agree else 0
+            st_in[_U(NORD + 1)] = 256
             ws = (ml * 8 + (min(pos, 3) if phase == 0 else 4 + min(dk - 1, 3))) * NIN
             dot = np.int64(0)
             for j in range(NIN):
-                dot += st_in[j] * w[ws + j]
+                dot += st_in[_U(j)] * w[_U(ws + j)]
             dot >>= 16
             if dot > 2047:
                 dot = 2047
             if dot < -2047:
                 dot = -2047
-            p = sq[dot + 2047]
+            p = sq[_U(dot + 2047)]
             actx = ((s1 & 0xFF) * 16 + (pos if phase == 0 else 4 + min(dk - 1, 2) * 4 + min(pos, 3))) % APM_CTX
             sa = dot + 2048
             aj = sa >> 7
             aw = sa & 127
             ai = actx * 33 + aj
-            pa = (apm[ai] * (128 - aw) + apm[ai + 1] * aw) >> 11
+            pa = (apm[_U(ai)] * (128 - aw) + apm[_U(ai + 1)] * aw) >> 11
             p = (p + 3 * pa) >> 2
             p = max(1, min(4095, p))
             # code the bit
@@ -280,13 +315,13 @@ def cm_code(a, n, rawbits, buf, decode, tbits, sq, stt, dt, models):  # type: ig
                 return ac[3], ST_SHORT
             # update
             aj2 = ai + (1 if aw >= 64 else 0)  # final stage (APM): the nearer bin learns
-            apm[aj2] += ((y << 16) + (y << 5) - y - y - apm[aj2]) >> 7
+            apm[_U(aj2)] += ((y << 16) + (y << 5) - y - y - apm[_U(aj2)]) >> 7
             err = (y << 12) - p
             for j in range(NIN):
-                w[ws + j] += (st_in[j] * err) >> 12
+                w[_U(ws + j)] += (st_in[_U(j)] * err) >> 12
             for k in range(nact):
-                m = act[k]
-                _sm_update(ctab, m * tsize + ((slot[m] + node) & tmask), y, dt, LIMIT)
+                m = act[_U(k)]
+                _sm_update(ctab, m * tsize + ((slot[_U(m)] + node) & tmask), y, dt, LIMIT)
             if agree:
                 _sm_update(mtab, mi, y, dt, 1023)
                 if y != ebit:
@@ -311,11 +346,11 @@ def cm_code(a, n, rawbits, buf, decode, tbits, sq, stt, dt, models):  # type: ig
         if r > cnt:
             return ac[3], ST_CORRUPT
         if r == cnt:  # a new successor of s1: its value, bit by bit, order-0 tree
-            sym = np.int64(a[i]) if not decode else np.int64(0)
+            sym = np.int64(a[_U(i)]) if not decode else np.int64(0)
             node = 1
             for b in range(rawbits - 1, -1, -1):
                 ri = node & 0xFFFF
-                p = max(1, min(4095, np.int64(rawtab[ri]) >> 20))
+                p = max(1, min(4095, np.int64(rawtab[_U(ri)]) >> 20))
                 y = _code_bit(ac, buf, decode, p, (sym >> b) & 1)
                 if y < 0:
                     return ac[3], ST_SHORT
@@ -323,7 +358,7 @@ def cm_code(a, n, rawbits, buf, decode, tbits, sq, stt, dt, models):  # type: ig
                 node = node * 2 + y
             if decode:
                 sym = node - (np.int64(1) << rawbits)
-                a[i] = sym
+                a[_U(i)] = sym
             # register the new successor: (s1, sym) -> rank, (s1, rank) -> sym, count
             if 2 * (sused + 3) > len(svals):
                 skeys, svals = _succ_grow(skeys, svals)
@@ -337,9 +372,9 @@ def cm_code(a, n, rawbits, buf, decode, tbits, sq, stt, dt, models):  # type: ig
             sym = _succ_get(skeys, svals, 4 * s1 + 2, r, -1)
             if sym < 0:
                 return ac[3], ST_CORRUPT
-            a[i] = sym
+            a[_U(i)] = sym
         # match model: extend the match (a new one is looked up before the next symbol)
-        if mlen > 0 and a[mptr] == a[i]:
+        if mlen > 0 and a[_U(mptr)] == a[_U(i)]:
             mlen = min(mlen + 1, MAXLEN)
             mptr += 1
         else:
@@ -350,7 +385,7 @@ def cm_code(a, n, rawbits, buf, decode, tbits, sq, stt, dt, models):  # type: ig
         for _ in range(4):  # flush x1
             if bp >= len(buf):
                 return bp, ST_SHORT
-            buf[bp] = x1 >> 24
+            buf[_U(bp)] = x1 >> 24
             bp += 1
             x1 = (x1 << 8) & 0xFFFFFFFF
     return bp, ST_OK

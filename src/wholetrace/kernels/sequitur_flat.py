@@ -7,6 +7,8 @@ import numpy as np
 
 from wholetrace.kernels._jit import kernel
 
+_U = np.uint64  # unsigned indices: numba adds no negative-index wrap-around (docs/design-sequitur.md)
+
 
 @kernel
 def topo_order(off, rhs):  # type: ignore[no-untyped-def]
@@ -71,11 +73,11 @@ def rule_frequencies(off, rhs, order):  # type: ignore[no-untyped-def]
 @kernel
 def _locate(off, pos, r, t):  # type: ignore[no-untyped-def]
     """Index k in rule r's body of the symbol whose expansion covers local offset t."""
-    lo = off[r]
-    hi = off[r + 1] - 1
+    lo = off[_U(r)]
+    hi = off[_U(r + 1)] - 1
     while lo < hi:
         mid = (lo + hi + 1) >> 1
-        if pos[mid] <= t:
+        if pos[_U(mid)] <= t:
             lo = mid
         else:
             hi = mid - 1
@@ -92,28 +94,28 @@ def expand_range(off, rhs, lens, pos, depth, i, j):  # type: ignore[no-untyped-d
     ks = np.empty(depth + 2, np.int64)
     ends = np.empty(depth + 2, np.int64)
     k = _locate(off, pos, 0, i)
-    skip = i - pos[k]
+    skip = i - pos[_U(k)]
     ks[0] = k
     ends[0] = off[1]
     sp = 1
     w = 0
     while w < n:
         top = sp - 1
-        k = ks[top]
-        if k == ends[top]:
+        k = ks[_U(top)]
+        if k == ends[_U(top)]:
             sp -= 1
             continue
-        ks[top] = k + 1
-        x = rhs[k]
+        ks[_U(top)] = k + 1
+        x = rhs[_U(k)]
         if x >= 0:
-            out[w] = x
+            out[_U(w)] = x
             w += 1
         else:
             c = -x
             k2 = _locate(off, pos, c, skip)
-            skip -= pos[k2]
-            ks[sp] = k2
-            ends[sp] = off[c + 1]
+            skip -= pos[_U(k2)]
+            ks[_U(sp)] = k2
+            ends[_U(sp)] = off[_U(c + 1)]
             sp += 1
     return out
 

@@ -132,11 +132,7 @@ class ChunkSink:
         self.w, self.sid, self.stored = w, sid, 0
 
     def __call__(self, c: int, sym: np.ndarray) -> None:
-        from wholetrace.store.schema import compress
-
-        blob = compress(np.ascontiguousarray(sym).tobytes())
-        self.stored += len(blob)
-        self.w.put_array(CHUNK, sym, key=f"{self.sid}:{c}")
+        self.stored += self.w.put_array(CHUNK, sym, key=f"{self.sid}:{c}")  # compressed once, there
 
 
 def clear_stream(w: Any, rec: Any, sid: int) -> None:

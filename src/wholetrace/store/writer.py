@@ -211,8 +211,9 @@ class RecordingWriter:
             self._n_events[sid] = start + size
 
     def put_array(self, name: str, data: "np.ndarray[Any, Any] | array.array[int]", *, key: str = "",
-                  shape: tuple[int, ...] | None = None) -> None:
+                  shape: tuple[int, ...] | None = None) -> int:
         """Store a named numeric/bytes array (dtype and shape kept); replaces ``(name, key)``.
+        Returns the stored (compressed) size in bytes.
 
         ``data`` is a numpy array, or an ``array.array`` of typecode ``q`` (int64; ``shape``
         gives its shape, default 1-D), which needs no numpy.
@@ -241,6 +242,7 @@ class RecordingWriter:
             self._begin()
             self._conn.execute("INSERT OR REPLACE INTO arrays(name, key, dtype, shape, blob, crc) "
                                "VALUES (?, ?, ?, ?, ?, ?)", row)
+        return len(blob)
 
     def delete_arrays(self, name: str, key: str | None = None) -> None:
         """Remove the array ``(name, key)``, or every array called ``name`` if ``key`` is None."""
