@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 import numpy as np
 
 from wholetrace.errors import InternalError, StoreError
-from wholetrace.events import LEAVE_PATH
+from wholetrace.events import ENTER_BASE, LEAVE_PATH
 from wholetrace.ids import ENTRY, EXIT
 from wholetrace.kernels import decode as K
 from wholetrace.store.schema import WITNESS_STREAMS_SINCE
@@ -58,8 +58,10 @@ class Tables:
     function's validated description, ``mode`` is the recording's mode."""
 
     def __init__(self, fids: Iterable[int], shape: Callable[[int], FunctionShape], mode: str,
-                 schema_version: int | None = None) -> None:
+                 schema_version: int | None = None,
+                 prefetch: Callable[[list[int]], object] | None = None) -> None:
         self.schema_version = schema_version
+        self._prefetch = prefetch
         registered = sorted(set(fids))
         if registered and registered[0] < 0:
             raise StoreError(f"the recording registers a negative function id {registered[0]}")
@@ -136,6 +138,19 @@ class Tables:
             self.scratch = np.zeros(4 * (nb + 1), np.int64)
         self.shapes[fid] = sh
         return sh
+
+    def need(self, fid: int, ahead: np.ndarray) -> FunctionShape:
+        """Load function ``fid``, which the kernel asks for at the start of ``ahead`` (the rest
+        of the chunk).  With a ``prefetch`` callable, first hand it every function not loaded
+        yet that ``ahead`` enters, so that their shapes are parsed in one batch (one call per
+        chunk or so rather than one per function).  Only what the streams enter is parsed."""
+        if self._prefetch is not None and fid not in self.shapes:
+            codes = ahead[ahead <= -ENTER_BASE]
+            fids = np.unique(-codes.astype(np.int64) - ENTER_BASE) if len(codes) else np.zeros(0, np.int64)
+            fids = fids[fids < len(self.fn)]
+            fids = fids[self.fn[fids, K.FN_READY] == 0].tolist()
+            self._prefetch(sorted(set(fids) | {fid}) if self.registered(fid) else fids)
+        return self.load(fid)
 
     def load_all(self) -> dict[int, FunctionShape]:
         for fid in np.flatnonzero(self.fn[:, K.FN_READY] >= 0).tolist():
