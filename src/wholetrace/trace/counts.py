@@ -19,7 +19,12 @@ from wholetrace.trace.tables import Tables
 
 
 def _grown(acc: np.ndarray, size: int) -> np.ndarray:
-    return acc if len(acc) >= size else np.concatenate([acc, np.zeros(size - len(acc), np.int64)])
+    """``acc`` with room for ``size`` rows (doubled: the tables grow one function at a time)."""
+    if len(acc) >= size:
+        return acc
+    out = np.zeros(max(size, 2 * len(acc)), np.int64)
+    out[:len(acc)] = acc
+    return out
 
 
 @dataclass

@@ -62,6 +62,7 @@ class Tables:
                  prefetch: Callable[[list[int]], object] | None = None) -> None:
         self.schema_version = schema_version
         self._prefetch = prefetch
+        self._asked: set[int] = set()          # functions handed to ``prefetch`` already
         registered = sorted(set(fids))
         if registered and registered[0] < 0:
             raise StoreError(f"the recording registers a negative function id {registered[0]}")
@@ -144,12 +145,15 @@ class Tables:
         of the chunk).  With a ``prefetch`` callable, first hand it every function not loaded
         yet that ``ahead`` enters, so that their shapes are parsed in one batch (one call per
         chunk or so rather than one per function).  Only what the streams enter is parsed."""
-        if self._prefetch is not None and fid not in self.shapes:
+        if self._prefetch is not None and fid not in self._asked:
             codes = ahead[ahead <= -ENTER_BASE]
             fids = np.unique(-codes.astype(np.int64) - ENTER_BASE) if len(codes) else np.zeros(0, np.int64)
             fids = fids[fids < len(self.fn)]
-            fids = fids[self.fn[fids, K.FN_READY] == 0].tolist()
-            self._prefetch(sorted(set(fids) | {fid}) if self.registered(fid) else fids)
+            fids = [f for f in fids[self.fn[fids, K.FN_READY] == 0].tolist() if f not in self._asked]
+            if self.registered(fid) and fid not in fids:
+                fids.append(fid)
+            self._asked.update(fids)
+            self._prefetch(sorted(fids))
         return self.load(fid)
 
     def load_all(self) -> dict[int, FunctionShape]:
