@@ -75,6 +75,10 @@ def dump_json(value: Any, indent: str = "") -> str:
         if not value:
             return "[]"
         return f"[\n{inner}" + f",\n{inner}".join(dump_json(v, inner) for v in value) + f"\n{indent}]"
+    if type(value) is int:
+        return str(value)
+    if type(value) is str:
+        return _encode(value)        # what json.dumps writes for text (ensure_ascii)
     return json.dumps(value)
 
 
