@@ -97,5 +97,3 @@ def edge_weights(path: str) -> dict[tuple[str, str, str], list[int]]:
     with Trace.open(path) as trace:
         prints = {f.fid: f.fingerprint for f in trace.functions.values()}
         return {(p.file, p.qualname, prints[p.fid]): [max(int(c), 0) for c in p.edges] for p in profiles(trace)}
-
-
