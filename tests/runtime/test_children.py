@@ -215,6 +215,56 @@ def test_pool_counts_sum_over_workers(tmp: Path, method: str, end: str) -> None:
         _check_against_truth(truth, got, (method, end, mode))
 
 
+SIGTERM_ELSEWHERE = '''\
+import multiprocessing as mp
+import signal, threading, time
+
+def work(n):
+    t = 0
+    for i in range(n):
+        t += i
+    return t
+
+def poke():
+    time.sleep(0.5)
+    signal.pthread_kill(threading.get_ident(), signal.SIGTERM)
+
+def child(lock):
+    print("child", work(50), flush=True)
+    threading.Thread(target=poke).start()
+    lock.acquire()                  # the parent holds it: the main thread waits here until killed
+
+if __name__ == "__main__":
+    ctx = mp.get_context("fork")
+    lock = ctx.Lock()
+    lock.acquire()
+    p = ctx.Process(target=child, args=(lock,))
+    p.start()
+    p.join(30)
+    print("exitcode", p.exitcode, flush=True)
+    if p.exitcode is None:
+        p.kill()
+'''
+
+
+@pytest.mark.parametrize("mode", ["count", "blocks"])
+def test_sigterm_handled_on_another_thread(tmp: Path, mode: str) -> None:
+    """A SIGTERM that Python's C handler takes on a thread other than the main one (or while the
+    main thread waits for the GIL just before blocking) does not interrupt the main thread's
+    ``SemLock.acquire``: the recording's handler must still run (the flaky ``Pool.terminate``
+    hang).  Oracle: the plain run (the child dies of SIGTERM at once) and the child's counts."""
+    script = _script(tmp, "sigterm_elsewhere", SIGTERM_ELSEWHERE)
+    plain = run_plain(script)
+    assert plain.stdout == "child 1225\nexitcode -15\n", plain.stderr
+    out = tmp / f"sigterm_elsewhere_{mode}.wt"
+    res = run_recorded(script, out, mode=mode)
+    assert (res.stdout, res.returncode) == (plain.stdout, plain.returncode), res.stderr
+    info = _info(out)
+    assert [p["start"] for p in info["processes"]] == ["root", "fork"]
+    got = profiles(out)
+    assert _stmt_count(got, "work", 7) == 50            # t += i, in the child only
+
+
 def test_nested_fork(tmp: Path) -> None:
     script = _script(tmp, "nested", NESTED)
     plain = run_plain(script)

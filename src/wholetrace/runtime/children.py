@@ -30,6 +30,7 @@ root names it in its meta (``children``), and each part says who it is in its me
 
 from __future__ import annotations
 
+import _thread
 import ctypes
 import json
 import os
@@ -85,6 +86,7 @@ class Children:
     mp_hooked: bool = False
     finishing: bool = False
     term_pending: bool = False
+    term_seen: bool = False                # _terminated has run (the SIGTERM watcher stops re-sending)
     _held: Any = None                      # the writer's lock, held while the process forks
     _env_before: Any = False               # WHOLETRACE_CHILD before the recording set it (False: not set)
     #: Trace modes, per stream of this process: [part name ("": the root), stream, events] of
@@ -177,6 +179,7 @@ class Children:
         if threading.current_thread() is threading.main_thread() \
                 and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
             signal.signal(signal.SIGTERM, self._terminated)
+            _watch_sigterm(self)
 
     def _terminated(self, signum: int, frame: Any) -> None:
         """SIGTERM in a ``multiprocessing`` child: store the recording, then die of the signal
@@ -184,6 +187,7 @@ class Children:
         the exit finalisers), it dies when that is done.  Else the store is written from
         another thread, waited for a few seconds: the signal may have interrupted this
         thread holding a lock the writer needs."""
+        self.term_seen = True
         if self.finishing:
             self.term_pending = True
             return
@@ -256,6 +260,59 @@ class Children:
         c = self.config
         os.environ[ENV] = json.dumps({"parts": c.parts, "mode": c.mode, "include": c.include, "cache": c.cache,
                                       "meta": c.meta, "parent": self.name})
+
+
+# -- SIGTERM in multiprocessing children ------------------------------------------------------------
+#: How long the watcher lets the main thread run ``Children._terminated`` before sending SIGTERM again.
+NUDGE_SECONDS = 0.05
+#: The wakeup pipe this process set (read end, write end); a fork child inherits the setting, not the reader.
+_WAKEUP: tuple[int, int] | None = None
+
+
+def _watch_sigterm(ch: Children) -> None:
+    """Make sure a SIGTERM reaches ``ch._terminated`` (main thread only).
+
+    Python runs a handler in the main thread at its next check between bytecodes.  A signal
+    that arrives while the main thread waits for the GIL (held by the flusher) just before a
+    blocking call that is not interrupted again is never handled: an idle pool worker then waits
+    in ``SemLock.acquire`` forever and ``Pool.terminate`` hangs.  Python's C handler also writes
+    the signal number to the wakeup fd, from whatever thread it ran on; a watcher thread reads
+    it and sends SIGTERM to the main thread again (``pthread_kill``: the blocking call returns
+    EINTR and runs the handler) until the handler has run.  A wakeup fd of the program's own is
+    left alone (the watcher is then not started).  The watcher is a bare ``_thread`` thread, which
+    the program does not see in ``threading.enumerate()``."""
+    global _WAKEUP
+    r, w = os.pipe()
+    os.set_blocking(w, False)
+    try:
+        old = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+    except (ValueError, OSError):
+        os.close(r)
+        os.close(w)
+        return
+    if old != -1 and (_WAKEUP is None or old != _WAKEUP[1]):
+        signal.set_wakeup_fd(old, warn_on_full_buffer=False)
+        os.close(r)
+        os.close(w)
+        return
+    if _WAKEUP is not None:                 # inherited from the parent process: nobody reads it here
+        for fd in _WAKEUP:
+            os.close(fd)
+    _WAKEUP = (r, w)
+    main = threading.main_thread().ident
+    term = int(signal.SIGTERM)
+
+    def watch() -> None:
+        try:
+            while data := os.read(r, 256):
+                while term in data and not ch.term_seen and signal.getsignal(signal.SIGTERM) == ch._terminated:
+                    time.sleep(NUDGE_SECONDS)
+                    if not ch.term_seen:
+                        signal.pthread_kill(main, signal.SIGTERM)
+        except Exception:       # noqa: BLE001 - the process is ending; nothing to report to
+            return
+
+    _thread.start_new_thread(watch, ())     # a bare thread: not in threading.enumerate()
 
 
 # -- the root ------------------------------------------------------------------------------------
