@@ -62,12 +62,12 @@ PROG = textwrap.dedent('''\
 ''')
 
 # by hand: classify runs 3× (2 even), the loop of total 4× (x > 2 twice), risky 2× (one raise),
-# gen yields 3× (4 for-next steps), unused never; every module statement once.  Reports list the
-# lines and branches of functions that ran; `unused` (lines 27-30) is one summary entry.
+# gen yields 3× (4 for-next steps), unused never; every module statement once.  JSON and lcov
+# list `unused` (lines 27-30) at zero; the text report sums it up in one line.
 LINES = {1: 1, 2: 3, 3: 2, 4: 1, 7: 1, 8: 1, 9: 1, 10: 4, 11: 2, 12: 1, 15: 1, 17: 2, 19: 1,
-         22: 1, 23: 1, 24: 3, 27: 1, 33: 1, 34: 1, 35: 1, 36: 1}
+         22: 1, 23: 1, 24: 3, 27: 1, 28: 0, 29: 0, 30: 0, 33: 1, 34: 1, 35: 1, 36: 1}
 BRANCHES = {2: {"true": 2, "false": 1}, 9: {"next": 4, "exhausted": 1},
-            10: {"true": 2, "false": 2}, 23: {"next": 3, "exhausted": 1}}
+            10: {"true": 2, "false": 2}, 23: {"next": 3, "exhausted": 1}, 28: {"true": 0, "false": 0}}
 CALLS = {"classify": 3, "total": 1, "risky": 2, "gen": 1, "unused": 0, "<module>": 1}
 
 
@@ -153,8 +153,8 @@ def test_lcov_exact(profiles: tuple[Path, list[FunctionProfile]], tmp_path: Path
     assert rec["SF"] == [str(script)] and rec["TN"] == ["prog"]
     assert rec["DA"] == [f"{k},{v}" for k, v in LINES.items()]
     assert rec["BRDA"] == ["2,0,0,2", "2,0,1,1", "9,1,0,4", "9,1,1,1", "10,2,0,2", "10,2,1,2",
-                           "23,3,0,3", "23,3,1,1"]
-    assert (rec["BRF"], rec["BRH"], rec["LF"], rec["LH"]) == (["8"], ["8"], ["21"], ["21"])
+                           "23,3,0,3", "23,3,1,1", "28,4,0,-", "28,4,1,-"]
+    assert (rec["BRF"], rec["BRH"], rec["LF"], rec["LH"]) == (["10"], ["8"], ["24"], ["21"])
     assert "27,unused" in rec["FN"] and "0,unused" in rec["FNDA"]
     assert {v.split(",")[1]: int(v.split(",")[0]) for v in rec["FNDA"]} == CALLS
     assert (rec["FNF"], rec["FNH"]) == (["6"], ["5"])
@@ -275,8 +275,9 @@ def test_functions_that_never_ran_against_the_line_tracer(mode: str, tmp_path: P
     assert text.splitlines()[-len(never_by_oracle):] == [ln for ln in text.splitlines() if "never ran" in ln]
     lines = {int(k): v for k, v in doc["lines"][path].items()}
     idle_body = {ln for f in funcs if f["name"] in never_by_oracle for ln in range(f["firstline"] + 1, f["lastline"] + 1)}
-    assert not set(lines) & idle_body                               # lines of functions that ran only
+    assert all(lines[ln] == 0 for ln in set(lines) & idle_body)     # never-run bodies listed, at zero
     simple = single_simple_statement_lines(IDLE_PROG)
+    assert simple & idle_body and simple & idle_body <= set(lines)  # ... every statement line of them
     checked = [ln for ln in lines if ln in simple]
     assert len(checked) >= 8 and all(lines[ln] == oracle.get(ln, 0) for ln in checked), (lines, oracle)
     assert set(lines) >= {ln for ln in simple if oracle.get(ln, 0) > 0}

@@ -3,9 +3,8 @@
 Each renderer takes a `Trace` and asks ``profile.counted`` for its counts; the ``report_*``
 functions format a list of profiles directly.  Line and branch rules are those of
 ``profile.model``.  A function that never ran (an ``Idle`` summary, or a profile of zero
-counts) is one line of the text report and one entry of the JSON ``functions`` and lcov
-``FN`` lists; its lines and branches are not listed (its CFG is not read: docs/design.md,
-"Reports: functions that never ran").
+counts) is one line of the text report (its CFG is not read: docs/design.md, "Reports:
+functions that never ran"); JSON and lcov list its lines and branches at zero.
 """
 
 from __future__ import annotations
@@ -17,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TextIO
 
 import numpy as np
 
+from wholetrace.profile import every_profile
 from wholetrace.profile.model import FunctionProfile, Idle, branch_counts, branches, hottest, line_counts, ran, summary
 from wholetrace.render.base import Renderer
 
@@ -41,16 +41,17 @@ def split(entries: Entries) -> tuple[list[FunctionProfile], list[Idle]]:
 
 def report_json(entries: Entries) -> dict[str, Any]:
     """``{"lines": {path: {line: n}}, "branches": {path: {line: {name: n}}}, "functions": [...]}``:
-    lines and branches of the functions that ran, every function in ``functions``."""
-    profiles, idle = split(entries)
-    lines = line_counts(profiles)
-    brs = branch_counts(profiles)
+    every function, those that never ran with zero counts (a coverage tool must see their lines
+    as code that did not run, not as no code; their CFGs are parsed here, in one batch)."""
+    every = every_profile(list(entries))
+    lines = line_counts(every)
+    brs = branch_counts(every)
     return {
         "lines": {f: {str(ln): c for ln, c in per.items()} for f, per in sorted(lines.items())},
         "branches": {f: {str(ln): d for ln, d in per.items()} for f, per in sorted(brs.items())},
         "functions": [{"name": p.qualname, "file": p.file, "firstline": p.firstline,
                        "lastline": p.lastline, "kind": p.kind, "calls": p.calls,
-                       "blocks": p.weight} for p in hottest([*profiles, *idle])],
+                       "blocks": p.weight} for p in hottest(every)],
     }
 
 
@@ -136,11 +137,11 @@ def _line_numbers(upto: int) -> list[str]:
 
 def report_lcov(entries: Entries, *, test_name: str = "") -> str:
     """lcov tracefile text: per file TN, SF, FN/FNDA/FNF/FNH, DA, BRDA/BRF/BRH, LF/LH, end_of_record
-    (DA and BRDA of the functions that ran; every function in FN)."""
-    profiles, idle = split(entries)
-    lines = line_counts(profiles)
-    by_file: dict[str, list[FunctionProfile | Idle]] = {}
-    for p in [*profiles, *idle]:
+    (every function; those that never ran at zero, as in :func:`report_json`)."""
+    every = every_profile(list(entries))
+    lines = line_counts(every)
+    by_file: dict[str, list[FunctionProfile]] = {}
+    for p in every:
         by_file.setdefault(p.file, []).append(p)
     out: list[str] = []
     for file in sorted(by_file):
@@ -156,7 +157,7 @@ def report_lcov(entries: Entries, *, test_name: str = "") -> str:
         for ln, c in da.items():
             out.append(f"DA:{ln},{c}")
         brs = sorted(((br.line, p.firstline, p.fid, br.block, br.index, br) for p in funcs
-                      if not isinstance(p, Idle) for br in branches(p)), key=lambda t: t[:5])
+                      for br in branches(p)), key=lambda t: t[:5])
         block_no: dict[tuple[int, int], int] = {}
         for ln, _fl, fid, blk, idx, br in brs:
             no = block_no.setdefault((fid, blk), len(block_no))
