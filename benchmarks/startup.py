@@ -152,7 +152,7 @@ def phases(name: str, work: Path) -> dict[str, Any]:
             original_register(rec_, file, entry)
         alone.append(time.perf_counter() - t)
         scratch.close(ended="exit", exit_code=0)
-    from wholetrace.profile import profiles as profiles_of   # the report's imports count as reading
+    from wholetrace.profile import counted as profiles_of   # the report's imports count as reading
     from wholetrace.render.counts import report_text
     from wholetrace.trace.session import Trace
     with Trace.open(out) as trace:

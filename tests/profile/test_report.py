@@ -1,4 +1,5 @@
-"""Profile reports (text, JSON, lcov) for a small program recorded in `blocks` mode, checked by hand."""
+"""Profile reports (text, JSON, lcov) for a small program recorded in `blocks` mode, checked by
+hand; functions that never ran, checked against the settrace line tracer in every counting mode."""
 
 from __future__ import annotations
 
@@ -61,7 +62,8 @@ PROG = textwrap.dedent('''\
 ''')
 
 # by hand: classify runs 3× (2 even), the loop of total 4× (x > 2 twice), risky 2× (one raise),
-# gen yields 3× (4 for-next steps), unused never; every module statement once.
+# gen yields 3× (4 for-next steps), unused never; every module statement once.  JSON and lcov
+# list `unused` (lines 27-30) at zero; the text report sums it up in one line.
 LINES = {1: 1, 2: 3, 3: 2, 4: 1, 7: 1, 8: 1, 9: 1, 10: 4, 11: 2, 12: 1, 15: 1, 17: 2, 19: 1,
          22: 1, 23: 1, 24: 3, 27: 1, 28: 0, 29: 0, 30: 0, 33: 1, 34: 1, 35: 1, 36: 1}
 BRANCHES = {2: {"true": 2, "false": 1}, 9: {"next": 4, "exhausted": 1},
@@ -90,7 +92,8 @@ def test_json_lines_branches_functions(profiles: tuple[Path, list[FunctionProfil
     funcs = doc["functions"]
     assert {f["name"]: f["calls"] for f in funcs} == CALLS
     assert [f["name"] for f in funcs[:3]] == ["total", "gen", "classify"]  # 13, 8, 6 blocks
-    assert funcs[-1]["name"] == "unused" and funcs[-1]["blocks"] == 0
+    assert funcs[-1] == {"name": "unused", "file": path, "firstline": 27, "lastline": 30, "kind": "function",
+                         "calls": 0, "blocks": 0}
 
 
 def test_annotated_text(profiles: tuple[Path, list[FunctionProfile]]) -> None:
@@ -103,8 +106,8 @@ def test_annotated_text(profiles: tuple[Path, list[FunctionProfile]]) -> None:
     assert rows[10] == ("4", "        if x > 2:    [true: 2, false: 2]")
     assert rows[9][1].endswith("[next: 4, exhausted: 1]") and rows[9][0] == "1"
     assert rows[7][0] == ""          # the def line belongs to the module, not to total
-    unused = text[text.index("== unused"):]
-    assert "if x:    [true: -, false: -]" in unused
+    assert text.endswith(f"== unused  ({profiles[0]}:27-30)  never ran, 4 lines")   # one line, no source
+    assert "[true: -" not in text    # its lines show only in the module's source, unannotated
 
 
 LCOV_LINE = re.compile(r"^(TN:.*|SF:/.+|FN:\d+,[^,\s]+|FNDA:\d+,[^,\s]+|FNF:\d+|FNH:\d+|DA:\d+,\d+|"
@@ -152,6 +155,7 @@ def test_lcov_exact(profiles: tuple[Path, list[FunctionProfile]], tmp_path: Path
     assert rec["BRDA"] == ["2,0,0,2", "2,0,1,1", "9,1,0,4", "9,1,1,1", "10,2,0,2", "10,2,1,2",
                            "23,3,0,3", "23,3,1,1", "28,4,0,-", "28,4,1,-"]
     assert (rec["BRF"], rec["BRH"], rec["LF"], rec["LH"]) == (["10"], ["8"], ["24"], ["21"])
+    assert "27,unused" in rec["FN"] and "0,unused" in rec["FNDA"]
     assert {v.split(",")[1]: int(v.split(",")[0]) for v in rec["FNDA"]} == CALLS
     assert (rec["FNF"], rec["FNH"]) == (["6"], ["5"])
     genhtml = shutil.which("genhtml")
@@ -184,3 +188,106 @@ def test_propagated_counts_give_the_same_report(profiles: tuple[Path, list[Funct
                                       p.activations))
     assert report_lcov(redone) == report_lcov(ps)
     assert report_json(redone) == report_json(ps)
+
+
+IDLE_PROG = textwrap.dedent('''\
+    def used(n):
+        total = 0
+        for i in range(n):
+            if i % 3 == 0:
+                total += i
+        return total
+
+
+    def never(x):
+        y = x * 2
+        return y
+
+
+    class Box:
+        def __init__(self, v):
+            self.v = v
+
+        def get(self):
+            return self.v
+
+        def unused_method(self):
+            if self.v:
+                return 1
+            return 0
+
+
+    def outer():
+        def inner():
+            return 5
+        return 1
+
+
+    def lazy():
+        yield 1
+        yield 2
+
+
+    g = lazy()
+    b = Box(3)
+    print(used(10), b.get(), outer())
+''')
+
+
+@pytest.mark.parametrize("mode", ["blocks", "count", "witness"])
+def test_functions_that_never_ran_against_the_line_tracer(mode: str, tmp_path: Path) -> None:
+    """Which functions ran, the one-line summaries of the others, and the counts of the lines
+    reported, all against the settrace line tracer run on the same program (a generator
+    created but never iterated, a method and a nested function never ran)."""
+    from oracles.settrace_lines import line_counts, single_simple_statement_lines
+
+    from wholetrace.profile import counted
+    from wholetrace.profile.model import Idle
+
+    script = tmp_path / "idle.py"
+    script.write_text(IDLE_PROG)
+    r = run_recorded(script, tmp_path / "idle.wt", mode=mode)
+    assert r.returncode == 0, r.stderr
+    oracle = {ln: n for (_f, ln), n in line_counts(script, [], {str(script)}).items()}
+    with Trace.open(tmp_path / "idle.wt") as trace:
+        entries = counted(trace)
+        doc, text, lcov = report_json(entries), report_text(entries), report_lcov(entries)
+        full = profiles_of(trace)
+    path = str(script)
+    funcs = doc["functions"]
+    assert len(funcs) == len(entries) == len(full) == 10          # module, 8 functions, class body
+    never_by_oracle = set()
+    for f in funcs:
+        body = [oracle.get(ln, 0) for ln in range(f["firstline"] + 1, f["lastline"] + 1)]
+        if f["kind"] != "module" and not any(body):
+            never_by_oracle.add(f["name"])
+    assert never_by_oracle == {"never", "Box.unused_method", "outer.<locals>.inner", "lazy"}
+    assert {f["name"] for f in funcs if f["blocks"] == 0 and f["calls"] == 0} == never_by_oracle
+    assert {e.qualname for e in entries if isinstance(e, Idle)} == never_by_oracle
+    for f in funcs:                                                 # one summary line each, no source
+        head = [ln for ln in text.splitlines() if ln.startswith(f"== {f['name']}  (")]
+        n = f["lastline"] - f["firstline"] + 1
+        if f["name"] in never_by_oracle:
+            assert head == [f"== {f['name']}  ({path}:{f['firstline']}-{f['lastline']})  never ran, "
+                            f"{n} line{'s' if n != 1 else ''}"]
+        else:
+            assert len(head) == 1 and head[0].endswith(f"calls {f['calls']}, blocks {f['blocks']}")
+    assert text.splitlines()[-len(never_by_oracle):] == [ln for ln in text.splitlines() if "never ran" in ln]
+    lines = {int(k): v for k, v in doc["lines"][path].items()}
+    idle_body = {ln for f in funcs if f["name"] in never_by_oracle for ln in range(f["firstline"] + 1, f["lastline"] + 1)}
+    assert all(lines[ln] == 0 for ln in set(lines) & idle_body)     # never-run bodies listed, at zero
+    simple = single_simple_statement_lines(IDLE_PROG)
+    assert simple & idle_body and simple & idle_body <= set(lines)  # ... every statement line of them
+    checked = [ln for ln in lines if ln in simple]
+    assert len(checked) >= 8 and all(lines[ln] == oracle.get(ln, 0) for ln in checked), (lines, oracle)
+    assert set(lines) >= {ln for ln in simple if oracle.get(ln, 0) > 0}
+    (rec,) = validate_lcov(lcov)
+    assert rec["DA"] == [f"{ln},{n}" for ln, n in sorted(lines.items())]
+    fnda = {v.split(",", 1)[1]: int(v.split(",")[0]) for v in rec["FNDA"]}
+    assert len(fnda) == 10 and {k for k, v in fnda.items() if v == 0} == {
+        n.replace(" ", "_") for n in never_by_oracle}
+    for p in full:                                                  # profiles(): every function, zero if idle
+        if p.qualname in never_by_oracle:
+            assert p.weight == 0 and p.shape.nblocks >= 3 and not np.asarray(p.stmts).any(), p.qualname
+        else:
+            assert p.weight > 0, p.qualname

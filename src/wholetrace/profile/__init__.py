@@ -1,29 +1,66 @@
-"""Exact execution counts of every function of a recording, of any mode: `profiles(trace)`."""
+"""Exact execution counts of every function of a recording, of any mode: `profiles(trace)`.
+
+``counted(trace)`` is what reports read: a `FunctionProfile` for each function that may have
+run (its counts are views of one count array per recording) and an `Idle` summary for each
+function that never ran, whose CFG is never parsed.  ``profiles(trace)`` gives a profile for
+every function (those that never ran with zero counts; their CFGs parsed on the way).
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Union
+
+import numpy as np
 
 from wholetrace.errors import UsageError
 
 if TYPE_CHECKING:
-    from wholetrace.profile.model import FunctionProfile
+    from wholetrace.profile.model import FunctionProfile, Idle
+    from wholetrace.trace.counts import Tally
     from wholetrace.trace.session import Trace
 
 #: Modes whose recordings hold counters (the rest are traces, counted from their rows).
 COUNT_MODES = ("count", "count-naive")
+#: One function's counts, or the summary of a function that never ran.
+Entry = Union["FunctionProfile", "Idle"]
+
+
+def counted(trace: Trace) -> list[Entry]:
+    """Every registered function by id (cached on ``trace``): a profile if it may have run,
+    else an `Idle` summary.  From the trace of `blocks`, `witness`, `branches`, `path` and
+    `full` recordings (decoded once), from the counters of `count` modes.  A recording with
+    child processes: summed over its processes (``profile.processes``)."""
+    from wholetrace.profile.processes import with_processes
+
+    return trace.memo("counted", lambda: with_processes(trace, _counted))
 
 
 def profiles(trace: Trace) -> list[FunctionProfile]:
-    """Per-function counts, by function id: from the trace of `blocks`, `witness`,
-    `branches`, `path` and `full` recordings (decoded once), from the counters of `count` modes (cached on ``trace``).
-    A recording with child processes: summed over its processes (``profile.processes``)."""
-    from wholetrace.profile.processes import with_processes
-
-    return trace.memo("profiles", lambda: with_processes(trace, _profiles))
+    """Per-function counts of every function (cached on ``trace``); those that never ran get
+    zero counts (their CFGs are parsed here, in one batch)."""
+    return trace.memo("profiles", lambda: every_profile(counted(trace)))
 
 
-def _profiles(trace: Trace) -> list[FunctionProfile]:
+def every_profile(entries: list[Entry]) -> list[FunctionProfile]:
+    """``entries`` with each `Idle` summary replaced by a profile of zero counts."""
+    from wholetrace.profile.model import FunctionProfile, Idle
+    from wholetrace.trace.shape import parse_shapes
+
+    idle = [e for e in entries if isinstance(e, Idle)]
+    if not idle:
+        return entries  # type: ignore[return-value]
+    shapes = iter(parse_shapes([(e.fid, e.info.cfg, e.file, e.qualname) for e in idle]))
+    out = []
+    for e in entries:
+        if isinstance(e, Idle):
+            sh = next(shapes)
+            e = FunctionProfile(sh, np.zeros(sh.nblocks, np.int64), np.zeros(sh.nstmts, np.int64),
+                                np.zeros(sh.nedges, np.int64), e.source, 0)
+        out.append(e)
+    return out
+
+
+def _counted(trace: Trace) -> list[Entry]:
     from wholetrace.profile.counting import count_profiles
     from wholetrace.trace.tables import TRACE_MODES
 
@@ -34,15 +71,22 @@ def _profiles(trace: Trace) -> list[FunctionProfile]:
     return tally_profiles(trace, trace.counts())
 
 
-def tally_profiles(trace: Trace, tally: Any) -> list[FunctionProfile]:
-    """Profiles of every function of ``trace`` from a ``trace.counts.Tally`` of its rows."""
-    from wholetrace.profile.model import FunctionProfile
+def tally_profiles(trace: Trace, tally: Tally) -> list[Entry]:
+    """Profiles of every function of ``trace`` from a ``trace.counts.Tally`` of its rows: the
+    functions the streams entered (their tables are loaded) get views of the tally's arrays,
+    the others an `Idle` summary."""
+    from wholetrace.profile.model import FunctionProfile, Idle
 
-    out = []
-    for sh in trace.shapes():
-        blocks = tally.blocks_of(sh)
-        out.append(FunctionProfile(sh, blocks, tally.stmts_of(sh, blocks), tally.edges_of(sh),
-                                   trace.functions[sh.fid].source, tally.activations_of(sh.fid)))
+    stmts = tally.stmt_counts()
+    shapes = trace.tables.shapes
+    out: list[Entry] = []
+    for fid, info in sorted(trace.functions.items()):
+        sh = shapes.get(fid)
+        if sh is None:
+            out.append(Idle(info))
+            continue
+        out.append(FunctionProfile(sh, tally.blocks_of(sh), tally.piece(stmts, sh), tally.edges_of(sh),
+                                   info.source, tally.activations_of(fid)))
     return out
 
 

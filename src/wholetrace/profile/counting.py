@@ -16,11 +16,12 @@ from wholetrace.errors import InternalError, StoreError
 from wholetrace.ids import ENTRY, EXIT
 from wholetrace.instrument.flowgraph import FlowGraph
 from wholetrace.instrument.placement import CounterPlacement
-from wholetrace.profile.model import FunctionProfile
+from wholetrace.profile.model import FunctionProfile, Idle
 from wholetrace.profile.propagate import ExtraEdge, propagate_counts
 from wholetrace.trace.shape import FunctionShape
 
 if TYPE_CHECKING:
+    from wholetrace.store.reader import FunctionInfo
     from wholetrace.trace.session import Trace
 
 UNKNOWN = -1
@@ -130,9 +131,10 @@ def _table(rec: Any, name: str, width: int) -> np.ndarray:
     return arr.astype(np.int64)
 
 
-def count_profiles(trace: Trace, prefix: str = "") -> list[FunctionProfile]:
+def count_profiles(trace: Trace, prefix: str = "") -> list[FunctionProfile | Idle]:
     """Profiles of every function of a `count` or `count-naive` recording (``prefix``: of the
-    arrays named so, e.g. a fork child's counts at the fork, ``runtime.children``)."""
+    arrays named so, e.g. a fork child's counts at the fork, ``runtime.children``); a function
+    whose counters are all zero and that no exception left gets an `Idle` summary, its CFG unparsed."""
     rec = trace.recording
     counters = rec.get_array(prefix + "counters")
     if counters is None:
@@ -146,8 +148,33 @@ def count_profiles(trace: Trace, prefix: str = "") -> list[FunctionProfile]:
     early: dict[int, list[int]] = {}
     for f, s in _table(rec, prefix + "early_exits", 2).tolist():
         early.setdefault(f, []).append(s)
-    out = []
-    for sh in trace.shapes():
+    infos = [info for _fid, info in sorted(trace.functions.items())]
+    maybe = _may_have_run(infos, counters, set(exc) | set(early))
+    shapes = iter(trace.shapes_of([info.fid for info, m in zip(infos, maybe) if m]))
+    out: list[FunctionProfile | Idle] = []
+    for info, m in zip(infos, maybe):
+        if not m:
+            out.append(Idle(info))
+            continue
+        sh = next(shapes)
         blocks, stmts, edges = function_counts(sh, counters, exc.get(sh.fid, []), early.get(sh.fid, []))
-        out.append(FunctionProfile(sh, blocks, stmts, edges, trace.functions[sh.fid].source))
+        out.append(FunctionProfile(sh, blocks, stmts, edges, info.source))
     return out
+
+
+def _may_have_run(infos: list[FunctionInfo], counters: np.ndarray, measured: set[int]) -> list[bool]:
+    """Per function: whether it may have run.  A file's functions own consecutive counters
+    from their ``counter_base`` (``runtime.recorder``), so a function's counters end where the
+    next larger base begins: all zero there, and no exception or early exit measured, means
+    it never ran.  Without a base (rows of older writers), or with one past the counters (a
+    corrupt file: the parse says so), a function is parsed and counted."""
+    base = np.array([-1 if i.counter_base is None else i.counter_base for i in infos], np.int64)
+    known = (base >= 0) & (base < len(counters))
+    starts = np.unique(np.concatenate([base[known], [len(counters)]]))
+    end = np.full(len(infos), len(counters), np.int64)
+    end[known] = starts[np.minimum(np.searchsorted(starts, base[known], side="right"), len(starts) - 1)]
+    lo = np.clip(base, 0, len(counters))
+    hi = np.clip(np.maximum(end, lo), 0, len(counters))
+    nonzero = np.concatenate([[0], np.cumsum(counters != 0)])
+    some = nonzero[hi] > nonzero[lo]
+    return [bool(not k or s or i.fid in measured) for i, k, s in zip(infos, known.tolist(), some.tolist())]

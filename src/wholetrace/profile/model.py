@@ -23,6 +23,7 @@ from wholetrace.trace.shape import FunctionShape
 
 if TYPE_CHECKING:
     from wholetrace.instrument.cfg import CFG
+    from wholetrace.store.reader import FunctionInfo
 
 
 @dataclass(eq=False)
@@ -59,6 +60,51 @@ class FunctionProfile:
     def weight(self) -> int:
         """Total block executions: how hot the function is."""
         return int(np.asarray(self.blocks).sum())
+
+
+class Idle:
+    """A function that never ran, summed up from its registry row alone (its CFG is not
+    parsed): what reports list for it (no block, call, line or branch counts)."""
+
+    calls = 0
+    weight = 0
+
+    def __init__(self, info: FunctionInfo) -> None:
+        self.info = info
+
+    fid = property(lambda self: self.info.fid)
+    file = property(lambda self: self.info.file)
+    qualname = property(lambda self: self.info.qualname)
+    firstline = property(lambda self: self.info.firstline)
+    lastline = property(lambda self: self.info.lastline)
+    source = property(lambda self: self.info.source)
+
+    @property
+    def kind(self) -> str:
+        """``function``, ``module``, ...: from the registry header (older rows: from the CFG)."""
+        kind = self.info.kind
+        return str(self.info.cfg.get("kind")) if kind is None else kind
+
+    @property
+    def nlines(self) -> int:
+        return self.lastline - self.firstline + 1
+
+    def __repr__(self) -> str:
+        return f"Idle({self.fid}, {self.qualname!r})"
+
+
+def ran(p: FunctionProfile | Idle) -> bool:
+    """Whether a function ran (a profile of zero counts did not: reports list it as `Idle`)."""
+    return not isinstance(p, Idle) and (p.weight > 0 or p.calls > 0)
+
+
+def summary(p: FunctionProfile | Idle) -> Idle:
+    """The `Idle` summary of a function that never ran."""
+    if isinstance(p, Idle):
+        return p
+    from wholetrace.store.reader import FunctionInfo
+
+    return Idle(FunctionInfo(p.fid, p.file, p.qualname, p.firstline, p.lastline, p.source, "", kind=p.kind))
 
 
 @dataclass(frozen=True)

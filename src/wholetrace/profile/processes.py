@@ -22,15 +22,16 @@ from wholetrace.errors import StoreError
 from wholetrace.store.parts import BASE_PREFIX, CHILDREN_KEY, PROCESS_KEY, processes
 
 if TYPE_CHECKING:
+    from wholetrace.profile import Entry
     from wholetrace.profile.model import FunctionProfile
     from wholetrace.trace.session import Trace
 
-Own = Callable[["Trace"], list["FunctionProfile"]]
+Own = Callable[["Trace"], list["Entry"]]
 #: Set on a Trace (``trace.<name> = True``) to count its own process only (``--process``).
 ONE_PROCESS = "wt_one_process"
 
 
-def with_processes(trace: Trace, own: Own) -> list[FunctionProfile]:
+def with_processes(trace: Trace, own: Own) -> list[Entry]:
     """``trace``'s profiles: of its own process, less a fork child's base; summed over its
     child processes too if it is a root with children (and not limited to one process)."""
     mine = own_profiles(trace, own)
@@ -85,7 +86,7 @@ def ran_after_fork(trace: Trace) -> bool:
                for sid, spec in (info.get("base") or {}).items())
 
 
-def own_profiles(trace: Trace, own: Own) -> list[FunctionProfile]:
+def own_profiles(trace: Trace, own: Own) -> list[Entry]:
     """What this process ran: its profiles, less its base if it is a fork child."""
     mine = own(trace)
     info = trace.meta.get(PROCESS_KEY)
@@ -95,13 +96,13 @@ def own_profiles(trace: Trace, own: Own) -> list[FunctionProfile]:
     return [minus(p, b) for p, b in zip(mine, base)]
 
 
-def _count_base(trace: Trace) -> list[FunctionProfile]:
+def _count_base(trace: Trace) -> list[Entry]:
     from wholetrace.profile.counting import count_profiles
 
     return count_profiles(trace, BASE_PREFIX)
 
 
-def _trace_base(trace: Trace, base: Any) -> list[FunctionProfile]:
+def _trace_base(trace: Trace, base: Any) -> list[Entry]:
     from wholetrace.profile import tally_profiles
     from wholetrace.trace.counts import Tally
 
@@ -138,22 +139,28 @@ def _combine(a: np.ndarray, b: np.ndarray, sign: int) -> np.ndarray:
     return np.where((a < 0) | (b < 0), -1, a + sign * b)
 
 
-def minus(p: FunctionProfile, q: FunctionProfile) -> FunctionProfile:
-    """``p`` less ``q`` (the same function; an edge a mode does not measure stays -1)."""
-    from wholetrace.profile.model import FunctionProfile
+def minus(p: Entry, q: Entry) -> Entry:
+    """``p`` less ``q`` (the same function; an edge a mode does not measure stays -1; a
+    function that never ran in either stays as it is)."""
+    from wholetrace.profile.model import FunctionProfile, Idle
+
+    if isinstance(p, Idle) or isinstance(q, Idle):
+        return p
 
     acts = None if p.activations is None or q.activations is None else p.activations - q.activations
     return FunctionProfile(p.shape, p.blocks - q.blocks, p.stmts - q.stmts, _combine(p.edges, q.edges, -1),
                            p.source, acts)
 
 
-def summed(into: list[FunctionProfile], more: list[FunctionProfile]) -> list[FunctionProfile]:
+def summed(into: list[Entry], more: list[Entry]) -> list[Entry]:
     """``into`` with ``more`` added: a function of both (same file, qualified name, lines
-    and CFG size: the same code, instrumented in the same mode) gets the sum, the others are kept as they are."""
-    from wholetrace.profile.model import FunctionProfile
+    and source text: the same code; two ``python -c`` commands are both ``<string>`` line 1)
+    gets the sum, the others are kept as they are.  A function that never ran in one process
+    takes the other's counts."""
+    from wholetrace.profile.model import FunctionProfile, Idle
 
-    def key(p: FunctionProfile) -> tuple[Any, ...]:
-        return (p.file, p.qualname, p.firstline, p.lastline, len(p.blocks), len(p.edges))
+    def key(p: Entry) -> tuple[Any, ...]:
+        return (p.file, p.qualname, p.firstline, p.lastline, p.source)
 
     out = list(into)
     where = {key(p): i for i, p in enumerate(out)}
@@ -164,6 +171,14 @@ def summed(into: list[FunctionProfile], more: list[FunctionProfile]) -> list[Fun
             out.append(q)
             continue
         p = out[i]
+        if isinstance(q, Idle):
+            continue
+        if isinstance(p, Idle):
+            out[i] = q
+            continue
+        if len(p.blocks) != len(q.blocks) or len(p.edges) != len(q.edges):   # the same code makes the same CFG
+            out.append(q)
+            continue
         acts = None if p.activations is None or q.activations is None else p.activations + q.activations
         out[i] = FunctionProfile(p.shape, p.blocks + q.blocks, p.stmts + q.stmts, _combine(p.edges, q.edges, 1),
                                  p.source, acts)

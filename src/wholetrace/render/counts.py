@@ -1,8 +1,10 @@
 """Count reports of `wholetrace counts` / `profile`: annotated source text, JSON and lcov (DA/BRDA/FN).
 
-Each renderer takes a `Trace` and asks ``profile.profiles`` for its counts; the
-``report_*`` functions format a list of profiles directly.  Line and branch rules are those
-of ``profile.model``.
+Each renderer takes a `Trace` and asks ``profile.counted`` for its counts; the ``report_*``
+functions format a list of profiles directly.  Line and branch rules are those of
+``profile.model``.  A function that never ran (an ``Idle`` summary, or a profile of zero
+counts) is one line of the text report (its CFG is not read: docs/design.md, "Reports:
+functions that never ran"); JSON and lcov list its lines and branches at zero.
 """
 
 from __future__ import annotations
@@ -14,28 +16,47 @@ from typing import TYPE_CHECKING, Any, ClassVar, TextIO
 
 import numpy as np
 
-from wholetrace.profile.model import FunctionProfile, branch_counts, branches, hottest, line_counts
+from wholetrace.profile import every_profile
+from wholetrace.profile.model import FunctionProfile, Idle, branch_counts, branches, hottest, line_counts, ran, summary
 from wholetrace.render.base import Renderer
 
 if TYPE_CHECKING:
     from wholetrace.trace.session import Trace
 
 
-def report_json(profiles: Sequence[FunctionProfile]) -> dict[str, Any]:
-    """``{"lines": {path: {line: n}}, "branches": {path: {line: {name: n}}}, "functions": [...]}``."""
-    lines = line_counts(profiles)
-    brs = branch_counts(profiles)
+Entries = Sequence["FunctionProfile | Idle"]
+
+
+def split(entries: Entries) -> tuple[list[FunctionProfile], list[Idle]]:
+    """(the profiles of functions that ran, summaries of those that did not), in the given order."""
+    done: list[FunctionProfile] = []
+    idle: list[Idle] = []
+    for p in entries:
+        if ran(p):
+            done.append(p)  # type: ignore[arg-type]
+        else:
+            idle.append(summary(p))
+    return done, idle
+
+
+def report_json(entries: Entries) -> dict[str, Any]:
+    """``{"lines": {path: {line: n}}, "branches": {path: {line: {name: n}}}, "functions": [...]}``:
+    every function, those that never ran with zero counts (a coverage tool must see their lines
+    as code that did not run, not as no code; their CFGs are parsed here, in one batch)."""
+    every = every_profile(list(entries))
+    lines = line_counts(every)
+    brs = branch_counts(every)
     return {
         "lines": {f: {str(ln): c for ln, c in per.items()} for f, per in sorted(lines.items())},
         "branches": {f: {str(ln): d for ln, d in per.items()} for f, per in sorted(brs.items())},
         "functions": [{"name": p.qualname, "file": p.file, "firstline": p.firstline,
                        "lastline": p.lastline, "kind": p.kind, "calls": p.calls,
-                       "blocks": p.weight} for p in hottest(profiles)],
+                       "blocks": p.weight} for p in hottest(every)],
     }
 
 
-def write_json(profiles: Sequence[FunctionProfile]) -> str:
-    return dump_json(report_json(profiles)) + "\n"
+def write_json(entries: Entries) -> str:
+    return dump_json(report_json(entries)) + "\n"
 
 
 def dump_json(value: Any, indent: str = "") -> str:
@@ -55,6 +76,10 @@ def dump_json(value: Any, indent: str = "") -> str:
         if not value:
             return "[]"
         return f"[\n{inner}" + f",\n{inner}".join(dump_json(v, inner) for v in value) + f"\n{indent}]"
+    if type(value) is int:
+        return str(value)
+    if type(value) is str:
+        return _encode(value)        # what json.dumps writes for text (ensure_ascii)
     return json.dumps(value)
 
 
@@ -65,11 +90,17 @@ def _key(k: object) -> str:
 _encode = json.encoder.encode_basestring_ascii  # type: ignore[attr-defined]
 
 
-def report_text(profiles: Sequence[FunctionProfile], *, limit: int | None = None) -> str:
-    """Annotated source, hottest functions first: count beside each line, branches beside predicates."""
+def report_text(entries: Entries, *, limit: int | None = None) -> str:
+    """Annotated source, hottest functions first: count beside each line, branches beside
+    predicates; then one line per function that never ran."""
     out: list[str] = []
     blank = " " * 10
-    for p in hottest(profiles)[:limit]:
+    profiles, idle = split(entries)
+    for p in hottest([*profiles, *idle])[:limit]:
+        if isinstance(p, Idle):
+            out.append(f"== {p.qualname}  ({p.file}:{p.firstline}-{p.lastline})  never ran, "
+                       f"{p.nlines} line{'s' if p.nlines != 1 else ''}")
+            continue
         first, last = p.firstline, p.lastline
         n = last - first + 1
         lines, sids, _cols = p.shape.line_first
@@ -104,11 +135,13 @@ def _line_numbers(upto: int) -> list[str]:
     return _NUMBERS
 
 
-def report_lcov(profiles: Sequence[FunctionProfile], *, test_name: str = "") -> str:
-    """lcov tracefile text: per file TN, SF, FN/FNDA/FNF/FNH, DA, BRDA/BRF/BRH, LF/LH, end_of_record."""
-    lines = line_counts(profiles)
+def report_lcov(entries: Entries, *, test_name: str = "") -> str:
+    """lcov tracefile text: per file TN, SF, FN/FNDA/FNF/FNH, DA, BRDA/BRF/BRH, LF/LH, end_of_record
+    (every function; those that never ran at zero, as in :func:`report_json`)."""
+    every = every_profile(list(entries))
+    lines = line_counts(every)
     by_file: dict[str, list[FunctionProfile]] = {}
-    for p in profiles:
+    for p in every:
         by_file.setdefault(p.file, []).append(p)
     out: list[str] = []
     for file in sorted(by_file):
@@ -134,7 +167,7 @@ def report_lcov(profiles: Sequence[FunctionProfile], *, test_name: str = "") -> 
     return "\n".join(out) + ("\n" if out else "")
 
 
-def _unique_names(funcs: Sequence[FunctionProfile]) -> list[str]:
+def _unique_names(funcs: Entries) -> list[str]:
     """lcov function names: qualnames without commas or spaces, made unique within the file."""
     seen: Counter[str] = Counter()
     names = []
@@ -146,10 +179,10 @@ def _unique_names(funcs: Sequence[FunctionProfile]) -> list[str]:
 
 
 class _CountsRenderer(Renderer):
-    def _profiles(self, trace: Trace) -> list[FunctionProfile]:
-        from wholetrace.profile import profiles
+    def _profiles(self, trace: Trace) -> list[FunctionProfile | Idle]:
+        from wholetrace.profile import counted
 
-        return profiles(trace)
+        return counted(trace)
 
 
 class CountsText(_CountsRenderer):

@@ -34,6 +34,11 @@ class FunctionInfo:
     fingerprint: str
     cfg_blob: bytes = field(default=b"", repr=False, compare=False)
     load: Callable[[], dict[str, Any]] | None = field(default=None, repr=False, compare=False)
+    #: From a file's registry header (None for rows of the per-function table, whose CFG holds
+    #: them): the function's kind and its first counter's global id, so that readers can list
+    #: and place a function without parsing its CFG.
+    kind: str | None = field(default=None, compare=False)
+    counter_base: int | None = field(default=None, compare=False)
 
     @cached_property
     def cfg(self) -> dict[str, object]:
@@ -282,8 +287,8 @@ class Recording:
         source, rows = registry.decode_registry(blob, n, counter_base, what)
         lines = source.splitlines(keepends=True)
         out = [FunctionInfo(fid_base + i, path, q, first, last, registry.function_source(source, lines, kind, first, last),
-                            fingerprint, load=load)
-               for i, (q, kind, first, last, fingerprint, load) in enumerate(rows)]
+                            fingerprint, load=load, kind=kind, counter_base=counters)
+               for i, (q, kind, first, last, fingerprint, load, counters) in enumerate(rows)]
         self._files[fid_base] = out
         return out
 

@@ -40,13 +40,13 @@ def function_source(source: str, lines: list[str], kind: str, firstline: int, la
     return source if kind == "module" else "".join(lines[firstline - 1:lastline])
 
 
-Row = tuple[str, str, int, int, str, Callable[[], dict[str, Any]]]
+Row = tuple[str, str, int, int, str, Callable[[], dict[str, Any]], int]
 
 
 def decode_registry(blob: object, n_functions: int, counter_base: int, what: str) -> tuple[str, list[Row]]:
     """(source, per function (name, kind, first line, last line, fingerprint, description
-    loader)); each loader parses its description and gives its plan the global
-    ``counter_base``.  StoreError if the blob is not what :func:`encode_registry` makes."""
+    loader, global id of its first counter)); each loader parses its description and gives
+    its plan that ``counter_base``.  StoreError if the blob is not what :func:`encode_registry` makes."""
     if not isinstance(blob, bytes):
         raise StoreError(f"{what} is corrupt (not a blob)")
     raw = schema.decompress(blob, None, what)
@@ -65,7 +65,8 @@ def decode_registry(blob: object, n_functions: int, counter_base: int, what: str
         if not isinstance(row, list) or len(row) != len(_ROW) or any(
                 type(v) is not t for v, t in zip(row, _ROW)) or not 0 <= row[5] <= row[6] <= len(body):
             raise StoreError(f"{what} is corrupt (bad function row)")
-        out.append((*row[:5], _loader(body[row[5]:row[6]], counter_base + row[7], what)))  # type: ignore[arg-type]
+        out.append((*row[:5], _loader(body[row[5]:row[6]], counter_base + row[7], what),  # type: ignore[arg-type]
+                    counter_base + row[7]))
     return source, out
 
 

@@ -186,10 +186,10 @@ class SalvagedRecording:
                 bad += 1
                 continue
             lines = source.splitlines(keepends=True)
-            for i, (q, kind, first, last, fingerprint, load) in enumerate(funcs):
+            for i, (q, kind, first, last, fingerprint, load, counters) in enumerate(funcs):
                 out[fid_base + i] = FunctionInfo(fid_base + i, path, q, first, last,
                                                  registry.function_source(source, lines, kind, first, last),
-                                                 fingerprint, load=load)
+                                                 fingerprint, load=load, kind=kind, counter_base=counters)
         return out, bad
 
     # -- what was lost ----------------------------------------------------------------

@@ -19,7 +19,12 @@ from wholetrace.trace.tables import Tables
 
 
 def _grown(acc: np.ndarray, size: int) -> np.ndarray:
-    return acc if len(acc) >= size else np.concatenate([acc, np.zeros(size - len(acc), np.int64)])
+    """``acc`` with room for ``size`` rows (doubled: the tables grow one function at a time)."""
+    if len(acc) >= size:
+        return acc
+    out = np.zeros(max(size, 2 * len(acc)), np.int64)
+    out[:len(acc)] = acc
+    return out
 
 
 @dataclass
@@ -54,25 +59,56 @@ class Tally:
         return self._slice(self.edge, K.FN_EBASE, sh.fid, sh.nedges)
 
     def stmts_of(self, sh: FunctionShape, blocks: np.ndarray | None = None) -> np.ndarray:
+        """Executions of each statement of ``sh`` (its block's count less the exceptions that
+        left the block before it)."""
         b = self.blocks_of(sh) if blocks is None else blocks
         live = sh.stmt_block >= 0
         out = np.where(live, b[np.where(live, sh.stmt_block, 0)], 0).astype(np.int64)
-        started = self._slice(self.cut, K.FN_SBASE, sh.fid, sh.nstmts)
-        if started.any():
-            for stmts in sh.block_stmts:
-                run = 0
-                for s in stmts:
-                    out[s] -= run
-                    run += int(started[s])
+        _cut_short(sh, out, self._slice(self.cut, K.FN_SBASE, sh.fid, sh.nstmts))
         return out
+
+    def stmt_counts(self) -> np.ndarray:
+        """:meth:`stmts_of` of every loaded function at once, in the tables' statement rows
+        (a function's statements are rows ``fn[fid, FN_SBASE]`` on; see :meth:`piece`)."""
+        self.fit()
+        t, fn = self.tables, self.tables.fn
+        loaded = np.flatnonzero(fn[:, K.FN_READY] == 1)
+        ns = fn[loaded, K.FN_NS]
+        owner = np.repeat(loaded, ns)                    # the function of each statement row
+        rows = np.repeat(fn[loaded, K.FN_SBASE], ns) + (np.arange(int(ns.sum())) - np.repeat(np.cumsum(ns) - ns, ns))
+        sb = t.stm.a[rows].astype(np.int64)
+        live = sb >= 0
+        out = np.zeros(t.stm.n, np.int64)
+        out[rows] = np.where(live, self.block[fn[owner, K.FN_BBASE] + np.where(live, sb, 0)], 0)
+        for fid in np.unique(owner[self.cut[rows] > 0]).tolist():   # exceptions cut blocks short: rare
+            sh = t.shapes[fid]
+            lo = int(fn[fid, K.FN_SBASE])
+            _cut_short(sh, out[lo:lo + sh.nstmts], self.cut[lo:lo + sh.nstmts])
+        return out
+
+    def piece(self, per_stmt: np.ndarray, sh: FunctionShape) -> np.ndarray:
+        """Function ``sh``'s part of an array over the tables' statement rows (a view)."""
+        return self._slice(per_stmt, K.FN_SBASE, sh.fid, sh.nstmts, copy=False)
 
     def activations_of(self, fid: int) -> int:
         return int(self.enters[fid]) if fid < len(self.enters) else 0
 
-    def _slice(self, acc: np.ndarray, base: int, fid: int, n: int) -> np.ndarray:
+    def _slice(self, acc: np.ndarray, base: int, fid: int, n: int, *, copy: bool = True) -> np.ndarray:
         fn = self.tables.fn
         if fid >= len(fn) or fn[fid, K.FN_READY] != 1:
             return np.zeros(n, np.int64)
         lo = int(fn[fid, base])
         part = acc[lo:lo + n]
-        return part.copy() if len(part) == n else np.concatenate([part, np.zeros(n - len(part), np.int64)])
+        if len(part) != n:
+            return np.concatenate([part, np.zeros(n - len(part), np.int64)])
+        return part.copy() if copy else part
+
+
+def _cut_short(sh: FunctionShape, out: np.ndarray, started: np.ndarray) -> None:
+    """Subtract from each statement of ``out`` the exceptions started by earlier statements of its block."""
+    if started.any():
+        for stmts in sh.block_stmts:
+            run = 0
+            for s in stmts:
+                out[s] -= run
+                run += int(started[s])

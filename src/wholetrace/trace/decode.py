@@ -146,7 +146,7 @@ class StreamDecoder:
             if status == K.ST_NEED_OUT:
                 yield from self._take(copy)
             else:
-                self._grow(status, pos)
+                self._grow(status, pos, ev)
         self.consumed += len(ev)
         if self.meta[K.M_NOUT] >= self.capacity // 2:
             yield from self._take(copy)
@@ -192,7 +192,7 @@ class StreamDecoder:
                 if status == K.ST_NEED_OUT:     # fewer rows than one event may give: a larger buffer
                     self.out = np.zeros((K.ROW_W, max(2 * self.out.shape[1], 4 * self.tables.margin)), np.int64)
                 else:
-                    self._grow(status, pos)
+                    self._grow(status, pos, ev)
             self.consumed += len(ev)
         for rows in self.finish(copy=False):
             tally.add(rows)
@@ -207,14 +207,15 @@ class StreamDecoder:
             self.set_held(groups_ended_by_exceptions(chunks))
         return chunks
 
-    def _grow(self, status: int, pos: int) -> None:
-        """What the kernel asked for: a deeper stack or a function's tables; else it failed."""
+    def _grow(self, status: int, pos: int, ev: np.ndarray) -> None:
+        """What the kernel asked for at ``ev[pos]``: a deeper stack or a function's tables
+        (and those of the functions the rest of the chunk enters); else it failed."""
         if status == K.ST_NEED_STACK:
             grown = np.zeros((2 * len(self.stack), K.FR_W), np.int64)
             grown[:len(self.stack)] = self.stack
             self.stack = grown
         elif status == K.ST_NEED_FUNC:
-            self.tables.load(int(self.meta[K.M_ARG]))
+            self.tables.need(int(self.meta[K.M_ARG]), ev[max(pos, 0):])
             self._fit_margin()
         else:
             self._fail(pos)

@@ -94,17 +94,23 @@ class Trace:
 
     def shapes(self) -> list[FunctionShape]:
         """Every function's shape, by id (those not parsed yet are parsed together)."""
-        todo = [f for fid, f in sorted(self.functions.items()) if fid not in self._shapes]
+        return self.shapes_of(sorted(self.functions))
+
+    def shapes_of(self, fids: list[int]) -> list[FunctionShape]:
+        """The shapes of functions ``fids`` (those not parsed yet are parsed together: one
+        batch costs far less than one parse per function)."""
+        todo = [self.functions[fid] for fid in fids if fid not in self._shapes and fid in self.functions]
         if todo:
             for sh in parse_shapes([(f.fid, f.cfg, f.file, f.qualname) for f in todo]):
                 self._shapes[sh.fid] = sh
-        return [self._shapes[fid] for fid in sorted(self.functions)]
+        return [self._shapes[fid] if fid in self._shapes else self.shape(fid) for fid in fids]
 
     @cached_property
     def tables(self) -> Tables:
         """The decoding tables (count recordings keep no trace: their streams are empty)."""
         version = getattr(self.recording, "schema_version", None) or self.meta.get("schema_version")
-        return Tables(self.functions, self.shape, self.mode, version if isinstance(version, int) else None)
+        return Tables(self.functions, self.shape, self.mode, version if isinstance(version, int) else None,
+                      prefetch=self.shapes_of)
 
     # -- decoding
     def decoder(self, sid: int) -> StreamDecoder:
@@ -125,10 +131,8 @@ class Trace:
         return self.memo("counts", self.tally)
 
     def tally(self) -> Tally:
-        """The counts of :meth:`counts`, decoded afresh (every shape parsed first, in bulk: the
-        functions the streams enter then load without parsing one by one, and the profiles
-        built from the counts need every shape anyway)."""
-        self.shapes()
+        """The counts of :meth:`counts`, decoded afresh.  Only the functions the streams enter
+        are parsed (in batches, ``Tables.need``); those that never ran keep their CFGs unread."""
         self.tables.reset()
         tally = Tally(self.tables)
         for st in self.streams():

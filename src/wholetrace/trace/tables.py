@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 import numpy as np
 
 from wholetrace.errors import InternalError, StoreError
-from wholetrace.events import LEAVE_PATH
+from wholetrace.events import ENTER_BASE, LEAVE_PATH
 from wholetrace.ids import ENTRY, EXIT
 from wholetrace.kernels import decode as K
 from wholetrace.store.schema import WITNESS_STREAMS_SINCE
@@ -58,8 +58,11 @@ class Tables:
     function's validated description, ``mode`` is the recording's mode."""
 
     def __init__(self, fids: Iterable[int], shape: Callable[[int], FunctionShape], mode: str,
-                 schema_version: int | None = None) -> None:
+                 schema_version: int | None = None,
+                 prefetch: Callable[[list[int]], object] | None = None) -> None:
         self.schema_version = schema_version
+        self._prefetch = prefetch
+        self._asked: set[int] = set()          # functions handed to ``prefetch`` already
         registered = sorted(set(fids))
         if registered and registered[0] < 0:
             raise StoreError(f"the recording registers a negative function id {registered[0]}")
@@ -136,6 +139,86 @@ class Tables:
             self.scratch = np.zeros(4 * (nb + 1), np.int64)
         self.shapes[fid] = sh
         return sh
+
+    def need(self, fid: int, ahead: np.ndarray) -> FunctionShape:
+        """Load function ``fid``, which the kernel asks for at the start of ``ahead`` (the rest
+        of the chunk).  With a ``prefetch`` callable, first hand it every function not loaded
+        yet that ``ahead`` enters, so that their shapes are parsed in one batch (one call per
+        chunk or so rather than one per function).  Only what the streams enter is parsed."""
+        if self._prefetch is not None and fid not in self._asked:
+            codes = ahead[ahead <= -ENTER_BASE]
+            fids = np.unique(-codes.astype(np.int64) - ENTER_BASE) if len(codes) else np.zeros(0, np.int64)
+            fids = fids[fids < len(self.fn)]
+            fids = [f for f in fids[self.fn[fids, K.FN_READY] == 0].tolist() if f not in self._asked]
+            if self.registered(fid) and fid not in fids:
+                fids.append(fid)
+            self._asked.update(fids)
+            self._prefetch(sorted(fids))
+            if self.mode not in WITNESS_MODES and self.mode != "path":
+                self.load_blocks([self._shape(f) for f in sorted(fids) if f not in self.shapes])
+        return self.load(fid)
+
+    def load_blocks(self, shapes: list[FunctionShape]) -> None:
+        """:meth:`load` of many functions decoded as block ids (``MODE_BLOCKS``: no witness or
+        path tables) at once: the same rows, built with one numpy pass over all of them."""
+        if not shapes:
+            return
+        nb = np.array([sh.nblocks for sh in shapes], np.int64)
+        ne = np.array([sh.nedges for sh in shapes], np.int64)
+        ns = np.array([sh.nstmts for sh in shapes], np.int64)
+        k = np.arange(len(shapes))
+        bstart = np.cumsum(nb) - nb                    # first block of each function in the batch
+        src = np.concatenate([sh.edge_src for sh in shapes]).astype(np.int64)
+        dst = np.concatenate([sh.edge_dst for sh in shapes]).astype(np.int64)
+        stmt_block = np.concatenate([sh.stmt_block for sh in shapes]).astype(np.int32)
+        suspends = np.concatenate([sh.stmt_suspends for sh in shapes])
+        calls = np.concatenate([sh.stmt_calls for sh in shapes])
+        dyn = np.concatenate([sh.dynamic_entry for sh in shapes])
+        e_owner, s_owner = np.repeat(k, ne), np.repeat(k, ns)
+        eid = np.arange(len(src)) - np.repeat(np.cumsum(ne) - ne, ne)
+        gsrc = bstart[e_owner] + src                   # the edge's source block, numbered in the batch
+        order = np.lexsort((eid, gsrc))
+        succ_n = np.bincount(gsrc, minlength=int(nb.sum()))
+        s0 = self.succ.add(np.stack([dst[order], eid[order]], axis=1).astype(np.int32))
+        live = stmt_block >= 0
+        gblock = bstart[s_owner] + np.where(live, stmt_block, 0)
+        suspend = np.zeros(int(nb.sum()), bool)
+        suspend[gblock[live & suspends]] = True
+        sstart = np.cumsum(ns) - ns
+        first = [sstart[i] + b[0] for i, sh in enumerate(shapes) for b in sh.block_stmts if b]
+        has = np.array([bool(b) for sh in shapes for b in sh.block_stmts], bool)
+        call = suspend.copy()
+        call[np.flatnonzero(has)] |= calls[np.array(first, np.int64)] if first else False
+        blk = np.zeros((int(nb.sum()), K.BK_W), np.int32)
+        blk[:, K.BK_FLAGS] = dyn * K.F_DYN | suspend * K.F_SUSPEND | call * K.F_CALL
+        blk[:, K.BK_SUCC] = s0 + np.cumsum(succ_n) - succ_n
+        blk[:, K.BK_NSUCC] = succ_n
+        edg = np.full((len(src), K.ED_W), -1, np.int32)
+        edg[:, K.ED_SRC], edg[:, K.ED_DST] = src, dst
+        b_owner = np.repeat(k, nb)
+        ysl_blocks = np.flatnonzero(suspend)
+        ny = np.bincount(b_owner[ysl_blocks], minlength=len(shapes))
+        fids = np.array([sh.fid for sh in shapes], np.int64)
+        rows = self.fn[fids]
+        rows[:, K.FN_BBASE] = self.blk.add(blk) + bstart
+        rows[:, K.FN_NB], rows[:, K.FN_NS], rows[:, K.FN_NE] = nb, ns, ne
+        rows[:, K.FN_SBASE] = self.stm.add(stmt_block) + sstart
+        rows[:, K.FN_EBASE] = self.edg.add(edg) + np.cumsum(ne) - ne
+        rows[:, K.FN_WBASE], rows[:, K.FN_NW] = self.wit.n, 0
+        rows[:, K.FN_GEN] = [int(sh.is_generator) for sh in shapes]
+        rows[:, K.FN_MODE] = K.MODE_BLOCKS
+        rows[:, K.FN_YBASE] = self.ysl.add((ysl_blocks - bstart[b_owner[ysl_blocks]]).astype(np.int32)) \
+            + np.cumsum(ny) - ny
+        rows[:, K.FN_NY] = ny
+        rows[:, K.FN_READY] = 1
+        self.fn[fids] = rows
+        if len(self.pool) < self.blk.n:
+            self.pool = np.concatenate([self.pool, np.zeros(max(self.blk.n, 2 * len(self.pool)) - len(self.pool), np.int64)])
+        if int(nb.max()) > self.max_blocks:
+            self.max_blocks = int(nb.max())
+            self.scratch = np.zeros(4 * (self.max_blocks + 1), np.int64)
+        for sh in shapes:
+            self.shapes[sh.fid] = sh
 
     def load_all(self) -> dict[int, FunctionShape]:
         for fid in np.flatnonzero(self.fn[:, K.FN_READY] >= 0).tolist():
