@@ -157,18 +157,19 @@ class Recorder:
                 return
             for st in streams:
                 n = len(st.buf) if limits is None else min(len(st.buf), limits.get(st.sid, 0))
-                if n and self.values is not None:
+                if not n:
+                    continue
+                if self.values is not None:
                     # full mode: value records sit in the list too; split takes them off it
                     # piece by piece (runtime.values)
                     chunk = self.values.split(st.sid, st.buf, n)
-                elif n:
+                else:
                     raw = st.buf[:n]
                     del st.buf[:n]
                     chunk = chunk_events(raw)
-                if n:
-                    self.events += len(chunk)
-                    st.flushed += len(chunk)
-                    self.writer.append_events(st.sid, chunk)
+                self.events += len(chunk)
+                st.flushed += len(chunk)
+                self.writer.append_events(st.sid, chunk)
 
     def _tally_exception_edges(self, chunk: list[int]) -> None:
         """Count modes: a chunk is a run of (fid, source statement, target block) triples."""
