@@ -14,6 +14,8 @@ MAX_BYTES = 10
 #: decode status: the bytes end inside a varint, or a varint is longer than 64 bits
 ERR_TRUNCATED = -1
 ERR_OVERLONG = -2
+#: decode status: a segment's bytes go on after its last value
+ERR_TRAILING = -3
 
 
 @kernel(nrt=False)
@@ -55,6 +57,58 @@ def decode_uvarints(buf, pos, end, out):  # type: ignore[no-untyped-def]
                 return ERR_OVERLONG
         out[i] = x
     return pos
+
+
+@kernel(nrt=False)
+def inflate(buf, pos, end, n, delta, seg, lo, hi, out, first, step):  # type: ignore[no-untyped-def]
+    """Decode one segment of ``n`` LEB128 zigzag values (``delta``: zigzag deltas, the first
+    from 0) from ``buf[pos:end]`` in one pass: value ``k`` goes to ``seg[k]`` when ``seg``
+    holds ``n`` values, and the values ``lo <= k < hi`` also go to ``out[first + step * (k -
+    lo)]`` (``step`` 1 or -1: a backward walk fills ``out`` in its own order, so both
+    directions cost the same).  Without ``seg`` decoding stops after value ``hi - 1``;
+    once value ``n - 1`` is decoded, the bytes must end there.  Returns 0, ERR_TRUNCATED,
+    ERR_OVERLONG or ERR_TRAILING; never reads at or past ``end``."""
+    keep = seg.shape[0] >= n
+    stop = n if keep else hi
+    prev = U64(0)
+    o = first
+    for k in range(stop):
+        x = U64(0)
+        shift = 0
+        while True:
+            if pos >= end:
+                return ERR_TRUNCATED
+            b = U64(buf[pos])
+            pos += 1
+            if shift == 63 and b > U64(1):
+                return ERR_OVERLONG
+            x |= (b & U64(0x7F)) << U64(shift)
+            if b < U64(0x80):
+                break
+            shift += 7
+            if shift > 63:
+                return ERR_OVERLONG
+        v = (x >> U64(1)) ^ (U64(0) - (x & U64(1)))
+        if delta:
+            prev = prev + v
+            v = prev
+        if keep:
+            seg[k] = v
+        if k >= lo and k < hi:
+            out[o] = v
+            o += step
+    if stop == n and pos != end:
+        return ERR_TRAILING
+    return 0
+
+
+@kernel(nrt=False)
+def copy_run(src, lo, hi, out, first, step):  # type: ignore[no-untyped-def]
+    """``out[first + step * (k - lo)] = src[k]`` for ``lo <= k < hi`` (``step`` 1 or -1)."""
+    o = first
+    for k in range(lo, hi):
+        out[o] = src[k]
+        o += step
 
 
 @kernel(nrt=False)

@@ -9,9 +9,10 @@ from typing import Final
 import numpy as np
 import zstandard
 
+from wholetrace.errors import StreamError
 from wholetrace.kernels import varint as V
 from wholetrace.streams import sections
-from wholetrace.streams.simple import range_of_segments
+from wholetrace.streams.simple import inflate_error, range_of_segments
 
 #: zstd level of the frames.  Measured on the streams of ``benchmarks/streams.py``: level 11
 #: is within 10 % of level 19 on timestamp and label streams at 3-10x its encode speed;
@@ -65,30 +66,28 @@ class ZstdBody:
             frames.append(zc.compress(out[:end].tobytes()))
         return cls(frames, m, segment, delta)
 
-    def segment_values(self, s: int) -> np.ndarray:
-        """The values of segment ``s``; a damaged frame is a StreamError."""
+    def fill(self, s: int, keep: np.ndarray, lo: int, hi: int, out: np.ndarray, first: int,
+             step: int) -> np.ndarray:
+        """Inflate segment ``s``: values ``lo..hi-1`` to ``out[first + step * k]`` and, if
+        ``keep`` has room for the segment, all of them to ``keep`` (returned); a damaged frame
+        is a StreamError."""
         n = self._count(s)
-        rd = sections.Reader(b"", f"{self.codec_name} stream")
         try:
             raw = _decompressor().decompress(self.frames[s])
         except zstandard.ZstdError as err:
-            raise rd.bad(f"segment {s}: {str(err).splitlines()[0] if str(err) else 'zstd error'}") from None
-        buf = np.frombuffer(raw, np.uint8)
-        z = np.empty(n, np.uint64)
-        if V.decode_uvarints(buf, 0, buf.shape[0], z) != buf.shape[0]:
-            raise rd.bad(f"segment {s} does not hold {n} values")
-        if not self.delta:
-            return sections.unzigzag(z)
-        out = np.empty(n, np.uint64)
-        V.undo_zigzag_deltas(z, out)
-        return out
+            why = str(err).splitlines()[0] if str(err) else "zstd error"
+            raise StreamError(f"{self.codec_name} stream is corrupt (segment {s}: {why})") from None
+        status = V.inflate(raw, 0, len(raw), n, self.delta, keep, lo, hi, out, first, step)
+        if status < 0:
+            raise inflate_error(status, f"{self.codec_name} stream", s, n)
+        return keep
 
     @property
     def codec_name(self) -> str:
         return "zdelta" if self.delta else "zvalue"
 
     def decode_range(self, i: int, j: int) -> np.ndarray:
-        return range_of_segments(self.segment_values, self.segment, i, j)
+        return range_of_segments(self, self.segment, i, j)
 
     def to_bytes(self) -> bytes:
         lens = np.array([len(f) for f in self.frames], np.uint64)

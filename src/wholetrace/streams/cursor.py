@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING, Iterator
 
 import numpy as np
 
 from wholetrace.errors import StreamError, UsageError
 from wholetrace.kernels import predict as K
+from wholetrace.kernels.varint import copy_run
 from wholetrace.streams.predicted import status_error
+from wholetrace.streams.simple import NO_KEEP
 
 if TYPE_CHECKING:
     from wholetrace.streams.predicted import PredictedBody
+    from wholetrace.streams.simple import Segmented
 
 
 class Cursor:
@@ -22,7 +25,7 @@ class Cursor:
 
     def __init__(self, m: int, signed: bool) -> None:
         self._m = m
-        self._dtype = np.dtype(np.int64 if signed else np.uint64)
+        self._signed = signed
 
     def __len__(self) -> int:
         return self._m
@@ -38,21 +41,25 @@ class Cursor:
         raise NotImplementedError
 
     def _check(self, i: int) -> int:
+        if type(i) is int and 0 <= i <= self._m:
+            return i
         if isinstance(i, bool) or not isinstance(i, (int, np.integer)) or not 0 <= i <= self._m:
             raise UsageError(f"cursor position {i!r} is outside 0..{self._m}")
         return int(i)
 
     def next_many(self, n: int) -> np.ndarray:
-        return self._moves(True, max(0, int(n))).view(self._dtype)
+        out = self._moves(True, n if type(n) is int and n >= 0 else max(0, int(n)))
+        return out.view(np.int64) if self._signed else out
 
     def prev_many(self, n: int) -> np.ndarray:
-        return self._moves(False, max(0, int(n))).view(self._dtype)
+        out = self._moves(False, n if type(n) is int and n >= 0 else max(0, int(n)))
+        return out.view(np.int64) if self._signed else out
 
     def _one(self, forward: bool) -> int:
         got = self._moves(forward, 1)
         if got.shape[0] == 0:
             raise StopIteration
-        return int(got.view(self._dtype)[0])
+        return int(got.view(np.int64)[0]) if self._signed else int(got[0])
 
     def next(self) -> int:
         return self._one(True)
@@ -132,17 +139,19 @@ def _bits(words: np.ndarray, n: int) -> str:
 
 
 class BufferedCursor(Cursor):
-    """Cursor of the raw and varint codecs: reads from one decoded segment at a time."""
+    """Cursor of the codecs without a predictor: it decodes the segment it enters (into its
+    own buffer, values going to the caller's array in the same pass) and reads the segment
+    it is in from memory.  Both directions do the same work: a backward move fills its
+    result from the end (a contiguous array, like a forward one)."""
 
-    def __init__(self, m: int, signed: bool, segment: int, load: Callable[[int], np.ndarray],
-                 pos: int = 0) -> None:
+    def __init__(self, body: "Segmented", m: int, signed: bool, segment: int, pos: int = 0) -> None:
         super().__init__(m, signed)
+        self._body = body
         self._segment = segment
-        self._load = load
         self._seg = -1
-        self._vals = np.zeros(0, np.uint64)
-        self._pos = 0
-        self.seek(pos)
+        self._vals = NO_KEEP
+        self._keep = NO_KEEP
+        self._pos = self._check(pos)
 
     @property
     def pos(self) -> int:
@@ -152,16 +161,27 @@ class BufferedCursor(Cursor):
         self._pos = self._check(i)
 
     def _moves(self, forward: bool, n: int) -> np.ndarray:
-        lo, hi = (self._pos, min(self._m, self._pos + n)) if forward else (max(0, self._pos - n), self._pos)
+        pos, m, K = self._pos, self._m, self._segment
+        if forward:
+            lo, hi = pos, (pos + n if pos + n < m else m)
+            self._pos = hi
+        else:
+            lo, hi = (pos - n if pos > n else 0), pos
+            self._pos = lo
         out = np.empty(hi - lo, np.uint64)
         k = lo
-        while k < hi:
-            s = k // self._segment
-            if s != self._seg:
-                self._vals, self._seg = self._load(s), s
-            base = s * self._segment
-            top = min(hi, base + self._segment)
-            out[k - lo:top - lo] = self._vals[k - base:top - base]
+        while k < hi:  # one decoded segment at a time
+            s = k // K
+            base = s * K
+            top = hi if hi < base + K else base + K
+            first, step = (k - lo, 1) if forward else (hi - 1 - k, -1)
+            if s == self._seg:
+                copy_run(self._vals, k - base, top - base, out, first, step)
+            else:
+                if self._keep.shape[0] == 0:
+                    self._keep = np.empty(min(m, K), np.uint64)
+                self._seg = -1  # until the segment is whole in the buffer
+                self._vals = self._body.fill(s, self._keep, k - base, top - base, out, first, step)
+                self._seg = s
             k = top
-        self._pos = hi if forward else lo
-        return out if forward else out[::-1]
+        return out

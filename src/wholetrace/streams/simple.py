@@ -5,23 +5,46 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import Callable
+from typing import Final, Protocol
 
 import numpy as np
 
+from wholetrace.errors import StreamError
 from wholetrace.kernels import varint as V
 from wholetrace.streams import sections
 
 
-def range_of_segments(segment_values: Callable[[int], np.ndarray], segment: int, i: int, j: int) -> np.ndarray:
-    """Values ``[i, j)`` of a stream decoded one segment at a time by ``segment_values``."""
+#: "no segment buffer": a body's ``fill`` then decodes only the values asked for
+NO_KEEP: Final = np.zeros(0, np.uint64)
+
+
+class Segmented(Protocol):
+    """A body decoded a segment at a time (every codec without a predictor)."""
+
+    def fill(self, s: int, keep: np.ndarray, lo: int, hi: int, out: np.ndarray, first: int,
+             step: int) -> np.ndarray: ...
+
+
+def range_of_segments(body: Segmented, segment: int, i: int, j: int) -> np.ndarray:
+    """Values ``[i, j)`` of a stream, each segment decoded straight into the result."""
     out = np.empty(max(0, j - i), np.uint64)
-    for s in range(i // segment, -(-j // segment) if j > i else 0):
+    s = i // segment
+    if j - s * segment <= segment:  # within one segment (short streams): no loop
+        if j > i:
+            body.fill(s, NO_KEEP, i - s * segment, j - s * segment, out, 0, 1)
+        return out
+    for s in range(i // segment, -(-j // segment)):
         base = s * segment
-        vals = segment_values(s)
-        lo, hi = max(i, base), min(j, base + vals.shape[0])
-        out[lo - i:hi - i] = vals[lo - base:hi - base]
+        lo, hi = max(i, base) - base, min(j, base + segment) - base
+        body.fill(s, NO_KEEP, lo, hi, out, base + lo - i, 1)
     return out
+
+
+def inflate_error(status: int, what: str, s: int, n: int) -> StreamError:
+    """The StreamError for a failed :func:`kernels.varint.inflate` of segment ``s``."""
+    why = {V.ERR_TRUNCATED: "its bytes end early", V.ERR_OVERLONG: "an overlong varint",
+           V.ERR_TRAILING: "bytes after the last value"}.get(status, f"status {status}")
+    return StreamError(f"{what} is corrupt (segment {s} does not hold {n} values: {why})")
 
 
 @dataclass
@@ -38,8 +61,12 @@ class RawBody:
     def decode_range(self, i: int, j: int) -> np.ndarray:
         return self.values[i:j].copy()
 
-    def segment_values(self, s: int) -> np.ndarray:
-        return self.values[s * self.segment:(s + 1) * self.segment]
+    def fill(self, s: int, keep: np.ndarray, lo: int, hi: int, out: np.ndarray, first: int,
+             step: int) -> np.ndarray:
+        """Values ``lo..hi-1`` of segment ``s`` to ``out[first + step * k]``; the segment (a view)."""
+        vals = self.values[s * self.segment:(s + 1) * self.segment]
+        V.copy_run(vals, lo, hi, out, first, step)
+        return vals
 
     def to_bytes(self) -> bytes:
         return self.values.astype("<u8").tobytes()
@@ -81,8 +108,14 @@ class PackedBody:
         V.unpack_fixed(self.words, np.uint64(self.base), self.width, i, max(i, j), out)
         return out
 
-    def segment_values(self, s: int) -> np.ndarray:
-        return self.decode_range(s * self.segment, min(self.m, (s + 1) * self.segment))
+    def fill(self, s: int, keep: np.ndarray, lo: int, hi: int, out: np.ndarray, first: int,
+             step: int) -> np.ndarray:
+        """Segment ``s`` unpacked into ``keep`` (room for a segment), values ``lo..hi-1`` copied
+        to ``out[first + step * k]``; returns ``keep``."""
+        start = s * self.segment
+        V.unpack_fixed(self.words, np.uint64(self.base), self.width, start, min(self.m, start + self.segment), keep)
+        V.copy_run(keep, lo, hi, out, first, step)
+        return keep
 
     def to_bytes(self) -> bytes:
         nbytes = (self.m * self.width + 7) // 8
@@ -123,19 +156,18 @@ class VarintBody:
             offsets.append(V.encode_uvarints(z[:vals.shape[0]], out, offsets[-1]))
         return cls(out[:offsets[-1]].copy(), np.array(offsets, np.int64), m, segment)
 
-    def segment_values(self, s: int) -> np.ndarray:
+    def fill(self, s: int, keep: np.ndarray, lo: int, hi: int, out: np.ndarray, first: int,
+             step: int) -> np.ndarray:
+        """Values ``lo..hi-1`` of segment ``s`` to ``out[first + step * k]`` and, if ``keep``
+        has room for the segment, all of them to ``keep``; returns ``keep``."""
         n = min(self.segment, self.m - s * self.segment)
-        z = np.empty(n, np.uint64)
-        rd = sections.Reader(b"", "varint stream")
-        end = V.decode_uvarints(self.data, int(self.offsets[s]), int(self.offsets[s + 1]), z)
-        if end != self.offsets[s + 1]:
-            raise rd.bad(f"segment {s} does not hold {n} values")
-        out = np.empty(n, np.uint64)
-        V.undo_zigzag_deltas(z, out)
-        return out
+        status = V.inflate(self.data, self.offsets[s], self.offsets[s + 1], n, True, keep, lo, hi, out, first, step)
+        if status < 0:
+            raise inflate_error(status, "varint stream", s, n)
+        return keep
 
     def decode_range(self, i: int, j: int) -> np.ndarray:
-        return range_of_segments(self.segment_values, self.segment, i, j)
+        return range_of_segments(self, self.segment, i, j)
 
     def to_bytes(self) -> bytes:
         return sections.pack_uvarints(np.diff(self.offsets).astype(np.uint64)) + self.data.tobytes()

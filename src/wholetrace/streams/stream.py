@@ -70,6 +70,9 @@ class CompressedStream:
 
     def decode_range(self, i: int, j: int) -> np.ndarray:
         """Values ``[i, j)`` (``0 <= i <= j <= len``) as an array of the encoded dtype."""
+        if type(i) is int and type(j) is int and 0 <= i <= j <= self._m:  # the common case, checked fast
+            out = self._body.decode_range(i, j)
+            return out.view(np.int64) if self._signed else out
         for x in (i, j):
             if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
                 raise UsageError(f"stream range bounds must be integers, got {x!r}")
@@ -85,7 +88,7 @@ class CompressedStream:
         """A new cursor at ``pos`` (each cursor has its own state; streams are shared)."""
         if isinstance(self._body, PredictedBody):
             return PredictedCursor(self._body, self._signed, pos)
-        return BufferedCursor(self._m, self._signed, self._segment, self._body.segment_values, pos)
+        return BufferedCursor(self._body, self._m, self._signed, self._segment, pos)
 
     # ------------------------------------------------------------------ bytes
 
