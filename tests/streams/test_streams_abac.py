@@ -36,10 +36,11 @@ def test_the_corrected_rule_decodes_A_B_A_C() -> None:
 
 
 @pytest.mark.nojit
+@pytest.mark.parametrize("step", [True, False])
 @pytest.mark.parametrize("codec", ["bfcm-1", "bfcm-2", "bdfcm-1"])
-def test_A_B_A_C_through_the_kernels(codec: str) -> None:
+def test_A_B_A_C_through_the_kernels(codec: str, step: bool) -> None:
     cs = streams.encode(np.array([A, B, A, C], np.uint64), codec)
-    cur = cs.cursor()
+    cur = cs.cursor(step=step)
     for _ in range(3):
         assert cur.next_many(4).tolist() == [A, B, A, C]
         assert cur.prev_many(4).tolist() == [C, A, B, A]

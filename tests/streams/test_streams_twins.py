@@ -39,7 +39,7 @@ def test_cursor_walks_match_the_twin(codec: str, data: st.DataObject) -> None:
     cs = streams.encode(ref, codec, segment=data.draw(st.sampled_from([16, 50])))
     twin = _twin(cs, ref)
     m = len(ref)
-    cur = cs.cursor(0)
+    cur = cs.cursor(0, step=True)
     for s in range(twin.nseg):  # every park, reached without a step
         q = s * twin.segment + twin.mid(s)
         cur.seek(q)
@@ -65,7 +65,7 @@ def test_one_small_walk_matches_the_twin() -> None:
     for codec in ("bfcm-2", "bdfcm-1", "blast-4", "blaststride-2"):
         cs = streams.encode(ref, codec, segment=16)
         twin = _twin(cs, ref)
-        cur = cs.cursor(0)
+        cur = cs.cursor(0, step=True)
         twin.seek(0)
         for forward in [True] * 30 + [False] * 25 + [True] * 7:
             want = twin.next() if forward else twin.prev()

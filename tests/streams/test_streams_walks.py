@@ -15,10 +15,11 @@ from streamgen import KINDS, PREDICTIVE, make_stream, moves, streams as gen_stre
 pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
 
 
-def walk(cs: streams.CompressedStream, ref: np.ndarray, ops: list[tuple[str, int]], start: int = 0) -> None:
+def walk(cs: streams.CompressedStream, ref: np.ndarray, ops: list[tuple[str, int]], start: int = 0,
+         step: bool | None = None) -> None:
     """Apply ``ops`` to a cursor and check every value and position against ``ref``."""
     m = ref.shape[0]
-    cur = cs.cursor(start)
+    cur = cs.cursor(start, step=step)
     pos = start
     for op, arg in ops:
         if op == "seek":
@@ -60,20 +61,23 @@ def test_random_walks_decode_every_value(codec: str, data: st.DataObject) -> Non
     cs = streams.encode(ref, codec, segment=segment)
     assert cs.codec == codec and len(cs) == ref.shape[0]
     np.testing.assert_array_equal(cs.decode(), ref)
-    walk(cs, ref, data.draw(moves(ref.shape[0])), start=data.draw(st.integers(0, ref.shape[0])))
+    # predictor codecs: the cursor stepping the predictor, or the buffered one (short streams' default)
+    step = data.draw(st.sampled_from([None, True, False]))
+    walk(cs, ref, data.draw(moves(ref.shape[0])), start=data.draw(st.integers(0, ref.shape[0])), step=step)
     i = data.draw(st.integers(0, ref.shape[0]))
     j = data.draw(st.integers(i, ref.shape[0]))
     np.testing.assert_array_equal(cs.decode_range(i, j), ref[i:j])
 
 
+@pytest.mark.parametrize("step", [True, False])
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("codec", PREDICTIVE)
-def test_full_sweeps_both_ways(codec: str, kind: str) -> None:
+def test_full_sweeps_both_ways(codec: str, kind: str, step: bool) -> None:
     """Every value forward then backward across many segments, then the same through a
-    round trip of the bytes."""
+    round trip of the bytes; with the stepping and the buffered cursor."""
     ref = make_stream(kind, 3000, seed=len(codec) * 31 + len(kind))
     cs = streams.CompressedStream.from_bytes(streams.encode(ref, codec, segment=257).to_bytes())
-    cur = cs.cursor()
+    cur = cs.cursor(step=step)
     np.testing.assert_array_equal(cur.next_many(5000), ref)
     np.testing.assert_array_equal(cur.prev_many(5000), ref[::-1])
     assert [cur.next() for _ in range(300)] == ref[:300].tolist()
@@ -91,12 +95,12 @@ def test_state_is_the_same_whichever_way_the_cursor_arrived(data: st.DataObject)
     cs = streams.encode(ref, codec, segment=segment)
     m = ref.shape[0]
     q = data.draw(st.integers(0, m))
-    fresh = cs.cursor(q).state()
-    fwd = cs.cursor(0)
+    fresh = cs.cursor(q, step=True).state()
+    fwd = cs.cursor(0, step=True)
     fwd.next_many(q)
-    back = cs.cursor(m)
+    back = cs.cursor(m, step=True)
     back.prev_many(m - q)
-    wander = cs.cursor(data.draw(st.integers(0, m)))
+    wander = cs.cursor(data.draw(st.integers(0, m)), step=True)
     for op, arg in data.draw(moves(m, max_moves=10)):
         if op == "seek" or op.endswith("_many"):
             getattr(wander, op)(arg)
@@ -125,7 +129,12 @@ def test_small_round_trip_every_codec(codec: str) -> None:
     """Small enough to run without the JIT: both sweeps, seeks and a range, across segments."""
     ref = make_stream("mixed", 45, seed=7)
     cs = streams.encode(ref, codec, segment=16)
-    cur = cs.cursor()
+    for step in (True, False):
+        _sweep(cs, ref, step)
+
+
+def _sweep(cs: streams.CompressedStream, ref: np.ndarray, step: bool) -> None:
+    cur = cs.cursor(step=step)
     np.testing.assert_array_equal(cur.next_many(100), ref)
     np.testing.assert_array_equal(cur.prev_many(100), ref[::-1])
     cur.seek(33)

@@ -762,6 +762,76 @@ def decode_segment(prm, L, mid, lo, hi, fb, bb, ft, bt, cx, st, pay, seg):  # ty
     return 0
 
 
+# A stored stream is two flat arrays, so that a call from Python passes few arguments (numba
+# unboxes each array argument, a fixed cost that dominated the walks of short streams):
+#   bi (int64):  the params (N_PARAMS), the word count of the bits, the table entry count,
+#                the segment table (nseg x N_SEGCOLS), the table indices
+#   bu (uint64): the bits of every park, the table entries, the context values
+BI_WORDS = N_PARAMS
+BI_ENTRIES = N_PARAMS + 1
+BI_SEGS = N_PARAMS + 2
+
+
+@kernel(inline=True)
+def unflatten(bi, bu):  # type: ignore[no-untyped-def]
+    """The params, segment table, bits, table indices and entries, and contexts of a stream."""
+    nseg = bi[P_NSEG]
+    end = BI_SEGS + nseg * N_SEGCOLS
+    nw = bi[BI_WORDS]
+    ne = bi[BI_ENTRIES]
+    return (bi[:N_PARAMS], bi[BI_SEGS:end].reshape((nseg, N_SEGCOLS)), bu[:nw], bi[end:end + ne],
+            bu[nw:nw + ne], bu[nw + ne:])
+
+
+@kernel(nrt=False, inline=True)
+def work_size(bi, nw):  # type: ignore[no-untyped-def]
+    """Length of a cursor's work array (uint64) for bit stacks of ``nw`` words: F bits, B
+    bits, F table, B table, context, payload registers, back to back."""
+    return 2 * nw + 2 * (np.int64(1) << (64 - bi[P_SHIFT])) + max(bi[P_C], 1) + 2
+
+
+@kernel(inline=True)
+def work_views(bi, ws):  # type: ignore[no-untyped-def]
+    """The F bits, B bits, F table, B table, context and payloads inside a work array."""
+    size = np.int64(1) << (64 - bi[P_SHIFT])
+    c = max(bi[P_C], 1)
+    nw = (ws.shape[0] - 2 * size - c - 2) // 2
+    a = 2 * nw
+    b = a + 2 * size
+    return ws[:nw], ws[nw:a], ws[a:a + size], ws[a + size:b], ws[b:b + c], ws[b + c:b + c + 2]
+
+
+@kernel
+def decode_run(bi, bu, s, keep, lo, hi, out, first, step):  # type: ignore[no-untyped-def]
+    """Decode segment ``s`` from its park in one call (the scratch arrays are made here):
+    values ``lo <= k < hi`` go to ``out[first + step * (k - lo)]`` (``step`` 1 or -1), and
+    the whole segment to ``keep`` when it has room for it (else only what ``lo..hi`` needs
+    is decoded).  Status."""
+    prm, segs, words, tidx, tval, cxv = unflatten(bi, bu)
+    g = segs[s]
+    L = g[G_LEN]
+    work = np.zeros(work_size(bi, (max(g[G_FCAP], g[G_BCAP]) + 63) // 64 + 1), np.uint64)
+    fb, bb, ft, bt, cx, pay = work_views(bi, work)
+    st = np.zeros(N_STATE, np.int64)
+    r = load_park(prm, s, segs, words, tidx, tval, cxv, fb, bb, ft, bt, cx, st, pay)
+    if r < 0:
+        return r
+    if keep.shape[0] >= L:
+        seg = keep
+        a, b = np.int64(0), L
+    else:
+        seg = np.empty(L, np.uint64)
+        a, b = lo, hi
+    r = decode_segment(prm, L, g[G_MID], a, b, fb, bb, ft, bt, cx, st, pay, seg)
+    if r < 0:
+        return r
+    o = first
+    for k in range(lo, hi):
+        out[o] = seg[k]
+        o += step
+    return 0
+
+
 # ----------------------------------------------------------------------------- cursor
 
 
@@ -889,3 +959,23 @@ def cursor_state(prm, segs, fb, bb, st, pay, fdst, bdst, heights):  # type: igno
     return 0
 
 
+
+
+# ----------------------------------------------------------------------------- calls from Python
+# A cursor is the stream's (bi, bu), a work array ``ws`` (work_views) and its state ``st``.
+
+
+@kernel
+def walk(bi, bu, ws, st, forward, count, out):  # type: ignore[no-untyped-def]
+    """:func:`cursor_walk` on a flattened stream and work array."""
+    prm, segs, words, tidx, tval, cxv = unflatten(bi, bu)
+    fb, bb, ft, bt, cx, pay = work_views(bi, ws)
+    return cursor_walk(prm, forward, count, out, segs, words, tidx, tval, cxv, fb, bb, ft, bt, cx, st, pay)
+
+
+@kernel
+def seek(bi, bu, ws, st, q):  # type: ignore[no-untyped-def]
+    """:func:`cursor_seek` on a flattened stream and work array."""
+    prm, segs, words, tidx, tval, cxv = unflatten(bi, bu)
+    fb, bb, ft, bt, cx, pay = work_views(bi, ws)
+    return cursor_seek(prm, q, segs, words, tidx, tval, cxv, fb, bb, ft, bt, cx, st, pay)

@@ -81,15 +81,12 @@ class PredictedCursor(Cursor):
     def __init__(self, body: "PredictedBody", signed: bool, pos: int = 0) -> None:
         super().__init__(body.m, signed)
         self._body = body
-        self._prm = body.prm
-        self._fb, self._bb, self._ft, self._bt, self._cx, self._st, self._pay = body.scratch()
+        self._bi, self._bu = body.bi, body.bu
+        self._ws = body.work()
+        self._st = np.zeros(K.N_STATE, np.int64)
+        self._st[K.S_SEG] = -1
         self._buf = np.empty(1, np.uint64)
         self.seek(pos)
-
-    def _stream_args(self) -> tuple[np.ndarray, ...]:
-        b = self._body
-        return (b.segs, b.words, b.tidx, b.tval, b.cxv, self._fb, self._bb, self._ft, self._bt,
-                self._cx, self._st, self._pay)
 
     @property
     def pos(self) -> int:
@@ -97,7 +94,7 @@ class PredictedCursor(Cursor):
         return int(self._body.segs[self._st[K.S_SEG], K.G_START] + self._st[K.S_P])
 
     def seek(self, i: int) -> None:
-        status = K.cursor_seek(self._prm, self._check(i), *self._stream_args())
+        status = K.seek(self._bi, self._bu, self._ws, self._st, self._check(i))
         if status < 0:
             raise self._broken(status)
 
@@ -111,24 +108,27 @@ class PredictedCursor(Cursor):
             raise StreamError(f"{self._body.codec.name} stream cursor failed earlier; seek() it first")
 
     def _moves(self, forward: bool, n: int) -> np.ndarray:
-        self._loaded()
+        if self._st[K.S_SEG] < 0:
+            self._loaded()
         out = self._buf if n == 1 else np.empty(n, np.uint64)
-        k = K.cursor_walk(self._prm, forward, n, out, *self._stream_args())
+        k = K.walk(self._bi, self._bu, self._ws, self._st, forward, n, out)
         if k < 0:
             raise self._broken(k)
-        return out[:k]
+        return out[:k] if k < n else out
 
     def state(self) -> dict[str, object]:
         """The predictor state (canonical bits of both stacks, tables, context): equal for
         equal positions whatever moves led there.  For tests and debugging."""
         self._loaded()
-        fd, bd = np.zeros_like(self._fb), np.zeros_like(self._bb)
+        fb, bb, ft, bt, cx, pay = self._body.work_views(self._ws)
+        size = 1 << self._body.tbits
+        fd, bd = np.zeros_like(fb), np.zeros_like(bb)
         h = np.zeros(2, np.int64)
-        status = K.cursor_state(self._prm, self._body.segs, self._fb, self._bb, self._st, self._pay, fd, bd, h)
+        status = K.cursor_state(self._body.prm, self._body.segs, fb, bb, self._st, pay, fd, bd, h)
         if status < 0:
             raise self._broken(status)
         return {"segment": int(self._st[K.S_SEG]), "i": int(self._st[K.S_I]), "p": int(self._st[K.S_P]),
-                "context": self._cx.copy(), "ftable": self._ft.copy(), "btable": self._bt.copy(),
+                "context": cx.copy(), "ftable": ft[:size].copy(), "btable": bt[:size].copy(),
                 "fbits": _bits(fd, int(h[0])), "bbits": _bits(bd, int(h[1]))}
 
 

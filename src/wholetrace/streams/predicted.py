@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -10,6 +10,7 @@ from wholetrace.errors import InternalError, StreamError
 from wholetrace.kernels import predict as K
 from wholetrace.streams import sections
 from wholetrace.streams.codecs import Codec, params
+from wholetrace.streams.simple import range_of_segments
 
 #: fields stored per segment: mid, F bits, B bits, F table entries, B table entries, F and B
 #: heights after the whole segment (cursor capacities are those plus one record)
@@ -36,21 +37,42 @@ class PredictedBody:
     tidx: np.ndarray   # int64: table indices (per segment: F entries, then B entries)
     tval: np.ndarray   # uint64: table entries
     cxv: np.ndarray    # uint64: raw context values at every park
+    prm: np.ndarray = field(init=False, repr=False)
+    bi: np.ndarray = field(init=False, repr=False)  # int64: params, counts, segment table, table indices
+    bu: np.ndarray = field(init=False, repr=False)  # uint64: bits, table entries, contexts
 
-    @property
-    def prm(self) -> np.ndarray:
-        return params(self.codec, self.tbits, self.segs.shape[0], self.m, self.segment)
-
-    def scratch(self) -> tuple[np.ndarray, ...]:
-        """Fresh cursor arrays: F bits, B bits, F table, B table, context, state, payloads."""
+    def __post_init__(self) -> None:
+        """Flatten the arrays into ``bi``/``bu`` (kernels/predict.py) and view them back."""
+        nseg = self.segs.shape[0]
+        self.prm = params(self.codec, self.tbits, nseg, self.m, self.segment)
         cap = int(max(self.segs[:, K.G_FCAP].max(), self.segs[:, K.G_BCAP].max()))
-        nwords = (cap + 63) // 64 + 1
-        size = 1 << self.tbits
-        st = np.zeros(K.N_STATE, np.int64)
-        st[K.S_SEG] = -1
-        return (np.zeros(nwords, np.uint64), np.zeros(nwords, np.uint64), np.zeros(size, np.uint64),
-                np.zeros(size, np.uint64), np.zeros(max(1, self.codec.context), np.uint64), st,
-                np.zeros(2, np.uint64))
+        self._nwords = (cap + 63) // 64 + 1
+        self._work_size = 2 * self._nwords + 2 * (1 << (64 - int(self.prm[K.P_SHIFT]))) + max(1, self.codec.context) + 2
+        nw, ne = self.words.shape[0], self.tidx.shape[0]
+        self.bi = np.concatenate([self.prm, [nw, ne], self.segs.ravel(), self.tidx]).astype(np.int64)
+        self.bu = np.concatenate([self.words, self.tval, self.cxv]).astype(np.uint64)
+        end = K.BI_SEGS + nseg * K.N_SEGCOLS
+        self.prm, self.segs, self.tidx = self.bi[:K.N_PARAMS], self.bi[K.BI_SEGS:end].reshape(nseg, -1), self.bi[end:]
+        self.words, self.tval, self.cxv = self.bu[:nw], self.bu[nw:nw + ne], self.bu[nw + ne:]
+
+    def work(self) -> np.ndarray:
+        """A fresh cursor work array (``kernels.predict.work_views``)."""
+        return np.zeros(self._work_size, np.uint64)
+
+    def work_views(self, ws: np.ndarray) -> tuple[np.ndarray, ...]:
+        """F bits, B bits, F table, B table, context, payloads: views of a work array."""
+        nw, size, c = self._nwords, 1 << (64 - int(self.prm[K.P_SHIFT])), max(1, self.codec.context)
+        a, b = 2 * nw, 2 * nw + 2 * size
+        return ws[:nw], ws[nw:a], ws[a:a + size], ws[a + size:b], ws[b:b + c], ws[b + c:b + c + 2]
+
+    def fill(self, s: int, keep: np.ndarray, lo: int, hi: int, out: np.ndarray, first: int,
+             step: int) -> np.ndarray:
+        """Decode segment ``s`` from its park: values ``lo..hi-1`` to ``out[first + step * k]``,
+        and the whole segment to ``keep`` if it has room (returned): the buffered walk."""
+        status = K.decode_run(self.bi, self.bu, s, keep, lo, hi, out, first, step)
+        if status < 0:
+            raise status_error(status, f"segment {s} of a {self.codec.name} stream")
+        return keep
 
     # ------------------------------------------------------------------ build
 
@@ -116,25 +138,7 @@ class PredictedBody:
 
     def decode_range(self, i: int, j: int) -> np.ndarray:
         """Values ``[i, j)`` (uint64), popping outward from each segment's park."""
-        out = np.empty(j - i, np.uint64)
-        if j <= i:
-            return out
-        prm = self.prm
-        fb, bb, ft, bt, cx, st, pay = self.scratch()
-        buf = np.empty(min(self.m, self.segment), np.uint64)
-        for s in range(i // self.segment, (j - 1) // self.segment + 1):
-            g = self.segs[s]
-            start, L = int(g[K.G_START]), int(g[K.G_LEN])
-            lo, hi = max(i, start) - start, min(j, start + L) - start
-            status = K.load_park(prm, s, self.segs, self.words, self.tidx, self.tval, self.cxv,
-                                 fb, bb, ft, bt, cx, st, pay)
-            if status >= 0:
-                status = K.decode_segment(prm, L, int(g[K.G_MID]), lo, hi, fb, bb, ft, bt, cx, st, pay,
-                                          buf)
-            if status < 0:
-                raise status_error(status, f"segment {s} of a {self.codec.name} stream")
-            out[start + lo - i:start + hi - i] = buf[lo:hi]
-        return out
+        return range_of_segments(self, self.segment, i, j)
 
     # ------------------------------------------------------------------ bytes
 

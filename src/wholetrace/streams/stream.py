@@ -28,6 +28,9 @@ DEFAULT_SEGMENT: Final = 1 << 16
 #: values compressed with every codec to choose one
 DEFAULT_SAMPLE: Final = 1 << 15
 MAX_SEGMENT: Final = 1 << 24
+#: predictor-coded streams of at most this many values get buffered cursors by default
+#: (32 KiB of decoded values; see ``CompressedStream.cursor``)
+SHORT_WALK: Final = 1 << 12
 
 Body = Union[PredictedBody, RawBody, PackedBody, VarintBody, ZstdBody]
 
@@ -84,9 +87,16 @@ class CompressedStream:
         """All values."""
         return self.decode_range(0, self._m)
 
-    def cursor(self, pos: int = 0) -> Cursor:
-        """A new cursor at ``pos`` (each cursor has its own state; streams are shared)."""
-        if isinstance(self._body, PredictedBody):
+    def cursor(self, pos: int = 0, *, step: bool | None = None) -> Cursor:
+        """A new cursor at ``pos`` (each cursor has its own state; streams are shared).
+
+        ``step`` matters for the predictor codecs only: ``True`` walks the predictor itself
+        (no decoded buffer, a seek costs at most about half a segment of steps; the cursor
+        has ``state()``), ``False`` decodes the segment it enters into a buffer, as the
+        other codecs do.  By default (``None``) streams of at most ``SHORT_WALK`` values are
+        buffered: a whole walk then costs one decoding call instead of a park walk and the
+        walk itself."""
+        if isinstance(self._body, PredictedBody) and (step or (step is None and self._m > SHORT_WALK)):
             return PredictedCursor(self._body, self._signed, pos)
         return BufferedCursor(self._body, self._m, self._signed, self._segment, pos)
 
