@@ -25,9 +25,10 @@ Sizes in bits per value; zstd -19 and xz -9 compress the same values as little-e
 SEQUITUR is ``wholetrace.grammar`` on the values renumbered densely, its encoded grammar
 plus the value table (xz).  Speed is CPU time of one thread (``time.process_time``),
 best of ``--runs``: encode includes choosing the codec (``streams.choose``);
-``decode`` is ``decode_range(0, m)``; forward / backward are one cursor's ``next_many(m)``
-from 0 / ``prev_many(m)`` from the end (a predictor step per value, or a copy from the
-decoded segment for the codecs without a predictor); seek is
+``decode`` is ``decode_range(0, m)``; forward / backward are a new cursor's ``next_many(m)``
+from 0 / ``prev_many(m)`` from the end (a predictor step per value on predictor streams
+longer than ``streams.SHORT_WALK``; else the cursor decodes each segment it enters and
+copies from it), each repeated to ``WALK_VALUES`` values at least; seek is
 ``seek(random) + next()`` through the Python API.  JIT compile time is measured once in a
 fresh process with an empty numba cache.
 
@@ -64,6 +65,8 @@ DEFAULT_PROGRAMS = ("richards", "go", "raytrace", "json")
 #: programs recorded in ``full`` mode (size ``small``: the WET build is the slow part) for WET streams
 DEFAULT_WET_PROGRAMS = ("richards", "json")
 TARGET_RATE = 30e6   # values/s decoded per direction
+#: each speed figure times whole walks (or decodes) repeated to at least this many values
+WALK_VALUES = 1_000_000
 TARGET_VS_XZ = 1.2   # chosen codec at most this times xz -9 on timestamp- and label-like streams
 KINDS = ("timestamp-like", "label-like", "symbols", "other")
 
@@ -257,16 +260,28 @@ def measure(name: str, kind: str, vals: np.ndarray, runs: int) -> dict[str, obje
                             "sizes": sizes, "xz": len(lzma.compress(raw, preset=9)),
                             "zstd": len(zstandard.ZstdCompressor(level=19).compress(raw)),
                             "sequitur": sequitur_bytes(vals), "enc": m / enc_s}
-    r["dec"] = m / cpu(lambda: cs.decode_range(0, m), runs)
+    # each timed unit is a whole walk as a user makes it: a new cursor (none starts with a
+    # segment decoded, the stream caches nothing) and one call that walks every value; it is
+    # repeated to at least WALK_VALUES values so that short streams are timed over many
+    # walks, not over one call near the clock's resolution
+    reps = max(1, WALK_VALUES // max(m, 1))
 
-    def fwd() -> None:  # a fresh cursor each run: none starts with a segment already decoded
-        assert cs.cursor(0).next_many(m).shape[0] == m
+    def dec() -> None:
+        for _ in range(reps):
+            cs.decode_range(0, m)
+
+    def fwd() -> None:
+        for _ in range(reps):
+            cs.cursor(0).next_many(m)
 
     def bwd() -> None:
-        assert cs.cursor(m).prev_many(m).shape[0] == m
+        for _ in range(reps):
+            cs.cursor(m).prev_many(m)
 
-    r["fwd"] = m / cpu(fwd, runs)
-    r["bwd"] = m / cpu(bwd, runs)
+    assert cs.cursor(0).next_many(m).shape[0] == m and cs.cursor(m).prev_many(m).shape[0] == m
+    r["dec"] = m * reps / cpu(dec, runs)
+    r["fwd"] = m * reps / cpu(fwd, runs)
+    r["bwd"] = m * reps / cpu(bwd, runs)
     targets = np.random.default_rng(0).integers(0, max(m, 1), 500)
     cur = cs.cursor()
 
@@ -286,7 +301,9 @@ from wholetrace import streams
 v = (np.arange(300) % 7).astype(np.uint64)
 for name in streams.CODEC_NAMES:
     cs = streams.CompressedStream.from_bytes(streams.encode(v, name, segment=64).to_bytes())
-    cs.decode_range(3, 200); k = cs.cursor(10); k.next_many(100); k.prev_many(50); k.seek(250); k.next(); k.prev()
+    cs.decode_range(3, 200)
+    for step in (True, False):
+        k = cs.cursor(10, step=step); k.next_many(100); k.prev_many(50); k.seek(250); k.next(); k.prev()
 print(time.perf_counter() - t, time.process_time() - c)
 """
 
@@ -343,7 +360,8 @@ def report(rows: list[dict[str, object]], jit: tuple[float, float], note: str) -
         table(["stream"] + list(streams.CODEC_NAMES), codec_rows),
         "Speed of the chosen codec, M values per CPU second of one thread (best of the runs): encode "
         "(with codec selection), `decode_range(0, m)`, a new cursor's `next_many(m)` from 0 (forward) and "
-        "`prev_many(m)` from the end (backward); seek: µs per `seek(random)` + `next()` through the "
+        "`prev_many(m)` from the end (backward), each a whole walk repeated (a new cursor each time) to "
+        f"{WALK_VALUES:,} values at least; seek: µs per `seek(random)` + `next()` through the "
         "Python API.",
         "",
         table(["stream", "codec", "encode", "decode", "forward", "backward", "seek µs"], speed_rows),

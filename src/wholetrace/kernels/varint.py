@@ -105,10 +105,12 @@ def inflate(buf, pos, end, n, delta, seg, lo, hi, out, first, step):  # type: ig
 @kernel(nrt=False)
 def copy_run(src, lo, hi, out, first, step):  # type: ignore[no-untyped-def]
     """``out[first + step * (k - lo)] = src[k]`` for ``lo <= k < hi`` (``step`` 1 or -1)."""
-    o = first
-    for k in range(lo, hi):
-        out[o] = src[k]
-        o += step
+    if step == 1:
+        for k in range(hi - lo):
+            out[first + k] = src[lo + k]
+    else:
+        for k in range(hi - lo):
+            out[first - k] = src[lo + k]
 
 
 @kernel(nrt=False)
@@ -145,6 +147,26 @@ def pack_fixed(vals, base, width, out):  # type: ignore[no-untyped-def]
         out[p >> 6] |= v << U64(off)
         if off + width > 64:
             out[(p >> 6) + 1] |= v >> U64(64 - off)
+
+
+@kernel(nrt=False)
+def unpack_run(words, base, width, lo, hi, out, first, step):  # type: ignore[no-untyped-def]
+    """``out[first + step * (i - lo)] = field(i) + base`` for fields ``lo..hi-1`` (``step`` 1
+    or -1); the caller checks that ``words`` holds ``hi * width`` bits."""
+    if width == 0:
+        for i in range(hi - lo):
+            out[first + step * i] = base
+        return
+    mask = U64(0xFFFFFFFFFFFFFFFF) >> U64(64 - width)
+    o = first
+    for i in range(lo, hi):
+        p = i * width
+        off = p & 63
+        x = words[p >> 6] >> U64(off)
+        if off + width > 64:
+            x |= words[(p >> 6) + 1] << U64(64 - off)
+        out[o] = (x & mask) + base
+        o += step
 
 
 @kernel(nrt=False)

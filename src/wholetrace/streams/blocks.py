@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Final
+from typing import ClassVar, Final
 
 import numpy as np
 import zstandard
@@ -44,6 +44,7 @@ class ZstdBody:
     m: int
     segment: int
     delta: bool
+    keeps: ClassVar[bool] = True
 
     def _count(self, s: int) -> int:
         return min(self.segment, self.m - s * self.segment)

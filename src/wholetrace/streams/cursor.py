@@ -139,9 +139,9 @@ def _bits(words: np.ndarray, n: int) -> str:
 
 
 class BufferedCursor(Cursor):
-    """Cursor of the codecs without a predictor: it decodes the segment it enters (into its
-    own buffer, values going to the caller's array in the same pass) and reads the segment
-    it is in from memory.  Both directions do the same work: a backward move fills its
+    """Cursor of the codecs without a predictor (and of short predictor streams): it decodes
+    the segment it enters (into its own buffer, values going to the caller's array in the
+    same pass) and reads the segment it is in from memory.  Both directions do the same work: a backward move fills its
     result from the end (a contiguous array, like a forward one)."""
 
     def __init__(self, body: "Segmented", m: int, signed: bool, segment: int, pos: int = 0) -> None:
@@ -178,10 +178,11 @@ class BufferedCursor(Cursor):
             if s == self._seg:
                 copy_run(self._vals, k - base, top - base, out, first, step)
             else:
-                if self._keep.shape[0] == 0:
+                if self._keep.shape[0] == 0 and self._body.keeps:
                     self._keep = np.empty(min(m, K), np.uint64)
                 self._seg = -1  # until the segment is whole in the buffer
-                self._vals = self._body.fill(s, self._keep, k - base, top - base, out, first, step)
-                self._seg = s
+                vals = self._body.fill(s, self._keep, k - base, top - base, out, first, step)
+                if vals is not None:  # None: a codec with random access keeps nothing
+                    self._vals, self._seg = vals, s
             k = top
         return out

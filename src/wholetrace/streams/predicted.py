@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
@@ -37,6 +38,7 @@ class PredictedBody:
     tidx: np.ndarray   # int64: table indices (per segment: F entries, then B entries)
     tval: np.ndarray   # uint64: table entries
     cxv: np.ndarray    # uint64: raw context values at every park
+    keeps: ClassVar[bool] = True
     prm: np.ndarray = field(init=False, repr=False)
     bi: np.ndarray = field(init=False, repr=False)  # int64: params, counts, segment table, table indices
     bu: np.ndarray = field(init=False, repr=False)  # uint64: bits, table entries, contexts

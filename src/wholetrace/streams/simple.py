@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import Final, Protocol
+from typing import ClassVar, Final, Protocol
 
 import numpy as np
 
@@ -19,10 +19,12 @@ NO_KEEP: Final = np.zeros(0, np.uint64)
 
 
 class Segmented(Protocol):
-    """A body decoded a segment at a time (every codec without a predictor)."""
+    """A body decoded a segment at a time by ``fill`` (every body: cursors and ranges use it)."""
+
+    keeps: ClassVar[bool]
 
     def fill(self, s: int, keep: np.ndarray, lo: int, hi: int, out: np.ndarray, first: int,
-             step: int) -> np.ndarray: ...
+             step: int) -> np.ndarray | None: ...
 
 
 def range_of_segments(body: Segmented, segment: int, i: int, j: int) -> np.ndarray:
@@ -50,6 +52,9 @@ def inflate_error(status: int, what: str, s: int, n: int) -> StreamError:
 @dataclass
 class RawBody:
     """Values as they are (8 bytes each)."""
+
+    #: whether a cursor needs a segment buffer for ``fill`` to decode into
+    keeps: ClassVar[bool] = False
 
     values: np.ndarray  # uint64
     segment: int
@@ -83,6 +88,9 @@ class RawBody:
 class PackedBody:
     """Every value minus the minimum in ``width`` bits (frame of reference): O(1) access."""
 
+    #: whether a cursor needs a segment buffer for ``fill`` to decode into
+    keeps: ClassVar[bool] = False
+
     words: np.ndarray  # uint64
     base: int
     width: int
@@ -109,13 +117,11 @@ class PackedBody:
         return out
 
     def fill(self, s: int, keep: np.ndarray, lo: int, hi: int, out: np.ndarray, first: int,
-             step: int) -> np.ndarray:
-        """Segment ``s`` unpacked into ``keep`` (room for a segment), values ``lo..hi-1`` copied
-        to ``out[first + step * k]``; returns ``keep``."""
+             step: int) -> None:
+        """Values ``lo..hi-1`` of segment ``s`` unpacked to ``out[first + step * k]``; None:
+        nothing to keep, every value is one field away."""
         start = s * self.segment
-        V.unpack_fixed(self.words, np.uint64(self.base), self.width, start, min(self.m, start + self.segment), keep)
-        V.copy_run(keep, lo, hi, out, first, step)
-        return keep
+        V.unpack_run(self.words, np.uint64(self.base), self.width, start + lo, start + hi, out, first, step)
 
     def to_bytes(self) -> bytes:
         nbytes = (self.m * self.width + 7) // 8
@@ -138,6 +144,9 @@ class PackedBody:
 @dataclass
 class VarintBody:
     """Per segment, LEB128 of the zigzag deltas (the first one from 0): seekable per segment."""
+
+    #: whether a cursor needs a segment buffer for ``fill`` to decode into
+    keeps: ClassVar[bool] = True
 
     data: np.ndarray     # uint8, every segment's bytes back to back
     offsets: np.ndarray  # int64 [nseg + 1]: byte range of each segment
