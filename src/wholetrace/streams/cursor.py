@@ -141,17 +141,18 @@ def _bits(words: np.ndarray, n: int) -> str:
 class BufferedCursor(Cursor):
     """Cursor of the codecs without a predictor (and of short predictor streams): it decodes
     the segment it enters (into its own buffer, values going to the caller's array in the
-    same pass) and reads the segment it is in from memory.  Both directions do the same work: a backward move fills its
-    result from the end (a contiguous array, like a forward one)."""
+    same pass) and reads the segment it is in from memory.  Both directions do the same
+    work: a backward move fills its result from the end (a contiguous array, like a forward
+    one)."""
 
     def __init__(self, body: "Segmented", m: int, signed: bool, segment: int, pos: int = 0) -> None:
-        super().__init__(m, signed)
+        self._m = m  # Cursor.__init__ inlined: a whole walk of a short stream is a few µs
+        self._signed = signed
         self._body = body
         self._segment = segment
         self._seg = -1
-        self._vals = NO_KEEP
-        self._keep = NO_KEEP
-        self._pos = self._check(pos)
+        self._vals = self._keep = NO_KEEP
+        self._pos = pos if type(pos) is int and 0 <= pos <= m else self._check(pos)
 
     @property
     def pos(self) -> int:
@@ -174,12 +175,13 @@ class BufferedCursor(Cursor):
             s = k // K
             base = s * K
             top = hi if hi < base + K else base + K
-            first, step = (k - lo, 1) if forward else (hi - 1 - k, -1)
+            first = k - lo if forward else hi - 1 - k
+            step = 1 if forward else -1
             if s == self._seg:
                 copy_run(self._vals, k - base, top - base, out, first, step)
             else:
-                if self._keep.shape[0] == 0 and self._body.keeps:
-                    self._keep = np.empty(min(m, K), np.uint64)
+                if self._keep is NO_KEEP and self._body.keeps:
+                    self._keep = np.empty(m if m < K else K, np.uint64)
                 self._seg = -1  # until the segment is whole in the buffer
                 vals = self._body.fill(s, self._keep, k - base, top - base, out, first, step)
                 if vals is not None:  # None: a codec with random access keeps nothing
