@@ -161,6 +161,26 @@ class BufferedCursor(Cursor):
     def seek(self, i: int) -> None:
         self._pos = self._check(i)
 
+    def next(self) -> int:
+        pos = self._pos
+        if pos < self._m and pos // self._segment == self._seg:  # in the decoded segment: no kernel call
+            self._pos = pos + 1
+            return self._value(pos)
+        return self._one(True)
+
+    def prev(self) -> int:
+        pos = self._pos - 1
+        if pos >= 0 and pos // self._segment == self._seg:
+            self._pos = pos
+            return self._value(pos)
+        return self._one(False)
+
+    __next__ = next
+
+    def _value(self, pos: int) -> int:
+        v = int(self._vals[pos - self._seg * self._segment])
+        return v - (1 << 64) if self._signed and v >> 63 else v
+
     def _moves(self, forward: bool, n: int) -> np.ndarray:
         pos, m, K = self._pos, self._m, self._segment
         if forward:

@@ -98,6 +98,9 @@ class PackedBody:
     segment: int
     _HEAD = struct.Struct("<QB")
 
+    def __post_init__(self) -> None:
+        self.base_u64 = np.uint64(self.base)  # made once: a numpy scalar costs as much as a short decode
+
     @classmethod
     def build(cls, values: np.ndarray, segment: int, signed: bool) -> "PackedBody":
         m = int(values.shape[0])
@@ -113,7 +116,7 @@ class PackedBody:
 
     def decode_range(self, i: int, j: int) -> np.ndarray:
         out = np.empty(max(0, j - i), np.uint64)
-        V.unpack_fixed(self.words, np.uint64(self.base), self.width, i, max(i, j), out)
+        V.unpack_fixed(self.words, self.base_u64, self.width, i, max(i, j), out)
         return out
 
     def fill(self, s: int, keep: np.ndarray, lo: int, hi: int, out: np.ndarray, first: int,
@@ -121,7 +124,7 @@ class PackedBody:
         """Values ``lo..hi-1`` of segment ``s`` unpacked to ``out[first + step * k]``; None:
         nothing to keep, every value is one field away."""
         start = s * self.segment
-        V.unpack_run(self.words, np.uint64(self.base), self.width, start + lo, start + hi, out, first, step)
+        V.unpack_run(self.words, self.base_u64, self.width, start + lo, start + hi, out, first, step)
 
     def to_bytes(self) -> bytes:
         nbytes = (self.m * self.width + 7) // 8
