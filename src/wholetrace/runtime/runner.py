@@ -82,8 +82,14 @@ def _trim(tb: types.TracebackType | None) -> types.TracebackType | None:
 
 
 def _report(exc: BaseException) -> None:
-    """Print an uncaught exception as the interpreter would, without wholetrace's own frames."""
+    """Print an uncaught exception as the interpreter would, without wholetrace's own frames,
+    and keep it where the interpreter does (``sys.last_exc`` from 3.12, ``sys.last_type``,
+    ``last_value``, ``last_traceback``): ``atexit`` handlers see it, and what it holds lives
+    until the interpreter shuts down."""
     exc.__traceback__ = _trim(exc.__traceback__)
+    sys.last_type, sys.last_value, sys.last_traceback = type(exc), exc, exc.__traceback__
+    if sys.version_info >= (3, 12):
+        sys.last_exc = exc
     sys.excepthook(type(exc), exc, exc.__traceback__)
 
 
