@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Final, Iterator
 
 import numpy as np
 
@@ -11,6 +11,10 @@ from wholetrace.kernels import predict as K
 from wholetrace.kernels.varint import copy_run
 from wholetrace.streams.predicted import status_error
 from wholetrace.streams.simple import NO_KEEP
+
+#: a buffered cursor moving over the whole of a segment of at most this many values does
+#: not keep it (see BufferedCursor)
+UNKEPT: Final = 4096
 
 if TYPE_CHECKING:
     from wholetrace.streams.predicted import PredictedBody
@@ -22,6 +26,8 @@ class Cursor:
     right, ``prev()`` moves left and returns the value there; both raise StopIteration at
     the ends.  ``next_many(n)``/``prev_many(n)`` do up to ``n`` moves at kernel speed and
     return the values in the order visited."""
+
+    __slots__ = ("_m", "_signed")
 
     def __init__(self, m: int, signed: bool) -> None:
         self._m = m
@@ -77,6 +83,8 @@ class PredictedCursor(Cursor):
     """Walks a predictor-coded stream: every move is one bidirectional predictor step
     (no decoded buffer); entering a segment costs a walk from its park (at most about
     half a segment)."""
+
+    __slots__ = ("_body", "_bi", "_bu", "_ws", "_st", "_buf")
 
     def __init__(self, body: "PredictedBody", signed: bool, pos: int = 0) -> None:
         super().__init__(body.m, signed)
@@ -143,7 +151,10 @@ class BufferedCursor(Cursor):
     the segment it enters (into its own buffer, values going to the caller's array in the
     same pass) and reads the segment it is in from memory.  Both directions do the same
     work: a backward move fills its result from the end (a contiguous array, like a forward
-    one)."""
+    one).  A move over the whole of a short segment (at most ``UNKEPT`` values) keeps no
+    buffer: decoding it again costs about what one call costs."""
+
+    __slots__ = ("_body", "_segment", "_seg", "_vals", "_keep", "_pos")
 
     def __init__(self, body: "Segmented", m: int, signed: bool, segment: int, pos: int = 0) -> None:
         self._m = m  # Cursor.__init__ inlined: a whole walk of a short stream is a few µs
@@ -190,21 +201,35 @@ class BufferedCursor(Cursor):
             lo, hi = (pos - n if pos > n else 0), pos
             self._pos = lo
         out = np.empty(hi - lo, np.uint64)
+        if m <= K:  # one segment (short streams): no loop
+            if hi > lo:
+                self._run(0, lo, hi, m, out, 0 if forward else hi - lo - 1, 1 if forward else -1)
+            return out
         k = lo
         while k < hi:  # one decoded segment at a time
             s = k // K
             base = s * K
             top = hi if hi < base + K else base + K
-            first = k - lo if forward else hi - 1 - k
-            step = 1 if forward else -1
-            if s == self._seg:
-                copy_run(self._vals, k - base, top - base, out, first, step)
-            else:
-                if self._keep is NO_KEEP and self._body.keeps:
-                    self._keep = np.empty(m if m < K else K, np.uint64)
-                self._seg = -1  # until the segment is whole in the buffer
-                vals = self._body.fill(s, self._keep, k - base, top - base, out, first, step)
-                if vals is not None:  # None: a codec with random access keeps nothing
-                    self._vals, self._seg = vals, s
+            self._run(s, k - base, top - base, min(K, m - base), out, k - lo if forward else hi - 1 - k,
+                      1 if forward else -1)
             k = top
         return out
+
+    def _run(self, s: int, lo: int, hi: int, n: int, out: np.ndarray, first: int, step: int) -> None:
+        """Values ``lo..hi-1`` of segment ``s`` (``n`` values) to ``out[first + step * k]``."""
+        if s == self._seg:
+            copy_run(self._vals, lo, hi, out, first, step)
+            return
+        if not self._body.keeps:  # raw gives a view of its values to read from; packed nothing
+            vals = self._body.fill(s, NO_KEEP, lo, hi, out, first, step)
+            if vals is not None:
+                self._vals, self._seg = vals, s
+            return
+        if hi - lo == n and n <= UNKEPT:
+            self._body.fill(s, NO_KEEP, lo, hi, out, first, step)
+            return
+        if self._keep is NO_KEEP:
+            self._keep = np.empty(min(self._m, self._segment), np.uint64)
+        self._seg = -1  # until the segment is whole in the buffer
+        self._vals = self._body.fill(s, self._keep, lo, hi, out, first, step)
+        self._seg = s
