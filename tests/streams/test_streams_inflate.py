@@ -115,6 +115,11 @@ def test_short_whole_walks_are_contiguous_and_exact(codec: str, m: int) -> None:
     np.testing.assert_array_equal(bwd, ref[::-1])
     assert bwd.flags.c_contiguous and fwd.flags.c_contiguous
     np.testing.assert_array_equal(cs.decode_range(0, m), ref)
+    cur = cs.cursor(0)  # a whole walk keeps no buffer on short streams: the moves after it decode again
+    cur.next_many(m)
+    assert cur.prev() == ref[m - 1]
+    np.testing.assert_array_equal(cur.prev_many(5), ref[max(0, m - 6):m - 1][::-1])
+    assert cur.next() == ref[max(0, m - 6)]
     signed = streams.encode(ref.view(np.int64), codec)
     assert signed.cursor(m).prev_many(m).dtype == np.int64
 
