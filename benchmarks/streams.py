@@ -390,7 +390,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="small sizes, one run, print only")
     ap.add_argument("--no-write", action="store_true")
-    ap.add_argument("--note", default="Measured while other jobs loaded the machine: CPU times, noisy.")
+    ap.add_argument("--note", default=None, help="the sentence after the machine line (default: the load and the command)")
     args = ap.parse_args(argv)
     limit = 100_000 if args.quick else args.max_values
     runs = 1 if args.quick else args.runs
@@ -399,6 +399,7 @@ def main(argv: list[str] | None = None) -> None:
     unknown = [n for n in names + list(wet_names) if n not in PROGRAMS]
     if unknown:
         ap.error(f"unknown program(s) {', '.join(unknown)}")
+    load = os.getloadavg()
     jit = jit_seconds()
     print(f"JIT compile {jit[0]:.1f} s wall, {jit[1]:.1f} s CPU", file=sys.stderr, flush=True)
     with tempfile.TemporaryDirectory(prefix="wt-streams-") as tmp:
@@ -411,7 +412,11 @@ def main(argv: list[str] | None = None) -> None:
         r = rows[-1]
         print(f"{name}: {r['codec']} {bpv(r['chosen'], r['m'])} bpv (xz {bpv(r['xz'], r['m'])}), "  # type: ignore[arg-type]
               f"fwd {float(r['fwd']) / 1e6:.1f} bwd {float(r['bwd']) / 1e6:.1f} M/s", file=sys.stderr, flush=True)  # type: ignore[arg-type]
-    body = report(rows, jit, args.note)
+    note = args.note or (f"Measured while other jobs loaded the machine (1-minute load {load[0]:.1f} at the start, "
+                         f"{os.getloadavg()[0]:.1f} at the end, on {os.cpu_count()} CPUs) with `python "
+                         f"benchmarks/streams.py {' '.join(sys.argv[1:] if argv is None else argv)}`: CPU times, "
+                         f"best of {runs}, noisy.")
+    body = report(rows, jit, note)
     print(body)
     if not (args.quick or args.no_write):
         write_section("streams", body)
