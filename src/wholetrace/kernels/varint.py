@@ -169,21 +169,3 @@ def unpack_run(words, base, width, lo, hi, out, first, step):  # type: ignore[no
             x |= words[(p >> 6) + 1] << U64(64 - off)
         out[o] = (x & mask) + base
         o += step
-
-
-@kernel(nrt=False)
-def unpack_fixed(words, base, width, lo, hi, out):  # type: ignore[no-untyped-def]
-    """``out[k] = field(lo + k) + base`` for fields ``lo..hi-1``; the caller checks that
-    ``words`` holds ``hi * width`` bits."""
-    if width == 0:
-        for i in range(hi - lo):
-            out[i] = base
-        return
-    mask = U64(0xFFFFFFFFFFFFFFFF) >> U64(64 - width)
-    for i in range(lo, hi):
-        p = i * width
-        off = p & 63
-        x = words[p >> 6] >> U64(off)
-        if off + width > 64:
-            x |= words[(p >> 6) + 1] << U64(64 - off)
-        out[i - lo] = (x & mask) + base

@@ -116,7 +116,7 @@ class PackedBody:
 
     def decode_range(self, i: int, j: int) -> np.ndarray:
         out = np.empty(max(0, j - i), np.uint64)
-        V.unpack_fixed(self.words, self.base_u64, self.width, i, max(i, j), out)
+        V.unpack_run(self.words, self.base_u64, self.width, i, max(i, j), out, 0, 1)
         return out
 
     def fill(self, s: int, keep: np.ndarray, lo: int, hi: int, out: np.ndarray, first: int,
