@@ -155,6 +155,25 @@ def test_bad_arguments_are_usage_errors() -> None:
         streams.encode(np.zeros(0, np.int64), "bdfcm-2")
 
 
+def test_short_streams_are_stored_fixed_width() -> None:
+    """Up to SHORT_STREAM values, auto keeps the smaller of packed and raw (whatever the
+    other codecs would save); one value more and it keeps the smallest codec again."""
+    from wholetrace.streams.stream import SHORT_STREAM
+
+    for kind in ("constant", "stride", "periodic", "random", "walk"):
+        for m in (1, 89, SHORT_STREAM, SHORT_STREAM + 1):
+            ref = make_stream(kind, m, seed=m)
+            best, sizes = streams.choose(ref, 1 << 16, 1 << 15)
+            auto = streams.encode(ref)
+            if m <= SHORT_STREAM:
+                assert auto.codec in ("packed", "raw") and auto.nbytes == min(sizes["packed"], sizes["raw"])
+            else:
+                assert auto.nbytes == min(sizes.values())
+            assert best.codec == auto.codec
+            np.testing.assert_array_equal(auto.decode(), ref)
+            np.testing.assert_array_equal(auto.cursor(m).prev_many(m), ref[::-1])
+
+
 def test_auto_picks_the_smallest_on_the_sample() -> None:
     """The chosen codec is the smallest of all codecs on the sample (here the whole stream)."""
     for kind in ("constant", "stride", "periodic", "random", "walk"):

@@ -197,6 +197,12 @@ RECHECK: Final = 2
 WHOLE_CHECK: Final = 8
 #: codecs whose size on the whole stream is cheap to get exactly (one linear pass, no model)
 EXACT: Final = frozenset({RAW, VARINT, PACKED})
+#: streams of at most this many values are stored fixed-width (``packed`` or ``raw``, the
+#: smaller): below it a zstd frame's or a predictor table's fixed cost per call (3-4 µs, see
+#: docs/design.md "The fixed cost of a walk") is more than the whole walk of fixed-width
+#: values takes, and the bytes it saves are a few dozen (a counter stream of 89 values:
+#: 227 B packed against 172 B for the smallest codec)
+SHORT_STREAM: Final = 256
 
 
 def choose(values: np.ndarray, segment: int, sample: int,
@@ -213,8 +219,16 @@ def choose(values: np.ndarray, segment: int, sample: int,
     estimate is a prefix-only one, are compressed again: whole if the stream holds at most
     ``WHOLE_CHECK`` samples, else on windows of ``sample`` values at the middle and at the
     end, its estimate becoming the three windows' size scaled to the whole (a frame's fixed
-    cost gets scaled too, so estimates of short windows are rough)."""
+    cost gets scaled too, so estimates of short windows are rough).
+
+    A stream of at most ``SHORT_STREAM`` values is stored fixed-width: the smaller of
+    ``packed`` and ``raw`` (``sizes`` still lists every codec)."""
     m = int(values.shape[0])
+    if m <= min(sample, SHORT_STREAM):
+        built = {c.name: build(values, c, segment, signed) for c in CODECS if not (c.predictive and m == 0)}
+        sizes = {name: cs.nbytes for name, cs in built.items()}
+        name = min(("packed", "raw"), key=lambda n: (sizes[n], NAMES_ORDER[n]))
+        return built[name], sizes
     if m <= sample:
         built = {c.name: build(values, c, segment, signed) for c in CODECS if not (c.predictive and m == 0)}
         sizes = {name: cs.nbytes for name, cs in built.items()}
