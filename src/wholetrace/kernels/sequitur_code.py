@@ -34,8 +34,9 @@ ST_GROW = 3  # (internal) the successor table must grow before the symbol st[S_I
 # the coder's resumable state (int64 array): arithmetic coder (low, high, decoder's code word,
 # buffer position), next symbol, match pointer and length, successor table use
 S_X1, S_X2, S_X, S_BP, S_I, S_MPTR, S_MLEN, S_SUSED = range(8)
-# scratch (int64 array): context hashes, mixer inputs, context slots, enabled models, next hashes
-O_HS, O_IN, O_SLOT, O_ACT, O_HSN = 0, 8, 16, 24, 32
+# scratch (int64 array): context hashes, mixer inputs, context slots, enabled models, next
+# symbol's context hashes and slots (the encoder's look-ahead)
+O_HS, O_IN, O_SLOT, O_ACT, O_HSN, O_SLOTN = 0, 8, 16, 24, 32, 40
 
 _SQ = np.array([1, 2, 3, 6, 10, 16, 27, 45, 73, 120, 194, 310, 488, 747, 1101, 1546, 2047, 2549, 2994,
                 3348, 3607, 3785, 3901, 3975, 4022, 4050, 4068, 4079, 4085, 4089, 4092, 4093, 4094],
@@ -201,7 +202,7 @@ def cm_code(a: np.ndarray, n: int, rawbits: int, buf: np.ndarray, decode: bool, 
     mhash = np.zeros(1 << max(10, min(22, tbits - 2)), np.int64)
     skeys = np.full(2 << 12, -1, np.int64)
     svals = np.zeros(1 << 12, np.int64)
-    sc = np.zeros(40, np.int64)
+    sc = np.zeros(48, np.int64)
     nact = 0
     for m in range(NORD):
         if (models >> m) & 1:
@@ -243,15 +244,21 @@ def _cm_run(a, n, rawbits, buf, decode, tbits, sq, stt, dt, nact, ctab, mtab, ra
         s1 = np.int64(a[_U(i - 1)]) + 1 if i >= 1 else np.int64(0)
         if ahead:  # computed (and prefetched) while coding the previous symbol
             h5 = h5n
-            for m in range(NORD):
-                sc[_U(O_HS + m)] = sc[_U(O_HSN + m)]
+            for k in range(nact):
+                m = sc[_U(O_ACT + k)]
+                sc[_U(O_SLOT + m)] = sc[_U(O_SLOTN + m)]
         else:
             h5 = _contexts(a, i, sc, O_HS)
+            for k in range(nact):
+                m = sc[_U(O_ACT + k)]
+                sc[_U(O_SLOT + m)] = (_h(sc[_U(O_HS + m)], m) * 16) & tmask
         if not decode and i + 1 < n:  # the encoder knows the next contexts: start loading them
             h5n = _contexts(a, i + 1, sc, O_HSN)
             for k in range(nact):
                 m = sc[_U(O_ACT + k)]
-                prefetch(ctab, m * tsize + ((_h(sc[_U(O_HSN + m)], m) * 16) & tmask))
+                sn = (_h(sc[_U(O_HSN + m)], m) * 16) & tmask
+                sc[_U(O_SLOTN + m)] = sn
+                prefetch(ctab, m * tsize + sn)
             prefetch(mhash, h5n & (len(mhash) - 1))
             s1n = np.int64(a[_U(i)]) + 1
             _succ_prefetch(skeys, svals, 4 * s1n, 0)  # its successor count and rank
@@ -271,9 +278,6 @@ def _cm_run(a, n, rawbits, buf, decode, tbits, sq, stt, dt, nact, ctab, mtab, ra
                         mlen = ln
                         mptr = cand
             mhash[_U(hm)] = (i << 8) | chk
-        for k in range(nact):
-            m = sc[_U(O_ACT + k)]
-            sc[_U(O_SLOT + m)] = (_h(sc[_U(O_HS + m)], m) * 16) & tmask
         cnt = _succ_get(skeys, svals, 4 * s1, 0, 0)
         # expected rank from the match model
         erank = -1
@@ -281,7 +285,10 @@ def _cm_run(a, n, rawbits, buf, decode, tbits, sq, stt, dt, nact, ctab, mtab, ra
             erank = _succ_get(skeys, svals, 4 * s1 + 1, np.int64(a[_U(mptr)]), -1)
         r = 0
         if not decode:
-            r = _succ_get(skeys, svals, 4 * s1 + 1, np.int64(a[_U(i)]), cnt)
+            if mlen > 0 and a[_U(mptr)] == a[_U(i)]:
+                r = erank  # the same lookup (erank >= 0: a match's symbol followed s1 before)
+            else:
+                r = _succ_get(skeys, svals, 4 * s1 + 1, np.int64(a[_U(i)]), cnt)
         # code v = r + 1 = 1 b_{k-1} .. b_0: k unary ones, a zero, then the k low bits
         v = r + 1
         nb = 0
