@@ -118,60 +118,94 @@ def segment_bounds(grammar: Grammar, segments: int, min_items: int = SEGMENT_ITE
     return items, pos[items]
 
 
+class ChunkIndexer:
+    """The chunk part of the index, fed the stream's symbols in order (the grammar's expansion,
+    or the decoded stream itself on the decoding thread of ``compress`` while the grammar
+    builds): chunks go to ``sink(c, symbols)``; ``finish`` gives the chunk index and the
+    function stack at each chunk start.  ``stats`` must hold the stream's final depth range."""
+
+    def __init__(self, stats: DepthStats, chunk_events: int, functions: int,
+                 sink: Callable[[int, np.ndarray], None]) -> None:
+        n = stats.symbols
+        self.stats, self.chunk_events, self.sink = stats, max(1, int(chunk_events)), sink
+        nchunks = -(-n // self.chunk_events)
+        self.levels = stats.dmax - stats.dmin
+        self.index = UnitIndex(np.zeros(nchunks, np.int64), np.zeros(nchunks, np.int64),
+                               np.zeros((functions, -(-nchunks // 8)), np.uint8))
+        self.stack_off = np.zeros(nchunks + 1, np.int64)
+        self.stack_pool = np.zeros(max(1, nchunks * self.levels), np.int32)
+        self.fstack = np.full(self.levels + 1, -1, np.int32)
+        self.st = np.zeros(K.I_SIZE, np.int64)
+        self.buf = np.empty(min(self.chunk_events, max(n, 1)), np.int32)
+        self.fill = self.pos = self.emitted = 0
+
+    def feed(self, sym: np.ndarray) -> None:
+        """The next symbols (int32) of the stream."""
+        u = self.index
+        if K.chunk_pass(sym, self.pos, self.fstack, self.stats.dmin, self.st, self.chunk_events, u.min_depth,
+                        u.exit_depth, u.bits, self.stack_off, self.stack_pool):
+            raise ValueError("the stream's depth statistics do not match its symbols")
+        self.pos += len(sym)
+        i = 0
+        while i < len(sym):
+            take = min(len(sym) - i, self.chunk_events - self.fill)
+            self.buf[self.fill:self.fill + take] = sym[i:i + take]
+            self.fill += take
+            i += take
+            if self.fill == self.chunk_events:
+                self.sink(self.emitted, self.buf.copy())
+                self.emitted += 1
+                self.fill = 0
+
+    def finish(self) -> tuple[UnitIndex, np.ndarray, np.ndarray]:
+        """(chunk index, stack offsets, stack pool) once every symbol was fed."""
+        if self.pos != self.stats.symbols:
+            raise ValueError(f"{self.pos} symbols fed, the stream has {self.stats.symbols}")
+        if self.fill:
+            self.sink(self.emitted, self.buf[:self.fill].copy())
+        return self.index, self.stack_off, self.stack_pool[: int(self.stack_off[-1])].copy()
+
+
 def index(sid: int, grammar: Grammar, stats: DepthStats, *, chunk_events: int = CHUNK_EVENTS,
           segments: int = SEGMENTS, segment_items: int = SEGMENT_ITEMS, functions: int | None = None,
           sink: Callable[[int, np.ndarray], None] | None = None,
           read_chunk: Callable[[int], np.ndarray] | None = None,
-          advance: Callable[[int], None] = lambda n: None) -> CompressedStream:
+          advance: Callable[[int], None] = lambda n: None,
+          chunked: tuple[UnitIndex, np.ndarray, np.ndarray] | None = None) -> CompressedStream:
     """Walk the grammar's expansion once: chunks go to ``sink(c, symbols)`` (kept in memory,
-    zstd-compressed, when there is no sink), and both indexes are filled."""
+    zstd-compressed, when there is no sink), and both indexes are filled.  ``chunked``: the
+    chunk part already made by a :class:`ChunkIndexer` fed the stream (then only the segment
+    index is built here, and ``read_chunk`` reads the chunks it wrote)."""
     n = len(grammar)
     if n != stats.symbols:
         raise ValueError(f"grammar expands to {n} symbols, the stream has {stats.symbols}")
     chunk_events = max(1, int(chunk_events))
     nfun = functions if functions is not None else _functions(grammar)
-    nchunks = -(-n // chunk_events)
     seg_item, seg_pos = segment_bounds(grammar, segments, segment_items)
     nseg = len(seg_item) - 1
-    levels = stats.dmax - stats.dmin
-    chunks = UnitIndex(np.zeros(nchunks, np.int64), np.zeros(nchunks, np.int64),
-                       np.zeros((nfun, -(-nchunks // 8)), np.uint8))
     segs = UnitIndex(np.zeros(nseg, np.int64), np.zeros(nseg, np.int64), np.zeros((nfun, -(-nseg // 8)), np.uint8))
-    stack_off = np.zeros(nchunks + 1, np.int64)
-    stack_pool = np.zeros(max(1, nchunks * levels), np.int32)
-    fstack = np.full(levels + 1, -1, np.int32)
+    fstack = np.full(stats.dmax - stats.dmin + 1, -1, np.int32)
     st = np.zeros(K.I_SIZE, np.int64)
     frames: list[bytes] = []
-    if sink is None:
-        comp = zstandard.ZstdCompressor(level=3)
-        sink = lambda c, a: frames.append(comp.compress(a.tobytes()))  # noqa: E731
-        read_chunk = _frame_reader(frames)
-    buf = np.empty(min(chunk_events, max(n, 1)), np.int32)
-    fill = 0
+    chunker = None
+    if chunked is None:
+        if sink is None:
+            comp = zstandard.ZstdCompressor(level=3)
+            sink = lambda c, a: frames.append(comp.compress(a.tobytes()))  # noqa: E731
+            read_chunk = _frame_reader(frames)
+        chunker = ChunkIndexer(stats, chunk_events, nfun, sink)
     pos = 0
-    emitted = 0
     for piece in grammar.iter_chunks(_PIECE):
         sym = piece.astype(np.int32)
-        if K.index_pass(sym, pos, fstack, stats.dmin, st, chunk_events, chunks.min_depth, chunks.exit_depth,
-                        chunks.bits, stack_off, stack_pool, seg_pos, segs.min_depth, segs.exit_depth, segs.bits):
+        if K.segment_pass(sym, pos, fstack, stats.dmin, st, seg_pos, segs.min_depth, segs.exit_depth, segs.bits):
             raise ValueError("the stream's depth statistics do not match its symbols")
+        if chunker is not None:
+            chunker.feed(sym)
         pos += len(sym)
-        i = 0
-        while i < len(sym):
-            take = min(len(sym) - i, chunk_events - fill)
-            buf[fill:fill + take] = sym[i:i + take]
-            fill += take
-            i += take
-            if fill == chunk_events:
-                sink(emitted, buf.copy())
-                emitted += 1
-                fill = 0
         advance(len(sym))
-    if fill:
-        sink(emitted, buf[:fill].copy())
-    return CompressedStream(sid, n, grammar, stats, chunk_events, chunks, stack_off,
-                            stack_pool[: int(stack_off[-1])].copy(), seg_item, seg_pos, segs,
-                            read_chunk or _written_elsewhere, segments, segment_items)
+    chunks, stack_off, stack = chunked if chunker is None else chunker.finish()
+    return CompressedStream(sid, n, grammar, stats, chunk_events, chunks, stack_off, stack, seg_item, seg_pos,
+                            segs, read_chunk or _written_elsewhere, segments, segment_items)
 
 
 def coarsen(u: UnitIndex, m: int) -> UnitIndex:
