@@ -65,6 +65,13 @@ def vectors() -> Path:
     return cache
 
 
+def _models(dropped: int) -> str:
+    """The compact coder's context models (orders 0, 1, 2, 3, 4, 6) from the mask left out."""
+    kept = [o for m, o in enumerate((0, 1, 2, 3, 4, 6)) if not dropped >> m & 1]
+    return "all six" if len(kept) == 6 else "order 0" if kept == [0] else f"orders 0-{kept[-1]}" if kept == list(
+        range(kept[-1] + 1)) else "orders " + ", ".join(map(str, kept))
+
+
 def compressors(data: bytes) -> dict[str, int]:
     return {
         "gzip -9": len(gzip.compress(data, 9)),
@@ -94,7 +101,7 @@ def main() -> None:
             if la == "0":
                 enc, explicit = r["enc"], r["explicit"]
                 exp_rows.append([name, f"{r['cpu']:.2f}", f"{r['exp_cpu']:.2f}", f"{r['exp_cpu'] / r['cpu']:.2f}",
-                                 f"{explicit:,}", "orders 0-2" if r["dropped"] else "all six"])
+                                 f"{explicit:,}", _models(r["dropped"])])
         # in a child as well: Linux children inherit the parent's peak RSS (ru_maxrss), so the
         # parent must never run the compressors itself
         c = json.loads(subprocess.run([sys.executable, __file__, "--compressors", str(path)], check=True,
@@ -122,7 +129,7 @@ def main() -> None:
                  "compact / xz", "compact / zstd"], comp_rows)
         + "\nThe explicit encoding (`to_bytes()`, version 4: what recordings store, read without a rebuild),\n"
         "user CPU seconds against the build's, and which context models the compact coder kept (chosen on a\n"
-        "64 Ki-symbol prefix):\n\n"
+        "prefix of 1/32 of the input, 16-64 Ki symbols):\n\n"
         + table(["input", "build CPU s", "explicit encode CPU s", "explicit / build", "explicit B",
                  "compact coder models"], exp_rows)
     )

@@ -263,19 +263,21 @@ def test_compact_encoding_beats_general_compressors_on_a_markov_chain() -> None:
 
 
 def test_compact_encoding_chooses_fewer_context_models_on_an_order_1_source(monkeypatch: pytest.MonkeyPatch) -> None:
-    """On a first-order Markov chain the coder's orders 0-2 code a prefix as small as all six
-    models, so the encoder keeps only those and says so in the header; the decoder follows the
-    header (round trip), and a header naming a model that does not exist is a one-line error."""
+    """On a first-order Markov chain (whose ranks are already conditioned on the previous
+    symbol) a shorter set of the ladder (orders 0-2, 0-1 or 0) codes a prefix as small as all
+    six models, so the encoder keeps it and says so in the header; the decoder follows the header (round trip), and a header naming a model that does
+    not exist is a one-line error."""
     import struct
 
     from wholetrace.grammar import encoding as E
     from wholetrace.kernels import sequitur_code as CM
 
     monkeypatch.setattr(E, "_TRIAL", 1 << 12)
+    monkeypatch.setattr(E, "_TRIAL_MIN", 1 << 12)
     g = sequitur(markov_chain(5, 500, 4, 60_000))
     data = g.to_bytes(compact=True)
     dropped = struct.unpack_from("<I", data, E._HEAD3.size - 4)[0]
-    assert dropped == CM.ALL_MODELS & ~E._FEW_MODELS
+    assert dropped in {CM.ALL_MODELS & ~m for m in E._LADDER}
     assert Grammar.from_bytes(data) == g
     # the same input coded with all six models is another valid encoding of the same grammar
     monkeypatch.setattr(E, "_choose_models", lambda a, rawbits: CM.ALL_MODELS)

@@ -139,10 +139,12 @@ def _sequence(g: Grammar) -> np.ndarray:
     return out
 
 
-#: the coder's context models tried besides all six: orders 0-2 only (measured in
-#: docs/design-sequitur.md: as small on order-1 sources such as markov, in 0.7x the time)
-_FEW_MODELS = 0b000111
-_TRIAL = 1 << 16  # symbols of the prefix on which the model sets are compared (inputs >= 8x that)
+#: the coder's context models tried after all six, in order, each kept only if it codes a prefix
+#: about as small as all six: orders 0-2, 0-1, 0 (measured in docs/design-sequitur.md: as small
+#: on order-1 sources such as markov and on memoryless ones such as rand4, in 0.6-0.8x the time)
+_LADDER = (0b000111, 0b000011, 0b000001)
+_TRIAL = 1 << 16  # at most this many symbols of the prefix on which the model sets are compared
+_TRIAL_MIN = 1 << 14  # inputs shorter than 8x this always use all six models
 _TRIAL_SLACK = 1.005  # the fewer models are kept unless they code the prefix > 0.5% larger
 
 
@@ -158,13 +160,18 @@ def _cm_encode(a: np.ndarray, rawbits: int, models: int) -> tuple[int, int, np.n
 
 
 def _choose_models(a: np.ndarray, rawbits: int) -> int:
-    """The model mask for ``a``: the fewer models when they code a prefix about as small."""
-    if a.size < 8 * _TRIAL:
+    """The model mask for ``a``: the smallest set of the ladder that codes a prefix (1/32 of
+    the input, 16-64 Ki symbols) within the slack of all six, trying them in order."""
+    if a.size < 8 * _TRIAL_MIN:
         return CM.ALL_MODELS
-    head = a[:_TRIAL]
-    full = _cm_encode(head, rawbits, CM.ALL_MODELS)[1]
-    few = _cm_encode(head, rawbits, _FEW_MODELS)[1]
-    return _FEW_MODELS if few <= full * _TRIAL_SLACK else CM.ALL_MODELS
+    head = a[: min(_TRIAL, max(_TRIAL_MIN, a.size // 32))]
+    limit = _cm_encode(head, rawbits, CM.ALL_MODELS)[1] * _TRIAL_SLACK
+    chosen = CM.ALL_MODELS
+    for models in _LADDER:
+        if _cm_encode(head, rawbits, models)[1] > limit:
+            break
+        chosen = models
+    return chosen
 
 
 def encode_compact(g: Grammar) -> bytes:

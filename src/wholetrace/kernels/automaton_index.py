@@ -33,7 +33,13 @@ I_DEPTH = 0
 I_SEG = 1       # current segment
 I_NSTACK = 2    # fill level of the chunk entry-stack pool
 I_BAD = 3
-I_SIZE = 4
+I_DONE = 4      # chunk_pass: symbols of the piece consumed when it stopped
+I_SIZE = 5
+
+# chunk_pass stops (before the symbol st[I_DONE] of the piece, nothing of it done) when:
+CP_LOW = 2      # the depth would go below the stack's base: lower the base and resume
+CP_HIGH = 3     # the function stack is full: grow it and resume
+CP_POOL = 4     # the chunk-stack pool is full: grow it and resume
 
 
 @kernel(nrt=False)
@@ -136,65 +142,100 @@ def rows_to_symbols(fid, dst, eid, out, st):  # type: ignore[no-untyped-def]
 @kernel(nrt=False, inline=True)
 def _mark(bits, f, unit):  # type: ignore[no-untyped-def]
     if 0 <= f < bits.shape[0]:
-        bits[f, unit >> 3] |= 1 << (unit & 7)
+        bits[_U(f), _U(unit >> 3)] |= 1 << (unit & 7)
+
+
+@kernel(nrt=False, inline=True)
+def _step(s, depth, fstack, dmin, st):  # type: ignore[no-untyped-def]
+    """Depth after symbol ``s`` and the function its unit bit goes to (-1: none); -1 levels
+    below ``dmin`` or above the stack set ``st[I_BAD]`` (the depth returned is then dmin - 1)."""
+    f = -1
+    if s == 0:
+        depth -= 1
+        if depth < dmin:
+            st[I_BAD] = 1
+    elif s & 1:
+        f = s >> 1
+        if depth - dmin >= fstack.shape[0]:
+            st[I_BAD] = 1
+            return dmin - 1, -1
+        fstack[_U(depth - dmin)] = f
+        depth += 1
+    elif depth > dmin:
+        f = fstack[_U(depth - 1 - dmin)]
+    return depth, f
 
 
 @kernel(nrt=False)
-def index_pass(sym, pos0, fstack, dmin, st, chunk_events, chunk_min, chunk_exit, chunk_bits,
-               stack_off, stack_pool, seg_pos, seg_min, seg_exit, seg_bits):  # type: ignore[no-untyped-def]
-    """One piece of the expansion (positions ``pos0 ..``) through the index builder.
+def chunk_pass(sym, pos0, fstack, base, st, chunk_events, chunk_min, chunk_exit, chunk_bits,
+               stack_off, stack_pool):  # type: ignore[no-untyped-def]
+    """One piece of the stream (positions ``pos0 ..``) through the chunk index builder.
 
-    Per chunk (fixed ``chunk_events`` positions) and per segment (starting at ``seg_pos``):
-    the minimum depth, counting the entry (``*_min``), the depth at the end (``*_exit``), and
-    a bit per function: set iff the unit holds a block whose innermost invocation is that
-    function, or its F symbol.  At each chunk start the function stack is appended to
-    ``stack_pool`` (from ``stack_off[c]``).  Returns 0, or 1 if the stack left its bounds."""
+    Per chunk (fixed ``chunk_events`` positions): the minimum depth, counting the entry
+    (``chunk_min``), the depth at the end (``chunk_exit``), and a bit per function: set iff
+    the chunk holds a block whose innermost invocation is that function, or its F symbol.
+    At each chunk start the function stack, levels from ``base`` (depths below it were never
+    seen so far), is appended to ``stack_pool`` (from ``stack_off[c]``).  The stream's depth
+    range need not be known: returns 0 when the piece is done, else CP_LOW / CP_HIGH / CP_POOL
+    with ``st[I_DONE]`` symbols consumed (the caller makes room and passes the rest)."""
     depth = st[I_DEPTH]
-    g = st[I_SEG]
-    nseg = seg_pos.shape[0] - 1
     c = pos0 // chunk_events  # the chunk of p, followed without a division per symbol
     start = c * chunk_events
-    for i in range(sym.shape[0]):
+    status = 0
+    i = 0
+    while i < sym.shape[0]:
+        s = sym[_U(i)]
+        if s == 0 and depth - 1 < base:
+            status = CP_LOW
+            break
+        if s & 1 and depth - base >= fstack.shape[0]:
+            status = CP_HIGH
+            break
         p = pos0 + i
         if p - start == chunk_events:
             c += 1
             start += chunk_events
         if p == start:
-            chunk_min[_U(c)] = depth
             k = st[I_NSTACK]
+            if k + depth - base > stack_pool.shape[0]:
+                status = CP_POOL
+                break
+            chunk_min[_U(c)] = depth
             stack_off[_U(c)] = k
-            if k + depth - dmin > stack_pool.shape[0]:
-                st[I_BAD] = 1
-                return 1
-            for j in range(depth - dmin):
+            for j in range(depth - base):
                 stack_pool[_U(k + j)] = fstack[_U(j)]
-            st[I_NSTACK] = k + depth - dmin
-            stack_off[_U(c + 1)] = k + depth - dmin
-        while g + 1 < nseg and p >= seg_pos[_U(g + 1)]:
-            g += 1
-            seg_min[_U(g)] = depth
-        s = sym[_U(i)]
-        if s == 0:
-            depth -= 1
-            if depth < dmin:
-                st[I_BAD] = 1
-                return 1
-        elif s & 1:
-            f = s >> 1
-            if depth - dmin >= fstack.shape[0]:
-                st[I_BAD] = 1
-                return 1
-            fstack[_U(depth - dmin)] = f
-            depth += 1
+            st[I_NSTACK] = k + depth - base
+            stack_off[_U(c + 1)] = k + depth - base
+        depth, f = _step(s, depth, fstack, base, st)
+        if f >= 0:
             _mark(chunk_bits, f, c)
-            _mark(seg_bits, f, g)
-        elif depth > dmin:
-            f = fstack[_U(depth - 1 - dmin)]
-            _mark(chunk_bits, f, c)
-            _mark(seg_bits, f, g)
         if depth < chunk_min[_U(c)]:
             chunk_min[_U(c)] = depth
         chunk_exit[_U(c)] = depth
+        i += 1
+    st[I_DEPTH] = depth
+    st[I_DONE] = i
+    return status
+
+
+@kernel(nrt=False)
+def segment_pass(sym, pos0, fstack, dmin, st, seg_pos, seg_min, seg_exit, seg_bits):  # type: ignore[no-untyped-def]
+    """One piece of the expansion (positions ``pos0 ..``) through the segment index builder:
+    per segment (starting at ``seg_pos``) the same depths and bits as ``chunk_pass``'s.
+    Returns 0, or 1 if the stack left its bounds."""
+    depth = st[I_DEPTH]
+    g = st[I_SEG]
+    nseg = seg_pos.shape[0] - 1
+    for i in range(sym.shape[0]):
+        p = pos0 + i
+        while g + 1 < nseg and p >= seg_pos[_U(g + 1)]:
+            g += 1
+            seg_min[_U(g)] = depth
+        depth, f = _step(sym[_U(i)], depth, fstack, dmin, st)
+        if st[I_BAD]:
+            return 1
+        if f >= 0:
+            _mark(seg_bits, f, g)
         if depth < seg_min[_U(g)]:
             seg_min[_U(g)] = depth
         seg_exit[_U(g)] = depth

@@ -16,7 +16,8 @@ import numpy as np
 
 from wholetrace.kernels._jit import kernel, prefetch
 
-_inl = kernel(inline=True)
+_inl = kernel(nrt=False, inline=True)
+_hot = kernel(nrt=False)
 _U = np.uint64  # every array index is cast to unsigned: numba then adds no negative-index wrap-around
 
 NORD = 6  # hashed context models: orders 0, 1, 2, 3, 4, 6
@@ -29,6 +30,13 @@ LIMIT = 127  # adaptation of a context's probability slows to 1/(LIMIT + 1.5)
 ST_OK = 0
 ST_CORRUPT = 1
 ST_SHORT = 2  # output buffer too small
+ST_GROW = 3  # (internal) the successor table must grow before the symbol st[S_I]
+# the coder's resumable state (int64 array): arithmetic coder (low, high, decoder's code word,
+# buffer position), next symbol, match pointer and length, successor table use
+S_X1, S_X2, S_X, S_BP, S_I, S_MPTR, S_MLEN, S_SUSED = range(8)
+# scratch (int64 array): context hashes, mixer inputs, context slots, enabled models, next
+# symbol's context hashes and slots (the encoder's look-ahead)
+O_HS, O_IN, O_SLOT, O_ACT, O_HSN, O_SLOTN = 0, 8, 16, 24, 32, 40
 
 _SQ = np.array([1, 2, 3, 6, 10, 16, 27, 45, 73, 120, 194, 310, 488, 747, 1101, 1546, 2047, 2549, 2994,
                 3348, 3607, 3785, 3901, 3975, 4022, 4050, 4068, 4079, 4085, 4089, 4092, 4093, 4094],
@@ -67,7 +75,7 @@ def _h(x, y):  # type: ignore[no-untyped-def]
 
 
 @_inl
-def _contexts(a, i, hs):  # type: ignore[no-untyped-def]
+def _contexts(a, i, hs, o):  # type: ignore[no-untyped-def]
     """Context hashes of orders 0, 1, 2, 3, 4, 6 before a[i] into hs (each includes the
     previous symbol, so a rank means one symbol); returns the order-5 hash (the match model's)."""
     h = np.int64(0)
@@ -75,12 +83,12 @@ def _contexts(a, i, hs):  # type: ignore[no-untyped-def]
     for k in range(1, 7):
         h = _h(h, (np.int64(a[_U(i - k)]) + 1) if i >= k else 0)
         if k <= 4:
-            hs[_U(k)] = h
+            hs[_U(o + k)] = h
         elif k == 6:
-            hs[5] = h
+            hs[_U(o + 5)] = h
         else:  # k == MINLEN
             h5 = h
-    hs[0] = 0
+    hs[_U(o)] = 0
     return h5
 
 
@@ -132,14 +140,19 @@ def _succ_put(keys, vals, k1, k2, v):  # type: ignore[no-untyped-def]
     vals[_U(i)] = v
 
 
-@kernel
-def _succ_grow(keys, vals):  # type: ignore[no-untyped-def]
+def _succ_grow(keys: np.ndarray, vals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The successor table at twice the size (same contents: lookups give the same answers)."""
     nk = np.full(2 * len(keys), -1, np.int64)
     nv = np.zeros(len(vals) * 2, np.int64)
-    for i in range(len(vals)):
-        if keys[2 * i] != -1:
-            _succ_put(nk, nv, keys[2 * i], keys[2 * i + 1], vals[i])
+    _succ_rehash(keys, vals, nk, nv)
     return nk, nv
+
+
+@_hot
+def _succ_rehash(keys, vals, nk, nv):  # type: ignore[no-untyped-def]
+    for i in range(len(vals)):
+        if keys[_U(2 * i)] != -1:
+            _succ_put(nk, nv, keys[_U(2 * i)], keys[_U(2 * i + 1)], vals[_U(i)])
 
 
 @_inl
@@ -170,62 +183,82 @@ def _code_bit(ac, buf, decode, p, y):  # type: ignore[no-untyped-def]
     return y
 
 
-@kernel
-def cm_code(a, n, rawbits, buf, decode, tbits, sq, stt, dt, models):  # type: ignore[no-untyped-def]
+def cm_code(a: np.ndarray, n: int, rawbits: int, buf: np.ndarray, decode: bool, tbits: int, sq: np.ndarray,
+            stt: np.ndarray, dt: np.ndarray, models: int) -> tuple[int, int]:
     """Encode a[:n] into buf (decode=False) or decode buf into a[:n] (decode=True).
 
     Symbols are non-negative below 2**rawbits; ``models`` is the mask of the context models
     used (a disabled model's mixer input is 0; ALL_MODELS codes as before masks existed).
-    -> (bytes written or read, status)."""
-    tsize = np.int64(1) << tbits
-    tmask = tsize - 1
-    ctab = np.full(NORD * tsize, np.uint32(2048 << 20), np.uint32)  # p = 1/2, count 0
-    mtab = np.full(64 * 2, np.uint32(2048 << 20), np.uint32)  # match model: (length, expected bit)
-    rawtab = np.full(1 << 16, np.uint32(2048 << 20), np.uint32)
-    apm = np.empty(APM_CTX * 33, np.int32)
-    for c in range(APM_CTX):
-        for j in range(33):
-            apm[_U(c * 33 + j)] = sq[_U(min(4094, max(0, (j - 16) * 128 + 2047)))] * 16
-    nsets = 16 * 8
-    w = np.full(nsets * NIN, np.int64(1 << 14), np.int64)
-    mbits = max(10, min(22, tbits - 2))
-    mhash = np.zeros(np.int64(1) << mbits, np.int64)
+    -> (bytes written or read, status).  The tables are made here; the kernel ``_cm_run``
+    allocates nothing (compiled without numba's reference counting, which cost a call per
+    array use in its loop) and returns ST_GROW when the successor table must grow."""
+    tsize = 1 << tbits
+    ctab = np.full(NORD * tsize, 2048 << 20, np.uint32)  # p = 1/2, count 0
+    mtab = np.full(64 * 2, 2048 << 20, np.uint32)  # match model: (length, expected bit)
+    rawtab = np.full(1 << 16, 2048 << 20, np.uint32)
+    init = sq[np.clip((np.arange(33) - 16) * 128 + 2047, 0, 4094)] * 16
+    apm = np.tile(init.astype(np.int32), APM_CTX)
+    w = np.full(16 * 8 * NIN, 1 << 14, np.int64)  # 128 weight sets
+    mhash = np.zeros(1 << max(10, min(22, tbits - 2)), np.int64)
     skeys = np.full(2 << 12, -1, np.int64)
     svals = np.zeros(1 << 12, np.int64)
-    sused = 0
-    hs = np.zeros(NORD, np.int64)
-    st_in = np.zeros(NIN, np.int64)
-    slot = np.zeros(NORD, np.int64)
-    act = np.zeros(NORD, np.int64)  # the enabled models, in order
+    sc = np.zeros(48, np.int64)
     nact = 0
     for m in range(NORD):
         if (models >> m) & 1:
-            act[_U(nact)] = m
+            sc[O_ACT + nact] = m
             nact += 1
-    ac = np.zeros(4, np.int64)  # arithmetic coder: low x1, high x2, decoder's x, buffer position
-    ac[1] = 0xFFFFFFFF
+    st = np.zeros(8, np.int64)
+    st[S_X2] = 0xFFFFFFFF
     if decode:
         for _ in range(4):
-            ac[2] = (ac[2] << 8) | (buf[_U(ac[3])] if ac[3] < len(buf) else 0)
-            ac[3] += 1
-    mptr = 0
-    mlen = 0
-    hsn = np.zeros(NORD, np.int64)
+            st[S_X] = (st[S_X] << 8) | (int(buf[st[S_BP]]) if st[S_BP] < len(buf) else 0)
+            st[S_BP] += 1
+    while True:
+        status = _cm_run(a, n, rawbits, buf, decode, tbits, sq, stt, dt, nact, ctab, mtab, rawtab, apm, w, mhash,
+                         skeys, svals, sc, st)
+        if status != ST_GROW:
+            return int(st[S_BP]), int(status)
+        skeys, svals = _succ_grow(skeys, svals)
+
+
+@_hot
+def _cm_run(a, n, rawbits, buf, decode, tbits, sq, stt, dt, nact, ctab, mtab, rawtab, apm, w, mhash,  # type: ignore[no-untyped-def]
+            skeys, svals, sc, st):
+    """The coder's loop from symbol st[S_I] on (state in ``st``, tables as cm_code made them)."""
+    tsize = np.int64(1) << tbits
+    tmask = tsize - 1
+    ac = st  # the arithmetic coder's words come first
+    mptr = st[S_MPTR]
+    mlen = st[S_MLEN]
+    sused = st[S_SUSED]
     h5n = np.int64(0)
     ahead = False
-    for i in range(n):
+    for i in range(st[S_I], n):
+        if 2 * (sused + 3) > len(svals):  # a new successor could not be registered: grow first
+            st[S_I] = i
+            st[S_MPTR] = mptr
+            st[S_MLEN] = mlen
+            st[S_SUSED] = sused
+            return ST_GROW
         s1 = np.int64(a[_U(i - 1)]) + 1 if i >= 1 else np.int64(0)
         if ahead:  # computed (and prefetched) while coding the previous symbol
             h5 = h5n
-            for m in range(NORD):
-                hs[_U(m)] = hsn[_U(m)]
-        else:
-            h5 = _contexts(a, i, hs)
-        if not decode and i + 1 < n:  # the encoder knows the next contexts: start loading them
-            h5n = _contexts(a, i + 1, hsn)
             for k in range(nact):
-                m = act[_U(k)]
-                prefetch(ctab, m * tsize + ((_h(hsn[_U(m)], m) * 16) & tmask))
+                m = sc[_U(O_ACT + k)]
+                sc[_U(O_SLOT + m)] = sc[_U(O_SLOTN + m)]
+        else:
+            h5 = _contexts(a, i, sc, O_HS)
+            for k in range(nact):
+                m = sc[_U(O_ACT + k)]
+                sc[_U(O_SLOT + m)] = (_h(sc[_U(O_HS + m)], m) * 16) & tmask
+        if not decode and i + 1 < n:  # the encoder knows the next contexts: start loading them
+            h5n = _contexts(a, i + 1, sc, O_HSN)
+            for k in range(nact):
+                m = sc[_U(O_ACT + k)]
+                sn = (_h(sc[_U(O_HSN + m)], m) * 16) & tmask
+                sc[_U(O_SLOTN + m)] = sn
+                prefetch(ctab, m * tsize + sn)
             prefetch(mhash, h5n & (len(mhash) - 1))
             s1n = np.int64(a[_U(i)]) + 1
             _succ_prefetch(skeys, svals, 4 * s1n, 0)  # its successor count and rank
@@ -245,9 +278,6 @@ def cm_code(a, n, rawbits, buf, decode, tbits, sq, stt, dt, models):  # type: ig
                         mlen = ln
                         mptr = cand
             mhash[_U(hm)] = (i << 8) | chk
-        for k in range(nact):
-            m = act[_U(k)]
-            slot[_U(m)] = (_h(hs[_U(m)], m) * 16) & tmask
         cnt = _succ_get(skeys, svals, 4 * s1, 0, 0)
         # expected rank from the match model
         erank = -1
@@ -255,7 +285,10 @@ def cm_code(a, n, rawbits, buf, decode, tbits, sq, stt, dt, models):  # type: ig
             erank = _succ_get(skeys, svals, 4 * s1 + 1, np.int64(a[_U(mptr)]), -1)
         r = 0
         if not decode:
-            r = _succ_get(skeys, svals, 4 * s1 + 1, np.int64(a[_U(i)]), cnt)
+            if mlen > 0 and a[_U(mptr)] == a[_U(i)]:
+                r = erank  # the same lookup (erank >= 0: a match's symbol followed s1 before)
+            else:
+                r = _succ_get(skeys, svals, 4 * s1 + 1, np.int64(a[_U(i)]), cnt)
         # code v = r + 1 = 1 b_{k-1} .. b_0: k unary ones, a zero, then the k low bits
         v = r + 1
         nb = 0
@@ -284,16 +317,16 @@ def cm_code(a, n, rawbits, buf, decode, tbits, sq, stt, dt, models):  # type: ig
                 node = 16 + (_h(node, 7) & 0xFFFF) * 16
             # predictions
             for k in range(nact):
-                m = act[_U(k)]
-                st_in[_U(m)] = stt[_U(np.int64(ctab[_U(m * tsize + ((slot[_U(m)] + node) & tmask))]) >> 20)]
+                m = sc[_U(O_ACT + k)]
+                sc[_U(O_IN + m)] = stt[_U(np.int64(ctab[_U(m * tsize + ((sc[_U(O_SLOT + m)] + node) & tmask))]) >> 20)]
             ml = min(mlen, 15) if agree else 0
             mi = ml * 4 + ebit * 2 + (1 if phase else 0)
-            st_in[_U(NORD)] = stt[_U(np.int64(mtab[_U(mi)]) >> 20)] if agree else 0
-            st_in[_U(NORD + 1)] = 256
+            sc[_U(O_IN + NORD)] = stt[_U(np.int64(mtab[_U(mi)]) >> 20)] if agree else 0
+            sc[_U(O_IN + NORD + 1)] = 256
             ws = (ml * 8 + (min(pos, 3) if phase == 0 else 4 + min(dk - 1, 3))) * NIN
             dot = np.int64(0)
             for j in range(NIN):
-                dot += st_in[_U(j)] * w[_U(ws + j)]
+                dot += sc[_U(O_IN + j)] * w[_U(ws + j)]
             dot >>= 16
             if dot > 2047:
                 dot = 2047
@@ -312,16 +345,16 @@ def cm_code(a, n, rawbits, buf, decode, tbits, sq, stt, dt, models):  # type: ig
             y = (1 if pos < nb else 0) if phase == 0 else (v >> (dk - 1 - pos)) & 1
             y = _code_bit(ac, buf, decode, p, y)
             if y < 0:
-                return ac[3], ST_SHORT
+                return ST_SHORT
             # update
             aj2 = ai + (1 if aw >= 64 else 0)  # final stage (APM): the nearer bin learns
             apm[_U(aj2)] += ((y << 16) + (y << 5) - y - y - apm[_U(aj2)]) >> 7
             err = (y << 12) - p
             for j in range(NIN):
-                w[_U(ws + j)] += (st_in[_U(j)] * err) >> 12
+                w[_U(ws + j)] += (sc[_U(O_IN + j)] * err) >> 12
             for k in range(nact):
-                m = act[_U(k)]
-                _sm_update(ctab, m * tsize + ((slot[_U(m)] + node) & tmask), y, dt, LIMIT)
+                m = sc[_U(O_ACT + k)]
+                _sm_update(ctab, m * tsize + ((sc[_U(O_SLOT + m)] + node) & tmask), y, dt, LIMIT)
             if agree:
                 _sm_update(mtab, mi, y, dt, 1023)
                 if y != ebit:
@@ -330,7 +363,7 @@ def cm_code(a, n, rawbits, buf, decode, tbits, sq, stt, dt, models):  # type: ig
                 if y:
                     pos += 1
                     if pos > 40:
-                        return ac[3], ST_CORRUPT
+                        return ST_CORRUPT
                 else:
                     dk = pos
                     phase = 1
@@ -344,7 +377,7 @@ def cm_code(a, n, rawbits, buf, decode, tbits, sq, stt, dt, models):  # type: ig
                     break
         r = low - 1 if dk > 0 else 0
         if r > cnt:
-            return ac[3], ST_CORRUPT
+            return ST_CORRUPT
         if r == cnt:  # a new successor of s1: its value, bit by bit, order-0 tree
             sym = np.int64(a[_U(i)]) if not decode else np.int64(0)
             node = 1
@@ -353,15 +386,13 @@ def cm_code(a, n, rawbits, buf, decode, tbits, sq, stt, dt, models):  # type: ig
                 p = max(1, min(4095, np.int64(rawtab[_U(ri)]) >> 20))
                 y = _code_bit(ac, buf, decode, p, (sym >> b) & 1)
                 if y < 0:
-                    return ac[3], ST_SHORT
+                    return ST_SHORT
                 _sm_update(rawtab, ri, y, dt, 30)
                 node = node * 2 + y
             if decode:
                 sym = node - (np.int64(1) << rawbits)
                 a[_U(i)] = sym
             # register the new successor: (s1, sym) -> rank, (s1, rank) -> sym, count
-            if 2 * (sused + 3) > len(svals):
-                skeys, svals = _succ_grow(skeys, svals)
             _succ_put(skeys, svals, 4 * s1 + 1, sym, cnt)
             _succ_put(skeys, svals, 4 * s1 + 2, cnt, sym)
             if cnt == 0:
@@ -371,7 +402,7 @@ def cm_code(a, n, rawbits, buf, decode, tbits, sq, stt, dt, models):  # type: ig
         elif decode:
             sym = _succ_get(skeys, svals, 4 * s1 + 2, r, -1)
             if sym < 0:
-                return ac[3], ST_CORRUPT
+                return ST_CORRUPT
             a[_U(i)] = sym
         # match model: extend the match (a new one is looked up before the next symbol)
         if mlen > 0 and a[_U(mptr)] == a[_U(i)]:
@@ -379,14 +410,14 @@ def cm_code(a, n, rawbits, buf, decode, tbits, sq, stt, dt, models):  # type: ig
             mptr += 1
         else:
             mlen = 0
-    bp = ac[3]
+    st[S_I] = n
     if not decode:
         x1 = ac[0]
         for _ in range(4):  # flush x1
-            if bp >= len(buf):
-                return bp, ST_SHORT
-            buf[_U(bp)] = x1 >> 24
-            bp += 1
+            if ac[3] >= len(buf):
+                return ST_SHORT
+            buf[_U(ac[3])] = x1 >> 24
+            ac[3] += 1
             x1 = (x1 << 8) & 0xFFFFFFFF
-    return bp, ST_OK
+    return ST_OK
 

@@ -118,60 +118,151 @@ def segment_bounds(grammar: Grammar, segments: int, min_items: int = SEGMENT_ITE
     return items, pos[items]
 
 
+class ChunkIndexer:
+    """The chunk part of the index, fed the stream's symbols in order: the grammar's
+    expansion, or the decoded stream itself on the decoding thread of ``compress`` while the
+    grammar builds (the stream's length and depth range are not known yet then: the arrays
+    grow, and the function stacks are kept from the lowest depth seen so far).  Chunks go to
+    ``sink(c, symbols)``; ``finish`` gives the chunk index and the stack at each chunk start."""
+
+    def __init__(self, chunk_events: int, functions: int, sink: Callable[[int, np.ndarray], None],
+                 symbols_hint: int = 0) -> None:
+        self.chunk_events, self.sink, self.functions = max(1, int(chunk_events)), sink, functions
+        cap = max(1, -(-symbols_hint // self.chunk_events))
+        self.min_depth, self.exit_depth = np.zeros(cap, np.int64), np.zeros(cap, np.int64)
+        self.bits = np.zeros((functions, -(-cap // 8)), np.uint8)
+        self.stack_off = np.zeros(cap + 1, np.int64)
+        self.stack_pool = np.zeros(16 * cap, np.int32)
+        self.base = 0                    # depth of fstack[0]: the lowest depth seen (or lower)
+        self.fstack = np.full(16, -1, np.int32)
+        self.st = np.zeros(K.I_SIZE, np.int64)
+        self.buf = np.empty(self.chunk_events if symbols_hint == 0 else min(self.chunk_events, max(symbols_hint, 1)),
+                            np.int32)
+        self.fill = self.pos = self.emitted = 0
+
+    def _room(self, chunks: int) -> None:
+        """Arrays for at least ``chunks`` chunks."""
+        cap = len(self.min_depth)
+        if chunks <= cap:
+            return
+        new = max(chunks, 2 * cap)
+        self.min_depth = np.concatenate([self.min_depth, np.zeros(new - cap, np.int64)])
+        self.exit_depth = np.concatenate([self.exit_depth, np.zeros(new - cap, np.int64)])
+        self.stack_off = np.concatenate([self.stack_off, np.zeros(new - cap, np.int64)])
+        bits = np.zeros((self.functions, -(-new // 8)), np.uint8)
+        bits[:, : self.bits.shape[1]] = self.bits
+        self.bits = bits
+
+    def _lower_base(self, depth: int, pos: int) -> None:
+        """Make ``depth`` the stack's lowest level (at least doubling the levels added): the
+        new levels are unknown (-1) in the stack and in every chunk stack stored so far."""
+        k = max(self.base - depth, len(self.fstack))
+        self.base -= k
+        self.fstack = np.concatenate([np.full(k, -1, np.int32), self.fstack])
+        chunks = -(-pos // self.chunk_events)  # chunks started before position pos
+        self.stack_pool, self.stack_off[: chunks + 1] = _pad_stacks(self.stack_pool, self.stack_off[: chunks + 1], k)
+        self.st[K.I_NSTACK] = self.stack_off[chunks] if chunks else 0
+
+    def feed(self, sym: np.ndarray) -> None:
+        """The next symbols (int32) of the stream."""
+        self._room((self.pos + len(sym)) // self.chunk_events + 1)
+        done = 0
+        while True:
+            status = K.chunk_pass(sym[done:], self.pos + done, self.fstack, self.base, self.st, self.chunk_events,
+                                  self.min_depth, self.exit_depth, self.bits, self.stack_off, self.stack_pool)
+            done += int(self.st[K.I_DONE])
+            if status == 0:
+                break
+            if status == K.CP_LOW:
+                self._lower_base(int(self.st[K.I_DEPTH]) - 1, self.pos + done)
+            elif status == K.CP_HIGH:
+                self.fstack = np.concatenate([self.fstack, np.full(len(self.fstack), -1, np.int32)])
+            else:
+                self.stack_pool = np.concatenate([self.stack_pool, np.zeros(max(len(self.stack_pool), len(self.fstack)),
+                                                                            np.int32)])
+        self.pos += len(sym)
+        i = 0
+        while i < len(sym):
+            take = min(len(sym) - i, self.chunk_events - self.fill)
+            self.buf[self.fill:self.fill + take] = sym[i:i + take]
+            self.fill += take
+            i += take
+            if self.fill == self.chunk_events:
+                self.sink(self.emitted, self.buf.copy())
+                self.emitted += 1
+                self.fill = 0
+
+    def finish(self, stats: DepthStats) -> tuple[UnitIndex, np.ndarray, np.ndarray]:
+        """(chunk index, stack offsets, stack pool with levels from ``stats.dmin``) once every
+        symbol of the stream (``stats``: its final length and depth range) was fed."""
+        if self.pos != stats.symbols or stats.dmin < self.base:
+            raise ValueError("the stream's depth statistics do not match its symbols")
+        if self.fill:
+            self.sink(self.emitted, self.buf[:self.fill].copy())
+            self.fill = 0
+        n = -(-self.pos // self.chunk_events)
+        off = self.stack_off[: n + 1]
+        pool, off = _pad_stacks(self.stack_pool, off, -(stats.dmin - self.base))  # levels below dmin: all -1
+        index = UnitIndex(self.min_depth[:n].copy(), self.exit_depth[:n].copy(), self.bits[:, : -(-n // 8)].copy())
+        return index, off, pool[: int(off[-1])].copy()
+
+
+def _pad_stacks(pool: np.ndarray, off: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The stacks ``pool[off[c]:off[c + 1]]`` with ``k`` unknown (-1) levels added below each
+    (k < 0: that many bottom levels removed)."""
+    if k == 0 or len(off) < 2:
+        return pool, off.copy()
+    sizes = np.diff(off)
+    new_off = np.concatenate([[0], np.cumsum(sizes + k)]).astype(np.int64)
+    out = np.full(max(len(pool), int(new_off[-1]) + 1), -1, np.int32)
+    for c in range(len(sizes)):
+        if k > 0:
+            out[new_off[c] + k: new_off[c + 1]] = pool[off[c]: off[c + 1]]
+        else:
+            out[new_off[c]: new_off[c + 1]] = pool[off[c] - k: off[c + 1]]
+    return out, new_off
+
+
 def index(sid: int, grammar: Grammar, stats: DepthStats, *, chunk_events: int = CHUNK_EVENTS,
           segments: int = SEGMENTS, segment_items: int = SEGMENT_ITEMS, functions: int | None = None,
           sink: Callable[[int, np.ndarray], None] | None = None,
           read_chunk: Callable[[int], np.ndarray] | None = None,
-          advance: Callable[[int], None] = lambda n: None) -> CompressedStream:
+          advance: Callable[[int], None] = lambda n: None,
+          chunked: tuple[UnitIndex, np.ndarray, np.ndarray] | None = None) -> CompressedStream:
     """Walk the grammar's expansion once: chunks go to ``sink(c, symbols)`` (kept in memory,
-    zstd-compressed, when there is no sink), and both indexes are filled."""
+    zstd-compressed, when there is no sink), and both indexes are filled.  ``chunked``: the
+    chunk part already made by a :class:`ChunkIndexer` fed the stream (then only the segment
+    index is built here, and ``read_chunk`` reads the chunks it wrote)."""
     n = len(grammar)
     if n != stats.symbols:
         raise ValueError(f"grammar expands to {n} symbols, the stream has {stats.symbols}")
     chunk_events = max(1, int(chunk_events))
     nfun = functions if functions is not None else _functions(grammar)
-    nchunks = -(-n // chunk_events)
     seg_item, seg_pos = segment_bounds(grammar, segments, segment_items)
     nseg = len(seg_item) - 1
-    levels = stats.dmax - stats.dmin
-    chunks = UnitIndex(np.zeros(nchunks, np.int64), np.zeros(nchunks, np.int64),
-                       np.zeros((nfun, -(-nchunks // 8)), np.uint8))
     segs = UnitIndex(np.zeros(nseg, np.int64), np.zeros(nseg, np.int64), np.zeros((nfun, -(-nseg // 8)), np.uint8))
-    stack_off = np.zeros(nchunks + 1, np.int64)
-    stack_pool = np.zeros(max(1, nchunks * levels), np.int32)
-    fstack = np.full(levels + 1, -1, np.int32)
+    fstack = np.full(stats.dmax - stats.dmin + 1, -1, np.int32)
     st = np.zeros(K.I_SIZE, np.int64)
     frames: list[bytes] = []
-    if sink is None:
-        comp = zstandard.ZstdCompressor(level=3)
-        sink = lambda c, a: frames.append(comp.compress(a.tobytes()))  # noqa: E731
-        read_chunk = _frame_reader(frames)
-    buf = np.empty(min(chunk_events, max(n, 1)), np.int32)
-    fill = 0
+    chunker = None
+    if chunked is None:
+        if sink is None:
+            comp = zstandard.ZstdCompressor(level=3)
+            sink = lambda c, a: frames.append(comp.compress(a.tobytes()))  # noqa: E731
+            read_chunk = _frame_reader(frames)
+        chunker = ChunkIndexer(chunk_events, nfun, sink, symbols_hint=n)
     pos = 0
-    emitted = 0
     for piece in grammar.iter_chunks(_PIECE):
         sym = piece.astype(np.int32)
-        if K.index_pass(sym, pos, fstack, stats.dmin, st, chunk_events, chunks.min_depth, chunks.exit_depth,
-                        chunks.bits, stack_off, stack_pool, seg_pos, segs.min_depth, segs.exit_depth, segs.bits):
+        if K.segment_pass(sym, pos, fstack, stats.dmin, st, seg_pos, segs.min_depth, segs.exit_depth, segs.bits):
             raise ValueError("the stream's depth statistics do not match its symbols")
+        if chunker is not None:
+            chunker.feed(sym)
         pos += len(sym)
-        i = 0
-        while i < len(sym):
-            take = min(len(sym) - i, chunk_events - fill)
-            buf[fill:fill + take] = sym[i:i + take]
-            fill += take
-            i += take
-            if fill == chunk_events:
-                sink(emitted, buf.copy())
-                emitted += 1
-                fill = 0
         advance(len(sym))
-    if fill:
-        sink(emitted, buf[:fill].copy())
-    return CompressedStream(sid, n, grammar, stats, chunk_events, chunks, stack_off,
-                            stack_pool[: int(stack_off[-1])].copy(), seg_item, seg_pos, segs,
-                            read_chunk or _written_elsewhere, segments, segment_items)
+    chunks, stack_off, stack = chunked if chunker is None else chunker.finish(stats)
+    return CompressedStream(sid, n, grammar, stats, chunk_events, chunks, stack_off, stack, seg_item, seg_pos,
+                            segs, read_chunk or _written_elsewhere, segments, segment_items)
 
 
 def coarsen(u: UnitIndex, m: int) -> UnitIndex:

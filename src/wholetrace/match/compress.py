@@ -114,16 +114,35 @@ def _current(rec: object, sid: int, chunk_events: int, segments: int, segment_it
         chunk_events, segments, segment_items)
 
 
+def _chunking(arrays: Iterator[np.ndarray], chunker: cftrace.ChunkIndexer) -> Iterator[np.ndarray]:
+    """``arrays``, each fed to ``chunker`` first (on the thread that iterates this)."""
+    for a in arrays:
+        chunker.feed(a)
+        yield a
+
+
 def _build_stream(rec: object, w: object, sid: int, nfun: int, sizes: tuple[int, int, int],
                   advance: object) -> StreamBuild:
+    from wholetrace.store.schema import compress
+
     stats = DepthStats()
     t0, c0 = time.perf_counter(), time.process_time()
-    grammar = cftrace.build(ahead(symbol_chunks(rec, sid, stats)), stats, advance)  # type: ignore[arg-type]
+    # the decoding thread also makes the chunk index and compresses the chunks (the stream's
+    # own symbols: the grammar is not needed for them) while this thread builds the grammar;
+    # the compressed chunks wait in memory until the stream's transaction writes them
+    blobs: list[tuple[bytes, int]] = []
+    chunker = cftrace.ChunkIndexer(sizes[0], nfun, lambda c, a: blobs.append((compress(a.data), len(a))))
+    grammar = cftrace.build(ahead(_chunking(symbol_chunks(rec, sid, stats), chunker)), stats,
+                            advance)  # type: ignore[arg-type]
+    chunked = chunker.finish(stats)
     t1, c1 = time.perf_counter(), time.process_time()
     mstore.clear_stream(w, rec, sid)
     sink = mstore.ChunkSink(w, sid)
+    for c, (blob, n) in enumerate(blobs):
+        sink.put_compressed(c, blob, n)
+    del blobs
     cs = cftrace.index(sid, grammar, stats, chunk_events=sizes[0], segments=sizes[1], segment_items=sizes[2],
-                       functions=nfun, sink=sink, advance=advance)  # type: ignore[arg-type]
+                       functions=nfun, chunked=chunked, advance=advance)  # type: ignore[arg-type]
     mstore.fit_indexes(cs, sink.stored)
     mstore.write_stream(w, cs)
     return StreamBuild(sid, stats.events, stats.symbols, grammar.num_rules, t1 - t0, time.perf_counter() - t1,

@@ -134,6 +134,10 @@ class ChunkSink:
     def __call__(self, c: int, sym: np.ndarray) -> None:
         self.stored += self.w.put_array(CHUNK, sym, key=f"{self.sid}:{c}")  # compressed once, there
 
+    def put_compressed(self, c: int, blob: bytes, n: int) -> None:
+        """Chunk ``c`` of ``n`` int32 symbols, already compressed (``store.schema.compress``)."""
+        self.stored += self.w.put_compressed_array(CHUNK, blob, "<i4", (n,), key=f"{self.sid}:{c}")
+
 
 def clear_stream(w: Any, rec: Any, sid: int) -> None:
     """Remove what an earlier build stored for stream ``sid``."""

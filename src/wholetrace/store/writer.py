@@ -235,7 +235,13 @@ class RecordingWriter:
                 arr = arr.reshape(shape)
             schema.check_array_dtype(arr.dtype, f"array {name!r}")
             dtype_str, blob_src, shape = arr.dtype.str, np.ascontiguousarray(arr).tobytes(), arr.shape
-        blob = schema.compress(blob_src)
+        return self.put_compressed_array(name, schema.compress(blob_src), dtype_str, tuple(shape), key=key)
+
+    def put_compressed_array(self, name: str, blob: bytes, dtype_str: str, shape: tuple[int, ...], *,
+                             key: str = "") -> int:
+        """Store an array already compressed with ``schema.compress`` (its dtype string, e.g.
+        ``"<i4"``, and shape given), as :meth:`put_array` would; returns ``len(blob)``.  Lets a
+        producer thread compress while this connection is busy elsewhere."""
         row = (name, key, dtype_str, schema.encode_json(list(shape), "shape"), blob)
         row += (schema.row_crc("arrays", *row),)
         with self._lock, self._guard(f"store array {name!r}"):
