@@ -152,9 +152,10 @@ def count_profiles(trace: Trace, prefix: str = "") -> list[FunctionProfile | Idl
     maybe = _may_have_run(infos, counters, set(exc) | set(early))
     shapes = iter(trace.shapes_of([info.fid for info, m in zip(infos, maybe) if m]))
     out: list[FunctionProfile | Idle] = []
+    facts = trace.facts
     for info, m in zip(infos, maybe):
         if not m:
-            out.append(Idle(info))
+            out.append(Idle(info, facts))
             continue
         sh = next(shapes)
         blocks, stmts, edges = function_counts(sh, counters, exc.get(sh.fid, []), early.get(sh.fid, []))
