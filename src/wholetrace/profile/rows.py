@@ -72,26 +72,43 @@ def report_rows(entries: Sequence[Entry]) -> ReportRows:
         shaped.append((i, sh, None, None, None))
     shaped.sort(key=lambda t: t[0])
 
-    # lines: (entry, line, column, fid, count) of each function's first statement per line
-    lparts, bparts, names = [], [], []
+    # lines: (entry, line, column, fid, count) of each function's first statement per line;
+    # branches: (entry, block, index, line, shown count, count): columns gathered, joined once
+    l_pos, l_fid, l_rows, l_count = [], [], [], []
+    b_pos, b_rows, b_shown, b_taken = [], [], [], []
+    names: list[str] = []
     for i, sh, stmts, edges, blocks in shaped:
         lf = sh.line_first
         k = lf.shape[1]
         if k:
-            count = np.asarray(stmts)[lf[1]] if stmts is not None else np.zeros(k, np.int64)
-            lparts.append(np.stack([np.full(k, i), lf[0], lf[2], np.full(k, sh.fid), count]))
+            l_pos.append(i)
+            l_fid.append(sh.fid)
+            l_rows.append(lf)
+            l_count.append(stmts[lf[1]] if stmts is not None else np.zeros(k, np.int64))
         br = sh.branch_rows
         k = br.shape[1]
         if k:
+            b_pos.append(i)
+            b_rows.append(br)
             if edges is None:
                 taken = np.zeros(k, np.int64)
-                ran = np.zeros(k, bool)
+                b_shown.append(taken - 1)
             else:
-                taken = np.asarray(edges)[br[3]].astype(np.int64)
-                ran = np.asarray(blocks)[br[0]] > 0
-            bparts.append(np.stack([np.full(k, i), br[0], br[1], br[2], np.where(ran, taken, np.minimum(taken, -1)),
-                                    taken]))
+                taken = edges[br[3]]
+                b_shown.append(np.where(blocks[br[0]] > 0, taken, np.minimum(taken, -1)))
+            b_taken.append(taken)
             names += sh.branch_names
+    lparts, bparts = [], []
+    if l_rows:
+        lf = np.concatenate(l_rows, axis=1)
+        sizes = [r.shape[1] for r in l_rows]
+        lparts.append(np.stack([np.repeat(l_pos, sizes), lf[0], lf[2], np.repeat(l_fid, sizes),
+                                np.concatenate(l_count).astype(np.int64)]))
+    if b_rows:
+        br = np.concatenate(b_rows, axis=1)
+        sizes = [r.shape[1] for r in b_rows]
+        bparts.append(np.stack([np.repeat(b_pos, sizes), br[0], br[1], br[2], np.concatenate(b_shown).astype(np.int64),
+                                np.concatenate(b_taken).astype(np.int64)]))
     if stored:
         fids = np.fromiter(stored, np.int64, len(stored))
         pos = np.full(len(facts.covered), -1, np.int64)  # type: ignore[union-attr]
