@@ -238,11 +238,13 @@ def parse_shapes(items: list[tuple[int, object, str, str]]) -> list[FunctionShap
         nm.append(sum(map(len, members)))
     k = np.arange(len(items))
     s_owner, e_owner, m_owner = np.repeat(k, ns), np.repeat(k, ne), np.repeat(k, nm)
-    scol = list(zip(*cols.stmts)) if cols.stmts else [()] * 9
-    ecol = list(zip(*cols.edges)) if cols.edges else [()] * 4
+    flat = list(chain.from_iterable(cols.stmts))      # rows of 9 (and of 4): columns by slicing
+    scol = [flat[k::9] for k in range(9)]
+    flat = list(chain.from_iterable(cols.edges))
+    ecol = [flat[k::4] for k in range(4)]
     nb_a = np.array(nb, np.int64)
-    edge_src = _ints(list(ecol[0]), "edge sources", e_owner, fids)
-    edge_dst = _ints(list(ecol[1]), "edge targets", e_owner, fids)
+    edge_src = _ints(ecol[0], "edge sources", e_owner, fids)
+    edge_dst = _ints(ecol[1], "edge targets", e_owner, fids)
     _within(edge_src, 0, nb_a[e_owner], "edge sources", e_owner, fids)
     _within(edge_dst, 0, nb_a[e_owner], "edge targets", e_owner, fids)
     leaving = np.flatnonzero(edge_src == EXIT)
@@ -257,11 +259,11 @@ def parse_shapes(items: list[tuple[int, object, str, str]]) -> list[FunctionShap
     except (KeyError, TypeError):
         i = next(i for i, x in enumerate(scol[0]) if not isinstance(x, str) or x not in _KIND_ID)
         raise _bad(fids[int(s_owner[i])], "unknown statement kind") from None
-    line = _ints(list(scol[2]), "statement lines", s_owner, fids)
-    col = _ints(list(scol[3]), "statement columns", s_owner, fids)
-    calls = _ints(list(scol[6]), "statement flags", s_owner, fids).astype(bool)
-    suspends = _ints(list(scol[8]), "statement flags", s_owner, fids).astype(bool)
-    stmt_block = _ints(list(scol[7]), "statement blocks", s_owner, fids)
+    line = _ints(scol[2], "statement lines", s_owner, fids)
+    col = _ints(scol[3], "statement columns", s_owner, fids)
+    calls = _ints(scol[6], "statement flags", s_owner, fids).astype(bool)
+    suspends = _ints(scol[8], "statement flags", s_owner, fids).astype(bool)
+    stmt_block = _ints(scol[7], "statement blocks", s_owner, fids)
     _within(stmt_block, -1, nb_a[s_owner], "statement blocks", s_owner, fids)
     members = _ints(cols.members, "block statements", m_owner, fids)
     ns_a = np.array(ns, np.int64)
@@ -273,8 +275,8 @@ def parse_shapes(items: list[tuple[int, object, str, str]]) -> list[FunctionShap
     if wrong.size:
         raise _bad(fids[int(m_owner[wrong[0]])], "blocks and statements disagree")
     dyn = _ints(cols.dyn, "block flags", np.repeat(k, nb), fids).astype(bool)
-    edge_kind = list(ecol[2])
-    labels = list(scol[1])
+    edge_kind = ecol[2]
+    labels = scol[1]
     lf_owner, line_first = _first_statements(s_owner, line, col, sbase)
     ebase = np.concatenate([[0], np.cumsum(np.array(ne, np.int64))[:-1]]).astype(np.int64)
     br_owner, branch_rows, branch_names = _branches(
