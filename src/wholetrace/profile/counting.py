@@ -8,6 +8,7 @@ value is a one-line StoreError, never an index error.
 
 from __future__ import annotations
 
+from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from wholetrace.trace.session import Trace
 
 UNKNOWN = -1
+_LIST_TYPES, _INT_TYPES = frozenset({list}), frozenset({int})
 STRATEGIES = ("chords", "blocks", "full")
 Exc = list[tuple[int, int, int]]
 
@@ -169,23 +171,13 @@ def all_counts(shapes: list[FunctionShape], counters: np.ndarray, exc: dict[int,
     together (``kernels.chords``: the counts are views of one array each), the others one by one."""
     batch, done = [], {}
     for i, sh in enumerate(shapes):
-        plan = sh.plan
-        if plan.get("strategy") == "chords" and (sh.fid in exc or sh.fid in early or _chords_ran(sh, counters)):
+        if sh.plan.get("strategy") == "chords":
             batch.append(i)
         else:
             done[i] = function_counts(sh, counters, exc.get(sh.fid, []), early.get(sh.fid, []))
     if batch:
         done.update(zip(batch, _propagate_batch([shapes[i] for i in batch], counters, exc, early)))
     return [(sh, done[i]) for i, sh in enumerate(shapes)]
-
-
-def _chords_ran(sh: FunctionShape, counters: np.ndarray) -> bool:
-    """Whether any of ``sh``'s chord counters is nonzero (a corrupt plan: True, so that the
-    batch reports it)."""
-    base, chords = sh.plan.get("counter_base"), sh.plan.get("chords")
-    if type(base) is not int or not isinstance(chords, list) or base < 0 or base + len(chords) > len(counters):
-        return True
-    return bool(counters[base:base + len(chords)].any())
 
 
 _STATUS = {1: "propagate: tree edges left unsolved (the tree has a cycle)",
@@ -202,19 +194,26 @@ def _propagate_batch(shs: list[FunctionShape], counters: np.ndarray, exc: dict[i
     ne = np.array([sh.nedges for sh in shs], np.int64)
     ns = np.array([sh.nstmts for sh in shs], np.int64)
     nbase, ebase, sbase = np.cumsum(nb) - nb, np.cumsum(ne) - ne, np.cumsum(ns) - ns
-    chords: list[list[int]] = []
-    for sh in shs:
-        plan = sh.plan
-        base = plan.get("counter_base")
-        if type(base) is not int or base < 0:
-            raise _bad(sh, "corrupt plan (strategy or counter base)")
-        chords.append(_index_list(plan.get("chords"), sh.nedges, sh, "chords"))
-        if base + len(chords[-1]) > len(counters):
-            raise _bad(sh, "its counters are missing")
-    nch = np.array([len(c) for c in chords], np.int64)
+    plans = [sh.plan for sh in shs]
+    chords = [p.get("chords") for p in plans]
+    bases = [p.get("counter_base") for p in plans]
+    if not (_LIST_TYPES.issuperset(map(type, chords)) and _INT_TYPES.issuperset(map(type, bases))):
+        for sh, c, b in zip(shs, chords, bases):
+            if type(b) is not int:
+                raise _bad(sh, "corrupt plan (strategy or counter base)")
+            _index_list(c, sh.nedges, sh, "chords")
+    nch = np.array(list(map(len, chords)), np.int64)
     owner = np.repeat(np.arange(len(shs)), nch)
-    flat = np.array([e for c in chords for e in c], np.int64)
-    first = np.array([sh.plan["counter_base"] for sh in shs], np.int64)
+    items = list(chain.from_iterable(chords))
+    flat = np.array(items, np.int64) if _INT_TYPES.issuperset(map(type, items)) else None
+    first = np.array(bases, np.int64)
+    if flat is None or ((flat < 0) | (flat >= ne[owner])).any():
+        for sh, c in zip(shs, chords):
+            _index_list(c, sh.nedges, sh, "chords")
+    wrong = np.flatnonzero((first < 0) | (first + nch > len(counters)))
+    if wrong.size:
+        f = int(wrong[0])
+        raise _bad(shs[f], "corrupt plan (strategy or counter base)" if first[f] < 0 else "its counters are missing")
     known = np.full(int(ne.sum()), -1, np.int64)
     known[ebase[owner] + flat] = counters[first[owner] + np.arange(len(flat)) - (np.cumsum(nch) - nch)[owner]]
     src = np.concatenate([sh.edge_src for sh in shs]).astype(np.int64)
