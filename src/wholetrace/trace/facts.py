@@ -31,32 +31,34 @@ class StoredFacts:
         if data.dtype.kind not in "iu" or data.ndim != 1:
             raise bad(f"dtype {data.dtype}, {data.ndim} dimensions")
         a = data.astype(np.int64)
-        values = a.tolist()
         covered = np.zeros(nfunctions, bool)
-        lines, branches = [], []
-        i, n = 0, len(values)
-        while i < n:
+        lines, branches, lsize, bsize, bases, counts = [], [], [], [], [], []
+        i, n = 0, len(a)
+        while i < n:                              # one header per file: a few hundred steps
             if i + 5 > n:
                 raise bad("a truncated header")
-            base, version, nf, nl, nb = values[i:i + 5]
+            base, version, nf, nl, nb = a[i:i + 5].tolist()
             end = i + 5 + 4 * nl + 6 * nb
             if version != VERSION or min(base, nf, nl, nb) < 0 or base + nf > nfunctions or end > n:
                 raise bad(f"a bad header at {i}")
             if covered[base:base + nf].any():
                 raise bad(f"function {base} twice")
             covered[base:base + nf] = True
-            ln = a[i + 5:i + 5 + 4 * nl].reshape(nl, 4).T.copy()
-            br = a[i + 5 + 4 * nl:end].reshape(nb, 6).T.copy()
-            if ((ln[0] < 0) | (ln[0] >= nf)).any() or ((br[0] < 0) | (br[0] >= nf)).any():
-                raise bad(f"a function index out of range in the file of function {base}")
-            ln[0] += base
-            br[0] += base
-            lines.append(ln)
-            branches.append(br)
+            lines.append(a[i + 5:i + 5 + 4 * nl])
+            branches.append(a[i + 5 + 4 * nl:end])
+            lsize.append(nl)
+            bsize.append(nb)
+            bases.append(base)
+            counts.append(nf)
             i = end
-        self.covered = covered
-        self.lines = np.concatenate(lines, axis=1) if lines else np.zeros((4, 0), np.int64)
-        self.branches = np.concatenate(branches, axis=1) if branches else np.zeros((6, 0), np.int64)
+        ln = np.concatenate(lines).reshape(-1, 4).T.copy() if lines else np.zeros((4, 0), np.int64)
+        br = np.concatenate(branches).reshape(-1, 6).T.copy() if branches else np.zeros((6, 0), np.int64)
+        for rows, size in ((ln, lsize), (br, bsize)):
+            nf_of = np.repeat(np.array(counts, np.int64), size)
+            if ((rows[0] < 0) | (rows[0] >= nf_of)).any():
+                raise bad("a function index out of range")
+            rows[0] += np.repeat(np.array(bases, np.int64), size)
+        self.covered, self.lines, self.branches = covered, ln, br
         if (self.branches[5] < -1 - len(EDGE_KINDS)).any():
             raise bad("an unknown branch name")
         for rows in (self.lines, self.branches):     # rows of a function are consecutive, by fid
