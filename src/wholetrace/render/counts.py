@@ -10,7 +10,6 @@ functions that never ran"); JSON and lcov list its lines and branches at zero.
 from __future__ import annotations
 
 import json
-from operator import add
 from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, TextIO
@@ -150,74 +149,35 @@ def report_text(entries: Entries, *, limit: int | None = None) -> str:
     """Annotated source, hottest functions first: count beside each line, branches beside
     predicates; then one line per function that never ran."""
     out: list[str] = []
-    blank = " " * 11
+    blank = " " * 10
     profiles, idle = split(entries)
-    shown = hottest([*profiles, *idle])[:limit]
-    ran_ = [p for p in shown if not isinstance(p, Idle)]
-    rows = report_rows(ran_)                    # their branches, in bulk
-    notes: list[dict[int, list[str]]] = [{} for _ in ran_]
-    for pos, ln, name, taken in zip(rows.br_pos.tolist(), rows.br_line.tolist(), rows.names, rows.br_taken.tolist()):
-        notes[pos].setdefault(ln, []).append(f"{name}: {'-' if taken < 0 else taken}")
-    files = _SourceFiles(ran_)
-    k = 0
-    for p in shown:
+    for p in hottest([*profiles, *idle])[:limit]:
         if isinstance(p, Idle):
             out.append(f"== {p.qualname}  ({p.file}:{p.firstline}-{p.lastline})  never ran, "
                        f"{p.nlines} line{'s' if p.nlines != 1 else ''}")
             continue
-        per_line = notes[k]
-        k += 1
         first, last = p.firstline, p.lastline
         n = last - first + 1
         lines, sids, _cols = p.shape.line_first
-        col = [blank] * n                          # the count column and its space, line by line
+        col = [blank] * n                          # the count column, line by line
         for ln, c in zip((lines - first).tolist(), np.asarray(p.stmts)[sids].tolist()):
             if 0 <= ln < n:
-                col[ln] = f"{c:>10} "
+                col[ln] = f"{c:>10}"
+        per_line: dict[int, list[str]] = {}
+        for br in branches(p):
+            per_line.setdefault(br.line, []).append(f"{br.name}: {'-' if br.taken is None else br.taken}")
         out.append(f"== {p.qualname}  ({p.file}:{first}-{last})  calls {p.calls}, blocks {p.weight}")
-        text, numbered = files.lines(p)
-        body = list(map(add, col, numbered))       # the line number is never blank: only the text is stripped
-        for ln, items in per_line.items():
-            i = ln - first
-            if 0 <= i < n:
-                body[i] = f"{col[i]}{_line_numbers(last + 1)[ln]}  {text[i]}    [{', '.join(items)}]".rstrip()
-        out += body
-        out.append("")
-    return "\n".join(out)
-
-
-class _SourceFiles:
-    """Each file's lines numbered once (``"  LINE  text"``, stripped): the text of a module or a
-    class repeats the lines of everything in it.  A function whose source is not its file's
-    lines (rows of older writers) gets its own."""
-
-    def __init__(self, profiles: Sequence[FunctionProfile]) -> None:
-        self.source = {p.file: p.source for p in profiles if p.kind == "module" and p.firstline == 1}
-        self.split: dict[str, tuple[list[str], list[str], list[str]]] = {}
-
-    def lines(self, p: FunctionProfile) -> tuple[list[str], list[str]]:
-        """(the text of each of ``p``'s lines, each numbered and stripped)."""
-        first, last = p.firstline, p.lastline
-        n = last - first + 1
-        whole = self.source.get(p.file)
-        if whole is not None:
-            hit = self.split.get(p.file)
-            if hit is None:
-                plain = whole.splitlines()
-                hit = self.split[p.file] = (whole.splitlines(keepends=True), plain,
-                                            [f"{k}  {t}".rstrip() for k, t in zip(_line_numbers(len(plain) + 1)[1:len(plain) + 1], plain)])
-            keep, plain, numbered = hit
-            if p.source is whole or p.source == "".join(keep[first - 1:last]):
-                text, done = plain[first - 1:last], numbered[first - 1:last]
-                if len(done) < n:
-                    nums = _line_numbers(last + 1)
-                    text += [""] * (n - len(text))
-                    done += nums[first + len(done):last + 1]
-                return text, done
         text = p.source.splitlines()[:n]
         text += [""] * (n - len(text))
         nums = _line_numbers(last + 1)[first:last + 1]
-        return text, [f"{k}  {t}".rstrip() for k, t in zip(nums, text)]
+        body = [f"{c} {k}  {src}".rstrip() for c, k, src in zip(col, nums, text)]
+        for ln, items in per_line.items():
+            i = ln - first
+            if 0 <= i < n:
+                body[i] = f"{col[i]} {nums[i]}  {text[i]}    [{', '.join(items)}]".rstrip()
+        out += body
+        out.append("")
+    return "\n".join(out)
 
 
 _NUMBERS: list[str] = []
