@@ -4,6 +4,7 @@ never-run ones parsed from their CFGs), on stdlib code recorded in every countin
 
 from __future__ import annotations
 
+import json
 import textwrap
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pytest
 
 from wholetrace.profile import counted, every_profile
 from wholetrace.profile.model import branch_counts, line_counts
-from wholetrace.render.counts import report_json
+from wholetrace.render.counts import report_json, write_json
 from wholetrace.trace.session import Trace
 from wtutil import run_recorded
 
@@ -34,6 +35,7 @@ def test_rows_equal_the_per_profile_reference(mode: str, tmp_path: Path) -> None
     with Trace.open(out) as trace:
         entries = counted(trace)
         doc = report_json(entries)
+        assert write_json(entries) == json.dumps(doc, indent=1) + "\n"    # the text, by the standard library
         every = every_profile(entries)
     lines = {f: {str(ln): c for ln, c in per.items()} for f, per in sorted(line_counts(every).items())}
     branches = {f: {str(ln): d for ln, d in per.items()} for f, per in sorted(branch_counts(every).items())}
