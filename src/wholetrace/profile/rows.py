@@ -120,7 +120,9 @@ def report_rows(entries: Sequence[Entry]) -> ReportRows:
         br = br[:, pos[br[0]] >= 0]
         zero = np.zeros(br.shape[1], np.int64)
         bparts.append(np.stack([pos[br[0]], br[1], br[2], br[3], zero - 1, zero]))
-        names += [branch_name(c) for c in br[5].tolist()]
+        codes, which = np.unique(br[5], return_inverse=True)
+        table = [branch_name(c) for c in codes.tolist()]
+        names += [table[j] for j in which.tolist()]
     # lines: per (file, line) the row of lowest column, then lowest fid
     if lparts:
         pos, line, col, fid, count = np.concatenate(lparts, axis=1)

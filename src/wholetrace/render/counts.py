@@ -46,26 +46,25 @@ def report_json(entries: Entries) -> dict[str, Any]:
     one batch: ``profile.rows``)."""
     lines, brs, funcs = _json_parts(entries)
     return {
-        "lines": {f: {str(ln): c for ln, c in per.items()} for f, per in lines.items()},
+        "lines": {f: {str(ln): c for ln, c in zip(lno, cnt)} for f, lno, cnt in lines},
         "branches": {f: {str(ln): d for ln, d in per.items()} for f, per in brs.items()},
         "functions": [dict(zip(_FUNCTION_KEYS, row)) for row in funcs],
     }
 
 
 _FUNCTION_KEYS = ("name", "file", "firstline", "lastline", "kind", "calls", "blocks")
+LineRows = list[tuple[str, list[int], list[int]]]
 
 
-def _json_parts(entries: Entries) -> tuple[dict[str, dict[int, int]], dict[str, dict[int, dict[str, int]]],
-                                           list[tuple[Any, ...]]]:
-    """(file -> line -> count, file -> line -> branch -> count, one row per function hottest
-    first), files sorted."""
+def _json_parts(entries: Entries) -> tuple[LineRows, dict[str, dict[int, dict[str, int]]], list[tuple[Any, ...]]]:
+    """((file, its lines, their counts) by file, file -> line -> branch -> count, one row per
+    function hottest first), files sorted."""
     rows = report_rows(entries)
     files = rows.files
     order = sorted(range(len(files)), key=files.__getitem__)
     bounds = np.searchsorted(rows.line_file, np.arange(len(files) + 1)).tolist()
     lno, cnt = rows.line_no.tolist(), rows.line_count.tolist()
-    lines = {files[k]: dict(zip(lno[bounds[k]:bounds[k + 1]], cnt[bounds[k]:bounds[k + 1]])) for k in order
-}
+    lines = [(files[k], lno[bounds[k]:bounds[k + 1]], cnt[bounds[k]:bounds[k + 1]]) for k in order]
     per_file: dict[int, dict[int, dict[str, int]]] = {}
     qual = [e.qualname for e in entries]
     for fi, pos, ln, name, taken in zip(rows.br_file.tolist(), rows.br_pos.tolist(), rows.br_line.tolist(),
@@ -82,13 +81,26 @@ def _json_parts(entries: Entries) -> tuple[dict[str, dict[int, int]], dict[str, 
 def write_json(entries: Entries) -> str:
     """:func:`report_json` as ``json.dumps(..., indent=1)`` writes it (byte for byte), made in bulk."""
     lines, brs, funcs = _json_parts(entries)
+    enc = _encode
     out = ["{\n \"lines\": "]
-    out.append(_int_table(lines, "  "))
+    if lines:                              # file -> {line: count}, at indents 2 and 3
+        parts = [f"{enc(f)}: {{\n   " + ",\n   ".join(map('"{}": {}'.format, lno, cnt)) + "\n  }" if lno
+                 else f"{enc(f)}: {{}}" for f, lno, cnt in lines]
+        out.append("{\n  " + ",\n  ".join(parts) + "\n }")
+    else:
+        out.append("{}")
     out.append(",\n \"branches\": ")
-    out.append(dump_json({f: {str(ln): d for ln, d in per.items()} for f, per in brs.items()}, " "))
+    if brs:                                # file -> {line: {name: count}}, at indents 2, 3 and 4
+        parts = []
+        for f, per in brs.items():
+            slots = [f'"{ln}": {{\n    ' + ",\n    ".join(f"{enc(n)}: {c}" for n, c in d.items()) + "\n   }"
+                     for ln, d in per.items()]
+            parts.append(f"{enc(f)}: {{\n   " + ",\n   ".join(slots) + "\n  }")
+        out.append("{\n  " + ",\n  ".join(parts) + "\n }")
+    else:
+        out.append("{}")
     out.append(",\n \"functions\": ")
     if funcs:
-        enc = _encode
         out.append("[\n" + ",\n".join(
             f'  {{\n   "name": {enc(q)},\n   "file": {enc(f)},\n   "firstline": {a},\n   "lastline": {b},\n'
             f'   "kind": {enc(k)},\n   "calls": {c},\n   "blocks": {w}\n  }}'
@@ -97,21 +109,6 @@ def write_json(entries: Entries) -> str:
         out.append("[]")
     out.append("\n}\n")
     return "".join(out)
-
-
-def _int_table(table: dict[str, dict[int, int]], inner: str) -> str:
-    """``dump_json`` of file -> {line: count} at one level of indent, keys written as text."""
-    if not table:
-        return "{}"
-    deeper = inner + " "
-    parts = []
-    for f, per in table.items():
-        if per:
-            body = f",\n{deeper}".join(map('"{}": {}'.format, per.keys(), per.values()))
-            parts.append(f"{_encode(f)}: {{\n{deeper}{body}\n{inner}}}")
-        else:
-            parts.append(f"{_encode(f)}: {{}}")
-    return f"{{\n{inner}" + f",\n{inner}".join(parts) + f"\n{inner[:-1]}}}"
 
 
 def dump_json(value: Any, indent: str = "") -> str:
