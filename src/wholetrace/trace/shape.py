@@ -207,10 +207,10 @@ def _within(arr: np.ndarray, lo: np.ndarray | int, hi: np.ndarray, what: str, ow
         raise _bad(fids[int(owner[bad[0]])], f"{what} out of range")
 
 
-def parse_shapes(items: list[tuple[int, object, str, str]]) -> list[FunctionShape]:
-    """Check the stored JSON of many functions ``(fid, desc, file, qualname)`` and return
-    their shapes (columns are views of arrays converted and checked once for all)."""
-    fids = [it[0] for it in items]
+def _gather(items: list[tuple[int, object, str, str]], fids: list[int], strict: bool) -> tuple[Any, ...]:
+    """The per-function checks and the lists gathered from every function.  Edge and
+    statement rows are checked per function only when ``strict`` (the bulk check of
+    :func:`parse_shapes` failed: find the function, or pad statements of older writers)."""
     heads, cols = [], _Columns()
     nb, ne, ns, nm = [], [], [], []
     for fid, desc, _file, _q in items:
@@ -223,12 +223,13 @@ def parse_shapes(items: list[tuple[int, object, str, str]]) -> list[FunctionShap
             raise _bad(fid, "blocks of the wrong shape") from None
         if not ids_ok or not _LISTS.issuperset(map(type, members)) or members[ENTRY] or members[EXIT]:
             raise _bad(fid, "block ids or statements")
-        if not (_LISTS.issuperset(map(type, edges)) and _FOUR.issuperset(map(len, edges))):
-            raise _bad(fid, "edges of the wrong shape")
-        if not (_LISTS.issuperset(map(type, stmts)) and _NINE.issuperset(map(len, stmts))):
-            if not (_LISTS.issuperset(map(type, stmts)) and _EIGHT.issuperset(map(len, stmts))):
-                raise _bad(fid, "statements of the wrong shape")
-            stmts = [r + [False] for r in stmts]          # written before statements had "suspends"
+        if strict:
+            if not (_LISTS.issuperset(map(type, edges)) and _FOUR.issuperset(map(len, edges))):
+                raise _bad(fid, "edges of the wrong shape")
+            if not (_LISTS.issuperset(map(type, stmts)) and _NINE.issuperset(map(len, stmts))):
+                if not (_LISTS.issuperset(map(type, stmts)) and _EIGHT.issuperset(map(len, stmts))):
+                    raise _bad(fid, "statements of the wrong shape")
+                stmts = [r + [False] for r in stmts]          # written before statements had "suspends"
         heads.append((head, plan, members))
         cols.stmts += stmts
         cols.edges += edges
@@ -240,6 +241,17 @@ def parse_shapes(items: list[tuple[int, object, str, str]]) -> list[FunctionShap
         ne.append(len(edges))
         ns.append(len(stmts))
         nm.append(sum(sizes))
+    return heads, cols, nb, ne, ns, nm
+
+
+def parse_shapes(items: list[tuple[int, object, str, str]]) -> list[FunctionShape]:
+    """Check the stored JSON of many functions ``(fid, desc, file, qualname)`` and return
+    their shapes (columns are views of arrays converted and checked once for all)."""
+    fids = [it[0] for it in items]
+    heads, cols, nb, ne, ns, nm = _gather(items, fids, strict=False)
+    if not (_LISTS.issuperset(map(type, cols.edges)) and _FOUR.issuperset(map(len, cols.edges))
+            and _LISTS.issuperset(map(type, cols.stmts)) and _NINE.issuperset(map(len, cols.stmts))):
+        heads, cols, nb, ne, ns, nm = _gather(items, fids, strict=True)
     k = np.arange(len(items))
     s_owner, e_owner, m_owner = np.repeat(k, ns), np.repeat(k, ne), np.repeat(k, nm)
     flat = list(chain.from_iterable(cols.stmts))      # rows of 9 (and of 4): columns by slicing
