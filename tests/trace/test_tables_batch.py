@@ -84,3 +84,15 @@ def test_prefetched_counts_equal_one_by_one(recordings: dict[str, Path], name: s
                 assert np.array_equal(fast.stmts_of(sh), slow.stmts_of(sh)), sh.qualname
                 assert fast.activations_of(sh.fid) == slow.activations_of(sh.fid)
         assert set(t2.shapes) == set(trace.tables.shapes)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_block_columns_against_the_block_lists(recordings: dict[str, Path], name: str) -> None:
+    """``block_first`` and ``call_blocks`` (worked out in bulk) against their definitions over
+    each block's statement list: its first statement; it starts with a call-capable statement
+    or holds a ``yield``."""
+    with Trace.open(recordings[name]) as trace:
+        for sh in trace.shapes():
+            assert sh.block_first.tolist() == [b[0] if b else -1 for b in sh.block_stmts], sh.qualname
+            want = [bool(b) and bool(sh.stmt_calls[b[0]] or sh.stmt_suspends[b].any()) for b in sh.block_stmts]
+            assert sh.call_blocks.tolist() == want, sh.qualname

@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterator, Protocol, Sequence, TypedDict
 from wholetrace.errors import InstrumentError, short_message
 from wholetrace.instrument.cfg import CFG, build_cfg, iter_functions
 from wholetrace.instrument.cache import COUNTER_ORIGIN, FID_ORIGIN, InstrumentCache, relocate
+from wholetrace.instrument.facts import file_facts
 from wholetrace.instrument.modes import ProbePlan
 from wholetrace.instrument.rewrite import compile_tree, rewrite_tree, statement_spans
 from wholetrace.store.registry import encode_registry
@@ -34,6 +35,7 @@ class FileEntry(TypedDict):
     counters: int                     # counters of the whole file
     suspendable: bool                 # holds a generator or coroutine
     spans: list[list[tuple[int, int, int, int, int]]]   # statement spans, innermost first
+    facts: bytes                      # instrument.facts: what reports list for functions that never ran
 
 
 class Registry(Protocol):
@@ -132,7 +134,8 @@ class Instrumenter:
             "registry": encode_registry(source, descs, offsets),
             "qualnames": [cfg.qualname for _fn, cfg in functions], "offsets": offsets, "counters": offset,
             "suspendable": any(cfg.is_generator or isinstance(fn, ast.AsyncFunctionDef) for fn, cfg in functions),
-            "spans": [statement_spans(cfg) for _fn, cfg in functions]}
+            "spans": [statement_spans(cfg) for _fn, cfg in functions],
+            "facts": file_facts([cfg for _fn, cfg in functions])}
         return compile_tree(tree, filename, items), entry
 
 

@@ -80,10 +80,11 @@ def tally_profiles(trace: Trace, tally: Tally) -> list[Entry]:
     stmts = tally.stmt_counts()
     shapes = trace.tables.shapes
     out: list[Entry] = []
+    facts = trace.facts
     for fid, info in sorted(trace.functions.items()):
         sh = shapes.get(fid)
         if sh is None:
-            out.append(Idle(info))
+            out.append(Idle(info, facts))
             continue
         out.append(FunctionProfile(sh, tally.blocks_of(sh), tally.piece(stmts, sh), tally.edges_of(sh),
                                    info.source, tally.activations_of(fid)))

@@ -8,6 +8,7 @@ value is a one-line StoreError, never an index error.
 
 from __future__ import annotations
 
+from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from wholetrace.trace.session import Trace
 
 UNKNOWN = -1
+_LIST_TYPES, _INT_TYPES = frozenset({list}), frozenset({int})
 STRATEGIES = ("chords", "blocks", "full")
 Exc = list[tuple[int, int, int]]
 
@@ -150,16 +152,104 @@ def count_profiles(trace: Trace, prefix: str = "") -> list[FunctionProfile | Idl
         early.setdefault(f, []).append(s)
     infos = [info for _fid, info in sorted(trace.functions.items())]
     maybe = _may_have_run(infos, counters, set(exc) | set(early))
-    shapes = iter(trace.shapes_of([info.fid for info, m in zip(infos, maybe) if m]))
+    shapes = trace.shapes_of([info.fid for info, m in zip(infos, maybe) if m])
+    counts = iter(all_counts(shapes, counters, exc, early))
     out: list[FunctionProfile | Idle] = []
+    facts = trace.facts
     for info, m in zip(infos, maybe):
         if not m:
-            out.append(Idle(info))
+            out.append(Idle(info, facts))
             continue
-        sh = next(shapes)
-        blocks, stmts, edges = function_counts(sh, counters, exc.get(sh.fid, []), early.get(sh.fid, []))
+        sh, (blocks, stmts, edges) = next(counts)
         out.append(FunctionProfile(sh, blocks, stmts, edges, info.source))
     return out
+
+
+def all_counts(shapes: list[FunctionShape], counters: np.ndarray, exc: dict[int, Exc],
+               early: dict[int, list[int]]) -> list[tuple[FunctionShape, tuple[np.ndarray, np.ndarray, np.ndarray]]]:
+    """:func:`function_counts` of each of ``shapes``: those counted by chords propagated
+    together (``kernels.chords``: the counts are views of one array each), the others one by one."""
+    batch, done = [], {}
+    for i, sh in enumerate(shapes):
+        if sh.plan.get("strategy") == "chords":
+            batch.append(i)
+        else:
+            done[i] = function_counts(sh, counters, exc.get(sh.fid, []), early.get(sh.fid, []))
+    if batch:
+        done.update(zip(batch, _propagate_batch([shapes[i] for i in batch], counters, exc, early)))
+    return [(sh, done[i]) for i, sh in enumerate(shapes)]
+
+
+_STATUS = {1: "propagate: tree edges left unsolved (the tree has a cycle)",
+           2: "propagate: counts violate flow conservation",
+           3: "propagate: negative derived count (missing extra edges?)"}
+
+
+def _propagate_batch(shs: list[FunctionShape], counters: np.ndarray, exc: dict[int, Exc],
+                     early: dict[int, list[int]]) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """(blocks, statements, edges) of functions planned with chords, propagated in one kernel call."""
+    from wholetrace.kernels.chords import propagate_chords
+
+    nb = np.array([sh.nblocks for sh in shs], np.int64)
+    ne = np.array([sh.nedges for sh in shs], np.int64)
+    ns = np.array([sh.nstmts for sh in shs], np.int64)
+    nbase, ebase, sbase = np.cumsum(nb) - nb, np.cumsum(ne) - ne, np.cumsum(ns) - ns
+    plans = [sh.plan for sh in shs]
+    chords = [p.get("chords") for p in plans]
+    bases = [p.get("counter_base") for p in plans]
+    if not (_LIST_TYPES.issuperset(map(type, chords)) and _INT_TYPES.issuperset(map(type, bases))):
+        for sh, c, b in zip(shs, chords, bases):
+            if type(b) is not int:
+                raise _bad(sh, "corrupt plan (strategy or counter base)")
+            _index_list(c, sh.nedges, sh, "chords")
+    nch = np.array(list(map(len, chords)), np.int64)
+    owner = np.repeat(np.arange(len(shs)), nch)
+    items = list(chain.from_iterable(chords))
+    flat = np.array(items, np.int64) if _INT_TYPES.issuperset(map(type, items)) else None
+    first = np.array(bases, np.int64)
+    if flat is None or ((flat < 0) | (flat >= ne[owner])).any():
+        for sh, c in zip(shs, chords):
+            _index_list(c, sh.nedges, sh, "chords")
+    wrong = np.flatnonzero((first < 0) | (first + nch > len(counters)))
+    if wrong.size:
+        f = int(wrong[0])
+        raise _bad(shs[f], "corrupt plan (strategy or counter base)" if first[f] < 0 else "its counters are missing")
+    known = np.full(int(ne.sum()), -1, np.int64)
+    known[ebase[owner] + flat] = counters[first[owner] + np.arange(len(flat)) - (np.cumsum(nch) - nch)[owner]]
+    src = np.concatenate([sh.edge_src for sh in shs]).astype(np.int64)
+    dst = np.concatenate([sh.edge_dst for sh in shs]).astype(np.int64)
+    balance = np.zeros(int(nb.sum()), np.int64)
+    cut = np.zeros(int(ns.sum()), np.int64)
+    into = []
+    for f, sh in enumerate(shs):
+        if sh.fid in exc or sh.fid in early:
+            extra, c = _extras(sh, exc.get(sh.fid, []), early.get(sh.fid, []))
+            cut[sbase[f]:sbase[f] + sh.nstmts] = c
+            for x in extra:
+                balance[nbase[f] + x.dst] += x.count
+                balance[nbase[f] + x.src] -= x.count
+                into.append((nbase[f] + x.dst, x.count))
+    fn = np.stack([nbase, nb, ebase, ne], axis=1)
+    edges = np.zeros(len(known), np.int64)
+    blocks = np.zeros(len(balance), np.int64)
+    acts = np.zeros(len(shs), np.int64)
+    status = np.zeros(len(shs), np.int64)
+    propagate_chords(fn, src, dst, known, balance, edges, blocks, acts, status)
+    wrong = np.flatnonzero(status)
+    if wrong.size:
+        f = int(wrong[0])
+        raise _bad(shs[f], f"its counts are inconsistent ({_STATUS.get(int(status[f]), 'propagate failed')})")
+    for node, n in into:
+        blocks[node] += n
+    blocks[nbase] = 0
+    blocks[nbase + 1] = 0
+    stmt_block = np.concatenate([sh.stmt_block for sh in shs]).astype(np.int64)
+    s_owner = np.repeat(np.arange(len(shs)), ns)
+    live = stmt_block >= 0
+    stmts = np.where(live, blocks[nbase[s_owner] + np.where(live, stmt_block, 0)], 0) - cut
+    b_cut, e_cut, s_cut = np.cumsum(nb).tolist(), np.cumsum(ne).tolist(), np.cumsum(ns).tolist()
+    return [(blocks[b1 - k_b:b1], stmts[s1 - k_s:s1], edges[e1 - k_e:e1])
+            for b1, e1, s1, k_b, k_e, k_s in zip(b_cut, e_cut, s_cut, nb.tolist(), ne.tolist(), ns.tolist())]
 
 
 def _may_have_run(infos: list[FunctionInfo], counters: np.ndarray, measured: set[int]) -> list[bool]:

@@ -24,6 +24,7 @@ from wholetrace.trace.shape import FunctionShape
 if TYPE_CHECKING:
     from wholetrace.instrument.cfg import CFG
     from wholetrace.store.reader import FunctionInfo
+    from wholetrace.trace.facts import StoredFacts
 
 
 @dataclass(eq=False)
@@ -69,8 +70,9 @@ class Idle:
     calls = 0
     weight = 0
 
-    def __init__(self, info: FunctionInfo) -> None:
+    def __init__(self, info: FunctionInfo, facts: StoredFacts | None = None) -> None:
         self.info = info
+        self.facts = facts        # the recording's stored lines and branches, if it has them
 
     fid = property(lambda self: self.info.fid)
     file = property(lambda self: self.info.file)

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, TextIO
 
 import numpy as np
 
-from wholetrace.profile import every_profile
-from wholetrace.profile.model import FunctionProfile, Idle, branch_counts, branches, hottest, line_counts, ran, summary
+from wholetrace.profile.model import FunctionProfile, Idle, branches, hottest, ran, summary
+from wholetrace.profile.rows import report_rows
 from wholetrace.render.base import Renderer
 
 if TYPE_CHECKING:
@@ -42,21 +42,73 @@ def split(entries: Entries) -> tuple[list[FunctionProfile], list[Idle]]:
 def report_json(entries: Entries) -> dict[str, Any]:
     """``{"lines": {path: {line: n}}, "branches": {path: {line: {name: n}}}, "functions": [...]}``:
     every function, those that never ran with zero counts (a coverage tool must see their lines
-    as code that did not run, not as no code; their CFGs are parsed here, in one batch)."""
-    every = every_profile(list(entries))
-    lines = line_counts(every)
-    brs = branch_counts(every)
+    as code that did not run, not as no code; from the stored facts, or their CFGs parsed in
+    one batch: ``profile.rows``)."""
+    lines, brs, funcs = _json_parts(entries)
     return {
-        "lines": {f: {str(ln): c for ln, c in per.items()} for f, per in sorted(lines.items())},
-        "branches": {f: {str(ln): d for ln, d in per.items()} for f, per in sorted(brs.items())},
-        "functions": [{"name": p.qualname, "file": p.file, "firstline": p.firstline,
-                       "lastline": p.lastline, "kind": p.kind, "calls": p.calls,
-                       "blocks": p.weight} for p in hottest(every)],
+        "lines": {f: {str(ln): c for ln, c in zip(lno, cnt)} for f, lno, cnt in lines},
+        "branches": {f: {str(ln): d for ln, d in per.items()} for f, per in brs.items()},
+        "functions": [dict(zip(_FUNCTION_KEYS, row)) for row in funcs],
     }
 
 
+_FUNCTION_KEYS = ("name", "file", "firstline", "lastline", "kind", "calls", "blocks")
+LineRows = list[tuple[str, list[int], list[int]]]
+
+
+def _json_parts(entries: Entries) -> tuple[LineRows, dict[str, dict[int, dict[str, int]]], list[tuple[Any, ...]]]:
+    """((file, its lines, their counts) by file, file -> line -> branch -> count, one row per
+    function hottest first), files sorted."""
+    rows = report_rows(entries)
+    files = rows.files
+    order = sorted(range(len(files)), key=files.__getitem__)
+    bounds = np.searchsorted(rows.line_file, np.arange(len(files) + 1)).tolist()
+    lno, cnt = rows.line_no.tolist(), rows.line_count.tolist()
+    lines = [(files[k], lno[bounds[k]:bounds[k + 1]], cnt[bounds[k]:bounds[k + 1]]) for k in order]
+    per_file: dict[int, dict[int, dict[str, int]]] = {}
+    qual = [e.qualname for e in entries]
+    for fi, pos, ln, name, taken in zip(rows.br_file.tolist(), rows.br_pos.tolist(), rows.br_line.tolist(),
+                                        rows.names, rows.br_taken.tolist()):
+        slot = per_file.setdefault(fi, {}).setdefault(ln, {})
+        if name in slot:
+            name = f"{name}@{qual[pos]}"
+        slot[name] = taken if taken > 0 else 0
+    brs = {files[k]: dict(sorted(per_file[k].items())) for k in order if k in per_file}
+    funcs = [(p.qualname, p.file, p.firstline, p.lastline, p.kind, p.calls, p.weight) for p in hottest(entries)]
+    return lines, brs, funcs
+
+
 def write_json(entries: Entries) -> str:
-    return dump_json(report_json(entries)) + "\n"
+    """:func:`report_json` as ``json.dumps(..., indent=1)`` writes it (byte for byte), made in bulk."""
+    lines, brs, funcs = _json_parts(entries)
+    enc = _encode
+    out = ["{\n \"lines\": "]
+    if lines:                              # file -> {line: count}, at indents 2 and 3
+        parts = [f"{enc(f)}: {{\n   " + ",\n   ".join(map('"{}": {}'.format, lno, cnt)) + "\n  }" if lno
+                 else f"{enc(f)}: {{}}" for f, lno, cnt in lines]
+        out.append("{\n  " + ",\n  ".join(parts) + "\n }")
+    else:
+        out.append("{}")
+    out.append(",\n \"branches\": ")
+    if brs:                                # file -> {line: {name: count}}, at indents 2, 3 and 4
+        parts = []
+        for f, per in brs.items():
+            slots = [f'"{ln}": {{\n    ' + ",\n    ".join(f"{enc(n)}: {c}" for n, c in d.items()) + "\n   }"
+                     for ln, d in per.items()]
+            parts.append(f"{enc(f)}: {{\n   " + ",\n   ".join(slots) + "\n  }")
+        out.append("{\n  " + ",\n  ".join(parts) + "\n }")
+    else:
+        out.append("{}")
+    out.append(",\n \"functions\": ")
+    if funcs:
+        out.append("[\n" + ",\n".join(
+            f'  {{\n   "name": {enc(q)},\n   "file": {enc(f)},\n   "firstline": {a},\n   "lastline": {b},\n'
+            f'   "kind": {enc(k)},\n   "calls": {c},\n   "blocks": {w}\n  }}'
+            for q, f, a, b, k, c, w in funcs) + "\n ]")
+    else:
+        out.append("[]")
+    out.append("\n}\n")
+    return "".join(out)
 
 
 def dump_json(value: Any, indent: str = "") -> str:
@@ -138,32 +190,47 @@ def _line_numbers(upto: int) -> list[str]:
 def report_lcov(entries: Entries, *, test_name: str = "") -> str:
     """lcov tracefile text: per file TN, SF, FN/FNDA/FNF/FNH, DA, BRDA/BRF/BRH, LF/LH, end_of_record
     (every function; those that never ran at zero, as in :func:`report_json`)."""
-    every = every_profile(list(entries))
-    lines = line_counts(every)
-    by_file: dict[str, list[FunctionProfile]] = {}
-    for p in every:
-        by_file.setdefault(p.file, []).append(p)
+    rows = report_rows(entries)
+    files = rows.files
+    index = {f: k for k, f in enumerate(files)}
+    by_file: dict[int, list[int]] = {}
+    for i, e in enumerate(entries):
+        by_file.setdefault(index[e.file], []).append(i)
+    lbounds = np.searchsorted(rows.line_file, np.arange(len(files) + 1)).tolist()
+    da_text = list(map("DA:{},{}".format, rows.line_no.tolist(), rows.line_count.tolist()))
+    hit = np.concatenate([[0], np.cumsum(rows.line_count > 0)]).tolist()
+    # branches by file, then line, the function's first line, function, block, index
+    first = np.array([e.firstline for e in entries], np.int64)
+    fid = np.array([e.fid for e in entries], np.int64)
+    order = np.lexsort((rows.br_index, rows.br_block, fid[rows.br_pos], first[rows.br_pos], rows.br_line,
+                       rows.br_file))
+    bf = rows.br_file[order]
+    bbounds = np.searchsorted(bf, np.arange(len(files) + 1)).tolist()
+    key = fid[rows.br_pos[order]] * (int(rows.br_block.max()) + 1 if len(order) else 1) + rows.br_block[order]
+    taken = rows.br_taken[order]
+    brh = np.concatenate([[0], np.cumsum(taken > 0)]).tolist()
+    line_l, idx_l = rows.br_line[order].tolist(), rows.br_index[order].tolist()
+    taken_l = [str(t) if t >= 0 else "-" for t in taken.tolist()]
     out: list[str] = []
-    for file in sorted(by_file):
-        funcs = sorted(by_file[file], key=lambda p: (p.firstline, p.qualname))
+    for k in sorted(range(len(files)), key=files.__getitem__):
+        file = files[k]
+        funcs = sorted((entries[i] for i in by_file[k]), key=lambda p: (p.firstline, p.qualname))
         out += [f"TN:{test_name}", f"SF:{file}"]
         names = _unique_names(funcs)
-        for p, name in zip(funcs, names):
-            out.append(f"FN:{p.firstline},{name}")
-        for p, name in zip(funcs, names):
-            out.append(f"FNDA:{p.calls},{name}")
+        out += [f"FN:{p.firstline},{name}" for p, name in zip(funcs, names)]
+        out += [f"FNDA:{p.calls},{name}" for p, name in zip(funcs, names)]
         out += [f"FNF:{len(funcs)}", f"FNH:{sum(1 for p in funcs if p.calls > 0)}"]
-        da = lines.get(file, {})
-        for ln, c in da.items():
-            out.append(f"DA:{ln},{c}")
-        brs = sorted(((br.line, p.firstline, p.fid, br.block, br.index, br) for p in funcs
-                      for br in branches(p)), key=lambda t: t[:5])
-        block_no: dict[tuple[int, int], int] = {}
-        for ln, _fl, fid, blk, idx, br in brs:
-            no = block_no.setdefault((fid, blk), len(block_no))
-            out.append(f"BRDA:{ln},{no},{idx},{'-' if br.taken is None else br.taken}")
-        out += [f"BRF:{len(brs)}", f"BRH:{sum(1 for t in brs if t[5].taken)}"]
-        out += [f"LF:{len(da)}", f"LH:{sum(1 for c in da.values() if c > 0)}", "end_of_record"]
+        lo, hi = lbounds[k], lbounds[k + 1]
+        out += da_text[lo:hi]
+        b0, b1 = bbounds[k], bbounds[k + 1]
+        if b1 > b0:                 # blocks numbered by first appearance in the file
+            _, first_at, inverse = np.unique(key[b0:b1], return_index=True, return_inverse=True)
+            rank = np.empty(len(first_at), np.int64)
+            rank[np.argsort(first_at, kind="stable")] = np.arange(len(first_at))
+            nos = rank[inverse].tolist()
+            out += list(map("BRDA:{},{},{},{}".format, line_l[b0:b1], nos, idx_l[b0:b1], taken_l[b0:b1]))
+        out += [f"BRF:{b1 - b0}", f"BRH:{brh[b1] - brh[b0]}"]
+        out += [f"LF:{hi - lo}", f"LH:{hit[hi] - hit[lo]}", "end_of_record"]
     return "\n".join(out) + ("\n" if out else "")
 
 

@@ -21,6 +21,7 @@ from typing import Any, Sequence
 from wholetrace.instrument.cfg import CFG
 from wholetrace.instrument.emit import C_CALLS_COUNT
 from wholetrace.instrument.emit import LOCAL as LOCAL_COUNTER
+from wholetrace.instrument.facts import recording_facts
 from wholetrace.instrument.loader import FileEntry
 from wholetrace.instrument.modes import TRACE_MODES, ProbePlan, make_plan
 from wholetrace.runtime import recursion, unfinished
@@ -253,6 +254,9 @@ class Recorder:
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join()
         self.state.clear_held()  # release the tracebacks held while the program's code can still run
+        facts = recording_facts([(fid_base, entry.get("facts", b"")) for _f, fid_base, _c, entry in self.files])
+        if facts:   # what reports list for functions that never ran (instrument.facts)
+            self.writer.put_array("report.facts", facts)
         self.close_suspended()
         if self.traces:
             tails, lengths = unfinished.snapshot(self.state, self.code_index()[0],

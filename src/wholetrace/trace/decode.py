@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 
 #: Rows of the buffer :meth:`StreamDecoder.count` reuses (small enough to stay in cache).
 COUNT_ROWS = 4096
+#: Events per kernel run when counting (stored chunks are joined up to this many: ``coalesced``).
+COUNT_EVENTS = 1 << 18
 
 #: Row kinds (``Rows.eid`` values below 0).
 EID_EXC, EID_ENTER, EID_LEAVE = K.EID_EXC, K.EID_ENTER, K.EID_LEAVE
@@ -90,6 +92,22 @@ _REASONS = {
     K.BAD_PATH: "path {a} does not exist in {fb} or does not end as recorded",
     K.BAD_REGISTER: "path register {a} of an exception names no path of {fb} from where it stands",
 }
+
+
+def coalesced(chunks: Iterable[np.ndarray], limit: int) -> Iterator[np.ndarray]:
+    """``chunks`` joined into arrays of about ``limit`` events (the recorder's chunks can be
+    small; each kernel run that meets new functions loads them in one batch, so fewer, larger
+    runs parse and load the functions of a stream in fewer batches).  Memory: ``limit`` events."""
+    held: list[np.ndarray] = []
+    n = 0
+    for chunk in chunks:
+        held.append(chunk)
+        n += len(chunk)
+        if n >= limit:
+            yield held[0] if len(held) == 1 else np.concatenate(held)
+            held, n = [], 0
+    if held:
+        yield held[0] if len(held) == 1 else np.concatenate(held)
 
 
 class StreamDecoder:
@@ -182,7 +200,7 @@ class StreamDecoder:
             raise InternalError("StreamDecoder.count on a stream already fed")
         chunks = self._first_pass(chunks)
         self.out = np.zeros((K.ROW_W, max(rows, 1)), np.int64)
-        for chunk in chunks:
+        for chunk in coalesced(chunks, COUNT_EVENTS):
             ev = self._events(chunk)
             pos = 0
             while True:

@@ -20,6 +20,7 @@ from wholetrace.events import ENTER_BASE, EXC, LEAVE
 from wholetrace.store.reader import FunctionInfo, Recording, StreamInfo
 from wholetrace.trace.counts import Tally
 from wholetrace.trace.decode import EID_ENTER, EID_EXC, EID_LEAVE, Rows, StreamDecoder
+from wholetrace.trace.facts import StoredFacts, load_facts
 from wholetrace.trace.shape import FunctionShape, parse_shape, parse_shapes
 from wholetrace.trace.tables import Tables
 
@@ -78,6 +79,12 @@ class Trace:
     def functions(self) -> dict[int, FunctionInfo]:
         """The function registry by id."""
         return {f.fid: f for f in self.recording.functions()}
+
+    @cached_property
+    def facts(self) -> StoredFacts | None:
+        """The stored lines and branches of functions (``trace.facts``), or None if the
+        recording has none (then reports parse the CFGs of functions that never ran)."""
+        return load_facts(self.recording, max(self.functions, default=-1) + 1)
 
     def streams(self) -> list[StreamInfo]:
         return self.recording.streams()

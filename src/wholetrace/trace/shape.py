@@ -44,6 +44,7 @@ class _Flat:
     stmt_suspends: np.ndarray        # bool
     stmt_block: np.ndarray           # int32, -1 for dead code
     dynamic_entry: np.ndarray        # bool per block
+    block_first: np.ndarray          # int32 per block: its first statement, -1 if none
     line_first: np.ndarray           # (3, n): line, first statement starting on it, its column
     branch_rows: np.ndarray          # (4, n): block, index among its out-edges, line, edge id
     branch_names: list[str]
@@ -78,7 +79,7 @@ class FunctionShape:
     edge_src, edge_dst, edge_kind = _Part("_e"), _Part("_e"), _Part("_e")
     stmt_kind, stmt_label, stmt_line, stmt_col = _Part("_s"), _Part("_s"), _Part("_s"), _Part("_s")
     stmt_calls, stmt_suspends, stmt_block = _Part("_s"), _Part("_s"), _Part("_s")
-    dynamic_entry = _Part("_b")
+    dynamic_entry, block_first = _Part("_b"), _Part("_b")
     line_first = _Part("_lf")
     branch_rows, branch_names = _Part("_br"), _Part("_br")
 
@@ -127,10 +128,10 @@ class FunctionShape:
     def call_blocks(self) -> np.ndarray:
         """Per block: its first statement is call-capable or it holds a ``yield`` (as
         ``instrument.flowgraph.from_cfg`` marks call nodes)."""
-        calls = np.zeros(self.nblocks, bool)
-        for b, stmts in enumerate(self.block_stmts):
-            if stmts and (self.stmt_calls[stmts[0]] or self.stmt_suspends[stmts].any()):
-                calls[b] = True
+        first = self.block_first
+        has = first >= 0
+        calls = self.suspend_blocks.copy()
+        calls[has] |= self.stmt_calls[first[has]]
         return calls
 
     @cached_property
@@ -182,6 +183,7 @@ class _Columns:
         self.edges: list[Any] = []
         self.members: list[Any] = []          # statement ids of every block, block after block
         self.dyn: list[Any] = []
+        self.sizes: list[int] = []            # statements of every block
 
 
 def _ints(values: list[Any], what: str, owner: np.ndarray, fids: list[int]) -> np.ndarray:
@@ -205,10 +207,10 @@ def _within(arr: np.ndarray, lo: np.ndarray | int, hi: np.ndarray, what: str, ow
         raise _bad(fids[int(owner[bad[0]])], f"{what} out of range")
 
 
-def parse_shapes(items: list[tuple[int, object, str, str]]) -> list[FunctionShape]:
-    """Check the stored JSON of many functions ``(fid, desc, file, qualname)`` and return
-    their shapes (columns are views of arrays converted and checked once for all)."""
-    fids = [it[0] for it in items]
+def _gather(items: list[tuple[int, object, str, str]], fids: list[int], strict: bool) -> tuple[Any, ...]:
+    """The per-function checks and the lists gathered from every function.  Edge and
+    statement rows are checked per function only when ``strict`` (the bulk check of
+    :func:`parse_shapes` failed: find the function, or pad statements of older writers)."""
     heads, cols = [], _Columns()
     nb, ne, ns, nm = [], [], [], []
     for fid, desc, _file, _q in items:
@@ -221,28 +223,44 @@ def parse_shapes(items: list[tuple[int, object, str, str]]) -> list[FunctionShap
             raise _bad(fid, "blocks of the wrong shape") from None
         if not ids_ok or not _LISTS.issuperset(map(type, members)) or members[ENTRY] or members[EXIT]:
             raise _bad(fid, "block ids or statements")
-        if not (_LISTS.issuperset(map(type, edges)) and _FOUR.issuperset(map(len, edges))):
-            raise _bad(fid, "edges of the wrong shape")
-        if not (_LISTS.issuperset(map(type, stmts)) and _NINE.issuperset(map(len, stmts))):
-            if not (_LISTS.issuperset(map(type, stmts)) and _EIGHT.issuperset(map(len, stmts))):
-                raise _bad(fid, "statements of the wrong shape")
-            stmts = [r + [False] for r in stmts]          # written before statements had "suspends"
+        if strict:
+            if not (_LISTS.issuperset(map(type, edges)) and _FOUR.issuperset(map(len, edges))):
+                raise _bad(fid, "edges of the wrong shape")
+            if not (_LISTS.issuperset(map(type, stmts)) and _NINE.issuperset(map(len, stmts))):
+                if not (_LISTS.issuperset(map(type, stmts)) and _EIGHT.issuperset(map(len, stmts))):
+                    raise _bad(fid, "statements of the wrong shape")
+                stmts = [r + [False] for r in stmts]          # written before statements had "suspends"
         heads.append((head, plan, members))
         cols.stmts += stmts
         cols.edges += edges
         cols.dyn += dyn
         cols.members.extend(chain.from_iterable(members))
+        sizes = list(map(len, members))
+        cols.sizes += sizes
         nb.append(len(blocks))
         ne.append(len(edges))
         ns.append(len(stmts))
-        nm.append(sum(map(len, members)))
+        nm.append(sum(sizes))
+    return heads, cols, nb, ne, ns, nm
+
+
+def parse_shapes(items: list[tuple[int, object, str, str]]) -> list[FunctionShape]:
+    """Check the stored JSON of many functions ``(fid, desc, file, qualname)`` and return
+    their shapes (columns are views of arrays converted and checked once for all)."""
+    fids = [it[0] for it in items]
+    heads, cols, nb, ne, ns, nm = _gather(items, fids, strict=False)
+    if not (_LISTS.issuperset(map(type, cols.edges)) and _FOUR.issuperset(map(len, cols.edges))
+            and _LISTS.issuperset(map(type, cols.stmts)) and _NINE.issuperset(map(len, cols.stmts))):
+        heads, cols, nb, ne, ns, nm = _gather(items, fids, strict=True)
     k = np.arange(len(items))
     s_owner, e_owner, m_owner = np.repeat(k, ns), np.repeat(k, ne), np.repeat(k, nm)
-    scol = list(zip(*cols.stmts)) if cols.stmts else [()] * 9
-    ecol = list(zip(*cols.edges)) if cols.edges else [()] * 4
+    flat = list(chain.from_iterable(cols.stmts))      # rows of 9 (and of 4): columns by slicing
+    scol = [flat[k::9] for k in range(9)]
+    flat = list(chain.from_iterable(cols.edges))
+    ecol = [flat[k::4] for k in range(4)]
     nb_a = np.array(nb, np.int64)
-    edge_src = _ints(list(ecol[0]), "edge sources", e_owner, fids)
-    edge_dst = _ints(list(ecol[1]), "edge targets", e_owner, fids)
+    edge_src = _ints(ecol[0], "edge sources", e_owner, fids)
+    edge_dst = _ints(ecol[1], "edge targets", e_owner, fids)
     _within(edge_src, 0, nb_a[e_owner], "edge sources", e_owner, fids)
     _within(edge_dst, 0, nb_a[e_owner], "edge targets", e_owner, fids)
     leaving = np.flatnonzero(edge_src == EXIT)
@@ -257,28 +275,28 @@ def parse_shapes(items: list[tuple[int, object, str, str]]) -> list[FunctionShap
     except (KeyError, TypeError):
         i = next(i for i, x in enumerate(scol[0]) if not isinstance(x, str) or x not in _KIND_ID)
         raise _bad(fids[int(s_owner[i])], "unknown statement kind") from None
-    line = _ints(list(scol[2]), "statement lines", s_owner, fids)
-    col = _ints(list(scol[3]), "statement columns", s_owner, fids)
-    calls = _ints(list(scol[6]), "statement flags", s_owner, fids).astype(bool)
-    suspends = _ints(list(scol[8]), "statement flags", s_owner, fids).astype(bool)
-    stmt_block = _ints(list(scol[7]), "statement blocks", s_owner, fids)
+    line = _ints(scol[2], "statement lines", s_owner, fids)
+    col = _ints(scol[3], "statement columns", s_owner, fids)
+    calls = _ints(scol[6], "statement flags", s_owner, fids).astype(bool)
+    suspends = _ints(scol[8], "statement flags", s_owner, fids).astype(bool)
+    stmt_block = _ints(scol[7], "statement blocks", s_owner, fids)
     _within(stmt_block, -1, nb_a[s_owner], "statement blocks", s_owner, fids)
     members = _ints(cols.members, "block statements", m_owner, fids)
     ns_a = np.array(ns, np.int64)
     _within(members, 0, ns_a[m_owner], "block statements", m_owner, fids)
     sbase = np.concatenate([[0], np.cumsum(ns_a)[:-1]]).astype(np.int64)
     bbase = np.concatenate([[0], np.cumsum(nb_a)[:-1]]).astype(np.int64)
-    owner_block = np.repeat(np.arange(int(nb_a.sum())), [len(m) for h in heads for m in h[2]]) - bbase[m_owner]
+    owner_block = np.repeat(np.arange(int(nb_a.sum())), cols.sizes) - bbase[m_owner]
     wrong = np.flatnonzero(stmt_block[sbase[m_owner] + members] != owner_block)
     if wrong.size:
         raise _bad(fids[int(m_owner[wrong[0]])], "blocks and statements disagree")
     dyn = _ints(cols.dyn, "block flags", np.repeat(k, nb), fids).astype(bool)
-    edge_kind = list(ecol[2])
-    labels = list(scol[1])
+    edge_kind = ecol[2]
+    labels = scol[1]
     lf_owner, line_first = _first_statements(s_owner, line, col, sbase)
     ebase = np.concatenate([[0], np.cumsum(np.array(ne, np.int64))[:-1]]).astype(np.int64)
     br_owner, branch_rows, branch_names = _branches(
-        heads, nb_a, bbase, sbase, ebase, e_owner, edge_src, edge_dst, edge_kind, line, members)
+        heads, nb_a, bbase, sbase, ebase, e_owner, edge_src, edge_dst, edge_kind, line, members, cols.sizes)
     lf_cut = np.searchsorted(lf_owner, np.arange(len(items) + 1)).tolist()
     br_cut = np.searchsorted(br_owner, np.arange(len(items) + 1)).tolist()
     flat = _Flat()
@@ -286,6 +304,10 @@ def parse_shapes(items: list[tuple[int, object, str, str]]) -> list[FunctionShap
     flat.stmt_kind, flat.stmt_label, flat.stmt_line, flat.stmt_col = kind, labels, line, col
     flat.stmt_calls, flat.stmt_suspends, flat.stmt_block = calls, suspends, stmt_block.astype(np.int32)
     flat.dynamic_entry, flat.line_first = dyn, line_first
+    size_a = np.array(cols.sizes, np.int64)
+    flat.block_first = np.full(len(size_a), -1, np.int32)
+    some = size_a > 0
+    flat.block_first[some] = members[(np.cumsum(size_a) - size_a)[some]]
     flat.branch_rows, flat.branch_names = branch_rows, branch_names
     out = []
     s0 = e0 = b0 = 0
@@ -315,12 +337,11 @@ def _first_statements(owner: np.ndarray, line: np.ndarray, col: np.ndarray,
 def _branches(heads: list[Any], nb: np.ndarray, bbase: np.ndarray, sbase: np.ndarray, ebase: np.ndarray,
               e_owner: np.ndarray,
               src: np.ndarray, dst: np.ndarray, kinds: list[str], line: np.ndarray,
-              members: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[str]]:
+              members: np.ndarray, size: list[int]) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """Every out-edge of a predicate block (two or more out-edges, not ENTRY, with statements):
     (function index per row, rows block / index / line / edge id, names).  A branch is named
     by its edge kind, or, when kinds repeat at the block, by its target's first line
     (``"exit"`` for EXIT); see ``profile.model``."""
-    size = [len(m) for h in heads for m in h[2]]
     start = np.concatenate([[0], np.cumsum(size)[:-1]]).astype(np.int64) if size else np.zeros(0, np.int64)
     size_a = np.array(size, np.int64)
     b_owner = np.repeat(np.arange(len(heads)), nb)

@@ -185,17 +185,17 @@ class Tables:
         suspend = np.zeros(int(nb.sum()), bool)
         suspend[gblock[live & suspends]] = True
         sstart = np.cumsum(ns) - ns
-        first = [sstart[i] + b[0] for i, sh in enumerate(shapes) for b in sh.block_stmts if b]
-        has = np.array([bool(b) for sh in shapes for b in sh.block_stmts], bool)
+        b_owner = np.repeat(k, nb)
+        block_first = np.concatenate([sh.block_first for sh in shapes]).astype(np.int64)
+        has = block_first >= 0                         # a block's first statement is call-capable
         call = suspend.copy()
-        call[np.flatnonzero(has)] |= calls[np.array(first, np.int64)] if first else False
+        call[has] |= calls[sstart[b_owner[has]] + block_first[has]]
         blk = np.zeros((int(nb.sum()), K.BK_W), np.int32)
         blk[:, K.BK_FLAGS] = dyn * K.F_DYN | suspend * K.F_SUSPEND | call * K.F_CALL
         blk[:, K.BK_SUCC] = s0 + np.cumsum(succ_n) - succ_n
         blk[:, K.BK_NSUCC] = succ_n
         edg = np.full((len(src), K.ED_W), -1, np.int32)
         edg[:, K.ED_SRC], edg[:, K.ED_DST] = src, dst
-        b_owner = np.repeat(k, nb)
         ysl_blocks = np.flatnonzero(suspend)
         ny = np.bincount(b_owner[ysl_blocks], minlength=len(shapes))
         fids = np.array([sh.fid for sh in shapes], np.int64)
