@@ -107,7 +107,16 @@ def test_annotated_text(profiles: tuple[Path, list[FunctionProfile]]) -> None:
     assert rows[9][1].endswith("[next: 4, exhausted: 1]") and rows[9][0] == "1"
     assert rows[7][0] == ""          # the def line belongs to the module, not to total
     assert text.endswith(f"== unused  ({profiles[0]}:27-30)  never ran, 4 lines")   # one line, no source
-    assert "[true: -" not in text    # its lines show only in the module's source, unannotated
+    assert "[true: -" not in text    # its lines are never annotated
+    # each line is listed once: the module's section folds the bodies of its functions
+    module = next(sec for sec in text.split("\n\n") if sec.startswith("== <module> "))
+    listed = [(ln[:10].strip(), ln[11:17].strip(), ln[19:]) for ln in module.splitlines()[1:]]
+    assert [src for _c, num, src in listed if not num] == [
+        "    ... lines 2-4: classify", "    ... lines 8-12: total", "    ... lines 16-19: risky",
+        "    ... lines 23-24: gen", "    ... lines 28-30: unused never ran"]     # at the body's indent
+    assert [int(num) for _c, num, _src in listed if num] == [1, 5, 6, 7, 13, 14, 15, 20, 21, 22, 25, 26, 27,
+                                                            31, 32, 33, 34, 35, 36]
+    assert {int(num) for c, num, _src in listed if c == "1"} == {1, 7, 15, 22, 27, 33, 34, 35, 36}
 
 
 LCOV_LINE = re.compile(r"^(TN:.*|SF:/.+|FN:\d+,[^,\s]+|FNDA:\d+,[^,\s]+|FNF:\d+|FNH:\d+|DA:\d+,\d+|"
@@ -272,7 +281,8 @@ def test_functions_that_never_ran_against_the_line_tracer(mode: str, tmp_path: P
                             f"{n} line{'s' if n != 1 else ''}"]
         else:
             assert len(head) == 1 and head[0].endswith(f"calls {f['calls']}, blocks {f['blocks']}")
-    assert text.splitlines()[-len(never_by_oracle):] == [ln for ln in text.splitlines() if "never ran" in ln]
+    assert text.splitlines()[-len(never_by_oracle):] == [ln for ln in text.splitlines()
+                                                         if ln.startswith("== ") and "never ran" in ln]
     lines = {int(k): v for k, v in doc["lines"][path].items()}
     idle_body = {ln for f in funcs if f["name"] in never_by_oracle for ln in range(f["firstline"] + 1, f["lastline"] + 1)}
     assert all(lines[ln] == 0 for ln in set(lines) & idle_body)     # never-run bodies listed, at zero

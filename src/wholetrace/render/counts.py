@@ -144,10 +144,12 @@ _encode = json.encoder.encode_basestring_ascii  # type: ignore[attr-defined]
 
 def report_text(entries: Entries, *, limit: int | None = None) -> str:
     """Annotated source, hottest functions first: count beside each line, branches beside
-    predicates; then one line per function that never ran."""
+    predicates; then one line per function that never ran.  Each line is listed once: in the
+    section of a module, class or function, the body of a nested function is folded to one
+    line (``... lines A-B: NAME``, which has its own section, or ``NAME never ran``)."""
     out: list[str] = []
-    blank = " " * 10
     profiles, idle = split(entries)
+    folds = _nested(profiles, idle)
     for p in hottest([*profiles, *idle])[:limit]:
         if isinstance(p, Idle):
             out.append(f"== {p.qualname}  ({p.file}:{p.firstline}-{p.lastline})  never ran, "
@@ -155,26 +157,63 @@ def report_text(entries: Entries, *, limit: int | None = None) -> str:
             continue
         first, last = p.firstline, p.lastline
         n = last - first + 1
+        src = p.source.splitlines()[:n]
+        src += [""] * (n - len(src))
+        nums = _line_numbers(last + 1)
+        counted: dict[int, str] = {}                # line offset -> count column
         lines, sids, _cols = p.shape.line_first
-        col = [blank] * n                          # the count column, line by line
         for ln, c in zip((lines - first).tolist(), np.asarray(p.stmts)[sids].tolist()):
             if 0 <= ln < n:
-                col[ln] = f"{c:>10}"
+                counted[ln] = f"{c:>10}"
         per_line: dict[int, list[str]] = {}
         for br in branches(p):
-            per_line.setdefault(br.line, []).append(f"{br.name}: {'-' if br.taken is None else br.taken}")
-        out.append(f"== {p.qualname}  ({p.file}:{first}-{last})  calls {p.calls}, blocks {p.weight}")
-        text = p.source.splitlines()[:n]
-        text += [""] * (n - len(text))
-        nums = _line_numbers(last + 1)[first:last + 1]
-        body = [f"{c} {k}  {src}".rstrip() for c, k, src in zip(col, nums, text)]
-        for ln, items in per_line.items():
-            i = ln - first
+            per_line.setdefault(br.line - first, []).append(f"{br.name}: {'-' if br.taken is None else br.taken}")
+        for i, items in per_line.items():
             if 0 <= i < n:
-                body[i] = f"{col[i]} {nums[i]}  {text[i]}    [{', '.join(items)}]".rstrip()
-        out += body
+                src[i] = f"{src[i]}    [{', '.join(items)}]"
+
+        def listed(a: int, b: int) -> list[str]:
+            """Lines a..b-1 (offsets), annotated."""
+            return [f"{counted.get(i, _BLANK)} {nums[first + i]}  {src[i]}".rstrip() for i in range(a, b)]
+
+        out.append(f"== {p.qualname}  ({p.file}:{first}-{last})  calls {p.calls}, blocks {p.weight}")
+        at = 0
+        for q_first, q_last, name, q_ran in folds.get(id(p), ()):
+            head = q_first - first              # the child's header lines are the parent's statements
+            while head + 1 <= q_last - first and head + 1 in counted:
+                head += 1
+            out += listed(at, head + 1)
+            if head + 1 < q_last - first:         # two lines or more: folded
+                following = src[head + 1]
+                indent = following[:len(following) - len(following.lstrip())]
+                out.append(f"{_BLANK} {'':>6}  {indent}... lines {first + head + 1}-{q_last}: {name}"
+                           f"{'' if q_ran else ' never ran'}")
+            else:
+                out += listed(head + 1, q_last - first + 1)
+            at = max(at, q_last - first + 1)
+        out += listed(at, n)
         out.append("")
     return "\n".join(out)
+
+
+_BLANK = " " * 10
+
+
+def _nested(profiles: list[FunctionProfile], idle: list[Idle]) -> dict[int, list[tuple[int, int, str, bool]]]:
+    """id(profile) -> (firstline, lastline, qualname, ran) of the functions directly nested in
+    it (same file, lines inside its lines), in line order."""
+    out: dict[int, list[tuple[int, int, str, bool]]] = {}
+    rows = sorted([(p.file, p.firstline, -p.lastline, p.qualname, True, id(p)) for p in profiles]
+                  + [(p.file, p.firstline, -p.lastline, p.qualname, False, 0) for p in idle])
+    stack: list[tuple[str, int, int, str, bool, int]] = []
+    for row in rows:
+        file, first, neg_last = row[0], row[1], row[2]
+        while stack and not (stack[-1][0] == file and stack[-1][1] <= first and neg_last >= stack[-1][2]):
+            stack.pop()
+        if stack and (stack[-1][1], stack[-1][2]) != (first, neg_last) and stack[-1][4]:
+            out.setdefault(stack[-1][5], []).append((first, -neg_last, row[3], row[4]))
+        stack.append(row)
+    return out
 
 
 _NUMBERS: list[str] = []
