@@ -3,7 +3,7 @@
 import random
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from wholetrace.errors import InternalError
 from wholetrace.instrument.flowgraph import (
@@ -80,19 +80,25 @@ def test_validate_rejects_malformed_graphs() -> None:
 
 
 def _assert_conserved(g: FlowGraph, w: EdgeWeights) -> None:
+    """Inflow equals outflow at every node, up to cancellation against the largest flow."""
+    slack = 1e-13 * max(1.0, *w.edges)
     for v in range(g.num_nodes):
         inflow = w.node_weight(g, v)
         outflow = sum(w.edges[e] for e in g.out_edges[v]) + (w.virtual if v == g.exit else 0.0)
-        assert inflow == pytest.approx(outflow, rel=1e-6, abs=1e-9)
+        assert inflow == pytest.approx(outflow, rel=1e-6, abs=max(1e-9, slack))
 
 
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 2**32), n=st.integers(1, 14), extra=st.integers(0, 8), loops=st.integers(0, 5))
+@example(seed=2**32, n=8, extra=0, loops=4)
 def test_random_weightings_conserve_flow(seed: int, n: int, extra: int, loops: int) -> None:
     g = random_flow_graph(random.Random(seed), n, extra_edges=extra, loops=loops)
     validate(g)
     assert reachable(g, g.entry) == set(range(g.num_nodes))
     w = static_weights(g)
     assert all(x >= 0 for x in w.edges)
-    assert w.virtual == pytest.approx(1.0)
+    # the flow returning to ENTRY is 1 up to cancellation: irreducible loops whose exits keep only
+    # the smallest probability carry flows of 1e10 and more (seed 2**32, n 8, loops 4: 4.8e10,
+    # virtual 0.9999964 even with the header system solved in exact fractions)
+    assert w.virtual == pytest.approx(1.0, abs=1e-13 * max(1.0, *w.edges))
     _assert_conserved(g, w)
