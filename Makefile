@@ -14,12 +14,16 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
+# wholetrace.wpp.aot: the WPP builder's kernels compiled ahead of time (numba.pycc, ~20-60 s once per
+# machine and kernel version; the builder falls back to the JIT without them).
 $(VENV)/.installed: $(BIN)/python pyproject.toml setup.py
 	$(BIN)/python -m pip install -q -e .
+	$(BIN)/python -m wholetrace.wpp.aot
 	touch $@
 
 $(VENV)/.installed-dev: $(BIN)/python pyproject.toml setup.py
 	$(BIN)/python -m pip install -q -e '.[dev]'
+	$(BIN)/python -m wholetrace.wpp.aot
 	touch $(VENV)/.installed $@
 
 demo: $(VENV)/.installed
@@ -32,6 +36,7 @@ demo: $(VENV)/.installed
 # numba kernels once into the cache, which the two pytest workers would otherwise each compile.
 test: $(VENV)/.installed-dev
 	$(BIN)/python -m compileall -q src
+	$(BIN)/python -m wholetrace.wpp.aot
 	$(BIN)/python tools/compat.py --start
 	status=0; \
 	echo "make test: make demo (its output: $(DEMO).log)"; \
