@@ -21,6 +21,7 @@ but never writes to the pipe nor ends the build (``os.getpid()`` is checked).
 
 from __future__ import annotations
 
+from array import array
 import os
 import pickle
 import struct
@@ -90,11 +91,19 @@ def _widen(fd: int) -> None:
         pass        # elsewhere, or above /proc/sys/fs/pipe-max-size: the default pipe works
 
 
+FLUSH_SECONDS = float(os.environ.get("WHOLETRACE_WPP_FLUSH", "0.05"))
+
+
 class OnlineWpp:
     """A recording writer that builds one grammar per stream as chunks arrive (see the module doc).
 
     Every writer method but ``append_events`` and ``close`` passes through to ``writer``.
     """
+
+    #: how often the recorder's flusher should hand chunks over (``runtime.recorder``; default
+    #: 0.25 s): the builder works beside the program only on what it has been given, and a small
+    #: program's events otherwise arrive in one or two flushes at its end.
+    flush_seconds = FLUSH_SECONDS
 
     def __init__(self, writer: Any, mode: str, *, lookahead: bool = False, keep_raw: bool = False,
                  queue_events: int = QUEUE_EVENTS, process: "BuilderProcess | None" = None) -> None:
@@ -130,18 +139,22 @@ class OnlineWpp:
         """Send one chunk of stream ``sid`` to the builder (and store it raw with ``keep_raw``)."""
         if os.getpid() != self._pid:
             return
-        import numpy as np   # imported by the recorder already; not before the builder starts
-
         if self.keep_raw:
             self._writer.append_events(sid, events)
-        arr = np.ascontiguousarray(events, dtype=np.int32)
-        n = len(arr)
+        if isinstance(events, array) and events.itemsize == 4 and events.typecode in "il":
+            data: Any = events   # the recorder's chunks (runtime.buffers): no numpy in the recorded
+            # process (importing it on the flusher thread, beside the busy program, took 0.2-0.4 s)
+        else:
+            import numpy as np
+
+            data = np.ascontiguousarray(events, dtype=np.int32)
+        n = len(data)
         if n == 0:
             return
         with self._lock:
             self.submitted += n
             self._send(_FRAME.pack(sid, n))
-            self._send(arr.view(np.uint8).data)
+            self._send(data)
 
     def _send(self, data: Any) -> None:
         if self._broken is not None:
@@ -164,6 +177,7 @@ class OnlineWpp:
             with self._lock:
                 self._send(_FRAME.pack(-1, 0))
                 os.close(self._fd)
+            import numpy  # noqa: F401 - the result holds arrays: import while the builder finishes
             data = self._out.read()      # until the builder exits
             self._out.close()
             result = pickle.loads(data) if data else {"error": self._builder_stderr()}
