@@ -223,7 +223,7 @@ def render(names, times, cpus, t1, comp, tools, runs, size, version, argv) -> st
         "",
         table(h1, rows1),
         "Whole-process wall time and CPU time (user + system, every thread), × = median / median plain; the +wpp "
-        "runs include the builder's start (numba import, kernel loading) and waiting for it at exit:",
+        "runs include the builder's start (numpy and its kernels: compiled ahead of time, `wpp/aot.py`, else numba's JIT) and waiting for it at exit:",
         "",
         table(h2, rows2),
         f"Raw stream against zstd -19, xz -9 and the WPP, SEQUITUR vs SEQUITUR(1) built offline on the same "
