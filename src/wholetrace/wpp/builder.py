@@ -215,7 +215,9 @@ def build(mode: str, lookahead: bool, q: ChunkQueue, spawned: float = 0.0) -> di
         streams[str(sid)] = {"events": events[sid], "symbols": len(g), "rules": g.num_rules,
                              "rhs": g.num_symbols, "len_S": g.start_length,
                              "encoded_bytes": len(enc), "build_seconds": round(cpu[sid], 4)}
-    return {"grammars": grammars, "symbols": terminals_to_array(interner.terminals()), "streams": streams,
+    symbols = terminals_to_array(interner.terminals())
+    # plain bytes (int64, 3 a terminal): the recorded process stores them without importing numpy
+    return {"grammars": grammars, "symbols": symbols.astype("<i8").tobytes(), "streams": streams,
             "stats": {"max_backlog_events": q.max_backlog, "backlog_at_end_events": q.backlog_at_end,
                       "spilled_events": q.spilled_events, "spilled_chunks": q.spilled_chunks,
                       "received_events": q.received, "jit_seconds": round(jit, 4), "kernels": kernels,
