@@ -109,6 +109,41 @@ def test_program_sees_what_it_sees_without_wholetrace(tmp_path, mode):
     assert rec.stdout == plain.stdout
 
 
+UNCAUGHT = '''
+import asyncio, atexit, sys
+
+async def work():
+    return 1
+
+def seen():
+    v = getattr(sys, "last_value", None)
+    print("atexit sees", type(v).__name__, v, getattr(sys, "last_type", None), sys.last_traceback.tb_frame.f_code.co_name,
+          getattr(sys, "last_exc", v) is v)
+
+atexit.register(seen)
+pending = [work() for _ in range(2)]        # never awaited: warned about when collected
+
+def main():
+    held = pending
+    raise LookupError("uncaught")
+
+main()
+'''
+
+
+@pytest.mark.parametrize("mode", ["blocks", "count", "path"])
+def test_uncaught_exception_is_kept_as_the_interpreter_keeps_it(tmp_path, mode):
+    """After an uncaught exception, `atexit` handlers see it in `sys.last_*` (`sys.last_exc`
+    on 3.12+), and what its frames hold lives until shutdown: the never-awaited coroutines are
+    reported then, as in the plain run (earlier, the warnings module adds a tracemalloc hint)."""
+    script = tmp_path / "uncaught.py"
+    script.write_text(UNCAUGHT)
+    plain = run_plain(script)
+    assert "atexit sees LookupError uncaught" in plain.stdout and "never awaited" in plain.stderr
+    rec = run_recorded(script, tmp_path / "out.wt", mode=mode)
+    assert (rec.returncode, rec.stdout, rec.stderr) == (plain.returncode, plain.stdout, plain.stderr)
+
+
 TWICE = r'''
 import json, sys
 from pathlib import Path

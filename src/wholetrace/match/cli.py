@@ -78,7 +78,7 @@ def run_compress(args: argparse.Namespace) -> int:
         sizes = d["bytes"] if d else {}
         events = sum(b.symbols for b in new)
         print(f"wholetrace: compressed {len(new)} stream(s), {events:,} F/B/E events in {secs:.2f} s "
-              f"({events / max(secs, 1e-9) / 1e6:.1f} M/s): grammar {sizes.get('grammar', 0):,} bytes, "
+              f"({events / max(secs, 1e-9) / 1e6:.3g} M events/s): grammar {sizes.get('grammar', 0):,} bytes, "
               f"chunks {sizes.get('chunks', 0):,}, chunk index {sizes.get('chunk_index', 0):,}, "
               f"segment index {sizes.get('segment_index', 0):,}, caller stacks {sizes.get('chunk_stacks', 0):,}",
               file=sys.stderr)

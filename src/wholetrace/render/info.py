@@ -30,7 +30,15 @@ def info_dict(trace: Trace) -> dict[str, Any]:
         "sizes": rec.sizes(),
         "cf_trace": _cf_trace(rec),
         "processes": _processes(trace, sum(s.n_events for s in streams)),
+        "unrecorded": _unrecorded(trace),
     }
+
+
+def _unrecorded(trace: Trace) -> list[dict[str, Any]]:
+    """The child interpreters that ran code without recording it (``store.parts.unrecorded``)."""
+    from wholetrace.store.parts import unrecorded
+
+    return unrecorded(trace.path, trace.meta)
 
 
 def _processes(trace: Trace, events: int) -> list[dict[str, Any]] | None:
@@ -89,6 +97,8 @@ def info_text(d: dict[str, Any]) -> str:
     if procs:
         lines.append(f"processes: {len(procs)} (`--process N` of trace and counts selects one)")
         lines += _tree(procs, 0, 1)
+    for n in d.get("unrecorded") or []:
+        lines.append(f"not recorded: pid {n['pid']} {' '.join(n['argv'])[:60]}  ({n['why']})")
     sizes = d["sizes"]
     lines.append("sizes:     " + ", ".join(f"{k} {v:,}" for k, v in sizes.items()))
     return "\n".join(lines)

@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from wholetrace.events import EXC, LEAVE
-from wholetrace.store.schema import BASE_PREFIX, CHILDREN_KEY, PROCESS_KEY
+from wholetrace.store.schema import BASE_PREFIX, CHILDREN_KEY, PROCESS_KEY, UNRECORDED_PREFIX
 
 #: ``OUT.wt`` -> ``OUT.wt.parts``: where the child processes' recordings go.
 PARTS_SUFFIX = ".parts"
@@ -341,7 +341,7 @@ def enable(live: Any, out: str | os.PathLike[str] | Spawned, meta: dict[str, Any
     else:
         parts = parts_dir(out)           # made by the first child that stores something
         if parts.is_dir() and all(p.suffix == ".wt" or p.name.endswith(("-journal", "-wal", "-shm"))
-                                  for p in parts.iterdir()):
+                                  or p.name.startswith(UNRECORDED_PREFIX) for p in parts.iterdir()):
             shutil.rmtree(parts, ignore_errors=True)
         scope = live.finder.scope
         cfg = Config(str(parts.resolve()), live.recorder.mode, [str(r) for r in scope.roots], list(scope.packages),

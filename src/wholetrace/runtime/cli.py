@@ -126,6 +126,8 @@ def run_record(argv: Sequence[str]) -> int:
     if not args.quiet:
         size = out.stat().st_size if out.exists() else 0
         extra = f", {len(outcome.daemon_threads)} daemon thread(s) still running" if outcome.daemon_threads else ""
+        if children is not None:
+            extra += _unrecorded_note(out)
         print(f"wholetrace: recorded {outcome.events:,} events ({args.mode}), {size:,} bytes -> {out} "
               f"[{outcome.ended}, exit {outcome.exit_code}{extra}]", file=sys.stderr)
     if outcome.ended == "keyboard-interrupt":
@@ -134,6 +136,15 @@ def run_record(argv: Sequence[str]) -> int:
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGINT)
     return outcome.exit_code
+
+
+def _unrecorded_note(out: Path) -> str:
+    """``, N Python process(es) not recorded`` when child interpreters ran code unrecorded."""
+    from wholetrace.runtime.children import parts_dir
+    from wholetrace.store.schema import UNRECORDED_PREFIX
+
+    n = len(list(parts_dir(out).glob(UNRECORDED_PREFIX + "*.json"))) if parts_dir(out).is_dir() else 0
+    return f", {n} Python process(es) not recorded (`wholetrace info` lists them)" if n else ""
 
 
 def add_parser(sub: Any) -> None:

@@ -32,23 +32,30 @@ _OWN = str(Path(__file__).resolve().parent.parent)
 
 @dataclass
 class Target:
-    """What to run: a script path, a module name or a command (``python -c``: the child
-    processes of ``runtime.subprocs``), with the program's own arguments."""
+    """What to run: a script path, a module name, a command (``python -c``) or a program read
+    from standard input (``stdin``: the interpreter's ``sys.argv[0]``, ``-`` or ``""``, and the
+    source; both only in the child processes of ``runtime.subprocs``), with the program's own
+    arguments."""
 
     script: str | None = None
     module: str | None = None
     args: list[str] = field(default_factory=list)
     command: str | None = None
+    stdin: tuple[str, bytes] | None = None
 
     @property
     def label(self) -> str:
         if self.command is not None:
             return "-c " + short_command(self.command)
+        if self.stdin is not None:
+            return "- (stdin)"
         return f"-m {self.module}" if self.module else str(self.script)
 
 
 #: The file name of a ``python -c`` command's code (its main module), as the interpreter names it.
 COMMAND_FILE = "<string>"
+#: The file name of a program read from standard input, as the interpreter names it.
+STDIN_FILE = "<stdin>"
 
 
 def short_command(code: str, width: int = 40) -> str:
@@ -75,8 +82,14 @@ def _trim(tb: types.TracebackType | None) -> types.TracebackType | None:
 
 
 def _report(exc: BaseException) -> None:
-    """Print an uncaught exception as the interpreter would, without wholetrace's own frames."""
+    """Print an uncaught exception as the interpreter would, without wholetrace's own frames,
+    and keep it where the interpreter does (``sys.last_exc`` from 3.12, ``sys.last_type``,
+    ``last_value``, ``last_traceback``): ``atexit`` handlers see it, and what it holds lives
+    until the interpreter shuts down."""
     exc.__traceback__ = _trim(exc.__traceback__)
+    sys.last_type, sys.last_value, sys.last_traceback = type(exc), exc, exc.__traceback__
+    if sys.version_info >= (3, 12):
+        sys.last_exc = exc
     sys.excepthook(type(exc), exc, exc.__traceback__)
 
 
@@ -166,6 +179,16 @@ def _run_command(code_text: str, instrumenter: Instrumenter, headroom: int) -> N
         if register is not None:
             register(COMMAND_FILE, code_text, COMMAND_FILE)
     main = _main_module()
+    sys.modules["__main__"] = main
+    _exec_main(code, main, headroom)
+
+
+def _run_stdin(source: bytes, instrumenter: Instrumenter, headroom: int) -> None:
+    """Run a program read from standard input as the interpreter does: the main module
+    ``<stdin>``, with ``__file__`` set to that name and the builtin loader."""
+    code = instrumenter.compile(source, STDIN_FILE)
+    main = _main_module()
+    main.__dict__.update(__file__=STDIN_FILE, __cached__=None)
     sys.modules["__main__"] = main
     _exec_main(code, main, headroom)
 
@@ -265,10 +288,10 @@ def record(target: Target, writer: Any, *, mode: str = "blocks", include: list[s
     """
     if mode not in MODES:
         raise UsageError(f"unknown mode {mode!r} (choose from {', '.join(MODES)})")
-    if target.command is not None:
+    if target.command is not None or target.stdin is not None:
         _main_path("")
         roots = [Path(os.getcwd()).resolve()]
-        sys.argv = ["-c", *target.args]
+        sys.argv = ["-c" if target.stdin is None else target.stdin[0], *target.args]
     elif target.script is not None:
         path = Path(target.script).resolve()
         if not path.is_file():
@@ -292,6 +315,8 @@ def record(target: Target, writer: Any, *, mode: str = "blocks", include: list[s
     try:
         if target.command is not None:
             _run_command(target.command, instrumenter, live.headroom)
+        elif target.stdin is not None:
+            _run_stdin(target.stdin[1], instrumenter, live.headroom)
         elif target.script is not None:
             _run_script(path, instrumenter, live.headroom)
         else:

@@ -5,13 +5,17 @@ what to record and where (JSON).  Every Python interpreter of the same installat
 from it (``subprocess`` of ``sys.executable``, ``os.exec*``, a shell running ``python``) finds
 it while ``site`` processes ``.pth`` files, the way coverage.py's ``COVERAGE_PROCESS_START``
 works.  If the interpreter is about to run a script (``python [-options] SCRIPT ...``), a
-module (``python -m MOD ...``) or a command (``python -c CODE ...``: its code is the main
-module ``<string>``, instrumented like a script), :func:`startup` finishes ``site``'s own work
-(``sitecustomize``, ``usercustomize``), runs the program through the runner into a part of
-the recording, and ends the process with the program's exit status (``os._exit``, after the
-program's ``atexit`` handlers and threads, as ``wholetrace record`` does).  Anything else
-(``-i``, ``-`` (stdin), the interactive prompt, ``multiprocessing``'s own children, which
-record through ``runtime.children``) runs as it would, unrecorded.
+module (``python -m MOD ...``), a command (``python -c CODE ...``: its code is the main
+module ``<string>``, instrumented like a script) or a program on its standard input
+(``python - ...``, or ``python`` with a stdin that is not a terminal: the main module
+``<stdin>``), :func:`startup` finishes ``site``'s own work (``sitecustomize``,
+``usercustomize``), runs the program through the runner into a part of the recording, and
+ends the process with the program's exit status (``os._exit``, after the program's
+``atexit`` handlers and threads, as ``wholetrace record`` does).  ``multiprocessing``'s own
+children record through ``runtime.children``.  An interpreter that runs code the runner
+does not reproduce (``-i``, ``-x``, a directory or zip application, the interactive prompt)
+runs as it would, unrecorded, and leaves a note saying so in the parts directory
+(:func:`unrecorded`), which ``record`` and ``info`` report: nothing is left out silently.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import sys
 from typing import Any
 
 from wholetrace.runtime.children import ENV
+from wholetrace.store.schema import UNRECORDED_PREFIX
 
 #: Interpreter options that take no value and change nothing the runner reproduces.
 _FLAGS = frozenset("BdEsuvqObRIP")
@@ -35,11 +40,13 @@ _MULTIPROCESSING = ("from multiprocessing.spawn import", "from multiprocessing.f
 
 
 def target_of(argv: list[str]) -> tuple[str, str, list[str]] | None:
-    """("script", path, args), ("module", name, args) or ("command", code, args) from the
-    interpreter's own argv (``sys.orig_argv``), parsed as the interpreter parses it (short
-    options may share an argument: ``-uc CODE``, ``-Xdev``, ``-um MOD``); None for anything
-    the runner does not reproduce (``-i``, ``-x``, ``-`` (stdin), the interactive prompt,
-    ``multiprocessing``'s own interpreters)."""
+    """("script", path, args), ("module", name, args), ("command", code, args) or ("stdin",
+    argv0, args) from the interpreter's own argv (``sys.orig_argv``), parsed as the interpreter
+    parses it (short options may share an argument: ``-uc CODE``, ``-Xdev``, ``-um MOD``);
+    "stdin" means the program comes from standard input (``python - ARGS``: argv0 ``-``, or
+    no program at all: argv0 ``""``, which runs stdin only when it is not a terminal, see
+    :func:`startup`).  None for anything the runner does not reproduce (``-i``, ``-x``,
+    ``--help``, ``multiprocessing``'s own interpreters)."""
     i = 1
     while i < len(argv):
         a = argv[i]
@@ -76,8 +83,43 @@ def target_of(argv: list[str]) -> tuple[str, str, list[str]] | None:
                 return None                  # -i, -x, -h, -V, ...
             j += 1
         i += 1
-    if i < len(argv) and argv[i] != "-":
-        return "script", argv[i], argv[i + 1:]
+    if i == len(argv):
+        return "stdin", "", []
+    if argv[i] == "-":
+        return "stdin", "-", argv[i + 1:]
+    return "script", argv[i], argv[i + 1:]
+
+
+def why_unrecorded(argv: list[str], stdin_is_tty: bool) -> str | None:
+    """Why an interpreter with this argv runs code that is not recorded (a few words), or None
+    when it is recorded or runs no program code (``--version``, ``-h``, a missing script, ...)."""
+    target = target_of(argv)
+    if target is not None:
+        kind, what, _args = target
+        if kind == "stdin" and what == "" and stdin_is_tty:
+            return "the interactive prompt"
+        if kind == "script" and os.path.isdir(what):
+            return "a directory's __main__"
+        if kind == "script" and os.path.isfile(what) and not _runs(target):
+            return "a zip application"
+        return None
+    skip = False
+    for a in argv[1:]:
+        if skip:
+            skip = False
+            continue
+        if a == "--" or not a.startswith("-") or a.startswith("--") or a == "-":
+            return None
+        for j, c in enumerate(a[1:], 1):
+            if c == "i":
+                return "-i (a prompt after the program)"
+            if c == "x":
+                return "-x (the first line skipped)"
+            if c in "cm":
+                return None
+            if c in _VALUED:
+                skip = j + 1 == len(a)
+                break
     return None
 
 
@@ -88,9 +130,36 @@ def startup() -> None:
         target = target_of(list(getattr(sys, "orig_argv", [])))
     except (KeyError, ValueError, TypeError):
         return
-    if target is None or not isinstance(config, dict) or "multiprocessing" in sys.modules or not _runs(target):
+    if not isinstance(config, dict) or "multiprocessing" in sys.modules:
+        return
+    stdin_tty = _stdin_is_tty()
+    if target is None or not _runs(target) or (target[0] == "stdin" and target[1] == "" and stdin_tty):
+        _note_unrecorded(config, why_unrecorded(list(getattr(sys, "orig_argv", [])), stdin_tty))
         return
     _take_over(config, target)
+
+
+def _stdin_is_tty() -> bool:
+    try:
+        return os.isatty(0)
+    except OSError:
+        return False
+
+
+def _note_unrecorded(config: dict[str, Any], why: str | None) -> None:
+    """Leave ``unrecorded-PID.json`` in the parts directory: this interpreter's argv and why
+    it is not recorded (``store.parts.unrecorded`` reads the notes)."""
+    parts = config.get("parts")
+    if why is None or not isinstance(parts, str):
+        return
+    try:
+        os.makedirs(parts, exist_ok=True)
+        path = os.path.join(parts, f"{UNRECORDED_PREFIX}{os.getpid()}.json")
+        with open(path + ".tmp", "w", encoding="utf-8") as fh:
+            json.dump({"pid": os.getpid(), "argv": list(getattr(sys, "orig_argv", [])), "why": why}, fh)
+        os.replace(path + ".tmp", path)
+    except OSError:          # the program runs as it would whatever happens to the note
+        pass
 
 
 def _runs(target: tuple[str, str, list[str]]) -> bool:
@@ -142,7 +211,11 @@ def _take_over(config: dict[str, Any], target: tuple[str, str, list[str]]) -> No
     name = children.part_name()
     if not sys.flags.safe_path:          # the runner sets sys.path[0], as the interpreter would have
         sys.path.insert(0, "")
-    tgt = runner.Target(**{kind: what}, args=args)
+    if kind == "stdin":                  # the interpreter would read its program from there
+        stdin = sys.stdin
+        tgt = runner.Target(stdin=(what, stdin.buffer.read() if stdin is not None else b""), args=args)
+    else:
+        tgt = runner.Target(**{kind: what}, args=args)
     writer = children.new_part(os.path.join(cfg.parts, name))
     code = 1
     try:

@@ -8,6 +8,7 @@ in the order they started: 0 is the root.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +19,7 @@ import numpy as np
 
 from wholetrace.errors import UsageError
 from wholetrace.store.reader import Recording
-from wholetrace.store.schema import BASE_PREFIX, CHILDREN_KEY, PROCESS_KEY  # noqa: F401 (readers' names)
+from wholetrace.store.schema import BASE_PREFIX, CHILDREN_KEY, PROCESS_KEY, UNRECORDED_PREFIX  # noqa: F401 (readers' names)
 
 
 @dataclass
@@ -80,6 +81,23 @@ def processes(root: str | os.PathLike[str], meta: dict[str, Any], events: int) -
         proc.parent = number.get(parent, 0)
         out[proc.parent].children.append(proc.number)
     return out
+
+
+def unrecorded(root: str | os.PathLike[str], meta: dict[str, Any]) -> list[dict[str, Any]]:
+    """The child interpreters of the recording ``root`` that ran code without recording it
+    (``-i``, ``-x``, a zip application, ...): ``{"pid", "argv", "why"}`` each, by pid."""
+    where = parts_path(root, meta)
+    if where is None or not where.is_dir():
+        return []
+    out = []
+    for p in where.glob(UNRECORDED_PREFIX + "*.json"):
+        try:
+            note = json.loads(p.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(note, dict) and isinstance(note.get("argv"), list) and isinstance(note.get("why"), str):
+            out.append({"pid": _int(note.get("pid")), "argv": [str(a) for a in note["argv"]], "why": note["why"]})
+    return sorted(out, key=lambda n: n["pid"] or 0)
 
 
 def select(root: str | os.PathLike[str], number: int | None) -> str:

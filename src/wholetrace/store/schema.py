@@ -136,6 +136,9 @@ TOTALS_KEY: Final = "totals"
 #: reads them): the root's parts directory, each file's identity.
 CHILDREN_KEY: Final = "children"
 PROCESS_KEY: Final = "process"
+#: Notes in the parts directory (``UNRECORDED_PREFIX`` + pid + ``.json``: argv, why) left by child
+#: interpreters that ran code the runner does not reproduce (``runtime.subprocs``).
+UNRECORDED_PREFIX: Final = "unrecorded-"
 #: Arrays of a fork child in count modes: the counts at the fork (``counters``, ... under this prefix).
 BASE_PREFIX: Final = "process.base."
 
