@@ -117,6 +117,8 @@ def intern_block_streams(streams: Sequence[np.ndarray], cfgs: dict[int, CFG]) ->
 
 def recording_block_symbols(rec: object) -> tuple[BlockSymbols, dict[int, CFG]]:
     """Every stream of a `blocks` recording (a ``store.Recording``) interned, with its CFGs."""
+    from wholetrace.instrument.cfg import CFG
+
     cfgs = {f.fid: CFG.from_json(f.cfg) for f in rec.functions()}  # type: ignore[attr-defined]
     streams = [rec.events(s.sid) for s in rec.streams()]  # type: ignore[attr-defined]
     return intern_block_streams(streams, cfgs), cfgs
