@@ -89,11 +89,14 @@ def test_compiled_kernels_give_the_jit_grammars_on_the_sequitur_vectors(tmp_path
     assert off["kernels"].startswith("jit") and off["numba"] is True and off["sha"] == want
 
 
-def test_a_missing_compiled_module_falls_back_to_the_jit(tmp_path: Path) -> None:
+@pytest.mark.parametrize("env, why", [({aot.ENV_DIR: "empty"}, "jit: no compiled kernels"),
+                                      ({"NUMBA_DISABLE_JIT": "1"}, "jit: NUMBA_DISABLE_JIT")])
+def test_a_missing_compiled_module_falls_back_to_the_jit(tmp_path: Path, env: dict[str, str], why: str) -> None:
     data = tmp_path / "v.npz"
     np.savez(data, abcab=np.frombuffer(b"abcabdabcabd", np.uint8).astype(np.int64))
-    got = _grammar_hashes(tmp_path, data, **{aot.ENV_DIR: str(tmp_path / "empty")})
-    assert got["kernels"].startswith("jit: no compiled kernels") and got["numba"] is True
+    env = {k: str(tmp_path / v) if k == aot.ENV_DIR else v for k, v in env.items()}
+    got = _grammar_hashes(tmp_path, data, **env)
+    assert got["kernels"].startswith(why) and got["numba"] is True
     assert got["sha"]["abcab False"] == hashlib.sha256(sequitur(np.frombuffer(b"abcabdabcabd", np.uint8)
                                                                 .astype(np.int64)).to_bytes()).hexdigest()
 

@@ -186,6 +186,8 @@ def install(directory: Path | None = None) -> str:
     Returns ``"aot"``, or ``"jit: <why>"`` when the JIT modules will be used."""
     if os.environ.get(ENV_SWITCH, "1") == "0":
         return f"jit: {ENV_SWITCH}=0"
+    if os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0"):  # the pure-Python twins, as asked
+        return "jit: NUMBA_DISABLE_JIT"
     try:
         modules = load(directory)
     except Exception as exc:  # noqa: BLE001 - any failure to load means the JIT fallback
