@@ -178,3 +178,17 @@ def test_the_key_changes_with_the_kernel_sources(tmp_path: Path, monkeypatch: py
     with open(fake / "kernels" / "sequitur.py", "a") as f:
         f.write("\n# edited\n")
     assert aot.key() != before
+
+
+def test_python_functions_reading_other_globals_stay_with_the_real_module() -> None:
+    """A stand-in re-creates a kernel module's plain functions over its own namespace only if
+    every global they read is there (a class, say, is not: the call goes to the real module)."""
+    import types
+
+    m = types.ModuleType("fake_kernels")
+    exec("import numpy as np\nK = 3\nclass C:\n    pass\n"
+         "def ok():\n    return np.int64(K) + len([1])\n"
+         "def bad():\n    return C()\n"
+         "def worse():\n    return bad()\n", m.__dict__)
+    imports, functions = aot._python_parts(m, {})
+    assert imports == {"np": "numpy"} and set(functions) == {"ok"}

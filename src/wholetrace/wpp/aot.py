@@ -27,6 +27,7 @@ module; the builder then imports numpy and that module only.
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import importlib.machinery
 import importlib.util
@@ -272,7 +273,7 @@ def _constants(module: types.ModuleType) -> dict[str, Any]:
     return out
 
 
-def _python_parts(module: types.ModuleType) -> tuple[dict[str, str], dict[str, Any]]:
+def _python_parts(module: types.ModuleType, kernels: Any) -> tuple[dict[str, str], dict[str, Any]]:
     """The module's imported modules (numpy, ...; not numba's) and its plain Python functions
     (marshalled code: the key includes the Python version), which a stand-in re-creates over its
     own namespace so that they call the compiled kernels."""
@@ -281,7 +282,28 @@ def _python_parts(module: types.ModuleType) -> tuple[dict[str, str], dict[str, A
     functions = {name: (marshal.dumps(f.__code__), f.__defaults__, f.__kwdefaults__)
                  for name, f in vars(module).items()
                  if isinstance(f, types.FunctionType) and f.__module__ == module.__name__ and not f.__closure__}
-    return imports, functions
+    # A function re-created over the stand-in's namespace must find every global it reads there
+    # (a global lookup never reaches the stand-in's __getattr__): those that would not stay out,
+    # and are taken from the real module when called.
+    have = set(_constants(module)) | set(imports) | set(functions) | set(kernels) | set(vars(builtins))
+    while True:
+        missing = {name for name, (code, _d, _k) in functions.items() if not _globals_read(marshal.loads(code)) <= have}
+        if not missing:
+            return imports, functions
+        for name in missing:
+            del functions[name]
+        have -= missing
+
+
+def _globals_read(code: types.CodeType) -> set[str]:
+    """The global names ``code`` (and the code nested in it) loads."""
+    import dis
+
+    out = {ins.argval for ins in dis.get_instructions(code) if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME")}
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            out |= _globals_read(const)
+    return {str(name) for name in out}
 
 
 def build(directory: Path | None = None, verbose: bool = False) -> Path:
@@ -326,7 +348,7 @@ def build(directory: Path | None = None, verbose: bool = False) -> Path:
                 cc.export(symbol, ret(*args))(d.py_func)
                 no_nrt[d.py_func] = d.targetoptions.get("_nrt") is False
                 kernels.setdefault(name, []).append((want, symbol))
-        imports, functions = _python_parts(module)
+        imports, functions = _python_parts(module, kernels)
         desc["modules"][modname] = {"constants": _constants(module), "kernels": kernels,
                                     "imports": imports, "functions": functions}
     tmp = Path(tempfile.mkdtemp(prefix=where.name + ".", dir=_made(where.parent)))
