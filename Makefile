@@ -14,12 +14,19 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
+# wholetrace.wpp.aot: the WPP builder's kernels compiled ahead of time (numba.pycc, ~20-60 s once per
+# machine and kernel version, plus numba's first compile of them on a fresh machine); the builder
+# falls back to the JIT without them, so a failed build does not stop the installation
+# (tests/wpp/test_aot.py then fails and says why).
+AOT = $(BIN)/python -m wholetrace.wpp.aot || echo "wholetrace.wpp.aot failed: the WPP builder will use numba's JIT"
 $(VENV)/.installed: $(BIN)/python pyproject.toml setup.py
 	$(BIN)/python -m pip install -q -e .
+	$(AOT)
 	touch $@
 
 $(VENV)/.installed-dev: $(BIN)/python pyproject.toml setup.py
 	$(BIN)/python -m pip install -q -e '.[dev]'
+	$(AOT)
 	touch $(VENV)/.installed $@
 
 demo: $(VENV)/.installed
@@ -32,6 +39,7 @@ demo: $(VENV)/.installed
 # numba kernels once into the cache, which the two pytest workers would otherwise each compile.
 test: $(VENV)/.installed-dev
 	$(BIN)/python -m compileall -q src
+	$(AOT)
 	$(BIN)/python tools/compat.py --start
 	status=0; \
 	echo "make test: make demo (its output: $(DEMO).log)"; \

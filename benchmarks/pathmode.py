@@ -173,7 +173,7 @@ def render(names, times, stats, mismatched, runs, size, version, argv) -> str:  
         f"(range {min(a / b for a, b in zip(slow['path'], slow['path raw'])):.2f}–"
         f"{max(a / b for a, b in zip(slow['path'], slow['path raw'])):.2f}×)",
         "- builder lag (`path`, from the recording's meta `wpp`): *ready* = seconds from the builder process's "
-        "start until numba and its kernels were loaded; *left at end* = share of the events not yet built when "
+        "start until its kernels were loaded (compiled ahead of time, `wpp/aot.py`; numba's JIT without them); *left at end* = share of the events not yet built when "
         "the program ended; *tail* = seconds the recording waited for the grammars after the program ended. "
         f"Median tail {statistics.median(lag_tails):.2f} s; the builder kept up (left ≤ 5%) on "
         f"{sum(x <= 0.05 for x in lag_left)} of {len(names)} programs.",

@@ -124,9 +124,11 @@ def main(argv: list[str] | None = None) -> int:
         version = source_version()
         cmds = {n: commands(PROGRAMS[n].write(work / n, size), PROGRAMS[n].include, work / n) for n in names}
         tools = list(next(iter(cmds.values())))
-        for n in cmds:   # warm-up, untimed (OS file cache, wholetrace's code cache, numba's cache)
-            timed(cmds[n]["plain"], work / n, env)
-            timed(cmds[n][f"{MODES[0]} +wpp"], work / n, env)
+        for n in cmds:   # warm-up, untimed (OS file cache, numba's cache, and wholetrace's code cache,
+            # which is per mode: warming one mode left the first run of the others instrumenting the
+            # stdlib programs' big modules, 2-3x slower than their +wpp runs)
+            for tool in tools:
+                timed(cmds[n][tool], work / n, env)
         times = {n: {t: [] for t in tools} for n in cmds}
         cpus = {n: {t: [] for t in tools} for n in cmds}
         for r in range(runs):
@@ -223,7 +225,7 @@ def render(names, times, cpus, t1, comp, tools, runs, size, version, argv) -> st
         "",
         table(h1, rows1),
         "Whole-process wall time and CPU time (user + system, every thread), × = median / median plain; the +wpp "
-        "runs include the builder's start (numba import, kernel loading) and waiting for it at exit:",
+        "runs include the builder's start (numpy and its kernels: compiled ahead of time, `wpp/aot.py`, else numba's JIT) and waiting for it at exit:",
         "",
         table(h2, rows2),
         f"Raw stream against zstd -19, xz -9 and the WPP, SEQUITUR vs SEQUITUR(1) built offline on the same "

@@ -168,18 +168,23 @@ def test_stream_format_by_hand() -> None:
     assert num is not None
     ids = {tuple(num.blocks(p)): (pid, p) for pid, p in num.iter_paths()}
     entry_to_call = next(pid for b, (pid, p) in ids.items() if p.start == 0 and p.end >= 0)
-    call_to_header = next(pid for b, (pid, p) in ids.items() if p.start != 0 and p.end >= 0
-                          and num.graph.edges[p.end][1] in cfg.loop_headers)
-    header_exit = next(pid for b, (pid, p) in ids.items() if p.start in cfg.loop_headers and p.end < 0)
-    events = [F(0), entry_to_call, F(1), LEAVE, call_to_header, LEAVE_PATH + header_exit]
+    # the loop's back edge is not cut (every iteration enters the call block, whose in-edges are):
+    # a path from the call block runs through the header, into the call block again or out
+    assert not num.cuts & set(num.graph.back_edges)
+    call_to_call = next(pid for b, (pid, p) in ids.items() if p.start != 0 and p.end >= 0)
+    call_exit = next(pid for b, (pid, p) in ids.items() if p.start != 0 and p.end < 0)
+    assert cfg.loop_headers & set(num.blocks(num.decode(call_exit)))
+    events = [F(0), entry_to_call, F(1), LEAVE, call_to_call, F(1), LEAVE, LEAVE_PATH + call_exit]
     plans = {0: (cfg, num), 1: (cfg, None)}
     out = np.concatenate(list(regenerate_path_stream([np.array(events, np.int32)], plans))).tolist()
     expect = [F(0)]
     first = num.decode(entry_to_call)
     expect += num.blocks(first) + [num.graph.edges[first.end][1]]   # the child runs in the call block
     expect += [F(1), LEAVE]
-    expect += num.blocks(num.decode(call_to_header))[1:]     # the call block was shown for the child
-    expect += num.blocks(num.decode(header_exit)) + [LEAVE]       # the header is the back edge's target
+    again = num.decode(call_to_call)
+    expect += num.blocks(again)[1:] + [num.graph.edges[again.end][1]]   # the call block was shown already
+    expect += [F(1), LEAVE]
+    expect += num.blocks(num.decode(call_exit))[1:] + [LEAVE]
     assert out == expect
     assert START == -5 and EXC == -2 and LEAVE_PATH == 1 << 30
 

@@ -224,6 +224,21 @@ def test_array_keys_and_replacement(tmp_path):
         assert rec.get_array("objects") is None
 
 
+def test_bytes_are_stored_as_uint8_without_numpy(tmp_path):
+    """The WPP's grammars reach the store as bytes (the recorded process imports no numpy):
+    the same row as the uint8 array of those bytes."""
+    blob = bytes(range(256)) * 3
+    path = tmp_path / "arr.wt"
+    with RecordingWriter(path) as w:
+        w.put_array("b", blob)
+        w.put_array("n", np.frombuffer(blob, np.uint8))
+        w.put_array("e", b"")
+    with open_recording(path) as rec:
+        got, want = rec.get_array("b"), rec.get_array("n")
+        assert got.dtype == want.dtype == np.uint8 and got.tobytes() == want.tobytes() == blob
+        assert rec.get_array("e").shape == (0,)
+
+
 # -- concurrency -----------------------------------------------------------------------
 
 def test_background_appender_while_main_thread_registers(tmp_path):

@@ -255,13 +255,27 @@ class PathNumbering:
 def choose_cuts(graph: FlowGraph, policy: CutPolicy = "calls") -> frozenset[int]:
     """Phase 1: back edges (declared, plus retreating edges if a cycle remains), and with
     policy ``"calls"`` every edge into a call-capable block except out of ENTRY (ENTER already
-    says that the activation starts there)."""
-    cuts = set(loop_back_edges(graph))
-    if policy == "calls":
-        cuts |= {e for e, (s, d) in enumerate(graph.edges) if d in graph.call_nodes and s != graph.entry}
-    elif policy != "loops":
+    says that the activation starts there) — and then only the back edges still needed to
+    break a cycle (:func:`needed_back_edges`)."""
+    back = loop_back_edges(graph)
+    if policy == "loops":
+        return back
+    if policy != "calls":
         raise InternalError(f"path numbering: unknown cut policy {policy!r}")
-    return frozenset(cuts)
+    calls = frozenset(e for e, (s, d) in enumerate(graph.edges) if d in graph.call_nodes and s != graph.entry)
+    return calls | needed_back_edges(graph, back, calls)
+
+
+def needed_back_edges(graph: FlowGraph, back: frozenset[int], cuts: frozenset[int]) -> frozenset[int]:
+    """The back edges that still close a cycle once ``cuts`` are made.  A loop whose every
+    iteration enters a call block is already cut by the cut into it: cutting its back edge too
+    would end a second path per iteration (a record) that tells nothing the call cut does not.
+    Greedy, in edge order: a back edge is dropped if the graph stays acyclic without it."""
+    kept = set(back - cuts)
+    for e in sorted(kept):
+        if topological_order(graph, cuts | frozenset(kept - {e})) is not None:
+            kept.discard(e)
+    return frozenset(kept)
 
 
 def build_dag(graph: FlowGraph, cuts: frozenset[int], starts: Iterable[int] = ()) -> tuple[list[DagEdge], list[int]]:

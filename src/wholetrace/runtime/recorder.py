@@ -130,7 +130,8 @@ class Recorder:
         self._thread.start()
 
     def _loop(self) -> None:
-        while not self._stop.wait(FLUSH_SECONDS):
+        interval = getattr(self.writer, "flush_seconds", FLUSH_SECONDS)   # the WPP builder asks for more
+        while not self._stop.wait(interval):
             self.flush()
 
     def flush(self, limits: dict[int, int] | None = None, edge_limit: int | None = None) -> None:

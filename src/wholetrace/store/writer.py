@@ -210,15 +210,17 @@ class RecordingWriter:
             self._next_seq[sid] = seq + 1
             self._n_events[sid] = start + size
 
-    def put_array(self, name: str, data: "np.ndarray[Any, Any] | array.array[int]", *, key: str = "",
+    def put_array(self, name: str, data: "np.ndarray[Any, Any] | array.array[int] | bytes", *, key: str = "",
                   shape: tuple[int, ...] | None = None) -> int:
         """Store a named numeric/bytes array (dtype and shape kept); replaces ``(name, key)``.
         Returns the stored (compressed) size in bytes.
 
         ``data`` is a numpy array, or an ``array.array`` of typecode ``q`` (int64; ``shape``
-        gives its shape, default 1-D), which needs no numpy.
+        gives its shape, default 1-D) or a bytes-like object (uint8, 1-D), which need no numpy.
         """
-        if isinstance(data, array.array):
+        if isinstance(data, (bytes, bytearray, memoryview)):
+            dtype_str, blob_src, shape = "|u1", bytes(data), (len(data),)
+        elif isinstance(data, array.array):
             if data.typecode != "q":
                 raise StoreError(f"array {name!r}: array.array typecode {data.typecode!r} (only 'q')")
             shape = shape if shape is not None else (len(data),)

@@ -166,6 +166,9 @@ def build(mode: str, lookahead: bool, q: ChunkQueue, spawned: float = 0.0) -> di
     """Intern and build every chunk the queue gives; the result the recorded process stores.
     ``spawned``: ``time.time()`` when the recorded process started this one (0: unknown)."""
     t0 = time.perf_counter()
+    from wholetrace.wpp.aot import install
+
+    kernels = install()   # "aot": the compiled kernels, no numba import; else the JIT's reason
     from wholetrace.grammar import GrammarBuilder
     from wholetrace.wpp.intern import interner_for, terminals_to_array
 
@@ -212,10 +215,12 @@ def build(mode: str, lookahead: bool, q: ChunkQueue, spawned: float = 0.0) -> di
         streams[str(sid)] = {"events": events[sid], "symbols": len(g), "rules": g.num_rules,
                              "rhs": g.num_symbols, "len_S": g.start_length,
                              "encoded_bytes": len(enc), "build_seconds": round(cpu[sid], 4)}
-    return {"grammars": grammars, "symbols": terminals_to_array(interner.terminals()), "streams": streams,
+    symbols = terminals_to_array(interner.terminals())
+    # plain bytes (int64, 3 a terminal): the recorded process stores them without importing numpy
+    return {"grammars": grammars, "symbols": symbols.astype("<i8").tobytes(), "streams": streams,
             "stats": {"max_backlog_events": q.max_backlog, "backlog_at_end_events": q.backlog_at_end,
                       "spilled_events": q.spilled_events, "spilled_chunks": q.spilled_chunks,
-                      "received_events": q.received, "jit_seconds": round(jit, 4),
+                      "received_events": q.received, "jit_seconds": round(jit, 4), "kernels": kernels,
                       "import_seconds": round(imported - t0, 4),
                       "ready_seconds": round(ready_wall, 4),
                       "built_after_end_seconds": round(max(0.0, time.perf_counter() - q.end_time), 4),

@@ -96,7 +96,7 @@ def _report(path: str, sid: int | None) -> tuple[Any, dict[str, Any]]:
            "symbols": len(wpp.terminals),
            "builder": {k: m.get(k) for k in ("events", "max_backlog_events", "backlog_at_end_events",
                                               "tail_seconds", "jit_seconds", "spilled_events",
-                                              "spilled_chunks", "queue_events", "ready_seconds")}}
+                                              "spilled_chunks", "queue_events", "ready_seconds", "kernels")}}
     raw = sum(r["raw_bytes"] for r in rows)
     enc = sum(r["encoded_bytes"] for r in rows)
     out["total"] = {"events": sum(r["events"] for r in rows), "raw_bytes": raw, "encoded_bytes": enc,
@@ -125,7 +125,7 @@ def _table(out: dict[str, Any]) -> str:
     lines.append(f"builder lag: at most {b['max_backlog_events']:,} events queued, "
                  f"{b['backlog_at_end_events']:,} left when the program ended, finished "
                  f"{b['tail_seconds']} s after it; {b['spilled_events']:,} events spilled; "
-                 f"JIT {b['jit_seconds']} s"
+                 f"kernels {str(b.get('kernels') or 'jit').split(':')[0]} (loaded in {b['jit_seconds']} s)"
                  + (f"; builder ready {b['ready_seconds']} s after it started" if b.get("ready_seconds") is not None else ""))
     return "\n".join(lines)
 

@@ -21,6 +21,7 @@ but never writes to the pipe nor ends the build (``os.getpid()`` is checked).
 
 from __future__ import annotations
 
+from array import array
 import os
 import pickle
 import struct
@@ -90,11 +91,19 @@ def _widen(fd: int) -> None:
         pass        # elsewhere, or above /proc/sys/fs/pipe-max-size: the default pipe works
 
 
+FLUSH_SECONDS = float(os.environ.get("WHOLETRACE_WPP_FLUSH", "0.05"))
+
+
 class OnlineWpp:
     """A recording writer that builds one grammar per stream as chunks arrive (see the module doc).
 
     Every writer method but ``append_events`` and ``close`` passes through to ``writer``.
     """
+
+    #: how often the recorder's flusher should hand chunks over (``runtime.recorder``; default
+    #: 0.25 s): the builder works beside the program only on what it has been given, and a small
+    #: program's events otherwise arrive in one or two flushes at its end.
+    flush_seconds = FLUSH_SECONDS
 
     def __init__(self, writer: Any, mode: str, *, lookahead: bool = False, keep_raw: bool = False,
                  queue_events: int = QUEUE_EVENTS, process: "BuilderProcess | None" = None) -> None:
@@ -130,18 +139,22 @@ class OnlineWpp:
         """Send one chunk of stream ``sid`` to the builder (and store it raw with ``keep_raw``)."""
         if os.getpid() != self._pid:
             return
-        import numpy as np   # imported by the recorder already; not before the builder starts
-
         if self.keep_raw:
             self._writer.append_events(sid, events)
-        arr = np.ascontiguousarray(events, dtype=np.int32)
-        n = len(arr)
+        if isinstance(events, array) and events.itemsize == 4 and events.typecode in "il":
+            data: Any = events   # the recorder's chunks (runtime.buffers): no numpy in the recorded
+            # process (importing it on the flusher thread, beside the busy program, took 0.2-0.4 s)
+        else:
+            import numpy as np
+
+            data = np.ascontiguousarray(events, dtype=np.int32)
+        n = len(data)
         if n == 0:
             return
         with self._lock:
             self.submitted += n
             self._send(_FRAME.pack(sid, n))
-            self._send(arr.view(np.uint8).data)
+            self._send(data)
 
     def _send(self, data: Any) -> None:
         if self._broken is not None:
@@ -180,11 +193,14 @@ class OnlineWpp:
         return lines[-1] if lines else "it ended without a result"
 
     def _store(self, result: dict[str, Any], tail: float) -> None:
-        import numpy as np
-
+        # no numpy here: importing it on the tail cost 0.1-0.25 s of every recording
         for sid, enc in sorted(result["grammars"].items()):
-            self._writer.put_array(GRAMMAR_NAME.format(sid=sid), np.frombuffer(enc, np.uint8))
-        self._writer.put_array(SYMBOLS_NAME, result["symbols"])
+            self._writer.put_array(GRAMMAR_NAME.format(sid=sid), enc)
+        symbols = array("q")
+        symbols.frombytes(result["symbols"])
+        if sys.byteorder != "little":  # pragma: no cover - the builder wrote little-endian int64
+            symbols.byteswap()
+        self._writer.put_array(SYMBOLS_NAME, symbols, shape=(len(symbols) // 3, 3))
         stats = result["stats"]
         timeline = dict(stats.get("timeline", {}), close=round(self._closing - self._spawned, 4),
                         result=round(time.time() - self._spawned, 4))
@@ -199,4 +215,5 @@ class OnlineWpp:
             "import_seconds": stats["import_seconds"], "ready_seconds": stats["ready_seconds"],
             "spilled_events": stats["spilled_events"], "spilled_chunks": stats["spilled_chunks"],
             "builder": "process", "builder_cpu_seconds": stats["cpu_seconds"], "timeline": timeline,
+            "kernels": stats.get("kernels", "jit"),
             "streams": result["streams"]}})

@@ -1,0 +1,418 @@
+"""Ahead-of-time compiled kernels for the WPP builder process (``numba.pycc``), with the JIT as fallback.
+
+The builder process (``wpp/builder.py``) would otherwise import numba and have it load its
+type and implementation tables before the first cached kernel runs: 0.5-1 s of start-up, longer
+than a short recorded program.  Here the same kernels (the functions of ``wholetrace.kernels``,
+no second copy of any algorithm) are compiled once per machine and version into one extension
+module; the builder then imports numpy and that module only.
+
+* **Build** (``python -m wholetrace.wpp.aot``, run by ``make``): :func:`exercise` drives the
+  builder's Python layer (interning every trace mode, SEQUITUR with and without look-ahead,
+  every growth path, encoding) through the JIT; every public kernel of the ``wholetrace.kernels``
+  modules this imported is exported once per signature it was compiled for, from its
+  ``py_func``, with the GIL released as ``@kernel`` does.  The module goes to
+  ``<cache>/<key>/`` (renamed into place: a reader never sees half a build) with a pickled
+  description: the modules, their plain data attributes (constants), each export's symbol and
+  argument types.
+* **Key**: a hash of the kernels' sources (``kernels/*.py``, ``events.py``, whose constants are
+  compiled in, and this file), the numba, llvmlite, numpy and Python versions and the machine.
+  A source change makes the compiled module *stale*: it is not found, and the JIT is used.
+* **Install** (:func:`install`, in the builder before it imports the grammar layer): each kernel
+  module is replaced in ``sys.modules`` by a stand-in holding the constants and, per kernel, a
+  function that picks the export whose argument types match (as numba's dispatcher would) and
+  otherwise, as for any attribute not compiled, falls back to the real module (numba's JIT).
+  Invariant: a stand-in computes exactly what the real module computes (tested byte for byte
+  on grammars, ``tests/wpp/test_aot.py``).
+"""
+
+from __future__ import annotations
+
+import builtins
+import hashlib
+import importlib.machinery
+import importlib.util
+import marshal
+import os
+import pickle
+import platform
+import sys
+import types
+from pathlib import Path
+from typing import Any, Callable
+
+#: name of the compiled extension module (its ``PyInit_`` symbol)
+EXT_NAME = "wt_builder_kernels"
+#: the description stored beside the module
+DESCRIPTION = "exports.pickle"
+#: ``WHOLETRACE_AOT=0`` disables the compiled kernels (the builder then uses the JIT)
+ENV_SWITCH = "WHOLETRACE_AOT"
+#: where compiled modules are kept (default ``$XDG_CACHE_HOME/wholetrace/aot``)
+ENV_DIR = "WHOLETRACE_AOT_DIR"
+_KERNELS = "wholetrace.kernels."
+
+
+def cache_dir() -> Path:
+    """The directory holding one sub-directory per key."""
+    if os.environ.get(ENV_DIR):
+        return Path(os.environ[ENV_DIR])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "wholetrace" / "aot"
+
+
+def _version_file(package: str) -> bytes:
+    """The ``_version.py`` of an installed package, read without importing it."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        return b"missing"
+    path = Path(next(iter(spec.submodule_search_locations))) / "_version.py"
+    return path.read_bytes() if path.exists() else b"no _version.py"
+
+
+def key() -> str:
+    """The hash naming a compiled module valid for these sources and versions."""
+    import numpy as np
+
+    here = Path(__file__).resolve()
+    package = here.parent.parent
+    h = hashlib.sha256()
+    sources = sorted((package / "kernels").glob("*.py")) + [package / "events.py", here]
+    for path in sources:
+        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    for part in (_version_file("numba"), _version_file("llvmlite"), np.__version__.encode(),
+                 sys.version.encode(), platform.machine().encode(), sys.implementation.cache_tag.encode()):
+        h.update(part + b"\0")
+    return h.hexdigest()[:24]
+
+
+# -- loading ----------------------------------------------------------------------------------
+
+def _arg_key(value: Any) -> tuple[Any, ...]:
+    """What selects an export for an argument: (kind, dtype, ndim, C-contiguous, writeable)."""
+    import numpy as np
+
+    if isinstance(value, np.ndarray):
+        return ("a", value.dtype.str, value.ndim, bool(value.flags.c_contiguous), bool(value.flags.writeable))
+    if isinstance(value, (bool, np.bool_)):
+        return ("s", "bool")
+    if isinstance(value, np.integer):
+        return ("s", value.dtype.str)
+    if isinstance(value, int):
+        return ("s", "int")
+    if isinstance(value, (float, np.floating)):
+        return ("s", "float")
+    return ("?", type(value).__name__)
+
+
+def _accepts(want: tuple[Any, ...], got: tuple[Any, ...]) -> bool:
+    """Whether an export compiled for argument type ``want`` (:func:`_numba_arg`) takes ``got``."""
+    if want[0] != got[0]:
+        return False
+    if want[0] == "a":
+        _, dtype, ndim, c_only, mutable = want
+        return dtype == got[1] and ndim == got[2] and (got[3] or not c_only) and (got[4] or not mutable)
+    if want[1] == "int":  # numba's int64: a Python int or an np.int64 scalar
+        return got[1] in ("int", "<i8")
+    return bool(want[1] == got[1])
+
+
+class _Kernel:
+    """One kernel of a stand-in module: the compiled export for matching arguments, else the JIT."""
+
+    def __init__(self, standin: "_StandIn", name: str, variants: list[tuple[tuple[Any, ...], Callable[..., Any]]]):
+        self._standin, self.__name__, self._variants = standin, name, variants
+
+    def __call__(self, *args: Any) -> Any:
+        got = tuple(_arg_key(a) for a in args)
+        for want, fn in self._variants:
+            if len(want) == len(got) and all(_accepts(w, g) for w, g in zip(want, got)):
+                return fn(*args)
+        return getattr(self._standin._real(), self.__name__)(*args)
+
+
+class _StandIn(types.ModuleType):
+    """A kernel module's constants and compiled kernels; any other attribute comes from the
+    real module, imported (with numba) on first use."""
+
+    _real_module: types.ModuleType | None = None
+
+    def _real(self) -> types.ModuleType:
+        if self._real_module is None:
+            package = sys.modules[self.__name__.rpartition(".")[0]]
+            spec = importlib.machinery.PathFinder.find_spec(self.__name__, package.__path__)
+            assert spec is not None and spec.loader is not None
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            self._real_module = module
+        return self._real_module
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self._real(), name)
+
+
+def load(directory: Path | None = None) -> dict[str, types.ModuleType] | str:
+    """The stand-in modules of the compiled build for the current key, or why there is none."""
+    where = (directory or cache_dir()) / key()
+    desc_path = where / DESCRIPTION
+    found = sorted(where.glob(EXT_NAME + ".*")) if desc_path.exists() else []
+    if not found:
+        return f"no compiled kernels for key {where.name} in {where.parent}"
+    with open(desc_path, "rb") as f:
+        desc = pickle.load(f)
+    loader = importlib.machinery.ExtensionFileLoader(EXT_NAME, str(found[0]))
+    spec = importlib.util.spec_from_file_location(EXT_NAME, found[0], loader=loader)
+    assert spec is not None
+    ext = importlib.util.module_from_spec(spec)
+    loader.exec_module(ext)
+    modules: dict[str, types.ModuleType] = {}
+    for modname, info in desc["modules"].items():
+        m = _StandIn(modname)
+        m.__dict__.update(info["constants"])
+        for name, modname_used in info["imports"].items():
+            m.__dict__[name] = importlib.import_module(modname_used)
+        for name, (code, defaults, kwdefaults) in info["functions"].items():
+            f = types.FunctionType(marshal.loads(code), m.__dict__, name, defaults)
+            f.__kwdefaults__ = kwdefaults
+            f.__module__ = modname
+            setattr(m, name, f)
+        for name, variants in info["kernels"].items():
+            setattr(m, name, _Kernel(m, name, [(tuple(want), getattr(ext, sym)) for want, sym in variants]))
+        modules[modname] = m
+    return modules
+
+
+def install(directory: Path | None = None) -> str:
+    """Put the compiled kernels in place of the kernel modules, before anything imports them.
+    Returns ``"aot"``, or ``"jit: <why>"`` when the JIT modules will be used."""
+    if os.environ.get(ENV_SWITCH, "1") == "0":
+        return f"jit: {ENV_SWITCH}=0"
+    if os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0"):  # the pure-Python twins, as asked
+        return "jit: NUMBA_DISABLE_JIT"
+    try:
+        modules = load(directory)
+    except Exception as exc:  # noqa: BLE001 - any failure to load means the JIT fallback
+        return f"jit: {type(exc).__name__}: {exc}"
+    if isinstance(modules, str):
+        return "jit: " + modules
+    loaded = [name for name in modules if name in sys.modules]
+    if loaded:
+        return f"jit: {loaded[0]} already imported"
+    package = sys.modules.get(_KERNELS[:-1]) or importlib.import_module(_KERNELS[:-1])
+    for name, module in modules.items():
+        sys.modules[name] = module
+        setattr(package, name.rsplit(".", 1)[1], module)
+    return "aot"
+
+
+# -- building ---------------------------------------------------------------------------------
+
+def exercise() -> None:
+    """Drive the builder's Python layer through every kernel entry and growth path it can take:
+    interning for every trace mode (table, symbol list and stack growth; exception records),
+    SEQUITUR with and without look-ahead (node, rule and digram-table growth), finishing and
+    encoding a grammar, the terminal table."""
+    import numpy as np
+
+    from wholetrace.events import ENTER_BASE, EXC, LEAVE, RERAISE, START
+    from wholetrace.grammar import GrammarBuilder
+    from wholetrace.wpp.intern import INTERNERS, interner_for, terminals_to_array
+
+    rng = np.random.default_rng(10)
+    depth = 100  # > the interner's initial 64-deep function stack
+    nest = [-(ENTER_BASE + f % 7) for f in range(depth)] + [LEAVE] * depth
+    values = rng.integers(0, 6000, 20000)  # > the interner's initial 4096-slot table
+    body = [-(ENTER_BASE + 1), START] + values.tolist() + [EXC, 3, 5, RERAISE, 3, -1, 5, LEAVE]
+    events = np.array(nest + body + [-(ENTER_BASE + 2), 1 << 30 | 3], np.int32)
+    for mode in INTERNERS:
+        interner = interner_for(mode)
+        interner.set_path_functions([1, 2], 8)
+        codes = interner.codes(0, events)
+        terminals_to_array(interner.terminals())
+        # a long, repetitive but irregular sequence: many rules, nodes and digrams
+        motifs = [rng.integers(0, 300, rng.integers(2, 9)) for _ in range(400)]
+        seq = np.concatenate([motifs[i] for i in rng.integers(0, len(motifs), 60000)])
+        for lookahead in (False, True):
+            b = GrammarBuilder(lookahead=lookahead)
+            b.feed(codes)
+            b.feed(seq.astype(np.int64))
+            g = b.finish()
+            g.to_bytes()
+            (g.num_rules, g.num_symbols, g.start_length, len(g))
+
+
+def _numba_arg(t: Any) -> tuple[Any, ...]:
+    """The :func:`_accepts` form of a numba argument type."""
+    import numpy as np
+    from numba.core import types as nt
+
+    t = nt.unliteral(t)
+    if isinstance(t, nt.Array):
+        return ("a", np.dtype(str(t.dtype)).str, t.ndim, t.layout == "C", bool(t.mutable))
+    if isinstance(t, nt.Boolean):
+        return ("s", "bool")
+    if isinstance(t, nt.Integer):
+        return ("s", "int") if t == nt.int64 else ("s", np.dtype(str(t)).str)
+    if isinstance(t, nt.Float):
+        return ("s", "float")
+    raise TypeError(f"no compiled form for argument type {t}")
+
+
+def _constants(module: types.ModuleType) -> dict[str, Any]:
+    """The module's plain data attributes (what a stand-in holds besides kernels)."""
+    import numpy as np
+
+    plain = (int, float, bool, str, bytes, type(None), np.ndarray, np.generic)
+    out: dict[str, Any] = {}
+    for name, value in vars(module).items():
+        if name.startswith("__") or not isinstance(value, plain + (tuple,)):
+            continue
+        if isinstance(value, tuple) and not all(isinstance(v, plain) for v in value):
+            continue
+        out[name] = value
+    return out
+
+
+def _python_parts(module: types.ModuleType, kernels: Any) -> tuple[dict[str, str], dict[str, Any]]:
+    """The module's imported modules (numpy, ...; not numba's) and its plain Python functions
+    (marshalled code: the key includes the Python version), which a stand-in re-creates over its
+    own namespace so that they call the compiled kernels."""
+    imports = {name: value.__name__ for name, value in vars(module).items()
+               if isinstance(value, types.ModuleType) and value.__name__.split(".")[0] not in ("numba", "llvmlite")}
+    functions = {name: (marshal.dumps(f.__code__), f.__defaults__, f.__kwdefaults__)
+                 for name, f in vars(module).items()
+                 if isinstance(f, types.FunctionType) and f.__module__ == module.__name__ and not f.__closure__}
+    # A function re-created over the stand-in's namespace must find every global it reads there
+    # (a global lookup never reaches the stand-in's __getattr__): those that would not stay out,
+    # and are taken from the real module when called.
+    have = set(_constants(module)) | set(imports) | set(functions) | set(kernels) | set(vars(builtins))
+    while True:
+        missing = {name for name, (code, _d, _k) in functions.items() if not _globals_read(marshal.loads(code)) <= have}
+        if not missing:
+            return imports, functions
+        for name in missing:
+            del functions[name]
+        have -= missing
+
+
+def _globals_read(code: types.CodeType) -> set[str]:
+    """The global names ``code`` (and the code nested in it) loads."""
+    import dis
+
+    out = {ins.argval for ins in dis.get_instructions(code) if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME")}
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            out |= _globals_read(const)
+    return {str(name) for name in out}
+
+
+def build(directory: Path | None = None, verbose: bool = False) -> Path:
+    """Compile the builder's kernels for the current key (JIT warm-up, then ``numba.pycc``);
+    returns the key's directory.  Several builds may race: each writes its own temporary
+    directory and the first rename wins."""
+    import shutil
+    import tempfile
+
+    from numba.core.compiler import Flags
+    from numba.core.registry import CPUDispatcher
+    from numba.pycc import CC
+    import numba.pycc.compiler as pycc_compiler
+
+    where = (directory or cache_dir()) / key()
+    exercise()
+    cc = CC(EXT_NAME)
+    cc.verbose = verbose
+    desc: dict[str, Any] = {"modules": {}}
+    no_nrt: dict[Any, bool] = {}
+    n = 0
+    for modname, module in sorted(sys.modules.items()):
+        if not modname.startswith(_KERNELS) or module is None or modname.endswith("._jit"):
+            continue
+        kernels: dict[str, list[tuple[tuple[Any, ...], str]]] = {}
+        for name, d in sorted(vars(module).items()):
+            if (name.startswith("_") or not isinstance(d, CPUDispatcher)
+                    or d.py_func.__module__ != modname):
+                continue
+            seen = set()
+            for sig in d.signatures:
+                want = tuple(_numba_arg(a) for a in sig)
+                if want in seen:
+                    continue
+                seen.add(want)
+                from numba.core import types as nt
+
+                args = tuple(nt.unliteral(a) for a in sig)
+                ret = d.overloads[sig].signature.return_type
+                symbol = f"k{n}_{name}"
+                n += 1
+                cc.export(symbol, ret(*args))(d.py_func)
+                no_nrt[d.py_func] = d.targetoptions.get("_nrt") is False
+                kernels.setdefault(name, []).append((want, symbol))
+        imports, functions = _python_parts(module, kernels)
+        desc["modules"][modname] = {"constants": _constants(module), "kernels": kernels,
+                                    "imports": imports, "functions": functions}
+    tmp = Path(tempfile.mkdtemp(prefix=where.name + ".", dir=_made(where.parent)))
+    cc.output_dir = str(tmp)
+    # ``@kernel`` releases the GIL (``nogil=True``); pycc's exports would hold it: the builder's
+    # reader thread must drain the recorded process's pipe while a kernel runs.
+    original = pycc_compiler.Flags
+
+    class _NoGil(Flags):  # type: ignore[misc]
+        def __init__(self, *a: Any, **k: Any) -> None:
+            super().__init__(*a, **k)
+            self.release_gil = True
+
+    # and pycc compiles every export with one set of flags, NRT on: a kernel ``@kernel(nrt=False)``
+    # compiles without it (no atomic reference counts around its internal calls, ~2x here).
+    compile_extra = pycc_compiler.compile_extra
+
+    def _compile_extra(typingctx, targetctx, func, args, return_type, flags, locals, **kws):  # type: ignore[no-untyped-def]
+        if no_nrt.get(func):
+            flags = flags.copy()
+            flags.nrt = False
+        return compile_extra(typingctx, targetctx, func, args, return_type, flags, locals, **kws)
+
+    pycc_compiler.Flags = _NoGil
+    pycc_compiler.compile_extra = _compile_extra
+    try:
+        cc.compile()
+    finally:
+        pycc_compiler.Flags = original
+        pycc_compiler.compile_extra = compile_extra
+    with open(tmp / DESCRIPTION, "wb") as f:
+        pickle.dump(desc, f, protocol=pickle.HIGHEST_PROTOCOL)
+    try:
+        os.rename(tmp, where)
+    except OSError:  # another build won the race (or an old one is there): keep it
+        shutil.rmtree(tmp, ignore_errors=True)
+    return where
+
+
+def _made(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def main(argv: list[str]) -> int:
+    """``python -m wholetrace.wpp.aot [--force] [--status]``: build the compiled builder kernels
+    for this machine unless they are there (``--status``: only say where they are)."""
+    where = cache_dir() / key()
+    if "--status" in argv:
+        print(f"{where}: {'present' if (where / DESCRIPTION).exists() else 'missing'}")
+        return 0
+    if (where / DESCRIPTION).exists() and "--force" not in argv:
+        print(f"compiled WPP builder kernels up to date: {where}")
+        return 0
+    if "--force" in argv and where.exists():
+        import shutil
+
+        shutil.rmtree(where)
+    import time
+
+    t = time.perf_counter()
+    print(f"compiled WPP builder kernels: {build()} ({time.perf_counter() - t:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
