@@ -128,6 +128,23 @@ def test_indexes_equal_the_naive_unit_index(data):
 
 
 @SETTINGS
+@given(data=st.data())
+def test_the_whole_streams_unit_equals_the_naive_one(data):
+    """A one-unit index is not stored (``match.store._put_index``): what the reader derives
+    from the stream record and the grammar must be the naive index of the whole stream."""
+    from wholetrace.match.store import whole_unit
+
+    events = data.draw(traces(), label="events")
+    cs = _stream(data, events)
+    sym = [int(x) for x in symbols_of(events)]
+    nfun = cs.chunks.bits.shape[0]
+    (want,) = twin.unit_index(sym, [0, len(sym)], nfun)
+    got = whole_unit(cs.grammar, cs.stats, nfun)
+    assert (list(got.min_depth), list(got.exit_depth)) == ([want[0]], [want[1]])
+    assert {f for f in range(nfun) if got.marked(f)[0]} == set(want[2])
+
+
+@SETTINGS
 @given(events=traces(), data=st.data())
 def test_metamorphic_relations(events, data):
     fid, path = data.draw(queries(events))

@@ -19,6 +19,8 @@ A packed index of U units is one byte string: the minimum and exit depth of each
 function saying whether any unit marks it, then the unit bits (ceil(U/8) bytes) of those
 functions only.  One array instead of four and no rows for functions that never run keep
 the indexes near 1% of the compressed trace (the zstd frame of each array costs bytes too).
+An index of a single unit that only repeats what the stream record and the grammar say (the
+whole stream's minimum and exit depth, the functions it enters) is not stored at all.
 
 Every array is zstd-compressed by the store.  A stream is written in one transaction.
 """
@@ -34,8 +36,12 @@ from wholetrace.grammar import Grammar
 from wholetrace.match.cftrace import CompressedStream, UnitIndex, coarsen, coarsen_segments, segment_bounds
 from wholetrace.match.symbols import DepthStats
 
-#: version of the match.* layout; streams written by another version are rebuilt
-FORMAT = 3
+#: version of the match.* layout; streams written by another version are rebuilt.
+#: 3: every index stored; 4: a one-unit index that only repeats the stream record and the
+#: grammar is not stored (``_put_index``)
+FORMAT = 4
+#: the versions this reader reads (3 is 4 with every index present)
+READS = (3, 4)
 #: fields of match.stream
 STREAM_FIELDS = ("format", "events", "symbols", "dmin", "dmax", "final", "chunk_events", "segments",
                  "segments_asked", "segment_items", "rules", "functions", "segment_merge", "chunk_merge")
@@ -57,17 +63,43 @@ def write_stream(w: Any, cs: CompressedStream) -> None:
     w.put_array("match.grammar.off", g.off.astype(np.int32), key=key)
     w.put_array("match.grammar.rhs", g.rhs.astype(np.int32), key=key)
     s = cs.stats
-    w.put_array("match.chunkindex", pack_index(cs.chunks, s.dmin, s.dmax), key=key)
+    _put_index(w, "match.chunkindex", cs.chunks, cs, key)
     nfun = cs.chunks.bits.shape[0]
     w.put_array("match.chunkstack", (cs.chunk_stack.astype(np.int64) + 1).astype(_narrow(nfun)), key=key)
     w.put_array("match.chunkstackoff", np.diff(cs.chunk_stack_off).astype(_narrow(cs.stats.dmax - cs.stats.dmin)),
                 key=key)
-    w.put_array("match.segindex", pack_index(cs.segments, s.dmin, s.dmax), key=key)
+    _put_index(w, "match.segindex", cs.segments, cs, key)
     w.put_array("match.stream", np.array([FORMAT, s.events, s.symbols, s.dmin, s.dmax, s.final, cs.chunk_events,
                                           len(cs.seg_item) - 1, cs.segments_asked, cs.segment_items, g.num_rules,
                                           cs.chunks.bits.shape[0], cs.segment_merge, cs.chunk_merge], np.int64),
                 key=key)
     w.commit()
+
+
+def _put_index(w: Any, name: str, u: UnitIndex, cs: CompressedStream, key: str) -> None:
+    """Store index ``u`` packed, or nothing when it is one unit that says only what the
+    stream record and the grammar say already (:func:`whole_unit`): a small trace, scanned
+    whole, needs no index, and even an empty array costs a zstd frame."""
+    if u.units == 1 and _same(u, whole_unit(cs.grammar, cs.stats, u.bits.shape[0])):
+        w.delete_arrays(name, key)
+        return
+    w.put_array(name, pack_index(u, cs.stats.dmin, cs.stats.dmax), key=key)
+
+
+def whole_unit(grammar: Grammar, stats: DepthStats, functions: int) -> UnitIndex:
+    """The one-unit index of a whole stream: its minimum and exit depth (``stats``) and a
+    mark for each function it enters (an ``F`` terminal of ``grammar``)."""
+    rhs = grammar.rhs
+    fids = rhs[(rhs > 0) & ((rhs & 1) == 1)] >> 1
+    marks = np.zeros((functions, 1), bool)
+    marks[fids[fids < functions], 0] = True
+    return UnitIndex(np.array([stats.dmin], np.int64), np.array([stats.final], np.int64),
+                     np.packbits(marks, axis=1, bitorder="little"))
+
+
+def _same(a: UnitIndex, b: UnitIndex) -> bool:
+    return (np.array_equal(a.min_depth, b.min_depth) and np.array_equal(a.exit_depth, b.exit_depth)
+            and np.array_equal(a.bits, b.bits))
 
 
 #: an index may take at most this share of what it indexes (stored bytes) ...
@@ -149,7 +181,7 @@ def clear_stream(w: Any, rec: Any, sid: int) -> None:
 def stream_fields(rec: Any, sid: int) -> dict[str, int] | None:
     """The match.stream record of ``sid`` (None if the stream has no complete trace)."""
     a = rec.get_array("match.stream", str(sid))
-    if a is None or a.ndim != 1 or len(a) != len(STREAM_FIELDS) or int(a[0]) != FORMAT:
+    if a is None or a.ndim != 1 or len(a) != len(STREAM_FIELDS) or int(a[0]) not in READS:
         return None
     return dict(zip(STREAM_FIELDS, (int(x) for x in a)))
 
@@ -184,10 +216,17 @@ def load_stream(rec: Any, sid: int) -> CompressedStream:
     if len(seg_item) != f["segments"] + 1 or not 0 <= f["functions"] < 1 << 31 or min(
             f["segment_merge"], f["chunk_merge"]) < 1:
         raise StoreError(f"{rec.path}: the indexes of stream {sid} are corrupt")
+    def index_of(name: str, units: int) -> UnitIndex:
+        a = rec.get_array(name, key)
+        if a is None and units == 1:         # not stored: the whole stream's unit (_put_index)
+            return whole_unit(grammar, stats, f["functions"])
+        if a is None:
+            raise StoreError(f"{name} is missing")
+        return unpack_index(a, units, f["functions"], f["dmin"], f["dmax"])
+
     try:
-        chunks = unpack_index(get("match.chunkindex"), -(-nchunks // f["chunk_merge"]), f["functions"], f["dmin"],
-                              f["dmax"])
-        segs = unpack_index(get("match.segindex"), f["segments"], f["functions"], f["dmin"], f["dmax"])
+        chunks = index_of("match.chunkindex", -(-nchunks // f["chunk_merge"]))
+        segs = index_of("match.segindex", f["segments"])
     except StoreError as e:
         raise StoreError(f"{rec.path}: stream {sid}: {e}") from None
 
