@@ -84,11 +84,15 @@ def programs(kind: str = "node") -> st.SearchStrategy[str]:
     import hypothesmith
 
     if kind == "node":
-        base = hypothesmith.from_node()
+        base = hypothesmith.from_node(auto_target=False)
     elif kind == "grammar":
-        base = hypothesmith.from_grammar()
+        base = hypothesmith.from_grammar(auto_target=False)
     else:
         raise ValueError(f"unknown kind {kind!r}")
+    # No targets: hypothesmith's ``target()`` calls, under any filter after them, repeat their
+    # labels when the filter draws again within one example, and hypothesis refuses that
+    # (InvalidArgument, raised or not depending on what was drawn before).  Targeting needs
+    # thousands of examples to steer anything; these tests draw a few.
     return base.filter(acceptable)
 
 

@@ -65,7 +65,7 @@ def test_implicit_call_programs_in_every_mode(part: int) -> None:
 def test_hypothesmith_programs_odd_syntax() -> None:
     """A few hypothesmith programs with statements (odd syntax; little control flow)."""
     def nonempty(source: str) -> bool:
-        assume(ast.parse(source).body)       # (a filter would run hypothesmith's targets twice)
+        assume(ast.parse(source).body)
         return check_all_modes(source)
 
     run_many(programs("node"), 6 // SHARE, 11262026, nonempty)

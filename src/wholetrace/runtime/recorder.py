@@ -130,7 +130,9 @@ class Recorder:
         self._thread.start()
 
     def _loop(self) -> None:
-        interval = getattr(self.writer, "flush_seconds", FLUSH_SECONDS)   # the WPP builder asks for more
+        # the WPP builder's writer asks for more; read from the class: a fork child's lazy part
+        # writer (``runtime.children``) would make its file on an attribute lookup
+        interval = getattr(type(self.writer), "flush_seconds", FLUSH_SECONDS)
         while not self._stop.wait(interval):
             self.flush()
 
