@@ -57,7 +57,8 @@ CHUNK = "match.chunk"
 
 
 def write_stream(w: Any, cs: CompressedStream) -> None:
-    """Store ``cs`` (its chunks were already written through :class:`ChunkSink`); commits."""
+    """Store ``cs`` (what an earlier build stored was removed by :func:`clear_stream`, and its
+    chunks were already written through :class:`ChunkSink`); commits."""
     key = str(cs.sid)
     g = cs.grammar
     w.put_array("match.grammar.off", g.off.astype(np.int32), key=key)
@@ -81,7 +82,6 @@ def _put_index(w: Any, name: str, u: UnitIndex, cs: CompressedStream, key: str) 
     stream record and the grammar say already (:func:`whole_unit`): a small trace, scanned
     whole, needs no index, and even an empty array costs a zstd frame."""
     if u.units == 1 and _same(u, whole_unit(cs.grammar, cs.stats, u.bits.shape[0])):
-        w.delete_arrays(name, key)
         return
     w.put_array(name, pack_index(u, cs.stats.dmin, cs.stats.dmax), key=key)
 

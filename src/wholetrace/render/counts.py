@@ -183,14 +183,13 @@ def report_text(entries: Entries, *, limit: int | None = None) -> str:
             while head + 1 <= q_last - first and head + 1 in counted:
                 head += 1
             out += listed(at, head + 1)
-            if head + 1 < q_last - first:         # two lines or more: folded
+            at = max(at, head + 1)
+            if head + 1 < q_last - first:         # two lines or more: folded (one is listed)
                 following = src[head + 1]
                 indent = following[:len(following) - len(following.lstrip())]
                 out.append(f"{_BLANK} {'':>6}  {indent}... lines {first + head + 1}-{q_last}: {name}"
                            f"{'' if q_ran else ' never ran'}")
-            else:
-                out += listed(head + 1, q_last - first + 1)
-            at = max(at, q_last - first + 1)
+                at = q_last - first + 1
         out += listed(at, n)
         out.append("")
     return "\n".join(out)

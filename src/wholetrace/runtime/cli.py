@@ -139,7 +139,9 @@ def run_record(argv: Sequence[str]) -> int:
 
 
 def _unrecorded_note(out: Path) -> str:
-    """``, N Python process(es) not recorded`` when child interpreters ran code unrecorded."""
+    """``, N Python process(es) not recorded`` when child interpreters ran code unrecorded.
+    Counts the notes' files; reading them (``store.parts.unrecorded``, for ``info``) would
+    import numpy at the end of every recording."""
     from wholetrace.runtime.children import parts_dir
     from wholetrace.store.schema import UNRECORDED_PREFIX
 

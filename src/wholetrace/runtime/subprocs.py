@@ -100,7 +100,7 @@ def why_unrecorded(argv: list[str], stdin_is_tty: bool) -> str | None:
             return "the interactive prompt"
         if kind == "script" and os.path.isdir(what):
             return "a directory's __main__"
-        if kind == "script" and os.path.isfile(what) and not _runs(target):
+        if kind == "script" and os.path.isfile(what) and not _runs(target, stdin_is_tty):
             return "a zip application"
         return None
     skip = False
@@ -133,7 +133,7 @@ def startup() -> None:
     if not isinstance(config, dict) or "multiprocessing" in sys.modules:
         return
     stdin_tty = _stdin_is_tty()
-    if target is None or not _runs(target) or (target[0] == "stdin" and target[1] == "" and stdin_tty):
+    if target is None or not _runs(target, stdin_tty):
         _note_unrecorded(config, why_unrecorded(list(getattr(sys, "orig_argv", [])), stdin_tty))
         return
     _take_over(config, target)
@@ -162,10 +162,13 @@ def _note_unrecorded(config: dict[str, Any], why: str | None) -> None:
         pass
 
 
-def _runs(target: tuple[str, str, list[str]]) -> bool:
+def _runs(target: tuple[str, str, list[str]], stdin_is_tty: bool) -> bool:
     """False when the interpreter would not run the target's code at all (no such script or
-    module: it says so itself), or runs a directory or zip file's ``__main__``: left to it."""
+    module: it says so itself), or runs a directory or zip file's ``__main__`` or, for no
+    program and a terminal on stdin, the interactive prompt: left to it."""
     kind, what, _args = target
+    if kind == "stdin":
+        return what == "-" or not stdin_is_tty
     if kind == "script":
         if not os.path.isfile(what):
             return False

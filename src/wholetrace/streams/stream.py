@@ -224,15 +224,11 @@ def choose(values: np.ndarray, segment: int, sample: int,
     A stream of at most ``SHORT_STREAM`` values is stored fixed-width: the smaller of
     ``packed`` and ``raw`` (``sizes`` still lists every codec)."""
     m = int(values.shape[0])
-    if m <= min(sample, SHORT_STREAM):
-        built = {c.name: build(values, c, segment, signed) for c in CODECS if not (c.predictive and m == 0)}
-        sizes = {name: cs.nbytes for name, cs in built.items()}
-        name = min(("packed", "raw"), key=lambda n: (sizes[n], NAMES_ORDER[n]))
-        return built[name], sizes
     if m <= sample:
         built = {c.name: build(values, c, segment, signed) for c in CODECS if not (c.predictive and m == 0)}
         sizes = {name: cs.nbytes for name, cs in built.items()}
-        name = min(sizes, key=lambda n: (sizes[n], NAMES_ORDER[n]))
+        pool = ("packed", "raw") if m <= SHORT_STREAM else sizes
+        name = min(pool, key=lambda n: (sizes[n], NAMES_ORDER[n]))
         return built[name], sizes
     sizes, head = {}, {}
     for c in CODECS:
