@@ -16,44 +16,49 @@ from test_sequitur_properties import sequences
 pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
 
 
-def fingerprint(v1: int, v2: int) -> int:
-    """The table's 31-bit fingerprint, recomputed with Python integers."""
-    key = ((v1 & 0xFFFFFFFF) << 32) | (v2 & 0xFFFFFFFF)
-    return ((key * 0x9E3779B97F4A7C15) % (1 << 64)) >> 33
+def fingerprints(v1: np.ndarray, v2: np.ndarray) -> np.ndarray:
+    """The table's 31-bit fingerprints, recomputed with wrapping uint64 arithmetic."""
+    key = ((v1.astype(np.int64) & 0xFFFFFFFF).astype(np.uint64) << np.uint64(32)) | (
+        v2.astype(np.int64) & 0xFFFFFFFF).astype(np.uint64)
+    return (key * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(33)
 
 
 def check_table(b: GrammarBuilder) -> None:
+    """The table's invariants, checked over whole arrays (a feeding of one symbol at a time
+    checks the table after every symbol)."""
     nd, rguard, _rcount, _rfree, tab, _stack, meta = b._st  # type: ignore[misc]
     bits = int(meta[K.M_TBITS])
     slots = len(tab) // 2
     assert slots == 1 << bits
-    used = 0
-    for j in range(slots):
-        n = int(tab[2 * j + 1])
-        if n == K.T_EMPTY:
-            continue
-        assert n >= 0, "no tombstones"
-        used += 1
-        assert nd[4 * n + K.SL] == j  # the node knows its slot
-        nxt = int(nd[4 * n + K.NX])
-        assert nd[4 * n + K.SL] != K.GUARD and nd[4 * nxt + K.SL] != K.GUARD
-        fp = fingerprint(int(nd[4 * n + K.VL]), int(nd[4 * nxt + K.VL]))
-        assert tab[2 * j] == fp
-        home = fp >> (31 - bits)
-        k = home  # every slot from the home slot to j is occupied, else a lookup would stop early
-        while k != j:
-            assert tab[2 * k + 1] != K.T_EMPTY
-            k = (k + 1) % slots
-    assert used == meta[K.M_TUSED]
-    for n in range(int(meta[K.M_FRESH])):  # every node that claims a slot is indexed there
-        s = int(nd[4 * n + K.SL])
-        if s >= 0:
-            assert tab[2 * s + 1] == n
+    nodes = tab[1::2].astype(np.int64)
+    occupied = nodes != K.T_EMPTY
+    j = np.flatnonzero(occupied)
+    n = nodes[j]
+    assert (n >= 0).all(), "no tombstones"
+    assert len(j) == meta[K.M_TUSED]
+    assert (nd[4 * n + K.SL] == j).all()  # the node knows its slot
+    nxt = nd[4 * n + K.NX].astype(np.int64)
+    assert (nd[4 * n + K.SL] != K.GUARD).all() and (nd[4 * nxt + K.SL] != K.GUARD).all()
+    fp = fingerprints(nd[4 * n + K.VL], nd[4 * nxt + K.VL])
+    assert (tab[2 * j].astype(np.uint64) == fp).all()
+    # every slot from the home slot to j is occupied, else a lookup would stop early: the run of
+    # occupied slots ending at j (cyclically) is at least as long as the distance from home
+    home = (fp >> np.uint64(31 - bits)).astype(np.int64)
+    twice = np.concatenate([occupied, occupied])
+    at = np.arange(2 * slots)
+    last_empty = np.maximum.accumulate(np.where(twice, -1, at))
+    run = (at - last_empty)[j + slots]
+    assert (run >= (j - home) % slots + 1).all()
+    fresh = np.arange(int(meta[K.M_FRESH]))  # every node that claims a slot is indexed there
+    s = nd[4 * fresh + K.SL].astype(np.int64)
+    claims = s >= 0
+    assert (tab[2 * s[claims] + 1] == fresh[claims]).all()
     phase = int(meta[K.M_NODE_PHASE])  # a live rule's guard starts a 64-byte line
     assert (nd.ctypes.data + 16 * phase) % 64 == 0
-    for r in range(1, int(meta[K.M_RFRESH])):
-        if rguard[r] != K.NIL and b.stats()["node_capacity"] == (1 << 14):  # not moved by growth
-            assert (rguard[r] - phase) % 4 == 0
+    if b.stats()["node_capacity"] == (1 << 14):  # not moved by growth
+        guards = rguard[1 : int(meta[K.M_RFRESH])].astype(np.int64)
+        live = guards[guards != K.NIL]
+        assert ((live - phase) % 4 == 0).all()
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
