@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TextIO
 
 import numpy as np
 
+from wholetrace.profile import gc_paused
 from wholetrace.profile.model import FunctionProfile, Idle, branches, hottest, ran, summary
 from wholetrace.profile.rows import report_rows
 from wholetrace.render.base import Renderer
@@ -39,6 +40,7 @@ def split(entries: Entries) -> tuple[list[FunctionProfile], list[Idle]]:
     return done, idle
 
 
+@gc_paused()
 def report_json(entries: Entries) -> dict[str, Any]:
     """``{"lines": {path: {line: n}}, "branches": {path: {line: {name: n}}}, "functions": [...]}``:
     every function, those that never ran with zero counts (a coverage tool must see their lines
@@ -78,6 +80,7 @@ def _json_parts(entries: Entries) -> tuple[LineRows, dict[str, dict[int, dict[st
     return lines, brs, funcs
 
 
+@gc_paused()
 def write_json(entries: Entries) -> str:
     """:func:`report_json` as ``json.dumps(..., indent=1)`` writes it (byte for byte), made in bulk."""
     lines, brs, funcs = _json_parts(entries)
@@ -142,6 +145,7 @@ def _key(k: object) -> str:
 _encode = json.encoder.encode_basestring_ascii  # type: ignore[attr-defined]
 
 
+@gc_paused()
 def report_text(entries: Entries, *, limit: int | None = None) -> str:
     """Annotated source, hottest functions first: count beside each line, branches beside
     predicates; then one line per function that never ran.  Each line is listed once: in the
@@ -225,6 +229,7 @@ def _line_numbers(upto: int) -> list[str]:
     return _NUMBERS
 
 
+@gc_paused()
 def report_lcov(entries: Entries, *, test_name: str = "") -> str:
     """lcov tracefile text: per file TN, SF, FN/FNDA/FNF/FNH, DA, BRDA/BRF/BRH, LF/LH, end_of_record
     (every function; those that never ran at zero, as in :func:`report_json`)."""
