@@ -100,15 +100,19 @@ def tally_profiles(trace: Trace, tally: Tally) -> list[Entry]:
 
     stmts = tally.stmt_counts()
     shapes = trace.tables.shapes
-    out: list[Entry] = []
     facts = trace.facts
-    for fid, info in sorted(trace.functions.items()):
+    infos = sorted(trace.functions.items())
+    loaded = [shapes[fid] for fid, _info in infos if fid in shapes]
+    counts = iter(tally.per_function(loaded, stmts))
+    enters = tally.enters.tolist()
+    out: list[Entry] = []
+    for fid, info in infos:
         sh = shapes.get(fid)
         if sh is None:
             out.append(Idle(info, facts))
             continue
-        out.append(FunctionProfile(sh, tally.blocks_of(sh), tally.piece(stmts, sh), tally.edges_of(sh),
-                                   info.source, tally.activations_of(fid)))
+        blocks, st, edges = next(counts)
+        out.append(FunctionProfile(sh, blocks, st, edges, info.source, enters[fid] if fid < len(enters) else 0))
     return out
 
 

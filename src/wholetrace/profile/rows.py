@@ -148,6 +148,45 @@ def report_rows(entries: Sequence[Entry]) -> ReportRows:
                       shown, _unique_in_block(pos, block, names))
 
 
+@dataclass
+class BranchRows:
+    """The measured branches of some profiles, by profile (``pos``: its index), block and
+    edge: line, shown count (-1: its block never ran), name (unique within its block)."""
+
+    pos: np.ndarray
+    line: np.ndarray
+    taken: np.ndarray
+    names: list[str]
+
+
+def branch_rows(profiles: Sequence[FunctionProfile]) -> BranchRows:
+    """The branches of ``profiles`` (what ``model.branches`` lists for each), as columns."""
+    pos, rows, edge_n, block_n = [], [], [], []
+    names: list[str] = []
+    for i, p in enumerate(profiles):
+        br = p.shape.branch_rows
+        if br.shape[1]:
+            pos.append(i)
+            rows.append(br)
+            edge_n.append(p.edges)
+            block_n.append(p.blocks)
+            names += p.shape.branch_names
+    if not rows:
+        zero = np.zeros(0, np.int64)
+        return BranchRows(zero, zero, zero, [])
+    sizes = [r.shape[1] for r in rows]
+    br = np.concatenate(rows, axis=1)
+    taken = np.concatenate([e[r[3]] for e, r in zip(edge_n, rows)]).astype(np.int64)
+    ran = np.concatenate([b[r[0]] for b, r in zip(block_n, rows)]) > 0
+    owner = np.repeat(np.array(pos, np.int64), sizes)
+    keep = np.flatnonzero(taken >= 0)               # unmeasured edges (count-naive) left out
+    if len(keep) < len(taken):
+        names = [names[j] for j in keep.tolist()]
+    owner, block, line = owner[keep], br[0][keep], br[2][keep]
+    shown = np.where(ran[keep], taken[keep], -1)
+    return BranchRows(owner, line, shown, _unique_in_block(owner, block, names))
+
+
 def _unique_in_block(pos: np.ndarray, block: np.ndarray, names: list[str]) -> list[str]:
     """A name repeated at one block gets ``#2``, ``#3``, ... (only where some block repeats one)."""
     if not names:

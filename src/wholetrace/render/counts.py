@@ -18,7 +18,7 @@ import numpy as np
 
 from wholetrace.profile import gc_paused
 from wholetrace.profile.model import FunctionProfile, Idle, branches, hottest, ran, summary
-from wholetrace.profile.rows import report_rows
+from wholetrace.profile.rows import branch_rows, report_rows
 from wholetrace.render.base import Renderer
 
 if TYPE_CHECKING:
@@ -154,7 +154,10 @@ def report_text(entries: Entries, *, limit: int | None = None) -> str:
     out: list[str] = []
     profiles, idle = split(entries)
     folds = _nested(profiles, idle)
-    for p in hottest([*profiles, *idle])[:limit]:
+    shown = hottest([*profiles, *idle])[:limit]
+    tails = _branch_tails([p for p in shown if not isinstance(p, Idle)])
+    line_fmt = "{} {}  {}".format
+    for p in shown:
         if isinstance(p, Idle):
             out.append(f"== {p.qualname}  ({p.file}:{p.firstline}-{p.lastline})  never ran, "
                        f"{p.nlines} line{'s' if p.nlines != 1 else ''}")
@@ -162,41 +165,62 @@ def report_text(entries: Entries, *, limit: int | None = None) -> str:
         first, last = p.firstline, p.lastline
         n = last - first + 1
         src = p.source.splitlines()[:n]
-        src += [""] * (n - len(src))
-        nums = _line_numbers(last + 1)
-        counted: dict[int, str] = {}                # line offset -> count column
+        if len(src) < n:
+            src += [""] * (n - len(src))
+        nums = _line_numbers(last + 1)[first:last + 1]
+        counts = [_BLANK] * n                       # line offset -> count column
         lines, sids, _cols = p.shape.line_first
-        for ln, c in zip((lines - first).tolist(), np.asarray(p.stmts)[sids].tolist()):
+        offs = (lines - first).tolist()
+        for ln, c in zip(offs, map(_COUNT, np.asarray(p.stmts)[sids].tolist())):
             if 0 <= ln < n:
-                counted[ln] = f"{c:>10}"
-        per_line: dict[int, list[str]] = {}
-        for br in branches(p):
-            per_line.setdefault(br.line - first, []).append(f"{br.name}: {'-' if br.taken is None else br.taken}")
-        for i, items in per_line.items():
-            if 0 <= i < n:
-                src[i] = f"{src[i]}    [{', '.join(items)}]"
-
-        def listed(a: int, b: int) -> list[str]:
-            """Lines a..b-1 (offsets), annotated."""
-            return [f"{counted.get(i, _BLANK)} {nums[first + i]}  {src[i]}".rstrip() for i in range(a, b)]
+                counts[ln] = c
+        for i, items in tails.get(id(p), {}).items():
+            if 0 <= i - first < n:
+                src[i - first] = f"{src[i - first]}    [{', '.join(items)}]"
 
         out.append(f"== {p.qualname}  ({p.file}:{first}-{last})  calls {p.calls}, blocks {p.weight}")
         at = 0
         for q_first, q_last, name, q_ran in folds.get(id(p), ()):
             head = q_first - first              # the child's header lines are the parent's statements
-            while head + 1 <= q_last - first and head + 1 in counted:
+            while head + 1 <= q_last - first and counts[head + 1] is not _BLANK:
                 head += 1
-            out += listed(at, head + 1)
-            at = max(at, head + 1)
+            if at < head + 1:
+                out += map(str.rstrip, map(line_fmt, counts[at:head + 1], nums[at:head + 1], src[at:head + 1]))
+                at = head + 1
             if head + 1 < q_last - first:         # two lines or more: folded (one is listed)
                 following = src[head + 1]
                 indent = following[:len(following) - len(following.lstrip())]
                 out.append(f"{_BLANK} {'':>6}  {indent}... lines {first + head + 1}-{q_last}: {name}"
                            f"{'' if q_ran else ' never ran'}")
                 at = q_last - first + 1
-        out += listed(at, n)
+        if at < n:
+            out += map(str.rstrip, map(line_fmt, counts[at:], nums[at:], src[at:]))
         out.append("")
     return "\n".join(out)
+
+
+_COUNT = "{:>10}".format
+
+
+def _branch_tails(profiles: list[FunctionProfile]) -> dict[int, dict[int, list[str]]]:
+    """id(profile) -> line -> ``NAME: COUNT`` of each branch on it (``-``: its block never
+    ran), in block and edge order: every profile's branches gathered as columns at once."""
+    if not profiles:
+        return {}
+    rows = branch_rows(profiles)
+    taken = [str(t) if t >= 0 else "-" for t in rows.taken.tolist()]
+    keys = [id(p) for p in profiles]
+    out: dict[int, dict[int, list[str]]] = {}
+    for pos, line, item in zip(rows.pos.tolist(), rows.line.tolist(), map("{}: {}".format, rows.names, taken)):
+        per = out.get(keys[pos])
+        if per is None:
+            per = out[keys[pos]] = {}
+        slot = per.get(line)
+        if slot is None:
+            per[line] = [item]
+        else:
+            slot.append(item)
+    return out
 
 
 _BLANK = " " * 10
