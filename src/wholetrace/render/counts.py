@@ -156,7 +156,7 @@ def report_text(entries: Entries, *, limit: int | None = None) -> str:
     folds = _nested(profiles, idle)
     shown = hottest([*profiles, *idle])[:limit]
     tails = _branch_tails([p for p in shown if not isinstance(p, Idle)])
-    line_fmt = "{} {}  {}".format
+    plain = _plain_prefixes(max((p.lastline for p in shown if not isinstance(p, Idle)), default=0) + 1)
     for p in shown:
         if isinstance(p, Idle):
             out.append(f"== {p.qualname}  ({p.file}:{p.firstline}-{p.lastline})  never ran, "
@@ -167,13 +167,11 @@ def report_text(entries: Entries, *, limit: int | None = None) -> str:
         src = p.source.splitlines()[:n]
         if len(src) < n:
             src += [""] * (n - len(src))
-        nums = _line_numbers(last + 1)[first:last + 1]
-        counts = [_BLANK] * n                       # line offset -> count column
+        pre = plain[first:last + 1]                 # line offset -> count and number columns
         lines, sids, _cols = p.shape.line_first
-        offs = (lines - first).tolist()
-        for ln, c in zip(offs, map(_COUNT, np.asarray(p.stmts)[sids].tolist())):
+        for ln, c in zip((lines - first).tolist(), map(_COUNTED, np.asarray(p.stmts)[sids].tolist(), lines.tolist())):
             if 0 <= ln < n:
-                counts[ln] = c
+                pre[ln] = c
         for i, items in tails.get(id(p), {}).items():
             if 0 <= i - first < n:
                 src[i - first] = f"{src[i - first]}    [{', '.join(items)}]"
@@ -182,10 +180,10 @@ def report_text(entries: Entries, *, limit: int | None = None) -> str:
         at = 0
         for q_first, q_last, name, q_ran in folds.get(id(p), ()):
             head = q_first - first              # the child's header lines are the parent's statements
-            while head + 1 <= q_last - first and counts[head + 1] is not _BLANK:
+            while head + 1 <= q_last - first and pre[head + 1] is not plain[first + head + 1]:
                 head += 1
             if at < head + 1:
-                out += map(str.rstrip, map(line_fmt, counts[at:head + 1], nums[at:head + 1], src[at:head + 1]))
+                out += map(str.rstrip, map(str.__add__, pre[at:head + 1], src[at:head + 1]))
                 at = head + 1
             if head + 1 < q_last - first:         # two lines or more: folded (one is listed)
                 following = src[head + 1]
@@ -194,12 +192,21 @@ def report_text(entries: Entries, *, limit: int | None = None) -> str:
                            f"{'' if q_ran else ' never ran'}")
                 at = q_last - first + 1
         if at < n:
-            out += map(str.rstrip, map(line_fmt, counts[at:], nums[at:], src[at:]))
+            out += map(str.rstrip, map(str.__add__, pre[at:], src[at:]))
         out.append("")
     return "\n".join(out)
 
 
-_COUNT = "{:>10}".format
+_COUNTED = "{:>10} {:>6}  ".format
+_PLAIN: list[str] = []
+
+
+def _plain_prefixes(upto: int) -> list[str]:
+    """The columns of a line without a count, ``BLANK NUMBER  ``, for lines 0 .. ``upto - 1``
+    (formatted once, shared by every report)."""
+    if len(_PLAIN) < upto:
+        _PLAIN.extend(f"{_BLANK} {k:>6}  " for k in range(len(_PLAIN), max(upto, 2 * len(_PLAIN))))
+    return _PLAIN
 
 
 def _branch_tails(profiles: list[FunctionProfile]) -> dict[int, dict[int, list[str]]]:
@@ -241,16 +248,6 @@ def _nested(profiles: list[FunctionProfile], idle: list[Idle]) -> dict[int, list
             out.setdefault(stack[-1][5], []).append((first, -neg_last, row[3], row[4]))
         stack.append(row)
     return out
-
-
-_NUMBERS: list[str] = []
-
-
-def _line_numbers(upto: int) -> list[str]:
-    """Right-aligned line numbers 0 .. ``upto - 1`` (formatted once, shared by every report)."""
-    if len(_NUMBERS) < upto:
-        _NUMBERS.extend(f"{k:>6}" for k in range(len(_NUMBERS), max(upto, 2 * len(_NUMBERS))))
-    return _NUMBERS
 
 
 @gc_paused()
