@@ -112,7 +112,8 @@ def tally_profiles(trace: Trace, tally: Tally) -> list[Entry]:
             out.append(Idle(info, facts))
             continue
         blocks, st, edges = next(counts)
-        out.append(FunctionProfile(sh, blocks, st, edges, info.source, enters[fid] if fid < len(enters) else 0))
+        out.append(FunctionProfile(sh, blocks, st, edges, info.source, enters[fid] if fid < len(enters) else 0,
+                                   info.source_lines))
     return out
 
 

@@ -164,7 +164,7 @@ def report_text(entries: Entries, *, limit: int | None = None) -> str:
             continue
         first, last = p.firstline, p.lastline
         n = last - first + 1
-        src = p.source.splitlines()[:n]
+        src = _source_lines(p, n)
         if len(src) < n:
             src += [""] * (n - len(src))
         pre = plain[first:last + 1]                 # line offset -> count and number columns
@@ -174,7 +174,7 @@ def report_text(entries: Entries, *, limit: int | None = None) -> str:
                 pre[ln] = c
         for i, items in tails.get(id(p), {}).items():
             if 0 <= i - first < n:
-                src[i - first] = f"{src[i - first]}    [{', '.join(items)}]"
+                src[i - first] = f"{_no_end(src[i - first])}    [{', '.join(items)}]"
 
         out.append(f"== {p.qualname}  ({p.file}:{first}-{last})  calls {p.calls}, blocks {p.weight}")
         at = 0
@@ -186,7 +186,7 @@ def report_text(entries: Entries, *, limit: int | None = None) -> str:
                 out += map(str.rstrip, map(str.__add__, pre[at:head + 1], src[at:head + 1]))
                 at = head + 1
             if head + 1 < q_last - first:         # two lines or more: folded (one is listed)
-                following = src[head + 1]
+                following = _no_end(src[head + 1])
                 indent = following[:len(following) - len(following.lstrip())]
                 out.append(f"{_BLANK} {'':>6}  {indent}... lines {first + head + 1}-{q_last}: {name}"
                            f"{'' if q_ran else ' never ran'}")
@@ -195,6 +195,27 @@ def report_text(entries: Entries, *, limit: int | None = None) -> str:
             out += map(str.rstrip, map(str.__add__, pre[at:], src[at:]))
         out.append("")
     return "\n".join(out)
+
+
+def _source_lines(p: FunctionProfile, n: int) -> list[str]:
+    """The first ``n`` lines of ``p.source``: sliced from its file's lines (their line ends
+    kept: a report line is right-stripped, and :func:`_no_end` drops them where text follows)
+    when the registry shares them, else split."""
+    shared = p.source_lines
+    if shared is None or shared[1] < 0:
+        return p.source.splitlines()[:n]
+    lines, start, stop = shared
+    return lines[start:min(stop, start + n)]
+
+
+_LINE_ENDS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"     # where str.splitlines splits
+
+
+def _no_end(line: str) -> str:
+    """``line`` without its line end (``str.splitlines`` without ``keepends``)."""
+    if line.endswith("\r\n"):
+        return line[:-2]
+    return line[:-1] if line and line[-1] in _LINE_ENDS else line
 
 
 _COUNTED = "{:>10} {:>6}  ".format
