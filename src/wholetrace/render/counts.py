@@ -10,7 +10,7 @@ functions that never ran"); JSON and lcov list its lines and branches at zero.
 from __future__ import annotations
 
 import json
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, TextIO
 
@@ -155,23 +155,26 @@ def report_text(entries: Entries, *, limit: int | None = None) -> str:
     profiles, idle = split(entries)
     folds = _nested(profiles, idle)
     shown = hottest([*profiles, *idle])[:limit]
-    tails = _branch_tails([p for p in shown if not isinstance(p, Idle)])
-    plain = _plain_prefixes(max((p.lastline for p in shown if not isinstance(p, Idle)), default=0) + 1)
+    ran_shown = [p for p in shown if not isinstance(p, Idle)]
+    tails = _branch_tails(ran_shown)
+    offsets, columns, bounds = _counted_lines(ran_shown)
+    plain = _plain_prefixes(max((p.lastline for p in ran_shown), default=0) + 1)
+    k = -1
     for p in shown:
         if isinstance(p, Idle):
             out.append(f"== {p.qualname}  ({p.file}:{p.firstline}-{p.lastline})  never ran, "
                        f"{p.nlines} line{'s' if p.nlines != 1 else ''}")
             continue
+        k += 1
         first, last = p.firstline, p.lastline
         n = last - first + 1
         src = _source_lines(p, n)
         if len(src) < n:
             src += [""] * (n - len(src))
         pre = plain[first:last + 1]                 # line offset -> count and number columns
-        lines, sids, _cols = p.shape.line_first
-        for ln, c in zip((lines - first).tolist(), map(_COUNTED, np.asarray(p.stmts)[sids].tolist(), lines.tolist())):
-            if 0 <= ln < n:
-                pre[ln] = c
+        lo, hi = bounds[k], bounds[k + 1]
+        if hi > lo:
+            deque(map(pre.__setitem__, offsets[lo:hi], columns[lo:hi]), 0)
         for i, items in tails.get(id(p), {}).items():
             if 0 <= i - first < n:
                 src[i - first] = f"{_no_end(src[i - first])}    [{', '.join(items)}]"
@@ -195,6 +198,26 @@ def report_text(entries: Entries, *, limit: int | None = None) -> str:
             out += map(str.rstrip, map(str.__add__, pre[at:], src[at:]))
         out.append("")
     return "\n".join(out)
+
+
+def _counted_lines(profiles: list[FunctionProfile]) -> tuple[list[int], list[str], list[int]]:
+    """For every line of ``profiles`` with a statement (its first statement's count; lines
+    outside the function's lines left out): its offset in the function and its count and
+    number columns; profile ``k``'s rows are ``bounds[k]:bounds[k + 1]``."""
+    if not profiles:
+        return [], [], [0]
+    rows = [p.shape.line_first for p in profiles]
+    sizes = np.array([r.shape[1] for r in rows], np.int64)
+    counts = np.concatenate([np.asarray(p.stmts)[r[1]] for p, r in zip(profiles, rows)]).astype(np.int64)
+    lines = np.concatenate([r[0] for r in rows]).astype(np.int64)
+    owner = np.repeat(np.arange(len(profiles)), sizes)
+    first = np.array([p.firstline for p in profiles], np.int64)[owner]
+    last = np.array([p.lastline for p in profiles], np.int64)[owner]
+    keep = (lines >= first) & (lines <= last)
+    if not keep.all():
+        lines, counts, first, owner = lines[keep], counts[keep], first[keep], owner[keep]
+    bounds = np.searchsorted(owner, np.arange(len(profiles) + 1)).tolist()
+    return (lines - first).tolist(), list(map(_COUNTED, counts.tolist(), lines.tolist())), bounds
 
 
 def _source_lines(p: FunctionProfile, n: int) -> list[str]:
