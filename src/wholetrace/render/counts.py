@@ -162,8 +162,10 @@ def report_text(entries: Entries, *, limit: int | None = None) -> str:
     k = -1
     for p in shown:
         if isinstance(p, Idle):
-            out.append(f"== {p.qualname}  ({p.file}:{p.firstline}-{p.lastline})  never ran, "
-                       f"{p.nlines} line{'s' if p.nlines != 1 else ''}")
+            info = p.info
+            lines = info.lastline - info.firstline + 1
+            out.append(f"== {info.qualname}  ({info.file}:{info.firstline}-{info.lastline})  never ran, "
+                       f"{lines} line{'s' if lines != 1 else ''}")
             continue
         k += 1
         first, last = p.firstline, p.lastline
@@ -217,7 +219,12 @@ def _counted_lines(profiles: list[FunctionProfile]) -> tuple[list[int], list[str
     if not keep.all():
         lines, counts, first, owner = lines[keep], counts[keep], first[keep], owner[keep]
     bounds = np.searchsorted(owner, np.arange(len(profiles) + 1)).tolist()
-    return (lines - first).tolist(), list(map(_COUNTED, counts.tolist(), lines.tolist())), bounds
+    values, which = np.unique(counts, return_inverse=True)      # counts repeat: each formatted once
+    column = list(map("{:>10}".format, values.tolist()))
+    nums = _plain_prefixes(int(lines.max()) + 1 if len(lines) else 1)
+    columns = list(map(str.__add__, map(column.__getitem__, which.tolist()),
+                       map(lambda s: s[10:], map(nums.__getitem__, lines.tolist()))))
+    return (lines - first).tolist(), columns, bounds
 
 
 def _source_lines(p: FunctionProfile, n: int) -> list[str]:
@@ -241,7 +248,6 @@ def _no_end(line: str) -> str:
     return line[:-1] if line and line[-1] in _LINE_ENDS else line
 
 
-_COUNTED = "{:>10} {:>6}  ".format
 _PLAIN: list[str] = []
 
 
