@@ -18,7 +18,7 @@ import numpy as np
 
 from wholetrace.profile import gc_paused
 from wholetrace.profile.model import FunctionProfile, Idle, branches, hottest, ran, summary
-from wholetrace.profile.rows import branch_rows, report_rows
+from wholetrace.profile.rows import branch_rows, report_rows, take
 from wholetrace.render.base import Renderer
 
 if TYPE_CHECKING:
@@ -210,7 +210,7 @@ def _counted_lines(profiles: list[FunctionProfile]) -> tuple[list[int], list[str
         return [], [], [0]
     rows = [p.shape.line_first for p in profiles]
     sizes = np.array([r.shape[1] for r in rows], np.int64)
-    counts = np.concatenate([np.asarray(p.stmts)[r[1]] for p, r in zip(profiles, rows)]).astype(np.int64)
+    counts = take([np.asarray(p.stmts) for p in profiles], np.concatenate([r[1] for r in rows]), sizes.tolist())
     lines = np.concatenate([r[0] for r in rows]).astype(np.int64)
     owner = np.repeat(np.arange(len(profiles)), sizes)
     first = np.array([p.firstline for p in profiles], np.int64)[owner]
