@@ -221,9 +221,8 @@ def _counted_lines(profiles: list[FunctionProfile]) -> tuple[list[int], list[str
     bounds = np.searchsorted(owner, np.arange(len(profiles) + 1)).tolist()
     values, which = np.unique(counts, return_inverse=True)      # counts repeat: each formatted once
     column = list(map("{:>10}".format, values.tolist()))
-    nums = _plain_prefixes(int(lines.max()) + 1 if len(lines) else 1)
-    columns = list(map(str.__add__, map(column.__getitem__, which.tolist()),
-                       map(lambda s: s[10:], map(nums.__getitem__, lines.tolist()))))
+    nums = _number_columns(int(lines.max()) + 1 if len(lines) else 1)
+    columns = list(map(str.__add__, map(column.__getitem__, which.tolist()), map(nums.__getitem__, lines.tolist())))
     return (lines - first).tolist(), columns, bounds
 
 
@@ -249,14 +248,23 @@ def _no_end(line: str) -> str:
 
 
 _PLAIN: list[str] = []
+_NUMBERS: list[str] = []
 
 
 def _plain_prefixes(upto: int) -> list[str]:
     """The columns of a line without a count, ``BLANK NUMBER  ``, for lines 0 .. ``upto - 1``
     (formatted once, shared by every report)."""
     if len(_PLAIN) < upto:
-        _PLAIN.extend(f"{_BLANK} {k:>6}  " for k in range(len(_PLAIN), max(upto, 2 * len(_PLAIN))))
+        _PLAIN.extend(_BLANK + k for k in _number_columns(upto)[len(_PLAIN):])
     return _PLAIN
+
+
+def _number_columns(upto: int) -> list[str]:
+    """`` NUMBER  `` (the number column between the count and the source) for lines 0 .. at
+    least ``upto - 1`` (formatted once, shared by every report)."""
+    if len(_NUMBERS) < upto:
+        _NUMBERS.extend(f" {k:>6}  " for k in range(len(_NUMBERS), max(upto, 2 * len(_NUMBERS))))
+    return _NUMBERS
 
 
 def _branch_tails(profiles: list[FunctionProfile]) -> dict[int, dict[int, list[str]]]:
