@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TextIO
 import numpy as np
 
 from wholetrace.profile import gc_paused
-from wholetrace.profile.model import FunctionProfile, Idle, branches, hottest, ran, summary
+from wholetrace.profile.model import FunctionProfile, Idle, hottest, ran, summary
 from wholetrace.profile.rows import branch_rows, report_rows, take
 from wholetrace.render.base import Renderer
 
