@@ -8,6 +8,9 @@ every function (those that never ran with zero counts; their CFGs parsed on the 
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Union
 
 import numpy as np
@@ -25,6 +28,21 @@ COUNT_MODES = ("count", "count-naive")
 Entry = Union["FunctionProfile", "Idle"]
 
 
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector off for a report's bulk work, then as it was.  Report
+    building allocates many short-lived containers and creates no reference cycles, so the
+    collections it triggers only walk what is alive (the registry, the stored CFGs): about
+    a tenth of the work (docs/design.md, "Report building, wave 9")."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def counted(trace: Trace) -> list[Entry]:
     """Every registered function by id (cached on ``trace``): a profile if it may have run,
     else an `Idle` summary.  From the trace of `blocks`, `witness`, `branches`, `path` and
@@ -32,7 +50,10 @@ def counted(trace: Trace) -> list[Entry]:
     child processes: summed over its processes (``profile.processes``)."""
     from wholetrace.profile.processes import with_processes
 
-    return trace.memo("counted", lambda: with_processes(trace, _counted))
+    def compute() -> list[Entry]:
+        with gc_paused():
+            return with_processes(trace, _counted)
+    return trace.memo("counted", compute)
 
 
 def profiles(trace: Trace) -> list[FunctionProfile]:
@@ -79,15 +100,20 @@ def tally_profiles(trace: Trace, tally: Tally) -> list[Entry]:
 
     stmts = tally.stmt_counts()
     shapes = trace.tables.shapes
-    out: list[Entry] = []
     facts = trace.facts
-    for fid, info in sorted(trace.functions.items()):
+    infos = sorted(trace.functions.items())
+    loaded = [shapes[fid] for fid, _info in infos if fid in shapes]
+    counts = iter(tally.per_function(loaded, stmts))
+    enters = tally.enters.tolist()
+    out: list[Entry] = []
+    for fid, info in infos:
         sh = shapes.get(fid)
         if sh is None:
             out.append(Idle(info, facts))
             continue
-        out.append(FunctionProfile(sh, tally.blocks_of(sh), tally.piece(stmts, sh), tally.edges_of(sh),
-                                   info.source, tally.activations_of(fid)))
+        blocks, st, edges = next(counts)
+        out.append(FunctionProfile(sh, blocks, st, edges, info.source, enters[fid] if fid < len(enters) else 0,
+                                   info.source_lines))
     return out
 
 

@@ -161,7 +161,7 @@ def count_profiles(trace: Trace, prefix: str = "") -> list[FunctionProfile | Idl
             out.append(Idle(info, facts))
             continue
         sh, (blocks, stmts, edges) = next(counts)
-        out.append(FunctionProfile(sh, blocks, stmts, edges, info.source))
+        out.append(FunctionProfile(sh, blocks, stmts, edges, info.source, None, info.source_lines))
     return out
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -38,6 +38,7 @@ class FunctionProfile:
     edges: np.ndarray
     source: str = ""                      # the function's source lines from ``firstline``
     activations: int | None = None        # ENTER events (generator resumptions included)
+    source_lines: tuple[list[str], int, int] | None = field(default=None, repr=False, compare=False)  # FunctionInfo's
 
     fid = property(lambda self: self.shape.fid)
     file = property(lambda self: self.shape.file)

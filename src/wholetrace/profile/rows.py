@@ -51,6 +51,16 @@ def _idle_shapes(idle: list[Idle]) -> list[FunctionShape]:
     return parse_shapes([(e.fid, e.info.cfg, e.file, e.qualname) for e in idle]) if idle else []
 
 
+def take(arrays: list[np.ndarray], index: np.ndarray, sizes: list[int]) -> np.ndarray:
+    """``arrays[k][index[part k]]`` of every k, as one int64 array, where ``index`` is the
+    concatenation of parts of ``sizes`` (one gather instead of one per function)."""
+    if not arrays:
+        return np.zeros(0, np.int64)
+    lengths = np.fromiter(map(len, arrays), np.int64, len(arrays))
+    base = np.cumsum(lengths) - lengths
+    return np.concatenate(arrays).astype(np.int64, copy=False)[np.repeat(base, sizes) + index]
+
+
 def report_rows(entries: Sequence[Entry]) -> ReportRows:
     """The rows of ``entries`` (in their order; see the module doc)."""
     files: dict[str, int] = {}
@@ -74,8 +84,9 @@ def report_rows(entries: Sequence[Entry]) -> ReportRows:
 
     # lines: (entry, line, column, fid, count) of each function's first statement per line;
     # branches: (entry, block, index, line, shown count, count): columns gathered, joined once
-    l_pos, l_fid, l_rows, l_count = [], [], [], []
-    b_pos, b_rows, b_shown, b_taken = [], [], [], []
+    # (counts of an idle function's shape: zeros, its branches' blocks never ran)
+    l_pos, l_fid, l_rows, l_stmts = [], [], [], []
+    b_pos, b_rows, b_edges, b_blocks = [], [], [], []
     names: list[str] = []
     for i, sh, stmts, edges, blocks in shaped:
         lf = sh.line_first
@@ -84,31 +95,27 @@ def report_rows(entries: Sequence[Entry]) -> ReportRows:
             l_pos.append(i)
             l_fid.append(sh.fid)
             l_rows.append(lf)
-            l_count.append(stmts[lf[1]] if stmts is not None else np.zeros(k, np.int64))
+            l_stmts.append(stmts if stmts is not None else np.zeros(sh.nstmts, np.int64))
         br = sh.branch_rows
         k = br.shape[1]
         if k:
             b_pos.append(i)
             b_rows.append(br)
-            if edges is None:
-                taken = np.zeros(k, np.int64)
-                b_shown.append(taken - 1)
-            else:
-                taken = edges[br[3]]
-                b_shown.append(np.where(blocks[br[0]] > 0, taken, np.minimum(taken, -1)))
-            b_taken.append(taken)
+            b_edges.append(edges if edges is not None else np.zeros(sh.nedges, np.int64))
+            b_blocks.append(blocks if blocks is not None else np.zeros(sh.nblocks, np.int64))
             names += sh.branch_names
     lparts, bparts = [], []
     if l_rows:
         lf = np.concatenate(l_rows, axis=1)
         sizes = [r.shape[1] for r in l_rows]
         lparts.append(np.stack([np.repeat(l_pos, sizes), lf[0], lf[2], np.repeat(l_fid, sizes),
-                                np.concatenate(l_count).astype(np.int64)]))
+                                take(l_stmts, lf[1], sizes)]))
     if b_rows:
         br = np.concatenate(b_rows, axis=1)
         sizes = [r.shape[1] for r in b_rows]
-        bparts.append(np.stack([np.repeat(b_pos, sizes), br[0], br[1], br[2], np.concatenate(b_shown).astype(np.int64),
-                                np.concatenate(b_taken).astype(np.int64)]))
+        taken = take(b_edges, br[3], sizes)
+        shown = np.where(take(b_blocks, br[0], sizes) > 0, taken, np.minimum(taken, -1))
+        bparts.append(np.stack([np.repeat(b_pos, sizes), br[0], br[1], br[2], shown, taken]))
     if stored:
         fids = np.fromiter(stored, np.int64, len(stored))
         pos = np.full(len(facts.covered), -1, np.int64)  # type: ignore[union-attr]
@@ -146,6 +153,45 @@ def report_rows(entries: Sequence[Entry]) -> ReportRows:
         pos = block = index = line = shown = np.zeros(0, np.int64)
     return ReportRows(list(files), line_file, line_no, line_count, file_of[pos], pos, block, index, line,
                       shown, _unique_in_block(pos, block, names))
+
+
+@dataclass
+class BranchRows:
+    """The measured branches of some profiles, by profile (``pos``: its index), block and
+    edge: line, shown count (-1: its block never ran), name (unique within its block)."""
+
+    pos: np.ndarray
+    line: np.ndarray
+    taken: np.ndarray
+    names: list[str]
+
+
+def branch_rows(profiles: Sequence[FunctionProfile]) -> BranchRows:
+    """The branches of ``profiles`` (what ``model.branches`` lists for each), as columns."""
+    pos, rows, edge_n, block_n = [], [], [], []
+    names: list[str] = []
+    for i, p in enumerate(profiles):
+        br = p.shape.branch_rows
+        if br.shape[1]:
+            pos.append(i)
+            rows.append(br)
+            edge_n.append(np.asarray(p.edges))
+            block_n.append(np.asarray(p.blocks))
+            names += p.shape.branch_names
+    if not rows:
+        zero = np.zeros(0, np.int64)
+        return BranchRows(zero, zero, zero, [])
+    sizes = [r.shape[1] for r in rows]
+    br = np.concatenate(rows, axis=1)
+    taken = take(edge_n, br[3], sizes)
+    ran = take(block_n, br[0], sizes) > 0
+    owner = np.repeat(np.array(pos, np.int64), sizes)
+    keep = np.flatnonzero(taken >= 0)               # unmeasured edges (count-naive) left out
+    if len(keep) < len(taken):
+        names = [names[j] for j in keep.tolist()]
+    owner, block, line = owner[keep], br[0][keep], br[2][keep]
+    shown = np.where(ran[keep], taken[keep], -1)
+    return BranchRows(owner, line, shown, _unique_in_block(owner, block, names))
 
 
 def _unique_in_block(pos: np.ndarray, block: np.ndarray, names: list[str]) -> list[str]:

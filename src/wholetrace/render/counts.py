@@ -10,14 +10,15 @@ functions that never ran"); JSON and lcov list its lines and branches at zero.
 from __future__ import annotations
 
 import json
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, TextIO
 
 import numpy as np
 
-from wholetrace.profile.model import FunctionProfile, Idle, branches, hottest, ran, summary
-from wholetrace.profile.rows import report_rows
+from wholetrace.profile import gc_paused
+from wholetrace.profile.model import FunctionProfile, Idle, hottest, ran, summary
+from wholetrace.profile.rows import branch_rows, report_rows, take
 from wholetrace.render.base import Renderer
 
 if TYPE_CHECKING:
@@ -39,6 +40,7 @@ def split(entries: Entries) -> tuple[list[FunctionProfile], list[Idle]]:
     return done, idle
 
 
+@gc_paused()
 def report_json(entries: Entries) -> dict[str, Any]:
     """``{"lines": {path: {line: n}}, "branches": {path: {line: {name: n}}}, "functions": [...]}``:
     every function, those that never ran with zero counts (a coverage tool must see their lines
@@ -78,6 +80,7 @@ def _json_parts(entries: Entries) -> tuple[LineRows, dict[str, dict[int, dict[st
     return lines, brs, funcs
 
 
+@gc_paused()
 def write_json(entries: Entries) -> str:
     """:func:`report_json` as ``json.dumps(..., indent=1)`` writes it (byte for byte), made in bulk."""
     lines, brs, funcs = _json_parts(entries)
@@ -142,6 +145,7 @@ def _key(k: object) -> str:
 _encode = json.encoder.encode_basestring_ascii  # type: ignore[attr-defined]
 
 
+@gc_paused()
 def report_text(entries: Entries, *, limit: int | None = None) -> str:
     """Annotated source, hottest functions first: count beside each line, branches beside
     predicates; then one line per function that never ran.  Each line is listed once: in the
@@ -150,49 +154,138 @@ def report_text(entries: Entries, *, limit: int | None = None) -> str:
     out: list[str] = []
     profiles, idle = split(entries)
     folds = _nested(profiles, idle)
-    for p in hottest([*profiles, *idle])[:limit]:
+    shown = hottest([*profiles, *idle])[:limit]
+    ran_shown = [p for p in shown if not isinstance(p, Idle)]
+    tails = _branch_tails(ran_shown)
+    offsets, columns, bounds = _counted_lines(ran_shown)
+    plain = _plain_prefixes(max((p.lastline for p in ran_shown), default=0) + 1)
+    k = -1
+    for p in shown:
         if isinstance(p, Idle):
-            out.append(f"== {p.qualname}  ({p.file}:{p.firstline}-{p.lastline})  never ran, "
-                       f"{p.nlines} line{'s' if p.nlines != 1 else ''}")
+            info = p.info
+            lines = info.lastline - info.firstline + 1
+            out.append(f"== {info.qualname}  ({info.file}:{info.firstline}-{info.lastline})  never ran, "
+                       f"{lines} line{'s' if lines != 1 else ''}")
             continue
+        k += 1
         first, last = p.firstline, p.lastline
         n = last - first + 1
-        src = p.source.splitlines()[:n]
-        src += [""] * (n - len(src))
-        nums = _line_numbers(last + 1)
-        counted: dict[int, str] = {}                # line offset -> count column
-        lines, sids, _cols = p.shape.line_first
-        for ln, c in zip((lines - first).tolist(), np.asarray(p.stmts)[sids].tolist()):
-            if 0 <= ln < n:
-                counted[ln] = f"{c:>10}"
-        per_line: dict[int, list[str]] = {}
-        for br in branches(p):
-            per_line.setdefault(br.line - first, []).append(f"{br.name}: {'-' if br.taken is None else br.taken}")
-        for i, items in per_line.items():
-            if 0 <= i < n:
-                src[i] = f"{src[i]}    [{', '.join(items)}]"
-
-        def listed(a: int, b: int) -> list[str]:
-            """Lines a..b-1 (offsets), annotated."""
-            return [f"{counted.get(i, _BLANK)} {nums[first + i]}  {src[i]}".rstrip() for i in range(a, b)]
+        src = _source_lines(p, n)
+        if len(src) < n:
+            src += [""] * (n - len(src))
+        pre = plain[first:last + 1]                 # line offset -> count and number columns
+        lo, hi = bounds[k], bounds[k + 1]
+        if hi > lo:
+            deque(map(pre.__setitem__, offsets[lo:hi], columns[lo:hi]), 0)
+        for i, items in tails.get(id(p), {}).items():
+            if 0 <= i - first < n:
+                src[i - first] = f"{_no_end(src[i - first])}    [{', '.join(items)}]"
 
         out.append(f"== {p.qualname}  ({p.file}:{first}-{last})  calls {p.calls}, blocks {p.weight}")
         at = 0
         for q_first, q_last, name, q_ran in folds.get(id(p), ()):
             head = q_first - first              # the child's header lines are the parent's statements
-            while head + 1 <= q_last - first and head + 1 in counted:
+            while head + 1 <= q_last - first and pre[head + 1] is not plain[first + head + 1]:
                 head += 1
-            out += listed(at, head + 1)
-            at = max(at, head + 1)
+            if at < head + 1:
+                out += map(str.rstrip, map(str.__add__, pre[at:head + 1], src[at:head + 1]))
+                at = head + 1
             if head + 1 < q_last - first:         # two lines or more: folded (one is listed)
-                following = src[head + 1]
+                following = _no_end(src[head + 1])
                 indent = following[:len(following) - len(following.lstrip())]
                 out.append(f"{_BLANK} {'':>6}  {indent}... lines {first + head + 1}-{q_last}: {name}"
                            f"{'' if q_ran else ' never ran'}")
                 at = q_last - first + 1
-        out += listed(at, n)
+        if at < n:
+            out += map(str.rstrip, map(str.__add__, pre[at:], src[at:]))
         out.append("")
     return "\n".join(out)
+
+
+def _counted_lines(profiles: list[FunctionProfile]) -> tuple[list[int], list[str], list[int]]:
+    """For every line of ``profiles`` with a statement (its first statement's count; lines
+    outside the function's lines left out): its offset in the function and its count and
+    number columns; profile ``k``'s rows are ``bounds[k]:bounds[k + 1]``."""
+    if not profiles:
+        return [], [], [0]
+    rows = [p.shape.line_first for p in profiles]
+    sizes = np.array([r.shape[1] for r in rows], np.int64)
+    counts = take([np.asarray(p.stmts) for p in profiles], np.concatenate([r[1] for r in rows]), sizes.tolist())
+    lines = np.concatenate([r[0] for r in rows]).astype(np.int64)
+    owner = np.repeat(np.arange(len(profiles)), sizes)
+    first = np.array([p.firstline for p in profiles], np.int64)[owner]
+    last = np.array([p.lastline for p in profiles], np.int64)[owner]
+    keep = (lines >= first) & (lines <= last)
+    if not keep.all():
+        lines, counts, first, owner = lines[keep], counts[keep], first[keep], owner[keep]
+    bounds = np.searchsorted(owner, np.arange(len(profiles) + 1)).tolist()
+    values, which = np.unique(counts, return_inverse=True)      # counts repeat: each formatted once
+    column = list(map("{:>10}".format, values.tolist()))
+    nums = _number_columns(int(lines.max()) + 1 if len(lines) else 1)
+    columns = list(map(str.__add__, map(column.__getitem__, which.tolist()), map(nums.__getitem__, lines.tolist())))
+    return (lines - first).tolist(), columns, bounds
+
+
+def _source_lines(p: FunctionProfile, n: int) -> list[str]:
+    """The first ``n`` lines of ``p.source``: sliced from its file's lines (their line ends
+    kept: a report line is right-stripped, and :func:`_no_end` drops them where text follows)
+    when the registry shares them, else split."""
+    shared = p.source_lines
+    if shared is None or shared[1] < 0:
+        return p.source.splitlines()[:n]
+    lines, start, stop = shared
+    return lines[start:min(stop, start + n)]
+
+
+_LINE_ENDS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"     # where str.splitlines splits
+
+
+def _no_end(line: str) -> str:
+    """``line`` without its line end (``str.splitlines`` without ``keepends``)."""
+    if line.endswith("\r\n"):
+        return line[:-2]
+    return line[:-1] if line and line[-1] in _LINE_ENDS else line
+
+
+_PLAIN: list[str] = []
+_NUMBERS: list[str] = []
+
+
+def _plain_prefixes(upto: int) -> list[str]:
+    """The columns of a line without a count, ``BLANK NUMBER  ``, for lines 0 .. ``upto - 1``
+    (formatted once, shared by every report)."""
+    if len(_PLAIN) < upto:
+        _PLAIN.extend(_BLANK + k for k in _number_columns(upto)[len(_PLAIN):])
+    return _PLAIN
+
+
+def _number_columns(upto: int) -> list[str]:
+    """`` NUMBER  `` (the number column between the count and the source) for lines 0 .. at
+    least ``upto - 1`` (formatted once, shared by every report)."""
+    if len(_NUMBERS) < upto:
+        _NUMBERS.extend(f" {k:>6}  " for k in range(len(_NUMBERS), max(upto, 2 * len(_NUMBERS))))
+    return _NUMBERS
+
+
+def _branch_tails(profiles: list[FunctionProfile]) -> dict[int, dict[int, list[str]]]:
+    """id(profile) -> line -> ``NAME: COUNT`` of each branch on it (``-``: its block never
+    ran), in block and edge order: every profile's branches gathered as columns at once."""
+    if not profiles:
+        return {}
+    rows = branch_rows(profiles)
+    taken = [str(t) if t >= 0 else "-" for t in rows.taken.tolist()]
+    keys = [id(p) for p in profiles]
+    out: dict[int, dict[int, list[str]]] = {}
+    for pos, line, item in zip(rows.pos.tolist(), rows.line.tolist(), map("{}: {}".format, rows.names, taken)):
+        per = out.get(keys[pos])
+        if per is None:
+            per = out[keys[pos]] = {}
+        slot = per.get(line)
+        if slot is None:
+            per[line] = [item]
+        else:
+            slot.append(item)
+    return out
 
 
 _BLANK = " " * 10
@@ -215,16 +308,7 @@ def _nested(profiles: list[FunctionProfile], idle: list[Idle]) -> dict[int, list
     return out
 
 
-_NUMBERS: list[str] = []
-
-
-def _line_numbers(upto: int) -> list[str]:
-    """Right-aligned line numbers 0 .. ``upto - 1`` (formatted once, shared by every report)."""
-    if len(_NUMBERS) < upto:
-        _NUMBERS.extend(f"{k:>6}" for k in range(len(_NUMBERS), max(upto, 2 * len(_NUMBERS))))
-    return _NUMBERS
-
-
+@gc_paused()
 def report_lcov(entries: Entries, *, test_name: str = "") -> str:
     """lcov tracefile text: per file TN, SF, FN/FNDA/FNF/FNH, DA, BRDA/BRF/BRH, LF/LH, end_of_record
     (every function; those that never ran at zero, as in :func:`report_json`)."""

@@ -39,6 +39,10 @@ class FunctionInfo:
     #: and place a function without parsing its CFG.
     kind: str | None = field(default=None, compare=False)
     counter_base: int | None = field(default=None, compare=False)
+    #: ``source`` as ``(lines, start, stop)``: it is ``"".join(lines[start:stop])``, where
+    #: ``lines`` are its file's lines with their line ends, shared by the file's functions
+    #: (reports slice them instead of splitting every function's source).
+    source_lines: tuple[list[str], int, int] | None = field(default=None, repr=False, compare=False)
 
     @cached_property
     def cfg(self) -> dict[str, object]:
@@ -287,7 +291,8 @@ class Recording:
         source, rows = registry.decode_registry(blob, n, counter_base, what)
         lines = source.splitlines(keepends=True)
         out = [FunctionInfo(fid_base + i, path, q, first, last, registry.function_source(source, lines, kind, first, last),
-                            fingerprint, load=load, kind=kind, counter_base=counters)
+                            fingerprint, load=load, kind=kind, counter_base=counters,
+                            source_lines=(lines, 0, len(lines)) if kind == "module" else (lines, first - 1, last))
                for i, (q, kind, first, last, fingerprint, load, counters) in enumerate(rows)]
         self._files[fid_base] = out
         return out

@@ -90,6 +90,24 @@ class Tally:
         """Function ``sh``'s part of an array over the tables' statement rows (a view)."""
         return self._slice(per_stmt, K.FN_SBASE, sh.fid, sh.nstmts, copy=False)
 
+    def per_function(self, shapes: list[FunctionShape], per_stmt: np.ndarray) -> list[tuple[np.ndarray, ...]]:
+        """(blocks, statements, edges) of each of ``shapes`` (loaded functions): views of one
+        copy of the block and edge counts and of ``per_stmt`` (:meth:`stmt_counts`), sliced
+        with offsets read once (as :meth:`blocks_of`, :meth:`piece`, :meth:`edges_of`)."""
+        self.fit()
+        fn = self.tables.fn
+        fids = np.array([sh.fid for sh in shapes], np.int64)
+        if len(fids) and ((fids >= len(fn)) | (fn[np.minimum(fids, len(fn) - 1), K.FN_READY] != 1)).any():
+            return [(self.blocks_of(sh), self.piece(per_stmt, sh), self.edges_of(sh)) for sh in shapes]
+        block, edge = self.block.copy(), self.edge.copy()
+        rows = fn[fids]
+        out = []
+        for b0, nb, s0, ns, e0, ne in zip(rows[:, K.FN_BBASE].tolist(), rows[:, K.FN_NB].tolist(),
+                                          rows[:, K.FN_SBASE].tolist(), rows[:, K.FN_NS].tolist(),
+                                          rows[:, K.FN_EBASE].tolist(), rows[:, K.FN_NE].tolist()):
+            out.append((block[b0:b0 + nb], per_stmt[s0:s0 + ns], edge[e0:e0 + ne]))
+        return out
+
     def activations_of(self, fid: int) -> int:
         return int(self.enters[fid]) if fid < len(self.enters) else 0
 
