@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import re
 from pathlib import Path
 
 import numpy as np
@@ -80,7 +81,7 @@ def naive_text(entries: list[FunctionProfile | Idle]) -> str:
             continue
         first, last = p.firstline, p.lastline
         n = last - first + 1
-        src = p.source.splitlines()[:n]
+        src = re.split(r"\r\n|\r|\n", p.source)[:n]      # the compiler's line ends only
         src += [""] * (n - len(src))
         counts: dict[int, int] = {}
         for ln, sid in zip(p.shape.stmt_line.tolist(), range(p.shape.nstmts)):   # first statement per line
@@ -138,6 +139,8 @@ def test_text_report_equals_the_naive_twin(recording: Path) -> None:
         text = report_text(entries)
         assert "Shape.area" in text and "never ran" in text and "... lines" in text
         assert text == naive_text(entries)
+        # line numbers are the compiler's: the form feed on line 10 is not a line end
+        assert "    16          if k > 2:" in text and "    33  def one(): return 1" in text
 
 
 def test_text_report_without_shared_lines(recording: Path) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from wholetrace.errors import UsageError
+from wholetrace.lines import source_lines
 
 
 def run_cfg(args: argparse.Namespace) -> int:
@@ -25,7 +26,7 @@ def run_cfg(args: argparse.Namespace) -> int:
         cfgs = [c for c in cfgs if c.qualname == qual]
         if not cfgs:
             raise UsageError(f"no function {qual!r} in {file}")
-    lines = source.splitlines()
+    lines = source_lines(source)
     nums = None
     if args.paths is not None:
         from wholetrace.instrument.pathnum import number_cfg

@@ -20,6 +20,7 @@ from wholetrace.profile import gc_paused
 from wholetrace.profile.model import FunctionProfile, Idle, hottest, ran, summary
 from wholetrace.profile.rows import branch_rows, report_rows, take
 from wholetrace.render.base import Renderer
+from wholetrace.lines import source_lines, without_end
 
 if TYPE_CHECKING:
     from wholetrace.trace.session import Trace
@@ -179,7 +180,7 @@ def report_text(entries: Entries, *, limit: int | None = None) -> str:
             deque(map(pre.__setitem__, offsets[lo:hi], columns[lo:hi]), 0)
         for i, items in tails.get(id(p), {}).items():
             if 0 <= i - first < n:
-                src[i - first] = f"{_no_end(src[i - first])}    [{', '.join(items)}]"
+                src[i - first] = f"{without_end(src[i - first])}    [{', '.join(items)}]"
 
         out.append(f"== {p.qualname}  ({p.file}:{first}-{last})  calls {p.calls}, blocks {p.weight}")
         at = 0
@@ -191,7 +192,7 @@ def report_text(entries: Entries, *, limit: int | None = None) -> str:
                 out += map(str.rstrip, map(str.__add__, pre[at:head + 1], src[at:head + 1]))
                 at = head + 1
             if head + 1 < q_last - first:         # two lines or more: folded (one is listed)
-                following = _no_end(src[head + 1])
+                following = without_end(src[head + 1])
                 indent = following[:len(following) - len(following.lstrip())]
                 out.append(f"{_BLANK} {'':>6}  {indent}... lines {first + head + 1}-{q_last}: {name}"
                            f"{'' if q_ran else ' never ran'}")
@@ -228,23 +229,13 @@ def _counted_lines(profiles: list[FunctionProfile]) -> tuple[list[int], list[str
 
 def _source_lines(p: FunctionProfile, n: int) -> list[str]:
     """The first ``n`` lines of ``p.source``: sliced from its file's lines (their line ends
-    kept: a report line is right-stripped, and :func:`_no_end` drops them where text follows)
+    kept: a report line is right-stripped, and :func:`~wholetrace.lines.without_end` drops them where text follows)
     when the registry shares them, else split."""
     shared = p.source_lines
     if shared is None or shared[1] < 0:
-        return p.source.splitlines()[:n]
+        return source_lines(p.source)[:n]
     lines, start, stop = shared
     return lines[start:min(stop, start + n)]
-
-
-_LINE_ENDS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"     # where str.splitlines splits
-
-
-def _no_end(line: str) -> str:
-    """``line`` without its line end (``str.splitlines`` without ``keepends``)."""
-    if line.endswith("\r\n"):
-        return line[:-2]
-    return line[:-1] if line and line[-1] in _LINE_ENDS else line
 
 
 _PLAIN: list[str] = []

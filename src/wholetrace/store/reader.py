@@ -17,6 +17,7 @@ import zstandard
 
 from wholetrace.errors import StoreError
 from wholetrace.store import registry, schema
+from wholetrace.lines import source_lines
 
 __all__ = ["FunctionInfo", "Recording", "StreamInfo", "open_recording"]
 
@@ -289,7 +290,7 @@ class Recording:
             raise StoreError(f"{what} is corrupt (bad row)")
         self._check("files", crc, what, *row[:-1])
         source, rows = registry.decode_registry(blob, n, counter_base, what)
-        lines = source.splitlines(keepends=True)
+        lines = source_lines(source, keepends=True)
         out = [FunctionInfo(fid_base + i, path, q, first, last, registry.function_source(source, lines, kind, first, last),
                             fingerprint, load=load, kind=kind, counter_base=counters,
                             source_lines=(lines, 0, len(lines)) if kind == "module" else (lines, first - 1, last))

@@ -24,6 +24,7 @@ from wholetrace.errors import StoreError
 from wholetrace.store import registry, schema
 from wholetrace.store.pages import PageScan, scan
 from wholetrace.store.reader import FunctionInfo, StreamInfo
+from wholetrace.lines import source_lines
 
 #: Columns of each table in files with crcs (the INTEGER PRIMARY KEY first where there is one,
 #: stored as NULL and taken from the rowid), and the column types of files written before.
@@ -185,7 +186,7 @@ class SalvagedRecording:
             except StoreError:
                 bad += 1
                 continue
-            lines = source.splitlines(keepends=True)
+            lines = source_lines(source, keepends=True)
             for i, (q, kind, first, last, fingerprint, load, counters) in enumerate(funcs):
                 out[fid_base + i] = FunctionInfo(fid_base + i, path, q, first, last,
                                                  registry.function_source(source, lines, kind, first, last),

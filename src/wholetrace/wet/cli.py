@@ -9,6 +9,7 @@ from typing import Any
 
 from wholetrace.errors import UsageError
 from wholetrace.wet import queries as q
+from wholetrace.lines import source_lines
 
 
 def add_parser(sub: Any) -> None:
@@ -83,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"note: {note}")
     for file, per in sorted(out["lines"].items()):
         print(f"--- {file}")
-        text = s.sources.get(file, "").splitlines()
+        text = source_lines(s.sources.get(file, ""))
         lo, hi = min(per), max(per)
         for ln in range(lo, hi + 1):
             mark = f"{per[ln]:>6}x" if ln in per else " " * 7

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wholetrace.ids import ENTRY, EXIT
+from wholetrace.lines import source_lines
 
 _DEF_NAME = re.compile(r"^\s*(?:async\s+)?(?:def|class)\s+(\w+)", re.M)
 #: Builtins and functions known to leave their arguments unchanged (a use, never a def).
@@ -218,7 +219,7 @@ def function_facts(rec: Any, log: Any) -> dict[int, FunctionFacts]:
             for name in info.what.split(","):
                 if name.isidentifier() and not any(n == name for n, _s in have):
                     have.append((name, info.scope or "local"))
-        text = file_text[fn.file].splitlines()
+        text = source_lines(file_text[fn.file])
         own = {"class": "class", "module": "global"}.get(cfg["kind"], "local")
         for sid, st in enumerate(stmts):
             if st[1] in ("FunctionDef", "AsyncFunctionDef", "ClassDef") and not ff.defs.get(sid):
