@@ -231,5 +231,5 @@ def test_every_mode_answers_as_blocks_inline(tmp_path, name):
 def test_path_recordings_answer_as_blocks_on_corpus(tmp_path, name):
     prog = PROGRAMS[name]
     script = prog.write(tmp_path / name, "small")
-    same = _check_modes(script.parent, script, {k: MODES[k] for k in ("path", "path-wpp")}, 20, tuple(prog.include))
+    same = _check_modes(script.parent, script, {k: MODES[k] for k in ("path", "path-wpp")}, 8, tuple(prog.include))
     assert all(same.values()), same
