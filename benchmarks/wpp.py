@@ -5,7 +5,8 @@ For every program of the registry (``tests/corpus.py``) this times the whole pro
 interleaved round by round: plain, ``record --mode M`` and ``record --mode M --wpp`` for M in
 blocks and witness (and path, once that mode exists).  The ``--wpp`` recordings give Larus's
 Table 1 per program (summed over streams): events, distinct paths (blocks or witness values),
-rules, right-hand-side symbols, raw bytes (4 per event), WPP bytes (``Grammar.to_bytes()``),
+rules, right-hand-side symbols, raw bytes (4 per event), WPP bytes (as the builder stores them:
+``encode_explicit(g, fast=True)``, zstd only; the offline table's are ``Grammar.to_bytes()``),
 trace/WPP ratio, rules per path, builder CPU, and how far the builder lagged (most events queued,
 events left when the program ended, seconds it finished after the program, events spilled).
 
@@ -209,8 +210,9 @@ def render(names, times, cpus, t1, comp, tools, runs, size, version, argv) -> st
         f"{sum(t1[n]['spilled_events'] > 0 for n in names)} (queue bound 4,194,304 events)",
         f"- SEQUITUR(1) gave a WPP no larger than SEQUITUR on {la_smaller} of {len(names)} programs; total build CPU "
         f"{cpu0:.2f} s plain vs {cpu1:.2f} s with look-ahead",
-        "- WPP B = `Grammar.to_bytes()` (explicit rules, what queries read; the recording stores it zstd-compressed "
-        "in the arrays table). Distinct paths = distinct non-marker terminals (block or witness values of a function).",
+        "- WPP B in Table 1 = the grammars as the builder stores them (explicit rules, what queries read, "
+        "`encode_explicit(g, fast=True)`: zstd only, since wave 9); in the compressor table = `Grammar.to_bytes()` "
+        "(explicit rules, every codec tried). Distinct paths = distinct non-marker terminals (block or witness values of a function).",
     ]
     cmdline = "python benchmarks/wpp.py" + "".join(" " + shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
     return "\n".join([

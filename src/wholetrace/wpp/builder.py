@@ -170,13 +170,14 @@ def build(mode: str, lookahead: bool, q: ChunkQueue, spawned: float = 0.0) -> di
 
     kernels = install()   # "aot": the compiled kernels, no numba import; else the JIT's reason
     from wholetrace.grammar import GrammarBuilder
+    from wholetrace.grammar.encoding import encode_explicit
     from wholetrace.wpp.intern import interner_for, terminals_to_array
 
     imported = time.perf_counter()
     t = time.thread_time()
     warm = GrammarBuilder(lookahead=lookahead)   # compile or load the kernels from numba's cache
     warm.feed(interner_for(mode).codes(0, np.array([-8, 0, 1, 0, 1, -2, 0, -1], np.int32)))
-    warm.finish().to_bytes()
+    encode_explicit(warm.finish(), fast=True)
     jit = time.thread_time() - t
     interner = interner_for(mode)
     ready = time.perf_counter()
@@ -209,7 +210,7 @@ def build(mode: str, lookahead: bool, q: ChunkQueue, spawned: float = 0.0) -> di
     for sid in sorted(builders):
         t = time.thread_time()
         g = builders[sid].finish()
-        enc = g.to_bytes()
+        enc = encode_explicit(g, fast=True)   # on the tail: zstd only (docs/design.md, wave 9)
         cpu[sid] += time.thread_time() - t
         grammars[sid] = enc
         streams[str(sid)] = {"events": events[sid], "symbols": len(g), "rules": g.num_rules,
