@@ -38,8 +38,8 @@ ST_GROW = 3  # (internal) the successor table must grow before the symbol st[S_I
 # buffer position), next symbol, match pointer and length, successor table use
 S_X1, S_X2, S_X, S_BP, S_I, S_MPTR, S_MLEN, S_SUSED = range(8)
 # scratch (int64 array): context hashes, mixer inputs, context slots, enabled models, next
-# symbol's context hashes and slots (the encoder's look-ahead)
-O_HS, O_IN, O_SLOT, O_ACT, O_HSN, O_SLOTN = 0, 8, 16, 24, 32, 40
+# symbol's context hashes and slots (the encoder's look-ahead), each model's table index
+O_HS, O_IN, O_SLOT, O_ACT, O_HSN, O_SLOTN, O_CI = 0, 8, 16, 24, 32, 40, 48
 
 _SQ = np.array([1, 2, 3, 6, 10, 16, 27, 45, 73, 120, 194, 310, 488, 747, 1101, 1546, 2047, 2549, 2994,
                 3348, 3607, 3785, 3901, 3975, 4022, 4050, 4068, 4079, 4085, 4089, 4092, 4093, 4094],
@@ -233,7 +233,7 @@ def cm_code(a: np.ndarray, n: int, rawbits: int, buf: np.ndarray, decode: bool, 
     mhash = np.zeros(1 << max(10, min(22, tbits - 2)), np.int64)
     skeys = np.full(2 << 12, -1, np.int64)
     svals = np.zeros(1 << 12, np.int64)
-    sc = np.zeros(48, np.int64)
+    sc = np.zeros(56, np.int64)
     nact = 0
     for m in range(NORD):
         if (models >> m) & 1:
@@ -357,10 +357,6 @@ def _cm_run(a, n, rawbits, buf, decode, tbits, sq, stt, dt, nact, ctab, mtab, ra
                 ebit = ((ev >> (dk - 1 - pos)) & 1) if agree else 0
             if node >= 16:  # rare: a second line, elsewhere in the table
                 node = 16 + (_h(node, 7) & 0xFFFF) * 16
-            # predictions
-            for k in range(nact):
-                m = sc[_U(O_ACT + k)]
-                sc[_U(O_IN + m)] = stt[_U(np.int64(ctab[_U(m * tsize + ((sc[_U(O_SLOT + m)] + node) & tmask))]) >> 20)]
             ml = min(mlen, 15) if agree else 0
             if phase == 2:
                 mi = 64 + ml * 2 + ebit
@@ -370,11 +366,20 @@ def _cm_run(a, n, rawbits, buf, decode, tbits, sq, stt, dt, nact, ctab, mtab, ra
                 mi = ml * 4 + ebit * 2 + (1 if phase else 0)
                 ws = (ml * 8 + (min(pos, 3) if phase == 0 else 4 + min(dk - 1, 3))) * NIN
                 actx = ((s1 & 0xFF) * 16 + (pos if phase == 0 else 4 + min(dk - 1, 2) * 4 + min(pos, 3))) % APM_CTX
-            sc[_U(O_IN + NORD)] = stt[_U(np.int64(mtab[_U(mi)]) >> 20)] if agree else 0
-            sc[_U(O_IN + NORD + 1)] = 256
-            dot = np.int64(0)
-            for j in range(NIN):
-                dot += sc[_U(O_IN + j)] * w[_U(ws + j)]
+            # predictions, mixed as they are read (only the enabled models and, while it
+            # agrees, the match model: the others' inputs are 0 and would add nothing)
+            dot = 256 * w[_U(ws + NORD + 1)]
+            for k in range(nact):
+                m = sc[_U(O_ACT + k)]
+                ci = m * tsize + ((sc[_U(O_SLOT + m)] + node) & tmask)
+                sc[_U(O_CI + m)] = ci
+                x = stt[_U(np.int64(ctab[_U(ci)]) >> 20)]
+                sc[_U(O_IN + m)] = x
+                dot += x * w[_U(ws + m)]
+            xm = np.int64(0)
+            if agree:
+                xm = stt[_U(np.int64(mtab[_U(mi)]) >> 20)]
+                dot += xm * w[_U(ws + NORD)]
             dot >>= 16
             if dot > 2047:
                 dot = 2047
@@ -402,12 +407,13 @@ def _cm_run(a, n, rawbits, buf, decode, tbits, sq, stt, dt, nact, ctab, mtab, ra
             aj2 = ai + (1 if aw >= 64 else 0)  # final stage (APM): the nearer bin learns
             apm[_U(aj2)] += ((y << 16) + (y << 5) - y - y - apm[_U(aj2)]) >> 7
             err = (y << 12) - p
-            for j in range(NIN):
-                w[_U(ws + j)] += (sc[_U(O_IN + j)] * err) >> 12
+            w[_U(ws + NORD + 1)] += (256 * err) >> 12
             for k in range(nact):
                 m = sc[_U(O_ACT + k)]
-                _sm_update(ctab, m * tsize + ((sc[_U(O_SLOT + m)] + node) & tmask), y, dt, LIMIT)
+                w[_U(ws + m)] += (sc[_U(O_IN + m)] * err) >> 12
+                _sm_update(ctab, sc[_U(O_CI + m)], y, dt, LIMIT)
             if agree:
+                w[_U(ws + NORD)] += (xm * err) >> 12
                 _sm_update(mtab, mi, y, dt, 1023)
                 if y != ebit:
                     agree = False
