@@ -159,31 +159,28 @@ def _succ_rehash(keys, vals, nk, nv):  # type: ignore[no-untyped-def]
 
 
 @_inl
-def _code_bit(ac, buf, decode, p, y):  # type: ignore[no-untyped-def]
-    """Code bit y (encoder) or return the decoded bit, with P(1) = p / 4096; -1 if buf is full."""
-    x1 = ac[0]
-    x2 = ac[1]
+def _code_bit(x1, x2, xc, bp, buf, decode, p, y):  # type: ignore[no-untyped-def]
+    """Code bit y (encoder) or decode one, with P(1) = p / 4096, on the coder's words (low,
+    high, decoder's code word, buffer position) kept in locals by the caller:
+    -> (x1, x2, xc, bp, bit); bit -1 if buf is full."""
     xmid = x1 + ((x2 - x1) >> 12) * p + ((((x2 - x1) & 0xFFF) * p) >> 12)
     if decode:
-        y = 1 if ac[2] <= xmid else 0
+        y = 1 if xc <= xmid else 0
     if y:
         x2 = xmid
     else:
         x1 = xmid + 1
     while ((x1 ^ x2) & 0xFF000000) == 0:
-        bp = ac[3]
         if decode:
-            ac[2] = ((ac[2] << 8) & 0xFFFFFFFF) | (buf[_U(bp)] if bp < len(buf) else 0)
+            xc = ((xc << 8) & 0xFFFFFFFF) | (buf[_U(bp)] if bp < len(buf) else 0)
         else:
             if bp >= len(buf):
-                return -1
+                return x1, x2, xc, bp, -1
             buf[_U(bp)] = x2 >> 24
-        ac[3] = bp + 1
+        bp += 1
         x1 = (x1 << 8) & 0xFFFFFFFF
         x2 = ((x2 << 8) & 0xFFFFFFFF) | 255
-    ac[0] = x1
-    ac[1] = x2
-    return y
+    return x1, x2, xc, bp, y
 
 
 
@@ -259,7 +256,10 @@ def _cm_run(a, n, rawbits, buf, decode, tbits, sq, stt, dt, nact, ctab, mtab, ra
     """The coder's loop from symbol st[S_I] on (state in ``st``, tables as cm_code made them)."""
     tsize = np.int64(1) << tbits
     tmask = tsize - 1
-    ac = st  # the arithmetic coder's words come first
+    x1 = st[S_X1]  # the arithmetic coder's words, in locals (written back on return)
+    x2 = st[S_X2]
+    xc = st[S_X]
+    bp = st[S_BP]
     mptr = st[S_MPTR]
     mlen = st[S_MLEN]
     sused = st[S_SUSED]
@@ -271,6 +271,10 @@ def _cm_run(a, n, rawbits, buf, decode, tbits, sq, stt, dt, nact, ctab, mtab, ra
             st[S_MPTR] = mptr
             st[S_MLEN] = mlen
             st[S_SUSED] = sused
+            st[S_X1] = x1
+            st[S_X2] = x2
+            st[S_X] = xc
+            st[S_BP] = bp
             return ST_GROW
         s1 = np.int64(a[_U(i - 1)]) + 1 if i >= 1 else np.int64(0)
         if ahead:  # computed (and prefetched) while coding the previous symbol
@@ -365,7 +369,7 @@ def _cm_run(a, n, rawbits, buf, decode, tbits, sq, stt, dt, nact, ctab, mtab, ra
             else:
                 mi = ml * 4 + ebit * 2 + (1 if phase else 0)
                 ws = (ml * 8 + (min(pos, 3) if phase == 0 else 4 + min(dk - 1, 3))) * NIN
-                actx = ((s1 & 0xFF) * 16 + (pos if phase == 0 else 4 + min(dk - 1, 2) * 4 + min(pos, 3))) % APM_CTX
+                actx = ((s1 & 0xFF) * 16 + (pos if phase == 0 else 4 + min(dk - 1, 2) * 4 + min(pos, 3)))  # < APM_CTX
             # predictions, mixed as they are read (only the enabled models and, while it
             # agrees, the match model: the others' inputs are 0 and would add nothing)
             dot = 256 * w[_U(ws + NORD + 1)]
@@ -400,7 +404,7 @@ def _cm_run(a, n, rawbits, buf, decode, tbits, sq, stt, dt, nact, ctab, mtab, ra
                 y = 1 if pos < nb else 0
             else:
                 y = (v >> (dk - 1 - pos)) & 1
-            y = _code_bit(ac, buf, decode, p, y)
+            x1, x2, xc, bp, y = _code_bit(x1, x2, xc, bp, buf, decode, p, y)
             if y < 0:
                 return ST_SHORT
             # update
@@ -455,7 +459,7 @@ def _cm_run(a, n, rawbits, buf, decode, tbits, sq, stt, dt, nact, ctab, mtab, ra
                 for b in range(rawbits - 1, -1, -1):
                     ri = node & 0xFFFF
                     p = max(1, min(4095, np.int64(rawtab[_U(ri)]) >> 20))
-                    y = _code_bit(ac, buf, decode, p, (sym >> b) & 1)
+                    x1, x2, xc, bp, y = _code_bit(x1, x2, xc, bp, buf, decode, p, (sym >> b) & 1)
                     if y < 0:
                         return ST_SHORT
                     _sm_update(rawtab, ri, y, dt, 30)
@@ -485,12 +489,15 @@ def _cm_run(a, n, rawbits, buf, decode, tbits, sq, stt, dt, nact, ctab, mtab, ra
             mlen = 0
     st[S_I] = n
     if not decode:
-        x1 = ac[0]
         for _ in range(4):  # flush x1
-            if ac[3] >= len(buf):
+            if bp >= len(buf):
                 return ST_SHORT
-            buf[_U(ac[3])] = x1 >> 24
-            ac[3] += 1
+            buf[_U(bp)] = x1 >> 24
+            bp += 1
             x1 = (x1 << 8) & 0xFFFFFFFF
+    st[S_X1] = x1
+    st[S_X2] = x2
+    st[S_X] = xc
+    st[S_BP] = bp
     return ST_OK
 
