@@ -133,12 +133,13 @@ def _layouts(values: np.ndarray) -> list[tuple[int, bytes]]:
 
 
 def _sequence(g: Grammar) -> np.ndarray:
-    """The expansion of ``g`` as int32, filled chunk by chunk (no int64 copy of it all)."""
+    """The expansion of ``g`` as int32, in one depth-first walk (no lengths, no int64 copy)."""
     out = np.empty(len(g), np.int32)
-    pos = 0
-    for part in g.iter_chunks(1 << 20):
-        out[pos : pos + len(part)] = part
-        pos += len(part)
+    nr = len(g.off) - 1
+    stack = np.empty(nr + 1, np.int64), np.empty(nr + 1, np.int64)
+    w = CM.expand_into(g.off, g.rhs, out, *stack)
+    if w != len(out):
+        raise GrammarError("grammar is malformed (its expansion is not its length)")
     return out
 
 

@@ -184,6 +184,37 @@ def _code_bit(x1, x2, xc, bp, buf, decode, p, y):  # type: ignore[no-untyped-def
 
 
 
+
+@_hot
+def expand_into(off, rhs, out, ks, ends):  # type: ignore[no-untyped-def]
+    """The whole expansion of S (rule i = rhs[off[i]:off[i+1]], rule r referenced as -r) into
+    out, depth first; ks and ends are the walk's stack (one entry per rule suffices: a rule
+    never contains itself).  -> symbols written (len(out) when the grammar fits out)."""
+    ks[0] = off[0]
+    ends[0] = off[1]
+    sp = 1
+    w = 0
+    while sp > 0:
+        top = sp - 1
+        k = ks[_U(top)]
+        if k == ends[_U(top)]:
+            sp -= 1
+            continue
+        ks[_U(top)] = k + 1
+        x = rhs[_U(k)]
+        if x >= 0:
+            if w >= len(out):
+                return w + 1
+            out[_U(w)] = x
+            w += 1
+        else:
+            if sp >= len(ks):
+                return -1
+            ks[_U(sp)] = off[_U(-x)]
+            ends[_U(sp)] = off[_U(-x + 1)]
+            sp += 1
+    return w
+
 @_inl
 def _rank_setup(a, i, decode, skeys, svals, s1, mlen, mptr):  # type: ignore[no-untyped-def]
     """(successor count, rank (encoder), v = rank + 1, its bit length - 1, the match model's
