@@ -144,12 +144,15 @@ def _sequence(g: Grammar) -> np.ndarray:
 
 
 #: the coder's context models tried after all six, in order, each kept only if it codes a prefix
-#: about as small as all six: orders 0-2, 0-1, 0 (measured in docs/design-sequitur.md: as small
-#: on order-1 sources such as markov and on memoryless ones such as rand4, in 0.6-0.8x the time)
-_LADDER = (0b000111, 0b000011, 0b000001)
+#: about as small as all six: orders 0-4, 0-3, 0-2, 0-1, 0 (measured in docs/design-sequitur.md: as
+#: small on order-1 sources such as markov and on memoryless ones such as rand4, in 0.6-0.8x the time;
+#: orders 0-3 on text with the flag, wave 9)
+_LADDER = (0b011111, 0b001111, 0b000111, 0b000011, 0b000001)
 _TRIAL = 1 << 16  # at most this many symbols of the prefix on which the model sets are compared
 _TRIAL_MIN = 1 << 14  # inputs shorter than 8x this always use all six models
-_TRIAL_SLACK = 1.005  # the fewer models are kept unless they code the prefix > 0.5% larger
+_TRIAL_SLACK = 1.03  # fewer models are kept unless they code the prefix > 3% larger than all six
+#                     (without the flag) do: textlike is 0.93x `xz -9` with all six and the flag, and
+#                     loses ~1.5x on the whole input what it loses on the prefix (wave 9)
 
 
 def _cm_encode(a: np.ndarray, rawbits: int, models: int, pmode: int = 0) -> tuple[int, int, np.ndarray]:
@@ -171,24 +174,23 @@ _FLAG_SLACK = 1.025  # the flag is kept if it codes the prefix at most 2.5% larg
 
 
 def _choose_models(a: np.ndarray, rawbits: int) -> tuple[int, int]:
-    """(model mask, flag mode) for ``a``: the smallest set of the ladder that codes a prefix
-    (1/32 of the input, 16-64 Ki symbols) within the slack of all six, trying them in order;
-    then, with that set, the flag if it codes the prefix about as small (deterministic: the
-    same input always gives the same bytes)."""
+    """(model mask, flag mode) for ``a``, from codings of a prefix (1/32 of the input, 16-64 Ki
+    symbols): first the flag, kept if all six models code the prefix with it about as small as
+    without; then the smallest set of the ladder (with that flag mode) that codes the prefix
+    within the slack of all six without the flag, trying them in order.  Deterministic: the
+    same input always gives the same bytes."""
     if a.size < 8 * _TRIAL_MIN:
         return CM.ALL_MODELS, 0
     head = a[: min(_TRIAL, max(_TRIAL_MIN, a.size // 32))]
     size = _cm_encode(head, rawbits, CM.ALL_MODELS)[1]
+    pmode = _FLAG if _cm_encode(head, rawbits, CM.ALL_MODELS, _FLAG)[1] <= size * _FLAG_SLACK else 0
     limit = size * _TRIAL_SLACK
     chosen = CM.ALL_MODELS
     for models in _LADDER:
-        nbytes = _cm_encode(head, rawbits, models)[1]
-        if nbytes > limit:
+        if _cm_encode(head, rawbits, models, pmode)[1] > limit:
             break
-        chosen, size = models, nbytes
-    if _cm_encode(head, rawbits, chosen, _FLAG)[1] <= size * _FLAG_SLACK:
-        return chosen, _FLAG
-    return chosen, 0
+        chosen = models
+    return chosen, pmode
 
 
 def encode_compact(g: Grammar) -> bytes:
