@@ -399,3 +399,20 @@ def test_compact_encoding_takes_the_flag_where_it_codes_as_small(monkeypatch: py
         Grammar.from_bytes(bytes(bad))
     m = sequitur(markov_chain(5, 500, 4, 80_000))
     assert m.to_bytes(compact=True)[4] == E.VERSION_COMPACT
+
+
+@pytest.mark.nojit
+def test_expand_into_is_the_expansion() -> None:
+    """The encoder's one-walk expansion (int32) equals the grammar's own expansion (expand_range
+    by rule lengths), on both builder variants; an output one symbol short is reported."""
+    from wholetrace.grammar import encoding as E
+
+    rng = np.random.default_rng(3)
+    seq = np.concatenate([np.tile(rng.integers(0, 9, 40), 6), rng.integers(0, 9, 200)])
+    for la in (False, True):
+        g = sequitur(seq, lookahead=la)
+        a = E._sequence(g)
+        assert a.dtype == np.int32 and np.array_equal(a, g.expand()) and np.array_equal(a, seq)
+    stack = np.empty(len(g.off), np.int64), np.empty(len(g.off), np.int64)
+    short = np.empty(len(seq) - 1, np.int32)  # one symbol too few: the walk says it did not fit
+    assert E.CM.expand_into(g.off, g.rhs, short, *stack) == len(seq)
