@@ -143,16 +143,15 @@ def _sequence(g: Grammar) -> np.ndarray:
     return out
 
 
-#: the coder's context models tried after all six, in order, each kept only if it codes a prefix
-#: about as small as all six: orders 0-4, 0-3, 0-2, 0-1, 0 (measured in docs/design-sequitur.md: as
-#: small on order-1 sources such as markov and on memoryless ones such as rand4, in 0.6-0.8x the time;
-#: orders 0-3 on text with the flag, wave 9)
-_LADDER = (0b011111, 0b001111, 0b000111, 0b000011, 0b000001)
+#: the coder's context models tried after all six, in order, each with its slack: kept only if it
+#: codes a prefix within that factor of all six without the flag.  Orders 0-4 and 0-3 (wave 9) are
+#: kept within 3% (what textlike can afford: 0.934x `xz -9` with the flag and all six, and its
+#: whole-input loss of a smaller set is ~1.5x the prefix's); orders 0-2, 0-1, 0 within 0.5% as
+#: before (as small on order-1 sources such as markov and on memoryless ones such as rand4, in
+#: 0.6-0.8x the time; at 3% markov's prefix would take order 0, 20% larger on the whole input)
+_LADDER = ((0b011111, 1.03), (0b001111, 1.03), (0b000111, 1.005), (0b000011, 1.005), (0b000001, 1.005))
 _TRIAL = 1 << 16  # at most this many symbols of the prefix on which the model sets are compared
 _TRIAL_MIN = 1 << 14  # inputs shorter than 8x this always use all six models
-_TRIAL_SLACK = 1.03  # fewer models are kept unless they code the prefix > 3% larger than all six
-#                     (without the flag) do: textlike is 0.93x `xz -9` with all six and the flag, and
-#                     loses ~1.5x on the whole input what it loses on the prefix (wave 9)
 
 
 def _cm_encode(a: np.ndarray, rawbits: int, models: int, pmode: int = 0) -> tuple[int, int, np.ndarray]:
@@ -177,17 +176,16 @@ def _choose_models(a: np.ndarray, rawbits: int) -> tuple[int, int]:
     """(model mask, flag mode) for ``a``, from codings of a prefix (1/32 of the input, 16-64 Ki
     symbols): first the flag, kept if all six models code the prefix with it about as small as
     without; then the smallest set of the ladder (with that flag mode) that codes the prefix
-    within the slack of all six without the flag, trying them in order.  Deterministic: the
+    within its slack of all six without the flag, trying them in order.  Deterministic: the
     same input always gives the same bytes."""
     if a.size < 8 * _TRIAL_MIN:
         return CM.ALL_MODELS, 0
     head = a[: min(_TRIAL, max(_TRIAL_MIN, a.size // 32))]
     size = _cm_encode(head, rawbits, CM.ALL_MODELS)[1]
     pmode = _FLAG if _cm_encode(head, rawbits, CM.ALL_MODELS, _FLAG)[1] <= size * _FLAG_SLACK else 0
-    limit = size * _TRIAL_SLACK
     chosen = CM.ALL_MODELS
-    for models in _LADDER:
-        if _cm_encode(head, rawbits, models, pmode)[1] > limit:
+    for models, slack in _LADDER:
+        if _cm_encode(head, rawbits, models, pmode)[1] > size * slack:
             break
         chosen = models
     return chosen, pmode
