@@ -296,6 +296,9 @@ def _cm_run(a, n, rawbits, buf, decode, tbits, sq, stt, dt, nact, ctab, mtab, ra
     sused = st[S_SUSED]
     h5n = np.int64(0)
     ahead = False
+    amask = 0  # the enabled models as bits
+    for k in range(nact):
+        amask |= 1 << sc[_U(O_ACT + k)]
     for i in range(st[S_I], n):
         if 2 * (sused + 3) > len(svals):  # a new successor could not be registered: grow first
             st[S_I] = i
@@ -404,8 +407,9 @@ def _cm_run(a, n, rawbits, buf, decode, tbits, sq, stt, dt, nact, ctab, mtab, ra
             # predictions, mixed as they are read (only the enabled models and, while it
             # agrees, the match model: the others' inputs are 0 and would add nothing)
             dot = 256 * w[_U(ws + NORD + 1)]
-            for k in range(nact):
-                m = sc[_U(O_ACT + k)]
+            for m in range(NORD):  # a constant trip count: unrolled, no index array read
+                if not (amask >> m) & 1:
+                    continue
                 ci = m * tsize + ((sc[_U(O_SLOT + m)] + node) & tmask)
                 sc[_U(O_CI + m)] = ci
                 x = stt[_U(np.int64(ctab[_U(ci)]) >> 20)]
@@ -443,8 +447,9 @@ def _cm_run(a, n, rawbits, buf, decode, tbits, sq, stt, dt, nact, ctab, mtab, ra
             apm[_U(aj2)] += ((y << 16) + (y << 5) - y - y - apm[_U(aj2)]) >> 7
             err = (y << 12) - p
             w[_U(ws + NORD + 1)] += (256 * err) >> 12
-            for k in range(nact):
-                m = sc[_U(O_ACT + k)]
+            for m in range(NORD):
+                if not (amask >> m) & 1:
+                    continue
                 w[_U(ws + m)] += (sc[_U(O_IN + m)] * err) >> 12
                 _sm_update(ctab, sc[_U(O_CI + m)], y, dt, LIMIT)
             if agree:
