@@ -315,21 +315,21 @@ def _cm_run(a, n, rawbits, buf, decode, tbits, sq, stt, dt, nact, ctab, mtab, ra
             h5 = h5n
             if pmode != 0:
                 sc[_U(O_HS + (pmode & 7))] = sc[_U(O_HSN + (pmode & 7))]
-            for k in range(nact):
-                m = sc[_U(O_ACT + k)]
-                sc[_U(O_SLOT + m)] = sc[_U(O_SLOTN + m)]
+            for m in range(NORD):
+                if (amask >> m) & 1:
+                    sc[_U(O_SLOT + m)] = sc[_U(O_SLOTN + m)]
         else:
             h5 = _contexts(a, i, sc, O_HS)
-            for k in range(nact):
-                m = sc[_U(O_ACT + k)]
-                sc[_U(O_SLOT + m)] = (_h(sc[_U(O_HS + m)], m) * 16) & tmask
+            for m in range(NORD):
+                if (amask >> m) & 1:
+                    sc[_U(O_SLOT + m)] = (_h(sc[_U(O_HS + m)], m) * 16) & tmask
         if not decode and i + 1 < n:  # the encoder knows the next contexts: start loading them
             h5n = _contexts(a, i + 1, sc, O_HSN)
-            for k in range(nact):
-                m = sc[_U(O_ACT + k)]
-                sn = (_h(sc[_U(O_HSN + m)], m) * 16) & tmask
-                sc[_U(O_SLOTN + m)] = sn
-                prefetch(ctab, m * tsize + sn)
+            for m in range(NORD):
+                if (amask >> m) & 1:
+                    sn = (_h(sc[_U(O_HSN + m)], m) * 16) & tmask
+                    sc[_U(O_SLOTN + m)] = sn
+                    prefetch(ctab, m * tsize + sn)
             prefetch(mhash, h5n & (len(mhash) - 1))
             if pmode != 0:
                 prefetch(ptab, (sc[_U(O_HSN + (pmode & 7))] >> 4) & (len(ptab) - 1))
