@@ -48,7 +48,7 @@ assert back == g
 explicit, exp_cpu = 0, 0.0
 if sys.argv[3] == "1":
     c = cpu(); explicit = len(g.to_bytes()); exp_cpu = cpu() - c
-dropped = int.from_bytes(enc[28:32], "little")  # header field: the coder's context models left out
+dropped = int.from_bytes(enc[28:32], "little")  # header: the coder's context models left out | flag << 8
 print(json.dumps(dict(n=int(a.size), rules=g.num_rules, rhs=g.num_symbols, len_S=g.start_length,
     jit=jit, jit_enc=jit_enc, secs=secs, cpu=build_cpu, enc=len(enc), enc_cpu=enc_cpu, dec_cpu=dec_cpu,
     explicit=explicit, exp_cpu=exp_cpu, dropped=dropped, rss_build=rss_build, base=base, rss=rss_enc)))
@@ -66,7 +66,14 @@ def vectors() -> Path:
 
 
 def _models(dropped: int) -> str:
-    """The compact coder's context models (orders 0, 1, 2, 3, 4, 6) from the mask left out."""
+    """The compact coder's context models (orders 0, 1, 2, 3, 4, 6) from the mask left out, and
+    version 5's flag (bits 8-15: the order of the predicting context, 0: no flag)."""
+    mode = dropped >> 8
+    flag = "" if not mode else " + flag (order-3 prediction)" if mode == 3 else f" + flag mode {mode}"
+    return _kept(dropped & 0xFF) + flag
+
+
+def _kept(dropped: int) -> str:
     kept = [o for m, o in enumerate((0, 1, 2, 3, 4, 6)) if not dropped >> m & 1]
     return "all six" if len(kept) == 6 else "order 0" if kept == [0] else f"orders 0-{kept[-1]}" if kept == list(
         range(kept[-1] + 1)) else "orders " + ", ".join(map(str, kept))
@@ -124,12 +131,12 @@ def main() -> None:
                  "encode CPU s", "encode / build", "decode CPU s", "JIT s", "base RSS MB",
                  "peak RSS MB (build)", "above base MB", "peak RSS MB (+encode)", "encoded B"], rows)
         + "\nEncoded grammar against general-purpose compressors of the `.u16` file (bytes): compact =\n"
-        "`to_bytes(compact=True)` (version 3), explicit = `to_bytes()` (version 4, the default, the rules):\n\n"
+        "`to_bytes(compact=True)` (version 3, or 5 where the coder takes the flag), explicit = `to_bytes()` (version 4, the default, the rules):\n\n"
         + table(["input", "compact", "explicit", "gzip -9", "bzip2 -9", "xz -9", "zstd -19",
                  "compact / xz", "compact / zstd"], comp_rows)
         + "\nThe explicit encoding (`to_bytes()`, version 4: what recordings store, read without a rebuild),\n"
-        "user CPU seconds against the build's, and which context models the compact coder kept (chosen on a\n"
-        "prefix of 1/32 of the input, 16-64 Ki symbols):\n\n"
+        "user CPU seconds against the build's, and which context models the compact coder kept and whether it\n"
+        "codes the flag (version 5; chosen on a prefix of 1/32 of the input, 16-64 Ki symbols):\n\n"
         + table(["input", "build CPU s", "explicit encode CPU s", "explicit / build", "explicit B",
                  "compact coder models"], exp_rows)
     )

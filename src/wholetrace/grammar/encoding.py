@@ -1,5 +1,5 @@
 """Versioned binary encodings of a Grammar: compact (the input sequence through a context-mixing
-coder; decoding rebuilds the grammar) or explicit (preorder streams of the rules, version 4;
+coder, versions 3 and 5; decoding rebuilds the grammar) or explicit (preorder streams of the rules, version 4;
 versions 1 and 2 still decode)."""
 
 from __future__ import annotations
@@ -21,12 +21,15 @@ MAGIC = b"WTGR"
 VERSION = 4  # explicit rules. 1: every stream LEB128 + LZMA; 2: a codec byte per stream;
 #             4: as 2, plus zstd, 2-bit kinds and byte-plane layouts (2 and 4 share the decoder)
 VERSION_COMPACT = 3  # the expansion through kernels/sequitur_code; decoding rebuilds the grammar
+VERSION_FLAG = 5  # as 3, each symbol first coded as "is it the predicted symbol" (the flag); the
+#                   header's last u32 also holds the predicting context (bits 8-15)
 _EXPLICIT = (1, 2, VERSION)
 FLAG_LOOKAHEAD = 1
 FLAG_BUILT = 2  # versions 2 and 4: the grammar came from the SEQUITUR builder
 _HEAD = struct.Struct("<4sBBxxQQQQQQ")  # magic, version, flags, rules+1, len_S, 4 stream counts
 _HEAD3 = struct.Struct("<4sBBBBQQII")  # magic, version, flags, rawbits, tbits, n, payload, crc32,
 #                                         mask of the coder's context models left out (0: none)
+#                                         | the flag's mode << 8 (version 5 only)
 _CM_TABLES = CM.tables()
 _LZMA = [{"id": lzma.FILTER_LZMA2, "preset": 9 | lzma.PRESET_EXTREME}]
 
@@ -130,60 +133,80 @@ def _layouts(values: np.ndarray) -> list[tuple[int, bytes]]:
 
 
 def _sequence(g: Grammar) -> np.ndarray:
-    """The expansion of ``g`` as int32, filled chunk by chunk (no int64 copy of it all)."""
+    """The expansion of ``g`` as int32, in one depth-first walk (no lengths, no int64 copy)."""
     out = np.empty(len(g), np.int32)
-    pos = 0
-    for part in g.iter_chunks(1 << 20):
-        out[pos : pos + len(part)] = part
-        pos += len(part)
+    nr = len(g.off) - 1
+    stack = np.empty(nr + 1, np.int64), np.empty(nr + 1, np.int64)
+    w = CM.expand_into(g.off, g.rhs, out, *stack)
+    if w != len(out):
+        raise GrammarError("grammar is malformed (its expansion is not its length)")
     return out
 
 
-#: the coder's context models tried after all six, in order, each kept only if it codes a prefix
-#: about as small as all six: orders 0-2, 0-1, 0 (measured in docs/design-sequitur.md: as small
-#: on order-1 sources such as markov and on memoryless ones such as rand4, in 0.6-0.8x the time)
-_LADDER = (0b000111, 0b000011, 0b000001)
+#: the coder's context models tried after all six, in order, each with its slack: kept only if it
+#: codes a prefix within that factor of all six without the flag.  Orders 0-4 and 0-3 (wave 9) are
+#: kept within 3% (what textlike can afford: 0.934x `xz -9` with the flag and all six, and its
+#: whole-input loss of a smaller set is ~1.5x the prefix's); orders 0-2, 0-1, 0 within 0.5% as
+#: before (as small on order-1 sources such as markov and on memoryless ones such as rand4, in
+#: 0.6-0.8x the time; at 3% markov's prefix would take order 0, 20% larger on the whole input)
+_LADDER = ((0b011111, 1.03), (0b001111, 1.03), (0b000111, 1.005), (0b000011, 1.005), (0b000001, 1.005))
 _TRIAL = 1 << 16  # at most this many symbols of the prefix on which the model sets are compared
 _TRIAL_MIN = 1 << 14  # inputs shorter than 8x this always use all six models
-_TRIAL_SLACK = 1.005  # the fewer models are kept unless they code the prefix > 0.5% larger
 
 
-def _cm_encode(a: np.ndarray, rawbits: int, models: int) -> tuple[int, int, np.ndarray]:
-    """(tbits, bytes, buffer) of ``a`` through the coder with the given model mask."""
+def _cm_encode(a: np.ndarray, rawbits: int, models: int, pmode: int = 0) -> tuple[int, int, np.ndarray]:
+    """(tbits, bytes, buffer) of ``a`` through the coder with the given model mask and flag mode."""
     tbits = min(20, max(12, a.size.bit_length() + 2))
     buf = np.empty(a.size + a.size // 2 + 4096, np.uint8)
     while True:
-        nbytes, status = CM.cm_code(a, a.size, rawbits, buf, False, tbits, *_CM_TABLES, models)
+        nbytes, status = CM.cm_code(a, a.size, rawbits, buf, False, tbits, *_CM_TABLES, models, pmode)
         if status != CM.ST_SHORT:
             return tbits, int(nbytes), buf
         buf = np.empty(2 * len(buf), np.uint8)
 
 
-def _choose_models(a: np.ndarray, rawbits: int) -> int:
-    """The model mask for ``a``: the smallest set of the ladder that codes a prefix (1/32 of
-    the input, 16-64 Ki symbols) within the slack of all six, trying them in order."""
+#: the flag's mode when it is used: the predicted symbol is the one that last followed the
+#: same order-3 context (measured in docs/design-sequitur.md, wave 9)
+_FLAG = CM.P_ORDER3
+_FLAG_SLACK = 1.025  # the flag is kept if it codes the prefix at most 2.5% larger (where it
+#                      is, it saves a third of the coder's time: textlike; elsewhere it costs 12-30%)
+
+
+def _choose_models(a: np.ndarray, rawbits: int) -> tuple[int, int]:
+    """(model mask, flag mode) for ``a``, from codings of a prefix (1/32 of the input, 16-64 Ki
+    symbols): the last rung of the ladder (order 0) first, taken at once if it codes the prefix
+    within its slack of all six (a memoryless source: the trials were ~30% of rand4's encoding);
+    else the flag, kept if all six models code the prefix with it about as small as
+    without; then the smallest set of the ladder (with that flag mode) that codes the prefix
+    within its slack of all six without the flag, trying them in order.  Deterministic: the
+    same input always gives the same bytes."""
     if a.size < 8 * _TRIAL_MIN:
-        return CM.ALL_MODELS
+        return CM.ALL_MODELS, 0
     head = a[: min(_TRIAL, max(_TRIAL_MIN, a.size // 32))]
-    limit = _cm_encode(head, rawbits, CM.ALL_MODELS)[1] * _TRIAL_SLACK
+    size = _cm_encode(head, rawbits, CM.ALL_MODELS)[1]
+    last, slack = _LADDER[-1]
+    if _cm_encode(head, rawbits, last)[1] <= size * slack:  # memoryless (rand4): no more trials
+        return last, 0
+    pmode = _FLAG if _cm_encode(head, rawbits, CM.ALL_MODELS, _FLAG)[1] <= size * _FLAG_SLACK else 0
     chosen = CM.ALL_MODELS
-    for models in _LADDER:
-        if _cm_encode(head, rawbits, models)[1] > limit:
+    for models, slack in _LADDER:
+        if _cm_encode(head, rawbits, models, pmode)[1] > size * slack:
             break
         chosen = models
-    return chosen
+    return chosen, pmode
 
 
 def encode_compact(g: Grammar) -> bytes:
-    """Version 3: the expansion of ``g`` coded by the context-mixing coder of
-    ``kernels/sequitur_code``; ``decode`` rebuilds the grammar with the SEQUITUR builder, so
-    this is exact only for grammars that builder made (``g.built``)."""
+    """Version 3 or 5: the expansion of ``g`` coded by the context-mixing coder of
+    ``kernels/sequitur_code`` (5: with the flag); ``decode`` rebuilds the grammar with the
+    SEQUITUR builder, so this is exact only for grammars that builder made (``g.built``)."""
     a = _sequence(g)
     rawbits = max(1, int(a.max(initial=0)).bit_length())
-    models = _choose_models(a, rawbits)
-    tbits, nbytes, buf = _cm_encode(a, rawbits, models)
-    head = _HEAD3.pack(MAGIC, VERSION_COMPACT, FLAG_LOOKAHEAD if g.lookahead else 0, rawbits, tbits,
-                       a.size, nbytes, zlib.crc32(a.astype("<i4").data), CM.ALL_MODELS & ~models)
+    models, pmode = _choose_models(a, rawbits)
+    tbits, nbytes, buf = _cm_encode(a, rawbits, models, pmode)
+    head = _HEAD3.pack(MAGIC, VERSION_FLAG if pmode else VERSION_COMPACT, FLAG_LOOKAHEAD if g.lookahead else 0,
+                       rawbits, tbits, a.size, nbytes, zlib.crc32(a.astype("<i4").data),
+                       (CM.ALL_MODELS & ~models) | pmode << 8)
     return head + buf[:nbytes].tobytes()
 
 
@@ -192,15 +215,17 @@ def _decode_compact(data: bytes) -> Grammar:
 
     if len(data) < _HEAD3.size:
         raise GrammarError("grammar encoding is truncated")
-    _magic, _version, flags, rawbits, tbits, n, nbytes, crc, dropped = _HEAD3.unpack_from(data)
+    _magic, version, flags, rawbits, tbits, n, nbytes, crc, dropped = _HEAD3.unpack_from(data)
+    pmode = dropped >> 8 if version == VERSION_FLAG else 0
+    dropped &= 0xFF if version == VERSION_FLAG else 0xFFFFFFFF
     if (len(data) != _HEAD3.size + nbytes or not 1 <= rawbits <= 31 or not 12 <= tbits <= 24
-            or dropped & ~CM.ALL_MODELS):
+            or dropped & ~CM.ALL_MODELS or (version == VERSION_FLAG and pmode not in CM.P_MODES)):
         raise GrammarError("grammar encoding is truncated or inconsistent")
     if n > 30_000 * (nbytes + 16):  # a symbol costs at least log2(4096/4095) bits
         raise GrammarError("grammar encoding is inconsistent (length)")
     a = np.zeros(n, np.int32)
     payload = np.frombuffer(data, np.uint8, offset=_HEAD3.size).copy()  # the kernel types buf writable
-    _, status = CM.cm_code(a, n, rawbits, payload, True, tbits, *_CM_TABLES, CM.ALL_MODELS & ~dropped)
+    _, status = CM.cm_code(a, n, rawbits, payload, True, tbits, *_CM_TABLES, CM.ALL_MODELS & ~dropped, pmode)
     if status != CM.ST_OK or zlib.crc32(a.astype("<i4").data) != crc:
         raise GrammarError("corrupt grammar encoding (sequence check failed)")
     return sequitur(a, lookahead=bool(flags & FLAG_LOOKAHEAD))
@@ -246,7 +271,7 @@ def decode(data: bytes) -> Grammar:
     data = bytes(data)
     if len(data) < _HEAD3.size or data[:4] != MAGIC:
         raise GrammarError("not a wholetrace grammar (bad magic or too short)")
-    if data[4] == VERSION_COMPACT:
+    if data[4] in (VERSION_COMPACT, VERSION_FLAG):
         return _decode_compact(data)
     if len(data) < _HEAD.size + 32:
         raise GrammarError("grammar encoding is truncated")

@@ -27,6 +27,9 @@ MINLEN = 5  # symbols hashed to find a match
 MAXLEN = 31
 APM_CTX = 1 << 12
 LIMIT = 127  # adaptation of a context's probability slows to 1/(LIMIT + 1.5)
+P_ORDER3 = 3  # flag mode (version 5): the predicted symbol last followed the same order-3 context
+P_MODES = (1, 2, 3, 4, 5, 9, 10, 11, 12, 13)  # low 3 bits: the context (orders 1, 2, 3, 4, 6);
+#                                             8: the match model's symbol when there is a match
 ST_OK = 0
 ST_CORRUPT = 1
 ST_SHORT = 2  # output buffer too small
@@ -35,8 +38,8 @@ ST_GROW = 3  # (internal) the successor table must grow before the symbol st[S_I
 # buffer position), next symbol, match pointer and length, successor table use
 S_X1, S_X2, S_X, S_BP, S_I, S_MPTR, S_MLEN, S_SUSED = range(8)
 # scratch (int64 array): context hashes, mixer inputs, context slots, enabled models, next
-# symbol's context hashes and slots (the encoder's look-ahead)
-O_HS, O_IN, O_SLOT, O_ACT, O_HSN, O_SLOTN = 0, 8, 16, 24, 32, 40
+# symbol's context hashes and slots (the encoder's look-ahead), each model's table index
+O_HS, O_IN, O_SLOT, O_ACT, O_HSN, O_SLOTN, O_CI = 0, 8, 16, 24, 32, 40, 48
 
 _SQ = np.array([1, 2, 3, 6, 10, 16, 27, 45, 73, 120, 194, 310, 488, 747, 1101, 1546, 2047, 2549, 2994,
                 3348, 3607, 3785, 3901, 3975, 4022, 4050, 4068, 4079, 4085, 4089, 4092, 4093, 4094],
@@ -156,35 +159,90 @@ def _succ_rehash(keys, vals, nk, nv):  # type: ignore[no-untyped-def]
 
 
 @_inl
-def _code_bit(ac, buf, decode, p, y):  # type: ignore[no-untyped-def]
-    """Code bit y (encoder) or return the decoded bit, with P(1) = p / 4096; -1 if buf is full."""
-    x1 = ac[0]
-    x2 = ac[1]
+def _code_bit(x1, x2, xc, bp, buf, decode, p, y):  # type: ignore[no-untyped-def]
+    """Code bit y (encoder) or decode one, with P(1) = p / 4096, on the coder's words (low,
+    high, decoder's code word, buffer position) kept in locals by the caller:
+    -> (x1, x2, xc, bp, bit); bit -1 if buf is full."""
     xmid = x1 + ((x2 - x1) >> 12) * p + ((((x2 - x1) & 0xFFF) * p) >> 12)
     if decode:
-        y = 1 if ac[2] <= xmid else 0
+        y = 1 if xc <= xmid else 0
     if y:
         x2 = xmid
     else:
         x1 = xmid + 1
     while ((x1 ^ x2) & 0xFF000000) == 0:
-        bp = ac[3]
         if decode:
-            ac[2] = ((ac[2] << 8) & 0xFFFFFFFF) | (buf[_U(bp)] if bp < len(buf) else 0)
+            xc = ((xc << 8) & 0xFFFFFFFF) | (buf[_U(bp)] if bp < len(buf) else 0)
         else:
             if bp >= len(buf):
-                return -1
+                return x1, x2, xc, bp, -1
             buf[_U(bp)] = x2 >> 24
-        ac[3] = bp + 1
+        bp += 1
         x1 = (x1 << 8) & 0xFFFFFFFF
         x2 = ((x2 << 8) & 0xFFFFFFFF) | 255
-    ac[0] = x1
-    ac[1] = x2
-    return y
+    return x1, x2, xc, bp, y
+
+
+
+
+@_hot
+def expand_into(off, rhs, out, ks, ends):  # type: ignore[no-untyped-def]
+    """The whole expansion of S (rule i = rhs[off[i]:off[i+1]], rule r referenced as -r) into
+    out, depth first; ks and ends are the walk's stack (one entry per rule suffices: a rule
+    never contains itself).  -> symbols written (len(out) when the grammar fits out)."""
+    ks[0] = off[0]
+    ends[0] = off[1]
+    sp = 1
+    w = 0
+    while sp > 0:
+        top = sp - 1
+        k = ks[_U(top)]
+        if k == ends[_U(top)]:
+            sp -= 1
+            continue
+        ks[_U(top)] = k + 1
+        x = rhs[_U(k)]
+        if x >= 0:
+            if w >= len(out):
+                return w + 1
+            out[_U(w)] = x
+            w += 1
+        else:
+            if sp >= len(ks):
+                return -1
+            ks[_U(sp)] = off[_U(-x)]
+            ends[_U(sp)] = off[_U(-x + 1)]
+            sp += 1
+    return w
+
+@_inl
+def _rank_setup(a, i, decode, skeys, svals, s1, mlen, mptr):  # type: ignore[no-untyped-def]
+    """(successor count, rank (encoder), v = rank + 1, its bit length - 1, the match model's
+    expected v, its bit length - 1, whether the match model predicts a rank) of symbol i."""
+    cnt = _succ_get(skeys, svals, 4 * s1, 0, 0)
+    erank = np.int64(-1)
+    if mlen > 0:  # expected rank from the match model
+        erank = _succ_get(skeys, svals, 4 * s1 + 1, np.int64(a[_U(mptr)]), -1)
+    r = np.int64(0)
+    if not decode:
+        if mlen > 0 and a[_U(mptr)] == a[_U(i)]:
+            r = erank  # the same lookup (erank >= 0: a match's symbol followed s1 before)
+        else:
+            r = _succ_get(skeys, svals, 4 * s1 + 1, np.int64(a[_U(i)]), cnt)
+    v = r + 1
+    nb = 0
+    while (v >> (nb + 1)) > 0:
+        nb += 1
+    ev = erank + 1
+    enb = 0
+    if erank >= 0:
+        while (ev >> (enb + 1)) > 0:
+            enb += 1
+    return cnt, r, v, nb, ev, enb, erank >= 0
 
 
 def cm_code(a: np.ndarray, n: int, rawbits: int, buf: np.ndarray, decode: bool, tbits: int, sq: np.ndarray,
-            stt: np.ndarray, dt: np.ndarray, models: int) -> tuple[int, int]:
+            stt: np.ndarray, dt: np.ndarray, models: int, pmode: int = 0) -> tuple[int, int]:
     """Encode a[:n] into buf (decode=False) or decode buf into a[:n] (decode=True).
 
     Symbols are non-negative below 2**rawbits; ``models`` is the mask of the context models
@@ -197,12 +255,13 @@ def cm_code(a: np.ndarray, n: int, rawbits: int, buf: np.ndarray, decode: bool, 
     mtab = np.full(64 * 2, 2048 << 20, np.uint32)  # match model: (length, expected bit)
     rawtab = np.full(1 << 16, 2048 << 20, np.uint32)
     init = sq[np.clip((np.arange(33) - 16) * 128 + 2047, 0, 4094)] * 16
-    apm = np.tile(init.astype(np.int32), APM_CTX)
-    w = np.full(16 * 8 * NIN, 1 << 14, np.int64)  # 128 weight sets
+    apm = np.tile(init.astype(np.int32), APM_CTX + 256)  # + the flag's (version 5)
+    w = np.full((16 * 8 + 16) * NIN, 1 << 14, np.int64)  # 128 weight sets + 16 for the flag
+    ptab = np.zeros(1 << max(10, min(22, tbits - 2)) if pmode else 1, np.int64)
     mhash = np.zeros(1 << max(10, min(22, tbits - 2)), np.int64)
     skeys = np.full(2 << 12, -1, np.int64)
     svals = np.zeros(1 << 12, np.int64)
-    sc = np.zeros(48, np.int64)
+    sc = np.zeros(56, np.int64)
     nact = 0
     for m in range(NORD):
         if (models >> m) & 1:
@@ -216,7 +275,7 @@ def cm_code(a: np.ndarray, n: int, rawbits: int, buf: np.ndarray, decode: bool, 
             st[S_BP] += 1
     while True:
         status = _cm_run(a, n, rawbits, buf, decode, tbits, sq, stt, dt, nact, ctab, mtab, rawtab, apm, w, mhash,
-                         skeys, svals, sc, st)
+                         skeys, svals, sc, st, pmode, ptab)
         if status != ST_GROW:
             return int(st[S_BP]), int(status)
         skeys, svals = _succ_grow(skeys, svals)
@@ -224,42 +283,56 @@ def cm_code(a: np.ndarray, n: int, rawbits: int, buf: np.ndarray, decode: bool, 
 
 @_hot
 def _cm_run(a, n, rawbits, buf, decode, tbits, sq, stt, dt, nact, ctab, mtab, rawtab, apm, w, mhash,  # type: ignore[no-untyped-def]
-            skeys, svals, sc, st):
+            skeys, svals, sc, st, pmode, ptab):
     """The coder's loop from symbol st[S_I] on (state in ``st``, tables as cm_code made them)."""
     tsize = np.int64(1) << tbits
     tmask = tsize - 1
-    ac = st  # the arithmetic coder's words come first
+    x1 = st[S_X1]  # the arithmetic coder's words, in locals (written back on return)
+    x2 = st[S_X2]
+    xc = st[S_X]
+    bp = st[S_BP]
     mptr = st[S_MPTR]
     mlen = st[S_MLEN]
     sused = st[S_SUSED]
     h5n = np.int64(0)
     ahead = False
+    amask = 0  # the enabled models as bits
+    for k in range(nact):
+        amask |= 1 << sc[_U(O_ACT + k)]
     for i in range(st[S_I], n):
         if 2 * (sused + 3) > len(svals):  # a new successor could not be registered: grow first
             st[S_I] = i
             st[S_MPTR] = mptr
             st[S_MLEN] = mlen
             st[S_SUSED] = sused
+            st[S_X1] = x1
+            st[S_X2] = x2
+            st[S_X] = xc
+            st[S_BP] = bp
             return ST_GROW
         s1 = np.int64(a[_U(i - 1)]) + 1 if i >= 1 else np.int64(0)
         if ahead:  # computed (and prefetched) while coding the previous symbol
             h5 = h5n
-            for k in range(nact):
-                m = sc[_U(O_ACT + k)]
-                sc[_U(O_SLOT + m)] = sc[_U(O_SLOTN + m)]
+            if pmode != 0:
+                sc[_U(O_HS + (pmode & 7))] = sc[_U(O_HSN + (pmode & 7))]
+            for m in range(NORD):
+                if (amask >> m) & 1:
+                    sc[_U(O_SLOT + m)] = sc[_U(O_SLOTN + m)]
         else:
             h5 = _contexts(a, i, sc, O_HS)
-            for k in range(nact):
-                m = sc[_U(O_ACT + k)]
-                sc[_U(O_SLOT + m)] = (_h(sc[_U(O_HS + m)], m) * 16) & tmask
+            for m in range(NORD):
+                if (amask >> m) & 1:
+                    sc[_U(O_SLOT + m)] = (_h(sc[_U(O_HS + m)], m) * 16) & tmask
         if not decode and i + 1 < n:  # the encoder knows the next contexts: start loading them
             h5n = _contexts(a, i + 1, sc, O_HSN)
-            for k in range(nact):
-                m = sc[_U(O_ACT + k)]
-                sn = (_h(sc[_U(O_HSN + m)], m) * 16) & tmask
-                sc[_U(O_SLOTN + m)] = sn
-                prefetch(ctab, m * tsize + sn)
+            for m in range(NORD):
+                if (amask >> m) & 1:
+                    sn = (_h(sc[_U(O_HSN + m)], m) * 16) & tmask
+                    sc[_U(O_SLOTN + m)] = sn
+                    prefetch(ctab, m * tsize + sn)
             prefetch(mhash, h5n & (len(mhash) - 1))
+            if pmode != 0:
+                prefetch(ptab, (sc[_U(O_HSN + (pmode & 7))] >> 4) & (len(ptab) - 1))
             s1n = np.int64(a[_U(i)]) + 1
             _succ_prefetch(skeys, svals, 4 * s1n, 0)  # its successor count and rank
             _succ_prefetch(skeys, svals, 4 * s1n + 1, np.int64(a[_U(i + 1)]))
@@ -278,35 +351,42 @@ def _cm_run(a, n, rawbits, buf, decode, tbits, sq, stt, dt, nact, ctab, mtab, ra
                         mlen = ln
                         mptr = cand
             mhash[_U(hm)] = (i << 8) | chk
-        cnt = _succ_get(skeys, svals, 4 * s1, 0, 0)
-        # expected rank from the match model
-        erank = -1
-        if mlen > 0:
-            erank = _succ_get(skeys, svals, 4 * s1 + 1, np.int64(a[_U(mptr)]), -1)
-        r = 0
-        if not decode:
-            if mlen > 0 and a[_U(mptr)] == a[_U(i)]:
-                r = erank  # the same lookup (erank >= 0: a match's symbol followed s1 before)
+        # version 5: first a flag "the symbol is the predicted one" (the symbol that last followed
+        # the predicting context, or the match model's); only when it is not, the rank
+        pv = np.int64(-1)
+        hp = np.int64(0)
+        if pmode != 0:
+            hp = (sc[_U(O_HS + (pmode & 7))] >> 4) & (len(ptab) - 1)
+            if (pmode & 8) != 0 and mlen > 0:
+                pv = np.int64(a[_U(mptr)])
             else:
-                r = _succ_get(skeys, svals, 4 * s1 + 1, np.int64(a[_U(i)]), cnt)
-        # code v = r + 1 = 1 b_{k-1} .. b_0: k unary ones, a zero, then the k low bits
-        v = r + 1
+                pe = ptab[_U(hp)]
+                if (pe >> 32) == (s1 & 0x7FFFFFFF):
+                    pv = pe & 0xFFFFFFFF
+        hit = False
+        cnt = np.int64(0)
+        r = np.int64(0)
+        v = np.int64(1)
         nb = 0
-        while (v >> (nb + 1)) > 0:
-            nb += 1
-        ev = erank + 1
+        ev = np.int64(0)
         enb = 0
-        if erank >= 0:
-            while (ev >> (enb + 1)) > 0:
-                enb += 1
-        agree = erank >= 0
+        agree = False
+        phase = 0  # 0: unary part, 1: low bits, 2: the flag
+        if pv >= 0:
+            phase = 2
+            agree = mlen > 0
+        else:
+            cnt, r, v, nb, ev, enb, agree = _rank_setup(a, i, decode, skeys, svals, s1, mlen, mptr)
+        # code v = r + 1 = 1 b_{k-1} .. b_0: k unary ones, a zero, then the k low bits
         dk = 0  # decoded unary length / bit count
-        phase = 0  # 0: unary part, 1: low bits
         pos = 0
         low = 1
         while True:
             # the decisions of ranks below 15 share one 16-entry (64-byte) line per model
-            if phase == 0:
+            if phase == 2:
+                node = 15
+                ebit = (1 if np.int64(a[_U(mptr)]) == pv else 0) if agree else 0
+            elif phase == 0:
                 node = pos if pos < 4 else 16 + min(pos, 31)
                 ebit = (1 if pos < enb else 0) if agree else 0
             else:
@@ -315,25 +395,36 @@ def _cm_run(a, n, rawbits, buf, decode, tbits, sq, stt, dt, nact, ctab, mtab, ra
                 ebit = ((ev >> (dk - 1 - pos)) & 1) if agree else 0
             if node >= 16:  # rare: a second line, elsewhere in the table
                 node = 16 + (_h(node, 7) & 0xFFFF) * 16
-            # predictions
-            for k in range(nact):
-                m = sc[_U(O_ACT + k)]
-                sc[_U(O_IN + m)] = stt[_U(np.int64(ctab[_U(m * tsize + ((sc[_U(O_SLOT + m)] + node) & tmask))]) >> 20)]
             ml = min(mlen, 15) if agree else 0
-            mi = ml * 4 + ebit * 2 + (1 if phase else 0)
-            sc[_U(O_IN + NORD)] = stt[_U(np.int64(mtab[_U(mi)]) >> 20)] if agree else 0
-            sc[_U(O_IN + NORD + 1)] = 256
-            ws = (ml * 8 + (min(pos, 3) if phase == 0 else 4 + min(dk - 1, 3))) * NIN
-            dot = np.int64(0)
-            for j in range(NIN):
-                dot += sc[_U(O_IN + j)] * w[_U(ws + j)]
+            if phase == 2:
+                mi = 64 + ml * 2 + ebit
+                ws = (128 + ml) * NIN
+                actx = APM_CTX + (s1 & 0xFF)
+            else:
+                mi = ml * 4 + ebit * 2 + (1 if phase else 0)
+                ws = (ml * 8 + (min(pos, 3) if phase == 0 else 4 + min(dk - 1, 3))) * NIN
+                actx = ((s1 & 0xFF) * 16 + (pos if phase == 0 else 4 + min(dk - 1, 2) * 4 + min(pos, 3)))  # < APM_CTX
+            # predictions, mixed as they are read (only the enabled models and, while it
+            # agrees, the match model: the others' inputs are 0 and would add nothing)
+            dot = 256 * w[_U(ws + NORD + 1)]
+            for m in range(NORD):  # a constant trip count: unrolled, no index array read
+                if not (amask >> m) & 1:
+                    continue
+                ci = m * tsize + ((sc[_U(O_SLOT + m)] + node) & tmask)
+                sc[_U(O_CI + m)] = ci
+                x = stt[_U(np.int64(ctab[_U(ci)]) >> 20)]
+                sc[_U(O_IN + m)] = x
+                dot += x * w[_U(ws + m)]
+            xm = np.int64(0)
+            if agree:
+                xm = stt[_U(np.int64(mtab[_U(mi)]) >> 20)]
+                dot += xm * w[_U(ws + NORD)]
             dot >>= 16
             if dot > 2047:
                 dot = 2047
             if dot < -2047:
                 dot = -2047
             p = sq[_U(dot + 2047)]
-            actx = ((s1 & 0xFF) * 16 + (pos if phase == 0 else 4 + min(dk - 1, 2) * 4 + min(pos, 3))) % APM_CTX
             sa = dot + 2048
             aj = sa >> 7
             aw = sa & 127
@@ -342,24 +433,40 @@ def _cm_run(a, n, rawbits, buf, decode, tbits, sq, stt, dt, nact, ctab, mtab, ra
             p = (p + 3 * pa) >> 2
             p = max(1, min(4095, p))
             # code the bit
-            y = (1 if pos < nb else 0) if phase == 0 else (v >> (dk - 1 - pos)) & 1
-            y = _code_bit(ac, buf, decode, p, y)
+            if phase == 2:
+                y = 1 if (not decode and np.int64(a[_U(i)]) == pv) else 0
+            elif phase == 0:
+                y = 1 if pos < nb else 0
+            else:
+                y = (v >> (dk - 1 - pos)) & 1
+            x1, x2, xc, bp, y = _code_bit(x1, x2, xc, bp, buf, decode, p, y)
             if y < 0:
                 return ST_SHORT
             # update
             aj2 = ai + (1 if aw >= 64 else 0)  # final stage (APM): the nearer bin learns
             apm[_U(aj2)] += ((y << 16) + (y << 5) - y - y - apm[_U(aj2)]) >> 7
             err = (y << 12) - p
-            for j in range(NIN):
-                w[_U(ws + j)] += (sc[_U(O_IN + j)] * err) >> 12
-            for k in range(nact):
-                m = sc[_U(O_ACT + k)]
-                _sm_update(ctab, m * tsize + ((sc[_U(O_SLOT + m)] + node) & tmask), y, dt, LIMIT)
+            w[_U(ws + NORD + 1)] += (256 * err) >> 12
+            for m in range(NORD):
+                if not (amask >> m) & 1:
+                    continue
+                w[_U(ws + m)] += (sc[_U(O_IN + m)] * err) >> 12
+                _sm_update(ctab, sc[_U(O_CI + m)], y, dt, LIMIT)
             if agree:
+                w[_U(ws + NORD)] += (xm * err) >> 12
                 _sm_update(mtab, mi, y, dt, 1023)
                 if y != ebit:
                     agree = False
-            if phase == 0:
+            if phase == 2:
+                if y:
+                    hit = True
+                    break
+                # not the predicted symbol: its rank follows (a match that predicted it is wrong)
+                cnt, r, v, nb, ev, enb, agree = _rank_setup(a, i, decode, skeys, svals, s1, mlen, mptr)
+                if mlen > 0 and np.int64(a[_U(mptr)]) == pv:
+                    agree = False
+                phase = 0
+            elif phase == 0:
                 if y:
                     pos += 1
                     if pos > 40:
@@ -375,35 +482,41 @@ def _cm_run(a, n, rawbits, buf, decode, tbits, sq, stt, dt, nact, ctab, mtab, ra
                 pos += 1
                 if pos == dk:
                     break
-        r = low - 1 if dk > 0 else 0
-        if r > cnt:
-            return ST_CORRUPT
-        if r == cnt:  # a new successor of s1: its value, bit by bit, order-0 tree
-            sym = np.int64(a[_U(i)]) if not decode else np.int64(0)
-            node = 1
-            for b in range(rawbits - 1, -1, -1):
-                ri = node & 0xFFFF
-                p = max(1, min(4095, np.int64(rawtab[_U(ri)]) >> 20))
-                y = _code_bit(ac, buf, decode, p, (sym >> b) & 1)
-                if y < 0:
-                    return ST_SHORT
-                _sm_update(rawtab, ri, y, dt, 30)
-                node = node * 2 + y
+        if hit:
             if decode:
-                sym = node - (np.int64(1) << rawbits)
-                a[_U(i)] = sym
-            # register the new successor: (s1, sym) -> rank, (s1, rank) -> sym, count
-            _succ_put(skeys, svals, 4 * s1 + 1, sym, cnt)
-            _succ_put(skeys, svals, 4 * s1 + 2, cnt, sym)
-            if cnt == 0:
-                sused += 1
-            _succ_put(skeys, svals, 4 * s1, 0, cnt + 1)
-            sused += 2
-        elif decode:
-            sym = _succ_get(skeys, svals, 4 * s1 + 2, r, -1)
-            if sym < 0:
+                a[_U(i)] = pv
+        else:
+            r = low - 1 if dk > 0 else 0
+            if r > cnt:
                 return ST_CORRUPT
-            a[_U(i)] = sym
+            if r == cnt:  # a new successor of s1: its value, bit by bit, order-0 tree
+                sym = np.int64(a[_U(i)]) if not decode else np.int64(0)
+                node = 1
+                for b in range(rawbits - 1, -1, -1):
+                    ri = node & 0xFFFF
+                    p = max(1, min(4095, np.int64(rawtab[_U(ri)]) >> 20))
+                    x1, x2, xc, bp, y = _code_bit(x1, x2, xc, bp, buf, decode, p, (sym >> b) & 1)
+                    if y < 0:
+                        return ST_SHORT
+                    _sm_update(rawtab, ri, y, dt, 30)
+                    node = node * 2 + y
+                if decode:
+                    sym = node - (np.int64(1) << rawbits)
+                    a[_U(i)] = sym
+                # register the new successor: (s1, sym) -> rank, (s1, rank) -> sym, count
+                _succ_put(skeys, svals, 4 * s1 + 1, sym, cnt)
+                _succ_put(skeys, svals, 4 * s1 + 2, cnt, sym)
+                if cnt == 0:
+                    sused += 1
+                _succ_put(skeys, svals, 4 * s1, 0, cnt + 1)
+                sused += 2
+            elif decode:
+                sym = _succ_get(skeys, svals, 4 * s1 + 2, r, -1)
+                if sym < 0:
+                    return ST_CORRUPT
+                a[_U(i)] = sym
+        if pmode != 0:
+            ptab[_U(hp)] = ((s1 & 0x7FFFFFFF) << 32) | np.int64(a[_U(i)])
         # match model: extend the match (a new one is looked up before the next symbol)
         if mlen > 0 and a[_U(mptr)] == a[_U(i)]:
             mlen = min(mlen + 1, MAXLEN)
@@ -412,12 +525,15 @@ def _cm_run(a, n, rawbits, buf, decode, tbits, sq, stt, dt, nact, ctab, mtab, ra
             mlen = 0
     st[S_I] = n
     if not decode:
-        x1 = ac[0]
         for _ in range(4):  # flush x1
-            if ac[3] >= len(buf):
+            if bp >= len(buf):
                 return ST_SHORT
-            buf[_U(ac[3])] = x1 >> 24
-            ac[3] += 1
+            buf[_U(bp)] = x1 >> 24
+            bp += 1
             x1 = (x1 << 8) & 0xFFFFFFFF
+    st[S_X1] = x1
+    st[S_X2] = x2
+    st[S_X] = xc
+    st[S_BP] = bp
     return ST_OK
 
