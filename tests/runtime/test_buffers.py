@@ -166,6 +166,23 @@ def test_chunk_events_are_the_int32_events_the_store_writes() -> None:
         assert bytes(memoryview(got).cast("B")) == b"".join(v.to_bytes(4, "little", signed=True) for v in chunk)
 
 
+def test_take_events_takes_the_first_values_off_the_buffer() -> None:
+    """The flusher's form: the first n values converted and removed, the rest left in place."""
+    from wholetrace.errors import StoreError
+    from wholetrace.runtime.buffers import PACK, take_events
+
+    rnd = random.Random(3)
+    for size, n in ((0, 0), (5, 3), (PACK + 7, PACK + 2), (2 * PACK, 2 * PACK)):
+        buf = [rnd.randint(-2**31, 2**31 - 1) for _ in range(size)]
+        before = list(buf)
+        got = take_events(buf, n)
+        assert list(got) == before[:n] and buf == before[n:]
+    buf = [1, 1 << 40, 3]
+    with pytest.raises(StoreError):
+        take_events(buf, 2)
+    assert buf == [3]
+
+
 def test_recording_does_not_import_numpy(tmp_path: Path) -> None:
     """A recording process in a trace or count mode never imports numpy (a fifth of a short
     recording's start-up); `full` mode does, for its value log."""

@@ -24,22 +24,40 @@ _PACK = struct.Struct(f"={PACK}i")
 assert _PACK.size == 4 * PACK
 
 
-def chunk_events(chunk: Sequence[int]) -> "array[int]":
-    """``chunk`` (ints as the probes appended them) as int32 events (an ``array('i')``: the
-    recording process never imports numpy, a fifth of a short recording's start-up);
-    anything else (a value no probe records, one outside int32) is a :class:`StoreError`,
-    not a silently wrapped event."""
-    n = len(chunk)
+def _pack(chunk: Sequence[int], n: int) -> "array[int] | None":
+    """The first ``n`` values of ``chunk`` as int32, None if one is no int32 value."""
     full = n - n % PACK
     out = array("i")
     try:
         for i in range(0, full, PACK):
             out.frombytes(_PACK.pack(*chunk[i:i + PACK]))
-        out.frombytes(struct.pack(f"={n - full}i", *chunk[full:]))
-        return out
+        out.frombytes(struct.pack(f"={n - full}i", *chunk[full:n]))
     except struct.error:
-        pass        # the same chunk again, for array's error (which names what was wrong)
-    try:
+        return None
+    return out
+
+
+def take_events(buf: list[int], n: int) -> "array[int]":
+    """The first ``n`` values of a stream buffer as int32 events (``chunk_events``), then
+    removed from it; values appended meanwhile (other threads, between two slices) stay."""
+    out = _pack(buf, n)
+    if out is None:         # refused as chunk_events refuses it, the values taken off all the same
+        raw = buf[:n]
+        del buf[:n]
+        return chunk_events(raw)
+    del buf[:n]
+    return out
+
+
+def chunk_events(chunk: Sequence[int]) -> "array[int]":
+    """``chunk`` (ints as the probes appended them) as int32 events (an ``array('i')``: the
+    recording process never imports numpy, a fifth of a short recording's start-up);
+    anything else (a value no probe records, one outside int32) is a :class:`StoreError`,
+    not a silently wrapped event."""
+    out = _pack(chunk, len(chunk))
+    if out is not None:
+        return out
+    try:        # the same chunk again, for array's error (which names what was wrong)
         return array("i", chunk)
     except OverflowError:
         raise StoreError("a probe recorded a value outside int32") from None
