@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from wholetrace.ids import EXIT
+from wholetrace.instrument.modes import ProbePlan
 from wholetrace.events import EXC, LEAVE, LEAVE_PATH, RERAISE as RERAISE_CODE, START, enter_code
 
 if TYPE_CHECKING:
-    from wholetrace.instrument.modes import ProbePlan
     from wholetrace.instrument.pathnum import EdgeProbe
 
 # --- locals of instrumented functions (module and class bodies bind none)

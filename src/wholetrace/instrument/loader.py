@@ -10,14 +10,15 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import CodeType, ModuleType
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol, Sequence, TypedDict
+from typing import Any, Callable, Iterator, Protocol, Sequence, TypedDict
 
 from wholetrace.errors import InstrumentError, short_message
+from wholetrace.instrument.cfg import CFG, build_cfg, iter_functions
 from wholetrace.instrument.cache import COUNTER_ORIGIN, FID_ORIGIN, InstrumentCache, relocate
-
-if TYPE_CHECKING:   # the instrumenter proper is imported on a cache miss only (``template``)
-    from wholetrace.instrument.cfg import CFG
-    from wholetrace.instrument.modes import ProbePlan
+from wholetrace.instrument.facts import file_facts
+from wholetrace.instrument.modes import ProbePlan
+from wholetrace.instrument.rewrite import compile_tree, rewrite_tree, statement_spans
+from wholetrace.store.registry import encode_registry
 
 _SKIP_DIRS = ("site-packages", "dist-packages")
 _OWN_PACKAGE = str(Path(__file__).resolve().parent.parent)
@@ -115,11 +116,6 @@ class Instrumenter:
     def template(self, tree: ast.Module, source: str, filename: str,
                  transform: TreeTransform | None = None) -> tuple[CodeType, FileEntry]:
         """Instrument ``tree`` with placeholder ids: the code and the file's registry entry."""
-        from wholetrace.instrument.cfg import build_cfg, iter_functions
-        from wholetrace.instrument.facts import file_facts
-        from wholetrace.instrument.rewrite import compile_tree, rewrite_tree, statement_spans
-        from wholetrace.store.registry import encode_registry
-
         functions = [(fn, build_cfg(fn, q)) for fn, q in iter_functions(tree)]
         items = []
         descs: list[dict[str, Any]] = []

@@ -34,11 +34,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Sequence
 
 from wholetrace.ids import ENTRY
+from wholetrace.instrument.cfg import CFG
+from wholetrace.instrument.sites import Site, edge_sites, probe_rank
 
-if TYPE_CHECKING:   # blocks mode should not import the path numbering at start-up; a warm start
-    # (every template from the code cache) imports neither the CFG nor the probe sites
-    from wholetrace.instrument.cfg import CFG
-    from wholetrace.instrument.sites import Site
+if TYPE_CHECKING:   # blocks mode should not import the path numbering at start-up
     from wholetrace.instrument.defuse import ValuePlan
     from wholetrace.instrument.pathnum import EdgeProbe, PathNumbering
 
@@ -130,8 +129,6 @@ def full_plan(cfg: CFG, base: int) -> ProbePlan:
 def count_naive_plan(cfg: CFG, base: int) -> ProbePlan:
     """A counter per block; counter ``b - 2`` of the function is block ``b``.  A body with no
     block (``global``/``nonlocal`` only) counts its one edge, ENTRY -> EXIT, in its prologue."""
-    from wholetrace.instrument.sites import edge_sites
-
     real = [b.id for b in cfg.blocks[2:]]
     if not real:
         sites = edge_sites(cfg)
@@ -157,7 +154,6 @@ def count_plan(cfg: CFG, base: int, weights: Sequence[float] | None = None) -> P
     # imported here: blocks mode should not pay for numpy at start-up
     from wholetrace.instrument.flowgraph import from_cfg
     from wholetrace.instrument.placement import place_counters
-    from wholetrace.instrument.sites import edge_sites, probe_rank
     from wholetrace.instrument.weighting import EdgeWeights, feedback_weights, static_weights
 
     sites = edge_sites(cfg)
@@ -262,7 +258,6 @@ def fold_known_registers(cfg: CFG, num: "PathNumbering") -> tuple["EdgeProbe", .
 
 def path_plan(cfg: CFG) -> ProbePlan:
     """``path``: the probes of :func:`path_numbering`, or block ids ("trace")."""
-    from wholetrace.instrument.sites import Site
     from wholetrace.instrument.witnesses import probe_sites
 
     num = path_numbering(cfg)

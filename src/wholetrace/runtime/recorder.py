@@ -16,20 +16,18 @@ import threading
 import types
 from array import array
 from types import FrameType
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
+from wholetrace.instrument.cfg import CFG
 from wholetrace.instrument.emit import C_CALLS_COUNT
 from wholetrace.instrument.emit import LOCAL as LOCAL_COUNTER
-from wholetrace.instrument.modes import TRACE_MODES
+from wholetrace.instrument.facts import recording_facts
+from wholetrace.instrument.loader import FileEntry
+from wholetrace.instrument.modes import TRACE_MODES, ProbePlan, make_plan
 from wholetrace.runtime import recursion, unfinished
 from wholetrace.runtime.buffers import take_events
 from wholetrace.runtime.probes import RunState, new_counts, read_counts, runtime_objects
 from wholetrace.runtime.streams import Stream
-
-if TYPE_CHECKING:   # a warm start (every template from the code cache) never builds a CFG
-    from wholetrace.instrument.cfg import CFG
-    from wholetrace.instrument.loader import FileEntry
-    from wholetrace.instrument.modes import ProbePlan
 
 FLUSH_SECONDS = 0.25
 
@@ -75,8 +73,6 @@ class Recorder:
     # -- the instrumenter's registry (instrument.loader.Registry), and new streams
     def plan(self, file: str, cfg: CFG, base: int) -> ProbePlan:
         """The probe plan of one function (weights from ``--weights`` when it has some)."""
-        from wholetrace.instrument.modes import make_plan
-
         return make_plan(self.mode, cfg, base, self.weights.get((file, cfg.qualname, cfg.fingerprint)))
 
     def weights_token(self, file: str) -> str:
@@ -259,8 +255,6 @@ class Recorder:
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join()
         self.state.clear_held()  # release the tracebacks held while the program's code can still run
-        from wholetrace.instrument.facts import recording_facts
-
         facts = recording_facts([(fid_base, entry.get("facts", b"")) for _f, fid_base, _c, entry in self.files])
         if facts:   # what reports list for functions that never ran (instrument.facts)
             self.writer.put_array("report.facts", facts)
