@@ -4,14 +4,13 @@ block recorded once, in every trace mode.
 Oracles: the sys.settrace line counts (``tests/oracles``) on a program whose functions test
 the entry of an activation (a loop at the top re-enters the entry block; generators resumed by
 ``send``/``throw``; exceptions raised in the entry block; coroutines), in every trace mode; the
-recursion limit hit at entry against the program's own count; ``struct.pack`` as the twin of
-the flush conversion.
+recursion limit hit at entry against the program's own count; ``int.to_bytes`` per value as
+the twin of the flush conversion (which packs with ``struct``).
 """
 
 from __future__ import annotations
 
 import random
-import struct
 import subprocess
 import sys
 import textwrap
@@ -156,12 +155,32 @@ def test_recursion_limit_hit_at_entry(tmp_path: Path) -> None:
 
 def test_chunk_events_are_the_int32_events_the_store_writes() -> None:
     """The flushed chunk, as the writer stores it, is the chunk packed as little-endian int32."""
+    from wholetrace.runtime.buffers import PACK
+
     rnd = random.Random(7)
-    for _ in range(200):
-        chunk = [rnd.choice([LEAVE, -2, 0, 4, 9, enter_code(rnd.randint(0, 9)), rnd.randint(-2**31, 2**31 - 1)])
-                 for _ in range(rnd.randint(0, 30))]
+    sizes = [rnd.randint(0, 30) for _ in range(200)] + [PACK - 1, PACK, PACK + 1, 3 * PACK + 5]
+    for size in sizes:
+        chunk = [rnd.choice([LEAVE, -2, 0, 4, 9, enter_code(rnd.randint(0, 9)), rnd.randint(-2**31, 2**31 - 1),
+                             -2**31, 2**31 - 1]) for _ in range(size)]
         got = schema.events_to_le_int32(chunk_events(chunk))
-        assert bytes(memoryview(got).cast("B")) == struct.pack(f"<{len(chunk)}i", *chunk)
+        assert bytes(memoryview(got).cast("B")) == b"".join(v.to_bytes(4, "little", signed=True) for v in chunk)
+
+
+def test_take_events_takes_the_first_values_off_the_buffer() -> None:
+    """The flusher's form: the first n values converted and removed, the rest left in place."""
+    from wholetrace.errors import StoreError
+    from wholetrace.runtime.buffers import PACK, take_events
+
+    rnd = random.Random(3)
+    for size, n in ((0, 0), (5, 3), (PACK + 7, PACK + 2), (2 * PACK, 2 * PACK)):
+        buf = [rnd.randint(-2**31, 2**31 - 1) for _ in range(size)]
+        before = list(buf)
+        got = take_events(buf, n)
+        assert list(got) == before[:n] and buf == before[n:]
+    buf = [1, 1 << 40, 3]
+    with pytest.raises(StoreError):
+        take_events(buf, 2)
+    assert buf == [3]
 
 
 def test_recording_does_not_import_numpy(tmp_path: Path) -> None:
@@ -184,3 +203,7 @@ def test_chunk_events_rejects_values_that_are_no_events() -> None:
         chunk_events([1, 1 << 40])
     with pytest.raises(StoreError):
         chunk_events([1, None])  # type: ignore[list-item]
+    with pytest.raises(StoreError):
+        chunk_events([1, 2.0])  # type: ignore[list-item]
+    with pytest.raises(StoreError):
+        chunk_events([0] * 9000 + [-(1 << 31) - 1])   # past the first packed slice

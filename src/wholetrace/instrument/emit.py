@@ -13,6 +13,7 @@ the compiled code (site tables, guards that re-raise in place).
 from __future__ import annotations
 
 import ast
+import functools
 import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Sequence
@@ -40,6 +41,17 @@ P = "wt.p"           # path mode: the path register
 #: The path register once an exception left the activation: the epilogue's record
 #: ``P + LEAVE_PATH`` is then a plain LEAVE.
 NO_PATH = LEAVE - LEAVE_PATH
+#: Functions with at most this many paths close with ``wt.a(T[wt.p])``, ``T`` = ``leave_table(n)``
+#: (a constant tuple): the record is an existing int object, where ``wt.p + LEAVE_PATH`` made a
+#: new one per activation (an allocation, and an object the buffer holds until the flush).
+LEAVE_TABLE_MAX = 256
+
+
+@functools.lru_cache(maxsize=256)
+def leave_table(num_paths: int) -> tuple[int, ...]:
+    """``LEAVE_PATH + p`` for every path id ``p``, then LEAVE (index -1: the register after an
+    exception left the activation, ``no_path``)."""
+    return tuple(LEAVE_PATH + p for p in range(num_paths)) + (LEAVE,)
 
 # --- run-time objects, constants of the compiled code (runtime.probes.runtime_objects)
 GET = "get"          # ContextVar.get of the current stream (trace modes)
@@ -381,11 +393,24 @@ class Emitter:
         function, so the name does not depend on ids handed out at run time)."""
         return f"{LOCAL}{counter - self.plan.base}"
 
+    def leave_table(self) -> tuple[int, ...] | None:
+        """Path mode: the epilogue's table of closing records, None past ``LEAVE_TABLE_MAX`` paths."""
+        num = self.plan.numbering
+        return leave_table(num.num_paths) if num is not None and num.num_paths <= LEAVE_TABLE_MAX else None
+
+    def no_path(self) -> int:
+        """Path mode: the register once an exception left the activation (the epilogue then
+        records a plain LEAVE)."""
+        return NO_PATH if self.leave_table() is None else -1
+
     def epilogue(self) -> list[ast.stmt]:
         """What the activation's final ``finally`` runs: LEAVE (trace modes), or adding the
         local counts to the counter list (count modes)."""
         if self.plan.paths:   # the last path and LEAVE in one record (a plain LEAVE after an exception)
-            record = ast.Expr(ast_call(A, ast.BinOp(ast_name(P), ast.Add(), ast_const(LEAVE_PATH))))
+            table = self.leave_table()
+            value: ast.expr = (ast.BinOp(ast_name(P), ast.Add(), ast_const(LEAVE_PATH)) if table is None
+                               else ast.Subscript(ast_const(table), ast_name(P), ast.Load()))
+            record = ast.Expr(ast_call(A, value))
             return self.forget_reraise(None) + [artificial(record)]  # type: ignore[list-item]
         if not self.counts:
             return self.forget_reraise(None) + [self.stmt(LEAVE, None)]
@@ -455,7 +480,7 @@ class Emitter:
             extend = ast.Attribute(ast.Attribute(ast_name(A), "__self__", ast.Load()), "extend", ast.Load())
             out.insert(0, ast.Expr(ast_call(extend, items)))
             if self.plan.paths:   # the handler's path starts (none after the edge to EXIT)
-                start = self.plan.path_starts[dst] if dst != EXIT else NO_PATH
+                start = self.plan.path_starts[dst] if dst != EXIT else self.no_path()
                 out.append(ast.Assign([ast_name(P, True)], ast_const(start)))
             return out + (tail() if tail is not None else [])
 

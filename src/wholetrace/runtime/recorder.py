@@ -25,7 +25,7 @@ from wholetrace.instrument.facts import recording_facts
 from wholetrace.instrument.loader import FileEntry
 from wholetrace.instrument.modes import TRACE_MODES, ProbePlan, make_plan
 from wholetrace.runtime import recursion, unfinished
-from wholetrace.runtime.buffers import chunk_events
+from wholetrace.runtime.buffers import take_events
 from wholetrace.runtime.probes import RunState, new_counts, read_counts, runtime_objects
 from wholetrace.runtime.streams import Stream
 
@@ -168,9 +168,7 @@ class Recorder:
                     # piece by piece (runtime.values)
                     chunk = self.values.split(st.sid, st.buf, n)
                 else:
-                    raw = st.buf[:n]
-                    del st.buf[:n]
-                    chunk = chunk_events(raw)
+                    chunk = take_events(st.buf, n)
                 self.events += len(chunk)
                 st.flushed += len(chunk)
                 self.writer.append_events(st.sid, chunk)

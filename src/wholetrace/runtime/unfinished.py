@@ -79,7 +79,7 @@ def open_frames(by_code: dict[tuple[str, str], int], threads: dict[int, FrameTyp
 @functools.lru_cache(maxsize=4096)
 def _leave_calls(code: types.CodeType) -> frozenset[int]:
     """Offsets of the calls that append an activation's closing record: ``wt.a(LEAVE)`` and,
-    in path mode, ``wt.a(wt.p + LEAVE_PATH)`` (as compiled by 3.11-3.13: the loads of the
+    in path mode, ``wt.a(wt.p + LEAVE_PATH)`` or ``wt.a(T[wt.p])`` (as compiled by 3.11-3.13: the loads of the
     append and its argument, then ``CALL``, or on 3.11 ``PRECALL`` ``CALL``: 3.11 runs a call of
     a C function in its ``PRECALL`` and checks for a switch there, so the frame stands at it)."""
     leave_args = ([("LOAD_CONST", LEAVE)], [("LOAD_FAST", P), ("LOAD_CONST", LEAVE_PATH), ("BINARY_OP", "+")])
@@ -97,12 +97,14 @@ def _leave_calls(code: types.CodeType) -> frozenset[int]:
             loads.append(("LOAD_CONST", ins.argval))
         elif ins.opname == "BINARY_OP":
             loads.append(("BINARY_OP", ins.argrepr))
+        elif ins.opname == "BINARY_SUBSCR":
+            loads.append(("BINARY_SUBSCR", None))
         elif ins.opname == "PRECALL":
             precall = ins.offset
             continue
         elif ins.opname == "CALL":
             at = max((i for i, x in enumerate(loads) if x == ("LOAD_FAST", A)), default=-1)
-            if at >= 0 and loads[at + 1:] in leave_args:
+            if at >= 0 and (loads[at + 1:] in leave_args or _is_leave_table(loads[at + 1:])):
                 out.add(ins.offset)
                 if precall >= 0:
                     out.add(precall)
@@ -111,6 +113,12 @@ def _leave_calls(code: types.CodeType) -> frozenset[int]:
             loads = []
         precall = -1
     return frozenset(out)
+
+
+def _is_leave_table(loads: list[tuple[str, object]]) -> bool:
+    """``T[wt.p]``, ``T`` the epilogue's table of closing records (``emit.leave_table``)."""
+    return (len(loads) == 3 and loads[0][0] == "LOAD_CONST" and isinstance(loads[0][1], tuple)
+            and loads[0][1][-1:] == (LEAVE,) and loads[1] == ("LOAD_FAST", P) and loads[2][0] == "BINARY_SUBSCR")
 
 
 def _innermost_first(suspended: Iterable[tuple[Any, FrameType]]) -> list[tuple[Any, FrameType]]:
