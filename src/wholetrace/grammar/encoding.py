@@ -172,13 +172,22 @@ _FLAG_SLACK = 1.025  # the flag is kept if it codes the prefix at most 2.5% larg
 #                      is, it saves a third of the coder's time: textlike; elsewhere it costs 12-30%)
 
 
+_ORDERS_0_3 = 0b001111
+_ORDERS_2_3 = 0b001100
+#: orders 2-3 replace orders 0-3 (with the flag) if they code the prefix at most this much larger
+#: than orders 0-3: textlike's prefix 1.025x, its whole input 1.009x, in 0.82-0.88x the coder's time
+#: (wave 9b, docs/design-sequitur.md; order 0 and 1 help most while the tables are still cold)
+_ORDERS_2_3_SLACK = 1.03
+
+
 def _choose_models(a: np.ndarray, rawbits: int) -> tuple[int, int]:
     """(model mask, flag mode) for ``a``, from codings of a prefix (1/32 of the input, 16-64 Ki
     symbols): the last rung of the ladder (order 0) first, taken at once if it codes the prefix
     within its slack of all six (a memoryless source: the trials were ~30% of rand4's encoding);
     else the flag, kept if all six models code the prefix with it about as small as
     without; then the smallest set of the ladder (with that flag mode) that codes the prefix
-    within its slack of all six without the flag, trying them in order.  Deterministic: the
+    within its slack of all six without the flag, trying them in order; with the flag, orders
+    0-3 give way to orders 2-3 if these are within _ORDERS_2_3_SLACK of them.  Deterministic: the
     same input always gives the same bytes."""
     if a.size < 8 * _TRIAL_MIN:
         return CM.ALL_MODELS, 0
@@ -188,11 +197,15 @@ def _choose_models(a: np.ndarray, rawbits: int) -> tuple[int, int]:
     if _cm_encode(head, rawbits, last)[1] <= size * slack:  # memoryless (rand4): no more trials
         return last, 0
     pmode = _FLAG if _cm_encode(head, rawbits, CM.ALL_MODELS, _FLAG)[1] <= size * _FLAG_SLACK else 0
-    chosen = CM.ALL_MODELS
+    chosen, chosen_size = CM.ALL_MODELS, size
     for models, slack in _LADDER:
-        if _cm_encode(head, rawbits, models, pmode)[1] > size * slack:
+        trial = _cm_encode(head, rawbits, models, pmode)[1]
+        if trial > size * slack:
             break
-        chosen = models
+        chosen, chosen_size = models, trial
+    if pmode and chosen == _ORDERS_0_3:  # with the flag, orders 0 and 1 add little but time
+        if _cm_encode(head, rawbits, _ORDERS_2_3, pmode)[1] <= chosen_size * _ORDERS_2_3_SLACK:
+            chosen = _ORDERS_2_3
     return chosen, pmode
 
 
@@ -205,7 +218,7 @@ def encode_compact(g: Grammar) -> bytes:
     models, pmode = _choose_models(a, rawbits)
     tbits, nbytes, buf = _cm_encode(a, rawbits, models, pmode)
     head = _HEAD3.pack(MAGIC, VERSION_FLAG if pmode else VERSION_COMPACT, FLAG_LOOKAHEAD if g.lookahead else 0,
-                       rawbits, tbits, a.size, nbytes, zlib.crc32(a.astype("<i4").data),
+                       rawbits, tbits, a.size, nbytes, zlib.crc32(a.astype("<i4", copy=False).data),
                        (CM.ALL_MODELS & ~models) | pmode << 8)
     return head + buf[:nbytes].tobytes()
 
@@ -226,7 +239,7 @@ def _decode_compact(data: bytes) -> Grammar:
     a = np.zeros(n, np.int32)
     payload = np.frombuffer(data, np.uint8, offset=_HEAD3.size).copy()  # the kernel types buf writable
     _, status = CM.cm_code(a, n, rawbits, payload, True, tbits, *_CM_TABLES, CM.ALL_MODELS & ~dropped, pmode)
-    if status != CM.ST_OK or zlib.crc32(a.astype("<i4").data) != crc:
+    if status != CM.ST_OK or zlib.crc32(a.astype("<i4", copy=False).data) != crc:
         raise GrammarError("corrupt grammar encoding (sequence check failed)")
     return sequitur(a, lookahead=bool(flags & FLAG_LOOKAHEAD))
 
