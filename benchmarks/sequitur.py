@@ -67,7 +67,7 @@ def vectors() -> Path:
 
 def _models(dropped: int) -> str:
     """The compact coder's context models (orders 0, 1, 2, 3, 4, 6) from the mask left out, and
-    version 5's flag (bits 8-15: the order of the predicting context, 0: no flag)."""
+    the flag of versions 5 and 6 (bits 8-15: the order of the predicting context, 0: no flag)."""
     mode = dropped >> 8
     flag = "" if not mode else " + flag (order-3 prediction)" if mode == 3 else f" + flag mode {mode}"
     return _kept(dropped & 0xFF) + flag
@@ -131,12 +131,12 @@ def main() -> None:
                  "encode CPU s", "encode / build", "decode CPU s", "JIT s", "base RSS MB",
                  "peak RSS MB (build)", "above base MB", "peak RSS MB (+encode)", "encoded B"], rows)
         + "\nEncoded grammar against general-purpose compressors of the `.u16` file (bytes): compact =\n"
-        "`to_bytes(compact=True)` (version 3, or 5 where the coder takes the flag), explicit = `to_bytes()` (version 4, the default, the rules):\n\n"
+        "`to_bytes(compact=True)` (version 3, or 6 where the coder takes the flag), explicit = `to_bytes()` (version 4, the default, the rules):\n\n"
         + table(["input", "compact", "explicit", "gzip -9", "bzip2 -9", "xz -9", "zstd -19",
                  "compact / xz", "compact / zstd"], comp_rows)
         + "\nThe explicit encoding (`to_bytes()`, version 4: what recordings store, read without a rebuild),\n"
         "user CPU seconds against the build's, and which context models the compact coder kept and whether it\n"
-        "codes the flag (version 5; chosen on a prefix of 1/32 of the input, 16-64 Ki symbols):\n\n"
+        "codes the flag (version 6; chosen on a prefix of 1/32 of the input, 16-64 Ki symbols):\n\n"
         + table(["input", "build CPU s", "explicit encode CPU s", "explicit / build", "explicit B",
                  "compact coder models"], exp_rows)
     )

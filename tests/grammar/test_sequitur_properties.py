@@ -351,7 +351,7 @@ def test_compact_encoding_format_is_unchanged() -> None:
 def test_coder_round_trips_with_the_flag() -> None:
     """Version 5's binarisation (a flag "the predicted symbol" before the rank) decodes what it
     encoded for every predicting context, with and without the match model's symbol, under a
-    full and an empty model set; and it is a different code from version 3's."""
+    full, orders 2-3 (textlike's) and an empty model set; and it is a different code from version 3's."""
     from wholetrace.kernels import sequitur_code as CM
 
     rng = np.random.default_rng(12)
@@ -359,7 +359,7 @@ def test_coder_round_trips_with_the_flag() -> None:
     tables = CM.tables()
     plain = None
     for pmode in (0,) + CM.P_MODES:
-        for models in (CM.ALL_MODELS, 0):
+        for models in (CM.ALL_MODELS, 0b001100, 0):
             buf = np.empty(4 * a.size + 4096, np.uint8)
             nbytes, status = CM.cm_code(a, a.size, 5, buf, False, 14, *tables, models, pmode)
             assert status == CM.ST_OK
@@ -374,8 +374,9 @@ def test_coder_round_trips_with_the_flag() -> None:
 
 def test_compact_encoding_takes_the_flag_where_it_codes_as_small(monkeypatch: pytest.MonkeyPatch) -> None:
     """On text (each word's letters follow from the few before them) the flag codes the prefix
-    about as small, so the encoder writes version 5 with the flag's mode in the header, and it
-    decodes; on a Markov chain it does not (version 3).  A version-5 header with an unknown mode
+    about as small, so the encoder writes version 6 with the flag's mode in the header, and it
+    decodes, as does version 5 (larger match and prediction tables); on a Markov chain it does
+    not (version 3).  A version-5 header with an unknown mode
     is a one-line error."""
     import struct
 
@@ -390,9 +391,13 @@ def test_compact_encoding_takes_the_flag_where_it_codes_as_small(monkeypatch: py
     text = inspect.getsource(argparse).encode()[:80_000]  # Python source, as the textlike vector
     g = sequitur(np.frombuffer(text, np.uint8))
     data = g.to_bytes(compact=True)
-    assert data[4] == E.VERSION_FLAG
+    assert data[4] == E.VERSION_FLAG6
     assert struct.unpack_from("<I", data, E._HEAD3.size - 4)[0] >> 8 == CM.P_ORDER3
     assert Grammar.from_bytes(data) == g
+    monkeypatch.setattr(E, "_FLAG_VERSION", E.VERSION_FLAG)  # version 5 (wave 9): still decodes
+    v5 = g.to_bytes(compact=True)
+    assert v5[4] == E.VERSION_FLAG and v5[5:] != data[5:]
+    assert Grammar.from_bytes(v5) == g
     bad = bytearray(data)
     struct.pack_into("<I", bad, E._HEAD3.size - 4, 7 << 8)
     with pytest.raises(GrammarError, match="inconsistent"):
@@ -416,3 +421,24 @@ def test_expand_into_is_the_expansion() -> None:
     stack = np.empty(len(g.off), np.int64), np.empty(len(g.off), np.int64)
     short = np.empty(len(seq) - 1, np.int32)  # one symbol too few: the walk says it did not fit
     assert E.CM.expand_into(g.off, g.rhs, short, *stack) == len(seq)
+
+
+@pytest.mark.parametrize("s23, pmode, expected", [(1030, 3, 0b001100), (1031, 3, 0b001111), (1000, 0, 0b001111)])
+def test_orders_2_3_replace_orders_0_3_only_with_the_flag(monkeypatch: pytest.MonkeyPatch, s23: int, pmode: int,
+                                                          expected: int) -> None:
+    """The model choice on made-up prefix sizes: with the flag, orders 2-3 replace orders 0-3 when
+    at most 3% larger than them (textlike); never without the flag, nor beyond the slack."""
+    from wholetrace.grammar import encoding as E
+    from wholetrace.kernels import sequitur_code as CM
+
+    sizes = {(CM.ALL_MODELS, 0): 1000, (0b000001, 0): 2000, (CM.ALL_MODELS, 3): 1010 if pmode else 1100,
+             (0b011111, pmode): 1000, (0b001111, pmode): 1000, (0b000111, pmode): 1100, (0b001100, pmode): s23}
+    tried = []
+
+    def fake(a: np.ndarray, rawbits: int, models: int, pm: int = 0) -> tuple[int, int, np.ndarray]:
+        tried.append((models, pm))
+        return 0, sizes[(models, pm)], a
+
+    monkeypatch.setattr(E, "_cm_encode", fake)
+    assert E._choose_models(np.zeros(1 << 20, np.int32), 8) == (expected, pmode)
+    assert ((0b001100, pmode) in tried) == bool(pmode)

@@ -1,5 +1,5 @@
 """Versioned binary encodings of a Grammar: compact (the input sequence through a context-mixing
-coder, versions 3 and 5; decoding rebuilds the grammar) or explicit (preorder streams of the rules, version 4;
+coder, versions 3, 5 and 6; decoding rebuilds the grammar) or explicit (preorder streams of the rules, version 4;
 versions 1 and 2 still decode)."""
 
 from __future__ import annotations
@@ -23,13 +23,17 @@ VERSION = 4  # explicit rules. 1: every stream LEB128 + LZMA; 2: a codec byte pe
 VERSION_COMPACT = 3  # the expansion through kernels/sequitur_code; decoding rebuilds the grammar
 VERSION_FLAG = 5  # as 3, each symbol first coded as "is it the predicted symbol" (the flag); the
 #                   header's last u32 also holds the predicting context (bits 8-15)
+VERSION_FLAG6 = 6  # as 5, with match and prediction tables of 2**(tbits - 3) entries instead of
+#                    2**(tbits - 2) (textlike's coder 5-8% faster, 0.6% larger: docs/design-sequitur.md)
+_PSHIFT = {VERSION_COMPACT: 2, VERSION_FLAG: 2, VERSION_FLAG6: 3}  # log2(ctab entries / match table's)
+_FLAG_VERSION = VERSION_FLAG6  # what the encoder writes when it takes the flag
 _EXPLICIT = (1, 2, VERSION)
 FLAG_LOOKAHEAD = 1
 FLAG_BUILT = 2  # versions 2 and 4: the grammar came from the SEQUITUR builder
 _HEAD = struct.Struct("<4sBBxxQQQQQQ")  # magic, version, flags, rules+1, len_S, 4 stream counts
 _HEAD3 = struct.Struct("<4sBBBBQQII")  # magic, version, flags, rawbits, tbits, n, payload, crc32,
 #                                         mask of the coder's context models left out (0: none)
-#                                         | the flag's mode << 8 (version 5 only)
+#                                         | the flag's mode << 8 (versions 5 and 6)
 _CM_TABLES = CM.tables()
 _LZMA = [{"id": lzma.FILTER_LZMA2, "preset": 9 | lzma.PRESET_EXTREME}]
 
@@ -155,11 +159,13 @@ _TRIAL_MIN = 1 << 14  # inputs shorter than 8x this always use all six models
 
 
 def _cm_encode(a: np.ndarray, rawbits: int, models: int, pmode: int = 0) -> tuple[int, int, np.ndarray]:
-    """(tbits, bytes, buffer) of ``a`` through the coder with the given model mask and flag mode."""
+    """(tbits, bytes, buffer) of ``a`` through the coder with the given model mask and flag mode
+    (with the flag, as version ``_FLAG_VERSION`` codes it)."""
+    pshift = _PSHIFT[_FLAG_VERSION if pmode else VERSION_COMPACT]
     tbits = min(20, max(12, a.size.bit_length() + 2))
     buf = np.empty(a.size + a.size // 2 + 4096, np.uint8)
     while True:
-        nbytes, status = CM.cm_code(a, a.size, rawbits, buf, False, tbits, *_CM_TABLES, models, pmode)
+        nbytes, status = CM.cm_code(a, a.size, rawbits, buf, False, tbits, *_CM_TABLES, models, pmode, pshift)
         if status != CM.ST_SHORT:
             return tbits, int(nbytes), buf
         buf = np.empty(2 * len(buf), np.uint8)
@@ -210,14 +216,14 @@ def _choose_models(a: np.ndarray, rawbits: int) -> tuple[int, int]:
 
 
 def encode_compact(g: Grammar) -> bytes:
-    """Version 3 or 5: the expansion of ``g`` coded by the context-mixing coder of
-    ``kernels/sequitur_code`` (5: with the flag); ``decode`` rebuilds the grammar with the
+    """Version 3 or 6: the expansion of ``g`` coded by the context-mixing coder of
+    ``kernels/sequitur_code`` (6: with the flag); ``decode`` rebuilds the grammar with the
     SEQUITUR builder, so this is exact only for grammars that builder made (``g.built``)."""
     a = _sequence(g)
     rawbits = max(1, int(a.max(initial=0)).bit_length())
     models, pmode = _choose_models(a, rawbits)
     tbits, nbytes, buf = _cm_encode(a, rawbits, models, pmode)
-    head = _HEAD3.pack(MAGIC, VERSION_FLAG if pmode else VERSION_COMPACT, FLAG_LOOKAHEAD if g.lookahead else 0,
+    head = _HEAD3.pack(MAGIC, _FLAG_VERSION if pmode else VERSION_COMPACT, FLAG_LOOKAHEAD if g.lookahead else 0,
                        rawbits, tbits, a.size, nbytes, zlib.crc32(a.astype("<i4", copy=False).data),
                        (CM.ALL_MODELS & ~models) | pmode << 8)
     return head + buf[:nbytes].tobytes()
@@ -229,16 +235,18 @@ def _decode_compact(data: bytes) -> Grammar:
     if len(data) < _HEAD3.size:
         raise GrammarError("grammar encoding is truncated")
     _magic, version, flags, rawbits, tbits, n, nbytes, crc, dropped = _HEAD3.unpack_from(data)
-    pmode = dropped >> 8 if version == VERSION_FLAG else 0
-    dropped &= 0xFF if version == VERSION_FLAG else 0xFFFFFFFF
+    flag = version in (VERSION_FLAG, VERSION_FLAG6)
+    pmode = dropped >> 8 if flag else 0
+    dropped &= 0xFF if flag else 0xFFFFFFFF
     if (len(data) != _HEAD3.size + nbytes or not 1 <= rawbits <= 31 or not 12 <= tbits <= 24
-            or dropped & ~CM.ALL_MODELS or (version == VERSION_FLAG and pmode not in CM.P_MODES)):
+            or dropped & ~CM.ALL_MODELS or (flag and pmode not in CM.P_MODES)):
         raise GrammarError("grammar encoding is truncated or inconsistent")
     if n > 30_000 * (nbytes + 16):  # a symbol costs at least log2(4096/4095) bits
         raise GrammarError("grammar encoding is inconsistent (length)")
     a = np.zeros(n, np.int32)
     payload = np.frombuffer(data, np.uint8, offset=_HEAD3.size).copy()  # the kernel types buf writable
-    _, status = CM.cm_code(a, n, rawbits, payload, True, tbits, *_CM_TABLES, CM.ALL_MODELS & ~dropped, pmode)
+    _, status = CM.cm_code(a, n, rawbits, payload, True, tbits, *_CM_TABLES, CM.ALL_MODELS & ~dropped, pmode,
+                           _PSHIFT[version])
     if status != CM.ST_OK or zlib.crc32(a.astype("<i4", copy=False).data) != crc:
         raise GrammarError("corrupt grammar encoding (sequence check failed)")
     return sequitur(a, lookahead=bool(flags & FLAG_LOOKAHEAD))
@@ -284,7 +292,7 @@ def decode(data: bytes) -> Grammar:
     data = bytes(data)
     if len(data) < _HEAD3.size or data[:4] != MAGIC:
         raise GrammarError("not a wholetrace grammar (bad magic or too short)")
-    if data[4] in (VERSION_COMPACT, VERSION_FLAG):
+    if data[4] in _PSHIFT:
         return _decode_compact(data)
     if len(data) < _HEAD.size + 32:
         raise GrammarError("grammar encoding is truncated")

@@ -27,7 +27,7 @@ MINLEN = 5  # symbols hashed to find a match
 MAXLEN = 31
 APM_CTX = 1 << 12
 LIMIT = 127  # adaptation of a context's probability slows to 1/(LIMIT + 1.5)
-P_ORDER3 = 3  # flag mode (version 5): the predicted symbol last followed the same order-3 context
+P_ORDER3 = 3  # flag mode (versions 5 and 6): the predicted symbol last followed the same order-3 context
 P_MODES = (1, 2, 3, 4, 5, 9, 10, 11, 12, 13)  # low 3 bits: the context (orders 1, 2, 3, 4, 6);
 #                                             8: the match model's symbol when there is a match
 ST_OK = 0
@@ -242,11 +242,12 @@ def _rank_setup(a, i, decode, skeys, svals, s1, mlen, mptr):  # type: ignore[no-
 
 
 def cm_code(a: np.ndarray, n: int, rawbits: int, buf: np.ndarray, decode: bool, tbits: int, sq: np.ndarray,
-            stt: np.ndarray, dt: np.ndarray, models: int, pmode: int = 0) -> tuple[int, int]:
+            stt: np.ndarray, dt: np.ndarray, models: int, pmode: int = 0, pshift: int = 2) -> tuple[int, int]:
     """Encode a[:n] into buf (decode=False) or decode buf into a[:n] (decode=True).
 
     Symbols are non-negative below 2**rawbits; ``models`` is the mask of the context models
-    used (a disabled model's mixer input is 0; ALL_MODELS codes as before masks existed).
+    used (a disabled model's mixer input is 0; ALL_MODELS codes as before masks existed);
+    the match and prediction tables have 2**(tbits - pshift) entries.
     -> (bytes written or read, status).  The tables are made here; the kernel ``_cm_run``
     allocates nothing (compiled without numba's reference counting, which cost a call per
     array use in its loop) and returns ST_GROW when the successor table must grow."""
@@ -255,10 +256,11 @@ def cm_code(a: np.ndarray, n: int, rawbits: int, buf: np.ndarray, decode: bool, 
     mtab = np.full(64 * 2, 2048 << 20, np.uint32)  # match model: (length, expected bit)
     rawtab = np.full(1 << 16, 2048 << 20, np.uint32)
     init = sq[np.clip((np.arange(33) - 16) * 128 + 2047, 0, 4094)] * 16
-    apm = np.tile(init.astype(np.int32), APM_CTX + 256)  # + the flag's (version 5)
+    apm = np.tile(init.astype(np.int32), APM_CTX + 256)  # + the flag's (versions 5 and 6)
     w = np.full((16 * 8 + 16) * NIN, 1 << 14, np.int64)  # 128 weight sets + 16 for the flag
-    ptab = np.zeros(1 << max(10, min(22, tbits - 2)) if pmode else 1, np.int64)
-    mhash = np.zeros(1 << max(10, min(22, tbits - 2)), np.int64)
+    psize = 1 << max(10, min(22, tbits - pshift))  # match and prediction tables (version 6: pshift 3)
+    ptab = np.zeros(psize if pmode else 1, np.int64)
+    mhash = np.zeros(psize, np.int64)
     skeys = np.full(2 << 12, -1, np.int64)
     svals = np.zeros(1 << 12, np.int64)
     sc = np.zeros(56, np.int64)
@@ -351,7 +353,7 @@ def _cm_run(a, n, rawbits, buf, decode, tbits, sq, stt, dt, nact, ctab, mtab, ra
                         mlen = ln
                         mptr = cand
             mhash[_U(hm)] = (i << 8) | chk
-        # version 5: first a flag "the symbol is the predicted one" (the symbol that last followed
+        # versions 5 and 6: first a flag "the symbol is the predicted one" (the symbol that last followed
         # the predicting context, or the match model's); only when it is not, the rank
         pv = np.int64(-1)
         hp = np.int64(0)
