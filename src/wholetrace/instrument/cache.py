@@ -23,7 +23,6 @@ import hashlib
 import marshal
 import os
 import sys
-import tempfile
 from functools import lru_cache
 from pathlib import Path
 from types import CodeType
@@ -139,7 +138,9 @@ class InstrumentCache:
         """Write atomically (another process may write the same key); failures are ignored."""
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.dir, prefix=".tmp-", suffix=".wtc")
+            # a private temporary name, as tempfile.mkstemp makes (not imported: start-up)
+            tmp = self.dir / f".tmp-{os.getpid()}-{os.urandom(6).hex()}.wtc"
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             try:
                 with os.fdopen(fd, "wb") as f:
                     f.write(marshal.dumps((FORMAT, code, entries)))
