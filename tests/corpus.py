@@ -639,13 +639,15 @@ ORACLE_HEAVY = HEAVY | {"_pydecimal"}
 
 def oracle_params() -> list:
     """Every program as pytest parameters for the settrace-oracle behaviour test.  `make test`'s
-    runs on other interpreters (``WHOLETRACE_COMPAT``: tools/compat.py) take every light program
-    and half of the ORACLE_HEAVY ones, 3.12 one half and 3.13 the other (by the minor version's
-    parity), so that between them they cover the corpus; the other half is marked slow there."""
+    runs on other interpreters (``WHOLETRACE_COMPAT``: tools/compat.py) take half of the light
+    programs and half of the ORACLE_HEAVY ones, 3.12 one half and 3.13 the other (by the minor
+    version's parity), so that between them they cover the corpus; the other half is marked slow
+    there (``make test-compat -- -m compat`` with ``slow`` runs them all)."""
     import sys
 
     every = sorted(PROGRAMS)
     if not os.environ.get("WHOLETRACE_COMPAT"):
         return every
-    mine = set(sorted(ORACLE_HEAVY)[sys.version_info.minor % 2::2])
-    return _slow_unless(every, {n for n in every if n not in ORACLE_HEAVY} | mine)
+    half = sys.version_info.minor % 2
+    light = [n for n in every if n not in ORACLE_HEAVY]
+    return _slow_unless(every, set(light[half::2]) | set(sorted(ORACLE_HEAVY)[half::2]))

@@ -9,6 +9,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 
 from wholetrace.instrument.cache import COUNTER_ORIGIN, FID_ORIGIN, relocate
 from wholetrace.events import enter_code
@@ -145,3 +147,17 @@ def test_stale_or_broken_entries_are_not_used(tmp_path: Path) -> None:
     assert recorded == plain                    # the changed module's new code ran, not the cached old one
     assert len(list(cache.glob("*.wtc"))) == 4     # the changed source got an entry of its own
     assert os.listdir(cache) and not [n for n in os.listdir(cache) if n.startswith(".tmp-")]
+
+
+@pytest.mark.parametrize("data", [b"", b"abc", bytes(range(256)) * 300, "x\u20ac".encode() * 1000])
+def test_builtin_sha256_is_sha256(data):
+    """The cache keys and CFG fingerprints hash with the interpreter's built-in SHA-256
+    (instrument.digest); hashlib's OpenSSL one is the oracle."""
+    import hashlib
+
+    from wholetrace.instrument.digest import sha256
+
+    h = sha256()
+    h.update(data[:7])
+    h.update(data[7:])
+    assert h.hexdigest() == sha256(data).hexdigest() == hashlib.sha256(data).hexdigest()

@@ -226,3 +226,23 @@ def test_recording_does_not_import_numba(tmp_path, mode):
     run = run_recorded(script, tmp_path / "t.wt", mode=mode)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "[]"
+
+
+STARTUP_IMPORTS = '''
+import sys
+print(sorted(m for m in ("hashlib", "importlib.abc", "importlib.resources", "tempfile", "shutil", "sysconfig",
+                         "bz2", "lzma") if m in sys.modules))
+'''
+
+
+@pytest.mark.parametrize("mode", ["blocks", "count"])
+def test_recording_does_not_import_what_start_up_need_not(tmp_path, mode):
+    """Start-up (design.md "Start-up of record, wave 9"): modules plain Python does not import
+    and the recorder does not need stay out of the program's process, so the program
+    imports them itself (instrumented, under --include) as it would without wholetrace."""
+    script = tmp_path / "prog_startup.py"
+    script.write_text(STARTUP_IMPORTS)
+    plain = run_plain(script)
+    run = run_recorded(script, tmp_path / "t.wt", mode=mode)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == plain.stdout == "[]\n"

@@ -19,17 +19,16 @@ be relocated too: a program would have to spell one of those 16-digit numbers).
 
 from __future__ import annotations
 
-import hashlib
 import marshal
 import os
 import sys
-import tempfile
 from functools import lru_cache
 from pathlib import Path
 from types import CodeType
 from typing import Any, Callable, Mapping
 
 from wholetrace.events import ENTER_BASE, enter_code
+from wholetrace.instrument.digest import sha256
 from wholetrace.instrument.emit import COUNTER_ORIGIN, COUNTS, FID_ORIGIN, MARK
 
 WINDOW = 1_000_000_000
@@ -87,7 +86,7 @@ def instrumenter_digest() -> str:
     """Hash of the code that decides what instrumented code looks like (so a changed
     wholetrace never reuses an old template)."""
     root = Path(__file__).resolve().parent.parent
-    h = hashlib.sha256()
+    h = sha256()
     for rel in sorted(["instrument", "events.py", "ids.py", "store/registry.py"]):   # registry: the cached blob's format
         p = root / rel
         for f in sorted(p.rglob("*.py")) if p.is_dir() else [p]:
@@ -117,7 +116,7 @@ class InstrumentCache:
         self.misses = 0
 
     def key(self, source: str, filename: str, mode: str, weights: str) -> str:
-        h = hashlib.sha256()
+        h = sha256()
         for part in (str(FORMAT), sys.version, instrumenter_digest(), mode, filename, weights, source):
             h.update(part.encode("utf-8", "surrogatepass"))
             h.update(b"\0")
@@ -139,7 +138,9 @@ class InstrumentCache:
         """Write atomically (another process may write the same key); failures are ignored."""
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.dir, prefix=".tmp-", suffix=".wtc")
+            # a private temporary name, as tempfile.mkstemp makes (not imported: start-up)
+            tmp = self.dir / f".tmp-{os.getpid()}-{os.urandom(6).hex()}.wtc"
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             try:
                 with os.fdopen(fd, "wb") as f:
                     f.write(marshal.dumps((FORMAT, code, entries)))

@@ -25,13 +25,13 @@ Modelling details:
 from __future__ import annotations
 
 import ast
-import hashlib
 import json
 from dataclasses import dataclass, field
 from typing import Iterator, Sequence
 
 from wholetrace.errors import InstrumentError
 from wholetrace.ids import ENTRY, EXIT, FIRST_BLOCK, BlockId, StmtId
+from wholetrace.instrument.digest import sha256
 
 #: Statement kinds: simple statements and the headers of compound statements.
 STMT_KINDS = ("simple", "if", "while", "for-iter", "for-next", "with-enter", "with-exit",
@@ -559,7 +559,7 @@ def fingerprint(cfg: CFG) -> str:
         "s": [[s.kind, s.label, s.line - base, s.col, s.end_line - base, s.end_col, s.calls, s.suspends]
               for s in cfg.stmts],
     }
-    return hashlib.sha256(json.dumps(canon, separators=(",", ":")).encode()).hexdigest()[:16]
+    return sha256(json.dumps(canon, separators=(",", ":")).encode()).hexdigest()[:16]
 
 
 # --------------------------------------------------------------------------- whole modules

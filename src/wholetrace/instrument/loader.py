@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import importlib.abc
 import importlib.machinery
 import sys
 from dataclasses import dataclass, field
@@ -202,8 +201,16 @@ class Scope:
                    for r in self.roots)
 
 
-class InstrumentingFinder(importlib.abc.MetaPathFinder):
-    """Meta path finder that hands in-scope source modules to :class:`InstrumentingLoader`."""
+class InstrumentingFinder:
+    """Meta path finder that hands in-scope source modules to :class:`InstrumentingLoader`.
+
+    Not a subclass of ``importlib.abc.MetaPathFinder``: the import system only calls
+    ``find_spec`` (and ``invalidate_caches`` when present), and ``importlib.abc`` brings
+    ``importlib.resources``, ``tempfile`` and ``shutil`` into every recording (a tenth of the
+    start-up's imports; "Start-up of record, wave 9" in docs/design.md)."""
+
+    def invalidate_caches(self) -> None:
+        """Nothing cached here (``importlib.invalidate_caches`` calls it)."""
 
     def __init__(self, scope: Scope, instrumenter: Instrumenter,
                  on_import: dict[str, Callable[[ModuleType], None]] | None = None) -> None:
@@ -229,10 +236,11 @@ class InstrumentingFinder(importlib.abc.MetaPathFinder):
         return spec
 
 
-class _PostImportLoader(importlib.abc.Loader):
-    """Delegating loader that runs a hook after the module executed (used to patch asyncio)."""
+class _PostImportLoader:
+    """Delegating loader that runs a hook after the module executed (used to patch asyncio);
+    everything else is the inner loader's (``__getattr__``)."""
 
-    def __init__(self, inner: importlib.abc.Loader, hook: Callable[[ModuleType], None]) -> None:
+    def __init__(self, inner: Any, hook: Callable[[ModuleType], None]) -> None:
         self.inner, self.hook = inner, hook
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:

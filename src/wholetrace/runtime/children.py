@@ -35,7 +35,6 @@ import ctypes
 import json
 import os
 import runpy
-import shutil
 import signal
 import sys
 import threading
@@ -329,6 +328,20 @@ class Spawned:
     start: str
 
 
+def _remove_flat(folder: Path) -> None:
+    """``shutil.rmtree(folder, ignore_errors=True)`` for a folder of files (shutil is not
+    imported at start-up: it brings bz2 and lzma)."""
+    for p in folder.iterdir():
+        try:
+            p.unlink()
+        except OSError:
+            pass
+    try:
+        folder.rmdir()
+    except OSError:
+        pass
+
+
 def enable(live: Any, out: str | os.PathLike[str] | Spawned, meta: dict[str, Any], cache: bool) -> Children:
     """Record the child processes of the recording ``live``: the root, writing ``out``, or a
     child process itself (``out`` a :class:`Spawned`)."""
@@ -342,7 +355,7 @@ def enable(live: Any, out: str | os.PathLike[str] | Spawned, meta: dict[str, Any
         parts = parts_dir(out)           # made by the first child that stores something
         if parts.is_dir() and all(p.suffix == ".wt" or p.name.endswith(("-journal", "-wal", "-shm"))
                                   or p.name.startswith(UNRECORDED_PREFIX) for p in parts.iterdir()):
-            shutil.rmtree(parts, ignore_errors=True)
+            _remove_flat(parts)
         scope = live.finder.scope
         cfg = Config(str(parts.resolve()), live.recorder.mode, [str(r) for r in scope.roots], list(scope.packages),
                      cache, dict(meta))

@@ -56,8 +56,31 @@ def target_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("script", nargs="?", help="the program to run")
 
 
+def _columns() -> int:
+    """``shutil.get_terminal_size().columns``, without importing shutil (and its bz2, lzma)."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
+class _Formatter(argparse.HelpFormatter):
+    """argparse's formatter with the width argparse computes, found without ``import shutil``
+    (argparse imports it for every formatter it makes, and ``record`` is started often)."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        super().__init__(prog, indent_increment, max_help_position, _columns() - 2 if width is None else width)
+
+
 def record_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="wholetrace record",
+    p = argparse.ArgumentParser(prog="wholetrace record", formatter_class=_Formatter,
                                 description="Run a Python program and record its whole control flow.")
     p.add_argument("--mode", default="blocks", help="what to record: blocks (the block trace), witness (few witnesses, "
                    "the block trace is regenerated), branches (every predicate's outcome), path (Ball-Larus path ids, "

@@ -11,13 +11,14 @@ with a one-line error naming the switch that turns the GIL back on (``PYTHON_GIL
 from __future__ import annotations
 
 import sys
-import sysconfig
 
 from wholetrace.errors import UsageError
 
 
 def free_threaded_build() -> bool:
     """True on a free-threaded (``--disable-gil``) build of CPython, whether or not the GIL is on."""
+    import sysconfig   # here: only the tests ask, and recording's start-up need not import it
+
     return bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
 
 

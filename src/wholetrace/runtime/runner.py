@@ -235,6 +235,9 @@ class Live:
             self.recorder.state.streams.unpatch_asyncio()
             recursion.shift(-self.headroom)
             sys.stdout.flush()
+            from wholetrace.store.writer import RecordingWriter   # imported by now (no hook installed)
+            if isinstance(self.writer, RecordingWriter):
+                self.writer.hold_commits()   # the last flush commits with the end meta (store.writer)
             self.recorder.stop()
         finally:
             LIVE = None
