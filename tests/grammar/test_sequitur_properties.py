@@ -442,3 +442,79 @@ def test_orders_2_3_replace_orders_0_3_only_with_the_flag(monkeypatch: pytest.Mo
     monkeypatch.setattr(E, "_cm_encode", fake)
     assert E._choose_models(np.zeros(1 << 20, np.int32), 8) == (expected, pmode)
     assert ((0b001100, pmode) in tried) == bool(pmode)
+
+
+@settings(max_examples=60, **SETTINGS)
+@given(st.integers(1, 16), st.integers(0, 3000), st.integers(0, 2**32 - 1), st.sampled_from(["uniform", "skewed", "drift"]))
+def test_order0_tree_coder_round_trips(rawbits: int, n: int, seed: int, style: str) -> None:
+    """The order-0 tree coder (version 7) decodes back to its input: any width, skewed and
+    drifting sources, a buffer too small reported (ST_SHORT), not overrun."""
+    from wholetrace.kernels import order0_code as O0
+    from wholetrace.kernels import sequitur_code as CM
+
+    rng = np.random.default_rng(seed)
+    top = 1 << rawbits
+    if style == "uniform":
+        a = rng.integers(0, top, n)
+    elif style == "skewed":
+        a = np.minimum(rng.geometric(0.3, n) - 1, top - 1)
+    else:
+        a = (np.arange(n) * top // max(n, 1) + rng.integers(0, 2, n)) % top
+    a = a.astype(np.int32)
+    buf = np.empty(n * rawbits * 2 + 64, np.uint8)   # a decision costs at most 12 bits (p >= 1/4096)
+    nb, status = O0.order0_code(a, n, rawbits, buf, False, np.zeros(2 << rawbits, np.int64))
+    assert status == CM.ST_OK
+    out = np.zeros(n, np.int32)
+    _, status = O0.order0_code(out, n, rawbits, buf[:nb].copy(), True, np.zeros(2 << rawbits, np.int64))
+    assert status == CM.ST_OK and np.array_equal(out, a)
+    if nb > 4:
+        small = np.empty(nb - 5, np.uint8)
+        _, status = O0.order0_code(a, n, rawbits, small, False, np.zeros(2 << rawbits, np.int64))
+        assert status == CM.ST_SHORT
+
+
+@pytest.mark.nojit
+def test_order0_tree_coder_small_and_near_the_entropy() -> None:
+    """Uniform 2-bit symbols cost about 2 bits each (the counts converge), skewed ones less."""
+    from wholetrace.kernels import order0_code as O0
+
+    rng = np.random.default_rng(4)
+    for a, bound in ((rng.integers(0, 4, 20_000), 20_000 * 2 / 8 * 1.01 + 8),
+                     (np.where(rng.random(20_000) < 0.9, 0, 3), 20_000 * 2 * 0.469 / 8 * 1.05 + 8)):
+        a = a.astype(np.int32)
+        buf = np.empty(20_000, np.uint8)
+        nb, _ = O0.order0_code(a, a.size, 2, buf, False, np.zeros(8, np.int64))
+        assert nb <= bound, (nb, bound)
+        out = np.zeros(a.size, np.int32)
+        O0.order0_code(out, a.size, 2, buf[:nb].copy(), True, np.zeros(8, np.int64))
+        assert np.array_equal(out, a)
+
+
+def test_compact_encoding_codes_a_memoryless_input_with_the_tree_coder(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A memoryless input (rand4-like) is written as version 7 and decodes to the same grammar;
+    the context-mixing coding of the same input is another valid encoding of it; a damaged
+    payload or an impossible width is a one-line error."""
+    import struct
+
+    from wholetrace.grammar import encoding as E
+
+    monkeypatch.setattr(E, "_TRIAL", 1 << 12)
+    monkeypatch.setattr(E, "_TRIAL_MIN", 1 << 12)
+    seq = np.random.default_rng(9).integers(0, 4, 60_000)
+    g = sequitur(seq)
+    data = g.to_bytes(compact=True)
+    assert data[4] == E.VERSION_ORDER0
+    back = Grammar.from_bytes(data)
+    assert back == g and np.array_equal(back.expand(), seq)
+    monkeypatch.setattr(E, "_TREE_SLACK", 0.0)   # the tree coder never wins: order 0 of the mixer
+    mixed = g.to_bytes(compact=True)
+    assert mixed[4] == E.VERSION_COMPACT and Grammar.from_bytes(mixed) == g
+    assert len(data) <= len(mixed)
+    bad = bytearray(data)
+    bad[-10] ^= 0x55
+    with pytest.raises(GrammarError):
+        Grammar.from_bytes(bytes(bad))
+    wide = bytearray(data)
+    wide[struct.calcsize("<4sBB")] = 17   # rawbits: the tree has 2**rawbits nodes, at most 2**16
+    with pytest.raises(GrammarError):
+        Grammar.from_bytes(bytes(wide))

@@ -25,7 +25,9 @@ VERSION_FLAG = 5  # as 3, each symbol first coded as "is it the predicted symbol
 #                   header's last u32 also holds the predicting context (bits 8-15)
 VERSION_FLAG6 = 6  # as 5, with match and prediction tables of 2**(tbits - 3) entries instead of
 #                    2**(tbits - 2) (textlike's coder 5-8% faster, 0.6% larger: docs/design-sequitur.md)
-_PSHIFT = {VERSION_COMPACT: 2, VERSION_FLAG: 2, VERSION_FLAG6: 3}  # log2(ctab entries / match table's)
+VERSION_ORDER0 = 7  # the expansion through kernels/order0_code (memoryless inputs: no context model
+#                    codes them smaller, and this coder is ~5x faster); decoding rebuilds the grammar
+_PSHIFT = {VERSION_COMPACT: 2, VERSION_FLAG: 2, VERSION_FLAG6: 3, VERSION_ORDER0: 0}  # log2(ctab / match table)
 _FLAG_VERSION = VERSION_FLAG6  # what the encoder writes when it takes the flag
 _EXPLICIT = (1, 2, VERSION)
 FLAG_LOOKAHEAD = 1
@@ -156,6 +158,9 @@ def _sequence(g: Grammar) -> np.ndarray:
 _LADDER = ((0b011111, 1.03), (0b001111, 1.03), (0b000111, 1.005), (0b000011, 1.005), (0b000001, 1.005))
 _TRIAL = 1 << 16  # at most this many symbols of the prefix on which the model sets are compared
 _TRIAL_MIN = 1 << 14  # inputs shorter than 8x this always use all six models
+_TREE = 0  # "model mask" of the order-0 tree coder (version 7), taken where order 0 alone was
+_TREE_SLACK = 1.0  # ... if it codes the prefix no larger than the context-mixing coder's order 0
+_TREE_MAX_RAWBITS = 16  # (kernels/order0_code.MAX_RAWBITS: its tree has 2**rawbits nodes)
 
 
 def _cm_encode(a: np.ndarray, rawbits: int, models: int, pmode: int = 0) -> tuple[int, int, np.ndarray]:
@@ -200,7 +205,10 @@ def _choose_models(a: np.ndarray, rawbits: int) -> tuple[int, int]:
     head = a[: min(_TRIAL, max(_TRIAL_MIN, a.size // 32))]
     size = _cm_encode(head, rawbits, CM.ALL_MODELS)[1]
     last, slack = _LADDER[-1]
-    if _cm_encode(head, rawbits, last)[1] <= size * slack:  # memoryless (rand4): no more trials
+    order0 = _cm_encode(head, rawbits, last)[1]
+    if order0 <= size * slack:  # memoryless (rand4): no more trials
+        if rawbits <= _TREE_MAX_RAWBITS and _o0_encode(head, rawbits)[0] <= order0 * _TREE_SLACK:
+            return _TREE, 0
         return last, 0
     pmode = _FLAG if _cm_encode(head, rawbits, CM.ALL_MODELS, _FLAG)[1] <= size * _FLAG_SLACK else 0
     chosen, chosen_size = CM.ALL_MODELS, size
@@ -215,15 +223,32 @@ def _choose_models(a: np.ndarray, rawbits: int) -> tuple[int, int]:
     return chosen, pmode
 
 
+def _o0_encode(a: np.ndarray, rawbits: int) -> tuple[int, np.ndarray]:
+    """(bytes, buffer) of ``a`` through the order-0 tree coder (version 7)."""
+    from wholetrace.kernels import order0_code as O0  # not at import: the WPP builder never codes compact
+    buf = np.empty(a.size * rawbits // 8 + a.size // 16 + 4096, np.uint8)
+    while True:
+        nbytes, status = O0.order0_code(a, a.size, rawbits, buf, False, np.zeros(2 << rawbits, np.int64))
+        if status != CM.ST_SHORT:
+            return int(nbytes), buf
+        buf = np.empty(2 * len(buf), np.uint8)
+
+
 def encode_compact(g: Grammar) -> bytes:
-    """Version 3 or 6: the expansion of ``g`` coded by the context-mixing coder of
-    ``kernels/sequitur_code`` (6: with the flag); ``decode`` rebuilds the grammar with the
-    SEQUITUR builder, so this is exact only for grammars that builder made (``g.built``)."""
+    """Version 3, 6 or 7: the expansion of ``g`` coded by the context-mixing coder of
+    ``kernels/sequitur_code`` (6: with the flag) or, where it is memoryless, by the order-0 tree
+    coder of ``kernels/order0_code`` (7); ``decode`` rebuilds the grammar with the SEQUITUR
+    builder, so this is exact only for grammars that builder made (``g.built``)."""
     a = _sequence(g)
     rawbits = max(1, int(a.max(initial=0)).bit_length())
     models, pmode = _choose_models(a, rawbits)
-    tbits, nbytes, buf = _cm_encode(a, rawbits, models, pmode)
-    head = _HEAD3.pack(MAGIC, _FLAG_VERSION if pmode else VERSION_COMPACT, FLAG_LOOKAHEAD if g.lookahead else 0,
+    if models == _TREE:
+        tbits = 12  # (no table; the field keeps the header's layout)
+        nbytes, buf = _o0_encode(a, rawbits)
+    else:
+        tbits, nbytes, buf = _cm_encode(a, rawbits, models, pmode)
+    version = VERSION_ORDER0 if models == _TREE else _FLAG_VERSION if pmode else VERSION_COMPACT
+    head = _HEAD3.pack(MAGIC, version, FLAG_LOOKAHEAD if g.lookahead else 0,
                        rawbits, tbits, a.size, nbytes, zlib.crc32(a.astype("<i4", copy=False).data),
                        (CM.ALL_MODELS & ~models) | pmode << 8)
     return head + buf[:nbytes].tobytes()
@@ -245,7 +270,14 @@ def _decode_compact(data: bytes) -> Grammar:
         raise GrammarError("grammar encoding is inconsistent (length)")
     a = np.zeros(n, np.int32)
     payload = np.frombuffer(data, np.uint8, offset=_HEAD3.size).copy()  # the kernel types buf writable
-    _, status = CM.cm_code(a, n, rawbits, payload, True, tbits, *_CM_TABLES, CM.ALL_MODELS & ~dropped, pmode,
+    if version == VERSION_ORDER0:
+        from wholetrace.kernels import order0_code as O0
+
+        if rawbits > O0.MAX_RAWBITS:
+            raise GrammarError("grammar encoding is inconsistent (order-0 coder)")
+        _, status = O0.order0_code(a, n, rawbits, payload, True, np.zeros(2 << rawbits, np.int64))
+    else:
+        _, status = CM.cm_code(a, n, rawbits, payload, True, tbits, *_CM_TABLES, CM.ALL_MODELS & ~dropped, pmode,
                            _PSHIFT[version])
     if status != CM.ST_OK or zlib.crc32(a.astype("<i4", copy=False).data) != crc:
         raise GrammarError("corrupt grammar encoding (sequence check failed)")
