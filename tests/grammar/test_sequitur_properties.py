@@ -418,9 +418,10 @@ def test_expand_into_is_the_expansion() -> None:
         g = sequitur(seq, lookahead=la)
         a = E._sequence(g)
         assert a.dtype == np.int32 and np.array_equal(a, g.expand()) and np.array_equal(a, seq)
-    stack = np.empty(len(g.off), np.int64), np.empty(len(g.off), np.int64)
+    work = [np.empty(len(g.off), np.int64) for _ in range(5)] + [np.full(len(g.off), -1, np.int64)]
+    ks, ends, rid, at, ln, pos = work
     short = np.empty(len(seq) - 1, np.int32)  # one symbol too few: the walk says it did not fit
-    assert E.CM.expand_into(g.off, g.rhs, short, *stack) == len(seq)
+    assert E.CM.expand_into(g.off, g.rhs, short, ks, ends, rid, at, pos, ln) == len(seq)
 
 
 @pytest.mark.parametrize("s23, pmode, expected", [(1030, 3, 0b001100), (1031, 3, 0b001111), (1000, 0, 0b001111)])

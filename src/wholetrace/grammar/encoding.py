@@ -142,8 +142,9 @@ def _sequence(g: Grammar) -> np.ndarray:
     """The expansion of ``g`` as int32, in one depth-first walk (no lengths, no int64 copy)."""
     out = np.empty(len(g), np.int32)
     nr = len(g.off) - 1
-    stack = np.empty(nr + 1, np.int64), np.empty(nr + 1, np.int64)
-    w = CM.expand_into(g.off, g.rhs, out, *stack)
+    work = [np.empty(nr + 1, np.int64) for _ in range(5)] + [np.full(nr + 1, -1, np.int64)]
+    ks, ends, rid, at, ln, pos = work
+    w = CM.expand_into(g.off, g.rhs, out, ks, ends, rid, at, pos, ln)
     if w != len(out):
         raise GrammarError("grammar is malformed (its expansion is not its length)")
     return out

@@ -186,32 +186,49 @@ def _code_bit(x1, x2, xc, bp, buf, decode, p, y):  # type: ignore[no-untyped-def
 
 
 @_hot
-def expand_into(off, rhs, out, ks, ends):  # type: ignore[no-untyped-def]
+def expand_into(off, rhs, out, ks, ends, rid, at, pos, ln):  # type: ignore[no-untyped-def]
     """The whole expansion of S (rule i = rhs[off[i]:off[i+1]], rule r referenced as -r) into
-    out, depth first; ks and ends are the walk's stack (one entry per rule suffices: a rule
-    never contains itself).  -> symbols written (len(out) when the grammar fits out)."""
+    out, depth first; ks, ends, rid, at: the walk's stack (next symbol, end, rule, where its
+    expansion began; one entry per rule suffices: a rule never contains itself); pos, ln: per
+    rule where its first expansion lies in out and its length (pos -1 until then: later
+    references copy it from there).  -> symbols written (len(out) when the grammar fits out)."""
     ks[0] = off[0]
     ends[0] = off[1]
+    rid[0] = 0
+    at[0] = 0
     sp = 1
     w = 0
     while sp > 0:
         top = sp - 1
         k = ks[_U(top)]
         if k == ends[_U(top)]:
+            r = rid[_U(top)]
+            pos[_U(r)] = at[_U(top)]
+            ln[_U(r)] = w - at[_U(top)]
             sp -= 1
             continue
         ks[_U(top)] = k + 1
         x = rhs[_U(k)]
         if x >= 0:
             if w >= len(out):
-                return w + 1
+                return len(out) + 1
             out[_U(w)] = x
             w += 1
+        elif pos[_U(-x)] >= 0:  # expanded before: copy (the copy lies wholly before w)
+            p = pos[_U(-x)]
+            m = ln[_U(-x)]
+            if w + m > len(out):
+                return len(out) + 1
+            for j in range(m):
+                out[_U(w + j)] = out[_U(p + j)]
+            w += m
         else:
             if sp >= len(ks):
                 return -1
             ks[_U(sp)] = off[_U(-x)]
             ends[_U(sp)] = off[_U(-x + 1)]
+            rid[_U(sp)] = -x
+            at[_U(sp)] = w
             sp += 1
     return w
 
