@@ -75,6 +75,8 @@ def _models(dropped: int) -> str:
 
 def _kept(dropped: int) -> str:
     kept = [o for m, o in enumerate((0, 1, 2, 3, 4, 6)) if not dropped >> m & 1]
+    if not kept:  # version 7: no context model, the order-0 tree coder
+        return "order-0 tree coder (version 7)"
     return "all six" if len(kept) == 6 else "order 0" if kept == [0] else f"orders 0-{kept[-1]}" if kept == list(
         range(kept[-1] + 1)) else "orders " + ", ".join(map(str, kept))
 
