@@ -183,8 +183,6 @@ def _code_bit(x1, x2, xc, bp, buf, decode, p, y):  # type: ignore[no-untyped-def
     return x1, x2, xc, bp, y
 
 
-
-
 @_hot
 def expand_into(off, rhs, out, ks, ends, rid, at, pos, ln):  # type: ignore[no-untyped-def]
     """The whole expansion of S (rule i = rhs[off[i]:off[i+1]], rule r referenced as -r) into
@@ -231,6 +229,7 @@ def expand_into(off, rhs, out, ks, ends, rid, at, pos, ln):  # type: ignore[no-u
             at[_U(sp)] = w
             sp += 1
     return w
+
 
 @_inl
 def _rank_setup(a, i, decode, skeys, svals, s1, mlen, mptr):  # type: ignore[no-untyped-def]

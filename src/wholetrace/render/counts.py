@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any, ClassVar, TextIO
 
 import numpy as np
 
+from wholetrace.lines import source_lines, without_end
 from wholetrace.profile import gc_paused
 from wholetrace.profile.model import FunctionProfile, Idle, hottest, ran, summary
 from wholetrace.profile.rows import branch_rows, report_rows, take
 from wholetrace.render.base import Renderer
-from wholetrace.lines import source_lines, without_end
 
 if TYPE_CHECKING:
     from wholetrace.trace.session import Trace

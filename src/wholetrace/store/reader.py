@@ -16,8 +16,8 @@ import numpy as np
 import zstandard
 
 from wholetrace.errors import StoreError
-from wholetrace.store import registry, schema
 from wholetrace.lines import source_lines
+from wholetrace.store import registry, schema
 
 __all__ = ["FunctionInfo", "Recording", "StreamInfo", "open_recording"]
 

@@ -21,10 +21,10 @@ from typing import Any, Self
 import numpy as np
 
 from wholetrace.errors import StoreError
+from wholetrace.lines import source_lines
 from wholetrace.store import registry, schema
 from wholetrace.store.pages import PageScan, scan
 from wholetrace.store.reader import FunctionInfo, StreamInfo
-from wholetrace.lines import source_lines
 
 #: Columns of each table in files with crcs (the INTEGER PRIMARY KEY first where there is one,
 #: stored as NULL and taken from the rowid), and the column types of files written before.

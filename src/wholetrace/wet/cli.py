@@ -8,8 +8,8 @@ import sys
 from typing import Any
 
 from wholetrace.errors import UsageError
-from wholetrace.wet import queries as q
 from wholetrace.lines import source_lines
+from wholetrace.wet import queries as q
 
 
 def add_parser(sub: Any) -> None:
