@@ -1,6 +1,6 @@
 """Versioned binary encodings of a Grammar: compact (the input sequence through a context-mixing
-coder, versions 3, 5 and 6; decoding rebuilds the grammar) or explicit (preorder streams of the rules, version 4;
-versions 1 and 2 still decode)."""
+coder, versions 3, 5 and 6, or an order-0 coder, version 7; decoding rebuilds the grammar) or
+explicit (preorder streams of the rules, version 4; versions 1 and 2 still decode)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import bz2
 import lzma
 import struct
 import zlib
+from collections.abc import Callable
 
 import numpy as np
 import zstandard
@@ -27,7 +28,8 @@ VERSION_FLAG6 = 6  # as 5, with match and prediction tables of 2**(tbits - 3) en
 #                    2**(tbits - 2) (textlike's coder 5-8% faster, 0.6% larger: docs/design-sequitur.md)
 VERSION_ORDER0 = 7  # the expansion through kernels/order0_code (memoryless inputs: no context model
 #                    codes them smaller, and this coder is ~5x faster); decoding rebuilds the grammar
-_PSHIFT = {VERSION_COMPACT: 2, VERSION_FLAG: 2, VERSION_FLAG6: 3, VERSION_ORDER0: 0}  # log2(ctab / match table)
+_PSHIFT = {VERSION_COMPACT: 2, VERSION_FLAG: 2, VERSION_FLAG6: 3}  # context mixing: log2(ctab / match table)
+_COMPACT = (*_PSHIFT, VERSION_ORDER0)  # the versions that code the expansion (decoding rebuilds the grammar)
 _FLAG_VERSION = VERSION_FLAG6  # what the encoder writes when it takes the flag
 _EXPLICIT = (1, 2, VERSION)
 FLAG_LOOKAHEAD = 1
@@ -169,11 +171,19 @@ def _cm_encode(a: np.ndarray, rawbits: int, models: int, pmode: int = 0) -> tupl
     (with the flag, as version ``_FLAG_VERSION`` codes it)."""
     pshift = _PSHIFT[_FLAG_VERSION if pmode else VERSION_COMPACT]
     tbits = min(20, max(12, a.size.bit_length() + 2))
-    buf = np.empty(a.size + a.size // 2 + 4096, np.uint8)
+    nbytes, buf = _coded(lambda out: CM.cm_code(a, a.size, rawbits, out, False, tbits, *_CM_TABLES, models, pmode,
+                                                pshift), a.size + a.size // 2 + 4096)
+    return tbits, nbytes, buf
+
+
+def _coded(code: Callable[[np.ndarray], tuple[int, int]], size: int) -> tuple[int, np.ndarray]:
+    """(bytes, buffer) of ``code(buffer)`` (an encoder kernel's call), the buffer doubled from
+    ``size`` bytes until the kernel no longer says it is too short."""
+    buf = np.empty(size, np.uint8)
     while True:
-        nbytes, status = CM.cm_code(a, a.size, rawbits, buf, False, tbits, *_CM_TABLES, models, pmode, pshift)
+        nbytes, status = code(buf)
         if status != CM.ST_SHORT:
-            return tbits, int(nbytes), buf
+            return int(nbytes), buf
         buf = np.empty(2 * len(buf), np.uint8)
 
 
@@ -227,12 +237,9 @@ def _choose_models(a: np.ndarray, rawbits: int) -> tuple[int, int]:
 def _o0_encode(a: np.ndarray, rawbits: int) -> tuple[int, np.ndarray]:
     """(bytes, buffer) of ``a`` through the order-0 tree coder (version 7)."""
     from wholetrace.kernels import order0_code as O0  # not at import: the WPP builder never codes compact
-    buf = np.empty(a.size * rawbits // 8 + a.size // 16 + 4096, np.uint8)
-    while True:
-        nbytes, status = O0.order0_code(a, a.size, rawbits, buf, False, np.zeros(2 << rawbits, np.int64))
-        if status != CM.ST_SHORT:
-            return int(nbytes), buf
-        buf = np.empty(2 * len(buf), np.uint8)
+
+    return _coded(lambda out: O0.order0_code(a, a.size, rawbits, out, False, np.zeros(2 << rawbits, np.int64)),
+                  a.size * rawbits // 8 + a.size // 16 + 4096)
 
 
 def encode_compact(g: Grammar) -> bytes:
@@ -325,7 +332,7 @@ def decode(data: bytes) -> Grammar:
     data = bytes(data)
     if len(data) < _HEAD3.size or data[:4] != MAGIC:
         raise GrammarError("not a wholetrace grammar (bad magic or too short)")
-    if data[4] in _PSHIFT:
+    if data[4] in _COMPACT:
         return _decode_compact(data)
     if len(data) < _HEAD.size + 32:
         raise GrammarError("grammar encoding is truncated")
