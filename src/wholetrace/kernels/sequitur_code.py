@@ -37,9 +37,9 @@ ST_GROW = 3  # (internal) the successor table must grow before the symbol st[S_I
 # the coder's resumable state (int64 array): arithmetic coder (low, high, decoder's code word,
 # buffer position), next symbol, match pointer and length, successor table use
 S_X1, S_X2, S_X, S_BP, S_I, S_MPTR, S_MLEN, S_SUSED = range(8)
-# scratch (int64 array): context hashes, mixer inputs, context slots, enabled models, next
-# symbol's context hashes and slots (the encoder's look-ahead), each model's table index
-O_HS, O_IN, O_SLOT, O_ACT, O_HSN, O_SLOTN, O_CI = 0, 8, 16, 24, 32, 40, 48
+# scratch (int64 array): context hashes, mixer inputs, context slots, next symbol's context
+# hashes and slots (the encoder's look-ahead), each model's table index (24-31 unused)
+O_HS, O_IN, O_SLOT, O_HSN, O_SLOTN, O_CI = 0, 8, 16, 32, 40, 48
 
 _SQ = np.array([1, 2, 3, 6, 10, 16, 27, 45, 73, 120, 194, 310, 488, 747, 1101, 1546, 2047, 2549, 2994,
                 3348, 3607, 3785, 3901, 3975, 4022, 4050, 4068, 4079, 4085, 4089, 4092, 4093, 4094],
@@ -280,11 +280,6 @@ def cm_code(a: np.ndarray, n: int, rawbits: int, buf: np.ndarray, decode: bool, 
     skeys = np.full(2 << 12, -1, np.int64)
     svals = np.zeros(1 << 12, np.int64)
     sc = np.zeros(56, np.int64)
-    nact = 0
-    for m in range(NORD):
-        if (models >> m) & 1:
-            sc[O_ACT + nact] = m
-            nact += 1
     st = np.zeros(8, np.int64)
     st[S_X2] = 0xFFFFFFFF
     if decode:
@@ -292,7 +287,8 @@ def cm_code(a: np.ndarray, n: int, rawbits: int, buf: np.ndarray, decode: bool, 
             st[S_X] = (st[S_X] << 8) | (int(buf[st[S_BP]]) if st[S_BP] < len(buf) else 0)
             st[S_BP] += 1
     while True:
-        status = _cm_run(a, n, rawbits, buf, decode, tbits, sq, stt, dt, nact, ctab, mtab, rawtab, apm, w, mhash,
+        status = _cm_run(a, n, rawbits, buf, decode, tbits, sq, stt, dt, models & ALL_MODELS, ctab, mtab, rawtab,
+                         apm, w, mhash,
                          skeys, svals, sc, st, pmode, ptab)
         if status != ST_GROW:
             return int(st[S_BP]), int(status)
@@ -300,9 +296,10 @@ def cm_code(a: np.ndarray, n: int, rawbits: int, buf: np.ndarray, decode: bool, 
 
 
 @_hot
-def _cm_run(a, n, rawbits, buf, decode, tbits, sq, stt, dt, nact, ctab, mtab, rawtab, apm, w, mhash,  # type: ignore[no-untyped-def]
+def _cm_run(a, n, rawbits, buf, decode, tbits, sq, stt, dt, amask, ctab, mtab, rawtab, apm, w, mhash,  # type: ignore[no-untyped-def]
             skeys, svals, sc, st, pmode, ptab):
-    """The coder's loop from symbol st[S_I] on (state in ``st``, tables as cm_code made them)."""
+    """The coder's loop from symbol st[S_I] on (state in ``st``, tables as cm_code made them;
+    ``amask``: the enabled context models as bits)."""
     tsize = np.int64(1) << tbits
     tmask = tsize - 1
     x1 = st[S_X1]  # the arithmetic coder's words, in locals (written back on return)
@@ -314,9 +311,6 @@ def _cm_run(a, n, rawbits, buf, decode, tbits, sq, stt, dt, nact, ctab, mtab, ra
     sused = st[S_SUSED]
     h5n = np.int64(0)
     ahead = False
-    amask = 0  # the enabled models as bits
-    for k in range(nact):
-        amask |= 1 << sc[_U(O_ACT + k)]
     for i in range(st[S_I], n):
         if 2 * (sused + 3) > len(svals):  # a new successor could not be registered: grow first
             st[S_I] = i
