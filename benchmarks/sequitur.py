@@ -133,7 +133,7 @@ def main() -> None:
                  "encode CPU s", "encode / build", "decode CPU s", "JIT s", "base RSS MB",
                  "peak RSS MB (build)", "above base MB", "peak RSS MB (+encode)", "encoded B"], rows)
         + "\nEncoded grammar against general-purpose compressors of the `.u16` file (bytes): compact =\n"
-        "`to_bytes(compact=True)` (version 3, or 6 where the coder takes the flag), explicit = `to_bytes()` (version 4, the default, the rules):\n\n"
+        "`to_bytes(compact=True)` (version 3; 6 where the coder takes the flag, 7 where the order-0 tree coder codes it), explicit = `to_bytes()` (version 4, the default, the rules):\n\n"
         + table(["input", "compact", "explicit", "gzip -9", "bzip2 -9", "xz -9", "zstd -19",
                  "compact / xz", "compact / zstd"], comp_rows)
         + "\nThe explicit encoding (`to_bytes()`, version 4: what recordings store, read without a rebuild),\n"
