@@ -86,36 +86,24 @@ def report_rows(entries: Sequence[Entry]) -> ReportRows:
     # branches: (entry, block, index, line, shown count, count): columns gathered, joined once
     # (counts of an idle function's shape: zeros, its branches' blocks never ran)
     l_pos, l_fid, l_rows, l_stmts = [], [], [], []
-    b_pos, b_rows, b_edges, b_blocks = [], [], [], []
-    names: list[str] = []
-    for i, sh, stmts, edges, blocks in shaped:
+    for i, sh, stmts, _edges, _blocks in shaped:
         lf = sh.line_first
-        k = lf.shape[1]
-        if k:
+        if lf.shape[1]:
             l_pos.append(i)
             l_fid.append(sh.fid)
             l_rows.append(lf)
             l_stmts.append(stmts if stmts is not None else np.zeros(sh.nstmts, np.int64))
-        br = sh.branch_rows
-        k = br.shape[1]
-        if k:
-            b_pos.append(i)
-            b_rows.append(br)
-            b_edges.append(edges if edges is not None else np.zeros(sh.nedges, np.int64))
-            b_blocks.append(blocks if blocks is not None else np.zeros(sh.nblocks, np.int64))
-            names += sh.branch_names
     lparts, bparts = [], []
     if l_rows:
         lf = np.concatenate(l_rows, axis=1)
         sizes = [r.shape[1] for r in l_rows]
         lparts.append(np.stack([np.repeat(l_pos, sizes), lf[0], lf[2], np.repeat(l_fid, sizes),
                                 take(l_stmts, lf[1], sizes)]))
-    if b_rows:
-        br = np.concatenate(b_rows, axis=1)
-        sizes = [r.shape[1] for r in b_rows]
-        taken = take(b_edges, br[3], sizes)
-        shown = np.where(take(b_blocks, br[0], sizes) > 0, taken, np.minimum(taken, -1))
-        bparts.append(np.stack([np.repeat(b_pos, sizes), br[0], br[1], br[2], shown, taken]))
+    gathered = _gather_branches([(i, sh, edges, blocks) for i, sh, _s, edges, blocks in shaped])
+    names: list[str] = []
+    if gathered is not None:
+        owner, br, taken, ran, names = gathered
+        bparts.append(np.stack([owner, br[0], br[1], br[2], np.where(ran, taken, np.minimum(taken, -1)), taken]))
     if stored:
         fids = np.fromiter(stored, np.int64, len(stored))
         pos = np.full(len(facts.covered), -1, np.int64)  # type: ignore[union-attr]
@@ -168,30 +156,41 @@ class BranchRows:
 
 def branch_rows(profiles: Sequence[FunctionProfile]) -> BranchRows:
     """The branches of ``profiles`` (what ``model.branches`` lists for each), as columns."""
-    pos, rows, edge_n, block_n = [], [], [], []
-    names: list[str] = []
-    for i, p in enumerate(profiles):
-        br = p.shape.branch_rows
-        if br.shape[1]:
-            pos.append(i)
-            rows.append(br)
-            edge_n.append(np.asarray(p.edges))
-            block_n.append(np.asarray(p.blocks))
-            names += p.shape.branch_names
-    if not rows:
+    gathered = _gather_branches([(i, p.shape, np.asarray(p.edges), np.asarray(p.blocks))
+                                 for i, p in enumerate(profiles)])
+    if gathered is None:
         zero = np.zeros(0, np.int64)
         return BranchRows(zero, zero, zero, [])
-    sizes = [r.shape[1] for r in rows]
-    br = np.concatenate(rows, axis=1)
-    taken = take(edge_n, br[3], sizes)
-    ran = take(block_n, br[0], sizes) > 0
-    owner = np.repeat(np.array(pos, np.int64), sizes)
+    owner, br, taken, ran, names = gathered
     keep = np.flatnonzero(taken >= 0)               # unmeasured edges (count-naive) left out
     if len(keep) < len(taken):
         names = [names[j] for j in keep.tolist()]
     owner, block, line = owner[keep], br[0][keep], br[2][keep]
     shown = np.where(ran[keep], taken[keep], -1)
     return BranchRows(owner, line, shown, _unique_in_block(owner, block, names))
+
+
+def _gather_branches(items: Sequence[tuple[int, FunctionShape, np.ndarray | None, np.ndarray | None]]
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[str]] | None:
+    """Every branch row of ``items`` (position, shape, edge counts, block counts; counts None:
+    zeros) as columns: owner position, the shapes' rows joined, edge count, whether its block
+    ran, names.  None when no item has a branch."""
+    pos, rows, edge_n, block_n = [], [], [], []
+    names: list[str] = []
+    for i, sh, edges, blocks in items:
+        br = sh.branch_rows
+        if br.shape[1]:
+            pos.append(i)
+            rows.append(br)
+            edge_n.append(edges if edges is not None else np.zeros(sh.nedges, np.int64))
+            block_n.append(blocks if blocks is not None else np.zeros(sh.nblocks, np.int64))
+            names += sh.branch_names
+    if not rows:
+        return None
+    sizes = [r.shape[1] for r in rows]
+    br = np.concatenate(rows, axis=1)
+    owner = np.repeat(np.array(pos, np.int64), sizes)
+    return owner, br, take(edge_n, br[3], sizes), take(block_n, br[0], sizes) > 0, names
 
 
 def _unique_in_block(pos: np.ndarray, block: np.ndarray, names: list[str]) -> list[str]:
