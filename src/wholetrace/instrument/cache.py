@@ -25,18 +25,22 @@ import sys
 from functools import lru_cache
 from pathlib import Path
 from types import CodeType
-from typing import Any, Callable, Mapping
 
 from wholetrace.events import ENTER_BASE, enter_code
 from wholetrace.instrument.digest import sha256
 from wholetrace.instrument.emit import COUNTER_ORIGIN, COUNTS, FID_ORIGIN, MARK
 
+TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
+if TYPE_CHECKING:   # pragma: no cover
+    from typing import Any, Callable, Mapping
+
 WINDOW = 1_000_000_000
 FORMAT = 2
 
-#: What a cached file holds besides its code: its registry entry (``instrument.loader.FileEntry``,
-#: core types only).
-Entry = dict[str, Any]
+if TYPE_CHECKING:   # pragma: no cover
+    #: What a cached file holds besides its code: its registry entry (``instrument.loader.FileEntry``,
+    #: core types only).
+    Entry = dict[str, Any]
 
 
 def relocate(code: CodeType, fid_base: int, counter_base: int,

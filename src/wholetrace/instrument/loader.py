@@ -6,10 +6,8 @@ import ast
 import contextlib
 import importlib.machinery
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import CodeType, ModuleType
-from typing import Any, Callable, Iterator, Protocol, Sequence, TypedDict
 
 from wholetrace.errors import InstrumentError, short_message
 from wholetrace.instrument.cfg import CFG, build_cfg, iter_functions
@@ -17,66 +15,71 @@ from wholetrace.instrument.cache import COUNTER_ORIGIN, FID_ORIGIN, InstrumentCa
 from wholetrace.instrument.facts import file_facts
 from wholetrace.instrument.modes import ProbePlan
 from wholetrace.instrument.rewrite import compile_tree, rewrite_tree, statement_spans
+from wholetrace.plain import Record
 from wholetrace.store.registry import encode_registry
 
 _SKIP_DIRS = ("site-packages", "dist-packages")
 _OWN_PACKAGE = str(Path(__file__).resolve().parent.parent)
 
+TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
+if TYPE_CHECKING:   # pragma: no cover (types only: no class of them exists at run time)
+    from typing import Any, Callable, Iterator, Protocol, Sequence, TypedDict
 
-class FileEntry(TypedDict):
-    """What registering one instrumented file needs, built with its code and cached beside it
-    (core types only: the cache marshals it).  The ``i``-th function of the file gets fid
-    ``fid_base + i``; everything per function is in lists indexed by ``i``."""
+    class FileEntry(TypedDict):
+        """What registering one instrumented file needs, built with its code and cached beside it
+        (core types only: the cache marshals it).  The ``i``-th function of the file gets fid
+        ``fid_base + i``; everything per function is in lists indexed by ``i``."""
 
-    registry: bytes                   # store.registry blob: source and CFG/plan JSON, stored as is
-    qualnames: list[str]
-    offsets: list[int]                # first counter of each function, from the file's first
-    counters: int                     # counters of the whole file
-    suspendable: bool                 # holds a generator or coroutine
-    spans: list[list[tuple[int, int, int, int, int]]]   # statement spans, innermost first
-    facts: bytes                      # instrument.facts: what reports list for functions that never ran
+        registry: bytes                   # store.registry blob: source and CFG/plan JSON, stored as is
+        qualnames: list[str]
+        offsets: list[int]                # first counter of each function, from the file's first
+        counters: int                     # counters of the whole file
+        suspendable: bool                 # holds a generator or coroutine
+        spans: list[list[tuple[int, int, int, int, int]]]   # statement spans, innermost first
+        facts: bytes                      # instrument.facts: what reports list for functions that never ran
 
+    class Registry(Protocol):
+        """What the instrumenter needs from a recording (implemented by runtime.recorder.Recorder)."""
 
-class Registry(Protocol):
-    """What the instrumenter needs from a recording (implemented by runtime.recorder.Recorder)."""
+        mode: str
 
-    mode: str
+        def plan(self, file: str, cfg: CFG, base: int) -> ProbePlan:
+            """The probe plan of one function, its counters numbered from ``base``."""
 
-    def plan(self, file: str, cfg: CFG, base: int) -> ProbePlan:
-        """The probe plan of one function, its counters numbered from ``base``."""
+        def weights_token(self, file: str) -> str:
+            """A text that changes whenever the plans of ``file`` would (for the cache key)."""
 
-    def weights_token(self, file: str) -> str:
-        """A text that changes whenever the plans of ``file`` would (for the cache key)."""
+        def register_file(self, file: str, entry: FileEntry) -> tuple[int, int]:
+            """Give the functions of ``file`` ids and counters; returns (first fid, first counter id)."""
 
-    def register_file(self, file: str, entry: FileEntry) -> tuple[int, int]:
-        """Give the functions of ``file`` ids and counters; returns (first fid, first counter id)."""
+        @property
+        def constants(self) -> dict[str, object]:
+            """The run-time objects instrumented code gets as constants (``runtime.probes``)."""
 
-    @property
-    def constants(self) -> dict[str, object]:
-        """The run-time objects instrumented code gets as constants (``runtime.probes``)."""
+    class TreeTransform(Protocol):
+        """A rewrite applied to a module's tree after instrumentation (pytest's assertion rewriting):
+        it may add statements, but must keep the probes' constants."""
 
+        key: str   # changes whenever the transform's output would (part of the cache key)
 
-class TreeTransform(Protocol):
-    """A rewrite applied to a module's tree after instrumentation (pytest's assertion rewriting):
-    it may add statements, but must keep the probes' constants."""
-
-    key: str   # changes whenever the transform's output would (part of the cache key)
-
-    def __call__(self, tree: ast.Module, source: str, filename: str) -> None:
-        """Rewrite ``tree`` in place."""
+        def __call__(self, tree: ast.Module, source: str, filename: str) -> None:
+            """Rewrite ``tree`` in place."""
 
 
-@dataclass
-class Instrumenter:
+class Instrumenter(Record):
     """Turns source into instrumented code objects, registering every function it instruments.
 
     Code is built as a position-independent template (``instrument.cache``), cached on disk
     when ``cache`` is given, and relocated to the ids the registry hands out.
     """
 
-    registry: Registry
-    cache: InstrumentCache | None = None
-    instrumented_files: list[str] = field(default_factory=list)
+    _fields = ("registry", "cache", "instrumented_files")
+
+    def __init__(self, registry: Registry, cache: InstrumentCache | None = None,
+                 instrumented_files: list[str] | None = None) -> None:
+        self.registry = registry
+        self.cache = cache
+        self.instrumented_files: list[str] = [] if instrumented_files is None else instrumented_files
 
     def compile(self, source: str | bytes, filename: str, transform: TreeTransform | None = None) -> CodeType:
         """Instrumented code for ``source`` (then ``transform``-ed); falls back to plain
@@ -174,17 +177,26 @@ def _python_install() -> tuple[Path, ...]:
     return tuple({Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)})
 
 
-@dataclass
-class Scope:
+class Scope(Record):
     """Which modules to instrument: files under ``roots`` and the packages named in ``packages``.
 
     Files in site-packages, or in the Python installation under a root that is not itself
     inside it (``record -m`` from a home directory holding pyenv), need ``packages``.
     """
 
-    roots: list[Path]
-    packages: list[str]
-    _install: tuple[Path, ...] = field(default_factory=_python_install, repr=False)
+    _fields = ("roots", "packages")
+
+    def __init__(self, roots: list[Path], packages: list[str], _install: tuple[Path, ...] | None = None) -> None:
+        self.roots = roots
+        self.packages = packages
+        self._install = _python_install() if _install is None else _install
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.roots, self.packages, self._install) == (other.roots, other.packages, other._install)  # type: ignore[attr-defined]
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
 
     def wants(self, fullname: str, origin: str | None) -> bool:
         if origin is None or not origin.endswith(".py"):

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
@@ -35,6 +34,7 @@ from wholetrace.errors import InternalError
 from wholetrace.instrument.flowgraph import FlowGraph, loop_back_edges, topological_order, validate
 from wholetrace.instrument.placement import place_counters
 from wholetrace.instrument.weighting import EdgeWeights, static_weights
+from wholetrace.plain import FrozenRecord
 
 if TYPE_CHECKING:
     from wholetrace.instrument.cfg import CFG
@@ -92,24 +92,30 @@ class EdgeProbe(NamedTuple):
     reset: int = 0
 
 
-@dataclass(frozen=True)
-class PathNumbering:
+class PathNumbering(FrozenRecord):
     """The numbering of one function; ``fallback`` means even greedy cutting could not bring
     the count under ``limit``: the function records block ids instead."""
 
-    graph: FlowGraph
-    cuts: frozenset[int]
-    starts: tuple[int, ...]
-    dag: tuple[DagEdge, ...]
-    val: tuple[int, ...]
-    inc: tuple[int, ...]
-    num_paths: int
-    probes: tuple[EdgeProbe, ...]
-    limit: int = MAX_PATHS
-    fallback: bool = False
-    overflow_cuts: frozenset[int] = frozenset()
-    chords: tuple[int, ...] = ()
-    _index: dict[tuple[str, int], int] = field(default_factory=dict, repr=False, compare=False)
+    _fields = ('graph', 'cuts', 'starts', 'dag', 'val', 'inc', 'num_paths', 'probes', 'limit', 'fallback',
+               'overflow_cuts', 'chords')
+
+    def __init__(self, graph: FlowGraph, cuts: frozenset[int], starts: tuple[int, ...], dag: tuple[DagEdge, ...],
+                 val: tuple[int, ...], inc: tuple[int, ...], num_paths: int, probes: tuple[EdgeProbe, ...],
+                 limit: int = MAX_PATHS, fallback: bool = False, overflow_cuts: frozenset[int] = frozenset(),
+                 chords: tuple[int, ...] = (), _index: dict[tuple[str, int], int] | None = None) -> None:
+        object.__setattr__(self, "graph", graph)
+        object.__setattr__(self, "cuts", cuts)
+        object.__setattr__(self, "starts", starts)
+        object.__setattr__(self, "dag", dag)
+        object.__setattr__(self, "val", val)
+        object.__setattr__(self, "inc", inc)
+        object.__setattr__(self, "num_paths", num_paths)
+        object.__setattr__(self, "probes", probes)
+        object.__setattr__(self, "limit", limit)
+        object.__setattr__(self, "fallback", fallback)
+        object.__setattr__(self, "overflow_cuts", overflow_cuts)
+        object.__setattr__(self, "chords", chords)
+        object.__setattr__(self, "_index", {} if _index is None else _index)
 
     # ------------------------------------------------------------------ derived tables
     @cached_property

@@ -40,12 +40,15 @@ import sys
 import threading
 import time
 import types
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from wholetrace.events import EXC, LEAVE
+from wholetrace.plain import Record
 from wholetrace.store.schema import BASE_PREFIX, CHILDREN_KEY, PROCESS_KEY, UNRECORDED_PREFIX
+
+TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
+if TYPE_CHECKING:   # pragma: no cover
+    from typing import Any
 
 #: ``OUT.wt`` -> ``OUT.wt.parts``: where the child processes' recordings go.
 PARTS_SUFFIX = ".parts"
@@ -61,37 +64,44 @@ def parts_dir(out: str | os.PathLike[str]) -> Path:
     return Path(os.fspath(out) + PARTS_SUFFIX)
 
 
-@dataclass
-class Config:
-    """What a child needs to record like its parent (pickled into spawned children)."""
+class Config(Record):
+    """What a child needs to record like its parent (pickled into spawned children).
+    ``parent``: part name of the process that started this one ("": the root)."""
 
-    parts: str
-    mode: str
-    roots: list[str]
-    include: list[str]
-    cache: bool
-    meta: dict[str, Any]
-    parent: str = ""            # part name of the process that started this one ("" : the root)
+    __slots__ = ("parts", "mode", "roots", "include", "cache", "meta", "parent")
+
+    def __init__(self, parts: str, mode: str, roots: list[str], include: list[str], cache: bool,
+                 meta: dict[str, Any], parent: str = "") -> None:
+        self.parts = parts
+        self.mode = mode
+        self.roots = roots
+        self.include = include
+        self.cache = cache
+        self.meta = meta
+        self.parent = parent
 
 
-@dataclass(eq=False)
 class Children:
     """The child-process side of the recording running in this process (``runner.Live.children``)."""
 
-    live: Any
-    config: Config
-    name: str = ""               # this process's part name ("" for the root)
-    forking: bool = False
-    mp_hooked: bool = False
-    finishing: bool = False
-    term_pending: bool = False
-    term_seen: bool = False                # _terminated has run (the SIGTERM watcher stops re-sending)
-    _held: Any = None                      # the writer's lock, held while the process forks
-    _env_before: Any = False               # WHOLETRACE_CHILD before the recording set it (False: not set)
-    #: Trace modes, per stream of this process: [part name ("": the root), stream, events] of
-    #: each ancestor whose stored events precede this process's own, from the root down.
-    chains: dict[int, list[list[Any]]] = field(default_factory=dict)
-    _spawn_patched: list[Any] = field(default_factory=list)
+    def __init__(self, live: Any, config: Config, name: str = "") -> None:
+        self.live = live
+        self.config = config
+        self.name = name                    # this process's part name ("" for the root)
+        self.forking = False
+        self.mp_hooked = False
+        self.finishing = False
+        self.term_pending = False
+        self.term_seen = False              # _terminated has run (the SIGTERM watcher stops re-sending)
+        self._held: Any = None              # the writer's lock, held while the process forks
+        self._env_before: Any = False       # WHOLETRACE_CHILD before the recording set it (False: not set)
+        #: Trace modes, per stream of this process: [part name ("": the root), stream, events] of
+        #: each ancestor whose stored events precede this process's own, from the root down.
+        self.chains: dict[int, list[list[Any]]] = {}
+        self._spawn_patched: list[Any] = []
+
+    def __repr__(self) -> str:
+        return f"Children(name={self.name!r}, parts={self.config.parts!r})"
 
     # -- fork
     def before_fork(self) -> None:
@@ -318,14 +328,16 @@ def _watch_sigterm(ch: Children) -> None:
 _HOOKED = False
 
 
-@dataclass
-class Spawned:
+class Spawned(Record):
     """What ``runner.record(children=...)`` gets in a child process that records into a part
     (``runtime.subprocs``): the parent's configuration, this part's name, how it started."""
 
-    config: Config
-    name: str
-    start: str
+    __slots__ = ("config", "name", "start")
+
+    def __init__(self, config: Config, name: str, start: str) -> None:
+        self.config = config
+        self.name = name
+        self.start = start
 
 
 def _remove_flat(folder: Path) -> None:

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
 
 from wholetrace.errors import UsageError
+
+TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
+if TYPE_CHECKING:   # pragma: no cover
+    import argparse
+    from typing import Any
 
 #: Options of ``record`` and ``profile`` that take a value (the rest are flags).
 _TAKES_VALUE = frozenset({"--mode", "--include", "-o", "--output", "-m", "--weights", "--format", "--limit",
@@ -70,17 +74,23 @@ def _columns() -> int:
     return columns or 80
 
 
-class _Formatter(argparse.HelpFormatter):
+def _formatter() -> type[argparse.HelpFormatter]:
     """argparse's formatter with the width argparse computes, found without ``import shutil``
     (argparse imports it for every formatter it makes, and ``record`` is started often)."""
+    import argparse
 
-    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
-                 width: int | None = None) -> None:
-        super().__init__(prog, indent_increment, max_help_position, _columns() - 2 if width is None else width)
+    class _Formatter(argparse.HelpFormatter):
+        def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                     width: int | None = None) -> None:
+            super().__init__(prog, indent_increment, max_help_position, _columns() - 2 if width is None else width)
+
+    return _Formatter
 
 
 def record_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="wholetrace record", formatter_class=_Formatter,
+    import argparse
+
+    p = argparse.ArgumentParser(prog="wholetrace record", formatter_class=_formatter(),
                                 description="Run a Python program and record its whole control flow.")
     p.add_argument("--mode", default="blocks", help="what to record: blocks (the block trace), witness (few witnesses, "
                    "the block trace is regenerated), branches (every predicate's outcome), path (Ball-Larus path ids, "
@@ -118,8 +128,61 @@ def parse_own(parser: argparse.ArgumentParser, argv: Sequence[str], what: str) -
     return args
 
 
+#: ``record``'s own options as :func:`fast_record_args` knows them: option -> (dest, how), how
+#: one of "value" (the next word), "append" (the next word, added to a list) or "flag".
+_FAST_OPTIONS: dict[str, tuple[str, str]] = {
+    "--mode": ("mode", "value"), "-o": ("output", "value"), "--output": ("output", "value"),
+    "-q": ("quiet", "flag"), "--quiet": ("quiet", "flag"), "--weights": ("weights", "value"),
+    "--include": ("include", "append"), "--no-cache": ("no_cache", "flag"),
+    "--cf-grammar": ("cf_grammar", "flag"), "--no-children": ("no_children", "flag"), "-m": ("module", "value")}
+#: Their defaults, as :func:`record_parser` gives them (the WPP options': ``wpp.cli.RECORD_DEFAULTS``).
+_FAST_DEFAULTS: dict[str, object] = {"mode": "blocks", "output": None, "quiet": False, "weights": None,
+                                     "no_cache": False, "cf_grammar": False, "no_children": False,
+                                     "module": None, "script": None}
+
+
+def fast_record_args(argv: Sequence[str]) -> SimpleNamespace | None:
+    """``record``'s options as :func:`record_parser` parses them, without argparse (whose
+    import, parser and translations cost ~4 ms of every recording's start-up), when every
+    option is one of ``_FAST_OPTIONS`` spelled out in full, each value in the next word and not
+    starting with ``-``; None for anything else (help, abbreviations, ``--opt=value``, joined
+    short options, the WPP options, whatever argparse would reject): the caller then parses
+    with argparse, which answers and fails exactly as before.  ``tests/test_cli_record_fast.py``
+    checks both parsers agree."""
+    from wholetrace.wpp.cli import RECORD_DEFAULTS
+
+    own, prog_args = split_args(argv)
+    values: dict[str, object] = {**_FAST_DEFAULTS, **RECORD_DEFAULTS, "include": []}
+    i = 0
+    while i < len(own):
+        word = own[i]
+        spec = _FAST_OPTIONS.get(word)
+        if spec is None:
+            if i == len(own) - 1 and (word == "-" or not word.startswith("-")):
+                values["script"] = word
+                break
+            return None
+        dest, how = spec
+        if how == "flag":
+            values[dest] = True
+            i += 1
+            continue
+        if i + 1 >= len(own) or own[i + 1].startswith("-"):
+            return None
+        if how == "append":
+            values[dest].append(own[i + 1])  # type: ignore[attr-defined]
+        else:
+            values[dest] = own[i + 1]
+        i += 2
+    args = SimpleNamespace(**values)
+    if (args.script is None) == (args.module is None):
+        raise UsageError("record needs exactly one of SCRIPT or -m MODULE")
+    args.program_args = prog_args
+    return args
+
+
 def run_record(argv: Sequence[str]) -> int:
-    args = parse_own(record_parser(), argv, "record")
+    args = fast_record_args(argv) or parse_own(record_parser(), argv, "record")
     if args.cf_grammar:   # imported only then: it brings numba, a second of start-up
         from wholetrace.match.compress import TRACE_MODES as CF_MODES
         if args.mode not in CF_MODES:

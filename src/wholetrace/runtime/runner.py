@@ -13,11 +13,10 @@ import threading
 import time
 import types
 from types import CodeType
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from wholetrace.errors import UsageError
+from wholetrace.plain import Record
 from wholetrace.instrument.cache import InstrumentCache
 from wholetrace.instrument.modes import MODES
 from wholetrace.instrument.loader import (InstrumentingFinder, Instrumenter, Scope, install,
@@ -27,21 +26,28 @@ from wholetrace.runtime import recursion
 from wholetrace.runtime.gil import require_gil
 from wholetrace.runtime.recorder import Recorder
 
+TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
+if TYPE_CHECKING:   # pragma: no cover
+    from typing import Any
+
 _OWN = str(Path(__file__).resolve().parent.parent)
 
 
-@dataclass
-class Target:
+class Target(Record):
     """What to run: a script path, a module name, a command (``python -c``) or a program read
     from standard input (``stdin``: the interpreter's ``sys.argv[0]``, ``-`` or ``""``, and the
     source; both only in the child processes of ``runtime.subprocs``), with the program's own
     arguments."""
 
-    script: str | None = None
-    module: str | None = None
-    args: list[str] = field(default_factory=list)
-    command: str | None = None
-    stdin: tuple[str, bytes] | None = None
+    __slots__ = ("script", "module", "args", "command", "stdin")
+
+    def __init__(self, script: str | None = None, module: str | None = None, args: list[str] | None = None,
+                 command: str | None = None, stdin: tuple[str, bytes] | None = None) -> None:
+        self.script = script
+        self.module = module
+        self.args: list[str] = [] if args is None else args
+        self.command = command
+        self.stdin = stdin
 
     @property
     def label(self) -> str:
@@ -64,13 +70,18 @@ def short_command(code: str, width: int = 40) -> str:
     return line if len(line) <= width else line[:width - 3] + "..."
 
 
-@dataclass
-class Outcome:
-    ended: str                  # "exit" | "sys.exit" | "exception" | "keyboard-interrupt"
-    exit_code: int
-    exception: BaseException | None = None
-    events: int = 0
-    daemon_threads: list[str] = field(default_factory=list)
+class Outcome(Record):
+    """How the program ended: ``ended`` is "exit" | "sys.exit" | "exception" | "keyboard-interrupt"."""
+
+    __slots__ = ("ended", "exit_code", "exception", "events", "daemon_threads")
+
+    def __init__(self, ended: str, exit_code: int, exception: BaseException | None = None, events: int = 0,
+                 daemon_threads: list[str] | None = None) -> None:
+        self.ended = ended
+        self.exit_code = exit_code
+        self.exception = exception
+        self.events = events
+        self.daemon_threads: list[str] = [] if daemon_threads is None else daemon_threads
 
 
 def _trim(tb: types.TracebackType | None) -> types.TracebackType | None:
@@ -214,16 +225,21 @@ def _module_root(name: str) -> Path:
     return origin.parent if spec.submodule_search_locations is None else origin.parent
 
 
-@dataclass
-class Live:
-    """A recording in progress in this process: what :func:`start` installed."""
+class Live(Record):
+    """A recording in progress in this process: what :func:`start` installed.  ``headroom``:
+    calls of recursion headroom given to the thread that started it; ``children``:
+    ``runtime.children.Children`` when child processes record into parts."""
 
-    writer: Any
-    recorder: Recorder
-    instrumenter: Instrumenter
-    finder: InstrumentingFinder
-    headroom: int = 0    # calls of recursion headroom given to the thread that started it
-    children: Any = None  # runtime.children.Children: child processes record into parts
+    _fields = ("writer", "recorder", "instrumenter", "finder", "headroom", "children")
+
+    def __init__(self, writer: Any, recorder: Recorder, instrumenter: Instrumenter, finder: InstrumentingFinder,
+                 headroom: int = 0, children: Any = None) -> None:
+        self.writer = writer
+        self.recorder = recorder
+        self.instrumenter = instrumenter
+        self.finder = finder
+        self.headroom = headroom
+        self.children = children
 
     def stop(self, ended: str, exit_code: int | None) -> int:
         """Uninstall, flush and close the file; returns the number of events recorded."""

@@ -32,11 +32,14 @@ import threading
 import types
 from collections.abc import Callable, Iterable
 from types import FrameType
-from typing import Any, TypeVar
 
 from wholetrace.events import EXC, LEAVE, LEAVE_PATH
 from wholetrace.instrument.emit import A, P
 from wholetrace.runtime.probes import RunState
+
+TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
+if TYPE_CHECKING:   # pragma: no cover
+    from typing import Any, TypeVar
 
 
 def open_frames(by_code: dict[tuple[str, str], int], threads: dict[int, FrameType], thread_stream: dict[int, int],
@@ -148,7 +151,8 @@ def _close(state: RunState, fid: int, f: FrameType) -> list[int]:
 #: The switch interval while an instant is taken (seconds), and how often it is tried.
 _HOLD, _TRIES = 0.1, 20
 
-T = TypeVar("T")
+if TYPE_CHECKING:   # pragma: no cover
+    T = TypeVar("T")
 
 
 def at_one_instant(take: Callable[[], T], settled: Callable[[], object] = lambda: None) -> T:

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
 
 from wholetrace.errors import StoreError
 from wholetrace.store import schema
+
+TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
+if TYPE_CHECKING:   # pragma: no cover
+    from typing import Any
 
 #: Per function in the header: name, kind, first line, last line, fingerprint, start, end, counter offset.
 _ROW = (str, str, int, int, str, int, int, int)
@@ -40,7 +43,8 @@ def function_source(source: str, lines: list[str], kind: str, firstline: int, la
     return source if kind == "module" else "".join(lines[firstline - 1:lastline])
 
 
-Row = tuple[str, str, int, int, str, Callable[[], dict[str, Any]], int]
+if TYPE_CHECKING:   # pragma: no cover
+    Row = tuple[str, str, int, int, str, Callable[[], dict[str, Any]], int]
 
 
 def decode_registry(blob: object, n_functions: int, counter_base: int, what: str) -> tuple[str, list[Row]]:

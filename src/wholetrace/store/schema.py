@@ -8,11 +8,13 @@ import os
 import sys
 import threading
 import zlib
-from typing import TYPE_CHECKING, Any, Final
 
 import zstandard
 
+TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
 if TYPE_CHECKING:
+    from typing import Any, Final
+
     import numpy as np
 
 from wholetrace.errors import StoreError

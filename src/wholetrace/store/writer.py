@@ -28,9 +28,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import TracebackType
 import sys
-from typing import TYPE_CHECKING, Any, Self
 
+TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
 if TYPE_CHECKING:
+    from typing import Any, Self
+
     import numpy as np
 
 import wholetrace
@@ -313,7 +315,6 @@ class RecordingWriter:
             self.close(ended="keyboard-interrupt", exit_code=None)
         else:
             self.close(ended="exception", exit_code=None)
-
 
 
 @contextmanager
