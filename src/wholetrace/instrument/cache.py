@@ -85,18 +85,70 @@ def _relocate(code: CodeType, fid_base: int, counter_base: int, runtime: Callabl
     return code.replace(co_consts=tuple(fix(c) for c in code.co_consts))
 
 
-@lru_cache(maxsize=1)
-def instrumenter_digest() -> str:
-    """Hash of the code that decides what instrumented code looks like (so a changed
-    wholetrace never reuses an old template)."""
-    root = Path(__file__).resolve().parent.parent
+#: The code that decides what instrumented code looks like (registry: the cached blob's format).
+DIGESTED = ("events.py", "ids.py", "instrument", "store/registry.py")
+
+
+def digested_files() -> list[str]:
+    """The files :func:`instrumenter_digest` hashes, in its order."""
+    root = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+    out: list[str] = []
+    for rel in sorted(DIGESTED):
+        p = os.path.join(root, rel)
+        if os.path.isdir(p):
+            out += sorted(os.path.join(d, f) for d, _dirs, files in os.walk(p) for f in files if f.endswith(".py"))
+        else:
+            out.append(p)
+    return out
+
+
+def _content_digest(files: list[str]) -> str:
     h = sha256()
-    for rel in sorted(["instrument", "events.py", "ids.py", "store/registry.py"]):   # registry: the cached blob's format
-        p = root / rel
-        for f in sorted(p.rglob("*.py")) if p.is_dir() else [p]:
-            h.update(f.name.encode())
-            h.update(f.read_bytes())
+    for f in files:
+        h.update(os.path.basename(f).encode())
+        with open(f, "rb") as fh:
+            h.update(fh.read())
     return h.hexdigest()
+
+
+@lru_cache(maxsize=4)
+def instrumenter_digest(memo: str | None = None) -> str:
+    """Hash of the code that decides what instrumented code looks like (so a changed
+    wholetrace never reuses an old template).
+
+    Hashing those ~250 KB costs 1.5 ms of every start-up; with ``memo`` (a directory: the
+    code cache's) the digest is kept in a file named by the files' paths, sizes, inode numbers
+    and modification and change times, and read back while none of them changed (a write
+    to a file changes its ``st_ctime_ns``, which no program can set back)."""
+    files = digested_files()
+    if memo is None:
+        return _content_digest(files)
+    h = sha256()
+    try:
+        for f in files:
+            st = os.stat(f)
+            stamp = f"{f}\0{st.st_size}\0{st.st_ino}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\n"
+            h.update(stamp.encode("utf-8", "surrogateescape"))
+    except OSError:
+        return _content_digest(files)
+    path = os.path.join(memo, f"digest-{h.hexdigest()[:40]}")
+    try:
+        with open(path, encoding="ascii") as fh:
+            text = fh.read()
+        if len(text) == 64 and all(c in "0123456789abcdef" for c in text):
+            return text
+    except (OSError, ValueError):
+        pass
+    digest = _content_digest(files)
+    try:
+        os.makedirs(memo, exist_ok=True)
+        tmp = f"{path}.{os.getpid()}-{os.urandom(4).hex()}.tmp"
+        with open(tmp, "w", encoding="ascii") as fh:
+            fh.write(digest)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+    return digest
 
 
 def default_dir() -> Path:
@@ -121,7 +173,7 @@ class InstrumentCache:
 
     def key(self, source: str, filename: str, mode: str, weights: str) -> str:
         h = sha256()
-        for part in (str(FORMAT), sys.version, instrumenter_digest(), mode, filename, weights, source):
+        for part in (str(FORMAT), sys.version, instrumenter_digest(os.fspath(self.dir)), mode, filename, weights, source):
             h.update(part.encode("utf-8", "surrogatepass"))
             h.update(b"\0")
         return h.hexdigest()

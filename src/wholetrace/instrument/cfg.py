@@ -25,8 +25,8 @@ Modelling details:
 from __future__ import annotations
 
 import ast
-import json
 
+from wholetrace import jsontext
 from wholetrace.errors import InstrumentError
 from wholetrace.plain import FrozenRecord, Record
 from wholetrace.ids import ENTRY, EXIT, FIRST_BLOCK, BlockId, StmtId
@@ -592,7 +592,7 @@ def fingerprint(cfg: CFG) -> str:
         "s": [[s.kind, s.label, s.line - base, s.col, s.end_line - base, s.end_col, s.calls, s.suspends]
               for s in cfg.stmts],
     }
-    return sha256(json.dumps(canon, separators=(",", ":")).encode()).hexdigest()[:16]
+    return sha256(jsontext.dumps(canon, separators=(",", ":")).encode()).hexdigest()[:16]
 
 
 # --------------------------------------------------------------------------- whole modules

@@ -66,6 +66,27 @@ if TYPE_CHECKING:   # pragma: no cover (types only: no class of them exists at r
             """Rewrite ``tree`` in place."""
 
 
+def decode_source(data: bytes) -> str:
+    """``importlib.util.decode_source(data)`` (the text of a source file, newlines translated),
+    without importing ``tokenize`` for the many files that declare no encoding and carry no BOM:
+    ``tokenize`` is not imported at start-up and a lazy import would go through the finder.
+    A file whose first two lines mention ``coding`` (a PEP 263 cookie can only be there), with a
+    BOM, ending in a lone CR, or not UTF-8 goes through ``decode_source`` itself."""
+    first = data.find(b"\n")
+    second = data.find(b"\n", first + 1) if first >= 0 else -1
+    head = data if second < 0 else data[:second]
+    if b"coding" not in head and not data.startswith(b"\xef\xbb\xbf") and not data.endswith(b"\r"):
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            pass
+        else:
+            return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
+    import importlib.util
+
+    return importlib.util.decode_source(data)
+
+
 class Instrumenter(Record):
     """Turns source into instrumented code objects, registering every function it instruments.
 
@@ -85,7 +106,7 @@ class Instrumenter(Record):
         """Instrumented code for ``source`` (then ``transform``-ed); falls back to plain
         (transformed) code with a warning."""
         if isinstance(source, bytes):
-            source = importlib.util.decode_source(source)  # type: ignore[attr-defined]
+            source = decode_source(source)
         key = None
         hit = None
         if self.cache is not None:

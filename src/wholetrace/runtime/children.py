@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import _thread
 import ctypes
-import json
 import os
 import runpy
 import signal
@@ -42,6 +41,7 @@ import time
 import types
 from pathlib import Path
 
+from wholetrace import jsontext
 from wholetrace.events import EXC, LEAVE
 from wholetrace.plain import Record
 from wholetrace.store.schema import BASE_PREFIX, CHILDREN_KEY, PROCESS_KEY, UNRECORDED_PREFIX
@@ -267,7 +267,7 @@ class Children:
         if self._env_before is False:
             self._env_before = os.environ.get(ENV)
         c = self.config
-        os.environ[ENV] = json.dumps({"parts": c.parts, "mode": c.mode, "include": c.include, "cache": c.cache,
+        os.environ[ENV] = jsontext.dumps({"parts": c.parts, "mode": c.mode, "include": c.include, "cache": c.cache,
                                       "meta": c.meta, "parent": self.name})
 
 

@@ -264,6 +264,17 @@ class Live(Record):
 #: The recording running in this process, if any (the pytest plugin joins it).
 LIVE: Live | None = None
 
+#: Standard-library modules a code-cache miss needs in each mode beyond what start-up imports:
+#: ``instrument.modes`` imports the planners of the other modes (``flowgraph``, ``placement``,
+#: ``weighting``, ``witnesses``, ``pathnum``, ``defuse``) when it first plans a function, and
+#: they import these.  Imported before the finder is installed, as everything the finder and
+#: the instrumenter need (a lazy import would go through the finder); wholetrace's own modules
+#: are never the program's.  ``tests/runtime/test_invisible.py`` checks the lists.
+MISS_IMPORTS: dict[str, tuple[str, ...]] = {mode: () if mode == "blocks" else ("typing", "bisect") for mode in MODES}
+#: Those planners: imported at start-up only when the program's scope takes one of the modules
+#: above (``--include typing``), so that they bind the recording's copy, not the program's.
+PLANNERS = ("wholetrace.instrument.witnesses", "wholetrace.instrument.pathnum", "wholetrace.instrument.defuse")
+
 
 def start(writer: Any, scope: Scope, *, mode: str = "blocks", weights: dict[tuple[str, str, str], Any] | None = None,
           cache: bool = True, **meta: object) -> Live:
@@ -279,6 +290,11 @@ def start(writer: Any, scope: Scope, *, mode: str = "blocks", weights: dict[tupl
     finder = InstrumentingFinder(scope, instrumenter, on_import={"asyncio": streams.patch_asyncio})
     if "asyncio" in sys.modules:
         streams.patch_asyncio(sys.modules["asyncio"])
+    for name in MISS_IMPORTS[mode]:
+        __import__(name)
+    if any(n == p or n.startswith(p + ".") for n in MISS_IMPORTS[mode] for p in scope.packages):
+        for name in PLANNERS:
+            __import__(name)
     purge_modules(scope.packages)
     writer.set_meta(**meta, cwd=os.getcwd(), mode=mode, include=scope.packages, python=sys.version.split()[0],
                     start_time=time.time())

@@ -10,7 +10,6 @@ decodes the header only, and a description is parsed when a reader asks for it.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 
 from wholetrace.errors import StoreError
@@ -77,6 +76,8 @@ def decode_registry(blob: object, n_functions: int, counter_base: int, what: str
 def _loader(text: memoryview, counter_base: int, what: str) -> Callable[[], dict[str, Any]]:
     def load() -> dict[str, Any]:
         try:
+            import json   # reading only (record's start-up imports no json: wholetrace.jsontext)
+
             desc = json.loads(bytes(text))
         except (ValueError, RecursionError):
             raise StoreError(f"{what} is corrupt (a function description is not JSON)") from None

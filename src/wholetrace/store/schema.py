@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import array
-import json
 import os
 import sys
 import threading
@@ -17,6 +16,7 @@ if TYPE_CHECKING:
 
     import numpy as np
 
+from wholetrace import jsontext
 from wholetrace.errors import StoreError
 
 #: Version of the table layout below and of what its rows hold; stored as ``PRAGMA user_version``
@@ -242,13 +242,15 @@ def decompress(blob: bytes, expected: int | None, what: str) -> bytes:
 def encode_json(value: object, what: str) -> str:
     """Strict JSON text for ``value`` (no NaN/Infinity), or StoreError."""
     try:
-        return json.dumps(value, allow_nan=False, separators=(",", ":"), ensure_ascii=False)
+        return jsontext.dumps(value, allow_nan=False, separators=(",", ":"), ensure_ascii=False)
     except (TypeError, ValueError) as exc:
         raise StoreError(f"{what} is not JSON-serialisable ({one_line(exc)})") from None
 
 
 def decode_json(text: str | bytes, what: str) -> object:
     """Parse JSON text read from a file, or StoreError; never evaluates anything."""
+    import json   # not at start-up (wholetrace.jsontext)
+
     try:
         return json.loads(text)
     except (ValueError, TypeError, RecursionError) as exc:

@@ -1,0 +1,165 @@
+"""What `record`'s start-up uses instead of heavier modules (docs/design.md, "Start-up of record,
+wave 10"), each against the module it stands in for: ``wholetrace.jsontext`` against ``json``,
+``loader.decode_source`` against ``importlib.util.decode_source``, ``plain.Record`` against
+``dataclasses``, and the memoised instrumenter digest against hashing the files."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import json
+import math
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from wholetrace import jsontext
+from wholetrace.instrument import cache
+from wholetrace.instrument.loader import decode_source
+from wholetrace.plain import FrozenRecord, Record, replace
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5) | st.integers(), inner, max_size=4),
+    max_leaves=20)
+FLAGS = [dict(), dict(ensure_ascii=False), dict(allow_nan=False, separators=(",", ":"), ensure_ascii=False),
+         dict(separators=(",", ":"))]
+
+
+def _outcome(f, value, flags):  # type: ignore[no-untyped-def]
+    try:
+        return "ok", f(value, **flags)
+    except (TypeError, ValueError, SyntaxError) as exc:
+        return type(exc).__name__, str(exc)
+
+
+@settings(max_examples=300, deadline=None)
+@given(JSON_VALUES, st.sampled_from(FLAGS))
+def test_jsontext_is_json_dumps(value, flags):
+    assert _outcome(jsontext.dumps, value, flags) == _outcome(json.dumps, value, flags)
+
+
+@pytest.mark.parametrize("value", [math.nan, [1, math.inf], {"a": -math.inf}, {1.5: 2, None: 3, True: 4},
+                                   "\ud800 surrogate \u00e9 \U0001f600", {"k": object()}, {(1, 2): 3}, b"x"])
+@pytest.mark.parametrize("flags", FLAGS)
+def test_jsontext_edge_cases(value, flags):
+    assert _outcome(jsontext.dumps, value, flags) == _outcome(json.dumps, value, flags)
+
+
+def test_jsontext_circular_reference_is_the_same_error():
+    loop: list[object] = []
+    loop.append(loop)
+    assert _outcome(jsontext.dumps, loop, {}) == _outcome(json.dumps, loop, {})
+
+
+SOURCES = [b"", b"x = 1\n", b"\r", b"a\r\nb\rc\n", b"a\r", b"x\r\n", b"\xef\xbb\xbfx = 1\n",
+           b"# -*- coding: latin-1 -*-\nx = '\xe9'\n", b"#!/usr/bin/env python\n# coding=cp1252\nx = '\x80'\n",
+           b"\n\n# coding: latin-1\n'\xe9'", b"x = '\xff'\n", "x = '\u00e9\U0001f600'\n".encode(),
+           b"# coding: nonsense\n", b"\xef\xbb\xbf# coding: latin-1\n", b"s = 'coding'\nt = 1\n"]
+
+
+@pytest.mark.parametrize("data", SOURCES)
+def test_decode_source_is_importlib_s(data):
+    assert _outcome(lambda d: decode_source(d), data, {}) == \
+        _outcome(lambda d: importlib.util.decode_source(d), data, {})
+
+
+def test_decode_source_on_the_standard_library():
+    root = Path(os.__file__).parent
+    files = sorted(root.glob("*.py")) + sorted(root.glob("json/*.py")) + sorted(root.glob("email/*.py"))
+    for f in files:
+        data = f.read_bytes()
+        assert decode_source(data) == importlib.util.decode_source(data), f
+
+
+@dataclasses.dataclass
+class _DC:
+    a: int
+    b: list[int] = dataclasses.field(default_factory=list)
+    c: str = dataclasses.field(default="", repr=False, compare=False)
+
+
+class _Plain(Record):
+    __slots__ = ("a", "b", "c")
+    _fields = ("a", "b")
+
+    def __init__(self, a: int, b: list[int] | None = None, c: str = "") -> None:
+        self.a, self.b, self.c = a, [] if b is None else b, c
+
+
+@dataclasses.dataclass(frozen=True)
+class _FDC:
+    x: int
+    y: tuple[int, ...] = ()
+
+
+class _Frozen(FrozenRecord):
+    __slots__ = ("x", "y")
+
+    def __init__(self, x: int, y: tuple[int, ...] = ()) -> None:
+        object.__setattr__(self, "x", x)
+        object.__setattr__(self, "y", y)
+
+
+def test_record_behaves_as_the_dataclass():
+    pairs = [(_DC(1), _Plain(1)), (_DC(1, [2], "z"), _Plain(1, [2], "z")), (_DC(2, [], "q"), _Plain(2, [], "q"))]
+    for (d1, p1) in pairs:
+        assert repr(p1).replace("_Plain", "_DC") == repr(d1)
+        for (d2, p2) in pairs:
+            assert (p1 == p2) == (d1 == d2)
+    assert _Plain(1) != _DC(1) and _Plain(1) != (1, [])
+    with pytest.raises(TypeError):
+        hash(_Plain(1))
+    with pytest.raises(TypeError):
+        hash(_DC(1))
+
+
+def test_frozen_record_behaves_as_the_frozen_dataclass():
+    d, p = _FDC(1, (2,)), _Frozen(1, (2,))
+    assert repr(p).replace("_Frozen", "_FDC") == repr(d)
+    assert p == _Frozen(1, (2,)) and hash(p) == hash(_Frozen(1, (2,))) and p != _Frozen(1)
+    assert {p, _Frozen(1, (2,))} == {p}
+    with pytest.raises(AttributeError):
+        p.x = 3  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        del p.x  # type: ignore[misc]
+    assert replace(p, y=(5,)) == _Frozen(1, (5,)) and p.y == (2,)
+
+
+def test_digest_memo_follows_the_files(tmp_path, monkeypatch):
+    """The memoised digest equals the digest of the files' bytes, and a changed file (same
+    size, same modification time) gets a new one."""
+    files = [tmp_path / "a.py", tmp_path / "b.py"]
+    for f in files:
+        f.write_text("x = 1\n")
+    monkeypatch.setattr(cache, "digested_files", lambda: [str(f) for f in files])
+    memo = str(tmp_path / "memo")
+
+    def fresh(m):  # type: ignore[no-untyped-def]
+        cache.instrumenter_digest.cache_clear()
+        return cache.instrumenter_digest(m)
+
+    first = fresh(memo)
+    assert first == fresh(None) == fresh(memo)       # the second read comes from the memo file
+    assert len(os.listdir(memo)) == 1
+    stat = os.stat(files[1])
+    files[1].write_text("x = 2\n")
+    os.utime(files[1], ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    second = fresh(memo)
+    assert second != first and second == fresh(None)
+    (Path(memo) / os.listdir(memo)[0]).write_text("not a digest")
+    cache.instrumenter_digest.cache_clear()
+    assert fresh(memo) in (first, second)  # a damaged memo is recomputed, never trusted
+    cache.instrumenter_digest.cache_clear()
+
+
+def test_the_package_digest_is_the_files_digest():
+    cache.instrumenter_digest.cache_clear()
+    assert cache.instrumenter_digest(None) == cache._content_digest(cache.digested_files())
+    names = {os.path.basename(f) for f in cache.digested_files()}
+    assert {"events.py", "ids.py", "registry.py", "cfg.py", "emit.py"} <= names
+    assert sys.modules["wholetrace.instrument.cache"] is cache
