@@ -163,3 +163,50 @@ def test_the_package_digest_is_the_files_digest():
     names = {os.path.basename(f) for f in cache.digested_files()}
     assert {"events.py", "ids.py", "registry.py", "cfg.py", "emit.py"} <= names
     assert sys.modules["wholetrace.instrument.cache"] is cache
+
+
+PATHS = st.lists(st.sampled_from(["", ".", "..", "a", "b.py", ".x", "x.", "a.b.c", "wt"]), max_size=5).map("/".join) \
+    | st.text(alphabet="/.ab", max_size=12)
+
+
+@settings(max_examples=500, deadline=None)
+@given(PATHS, st.booleans())
+def test_path_strings_are_pathlib_s(text, absolute):
+    """The string helpers standing in for pathlib on record's start-up path give pathlib's answers."""
+    from pathlib import PurePosixPath
+
+    from wholetrace.instrument.loader import _within
+    from wholetrace.runtime.children import _suffix
+    from wholetrace.runtime.cli import _pure, _stem
+
+    path = ("/" + text) if absolute else text
+    pure = PurePosixPath(path)
+    assert _pure(path) == str(pure)
+    assert _stem(path) == pure.stem
+    assert _suffix(pure.name) == pure.suffix
+    for tree in ("/", "/a", "/a/b.py", "/a/b"):
+        normal = str(PurePosixPath("/" + text.lstrip("/")))   # realpath gives one leading slash
+        assert _within(normal, tree) == PurePosixPath(normal).is_relative_to(tree), (normal, tree)
+
+
+def test_python_build_is_platform_s():
+    import platform
+
+    from wholetrace.store.writer import python_build
+
+    assert python_build() == {"python_version": platform.python_version(),
+                              "python_implementation": platform.python_implementation()}
+
+
+def test_zstandard_backend_is_the_package_s():
+    """The store compresses with the backend the ``zstandard`` package re-exports, loaded
+    without the package's ``__init__``: frames are interchangeable both ways."""
+    import zstandard
+
+    from wholetrace.store import schema
+
+    raw = bytes(range(256)) * 50
+    blob = schema.compress(raw)
+    assert zstandard.ZstdDecompressor().decompress(blob) == raw
+    assert schema.decompress(zstandard.ZstdCompressor(write_content_size=True).compress(raw), len(raw), "x") == raw
+    assert schema.zstandard.__name__ in ("zstandard", "zstandard.backend_c")

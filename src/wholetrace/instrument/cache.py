@@ -23,7 +23,6 @@ import marshal
 import os
 import sys
 from functools import lru_cache
-from pathlib import Path
 from types import CodeType
 
 from wholetrace.events import ENTER_BASE, enter_code
@@ -133,8 +132,8 @@ def instrumenter_digest(memo: str | None = None) -> str:
         return _content_digest(files)
     path = os.path.join(memo, f"digest-{h.hexdigest()[:40]}")
     try:
-        with open(path, encoding="ascii") as fh:
-            text = fh.read()
+        with open(path, "rb") as fh:   # bytes: no text codec to import
+            text = fh.read().decode("ascii")
         if len(text) == 64 and all(c in "0123456789abcdef" for c in text):
             return text
     except (OSError, ValueError):
@@ -143,21 +142,21 @@ def instrumenter_digest(memo: str | None = None) -> str:
     try:
         os.makedirs(memo, exist_ok=True)
         tmp = f"{path}.{os.getpid()}-{os.urandom(4).hex()}.tmp"
-        with open(tmp, "w", encoding="ascii") as fh:
-            fh.write(digest)
+        with open(tmp, "wb") as fh:
+            fh.write(digest.encode("ascii"))
         os.replace(tmp, path)
     except OSError:
         pass
     return digest
 
 
-def default_dir() -> Path:
+def default_dir() -> str:
     """``$WHOLETRACE_CACHE_DIR``, else ``$XDG_CACHE_HOME/wholetrace``, else ``~/.cache/wholetrace``."""
     env = os.environ.get("WHOLETRACE_CACHE_DIR")
     if env:
-        return Path(env)
+        return env
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "wholetrace"
+    return os.path.join(base, "wholetrace")
 
 
 class InstrumentCache:
@@ -166,21 +165,22 @@ class InstrumentCache:
     Loading runs the stored code, so the directory must be as trusted as ``__pycache__``.
     """
 
-    def __init__(self, directory: Path | None = None) -> None:
-        self.dir = directory or default_dir()
+    def __init__(self, directory: str | os.PathLike[str] | None = None) -> None:
+        self.dir = os.fspath(directory) if directory else default_dir()
         self.hits = 0
         self.misses = 0
 
     def key(self, source: str, filename: str, mode: str, weights: str) -> str:
         h = sha256()
-        for part in (str(FORMAT), sys.version, instrumenter_digest(os.fspath(self.dir)), mode, filename, weights, source):
+        for part in (str(FORMAT), sys.version, instrumenter_digest(self.dir), mode, filename, weights, source):
             h.update(part.encode("utf-8", "surrogatepass"))
             h.update(b"\0")
         return h.hexdigest()
 
     def load(self, key: str) -> tuple[CodeType, Entry] | None:
         try:
-            data = marshal.loads((self.dir / f"{key}.wtc").read_bytes())
+            with open(os.path.join(self.dir, f"{key}.wtc"), "rb") as fh:
+                data = marshal.loads(fh.read())
             fmt, code, entries = data
             if fmt != FORMAT or type(code) is not CodeType or not isinstance(entries, dict):
                 raise ValueError("not a template")
@@ -193,14 +193,14 @@ class InstrumentCache:
     def store(self, key: str, code: CodeType, entries: Entry) -> None:
         """Write atomically (another process may write the same key); failures are ignored."""
         try:
-            self.dir.mkdir(parents=True, exist_ok=True)
+            os.makedirs(self.dir, exist_ok=True)
             # a private temporary name, as tempfile.mkstemp makes (not imported: start-up)
-            tmp = self.dir / f".tmp-{os.getpid()}-{os.urandom(6).hex()}.wtc"
+            tmp = os.path.join(self.dir, f".tmp-{os.getpid()}-{os.urandom(6).hex()}.wtc")
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             try:
                 with os.fdopen(fd, "wb") as f:
                     f.write(marshal.dumps((FORMAT, code, entries)))
-                os.replace(tmp, self.dir / f"{key}.wtc")
+                os.replace(tmp, os.path.join(self.dir, f"{key}.wtc"))
             except BaseException:
                 os.unlink(tmp)
                 raise

@@ -5,8 +5,8 @@ from __future__ import annotations
 import ast
 import contextlib
 import importlib.machinery
+import os
 import sys
-from pathlib import Path
 from types import CodeType, ModuleType
 
 from wholetrace.errors import InstrumentError, short_message
@@ -19,7 +19,7 @@ from wholetrace.plain import Record
 from wholetrace.store.registry import encode_registry
 
 _SKIP_DIRS = ("site-packages", "dist-packages")
-_OWN_PACKAGE = str(Path(__file__).resolve().parent.parent)
+_OWN_PACKAGE = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 
 TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
 if TYPE_CHECKING:   # pragma: no cover (types only: no class of them exists at run time)
@@ -193,9 +193,15 @@ class InstrumentingLoader(importlib.machinery.SourceFileLoader):
         return None
 
 
-def _python_install() -> tuple[Path, ...]:
+def _python_install() -> tuple[str, ...]:
     """The trees of the running Python (standard library, venv): never "the program" by location."""
-    return tuple({Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)})
+    return tuple({os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)})
+
+
+def _within(path: str, tree: str) -> bool:
+    """``PurePath(path).is_relative_to(tree)`` for absolute normalised paths (pathlib is not
+    imported at start-up: docs/design.md, "Start-up of record, wave 10")."""
+    return path == tree or path.startswith(tree.rstrip("/") + "/")
 
 
 class Scope(Record):
@@ -207,7 +213,8 @@ class Scope(Record):
 
     _fields = ("roots", "packages")
 
-    def __init__(self, roots: list[Path], packages: list[str], _install: tuple[Path, ...] | None = None) -> None:
+    def __init__(self, roots: list[str] | list[os.PathLike[str]], packages: list[str],
+                 _install: tuple[str, ...] | None = None) -> None:
         self.roots = roots
         self.packages = packages
         self._install = _python_install() if _install is None else _install
@@ -226,12 +233,12 @@ class Scope(Record):
             return False
         if any(fullname == p or fullname.startswith(p + ".") for p in self.packages):
             return True
-        path = Path(origin).resolve()
-        if any(part in _SKIP_DIRS for part in path.parts):
+        path = os.path.realpath(origin)
+        if any(part in _SKIP_DIRS for part in path.split(os.sep)):
             return False
-        installed = any(path.is_relative_to(p) for p in self._install)
-        return any(path.is_relative_to(r) and (not installed or any(r.is_relative_to(p) for p in self._install))
-                   for r in self.roots)
+        installed = any(_within(path, p) for p in self._install)
+        roots = [os.fspath(r) for r in self.roots]
+        return any(_within(path, r) and (not installed or any(_within(r, p) for p in self._install)) for r in roots)
 
 
 class InstrumentingFinder:

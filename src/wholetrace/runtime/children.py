@@ -39,7 +39,6 @@ import sys
 import threading
 import time
 import types
-from pathlib import Path
 
 from wholetrace import jsontext
 from wholetrace.events import EXC, LEAVE
@@ -60,8 +59,10 @@ ENV = "WHOLETRACE_CHILD"
 TERM_SECONDS = 5.0
 
 
-def parts_dir(out: str | os.PathLike[str]) -> Path:
-    return Path(os.fspath(out) + PARTS_SUFFIX)
+def parts_dir(out: str | os.PathLike[str]) -> str:
+    """``OUT.wt.parts`` (a path string: pathlib is not imported at start-up, nor later here:
+    this module also runs in forked children, while the finder is installed)."""
+    return os.fspath(out) + PARTS_SUFFIX
 
 
 class Config(Record):
@@ -174,7 +175,7 @@ class Children:
                 writer.put_array(name, data, shape=shape)
             writer.commit()
 
-        live.writer = rec.writer = _LazyWriter(str(Path(self.config.parts) / self.name), setup)
+        live.writer = rec.writer = _LazyWriter(os.path.join(self.config.parts, self.name), setup)
         self.set_environment()
         rec.ends_inside = _in_multiprocessing()
         rec.start()
@@ -340,18 +341,24 @@ class Spawned(Record):
         self.start = start
 
 
-def _remove_flat(folder: Path) -> None:
+def _remove_flat(folder: str) -> None:
     """``shutil.rmtree(folder, ignore_errors=True)`` for a folder of files (shutil is not
     imported at start-up: it brings bz2 and lzma)."""
-    for p in folder.iterdir():
+    for name in os.listdir(folder):
         try:
-            p.unlink()
+            os.unlink(os.path.join(folder, name))
         except OSError:
             pass
     try:
-        folder.rmdir()
+        os.rmdir(folder)
     except OSError:
         pass
+
+
+def _suffix(name: str) -> str:
+    """``PurePath(name).suffix``."""
+    i = name.rfind(".")
+    return name[i:] if 0 < i < len(name) - 1 else ""
 
 
 def enable(live: Any, out: str | os.PathLike[str] | Spawned, meta: dict[str, Any], cache: bool) -> Children:
@@ -365,14 +372,14 @@ def enable(live: Any, out: str | os.PathLike[str] | Spawned, meta: dict[str, Any
         live.writer.set_meta(**{PROCESS_KEY: process})
     else:
         parts = parts_dir(out)           # made by the first child that stores something
-        if parts.is_dir() and all(p.suffix == ".wt" or p.name.endswith(("-journal", "-wal", "-shm"))
-                                  or p.name.startswith(UNRECORDED_PREFIX) for p in parts.iterdir()):
+        if os.path.isdir(parts) and all(_suffix(n) == ".wt" or n.endswith(("-journal", "-wal", "-shm"))
+                                        or n.startswith(UNRECORDED_PREFIX) for n in os.listdir(parts)):
             _remove_flat(parts)
         scope = live.finder.scope
-        cfg = Config(str(parts.resolve()), live.recorder.mode, [str(r) for r in scope.roots], list(scope.packages),
-                     cache, dict(meta))
+        cfg = Config(os.path.realpath(parts), live.recorder.mode, [os.fspath(r) for r in scope.roots],
+                     list(scope.packages), cache, dict(meta))
         ch = Children(live, cfg)
-        live.writer.set_meta(**{CHILDREN_KEY: parts.name, PROCESS_KEY: {"pid": os.getpid(), "ppid": os.getppid(),
+        live.writer.set_meta(**{CHILDREN_KEY: os.path.basename(parts.rstrip("/")), PROCESS_KEY: {"pid": os.getpid(), "ppid": os.getppid(),
                                                                         "parent": None, "start": "root"}})
     live.children = ch
     _hook()
@@ -422,8 +429,8 @@ def start_spawned(config: Config) -> None:
     if runner.LIVE is not None:
         return None
     name = part_name()
-    writer = new_part(Path(config.parts) / name)
-    live = runner.start(writer, Scope([Path(r) for r in config.roots], list(config.include)), mode=config.mode,
+    writer = new_part(os.path.join(config.parts, name))
+    live = runner.start(writer, Scope(list(config.roots), list(config.include)), mode=config.mode,
                         cache=config.cache, **config.meta)
     ch = Children(live, Config(config.parts, config.mode, config.roots, config.include, config.cache, config.meta,
                                name), name)
@@ -491,7 +498,7 @@ def new_part(path: str | os.PathLike[str]) -> Any:
     """The writer of a new part file (its directory is made if it is the first)."""
     from wholetrace.store import RecordingWriter
 
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     return RecordingWriter(path)
 
 

@@ -6,7 +6,6 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from types import SimpleNamespace
 
 from wholetrace.errors import UsageError
@@ -193,8 +192,8 @@ def run_record(argv: Sequence[str]) -> int:
     target = Target(script=args.script, module=args.module, args=args.program_args)
     from wholetrace.store import RecordingWriter
 
-    stem = Path(args.script).stem if args.script else args.module.split(".")[-1]
-    out = Path(args.output or f"{stem}.wt")
+    stem = _stem(args.script) if args.script else args.module.split(".")[-1]
+    out = _pure(args.output or f"{stem}.wt")
     weights = None
     if args.weights is not None:
         from wholetrace.profile import edge_weights
@@ -206,11 +205,11 @@ def run_record(argv: Sequence[str]) -> int:
                      cache=not args.no_cache, children=children)
     if os.getpid() != pid:       # a forked child of the program ends here: it prints nothing of its own
         return outcome.exit_code
-    if args.cf_grammar and out.exists():
+    if args.cf_grammar and os.path.exists(out):
         from wholetrace.match.compress import compress_file
         compress_file(out)
     if not args.quiet:
-        size = out.stat().st_size if out.exists() else 0
+        size = os.stat(out).st_size if os.path.exists(out) else 0
         extra = f", {len(outcome.daemon_threads)} daemon thread(s) still running" if outcome.daemon_threads else ""
         if children is not None:
             extra += _unrecorded_note(out)
@@ -224,14 +223,38 @@ def run_record(argv: Sequence[str]) -> int:
     return outcome.exit_code
 
 
-def _unrecorded_note(out: Path) -> str:
+def _stem(path: str) -> str:
+    """``pathlib.PurePosixPath(path).stem`` (pathlib is not imported at start-up: it brings
+    ``re``, ``fnmatch``, ``urllib.parse``, ``ipaddress``; ~5 ms)."""
+    name = _pure(path).rsplit("/", 1)[-1]
+    if name in (".", ".."):
+        name = "" if name == "." else name
+    i = name.rfind(".")
+    return name[:i] if 0 < i < len(name) - 1 else name
+
+
+def _pure(path: str) -> str:
+    """``str(pathlib.PurePosixPath(path))``: repeated slashes and ``.`` parts dropped (two
+    leading slashes kept), no trailing slash, ``.`` for nothing."""
+    if os.sep != "/":  # pragma: no cover - Windows: pathlib's rules differ
+        from pathlib import PurePath
+
+        return str(PurePath(path))
+    lead = "//" if path.startswith("//") and not path.startswith("///") else "/" if path.startswith("/") else ""
+    parts = [p for p in path.split("/") if p and p != "."]
+    return lead + "/".join(parts) if lead or parts else "."
+
+
+def _unrecorded_note(out: str) -> str:
     """``, N Python process(es) not recorded`` when child interpreters ran code unrecorded.
     Counts the notes' files; reading them (``store.parts.unrecorded``, for ``info``) would
     import numpy at the end of every recording."""
     from wholetrace.runtime.children import parts_dir
     from wholetrace.store.schema import UNRECORDED_PREFIX
 
-    n = len(list(parts_dir(out).glob(UNRECORDED_PREFIX + "*.json"))) if parts_dir(out).is_dir() else 0
+    folder = parts_dir(out)
+    n = sum(1 for name in os.listdir(folder) if name.startswith(UNRECORDED_PREFIX) and name.endswith(".json")
+            and len(name) >= len(UNRECORDED_PREFIX) + 5) if os.path.isdir(folder) else 0
     return f", {n} Python process(es) not recorded (`wholetrace info` lists them)" if n else ""
 
 

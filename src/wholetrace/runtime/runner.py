@@ -13,7 +13,6 @@ import threading
 import time
 import types
 from types import CodeType
-from pathlib import Path
 
 from wholetrace.errors import UsageError
 from wholetrace.plain import Record
@@ -30,7 +29,7 @@ TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "S
 if TYPE_CHECKING:   # pragma: no cover
     from typing import Any
 
-_OWN = str(Path(__file__).resolve().parent.parent)
+_OWN = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 
 
 class Target(Record):
@@ -127,8 +126,9 @@ def _main_module() -> types.ModuleType:
     return main
 
 
-def _run_script(path: Path, instrumenter: Instrumenter, headroom: int) -> None:
-    source = path.read_bytes()
+def _run_script(path: str, instrumenter: Instrumenter, headroom: int) -> None:
+    with open(path, "rb") as fh:
+        source = fh.read()
     code = instrumenter.compile(source, str(path))
     main = _main_module()
     main.__dict__.update(__loader__=importlib.machinery.SourceFileLoader("__main__", str(path)),
@@ -216,13 +216,12 @@ def module_search_path() -> list[str]:
     return list(sys.path) if sys.flags.safe_path else [os.getcwd()] + sys.path[1:]
 
 
-def _module_root(name: str) -> Path:
+def _module_root(name: str) -> str:
     top = name.split(".")[0]
     spec = importlib.machinery.PathFinder.find_spec(top, module_search_path())
     if spec is None or spec.origin is None:
         raise UsageError(f"No module named {top!r}")
-    origin = Path(spec.origin).resolve()
-    return origin.parent if spec.submodule_search_locations is None else origin.parent
+    return os.path.dirname(os.path.realpath(spec.origin))
 
 
 class Live(Record):
@@ -325,19 +324,19 @@ def record(target: Target, writer: Any, *, mode: str = "blocks", include: list[s
         raise UsageError(f"unknown mode {mode!r} (choose from {', '.join(MODES)})")
     if target.command is not None or target.stdin is not None:
         _main_path("")
-        roots = [Path(os.getcwd()).resolve()]
+        roots = [os.path.realpath(os.getcwd())]
         sys.argv = ["-c" if target.stdin is None else target.stdin[0], *target.args]
     elif target.script is not None:
-        path = Path(target.script).resolve()
-        if not path.is_file():
+        path = os.path.realpath(target.script)
+        if not os.path.isfile(path):
             raise UsageError(f"can't open file {target.script!r}: no such file")
-        roots = [path.parent]
-        _main_path(str(path.parent))
-        sys.argv = [str(path), *target.args]
+        roots = [os.path.dirname(path)]
+        _main_path(os.path.dirname(path))
+        sys.argv = [path, *target.args]
     else:
         assert target.module is not None
         _main_path(os.getcwd())
-        roots = [_module_root(target.module), Path(os.getcwd()).resolve()]
+        roots = [_module_root(target.module), os.path.realpath(os.getcwd())]
         sys.argv = [target.module, *target.args]
     if children is not None:   # imported before the recording starts: the program must not see its imports run
         from wholetrace.runtime.children import enable
