@@ -232,9 +232,12 @@ STARTUP_IMPORTS = '''
 import sys
 print(sorted(m for m in ("hashlib", "importlib.abc", "importlib.resources", "tempfile", "shutil", "sysconfig",
                          "bz2", "lzma",
-                         # wave 10: dataclasses (and what it imports), argparse, json, tokenize
-                         "dataclasses", "inspect", "copy", "linecache", "tokenize", "argparse", "gettext",
-                         "locale", "json", "json.decoder", "random") if m in sys.modules))
+                         # wave 10: dataclasses (and what it imports), typing, argparse, json, tokenize,
+                         # pathlib (and re, urllib.parse), platform, sqlite3.dbapi2 (and datetime), zstandard
+                         "dataclasses", "inspect", "copy", "linecache", "tokenize", "typing", "argparse",
+                         "gettext", "locale", "json", "json.decoder", "random", "pathlib", "re", "fnmatch",
+                         "urllib.parse", "ipaddress", "platform", "sqlite3", "datetime", "zstandard")
+             if m in sys.modules))
 '''
 
 
@@ -282,13 +285,13 @@ def run(n):
 '''
 
 
-@pytest.mark.parametrize("mode,include", [(m, ()) for m in MODES] + [("path", ("typing",)), ("count", ("bisect",))])
+@pytest.mark.parametrize("mode,include", [(m, ()) for m in MODES] + [("path", ("bisect",)), ("witness", ("typing",))])
 def test_a_cache_miss_imports_nothing_the_program_would_see(tmp_path, mode, include):
     """Everything a code-cache miss needs (the instrumenter, and in modes other than blocks the
     planners ``instrument.modes`` imports when it first plans) is imported before the finder is
     installed, except wholetrace's own modules: the modules the program sees are the same
     whether its code was instrumented afresh (cold cache) or loaded from the cache, and a
-    module instrumented afresh while it runs brings no other.  With ``--include typing`` the
+    module instrumented afresh while it runs brings no other.  With ``--include bisect`` the
     planners are imported at start-up too (they must not bind the program's instrumented copy)."""
     (tmp_path / "helper_mod.py").write_text(MISS_HELPER)
     script = tmp_path / "prog_miss.py"

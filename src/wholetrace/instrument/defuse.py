@@ -24,10 +24,13 @@ them like counters.
 from __future__ import annotations
 
 import ast
-from typing import Iterator
 
 from wholetrace.instrument.cfg import CFG
 from wholetrace.plain import Record
+
+TYPE_CHECKING = False   # typing is not imported by a recording (docs/design.md, "Start-up of record, wave 10")
+if TYPE_CHECKING:   # pragma: no cover
+    from typing import Iterator
 
 #: Slot kinds.
 DEF, OBJ, KEY = "def", "obj", "key"

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections import deque
 from functools import cached_property
-from typing import TYPE_CHECKING
 
 from wholetrace.errors import InternalError
 from wholetrace.ids import ENTRY, EXIT
 from wholetrace.plain import FrozenRecord
 
+TYPE_CHECKING = False   # typing is not imported by a recording (docs/design.md, "Start-up of record, wave 10")
 if TYPE_CHECKING:
     import random   # random_flow_graph's generator (a test helper: not imported by a recording)
 

@@ -25,9 +25,9 @@ Phases (shared by both problems, each a function below): ``build_edges``,
 
 from __future__ import annotations
 
+from collections import namedtuple
 from collections.abc import Sequence
 from functools import cached_property
-from typing import Literal, NamedTuple
 
 from wholetrace.errors import InternalError
 from wholetrace.instrument.flowgraph import FlowGraph, reachable, topological_order, validate
@@ -38,14 +38,12 @@ from wholetrace.plain import FrozenRecord
 EOF = -1
 
 
-class WeightedEdge(NamedTuple):
-    """One edge as the spanning-tree phases see it (the virtual edge has id ``graph.virtual_edge``)."""
+class WeightedEdge(namedtuple("WeightedEdge", ("weight", "id", "src", "dst", "virtual"))):
+    """One edge as the spanning-tree phases see it (``weight: float, id: int, src: int, dst: int,
+    virtual: bool``; the virtual edge has id ``graph.virtual_edge``).  From collections, not
+    typing.NamedTuple: typing is not imported by a recording."""
 
-    weight: float
-    id: int
-    src: int
-    dst: int
-    virtual: bool
+    __slots__ = ()
 
 
 class CounterPlacement(FrozenRecord):

@@ -269,9 +269,9 @@ LIVE: Live | None = None
 #: they import these.  Imported before the finder is installed, as everything the finder and
 #: the instrumenter need (a lazy import would go through the finder); wholetrace's own modules
 #: are never the program's.  ``tests/runtime/test_invisible.py`` checks the lists.
-MISS_IMPORTS: dict[str, tuple[str, ...]] = {mode: () if mode == "blocks" else ("typing", "bisect") for mode in MODES}
+MISS_IMPORTS: dict[str, tuple[str, ...]] = {mode: () if mode == "blocks" else ("bisect",) for mode in MODES}
 #: Those planners: imported at start-up only when the program's scope takes one of the modules
-#: above (``--include typing``), so that they bind the recording's copy, not the program's.
+#: above (``--include bisect``), so that they bind the recording's copy, not the program's.
 PLANNERS = ("wholetrace.instrument.witnesses", "wholetrace.instrument.pathnum", "wholetrace.instrument.defuse")
 
 
