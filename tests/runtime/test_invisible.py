@@ -233,10 +233,10 @@ import sys
 print(sorted(m for m in ("hashlib", "importlib.abc", "importlib.resources", "tempfile", "shutil", "sysconfig",
                          "bz2", "lzma",
                          # wave 10: dataclasses (and what it imports), typing, argparse, json, tokenize,
-                         # pathlib (and re, urllib.parse), platform, sqlite3.dbapi2 (and datetime), zstandard
+                         # pathlib (and re, urllib.parse), platform, sqlite3.dbapi2 (and datetime), zstandard, dis
                          "dataclasses", "inspect", "copy", "linecache", "tokenize", "typing", "argparse",
                          "gettext", "locale", "json", "json.decoder", "random", "pathlib", "re", "fnmatch",
-                         "urllib.parse", "ipaddress", "platform", "sqlite3", "datetime", "zstandard")
+                         "urllib.parse", "ipaddress", "platform", "sqlite3", "datetime", "zstandard", "dis")
              if m in sys.modules))
 '''
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import atexit
 import builtins
-import dis
 import importlib.machinery
 import os
 import runpy
@@ -149,7 +148,7 @@ def _exec_main(code: CodeType, main: types.ModuleType, headroom: int) -> None:
         recursion.shift(-below)
 
 
-def _run_module(name: str, instrumenter: Instrumenter, headroom: int) -> None:
+def _run_module(name: str, instrumenter: Instrumenter, headroom: int, as_main: types.FunctionType) -> None:
     mod_name, spec, _code = runpy._get_module_details(name)  # type: ignore[attr-defined]
     assert spec.origin is not None
     source = spec.loader.get_source(mod_name)
@@ -161,7 +160,7 @@ def _run_module(name: str, instrumenter: Instrumenter, headroom: int) -> None:
     below = recursion.depth() + headroom - 1
     recursion.shift(below)
     try:
-        _as_main_frame()(code, main.__dict__, spec)
+        as_main(code, main.__dict__, spec)
     finally:
         recursion.shift(-below)
 
@@ -170,6 +169,8 @@ def _as_main_frame() -> types.FunctionType:
     """A function standing for ``runpy._run_module_as_main`` (same file, name, globals, and
     line of its ``_run_code`` call): tracebacks and ``f_back`` show the frame ``python -m``
     runs the module under."""
+    import dis   # only for -m, before the finder is installed (record)
+
     real = runpy._run_module_as_main.__code__  # type: ignore[attr-defined]
     line = next((pos[0] for ins, pos in ((i, i.positions) for i in dis.get_instructions(real))
                  if ins.argval == "_run_code" and pos is not None and pos.lineno), real.co_firstlineno + 1)
@@ -340,6 +341,7 @@ def record(target: Target, writer: Any, *, mode: str = "blocks", include: list[s
         sys.argv = [target.module, *target.args]
     if children is not None:   # imported before the recording starts: the program must not see its imports run
         from wholetrace.runtime.children import enable
+    as_main = _as_main_frame() if target.command is None and target.stdin is None and target.script is None else None
     live = start(writer, Scope(roots, list(include or [])), mode=mode, weights=weights, cache=cache,
                  command=target.label, argv=list(sys.argv))
     if children is not None:
@@ -354,7 +356,7 @@ def record(target: Target, writer: Any, *, mode: str = "blocks", include: list[s
         elif target.script is not None:
             _run_script(path, instrumenter, live.headroom)
         else:
-            _run_module(target.module, instrumenter, live.headroom)  # type: ignore[arg-type]
+            _run_module(target.module, instrumenter, live.headroom, as_main)  # type: ignore[arg-type]
     except SystemExit as exc:
         outcome = Outcome("sys.exit", _exit_code(exc), exc)
     except KeyboardInterrupt as exc:

@@ -25,7 +25,6 @@ complete record or none.
 
 from __future__ import annotations
 
-import dis
 import functools
 import sys
 import threading
@@ -85,6 +84,8 @@ def _leave_calls(code: types.CodeType) -> frozenset[int]:
     in path mode, ``wt.a(wt.p + LEAVE_PATH)`` or ``wt.a(T[wt.p])`` (as compiled by 3.11-3.13: the loads of the
     append and its argument, then ``CALL``, or on 3.11 ``PRECALL`` ``CALL``: 3.11 runs a call of
     a C function in its ``PRECALL`` and checks for a switch there, so the frame stands at it)."""
+    import dis   # here, not at start-up: the run is over (runner.Live.stop uninstalled the finder first)
+
     leave_args = ([("LOAD_CONST", LEAVE)], [("LOAD_FAST", P), ("LOAD_CONST", LEAVE_PATH), ("BINARY_OP", "+")])
     loads: list[tuple[str, object]] = []     # the loads (and operators) since the last other instruction
     precall = -1
