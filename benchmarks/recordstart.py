@@ -115,6 +115,10 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _slowdown(cpu: dict[tuple[str, str, str], list[float]], name: str, tool: str, tag: str) -> float:
+    return statistics.median(cpu[(name, tool, tag)]) / statistics.median(cpu[(name, "plain", tag)])
+
+
 def _ms(values: list[float]) -> str:
     return f"{statistics.median(values) * 1e3:.0f} ({min(values) * 1e3:.0f}-{max(values) * 1e3:.0f})"
 
@@ -137,9 +141,7 @@ def render(names: list[str], cpu: dict[tuple[str, str, str], list[float]], runs:
         for tool in TOOLS:
             row: list[object] = [n if tool == "plain" else "", tool]
             row += [_ms(cpu[(n, tool, t)]) for t in tags]
-            row += ["" if tool == "plain" else
-                    f"{statistics.median(cpu[(n, tool, t)]) / statistics.median(cpu[(n, 'plain', t)]):.2f}x"
-                    for t in tags]
+            row += ["" if tool == "plain" else f"{_slowdown(cpu, n, tool, t):.2f}x" for t in tags]
             if base:
                 ratios = [a / b for a, b in zip(cpu[(n, tool, "new")], cpu[(n, tool, "base")])]
                 row.append(f"{statistics.median(ratios):.2f}")
@@ -149,8 +151,7 @@ def render(names: list[str], cpu: dict[tuple[str, str, str], list[float]], runs:
     if corpus:
         gm = []
         for tool in MODES:
-            cells = [f"{geomean(statistics.median(cpu[(n, tool, t)]) / statistics.median(cpu[(n, 'plain', t)]) for n in corpus):.2f}x"
-                     for t in tags]
+            cells = [f"{geomean(_slowdown(cpu, n, tool, t) for n in corpus):.2f}x" for t in tags]
             gm.append([tool, *cells])
         lines += [f"Geometric mean of the slowdowns over {', '.join(corpus)}:", "",
                   table(["mode"] + [f"{t}" for t in tags], gm), ""]

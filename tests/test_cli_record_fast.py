@@ -53,7 +53,10 @@ def test_fast_parser_declines_what_it_does_not_know(argv):
     assert fast_record_args(argv) is None
 
 
-@pytest.mark.parametrize("argv", [[], ["-q"], ["-o", "x.wt"], ["--"], ["--", "prog.py"], ["-o", "o.wt", "--", "prog.py"]])
+NO_PROGRAM = [[], ["-q"], ["-o", "x.wt"], ["--"], ["--", "prog.py"], ["-o", "o.wt", "--", "prog.py"]]
+
+
+@pytest.mark.parametrize("argv", NO_PROGRAM)
 def test_no_program_is_the_same_error(argv):
     with pytest.raises(UsageError) as fast:
         fast_record_args(argv)

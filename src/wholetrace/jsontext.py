@@ -1,4 +1,4 @@
-"""``json.dumps`` from the interpreter's C encoder (``_json``), without importing ``json`` (and ``re``) at ``record``'s start-up.
+"""``json.dumps`` from the interpreter's C encoder (``_json``): no ``json`` (nor ``re``) at ``record``'s start-up.
 
 What ``record`` writes before and while the program runs (meta values, the function registry
 on a code-cache miss, CFG fingerprints, the child processes' configuration) is encoded here:

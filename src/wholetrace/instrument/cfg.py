@@ -58,7 +58,8 @@ class Stmt(Record):
     _fields = __slots__[:-1]
 
     def __init__(self, id: StmtId, kind: str, label: str, line: int, col: int, end_line: int, end_col: int,
-                 calls: bool, suspends: bool = False, block: BlockId = BlockId(-1), node: ast.AST | None = None) -> None:
+                 calls: bool, suspends: bool = False, block: BlockId = BlockId(-1),
+                 node: ast.AST | None = None) -> None:
         self.id = id
         self.kind = kind
         self.label = label

@@ -221,7 +221,8 @@ class Scope(Record):
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is self.__class__:
-            return (self.roots, self.packages, self._install) == (other.roots, other.packages, other._install)  # type: ignore[attr-defined]
+            theirs = (other.roots, other.packages, other._install)  # type: ignore[attr-defined]
+            return (self.roots, self.packages, self._install) == theirs
         return NotImplemented
 
     __hash__ = None  # type: ignore[assignment]

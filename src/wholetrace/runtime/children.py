@@ -379,8 +379,8 @@ def enable(live: Any, out: str | os.PathLike[str] | Spawned, meta: dict[str, Any
         cfg = Config(os.path.realpath(parts), live.recorder.mode, [os.fspath(r) for r in scope.roots],
                      list(scope.packages), cache, dict(meta))
         ch = Children(live, cfg)
-        live.writer.set_meta(**{CHILDREN_KEY: os.path.basename(parts.rstrip("/")), PROCESS_KEY: {"pid": os.getpid(), "ppid": os.getppid(),
-                                                                        "parent": None, "start": "root"}})
+        root = {"pid": os.getpid(), "ppid": os.getppid(), "parent": None, "start": "root"}
+        live.writer.set_meta(**{CHILDREN_KEY: os.path.basename(parts), PROCESS_KEY: root})
     live.children = ch
     _hook()
     live.finder.on_import["multiprocessing.spawn"] = ch.patch_spawn
