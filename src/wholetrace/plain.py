@@ -46,9 +46,13 @@ class Record:
 
 class FrozenRecord(Record):
     """A ``Record`` whose fields cannot be assigned after ``__init__`` (which sets them with
-    ``object.__setattr__``), hashable by its fields, as a frozen dataclass."""
+    ``object.__setattr__``), hashable by its fields, as a frozen dataclass.  Its ``__init__``
+    takes the ``_fields`` in order (pickling and copying call it: they cannot assign)."""
 
     __slots__ = ()
+
+    def __reduce__(self) -> tuple[type, tuple[object, ...]]:
+        return self.__class__, tuple([getattr(self, f) for f in self._fields])
 
     def __hash__(self) -> int:  # type: ignore[override]
         return hash(self._get(self))

@@ -210,3 +210,19 @@ def test_zstandard_backend_is_the_package_s():
     assert zstandard.ZstdDecompressor().decompress(blob) == raw
     assert schema.decompress(zstandard.ZstdCompressor(write_content_size=True).compress(raw), len(raw), "x") == raw
     assert schema.zstandard.__name__ in ("zstandard", "zstandard.backend_c")
+
+
+def test_frozen_records_pickle_and_copy():
+    import copy
+    import pickle
+
+    from wholetrace.instrument.cfg import Edge
+    from wholetrace.instrument.flowgraph import FlowGraph
+    from wholetrace.instrument.sites import Site
+
+    graph = FlowGraph(4, 0, 1, ((0, 2), (2, 3), (3, 1)), call_nodes=frozenset({2}))
+    assert graph.out_edges[0] == (0,)          # a cached property in the instance
+    for obj in (Edge(2, 3, "true", True), Site("arm", 4, "body"), graph, _Frozen(1, (2,))):
+        for twin in (pickle.loads(pickle.dumps(obj)), copy.copy(obj), copy.deepcopy(obj)):
+            assert twin == obj and type(twin) is type(obj) and hash(twin) == hash(obj)
+    assert pickle.loads(pickle.dumps(graph)).in_edges == graph.in_edges
