@@ -226,3 +226,62 @@ def test_frozen_records_pickle_and_copy():
         for twin in (pickle.loads(pickle.dumps(obj)), copy.copy(obj), copy.deepcopy(obj)):
             assert twin == obj and type(twin) is type(obj) and hash(twin) == hash(obj)
     assert pickle.loads(pickle.dumps(graph)).in_edges == graph.in_edges
+
+
+def _naive_relocate(code, fid_base, counter_base, objects):  # type: ignore[no-untyped-def]
+    """The relocation of wave 9 (every tuple and code object rebuilt): the oracle."""
+    import types
+
+    from wholetrace.events import ENTER_BASE, enter_code
+    from wholetrace.instrument.emit import COUNTER_ORIGIN, COUNTS, FID_ORIGIN, MARK
+
+    window = cache.WINDOW
+
+    def fix(c):  # type: ignore[no-untyped-def]
+        t = type(c)
+        if t is frozenset and MARK in c:
+            name = next(x for x in c if x != MARK)
+            return objects[name](counter_base) if name == COUNTS else objects[name]
+        if t is int:
+            if FID_ORIGIN <= c < FID_ORIGIN + window:
+                return fid_base + c - FID_ORIGIN
+            if COUNTER_ORIGIN <= c < COUNTER_ORIGIN + window:
+                return counter_base + c - COUNTER_ORIGIN
+            if -(ENTER_BASE + FID_ORIGIN + window) < c <= -(ENTER_BASE + FID_ORIGIN):
+                return enter_code(fid_base + (-c - ENTER_BASE - FID_ORIGIN))
+            return c
+        if t is tuple:
+            return tuple(fix(x) for x in c)
+        if t is types.CodeType:
+            return c.replace(co_consts=tuple(fix(x) for x in c.co_consts))
+        return c
+
+    return code.replace(co_consts=tuple(fix(c) for c in code.co_consts))
+
+
+@pytest.mark.parametrize("mode", ["blocks", "count", "path"])
+def test_relocation_equals_the_naive_one(tmp_path, mode):
+    """Relocation that copies only what holds a placeholder gives the code the naive
+    relocation gives, on the templates of a recording of json (every code object compared)."""
+    import marshal
+    import subprocess
+
+    from wtutil import ENV
+
+    (tmp_path / "prog.py").write_text("import json\nprint(json.dumps(json.loads('[1, {\"a\": 2.5}]')))\n")
+    env = {**ENV, "WHOLETRACE_CACHE_DIR": str(tmp_path / "cache")}
+    r = subprocess.run([sys.executable, "-m", "wholetrace", "record", "--mode", mode, "-q", "--include", "json",
+                        "-o", str(tmp_path / "t.wt"), "prog.py"], cwd=tmp_path, env=env, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+
+    class Objects(dict):
+        def __missing__(self, name):  # type: ignore[no-untyped-def]
+            return f"object {name}"
+
+    objects = Objects(counts=lambda base: f"counts {base}")
+    templates = [p for p in (tmp_path / "cache").iterdir() if p.suffix == ".wtc"]
+    assert len(templates) >= 4
+    for path in templates:
+        _fmt, code, _entry = marshal.loads(path.read_bytes())
+        assert cache.relocate(code, 17, 1000, objects) == _naive_relocate(code, 17, 1000, objects)
