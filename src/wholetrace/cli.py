@@ -8,7 +8,6 @@ wholetrace reports are one line on stderr and exit status 2.
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import sys
 from collections.abc import Sequence
@@ -16,6 +15,10 @@ from types import ModuleType
 
 from wholetrace import __version__
 from wholetrace.errors import MAX_MESSAGE, StoreError, WholetraceError, short_message
+
+TYPE_CHECKING = False   # argparse is imported only by the commands that use it (not `record`'s usual start)
+if TYPE_CHECKING:   # pragma: no cover
+    import argparse
 
 #: Every command, in help order, with the module that defines it.
 COMMANDS: list[tuple[str, str]] = [
@@ -39,6 +42,8 @@ COMMANDS: list[tuple[str, str]] = [
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The parser of every command (or only of the module defining ``only``)."""
+    import argparse
+
     p = argparse.ArgumentParser(prog="wholetrace", description="Record whole executions of Python programs and query them.")
     p.add_argument("--version", action="version", version=f"wholetrace {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")

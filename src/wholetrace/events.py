@@ -18,7 +18,10 @@ with strategy ``trace`` record block ids, as in ``blocks`` mode):
 
 from __future__ import annotations
 
-from typing import Final
+TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
+if TYPE_CHECKING:   # pragma: no cover
+    from typing import Final
+
 
 #: LEAVE: the current activation ends (return, uncaught exception, or generator suspension).
 LEAVE: Final = -1

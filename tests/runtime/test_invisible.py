@@ -231,14 +231,20 @@ def test_recording_does_not_import_numba(tmp_path, mode):
 STARTUP_IMPORTS = '''
 import sys
 print(sorted(m for m in ("hashlib", "importlib.abc", "importlib.resources", "tempfile", "shutil", "sysconfig",
-                         "bz2", "lzma") if m in sys.modules))
+                         "bz2", "lzma",
+                         # wave 10: dataclasses (and what it imports), typing, argparse, json, tokenize,
+                         # pathlib (and re, urllib.parse), platform, sqlite3.dbapi2 (and datetime), zstandard, dis
+                         "dataclasses", "inspect", "copy", "linecache", "tokenize", "typing", "argparse",
+                         "gettext", "locale", "json", "json.decoder", "random", "pathlib", "re", "fnmatch",
+                         "urllib.parse", "ipaddress", "platform", "sqlite3", "datetime", "zstandard", "dis")
+             if m in sys.modules))
 '''
 
 
-@pytest.mark.parametrize("mode", ["blocks", "count"])
+@pytest.mark.parametrize("mode", ["blocks", "count", "witness", "path"])
 def test_recording_does_not_import_what_start_up_need_not(tmp_path, mode):
-    """Start-up (design.md "Start-up of record, wave 9"): modules plain Python does not import
-    and the recorder does not need stay out of the program's process, so the program
+    """Start-up (design.md "Start-up of record", waves 9 and 10): modules plain Python does not
+    import and the recorder does not need stay out of the program's process, so the program
     imports them itself (instrumented, under --include) as it would without wholetrace."""
     script = tmp_path / "prog_startup.py"
     script.write_text(STARTUP_IMPORTS)
@@ -246,3 +252,64 @@ def test_recording_does_not_import_what_start_up_need_not(tmp_path, mode):
     run = run_recorded(script, tmp_path / "t.wt", mode=mode)
     assert run.returncode == 0, run.stderr
     assert run.stdout == plain.stdout == "[]\n"
+
+
+MISS_MAIN = '''
+import sys
+print(sorted(m for m in sys.modules if not m.startswith("wholetrace")))
+before = set(sys.modules)
+import helper_mod
+print(sorted(m for m in set(sys.modules) - before if m != "helper_mod" and not m.startswith("wholetrace")))
+print(helper_mod.run(6), *sorted(m for m in ("typing", "bisect") if m in sys.modules))
+'''
+MISS_HELPER = '''
+def gen(n):
+    for i in range(n):
+        try:
+            if i % 2:
+                yield i
+            else:
+                continue
+        finally:
+            pass
+
+
+def run(n):
+    total = 0
+    with open(__file__) as fh:
+        total += len(fh.readline()) > 0
+    while n:
+        n -= 1
+        total += sum(gen(n)) if n % 3 else -1
+    return total
+'''
+
+
+@pytest.mark.parametrize("mode,include", [(m, ()) for m in MODES] + [("path", ("bisect",)), ("witness", ("typing",))])
+def test_a_cache_miss_imports_nothing_the_program_would_see(tmp_path, mode, include):
+    """Everything a code-cache miss needs (the instrumenter, and in modes other than blocks the
+    planners ``instrument.modes`` imports when it first plans) is imported before the finder is
+    installed, except wholetrace's own modules: the modules the program sees are the same
+    whether its code was instrumented afresh (cold cache) or loaded from the cache, and a
+    module instrumented afresh while it runs brings no other.  With ``--include bisect`` the
+    planners are imported at start-up too (they must not bind the program's instrumented copy)."""
+    (tmp_path / "helper_mod.py").write_text(MISS_HELPER)
+    script = tmp_path / "prog_miss.py"
+    script.write_text(MISS_MAIN)
+    plain = run_plain(script)
+    assert plain.returncode == 0, plain.stderr
+    env = {**ENV, "WHOLETRACE_CACHE_DIR": str(tmp_path / "cache")}
+    inc = [a for m in include for a in ("--include", m)]
+    runs = []
+    for _cold_then_warm in range(2):
+        r = subprocess.run([sys.executable, "-m", "wholetrace.cli", "record", "--mode", mode, "-q", *inc,
+                            "-o", str(tmp_path / "t.wt"), str(script)], capture_output=True, text=True,
+                           cwd=tmp_path, env=env, timeout=300)
+        assert r.returncode == 0, r.stderr
+        runs.append(r.stdout.splitlines())
+    cold, warm = runs
+    assert cold[0] == warm[0]                       # what the program sees at its first line
+    assert cold[1] == "[]"                          # a module instrumented afresh brings nothing
+    assert cold[2].split()[0] == warm[2].split()[0] == plain.stdout.splitlines()[2].split()[0]
+    if include:    # purged: the program imports its own
+        assert include[0] not in cold[2].split()[1:]

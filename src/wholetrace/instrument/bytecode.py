@@ -31,12 +31,16 @@ from __future__ import annotations
 import contextlib
 import opcode
 import warnings
-from dataclasses import dataclass
 from types import CodeType
-from typing import Iterator, Sequence
 
 from wholetrace.instrument.emit import (EXC_GUARD, EXC_OWN, RERAISE_MARK, RERAISE_MARK_GUARD, SITES_MARK,
                                        runtime_constant)
+from wholetrace.plain import Record
+
+TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
+if TYPE_CHECKING:   # pragma: no cover
+    from typing import Iterator, Sequence
+
 
 _OP = opcode.opmap
 _CACHE = _OP["CACHE"]
@@ -156,16 +160,18 @@ def site_table(code: CodeType, spans: Sequence[Span]) -> bytes | tuple[int, ...]
 
 # --------------------------------------------------------------------------- exception tables
 
-@dataclass
-class Entry:
+class Entry(Record):
     """One exception-table entry: code units [start, end) go to ``target`` with ``depth``
     stack items kept, pushing the raising offset first if ``lasti``."""
 
-    start: int
-    end: int
-    target: int
-    depth: int
-    lasti: bool
+    __slots__ = ("start", "end", "target", "depth", "lasti")
+
+    def __init__(self, start: int, end: int, target: int, depth: int, lasti: bool) -> None:
+        self.start = start
+        self.end = end
+        self.target = target
+        self.depth = depth
+        self.lasti = lasti
 
     def covers(self, unit: int) -> bool:
         return self.start <= unit < self.end

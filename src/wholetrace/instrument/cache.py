@@ -23,20 +23,23 @@ import marshal
 import os
 import sys
 from functools import lru_cache
-from pathlib import Path
 from types import CodeType
-from typing import Any, Callable, Mapping
 
 from wholetrace.events import ENTER_BASE, enter_code
 from wholetrace.instrument.digest import sha256
 from wholetrace.instrument.emit import COUNTER_ORIGIN, COUNTS, FID_ORIGIN, MARK
 
+TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
+if TYPE_CHECKING:   # pragma: no cover
+    from typing import Any, Callable, Mapping
+
 WINDOW = 1_000_000_000
 FORMAT = 2
 
-#: What a cached file holds besides its code: its registry entry (``instrument.loader.FileEntry``,
-#: core types only).
-Entry = dict[str, Any]
+if TYPE_CHECKING:   # pragma: no cover
+    #: What a cached file holds besides its code: its registry entry (``instrument.loader.FileEntry``,
+    #: core types only).
+    Entry = dict[str, Any]
 
 
 def relocate(code: CodeType, fid_base: int, counter_base: int,
@@ -58,50 +61,125 @@ def relocate(code: CodeType, fid_base: int, counter_base: int,
     return _relocate(code, fid_base, counter_base, runtime)
 
 
+_FID_END = FID_ORIGIN + WINDOW
+_COUNTER_END = COUNTER_ORIGIN + WINDOW
+_ENTER_LOW, _ENTER_HIGH = -(ENTER_BASE + FID_ORIGIN + WINDOW), -(ENTER_BASE + FID_ORIGIN)
+
+
 def _relocate(code: CodeType, fid_base: int, counter_base: int, runtime: Callable[[str], object]) -> CodeType:
-    def fix(c: object) -> object:
+    consts = code.co_consts
+    new = _fixed(consts, fid_base, counter_base, runtime)
+    return code if new is consts else code.replace(co_consts=new)
+
+
+def _fixed(items: tuple[object, ...], fid_base: int, counter_base: int,
+           runtime: Callable[[str], object]) -> tuple[object, ...]:
+    """``items`` with the placeholders in it (and in its tuples and code objects) replaced;
+    ``items`` itself when it holds none (a loaded module's 8,000 constants are mostly not:
+    one pass, no copy of what stays, ~2x faster than rebuilding every tuple and code object)."""
+    out: list[object] | None = None
+    for i, c in enumerate(items):
         t = type(c)
-        if t is frozenset and MARK in c:  # type: ignore[operator]
-            return runtime(next(x for x in c if x != MARK))  # type: ignore[attr-defined]
         if t is int:
-            v: int = c  # type: ignore[assignment]
-            if FID_ORIGIN <= v < FID_ORIGIN + WINDOW:
-                return fid_base + v - FID_ORIGIN
-            if COUNTER_ORIGIN <= v < COUNTER_ORIGIN + WINDOW:
-                return counter_base + v - COUNTER_ORIGIN
-            if -(ENTER_BASE + FID_ORIGIN + WINDOW) < v <= -(ENTER_BASE + FID_ORIGIN):
-                return enter_code(fid_base + (-v - ENTER_BASE - FID_ORIGIN))
-            return v
-        if t is tuple:
-            return tuple(fix(x) for x in c)  # type: ignore[attr-defined]
-        if t is CodeType:
-            return _relocate(c, fid_base, counter_base, runtime)  # type: ignore[arg-type]
-        return c
+            if FID_ORIGIN <= c < _FID_END:  # type: ignore[operator]
+                v: object = fid_base + c - FID_ORIGIN  # type: ignore[operator]
+            elif COUNTER_ORIGIN <= c < _COUNTER_END:  # type: ignore[operator]
+                v = counter_base + c - COUNTER_ORIGIN  # type: ignore[operator]
+            elif _ENTER_LOW < c <= _ENTER_HIGH:  # type: ignore[operator]
+                v = enter_code(fid_base + (-c - ENTER_BASE - FID_ORIGIN))  # type: ignore[operator]
+            else:
+                continue
+        elif t is CodeType:
+            v = _relocate(c, fid_base, counter_base, runtime)  # type: ignore[arg-type]
+            if v is c:
+                continue
+        elif t is tuple:
+            v = _fixed(c, fid_base, counter_base, runtime)  # type: ignore[arg-type]
+            if v is c:
+                continue
+        elif t is frozenset and MARK in c:  # type: ignore[operator]
+            v = runtime(next(x for x in c if x != MARK))  # type: ignore[attr-defined]
+        else:
+            continue
+        if out is None:
+            out = list(items)
+        out[i] = v
+    return items if out is None else tuple(out)
 
-    return code.replace(co_consts=tuple(fix(c) for c in code.co_consts))
+
+#: The code that decides what instrumented code looks like (registry: the cached blob's format).
+DIGESTED = ("events.py", "ids.py", "instrument", "store/registry.py")
 
 
-@lru_cache(maxsize=1)
-def instrumenter_digest() -> str:
-    """Hash of the code that decides what instrumented code looks like (so a changed
-    wholetrace never reuses an old template)."""
-    root = Path(__file__).resolve().parent.parent
+def digested_files() -> list[str]:
+    """The files :func:`instrumenter_digest` hashes, in its order."""
+    root = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+    out: list[str] = []
+    for rel in sorted(DIGESTED):
+        p = os.path.join(root, rel)
+        if os.path.isdir(p):
+            out += sorted(os.path.join(d, f) for d, _dirs, files in os.walk(p) for f in files if f.endswith(".py"))
+        else:
+            out.append(p)
+    return out
+
+
+def _content_digest(files: list[str]) -> str:
     h = sha256()
-    for rel in sorted(["instrument", "events.py", "ids.py", "store/registry.py"]):   # registry: the cached blob's format
-        p = root / rel
-        for f in sorted(p.rglob("*.py")) if p.is_dir() else [p]:
-            h.update(f.name.encode())
-            h.update(f.read_bytes())
+    for f in files:
+        h.update(os.path.basename(f).encode())
+        with open(f, "rb") as fh:
+            h.update(fh.read())
     return h.hexdigest()
 
 
-def default_dir() -> Path:
+@lru_cache(maxsize=4)
+def instrumenter_digest(memo: str | None = None) -> str:
+    """Hash of the code that decides what instrumented code looks like (so a changed
+    wholetrace never reuses an old template).
+
+    Hashing those ~250 KB costs 1.5 ms of every start-up; with ``memo`` (a directory: the
+    code cache's) the digest is kept in a file named by the files' paths, sizes, inode numbers
+    and modification and change times, and read back while none of them changed (a write
+    to a file changes its ``st_ctime_ns``, which no program can set back)."""
+    files = digested_files()
+    if memo is None:
+        return _content_digest(files)
+    h = sha256()
+    try:
+        for f in files:
+            st = os.stat(f)
+            stamp = f"{f}\0{st.st_size}\0{st.st_ino}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\n"
+            h.update(stamp.encode("utf-8", "surrogateescape"))
+    except OSError:
+        return _content_digest(files)
+    path = os.path.join(memo, f"digest-{h.hexdigest()[:40]}")
+    try:
+        with open(path, "rb") as fh:   # bytes: no text codec to import
+            text = fh.read().decode("ascii")
+        if len(text) == 64 and all(c in "0123456789abcdef" for c in text):
+            return text
+    except (OSError, ValueError):
+        pass
+    digest = _content_digest(files)
+    try:
+        os.makedirs(memo, exist_ok=True)
+        tmp = f"{path}.{os.getpid()}-{os.urandom(4).hex()}.tmp"
+        with open(tmp, "wb") as fh:
+            fh.write(digest.encode("ascii"))
+        os.replace(tmp, path)
+    except OSError:
+        pass
+    return digest
+
+
+def default_dir() -> str:
     """``$WHOLETRACE_CACHE_DIR``, else ``$XDG_CACHE_HOME/wholetrace``, else ``~/.cache/wholetrace``."""
     env = os.environ.get("WHOLETRACE_CACHE_DIR")
     if env:
-        return Path(env)
+        return env
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "wholetrace"
+    return os.path.join(base, "wholetrace")
 
 
 class InstrumentCache:
@@ -110,21 +188,22 @@ class InstrumentCache:
     Loading runs the stored code, so the directory must be as trusted as ``__pycache__``.
     """
 
-    def __init__(self, directory: Path | None = None) -> None:
-        self.dir = directory or default_dir()
+    def __init__(self, directory: str | os.PathLike[str] | None = None) -> None:
+        self.dir = os.fspath(directory) if directory else default_dir()
         self.hits = 0
         self.misses = 0
 
     def key(self, source: str, filename: str, mode: str, weights: str) -> str:
         h = sha256()
-        for part in (str(FORMAT), sys.version, instrumenter_digest(), mode, filename, weights, source):
+        for part in (str(FORMAT), sys.version, instrumenter_digest(self.dir), mode, filename, weights, source):
             h.update(part.encode("utf-8", "surrogatepass"))
             h.update(b"\0")
         return h.hexdigest()
 
     def load(self, key: str) -> tuple[CodeType, Entry] | None:
         try:
-            data = marshal.loads((self.dir / f"{key}.wtc").read_bytes())
+            with open(os.path.join(self.dir, f"{key}.wtc"), "rb") as fh:
+                data = marshal.loads(fh.read())
             fmt, code, entries = data
             if fmt != FORMAT or type(code) is not CodeType or not isinstance(entries, dict):
                 raise ValueError("not a template")
@@ -137,14 +216,14 @@ class InstrumentCache:
     def store(self, key: str, code: CodeType, entries: Entry) -> None:
         """Write atomically (another process may write the same key); failures are ignored."""
         try:
-            self.dir.mkdir(parents=True, exist_ok=True)
+            os.makedirs(self.dir, exist_ok=True)
             # a private temporary name, as tempfile.mkstemp makes (not imported: start-up)
-            tmp = self.dir / f".tmp-{os.getpid()}-{os.urandom(6).hex()}.wtc"
+            tmp = os.path.join(self.dir, f".tmp-{os.getpid()}-{os.urandom(6).hex()}.wtc")
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             try:
                 with os.fdopen(fd, "wb") as f:
                     f.write(marshal.dumps((FORMAT, code, entries)))
-                os.replace(tmp, self.dir / f"{key}.wtc")
+                os.replace(tmp, os.path.join(self.dir, f"{key}.wtc"))
             except BaseException:
                 os.unlink(tmp)
                 raise

@@ -25,13 +25,16 @@ Modelling details:
 from __future__ import annotations
 
 import ast
-import json
-from dataclasses import dataclass, field
-from typing import Iterator, Sequence
 
+from wholetrace import jsontext
 from wholetrace.errors import InstrumentError
+from wholetrace.plain import FrozenRecord, Record
 from wholetrace.ids import ENTRY, EXIT, FIRST_BLOCK, BlockId, StmtId
 from wholetrace.instrument.digest import sha256
+
+TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
+if TYPE_CHECKING:   # pragma: no cover
+    from typing import Iterator, Sequence
 
 #: Statement kinds: simple statements and the headers of compound statements.
 STMT_KINDS = ("simple", "if", "while", "for-iter", "for-next", "with-enter", "with-exit",
@@ -45,55 +48,81 @@ _ENTRY_NODE = -2         # statement-graph stand-in for ENTRY
 FunctionNode = ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
 
 
-@dataclass
-class Stmt:
-    """One statement: its kind, source span (1-based lines, 0-based columns) and flags."""
+class Stmt(Record):
+    """One statement: its kind, ``label`` (AST class name: "Assign", "If", ...), source span
+    (1-based lines, 0-based columns) and flags: ``calls`` (call-capable: starts a block),
+    ``suspends`` (holds yield / yield from: ends a block, a generator suspension).  ``node``
+    is neither compared nor shown."""
 
-    id: StmtId
-    kind: str
-    label: str                    # AST class name of the statement ("Assign", "If", ...)
-    line: int
-    col: int
-    end_line: int
-    end_col: int
-    calls: bool                   # call-capable: starts a block
-    suspends: bool = False        # holds yield / yield from: ends a block (generator suspension)
-    block: BlockId = BlockId(-1)
-    node: ast.AST | None = field(default=None, repr=False, compare=False)
+    __slots__ = ("id", "kind", "label", "line", "col", "end_line", "end_col", "calls", "suspends", "block", "node")
+    _fields = __slots__[:-1]
 
-
-@dataclass(frozen=True)
-class Edge:
-    src: BlockId
-    dst: BlockId
-    kind: str
-    back: bool = False
-
-
-@dataclass
-class Block:
-    id: BlockId
-    stmts: list[StmtId]
-    dynamic_entry: bool = False   # first block of an except handler or finally body
+    def __init__(self, id: StmtId, kind: str, label: str, line: int, col: int, end_line: int, end_col: int,
+                 calls: bool, suspends: bool = False, block: BlockId = BlockId(-1),
+                 node: ast.AST | None = None) -> None:
+        self.id = id
+        self.kind = kind
+        self.label = label
+        self.line = line
+        self.col = col
+        self.end_line = end_line
+        self.end_col = end_col
+        self.calls = calls
+        self.suspends = suspends
+        self.block = block
+        self.node = node
 
 
-@dataclass
-class CFG:
-    """The CFG of one function; ``blocks[i].id == i`` and blocks 0/1 are ENTRY/EXIT."""
+class Edge(FrozenRecord):
+    """A CFG edge (frozen, hashable)."""
 
-    qualname: str
-    kind: str                     # "module" | "function" | "class"
-    firstline: int
-    lastline: int
-    is_generator: bool
-    blocks: list[Block]
-    edges: list[Edge]
-    stmts: list[Stmt]
-    loop_headers: frozenset[BlockId]
-    node: FunctionNode | None = field(default=None, repr=False, compare=False)
-    fingerprint: str = ""
-    # AST anchors for the rewriter: (id(node), kind) -> statement id
-    anchors: dict[tuple[int, str], StmtId] = field(default_factory=dict, repr=False, compare=False)
+    __slots__ = ("src", "dst", "kind", "back")
+
+    def __init__(self, src: BlockId, dst: BlockId, kind: str, back: bool = False) -> None:
+        setattr_ = object.__setattr__
+        setattr_(self, "src", src)
+        setattr_(self, "dst", dst)
+        setattr_(self, "kind", kind)
+        setattr_(self, "back", back)
+
+
+class Block(Record):
+    """A block: its statements; ``dynamic_entry``: first block of an except handler or finally body."""
+
+    __slots__ = ("id", "stmts", "dynamic_entry")
+
+    def __init__(self, id: BlockId, stmts: list[StmtId], dynamic_entry: bool = False) -> None:
+        self.id = id
+        self.stmts = stmts
+        self.dynamic_entry = dynamic_entry
+
+
+class CFG(Record):
+    """The CFG of one function; ``blocks[i].id == i`` and blocks 0/1 are ENTRY/EXIT.  ``kind``:
+    "module" | "function" | "class"; ``anchors``: AST anchors for the rewriter, (id(node),
+    kind) -> statement id (``node`` and ``anchors`` are neither compared nor shown)."""
+
+    __slots__ = ("qualname", "kind", "firstline", "lastline", "is_generator", "blocks", "edges", "stmts",
+                 "loop_headers", "node", "fingerprint", "anchors")
+    _fields = ("qualname", "kind", "firstline", "lastline", "is_generator", "blocks", "edges", "stmts",
+               "loop_headers", "fingerprint")
+
+    def __init__(self, qualname: str, kind: str, firstline: int, lastline: int, is_generator: bool,
+                 blocks: list[Block], edges: list[Edge], stmts: list[Stmt], loop_headers: frozenset[BlockId],
+                 node: FunctionNode | None = None, fingerprint: str = "",
+                 anchors: dict[tuple[int, str], StmtId] | None = None) -> None:
+        self.qualname = qualname
+        self.kind = kind
+        self.firstline = firstline
+        self.lastline = lastline
+        self.is_generator = is_generator
+        self.blocks = blocks
+        self.edges = edges
+        self.stmts = stmts
+        self.loop_headers = loop_headers
+        self.node = node
+        self.fingerprint = fingerprint
+        self.anchors: dict[tuple[int, str], StmtId] = {} if anchors is None else anchors
 
     def succs(self, b: BlockId) -> list[Edge]:
         return [e for e in self.edges if e.src == b]
@@ -207,14 +236,19 @@ def _irrefutable(p: ast.pattern) -> bool:
 
 # --------------------------------------------------------------------------- statement graph
 
-@dataclass
-class _Ctx:
-    kind: str                                   # "loop" | "finally" | "with"
-    header: int = -1                            # loop: header stmt
-    breaks: list[tuple[int, str]] = field(default_factory=list)
-    entries: list[tuple[int, str]] = field(default_factory=list)   # finally/with: abrupt inflow
-    passing: set[str] = field(default_factory=set)                 # abrupt kinds routed through
-    loop_of: dict[str, "_Ctx"] = field(default_factory=dict)
+class _Ctx(Record):
+    """``kind``: "loop" | "finally" | "with"; ``header``: a loop's header stmt; ``entries``:
+    abrupt inflow of a finally/with; ``passing``: abrupt kinds routed through."""
+
+    __slots__ = ("kind", "header", "breaks", "entries", "passing", "loop_of")
+
+    def __init__(self, kind: str, header: int = -1) -> None:
+        self.kind = kind
+        self.header = header
+        self.breaks: list[tuple[int, str]] = []
+        self.entries: list[tuple[int, str]] = []
+        self.passing: set[str] = set()
+        self.loop_of: dict[str, _Ctx] = {}
 
 
 Flow = list[tuple[int, str]]   # dangling edges: (source stmt or ENTRY, edge kind)
@@ -559,7 +593,7 @@ def fingerprint(cfg: CFG) -> str:
         "s": [[s.kind, s.label, s.line - base, s.col, s.end_line - base, s.end_col, s.calls, s.suspends]
               for s in cfg.stmts],
     }
-    return sha256(json.dumps(canon, separators=(",", ":")).encode()).hexdigest()[:16]
+    return sha256(jsontext.dumps(canon, separators=(",", ":")).encode()).hexdigest()[:16]
 
 
 # --------------------------------------------------------------------------- whole modules

@@ -24,10 +24,13 @@ them like counters.
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
-from typing import Iterator
 
 from wholetrace.instrument.cfg import CFG
+from wholetrace.plain import Record
+
+TYPE_CHECKING = False   # typing is not imported by a recording (docs/design.md, "Start-up of record, wave 10")
+if TYPE_CHECKING:   # pragma: no cover
+    from typing import Iterator
 
 #: Slot kinds.
 DEF, OBJ, KEY = "def", "obj", "key"
@@ -35,44 +38,59 @@ _OPAQUE = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp
 _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
-@dataclass
-class Slot:
+class Slot(Record):
     """One run-time record site: statement id, kind, what it stands for, source line."""
 
-    sid: int
-    kind: str            # DEF | OBJ | KEY
-    what: str            # DEF: target name / "<return>" / "<yield>" / "<value>"; OBJ/KEY: attribute or "[]"
-    op: str              # "bind" | "readback" (DEF); "read" | "write" | "rw" | "del" (OBJ/KEY)
-    line: int
-    scope: str = ""      # DEF of a name: its scope
-    key: int | str | None = None   # KEY of a constant subscript: the key (recorded by no probe)
+    _fields = ('sid', 'kind', 'what', 'op', 'line', 'scope', 'key')
+
+    def __init__(self, sid: int, kind: str, what: str, op: str, line: int, scope: str = "",
+                 key: int | str | None = None) -> None:
+        self.sid = sid
+        self.kind = kind  # DEF | OBJ | KEY
+        self.what = what  # DEF: target name / "<return>" / "<yield>" / "<value>"; OBJ/KEY: attribute or "[]"
+        self.op = op  # "bind" | "readback" (DEF); "read" | "write" | "rw" | "del" (OBJ/KEY)
+        self.line = line
+        self.scope = scope  # DEF of a name: its scope
+        self.key = key  # KEY of a constant subscript: the key (recorded by no probe)
 
     def to_json(self) -> list[object]:
         out: list[object] = [self.sid, self.kind, self.what, self.op, self.line, self.scope]
         return out if self.key is None else out + [self.key]
 
 
-@dataclass
-class StmtFacts:
-    uses: list[tuple[str, str]] = field(default_factory=list)   # (name, scope)
-    defs: list[tuple[str, str]] = field(default_factory=list)
-    kills: list[tuple[str, str]] = field(default_factory=list)
+class StmtFacts(Record):
+    """What one statement uses, defines and kills: (name, scope) pairs."""
+
+    _fields = ('uses', 'defs', 'kills')
+
+    def __init__(self, uses: list[tuple[str, str]] | None = None, defs: list[tuple[str, str]] | None = None,
+                 kills: list[tuple[str, str]] | None = None) -> None:
+        self.uses: list[tuple[str, str]] = [] if uses is None else uses  # (name, scope)
+        self.defs: list[tuple[str, str]] = [] if defs is None else defs
+        self.kills: list[tuple[str, str]] = [] if kills is None else kills
 
     def to_json(self) -> dict[str, list[list[str]]]:
         return {k: [list(p) for p in getattr(self, k)] for k in ("uses", "defs", "kills") if getattr(self, k)}
 
 
-@dataclass
-class ValuePlan:
+class ValuePlan(Record):
     """Where one function records values and locations; AST nodes are keyed by ``id``."""
 
-    kind: str                                                   # cfg.kind
-    scope_of: dict[str, str]
-    slots: list[Slot] = field(default_factory=list)
-    facts: dict[int, StmtFacts] = field(default_factory=dict)   # statement id -> facts
-    wrap: dict[int, int] = field(default_factory=dict)          # id(expr) -> slot: record it, keep its value
-    readback: dict[int, list[tuple[int, str]]] = field(default_factory=dict)  # id(stmt) -> [(slot, name)] after it
-    at_start: dict[int, list[tuple[int, str]]] = field(default_factory=dict)  # id(for/with/handler) -> body start
+    _fields = ('kind', 'scope_of', 'slots', 'facts', 'wrap', 'readback', 'at_start')
+
+    def __init__(self, kind: str, scope_of: dict[str, str], slots: list[Slot] | None = None,
+                 facts: dict[int, StmtFacts] | None = None, wrap: dict[int, int] | None = None,
+                 readback: dict[int, list[tuple[int, str]]] | None = None,
+                 at_start: dict[int, list[tuple[int, str]]] | None = None) -> None:
+        self.kind = kind  # cfg.kind
+        self.scope_of = scope_of
+        self.slots: list[Slot] = [] if slots is None else slots
+        self.facts: dict[int, StmtFacts] = {} if facts is None else facts  # statement id -> facts
+        self.wrap: dict[int, int] = {} if wrap is None else wrap  # id(expr) -> slot: record it, keep its value
+        #: id(stmt) -> [(slot, name)] after it
+        self.readback: dict[int, list[tuple[int, str]]] = {} if readback is None else readback
+        #: id(for/with/handler) -> body start
+        self.at_start: dict[int, list[tuple[int, str]]] = {} if at_start is None else at_start
 
     def new(self, sid: int, kind: str, what: str, op: str, line: int, scope: str = "",
             key: int | str | None = None) -> int:

@@ -15,14 +15,16 @@ from __future__ import annotations
 import ast
 import functools
 import sys
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Sequence
 
 from wholetrace.ids import EXIT
 from wholetrace.instrument.modes import ProbePlan
 from wholetrace.events import EXC, LEAVE, LEAVE_PATH, RERAISE as RERAISE_CODE, START, enter_code
+from wholetrace.plain import Record
 
-if TYPE_CHECKING:
+TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
+if TYPE_CHECKING:   # pragma: no cover
+    from typing import Callable, Sequence
+
     from wholetrace.instrument.pathnum import EdgeProbe
 
 # --- locals of instrumented functions (module and class bodies bind none)
@@ -225,22 +227,27 @@ def place(new: ast.AST, like: ast.AST | None) -> ast.AST:
     return artificial(new) if like is None else locate(new, like)
 
 
-@dataclass
-class Emitter:
+class Emitter(Record):
     """Builds probe code for one function under one probe plan.
 
     Module and class bodies (``in_class``) bind no local: their namespace is the program's
     own, so their probes fetch the stream each time and their handlers call helpers.
-    ``table``: index of the function's site table in its file.
+    ``table``: index of the function's site table in its file; ``reraises``: the body has
+    re-raise sites (bare raise, finally, with); ``expr_locals``: count modes, counters used in
+    expressions.
     """
 
-    fid: int
-    in_class: bool
-    plan: ProbePlan
-    reraises: bool = True     # the body has re-raise sites (bare raise, finally, with)
-    table: int = 0
-    generator: bool = False
-    expr_locals: set[int] = field(default_factory=set)   # count modes: counters used in expressions
+    _fields = ("fid", "in_class", "plan", "reraises", "table", "generator", "expr_locals")
+
+    def __init__(self, fid: int, in_class: bool, plan: ProbePlan, reraises: bool = True, table: int = 0,
+                 generator: bool = False, expr_locals: set[int] | None = None) -> None:
+        self.fid = fid
+        self.in_class = in_class
+        self.plan = plan
+        self.reraises = reraises
+        self.table = table
+        self.generator = generator
+        self.expr_locals: set[int] = set() if expr_locals is None else expr_locals
 
     @property
     def counts(self) -> bool:

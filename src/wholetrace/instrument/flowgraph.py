@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-import random
 from collections import deque
-from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING
 
 from wholetrace.errors import InternalError
 from wholetrace.ids import ENTRY, EXIT
+from wholetrace.plain import FrozenRecord
 
+TYPE_CHECKING = False   # typing is not imported by a recording (docs/design.md, "Start-up of record, wave 10")
 if TYPE_CHECKING:
+    import random   # random_flow_graph's generator (a test helper: not imported by a recording)
+
     from wholetrace.instrument.cfg import CFG
 
 
-@dataclass(frozen=True)
-class FlowGraph:
+class FlowGraph(FrozenRecord):
     """A function's CFG as plain data, independent of Python source.
 
     Nodes are ``0 .. num_nodes-1``; ``entry`` and ``exit`` name the pseudo-blocks ENTRY
@@ -26,12 +26,16 @@ class FlowGraph:
     call-capable blocks (used by witness blocking).
     """
 
-    num_nodes: int
-    entry: int
-    exit: int
-    edges: tuple[tuple[int, int], ...]
-    back_edges: frozenset[int] = frozenset()
-    call_nodes: frozenset[int] = frozenset()
+    _fields = ('num_nodes', 'entry', 'exit', 'edges', 'back_edges', 'call_nodes')
+
+    def __init__(self, num_nodes: int, entry: int, exit: int, edges: tuple[tuple[int, int], ...],
+                 back_edges: frozenset[int] = frozenset(), call_nodes: frozenset[int] = frozenset()) -> None:
+        object.__setattr__(self, "num_nodes", num_nodes)
+        object.__setattr__(self, "entry", entry)
+        object.__setattr__(self, "exit", exit)
+        object.__setattr__(self, "edges", edges)
+        object.__setattr__(self, "back_edges", back_edges)
+        object.__setattr__(self, "call_nodes", call_nodes)
 
     @cached_property
     def out_edges(self) -> tuple[tuple[int, ...], ...]:

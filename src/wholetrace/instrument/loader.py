@@ -5,11 +5,9 @@ from __future__ import annotations
 import ast
 import contextlib
 import importlib.machinery
+import os
 import sys
-from dataclasses import dataclass, field
-from pathlib import Path
 from types import CodeType, ModuleType
-from typing import Any, Callable, Iterator, Protocol, Sequence, TypedDict
 
 from wholetrace.errors import InstrumentError, short_message
 from wholetrace.instrument.cfg import CFG, build_cfg, iter_functions
@@ -17,72 +15,98 @@ from wholetrace.instrument.cache import COUNTER_ORIGIN, FID_ORIGIN, InstrumentCa
 from wholetrace.instrument.facts import file_facts
 from wholetrace.instrument.modes import ProbePlan
 from wholetrace.instrument.rewrite import compile_tree, rewrite_tree, statement_spans
+from wholetrace.plain import Record
 from wholetrace.store.registry import encode_registry
 
 _SKIP_DIRS = ("site-packages", "dist-packages")
-_OWN_PACKAGE = str(Path(__file__).resolve().parent.parent)
+_OWN_PACKAGE = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+
+TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
+if TYPE_CHECKING:   # pragma: no cover (types only: no class of them exists at run time)
+    from typing import Any, Callable, Iterator, Protocol, Sequence, TypedDict
+
+    class FileEntry(TypedDict):
+        """What registering one instrumented file needs, built with its code and cached beside it
+        (core types only: the cache marshals it).  The ``i``-th function of the file gets fid
+        ``fid_base + i``; everything per function is in lists indexed by ``i``."""
+
+        registry: bytes                   # store.registry blob: source and CFG/plan JSON, stored as is
+        qualnames: list[str]
+        offsets: list[int]                # first counter of each function, from the file's first
+        counters: int                     # counters of the whole file
+        suspendable: bool                 # holds a generator or coroutine
+        spans: list[list[tuple[int, int, int, int, int]]]   # statement spans, innermost first
+        facts: bytes                      # instrument.facts: what reports list for functions that never ran
+
+    class Registry(Protocol):
+        """What the instrumenter needs from a recording (implemented by runtime.recorder.Recorder)."""
+
+        mode: str
+
+        def plan(self, file: str, cfg: CFG, base: int) -> ProbePlan:
+            """The probe plan of one function, its counters numbered from ``base``."""
+
+        def weights_token(self, file: str) -> str:
+            """A text that changes whenever the plans of ``file`` would (for the cache key)."""
+
+        def register_file(self, file: str, entry: FileEntry) -> tuple[int, int]:
+            """Give the functions of ``file`` ids and counters; returns (first fid, first counter id)."""
+
+        @property
+        def constants(self) -> dict[str, object]:
+            """The run-time objects instrumented code gets as constants (``runtime.probes``)."""
+
+    class TreeTransform(Protocol):
+        """A rewrite applied to a module's tree after instrumentation (pytest's assertion rewriting):
+        it may add statements, but must keep the probes' constants."""
+
+        key: str   # changes whenever the transform's output would (part of the cache key)
+
+        def __call__(self, tree: ast.Module, source: str, filename: str) -> None:
+            """Rewrite ``tree`` in place."""
 
 
-class FileEntry(TypedDict):
-    """What registering one instrumented file needs, built with its code and cached beside it
-    (core types only: the cache marshals it).  The ``i``-th function of the file gets fid
-    ``fid_base + i``; everything per function is in lists indexed by ``i``."""
+def decode_source(data: bytes) -> str:
+    """``importlib.util.decode_source(data)`` (the text of a source file, newlines translated),
+    without importing ``tokenize`` for the many files that declare no encoding and carry no BOM:
+    ``tokenize`` is not imported at start-up and a lazy import would go through the finder.
+    A file whose first two lines mention ``coding`` (a PEP 263 cookie can only be there), with a
+    BOM, ending in a lone CR, or not UTF-8 goes through ``decode_source`` itself."""
+    first = data.find(b"\n")
+    second = data.find(b"\n", first + 1) if first >= 0 else -1
+    head = data if second < 0 else data[:second]
+    if b"coding" not in head and not data.startswith(b"\xef\xbb\xbf") and not data.endswith(b"\r"):
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            pass
+        else:
+            return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
+    import importlib.util
 
-    registry: bytes                   # store.registry blob: source and CFG/plan JSON, stored as is
-    qualnames: list[str]
-    offsets: list[int]                # first counter of each function, from the file's first
-    counters: int                     # counters of the whole file
-    suspendable: bool                 # holds a generator or coroutine
-    spans: list[list[tuple[int, int, int, int, int]]]   # statement spans, innermost first
-    facts: bytes                      # instrument.facts: what reports list for functions that never ran
-
-
-class Registry(Protocol):
-    """What the instrumenter needs from a recording (implemented by runtime.recorder.Recorder)."""
-
-    mode: str
-
-    def plan(self, file: str, cfg: CFG, base: int) -> ProbePlan:
-        """The probe plan of one function, its counters numbered from ``base``."""
-
-    def weights_token(self, file: str) -> str:
-        """A text that changes whenever the plans of ``file`` would (for the cache key)."""
-
-    def register_file(self, file: str, entry: FileEntry) -> tuple[int, int]:
-        """Give the functions of ``file`` ids and counters; returns (first fid, first counter id)."""
-
-    @property
-    def constants(self) -> dict[str, object]:
-        """The run-time objects instrumented code gets as constants (``runtime.probes``)."""
+    return importlib.util.decode_source(data)
 
 
-class TreeTransform(Protocol):
-    """A rewrite applied to a module's tree after instrumentation (pytest's assertion rewriting):
-    it may add statements, but must keep the probes' constants."""
-
-    key: str   # changes whenever the transform's output would (part of the cache key)
-
-    def __call__(self, tree: ast.Module, source: str, filename: str) -> None:
-        """Rewrite ``tree`` in place."""
-
-
-@dataclass
-class Instrumenter:
+class Instrumenter(Record):
     """Turns source into instrumented code objects, registering every function it instruments.
 
     Code is built as a position-independent template (``instrument.cache``), cached on disk
     when ``cache`` is given, and relocated to the ids the registry hands out.
     """
 
-    registry: Registry
-    cache: InstrumentCache | None = None
-    instrumented_files: list[str] = field(default_factory=list)
+    _fields = ("registry", "cache", "instrumented_files")
+
+    def __init__(self, registry: Registry, cache: InstrumentCache | None = None,
+                 instrumented_files: list[str] | None = None) -> None:
+        self.registry = registry
+        self.cache = cache
+        self.instrumented_files: list[str] = [] if instrumented_files is None else instrumented_files
 
     def compile(self, source: str | bytes, filename: str, transform: TreeTransform | None = None) -> CodeType:
         """Instrumented code for ``source`` (then ``transform``-ed); falls back to plain
         (transformed) code with a warning."""
         if isinstance(source, bytes):
-            source = importlib.util.decode_source(source)  # type: ignore[attr-defined]
+            source = decode_source(source)
         key = None
         hit = None
         if self.cache is not None:
@@ -169,22 +193,39 @@ class InstrumentingLoader(importlib.machinery.SourceFileLoader):
         return None
 
 
-def _python_install() -> tuple[Path, ...]:
+def _python_install() -> tuple[str, ...]:
     """The trees of the running Python (standard library, venv): never "the program" by location."""
-    return tuple({Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)})
+    return tuple({os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)})
 
 
-@dataclass
-class Scope:
+def _within(path: str, tree: str) -> bool:
+    """``PurePath(path).is_relative_to(tree)`` for absolute normalised paths (pathlib is not
+    imported at start-up: docs/design.md, "Start-up of record, wave 10")."""
+    return path == tree or path.startswith(tree.rstrip("/") + "/")
+
+
+class Scope(Record):
     """Which modules to instrument: files under ``roots`` and the packages named in ``packages``.
 
     Files in site-packages, or in the Python installation under a root that is not itself
     inside it (``record -m`` from a home directory holding pyenv), need ``packages``.
     """
 
-    roots: list[Path]
-    packages: list[str]
-    _install: tuple[Path, ...] = field(default_factory=_python_install, repr=False)
+    _fields = ("roots", "packages")
+
+    def __init__(self, roots: list[str] | list[os.PathLike[str]], packages: list[str],
+                 _install: tuple[str, ...] | None = None) -> None:
+        self.roots = roots
+        self.packages = packages
+        self._install = _python_install() if _install is None else _install
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            theirs = (other.roots, other.packages, other._install)  # type: ignore[attr-defined]
+            return (self.roots, self.packages, self._install) == theirs
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
 
     def wants(self, fullname: str, origin: str | None) -> bool:
         if origin is None or not origin.endswith(".py"):
@@ -193,12 +234,12 @@ class Scope:
             return False
         if any(fullname == p or fullname.startswith(p + ".") for p in self.packages):
             return True
-        path = Path(origin).resolve()
-        if any(part in _SKIP_DIRS for part in path.parts):
+        path = os.path.realpath(origin)
+        if any(part in _SKIP_DIRS for part in path.split(os.sep)):
             return False
-        installed = any(path.is_relative_to(p) for p in self._install)
-        return any(path.is_relative_to(r) and (not installed or any(r.is_relative_to(p) for p in self._install))
-                   for r in self.roots)
+        installed = any(_within(path, p) for p in self._install)
+        roots = [os.fspath(r) for r in self.roots]
+        return any(_within(path, r) and (not installed or any(_within(r, p) for p in self._install)) for r in roots)
 
 
 class InstrumentingFinder:

@@ -30,14 +30,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Sequence
-
 from wholetrace.ids import ENTRY
 from wholetrace.instrument.cfg import CFG
 from wholetrace.instrument.sites import Site, edge_sites, probe_rank
+from wholetrace.plain import Record
 
+TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
 if TYPE_CHECKING:   # blocks mode should not import the path numbering at start-up
+    from typing import Sequence
+
     from wholetrace.instrument.defuse import ValuePlan
     from wholetrace.instrument.pathnum import EdgeProbe, PathNumbering
 
@@ -51,25 +52,42 @@ FORCED_TREE_WEIGHT = 1e15
 LOCAL_MIN_PER_CALL = 3.0
 
 
-@dataclass
-class ProbePlan:
-    """Values a function appends: at block starts, on edges (by edge index), and how."""
+class ProbePlan(Record):
+    """Values a function appends: at block starts, on edges (by edge index), and how.
 
-    mode: str
-    strategy: str                                   # "trace" | "chords" | "full" | "blocks"
-    block_values: dict[int, list[int]] = field(default_factory=dict)
-    edge_values: dict[int, list[int]] = field(default_factory=dict)
-    sites: list[Site | None] = field(default_factory=list)
-    counters: int = 0                               # local counters (count modes)
-    chords: tuple[int, ...] = ()                    # edge ids with a counter ("chords")
-    counted_edges: tuple[int, ...] = ()             # edge ids with a counter ("full")
-    local_counters: frozenset[int] = frozenset()    # global ids counted in a local, added at exit
-    base: int = 0                                   # global id of the function's first counter
-    witnessed: tuple[int, ...] = ()                 # edge ids with a witness, by witness id ("witness")
-    path_probes: tuple["EdgeProbe", ...] = ()       # "paths": the probe of every CFG edge
-    path_starts: dict[int, int] = field(default_factory=dict)  # "paths": register at a path start
-    numbering: "PathNumbering | None" = None        # "paths": what readers decode with
-    values: "ValuePlan | None" = None               # full mode: value slots and def/use facts
+    ``strategy``: "trace" | "chords" | "full" | "blocks"; ``counters``: local counters (count
+    modes); ``chords``: edge ids with a counter ("chords"); ``counted_edges``: edge ids with a
+    counter ("full"); ``local_counters``: global ids counted in a local, added at exit;
+    ``base``: global id of the function's first counter; ``witnessed``: edge ids with a
+    witness, by witness id ("witness"); ``path_probes``: "paths", the probe of every CFG edge;
+    ``path_starts``: "paths", the register at a path start; ``numbering``: "paths", what
+    readers decode with; ``values``: full mode, value slots and def/use facts.
+    """
+
+    __slots__ = ("mode", "strategy", "block_values", "edge_values", "sites", "counters", "chords", "counted_edges",
+                 "local_counters", "base", "witnessed", "path_probes", "path_starts", "numbering", "values")
+
+    def __init__(self, mode: str, strategy: str, block_values: dict[int, list[int]] | None = None,
+                 edge_values: dict[int, list[int]] | None = None, sites: list[Site | None] | None = None,
+                 counters: int = 0, chords: tuple[int, ...] = (), counted_edges: tuple[int, ...] = (),
+                 local_counters: frozenset[int] = frozenset(), base: int = 0, witnessed: tuple[int, ...] = (),
+                 path_probes: tuple[EdgeProbe, ...] = (), path_starts: dict[int, int] | None = None,
+                 numbering: PathNumbering | None = None, values: ValuePlan | None = None) -> None:
+        self.mode = mode
+        self.strategy = strategy
+        self.block_values: dict[int, list[int]] = {} if block_values is None else block_values
+        self.edge_values: dict[int, list[int]] = {} if edge_values is None else edge_values
+        self.sites: list[Site | None] = [] if sites is None else sites
+        self.counters = counters
+        self.chords = chords
+        self.counted_edges = counted_edges
+        self.local_counters = local_counters
+        self.base = base
+        self.witnessed = witnessed
+        self.path_probes = path_probes
+        self.path_starts: dict[int, int] = {} if path_starts is None else path_starts
+        self.numbering = numbering
+        self.values = values
 
     @property
     def traces(self) -> bool:

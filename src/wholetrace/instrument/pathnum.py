@@ -26,17 +26,20 @@ recovers the prefix ended by an exception from the register and the block it lef
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections import namedtuple
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from wholetrace.errors import InternalError
 from wholetrace.instrument.flowgraph import FlowGraph, loop_back_edges, topological_order, validate
 from wholetrace.instrument.placement import place_counters
 from wholetrace.instrument.weighting import EdgeWeights, static_weights
+from wholetrace.plain import FrozenRecord
 
+TYPE_CHECKING = False   # typing is not imported by a recording (docs/design.md, "Start-up of record, wave 10")
 if TYPE_CHECKING:
+    from typing import Literal
+
     from wholetrace.instrument.cfg import CFG
 
 #: Largest number of paths per function: ids stay one-digit CPython ints and fit int32.
@@ -50,14 +53,16 @@ END_TRUNCATED = -3
 
 #: Cut policies: ``"calls"`` cuts back edges and edges into call-capable blocks (Larus);
 #: ``"loops"`` cuts back edges only (paths span calls).
-CutPolicy = Literal["calls", "loops"]
+if TYPE_CHECKING:
+    CutPolicy = Literal["calls", "loops"]
 
 # DAG edge kinds
 REAL, D_IN, D_OUT, D_DEAD = "real", "d_in", "d_out", "d_dead"
 
 
-class Path(NamedTuple):
-    """One acyclic path, in terms of the original CFG.
+# named tuples from collections, not typing.NamedTuple: typing is not imported by a recording
+class Path(namedtuple("Path", ("start", "edges", "end"))):
+    """One acyclic path, in terms of the original CFG (``start: int, edges: tuple[int, ...], end: int``).
 
     ``start`` is ENTRY when the path begins with a real edge out of ENTRY (``edges[0]``),
     else the block it starts at (after a cut, or at a dynamic entry).  ``edges`` are the
@@ -65,51 +70,52 @@ class Path(NamedTuple):
     path starts at that edge's target), ``END_EXIT``, ``END_DEAD`` or ``END_TRUNCATED``.
     """
 
-    start: int
-    edges: tuple[int, ...]
-    end: int
+    __slots__ = ()
 
 
-class DagEdge(NamedTuple):
-    """An edge of the path DAG: ``ref`` is the CFG edge id (real, d_out) or the block (d_in, d_dead)."""
+class DagEdge(namedtuple("DagEdge", ("src", "dst", "kind", "ref"))):
+    """An edge of the path DAG (``src: int, dst: int, kind: str, ref: int``): ``ref`` is the CFG
+    edge id (real, d_out) or the block (d_in, d_dead)."""
 
-    src: int
-    dst: int
-    kind: str
-    ref: int
+    __slots__ = ()
 
 
-class EdgeProbe(NamedTuple):
-    """What runs when a real CFG edge is taken, constants folded.
+class EdgeProbe(namedtuple("EdgeProbe", ("kind", "value", "reset"), defaults=(0, 0))):
+    """What runs when a real CFG edge is taken, constants folded (``kind: str, value: int = 0,
+    reset: int = 0``).
 
     kinds: ``"none"``; ``"add"`` (r += value); ``"init"`` (edge out of ENTRY: r = value);
     ``"cut"`` (record(r + value); r = reset); ``"exit"`` (record(r + value));
     ``"init-exit"`` (ENTRY straight to EXIT: record(value)).
     """
 
-    kind: str
-    value: int = 0
-    reset: int = 0
+    __slots__ = ()
 
 
-@dataclass(frozen=True)
-class PathNumbering:
+class PathNumbering(FrozenRecord):
     """The numbering of one function; ``fallback`` means even greedy cutting could not bring
     the count under ``limit``: the function records block ids instead."""
 
-    graph: FlowGraph
-    cuts: frozenset[int]
-    starts: tuple[int, ...]
-    dag: tuple[DagEdge, ...]
-    val: tuple[int, ...]
-    inc: tuple[int, ...]
-    num_paths: int
-    probes: tuple[EdgeProbe, ...]
-    limit: int = MAX_PATHS
-    fallback: bool = False
-    overflow_cuts: frozenset[int] = frozenset()
-    chords: tuple[int, ...] = ()
-    _index: dict[tuple[str, int], int] = field(default_factory=dict, repr=False, compare=False)
+    _fields = ('graph', 'cuts', 'starts', 'dag', 'val', 'inc', 'num_paths', 'probes', 'limit', 'fallback',
+               'overflow_cuts', 'chords')
+
+    def __init__(self, graph: FlowGraph, cuts: frozenset[int], starts: tuple[int, ...], dag: tuple[DagEdge, ...],
+                 val: tuple[int, ...], inc: tuple[int, ...], num_paths: int, probes: tuple[EdgeProbe, ...],
+                 limit: int = MAX_PATHS, fallback: bool = False, overflow_cuts: frozenset[int] = frozenset(),
+                 chords: tuple[int, ...] = (), _index: dict[tuple[str, int], int] | None = None) -> None:
+        object.__setattr__(self, "graph", graph)
+        object.__setattr__(self, "cuts", cuts)
+        object.__setattr__(self, "starts", starts)
+        object.__setattr__(self, "dag", dag)
+        object.__setattr__(self, "val", val)
+        object.__setattr__(self, "inc", inc)
+        object.__setattr__(self, "num_paths", num_paths)
+        object.__setattr__(self, "probes", probes)
+        object.__setattr__(self, "limit", limit)
+        object.__setattr__(self, "fallback", fallback)
+        object.__setattr__(self, "overflow_cuts", overflow_cuts)
+        object.__setattr__(self, "chords", chords)
+        object.__setattr__(self, "_index", {} if _index is None else _index)
 
     # ------------------------------------------------------------------ derived tables
     @cached_property

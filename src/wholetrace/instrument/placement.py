@@ -25,36 +25,36 @@ Phases (shared by both problems, each a function below): ``build_edges``,
 
 from __future__ import annotations
 
+from collections import namedtuple
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import cached_property
-from typing import Literal, NamedTuple
 
 from wholetrace.errors import InternalError
 from wholetrace.instrument.flowgraph import FlowGraph, reachable, topological_order, validate
 from wholetrace.instrument.weighting import EdgeWeights
+from wholetrace.plain import FrozenRecord
 
 #: Token in witness sets for "reaches EXIT without a witness" (the paper's EOF).
 EOF = -1
 
 
-class WeightedEdge(NamedTuple):
-    """One edge as the spanning-tree phases see it (the virtual edge has id ``graph.virtual_edge``)."""
+class WeightedEdge(namedtuple("WeightedEdge", ("weight", "id", "src", "dst", "virtual"))):
+    """One edge as the spanning-tree phases see it (``weight: float, id: int, src: int, dst: int,
+    virtual: bool``; the virtual edge has id ``graph.virtual_edge``).  From collections, not
+    typing.NamedTuple: typing is not imported by a recording."""
 
-    weight: float
-    id: int
-    src: int
-    dst: int
-    virtual: bool
+    __slots__ = ()
 
 
-@dataclass(frozen=True)
-class CounterPlacement:
+class CounterPlacement(FrozenRecord):
     """Where the counters go: ``chords`` get one each; ``tree`` edges are derived."""
 
-    chords: tuple[int, ...]
-    tree: tuple[int, ...]
-    cost: float
+    _fields = ('chords', 'tree', 'cost')
+
+    def __init__(self, chords: tuple[int, ...], tree: tuple[int, ...], cost: float) -> None:
+        object.__setattr__(self, "chords", chords)
+        object.__setattr__(self, "tree", tree)
+        object.__setattr__(self, "cost", cost)
 
     @property
     def num_counters(self) -> int:
@@ -62,16 +62,19 @@ class CounterPlacement:
         return len(self.chords)
 
 
-@dataclass(frozen=True)
-class WitnessPlacement:
+class WitnessPlacement(FrozenRecord):
     """Witnessed edges (witness id = position in ``witnessed``) and how they were chosen."""
 
-    witnessed: tuple[int, ...]
-    blocking: frozenset[int] = frozenset()
-    tree: tuple[int, ...] = ()
-    cost: float = 0.0
-    has_blocking_property: bool = False
-    separates_calls: bool = False
+    _fields = ('witnessed', 'blocking', 'tree', 'cost', 'has_blocking_property', 'separates_calls')
+
+    def __init__(self, witnessed: tuple[int, ...], blocking: frozenset[int] = frozenset(), tree: tuple[int, ...] = (),
+                 cost: float = 0.0, has_blocking_property: bool = False, separates_calls: bool = False) -> None:
+        object.__setattr__(self, "witnessed", witnessed)
+        object.__setattr__(self, "blocking", blocking)
+        object.__setattr__(self, "tree", tree)
+        object.__setattr__(self, "cost", cost)
+        object.__setattr__(self, "has_blocking_property", has_blocking_property)
+        object.__setattr__(self, "separates_calls", separates_calls)
 
     @cached_property
     def witness_of_edge(self) -> dict[int, int]:

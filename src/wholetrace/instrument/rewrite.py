@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import ast
 import sys
-from dataclasses import dataclass
 from types import CodeType
-from typing import Sequence
 
 from wholetrace.ids import EXIT
 from wholetrace.instrument.cfg import CFG, Stmt
@@ -27,13 +25,20 @@ from wholetrace.instrument.emit import (A, AFOR, COUNTS, EXC_CAUGHT, FOR, HOLD, 
                                        ast_call, ast_const, ast_name, counter_slot, locate, rt, start_line)
 from wholetrace.instrument.modes import ProbePlan, blocks_plan
 from wholetrace.events import LEAVE, enter_code
+from wholetrace.plain import Record
+
+TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
+if TYPE_CHECKING:   # pragma: no cover
+    from typing import Sequence
 
 
-@dataclass
-class _LoopInfo:
-    header: Stmt
-    node: ast.For | ast.AsyncFor | ast.While
-    wrapped: bool = False
+class _LoopInfo(Record):
+    __slots__ = ("header", "node", "wrapped")
+
+    def __init__(self, header: Stmt, node: ast.For | ast.AsyncFor | ast.While, wrapped: bool = False) -> None:
+        self.header = header
+        self.node = node
+        self.wrapped = wrapped
 
 
 class _FunctionRewriter:

@@ -13,21 +13,23 @@ placements must keep them off the chords.
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 
 from wholetrace.ids import EXIT
 from wholetrace.instrument.cfg import CFG
+from wholetrace.plain import FrozenRecord
 
 
-@dataclass(frozen=True)
-class Site:
+class Site(FrozenRecord):
     """``kind``: "dst" (start of block ``ref``), "after"/"before"/"return" (statement ``ref``),
     "arm" (statement ``ref``, arm ``arm``: body, orelse, next (case), iter (for-iter)),
     "entry" (the prologue)."""
 
-    kind: str
-    ref: int = -1
-    arm: str = ""
+    __slots__ = ("kind", "ref", "arm")
+
+    def __init__(self, kind: str, ref: int = -1, arm: str = "") -> None:
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "ref", ref)
+        object.__setattr__(self, "arm", arm)
 
 
 _ARMS = {("if", "true"): "body", ("if", "false"): "orelse", ("while", "true"): "body",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from wholetrace.errors import InternalError
 from wholetrace.instrument.flowgraph import (
@@ -13,6 +12,7 @@ from wholetrace.instrument.flowgraph import (
     reachable,
     topological_order,
 )
+from wholetrace.plain import FrozenRecord
 
 #: The heuristic's assumption: every loop iterates this many times per entry.
 LOOP_ITERATIONS = 10
@@ -20,12 +20,14 @@ LOOP_ITERATIONS = 10
 _MIN_PROB = 1e-9
 
 
-@dataclass(frozen=True)
-class EdgeWeights:
+class EdgeWeights(FrozenRecord):
     """A weighting: one nonnegative weight per edge id, plus the virtual EXIT→ENTRY edge."""
 
-    edges: tuple[float, ...]
-    virtual: float = 1.0
+    _fields = ('edges', 'virtual')
+
+    def __init__(self, edges: tuple[float, ...], virtual: float = 1.0) -> None:
+        object.__setattr__(self, "edges", edges)
+        object.__setattr__(self, "virtual", virtual)
 
     def node_weight(self, graph: FlowGraph, node: int) -> float:
         """Sum of the weights entering ``node`` (the virtual edge enters ENTRY)."""

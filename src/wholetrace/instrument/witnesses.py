@@ -30,8 +30,6 @@ Witness ids are positions in ``WitnessPlacement.witnessed`` (sorted edge ids).
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from wholetrace.ids import ENTRY
 from wholetrace.instrument.cfg import CFG
 from wholetrace.instrument.flowgraph import FlowGraph, from_cfg, retreating_edges
@@ -43,6 +41,7 @@ from wholetrace.instrument.placement import (
 )
 from wholetrace.instrument.sites import Site, edge_sites
 from wholetrace.instrument.weighting import EdgeWeights, static_weights
+from wholetrace.plain import replace
 
 #: Placements the regenerator understands (``--mode`` of the recording).
 PLAN_KINDS = ("witness", "branches")

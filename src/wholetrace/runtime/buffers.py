@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import struct
 from array import array
-from typing import Sequence
 
 from wholetrace.errors import StoreError
+
+TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
+if TYPE_CHECKING:   # pragma: no cover
+    from typing import Sequence
 
 assert array("i").itemsize == 4, "int32 events need a 4-byte C int"
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import _thread
 import ctypes
-import json
 import os
 import runpy
 import signal
@@ -40,12 +39,15 @@ import sys
 import threading
 import time
 import types
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
+from wholetrace import jsontext
 from wholetrace.events import EXC, LEAVE
+from wholetrace.plain import Record
 from wholetrace.store.schema import BASE_PREFIX, CHILDREN_KEY, PROCESS_KEY, UNRECORDED_PREFIX
+
+TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
+if TYPE_CHECKING:   # pragma: no cover
+    from typing import Any
 
 #: ``OUT.wt`` -> ``OUT.wt.parts``: where the child processes' recordings go.
 PARTS_SUFFIX = ".parts"
@@ -57,41 +59,50 @@ ENV = "WHOLETRACE_CHILD"
 TERM_SECONDS = 5.0
 
 
-def parts_dir(out: str | os.PathLike[str]) -> Path:
-    return Path(os.fspath(out) + PARTS_SUFFIX)
+def parts_dir(out: str | os.PathLike[str]) -> str:
+    """``OUT.wt.parts`` (a path string: pathlib is not imported at start-up, nor later here:
+    this module also runs in forked children, while the finder is installed)."""
+    return os.fspath(out) + PARTS_SUFFIX
 
 
-@dataclass
-class Config:
-    """What a child needs to record like its parent (pickled into spawned children)."""
+class Config(Record):
+    """What a child needs to record like its parent (pickled into spawned children).
+    ``parent``: part name of the process that started this one ("": the root)."""
 
-    parts: str
-    mode: str
-    roots: list[str]
-    include: list[str]
-    cache: bool
-    meta: dict[str, Any]
-    parent: str = ""            # part name of the process that started this one ("" : the root)
+    __slots__ = ("parts", "mode", "roots", "include", "cache", "meta", "parent")
+
+    def __init__(self, parts: str, mode: str, roots: list[str], include: list[str], cache: bool,
+                 meta: dict[str, Any], parent: str = "") -> None:
+        self.parts = parts
+        self.mode = mode
+        self.roots = roots
+        self.include = include
+        self.cache = cache
+        self.meta = meta
+        self.parent = parent
 
 
-@dataclass(eq=False)
 class Children:
     """The child-process side of the recording running in this process (``runner.Live.children``)."""
 
-    live: Any
-    config: Config
-    name: str = ""               # this process's part name ("" for the root)
-    forking: bool = False
-    mp_hooked: bool = False
-    finishing: bool = False
-    term_pending: bool = False
-    term_seen: bool = False                # _terminated has run (the SIGTERM watcher stops re-sending)
-    _held: Any = None                      # the writer's lock, held while the process forks
-    _env_before: Any = False               # WHOLETRACE_CHILD before the recording set it (False: not set)
-    #: Trace modes, per stream of this process: [part name ("": the root), stream, events] of
-    #: each ancestor whose stored events precede this process's own, from the root down.
-    chains: dict[int, list[list[Any]]] = field(default_factory=dict)
-    _spawn_patched: list[Any] = field(default_factory=list)
+    def __init__(self, live: Any, config: Config, name: str = "") -> None:
+        self.live = live
+        self.config = config
+        self.name = name                    # this process's part name ("" for the root)
+        self.forking = False
+        self.mp_hooked = False
+        self.finishing = False
+        self.term_pending = False
+        self.term_seen = False              # _terminated has run (the SIGTERM watcher stops re-sending)
+        self._held: Any = None              # the writer's lock, held while the process forks
+        self._env_before: Any = False       # WHOLETRACE_CHILD before the recording set it (False: not set)
+        #: Trace modes, per stream of this process: [part name ("": the root), stream, events] of
+        #: each ancestor whose stored events precede this process's own, from the root down.
+        self.chains: dict[int, list[list[Any]]] = {}
+        self._spawn_patched: list[Any] = []
+
+    def __repr__(self) -> str:
+        return f"Children(name={self.name!r}, parts={self.config.parts!r})"
 
     # -- fork
     def before_fork(self) -> None:
@@ -164,7 +175,7 @@ class Children:
                 writer.put_array(name, data, shape=shape)
             writer.commit()
 
-        live.writer = rec.writer = _LazyWriter(str(Path(self.config.parts) / self.name), setup)
+        live.writer = rec.writer = _LazyWriter(os.path.join(self.config.parts, self.name), setup)
         self.set_environment()
         rec.ends_inside = _in_multiprocessing()
         rec.start()
@@ -257,7 +268,7 @@ class Children:
         if self._env_before is False:
             self._env_before = os.environ.get(ENV)
         c = self.config
-        os.environ[ENV] = json.dumps({"parts": c.parts, "mode": c.mode, "include": c.include, "cache": c.cache,
+        os.environ[ENV] = jsontext.dumps({"parts": c.parts, "mode": c.mode, "include": c.include, "cache": c.cache,
                                       "meta": c.meta, "parent": self.name})
 
 
@@ -318,28 +329,36 @@ def _watch_sigterm(ch: Children) -> None:
 _HOOKED = False
 
 
-@dataclass
-class Spawned:
+class Spawned(Record):
     """What ``runner.record(children=...)`` gets in a child process that records into a part
     (``runtime.subprocs``): the parent's configuration, this part's name, how it started."""
 
-    config: Config
-    name: str
-    start: str
+    __slots__ = ("config", "name", "start")
+
+    def __init__(self, config: Config, name: str, start: str) -> None:
+        self.config = config
+        self.name = name
+        self.start = start
 
 
-def _remove_flat(folder: Path) -> None:
+def _remove_flat(folder: str) -> None:
     """``shutil.rmtree(folder, ignore_errors=True)`` for a folder of files (shutil is not
     imported at start-up: it brings bz2 and lzma)."""
-    for p in folder.iterdir():
+    for name in os.listdir(folder):
         try:
-            p.unlink()
+            os.unlink(os.path.join(folder, name))
         except OSError:
             pass
     try:
-        folder.rmdir()
+        os.rmdir(folder)
     except OSError:
         pass
+
+
+def _suffix(name: str) -> str:
+    """``PurePath(name).suffix``."""
+    i = name.rfind(".")
+    return name[i:] if 0 < i < len(name) - 1 else ""
 
 
 def enable(live: Any, out: str | os.PathLike[str] | Spawned, meta: dict[str, Any], cache: bool) -> Children:
@@ -353,15 +372,15 @@ def enable(live: Any, out: str | os.PathLike[str] | Spawned, meta: dict[str, Any
         live.writer.set_meta(**{PROCESS_KEY: process})
     else:
         parts = parts_dir(out)           # made by the first child that stores something
-        if parts.is_dir() and all(p.suffix == ".wt" or p.name.endswith(("-journal", "-wal", "-shm"))
-                                  or p.name.startswith(UNRECORDED_PREFIX) for p in parts.iterdir()):
+        if os.path.isdir(parts) and all(_suffix(n) == ".wt" or n.endswith(("-journal", "-wal", "-shm"))
+                                        or n.startswith(UNRECORDED_PREFIX) for n in os.listdir(parts)):
             _remove_flat(parts)
         scope = live.finder.scope
-        cfg = Config(str(parts.resolve()), live.recorder.mode, [str(r) for r in scope.roots], list(scope.packages),
-                     cache, dict(meta))
+        cfg = Config(os.path.realpath(parts), live.recorder.mode, [os.fspath(r) for r in scope.roots],
+                     list(scope.packages), cache, dict(meta))
         ch = Children(live, cfg)
-        live.writer.set_meta(**{CHILDREN_KEY: parts.name, PROCESS_KEY: {"pid": os.getpid(), "ppid": os.getppid(),
-                                                                        "parent": None, "start": "root"}})
+        root = {"pid": os.getpid(), "ppid": os.getppid(), "parent": None, "start": "root"}
+        live.writer.set_meta(**{CHILDREN_KEY: os.path.basename(parts), PROCESS_KEY: root})
     live.children = ch
     _hook()
     live.finder.on_import["multiprocessing.spawn"] = ch.patch_spawn
@@ -410,8 +429,8 @@ def start_spawned(config: Config) -> None:
     if runner.LIVE is not None:
         return None
     name = part_name()
-    writer = new_part(Path(config.parts) / name)
-    live = runner.start(writer, Scope([Path(r) for r in config.roots], list(config.include)), mode=config.mode,
+    writer = new_part(os.path.join(config.parts, name))
+    live = runner.start(writer, Scope(list(config.roots), list(config.include)), mode=config.mode,
                         cache=config.cache, **config.meta)
     ch = Children(live, Config(config.parts, config.mode, config.roots, config.include, config.cache, config.meta,
                                name), name)
@@ -479,7 +498,7 @@ def new_part(path: str | os.PathLike[str]) -> Any:
     """The writer of a new part file (its directory is made if it is the first)."""
     from wholetrace.store import RecordingWriter
 
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     return RecordingWriter(path)
 
 

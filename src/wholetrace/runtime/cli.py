@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import signal
 import sys
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
 
 from wholetrace.errors import UsageError
+
+TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
+if TYPE_CHECKING:   # pragma: no cover
+    import argparse
+    from typing import Any
 
 #: Options of ``record`` and ``profile`` that take a value (the rest are flags).
 _TAKES_VALUE = frozenset({"--mode", "--include", "-o", "--output", "-m", "--weights", "--format", "--limit",
@@ -70,17 +73,23 @@ def _columns() -> int:
     return columns or 80
 
 
-class _Formatter(argparse.HelpFormatter):
+def _formatter() -> type[argparse.HelpFormatter]:
     """argparse's formatter with the width argparse computes, found without ``import shutil``
     (argparse imports it for every formatter it makes, and ``record`` is started often)."""
+    import argparse
 
-    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
-                 width: int | None = None) -> None:
-        super().__init__(prog, indent_increment, max_help_position, _columns() - 2 if width is None else width)
+    class _Formatter(argparse.HelpFormatter):
+        def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                     width: int | None = None) -> None:
+            super().__init__(prog, indent_increment, max_help_position, _columns() - 2 if width is None else width)
+
+    return _Formatter
 
 
 def record_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="wholetrace record", formatter_class=_Formatter,
+    import argparse
+
+    p = argparse.ArgumentParser(prog="wholetrace record", formatter_class=_formatter(),
                                 description="Run a Python program and record its whole control flow.")
     p.add_argument("--mode", default="blocks", help="what to record: blocks (the block trace), witness (few witnesses, "
                    "the block trace is regenerated), branches (every predicate's outcome), path (Ball-Larus path ids, "
@@ -118,8 +127,61 @@ def parse_own(parser: argparse.ArgumentParser, argv: Sequence[str], what: str) -
     return args
 
 
+#: ``record``'s own options as :func:`fast_record_args` knows them: option -> (dest, how), how
+#: one of "value" (the next word), "append" (the next word, added to a list) or "flag".
+_FAST_OPTIONS: dict[str, tuple[str, str]] = {
+    "--mode": ("mode", "value"), "-o": ("output", "value"), "--output": ("output", "value"),
+    "-q": ("quiet", "flag"), "--quiet": ("quiet", "flag"), "--weights": ("weights", "value"),
+    "--include": ("include", "append"), "--no-cache": ("no_cache", "flag"),
+    "--cf-grammar": ("cf_grammar", "flag"), "--no-children": ("no_children", "flag"), "-m": ("module", "value")}
+#: Their defaults, as :func:`record_parser` gives them (the WPP options': ``wpp.cli.RECORD_DEFAULTS``).
+_FAST_DEFAULTS: dict[str, object] = {"mode": "blocks", "output": None, "quiet": False, "weights": None,
+                                     "no_cache": False, "cf_grammar": False, "no_children": False,
+                                     "module": None, "script": None}
+
+
+def fast_record_args(argv: Sequence[str]) -> SimpleNamespace | None:
+    """``record``'s options as :func:`record_parser` parses them, without argparse (whose
+    import, parser and translations cost ~4 ms of every recording's start-up), when every
+    option is one of ``_FAST_OPTIONS`` spelled out in full, each value in the next word and not
+    starting with ``-``; None for anything else (help, abbreviations, ``--opt=value``, joined
+    short options, the WPP options, whatever argparse would reject): the caller then parses
+    with argparse, which answers and fails exactly as before.  ``tests/test_cli_record_fast.py``
+    checks both parsers agree."""
+    from wholetrace.wpp.cli import RECORD_DEFAULTS
+
+    own, prog_args = split_args(argv)
+    values: dict[str, object] = {**_FAST_DEFAULTS, **RECORD_DEFAULTS, "include": []}
+    i = 0
+    while i < len(own):
+        word = own[i]
+        spec = _FAST_OPTIONS.get(word)
+        if spec is None:
+            if i == len(own) - 1 and (word == "-" or not word.startswith("-")):
+                values["script"] = word
+                break
+            return None
+        dest, how = spec
+        if how == "flag":
+            values[dest] = True
+            i += 1
+            continue
+        if i + 1 >= len(own) or own[i + 1].startswith("-"):
+            return None
+        if how == "append":
+            values[dest].append(own[i + 1])  # type: ignore[attr-defined]
+        else:
+            values[dest] = own[i + 1]
+        i += 2
+    args = SimpleNamespace(**values)
+    if (args.script is None) == (args.module is None):
+        raise UsageError("record needs exactly one of SCRIPT or -m MODULE")
+    args.program_args = prog_args
+    return args
+
+
 def run_record(argv: Sequence[str]) -> int:
-    args = parse_own(record_parser(), argv, "record")
+    args = fast_record_args(argv) or parse_own(record_parser(), argv, "record")
     if args.cf_grammar:   # imported only then: it brings numba, a second of start-up
         from wholetrace.match.compress import TRACE_MODES as CF_MODES
         if args.mode not in CF_MODES:
@@ -130,8 +192,8 @@ def run_record(argv: Sequence[str]) -> int:
     target = Target(script=args.script, module=args.module, args=args.program_args)
     from wholetrace.store import RecordingWriter
 
-    stem = Path(args.script).stem if args.script else args.module.split(".")[-1]
-    out = Path(args.output or f"{stem}.wt")
+    stem = _stem(args.script) if args.script else args.module.split(".")[-1]
+    out = _pure(args.output or f"{stem}.wt")
     weights = None
     if args.weights is not None:
         from wholetrace.profile import edge_weights
@@ -143,11 +205,11 @@ def run_record(argv: Sequence[str]) -> int:
                      cache=not args.no_cache, children=children)
     if os.getpid() != pid:       # a forked child of the program ends here: it prints nothing of its own
         return outcome.exit_code
-    if args.cf_grammar and out.exists():
+    if args.cf_grammar and os.path.exists(out):
         from wholetrace.match.compress import compress_file
         compress_file(out)
     if not args.quiet:
-        size = out.stat().st_size if out.exists() else 0
+        size = os.stat(out).st_size if os.path.exists(out) else 0
         extra = f", {len(outcome.daemon_threads)} daemon thread(s) still running" if outcome.daemon_threads else ""
         if children is not None:
             extra += _unrecorded_note(out)
@@ -161,14 +223,38 @@ def run_record(argv: Sequence[str]) -> int:
     return outcome.exit_code
 
 
-def _unrecorded_note(out: Path) -> str:
+def _stem(path: str) -> str:
+    """``pathlib.PurePosixPath(path).stem`` (pathlib is not imported at start-up: it brings
+    ``re``, ``fnmatch``, ``urllib.parse``, ``ipaddress``; ~5 ms)."""
+    name = _pure(path).rsplit("/", 1)[-1]
+    if name in (".", ".."):
+        name = "" if name == "." else name
+    i = name.rfind(".")
+    return name[:i] if 0 < i < len(name) - 1 else name
+
+
+def _pure(path: str) -> str:
+    """``str(pathlib.PurePosixPath(path))``: repeated slashes and ``.`` parts dropped (two
+    leading slashes kept), no trailing slash, ``.`` for nothing."""
+    if os.sep != "/":  # pragma: no cover - Windows: pathlib's rules differ
+        from pathlib import PurePath
+
+        return str(PurePath(path))
+    lead = "//" if path.startswith("//") and not path.startswith("///") else "/" if path.startswith("/") else ""
+    parts = [p for p in path.split("/") if p and p != "."]
+    return lead + "/".join(parts) if lead or parts else "."
+
+
+def _unrecorded_note(out: str) -> str:
     """``, N Python process(es) not recorded`` when child interpreters ran code unrecorded.
     Counts the notes' files; reading them (``store.parts.unrecorded``, for ``info``) would
     import numpy at the end of every recording."""
     from wholetrace.runtime.children import parts_dir
     from wholetrace.store.schema import UNRECORDED_PREFIX
 
-    n = len(list(parts_dir(out).glob(UNRECORDED_PREFIX + "*.json"))) if parts_dir(out).is_dir() else 0
+    folder = parts_dir(out)
+    n = sum(1 for name in os.listdir(folder) if name.startswith(UNRECORDED_PREFIX) and name.endswith(".json")
+            and len(name) >= len(UNRECORDED_PREFIX) + 5) if os.path.isdir(folder) else 0
     return f", {n} Python process(es) not recorded (`wholetrace info` lists them)" if n else ""
 
 

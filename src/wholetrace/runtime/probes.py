@@ -14,15 +14,18 @@ import sys
 import threading
 from functools import partial
 from operator import itemgetter
-from dataclasses import dataclass, field
 from types import CodeType, TracebackType
-from typing import Any, AsyncIterator, Iterable, Iterator
 
 from wholetrace.events import EXC, RERAISE
 from wholetrace.ids import EXIT
 from wholetrace.instrument import emit
 from wholetrace.instrument.bytecode import statement_at
+from wholetrace.plain import Record
 from wholetrace.runtime.streams import Streams
+
+TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
+if TYPE_CHECKING:   # pragma: no cover
+    from typing import Any, AsyncIterator, Iterable, Iterator
 
 _second = itemgetter(1)
 _NEVER = object()          # a sentinel the recorder never returns
@@ -53,24 +56,26 @@ class ExceptionSites:
         return sid
 
 
-@dataclass
-class RunState:
+class RunState(Record):
     """Everything one recording's instrumented code writes to while it runs."""
 
-    streams: Streams = field(default_factory=Streams)
-    #: Count modes: per file (by its first global counter id), an object with one slot per
-    #: counter, shared by all threads.  ``counts.c<j> += 1.0`` is never interrupted by a
-    #: thread switch in CPython 3.11: none of its instructions checks the eval breaker
-    #: (docs/design.md, "count probes").
-    file_counts: dict[int, object] = field(default_factory=dict)
-    #: Count modes: exception edges as they happen, flat (fid, source statement, target block);
-    #: a handler extends it by one whole triple (one C call, atomic under the GIL).
-    xedges: list[int] = field(default_factory=list)
-    sites: ExceptionSites = field(default_factory=ExceptionSites)
-    #: Module and class bodies (which keep no locals), while they run: (thread, fid) -> (last
-    #: re-raise site passed, traceback entry their last handler saw): what functions keep in
-    #: ``wt.r`` and ``wt.s`` (``instrument.emit.Emitter.again``).
-    namespace_reraise: dict[tuple[int, int], tuple[int, TracebackType | None]] = field(default_factory=dict)
+    _fields = ("streams", "file_counts", "xedges", "sites", "namespace_reraise")
+
+    def __init__(self) -> None:
+        self.streams = Streams()
+        #: Count modes: per file (by its first global counter id), an object with one slot per
+        #: counter, shared by all threads.  ``counts.c<j> += 1.0`` is never interrupted by a
+        #: thread switch in CPython 3.11: none of its instructions checks the eval breaker
+        #: (docs/design.md, "count probes").
+        self.file_counts: dict[int, object] = {}
+        #: Count modes: exception edges as they happen, flat (fid, source statement, target block);
+        #: a handler extends it by one whole triple (one C call, atomic under the GIL).
+        self.xedges: list[int] = []
+        self.sites = ExceptionSites()
+        #: Module and class bodies (which keep no locals), while they run: (thread, fid) -> (last
+        #: re-raise site passed, traceback entry their last handler saw): what functions keep in
+        #: ``wt.r`` and ``wt.s`` (``instrument.emit.Emitter.again``).
+        self.namespace_reraise: dict[tuple[int, int], tuple[int, TracebackType | None]] = {}
 
     def clear_held(self) -> None:
         """Drop the tracebacks held to recognise re-raises (the run is over)."""

@@ -16,18 +16,22 @@ import threading
 import types
 from array import array
 from types import FrameType
-from typing import Any, Sequence
 
 from wholetrace.instrument.cfg import CFG
 from wholetrace.instrument.emit import C_CALLS_COUNT
 from wholetrace.instrument.emit import LOCAL as LOCAL_COUNTER
 from wholetrace.instrument.facts import recording_facts
-from wholetrace.instrument.loader import FileEntry
 from wholetrace.instrument.modes import TRACE_MODES, ProbePlan, make_plan
 from wholetrace.runtime import recursion, unfinished
 from wholetrace.runtime.buffers import take_events
 from wholetrace.runtime.probes import RunState, new_counts, read_counts, runtime_objects
 from wholetrace.runtime.streams import Stream
+
+TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
+if TYPE_CHECKING:   # pragma: no cover
+    from typing import Any, Sequence
+
+    from wholetrace.instrument.loader import FileEntry
 
 FLUSH_SECONDS = 0.25
 

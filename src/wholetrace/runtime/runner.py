@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import atexit
 import builtins
-import dis
 import importlib.machinery
 import os
 import runpy
@@ -13,11 +12,9 @@ import threading
 import time
 import types
 from types import CodeType
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
 from wholetrace.errors import UsageError
+from wholetrace.plain import Record
 from wholetrace.instrument.cache import InstrumentCache
 from wholetrace.instrument.modes import MODES
 from wholetrace.instrument.loader import (InstrumentingFinder, Instrumenter, Scope, install,
@@ -27,21 +24,28 @@ from wholetrace.runtime import recursion
 from wholetrace.runtime.gil import require_gil
 from wholetrace.runtime.recorder import Recorder
 
-_OWN = str(Path(__file__).resolve().parent.parent)
+TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
+if TYPE_CHECKING:   # pragma: no cover
+    from typing import Any
+
+_OWN = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 
 
-@dataclass
-class Target:
+class Target(Record):
     """What to run: a script path, a module name, a command (``python -c``) or a program read
     from standard input (``stdin``: the interpreter's ``sys.argv[0]``, ``-`` or ``""``, and the
     source; both only in the child processes of ``runtime.subprocs``), with the program's own
     arguments."""
 
-    script: str | None = None
-    module: str | None = None
-    args: list[str] = field(default_factory=list)
-    command: str | None = None
-    stdin: tuple[str, bytes] | None = None
+    __slots__ = ("script", "module", "args", "command", "stdin")
+
+    def __init__(self, script: str | None = None, module: str | None = None, args: list[str] | None = None,
+                 command: str | None = None, stdin: tuple[str, bytes] | None = None) -> None:
+        self.script = script
+        self.module = module
+        self.args: list[str] = [] if args is None else args
+        self.command = command
+        self.stdin = stdin
 
     @property
     def label(self) -> str:
@@ -64,13 +68,18 @@ def short_command(code: str, width: int = 40) -> str:
     return line if len(line) <= width else line[:width - 3] + "..."
 
 
-@dataclass
-class Outcome:
-    ended: str                  # "exit" | "sys.exit" | "exception" | "keyboard-interrupt"
-    exit_code: int
-    exception: BaseException | None = None
-    events: int = 0
-    daemon_threads: list[str] = field(default_factory=list)
+class Outcome(Record):
+    """How the program ended: ``ended`` is "exit" | "sys.exit" | "exception" | "keyboard-interrupt"."""
+
+    __slots__ = ("ended", "exit_code", "exception", "events", "daemon_threads")
+
+    def __init__(self, ended: str, exit_code: int, exception: BaseException | None = None, events: int = 0,
+                 daemon_threads: list[str] | None = None) -> None:
+        self.ended = ended
+        self.exit_code = exit_code
+        self.exception = exception
+        self.events = events
+        self.daemon_threads: list[str] = [] if daemon_threads is None else daemon_threads
 
 
 def _trim(tb: types.TracebackType | None) -> types.TracebackType | None:
@@ -116,8 +125,9 @@ def _main_module() -> types.ModuleType:
     return main
 
 
-def _run_script(path: Path, instrumenter: Instrumenter, headroom: int) -> None:
-    source = path.read_bytes()
+def _run_script(path: str, instrumenter: Instrumenter, headroom: int) -> None:
+    with open(path, "rb") as fh:
+        source = fh.read()
     code = instrumenter.compile(source, str(path))
     main = _main_module()
     main.__dict__.update(__loader__=importlib.machinery.SourceFileLoader("__main__", str(path)),
@@ -138,7 +148,7 @@ def _exec_main(code: CodeType, main: types.ModuleType, headroom: int) -> None:
         recursion.shift(-below)
 
 
-def _run_module(name: str, instrumenter: Instrumenter, headroom: int) -> None:
+def _run_module(name: str, instrumenter: Instrumenter, headroom: int, as_main: types.FunctionType) -> None:
     mod_name, spec, _code = runpy._get_module_details(name)  # type: ignore[attr-defined]
     assert spec.origin is not None
     source = spec.loader.get_source(mod_name)
@@ -150,7 +160,7 @@ def _run_module(name: str, instrumenter: Instrumenter, headroom: int) -> None:
     below = recursion.depth() + headroom - 1
     recursion.shift(below)
     try:
-        _as_main_frame()(code, main.__dict__, spec)
+        as_main(code, main.__dict__, spec)
     finally:
         recursion.shift(-below)
 
@@ -159,6 +169,8 @@ def _as_main_frame() -> types.FunctionType:
     """A function standing for ``runpy._run_module_as_main`` (same file, name, globals, and
     line of its ``_run_code`` call): tracebacks and ``f_back`` show the frame ``python -m``
     runs the module under."""
+    import dis   # only for -m, before the finder is installed (record)
+
     real = runpy._run_module_as_main.__code__  # type: ignore[attr-defined]
     line = next((pos[0] for ins, pos in ((i, i.positions) for i in dis.get_instructions(real))
                  if ins.argval == "_run_code" and pos is not None and pos.lineno), real.co_firstlineno + 1)
@@ -205,25 +217,29 @@ def module_search_path() -> list[str]:
     return list(sys.path) if sys.flags.safe_path else [os.getcwd()] + sys.path[1:]
 
 
-def _module_root(name: str) -> Path:
+def _module_root(name: str) -> str:
     top = name.split(".")[0]
     spec = importlib.machinery.PathFinder.find_spec(top, module_search_path())
     if spec is None or spec.origin is None:
         raise UsageError(f"No module named {top!r}")
-    origin = Path(spec.origin).resolve()
-    return origin.parent if spec.submodule_search_locations is None else origin.parent
+    return os.path.dirname(os.path.realpath(spec.origin))
 
 
-@dataclass
-class Live:
-    """A recording in progress in this process: what :func:`start` installed."""
+class Live(Record):
+    """A recording in progress in this process: what :func:`start` installed.  ``headroom``:
+    calls of recursion headroom given to the thread that started it; ``children``:
+    ``runtime.children.Children`` when child processes record into parts."""
 
-    writer: Any
-    recorder: Recorder
-    instrumenter: Instrumenter
-    finder: InstrumentingFinder
-    headroom: int = 0    # calls of recursion headroom given to the thread that started it
-    children: Any = None  # runtime.children.Children: child processes record into parts
+    _fields = ("writer", "recorder", "instrumenter", "finder", "headroom", "children")
+
+    def __init__(self, writer: Any, recorder: Recorder, instrumenter: Instrumenter, finder: InstrumentingFinder,
+                 headroom: int = 0, children: Any = None) -> None:
+        self.writer = writer
+        self.recorder = recorder
+        self.instrumenter = instrumenter
+        self.finder = finder
+        self.headroom = headroom
+        self.children = children
 
     def stop(self, ended: str, exit_code: int | None) -> int:
         """Uninstall, flush and close the file; returns the number of events recorded."""
@@ -248,6 +264,17 @@ class Live:
 #: The recording running in this process, if any (the pytest plugin joins it).
 LIVE: Live | None = None
 
+#: Standard-library modules a code-cache miss needs in each mode beyond what start-up imports:
+#: ``instrument.modes`` imports the planners of the other modes (``flowgraph``, ``placement``,
+#: ``weighting``, ``witnesses``, ``pathnum``, ``defuse``) when it first plans a function, and
+#: they import these.  Imported before the finder is installed, as everything the finder and
+#: the instrumenter need (a lazy import would go through the finder); wholetrace's own modules
+#: are never the program's.  ``tests/runtime/test_invisible.py`` checks the lists.
+MISS_IMPORTS: dict[str, tuple[str, ...]] = {mode: () if mode == "blocks" else ("bisect",) for mode in MODES}
+#: Those planners: imported at start-up only when the program's scope takes one of the modules
+#: above (``--include bisect``), so that they bind the recording's copy, not the program's.
+PLANNERS = ("wholetrace.instrument.witnesses", "wholetrace.instrument.pathnum", "wholetrace.instrument.defuse")
+
 
 def start(writer: Any, scope: Scope, *, mode: str = "blocks", weights: dict[tuple[str, str, str], Any] | None = None,
           cache: bool = True, **meta: object) -> Live:
@@ -263,6 +290,11 @@ def start(writer: Any, scope: Scope, *, mode: str = "blocks", weights: dict[tupl
     finder = InstrumentingFinder(scope, instrumenter, on_import={"asyncio": streams.patch_asyncio})
     if "asyncio" in sys.modules:
         streams.patch_asyncio(sys.modules["asyncio"])
+    for name in MISS_IMPORTS[mode]:
+        __import__(name)
+    if any(n == p or n.startswith(p + ".") for n in MISS_IMPORTS[mode] for p in scope.packages):
+        for name in PLANNERS:
+            __import__(name)
     purge_modules(scope.packages)
     writer.set_meta(**meta, cwd=os.getcwd(), mode=mode, include=scope.packages, python=sys.version.split()[0],
                     start_time=time.time())
@@ -293,22 +325,23 @@ def record(target: Target, writer: Any, *, mode: str = "blocks", include: list[s
         raise UsageError(f"unknown mode {mode!r} (choose from {', '.join(MODES)})")
     if target.command is not None or target.stdin is not None:
         _main_path("")
-        roots = [Path(os.getcwd()).resolve()]
+        roots = [os.path.realpath(os.getcwd())]
         sys.argv = ["-c" if target.stdin is None else target.stdin[0], *target.args]
     elif target.script is not None:
-        path = Path(target.script).resolve()
-        if not path.is_file():
+        path = os.path.realpath(target.script)
+        if not os.path.isfile(path):
             raise UsageError(f"can't open file {target.script!r}: no such file")
-        roots = [path.parent]
-        _main_path(str(path.parent))
-        sys.argv = [str(path), *target.args]
+        roots = [os.path.dirname(path)]
+        _main_path(os.path.dirname(path))
+        sys.argv = [path, *target.args]
     else:
         assert target.module is not None
         _main_path(os.getcwd())
-        roots = [_module_root(target.module), Path(os.getcwd()).resolve()]
+        roots = [_module_root(target.module), os.path.realpath(os.getcwd())]
         sys.argv = [target.module, *target.args]
     if children is not None:   # imported before the recording starts: the program must not see its imports run
         from wholetrace.runtime.children import enable
+    as_main = _as_main_frame() if target.command is None and target.stdin is None and target.script is None else None
     live = start(writer, Scope(roots, list(include or [])), mode=mode, weights=weights, cache=cache,
                  command=target.label, argv=list(sys.argv))
     if children is not None:
@@ -323,7 +356,7 @@ def record(target: Target, writer: Any, *, mode: str = "blocks", include: list[s
         elif target.script is not None:
             _run_script(path, instrumenter, live.headroom)
         else:
-            _run_module(target.module, instrumenter, live.headroom)  # type: ignore[arg-type]
+            _run_module(target.module, instrumenter, live.headroom, as_main)  # type: ignore[arg-type]
     except SystemExit as exc:
         outcome = Outcome("sys.exit", _exit_code(exc), exc)
     except KeyboardInterrupt as exc:

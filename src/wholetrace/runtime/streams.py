@@ -5,25 +5,32 @@ from __future__ import annotations
 import sys
 import threading
 from contextvars import ContextVar, copy_context
-from dataclasses import dataclass, field
-from typing import Any, Callable
 
-Append = Callable[[int], None]
+from wholetrace.plain import Record
+
+TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
+if TYPE_CHECKING:   # pragma: no cover
+    from typing import Any, Callable
+
+    Append = Callable[[int], None]
 
 
-@dataclass
-class Stream:
-    """One event stream: an OS thread or an asyncio task."""
+class Stream(Record):
+    """One event stream: an OS thread or an asyncio task.  ``buf``: what the probes appended
+    and the flusher has not taken yet: ints, one per event (a list: ``runtime.buffers`` says
+    why; the recorder converts it as it flushes)."""
 
-    sid: int
-    kind: str
-    name: str
-    thread_ident: int | None
-    parent: int | None
-    #: what the probes appended and the flusher has not taken yet: ints, one per event
-    #: (a list: ``runtime.buffers`` says why; the recorder converts it as it flushes)
-    buf: list[int] = field(default_factory=list)
-    flushed: int = 0
+    __slots__ = ("sid", "kind", "name", "thread_ident", "parent", "buf", "flushed")
+
+    def __init__(self, sid: int, kind: str, name: str, thread_ident: int | None, parent: int | None,
+                 buf: list[int] | None = None, flushed: int = 0) -> None:
+        self.sid = sid
+        self.kind = kind
+        self.name = name
+        self.thread_ident = thread_ident
+        self.parent = parent
+        self.buf: list[int] = [] if buf is None else buf
+        self.flushed = flushed
 
 
 class Streams:

@@ -25,18 +25,20 @@ complete record or none.
 
 from __future__ import annotations
 
-import dis
 import functools
 import sys
 import threading
 import types
 from collections.abc import Callable, Iterable
 from types import FrameType
-from typing import Any, TypeVar
 
 from wholetrace.events import EXC, LEAVE, LEAVE_PATH
 from wholetrace.instrument.emit import A, P
 from wholetrace.runtime.probes import RunState
+
+TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
+if TYPE_CHECKING:   # pragma: no cover
+    from typing import Any, TypeVar
 
 
 def open_frames(by_code: dict[tuple[str, str], int], threads: dict[int, FrameType], thread_stream: dict[int, int],
@@ -82,6 +84,8 @@ def _leave_calls(code: types.CodeType) -> frozenset[int]:
     in path mode, ``wt.a(wt.p + LEAVE_PATH)`` or ``wt.a(T[wt.p])`` (as compiled by 3.11-3.13: the loads of the
     append and its argument, then ``CALL``, or on 3.11 ``PRECALL`` ``CALL``: 3.11 runs a call of
     a C function in its ``PRECALL`` and checks for a switch there, so the frame stands at it)."""
+    import dis   # here, not at start-up: the run is over (runner.Live.stop uninstalled the finder first)
+
     leave_args = ([("LOAD_CONST", LEAVE)], [("LOAD_FAST", P), ("LOAD_CONST", LEAVE_PATH), ("BINARY_OP", "+")])
     loads: list[tuple[str, object]] = []     # the loads (and operators) since the last other instruction
     precall = -1
@@ -148,7 +152,8 @@ def _close(state: RunState, fid: int, f: FrameType) -> list[int]:
 #: The switch interval while an instant is taken (seconds), and how often it is tried.
 _HOLD, _TRIES = 0.1, 20
 
-T = TypeVar("T")
+if TYPE_CHECKING:   # pragma: no cover
+    T = TypeVar("T")
 
 
 def at_one_instant(take: Callable[[], T], settled: Callable[[], object] = lambda: None) -> T:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
 if TYPE_CHECKING:
+    from typing import Any
+
     from wholetrace.store.reader import FunctionInfo, Recording, StreamInfo, open_recording
     from wholetrace.store.schema import MAGIC, SCHEMA_VERSION
     from wholetrace.store.writer import RecordingWriter

@@ -10,12 +10,14 @@ decodes the header only, and a description is parsed when a reader asks for it.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
-from typing import Any
 
 from wholetrace.errors import StoreError
 from wholetrace.store import schema
+
+TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
+if TYPE_CHECKING:   # pragma: no cover
+    from typing import Any
 
 #: Per function in the header: name, kind, first line, last line, fingerprint, start, end, counter offset.
 _ROW = (str, str, int, int, str, int, int, int)
@@ -40,7 +42,8 @@ def function_source(source: str, lines: list[str], kind: str, firstline: int, la
     return source if kind == "module" else "".join(lines[firstline - 1:lastline])
 
 
-Row = tuple[str, str, int, int, str, Callable[[], dict[str, Any]], int]
+if TYPE_CHECKING:   # pragma: no cover
+    Row = tuple[str, str, int, int, str, Callable[[], dict[str, Any]], int]
 
 
 def decode_registry(blob: object, n_functions: int, counter_base: int, what: str) -> tuple[str, list[Row]]:
@@ -73,6 +76,8 @@ def decode_registry(blob: object, n_functions: int, counter_base: int, what: str
 def _loader(text: memoryview, counter_base: int, what: str) -> Callable[[], dict[str, Any]]:
     def load() -> dict[str, Any]:
         try:
+            import json   # reading only (record's start-up imports no json: wholetrace.jsontext)
+
             desc = json.loads(bytes(text))
         except (ValueError, RecursionError):
             raise StoreError(f"{what} is corrupt (a function description is not JSON)") from None

@@ -3,19 +3,56 @@
 from __future__ import annotations
 
 import array
-import json
 import os
 import sys
 import threading
 import zlib
-from typing import TYPE_CHECKING, Any, Final
 
-import zstandard
-
+TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
 if TYPE_CHECKING:
+    from typing import Any, Final
+
     import numpy as np
 
+from wholetrace import jsontext
 from wholetrace.errors import StoreError
+
+
+def _zstandard() -> Any:
+    """The ``zstandard`` package's C backend, the module ``zstandard`` re-exports on CPython.
+
+    Loaded from the package's folder without running ``zstandard/__init__.py``, which imports
+    ``platform`` and ``typing`` (~4 ms of record's start-up) to choose a backend.  The package
+    itself when it is imported already, when ``PYTHON_ZSTANDARD_IMPORT_POLICY`` chooses, or
+    when the backend is not where it is on CPython.  Not put in ``sys.modules``: a program
+    that imports ``zstandard`` imports the package as it would without wholetrace."""
+    if "zstandard" in sys.modules or os.environ.get("PYTHON_ZSTANDARD_IMPORT_POLICY", "default").strip() != "default" \
+            or sys.implementation.name != "cpython":
+        import zstandard
+
+        return zstandard
+    import importlib.machinery
+
+    spec = importlib.machinery.PathFinder.find_spec("zstandard")
+    for folder in (spec.submodule_search_locations or []) if spec is not None else []:
+        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+            path = os.path.join(folder, "backend_c" + suffix)
+            if os.path.isfile(path):
+                try:
+                    loader = importlib.machinery.ExtensionFileLoader("zstandard.backend_c", path)
+                    module = loader.create_module(importlib.machinery.ModuleSpec("zstandard.backend_c", loader,
+                                                                                 origin=path))
+                    loader.exec_module(module)
+                    module.ZstdCompressor, module.ZstdDecompressor, module.ZstdError, module.frame_content_size
+                except (ImportError, OSError, AttributeError):  # pragma: no cover - then the package
+                    break
+                return module
+    import zstandard
+
+    return zstandard
+
+
+zstandard = _zstandard()
 
 #: Version of the table layout below and of what its rows hold; stored as ``PRAGMA user_version``
 #: (and as meta ``schema_version``).  Readers refuse newer versions and versions they do not
@@ -240,13 +277,15 @@ def decompress(blob: bytes, expected: int | None, what: str) -> bytes:
 def encode_json(value: object, what: str) -> str:
     """Strict JSON text for ``value`` (no NaN/Infinity), or StoreError."""
     try:
-        return json.dumps(value, allow_nan=False, separators=(",", ":"), ensure_ascii=False)
+        return jsontext.dumps(value, allow_nan=False, separators=(",", ":"), ensure_ascii=False)
     except (TypeError, ValueError) as exc:
         raise StoreError(f"{what} is not JSON-serialisable ({one_line(exc)})") from None
 
 
 def decode_json(text: str | bytes, what: str) -> object:
     """Parse JSON text read from a file, or StoreError; never evaluates anything."""
+    import json   # not at start-up (wholetrace.jsontext)
+
     try:
         return json.loads(text)
     except (ValueError, TypeError, RecursionError) as exc:

@@ -20,17 +20,22 @@ from __future__ import annotations
 import array
 import math
 import os
-import platform
-import sqlite3
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import TracebackType
 import sys
-from typing import TYPE_CHECKING, Any, Self
 
+try:   # the C module ``sqlite3`` re-exports: ``sqlite3.dbapi2`` imports datetime (record's start-up)
+    import _sqlite3 as sqlite3
+except ImportError:  # pragma: no cover - a build without it
+    import sqlite3  # type: ignore[no-redef]
+
+TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
 if TYPE_CHECKING:
+    from typing import Any, Self
+
     import numpy as np
 
 import wholetrace
@@ -40,6 +45,17 @@ from wholetrace.store import schema
 __all__ = ["RecordingWriter"]
 
 _SIDE_FILES = ("-journal", "-wal", "-shm")
+
+
+def python_build() -> dict[str, str]:
+    """``platform.python_version()`` and ``python_implementation()``, without importing
+    ``platform`` (~2 ms of record's start-up) on CPython, where they are the first word of
+    ``sys.version`` and "CPython"."""
+    if sys.implementation.name != "cpython":  # pragma: no cover - other interpreters
+        import platform
+
+        return {"python_version": platform.python_version(), "python_implementation": platform.python_implementation()}
+    return {"python_version": sys.version.split()[0], "python_implementation": "CPython"}
 
 
 class RecordingWriter:
@@ -91,8 +107,7 @@ class RecordingWriter:
                     "schema_version": schema.SCHEMA_VERSION,
                     "created": time.time(),
                     "wholetrace_version": wholetrace.__version__,
-                    "python_version": platform.python_version(),
-                    "python_implementation": platform.python_implementation(),
+                    **python_build(),
                 })
                 conn.execute("COMMIT")
         except BaseException:
@@ -313,7 +328,6 @@ class RecordingWriter:
             self.close(ended="keyboard-interrupt", exit_code=None)
         else:
             self.close(ended="exception", exit_code=None)
-
 
 
 @contextmanager

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
-from typing import Any
 
 from wholetrace.errors import UsageError
+
+TYPE_CHECKING = False   # record's start-up imports this module: no argparse, json or typing (runtime.cli)
+if TYPE_CHECKING:   # pragma: no cover
+    import argparse
+    from typing import Any
 
 PRINT_LIMIT = 2000   # --print / --dot refuse grammars with more rules than this
 #: SEQUITUR(1) by default (measured: benchmarks/wpp.py, docs/design.md "The WPP built online")
@@ -15,16 +17,25 @@ DEFAULT_LOOKAHEAD = True
 
 
 # -- record --------------------------------------------------------------------------------
+#: The defaults of the options :func:`add_record_options` adds (``record`` parses its usual
+#: command lines without argparse: ``runtime.cli.fast_record_args``).
+RECORD_DEFAULTS: dict[str, object] = {"wpp": None, "keep_raw": False, "lookahead": DEFAULT_LOOKAHEAD,
+                                      "wpp_queue": None}
+
+
 def add_record_options(p: argparse.ArgumentParser) -> None:
     """The ``record`` options of the online WPP."""
-    p.add_argument("--wpp", action=argparse.BooleanOptionalAction, default=None,
+    import argparse
+
+    p.add_argument("--wpp", action=argparse.BooleanOptionalAction, default=RECORD_DEFAULTS["wpp"],
                    help="build the whole program path (one SEQUITUR grammar per stream) while the "
                         "program runs, in a helper process; the raw stream is then not stored "
                         "unless --keep-raw; off by default in every mode")
-    p.add_argument("--keep-raw", action="store_true", help="with --wpp: store the raw stream too")
-    p.add_argument("--lookahead", action=argparse.BooleanOptionalAction, default=DEFAULT_LOOKAHEAD,
+    p.add_argument("--keep-raw", action="store_true", default=RECORD_DEFAULTS["keep_raw"],
+                   help="with --wpp: store the raw stream too")
+    p.add_argument("--lookahead", action=argparse.BooleanOptionalAction, default=RECORD_DEFAULTS["lookahead"],
                    help="with --wpp: SEQUITUR(1), one symbol of look-ahead (Larus 1999 §3.2)")
-    p.add_argument("--wpp-queue", type=int, default=None, metavar="EVENTS",
+    p.add_argument("--wpp-queue", type=int, default=RECORD_DEFAULTS["wpp_queue"], metavar="EVENTS",
                    help="with --wpp: events waiting for the builder in memory before chunks are "
                         "spilled to a temporary file and built later (default 4194304)")
 
@@ -139,6 +150,8 @@ def _named_rules(grammar: Any, wpp: Any) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Run the subcommand; returns the exit status."""
+    import json
+
     (wpp, streams), out = _report(args.file, args.stream)
     if args.print_rules or args.dot:
         big = [s.sid for s in streams if s.grammar.num_rules + 1 > PRINT_LIMIT]

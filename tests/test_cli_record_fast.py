@@ -1,0 +1,88 @@
+"""`record` parses its usual command lines without argparse (``runtime.cli.fast_record_args``).
+
+Oracle: argparse itself (``runtime.cli.record_parser`` through ``parse_own``), which every
+command line the fast parser declines still goes through.  The fast parser must either decline
+or give exactly the options argparse gives, for every command line below.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from wholetrace.errors import UsageError
+from wholetrace.runtime.cli import fast_record_args, parse_own, record_parser
+from wtutil import ENV
+
+ACCEPTED = [
+    ["prog.py"],
+    ["prog.py", "--mode", "x", "-o", "y"],                 # the program's own arguments
+    ["--mode", "path", "-q", "-o", "out.wt", "prog.py", "a", "b"],
+    ["--mode", "count", "--output", "o.wt", "--quiet", "--weights", "old.wt", "prog.py"],
+    ["--include", "json", "--include", "re", "--no-cache", "--cf-grammar", "--no-children", "prog.py"],
+    ["--mode", "blocks", "--mode", "witness", "prog.py"],  # the last one wins
+    ["-q", "-q", "prog.py"],
+    ["-m", "pkg.mod", "x", "--y"],
+    ["-o", "o.wt", "-m", "pytest", "-q"],
+    ["-"],
+    ["--mode", "", "prog.py"],
+    ["-o", "a b.wt", "prog.py"],
+]
+DECLINED = [
+    ["-h"], ["--help"], ["-q", "-h", "prog.py"],
+    ["--mode=path", "prog.py"], ["--mod", "path", "prog.py"], ["-oout.wt", "prog.py"], ["-qo", "o.wt", "prog.py"],
+    ["--wpp", "prog.py"], ["--no-wpp", "prog.py"], ["--keep-raw", "prog.py"], ["--lookahead", "prog.py"],
+    ["--wpp-queue", "10", "prog.py"],
+    ["-o", "-x.wt", "prog.py"], ["--mode", "-1", "prog.py"], ["--mode"], ["-m"], ["-o"],
+    ["--format", "x", "prog.py"], ["--bogus", "prog.py"],
+]
+
+
+@pytest.mark.parametrize("argv", ACCEPTED, ids=" ".join)
+def test_fast_parser_gives_what_argparse_gives(argv):
+    fast = fast_record_args(argv)
+    assert fast is not None, "a usual command line takes the fast path"
+    slow = parse_own(record_parser(), argv, "record")
+    assert vars(fast) == vars(slow)
+
+
+@pytest.mark.parametrize("argv", DECLINED, ids=" ".join)
+def test_fast_parser_declines_what_it_does_not_know(argv):
+    assert fast_record_args(argv) is None
+
+
+NO_PROGRAM = [[], ["-q"], ["-o", "x.wt"], ["--"], ["--", "prog.py"], ["-o", "o.wt", "--", "prog.py"]]
+
+
+@pytest.mark.parametrize("argv", NO_PROGRAM)
+def test_no_program_is_the_same_error(argv):
+    with pytest.raises(UsageError) as fast:
+        fast_record_args(argv)
+    with pytest.raises(UsageError) as slow:
+        parse_own(record_parser(), argv, "record")
+    assert str(fast.value) == str(slow.value)
+
+
+def test_defaults_cover_every_option_of_the_parser():
+    """Every option record_parser knows (the WPP ones included) has its default in the fast
+    parser's table: a new option added without one fails here, not in a user's recording."""
+    slow = vars(parse_own(record_parser(), ["prog.py"], "record"))
+    fast = vars(fast_record_args(["prog.py"]))
+    assert set(fast) == set(slow)
+    assert fast == slow
+
+
+def test_errors_and_help_are_argparse_s(tmp_path):
+    """What the declined command lines print is argparse's, as before (one subprocess each)."""
+    runs = {}
+    for argv in (["-h"], ["--mode"], ["--bogus", "p.py"], ["--wpp-queue", "x", "p.py"]):
+        r = subprocess.run([sys.executable, "-m", "wholetrace", "record", *argv], capture_output=True, text=True,
+                           env={**ENV, "COLUMNS": "100"}, cwd=tmp_path, timeout=120)
+        runs[argv[0]] = r
+    assert runs["-h"].returncode == 0 and runs["-h"].stdout.startswith("usage: wholetrace record")
+    assert "--wpp-queue EVENTS" in runs["-h"].stdout and "--no-children" in runs["-h"].stdout
+    assert runs["--mode"].returncode == 2 and "argument --mode: expected one argument" in runs["--mode"].stderr
+    assert runs["--bogus"].returncode == 2 and "unrecognized arguments: --bogus" in runs["--bogus"].stderr
+    assert runs["--wpp-queue"].returncode == 2 and "invalid int value: 'x'" in runs["--wpp-queue"].stderr
