@@ -21,7 +21,7 @@ from wholetrace.store import Recording, RecordingWriter
 from wholetrace.wpp.intern import PATH_LEAVE_AT, EventInterner, events_of, interner_for
 from wholetrace.wpp.online import OnlineWpp
 from wholetrace.wpp.stored import StoredWpp
-from wholetrace.wpp.symbols import BLOCK, ENTER, EXC as K_EXC, LEAVE as K_LEAVE, PATH, recording_block_symbols
+from wholetrace.wpp.symbols import BLOCK, ENTER, ENTER_PATH, EXC as K_EXC, LEAVE as K_LEAVE, PATH, recording_block_symbols, split_entered
 from wtutil import ENV, run_recorded
 
 # Larus 1999 §3 (spec wpp.md §2.1-2.2), rules renumbered by first appearance from S.  Figure 4's
@@ -40,11 +40,12 @@ SEEDS = {
 
 
 def naive_intern(streams: dict[int, list[int]], value_kind: int = BLOCK, leave_at: int = 0,
-                 path_fns: frozenset[int] = frozenset()) -> tuple[dict[int, list[int]], list[tuple[int, int, int]]]:
+                 path_fns: frozenset[int] = frozenset(), fuse: bool = False) -> tuple[dict[int, list[int]], list[tuple[int, int, int]]]:
     """Pure-Python twin of the interner: (kind, fid, value) tuples numbered by first appearance,
     streams taken in the order the chunks are given (here: whole streams one after the other).
     Exception records' operands (the register of ``path_fns``, RERAISE's statements) are taken
-    by position whatever their value."""
+    by position whatever their value.  ``fuse``: ENTER f directly followed by a value v is the
+    one tuple (ENTER_PATH, f, v)."""
     table: dict[tuple[int, int, int], int] = {}
     out: dict[int, list[int]] = {}
     for sid, ev in streams.items():
@@ -73,6 +74,11 @@ def naive_intern(streams: dict[int, list[int]], value_kind: int = BLOCK, leave_a
             elif v <= -8:
                 stack.append(-v - 8)
                 key = (ENTER, -v - 8, 0)
+                if fuse and i + 1 < len(ev) and ev[i + 1] >= 0:
+                    i += 1
+                    key = (ENTER_PATH, -v - 8, ev[i])
+                    if leave_at and ev[i] >= leave_at:
+                        stack.pop()
             else:   # path mode's START (-5)
                 key = (value_kind, -1, v)
             codes.append(table.setdefault(key, len(table)))
@@ -136,18 +142,66 @@ def path_stream(rng: np.random.Generator, n: int) -> list[int]:
 
 @pytest.mark.nojit
 @pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")   # the hash wraps on purpose
-def test_path_mode_streams_intern_and_come_back_exactly() -> None:
+@pytest.mark.parametrize("fuse", [True, False])
+@pytest.mark.parametrize("step", [97, 1, 2])
+def test_path_mode_streams_intern_and_come_back_exactly(fuse: bool, step: int) -> None:
+    """Chunks of 1 and 2 events put a fused ENTER's two halves in different chunks."""
     rng = np.random.default_rng(3)
-    streams = {0: path_stream(rng, 4000), 1: path_stream(rng, 2500)}
-    want, table = naive_intern(streams, PATH, PATH_LEAVE_AT, frozenset(range(50)))
-    it = interner_for("path")
+    streams = {0: path_stream(rng, 4000), 1: path_stream(rng, 2500), 2: path_stream(rng, 300) + [enter_code(4)]}
+    want, table = naive_intern(streams, PATH, PATH_LEAVE_AT, frozenset(range(50)), fuse=fuse)
+    it = EventInterner(PATH, PATH_LEAVE_AT, fuse=fuse)
     it.set_path_functions(np.arange(50))
     for sid, ev in streams.items():
-        got = np.concatenate([it.codes(sid, np.array(ev[i:i + 97], np.int32)) for i in range(0, len(ev), 97)])
+        got = np.concatenate([it.codes(sid, np.array(ev[i:i + step], np.int32)) for i in range(0, len(ev), step)]
+                             + [it.finish(sid)])
         assert got.tolist() == want[sid]
         assert events_of(got, it.terminals()).tolist() == ev
     t = it.terminals()
     assert list(zip(t.kind.tolist(), t.fid.tolist(), t.value.tolist())) == table
+    assert (ENTER_PATH in t.kind.tolist()) == fuse
+
+
+def test_path_mode_interns_fused_enter() -> None:
+    """Path mode's interner fuses; ENTER then START, then EXC, then ENTER stay apart; a trailing
+    ENTER comes out at the end, also when the stream's last chunk says so."""
+    ev = [enter_code(0), 3, enter_code(1), -5, enter_code(2), PATH_LEAVE_AT + 2, enter_code(1), EXC, 4, -1, LEAVE,
+          enter_code(3)]
+    it = interner_for("path")
+    it.set_path_functions([0, 1, 2, 3])
+    codes = it.codes(0, np.array(ev, np.int32), final=True)
+    t = it.terminals()
+    got = [(int(t.kind[c]), int(t.fid[c]), int(t.value[c])) for c in codes]
+    assert got == [(ENTER_PATH, 0, 3), (ENTER, 1, 0), (PATH, -1, -5), (ENTER_PATH, 2, PATH_LEAVE_AT + 2),
+                   (ENTER, 1, 0), (K_EXC, 1, 4), (PATH, 1, -1), (K_LEAVE, -1, 0), (ENTER, 3, 0)]
+    assert it.finish(0).tolist() == []
+    assert t.label(int(codes[0])) == "F0P3"
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+def test_split_grammars_expand_to_the_unfused_terminals() -> None:
+    """``split_entered`` on grammars built from fused codes gives grammars whose expansions are the
+    terminals the unfused twin interns (compared by key), rule numbers of the originals kept."""
+    rng = np.random.default_rng(11)
+    streams = {0: path_stream(rng, 3000), 1: path_stream(rng, 1500)}
+    fns = frozenset(range(50))
+    want, table = naive_intern(streams, PATH, PATH_LEAVE_AT, fns)
+    it = interner_for("path")
+    it.set_path_functions(np.arange(50))
+    grammars = [sequitur(np.concatenate([it.codes(sid, np.array(ev, np.int32)), it.finish(sid)]), lookahead=True)
+                for sid, ev in streams.items()]
+    split, terms = split_entered(grammars, it.terminals())
+    assert not np.any(terms.kind[np.unique(np.concatenate([g.rhs[g.rhs >= 0] for g in split]))] == ENTER_PATH)
+    for g, s, sid in zip(grammars, split, streams):
+        used = np.unique(g.rhs[g.rhs >= 0])
+        assert s.num_rules == g.num_rules + int(np.count_nonzero(terms.kind[used] == ENTER_PATH)) > g.num_rules
+        assert np.array_equal(s.off[: len(g.off)], g.off)
+        keys = [(int(terms.kind[c]), int(terms.fid[c]), int(terms.value[c])) for c in s.expand()]
+        assert keys == [table[c] for c in want[sid]]
+    plain = EventInterner(PATH, PATH_LEAVE_AT)
+    plain.set_path_functions(np.arange(50))
+    g0 = sequitur(plain.codes(0, np.array(streams[0], np.int32)))
+    (same,), t0 = split_entered([g0], plain.terminals())   # no ENTER_PATH (recordings before wave 10)
+    assert same is g0 and t0 is not None and len(t0) == len(plain.terminals())
 
 
 @pytest.mark.nojit

@@ -14,6 +14,13 @@ Exception records carry operands that are not events (``wholetrace.events``): th
 its plan strategy ``paths``) and the statements of ``RERAISE s x``.  They may be negative
 (``r = -1``: no path open), so they are read by position, never by value: each becomes the
 terminal (value kind, f, operand).  RERAISE itself is the terminal (value kind, -1, RERAISE).
+
+Fused ENTER (``fuse``, path mode; docs/design.md, "The WPP's terminals, wave 10"): ENTER f
+directly followed by a value v of the activation it opens (its first path record, or
+``LEAVE_PATH + p`` for an activation of one path) is ONE terminal (ENTER_PATH, f, v), which
+expands back to the two events; an ENTER followed by anything else stays (ENTER, f, 0).  The
+ENTER waits in the stream state (``S_ENTER``) until its next event is known, across chunk
+boundaries; the stream's last call passes ``final`` so a trailing ENTER is not left behind.
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ from wholetrace.events import ENTER_BASE, EXC, LEAVE, RERAISE
 from wholetrace.kernels._jit import kernel
 
 # terminal kinds (the same numbers as wholetrace.wpp.symbols)
-K_BLOCK, K_ENTER, K_LEAVE, K_EXC, K_PATH = 0, 1, 2, 3, 4
+K_BLOCK, K_ENTER, K_LEAVE, K_EXC, K_PATH, K_ENTER_PATH = 0, 1, 2, 3, 4, 5
 
 ST_DONE = 0
 ST_NEED_TABLE = 1     # the hash table is half full: grow it (``rehash``) and call again
@@ -35,7 +42,8 @@ ST_NEED_STACK = 3     # the stream's function stack is full: enlarge it and call
 S_SP = 0              # depth of the function stack
 S_EXC = 1             # 1: the last chunk ended with EXC, its statement comes first in this one
 S_OPS = 2             # operands of an exception record still to come (read by position)
-S_SIZE = 3
+S_ENTER = 3           # fid + 1 of an ENTER waiting for its next event (``fuse``), else 0
+S_SIZE = 4
 
 # shared table state (``tstate``)
 T_COUNT = 0           # keys interned so far (= next id)
@@ -77,56 +85,75 @@ def _slot(key, bits):  # type: ignore[no-untyped-def]
 
 
 @kernel
-def intern_chunk(events, pos, value_kind, leave_at, fpath, stack, sstate, table_keys, table_ids, tstate, sym_keys, out, m):  # type: ignore[no-untyped-def]
+def intern_chunk(events, pos, value_kind, leave_at, fpath, fuse, final, stack, sstate, table_keys, table_ids, tstate, sym_keys, out, m):  # type: ignore[no-untyped-def]
     """Intern ``events[pos:]`` into ``out[m:]``; returns (next event position, next out position,
     status).  Status ST_DONE when the chunk is consumed, else what to enlarge before calling again
     from the returned positions (nothing of the stopped event was consumed).  ``leave_at > 0``:
     a value ``v >= leave_at`` also ends the activation (path mode's ``LEAVE_PATH + p``).
     ``fpath[f]`` is 1 when function f records path ids (a register follows its statements);
-    functions past its end record none."""
+    functions past its end record none.  ``fuse == 1``: ENTER f and the value right after it are
+    one terminal (ENTER_PATH, f, v); ``final == 1``: the stream ends with this chunk (an ENTER
+    still waiting becomes (ENTER, f, 0)).  ``out`` holds at least ``len(events) - pos + 1``."""
     n = len(events)
     bits = tstate[T_BITS]
     limit = (np.int64(1) << bits) >> 1
-    while pos < n:
+    while pos < n or (final == 1 and sstate[S_ENTER] > 0):
         if tstate[T_COUNT] >= limit:
             return pos, m, ST_NEED_TABLE
         if tstate[T_COUNT] >= len(sym_keys):
             return pos, m, ST_NEED_SYMBOLS
-        v = np.int64(events[pos])
         sp = sstate[S_SP]
-        f = stack[sp - 1] if sp > 0 else np.int64(-1)
-        is_path = 0 <= f < len(fpath) and fpath[f] == 1
-        if sstate[S_EXC] == 1:
-            key = pack(K_EXC, f, v)
-            sstate[S_EXC] = 0
-            sstate[S_OPS] = 1 if is_path else 0
-        elif sstate[S_OPS] > 0:
-            key = pack(value_kind, f, v)
-            sstate[S_OPS] -= 1
-        elif v == RERAISE:
-            key = pack(value_kind, -1, v)
-            sstate[S_OPS] = 3 if is_path else 2
-        elif v >= 0:
-            key = pack(value_kind, f, v)
-            if leave_at > 0 and v >= leave_at and sp > 0:
-                sstate[S_SP] = sp - 1
-        elif v == LEAVE:
-            if sp > 0:
-                sstate[S_SP] = sp - 1
-            key = pack(K_LEAVE, -1, 0)
-        elif v == EXC:
-            sstate[S_EXC] = 1
+        if sstate[S_ENTER] > 0:   # an ENTER waiting for its next event (never amid a record's operands)
+            fe = sstate[S_ENTER] - 1
+            sstate[S_ENTER] = 0
+            if pos < n and events[pos] >= 0:
+                v = np.int64(events[pos])
+                key = pack(K_ENTER_PATH, fe, v)
+                if leave_at > 0 and v >= leave_at and sp > 0:
+                    sstate[S_SP] = sp - 1
+                pos += 1
+            else:
+                key = pack(K_ENTER, fe, 0)   # the event after it is interned on the next turn
+        else:
+            v = np.int64(events[pos])
+            f = stack[sp - 1] if sp > 0 else np.int64(-1)
+            is_path = 0 <= f < len(fpath) and fpath[f] == 1
+            if sstate[S_EXC] == 1:
+                key = pack(K_EXC, f, v)
+                sstate[S_EXC] = 0
+                sstate[S_OPS] = 1 if is_path else 0
+            elif sstate[S_OPS] > 0:
+                key = pack(value_kind, f, v)
+                sstate[S_OPS] -= 1
+            elif v == RERAISE:
+                key = pack(value_kind, -1, v)
+                sstate[S_OPS] = 3 if is_path else 2
+            elif v >= 0:
+                key = pack(value_kind, f, v)
+                if leave_at > 0 and v >= leave_at and sp > 0:
+                    sstate[S_SP] = sp - 1
+            elif v == LEAVE:
+                if sp > 0:
+                    sstate[S_SP] = sp - 1
+                key = pack(K_LEAVE, -1, 0)
+            elif v == EXC:
+                sstate[S_EXC] = 1
+                pos += 1
+                continue
+            elif v <= -ENTER_BASE:
+                if sp == len(stack):
+                    return pos, m, ST_NEED_STACK
+                f = -v - ENTER_BASE
+                stack[sp] = f
+                sstate[S_SP] = sp + 1
+                if fuse == 1:
+                    sstate[S_ENTER] = f + 1
+                    pos += 1
+                    continue
+                key = pack(K_ENTER, f, 0)
+            else:  # a code trace streams never hold: keep it, as a value of function -1
+                key = pack(value_kind, -1, v)
             pos += 1
-            continue
-        elif v <= -ENTER_BASE:
-            if sp == len(stack):
-                return pos, m, ST_NEED_STACK
-            f = -v - ENTER_BASE
-            stack[sp] = f
-            sstate[S_SP] = sp + 1
-            key = pack(K_ENTER, f, 0)
-        else:  # a code trace streams never hold: keep it, as a value of function -1
-            key = pack(value_kind, -1, v)
         s = _slot(key, bits)
         mask = (np.int64(1) << bits) - 1
         while table_keys[s] != EMPTY and table_keys[s] != key:
@@ -139,7 +166,6 @@ def intern_chunk(events, pos, value_kind, leave_at, fpath, stack, sstate, table_
             tstate[T_COUNT] = t + 1
         out[m] = table_ids[s]
         m += 1
-        pos += 1
     return pos, m, ST_DONE
 
 
@@ -161,7 +187,7 @@ def rehash(old_keys, old_ids, new_keys, new_ids, bits):  # type: ignore[no-untyp
 @kernel
 def terminal_events(codes, kind, fid, value, out):  # type: ignore[no-untyped-def]
     """The events of terminal ids ``codes`` (inverse of ``intern_chunk``): one event each, two for
-    EXC.  Returns the number written to ``out`` (at least 2·len(codes) long), or -1 - i when
+    EXC and ENTER_PATH.  Returns the number written to ``out`` (at least 2·len(codes) long), or -1 - i when
     terminal ``codes[i]`` is unknown."""
     m = 0
     nt = len(kind)
@@ -178,6 +204,10 @@ def terminal_events(codes, kind, fid, value, out):  # type: ignore[no-untyped-de
             out[m] = LEAVE
         elif k == K_EXC:
             out[m] = EXC
+            m += 1
+            out[m] = value[t]
+        elif k == K_ENTER_PATH:
+            out[m] = -(ENTER_BASE + fid[t])
             m += 1
             out[m] = value[t]
         else:

@@ -227,7 +227,7 @@ def exercise() -> None:
     for mode in INTERNERS:
         interner = interner_for(mode)
         interner.set_path_functions([1, 2], 8)
-        codes = interner.codes(0, events)
+        codes = np.concatenate([interner.codes(0, events[:-1]), interner.codes(0, events[-1:], final=True)])
         terminals_to_array(interner.terminals())
         # a long, repetitive but irregular sequence: many rules, nodes and digrams
         motifs = [rng.integers(0, 300, rng.integers(2, 9)) for _ in range(400)]

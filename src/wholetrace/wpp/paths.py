@@ -1,7 +1,7 @@
 """The Ball-Larus path profile of a `path` recording, counted from its WPP's grammar frequencies without expanding it.
 
-Each full path is one terminal (``p``, or ``LEAVE_PATH + p`` when it returns), so its count is
-the terminal's occurrence count (Σ_R f(R) × its count in RHS(R), ``wpp.queries.terminal_counts``).
+Each full path is one terminal (``p``, or ``LEAVE_PATH + p`` when it returns; or the path half
+of an ENTER_PATH terminal, when a grammar's are not split), so its count is the terminals' occurrence count (Σ_R f(R) × its count in RHS(R), ``wpp.queries.terminal_counts``).
 The values after an exception record are operands, not paths (``EXC s r [H]``, ``RERAISE s x r
 [H]``, ``events``): the records are counted as grams, a marker with its next four terminals at
 their least common ancestor (``wpp.queries.marker_grams``), their operands are taken off the
@@ -19,7 +19,7 @@ import numpy as np
 from wholetrace.errors import UsageError
 from wholetrace.wpp.meaning import LEAVE_PATH, RERAISE_CODE, path_blocks, statement_lines, truncated_blocks
 from wholetrace.wpp.queries import marker_grams, terminal_counts
-from wholetrace.wpp.symbols import EXC, PATH
+from wholetrace.wpp.symbols import ENTER_PATH, EXC, PATH
 from wholetrace.wpp.view import WppView
 
 #: Terminals after a marker read as its record: EXC s r H; RERAISE s x r H.
@@ -45,7 +45,7 @@ def path_profile(view: WppView) -> list[PathCount]:
     t = view.terminals
     counts = np.zeros(len(t), np.int64)
     truncated: dict[tuple[int, int, tuple[int, ...]], int] = defaultdict(int)
-    is_path = (t.kind == PATH) & (t.fid >= 0)
+    is_path = ((t.kind == PATH) | (t.kind == ENTER_PATH)) & (t.fid >= 0)   # ENTER_PATH: its path counts
     markers = (t.kind == EXC) | ((t.fid < 0) & (t.value == RERAISE_CODE))
     for s in view.streams:
         counts += terminal_counts(s.grammar, len(t))[: len(t)]

@@ -12,11 +12,15 @@ from wholetrace.errors import StoreError
 from wholetrace.kernels import hot_terminals as K
 
 if TYPE_CHECKING:  # annotations only: the WPP builder process imports this module (instrument.cfg: ~0.07 s)
+    from wholetrace.grammar import Grammar
     from wholetrace.instrument.cfg import CFG
 
-#: Terminal kinds.  PATH (a Ball-Larus path id of a function) is for `path` recordings.
-BLOCK, ENTER, LEAVE, EXC, PATH = range(5)
-KIND_NAMES = ("B", "F", "E", "X", "P")
+#: Terminal kinds.  PATH (a Ball-Larus path id of a function) is for `path` recordings, and so is
+#: ENTER_PATH (wave 10): ENTER f fused with the value right after it, the first path record of
+#: the activation it opens (``kernels.wpp_intern``); it stands for the two events, and
+#: :func:`split_entered` gives analyses the two terminals back.
+BLOCK, ENTER, LEAVE, EXC, PATH, ENTER_PATH = range(6)
+KIND_NAMES = ("B", "F", "E", "X", "P", "FP")
 
 _WHY = {K.ST_BAD_EVENT: "an unknown event code", K.ST_BAD_FUNCTION: "an unknown function id",
         K.ST_BAD_BLOCK: "a block outside its function", K.ST_OUTSIDE: "an event outside any activation"}
@@ -35,10 +39,12 @@ class Terminals:
         return len(self.kind)
 
     def label(self, t: int) -> str:
-        """``B3@7`` (block 3 of function 7), ``F7``, ``E``, ``X12@7``."""
+        """``B3@7`` (block 3 of function 7), ``F7``, ``E``, ``X12@7``, ``F7P12`` (ENTER 7 and path 12)."""
         k, f, v = int(self.kind[t]), int(self.fid[t]), int(self.value[t])
         if k == ENTER:
             return f"F{f}"
+        if k == ENTER_PATH:
+            return f"F{f}P{v}"
         if k == LEAVE:
             return "E"
         return f"{KIND_NAMES[k]}{v}@{f}"
@@ -57,6 +63,8 @@ class Terminals:
             out.update(block=v, lines=[min(s.line for s in stmts), max(s.end_line for s in stmts)] if stmts else [])
         elif k == EXC:
             out.update(statement=v, lines=[cfg.stmts[v].line] if v >= 0 else [])
+        elif k == ENTER_PATH:
+            out.update(value=v, lines=[cfg.firstline, cfg.lastline])
         else:
             out.update(lines=[cfg.firstline, cfg.lastline])
         return out
@@ -67,6 +75,55 @@ class Terminals:
         for t in np.flatnonzero(self.kind == BLOCK):
             out[t] = len(cfgs[int(self.fid[t])].blocks[int(self.value[t])].stmts)
         return out
+
+
+def split_entered(grammars: "Sequence[Grammar]", terms: Terminals) -> "tuple[list[Grammar], Terminals]":
+    """``grammars`` (over ``terms``) with each ENTER_PATH terminal (f, v) replaced by a rule of
+    two terminals, (ENTER, f, 0) and (PATH, f, v): grammars over the terminals the analyses read
+    (one per event, as before wave 10), expanding to the same events.  Terminals missing from
+    the table are appended (the fused ones stay, unused); the rules are appended after each
+    grammar's own, so its rule numbers keep their meaning.  Tables without ENTER_PATH are
+    returned as they are (recordings before wave 10, other modes)."""
+    from wholetrace.grammar import Grammar
+
+    fused = np.flatnonzero(terms.kind == ENTER_PATH)
+    if not len(fused):
+        return list(grammars), terms
+    kind, fid, value = terms.kind.tolist(), terms.fid.tolist(), terms.value.tolist()
+    index = {key: t for t, key in enumerate(zip(kind, fid, value))}
+
+    def find(key: tuple[int, int, int]) -> int:
+        if key not in index:
+            index[key] = len(kind)
+            kind.append(key[0])
+            fid.append(key[1])
+            value.append(key[2])
+        return index[key]
+
+    halves = np.zeros((len(terms), 2), np.int64)
+    for t in fused.tolist():
+        halves[t] = find((ENTER, fid[t], 0)), find((PATH, fid[t], value[t]))
+    table = Terminals(np.array(kind, np.int8), np.array(fid, np.int32), np.array(value, np.int64))
+    is_fused = np.zeros(len(terms), bool)
+    is_fused[fused] = True
+    out = []
+    for g in grammars:
+        rhs = g.rhs
+        hit = rhs >= 0
+        hit[hit] = is_fused[rhs[hit]]
+        used = np.unique(rhs[hit])
+        if not len(used):
+            out.append(g)
+            continue
+        nr = len(g.off) - 1
+        rule_of = np.zeros(len(terms), np.int64)
+        rule_of[used] = nr + np.arange(len(used))
+        new_rhs = rhs.copy()
+        new_rhs[hit] = -rule_of[rhs[hit]]
+        new_rhs = np.concatenate([new_rhs, halves[used].reshape(-1)])
+        new_off = np.concatenate([g.off, g.off[-1] + 2 * np.arange(1, len(used) + 1)])
+        out.append(Grammar(new_off, new_rhs, lookahead=g.lookahead))
+    return out, table
 
 
 @dataclass(frozen=True)
