@@ -1,0 +1,106 @@
+"""Fused ENTER_PATH terminals (wave 10) on real path recordings: the grammar built online expands to
+exactly the raw stream (``--keep-raw``) on corpus, inline and generated programs; the fused table
+is what an independent twin interns from that raw stream; readers see one terminal an event."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from corpus import PROGRAMS
+from genprogs import structured_programs, write_program
+from inline_programs import INLINE
+from test_online import naive_intern
+from wholetrace.store import Recording
+from wholetrace.wpp.intern import PATH_LEAVE_AT
+from wholetrace.wpp.online import TERMINALS_VERSION
+from wholetrace.wpp.stored import StoredWpp
+from wholetrace.wpp.symbols import ENTER, ENTER_PATH, EXC as K_EXC, LEAVE as K_LEAVE, PATH
+from wtutil import run_recorded
+
+
+def check_fused(out: Path) -> dict[str, int]:
+    """Every stream's grammar expands to exactly its raw events; the stored table and codes are the
+    fused twin's (by key); returns events, symbols and fused terminal occurrences."""
+    n = {"events": 0, "symbols": 0, "fused": 0, "exc": 0}
+    with Recording(out) as rec:
+        assert rec.meta["wpp"]["terminals"] == TERMINALS_VERSION == 2
+        fns = frozenset(f.fid for f in rec.functions() if f.cfg.get("plan", {}).get("strategy") == "paths")
+        wpp = StoredWpp(rec)
+        t = wpp.terminals
+        keys = list(zip(t.kind.tolist(), t.fid.tolist(), t.value.tolist()))
+        for st in rec.streams():
+            raw = rec.events(st.sid)
+            if not len(raw):
+                continue
+            g = wpp.stream(st.sid).grammar
+            assert np.array_equal(wpp.events(st.sid), raw), f"stream {st.sid}"
+            codes, table = naive_intern({0: raw.tolist()}, PATH, PATH_LEAVE_AT, fns, fuse=True)
+            assert [keys[c] for c in g.expand()] == [table[c] for c in codes[0]], f"stream {st.sid}"
+            n["events"] += len(raw)
+            n["symbols"] += len(g)
+            n["fused"] += int(np.count_nonzero(t.kind[g.expand()] == ENTER_PATH))
+            n["exc"] += int(np.count_nonzero(t.kind[g.expand()] == K_EXC))
+        assert rec.meta["wpp"]["events"] == n["events"]
+    return n
+
+
+def record(script: Path, out: Path, include: tuple[str, ...] = ()) -> None:
+    proc = run_recorded(script, out, mode="path", include=include, options=("--wpp", "--keep-raw"), timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+@pytest.mark.parametrize("name", sorted(INLINE))
+def test_inline_programs(tmp_path: Path, name: str) -> None:
+    script = tmp_path / f"prog_{name}.py"
+    script.write_text(textwrap.dedent(INLINE[name]))
+    record(script, tmp_path / "p.wt")
+    n = check_fused(tmp_path / "p.wt")
+    assert n["events"] == n["symbols"] + n["fused"] + n["exc"]
+
+
+@pytest.mark.parametrize("name", ["richards", "float", pytest.param("go", marks=pytest.mark.slow)])
+def test_corpus_programs(tmp_path: Path, name: str) -> None:
+    prog = PROGRAMS[name]
+    script = prog.write(tmp_path, "small")
+    record(script, tmp_path / "p.wt", tuple(prog.include))
+    n = check_fused(tmp_path / "p.wt")
+    assert n["events"] == n["symbols"] + n["fused"] + n["exc"] and n["fused"] > n["events"] // 10
+
+
+@settings(max_examples=6, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(src=structured_programs())
+def test_generated_programs(tmp_path: Path, src: str) -> None:
+    d = tmp_path / f"g{abs(hash(src)) % 10**8}"
+    driver = write_program(src, d)
+    out = d / "p.wt"
+    proc = run_recorded(driver, out, mode="path", options=("--wpp", "--keep-raw"), timeout=120)
+    if proc.returncode != 0 and not out.exists():
+        pytest.skip("the generated program did not record")   # not this test's business
+    n = check_fused(out)
+    assert n["events"] == n["symbols"] + n["fused"] + n["exc"]
+
+
+def test_wpp_table_counts_events_as_before(tmp_path: Path) -> None:
+    """``wholetrace wpp``'s events and distinct paths count one terminal an event (the split
+    view), ``symbols`` the fused grammar's length."""
+    script = tmp_path / "prog.py"
+    script.write_text("def leaf(i):\n    return i + 1\ndef f(n):\n    s = 0\n    for i in range(n):\n"
+                      "        s += leaf(i)\n    return s\nprint(f(300))\n")
+    record(script, tmp_path / "p.wt")
+    with Recording(tmp_path / "p.wt") as rec:
+        wpp = StoredWpp(rec)
+        (s,) = wpp.streams
+        row = s.table1(wpp.terminals)
+        raw = rec.events(0)
+        fns = frozenset(f.fid for f in rec.functions() if f.cfg.get("plan", {}).get("strategy") == "paths")
+    exc = int(np.count_nonzero(raw == -2))
+    assert row["events"] == len(raw) - exc and row["symbols"] < row["events"] - 250
+    _codes, table = naive_intern({0: raw.tolist()}, PATH, PATH_LEAVE_AT, fns)   # one terminal an event
+    assert row["distinct_symbols"] == len(table)
+    assert row["distinct_paths"] == sum(1 for k, _f, _v in table if k not in (ENTER, K_LEAVE, K_EXC))
