@@ -18,7 +18,7 @@ from test_online import naive_intern
 from wholetrace.store import Recording
 from wholetrace.wpp.intern import PATH_LEAVE_AT
 from wholetrace.wpp.online import TERMINALS_VERSION
-from wholetrace.wpp.stored import StoredWpp
+from wholetrace.wpp.stored import ExpandedRecording, StoredWpp
 from wholetrace.wpp.symbols import ENTER, ENTER_PATH, EXC as K_EXC, LEAVE as K_LEAVE, PATH
 from wtutil import run_recorded
 
@@ -98,9 +98,27 @@ def test_wpp_table_counts_events_as_before(tmp_path: Path) -> None:
         (s,) = wpp.streams
         row = s.table1(wpp.terminals)
         raw = rec.events(0)
+        # read as a grammar-only recording (info, trace): the stream's event count is the raw one
+        (st,) = ExpandedRecording(rec).streams()
+        assert st.n_events == len(raw)
         fns = frozenset(f.fid for f in rec.functions() if f.cfg.get("plan", {}).get("strategy") == "paths")
     exc = int(np.count_nonzero(raw == -2))
     assert row["events"] == len(raw) - exc and row["symbols"] < row["events"] - 250
     _codes, table = naive_intern({0: raw.tolist()}, PATH, PATH_LEAVE_AT, fns)   # one terminal an event
     assert row["distinct_symbols"] == len(table)
     assert row["distinct_paths"] == sum(1 for k, _f, _v in table if k not in (ENTER, K_LEAVE, K_EXC))
+
+
+def test_a_newer_terminal_table_is_refused_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reader that knows terminal tables up to version 1 (before ENTER_PATH) refuses a version-2
+    recording with a clear message instead of failing on an unknown terminal."""
+    import wholetrace.wpp.stored as stored
+    from wholetrace.errors import UsageError
+
+    script = tmp_path / "prog.py"
+    script.write_text("def f(i):\n    return i\nprint(sum(f(i) for i in range(50)))\n")
+    record(script, tmp_path / "p.wt")
+    monkeypatch.setattr(stored, "TERMINALS_VERSION", 1)
+    with Recording(tmp_path / "p.wt") as rec, pytest.raises(UsageError, match="terminals are of version 2") as exc:
+        stored.StoredWpp(rec)
+    assert "\n" not in str(exc.value)
