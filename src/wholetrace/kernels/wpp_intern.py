@@ -18,9 +18,12 @@ terminal (value kind, f, operand).  RERAISE itself is the terminal (value kind, 
 Fused ENTER (``fuse``, path mode; docs/design.md, "The WPP's terminals, wave 10"): ENTER f
 directly followed by a value v of the activation it opens (its first path record, or
 ``LEAVE_PATH + p`` for an activation of one path) is ONE terminal (ENTER_PATH, f, v), which
-expands back to the two events; an ENTER followed by anything else stays (ENTER, f, 0).  The
-ENTER waits in the stream state (``S_ENTER``) until its next event is known, across chunk
-boundaries; the stream's last call passes ``final`` so a trailing ENTER is not left behind.
+expands back to the two events.  ENTERs that directly follow each other (an entry block that
+calls at once) wrap the fused terminal of the innermost one: (ENTER_CHAIN, f, t) is ENTER f and
+then terminal t (an ENTER_PATH or ENTER_CHAIN interned before it), so ENTER f ENTER g p is one
+terminal too.  ENTERs followed by anything else stay (ENTER, f, 0) each.  Waiting ENTERs are
+the top ``S_PEND`` frames of the stream's function stack, kept across chunk boundaries; the
+stream's last call passes ``final`` so trailing ENTERs are not left behind.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from wholetrace.events import ENTER_BASE, EXC, LEAVE, RERAISE
 from wholetrace.kernels._jit import kernel
 
 # terminal kinds (the same numbers as wholetrace.wpp.symbols)
-K_BLOCK, K_ENTER, K_LEAVE, K_EXC, K_PATH, K_ENTER_PATH = 0, 1, 2, 3, 4, 5
+K_BLOCK, K_ENTER, K_LEAVE, K_EXC, K_PATH, K_ENTER_PATH, K_ENTER_CHAIN = 0, 1, 2, 3, 4, 5, 6
 
 ST_DONE = 0
 ST_NEED_TABLE = 1     # the hash table is half full: grow it (``rehash``) and call again
@@ -42,8 +45,10 @@ ST_NEED_STACK = 3     # the stream's function stack is full: enlarge it and call
 S_SP = 0              # depth of the function stack
 S_EXC = 1             # 1: the last chunk ended with EXC, its statement comes first in this one
 S_OPS = 2             # operands of an exception record still to come (read by position)
-S_ENTER = 3           # fid + 1 of an ENTER waiting for its next event (``fuse``), else 0
-S_SIZE = 4
+S_PEND = 3            # ENTERs waiting for their next event (``fuse``): the top frames of the stack
+S_INNER = 4           # id + 1 of the fused terminal being wrapped by the waiting ENTERs, else 0
+S_LOW = 5             # stack index of the outermost waiting ENTER while they are wrapped
+S_SIZE = 6
 
 # shared table state (``tstate``)
 T_COUNT = 0           # keys interned so far (= next id)
@@ -91,29 +96,38 @@ def intern_chunk(events, pos, value_kind, leave_at, fpath, fuse, final, stack, s
     from the returned positions (nothing of the stopped event was consumed).  ``leave_at > 0``:
     a value ``v >= leave_at`` also ends the activation (path mode's ``LEAVE_PATH + p``).
     ``fpath[f]`` is 1 when function f records path ids (a register follows its statements);
-    functions past its end record none.  ``fuse == 1``: ENTER f and the value right after it are
-    one terminal (ENTER_PATH, f, v); ``final == 1``: the stream ends with this chunk (an ENTER
-    still waiting becomes (ENTER, f, 0)).  ``out`` holds at least ``len(events) - pos + 1``."""
+    functions past its end record none.  ``fuse == 1``: ENTERs and the value right after them
+    are one terminal (ENTER_PATH, wrapped in ENTER_CHAIN for each outer ENTER); ``final == 1``:
+    the stream ends with this chunk (ENTERs still waiting become (ENTER, f, 0)).  ``out`` holds
+    at least ``len(events) - pos + sstate[S_PEND] + 1``."""
     n = len(events)
     bits = tstate[T_BITS]
     limit = (np.int64(1) << bits) >> 1
-    while pos < n or (final == 1 and sstate[S_ENTER] > 0):
+    while pos < n or sstate[S_INNER] > 0 or (final == 1 and sstate[S_PEND] > 0):
         if tstate[T_COUNT] >= limit:
             return pos, m, ST_NEED_TABLE
         if tstate[T_COUNT] >= len(sym_keys):
             return pos, m, ST_NEED_SYMBOLS
         sp = sstate[S_SP]
-        if sstate[S_ENTER] > 0:   # an ENTER waiting for its next event (never amid a record's operands)
-            fe = sstate[S_ENTER] - 1
-            sstate[S_ENTER] = 0
-            if pos < n and events[pos] >= 0:
+        k = sstate[S_PEND]
+        emit = True
+        if sstate[S_INNER] > 0:   # wrapping the fused terminal in the next outer waiting ENTER
+            key = pack(K_ENTER_CHAIN, stack[sstate[S_LOW] + k - 1], sstate[S_INNER] - 1)
+            sstate[S_PEND] = k - 1
+            emit = k == 1
+        elif k > 0 and (pos >= n or events[pos] > -ENTER_BASE):   # (never amid a record's operands)
+            if pos < n and events[pos] >= 0:   # the innermost activation's first value: fuse
                 v = np.int64(events[pos])
-                key = pack(K_ENTER_PATH, fe, v)
-                if leave_at > 0 and v >= leave_at and sp > 0:
+                sstate[S_LOW] = sp - k
+                key = pack(K_ENTER_PATH, stack[sp - 1], v)
+                if leave_at > 0 and v >= leave_at:
                     sstate[S_SP] = sp - 1
                 pos += 1
-            else:
-                key = pack(K_ENTER, fe, 0)   # the event after it is interned on the next turn
+                sstate[S_PEND] = k - 1
+                emit = k == 1
+            else:   # anything else: the outermost waiting ENTER alone (the event comes on a later turn)
+                key = pack(K_ENTER, stack[sp - k], 0)
+                sstate[S_PEND] = k - 1
         else:
             v = np.int64(events[pos])
             f = stack[sp - 1] if sp > 0 else np.int64(-1)
@@ -147,7 +161,7 @@ def intern_chunk(events, pos, value_kind, leave_at, fpath, fuse, final, stack, s
                 stack[sp] = f
                 sstate[S_SP] = sp + 1
                 if fuse == 1:
-                    sstate[S_ENTER] = f + 1
+                    sstate[S_PEND] = k + 1
                     pos += 1
                     continue
                 key = pack(K_ENTER, f, 0)
@@ -164,8 +178,12 @@ def intern_chunk(events, pos, value_kind, leave_at, fpath, fuse, final, stack, s
             table_ids[s] = t
             sym_keys[t] = key
             tstate[T_COUNT] = t + 1
-        out[m] = table_ids[s]
-        m += 1
+        if emit:
+            out[m] = table_ids[s]
+            m += 1
+            sstate[S_INNER] = 0
+        else:
+            sstate[S_INNER] = table_ids[s] + 1
     return pos, m, ST_DONE
 
 
@@ -185,10 +203,27 @@ def rehash(old_keys, old_ids, new_keys, new_ids, bits):  # type: ignore[no-untyp
 
 
 @kernel
+def terminal_widths(kind, value):  # type: ignore[no-untyped-def]
+    """Events each terminal stands for: 2 for EXC and ENTER_PATH, 1 + its inner terminal's for
+    ENTER_CHAIN (interned after it: ids in order), 1 otherwise."""
+    n = len(kind)
+    out = np.ones(n, np.int64)
+    for t in range(n):
+        k = kind[t]
+        if k == K_EXC or k == K_ENTER_PATH:
+            out[t] = 2
+        elif k == K_ENTER_CHAIN:
+            inner = value[t]
+            out[t] = 1 + out[inner] if 0 <= inner < t else 1
+    return out
+
+
+@kernel
 def terminal_events(codes, kind, fid, value, out):  # type: ignore[no-untyped-def]
     """The events of terminal ids ``codes`` (inverse of ``intern_chunk``): one event each, two for
-    EXC and ENTER_PATH.  Returns the number written to ``out`` (at least 2·len(codes) long), or -1 - i when
-    terminal ``codes[i]`` is unknown."""
+    EXC and ENTER_PATH, ENTER f and its inner terminal's for ENTER_CHAIN.  Returns the number
+    written to ``out`` (at least ``terminal_widths`` of ``codes`` long), or -1 - i when terminal
+    ``codes[i]`` is unknown."""
     m = 0
     nt = len(kind)
     for i in range(len(codes)):
@@ -196,6 +231,14 @@ def terminal_events(codes, kind, fid, value, out):  # type: ignore[no-untyped-de
         if t < 0 or t >= nt:
             return -1 - i
         k = kind[t]
+        while k == K_ENTER_CHAIN:
+            out[m] = -(ENTER_BASE + fid[t])
+            m += 1
+            inner = value[t]
+            if inner < 0 or inner >= t:
+                return -1 - i
+            t = inner
+            k = kind[t]
         if k == K_BLOCK or k == K_PATH:
             out[m] = value[t]
         elif k == K_ENTER:

@@ -20,8 +20,9 @@ class EventInterner:
     with blocks, are PATH terminals too: what counts is that every event comes back exactly).
     ``leave_at``: a value at or above it also ends the activation (path mode's ``LEAVE_PATH``).
     ``fuse``: ENTER f and the value right after it (its activation's first path record) become one
-    ENTER_PATH terminal (path mode; ``kernels.wpp_intern``); then a stream's last chunk goes
-    through ``codes(..., final=True)`` or :meth:`finish`, or an ENTER ending it is left out.
+    ENTER_PATH terminal, and ENTERs right before that one ENTER_CHAIN terminal each wrapping it
+    (path mode; ``kernels.wpp_intern``); then a stream's last chunk goes through
+    ``codes(..., final=True)`` or :meth:`finish`, or ENTERs ending it are left out.
     ``codes`` is called from one thread at a time (the WPP builder's); the kernel it runs
     releases the GIL.  :meth:`set_path_functions` names the functions recorded with path ids
     (their exception records carry a register, ``kernels.wpp_intern``); unnamed ones record none.
@@ -53,11 +54,11 @@ class EventInterner:
 
     def codes(self, sid: int, chunk: np.ndarray, final: bool = False) -> np.ndarray:
         """The terminal ids (int64) of ``chunk``, the next events of stream ``sid`` (``final``:
-        its last ones).  With ``fuse`` an ENTER ending a chunk is held until the next one."""
+        its last ones).  With ``fuse`` ENTERs ending a chunk are held until the next one."""
         events = np.ascontiguousarray(chunk, dtype=np.int32)
         stack, sstate = self._streams.get(sid) or self._streams.setdefault(
             sid, (np.empty(64, np.int64), np.zeros(K.S_SIZE, np.int64)))
-        out = np.empty(len(events) + 1, np.int64)   # + an ENTER held from the last chunk
+        out = np.empty(len(events) + int(sstate[K.S_PEND]) + 1, np.int64)   # + ENTERs held from the last chunk
         pos = m = 0
         while True:
             pos, m, why = K.intern_chunk(events, pos, self.value_kind, self.leave_at, self._fpath, self.fuse,
@@ -76,7 +77,7 @@ class EventInterner:
                 raise InternalError(f"interning: unknown status {why}")
 
     def finish(self, sid: int) -> np.ndarray:
-        """The terminal ids stream ``sid`` still holds back (an ENTER waiting for its next event)."""
+        """The terminal ids stream ``sid`` still holds back (ENTERs waiting for their next event)."""
         return self.codes(sid, np.zeros(0, np.int32), final=True)
 
     def _grow_table(self) -> None:
@@ -105,16 +106,25 @@ def terminals_from_array(a: np.ndarray) -> Terminals:
     return Terminals(a[:, 0].astype(np.int8), a[:, 1].astype(np.int32), a[:, 2].copy())
 
 
-def events_of(codes: np.ndarray, terms: Terminals) -> np.ndarray:
-    """The int32 events that terminal ids ``codes`` stand for."""
+def events_of(codes: np.ndarray, terms: Terminals, widths: np.ndarray | None = None) -> np.ndarray:
+    """The int32 events that terminal ids ``codes`` stand for (``widths``: ``terminal_widths(terms)``,
+    if the caller has it)."""
     codes = np.ascontiguousarray(codes, dtype=np.int64)
-    out = np.empty(2 * len(codes), np.int64)
-    m = K.terminal_events(codes, terms.kind.astype(np.int64), terms.fid.astype(np.int64),
-                          terms.value.astype(np.int64), out)
+    kind, value = terms.kind.astype(np.int64), terms.value.astype(np.int64)
+    if widths is None:
+        widths = terminal_widths(terms)
+    ok = (codes >= 0) & (codes < len(widths))
+    out = np.empty(int(widths[codes[ok]].sum()) + 1, np.int64)
+    m = K.terminal_events(codes, kind, terms.fid.astype(np.int64), value, out)
     if m < 0:
         i = -1 - m
         raise UsageError(f"terminal {int(codes[i])} is not in the symbol table")
     return out[:m].astype(np.int32)
+
+
+def terminal_widths(terms: Terminals) -> np.ndarray:
+    """How many events each terminal stands for (2 for EXC and ENTER_PATH, more for ENTER_CHAIN)."""
+    return K.terminal_widths(terms.kind.astype(np.int64), terms.value.astype(np.int64))  # type: ignore[no-any-return]
 
 
 #: Path mode's ``events.LEAVE_PATH`` (a path id at or above it ends the activation too).

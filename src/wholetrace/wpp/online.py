@@ -41,7 +41,7 @@ GRAMMAR_NAME = "wpp.grammar.{sid}"
 SYMBOLS_NAME = "wpp.symbols"
 META_KEY = "wpp"
 #: Version of the terminal table ``wpp.symbols`` (meta ``wpp.terminals``; absent: 1).  2 (wave 10)
-#: adds the kind ENTER_PATH (ENTER f fused with the activation's first path record,
+#: adds the fused kinds ENTER_PATH and ENTER_CHAIN (ENTERs fused with the activation's first path record,
 #: ``wpp.symbols``), which a reader of version 1 would take for an unknown terminal: readers
 #: refuse a version above theirs in one line instead.  Recordings of version 1 read unchanged.
 TERMINALS_VERSION = 2

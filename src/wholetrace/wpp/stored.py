@@ -10,9 +10,9 @@ import numpy as np
 
 from wholetrace.errors import UsageError
 from wholetrace.grammar import Grammar
-from wholetrace.wpp.intern import events_of, terminals_from_array
+from wholetrace.wpp.intern import events_of, terminal_widths, terminals_from_array
 from wholetrace.wpp.online import GRAMMAR_NAME, META_KEY, SYMBOLS_NAME, TERMINALS_VERSION
-from wholetrace.wpp.symbols import ENTER, ENTER_PATH, EXC, LEAVE, PATH, Terminals, split_entered
+from wholetrace.wpp.symbols import ENTER, EXC, LEAVE, PATH, Terminals, split_entered
 
 #: Bytes per event of the raw stream (Larus's Table 1 trace size counts 4 per path).
 RAW_EVENT_BYTES = 4
@@ -31,7 +31,7 @@ class StreamWpp:
     def table1(self, terms: Terminals) -> dict[str, Any]:
         """events, distinct paths/symbols, raw and encoded bytes, ratio, rules per path ..."""
         g = self.grammar
-        # counted over one terminal per event as before wave 10 (ENTER_PATH split in two)
+        # counted over one terminal per event as before wave 10 (fused terminals split)
         (split,), split_terms = split_entered([g], terms)
         used = np.unique(split.rhs[split.rhs >= 0])
         kinds = split_terms.kind[used] if len(used) else np.zeros(0, np.int8)
@@ -82,8 +82,9 @@ class StoredWpp:
     def iter_events(self, sid: int, chunk: int = 1 << 16) -> Iterator[np.ndarray]:
         """Stream ``sid``'s events (int32, ``wholetrace.events`` encoding), expanded from its
         grammar a chunk at a time (never the whole trace in memory)."""
+        widths = terminal_widths(self.terminals)
         for codes in self.stream(sid).grammar.iter_chunks(chunk):
-            yield events_of(codes, self.terminals)
+            yield events_of(codes, self.terminals, widths)
 
     def events(self, sid: int) -> np.ndarray:
         """All of stream ``sid``'s events."""
@@ -106,13 +107,13 @@ class ExpandedRecording:
 
         from wholetrace.wpp.queries import terminal_counts
 
-        two = np.isin(self.wpp.terminals.kind, (EXC, ENTER_PATH))   # terminals of two events
+        widths = terminal_widths(self.wpp.terminals)   # events per terminal (EXC s, fused ENTERs: more than 1)
         out = []
         for st in self.rec.streams():
             if st.sid in self._sids:
                 g = self.wpp.stream(st.sid).grammar
-                counts = terminal_counts(g, len(two))
-                st = replace(st, n_events=len(g) + int(counts[: len(two)][two].sum()),
+                counts = terminal_counts(g, len(widths))
+                st = replace(st, n_events=int(np.dot(counts[: len(widths)], widths)),
                              stored_bytes=self.wpp.stream(st.sid).encoded_bytes)
             out.append(st)
         return out

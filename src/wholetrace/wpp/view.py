@@ -119,7 +119,7 @@ def open_view(path: str, *, stream: int | None = None, progress: bool = True) ->
 
 
 def split_view(view: WppView) -> WppView:
-    """``view`` with its fused ENTER_PATH terminals split (``wpp.symbols.split_entered``): the
+    """``view`` with its fused ENTER_PATH/ENTER_CHAIN terminals split (``wpp.symbols.split_entered``): the
     analyses read one terminal per event, so lengths, costs and grams mean what they meant
     before wave 10 (docs/design.md, "The WPP's terminals, wave 10")."""
     grammars, terms = split_entered([s.grammar for s in view.streams], view.terminals)
