@@ -197,6 +197,21 @@ def test_path_mode_interns_fused_enter() -> None:
     assert t.parts(int(codes[8])) == [(ENTER, 5, 0), (ENTER, 6, 0), (ENTER, 2, 0), (PATH, 2, PATH_LEAVE_AT + 2)]
 
 
+def test_a_chain_as_deep_as_the_recursion() -> None:
+    """ENTERs 5,000 deep before the first value (an entry block that recurses at once) are one
+    terminal; it expands, labels and splits without recursion, in chunks of 7."""
+    ev = [enter_code(1)] * 5000 + [enter_code(2), PATH_LEAVE_AT + 1] + [PATH_LEAVE_AT] * 5000
+    it = interner_for("path")
+    it.set_path_functions([1, 2])
+    codes = np.concatenate([it.codes(0, np.array(ev[i:i + 7], np.int32)) for i in range(0, len(ev), 7)] + [it.finish(0)])
+    t = it.terminals()
+    assert len(codes) == 5001 and int(t.kind[codes[0]]) == ENTER_CHAIN
+    assert events_of(codes, t).tolist() == ev
+    assert t.label(int(codes[0])) == "F1>" * 5000 + f"F2P{PATH_LEAVE_AT + 1}"
+    (g,), terms = split_entered([sequitur(codes)], t)
+    assert events_of(g.expand(), terms).tolist() == ev
+
+
 @pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
 def test_split_grammars_expand_to_the_unfused_terminals() -> None:
     """``split_entered`` on grammars built from fused codes gives grammars whose expansions are the

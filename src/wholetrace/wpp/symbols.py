@@ -43,16 +43,18 @@ class Terminals:
     def label(self, t: int) -> str:
         """``B3@7`` (block 3 of function 7), ``F7``, ``E``, ``X12@7``, ``F7P12`` (ENTER 7 and path 12),
         ``F3>F7P12`` (ENTER 3, ENTER 7, path 12)."""
+        head = ""
+        while int(self.kind[t]) == ENTER_CHAIN:     # a loop: chains are as deep as the recursion
+            head += f"F{int(self.fid[t])}>"
+            t = int(self.value[t])
         k, f, v = int(self.kind[t]), int(self.fid[t]), int(self.value[t])
         if k == ENTER:
-            return f"F{f}"
+            return f"{head}F{f}"
         if k == ENTER_PATH:
-            return f"F{f}P{v}"
-        if k == ENTER_CHAIN:
-            return f"F{f}>{self.label(v)}"
+            return f"{head}F{f}P{v}"
         if k == LEAVE:
-            return "E"
-        return f"{KIND_NAMES[k]}{v}@{f}"
+            return head + "E"
+        return f"{head}{KIND_NAMES[k]}{v}@{f}"
 
     def describe(self, t: int, cfgs: dict[int, CFG], files: dict[int, str]) -> dict[str, object]:
         """What a renderer shows for terminal ``t``: kind, function, file, and for a block its
