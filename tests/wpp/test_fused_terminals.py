@@ -120,7 +120,7 @@ def test_wpp_table_counts_events_as_before(tmp_path: Path) -> None:
         assert st.n_events == len(raw)
         fns = frozenset(f.fid for f in rec.functions() if f.cfg.get("plan", {}).get("strategy") == "paths")
     exc = int(np.count_nonzero(raw == -2))
-    assert row["events"] == len(raw) - exc and row["symbols"] < row["events"] - 250
+    assert row["events"] == len(raw) - exc and row["grammar_symbols"] < row["events"] - 250
     _codes, table = naive_intern({0: raw.tolist()}, PATH, PATH_LEAVE_AT, fns)   # one terminal an event
     assert row["distinct_symbols"] == len(table)
     assert row["distinct_paths"] == sum(1 for k, _f, _v in table if k not in (ENTER, K_LEAVE, K_EXC))

@@ -39,7 +39,7 @@ class StreamWpp:
         paths = int(np.count_nonzero(~markers))
         events = len(split)
         raw = RAW_EVENT_BYTES * events
-        return {"stream": self.sid, "name": self.name, "events": events, "symbols": len(g),
+        return {"stream": self.sid, "name": self.name, "events": events, "grammar_symbols": len(g),
                 "distinct_paths": paths, "distinct_symbols": int(len(used)),
                 "path_kind": "path" if np.any(kinds == PATH) else "block",
                 "rules": g.num_rules, "rhs": g.num_symbols, "len_S": g.start_length,
