@@ -40,16 +40,35 @@ PROGRAM = PARSE_FUNCTIONS + textwrap.dedent('''
 
 PARAMS = [("5", "2", "30"), ("12", "4", "200"), ("40", "10", "400"), ("100", "3", "50")]
 
+#: Entry blocks that call at once: ENTER top ENTER mid ENTER leaf LEAVE_PATH+p is one ENTER_CHAIN terminal.
+CHAIN_PROGRAM = textwrap.dedent('''
+    def leaf(x):
+        return x + 1
+    def mid(x):
+        return leaf(x) * 2
+    def top(x):
+        return mid(x) - 1
+    total = 0
+    for i in range(300):
+        if i % 3:
+            total += top(i)
+        else:
+            total += mid(i) + leaf(i)
+    print(total)
+''')
+
 
 @pytest.fixture(scope="module")
 def recordings(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     tmp = tmp_path_factory.mktemp("hotcli")
     script = tmp / "prog.py"
     script.write_text(PROGRAM)
+    (tmp / "chain.py").write_text(CHAIN_PROGRAM)
     out = {}
     for name, mode, extra in [("wpp", "blocks", ("--wpp",)), ("raw", "blocks", ()), ("witness", "witness", ()),
-                              ("path", "path", ("--wpp",))]:
+                              ("path", "path", ("--wpp",)), ("chain", "path", ("--wpp",))]:
         path = tmp / f"{name}.wt"
+        script = tmp / ("chain.py" if name == "chain" else "prog.py")
         cmd = [sys.executable, "-m", "wholetrace.cli", "record", "--mode", mode, *extra, "-q", "-o", str(path), str(script)]
         proc = subprocess.run(cmd, capture_output=True, text=True, env=ENV, cwd=tmp, timeout=300)
         assert proc.returncode == 0, proc.stderr
@@ -62,7 +81,7 @@ def hot_json(path: Path, *args: str, capsys: pytest.CaptureFixture[str]) -> dict
     return json.loads(capsys.readouterr().out)
 
 
-@pytest.mark.parametrize("name", ["wpp", "path"])
+@pytest.mark.parametrize("name", ["wpp", "path", "chain"])
 def test_json_equals_the_reference_semantics(recordings: dict[str, Path], capsys: pytest.CaptureFixture[str],
                                              name: str) -> None:
     """``path``: a path recording's stored grammar has fused ENTER_PATH terminals; `hot` reads the
@@ -73,8 +92,9 @@ def test_json_equals_the_reference_semantics(recordings: dict[str, Path], capsys
     (stream,) = wpp.streams
     view = open_view(str(recordings[name]))
     g = view.streams[0].grammar
-    if name == "path":
-        assert np.any(wpp.terminals.kind[stream.grammar.rhs[stream.grammar.rhs >= 0]] == ENTER_PATH)
+    if name != "wpp":
+        fused = ENTER_CHAIN if name == "chain" else ENTER_PATH
+        assert np.any(wpp.terminals.kind[stream.grammar.rhs[stream.grammar.rhs >= 0]] == fused)
         assert not np.any(np.isin(view.terminals.kind[g.rhs[g.rhs >= 0]], (ENTER_PATH, ENTER_CHAIN)))
         assert len(g) > len(stream.grammar) and g.num_rules > stream.grammar.num_rules
     else:
@@ -106,14 +126,14 @@ def _expand(rules: list[list[int]], r: int) -> list[int]:
     return out
 
 
-@pytest.mark.parametrize("name", ["wpp", "path"])
+@pytest.mark.parametrize("name", ["wpp", "path", "chain"])
 def test_sanity_against_the_expanded_trace(recordings: dict[str, Path], capsys: pytest.CaptureFixture[str],
                                            name: str) -> None:
     """The true count in the recorded events (``path``: the events expanded from the fused
     grammar, interned one terminal an event by an independent twin)."""
     view = open_view(str(recordings[name]))
     t = view.terminals
-    if name == "path":
+    if name != "wpp":
         with Recording(recordings[name]) as rec:
             events = StoredWpp(rec).events(0).tolist()
         key = {(int(k), int(f), int(v)): x for x, (k, f, v) in enumerate(zip(t.kind, t.fid, t.value))}
@@ -138,7 +158,7 @@ def test_sanity_against_the_expanded_trace(recordings: dict[str, Path], capsys: 
             for p in s["paths"]:
                 cfg = next(c for c in view.cfgs.values() if c.qualname == p["function"])
                 assert p["lines"] == [cfg.stmts[x].line for b in p["blocks"] for x in cfg.blocks[b].stmts]
-                assert p["file"].endswith("prog.py")
+                assert p["file"].endswith("chain.py" if name == "chain" else "prog.py")
 
 
 def test_built_grammars_give_the_stored_answer(recordings: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
