@@ -79,7 +79,8 @@ def path_stats(path: Path, blocks_path: Path) -> dict[str, object]:
             "fallback": sum(1 for p in plans if p.get("strategy") == "trace"), "functions": len(plans),
             "lag": {k: wpp.get(k) for k in ("tail_seconds", "backlog_at_end_events", "events", "ready_seconds",
                                            "spilled_events", "builder_cpu_seconds")}
-            | {"build_seconds": sum(s.get("build_seconds") or 0 for s in (wpp.get("streams") or {}).values())}}
+            | {"build_seconds": sum(s.get("build_seconds") or 0 for s in (wpp.get("streams") or {}).values()),
+               "symbols": sum(s.get("symbols") or 0 for s in (wpp.get("streams") or {}).values())}}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -132,14 +133,15 @@ def section(size: str) -> str:
 def _lag_cells(lag: dict[str, object]) -> list[str]:
     """ready s, share of events left when the program ended, tail s (``--wpp``'s builder lag), the
     builder process's CPU s and its build rate (events per CPU second of interning, SEQUITUR and
-    encoding: load disturbs it less than the wall figures)."""
+    encoding: load disturbs it less than the wall figures), and the symbols it built per event."""
     ready, left, ev, tail = lag.get("ready_seconds"), lag.get("backlog_at_end_events"), lag.get("events"), lag.get("tail_seconds")
-    cpu, build = lag.get("builder_cpu_seconds"), lag.get("build_seconds")
+    cpu, build, symbols = lag.get("builder_cpu_seconds"), lag.get("build_seconds"), lag.get("symbols")
     return [f"{ready:.2f}" if isinstance(ready, (int, float)) else "–",
             f"{100 * left / ev:.0f}%" if isinstance(left, int) and isinstance(ev, int) and ev else "–",
             f"{tail:.2f}" if isinstance(tail, (int, float)) else "–",
             f"{cpu:.2f}" if isinstance(cpu, (int, float)) else "–",
-            f"{ev / build / 1e6:.2f}" if isinstance(build, (int, float)) and build > 0 and isinstance(ev, int) else "–"]
+            f"{ev / build / 1e6:.2f}" if isinstance(build, (int, float)) and build > 0 and isinstance(ev, int) else "–",
+            f"{symbols / ev:.3f}" if isinstance(symbols, int) and isinstance(ev, int) and ev else "–"]
 
 
 def render(names, times, stats, mismatched, runs, size, version, argv) -> str:  # type: ignore[no-untyped-def]
@@ -160,7 +162,7 @@ def render(names, times, stats, mismatched, runs, size, version, argv) -> str:  
     headers = (["program", "blocks events", "witness events", "path events", "path / witness events"]
                + [f"{k} stored B" for k in cols] + ["plain s"] + [f"{k} ×" for k in cols]
                + ["decode path M blocks/s", "path = blocks", "path fallback fns",
-                  "builder ready s", "left at end", "tail s", "builder CPU s", "build M ev/CPU s"])
+                  "builder ready s", "left at end", "tail s", "builder CPU s", "build M ev/CPU s", "WPP symbols / event"])
     med_ev = statistics.median(ev_ratio)
     lags = [stats[n]["path_regen"]["lag"] for n in names]
     lag_tails = [float(x.get("tail_seconds") or 0) for x in lags]
@@ -185,7 +187,9 @@ def render(names, times, stats, mismatched, runs, size, version, argv) -> str:  
         f"Median tail {statistics.median(lag_tails):.2f} s; the builder kept up (left ≤ 5%) on "
         f"{sum(x <= 0.05 for x in lag_left)} of {len(names)} programs. *builder CPU* = the builder process's "
         "CPU (start-up included); *build M ev/CPU s* = events per CPU second of its interning, SEQUITUR(1) and "
-        f"encoding (median {statistics.median(rates) if rates else float('nan'):.2f}).",
+        f"encoding (median {statistics.median(rates) if rates else float('nan'):.2f}); *WPP symbols / event* = "
+        "the builder's SEQUITUR input per recorded event (below 1: ENTER fused with the activation's first path, "
+        "docs/design.md \"The WPP's terminals, wave 10\").",
         "- `path` is `--mode path --wpp`: the WPP built online (SEQUITUR in the builder process); "
         "`path raw` is `--mode path` as recorded by default (zstd chunks, as the other modes). Stored bytes of `path` are "
         "the grammars' encoded bytes.",

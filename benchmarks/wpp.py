@@ -97,7 +97,7 @@ def compressors(path: Path) -> dict[str, float]:
     out: dict[str, float] = {"raw": len(raw), "zstd19": len(zstandard.ZstdCompressor(level=19).compress(raw)),
                              "xz9": len(lzma.compress(raw, preset=9))}
     interner = interner_for(mode)
-    symbols = [interner.codes(sid, ev) for sid, ev in streams if len(ev)]
+    symbols = [interner.codes(sid, ev, final=True) for sid, ev in streams if len(ev)]
     for la in (False, True):
         size = rules = 0
         t = time.process_time()

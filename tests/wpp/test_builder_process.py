@@ -182,7 +182,7 @@ def test_negative_registers_after_exception_records_keep_the_function_stack(tmp_
     ow.append_events(0, np.array(events[:9], np.int32))    # chunk boundaries inside the records
     ow.append_events(0, np.array(events[9:], np.int32))
     ow.close(ended="exit", exit_code=0)
-    want, table = naive_intern({0: events}, PATH, PATH_LEAVE_AT, path_fns)
+    want, table = naive_intern({0: events}, PATH, PATH_LEAVE_AT, path_fns, fuse=True)
     with Recording(tmp_path / "o.wt") as rec:
         wpp = StoredWpp(rec)
         assert wpp.events(0).tolist() == events

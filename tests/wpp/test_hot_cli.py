@@ -20,6 +20,7 @@ from corpus import PROGRAMS
 from grammars import PARSE_FUNCTIONS, grammar_rules
 from naive_hot import frequencies, naive_hot
 from test_hot_recordings import naive_count
+from test_online import naive_intern
 from wholetrace.cli import main
 from wholetrace.instrument.cfg import build_module
 from wholetrace.render.hot import collapse, line_ranges
@@ -27,7 +28,8 @@ from wholetrace.store import Recording
 from wholetrace.wpp.instructions import statement_instructions
 from wholetrace.wpp.meaning import terminal_costs
 from wholetrace.wpp.stored import StoredWpp
-from wholetrace.wpp.symbols import BLOCK
+from wholetrace.wpp.intern import PATH_LEAVE_AT
+from wholetrace.wpp.symbols import BLOCK, ENTER_CHAIN, ENTER_PATH, PATH
 from wholetrace.wpp.view import open_view
 from wtutil import ENV, run_recorded
 
@@ -38,15 +40,35 @@ PROGRAM = PARSE_FUNCTIONS + textwrap.dedent('''
 
 PARAMS = [("5", "2", "30"), ("12", "4", "200"), ("40", "10", "400"), ("100", "3", "50")]
 
+#: Entry blocks that call at once: ENTER top ENTER mid ENTER leaf LEAVE_PATH+p is one ENTER_CHAIN terminal.
+CHAIN_PROGRAM = textwrap.dedent('''
+    def leaf(x):
+        return x + 1
+    def mid(x):
+        return leaf(x) * 2
+    def top(x):
+        return mid(x) - 1
+    total = 0
+    for i in range(300):
+        if i % 3:
+            total += top(i)
+        else:
+            total += mid(i) + leaf(i)
+    print(total)
+''')
+
 
 @pytest.fixture(scope="module")
 def recordings(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     tmp = tmp_path_factory.mktemp("hotcli")
     script = tmp / "prog.py"
     script.write_text(PROGRAM)
+    (tmp / "chain.py").write_text(CHAIN_PROGRAM)
     out = {}
-    for name, mode, extra in [("wpp", "blocks", ("--wpp",)), ("raw", "blocks", ()), ("witness", "witness", ())]:
+    for name, mode, extra in [("wpp", "blocks", ("--wpp",)), ("raw", "blocks", ()), ("witness", "witness", ()),
+                              ("path", "path", ("--wpp",)), ("chain", "path", ("--wpp",))]:
         path = tmp / f"{name}.wt"
+        script = tmp / ("chain.py" if name == "chain" else "prog.py")
         cmd = [sys.executable, "-m", "wholetrace.cli", "record", "--mode", mode, *extra, "-q", "-o", str(path), str(script)]
         proc = subprocess.run(cmd, capture_output=True, text=True, env=ENV, cwd=tmp, timeout=300)
         assert proc.returncode == 0, proc.stderr
@@ -59,18 +81,30 @@ def hot_json(path: Path, *args: str, capsys: pytest.CaptureFixture[str]) -> dict
     return json.loads(capsys.readouterr().out)
 
 
-def test_json_equals_the_reference_semantics(recordings: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
-    with Recording(recordings["wpp"]) as rec:
+@pytest.mark.parametrize("name", ["wpp", "path", "chain"])
+def test_json_equals_the_reference_semantics(recordings: dict[str, Path], capsys: pytest.CaptureFixture[str],
+                                             name: str) -> None:
+    """``path``: a path recording's stored grammar has fused ENTER_PATH terminals; `hot` reads the
+    view's grammar, where each is split into a rule of its ENTER and its path (one terminal an
+    event, as before wave 10), and answers as the reference does on that grammar."""
+    with Recording(recordings[name]) as rec:
         wpp = StoredWpp(rec)
     (stream,) = wpp.streams
-    g = stream.grammar
+    view = open_view(str(recordings[name]))
+    g = view.streams[0].grammar
+    if name != "wpp":
+        fused = ENTER_CHAIN if name == "chain" else ENTER_PATH
+        assert np.any(wpp.terminals.kind[stream.grammar.rhs[stream.grammar.rhs >= 0]] == fused)
+        assert not np.any(np.isin(view.terminals.kind[g.rhs[g.rhs >= 0]], (ENTER_PATH, ENTER_CHAIN)))
+        assert len(g) > len(stream.grammar) and g.num_rules > stream.grammar.num_rules
+    else:
+        assert g is stream.grammar or g == stream.grammar
     rules = grammar_rules(g)
-    view = open_view(str(recordings["wpp"]))
     costs = terminal_costs(view).tolist()
     freq = frequencies(rules)
     seen = 0
     for L, n, C in PARAMS:
-        doc = hot_json(recordings["wpp"], "--max-length", L, "--min-length", n, "--min-cost", C, capsys=capsys)
+        doc = hot_json(recordings[name], "--max-length", L, "--min-length", n, "--min-cost", C, capsys=capsys)
         ref = naive_hot(rules, costs, int(n), int(L), int(C))
         want: dict[tuple[int, ...], int] = defaultdict(int)
         for r, scan in ref.items():
@@ -92,25 +126,39 @@ def _expand(rules: list[list[int]], r: int) -> list[int]:
     return out
 
 
-def test_sanity_against_the_expanded_trace(recordings: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
-    view = open_view(str(recordings["wpp"]))
-    text = view.streams[0].grammar.expand()
-    costs = terminal_costs(view)
+@pytest.mark.parametrize("name", ["wpp", "path", "chain"])
+def test_sanity_against_the_expanded_trace(recordings: dict[str, Path], capsys: pytest.CaptureFixture[str],
+                                           name: str) -> None:
+    """The true count in the recorded events (``path``: the events expanded from the fused
+    grammar, interned one terminal an event by an independent twin)."""
+    view = open_view(str(recordings[name]))
     t = view.terminals
+    if name != "wpp":
+        with Recording(recordings[name]) as rec:
+            events = StoredWpp(rec).events(0).tolist()
+        key = {(int(k), int(f), int(v)): x for x, (k, f, v) in enumerate(zip(t.kind, t.fid, t.value))}
+        fns = frozenset(f for f, c in view.cfgs.items() if view.numbering(f) is not None)
+        codes, table = naive_intern({0: events}, PATH, PATH_LEAVE_AT, fns)
+        text = np.array([key[table[c]] for c in codes[0]])
+        assert np.array_equal(text, view.streams[0].grammar.expand())
+    else:
+        text = view.streams[0].grammar.expand()
+    costs = terminal_costs(view)
     for L, n, C in PARAMS:
-        for s in hot_json(recordings["wpp"], "--max-length", L, "--min-length", n, "--min-cost", C,
+        for s in hot_json(recordings[name], "--max-length", L, "--min-length", n, "--min-cost", C,
                           capsys=capsys)["subpaths"]:
             sym = np.array(s["symbols"])
             true = sum(1 for i in range(len(text) - len(sym) + 1) if np.array_equal(text[i:i + len(sym)], sym))
             assert int(n) <= s["length"] == len(sym) <= int(L)
             assert true * int(costs[sym].sum()) >= s["cost"] >= int(C) and true >= s["frequency"] >= 1
             # the paths list the blocks of the subpath's block symbols, in order, with their lines
-            blocks = [int(t.value[x]) for x in sym if t.kind[x] == BLOCK]
-            assert [b for p in s["paths"] for b in p["blocks"]] == blocks
+            if name == "wpp":
+                blocks = [int(t.value[x]) for x in sym if t.kind[x] == BLOCK]
+                assert [b for p in s["paths"] for b in p["blocks"]] == blocks
             for p in s["paths"]:
                 cfg = next(c for c in view.cfgs.values() if c.qualname == p["function"])
                 assert p["lines"] == [cfg.stmts[x].line for b in p["blocks"] for x in cfg.blocks[b].stmts]
-                assert p["file"].endswith("prog.py")
+                assert p["file"].endswith("chain.py" if name == "chain" else "prog.py")
 
 
 def test_built_grammars_give_the_stored_answer(recordings: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:

@@ -21,7 +21,7 @@ from wholetrace.store import Recording, RecordingWriter
 from wholetrace.wpp.intern import PATH_LEAVE_AT, EventInterner, events_of, interner_for
 from wholetrace.wpp.online import OnlineWpp
 from wholetrace.wpp.stored import StoredWpp
-from wholetrace.wpp.symbols import BLOCK, ENTER, EXC as K_EXC, LEAVE as K_LEAVE, PATH, recording_block_symbols
+from wholetrace.wpp.symbols import BLOCK, ENTER, ENTER_CHAIN, ENTER_PATH, EXC as K_EXC, LEAVE as K_LEAVE, PATH, recording_block_symbols, split_entered
 from wtutil import ENV, run_recorded
 
 # Larus 1999 §3 (spec wpp.md §2.1-2.2), rules renumbered by first appearance from S.  Figure 4's
@@ -40,11 +40,12 @@ SEEDS = {
 
 
 def naive_intern(streams: dict[int, list[int]], value_kind: int = BLOCK, leave_at: int = 0,
-                 path_fns: frozenset[int] = frozenset()) -> tuple[dict[int, list[int]], list[tuple[int, int, int]]]:
+                 path_fns: frozenset[int] = frozenset(), fuse: bool = False) -> tuple[dict[int, list[int]], list[tuple[int, int, int]]]:
     """Pure-Python twin of the interner: (kind, fid, value) tuples numbered by first appearance,
     streams taken in the order the chunks are given (here: whole streams one after the other).
     Exception records' operands (the register of ``path_fns``, RERAISE's statements) are taken
-    by position whatever their value."""
+    by position whatever their value.  ``fuse``: ENTER f directly followed by a value v is the
+    one tuple (ENTER_PATH, f, v); ENTER e right before such a fused tuple t is (ENTER_CHAIN, e, id of t)."""
     table: dict[tuple[int, int, int], int] = {}
     out: dict[int, list[int]] = {}
     for sid, ev in streams.items():
@@ -70,6 +71,24 @@ def naive_intern(streams: dict[int, list[int]], value_kind: int = BLOCK, leave_a
             elif v == -4:   # RERAISE s x [r]
                 key = (value_kind, -1, v)
                 ops = ev[i + 1:i + 3 + (f in path_fns)]
+            elif v <= -8 and fuse:   # ENTERs in a row, then a value: ENTER_PATH wrapped in ENTER_CHAINs
+                j = i
+                while j < len(ev) and ev[j] <= -8:
+                    j += 1
+                fns = [-x - 8 for x in ev[i:j]]
+                stack += fns
+                if j < len(ev) and ev[j] >= 0:
+                    t = table.setdefault((ENTER_PATH, fns[-1], ev[j]), len(table))
+                    for f_out in reversed(fns[:-1]):
+                        t = table.setdefault((ENTER_CHAIN, f_out, t), len(table))
+                    codes.append(t)
+                    if leave_at and ev[j] >= leave_at:
+                        stack.pop()
+                    i = j + 1
+                else:
+                    codes += [table.setdefault((ENTER, f_in, 0), len(table)) for f_in in fns]
+                    i = j
+                continue
             elif v <= -8:
                 stack.append(-v - 8)
                 key = (ENTER, -v - 8, 0)
@@ -136,18 +155,96 @@ def path_stream(rng: np.random.Generator, n: int) -> list[int]:
 
 @pytest.mark.nojit
 @pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")   # the hash wraps on purpose
-def test_path_mode_streams_intern_and_come_back_exactly() -> None:
+@pytest.mark.parametrize("fuse", [True, False])
+@pytest.mark.parametrize("step", [97, 1, 2])
+def test_path_mode_streams_intern_and_come_back_exactly(fuse: bool, step: int) -> None:
+    """Chunks of 1 and 2 events put a fused ENTER's two halves in different chunks."""
     rng = np.random.default_rng(3)
-    streams = {0: path_stream(rng, 4000), 1: path_stream(rng, 2500)}
-    want, table = naive_intern(streams, PATH, PATH_LEAVE_AT, frozenset(range(50)))
-    it = interner_for("path")
+    streams = {0: path_stream(rng, 4000), 1: path_stream(rng, 2500), 2: path_stream(rng, 300) + [enter_code(4)]}
+    want, table = naive_intern(streams, PATH, PATH_LEAVE_AT, frozenset(range(50)), fuse=fuse)
+    it = EventInterner(PATH, PATH_LEAVE_AT, fuse=fuse)
     it.set_path_functions(np.arange(50))
     for sid, ev in streams.items():
-        got = np.concatenate([it.codes(sid, np.array(ev[i:i + 97], np.int32)) for i in range(0, len(ev), 97)])
+        got = np.concatenate([it.codes(sid, np.array(ev[i:i + step], np.int32)) for i in range(0, len(ev), step)]
+                             + [it.finish(sid)])
         assert got.tolist() == want[sid]
         assert events_of(got, it.terminals()).tolist() == ev
     t = it.terminals()
     assert list(zip(t.kind.tolist(), t.fid.tolist(), t.value.tolist())) == table
+    assert (ENTER_PATH in t.kind.tolist()) == fuse
+
+
+def test_path_mode_interns_fused_enter() -> None:
+    """Path mode's interner fuses; ENTER then START, then EXC, then ENTER stay apart; a trailing
+    ENTER comes out at the end, also when the stream's last chunk says so."""
+    ev = [enter_code(0), 3, enter_code(1), -5, enter_code(2), PATH_LEAVE_AT + 2, enter_code(1), EXC, 4, -1, LEAVE,
+          enter_code(5), enter_code(6), enter_code(2), PATH_LEAVE_AT + 2, 7, enter_code(5), enter_code(6), LEAVE,
+          enter_code(3)]
+    it = interner_for("path")
+    it.set_path_functions([0, 1, 2, 3])
+    codes = it.codes(0, np.array(ev, np.int32), final=True)
+    t = it.terminals()
+    got = [(int(t.kind[c]), int(t.fid[c]), int(t.value[c])) for c in codes]
+    fp = int(codes[3])      # (ENTER_PATH, 2, LEAVE_PATH + 2)
+    assert got == [(ENTER_PATH, 0, 3), (ENTER, 1, 0), (PATH, -1, -5), (ENTER_PATH, 2, PATH_LEAVE_AT + 2),
+                   (ENTER, 1, 0), (K_EXC, 1, 4), (PATH, 1, -1), (K_LEAVE, -1, 0),
+                   (ENTER_CHAIN, 5, got[8][2]), (PATH, 6, 7), (ENTER, 5, 0), (ENTER, 6, 0), (K_LEAVE, -1, 0),
+                   (ENTER, 3, 0)]
+    assert got[8][2] != fp and (int(t.kind[got[8][2]]), int(t.fid[got[8][2]]), int(t.value[got[8][2]])) == (ENTER_CHAIN, 6, fp)
+    assert it.finish(0).tolist() == []
+    assert t.label(int(codes[0])) == "F0P3" and t.label(int(codes[8])) == f"F5>F6>F2P{PATH_LEAVE_AT + 2}"
+    assert events_of(codes, t).tolist() == ev
+    assert t.parts(int(codes[8])) == [(ENTER, 5, 0), (ENTER, 6, 0), (ENTER, 2, 0), (PATH, 2, PATH_LEAVE_AT + 2)]
+
+
+def test_a_chain_as_deep_as_the_recursion() -> None:
+    """ENTERs 5,000 deep before the first value (an entry block that recurses at once) are one
+    terminal; it expands, labels and splits without recursion, in chunks of 7."""
+    ev = [enter_code(1)] * 5000 + [enter_code(2), PATH_LEAVE_AT + 1] + [PATH_LEAVE_AT] * 5000
+    it = interner_for("path")
+    it.set_path_functions([1, 2])
+    codes = np.concatenate([it.codes(0, np.array(ev[i:i + 7], np.int32)) for i in range(0, len(ev), 7)] + [it.finish(0)])
+    t = it.terminals()
+    assert len(codes) == 5001 and int(t.kind[codes[0]]) == ENTER_CHAIN
+    assert events_of(codes, t).tolist() == ev
+    assert t.label(int(codes[0])) == "F1>" * 5000 + f"F2P{PATH_LEAVE_AT + 1}"
+    (g,), terms = split_entered([sequitur(codes)], t)
+    assert events_of(g.expand(), terms).tolist() == ev
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+def test_split_grammars_expand_to_the_unfused_terminals() -> None:
+    """``split_entered`` on grammars built from fused codes gives grammars whose expansions are the
+    terminals the unfused twin interns (compared by key), rule numbers of the originals kept."""
+    rng = np.random.default_rng(11)
+    streams = {0: path_stream(rng, 3000), 1: path_stream(rng, 1500)}
+    fns = frozenset(range(50))
+    want, table = naive_intern(streams, PATH, PATH_LEAVE_AT, fns)
+    it = interner_for("path")
+    it.set_path_functions(np.arange(50))
+    grammars = [sequitur(np.concatenate([it.codes(sid, np.array(ev, np.int32)), it.finish(sid)]), lookahead=True)
+                for sid, ev in streams.items()]
+    split, terms = split_entered(grammars, it.terminals())
+    assert not np.any(np.isin(terms.kind[np.unique(np.concatenate([g.rhs[g.rhs >= 0] for g in split]))],
+                              (ENTER_PATH, ENTER_CHAIN)))
+    assert np.any(terms.kind == ENTER_CHAIN)
+    for g, s, sid in zip(grammars, split, streams):
+        fused, todo = set(), [int(x) for x in np.unique(g.rhs[g.rhs >= 0])]
+        while todo:        # the fused terminals used, and those inside them
+            x = todo.pop()
+            if int(terms.kind[x]) in (ENTER_PATH, ENTER_CHAIN) and x not in fused:
+                fused.add(x)
+                if int(terms.kind[x]) == ENTER_CHAIN:
+                    todo.append(int(terms.value[x]))
+        assert s.num_rules == g.num_rules + len(fused) > g.num_rules
+        assert np.array_equal(s.off[: len(g.off)], g.off)
+        keys = [(int(terms.kind[c]), int(terms.fid[c]), int(terms.value[c])) for c in s.expand()]
+        assert keys == [table[c] for c in want[sid]]
+    plain = EventInterner(PATH, PATH_LEAVE_AT)
+    plain.set_path_functions(np.arange(50))
+    g0 = sequitur(plain.codes(0, np.array(streams[0], np.int32)))
+    (same,), t0 = split_entered([g0], plain.terminals())   # no ENTER_PATH (recordings before wave 10)
+    assert same is g0 and t0 is not None and len(t0) == len(plain.terminals())
 
 
 @pytest.mark.nojit

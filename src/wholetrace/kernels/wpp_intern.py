@@ -14,6 +14,16 @@ Exception records carry operands that are not events (``wholetrace.events``): th
 its plan strategy ``paths``) and the statements of ``RERAISE s x``.  They may be negative
 (``r = -1``: no path open), so they are read by position, never by value: each becomes the
 terminal (value kind, f, operand).  RERAISE itself is the terminal (value kind, -1, RERAISE).
+
+Fused ENTER (``fuse``, path mode; docs/design.md, "The WPP's terminals, wave 10"): ENTER f
+directly followed by a value v of the activation it opens (its first path record, or
+``LEAVE_PATH + p`` for an activation of one path) is ONE terminal (ENTER_PATH, f, v), which
+expands back to the two events.  ENTERs that directly follow each other (an entry block that
+calls at once) wrap the fused terminal of the innermost one: (ENTER_CHAIN, f, t) is ENTER f and
+then terminal t (an ENTER_PATH or ENTER_CHAIN interned before it), so ENTER f ENTER g p is one
+terminal too.  ENTERs followed by anything else stay (ENTER, f, 0) each.  Waiting ENTERs are
+the top ``S_PEND`` frames of the stream's function stack, kept across chunk boundaries; the
+stream's last call passes ``final`` so trailing ENTERs are not left behind.
 """
 
 from __future__ import annotations
@@ -24,7 +34,7 @@ from wholetrace.events import ENTER_BASE, EXC, LEAVE, RERAISE
 from wholetrace.kernels._jit import kernel
 
 # terminal kinds (the same numbers as wholetrace.wpp.symbols)
-K_BLOCK, K_ENTER, K_LEAVE, K_EXC, K_PATH = 0, 1, 2, 3, 4
+K_BLOCK, K_ENTER, K_LEAVE, K_EXC, K_PATH, K_ENTER_PATH, K_ENTER_CHAIN = 0, 1, 2, 3, 4, 5, 6
 
 ST_DONE = 0
 ST_NEED_TABLE = 1     # the hash table is half full: grow it (``rehash``) and call again
@@ -35,7 +45,10 @@ ST_NEED_STACK = 3     # the stream's function stack is full: enlarge it and call
 S_SP = 0              # depth of the function stack
 S_EXC = 1             # 1: the last chunk ended with EXC, its statement comes first in this one
 S_OPS = 2             # operands of an exception record still to come (read by position)
-S_SIZE = 3
+S_PEND = 3            # ENTERs waiting for their next event (``fuse``): the top frames of the stack
+S_INNER = 4           # id + 1 of the fused terminal being wrapped by the waiting ENTERs, else 0
+S_LOW = 5             # stack index of the outermost waiting ENTER while they are wrapped
+S_SIZE = 6
 
 # shared table state (``tstate``)
 T_COUNT = 0           # keys interned so far (= next id)
@@ -77,56 +90,84 @@ def _slot(key, bits):  # type: ignore[no-untyped-def]
 
 
 @kernel
-def intern_chunk(events, pos, value_kind, leave_at, fpath, stack, sstate, table_keys, table_ids, tstate, sym_keys, out, m):  # type: ignore[no-untyped-def]
+def intern_chunk(events, pos, value_kind, leave_at, fpath, fuse, final, stack, sstate, table_keys, table_ids, tstate, sym_keys, out, m):  # type: ignore[no-untyped-def]
     """Intern ``events[pos:]`` into ``out[m:]``; returns (next event position, next out position,
     status).  Status ST_DONE when the chunk is consumed, else what to enlarge before calling again
     from the returned positions (nothing of the stopped event was consumed).  ``leave_at > 0``:
     a value ``v >= leave_at`` also ends the activation (path mode's ``LEAVE_PATH + p``).
     ``fpath[f]`` is 1 when function f records path ids (a register follows its statements);
-    functions past its end record none."""
+    functions past its end record none.  ``fuse == 1``: ENTERs and the value right after them
+    are one terminal (ENTER_PATH, wrapped in ENTER_CHAIN for each outer ENTER); ``final == 1``:
+    the stream ends with this chunk (ENTERs still waiting become (ENTER, f, 0)).  ``out`` holds
+    at least ``len(events) - pos + sstate[S_PEND] + 1``."""
     n = len(events)
     bits = tstate[T_BITS]
     limit = (np.int64(1) << bits) >> 1
-    while pos < n:
+    while pos < n or sstate[S_INNER] > 0 or (final == 1 and sstate[S_PEND] > 0):
         if tstate[T_COUNT] >= limit:
             return pos, m, ST_NEED_TABLE
         if tstate[T_COUNT] >= len(sym_keys):
             return pos, m, ST_NEED_SYMBOLS
-        v = np.int64(events[pos])
         sp = sstate[S_SP]
-        f = stack[sp - 1] if sp > 0 else np.int64(-1)
-        is_path = 0 <= f < len(fpath) and fpath[f] == 1
-        if sstate[S_EXC] == 1:
-            key = pack(K_EXC, f, v)
-            sstate[S_EXC] = 0
-            sstate[S_OPS] = 1 if is_path else 0
-        elif sstate[S_OPS] > 0:
-            key = pack(value_kind, f, v)
-            sstate[S_OPS] -= 1
-        elif v == RERAISE:
-            key = pack(value_kind, -1, v)
-            sstate[S_OPS] = 3 if is_path else 2
-        elif v >= 0:
-            key = pack(value_kind, f, v)
-            if leave_at > 0 and v >= leave_at and sp > 0:
-                sstate[S_SP] = sp - 1
-        elif v == LEAVE:
-            if sp > 0:
-                sstate[S_SP] = sp - 1
-            key = pack(K_LEAVE, -1, 0)
-        elif v == EXC:
-            sstate[S_EXC] = 1
+        k = sstate[S_PEND]
+        emit = True
+        if sstate[S_INNER] > 0:   # wrapping the fused terminal in the next outer waiting ENTER
+            key = pack(K_ENTER_CHAIN, stack[sstate[S_LOW] + k - 1], sstate[S_INNER] - 1)
+            sstate[S_PEND] = k - 1
+            emit = k == 1
+        elif k > 0 and (pos >= n or events[pos] > -ENTER_BASE):   # (never amid a record's operands)
+            if pos < n and events[pos] >= 0:   # the innermost activation's first value: fuse
+                v = np.int64(events[pos])
+                sstate[S_LOW] = sp - k
+                key = pack(K_ENTER_PATH, stack[sp - 1], v)
+                if leave_at > 0 and v >= leave_at:
+                    sstate[S_SP] = sp - 1
+                pos += 1
+                sstate[S_PEND] = k - 1
+                emit = k == 1
+            else:   # anything else: the outermost waiting ENTER alone (the event comes on a later turn)
+                key = pack(K_ENTER, stack[sp - k], 0)
+                sstate[S_PEND] = k - 1
+        else:
+            v = np.int64(events[pos])
+            f = stack[sp - 1] if sp > 0 else np.int64(-1)
+            is_path = 0 <= f < len(fpath) and fpath[f] == 1
+            if sstate[S_EXC] == 1:
+                key = pack(K_EXC, f, v)
+                sstate[S_EXC] = 0
+                sstate[S_OPS] = 1 if is_path else 0
+            elif sstate[S_OPS] > 0:
+                key = pack(value_kind, f, v)
+                sstate[S_OPS] -= 1
+            elif v == RERAISE:
+                key = pack(value_kind, -1, v)
+                sstate[S_OPS] = 3 if is_path else 2
+            elif v >= 0:
+                key = pack(value_kind, f, v)
+                if leave_at > 0 and v >= leave_at and sp > 0:
+                    sstate[S_SP] = sp - 1
+            elif v == LEAVE:
+                if sp > 0:
+                    sstate[S_SP] = sp - 1
+                key = pack(K_LEAVE, -1, 0)
+            elif v == EXC:
+                sstate[S_EXC] = 1
+                pos += 1
+                continue
+            elif v <= -ENTER_BASE:
+                if sp == len(stack):
+                    return pos, m, ST_NEED_STACK
+                f = -v - ENTER_BASE
+                stack[sp] = f
+                sstate[S_SP] = sp + 1
+                if fuse == 1:
+                    sstate[S_PEND] = k + 1
+                    pos += 1
+                    continue
+                key = pack(K_ENTER, f, 0)
+            else:  # a code trace streams never hold: keep it, as a value of function -1
+                key = pack(value_kind, -1, v)
             pos += 1
-            continue
-        elif v <= -ENTER_BASE:
-            if sp == len(stack):
-                return pos, m, ST_NEED_STACK
-            f = -v - ENTER_BASE
-            stack[sp] = f
-            sstate[S_SP] = sp + 1
-            key = pack(K_ENTER, f, 0)
-        else:  # a code trace streams never hold: keep it, as a value of function -1
-            key = pack(value_kind, -1, v)
         s = _slot(key, bits)
         mask = (np.int64(1) << bits) - 1
         while table_keys[s] != EMPTY and table_keys[s] != key:
@@ -137,9 +178,12 @@ def intern_chunk(events, pos, value_kind, leave_at, fpath, stack, sstate, table_
             table_ids[s] = t
             sym_keys[t] = key
             tstate[T_COUNT] = t + 1
-        out[m] = table_ids[s]
-        m += 1
-        pos += 1
+        if emit:
+            out[m] = table_ids[s]
+            m += 1
+            sstate[S_INNER] = 0
+        else:
+            sstate[S_INNER] = table_ids[s] + 1
     return pos, m, ST_DONE
 
 
@@ -159,10 +203,27 @@ def rehash(old_keys, old_ids, new_keys, new_ids, bits):  # type: ignore[no-untyp
 
 
 @kernel
+def terminal_widths(kind, value):  # type: ignore[no-untyped-def]
+    """Events each terminal stands for: 2 for EXC and ENTER_PATH, 1 + its inner terminal's for
+    ENTER_CHAIN (interned after it: ids in order), 1 otherwise."""
+    n = len(kind)
+    out = np.ones(n, np.int64)
+    for t in range(n):
+        k = kind[t]
+        if k == K_EXC or k == K_ENTER_PATH:
+            out[t] = 2
+        elif k == K_ENTER_CHAIN:
+            inner = value[t]
+            out[t] = 1 + out[inner] if 0 <= inner < t else 1
+    return out
+
+
+@kernel
 def terminal_events(codes, kind, fid, value, out):  # type: ignore[no-untyped-def]
     """The events of terminal ids ``codes`` (inverse of ``intern_chunk``): one event each, two for
-    EXC.  Returns the number written to ``out`` (at least 2·len(codes) long), or -1 - i when
-    terminal ``codes[i]`` is unknown."""
+    EXC and ENTER_PATH, ENTER f and its inner terminal's for ENTER_CHAIN.  Returns the number
+    written to ``out`` (at least ``terminal_widths`` of ``codes`` long), or -1 - i when terminal
+    ``codes[i]`` is unknown."""
     m = 0
     nt = len(kind)
     for i in range(len(codes)):
@@ -170,6 +231,14 @@ def terminal_events(codes, kind, fid, value, out):  # type: ignore[no-untyped-de
         if t < 0 or t >= nt:
             return -1 - i
         k = kind[t]
+        while k == K_ENTER_CHAIN:
+            out[m] = -(ENTER_BASE + fid[t])
+            m += 1
+            inner = value[t]
+            if inner < 0 or inner >= t:
+                return -1 - i
+            t = inner
+            k = kind[t]
         if k == K_BLOCK or k == K_PATH:
             out[m] = value[t]
         elif k == K_ENTER:
@@ -178,6 +247,10 @@ def terminal_events(codes, kind, fid, value, out):  # type: ignore[no-untyped-de
             out[m] = LEAVE
         elif k == K_EXC:
             out[m] = EXC
+            m += 1
+            out[m] = value[t]
+        elif k == K_ENTER_PATH:
+            out[m] = -(ENTER_BASE + fid[t])
             m += 1
             out[m] = value[t]
         else:

@@ -37,8 +37,10 @@ import pickle
 import platform
 import sys
 import types
-from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:  # the builder's start-up never imports pathlib (4-5 ms of its CPU): os.path below
+    from pathlib import Path
 
 #: name of the compiled extension module (its ``PyInit_`` symbol)
 EXT_NAME = "wt_builder_kernels"
@@ -51,12 +53,23 @@ ENV_DIR = "WHOLETRACE_AOT_DIR"
 _KERNELS = "wholetrace.kernels."
 
 
+def _cache_dir() -> str:
+    if os.environ.get(ENV_DIR):
+        return os.environ[ENV_DIR]
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "wholetrace", "aot")
+
+
 def cache_dir() -> Path:
     """The directory holding one sub-directory per key."""
-    if os.environ.get(ENV_DIR):
-        return Path(os.environ[ENV_DIR])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "wholetrace" / "aot"
+    from pathlib import Path
+
+    return Path(_cache_dir())
+
+
+def _read(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
 
 
 def _version_file(package: str) -> bytes:
@@ -64,20 +77,21 @@ def _version_file(package: str) -> bytes:
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
         return b"missing"
-    path = Path(next(iter(spec.submodule_search_locations))) / "_version.py"
-    return path.read_bytes() if path.exists() else b"no _version.py"
+    path = os.path.join(next(iter(spec.submodule_search_locations)), "_version.py")
+    return _read(path) if os.path.exists(path) else b"no _version.py"
 
 
 def key() -> str:
     """The hash naming a compiled module valid for these sources and versions."""
     import numpy as np
 
-    here = Path(__file__).resolve()
-    package = here.parent.parent
+    here = os.path.realpath(__file__)
+    package = os.path.dirname(os.path.dirname(here))
+    kernels = os.path.join(package, "kernels")
     h = hashlib.sha256()
-    sources = sorted((package / "kernels").glob("*.py")) + [package / "events.py", here]
-    for path in sources:
-        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    sources = [os.path.join(kernels, n) for n in sorted(os.listdir(kernels)) if n.endswith(".py")]
+    for path in sources + [os.path.join(package, "events.py"), here]:
+        h.update(os.path.basename(path).encode() + b"\0" + _read(path) + b"\0")
     for part in (_version_file("numba"), _version_file("llvmlite"), np.__version__.encode(),
                  sys.version.encode(), platform.machine().encode(), sys.implementation.cache_tag.encode()):
         h.update(part + b"\0")
@@ -151,13 +165,15 @@ class _StandIn(types.ModuleType):
         return getattr(self._real(), name)
 
 
-def load(directory: Path | None = None) -> dict[str, types.ModuleType] | str:
+def load(directory: Path | str | None = None) -> dict[str, types.ModuleType] | str:
     """The stand-in modules of the compiled build for the current key, or why there is none."""
-    where = (directory or cache_dir()) / key()
-    desc_path = where / DESCRIPTION
-    found = sorted(where.glob(EXT_NAME + ".*")) if desc_path.exists() else []
+    parent = os.fspath(directory) if directory is not None else _cache_dir()
+    where = os.path.join(parent, key())
+    desc_path = os.path.join(where, DESCRIPTION)
+    found = sorted(os.path.join(where, n) for n in os.listdir(where)
+                   if n.startswith(EXT_NAME + ".")) if os.path.exists(desc_path) else []
     if not found:
-        return f"no compiled kernels for key {where.name} in {where.parent}"
+        return f"no compiled kernels for key {os.path.basename(where)} in {parent}"
     with open(desc_path, "rb") as f:
         desc = pickle.load(f)
     loader = importlib.machinery.ExtensionFileLoader(EXT_NAME, str(found[0]))
@@ -182,7 +198,7 @@ def load(directory: Path | None = None) -> dict[str, types.ModuleType] | str:
     return modules
 
 
-def install(directory: Path | None = None) -> str:
+def install(directory: Path | str | None = None) -> str:
     """Put the compiled kernels in place of the kernel modules, before anything imports them.
     Returns ``"aot"``, or ``"jit: <why>"`` when the JIT modules will be used."""
     if os.environ.get(ENV_SWITCH, "1") == "0":
@@ -227,7 +243,7 @@ def exercise() -> None:
     for mode in INTERNERS:
         interner = interner_for(mode)
         interner.set_path_functions([1, 2], 8)
-        codes = interner.codes(0, events)
+        codes = np.concatenate([interner.codes(0, events[:-1]), interner.codes(0, events[-1:], final=True)])
         terminals_to_array(interner.terminals())
         # a long, repetitive but irregular sequence: many rules, nodes and digrams
         motifs = [rng.integers(0, 300, rng.integers(2, 9)) for _ in range(400)]
@@ -312,6 +328,7 @@ def build(directory: Path | None = None, verbose: bool = False) -> Path:
     directory and the first rename wins."""
     import shutil
     import tempfile
+    from pathlib import Path
 
     from numba.core.compiler import Flags
     from numba.core.registry import CPUDispatcher

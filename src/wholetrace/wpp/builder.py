@@ -176,7 +176,7 @@ def build(mode: str, lookahead: bool, q: ChunkQueue, spawned: float = 0.0) -> di
     imported = time.perf_counter()
     t = time.thread_time()
     warm = GrammarBuilder(lookahead=lookahead)   # compile or load the kernels from numba's cache
-    warm.feed(interner_for(mode).codes(0, np.array([-8, 0, 1, 0, 1, -2, 0, -1], np.int32)))
+    warm.feed(interner_for(mode).codes(0, np.array([-8, 0, 1, 0, 1, -2, 0, -1], np.int32), final=True))
     encode_explicit(warm.finish(), fast=True)
     jit = time.thread_time() - t
     interner = interner_for(mode)
@@ -209,6 +209,7 @@ def build(mode: str, lookahead: bool, q: ChunkQueue, spawned: float = 0.0) -> di
     streams: dict[str, dict[str, Any]] = {}
     for sid in sorted(builders):
         t = time.thread_time()
+        builders[sid].feed(interner.finish(sid))   # an ENTER the stream ended with (fused ENTERs)
         g = builders[sid].finish()
         enc = encode_explicit(g, fast=True)   # on the tail: zstd only (docs/design.md, wave 9)
         cpu[sid] += time.thread_time() - t

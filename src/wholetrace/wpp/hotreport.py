@@ -10,7 +10,7 @@ import numpy as np
 from wholetrace.wpp.hot import hot_subpaths
 from wholetrace.wpp.meaning import Piece, pieces, statement_lines, terminal_costs
 from wholetrace.wpp.queries import terminal_counts
-from wholetrace.wpp.view import WppView
+from wholetrace.wpp.view import WppView, split_view
 
 #: Default minimum cost: this fraction of the stream's total cost (statements it executed).
 DEFAULT_COST_FRACTION = 0.01
@@ -59,7 +59,9 @@ class HotReport:
 
 
 def hot_report(view: WppView, options: HotOptions) -> HotReport:
-    """Run ``wpp.hot.hot_subpaths`` on every stream of ``view`` with terminal costs ``options.cost``."""
+    """Run ``wpp.hot.hot_subpaths`` on every stream of ``view`` with terminal costs ``options.cost``
+    (on one terminal an event: fused terminals are split first, ``wpp.view.split_view``)."""
+    view = split_view(view)
     costs = terminal_costs(view, options.cost)
     entries: list[HotEntry] = []
     thresholds, totals = {}, {}

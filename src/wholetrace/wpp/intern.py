@@ -19,14 +19,19 @@ class EventInterner:
     ids; the register and handler block after EXC s, and the block ids of functions recorded
     with blocks, are PATH terminals too: what counts is that every event comes back exactly).
     ``leave_at``: a value at or above it also ends the activation (path mode's ``LEAVE_PATH``).
+    ``fuse``: ENTER f and the value right after it (its activation's first path record) become one
+    ENTER_PATH terminal, and ENTERs right before that one ENTER_CHAIN terminal each wrapping it
+    (path mode; ``kernels.wpp_intern``); then a stream's last chunk goes through
+    ``codes(..., final=True)`` or :meth:`finish`, or ENTERs ending it are left out.
     ``codes`` is called from one thread at a time (the WPP builder's); the kernel it runs
     releases the GIL.  :meth:`set_path_functions` names the functions recorded with path ids
     (their exception records carry a register, ``kernels.wpp_intern``); unnamed ones record none.
     """
 
-    def __init__(self, value_kind: int = BLOCK, leave_at: int = 0) -> None:
+    def __init__(self, value_kind: int = BLOCK, leave_at: int = 0, fuse: bool = False) -> None:
         self.value_kind = int(value_kind)
         self.leave_at = int(leave_at)
+        self.fuse = int(bool(fuse))
         bits = 12
         self._keys = np.full(1 << bits, K.EMPTY, np.int64)
         self._ids = np.zeros(1 << bits, np.int64)
@@ -47,16 +52,18 @@ class EventInterner:
     def __len__(self) -> int:
         return int(self._tstate[K.T_COUNT])
 
-    def codes(self, sid: int, chunk: np.ndarray) -> np.ndarray:
-        """The terminal ids (int64) of ``chunk``, the next events of stream ``sid``."""
+    def codes(self, sid: int, chunk: np.ndarray, final: bool = False) -> np.ndarray:
+        """The terminal ids (int64) of ``chunk``, the next events of stream ``sid`` (``final``:
+        its last ones).  With ``fuse`` ENTERs ending a chunk are held until the next one."""
         events = np.ascontiguousarray(chunk, dtype=np.int32)
         stack, sstate = self._streams.get(sid) or self._streams.setdefault(
             sid, (np.empty(64, np.int64), np.zeros(K.S_SIZE, np.int64)))
-        out = np.empty(len(events), np.int64)
+        out = np.empty(len(events) + int(sstate[K.S_PEND]) + 1, np.int64)   # + ENTERs held from the last chunk
         pos = m = 0
         while True:
-            pos, m, why = K.intern_chunk(events, pos, self.value_kind, self.leave_at, self._fpath, stack, sstate, self._keys,
-                                         self._ids, self._tstate, self._syms, out, m)
+            pos, m, why = K.intern_chunk(events, pos, self.value_kind, self.leave_at, self._fpath, self.fuse,
+                                         int(final), stack, sstate, self._keys, self._ids, self._tstate,
+                                         self._syms, out, m)
             if why == K.ST_DONE:
                 return out[:m]
             if why == K.ST_NEED_TABLE:
@@ -68,6 +75,10 @@ class EventInterner:
                 self._streams[sid] = (stack, sstate)
             else:  # pragma: no cover - defensive
                 raise InternalError(f"interning: unknown status {why}")
+
+    def finish(self, sid: int) -> np.ndarray:
+        """The terminal ids stream ``sid`` still holds back (ENTERs waiting for their next event)."""
+        return self.codes(sid, np.zeros(0, np.int32), final=True)
 
     def _grow_table(self) -> None:
         bits = int(self._tstate[K.T_BITS]) + 1
@@ -95,25 +106,35 @@ def terminals_from_array(a: np.ndarray) -> Terminals:
     return Terminals(a[:, 0].astype(np.int8), a[:, 1].astype(np.int32), a[:, 2].copy())
 
 
-def events_of(codes: np.ndarray, terms: Terminals) -> np.ndarray:
-    """The int32 events that terminal ids ``codes`` stand for."""
+def events_of(codes: np.ndarray, terms: Terminals, widths: np.ndarray | None = None) -> np.ndarray:
+    """The int32 events that terminal ids ``codes`` stand for (``widths``: ``terminal_widths(terms)``,
+    if the caller has it)."""
     codes = np.ascontiguousarray(codes, dtype=np.int64)
-    out = np.empty(2 * len(codes), np.int64)
-    m = K.terminal_events(codes, terms.kind.astype(np.int64), terms.fid.astype(np.int64),
-                          terms.value.astype(np.int64), out)
+    kind, value = terms.kind.astype(np.int64), terms.value.astype(np.int64)
+    if widths is None:
+        widths = terminal_widths(terms)
+    ok = (codes >= 0) & (codes < len(widths))
+    out = np.empty(int(widths[codes[ok]].sum()) + 1, np.int64)
+    m = K.terminal_events(codes, kind, terms.fid.astype(np.int64), value, out)
     if m < 0:
         i = -1 - m
         raise UsageError(f"terminal {int(codes[i])} is not in the symbol table")
     return out[:m].astype(np.int32)
 
 
+def terminal_widths(terms: Terminals) -> np.ndarray:
+    """How many events each terminal stands for (2 for EXC and ENTER_PATH, more for ENTER_CHAIN)."""
+    return K.terminal_widths(terms.kind.astype(np.int64), terms.value.astype(np.int64))  # type: ignore[no-any-return]
+
+
 #: Path mode's ``events.LEAVE_PATH`` (a path id at or above it ends the activation too).
 PATH_LEAVE_AT = 1 << 30
 
-#: Recording mode -> interner factory.  Path mode registers its own (PATH terminals) here.
+#: Recording mode -> interner factory.  Path mode registers its own (PATH terminals, ENTER fused
+#: with the activation's first path: docs/design.md, "The WPP's terminals, wave 10") here.
 INTERNERS: dict[str, Callable[[], EventInterner]] = {
     "blocks": EventInterner, "witness": EventInterner, "branches": EventInterner,
-    "path": lambda: EventInterner(PATH, PATH_LEAVE_AT),
+    "path": lambda: EventInterner(PATH, PATH_LEAVE_AT, fuse=True),
 }
 
 

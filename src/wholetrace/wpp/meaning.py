@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from wholetrace.errors import InternalError
-from wholetrace.wpp.symbols import BLOCK, ENTER, EXC, LEAVE, PATH
+from wholetrace.wpp.symbols import BLOCK, ENTER, EXC, FUSED, LEAVE, PATH
 from wholetrace.wpp.view import WppView
 
 #: Path mode: a value at or above it is ``LEAVE_PATH + p`` (``events.LEAVE_PATH`` on path branches).
@@ -82,17 +82,17 @@ def truncated_blocks(view: WppView, fid: int, register: int, stmt: int) -> tuple
 def terminal_costs(view: WppView, unit: str = "statements") -> np.ndarray:
     """Cost of every terminal: statements (or bytecode instructions) on its block or path; 0 for
     markers.  A path-kind value is costed as the path it names (in an exception record it is an
-    operand, which this context-free cost cannot tell)."""
+    operand, which this context-free cost cannot tell); a fused ENTER_PATH/ENTER_CHAIN as its path."""
     if unit not in COSTS:
         raise ValueError(unit)
     weights = _stmt_weights(view, unit)
     t = view.terminals
     out = np.zeros(len(t), np.int64)
-    for i in np.flatnonzero((t.kind == BLOCK) | (t.kind == PATH)):
-        f, v = int(t.fid[i]), int(t.value[i])
+    for i in np.flatnonzero(np.isin(t.kind, (BLOCK, PATH) + FUSED)):
+        k, f, v = t.parts(int(i))[-1]      # a fused terminal costs its path (its ENTERs cost 0)
         if f not in view.cfgs:
             continue
-        if t.kind[i] == BLOCK:
+        if k == BLOCK:
             blocks: tuple[int, ...] = (v,) if 0 <= v < len(view.cfgs[f].blocks) else ()
         else:
             found = path_blocks(view, f, v)
@@ -131,8 +131,10 @@ def pieces(view: WppView, symbols: list[int] | np.ndarray) -> list[Piece]:
     def back_edge(fid: int, a: int, b: int) -> bool:
         return any(e.dst == b and e.back for e in view.cfgs[fid].succs(a))  # type: ignore[arg-type]
 
+    items: list[tuple[int, int, int]] = []
     for x in np.asarray(symbols).tolist():
-        k, f, v = int(t.kind[x]), int(t.fid[x]), int(t.value[x])
+        items += t.parts(x)      # a fused terminal (wave 10): its ENTERs and its path, as one terminal each
+    for k, f, v in items:
         if ops:
             what = ops.pop(0)
             if exc_fid == -2 and f >= 0:

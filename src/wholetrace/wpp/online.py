@@ -40,6 +40,11 @@ QUEUE_EVENTS = 1 << 22
 GRAMMAR_NAME = "wpp.grammar.{sid}"
 SYMBOLS_NAME = "wpp.symbols"
 META_KEY = "wpp"
+#: Version of the terminal table ``wpp.symbols`` (meta ``wpp.terminals``; absent: 1).  2 (wave 10)
+#: adds the fused kinds ENTER_PATH and ENTER_CHAIN (ENTERs fused with the activation's first path record,
+#: ``wpp.symbols``), which a reader of version 1 would take for an unknown terminal: readers
+#: refuse a version above theirs in one line instead.  Recordings of version 1 read unchanged.
+TERMINALS_VERSION = 2
 #: The modes whose streams can be interned (``wpp.intern.INTERNERS``; a test keeps them equal).
 INTERNED_MODES = ("blocks", "witness", "branches", "path")
 _FRAME = struct.Struct("<ii")   # builder.FRAME
@@ -213,6 +218,7 @@ class OnlineWpp:
             raise InternalError(f"the WPP builder received {stats['received_events']} of {self.submitted} events")
         self._writer.set_meta(**{META_KEY: {
             "mode": self.mode, "lookahead": self.lookahead, "keep_raw": self.keep_raw,
+            "terminals": TERMINALS_VERSION,
             "queue_events": self.queue_events, "events": self.submitted,
             "max_backlog_events": stats["max_backlog_events"],
             "backlog_at_end_events": stats["backlog_at_end_events"],

@@ -1,7 +1,7 @@
 """The Ball-Larus path profile of a `path` recording, counted from its WPP's grammar frequencies without expanding it.
 
-Each full path is one terminal (``p``, or ``LEAVE_PATH + p`` when it returns), so its count is
-the terminal's occurrence count (Σ_R f(R) × its count in RHS(R), ``wpp.queries.terminal_counts``).
+Each full path is one terminal (``p``, or ``LEAVE_PATH + p`` when it returns; fused terminals are
+split first, ``wpp.view.split_view``), so its count is the terminal's occurrence count (Σ_R f(R) × its count in RHS(R), ``wpp.queries.terminal_counts``).
 The values after an exception record are operands, not paths (``EXC s r [H]``, ``RERAISE s x r
 [H]``, ``events``): the records are counted as grams, a marker with its next four terminals at
 their least common ancestor (``wpp.queries.marker_grams``), their operands are taken off the
@@ -20,7 +20,7 @@ from wholetrace.errors import UsageError
 from wholetrace.wpp.meaning import LEAVE_PATH, RERAISE_CODE, path_blocks, statement_lines, truncated_blocks
 from wholetrace.wpp.queries import marker_grams, terminal_counts
 from wholetrace.wpp.symbols import EXC, PATH
-from wholetrace.wpp.view import WppView
+from wholetrace.wpp.view import WppView, split_view
 
 #: Terminals after a marker read as its record: EXC s r H; RERAISE s x r H.
 GRAM = 4
@@ -42,6 +42,7 @@ def path_profile(view: WppView) -> list[PathCount]:
     if view.symbol_kind != "path":
         raise UsageError(f"`paths` needs a path recording (record --mode path); this {view.mode} recording "
                          "has no path ids (`wholetrace hot` works on it)")
+    view = split_view(view)      # fused ENTER_PATH/ENTER_CHAIN terminals (wave 10): their paths are PATH terminals
     t = view.terminals
     counts = np.zeros(len(t), np.int64)
     truncated: dict[tuple[int, int, tuple[int, ...]], int] = defaultdict(int)

@@ -10,9 +10,9 @@ import numpy as np
 
 from wholetrace.errors import UsageError
 from wholetrace.grammar import Grammar
-from wholetrace.wpp.intern import events_of, terminals_from_array
-from wholetrace.wpp.online import GRAMMAR_NAME, META_KEY, SYMBOLS_NAME
-from wholetrace.wpp.symbols import ENTER, EXC, LEAVE, PATH, Terminals
+from wholetrace.wpp.intern import events_of, terminal_widths, terminals_from_array
+from wholetrace.wpp.online import GRAMMAR_NAME, META_KEY, SYMBOLS_NAME, TERMINALS_VERSION
+from wholetrace.wpp.symbols import ENTER, EXC, LEAVE, PATH, Terminals, split_entered
 
 #: Bytes per event of the raw stream (Larus's Table 1 trace size counts 4 per path).
 RAW_EVENT_BYTES = 4
@@ -31,13 +31,15 @@ class StreamWpp:
     def table1(self, terms: Terminals) -> dict[str, Any]:
         """events, distinct paths/symbols, raw and encoded bytes, ratio, rules per path ..."""
         g = self.grammar
-        used = np.unique(g.rhs[g.rhs >= 0])
-        kinds = terms.kind[used] if len(used) else np.zeros(0, np.int8)
+        # counted over one terminal per event as before wave 10 (fused terminals split)
+        (split,), split_terms = split_entered([g], terms)
+        used = np.unique(split.rhs[split.rhs >= 0])
+        kinds = split_terms.kind[used] if len(used) else np.zeros(0, np.int8)
         markers = np.isin(kinds, (ENTER, LEAVE, EXC))
         paths = int(np.count_nonzero(~markers))
-        events = len(g)
+        events = len(split)
         raw = RAW_EVENT_BYTES * events
-        return {"stream": self.sid, "name": self.name, "events": events,
+        return {"stream": self.sid, "name": self.name, "events": events, "grammar_symbols": len(g),
                 "distinct_paths": paths, "distinct_symbols": int(len(used)),
                 "path_kind": "path" if np.any(kinds == PATH) else "block",
                 "rules": g.num_rules, "rhs": g.num_symbols, "len_S": g.start_length,
@@ -55,6 +57,10 @@ class StoredWpp:
         if not isinstance(meta, dict):
             raise UsageError(f"{rec.path}: no WPP in this recording (record it with --wpp)")
         self.meta: dict[str, Any] = meta
+        version = int(meta.get("terminals", 1))
+        if version > TERMINALS_VERSION:
+            raise UsageError(f"{rec.path}: its WPP terminals are of version {version}, this wholetrace reads up to "
+                             f"{TERMINALS_VERSION} (a newer wholetrace made it)")
         table = rec.get_array(SYMBOLS_NAME)
         self.terminals = terminals_from_array(table if table is not None else np.zeros((0, 3), np.int64))
         self.streams: list[StreamWpp] = []
@@ -76,8 +82,9 @@ class StoredWpp:
     def iter_events(self, sid: int, chunk: int = 1 << 16) -> Iterator[np.ndarray]:
         """Stream ``sid``'s events (int32, ``wholetrace.events`` encoding), expanded from its
         grammar a chunk at a time (never the whole trace in memory)."""
+        widths = terminal_widths(self.terminals)
         for codes in self.stream(sid).grammar.iter_chunks(chunk):
-            yield events_of(codes, self.terminals)
+            yield events_of(codes, self.terminals, widths)
 
     def events(self, sid: int) -> np.ndarray:
         """All of stream ``sid``'s events."""
@@ -100,13 +107,13 @@ class ExpandedRecording:
 
         from wholetrace.wpp.queries import terminal_counts
 
-        exc = self.wpp.terminals.kind == EXC
+        widths = terminal_widths(self.wpp.terminals)   # events per terminal (EXC s, fused ENTERs: more than 1)
         out = []
         for st in self.rec.streams():
             if st.sid in self._sids:
                 g = self.wpp.stream(st.sid).grammar
-                counts = terminal_counts(g, len(exc))
-                st = replace(st, n_events=len(g) + int(counts[: len(exc)][exc].sum()),
+                counts = terminal_counts(g, len(widths))
+                st = replace(st, n_events=int(np.dot(counts[: len(widths)], widths)),
                              stored_bytes=self.wpp.stream(st.sid).encoded_bytes)
             out.append(st)
         return out

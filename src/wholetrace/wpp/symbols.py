@@ -12,11 +12,17 @@ from wholetrace.errors import StoreError
 from wholetrace.kernels import hot_terminals as K
 
 if TYPE_CHECKING:  # annotations only: the WPP builder process imports this module (instrument.cfg: ~0.07 s)
+    from wholetrace.grammar import Grammar
     from wholetrace.instrument.cfg import CFG
 
-#: Terminal kinds.  PATH (a Ball-Larus path id of a function) is for `path` recordings.
-BLOCK, ENTER, LEAVE, EXC, PATH = range(5)
-KIND_NAMES = ("B", "F", "E", "X", "P")
+#: Terminal kinds.  PATH (a Ball-Larus path id of a function) is for `path` recordings, and so are
+#: the fused kinds of wave 10 (``kernels.wpp_intern``): ENTER_PATH (f, v) is ENTER f and the value
+#: right after it, the first path record of the activation it opens; ENTER_CHAIN (f, t) is ENTER f
+#: and then terminal t (a fused terminal: ENTERs in a row, the last one's first path).  Each
+#: stands for its events; :func:`split_entered` gives the analyses one terminal an event back.
+BLOCK, ENTER, LEAVE, EXC, PATH, ENTER_PATH, ENTER_CHAIN = range(7)
+KIND_NAMES = ("B", "F", "E", "X", "P", "FP", "FC")
+FUSED = (ENTER_PATH, ENTER_CHAIN)
 
 _WHY = {K.ST_BAD_EVENT: "an unknown event code", K.ST_BAD_FUNCTION: "an unknown function id",
         K.ST_BAD_BLOCK: "a block outside its function", K.ST_OUTSIDE: "an event outside any activation"}
@@ -35,13 +41,20 @@ class Terminals:
         return len(self.kind)
 
     def label(self, t: int) -> str:
-        """``B3@7`` (block 3 of function 7), ``F7``, ``E``, ``X12@7``."""
+        """``B3@7`` (block 3 of function 7), ``F7``, ``E``, ``X12@7``, ``F7P12`` (ENTER 7 and path 12),
+        ``F3>F7P12`` (ENTER 3, ENTER 7, path 12)."""
+        head = ""
+        while int(self.kind[t]) == ENTER_CHAIN:     # a loop: chains are as deep as the recursion
+            head += f"F{int(self.fid[t])}>"
+            t = int(self.value[t])
         k, f, v = int(self.kind[t]), int(self.fid[t]), int(self.value[t])
         if k == ENTER:
-            return f"F{f}"
+            return f"{head}F{f}"
+        if k == ENTER_PATH:
+            return f"{head}F{f}P{v}"
         if k == LEAVE:
-            return "E"
-        return f"{KIND_NAMES[k]}{v}@{f}"
+            return head + "E"
+        return f"{head}{KIND_NAMES[k]}{v}@{f}"
 
     def describe(self, t: int, cfgs: dict[int, CFG], files: dict[int, str]) -> dict[str, object]:
         """What a renderer shows for terminal ``t``: kind, function, file, and for a block its
@@ -57,9 +70,22 @@ class Terminals:
             out.update(block=v, lines=[min(s.line for s in stmts), max(s.end_line for s in stmts)] if stmts else [])
         elif k == EXC:
             out.update(statement=v, lines=[cfg.stmts[v].line] if v >= 0 else [])
+        elif k in FUSED:
+            out.update(events=[list(x) for x in self.parts(t)],
+                       lines=[cfg.firstline, cfg.lastline])
         else:
             out.update(lines=[cfg.firstline, cfg.lastline])
         return out
+
+    def parts(self, t: int) -> list[tuple[int, int, int]]:
+        """(kind, fid, value) of each event terminal ``t`` stands for: itself, or for a fused
+        terminal its ENTERs and the (PATH, f, v) of the path after them."""
+        out = []
+        while int(self.kind[t]) == ENTER_CHAIN:
+            out.append((ENTER, int(self.fid[t]), 0))
+            t = int(self.value[t])
+        k, f, v = int(self.kind[t]), int(self.fid[t]), int(self.value[t])
+        return out + ([(ENTER, f, 0), (PATH, f, v)] if k == ENTER_PATH else [(k, f, v)])
 
     def statement_costs(self, cfgs: dict[int, CFG]) -> np.ndarray:
         """Cost of each terminal in statements: the statements of a block, 0 for markers."""
@@ -67,6 +93,70 @@ class Terminals:
         for t in np.flatnonzero(self.kind == BLOCK):
             out[t] = len(cfgs[int(self.fid[t])].blocks[int(self.value[t])].stmts)
         return out
+
+
+def split_entered(grammars: "Sequence[Grammar]", terms: Terminals) -> "tuple[list[Grammar], Terminals]":
+    """``grammars`` (over ``terms``) with each fused terminal replaced by a rule of two symbols:
+    (ENTER, f, 0) and, for ENTER_PATH (f, v), the terminal (PATH, f, v), for ENTER_CHAIN (f, t),
+    t's own rule.  Grammars over the terminals the analyses read (one per event, as before
+    wave 10), expanding to the same events.  Terminals missing from the table are appended (the
+    fused ones stay, unused); the rules are appended after each grammar's own, so its rule
+    numbers keep their meaning.  Tables without fused terminals are returned as they are
+    (recordings before wave 10, other modes)."""
+    from wholetrace.grammar import Grammar
+
+    fused = np.flatnonzero(np.isin(terms.kind, FUSED))
+    if not len(fused):
+        return list(grammars), terms
+    kind, fid, value = terms.kind.tolist(), terms.fid.tolist(), terms.value.tolist()
+    index = {key: t for t, key in enumerate(zip(kind, fid, value))}
+
+    def find(key: tuple[int, int, int]) -> int:
+        if key not in index:
+            index[key] = len(kind)
+            kind.append(key[0])
+            fid.append(key[1])
+            value.append(key[2])
+        return index[key]
+
+    n = len(terms)
+    is_fused = np.zeros(n, bool)
+    is_fused[fused] = True
+    enter = np.zeros(n, np.int64)        # the ENTER terminal of each fused one
+    second = np.zeros(n, np.int64)       # its second symbol: a PATH terminal (ENTER_PATH) or, as
+    chained = np.zeros(n, bool)          # ... the inner fused terminal's rule (ENTER_CHAIN)
+    for t in fused.tolist():
+        enter[t] = find((ENTER, fid[t], 0))
+        if kind[t] == ENTER_PATH:
+            second[t] = find((PATH, fid[t], value[t]))
+        else:
+            second[t], chained[t] = value[t], True
+    table = Terminals(np.array(kind, np.int8), np.array(fid, np.int32), np.array(value, np.int64))
+    out = []
+    for g in grammars:
+        rhs = g.rhs
+        hit = rhs >= 0
+        hit[hit] = is_fused[rhs[hit]]
+        need = np.zeros(n, bool)
+        need[rhs[hit]] = True
+        for t in fused[::-1].tolist():          # inner terminals have smaller ids
+            if need[t] and chained[t]:
+                need[second[t]] = True
+        used = np.flatnonzero(need)
+        if not len(used):
+            out.append(g)
+            continue
+        nr = len(g.off) - 1
+        rule_of = np.zeros(n, np.int64)
+        rule_of[used] = nr + np.arange(len(used))
+        new_rhs = rhs.copy()
+        new_rhs[hit] = -rule_of[rhs[hit]]
+        inner = np.where(chained[used], second[used], 0)      # (second is a PATH id, maybe >= n, elsewhere)
+        tail = np.stack([enter[used], np.where(chained[used], -rule_of[inner], second[used])], axis=1)
+        new_rhs = np.concatenate([new_rhs, tail.reshape(-1)])
+        new_off = np.concatenate([g.off, g.off[-1] + 2 * np.arange(1, len(used) + 1)])
+        out.append(Grammar(new_off, new_rhs, lookahead=g.lookahead))
+    return out, table
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ import numpy as np
 from wholetrace.errors import UsageError
 from wholetrace.grammar import Grammar
 from wholetrace.instrument.cfg import CFG
-from wholetrace.wpp.symbols import BLOCK, PATH, Terminals
+from wholetrace.wpp.symbols import BLOCK, PATH, Terminals, split_entered
 
 if TYPE_CHECKING:
     from wholetrace.instrument.pathnum import PathNumbering
@@ -115,7 +115,18 @@ def open_view(path: str, *, stream: int | None = None, progress: bool = True) ->
             view = _build(rec, path, mode, cfgs, files, stream, progress)
     if stream is not None and not view.streams:
         raise UsageError(f"{path}: no stream {stream} with events")
-    return view
+    return split_view(view)
+
+
+def split_view(view: WppView) -> WppView:
+    """``view`` with its fused ENTER_PATH/ENTER_CHAIN terminals split (``wpp.symbols.split_entered``): the
+    analyses read one terminal per event, so lengths, costs and grams mean what they meant
+    before wave 10 (docs/design.md, "The WPP's terminals, wave 10")."""
+    grammars, terms = split_entered([s.grammar for s in view.streams], view.terminals)
+    if terms is view.terminals:
+        return view
+    streams = [StreamGrammar(s.sid, s.name, g) for s, g in zip(view.streams, grammars)]
+    return WppView(view.path, view.mode, view.source, terms, streams, view.cfgs, view.files, view.numberings)
 
 
 def _build(rec: Any, path: str, mode: str, cfgs: dict[int, CFG], files: dict[int, str],
@@ -147,6 +158,7 @@ def _build(rec: Any, path: str, mode: str, cfgs: dict[int, CFG], files: dict[int
             for chunk in chunks(st.sid):
                 b.feed(interner.codes(st.sid, chunk))
                 advance(len(chunk))
+            b.feed(interner.finish(st.sid))
             g = b.finish()
             if len(g):
                 out.append(StreamGrammar(st.sid, st.name, g))
