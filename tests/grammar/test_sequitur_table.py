@@ -26,16 +26,28 @@ def fingerprints(v1: np.ndarray, v2: np.ndarray) -> np.ndarray:
 def check_table(b: GrammarBuilder) -> None:
     """The table's invariants, checked over whole arrays (a feeding of one symbol at a time
     checks the table after every symbol)."""
-    nd, rguard, _rcount, _rfree, tab, _stack, meta = b._st  # type: ignore[misc]
+    nd, rguard, _rcount, _rfree, rkey, tab, _stack, meta = b._st  # type: ignore[misc]
     bits = int(meta[K.M_TBITS])
     slots = len(tab) // 2
     assert slots == 1 << bits
-    nodes = tab[1::2].astype(np.int64)
-    occupied = nodes != K.T_EMPTY
+    refs = tab[1::2].astype(np.int64)
+    occupied = refs != K.T_EMPTY
     j = np.flatnonzero(occupied)
-    n = nodes[j]
-    assert (n >= 0).all(), "no tombstones"
+    ref = refs[j]
+    # an entry tagged -(r + 2) is the whole body of rule r (not S), indexed at its first node
+    tagged = ref <= -2
+    r = -ref[tagged] - 2
+    assert (r >= 1).all() and (rguard[r] >= 0).all()
+    n = ref.copy()
+    n[tagged] = nd[4 * rguard[r].astype(np.int64) + K.NX]
     assert len(j) == meta[K.M_TUSED]
+    prv = nd[4 * n + K.PV].astype(np.int64)
+    after = nd[4 * nd[4 * n + K.NX].astype(np.int64) + K.NX].astype(np.int64)
+    whole = (nd[4 * prv + K.SL] == K.GUARD) & (nd[4 * after + K.SL] == K.GUARD) & (nd[4 * prv + K.VL] != -1)
+    assert np.array_equal(whole, tagged), "tagged exactly when the digram is a rule's whole body"
+    key = ((nd[4 * n + K.VL].astype(np.int64) & 0xFFFFFFFF) << 32) | (
+        nd[4 * nd[4 * n + K.NX].astype(np.int64) + K.VL].astype(np.int64) & 0xFFFFFFFF)
+    assert np.array_equal(rkey[r], key[tagged])
     assert (nd[4 * n + K.SL] == j).all()  # the node knows its slot
     nxt = nd[4 * n + K.NX].astype(np.int64)
     assert (nd[4 * n + K.SL] != K.GUARD).all() and (nd[4 * nxt + K.SL] != K.GUARD).all()
@@ -52,7 +64,10 @@ def check_table(b: GrammarBuilder) -> None:
     fresh = np.arange(int(meta[K.M_FRESH]))  # every node that claims a slot is indexed there
     s = nd[4 * fresh + K.SL].astype(np.int64)
     claims = s >= 0
-    assert (tab[2 * s[claims] + 1] == fresh[claims]).all()
+    claimed = tab[2 * s[claims] + 1].astype(np.int64)
+    back = claimed.copy()
+    back[claimed <= -2] = nd[4 * rguard[-claimed[claimed <= -2] - 2].astype(np.int64) + K.NX]
+    assert (back == fresh[claims]).all()
     phase = int(meta[K.M_NODE_PHASE])  # a live rule's guard starts a 64-byte line
     assert (nd.ctypes.data + 16 * phase) % 64 == 0
     if b.stats()["node_capacity"] == (1 << 14):  # not moved by growth
@@ -77,7 +92,7 @@ def test_table_invariants_across_rebuilds() -> None:
     b = GrammarBuilder()
     for i in range(0, len(seq), 20_000):
         b.feed(seq[i : i + 20_000])
-    assert len(b._st[4]) // 2 > 1 << 15  # type: ignore[index]
+    assert len(b._st[5]) // 2 > 1 << 15  # type: ignore[index]
     check_table(b)
     g = b.finish()
     assert np.array_equal(g.expand(), seq)

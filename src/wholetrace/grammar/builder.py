@@ -21,6 +21,7 @@ def _new_state(lookahead: bool, nodes: int, rules: int, bits: int) -> tuple[np.n
     rguard = np.full(rules, K.NIL, np.int32)
     rcount = np.zeros(rules, np.int32)
     rfree = np.zeros(rules, np.int32)
+    rkey = np.zeros(rules, np.int64)  # packed body of a rule whose body's entry is tagged
     tab = np.full(2 << bits, K.T_EMPTY, np.int32)
     stack = np.empty(3 << 16, np.int64)
     meta = np.zeros(K.META_SIZE, np.int64)
@@ -37,7 +38,7 @@ def _new_state(lookahead: bool, nodes: int, rules: int, bits: int) -> tuple[np.n
     meta[K.M_TBITS] = bits
     meta[K.M_LOOKAHEAD] = int(lookahead)
     _set_phase(nd, meta)
-    return (nd, rguard, rcount, rfree, tab, stack, meta)
+    return (nd, rguard, rcount, rfree, rkey, tab, stack, meta)
 
 
 def _set_phase(nd: np.ndarray, meta: np.ndarray) -> None:
@@ -101,11 +102,11 @@ class GrammarBuilder:
     def finish(self) -> Grammar:
         """End the input and return its grammar; the builder cannot be fed afterwards."""
         st = self._state()
-        while (why := int(K.room(st[0], st[1], st[4], st[6]))) != K.ST_DONE:
+        while (why := int(K.room(st[0], st[1], st[5], st[7]))) != K.ST_DONE:
             st = self._grow(why)
         K.flush(*st)
         self._check_overflow(st)
-        nd, rguard, meta = st[0], st[1], st[6]
+        nd, rguard, meta = st[0], st[1], st[7]
         self._st = None
         del st  # free the digram table before flattening
         off, rhs = K.extract(nd, rguard, int(meta[K.M_LIVE_RULES]))
@@ -114,12 +115,12 @@ class GrammarBuilder:
     def stats(self) -> dict[str, int]:
         """Sizes of the working structures (for benchmarks and diagnostics)."""
         st = self._state()
-        meta = st[6]
+        meta = st[7]
         return {
             "node_capacity": len(st[0]) // 4,
             "live_nodes": int(meta[K.M_LIVE_NODES]),
             "live_rules": int(meta[K.M_LIVE_RULES]),
-            "table_slots": len(st[4]) // 2,
+            "table_slots": len(st[5]) // 2,
             "table_used": int(meta[K.M_TUSED]),
             "max_stack": int(meta[K.M_MAX_SP]) // 3,
             "bytes": int(sum(a.nbytes for a in st)),
@@ -133,11 +134,11 @@ class GrammarBuilder:
 
     @staticmethod
     def _check_overflow(st: tuple[np.ndarray, ...]) -> None:
-        if st[6][K.M_OVERFLOW]:
+        if st[7][K.M_OVERFLOW]:
             raise InternalError("SEQUITUR working arrays overflowed inside one step")
 
     def _grow(self, why: int) -> tuple[np.ndarray, ...]:
-        nd, rguard, rcount, rfree, tab, stack, meta = self._state()
+        nd, rguard, rcount, rfree, rkey, tab, stack, meta = self._state()
         if why == K.ST_NEED_NODES:
             nodes = len(nd) // 4
             nd = _grown(nd, 4 * (nodes + max(nodes // 4, 2 * K.MARGIN_NODES)))
@@ -147,19 +148,20 @@ class GrammarBuilder:
             rguard = _grown(rguard, size)
             rcount = _grown(rcount, size)
             rfree = _grown(rfree, size)
+            rkey = _grown(rkey, size)
         elif why == K.ST_NEED_TABLE:
             bits = int(meta[K.M_TBITS])
             while (int(meta[K.M_TUSED]) + K.MARGIN_TABLE) * 2 > (1 << bits):
                 bits += 1  # keep the live load at most 1/2 after a rebuild
             new_tab = np.full(2 << bits, K.T_EMPTY, np.int32)
-            used = K.rehash(nd, tab, new_tab, bits)
+            used = K.rehash(nd, rguard, tab, new_tab, bits)
             del tab
             tab = new_tab
             meta[K.M_TUSED] = used
             meta[K.M_TBITS] = bits
         else:  # pragma: no cover - defensive
             raise InternalError(f"unknown growth request {why}")
-        self._st = (nd, rguard, rcount, rfree, tab, stack, meta)
+        self._st = (nd, rguard, rcount, rfree, rkey, tab, stack, meta)
         return self._st
 
 

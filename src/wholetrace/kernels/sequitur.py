@@ -80,6 +80,7 @@ F_CHECK = 0
 F_SUBST_RIGHT = 1
 F_NEW_SECOND = 2
 F_UTILITY = 3
+F_SUBST = 4
 
 # Every array index of the hot kernels is cast to unsigned: numba then emits no
 # negative-index wrap-around (a compare and select per access, ~120 accesses on the hot
@@ -92,11 +93,31 @@ _M32 = np.int64(0xFFFFFFFF)
 
 
 @_inl
-def _fp(v1, v2):  # type: ignore[no-untyped-def]
-    """31-bit fingerprint of digram (v1, v2): the top bits of a multiplicative hash of the
-    packed pair.  Its top ``bits`` bits are the home slot, so a rebuild needs no nodes."""
-    key = ((np.int64(v1) & _M32) << 32) | (np.int64(v2) & _M32)
+def _key(v1, v2):  # type: ignore[no-untyped-def]
+    """Digram (v1, v2) packed into one int64 (exact)."""
+    return ((np.int64(v1) & _M32) << 32) | (np.int64(v2) & _M32)
+
+
+@_inl
+def _fpk(key):  # type: ignore[no-untyped-def]
+    """31-bit fingerprint of a packed digram: the top bits of a multiplicative hash.  Its top
+    ``bits`` bits are the home slot, so a rebuild needs no nodes."""
     return np.int32(np.int64((np.uint64(key) * _C1) >> _S33))
+
+
+@_inl
+def _fp(v1, v2):  # type: ignore[no-untyped-def]
+    """31-bit fingerprint of digram (v1, v2)."""
+    return _fpk(_key(v1, v2))
+
+
+@_inl
+def _ref_node(nd, rguard, ref):  # type: ignore[no-untyped-def]
+    """The indexed node of a table entry: ``ref`` itself, or the first body node of rule
+    -(ref + 2) when the entry is tagged as that rule's whole body."""
+    if ref >= 0:
+        return ref
+    return nd[_U(4 * rguard[_U(-ref - 2)] + NX)]
 
 
 @_inl
@@ -111,9 +132,10 @@ def _is_guard(nd, n):  # type: ignore[no-untyped-def]
 
 
 @_inl
-def _find(nd, tab, meta, fp, v1, v2):  # type: ignore[no-untyped-def]
+def _find(nd, rkey, tab, meta, fp, key, v1, v2):  # type: ignore[no-untyped-def]
     """(slot, True) if digram (v1, v2) is indexed, else (empty slot to insert at, False).
-    A slot matches on the fingerprint, then on the indexed node's values (exact)."""
+    A slot matches on the fingerprint, then on the indexed node's values, or for an entry
+    tagged as a rule's whole body on that rule's packed body (exact either way)."""
     bits = meta[M_TBITS]
     mask = (np.int64(1) << bits) - 1
     i = np.int64(fp) >> (31 - bits)
@@ -121,16 +143,24 @@ def _find(nd, tab, meta, fp, v1, v2):  # type: ignore[no-untyped-def]
         n = tab[_U(2 * i + 1)]
         if n == T_EMPTY:
             return i, False
-        if tab[_U(2 * i)] == fp and nd[_U(4 * n + VL)] == v1 and nd[_U(4 * nd[_U(4 * n + NX)] + VL)] == v2:
-            return i, True
+        if tab[_U(2 * i)] == fp:
+            if n >= 0:
+                if nd[_U(4 * n + VL)] == v1 and nd[_U(4 * nd[_U(4 * n + NX)] + VL)] == v2:
+                    return i, True
+            elif rkey[_U(-n - 2)] == key:
+                return i, True
         i = (i + 1) & mask
 
 
 @_inl
-def _occupy(nd, tab, meta, slot, found, fp, n):  # type: ignore[no-untyped-def]
-    """Make node n the indexed occurrence of digram key, stored at slot."""
+def _occupy(nd, rguard, rkey, tab, meta, slot, found, fp, key, n, m):  # type: ignore[no-untyped-def]
+    """Make node n (followed by m) the indexed occurrence of digram key, stored at slot.  If
+    the digram is the whole body of a rule other than S, the entry is tagged as that rule's
+    (-(r + 2)) and the rule's packed body kept in rkey: a lookup then finds the rule without
+    reading the node (a rule's body is never reached by an append, so the tag stays true
+    until the entry is replaced or removed; _expand unties it when the body moves)."""
     if found:
-        old = tab[_U(2 * slot + 1)]
+        old = _ref_node(nd, rguard, tab[_U(2 * slot + 1)])
         if old != n:
             nd[_U(4 * old + SL)] = NIL
     else:
@@ -139,25 +169,33 @@ def _occupy(nd, tab, meta, slot, found, fp, n):  # type: ignore[no-untyped-def]
     mine = nd[_U(4 * n + SL)]
     if mine >= 0 and mine != slot:  # pragma: no cover - a node is indexed under one digram only
         meta[M_OVERFLOW] = 1
-    tab[_U(2 * slot + 1)] = n
+    ref = n
+    p = nd[_U(4 * n + PV)]
+    if _is_guard(nd, p) and _is_guard(nd, nd[_U(4 * m + NX)]):
+        r = -nd[_U(4 * p + VL)] - 1
+        if r != 0:
+            rkey[_U(r)] = key
+            ref = -(r + 2)
+    tab[_U(2 * slot + 1)] = ref
     nd[_U(4 * n + SL)] = slot
 
 
 @_hot
-def _idx_set(nd, tab, meta, n):  # type: ignore[no-untyped-def]
+def _idx_set(nd, rguard, rkey, tab, meta, n):  # type: ignore[no-untyped-def]
     """Index the digram starting at n, replacing any other occurrence in the index."""
     m = nd[_U(4 * n + NX)]
     if _is_guard(nd, n) or _is_guard(nd, m):
         return
     v1 = nd[_U(4 * n + VL)]
     v2 = nd[_U(4 * m + VL)]
-    fp = _fp(v1, v2)
-    slot, found = _find(nd, tab, meta, fp, v1, v2)
-    _occupy(nd, tab, meta, slot, found, fp, n)
+    key = _key(v1, v2)
+    fp = _fpk(key)
+    slot, found = _find(nd, rkey, tab, meta, fp, key, v1, v2)
+    _occupy(nd, rguard, rkey, tab, meta, slot, found, fp, key, n, m)
 
 
 @_inl
-def _vacate(nd, tab, meta, s):  # type: ignore[no-untyped-def]
+def _vacate(nd, rguard, tab, meta, s):  # type: ignore[no-untyped-def]
     """Empty slot s and close the gap (backward-shift deletion: no tombstones).  Each entry
     after s in its run moves back into the hole unless its home slot lies after the hole."""
     meta[M_TUSED] -= 1
@@ -173,37 +211,37 @@ def _vacate(nd, tab, meta, s):  # type: ignore[no-untyped-def]
         if ((j - home) & mask) >= ((j - hole) & mask):  # home is at or before the hole
             tab[_U(2 * hole)] = tab[_U(2 * j)]
             tab[_U(2 * hole + 1)] = n
-            nd[_U(4 * n + SL)] = hole
+            nd[_U(4 * _ref_node(nd, rguard, n) + SL)] = hole
             hole = j
         j = (j + 1) & mask
     tab[_U(2 * hole + 1)] = T_EMPTY
 
 
 @_inl
-def _idx_clear(nd, tab, meta, n):  # type: ignore[no-untyped-def]
+def _idx_clear(nd, rguard, tab, meta, n):  # type: ignore[no-untyped-def]
     """Forget the digram starting at n if n is its indexed occurrence."""
     s = nd[_U(4 * n + SL)]
     if s >= 0:
         nd[_U(4 * n + SL)] = NIL
-        _vacate(nd, tab, meta, s)
+        _vacate(nd, rguard, tab, meta, s)
 
 
 @_inl
-def _join(nd, tab, meta, left, right):  # type: ignore[no-untyped-def]
+def _join(nd, rguard, rkey, tab, meta, left, right):  # type: ignore[no-untyped-def]
     """Link left -> right, forgetting left's old digram; a run of three equal symbols
     that loses its indexed pair gets its other pair indexed (as the reference does)."""
     if nd[_U(4 * left + NX)] != NIL:
-        _idx_clear(nd, tab, meta, left)
+        _idx_clear(nd, rguard, tab, meta, left)
         pr = nd[_U(4 * right + PV)]
         nr = nd[_U(4 * right + NX)]
         v = nd[_U(4 * right + VL)]
         if pr != NIL and nr != NIL and v == nd[_U(4 * pr + VL)] and v == nd[_U(4 * nr + VL)]:
-            _idx_set(nd, tab, meta, right)
+            _idx_set(nd, rguard, rkey, tab, meta, right)
         pl = nd[_U(4 * left + PV)]
         nl = nd[_U(4 * left + NX)]
         v = nd[_U(4 * left + VL)]
         if pl != NIL and nl != NIL and v == nd[_U(4 * nl + VL)] and v == nd[_U(4 * pl + VL)]:
-            _idx_set(nd, tab, meta, pl)
+            _idx_set(nd, rguard, rkey, tab, meta, pl)
     nd[_U(4 * left + NX)] = right
     nd[_U(4 * right + PV)] = left
 
@@ -274,9 +312,9 @@ def _free_node(nd, meta, n):  # type: ignore[no-untyped-def]
 
 
 @_inl
-def _delete_node(nd, rcount, tab, meta, n):  # type: ignore[no-untyped-def]
-    _join(nd, tab, meta, nd[_U(4 * n + PV)], nd[_U(4 * n + NX)])
-    _idx_clear(nd, tab, meta, n)
+def _delete_node(nd, rguard, rcount, rkey, tab, meta, n):  # type: ignore[no-untyped-def]
+    _join(nd, rguard, rkey, tab, meta, nd[_U(4 * n + PV)], nd[_U(4 * n + NX)])
+    _idx_clear(nd, rguard, tab, meta, n)
     v = nd[_U(4 * n + VL)]
     if v < 0:
         rcount[_U(-v - 1)] -= 1
@@ -284,9 +322,9 @@ def _delete_node(nd, rcount, tab, meta, n):  # type: ignore[no-untyped-def]
 
 
 @_inl
-def _insert_after(nd, tab, meta, a, y):  # type: ignore[no-untyped-def]
-    _join(nd, tab, meta, y, nd[_U(4 * a + NX)])
-    _join(nd, tab, meta, a, y)
+def _insert_after(nd, rguard, rkey, tab, meta, a, y):  # type: ignore[no-untyped-def]
+    _join(nd, rguard, rkey, tab, meta, y, nd[_U(4 * a + NX)])
+    _join(nd, rguard, rkey, tab, meta, a, y)
 
 
 @_hot
@@ -327,23 +365,23 @@ def _push(stack, meta, sp, kind, a, b):  # type: ignore[no-untyped-def]
     return sp
 
 
-@_hot
-def _substitute(nd, rcount, tab, stack, meta, sp, x, r):  # type: ignore[no-untyped-def]
+@_inl
+def _substitute(nd, rguard, rcount, rkey, tab, stack, meta, sp, x, r):  # type: ignore[no-untyped-def]
     """Replace the digram at x by rule r, then schedule the checks of its neighbours."""
     q = nd[_U(4 * x + PV)]
     z = nd[_U(4 * nd[_U(4 * x + NX)] + NX)]  # checked with the new symbol if the left check does nothing
     if not _is_guard(nd, z):
         _prefetch_slot(tab, meta, -(r + 1), nd[_U(4 * z + VL)])
-    _delete_node(nd, rcount, tab, meta, nd[_U(4 * q + NX)])
-    _delete_node(nd, rcount, tab, meta, nd[_U(4 * q + NX)])
+    _delete_node(nd, rguard, rcount, rkey, tab, meta, nd[_U(4 * q + NX)])
+    _delete_node(nd, rguard, rcount, rkey, tab, meta, nd[_U(4 * q + NX)])
     y = _alloc_node(nd, rcount, meta, -(r + 1))
-    _insert_after(nd, tab, meta, q, y)
+    _insert_after(nd, rguard, rkey, tab, meta, q, y)
     sp = _push(stack, meta, sp, F_SUBST_RIGHT, q, 0)
     return _push(stack, meta, sp, F_CHECK, q, 0)
 
 
 @_hot
-def _expand(nd, rguard, rcount, rfree, tab, meta, s):  # type: ignore[no-untyped-def]
+def _expand(nd, rguard, rcount, rfree, rkey, tab, meta, s):  # type: ignore[no-untyped-def]
     """Inline the rule that s (the first symbol of a rule body) is the last user of,
     replaying the reference's sequence of links so the index ends up identical."""
     left = nd[_U(4 * s + PV)]
@@ -352,14 +390,17 @@ def _expand(nd, rguard, rcount, rfree, tab, meta, s):  # type: ignore[no-untyped
     g = rguard[_U(r)]
     f = nd[_U(4 * g + NX)]
     last = nd[_U(4 * g + PV)]
-    _join(nd, tab, meta, last, f)  # deleting the rule's guard closes its body ring
-    _idx_clear(nd, tab, meta, s)
+    fs = nd[_U(4 * f + SL)]
+    if fs >= 0 and tab[_U(2 * fs + 1)] < T_EMPTY:  # the body moves into another rule: untag
+        tab[_U(2 * fs + 1)] = f
+    _join(nd, rguard, rkey, tab, meta, last, f)  # deleting the rule's guard closes its body ring
+    _idx_clear(nd, rguard, tab, meta, s)
     nd[_U(4 * s + VL)] = 0  # the reference unlinks s as a plain symbol of value 0
-    _join(nd, tab, meta, left, right)
+    _join(nd, rguard, rkey, tab, meta, left, right)
     _free_node(nd, meta, s)
-    _join(nd, tab, meta, left, f)
-    _join(nd, tab, meta, last, right)
-    _idx_set(nd, tab, meta, last)
+    _join(nd, rguard, rkey, tab, meta, left, f)
+    _join(nd, rguard, rkey, tab, meta, last, right)
+    _idx_set(nd, rguard, rkey, tab, meta, last)
     rguard[_U(r)] = NIL
     rcount[_U(r)] = 0
     rfree[_U(meta[M_RFREE_TOP])] = r
@@ -375,7 +416,7 @@ def _is_body(nd, x):  # type: ignore[no-untyped-def]
 
 
 @_hot
-def _run_check(nd, rguard, rcount, rfree, tab, stack, meta, a0):  # type: ignore[no-untyped-def]
+def _run_check(nd, rguard, rcount, rfree, rkey, tab, stack, meta, a0):  # type: ignore[no-untyped-def]
     """check(a0) and every substitution it cascades into, in the reference's order."""
     sp = _push(stack, meta, 0, F_CHECK, a0, 0)
     ret = 0
@@ -392,12 +433,26 @@ def _run_check(nd, rguard, rcount, rfree, tab, stack, meta, a0):  # type: ignore
                 continue
             v1 = nd[_U(4 * a + VL)]
             v2 = nd[_U(4 * b + VL)]
-            fp = _fp(v1, v2)
-            slot, found = _find(nd, tab, meta, fp, v1, v2)
+            key = _key(v1, v2)
+            fp = _fpk(key)
+            slot, found = _find(nd, rkey, tab, meta, fp, key, v1, v2)
             if not found:
-                _occupy(nd, tab, meta, slot, False, fp, a)
+                _occupy(nd, rguard, rkey, tab, meta, slot, False, fp, key, a, b)
                 continue
             x = tab[_U(2 * slot + 1)]
+            if x < 0:  # tagged: the whole body of rule r, found without reading its nodes
+                r = -x - 2
+                q = nd[_U(4 * a + PV)]  # the next check is (q, r)
+                if _is_guard(nd, q):
+                    if nd[_U(4 * q + VL)] == -(r + 1):  # a is that body itself
+                        continue
+                else:
+                    _prefetch_slot(tab, meta, nd[_U(4 * q + VL)], -(r + 1))
+                _prefetch(nd, np.int64(4) * rguard[_U(r)])  # the rule's line, read by utility
+                sp = _push(stack, meta, sp, F_UTILITY, r, 0)
+                sp = _push(stack, meta, sp, F_SUBST, a, r)
+                ret = 1
+                continue
             if x == a or nd[_U(4 * x + NX)] == a or b == x:  # overlapping run such as aaa
                 continue
             if _is_body(nd, x):  # the digram is a whole rule: use it
@@ -406,27 +461,32 @@ def _run_check(nd, rguard, rcount, rfree, tab, stack, meta, a0):  # type: ignore
                 if not _is_guard(nd, q):
                     _prefetch_slot(tab, meta, nd[_U(4 * q + VL)], -(r + 1))
                 sp = _push(stack, meta, sp, F_UTILITY, r, 0)
-                sp = _substitute(nd, rcount, tab, stack, meta, sp, a, r)
+                sp = _push(stack, meta, sp, F_SUBST, a, r)
                 ret = 1
                 continue
             if lookahead and meta[M_HAS_LA] != 0 and nd[_U(4 * b + NX)] == 0:
                 # SEQUITUR(1): b ends S and (b, next input) is a rule: wait for it
                 la = meta[M_LA]
-                s2, f2 = _find(nd, tab, meta, _fp(v2, la), v2, la)
-                if f2 and _is_body(nd, tab[_U(2 * s2 + 1)]):
-                    continue
+                k2 = _key(v2, la)
+                s2, f2 = _find(nd, rkey, tab, meta, _fpk(k2), k2, v2, la)
+                if f2:
+                    x2 = tab[_U(2 * s2 + 1)]
+                    if x2 < 0 or _is_body(nd, x2):
+                        continue
             r = _new_rule(nd, rguard, rcount, rfree, meta)
             q = nd[_U(4 * x + PV)]  # the next check is (q, r)
             if not _is_guard(nd, q):
                 _prefetch_slot(tab, meta, nd[_U(4 * q + VL)], -(r + 1))
             g = rguard[_U(r)]
             n1 = _take_node(nd, rcount, g + 1 if g + 1 < len(nd) // 4 else g, v1)
-            _insert_after(nd, tab, meta, g, n1)
+            _insert_after(nd, rguard, rkey, tab, meta, g, n1)
             n2 = _take_node(nd, rcount, n1 + 1 if n1 + 1 < len(nd) // 4 else n1, v2)
-            _insert_after(nd, tab, meta, n1, n2)
+            _insert_after(nd, rguard, rkey, tab, meta, n1, n2)
             sp = _push(stack, meta, sp, F_NEW_SECOND, r, a)
-            sp = _substitute(nd, rcount, tab, stack, meta, sp, x, r)
+            sp = _push(stack, meta, sp, F_SUBST, x, r)
             ret = 1
+        elif kind == F_SUBST:  # the one site of the substitution (inlined once)
+            sp = _substitute(nd, rguard, rcount, rkey, tab, stack, meta, sp, a, a2)
         elif kind == F_SUBST_RIGHT:
             if ret == 0:
                 sp = _push(stack, meta, sp, F_CHECK, nd[_U(4 * a + NX)], 0)
@@ -434,27 +494,27 @@ def _run_check(nd, rguard, rcount, rfree, tab, stack, meta, a0):  # type: ignore
             q = nd[_U(4 * a2 + PV)]  # the next check is (q, a)
             if not _is_guard(nd, q):
                 _prefetch_slot(tab, meta, nd[_U(4 * q + VL)], -(a + 1))
-            _idx_set(nd, tab, meta, nd[_U(4 * rguard[_U(a)] + NX)])
+            _idx_set(nd, rguard, rkey, tab, meta, nd[_U(4 * rguard[_U(a)] + NX)])
             sp = _push(stack, meta, sp, F_UTILITY, a, 0)
-            sp = _substitute(nd, rcount, tab, stack, meta, sp, a2, a)
+            sp = _push(stack, meta, sp, F_SUBST, a2, a)
         else:  # F_UTILITY: rule utility for the rule just used
             f = nd[_U(4 * rguard[_U(a)] + NX)]
             v = nd[_U(4 * f + VL)]
             if v < 0 and rcount[_U(-v - 1)] == 1:
-                _expand(nd, rguard, rcount, rfree, tab, meta, f)
+                _expand(nd, rguard, rcount, rfree, rkey, tab, meta, f)
             ret = 1
     return ret
 
 
 @_inl
-def _append(nd, rguard, rcount, rfree, tab, stack, meta, c):  # type: ignore[no-untyped-def]
+def _append(nd, rguard, rcount, rfree, rkey, tab, stack, meta, c):  # type: ignore[no-untyped-def]
     last = nd[_U(PV)]
     if last != 0:
         _prefetch_slot(tab, meta, nd[_U(4 * last + VL)], c)
     y = _alloc_node(nd, rcount, meta, c)
-    _insert_after(nd, tab, meta, nd[_U(PV)], y)
+    _insert_after(nd, rguard, rkey, tab, meta, nd[_U(PV)], y)
     meta[M_NSYMS] += 1
-    _run_check(nd, rguard, rcount, rfree, tab, stack, meta, nd[_U(4 * y + PV)])
+    _run_check(nd, rguard, rcount, rfree, rkey, tab, stack, meta, nd[_U(4 * y + PV)])
 
 
 @_hot
@@ -470,7 +530,7 @@ def room(nd, rguard, tab, meta):  # type: ignore[no-untyped-def]
 
 
 @_hot
-def feed(nd, rguard, rcount, rfree, tab, stack, meta, chunk, start):  # type: ignore[no-untyped-def]
+def feed(nd, rguard, rcount, rfree, rkey, tab, stack, meta, chunk, start):  # type: ignore[no-untyped-def]
     """Append chunk[start:] to S; returns (position reached, stop reason)."""
     lookahead = meta[M_LOOKAHEAD] != 0
     n = len(chunk)
@@ -483,33 +543,33 @@ def feed(nd, rguard, rcount, rfree, tab, stack, meta, chunk, start):  # type: ig
             if meta[M_HAS_PENDING] != 0:
                 meta[M_HAS_LA] = 1
                 meta[M_LA] = c
-                _append(nd, rguard, rcount, rfree, tab, stack, meta, meta[M_PENDING])
+                _append(nd, rguard, rcount, rfree, rkey, tab, stack, meta, meta[M_PENDING])
             meta[M_PENDING] = c
             meta[M_HAS_PENDING] = 1
         else:
-            _append(nd, rguard, rcount, rfree, tab, stack, meta, c)
+            _append(nd, rguard, rcount, rfree, rkey, tab, stack, meta, c)
         if meta[M_OVERFLOW] != 0:
             return i + 1, ST_DONE
     return len(chunk), ST_DONE
 
 
 @_hot
-def flush(nd, rguard, rcount, rfree, tab, stack, meta):  # type: ignore[no-untyped-def]
+def flush(nd, rguard, rcount, rfree, rkey, tab, stack, meta):  # type: ignore[no-untyped-def]
     """Process the symbol held back for look-ahead, with no look-ahead (end of input)."""
     if meta[M_HAS_PENDING] != 0:
         meta[M_HAS_LA] = 0
         meta[M_HAS_PENDING] = 0
-        _append(nd, rguard, rcount, rfree, tab, stack, meta, meta[M_PENDING])
+        _append(nd, rguard, rcount, rfree, rkey, tab, stack, meta, meta[M_PENDING])
 
 
 @_hot
-def rehash(nd, tab, new_tab, bits):  # type: ignore[no-untyped-def]
+def rehash(nd, rguard, tab, new_tab, bits):  # type: ignore[no-untyped-def]
     """Move every indexed digram into the empty table new_tab of 2**bits slots."""
     mask = (np.int64(1) << bits) - 1
     used = 0
     for i in range(len(tab) // 2):
         n = tab[_U(2 * i + 1)]
-        if n < 0:
+        if n == T_EMPTY:
             continue
         fp = tab[_U(2 * i)]
         j = np.int64(fp) >> (31 - bits)
@@ -517,7 +577,7 @@ def rehash(nd, tab, new_tab, bits):  # type: ignore[no-untyped-def]
             j = (j + 1) & mask
         new_tab[_U(2 * j)] = fp
         new_tab[_U(2 * j + 1)] = n
-        nd[_U(4 * n + SL)] = j
+        nd[_U(4 * _ref_node(nd, rguard, n) + SL)] = j
         used += 1
     return used
 
