@@ -23,12 +23,13 @@ if numba.config.DISABLE_JIT:  # pure-Python twin: numpy warns on the hash's inte
     warnings.filterwarnings("ignore", "overflow encountered", RuntimeWarning, __name__)
 
 # ---------------------------------------------------------------------------
-# Builder state: the tuple (nd, rguard, rcount, rfree, tab, stack, meta).
+# Builder state: the tuple (nd, rguard, rcount, rkey, tab, stack, meta).
 # nd: int32, 4 per node: next, prev, value, slot.  value is a terminal t >= 0 or
 #   -(r + 1) for a reference to rule r; a rule's guard node carries -(r + 1) too
 #   and has slot GUARD.  slot is the digram-table slot indexing the digram that
 #   starts at this node, or -1.  Rule 0 is S; node 0 is its guard.
-# rguard/rcount: guard node and reference count of each rule; rfree: free rule ids.
+# rguard/rcount: guard node and reference count of each rule (rguard of a free rule links the
+#   free list); rkey: packed body of a rule whose table entry is tagged (see _occupy).
 # tab: int32, 2 per slot: 31-bit fingerprint of the digram (_fp) and the node of
 #   its indexed occurrence (T_EMPTY when free).  Linear probing from the slot given
 #   by the fingerprint's top bits, deletion by backward shift (no tombstones); a
@@ -46,7 +47,7 @@ NX, PV, VL, SL = 0, 1, 2, 3
 
 M_FREE_HEAD = 0
 M_FRESH = 1
-M_RFREE_TOP = 2
+M_RFREE_HEAD = 2  # first free rule id (-1: none); the list continues through rguard
 M_RFRESH = 3
 M_TUSED = 4
 # 5: unused (was the tombstone count)
@@ -328,11 +329,10 @@ def _insert_after(nd, rguard, rkey, tab, meta, a, y):  # type: ignore[no-untyped
 
 
 @_hot
-def _new_rule(nd, rguard, rcount, rfree, meta):  # type: ignore[no-untyped-def]
-    top = meta[M_RFREE_TOP]
-    if top > 0:
-        r = np.int64(rfree[_U(top - 1)])
-        meta[M_RFREE_TOP] = top - 1
+def _new_rule(nd, rguard, rcount, meta):  # type: ignore[no-untyped-def]
+    r = meta[M_RFREE_HEAD]
+    if r >= 0:  # free rules are a list through rguard: -(next + 2)
+        meta[M_RFREE_HEAD] = -rguard[_U(r)] - 2
     else:
         r = meta[M_RFRESH]
         if r >= len(rguard) - 1:
@@ -381,7 +381,7 @@ def _substitute(nd, rguard, rcount, rkey, tab, stack, meta, sp, x, r):  # type: 
 
 
 @_hot
-def _expand(nd, rguard, rcount, rfree, rkey, tab, meta, s):  # type: ignore[no-untyped-def]
+def _expand(nd, rguard, rcount, rkey, tab, meta, s):  # type: ignore[no-untyped-def]
     """Inline the rule that s (the first symbol of a rule body) is the last user of,
     replaying the reference's sequence of links so the index ends up identical."""
     left = nd[_U(4 * s + PV)]
@@ -401,10 +401,9 @@ def _expand(nd, rguard, rcount, rfree, rkey, tab, meta, s):  # type: ignore[no-u
     _join(nd, rguard, rkey, tab, meta, left, f)
     _join(nd, rguard, rkey, tab, meta, last, right)
     _idx_set(nd, rguard, rkey, tab, meta, last)
-    rguard[_U(r)] = NIL
+    rguard[_U(r)] = -(meta[M_RFREE_HEAD] + 2)  # NIL for the last free rule
     rcount[_U(r)] = 0
-    rfree[_U(meta[M_RFREE_TOP])] = r
-    meta[M_RFREE_TOP] += 1
+    meta[M_RFREE_HEAD] = r
     meta[M_LIVE_RULES] -= 1
     _free_node(nd, meta, g)
 
@@ -416,7 +415,7 @@ def _is_body(nd, x):  # type: ignore[no-untyped-def]
 
 
 @_hot
-def _run_check(nd, rguard, rcount, rfree, rkey, tab, stack, meta, a0):  # type: ignore[no-untyped-def]
+def _run_check(nd, rguard, rcount, rkey, tab, stack, meta, a0):  # type: ignore[no-untyped-def]
     """check(a0) and every substitution it cascades into, in the reference's order."""
     sp = _push(stack, meta, 0, F_CHECK, a0, 0)
     ret = 0
@@ -473,7 +472,7 @@ def _run_check(nd, rguard, rcount, rfree, rkey, tab, stack, meta, a0):  # type: 
                     x2 = tab[_U(2 * s2 + 1)]
                     if x2 < 0 or _is_body(nd, x2):
                         continue
-            r = _new_rule(nd, rguard, rcount, rfree, meta)
+            r = _new_rule(nd, rguard, rcount, meta)
             q = nd[_U(4 * x + PV)]  # the next check is (q, r)
             if not _is_guard(nd, q):
                 _prefetch_slot(tab, meta, nd[_U(4 * q + VL)], -(r + 1))
@@ -501,20 +500,20 @@ def _run_check(nd, rguard, rcount, rfree, rkey, tab, stack, meta, a0):  # type: 
             f = nd[_U(4 * rguard[_U(a)] + NX)]
             v = nd[_U(4 * f + VL)]
             if v < 0 and rcount[_U(-v - 1)] == 1:
-                _expand(nd, rguard, rcount, rfree, rkey, tab, meta, f)
+                _expand(nd, rguard, rcount, rkey, tab, meta, f)
             ret = 1
     return ret
 
 
 @_inl
-def _append(nd, rguard, rcount, rfree, rkey, tab, stack, meta, c):  # type: ignore[no-untyped-def]
+def _append(nd, rguard, rcount, rkey, tab, stack, meta, c):  # type: ignore[no-untyped-def]
     last = nd[_U(PV)]
     if last != 0:
         _prefetch_slot(tab, meta, nd[_U(4 * last + VL)], c)
     y = _alloc_node(nd, rcount, meta, c)
     _insert_after(nd, rguard, rkey, tab, meta, nd[_U(PV)], y)
     meta[M_NSYMS] += 1
-    _run_check(nd, rguard, rcount, rfree, rkey, tab, stack, meta, nd[_U(4 * y + PV)])
+    _run_check(nd, rguard, rcount, rkey, tab, stack, meta, nd[_U(4 * y + PV)])
 
 
 @_hot
@@ -530,7 +529,7 @@ def room(nd, rguard, tab, meta):  # type: ignore[no-untyped-def]
 
 
 @_hot
-def feed(nd, rguard, rcount, rfree, rkey, tab, stack, meta, chunk, start):  # type: ignore[no-untyped-def]
+def feed(nd, rguard, rcount, rkey, tab, stack, meta, chunk, start):  # type: ignore[no-untyped-def]
     """Append chunk[start:] to S; returns (position reached, stop reason)."""
     lookahead = meta[M_LOOKAHEAD] != 0
     n = len(chunk)
@@ -543,23 +542,23 @@ def feed(nd, rguard, rcount, rfree, rkey, tab, stack, meta, chunk, start):  # ty
             if meta[M_HAS_PENDING] != 0:
                 meta[M_HAS_LA] = 1
                 meta[M_LA] = c
-                _append(nd, rguard, rcount, rfree, rkey, tab, stack, meta, meta[M_PENDING])
+                _append(nd, rguard, rcount, rkey, tab, stack, meta, meta[M_PENDING])
             meta[M_PENDING] = c
             meta[M_HAS_PENDING] = 1
         else:
-            _append(nd, rguard, rcount, rfree, rkey, tab, stack, meta, c)
+            _append(nd, rguard, rcount, rkey, tab, stack, meta, c)
         if meta[M_OVERFLOW] != 0:
             return i + 1, ST_DONE
     return len(chunk), ST_DONE
 
 
 @_hot
-def flush(nd, rguard, rcount, rfree, rkey, tab, stack, meta):  # type: ignore[no-untyped-def]
+def flush(nd, rguard, rcount, rkey, tab, stack, meta):  # type: ignore[no-untyped-def]
     """Process the symbol held back for look-ahead, with no look-ahead (end of input)."""
     if meta[M_HAS_PENDING] != 0:
         meta[M_HAS_LA] = 0
         meta[M_HAS_PENDING] = 0
-        _append(nd, rguard, rcount, rfree, rkey, tab, stack, meta, meta[M_PENDING])
+        _append(nd, rguard, rcount, rkey, tab, stack, meta, meta[M_PENDING])
 
 
 @_hot
