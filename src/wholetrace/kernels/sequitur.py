@@ -63,6 +63,8 @@ M_LIVE_RULES = 14
 M_LIVE_NODES = 15
 M_MAX_SP = 16
 M_NODE_PHASE = 17  # node ids = this (mod 4) start a 64-byte line of nd (set by the Python layer)
+M_HAS_NEXT = 18  # the symbol appended after the current one is known (only prefetches use it)
+M_NEXT = 19
 META_SIZE = 20
 
 ST_DONE = 0
@@ -372,6 +374,8 @@ def _substitute(nd, rguard, rcount, rkey, tab, stack, meta, sp, x, r):  # type: 
     z = nd[_U(4 * nd[_U(4 * x + NX)] + NX)]  # checked with the new symbol if the left check does nothing
     if not _is_guard(nd, z):
         _prefetch_slot(tab, meta, -(r + 1), nd[_U(4 * z + VL)])
+    elif z == 0 and meta[M_HAS_NEXT] != 0:  # the new symbol ends S: (r, next input) is checked
+        _prefetch_slot(tab, meta, -(r + 1), meta[M_NEXT])  # next, unless the cascade goes on
     _delete_node(nd, rguard, rcount, rkey, tab, meta, nd[_U(4 * q + NX)])
     _delete_node(nd, rguard, rcount, rkey, tab, meta, nd[_U(4 * q + NX)])
     y = _alloc_node(nd, rcount, meta, -(r + 1))
@@ -437,6 +441,8 @@ def _run_check(nd, rguard, rcount, rkey, tab, stack, meta, a0):  # type: ignore[
             slot, found = _find(nd, rkey, tab, meta, fp, key, v1, v2)
             if not found:
                 _occupy(nd, rguard, rkey, tab, meta, slot, False, fp, key, a, b)
+                if nd[_U(4 * b + NX)] == 0 and meta[M_HAS_NEXT] != 0:  # b ends S: the next
+                    _prefetch_slot(tab, meta, v2, meta[M_NEXT])  # append checks (b, next input)
                 continue
             x = tab[_U(2 * slot + 1)]
             if x < 0:  # tagged: the whole body of rule r, found without reading its nodes
@@ -542,10 +548,17 @@ def feed(nd, rguard, rcount, rkey, tab, stack, meta, chunk, start):  # type: ign
             if meta[M_HAS_PENDING] != 0:
                 meta[M_HAS_LA] = 1
                 meta[M_LA] = c
+                meta[M_HAS_NEXT] = 1
+                meta[M_NEXT] = c
                 _append(nd, rguard, rcount, rkey, tab, stack, meta, meta[M_PENDING])
             meta[M_PENDING] = c
             meta[M_HAS_PENDING] = 1
         else:
+            if i + 1 < n:
+                meta[M_HAS_NEXT] = 1
+                meta[M_NEXT] = chunk[i + 1]
+            else:
+                meta[M_HAS_NEXT] = 0
             _append(nd, rguard, rcount, rkey, tab, stack, meta, c)
         if meta[M_OVERFLOW] != 0:
             return i + 1, ST_DONE
@@ -557,6 +570,7 @@ def flush(nd, rguard, rcount, rkey, tab, stack, meta):  # type: ignore[no-untype
     """Process the symbol held back for look-ahead, with no look-ahead (end of input)."""
     if meta[M_HAS_PENDING] != 0:
         meta[M_HAS_LA] = 0
+        meta[M_HAS_NEXT] = 0
         meta[M_HAS_PENDING] = 0
         _append(nd, rguard, rcount, rkey, tab, stack, meta, meta[M_PENDING])
 
