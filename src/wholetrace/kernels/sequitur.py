@@ -84,6 +84,7 @@ F_SUBST_RIGHT = 1
 F_NEW_SECOND = 2
 F_UTILITY = 3
 F_SUBST = 4
+F_UTILITY_TAG = 5  # rule utility after a tagged find: the kind word also holds the slot (<< 8)
 
 # Every array index of the hot kernels is cast to unsigned: numba then emits no
 # negative-index wrap-around (a compare and select per access, ~120 accesses on the hot
@@ -426,7 +427,8 @@ def _run_check(nd, rguard, rcount, rkey, tab, stack, meta, a0):  # type: ignore[
     lookahead = meta[M_LOOKAHEAD] != 0
     while sp > 0:
         sp -= 3
-        kind = stack[_U(sp)]
+        kw = stack[_U(sp)]
+        kind = kw & 255
         a = stack[_U(sp + 1)]
         a2 = stack[_U(sp + 2)]
         if kind == F_CHECK:
@@ -453,8 +455,9 @@ def _run_check(nd, rguard, rcount, rkey, tab, stack, meta, a0):  # type: ignore[
                         continue
                 else:
                     _prefetch_slot(tab, meta, nd[_U(4 * q + VL)], -(r + 1))
-                _prefetch(nd, np.int64(4) * rguard[_U(r)])  # the rule's line, read by utility
-                sp = _push(stack, meta, sp, F_UTILITY, r, 0)
+                if v1 < 0:  # read by rule utility
+                    _prefetch(rcount, -v1 - 1)
+                sp = _push(stack, meta, sp, F_UTILITY_TAG | (slot << 8), r, key)
                 sp = _push(stack, meta, sp, F_SUBST, a, r)
                 ret = 1
                 continue
@@ -502,6 +505,16 @@ def _run_check(nd, rguard, rcount, rkey, tab, stack, meta, a0):  # type: ignore[
             _idx_set(nd, rguard, rkey, tab, meta, nd[_U(4 * rguard[_U(a)] + NX)])
             sp = _push(stack, meta, sp, F_UTILITY, a, 0)
             sp = _push(stack, meta, sp, F_SUBST, a2, a)
+        elif kind == F_UTILITY_TAG:  # as F_UTILITY, but if the entry found is unchanged the
+            # rule's body is still the digram (a2 packed), so its first symbol is known
+            s = kw >> 8
+            if tab[_U(2 * s + 1)] == -(a + 2) and rkey[_U(a)] == a2:
+                v = a2 >> 32
+            else:
+                v = nd[_U(4 * nd[_U(4 * rguard[_U(a)] + NX)] + VL)]
+            if v < 0 and rcount[_U(-v - 1)] == 1:
+                _expand(nd, rguard, rcount, rkey, tab, meta, nd[_U(4 * rguard[_U(a)] + NX)])
+            ret = 1
         else:  # F_UTILITY: rule utility for the rule just used
             f = nd[_U(4 * rguard[_U(a)] + NX)]
             v = nd[_U(4 * f + VL)]
