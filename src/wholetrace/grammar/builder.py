@@ -111,7 +111,10 @@ class GrammarBuilder:
         nd, rguard, meta = st[0], st[1], st[6]
         self._st = None
         del st  # free the digram table before flattening
-        off, rhs = K.extract(nd, rguard, int(meta[K.M_LIVE_RULES]))
+        nrules = int(meta[K.M_LIVE_RULES])
+        off, rhs, ok = K.extract(nd, rguard, nrules, int(meta[K.M_LIVE_NODES]) - nrules)
+        if not ok:  # pragma: no cover - the live counts disagree with the lists
+            raise InternalError("SEQUITUR grammar extraction found inconsistent rule lists")
         return Grammar(off, rhs, lookahead=self.lookahead, built=True)
 
     def stats(self) -> dict[str, int]:

@@ -608,47 +608,64 @@ def rehash(nd, rguard, tab, new_tab, bits):  # type: ignore[no-untyped-def]
     return used
 
 
+@_inl
+def _copy_body(nd, rguard, r, rhs, w):  # type: ignore[no-untyped-def]
+    """Write rule r's body values at rhs[w:]; returns the end (stops at the end of rhs)."""
+    g = rguard[_U(r)]
+    n = nd[_U(4 * g + NX)]
+    while n != g and w < len(rhs):
+        rhs[_U(w)] = nd[_U(4 * n + VL)]
+        w += 1
+        n = nd[_U(4 * n + NX)]
+    return w
+
+
 @kernel
-def extract(nd, rguard, nrules):  # type: ignore[no-untyped-def]
-    """Flatten the live grammar: rules numbered by first appearance (S = 0) -> (off, rhs)."""
+def extract(nd, rguard, nrules, total):  # type: ignore[no-untyped-def]
+    """Flatten the live grammar: rules numbered by first appearance (S = 0) -> (off, rhs, ok).
+
+    One walk over the nodes: a rule's body is copied when the rule is first met, and the
+    depth-first walk that numbers the rules runs over the copies (which then lie in the new
+    order), so each body's nodes are read once.  total is the number of body symbols."""
     newid = np.full(len(rguard), -1, np.int64)
-    order = np.empty(nrules, np.int64)
+    off = np.zeros(nrules + 1, np.int64)
+    rhs = np.empty(total, np.int64)
+    stk = np.empty(2 * (nrules + 1), np.int64)  # (position, end) of the bodies being walked
     newid[0] = 0
-    order[0] = 0
+    w = _copy_body(nd, rguard, 0, rhs, 0)
+    off[1] = w
     nr = 1
-    stk = np.empty(nrules + 1, np.int64)
     sp = 0
-    cur = nd[4 * rguard[0] + NX]
-    total = 0
+    pos = 0
+    end = w
+    ok = True
     while True:
-        if nd[4 * cur + SL] == GUARD:  # end of a body
+        if pos == end:
             if sp == 0:
                 break
-            sp -= 1
-            cur = stk[sp]
+            sp -= 2
+            pos = stk[sp]
+            end = stk[sp + 1]
             continue
-        total += 1
-        v = nd[4 * cur + VL]
+        v = rhs[pos]
+        pos += 1
         if v < 0 and newid[-v - 1] < 0:
             r = -v - 1
+            if nr >= nrules:
+                ok = False
+                break
             newid[r] = nr
-            order[nr] = r
+            start = w
+            w = _copy_body(nd, rguard, r, rhs, w)
             nr += 1
-            stk[sp] = nd[4 * cur + NX]
-            sp += 1
-            cur = nd[4 * rguard[r] + NX]
-        else:
-            cur = nd[4 * cur + NX]
-    off = np.zeros(nr + 1, np.int64)
-    rhs = np.empty(total, np.int64)
-    k = 0
-    for i in range(nr):
-        g = rguard[order[i]]
-        n = nd[4 * g + NX]
-        while n != g:
-            v = nd[4 * n + VL]
-            rhs[k] = v if v >= 0 else -newid[-v - 1]
-            k += 1
-            n = nd[4 * n + NX]
-        off[i + 1] = k
-    return off, rhs
+            off[nr] = w
+            stk[sp] = pos
+            stk[sp + 1] = end
+            sp += 2
+            pos = start
+            end = w
+    for k in range(w):
+        v = rhs[k]
+        if v < 0:
+            rhs[k] = -newid[-v - 1]
+    return off[: nr + 1], rhs[:w], ok and nr == nrules and w == total
