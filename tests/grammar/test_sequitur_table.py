@@ -16,11 +16,12 @@ from test_sequitur_properties import sequences
 pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
 
 
-def fingerprints(v1: np.ndarray, v2: np.ndarray) -> np.ndarray:
-    """The table's 31-bit fingerprints, recomputed with wrapping uint64 arithmetic."""
+def hashes(v1: np.ndarray, v2: np.ndarray) -> np.ndarray:
+    """The table's 64-bit digram hashes (top half: fingerprint, bottom half: a tagged rule's
+    check word), recomputed with wrapping uint64 arithmetic."""
     key = ((v1.astype(np.int64) & 0xFFFFFFFF).astype(np.uint64) << np.uint64(32)) | (
         v2.astype(np.int64) & 0xFFFFFFFF).astype(np.uint64)
-    return (key * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(33)
+    return key * np.uint64(0x9E3779B97F4A7C15)
 
 
 def check_table(b: GrammarBuilder) -> None:
@@ -45,17 +46,16 @@ def check_table(b: GrammarBuilder) -> None:
     after = nd[4 * nd[4 * n + K.NX].astype(np.int64) + K.NX].astype(np.int64)
     whole = (nd[4 * prv + K.SL] == K.GUARD) & (nd[4 * after + K.SL] == K.GUARD) & (nd[4 * prv + K.VL] != -1)
     assert np.array_equal(whole, tagged), "tagged exactly when the digram is a rule's whole body"
-    key = ((nd[4 * n + K.VL].astype(np.int64) & 0xFFFFFFFF) << 32) | (
-        nd[4 * nd[4 * n + K.NX].astype(np.int64) + K.VL].astype(np.int64) & 0xFFFFFFFF)
-    assert np.array_equal(rkey[r], key[tagged])
+    h = hashes(nd[4 * n + K.VL], nd[4 * nd[4 * n + K.NX].astype(np.int64) + K.VL])
+    assert np.array_equal(rkey[r].astype(np.uint32), (h[tagged] & np.uint64(0xFFFFFFFF)).astype(np.uint32))
     assert (nd[4 * n + K.SL] == j).all()  # the node knows its slot
     nxt = nd[4 * n + K.NX].astype(np.int64)
     assert (nd[4 * n + K.SL] != K.GUARD).all() and (nd[4 * nxt + K.SL] != K.GUARD).all()
-    fp = fingerprints(nd[4 * n + K.VL], nd[4 * nxt + K.VL])
-    assert (tab[2 * j].astype(np.uint64) == fp).all()
+    fp = hashes(nd[4 * n + K.VL], nd[4 * nxt + K.VL]) >> np.uint64(32)
+    assert (tab[2 * j].astype(np.uint32).astype(np.uint64) == fp).all()
     # every slot from the home slot to j is occupied, else a lookup would stop early: the run of
     # occupied slots ending at j (cyclically) is at least as long as the distance from home
-    home = (fp >> np.uint64(31 - bits)).astype(np.int64)
+    home = (fp >> np.uint64(32 - bits)).astype(np.int64)
     twice = np.concatenate([occupied, occupied])
     at = np.arange(2 * slots)
     last_empty = np.maximum.accumulate(np.where(twice, -1, at))

@@ -20,7 +20,7 @@ def _new_state(lookahead: bool, nodes: int, rules: int, bits: int) -> tuple[np.n
     nd = np.full(4 * nodes, K.NIL, np.int32)
     rguard = np.full(rules, K.NIL, np.int32)
     rcount = np.zeros(rules, np.int32)
-    rkey = np.zeros(rules, np.int64)  # packed body of a rule whose body's entry is tagged
+    rkey = np.zeros(rules, np.int32)  # check word of a rule body's tagged entry (kernels/sequitur.py)
     tab = np.full(2 << bits, K.T_EMPTY, np.int32)
     stack = np.empty(3 << 16, np.int64)
     meta = np.zeros(K.META_SIZE, np.int64)

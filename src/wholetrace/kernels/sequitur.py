@@ -29,8 +29,9 @@ if numba.config.DISABLE_JIT:  # pure-Python twin: numpy warns on the hash's inte
 #   and has slot GUARD.  slot is the digram-table slot indexing the digram that
 #   starts at this node, or -1.  Rule 0 is S; node 0 is its guard.
 # rguard/rcount: guard node and reference count of each rule (rguard of a free rule links the
-#   free list); rkey: packed body of a rule whose table entry is tagged (see _occupy).
-# tab: int32, 2 per slot: 31-bit fingerprint of the digram (_fp) and the node of
+#   free list); rkey: the check word (_chk) of the body of a rule whose table entry is tagged
+#   (see _occupy): with the entry's fingerprint it identifies the body exactly.
+# tab: int32, 2 per slot: 32-bit fingerprint of the digram (_fp) and the node of
 #   its indexed occurrence (T_EMPTY when free).  Linear probing from the slot given
 #   by the fingerprint's top bits, deletion by backward shift (no tombstones); a
 #   fingerprint match is confirmed on the node's values, so lookups are exact.  The
@@ -92,7 +93,8 @@ F_UTILITY_TAG = 5  # rule utility after a tagged find: the kind word also holds 
 _U = np.uint64
 
 _C1 = np.uint64(0x9E3779B97F4A7C15)
-_S33 = np.uint64(33)
+_S32 = np.uint64(32)
+_UM32 = np.uint64(0xFFFFFFFF)
 _M32 = np.int64(0xFFFFFFFF)
 
 
@@ -103,16 +105,35 @@ def _key(v1, v2):  # type: ignore[no-untyped-def]
 
 
 @_inl
+def _s32(x):  # type: ignore[no-untyped-def]
+    """The int32 with the bits of x (0 <= x < 2**32)."""
+    return np.int32((np.int64(x) ^ 0x80000000) - 0x80000000)
+
+
+@_inl
 def _fpk(key):  # type: ignore[no-untyped-def]
-    """31-bit fingerprint of a packed digram: the top bits of a multiplicative hash.  Its top
-    ``bits`` bits are the home slot, so a rebuild needs no nodes."""
-    return np.int32(np.int64((np.uint64(key) * _C1) >> _S33))
+    """32-bit fingerprint of a packed digram: the top half of a multiplicative hash (one
+    multiplication by an odd constant: a bijection of the 64-bit key).  Its top ``bits`` bits
+    are the home slot, so a rebuild needs no nodes."""
+    return _s32((np.uint64(key) * _C1) >> _S32)
+
+
+@_inl
+def _chk(key):  # type: ignore[no-untyped-def]
+    """The bottom half of the same hash: with the fingerprint it determines the key."""
+    return _s32((np.uint64(key) * _C1) & _UM32)
 
 
 @_inl
 def _fp(v1, v2):  # type: ignore[no-untyped-def]
-    """31-bit fingerprint of digram (v1, v2)."""
+    """32-bit fingerprint of digram (v1, v2)."""
     return _fpk(_key(v1, v2))
+
+
+@_inl
+def _home(fp, bits):  # type: ignore[no-untyped-def]
+    """Home slot of a fingerprint in a table of 2**bits slots."""
+    return (np.int64(fp) & _M32) >> (32 - bits)
 
 
 @_inl
@@ -127,7 +148,7 @@ def _ref_node(nd, rguard, ref):  # type: ignore[no-untyped-def]
 @_inl
 def _prefetch_slot(tab, meta, v1, v2):  # type: ignore[no-untyped-def]
     """Start loading the home slot of digram (v1, v2), to be checked after the work at hand."""
-    _prefetch(tab, np.int64(2) * (np.int64(_fp(v1, v2)) >> (31 - meta[M_TBITS])))
+    _prefetch(tab, np.int64(2) * _home(_fp(v1, v2), meta[M_TBITS]))
 
 
 @_inl
@@ -142,7 +163,7 @@ def _find(nd, rkey, tab, meta, fp, key, v1, v2):  # type: ignore[no-untyped-def]
     tagged as a rule's whole body on that rule's packed body (exact either way)."""
     bits = meta[M_TBITS]
     mask = (np.int64(1) << bits) - 1
-    i = np.int64(fp) >> (31 - bits)
+    i = _home(fp, bits)
     while True:
         n = tab[_U(2 * i + 1)]
         if n == T_EMPTY:
@@ -151,7 +172,7 @@ def _find(nd, rkey, tab, meta, fp, key, v1, v2):  # type: ignore[no-untyped-def]
             if n >= 0:
                 if nd[_U(4 * n + VL)] == v1 and nd[_U(4 * nd[_U(4 * n + NX)] + VL)] == v2:
                     return i, True
-            elif rkey[_U(-n - 2)] == key:
+            elif rkey[_U(-n - 2)] == _chk(key):  # fingerprint + check = the whole hash
                 return i, True
         i = (i + 1) & mask
 
@@ -160,7 +181,7 @@ def _find(nd, rkey, tab, meta, fp, key, v1, v2):  # type: ignore[no-untyped-def]
 def _occupy(nd, rguard, rkey, tab, meta, slot, found, fp, key, n, m):  # type: ignore[no-untyped-def]
     """Make node n (followed by m) the indexed occurrence of digram key, stored at slot.  If
     the digram is the whole body of a rule other than S, the entry is tagged as that rule's
-    (-(r + 2)) and the rule's packed body kept in rkey: a lookup then finds the rule without
+    (-(r + 2)) and the hash's other half kept in rkey[r]: a lookup then finds the rule without
     reading the node (a rule's body is never reached by an append, so the tag stays true
     until the entry is replaced or removed; _expand unties it when the body moves)."""
     if found:
@@ -178,7 +199,7 @@ def _occupy(nd, rguard, rkey, tab, meta, slot, found, fp, key, n, m):  # type: i
     if _is_guard(nd, p) and _is_guard(nd, nd[_U(4 * m + NX)]):
         r = -nd[_U(4 * p + VL)] - 1
         if r != 0:
-            rkey[_U(r)] = key
+            rkey[_U(r)] = _chk(key)
             ref = -(r + 2)
     tab[_U(2 * slot + 1)] = ref
     nd[_U(4 * n + SL)] = slot
@@ -204,14 +225,14 @@ def _vacate(nd, rguard, tab, meta, s):  # type: ignore[no-untyped-def]
     after s in its run moves back into the hole unless its home slot lies after the hole."""
     meta[M_TUSED] -= 1
     mask = (np.int64(1) << meta[M_TBITS]) - 1
-    sh = 31 - meta[M_TBITS]
+    bits = meta[M_TBITS]
     hole = np.int64(s)
     j = (hole + 1) & mask
     while True:
         n = tab[_U(2 * j + 1)]
         if n == T_EMPTY:
             break
-        home = np.int64(tab[_U(2 * j)]) >> sh
+        home = _home(tab[_U(2 * j)], bits)
         if ((j - home) & mask) >= ((j - hole) & mask):  # home is at or before the hole
             tab[_U(2 * hole)] = tab[_U(2 * j)]
             tab[_U(2 * hole + 1)] = n
@@ -508,7 +529,7 @@ def _run_check(nd, rguard, rcount, rkey, tab, stack, meta, a0):  # type: ignore[
         elif kind == F_UTILITY_TAG:  # as F_UTILITY, but if the entry found is unchanged the
             # rule's body is still the digram (a2 packed), so its first symbol is known
             s = kw >> 8
-            if tab[_U(2 * s + 1)] == -(a + 2) and rkey[_U(a)] == a2:
+            if tab[_U(2 * s + 1)] == -(a + 2) and tab[_U(2 * s)] == _fpk(a2) and rkey[_U(a)] == _chk(a2):
                 v = a2 >> 32
             else:
                 v = nd[_U(4 * nd[_U(4 * rguard[_U(a)] + NX)] + VL)]
@@ -598,7 +619,7 @@ def rehash(nd, rguard, tab, new_tab, bits):  # type: ignore[no-untyped-def]
         if n == T_EMPTY:
             continue
         fp = tab[_U(2 * i)]
-        j = np.int64(fp) >> (31 - bits)
+        j = _home(fp, bits)
         while new_tab[_U(2 * j + 1)] != T_EMPTY:
             j = (j + 1) & mask
         new_tab[_U(2 * j)] = fp
