@@ -78,12 +78,12 @@ def _h(x, y):  # type: ignore[no-untyped-def]
 
 
 @_inl
-def _contexts(a, i, hs, o):  # type: ignore[no-untyped-def]
-    """Context hashes of orders 0, 1, 2, 3, 4, 6 before a[i] into hs (each includes the
-    previous symbol, so a rank means one symbol); returns the order-5 hash (the match model's)."""
+def _contexts(a, i, hs, o, k6):  # type: ignore[no-untyped-def]
+    """Context hashes of orders 0, 1, 2, 3, 4 and (if k6) 6 before a[i] into hs (each includes
+    the previous symbol, so a rank means one symbol); returns the order-5 hash (the match model's)."""
     h = np.int64(0)
     h5 = np.int64(0)
-    for k in range(1, 7):
+    for k in range(1, 7 if k6 else 6):
         h = _h(h, (np.int64(a[_U(i - k)]) + 1) if i >= k else 0)
         if k <= 4:
             hs[_U(o + k)] = h
@@ -299,7 +299,21 @@ def cm_code(a: np.ndarray, n: int, rawbits: int, buf: np.ndarray, decode: bool, 
 def _cm_run(a, n, rawbits, buf, decode, tbits, sq, stt, dt, amask, ctab, mtab, rawtab, apm, w, mhash,  # type: ignore[no-untyped-def]
             skeys, svals, sc, st, pmode, ptab):
     """The coder's loop from symbol st[S_I] on (state in ``st``, tables as cm_code made them;
-    ``amask``: the enabled context models as bits)."""
+    ``amask``: the enabled context models as bits).  The text-like encoder's settings (orders
+    2-3 + the order-3 flag) get a copy of the loop compiled with them as constants, so its
+    model loops are unrolled to the two models and the decoder's branches vanish; the same
+    loop, so the same bytes."""
+    if not decode and amask == 0b001100 and pmode == P_ORDER3:
+        return _cm_loop(a, n, rawbits, buf, False, tbits, sq, stt, dt, 0b001100, ctab, mtab, rawtab, apm, w, mhash,
+                        skeys, svals, sc, st, P_ORDER3, ptab)
+    return _cm_loop(a, n, rawbits, buf, decode, tbits, sq, stt, dt, amask, ctab, mtab, rawtab, apm, w, mhash,
+                    skeys, svals, sc, st, pmode, ptab)
+
+
+@_inl
+def _cm_loop(a, n, rawbits, buf, decode, tbits, sq, stt, dt, amask, ctab, mtab, rawtab, apm, w, mhash,  # type: ignore[no-untyped-def]
+             skeys, svals, sc, st, pmode, ptab):
+    """The coder's loop (``_cm_run``; inlined there, once generic and once with constants)."""
     tsize = np.int64(1) << tbits
     tmask = tsize - 1
     x1 = st[S_X1]  # the arithmetic coder's words, in locals (written back on return)
@@ -311,6 +325,7 @@ def _cm_run(a, n, rawbits, buf, decode, tbits, sq, stt, dt, amask, ctab, mtab, r
     sused = st[S_SUSED]
     h5n = np.int64(0)
     ahead = False
+    k6 = (amask >> 5) & 1 != 0 or (pmode & 7) == 5  # the order-6 hash is used
     for i in range(st[S_I], n):
         if 2 * (sused + 3) > len(svals):  # a new successor could not be registered: grow first
             st[S_I] = i
@@ -331,12 +346,12 @@ def _cm_run(a, n, rawbits, buf, decode, tbits, sq, stt, dt, amask, ctab, mtab, r
                 if (amask >> m) & 1:
                     sc[_U(O_SLOT + m)] = sc[_U(O_SLOTN + m)]
         else:
-            h5 = _contexts(a, i, sc, O_HS)
+            h5 = _contexts(a, i, sc, O_HS, k6)
             for m in range(NORD):
                 if (amask >> m) & 1:
                     sc[_U(O_SLOT + m)] = (_h(sc[_U(O_HS + m)], m) * 16) & tmask
         if not decode and i + 1 < n:  # the encoder knows the next contexts: start loading them
-            h5n = _contexts(a, i + 1, sc, O_HSN)
+            h5n = _contexts(a, i + 1, sc, O_HSN, k6)
             for m in range(NORD):
                 if (amask >> m) & 1:
                     sn = (_h(sc[_U(O_HSN + m)], m) * 16) & tmask
