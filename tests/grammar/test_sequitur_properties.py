@@ -372,6 +372,29 @@ def test_coder_round_trips_with_the_flag() -> None:
             assert status == CM.ST_OK and np.array_equal(back, a)
 
 
+def test_text_like_encoder_loop_is_the_generic_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The loop compiled for textlike's settings (orders 2-3 + the order-3 flag, encoder: wave 10)
+    writes byte for byte what the generic loop writes (forced by making no setting special), on an
+    input whose successor table grows several times; the decoder (generic) reads it back."""
+    from wholetrace.kernels import sequitur_code as CM
+
+    rng = np.random.default_rng(10)
+    words = [rng.integers(0, 400, rng.integers(2, 9)) for _ in range(600)]
+    a = np.concatenate([words[i] for i in rng.integers(0, 600, 6000)] + [rng.integers(0, 400, 3000)]).astype(np.int32)
+    tables = CM.tables()
+    out = []
+    for text in (CM._TEXT, (-1, -1)):
+        monkeypatch.setattr(CM, "_TEXT", text)
+        buf = np.empty(4 * a.size + 4096, np.uint8)
+        nbytes, status = CM.cm_code(a, a.size, 9, buf, False, 16, *tables, 0b001100, CM.P_ORDER3, 3)
+        assert status == CM.ST_OK
+        out.append(buf[:nbytes].copy())
+    assert np.array_equal(out[0], out[1])
+    back = np.zeros_like(a)
+    _, status = CM.cm_code(back, a.size, 9, out[0].copy(), True, 16, *tables, 0b001100, CM.P_ORDER3, 3)
+    assert status == CM.ST_OK and np.array_equal(back, a)
+
+
 def test_compact_encoding_takes_the_flag_where_it_codes_as_small(monkeypatch: pytest.MonkeyPatch) -> None:
     """On text (each word's letters follow from the few before them) the flag codes the prefix
     about as small, so the encoder writes version 6 with the flag's mode in the header, and it

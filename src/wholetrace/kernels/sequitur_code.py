@@ -12,6 +12,8 @@ machine.  Measured choices: docs/design-sequitur.md.
 
 from __future__ import annotations
 
+import types
+
 import numpy as np
 
 from wholetrace.kernels._jit import kernel, prefetch
@@ -287,7 +289,8 @@ def cm_code(a: np.ndarray, n: int, rawbits: int, buf: np.ndarray, decode: bool, 
             st[S_X] = (st[S_X] << 8) | (int(buf[st[S_BP]]) if st[S_BP] < len(buf) else 0)
             st[S_BP] += 1
     while True:
-        status = _cm_run(a, n, rawbits, buf, decode, tbits, sq, stt, dt, models & ALL_MODELS, ctab, mtab, rawtab,
+        run = _cm_run_text if (not decode and (models & ALL_MODELS, pmode) == _TEXT) else _cm_run
+        status = run(a, n, rawbits, buf, decode, tbits, sq, stt, dt, models & ALL_MODELS, ctab, mtab, rawtab,
                          apm, w, mhash,
                          skeys, svals, sc, st, pmode, ptab)
         if status != ST_GROW:
@@ -295,25 +298,15 @@ def cm_code(a: np.ndarray, n: int, rawbits: int, buf: np.ndarray, decode: bool, 
         skeys, svals = _succ_grow(skeys, svals)
 
 
-@_hot
-def _cm_run(a, n, rawbits, buf, decode, tbits, sq, stt, dt, amask, ctab, mtab, rawtab, apm, w, mhash,  # type: ignore[no-untyped-def]
-            skeys, svals, sc, st, pmode, ptab):
-    """The coder's loop from symbol st[S_I] on (state in ``st``, tables as cm_code made them;
-    ``amask``: the enabled context models as bits).  The text-like encoder's settings (orders
-    2-3 + the order-3 flag) get a copy of the loop compiled with them as constants, so its
-    model loops are unrolled to the two models and the decoder's branches vanish; the same
-    loop, so the same bytes."""
-    if not decode and amask == 0b001100 and pmode == P_ORDER3:
-        return _cm_loop(a, n, rawbits, buf, False, tbits, sq, stt, dt, 0b001100, ctab, mtab, rawtab, apm, w, mhash,
-                        skeys, svals, sc, st, P_ORDER3, ptab)
-    return _cm_loop(a, n, rawbits, buf, decode, tbits, sq, stt, dt, amask, ctab, mtab, rawtab, apm, w, mhash,
-                    skeys, svals, sc, st, pmode, ptab)
-
-
-@_inl
 def _cm_loop(a, n, rawbits, buf, decode, tbits, sq, stt, dt, amask, ctab, mtab, rawtab, apm, w, mhash,  # type: ignore[no-untyped-def]
              skeys, svals, sc, st, pmode, ptab):
-    """The coder's loop (``_cm_run``; inlined there, once generic and once with constants)."""
+    """The coder's loop from symbol st[S_I] on (state in ``st``, tables as cm_code made them;
+    ``amask``: the enabled context models as bits).  Compiled twice (``_cm_run``, ``_cm_run_text``):
+    in the second, the globals _DECODE, _AMASK, _PMODE replace those arguments by constants."""
+    if _AMASK >= 0:
+        decode = _DECODE
+        amask = _AMASK
+        pmode = _PMODE
     tsize = np.int64(1) << tbits
     tmask = tsize - 1
     x1 = st[S_X1]  # the arithmetic coder's words, in locals (written back on return)
@@ -564,3 +557,21 @@ def _cm_loop(a, n, rawbits, buf, decode, tbits, sq, stt, dt, amask, ctab, mtab, 
     st[S_BP] = bp
     return ST_OK
 
+_DECODE, _AMASK, _PMODE = False, -1, 0  # the generic loop: the arguments
+
+
+def _specialised(decode: bool, amask: int, pmode: int):  # type: ignore[no-untyped-def]
+    """_cm_loop compiled with decode, amask and pmode as constants (numba folds global values):
+    its model loops unroll to the enabled models only and the other mode's branches vanish."""
+    name = f"_cm_run_{int(decode)}_{amask}_{pmode}"  # its own name: its own entry in numba's cache
+    f = types.FunctionType(_cm_loop.__code__, {**globals(), "_DECODE": decode, "_AMASK": amask, "_PMODE": pmode},
+                           name)
+    f.__qualname__ = name
+    return _hot(f)
+
+
+_cm_run = _hot(_cm_loop)
+#: the text-like encoder's settings (orders 2-3 + the order-3 flag: the model ladder's choice for
+#: textlike), about 10% less coder time there with the same bytes (docs/design-sequitur.md, wave 10)
+_TEXT = (0b001100, P_ORDER3)
+_cm_run_text = _specialised(False, *_TEXT)
