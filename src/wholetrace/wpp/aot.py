@@ -28,13 +28,11 @@ module; the builder then imports numpy and that module only.
 from __future__ import annotations
 
 import builtins
-import hashlib
 import importlib.machinery
 import importlib.util
 import marshal
 import os
 import pickle
-import platform
 import sys
 import types
 from typing import TYPE_CHECKING, Any, Callable
@@ -85,15 +83,17 @@ def key() -> str:
     """The hash naming a compiled module valid for these sources and versions."""
     import numpy as np
 
+    from wholetrace.instrument.digest import sha256   # not hashlib: OpenSSL's load was ~2.5 ms of the builder's start-up
+
     here = os.path.realpath(__file__)
     package = os.path.dirname(os.path.dirname(here))
     kernels = os.path.join(package, "kernels")
-    h = hashlib.sha256()
+    h = sha256()
     sources = [os.path.join(kernels, n) for n in sorted(os.listdir(kernels)) if n.endswith(".py")]
     for path in sources + [os.path.join(package, "events.py"), here]:
         h.update(os.path.basename(path).encode() + b"\0" + _read(path) + b"\0")
     for part in (_version_file("numba"), _version_file("llvmlite"), np.__version__.encode(),
-                 sys.version.encode(), platform.machine().encode(), sys.implementation.cache_tag.encode()):
+                 sys.version.encode(), os.uname().machine.encode(), sys.implementation.cache_tag.encode()):
         h.update(part + b"\0")
     return h.hexdigest()[:24]
 
