@@ -7,6 +7,7 @@ import select
 import struct
 import subprocess
 import sys
+import time
 
 from wtutil import ENV
 
@@ -130,3 +131,28 @@ def test_the_shell_is_reaped_and_the_builder_is_no_child_in_its_own_session() ->
         p.out.read()
         p.out.close()
         p.stderr.close()
+
+
+def test_the_aot_key_memo_follows_the_files(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The memoised key is the full key (the hash of the contents) for every state of the files,
+    written over in place with the same size, and when the memo file is damaged."""
+    from wholetrace.wpp import aot
+
+    monkeypatch.setenv(aot.ENV_DIR, str(tmp_path / "cache"))
+    real = aot._key_files()
+    a = tmp_path / "a.py"
+    a.write_bytes(b"x = 1\n")
+    monkeypatch.setattr(aot, "_key_files", lambda: real + [str(a)])
+    first = aot.key()
+    assert first == aot._full_key(real + [str(a)])
+    assert len(list((tmp_path / "cache").glob("key-*"))) == 1
+    assert aot.key() == first
+    time.sleep(0.05)    # file times advance by the kernel's clock tick (1-10 ms): a rewrite within
+    a.write_bytes(b"x = 2\n")  # one tick at the same size would keep the stamp (documented)
+    second = aot.key()
+    assert second != first and second == aot._full_key(real + [str(a)])
+    for memo in (tmp_path / "cache").glob("key-*"):
+        memo.write_bytes(b"not a key")
+    assert aot.key() == second
+    monkeypatch.setattr(aot, "_key_files", lambda: real)
+    assert aot.key() == aot._full_key(real)
