@@ -24,7 +24,6 @@ import pickle
 import resource
 import struct
 import sys
-import tempfile
 import threading
 import time
 from typing import Any
@@ -75,6 +74,8 @@ class ChunkQueue:
                 self._cond.notify()
                 return
         if self._spill is None:
+            import tempfile   # only when spilling: with shutil and random, 4-6 ms of every start-up
+
             self._spill = tempfile.TemporaryFile(prefix="wholetrace-wpp-spill-")
         off = self._spill_end
         os.pwrite(self._spill.fileno(), raw, off)
