@@ -26,7 +26,7 @@ from functools import lru_cache
 from types import CodeType
 
 from wholetrace.events import ENTER_BASE, enter_code
-from wholetrace.instrument.digest import sha256
+from wholetrace.instrument.digest import read_memo, sha256, write_memo
 from wholetrace.instrument.emit import COUNTER_ORIGIN, COUNTS, FID_ORIGIN, MARK
 
 TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
@@ -154,22 +154,10 @@ def instrumenter_digest(memo: str | None = None) -> str:
     except OSError:
         return _content_digest(files)
     path = os.path.join(memo, f"digest-{h.hexdigest()[:40]}")
-    try:
-        with open(path, "rb") as fh:   # bytes: no text codec to import
-            text = fh.read().decode("ascii")
-        if len(text) == 64 and all(c in "0123456789abcdef" for c in text):
-            return text
-    except (OSError, ValueError):
-        pass
-    digest = _content_digest(files)
-    try:
-        os.makedirs(memo, exist_ok=True)
-        tmp = f"{path}.{os.getpid()}-{os.urandom(4).hex()}.tmp"
-        with open(tmp, "wb") as fh:
-            fh.write(digest.encode("ascii"))
-        os.replace(tmp, path)
-    except OSError:
-        pass
+    digest = read_memo(path, 64)
+    if digest is None:
+        digest = _content_digest(files)
+        write_memo(path, digest)
     return digest
 
 

@@ -37,7 +37,7 @@ import sys
 import types
 from typing import TYPE_CHECKING, Any, Callable
 
-from wholetrace.instrument.digest import sha256   # not hashlib: OpenSSL's load was ~2.5 ms of the builder's start-up
+from wholetrace.instrument.digest import read_memo, sha256, write_memo   # not hashlib: OpenSSL's load was ~2.5 ms of the builder's start-up
 
 if TYPE_CHECKING:  # the builder's start-up never imports pathlib (4-5 ms of its CPU): os.path below
     from pathlib import Path
@@ -136,22 +136,10 @@ def key() -> str:
     for part in _key_versions():
         stamp.update(part + b"\0")
     memo = os.path.join(_cache_dir(), f"key-{stamp.hexdigest()[:40]}")
-    try:
-        with open(memo, "rb") as fh:
-            text = fh.read().decode("ascii")
-        if len(text) == 24 and all(c in "0123456789abcdef" for c in text):
-            return text
-    except (OSError, ValueError):
-        pass
-    k = _full_key(files)
-    try:
-        os.makedirs(os.path.dirname(memo), exist_ok=True)
-        tmp = f"{memo}.{os.getpid()}-{os.urandom(4).hex()}.tmp"
-        with open(tmp, "wb") as fh:
-            fh.write(k.encode("ascii"))
-        os.replace(tmp, memo)
-    except OSError:
-        pass
+    k = read_memo(memo, 24)
+    if k is None:
+        k = _full_key(files)
+        write_memo(memo, k)
     return k
 
 
