@@ -110,7 +110,20 @@ def numbering_json(num: "PathNumbering") -> dict[str, object]:
     flat: list[int] = []
     for e, val in zip(num.dag, num.val):
         flat += [e.src, e.dst, DAG_KINDS.index(e.kind), e.ref, val]
-    return {"num_paths": num.num_paths, "dag": flat, "inc": list(num.inc)}
+    out: dict[str, object] = {"num_paths": num.num_paths, "dag": flat, "inc": list(num.inc)}
+    if num.quiet:   # what a renumbering needs besides the CFG (``stored_quiet``)
+        out["quiet"] = sorted(num.quiet)
+    return out
+
+
+def stored_quiet(desc: object) -> frozenset[int]:
+    """The quiet blocks (``pathnum.quiet_blocks``) a function's stored description (its CFG
+    JSON with ``plan``) was numbered with; none for recordings made before forced chains
+    (they were numbered without them, so :func:`path_numbering` gives their numbering)."""
+    plan = desc.get("plan") if isinstance(desc, dict) else None
+    paths = plan.get("paths") if isinstance(plan, dict) else None
+    quiet = paths.get("quiet") if isinstance(paths, dict) else None
+    return frozenset(int(b) for b in quiet) if isinstance(quiet, list) else frozenset()
 
 
 def blocks_plan(cfg: CFG) -> ProbePlan:
@@ -192,16 +205,18 @@ def needs_probe(p: "EdgeProbe") -> bool:
     return p.kind != "none" and not (p.kind == "exit" and p.value == 0)
 
 
-def path_numbering(cfg: CFG) -> "PathNumbering | None":
+def path_numbering(cfg: CFG, quiet: "frozenset[int] | None" = None) -> "PathNumbering | None":
     """The numbering a function is recorded with in `path` mode, or None if it records block
     ids: module and class bodies, functions over the path limit, and functions with a probe
-    on an edge without a probe site."""
+    on an edge without a probe site.  ``quiet``: for a CFG read back from a recording, the
+    blocks it was numbered with as quiet (:func:`stored_quiet`); by default computed from the
+    CFG's statements (a CFG read back has none: the numbering of recordings before wave 10)."""
     from wholetrace.instrument.pathnum import number_cfg
     from wholetrace.instrument.witnesses import probe_sites
 
     if cfg.kind != "function":
         return None
-    num = number_cfg(cfg)
+    num = number_cfg(cfg, quiet=quiet)
     if num.fallback:
         return None
     sites = probe_sites(cfg)

@@ -109,6 +109,7 @@ class PathNumbering:
     fallback: bool = False
     overflow_cuts: frozenset[int] = frozenset()
     chords: tuple[int, ...] = ()
+    quiet: frozenset[int] = frozenset()
     _index: dict[tuple[str, int], int] = field(default_factory=dict, repr=False, compare=False)
 
     # ------------------------------------------------------------------ derived tables
@@ -252,18 +253,94 @@ class PathNumbering:
 
 # ---------------------------------------------------------------- phases
 
-def choose_cuts(graph: FlowGraph, policy: CutPolicy = "calls") -> frozenset[int]:
+def choose_cuts(graph: FlowGraph, policy: CutPolicy = "calls", quiet: Iterable[int] = ()) -> frozenset[int]:
     """Phase 1: back edges (declared, plus retreating edges if a cycle remains), and with
     policy ``"calls"`` every edge into a call-capable block except out of ENTRY (ENTER already
-    says that the activation starts there) — and then only the back edges still needed to
-    break a cycle (:func:`needed_back_edges`)."""
+    says that the activation starts there) and except the last edge of a *forced chain*
+    (:func:`forced_chain_edges`: the regenerator infers it at the first child) — and then only
+    the back edges still needed to break a cycle (:func:`needed_back_edges`).  ``quiet``: the
+    blocks that cannot call at all (``quiet_blocks``); none by default."""
     back = loop_back_edges(graph)
     if policy == "loops":
         return back
     if policy != "calls":
         raise InternalError(f"path numbering: unknown cut policy {policy!r}")
     calls = frozenset(e for e, (s, d) in enumerate(graph.edges) if d in graph.call_nodes and s != graph.entry)
-    return calls | needed_back_edges(graph, back, calls)
+    quiet = frozenset(quiet) - graph.call_nodes
+    skip: frozenset[int] = frozenset()
+    while True:   # skipping cuts may bring back edges back; that only shortens chains: a fixpoint
+        cuts = (calls - skip) | needed_back_edges(graph, back, calls - skip)
+        chains = forced_chain_edges(graph, cuts, quiet) if quiet else frozenset()
+        now = (skip & chains) if skip else (calls & chains)
+        if now == skip:
+            return cuts
+        skip = now
+
+
+def forced_chain_edges(graph: FlowGraph, cuts: frozenset[int], quiet: frozenset[int]) -> frozenset[int]:
+    """The edges u→C into a call block C that end a forced chain under ``cuts``: u is quiet
+    (it cannot call, so no child starts before C), has one successor, and every uncut way into
+    u is ENTRY or another such block — so a frame standing where the path began (the entry
+    block after ENTER, a cut's target after its record, a handler) goes to C, and the
+    regenerator can emit the chain when a child starts instead of reading a cut record.
+    Cutting u→C would carry no information but the position of the children."""
+    g = graph
+    memo: dict[int, bool] = {}
+
+    def forced(u: int) -> bool:
+        if u in memo:
+            return memo[u]
+        memo[u] = False      # (a cycle of such blocks never reaches a call block)
+        ok = (u in quiet and len(g.out_edges[u]) == 1
+              and all(e in cuts or g.edges[e][0] == g.entry or forced(g.edges[e][0]) for e in g.in_edges[u]))
+        memo[u] = ok
+        return ok
+
+    out = set()
+    for e, (s, d) in enumerate(g.edges):
+        if d in g.call_nodes and s != g.entry and forced(s):
+            out.add(e)
+    return frozenset(out)
+
+
+def _quiet_expr(node: object) -> bool:
+    """A constant, a name, ``{}``, or a tuple/list display of such: evaluating it calls nothing
+    (no attribute, operator, subscript, hash or iteration that could reach Python code)."""
+    import ast
+
+    if isinstance(node, (ast.Constant, ast.Name)):
+        return True
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return all(_quiet_expr(x) for x in node.elts)
+    return isinstance(node, ast.Dict) and not node.keys
+
+
+def quiet_statement(node: object) -> bool:
+    """Can this simple statement run without calling anything, even implicitly?  ``pass``, a
+    constant (a docstring), and assignments of quiet expressions to plain names."""
+    import ast
+
+    if isinstance(node, ast.Pass):
+        return True
+    if isinstance(node, ast.Expr):
+        return isinstance(node.value, ast.Constant)
+    if isinstance(node, ast.Assign):
+        return all(isinstance(t, ast.Name) for t in node.targets) and _quiet_expr(node.value)
+    if isinstance(node, ast.AnnAssign):
+        return isinstance(node.target, ast.Name) and node.value is not None and _quiet_expr(node.value)
+    return False
+
+
+def quiet_blocks(cfg: CFG) -> frozenset[int]:
+    """Blocks of ``cfg`` all of whose statements are quiet (:func:`quiet_statement`; it needs
+    the statements' AST, which a CFG read back from a recording has not: its plan stores the
+    set, ``plan["paths"]["quiet"]``).  No explicit and no implicit call (property, dunder,
+    ``__iter__``) can start a child there, so a child that follows cannot belong to them.
+    Finalizers and signal handlers, which may run anywhere, are implicit calls and get the
+    activation form only."""
+    return frozenset(b.id for b in cfg.blocks[2:]
+                     if b.stmts and all(cfg.stmts[s].kind == "simple" and not cfg.stmts[s].calls
+                                        and quiet_statement(cfg.stmts[s].node) for s in b.stmts))
 
 
 def needed_back_edges(graph: FlowGraph, back: frozenset[int], cuts: frozenset[int]) -> frozenset[int]:
@@ -464,18 +541,20 @@ def fold_probes(graph: FlowGraph, cuts: frozenset[int], dag: Sequence[DagEdge], 
 
 def number_paths(graph: FlowGraph, *, policy: CutPolicy = "calls", cuts: Iterable[int] | None = None,
                  starts: Iterable[int] = (), weights: EdgeWeights | None = None,
-                 limit: int = MAX_PATHS) -> PathNumbering:
+                 limit: int = MAX_PATHS, quiet: Iterable[int] = ()) -> PathNumbering:
     """Number the acyclic paths of ``graph``.
 
     ``cuts`` replaces the policy's cut set (it must contain a cut for every cycle);
     ``starts`` are blocks entered dynamically (exception handlers); ``weights`` default to
-    the static loop heuristic.  Past ``limit`` paths, extra cuts are added greedily; if that
+    the static loop heuristic; ``quiet``: blocks that cannot call (forced chains into call
+    blocks are not cut, :func:`choose_cuts`).  Past ``limit`` paths, extra cuts are added greedily; if that
     is not enough the result has ``fallback=True`` and cannot encode or decode.
     """
     validate(graph, require_reachable=False)
+    quiet = frozenset(quiet)
     if limit < 1:
         raise InternalError("path numbering: limit must be positive")
-    base = choose_cuts(graph, policy) if cuts is None else frozenset(cuts)
+    base = choose_cuts(graph, policy, quiet) if cuts is None else frozenset(cuts)
     if any(graph.edges[e][0] == graph.entry for e in base):
         raise InternalError("path numbering: edges out of ENTRY cannot be cut")
     if topological_order(graph, base) is None:
@@ -489,19 +568,21 @@ def number_paths(graph: FlowGraph, *, policy: CutPolicy = "calls", cuts: Iterabl
     index = {(e.kind, e.ref): i for i, e in enumerate(dag)}
     if not ok:
         return PathNumbering(graph, final, tuple(start_blocks), tuple(dag), tuple(val), (0,) * len(dag),
-                             num[graph.entry], (), limit, True, final - base, (), index)
+                             num[graph.entry], (), limit, True, final - base, (), quiet, index)
     inc, chords = chord_increments(graph, dag, val, dw)
     probes = fold_probes(graph, final, dag, inc, index)
     return PathNumbering(graph, final, tuple(start_blocks), tuple(dag), tuple(val), tuple(inc),
-                         num[graph.entry], probes, limit, False, final - base, chords, index)
+                         num[graph.entry], probes, limit, False, final - base, chords, quiet, index)
 
 
 def number_cfg(cfg: CFG, *, policy: CutPolicy = "calls", limit: int = MAX_PATHS,
-               weights: EdgeWeights | None = None) -> PathNumbering:
+               weights: EdgeWeights | None = None, quiet: Iterable[int] | None = None) -> PathNumbering:
     """``number_paths`` on a statement-level CFG: its dynamic entries start paths, and edges
     without a probe site (``instrument.witnesses.probe_sites``: a ``finally`` dispatch or
     ``with`` exit with several successors) are kept in the spanning tree where possible, so
-    they carry no increment; ``unplaced_edges`` lists those that still need a probe."""
+    they carry no increment; ``unplaced_edges`` lists those that still need a probe.
+    ``quiet``: the blocks that cannot call (default :func:`quiet_blocks`; a recording's
+    stored set when renumbering a CFG read back from it)."""
     from wholetrace.instrument.flowgraph import from_cfg
     from wholetrace.instrument.witnesses import FORCED_TREE_WEIGHT, probe_sites
 
@@ -510,7 +591,8 @@ def number_cfg(cfg: CFG, *, policy: CutPolicy = "calls", limit: int = MAX_PATHS,
     w = weights if weights is not None else static_weights(graph)
     sites = probe_sites(cfg)
     w = EdgeWeights(tuple(FORCED_TREE_WEIGHT if site is None else x for site, x in zip(sites, w.edges)), w.virtual)
-    return number_paths(graph, policy=policy, starts=starts, limit=limit, weights=w)
+    q = quiet_blocks(cfg) if quiet is None else quiet
+    return number_paths(graph, policy=policy, starts=starts, limit=limit, weights=w, quiet=q)
 
 
 def unplaced_edges(cfg: CFG, num: PathNumbering) -> list[int]:

@@ -569,9 +569,51 @@ def _path_walk(fn, blk, pdg, scratch, f, rem, stop):  # type: ignore[no-untyped-
 
 
 @_inl
-def _path_start(blk, pdg, scratch, stack, d, bb):  # type: ignore[no-untyped-def]
-    """The block the walked path starts at, if the frame stands there (or, resumed, may stand
-    there: a ``yield`` block), else -1."""
+def _path_chain(blk, pdg, bb, nb, pc):  # type: ignore[no-untyped-def]
+    """Where the forced chain from block ``pc`` ends: the call block reached by uncut edges
+    through blocks without calls, each with that one DAG out-edge (``pathnum.forced_chain_edges``:
+    the cut into the call block was left out), or ``pc`` itself if there is no such chain."""
+    v = pc
+    for _ in range(nb):
+        if v < 2 or (blk[bb + v, BK_FLAGS] & F_CALL) != 0 or blk[bb + v, BK_NPD] != 1:
+            return pc
+        j = blk[bb + v, BK_PD]
+        if pdg[j, PD_KIND] != K_REAL:
+            return pc
+        v = pdg[j, PD_DST]
+        if v >= 2 and (blk[bb + v, BK_FLAGS] & F_CALL) != 0:
+            return v
+    return pc
+
+
+@_hot
+def _path_to_call(fn, blk, edg, pdg, stack, meta, out, d):  # type: ignore[no-untyped-def]
+    """A path frame about to get a child: emit its forced chain to the call block the child
+    runs in, if it stands at the start of one (else the child belongs where it stands)."""
+    f = stack[d, FR_FID]
+    bb = fn[f, FN_BBASE]
+    pc = stack[d, FR_PC]
+    c = _path_chain(blk, pdg, bb, fn[f, FN_NB], pc)
+    if c == pc:
+        return
+    eb = fn[f, FN_EBASE]
+    act = stack[d, FR_ACT]
+    for _ in range(fn[f, FN_NB]):
+        if pc == c:
+            break
+        j = blk[bb + pc, BK_PD]
+        e = pdg[j, PD_REF]
+        dst = edg[eb + e, ED_DST]
+        _emit(out, meta, act, f, pc, dst, e, -1)
+        pc = dst
+    stack[d, FR_PC] = pc
+
+
+@_inl
+def _path_start(blk, pdg, scratch, stack, d, bb, nb, n):  # type: ignore[no-untyped-def]
+    """The block the walked path (``n`` DAG edges) starts at, if the frame stands there (or,
+    resumed, may stand there: a ``yield`` block; or, moved to the call block at the end of the
+    path's forced chain by a child, stands on the path), else -1."""
     cap = scratch.shape[0] // 4
     first = scratch[3 * cap]
     start = pdg[first, PD_DST]
@@ -585,6 +627,10 @@ def _path_start(blk, pdg, scratch, stack, d, bb):  # type: ignore[no-untyped-def
     pc = stack[d, FR_PC]
     if pc == start or (pc == ENTRY and pdg[first, PD_KIND] == K_REAL):
         return start
+    if pc >= 2 and start >= 2 and _path_chain(blk, pdg, bb, nb, start) == pc:
+        for i in range(1, n):
+            if pdg[scratch[3 * cap + i], PD_DST] == pc:
+                return start
     return -1
 
 
@@ -599,14 +645,21 @@ def _path_emit(fn, edg, pdg, scratch, stack, meta, out, d, n):  # type: ignore[n
     act = stack[d, FR_ACT]
     pc = stack[d, FR_PC]
     first = scratch[3 * cap]
+    ahead = False                                 # moved along the forced chain by a child
     if stack[d, FR_ST] == S_PENDING:
         pc = pdg[first, PD_DST]
     elif pc == ENTRY:                             # the edge out of ENTRY goes to EXIT: not emitted yet
         _emit(out, meta, act, f, ENTRY, pdg[first, PD_DST], pdg[first, PD_REF], -1)
         pc = pdg[first, PD_DST]
+    else:
+        ahead = pc != pdg[first, PD_DST]
     for i in range(1, n):
         j = scratch[3 * cap + i]
         kind = pdg[j, PD_KIND]
+        if ahead:                                 # (emitted already, up to the frame's block)
+            if pdg[j, PD_DST] == pc:
+                ahead = False
+            continue
         if kind == K_REAL or kind == K_DOUT:
             e = pdg[j, PD_REF]
             dst = edg[eb + e, ED_DST]
@@ -635,7 +688,7 @@ def _path_event(fn, blk, edg, pdg, scratch, stack, meta, out, d, v):  # type: ig
     kind = pdg[last, PD_KIND]
     if (returns and kind != K_REAL) or (not returns and kind != K_DOUT):
         return _bad(meta, BAD_PATH, pid, f)
-    if _path_start(blk, pdg, scratch, stack, d, fn[f, FN_BBASE]) < 0:
+    if _path_start(blk, pdg, scratch, stack, d, fn[f, FN_BBASE], fn[f, FN_NB], n) < 0:
         return _bad(meta, BAD_START, pdg[scratch[3 * cap], PD_DST], f)
     _path_emit(fn, edg, pdg, scratch, stack, meta, out, d, n)
     if returns:
@@ -655,7 +708,7 @@ def _path_truncated(fn, blk, pdg, scratch, stack, d, reg, b):  # type: ignore[no
     if pid < 0 or pid >= fn[f, FN_NPATHS]:
         return -1
     n = _path_walk(fn, blk, pdg, scratch, f, pid, b)
-    if n < 0 or _path_start(blk, pdg, scratch, stack, d, bb) < 0:
+    if n < 0 or _path_start(blk, pdg, scratch, stack, d, bb, fn[f, FN_NB], n) < 0:
         return -1
     return n
 
@@ -834,8 +887,10 @@ def decode(ev, pos, fn, blk, succ, stm, edg, wit, chs, ysl, pool, pdg, stack, me
                 stack[d, FR_CHILD] = 1
                 parent = stack[d, FR_ACT]
             act = meta[M_NEXT_ACT]
-            if depth > 0 and (fn[stack[d, FR_FID], FN_MODE] == MODE_WITNESS and stack[d, FR_ST] == S_RUN
-                              and stack[d, FR_HOLD] == 0):
+            if depth > 0 and fn[stack[d, FR_FID], FN_MODE] == MODE_PATH and stack[d, FR_ST] == S_RUN:
+                _path_to_call(fn, blk, edg, pdg, stack, meta, out, d)
+            elif depth > 0 and (fn[stack[d, FR_FID], FN_MODE] == MODE_WITNESS and stack[d, FR_ST] == S_RUN
+                                and stack[d, FR_HOLD] == 0):
                 p = meta[M_HPOS]
                 if p >= hkey.shape[0] or hkey[p] > act:    # no group held from here (most calls)
                     _to_call(fn, blk, succ, edg, stack, meta, out, d)
