@@ -317,7 +317,8 @@ def _quiet_expr(node: object) -> bool:
 
 def quiet_statement(node: object) -> bool:
     """Can this simple statement run without calling anything, even implicitly?  ``pass``, a
-    constant (a docstring), and assignments of quiet expressions to plain names."""
+    constant (a docstring), and assignments of quiet expressions to plain names (or of a display
+    to as many names)."""
     import ast
 
     if isinstance(node, ast.Pass):
@@ -325,7 +326,13 @@ def quiet_statement(node: object) -> bool:
     if isinstance(node, ast.Expr):
         return isinstance(node.value, ast.Constant)
     if isinstance(node, ast.Assign):
-        return all(isinstance(t, ast.Name) for t in node.targets) and _quiet_expr(node.value)
+        if all(isinstance(t, ast.Name) for t in node.targets):
+            return _quiet_expr(node.value)
+        # ``a, b = c, d``: the compiler swaps, nothing is iterated
+        return (len(node.targets) == 1 and isinstance(node.targets[0], (ast.Tuple, ast.List))
+                and isinstance(node.value, (ast.Tuple, ast.List)) and _quiet_expr(node.value)
+                and len(node.targets[0].elts) == len(node.value.elts)
+                and all(isinstance(t, ast.Name) for t in node.targets[0].elts))
     if isinstance(node, ast.AnnAssign):
         return isinstance(node.target, ast.Name) and node.value is not None and _quiet_expr(node.value)
     return False
@@ -337,10 +344,15 @@ def quiet_blocks(cfg: CFG) -> frozenset[int]:
     set, ``plan["paths"]["quiet"]``).  No explicit and no implicit call (property, dunder,
     ``__iter__``) can start a child there, so a child that follows cannot belong to them.
     Finalizers and signal handlers, which may run anywhere, are implicit calls and get the
-    activation form only."""
+    activation form only.  A block with an edge into a ``yield`` block is left out: a chain
+    must not end at a suspension (a resumed generator's next path starts at its ``yield``
+    block, so the path that reaches it must end there)."""
+    yields = {b.id for b in cfg.blocks if any(cfg.stmts[s].suspends for s in b.stmts)}
+    into_yield = {e.src for e in cfg.edges if e.dst in yields}
     return frozenset(b.id for b in cfg.blocks[2:]
-                     if b.stmts and all(cfg.stmts[s].kind == "simple" and not cfg.stmts[s].calls
-                                        and quiet_statement(cfg.stmts[s].node) for s in b.stmts))
+                     if b.stmts and b.id not in into_yield
+                     and all(cfg.stmts[s].kind == "simple" and not cfg.stmts[s].calls
+                             and quiet_statement(cfg.stmts[s].node) for s in b.stmts))
 
 
 def needed_back_edges(graph: FlowGraph, back: frozenset[int], cuts: frozenset[int]) -> frozenset[int]:
