@@ -33,7 +33,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Sequence
 
-from wholetrace.ids import ENTRY
+from wholetrace.events import LEAVE_PATH
+from wholetrace.ids import ENTRY, EXIT
 from wholetrace.instrument.cfg import CFG
 from wholetrace.instrument.sites import Site, edge_sites, probe_rank
 
@@ -225,9 +226,23 @@ def path_numbering(cfg: CFG, quiet: "frozenset[int] | None" = None) -> "PathNumb
     return num
 
 
-def fold_known_registers(cfg: CFG, num: "PathNumbering") -> tuple["EdgeProbe", ...]:
+def _exit_sites(cfg: CFG, num: "PathNumbering", sites: list[Site | None]) -> bool:
+    """Can the edges into EXIT set the closing record (``fold_known_registers`` ``exits``)?
+    Only if each has a probe site (a ``finally``/``with`` dispatch has none) and the leave
+    table exists (at most ``emit.LEAVE_TABLE_MAX`` paths)."""
+    from wholetrace.instrument.emit import LEAVE_TABLE_MAX
+
+    return num.num_paths <= LEAVE_TABLE_MAX and all(
+        sites[e] is not None for e, edge in enumerate(cfg.edges) if edge.dst == EXIT)
+
+
+def fold_known_registers(cfg: CFG, num: "PathNumbering", exits: bool = False) -> tuple["EdgeProbe", ...]:
     """The numbering's probes, with a cut whose register value is known where it runs turned
     into ``EdgeProbe("cut-const", id, reset)`` (record the constant id: no load, no add).
+    ``exits``: also turn each edge into EXIT into ``EdgeProbe("leave-const", LEAVE_PATH + id)``
+    where the register is known, else ``EdgeProbe("leave", K)``: the edge sets the closing
+    record (``wt.o``, appended by the epilogue) instead of the epilogue indexing a table with the
+    register: the same records, one store instead of a load and a subscript per activation.
 
     The register is known at a block when every way in gives the same value: the reset of a
     cut into it, the start value at a dynamic entry (set by the handler's probe), the known
@@ -263,6 +278,11 @@ def fold_known_registers(cfg: CFG, num: "PathNumbering") -> tuple["EdgeProbe", .
                     probes[e] = EdgeProbe("cut-const", here + p.value, p.reset)
                 continue
             if d == graph.exit:
+                if exits and p.kind == "init-exit":
+                    probes[e] = EdgeProbe("leave-const", LEAVE_PATH + p.value)
+                elif exits:
+                    probes[e] = (EdgeProbe("leave-const", LEAVE_PATH + here + p.value) if isinstance(here, int)
+                                 else EdgeProbe("leave", p.value))
                 continue
             if p.kind in ("init", "init-exit"):
                 meet(d, p.value)
@@ -282,8 +302,9 @@ def path_plan(cfg: CFG) -> ProbePlan:
     for e, edge in enumerate(cfg.edges):   # the register is set in the prologue, before the guard
         if edge.src == ENTRY:
             sites[e] = Site("entry")
-    return ProbePlan("path", "paths", sites=sites, path_probes=fold_known_registers(cfg, num),
-                     edge_values={e: [e] for e, p in enumerate(num.probes) if needs_probe(p)},
+    probes = fold_known_registers(cfg, num, exits=_exit_sites(cfg, num, sites))
+    return ProbePlan("path", "paths", sites=sites, path_probes=probes,
+                     edge_values={e: [e] for e, p in enumerate(probes) if needs_probe(p)},
                      path_starts=dict(num.start_value), numbering=num)
 
 

@@ -35,7 +35,7 @@ from types import FrameType
 from typing import Any, TypeVar
 
 from wholetrace.events import EXC, LEAVE, LEAVE_PATH
-from wholetrace.instrument.emit import A, P
+from wholetrace.instrument.emit import A, O, P
 from wholetrace.runtime.probes import RunState
 
 
@@ -79,10 +79,11 @@ def open_frames(by_code: dict[tuple[str, str], int], threads: dict[int, FrameTyp
 @functools.lru_cache(maxsize=4096)
 def _leave_calls(code: types.CodeType) -> frozenset[int]:
     """Offsets of the calls that append an activation's closing record: ``wt.a(LEAVE)`` and,
-    in path mode, ``wt.a(wt.p + LEAVE_PATH)`` or ``wt.a(T[wt.p])`` (as compiled by 3.11-3.13: the loads of the
+    in path mode, ``wt.a(wt.p + LEAVE_PATH)``, ``wt.a(T[wt.p])`` or ``wt.a(wt.o)`` (as compiled by 3.11-3.13: the loads of the
     append and its argument, then ``CALL``, or on 3.11 ``PRECALL`` ``CALL``: 3.11 runs a call of
     a C function in its ``PRECALL`` and checks for a switch there, so the frame stands at it)."""
-    leave_args = ([("LOAD_CONST", LEAVE)], [("LOAD_FAST", P), ("LOAD_CONST", LEAVE_PATH), ("BINARY_OP", "+")])
+    leave_args = ([("LOAD_CONST", LEAVE)], [("LOAD_FAST", P), ("LOAD_CONST", LEAVE_PATH), ("BINARY_OP", "+")],
+                  [("LOAD_FAST", O)])
     loads: list[tuple[str, object]] = []     # the loads (and operators) since the last other instruction
     precall = -1
     out = set()
