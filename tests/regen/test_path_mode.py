@@ -173,13 +173,20 @@ EXTRA = {
         def thrower(x):
             k = x
             raise KeyError(helper(k))
+        def retry(x):
+            try:
+                return helper(x) + missing_name    # the exit record is set before this raises
+            except NameError:
+                pass
+            if x:
+                return helper(-x)
         out = [entry_chain(i) + with_property(P(i)) for i in range(5)]
         for f in (quiet_raise, lambda: raise_after_child(3), lambda: thrower(2)):
             try:
                 f()
             except (NameError, KeyError) as e:
                 out.append(type(e).__name__)
-        out += [handler_chain(4), list(gen(6)), with_chain(7)]
+        out += [handler_chain(4), list(gen(6)), with_chain(7), retry(2), retry(0)]
         g = gen(1)
         next(g)
         try:
@@ -281,6 +288,24 @@ def test_chains_program_has_forced_chains(inline: dict[str, dict[str, Path]]) ->
             old = path_numbering(cfg, frozenset())
             assert old is not None and set(uncut) <= old.cuts
     assert forced >= 6
+
+
+def test_wpp_view_renumbers_as_recorded(inline: dict[str, dict[str, Path]]) -> None:
+    """``wpp.view`` (``hot``, ``paths``) renumbers functions from the stored CFG: with the quiet
+    blocks stored in the plan it gets the stored DAG, forced chains included."""
+    from wholetrace.instrument.modes import numbering_json
+    from wholetrace.wpp.view import open_view
+
+    view = open_view(str(inline["chains"]["path"]), progress=False)
+    checked = 0
+    with Recording(str(inline["chains"]["path"])) as rec:
+        for f in rec.functions():
+            plan = f.cfg.get("plan") or {}
+            if plan.get("strategy") == "paths":
+                num = view.numbering(f.fid)
+                assert num is not None and numbering_json(num)["dag"] == plan["paths"]["dag"], f.qualname
+                checked += bool(plan["paths"].get("quiet"))
+    assert checked >= 5
 
 
 def test_interner_leave_value_is_the_event_format() -> None:
