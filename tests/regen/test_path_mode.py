@@ -290,6 +290,15 @@ def test_chains_program_has_forced_chains(inline: dict[str, dict[str, Path]]) ->
     assert forced >= 6
 
 
+@pytest.mark.nojit
+def test_chains_decode_exactly_nojit(inline: dict[str, dict[str, Path]]) -> None:
+    """The forced chains (``kernels.decode._path_to_call``, ``_path_start``, ``_path_emit``) and
+    the exit records, decoded by the kernel (as Python in the nojit run) and by the twin: the
+    blocks recording, event for event."""
+    stats = compare(inline["chains"]["blocks"], inline["chains"]["path"], exact=True, twin=True)
+    assert stats["identical streams"] >= 1
+
+
 def test_wpp_view_renumbers_as_recorded(inline: dict[str, dict[str, Path]]) -> None:
     """``wpp.view`` (``hot``, ``paths``) renumbers functions from the stored CFG: with the quiet
     blocks stored in the plan it gets the stored DAG, forced chains included."""
