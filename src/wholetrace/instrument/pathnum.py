@@ -17,6 +17,10 @@ maximum spanning tree seeded with EXIT→ENTRY, is zero on tree edges and has th
 Val along every ENTRY→EXIT path; so only chords need a probe, and a path's recorded value
 (register plus the constant folded into its record) is its id.
 
+Forced chains (wave 10): a cut into a call block is left out where the path to it from where
+the regenerator's frame stands is unique and cannot start a child (``forced_chain_edges``,
+``quiet_blocks``): the regenerator emits it when the first child starts.
+
 Phases (each a function below): ``choose_cuts``, ``build_dag``, ``count_paths``,
 ``limit_paths`` (greedy extra cuts past ``MAX_PATHS``), ``chord_increments``, ``fold_probes``.
 ``PathNumbering.encode``/``decode`` translate between paths and ids; ``decode_truncated``
@@ -32,6 +36,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from wholetrace.errors import InternalError
+from wholetrace.instrument.chains import forced_chain_edges, quiet_blocks, quiet_statement  # noqa: F401 (re-exported)
 from wholetrace.instrument.flowgraph import FlowGraph, loop_back_edges, topological_order, validate
 from wholetrace.instrument.placement import place_counters
 from wholetrace.instrument.weighting import EdgeWeights, static_weights
@@ -275,84 +280,6 @@ def choose_cuts(graph: FlowGraph, policy: CutPolicy = "calls", quiet: Iterable[i
         if now == skip:
             return cuts
         skip = now
-
-
-def forced_chain_edges(graph: FlowGraph, cuts: frozenset[int], quiet: frozenset[int]) -> frozenset[int]:
-    """The edges u→C into a call block C that end a forced chain under ``cuts``: u is quiet
-    (it cannot call, so no child starts before C), has one successor, and every uncut way into
-    u is ENTRY or another such block — so a frame standing where the path began (the entry
-    block after ENTER, a cut's target after its record, a handler) goes to C, and the
-    regenerator can emit the chain when a child starts instead of reading a cut record.
-    Cutting u→C would carry no information but the position of the children."""
-    g = graph
-    memo: dict[int, bool] = {}
-
-    def forced(u: int) -> bool:
-        if u in memo:
-            return memo[u]
-        memo[u] = False      # (a cycle of such blocks never reaches a call block)
-        ok = (u in quiet and len(g.out_edges[u]) == 1
-              and all(e in cuts or g.edges[e][0] == g.entry or forced(g.edges[e][0]) for e in g.in_edges[u]))
-        memo[u] = ok
-        return ok
-
-    out = set()
-    for e, (s, d) in enumerate(g.edges):
-        if d in g.call_nodes and s != g.entry and forced(s):
-            out.add(e)
-    return frozenset(out)
-
-
-def _quiet_expr(node: object) -> bool:
-    """A constant, a name, ``{}``, or a tuple/list display of such: evaluating it calls nothing
-    (no attribute, operator, subscript, hash or iteration that could reach Python code)."""
-    import ast
-
-    if isinstance(node, (ast.Constant, ast.Name)):
-        return True
-    if isinstance(node, (ast.Tuple, ast.List)):
-        return all(_quiet_expr(x) for x in node.elts)
-    return isinstance(node, ast.Dict) and not node.keys
-
-
-def quiet_statement(node: object) -> bool:
-    """Can this simple statement run without calling anything, even implicitly?  ``pass``, a
-    constant (a docstring), and assignments of quiet expressions to plain names (or of a display
-    to as many names)."""
-    import ast
-
-    if isinstance(node, ast.Pass):
-        return True
-    if isinstance(node, ast.Expr):
-        return isinstance(node.value, ast.Constant)
-    if isinstance(node, ast.Assign):
-        if all(isinstance(t, ast.Name) for t in node.targets):
-            return _quiet_expr(node.value)
-        # ``a, b = c, d``: the compiler swaps, nothing is iterated
-        return (len(node.targets) == 1 and isinstance(node.targets[0], (ast.Tuple, ast.List))
-                and isinstance(node.value, (ast.Tuple, ast.List)) and _quiet_expr(node.value)
-                and len(node.targets[0].elts) == len(node.value.elts)
-                and all(isinstance(t, ast.Name) for t in node.targets[0].elts))
-    if isinstance(node, ast.AnnAssign):
-        return isinstance(node.target, ast.Name) and node.value is not None and _quiet_expr(node.value)
-    return False
-
-
-def quiet_blocks(cfg: CFG) -> frozenset[int]:
-    """Blocks of ``cfg`` all of whose statements are quiet (:func:`quiet_statement`; it needs
-    the statements' AST, which a CFG read back from a recording has not: its plan stores the
-    set, ``plan["paths"]["quiet"]``).  No explicit and no implicit call (property, dunder,
-    ``__iter__``) can start a child there, so a child that follows cannot belong to them.
-    Finalizers and signal handlers, which may run anywhere, are implicit calls and get the
-    activation form only.  A block with an edge into a ``yield`` block is left out: a chain
-    must not end at a suspension (a resumed generator's next path starts at its ``yield``
-    block, so the path that reaches it must end there)."""
-    yields = {b.id for b in cfg.blocks if any(cfg.stmts[s].suspends for s in b.stmts)}
-    into_yield = {e.src for e in cfg.edges if e.dst in yields}
-    return frozenset(b.id for b in cfg.blocks[2:]
-                     if b.stmts and b.id not in into_yield
-                     and all(cfg.stmts[s].kind == "simple" and not cfg.stmts[s].calls
-                             and quiet_statement(cfg.stmts[s].node) for s in b.stmts))
 
 
 def needed_back_edges(graph: FlowGraph, back: frozenset[int], cuts: frozenset[int]) -> frozenset[int]:

@@ -29,7 +29,11 @@ follow belong to it), an exception record ``EXC s r [H]`` emits the path the reg
 names up to the raising block (``r`` plus the Val-0 completion of that block is a full id
 whose walk passes the block with nothing left), then the exception edge.  A resumed
 generator (ENTER without START) stands nowhere until its next path, which starts at the
-``yield`` block it suspended in (already emitted).
+``yield`` block it suspended in (already emitted).  Forced chains (``pathnum.forced_chain_edges``:
+blocks that cannot call, one uncut DAG edge each, into a call block whose cut was left out) are
+emitted when a child starts (``_path_to_call``): the frame then stands on its path, ahead of
+where the path began, and the path's record emits only the edges after it.  Old numberings have
+no uncut edge into a call block but out of ENTRY, so nothing moves for them.
 
 Output: rows in the columns of ``out`` (int64, shape (6, capacity)), in stream order:
 ``R_ACT`` activation (numbered from 0 in ENTER order), ``R_FID``, ``R_SRC``, ``R_DST``
