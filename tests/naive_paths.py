@@ -198,7 +198,7 @@ def regenerate_path_stream(events_chunks: Iterable[np.ndarray], plans: dict[int,
             return
         fr = stack[-1]
         t = fr[0]
-        if not t.passthrough and reg >= 0:     # (a negative register: no path open)
+        if not t.passthrough and (reg >= 0 or LEAVE - LEAVE_PATH < reg < -1):   # (-1 and below: no path open)
             try:
                 first, rest = t.raised(reg, site if site >= 0 else sid, fr[1] if fr[3] < 0 else fr[3])
                 rest = ahead(fr, first, rest)

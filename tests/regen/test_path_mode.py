@@ -123,6 +123,24 @@ EXTRA = {
     # forced chains (docs/design.md, "Path cuts, wave 10"): blocks that cannot call, then a
     # call block, with no cut between; children, exceptions before and after them, handlers,
     # generators, a with statement and an implicit call in the call block
+    # an exception in a block whose register is negative there (B3->B4 adds -2: chord
+    # increments can be negative); the truncated path must still be decoded
+    "negative_register": '''
+        def g(*a):
+            return a
+        def f(a, n):
+            b = 0
+            if not a:
+                b -= 1
+            if a <= n:
+                return g(b)
+            return g(b, a)
+        print(f(3, 1), f(0, 1))
+        try:
+            f("", 1)
+        except TypeError as e:
+            print("caught", e)
+    ''',
     "chains": '''
         class P:
             def __init__(self, v):
