@@ -129,7 +129,8 @@ def split_view(view: WppView) -> WppView:
     if terms is view.terminals:
         return view
     streams = [StreamGrammar(s.sid, s.name, g) for s, g in zip(view.streams, grammars)]
-    return WppView(view.path, view.mode, view.source, terms, streams, view.cfgs, view.files, view.numberings)
+    return WppView(view.path, view.mode, view.source, terms, streams, view.cfgs, view.files, view.numberings,
+                   view.quiet)
 
 
 def _build(rec: Any, path: str, mode: str, cfgs: dict[int, CFG], files: dict[int, str],
