@@ -313,3 +313,34 @@ def test_a_cache_miss_imports_nothing_the_program_would_see(tmp_path, mode, incl
     assert cold[2].split()[0] == warm[2].split()[0] == plain.stdout.splitlines()[2].split()[0]
     if include:    # purged: the program imports its own
         assert include[0] not in cold[2].split()[1:]
+
+
+COOKIE_MAIN = '''
+import sys
+before = set(sys.modules)
+import helper_cookie
+print(sorted(m for m in set(sys.modules) - before if m != "helper_cookie" and not m.startswith("wholetrace")))
+print(helper_cookie.f())
+'''
+
+
+@pytest.mark.parametrize("mode", ["blocks", "path"])
+def test_a_module_with_a_coding_cookie_brings_no_import(tmp_path, mode):
+    """Decoding a module that declares its encoding (PEP 263: ``# -*- coding: ... -*-``, common
+    in packages) imports nothing: not ``tokenize`` (nor ``re``, ``token``) through the finder,
+    where the program would see them appear and, under ``--include re``, its trace would hold
+    ``re``'s functions run by wholetrace itself."""
+    (tmp_path / "helper_cookie.py").write_bytes(b"# -*- coding: latin-1 -*-\ndef f():\n    return '\xe9'\n")
+    script = tmp_path / "prog_cookie.py"
+    script.write_text(COOKIE_MAIN)
+    plain = run_plain(script)
+    assert plain.returncode == 0, plain.stderr
+    assert plain.stdout == "[]\n\u00e9\n"
+    for include in ((), ("re",)):
+        rec = run_recorded(script, tmp_path / "t.wt", mode=mode, include=include)
+        assert rec.returncode == 0, rec.stderr
+        assert rec.stdout == plain.stdout, include
+        from wholetrace.store import Recording
+        with Recording(tmp_path / "t.wt") as r:
+            files = sorted({f.file for f in r.functions()})
+        assert files == sorted([str(script.resolve()), str((tmp_path / "helper_cookie.py").resolve())]), files

@@ -285,3 +285,23 @@ def test_relocation_equals_the_naive_one(tmp_path, mode):
     for path in templates:
         _fmt, code, _entry = marshal.loads(path.read_bytes())
         assert cache.relocate(code, 17, 1000, objects) == _naive_relocate(code, 17, 1000, objects)
+
+
+# -- PEP 263 cookies without tokenize ----------------------------------------------------------
+_FIRST_LINES = [b"", b"\n", b"x = 1\n", b"#!/usr/bin/env python\n", b"   \n", b"\t\f# comment\n", b"\r\n",
+                b"# -*- coding: latin-1 -*-\n", b"#coding=utf_8\n", b"# vim: set fileencoding=cp1252 :\n",
+                b"# coding: nonsense\n", b"# coding:\n", b"# coding: !x coding=ascii\n", b"codingcoding: ascii\n",
+                b"x = 1  # coding: latin-1\n", b"  # coding:\tUTF-8-sig\n", b"# CODING: latin-1\n",
+                b"#codingcoding=iso_8859_1x\n", b"# coding: Latin-1-foo\n", b"# coding: utf-8\r\n",
+                b"\xe9 = 1\n", b"# \xff coding: latin-1\n", b"# coding: latin-1", b"#\x0ccoding=ascii\n"]
+_BODIES = [b"", b"x = '\xe9'\n", b"x = 1\r\ny = 2\r", b"s = '\xc3\xa9'\n", b"\xff\xfe\n", b"a\rb\r\n"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.booleans(), st.sampled_from(_FIRST_LINES), st.sampled_from(_FIRST_LINES), st.sampled_from(_BODIES))
+def test_decode_source_is_importlib_s_on_cookies(bom, first, second, body):
+    """Cookies on line 1 or 2 (only after a blank or comment line), BOMs with and without a
+    cookie, unknown encodings, bytes that are not UTF-8 before and after a cookie, CR/CRLF."""
+    data = (b"\xef\xbb\xbf" if bom else b"") + first + second + body
+    assert _outcome(lambda d: decode_source(d), data, {}) == \
+        _outcome(lambda d: importlib.util.decode_source(d), data, {})
