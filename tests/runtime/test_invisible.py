@@ -235,8 +235,10 @@ print(sorted(m for m in ("hashlib", "importlib.abc", "importlib.resources", "tem
                          # wave 10: dataclasses (and what it imports), typing, argparse, json, tokenize,
                          # pathlib (and re, urllib.parse), platform, sqlite3.dbapi2 (and datetime), zstandard, dis
                          "dataclasses", "inspect", "copy", "linecache", "tokenize", "typing", "argparse",
-                         "gettext", "locale", "json", "json.decoder", "random", "pathlib", "re", "fnmatch",
-                         "urllib.parse", "ipaddress", "platform", "sqlite3", "datetime", "zstandard", "dis")
+                         "gettext", "locale", "json", "json.decoder", "random", "pathlib", "fnmatch",
+                         "urllib.parse", "ipaddress", "platform", "sqlite3", "datetime", "zstandard", "dis",
+                         # re: 3.12's ast imports it, and the instrumenter needs ast
+                         *(("re",) if sys.version_info < (3, 12) else ()))
              if m in sys.modules))
 '''
 
