@@ -137,6 +137,7 @@ def test_digest_memo_follows_the_files(tmp_path, monkeypatch):
     for f in files:
         f.write_text("x = 1\n")
     monkeypatch.setattr(cache, "digested_files", lambda: [str(f) for f in files])
+    monkeypatch.setattr(cache, "RACY_NS", 0)          # files this fresh are memoised too (next test)
     memo = str(tmp_path / "memo")
 
     def fresh(m):  # type: ignore[no-untyped-def]
@@ -155,6 +156,44 @@ def test_digest_memo_follows_the_files(tmp_path, monkeypatch):
     cache.instrumenter_digest.cache_clear()
     assert fresh(memo) in (first, second)  # a damaged memo is recomputed, never trusted
     cache.instrumenter_digest.cache_clear()
+
+
+class _CoarseOs:
+    """``os`` on a file system whose timestamps do not move within the test (1 s or 2 s
+    granularity: ext3, FAT, some network file systems): stat times frozen at ``t0``."""
+
+    def __init__(self, t0: int) -> None:
+        self.t0 = t0
+
+    def __getattr__(self, name):  # type: ignore[no-untyped-def]
+        return getattr(os, name)
+
+    def stat(self, path):  # type: ignore[no-untyped-def]
+        st = os.stat(path)
+        return type("Stat", (), {"st_size": st.st_size, "st_ino": st.st_ino, "st_mtime_ns": self.t0,
+                                 "st_ctime_ns": self.t0})()
+
+
+def test_digest_memo_is_not_fooled_by_coarse_timestamps(tmp_path, monkeypatch):
+    """A file rewritten in place with the same size within one tick of the file system's clock
+    keeps its whole stamp: a digest memoised in that tick would be stale (and templates made by
+    the old instrumenter reused).  Stamps that recent are not memoised (as git's "racily clean")."""
+    import time
+
+    f = tmp_path / "a.py"
+    f.write_text("x = 1\n")
+    monkeypatch.setattr(cache, "digested_files", lambda: [str(f)])
+    monkeypatch.setattr(cache, "os", _CoarseOs(time.time_ns() // 10**9 * 10**9))
+    memo = str(tmp_path / "memo")
+    cache.instrumenter_digest.cache_clear()
+    first = cache.instrumenter_digest(memo)
+    assert first == cache._content_digest([str(f)])
+    with open(f, "r+") as fh:                          # same inode, same size, same (frozen) times
+        fh.write("x = 2\n")
+    cache.instrumenter_digest.cache_clear()
+    second = cache.instrumenter_digest(memo)
+    cache.instrumenter_digest.cache_clear()
+    assert second == cache._content_digest([str(f)]) != first
 
 
 def test_the_package_digest_is_the_files_digest():
