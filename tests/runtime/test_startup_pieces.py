@@ -344,3 +344,20 @@ def test_decode_source_is_importlib_s_on_cookies(bom, first, second, body):
     data = (b"\xef\xbb\xbf" if bom else b"") + first + second + body
     assert _outcome(lambda d: decode_source(d), data, {}) == \
         _outcome(lambda d: importlib.util.decode_source(d), data, {})
+
+
+def test_zstandard_backend_loaded_first_is_the_package_s():
+    """The store loads zstandard's C backend before (and without) the package; a program (or a
+    reader) importing the package later gets the same classes, so ``except zstandard.ZstdError``
+    anywhere catches what the store's decompressor raises (a backend with per-module types,
+    multi-phase init, would break this: then load the package)."""
+    import subprocess
+
+    code = ("import sys\nfrom wholetrace.store import schema\nassert 'zstandard' not in sys.modules\n"
+            "import zstandard\nprint(schema.zstandard.__name__, schema.zstandard.ZstdError is zstandard.ZstdError,"
+            " schema.zstandard.ZstdDecompressor is zstandard.ZstdDecompressor)\n"
+            "try:\n    schema.zstandard.ZstdDecompressor().decompress(b'not a frame')\n"
+            "except zstandard.ZstdError:\n    print('caught')\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["zstandard.backend_c", "True", "True", "caught"]
