@@ -346,3 +346,33 @@ def test_a_module_with_a_coding_cookie_brings_no_import(tmp_path, mode):
         with Recording(tmp_path / "t.wt") as r:
             files = sorted({f.file for f in r.functions()})
         assert files == sorted([str(script.resolve()), str((tmp_path / "helper_cookie.py").resolve())]), files
+
+
+DIS_PROGRAM = '''
+import dis
+import threading
+import time
+
+
+def spin():
+    while True:
+        time.sleep(0.01)
+
+
+threading.Thread(target=spin, daemon=True).start()   # still running at the end: its frame is closed at stop
+print(dis.opname[1] != "")
+'''
+
+
+def test_the_recorders_own_dis_at_stop_is_not_the_programs(tmp_path):
+    """At stop, ``runtime.unfinished`` reads the instructions of the frames still open with
+    ``dis``.  Under ``--include dis`` the module named dis in ``sys.modules`` is the program's,
+    instrumented: the recorder must use its own, or its calls are recorded in the program's
+    trace (``get_instructions`` and its helpers, thousands of events the program never ran)."""
+    script = tmp_path / "prog_dis.py"
+    script.write_text(DIS_PROGRAM)
+    rec = run_recorded(script, tmp_path / "t.wt", include=("dis",))
+    assert rec.returncode == 0 and rec.stdout == "True\n", rec.stderr
+    entered = {line[2:] for line in fbe_lines(tmp_path / "t.wt") if line.startswith("F ")}
+    assert "spin" in entered
+    assert not entered & {"get_instructions", "_get_instructions_bytes", "_unpack_opargs"}, sorted(entered)
