@@ -16,34 +16,46 @@ from test_sequitur_properties import sequences
 pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
 
 
-def fingerprints(v1: np.ndarray, v2: np.ndarray) -> np.ndarray:
-    """The table's 31-bit fingerprints, recomputed with wrapping uint64 arithmetic."""
+def hashes(v1: np.ndarray, v2: np.ndarray) -> np.ndarray:
+    """The table's 64-bit digram hashes (top half: fingerprint, bottom half: a tagged rule's
+    check word), recomputed with wrapping uint64 arithmetic."""
     key = ((v1.astype(np.int64) & 0xFFFFFFFF).astype(np.uint64) << np.uint64(32)) | (
         v2.astype(np.int64) & 0xFFFFFFFF).astype(np.uint64)
-    return (key * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(33)
+    return key * np.uint64(0x9E3779B97F4A7C15)
 
 
 def check_table(b: GrammarBuilder) -> None:
     """The table's invariants, checked over whole arrays (a feeding of one symbol at a time
     checks the table after every symbol)."""
-    nd, rguard, _rcount, _rfree, tab, _stack, meta = b._st  # type: ignore[misc]
+    nd, rguard, _rcount, rkey, tab, _stack, meta = b._st  # type: ignore[misc]
     bits = int(meta[K.M_TBITS])
     slots = len(tab) // 2
     assert slots == 1 << bits
-    nodes = tab[1::2].astype(np.int64)
-    occupied = nodes != K.T_EMPTY
+    refs = tab[1::2].astype(np.int64)
+    occupied = refs != K.T_EMPTY
     j = np.flatnonzero(occupied)
-    n = nodes[j]
-    assert (n >= 0).all(), "no tombstones"
+    ref = refs[j]
+    # an entry tagged -(r + 2) is the whole body of rule r (not S), indexed at its first node
+    tagged = ref <= -2
+    r = -ref[tagged] - 2
+    assert (r >= 1).all() and (rguard[r] >= 0).all()
+    n = ref.copy()
+    n[tagged] = nd[4 * rguard[r].astype(np.int64) + K.NX]
     assert len(j) == meta[K.M_TUSED]
+    prv = nd[4 * n + K.PV].astype(np.int64)
+    after = nd[4 * nd[4 * n + K.NX].astype(np.int64) + K.NX].astype(np.int64)
+    whole = (nd[4 * prv + K.SL] == K.GUARD) & (nd[4 * after + K.SL] == K.GUARD) & (nd[4 * prv + K.VL] != -1)
+    assert np.array_equal(whole, tagged), "tagged exactly when the digram is a rule's whole body"
+    h = hashes(nd[4 * n + K.VL], nd[4 * nd[4 * n + K.NX].astype(np.int64) + K.VL])
+    assert np.array_equal(rkey[r].astype(np.uint32), (h[tagged] & np.uint64(0xFFFFFFFF)).astype(np.uint32))
     assert (nd[4 * n + K.SL] == j).all()  # the node knows its slot
     nxt = nd[4 * n + K.NX].astype(np.int64)
     assert (nd[4 * n + K.SL] != K.GUARD).all() and (nd[4 * nxt + K.SL] != K.GUARD).all()
-    fp = fingerprints(nd[4 * n + K.VL], nd[4 * nxt + K.VL])
-    assert (tab[2 * j].astype(np.uint64) == fp).all()
+    fp = hashes(nd[4 * n + K.VL], nd[4 * nxt + K.VL]) >> np.uint64(32)
+    assert (tab[2 * j].astype(np.uint32).astype(np.uint64) == fp).all()
     # every slot from the home slot to j is occupied, else a lookup would stop early: the run of
     # occupied slots ending at j (cyclically) is at least as long as the distance from home
-    home = (fp >> np.uint64(31 - bits)).astype(np.int64)
+    home = (fp >> np.uint64(32 - bits)).astype(np.int64)
     twice = np.concatenate([occupied, occupied])
     at = np.arange(2 * slots)
     last_empty = np.maximum.accumulate(np.where(twice, -1, at))
@@ -52,12 +64,15 @@ def check_table(b: GrammarBuilder) -> None:
     fresh = np.arange(int(meta[K.M_FRESH]))  # every node that claims a slot is indexed there
     s = nd[4 * fresh + K.SL].astype(np.int64)
     claims = s >= 0
-    assert (tab[2 * s[claims] + 1] == fresh[claims]).all()
+    claimed = tab[2 * s[claims] + 1].astype(np.int64)
+    back = claimed.copy()
+    back[claimed <= -2] = nd[4 * rguard[-claimed[claimed <= -2] - 2].astype(np.int64) + K.NX]
+    assert (back == fresh[claims]).all()
     phase = int(meta[K.M_NODE_PHASE])  # a live rule's guard starts a 64-byte line
     assert (nd.ctypes.data + 16 * phase) % 64 == 0
     if b.stats()["node_capacity"] == (1 << 14):  # not moved by growth
         guards = rguard[1 : int(meta[K.M_RFRESH])].astype(np.int64)
-        live = guards[guards != K.NIL]
+        live = guards[guards >= 0]  # a free rule's rguard links the free list
         assert ((live - phase) % 4 == 0).all()
 
 

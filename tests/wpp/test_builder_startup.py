@@ -145,6 +145,9 @@ def test_the_aot_key_memo_follows_the_files(tmp_path, monkeypatch) -> None:  # t
     monkeypatch.setattr(aot, "_key_files", lambda: real + [str(a)])
     first = aot.key()
     assert first == aot._full_key(real + [str(a)])
+    assert not list((tmp_path / "cache").glob("key-*"))    # a.py is racily clean: no memo yet
+    monkeypatch.setattr(aot, "RACY_NS", -10**12)          # as if every file were old
+    assert aot.key() == first
     assert len(list((tmp_path / "cache").glob("key-*"))) == 1
     assert aot.key() == first
     time.sleep(0.05)    # file times advance by the kernel's clock tick (1-10 ms): a rewrite within

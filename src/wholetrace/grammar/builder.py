@@ -12,7 +12,7 @@ from wholetrace.kernels import sequitur as K
 
 #: largest terminal accepted (digram keys pack two 32-bit symbol values)
 MAX_SYMBOL = K.MAX_SYMBOL
-_SLICE = 1 << 18  # symbols converted to int64 per kernel call (bounds temporary memory: 2 MiB; a feeding
+_SLICE = 1 << 18  # symbols converted to int32 per kernel call (bounds temporary memory: 1 MiB; a feeding
 # thread gives the GIL back between calls, and taking it back from a busy program costs a switch interval)
 
 
@@ -20,7 +20,7 @@ def _new_state(lookahead: bool, nodes: int, rules: int, bits: int) -> tuple[np.n
     nd = np.full(4 * nodes, K.NIL, np.int32)
     rguard = np.full(rules, K.NIL, np.int32)
     rcount = np.zeros(rules, np.int32)
-    rfree = np.zeros(rules, np.int32)
+    rkey = np.zeros(rules, np.int32)  # check word of a rule body's tagged entry (kernels/sequitur.py)
     tab = np.full(2 << bits, K.T_EMPTY, np.int32)
     stack = np.empty(3 << 16, np.int64)
     meta = np.zeros(K.META_SIZE, np.int64)
@@ -30,6 +30,7 @@ def _new_state(lookahead: bool, nodes: int, rules: int, bits: int) -> tuple[np.n
     nd[K.SL] = K.GUARD
     rguard[0] = 0
     meta[K.M_FREE_HEAD] = K.NIL
+    meta[K.M_RFREE_HEAD] = K.NIL
     meta[K.M_FRESH] = 1
     meta[K.M_RFRESH] = 1
     meta[K.M_LIVE_RULES] = 1
@@ -37,7 +38,7 @@ def _new_state(lookahead: bool, nodes: int, rules: int, bits: int) -> tuple[np.n
     meta[K.M_TBITS] = bits
     meta[K.M_LOOKAHEAD] = int(lookahead)
     _set_phase(nd, meta)
-    return (nd, rguard, rcount, rfree, tab, stack, meta)
+    return (nd, rguard, rcount, rkey, tab, stack, meta)
 
 
 def _set_phase(nd: np.ndarray, meta: np.ndarray) -> None:
@@ -88,7 +89,9 @@ class GrammarBuilder:
         if lo < 0 or hi > MAX_SYMBOL:
             raise UsageError(f"symbols must lie in 0..2**31-1, got {lo if lo < 0 else hi}")
         for s in range(0, arr.size, _SLICE):
-            part = np.ascontiguousarray(arr[s : s + _SLICE], dtype=np.int64)
+            part = arr[s : s + _SLICE]  # int32: symbols fit (checked above), half the bytes of int64
+            if part.dtype != np.int32 or not (part.flags.c_contiguous and part.flags.writeable):
+                part = part.astype(np.int32)
             pos = 0
             while True:
                 pos, why = K.feed(*st, part, pos)
@@ -108,7 +111,10 @@ class GrammarBuilder:
         nd, rguard, meta = st[0], st[1], st[6]
         self._st = None
         del st  # free the digram table before flattening
-        off, rhs = K.extract(nd, rguard, int(meta[K.M_LIVE_RULES]))
+        nrules = int(meta[K.M_LIVE_RULES])
+        off, rhs, ok = K.extract(nd, rguard, nrules, int(meta[K.M_LIVE_NODES]) - nrules)
+        if not ok:  # pragma: no cover - the live counts disagree with the lists
+            raise InternalError("SEQUITUR grammar extraction found inconsistent rule lists")
         return Grammar(off, rhs, lookahead=self.lookahead, built=True)
 
     def stats(self) -> dict[str, int]:
@@ -137,7 +143,7 @@ class GrammarBuilder:
             raise InternalError("SEQUITUR working arrays overflowed inside one step")
 
     def _grow(self, why: int) -> tuple[np.ndarray, ...]:
-        nd, rguard, rcount, rfree, tab, stack, meta = self._state()
+        nd, rguard, rcount, rkey, tab, stack, meta = self._state()
         if why == K.ST_NEED_NODES:
             nodes = len(nd) // 4
             nd = _grown(nd, 4 * (nodes + max(nodes // 4, 2 * K.MARGIN_NODES)))
@@ -146,20 +152,20 @@ class GrammarBuilder:
             size = len(rguard) + max(len(rguard) // 4, 2 * K.MARGIN_RULES)
             rguard = _grown(rguard, size)
             rcount = _grown(rcount, size)
-            rfree = _grown(rfree, size)
+            rkey = _grown(rkey, size)
         elif why == K.ST_NEED_TABLE:
             bits = int(meta[K.M_TBITS])
             while (int(meta[K.M_TUSED]) + K.MARGIN_TABLE) * 2 > (1 << bits):
                 bits += 1  # keep the live load at most 1/2 after a rebuild
             new_tab = np.full(2 << bits, K.T_EMPTY, np.int32)
-            used = K.rehash(nd, tab, new_tab, bits)
+            used = K.rehash(nd, rguard, tab, new_tab, bits)
             del tab
             tab = new_tab
             meta[K.M_TUSED] = used
             meta[K.M_TBITS] = bits
         else:  # pragma: no cover - defensive
             raise InternalError(f"unknown growth request {why}")
-        self._st = (nd, rguard, rcount, rfree, tab, stack, meta)
+        self._st = (nd, rguard, rcount, rkey, tab, stack, meta)
         return self._st
 
 

@@ -23,13 +23,15 @@ if numba.config.DISABLE_JIT:  # pure-Python twin: numpy warns on the hash's inte
     warnings.filterwarnings("ignore", "overflow encountered", RuntimeWarning, __name__)
 
 # ---------------------------------------------------------------------------
-# Builder state: the tuple (nd, rguard, rcount, rfree, tab, stack, meta).
+# Builder state: the tuple (nd, rguard, rcount, rkey, tab, stack, meta).
 # nd: int32, 4 per node: next, prev, value, slot.  value is a terminal t >= 0 or
 #   -(r + 1) for a reference to rule r; a rule's guard node carries -(r + 1) too
 #   and has slot GUARD.  slot is the digram-table slot indexing the digram that
 #   starts at this node, or -1.  Rule 0 is S; node 0 is its guard.
-# rguard/rcount: guard node and reference count of each rule; rfree: free rule ids.
-# tab: int32, 2 per slot: 31-bit fingerprint of the digram (_fp) and the node of
+# rguard/rcount: guard node and reference count of each rule (rguard of a free rule links the
+#   free list); rkey: the check word (_chk) of the body of a rule whose table entry is tagged
+#   (see _occupy): with the entry's fingerprint it identifies the body exactly.
+# tab: int32, 2 per slot: 32-bit fingerprint of the digram (_fp) and the node of
 #   its indexed occurrence (T_EMPTY when free).  Linear probing from the slot given
 #   by the fingerprint's top bits, deletion by backward shift (no tombstones); a
 #   fingerprint match is confirmed on the node's values, so lookups are exact.  The
@@ -46,7 +48,7 @@ NX, PV, VL, SL = 0, 1, 2, 3
 
 M_FREE_HEAD = 0
 M_FRESH = 1
-M_RFREE_TOP = 2
+M_RFREE_HEAD = 2  # first free rule id (-1: none); the list continues through rguard
 M_RFRESH = 3
 M_TUSED = 4
 # 5: unused (was the tombstone count)
@@ -62,6 +64,8 @@ M_LIVE_RULES = 14
 M_LIVE_NODES = 15
 M_MAX_SP = 16
 M_NODE_PHASE = 17  # node ids = this (mod 4) start a 64-byte line of nd (set by the Python layer)
+M_HAS_NEXT = 18  # the symbol appended after the current one is known (only prefetches use it)
+M_NEXT = 19
 META_SIZE = 20
 
 ST_DONE = 0
@@ -80,6 +84,8 @@ F_CHECK = 0
 F_SUBST_RIGHT = 1
 F_NEW_SECOND = 2
 F_UTILITY = 3
+F_SUBST = 4
+F_UTILITY_TAG = 5  # rule utility after a tagged find: the kind word also holds the slot (<< 8)
 
 # Every array index of the hot kernels is cast to unsigned: numba then emits no
 # negative-index wrap-around (a compare and select per access, ~120 accesses on the hot
@@ -87,22 +93,62 @@ F_UTILITY = 3
 _U = np.uint64
 
 _C1 = np.uint64(0x9E3779B97F4A7C15)
-_S33 = np.uint64(33)
+_S32 = np.uint64(32)
+_UM32 = np.uint64(0xFFFFFFFF)
 _M32 = np.int64(0xFFFFFFFF)
 
 
 @_inl
+def _key(v1, v2):  # type: ignore[no-untyped-def]
+    """Digram (v1, v2) packed into one int64 (exact)."""
+    return ((np.int64(v1) & _M32) << 32) | (np.int64(v2) & _M32)
+
+
+@_inl
+def _s32(x):  # type: ignore[no-untyped-def]
+    """The int32 with the bits of x (0 <= x < 2**32)."""
+    return np.int32((np.int64(x) ^ 0x80000000) - 0x80000000)
+
+
+@_inl
+def _fpk(key):  # type: ignore[no-untyped-def]
+    """32-bit fingerprint of a packed digram: the top half of a multiplicative hash (one
+    multiplication by an odd constant: a bijection of the 64-bit key).  Its top ``bits`` bits
+    are the home slot, so a rebuild needs no nodes."""
+    return _s32((np.uint64(key) * _C1) >> _S32)
+
+
+@_inl
+def _chk(key):  # type: ignore[no-untyped-def]
+    """The bottom half of the same hash: with the fingerprint it determines the key."""
+    return _s32((np.uint64(key) * _C1) & _UM32)
+
+
+@_inl
 def _fp(v1, v2):  # type: ignore[no-untyped-def]
-    """31-bit fingerprint of digram (v1, v2): the top bits of a multiplicative hash of the
-    packed pair.  Its top ``bits`` bits are the home slot, so a rebuild needs no nodes."""
-    key = ((np.int64(v1) & _M32) << 32) | (np.int64(v2) & _M32)
-    return np.int32(np.int64((np.uint64(key) * _C1) >> _S33))
+    """32-bit fingerprint of digram (v1, v2)."""
+    return _fpk(_key(v1, v2))
+
+
+@_inl
+def _home(fp, bits):  # type: ignore[no-untyped-def]
+    """Home slot of a fingerprint in a table of 2**bits slots."""
+    return (np.int64(fp) & _M32) >> (32 - bits)
+
+
+@_inl
+def _ref_node(nd, rguard, ref):  # type: ignore[no-untyped-def]
+    """The indexed node of a table entry: ``ref`` itself, or the first body node of rule
+    -(ref + 2) when the entry is tagged as that rule's whole body."""
+    if ref >= 0:
+        return ref
+    return nd[_U(4 * rguard[_U(-ref - 2)] + NX)]
 
 
 @_inl
 def _prefetch_slot(tab, meta, v1, v2):  # type: ignore[no-untyped-def]
     """Start loading the home slot of digram (v1, v2), to be checked after the work at hand."""
-    _prefetch(tab, np.int64(2) * (np.int64(_fp(v1, v2)) >> (31 - meta[M_TBITS])))
+    _prefetch(tab, np.int64(2) * _home(_fp(v1, v2), meta[M_TBITS]))
 
 
 @_inl
@@ -111,26 +157,35 @@ def _is_guard(nd, n):  # type: ignore[no-untyped-def]
 
 
 @_inl
-def _find(nd, tab, meta, fp, v1, v2):  # type: ignore[no-untyped-def]
+def _find(nd, rkey, tab, meta, fp, key, v1, v2):  # type: ignore[no-untyped-def]
     """(slot, True) if digram (v1, v2) is indexed, else (empty slot to insert at, False).
-    A slot matches on the fingerprint, then on the indexed node's values (exact)."""
+    A slot matches on the fingerprint, then on the indexed node's values, or for an entry
+    tagged as a rule's whole body on that rule's packed body (exact either way)."""
     bits = meta[M_TBITS]
     mask = (np.int64(1) << bits) - 1
-    i = np.int64(fp) >> (31 - bits)
+    i = _home(fp, bits)
     while True:
         n = tab[_U(2 * i + 1)]
         if n == T_EMPTY:
             return i, False
-        if tab[_U(2 * i)] == fp and nd[_U(4 * n + VL)] == v1 and nd[_U(4 * nd[_U(4 * n + NX)] + VL)] == v2:
-            return i, True
+        if tab[_U(2 * i)] == fp:
+            if n >= 0:
+                if nd[_U(4 * n + VL)] == v1 and nd[_U(4 * nd[_U(4 * n + NX)] + VL)] == v2:
+                    return i, True
+            elif rkey[_U(-n - 2)] == _chk(key):  # fingerprint + check = the whole hash
+                return i, True
         i = (i + 1) & mask
 
 
 @_inl
-def _occupy(nd, tab, meta, slot, found, fp, n):  # type: ignore[no-untyped-def]
-    """Make node n the indexed occurrence of digram key, stored at slot."""
+def _occupy(nd, rguard, rkey, tab, meta, slot, found, fp, key, n, m):  # type: ignore[no-untyped-def]
+    """Make node n (followed by m) the indexed occurrence of digram key, stored at slot.  If
+    the digram is the whole body of a rule other than S, the entry is tagged as that rule's
+    (-(r + 2)) and the hash's other half kept in rkey[r]: a lookup then finds the rule without
+    reading the node (a rule's body is never reached by an append, so the tag stays true
+    until the entry is replaced or removed; _expand unties it when the body moves)."""
     if found:
-        old = tab[_U(2 * slot + 1)]
+        old = _ref_node(nd, rguard, tab[_U(2 * slot + 1)])
         if old != n:
             nd[_U(4 * old + SL)] = NIL
     else:
@@ -139,71 +194,79 @@ def _occupy(nd, tab, meta, slot, found, fp, n):  # type: ignore[no-untyped-def]
     mine = nd[_U(4 * n + SL)]
     if mine >= 0 and mine != slot:  # pragma: no cover - a node is indexed under one digram only
         meta[M_OVERFLOW] = 1
-    tab[_U(2 * slot + 1)] = n
+    ref = n
+    p = nd[_U(4 * n + PV)]
+    if _is_guard(nd, p) and _is_guard(nd, nd[_U(4 * m + NX)]):
+        r = -nd[_U(4 * p + VL)] - 1
+        if r != 0:
+            rkey[_U(r)] = _chk(key)
+            ref = -(r + 2)
+    tab[_U(2 * slot + 1)] = ref
     nd[_U(4 * n + SL)] = slot
 
 
 @_hot
-def _idx_set(nd, tab, meta, n):  # type: ignore[no-untyped-def]
+def _idx_set(nd, rguard, rkey, tab, meta, n):  # type: ignore[no-untyped-def]
     """Index the digram starting at n, replacing any other occurrence in the index."""
     m = nd[_U(4 * n + NX)]
     if _is_guard(nd, n) or _is_guard(nd, m):
         return
     v1 = nd[_U(4 * n + VL)]
     v2 = nd[_U(4 * m + VL)]
-    fp = _fp(v1, v2)
-    slot, found = _find(nd, tab, meta, fp, v1, v2)
-    _occupy(nd, tab, meta, slot, found, fp, n)
+    key = _key(v1, v2)
+    fp = _fpk(key)
+    slot, found = _find(nd, rkey, tab, meta, fp, key, v1, v2)
+    _occupy(nd, rguard, rkey, tab, meta, slot, found, fp, key, n, m)
 
 
 @_inl
-def _vacate(nd, tab, meta, s):  # type: ignore[no-untyped-def]
+def _vacate(nd, rguard, tab, meta, s):  # type: ignore[no-untyped-def]
     """Empty slot s and close the gap (backward-shift deletion: no tombstones).  Each entry
     after s in its run moves back into the hole unless its home slot lies after the hole."""
     meta[M_TUSED] -= 1
     mask = (np.int64(1) << meta[M_TBITS]) - 1
-    sh = 31 - meta[M_TBITS]
+    bits = meta[M_TBITS]
     hole = np.int64(s)
     j = (hole + 1) & mask
     while True:
         n = tab[_U(2 * j + 1)]
         if n == T_EMPTY:
             break
-        home = np.int64(tab[_U(2 * j)]) >> sh
+        home = _home(tab[_U(2 * j)], bits)
         if ((j - home) & mask) >= ((j - hole) & mask):  # home is at or before the hole
             tab[_U(2 * hole)] = tab[_U(2 * j)]
             tab[_U(2 * hole + 1)] = n
-            nd[_U(4 * n + SL)] = hole
+            nd[_U(4 * _ref_node(nd, rguard, n) + SL)] = hole
             hole = j
         j = (j + 1) & mask
     tab[_U(2 * hole + 1)] = T_EMPTY
 
 
 @_inl
-def _idx_clear(nd, tab, meta, n):  # type: ignore[no-untyped-def]
+def _idx_clear(nd, rguard, tab, meta, n):  # type: ignore[no-untyped-def]
     """Forget the digram starting at n if n is its indexed occurrence."""
     s = nd[_U(4 * n + SL)]
     if s >= 0:
         nd[_U(4 * n + SL)] = NIL
-        _vacate(nd, tab, meta, s)
+        _vacate(nd, rguard, tab, meta, s)
 
 
 @_inl
-def _join(nd, tab, meta, left, right):  # type: ignore[no-untyped-def]
+def _join(nd, rguard, rkey, tab, meta, left, right):  # type: ignore[no-untyped-def]
     """Link left -> right, forgetting left's old digram; a run of three equal symbols
     that loses its indexed pair gets its other pair indexed (as the reference does)."""
     if nd[_U(4 * left + NX)] != NIL:
-        _idx_clear(nd, tab, meta, left)
+        _idx_clear(nd, rguard, tab, meta, left)
         pr = nd[_U(4 * right + PV)]
         nr = nd[_U(4 * right + NX)]
         v = nd[_U(4 * right + VL)]
         if pr != NIL and nr != NIL and v == nd[_U(4 * pr + VL)] and v == nd[_U(4 * nr + VL)]:
-            _idx_set(nd, tab, meta, right)
+            _idx_set(nd, rguard, rkey, tab, meta, right)
         pl = nd[_U(4 * left + PV)]
         nl = nd[_U(4 * left + NX)]
         v = nd[_U(4 * left + VL)]
         if pl != NIL and nl != NIL and v == nd[_U(4 * nl + VL)] and v == nd[_U(4 * pl + VL)]:
-            _idx_set(nd, tab, meta, pl)
+            _idx_set(nd, rguard, rkey, tab, meta, pl)
     nd[_U(4 * left + NX)] = right
     nd[_U(4 * right + PV)] = left
 
@@ -274,9 +337,9 @@ def _free_node(nd, meta, n):  # type: ignore[no-untyped-def]
 
 
 @_inl
-def _delete_node(nd, rcount, tab, meta, n):  # type: ignore[no-untyped-def]
-    _join(nd, tab, meta, nd[_U(4 * n + PV)], nd[_U(4 * n + NX)])
-    _idx_clear(nd, tab, meta, n)
+def _delete_node(nd, rguard, rcount, rkey, tab, meta, n):  # type: ignore[no-untyped-def]
+    _join(nd, rguard, rkey, tab, meta, nd[_U(4 * n + PV)], nd[_U(4 * n + NX)])
+    _idx_clear(nd, rguard, tab, meta, n)
     v = nd[_U(4 * n + VL)]
     if v < 0:
         rcount[_U(-v - 1)] -= 1
@@ -284,17 +347,16 @@ def _delete_node(nd, rcount, tab, meta, n):  # type: ignore[no-untyped-def]
 
 
 @_inl
-def _insert_after(nd, tab, meta, a, y):  # type: ignore[no-untyped-def]
-    _join(nd, tab, meta, y, nd[_U(4 * a + NX)])
-    _join(nd, tab, meta, a, y)
+def _insert_after(nd, rguard, rkey, tab, meta, a, y):  # type: ignore[no-untyped-def]
+    _join(nd, rguard, rkey, tab, meta, y, nd[_U(4 * a + NX)])
+    _join(nd, rguard, rkey, tab, meta, a, y)
 
 
 @_hot
-def _new_rule(nd, rguard, rcount, rfree, meta):  # type: ignore[no-untyped-def]
-    top = meta[M_RFREE_TOP]
-    if top > 0:
-        r = np.int64(rfree[_U(top - 1)])
-        meta[M_RFREE_TOP] = top - 1
+def _new_rule(nd, rguard, rcount, meta):  # type: ignore[no-untyped-def]
+    r = meta[M_RFREE_HEAD]
+    if r >= 0:  # free rules are a list through rguard: -(next + 2)
+        meta[M_RFREE_HEAD] = -rguard[_U(r)] - 2
     else:
         r = meta[M_RFRESH]
         if r >= len(rguard) - 1:
@@ -327,23 +389,25 @@ def _push(stack, meta, sp, kind, a, b):  # type: ignore[no-untyped-def]
     return sp
 
 
-@_hot
-def _substitute(nd, rcount, tab, stack, meta, sp, x, r):  # type: ignore[no-untyped-def]
+@_inl
+def _substitute(nd, rguard, rcount, rkey, tab, stack, meta, sp, x, r):  # type: ignore[no-untyped-def]
     """Replace the digram at x by rule r, then schedule the checks of its neighbours."""
     q = nd[_U(4 * x + PV)]
     z = nd[_U(4 * nd[_U(4 * x + NX)] + NX)]  # checked with the new symbol if the left check does nothing
     if not _is_guard(nd, z):
         _prefetch_slot(tab, meta, -(r + 1), nd[_U(4 * z + VL)])
-    _delete_node(nd, rcount, tab, meta, nd[_U(4 * q + NX)])
-    _delete_node(nd, rcount, tab, meta, nd[_U(4 * q + NX)])
+    elif z == 0 and meta[M_HAS_NEXT] != 0:  # the new symbol ends S: (r, next input) is checked
+        _prefetch_slot(tab, meta, -(r + 1), meta[M_NEXT])  # next, unless the cascade goes on
+    _delete_node(nd, rguard, rcount, rkey, tab, meta, nd[_U(4 * q + NX)])
+    _delete_node(nd, rguard, rcount, rkey, tab, meta, nd[_U(4 * q + NX)])
     y = _alloc_node(nd, rcount, meta, -(r + 1))
-    _insert_after(nd, tab, meta, q, y)
+    _insert_after(nd, rguard, rkey, tab, meta, q, y)
     sp = _push(stack, meta, sp, F_SUBST_RIGHT, q, 0)
     return _push(stack, meta, sp, F_CHECK, q, 0)
 
 
 @_hot
-def _expand(nd, rguard, rcount, rfree, tab, meta, s):  # type: ignore[no-untyped-def]
+def _expand(nd, rguard, rcount, rkey, tab, meta, s):  # type: ignore[no-untyped-def]
     """Inline the rule that s (the first symbol of a rule body) is the last user of,
     replaying the reference's sequence of links so the index ends up identical."""
     left = nd[_U(4 * s + PV)]
@@ -352,18 +416,20 @@ def _expand(nd, rguard, rcount, rfree, tab, meta, s):  # type: ignore[no-untyped
     g = rguard[_U(r)]
     f = nd[_U(4 * g + NX)]
     last = nd[_U(4 * g + PV)]
-    _join(nd, tab, meta, last, f)  # deleting the rule's guard closes its body ring
-    _idx_clear(nd, tab, meta, s)
+    fs = nd[_U(4 * f + SL)]
+    if fs >= 0 and tab[_U(2 * fs + 1)] < T_EMPTY:  # the body moves into another rule: untag
+        tab[_U(2 * fs + 1)] = f
+    _join(nd, rguard, rkey, tab, meta, last, f)  # deleting the rule's guard closes its body ring
+    _idx_clear(nd, rguard, tab, meta, s)
     nd[_U(4 * s + VL)] = 0  # the reference unlinks s as a plain symbol of value 0
-    _join(nd, tab, meta, left, right)
+    _join(nd, rguard, rkey, tab, meta, left, right)
     _free_node(nd, meta, s)
-    _join(nd, tab, meta, left, f)
-    _join(nd, tab, meta, last, right)
-    _idx_set(nd, tab, meta, last)
-    rguard[_U(r)] = NIL
+    _join(nd, rguard, rkey, tab, meta, left, f)
+    _join(nd, rguard, rkey, tab, meta, last, right)
+    _idx_set(nd, rguard, rkey, tab, meta, last)
+    rguard[_U(r)] = -(meta[M_RFREE_HEAD] + 2)  # NIL for the last free rule
     rcount[_U(r)] = 0
-    rfree[_U(meta[M_RFREE_TOP])] = r
-    meta[M_RFREE_TOP] += 1
+    meta[M_RFREE_HEAD] = r
     meta[M_LIVE_RULES] -= 1
     _free_node(nd, meta, g)
 
@@ -375,14 +441,15 @@ def _is_body(nd, x):  # type: ignore[no-untyped-def]
 
 
 @_hot
-def _run_check(nd, rguard, rcount, rfree, tab, stack, meta, a0):  # type: ignore[no-untyped-def]
+def _run_check(nd, rguard, rcount, rkey, tab, stack, meta, a0):  # type: ignore[no-untyped-def]
     """check(a0) and every substitution it cascades into, in the reference's order."""
     sp = _push(stack, meta, 0, F_CHECK, a0, 0)
     ret = 0
     lookahead = meta[M_LOOKAHEAD] != 0
     while sp > 0:
         sp -= 3
-        kind = stack[_U(sp)]
+        kw = stack[_U(sp)]
+        kind = kw & 255
         a = stack[_U(sp + 1)]
         a2 = stack[_U(sp + 2)]
         if kind == F_CHECK:
@@ -392,12 +459,29 @@ def _run_check(nd, rguard, rcount, rfree, tab, stack, meta, a0):  # type: ignore
                 continue
             v1 = nd[_U(4 * a + VL)]
             v2 = nd[_U(4 * b + VL)]
-            fp = _fp(v1, v2)
-            slot, found = _find(nd, tab, meta, fp, v1, v2)
+            key = _key(v1, v2)
+            fp = _fpk(key)
+            slot, found = _find(nd, rkey, tab, meta, fp, key, v1, v2)
             if not found:
-                _occupy(nd, tab, meta, slot, False, fp, a)
+                _occupy(nd, rguard, rkey, tab, meta, slot, False, fp, key, a, b)
+                if nd[_U(4 * b + NX)] == 0 and meta[M_HAS_NEXT] != 0:  # b ends S: the next
+                    _prefetch_slot(tab, meta, v2, meta[M_NEXT])  # append checks (b, next input)
                 continue
             x = tab[_U(2 * slot + 1)]
+            if x < 0:  # tagged: the whole body of rule r, found without reading its nodes
+                r = -x - 2
+                q = nd[_U(4 * a + PV)]  # the next check is (q, r)
+                if _is_guard(nd, q):
+                    if nd[_U(4 * q + VL)] == -(r + 1):  # a is that body itself
+                        continue
+                else:
+                    _prefetch_slot(tab, meta, nd[_U(4 * q + VL)], -(r + 1))
+                if v1 < 0:  # read by rule utility
+                    _prefetch(rcount, -v1 - 1)
+                sp = _push(stack, meta, sp, F_UTILITY_TAG | (slot << 8), r, key)
+                sp = _push(stack, meta, sp, F_SUBST, a, r)
+                ret = 1
+                continue
             if x == a or nd[_U(4 * x + NX)] == a or b == x:  # overlapping run such as aaa
                 continue
             if _is_body(nd, x):  # the digram is a whole rule: use it
@@ -406,27 +490,32 @@ def _run_check(nd, rguard, rcount, rfree, tab, stack, meta, a0):  # type: ignore
                 if not _is_guard(nd, q):
                     _prefetch_slot(tab, meta, nd[_U(4 * q + VL)], -(r + 1))
                 sp = _push(stack, meta, sp, F_UTILITY, r, 0)
-                sp = _substitute(nd, rcount, tab, stack, meta, sp, a, r)
+                sp = _push(stack, meta, sp, F_SUBST, a, r)
                 ret = 1
                 continue
             if lookahead and meta[M_HAS_LA] != 0 and nd[_U(4 * b + NX)] == 0:
                 # SEQUITUR(1): b ends S and (b, next input) is a rule: wait for it
                 la = meta[M_LA]
-                s2, f2 = _find(nd, tab, meta, _fp(v2, la), v2, la)
-                if f2 and _is_body(nd, tab[_U(2 * s2 + 1)]):
-                    continue
-            r = _new_rule(nd, rguard, rcount, rfree, meta)
+                k2 = _key(v2, la)
+                s2, f2 = _find(nd, rkey, tab, meta, _fpk(k2), k2, v2, la)
+                if f2:
+                    x2 = tab[_U(2 * s2 + 1)]
+                    if x2 < 0 or _is_body(nd, x2):
+                        continue
+            r = _new_rule(nd, rguard, rcount, meta)
             q = nd[_U(4 * x + PV)]  # the next check is (q, r)
             if not _is_guard(nd, q):
                 _prefetch_slot(tab, meta, nd[_U(4 * q + VL)], -(r + 1))
             g = rguard[_U(r)]
             n1 = _take_node(nd, rcount, g + 1 if g + 1 < len(nd) // 4 else g, v1)
-            _insert_after(nd, tab, meta, g, n1)
+            _insert_after(nd, rguard, rkey, tab, meta, g, n1)
             n2 = _take_node(nd, rcount, n1 + 1 if n1 + 1 < len(nd) // 4 else n1, v2)
-            _insert_after(nd, tab, meta, n1, n2)
+            _insert_after(nd, rguard, rkey, tab, meta, n1, n2)
             sp = _push(stack, meta, sp, F_NEW_SECOND, r, a)
-            sp = _substitute(nd, rcount, tab, stack, meta, sp, x, r)
+            sp = _push(stack, meta, sp, F_SUBST, x, r)
             ret = 1
+        elif kind == F_SUBST:  # the one site of the substitution (inlined once)
+            sp = _substitute(nd, rguard, rcount, rkey, tab, stack, meta, sp, a, a2)
         elif kind == F_SUBST_RIGHT:
             if ret == 0:
                 sp = _push(stack, meta, sp, F_CHECK, nd[_U(4 * a + NX)], 0)
@@ -434,27 +523,37 @@ def _run_check(nd, rguard, rcount, rfree, tab, stack, meta, a0):  # type: ignore
             q = nd[_U(4 * a2 + PV)]  # the next check is (q, a)
             if not _is_guard(nd, q):
                 _prefetch_slot(tab, meta, nd[_U(4 * q + VL)], -(a + 1))
-            _idx_set(nd, tab, meta, nd[_U(4 * rguard[_U(a)] + NX)])
+            _idx_set(nd, rguard, rkey, tab, meta, nd[_U(4 * rguard[_U(a)] + NX)])
             sp = _push(stack, meta, sp, F_UTILITY, a, 0)
-            sp = _substitute(nd, rcount, tab, stack, meta, sp, a2, a)
+            sp = _push(stack, meta, sp, F_SUBST, a2, a)
+        elif kind == F_UTILITY_TAG:  # as F_UTILITY, but if the entry found is unchanged the
+            # rule's body is still the digram (a2 packed), so its first symbol is known
+            s = kw >> 8
+            if tab[_U(2 * s + 1)] == -(a + 2) and tab[_U(2 * s)] == _fpk(a2) and rkey[_U(a)] == _chk(a2):
+                v = a2 >> 32
+            else:
+                v = nd[_U(4 * nd[_U(4 * rguard[_U(a)] + NX)] + VL)]
+            if v < 0 and rcount[_U(-v - 1)] == 1:
+                _expand(nd, rguard, rcount, rkey, tab, meta, nd[_U(4 * rguard[_U(a)] + NX)])
+            ret = 1
         else:  # F_UTILITY: rule utility for the rule just used
             f = nd[_U(4 * rguard[_U(a)] + NX)]
             v = nd[_U(4 * f + VL)]
             if v < 0 and rcount[_U(-v - 1)] == 1:
-                _expand(nd, rguard, rcount, rfree, tab, meta, f)
+                _expand(nd, rguard, rcount, rkey, tab, meta, f)
             ret = 1
     return ret
 
 
 @_inl
-def _append(nd, rguard, rcount, rfree, tab, stack, meta, c):  # type: ignore[no-untyped-def]
+def _append(nd, rguard, rcount, rkey, tab, stack, meta, c):  # type: ignore[no-untyped-def]
     last = nd[_U(PV)]
     if last != 0:
         _prefetch_slot(tab, meta, nd[_U(4 * last + VL)], c)
     y = _alloc_node(nd, rcount, meta, c)
-    _insert_after(nd, tab, meta, nd[_U(PV)], y)
+    _insert_after(nd, rguard, rkey, tab, meta, nd[_U(PV)], y)
     meta[M_NSYMS] += 1
-    _run_check(nd, rguard, rcount, rfree, tab, stack, meta, nd[_U(4 * y + PV)])
+    _run_check(nd, rguard, rcount, rkey, tab, stack, meta, nd[_U(4 * y + PV)])
 
 
 @_hot
@@ -470,7 +569,7 @@ def room(nd, rguard, tab, meta):  # type: ignore[no-untyped-def]
 
 
 @_hot
-def feed(nd, rguard, rcount, rfree, tab, stack, meta, chunk, start):  # type: ignore[no-untyped-def]
+def feed(nd, rguard, rcount, rkey, tab, stack, meta, chunk, start):  # type: ignore[no-untyped-def]
     """Append chunk[start:] to S; returns (position reached, stop reason)."""
     lookahead = meta[M_LOOKAHEAD] != 0
     n = len(chunk)
@@ -483,86 +582,111 @@ def feed(nd, rguard, rcount, rfree, tab, stack, meta, chunk, start):  # type: ig
             if meta[M_HAS_PENDING] != 0:
                 meta[M_HAS_LA] = 1
                 meta[M_LA] = c
-                _append(nd, rguard, rcount, rfree, tab, stack, meta, meta[M_PENDING])
+                meta[M_HAS_NEXT] = 1
+                meta[M_NEXT] = c
+                _append(nd, rguard, rcount, rkey, tab, stack, meta, meta[M_PENDING])
             meta[M_PENDING] = c
             meta[M_HAS_PENDING] = 1
         else:
-            _append(nd, rguard, rcount, rfree, tab, stack, meta, c)
+            if i + 1 < n:
+                meta[M_HAS_NEXT] = 1
+                meta[M_NEXT] = chunk[i + 1]
+            else:
+                meta[M_HAS_NEXT] = 0
+            _append(nd, rguard, rcount, rkey, tab, stack, meta, c)
         if meta[M_OVERFLOW] != 0:
             return i + 1, ST_DONE
     return len(chunk), ST_DONE
 
 
 @_hot
-def flush(nd, rguard, rcount, rfree, tab, stack, meta):  # type: ignore[no-untyped-def]
+def flush(nd, rguard, rcount, rkey, tab, stack, meta):  # type: ignore[no-untyped-def]
     """Process the symbol held back for look-ahead, with no look-ahead (end of input)."""
     if meta[M_HAS_PENDING] != 0:
         meta[M_HAS_LA] = 0
+        meta[M_HAS_NEXT] = 0
         meta[M_HAS_PENDING] = 0
-        _append(nd, rguard, rcount, rfree, tab, stack, meta, meta[M_PENDING])
+        _append(nd, rguard, rcount, rkey, tab, stack, meta, meta[M_PENDING])
 
 
 @_hot
-def rehash(nd, tab, new_tab, bits):  # type: ignore[no-untyped-def]
+def rehash(nd, rguard, tab, new_tab, bits):  # type: ignore[no-untyped-def]
     """Move every indexed digram into the empty table new_tab of 2**bits slots."""
     mask = (np.int64(1) << bits) - 1
     used = 0
     for i in range(len(tab) // 2):
         n = tab[_U(2 * i + 1)]
-        if n < 0:
+        if n == T_EMPTY:
             continue
         fp = tab[_U(2 * i)]
-        j = np.int64(fp) >> (31 - bits)
+        j = _home(fp, bits)
         while new_tab[_U(2 * j + 1)] != T_EMPTY:
             j = (j + 1) & mask
         new_tab[_U(2 * j)] = fp
         new_tab[_U(2 * j + 1)] = n
-        nd[_U(4 * n + SL)] = j
+        nd[_U(4 * _ref_node(nd, rguard, n) + SL)] = j
         used += 1
     return used
 
 
+@_inl
+def _copy_body(nd, rguard, r, rhs, w):  # type: ignore[no-untyped-def]
+    """Write rule r's body values at rhs[w:]; returns the end (stops at the end of rhs)."""
+    g = rguard[_U(r)]
+    n = nd[_U(4 * g + NX)]
+    while n != g and w < len(rhs):
+        rhs[_U(w)] = nd[_U(4 * n + VL)]
+        w += 1
+        n = nd[_U(4 * n + NX)]
+    return w
+
+
 @kernel
-def extract(nd, rguard, nrules):  # type: ignore[no-untyped-def]
-    """Flatten the live grammar: rules numbered by first appearance (S = 0) -> (off, rhs)."""
+def extract(nd, rguard, nrules, total):  # type: ignore[no-untyped-def]
+    """Flatten the live grammar: rules numbered by first appearance (S = 0) -> (off, rhs, ok).
+
+    One walk over the nodes: a rule's body is copied when the rule is first met, and the
+    depth-first walk that numbers the rules runs over the copies (which then lie in the new
+    order), so each body's nodes are read once.  total is the number of body symbols."""
     newid = np.full(len(rguard), -1, np.int64)
-    order = np.empty(nrules, np.int64)
+    off = np.zeros(nrules + 1, np.int64)
+    rhs = np.empty(total, np.int64)
+    stk = np.empty(2 * (nrules + 1), np.int64)  # (position, end) of the bodies being walked
     newid[0] = 0
-    order[0] = 0
+    w = _copy_body(nd, rguard, 0, rhs, 0)
+    off[1] = w
     nr = 1
-    stk = np.empty(nrules + 1, np.int64)
     sp = 0
-    cur = nd[4 * rguard[0] + NX]
-    total = 0
+    pos = 0
+    end = w
+    ok = True
     while True:
-        if nd[4 * cur + SL] == GUARD:  # end of a body
+        if pos == end:
             if sp == 0:
                 break
-            sp -= 1
-            cur = stk[sp]
+            sp -= 2
+            pos = stk[sp]
+            end = stk[sp + 1]
             continue
-        total += 1
-        v = nd[4 * cur + VL]
+        v = rhs[pos]
+        pos += 1
         if v < 0 and newid[-v - 1] < 0:
             r = -v - 1
+            if nr >= nrules:
+                ok = False
+                break
             newid[r] = nr
-            order[nr] = r
+            start = w
+            w = _copy_body(nd, rguard, r, rhs, w)
             nr += 1
-            stk[sp] = nd[4 * cur + NX]
-            sp += 1
-            cur = nd[4 * rguard[r] + NX]
-        else:
-            cur = nd[4 * cur + NX]
-    off = np.zeros(nr + 1, np.int64)
-    rhs = np.empty(total, np.int64)
-    k = 0
-    for i in range(nr):
-        g = rguard[order[i]]
-        n = nd[4 * g + NX]
-        while n != g:
-            v = nd[4 * n + VL]
-            rhs[k] = v if v >= 0 else -newid[-v - 1]
-            k += 1
-            n = nd[4 * n + NX]
-        off[i + 1] = k
-    return off, rhs
+            off[nr] = w
+            stk[sp] = pos
+            stk[sp + 1] = end
+            sp += 2
+            pos = start
+            end = w
+    for k in range(w):
+        v = rhs[k]
+        if v < 0:
+            rhs[k] = -newid[-v - 1]
+    return off[: nr + 1], rhs[:w], ok and nr == nrules and w == total

@@ -34,6 +34,7 @@ import marshal
 import os
 import pickle
 import sys
+import time
 import types
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -51,6 +52,8 @@ ENV_SWITCH = "WHOLETRACE_AOT"
 #: where compiled modules are kept (default ``$XDG_CACHE_HOME/wholetrace/aot``)
 ENV_DIR = "WHOLETRACE_AOT_DIR"
 _KERNELS = "wholetrace.kernels."
+#: Files changed this recently (ns) are not memoised by :func:`key` (as ``instrument.cache.RACY_NS``).
+RACY_NS = 3_000_000_000
 
 
 def _cache_dir() -> str:
@@ -120,14 +123,17 @@ def key() -> str:
     SHA-256, ~3 ms; ``hashlib`` would load OpenSSL, ~2.5 ms): the key is kept in the cache directory
     in a file named by the files' paths, sizes, inodes, modification and change times (and the
     versions), and recomputed when any of them changes or the file is unreadable (as
-    ``instrument.cache.instrumenter_digest``; docs/design.md, "The builder's start-up, wave 10")."""
+    ``instrument.cache.instrumenter_digest``; docs/design.md, "The builder's start-up, wave 10").
+    Not memoised while a file's times are within ``RACY_NS`` of now (coarse file clocks)."""
     files = _key_files()
     stamp = sha256()
+    newest = 0
     try:
         for f in files + [p for p in (_version_path("numba"), _version_path("llvmlite")) if p]:
             try:
                 st = os.stat(f)
                 line = f"{f}\0{st.st_size}\0{st.st_ino}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\n"
+                newest = max(newest, st.st_mtime_ns, st.st_ctime_ns)
             except FileNotFoundError:   # a _version.py that is not there: its absence is the stamp
                 line = f"{f}\0-\n"
             stamp.update(line.encode("utf-8", "surrogateescape"))
@@ -139,7 +145,8 @@ def key() -> str:
     k = read_memo(memo, 24)
     if k is None:
         k = _full_key(files)
-        write_memo(memo, k)
+        if newest < time.time_ns() - RACY_NS:   # git's "racily clean": not while a tick could hide a write
+            write_memo(memo, k)
     return k
 
 
