@@ -1,6 +1,7 @@
 """Slow reference twin of the decoding kernel's path mode: a plain Python walk turning `path`
 streams (Ball-Larus path ids) into `blocks` streams, with the numbering recomputed from each
-stored CFG (``instrument.modes.path_numbering``), not read from the stored plan.
+stored CFG (``instrument.modes.path_numbering``, given the blocks the recorder found quiet,
+``instrument.modes.stored_quiet``), not read from the stored plan.
 
 It emits blocks lazily (a cut's target when the next event shows it ran), where the kernel
 emits them eagerly: both must give the same events.
@@ -16,7 +17,10 @@ cut, the entry block after ENTER or START, the handler after ``EXC s r H``, unkn
 resumed generator) and whether that block has been emitted already (``shown``).  A path
 record emits its blocks, leaving out the first one if it is shown; a child ENTER first emits
 its parent's pending block (the call block the child runs in: Larus's cut guarantees that a
-call block begins a path); a suspension emits the ``yield`` block; the exception record
+call block begins a path), and, where that block starts a forced chain (blocks that cannot call,
+one uncut edge each, into a call block whose cut ``pathnum.choose_cuts`` left out), the chain up
+to that call block: the next path then starts where the frame stood before the child and its
+blocks up to the call block are left out; a suspension emits the ``yield`` block; the exception record
 emits the truncated path up to the raising block, ``EXC s`` and the handler.  A resumed
 generator's first path begins at the ``yield`` block it stopped in, which was emitted before
 it suspended.  The raising block is the block of the re-raise site ``x`` or of ``s``; should
@@ -68,6 +72,9 @@ class PathTables:
         self.block_of = [int(s.block) for s in cfg.stmts]
         if any(not b.stmts for b in cfg.blocks[2:]):   # pragma: no cover - CFG blocks hold statements
             raise InternalError(f"regenerate: function {fid}: a block without statements")
+        #: block -> the blocks of its forced chain up to a call block (empty: none), from the
+        #: twin's own renumbering: uncut single out-edges through blocks that are not call blocks
+        self._chains: dict[int, list[int]] = {}
         #: raw event (``p`` or ``LEAVE_PATH + p``) -> (first block, following blocks, next block, returns)
         self.paths: dict[int, tuple[int, list[int], int, bool]] = {}
         self._truncated: dict[tuple[int, int], tuple[int, list[int]] | None] = {}
@@ -104,6 +111,26 @@ class PathTables:
         self.paths[event] = found
         return found
 
+    def chain(self, block: int) -> list[int]:
+        """The blocks a frame standing at ``block`` passes before a child can start: the
+        forced chain (``pathnum.forced_chain_edges``) to the call block at its end, that block
+        included; empty where ``block`` is no such chain's start."""
+        hit = self._chains.get(block)
+        if hit is not None:
+            return hit
+        g, cuts = self.graph, self.num.cuts
+        seq: list[int] = []
+        v = block
+        while v >= 2 and v not in g.call_nodes and len(g.out_edges[v]) == 1 and len(seq) < g.num_nodes:
+            e = g.out_edges[v][0]
+            if e in cuts:
+                break
+            v = g.edges[e][1]
+            seq.append(v)
+        found = seq if seq and v in g.call_nodes else []
+        self._chains[block] = found
+        return found
+
     def truncated(self, register: int, block: int) -> tuple[int, list[int]] | None:
         """(first block, following blocks) of the path cut short in ``block``, or None if the
         register names no path through ``block``."""
@@ -138,7 +165,8 @@ def regenerate_path_stream(events_chunks: Iterable[np.ndarray], plans: dict[int,
                            chunk_size: int = 1 << 16) -> Iterator[np.ndarray]:
     """Turn the int32 chunks of one path stream into int32 chunks of its blocks stream."""
     tables: dict[int, PathTables] = {}
-    # frames: [tables, pend, shown, (unused), uncaught, path cache (None: block ids)]
+    # frames: [tables, pend, shown, where a child moved it from along a forced chain (-1: it did
+    # not), uncaught, path cache (None: block ids)]
     stack: list[list[Any]] = []
     out: list[int] = []
     # 0 normal, 1 after EXC, 2 register next (paths), 3 handler may follow, 4 after RERAISE, 5 site next
@@ -154,15 +182,26 @@ def regenerate_path_stream(events_chunks: Iterable[np.ndarray], plans: dict[int,
             t = tables[fid] = PathTables(fid, plan[0], plan[1])
         return t
 
+    def ahead(fr: list[Any], first: int, rest: list[int]) -> list[int]:
+        """The blocks of a path (first block, the others) still to emit for a frame that a
+        child moved along the path's forced chain (``fr[3]``: where it was): those after it."""
+        if fr[3] < 0:
+            return rest
+        if first != fr[3] or fr[1] not in rest:
+            raise InternalError(f"regenerate: function {fr[0].fid}: a path from block {first} "
+                                f"does not pass block {fr[1]}, where a child placed the activation")
+        return rest[rest.index(fr[1]) + 1:]
+
     def exception(handler: int) -> None:
         if not stack:    # a closing record for a frame whose LEAVE is already in (see below)
             out.extend((EXC, sid))
             return
         fr = stack[-1]
         t = fr[0]
-        if not t.passthrough and reg >= 0:     # (a negative register: no path open)
+        if not t.passthrough and (reg >= 0 or LEAVE - LEAVE_PATH < reg < -1):   # (-1 and below: no path open)
             try:
-                first, rest = t.raised(reg, site if site >= 0 else sid, fr[1])
+                first, rest = t.raised(reg, site if site >= 0 else sid, fr[1] if fr[3] < 0 else fr[3])
+                rest = ahead(fr, first, rest)
             except InternalError:
                 if handler >= 0:
                     raise
@@ -172,6 +211,7 @@ def regenerate_path_stream(events_chunks: Iterable[np.ndarray], plans: dict[int,
             if not fr[2] and first >= 2:
                 out.append(first)
             out.extend(rest)
+            fr[3] = -1
         elif not t.passthrough and not fr[2] and fr[1] >= 2:
             # no path open (a closing record of a frame stopped before its register was set,
             # at its entry): it stands in its entry block, which ENTER began as in `blocks`
@@ -181,7 +221,7 @@ def regenerate_path_stream(events_chunks: Iterable[np.ndarray], plans: dict[int,
         out.append(sid)
         if handler >= 0:
             out.append(handler)
-            fr[1], fr[2] = handler, True
+            fr[1], fr[2], fr[3] = handler, True, -1
         elif not t.passthrough:
             fr[4] = True
 
@@ -215,7 +255,10 @@ def regenerate_path_stream(events_chunks: Iterable[np.ndarray], plans: dict[int,
                             continue
                         hit = paths.get(v)
                         first, rest, nxt, returns = hit if hit is not None else fr[0].path(v)
-                        if first != fr[1] and fr[1] != UNKNOWN:
+                        if fr[3] >= 0:
+                            rest = ahead(fr, first, rest)
+                            fr[3] = -1
+                        elif first != fr[1] and fr[1] != UNKNOWN:
                             raise InternalError(f"regenerate: function {fr[0].fid}: path event {v} starts at block "
                                                 f"{first}, the activation stands at block {fr[1]}")
                         if not fr[2]:
@@ -233,6 +276,11 @@ def regenerate_path_stream(events_chunks: Iterable[np.ndarray], plans: dict[int,
                             if not parent[2] and parent[1] >= 2:
                                 out.append(parent[1])      # the child runs in this call block
                                 parent[2] = True
+                            if parent[5] is not None and parent[3] < 0 and parent[1] >= 2:
+                                chain = parent[0].chain(parent[1])
+                                if chain:                  # ... or at the end of its forced chain
+                                    out.extend(chain)
+                                    parent[3], parent[1] = parent[1], chain[-1]
                         t = tables.get(-v - ENTER_BASE) or table(-v - ENTER_BASE)
                         if t.passthrough:
                             stack.append([t, UNKNOWN, True, -1, False, None])
@@ -290,7 +338,7 @@ def regenerate(rec: Any, sid: int) -> np.ndarray:
 def path_plans(rec: Any) -> dict[int, PathPlan]:
     """fid -> (CFG, numbering) for every function of an open `path` recording; functions whose
     stored plan has strategy ``trace`` recorded block ids and get ``None`` (passed through)."""
-    from wholetrace.instrument.modes import path_numbering
+    from wholetrace.instrument.modes import path_numbering, stored_quiet
 
     plans: dict[int, PathPlan] = {}
     for f in rec.functions():
@@ -298,7 +346,7 @@ def path_plans(rec: Any) -> dict[int, PathPlan]:
         cfg = CFG.from_json(desc)
         plan = desc.get("plan") if isinstance(desc, dict) else None
         fallback = isinstance(plan, dict) and plan.get("strategy") == "trace"
-        num = None if fallback else path_numbering(cfg)
+        num = None if fallback else path_numbering(cfg, stored_quiet(desc))
         if num is None and not fallback:
             raise InternalError(f"regenerate: function {f.fid} ({f.qualname}) was recorded with path ids "
                                 "but its CFG has no path numbering")

@@ -11,6 +11,8 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from wholetrace.errors import UsageError
 from wholetrace.runtime.cli import fast_record_args, parse_own, record_parser
@@ -86,3 +88,34 @@ def test_errors_and_help_are_argparse_s(tmp_path):
     assert runs["--mode"].returncode == 2 and "argument --mode: expected one argument" in runs["--mode"].stderr
     assert runs["--bogus"].returncode == 2 and "unrecognized arguments: --bogus" in runs["--bogus"].stderr
     assert runs["--wpp-queue"].returncode == 2 and "invalid int value: 'x'" in runs["--wpp-queue"].stderr
+
+
+# -- generated command lines -----------------------------------------------------------------
+# Words a user may type before, between and after record's options: every option of the parser
+# in full, abbreviated, glued to its value and with ``=``; the separator; values that look like
+# options, are empty, hold spaces or ``=``; scripts and module names.
+_OPTION_WORDS = ["--mode", "-o", "--output", "-q", "--quiet", "--weights", "--include", "--no-cache", "--cf-grammar",
+                 "--no-children", "-m", "--wpp", "--no-wpp", "--keep-raw", "--lookahead", "--no-lookahead",
+                 "--wpp-queue", "-h", "--help", "--mo", "--out", "--inc", "--no-c", "--no-ca", "--q", "--cf",
+                 "--mode=path", "--include=json", "--output=o.wt", "-oout.wt", "-qo", "-qq", "-mjson", "--",
+                 "--format", "--limit", "--bogus", "-x"]
+_VALUE_WORDS = ["path", "blocks", "json", "o.wt", "prog.py", "pkg.mod", "", "-", "-1", "-x.wt", "a b", "-a b",
+                "a=b", "--", "10", "x"]
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(st.sampled_from(_OPTION_WORDS), st.sampled_from(_VALUE_WORDS)), max_size=8))
+def test_generated_command_lines_parse_as_argparse_parses_them(argv):
+    """On any command line: the fast parser declines, or gives exactly argparse's options, or
+    raises the UsageError argparse's path raises."""
+    try:
+        fast = fast_record_args(argv)
+    except UsageError as exc:
+        with pytest.raises(UsageError) as slow_exc:
+            parse_own(record_parser(), argv, "record")
+        assert str(slow_exc.value) == str(exc)
+        return
+    if fast is None:
+        return
+    slow = parse_own(record_parser(), argv, "record")
+    assert vars(fast) == vars(slow)

@@ -26,6 +26,7 @@ from naive_decode import activation_form
 from naive_paths import path_plans, regenerate_path_stream
 from regenutil import compare, streams_of
 from wholetrace.events import EXC, LEAVE, LEAVE_PATH, START, enter_code
+from wholetrace.instrument.cfg import CFG
 from wholetrace.store import Recording
 from wholetrace.trace.decode import Rows, StreamDecoder
 from wholetrace.trace.session import Trace, block_events
@@ -119,6 +120,99 @@ EXTRA = {
             print("main done")
         main()
     ''',
+    # forced chains (docs/design.md, "Path cuts, wave 10"): blocks that cannot call, then a
+    # call block, with no cut between; children, exceptions before and after them, handlers,
+    # generators, a with statement and an implicit call in the call block
+    # an exception in a block whose register is negative there (B3->B4 adds -2: chord
+    # increments can be negative); the truncated path must still be decoded
+    "negative_register": '''
+        def g(*a):
+            return a
+        def f(a, n):
+            b = 0
+            if not a:
+                b -= 1
+            if a <= n:
+                return g(b)
+            return g(b, a)
+        print(f(3, 1), f(0, 1))
+        try:
+            f("", 1)
+        except TypeError as e:
+            print("caught", e)
+    ''',
+    "chains": '''
+        class P:
+            def __init__(self, v):
+                self.v = v
+            @property
+            def twice(self):
+                return self.v * 2
+        class CM:
+            def __enter__(self):
+                return self
+            def __exit__(self, *exc):
+                return False
+        def helper(x):
+            return x + 1
+        def entry_chain(x):
+            """a docstring is quiet too"""
+            y = x
+            z, w = None, (1, [2])
+            return helper(y) + w[0]
+        def with_property(p):
+            q = p
+            return q.twice + helper(1)
+        def quiet_raise():
+            a = b
+            helper(a)
+            b = 1
+        def raise_after_child(x):
+            y = x
+            return helper(y) + missing_name
+        def handler_chain(x):
+            try:
+                helper(x)
+                raise ValueError(x)
+            except ValueError:
+                msg = "caught"
+                helper(len(msg))
+            return x
+        def gen(n):
+            i = 0
+            yield helper(i)
+            j = n
+            yield helper(j)
+        def with_chain(x):
+            m = None
+            with CM():
+                m = helper(x)
+            return m
+        def thrower(x):
+            k = x
+            raise KeyError(helper(k))
+        def retry(x):
+            try:
+                return helper(x) + missing_name    # the exit record is set before this raises
+            except NameError:
+                pass
+            if x:
+                return helper(-x)
+        out = [entry_chain(i) + with_property(P(i)) for i in range(5)]
+        for f in (quiet_raise, lambda: raise_after_child(3), lambda: thrower(2)):
+            try:
+                f()
+            except (NameError, KeyError) as e:
+                out.append(type(e).__name__)
+        out += [handler_chain(4), list(gen(6)), with_chain(7), retry(2), retry(0)]
+        g = gen(1)
+        next(g)
+        try:
+            g.throw(RuntimeError)
+        except RuntimeError:
+            out.append("thrown")
+        print(out)
+    ''',
 }
 #: The daemon thread runs on until the recording ends: its stream's length differs per run.
 UNFINISHED = {"daemon"}
@@ -187,6 +281,58 @@ def test_stream_format_by_hand() -> None:
     expect += num.blocks(num.decode(call_exit))[1:] + [LEAVE]
     assert out == expect
     assert START == -5 and EXC == -2 and LEAVE_PATH == 1 << 30
+
+
+def test_chains_program_has_forced_chains(inline: dict[str, dict[str, Path]]) -> None:
+    """The recording of "chains" left cuts out (its stored numberings hold uncut edges into call
+    blocks from blocks other than ENTRY), and records fewer events than Larus's rule, renumbered
+    without quiet blocks, says its paths need (one record per forced chain taken)."""
+    from wholetrace.instrument.modes import path_numbering, stored_quiet
+    from wholetrace.store import Recording
+
+    forced = 0
+    with Recording(str(inline["chains"]["path"])) as rec:
+        for f in rec.functions():
+            cfg = CFG.from_json(f.cfg)
+            quiet = stored_quiet(f.cfg)
+            num = path_numbering(cfg, quiet)
+            if num is None:
+                continue
+            g = num.graph
+            uncut = [e for e, (s_, d) in enumerate(g.edges)
+                     if d in g.call_nodes and s_ != g.entry and e not in num.cuts]
+            assert all(g.edges[e][0] in quiet for e in uncut)
+            forced += len(uncut)
+            old = path_numbering(cfg, frozenset())
+            assert old is not None and set(uncut) <= old.cuts
+    assert forced >= 6
+
+
+@pytest.mark.nojit
+def test_chains_decode_exactly_nojit(inline: dict[str, dict[str, Path]]) -> None:
+    """The forced chains (``kernels.decode._path_to_call``, ``_path_start``, ``_path_emit``) and
+    the exit records, decoded by the kernel (as Python in the nojit run) and by the twin: the
+    blocks recording, event for event."""
+    stats = compare(inline["chains"]["blocks"], inline["chains"]["path"], exact=True, twin=True)
+    assert stats["identical streams"] >= 1
+
+
+def test_wpp_view_renumbers_as_recorded(inline: dict[str, dict[str, Path]]) -> None:
+    """``wpp.view`` (``hot``, ``paths``) renumbers functions from the stored CFG: with the quiet
+    blocks stored in the plan it gets the stored DAG, forced chains included."""
+    from wholetrace.instrument.modes import numbering_json
+    from wholetrace.wpp.view import open_view
+
+    view = open_view(str(inline["chains"]["path"]), progress=False)
+    checked = 0
+    with Recording(str(inline["chains"]["path"])) as rec:
+        for f in rec.functions():
+            plan = f.cfg.get("plan") or {}
+            if plan.get("strategy") == "paths":
+                num = view.numbering(f.fid)
+                assert num is not None and numbering_json(num)["dag"] == plan["paths"]["dag"], f.qualname
+                checked += bool(plan["paths"].get("quiet"))
+    assert checked >= 5
 
 
 def test_interner_leave_value_is_the_event_format() -> None:

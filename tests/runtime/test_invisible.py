@@ -235,8 +235,10 @@ print(sorted(m for m in ("hashlib", "importlib.abc", "importlib.resources", "tem
                          # wave 10: dataclasses (and what it imports), typing, argparse, json, tokenize,
                          # pathlib (and re, urllib.parse), platform, sqlite3.dbapi2 (and datetime), zstandard, dis
                          "dataclasses", "inspect", "copy", "linecache", "tokenize", "typing", "argparse",
-                         "gettext", "locale", "json", "json.decoder", "random", "pathlib", "re", "fnmatch",
-                         "urllib.parse", "ipaddress", "platform", "sqlite3", "datetime", "zstandard", "dis")
+                         "gettext", "locale", "json", "json.decoder", "random", "pathlib", "fnmatch",
+                         "urllib.parse", "ipaddress", "platform", "sqlite3", "datetime", "zstandard", "dis",
+                         # re: 3.12's ast imports it, and the instrumenter needs ast
+                         *(("re",) if sys.version_info < (3, 12) else ()))
              if m in sys.modules))
 '''
 
@@ -313,3 +315,64 @@ def test_a_cache_miss_imports_nothing_the_program_would_see(tmp_path, mode, incl
     assert cold[2].split()[0] == warm[2].split()[0] == plain.stdout.splitlines()[2].split()[0]
     if include:    # purged: the program imports its own
         assert include[0] not in cold[2].split()[1:]
+
+
+COOKIE_MAIN = '''
+import sys
+before = set(sys.modules)
+import helper_cookie
+print(sorted(m for m in set(sys.modules) - before if m != "helper_cookie" and not m.startswith("wholetrace")))
+print(helper_cookie.f())
+'''
+
+
+@pytest.mark.parametrize("mode", ["blocks", "path"])
+def test_a_module_with_a_coding_cookie_brings_no_import(tmp_path, mode):
+    """Decoding a module that declares its encoding (PEP 263: ``# -*- coding: ... -*-``, common
+    in packages) imports nothing: not ``tokenize`` (nor ``re``, ``token``) through the finder,
+    where the program would see them appear and, under ``--include re``, its trace would hold
+    ``re``'s functions run by wholetrace itself."""
+    (tmp_path / "helper_cookie.py").write_bytes(b"# -*- coding: latin-1 -*-\ndef f():\n    return '\xe9'\n")
+    script = tmp_path / "prog_cookie.py"
+    script.write_text(COOKIE_MAIN)
+    plain = run_plain(script)
+    assert plain.returncode == 0, plain.stderr
+    assert plain.stdout == "[]\n\u00e9\n"
+    for include in ((), ("re",)):
+        rec = run_recorded(script, tmp_path / "t.wt", mode=mode, include=include)
+        assert rec.returncode == 0, rec.stderr
+        assert rec.stdout == plain.stdout, include
+        from wholetrace.store import Recording
+        with Recording(tmp_path / "t.wt") as r:
+            files = sorted({f.file for f in r.functions()})
+        assert files == sorted([str(script.resolve()), str((tmp_path / "helper_cookie.py").resolve())]), files
+
+
+DIS_PROGRAM = '''
+import dis
+import threading
+import time
+
+
+def spin():
+    while True:
+        time.sleep(0.01)
+
+
+threading.Thread(target=spin, daemon=True).start()   # still running at the end: its frame is closed at stop
+print(dis.opname[1] != "")
+'''
+
+
+def test_the_recorders_own_dis_at_stop_is_not_the_programs(tmp_path):
+    """At stop, ``runtime.unfinished`` reads the instructions of the frames still open with
+    ``dis``.  Under ``--include dis`` the module named dis in ``sys.modules`` is the program's,
+    instrumented: the recorder must use its own, or its calls are recorded in the program's
+    trace (``get_instructions`` and its helpers, thousands of events the program never ran)."""
+    script = tmp_path / "prog_dis.py"
+    script.write_text(DIS_PROGRAM)
+    rec = run_recorded(script, tmp_path / "t.wt", include=("dis",))
+    assert rec.returncode == 0 and rec.stdout == "True\n", rec.stderr
+    entered = {line[2:] for line in fbe_lines(tmp_path / "t.wt") if line.startswith("F ")}
+    assert "spin" in entered
+    assert not entered & {"get_instructions", "_get_instructions_bytes", "_unpack_opargs"}, sorted(entered)

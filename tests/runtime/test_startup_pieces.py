@@ -137,6 +137,7 @@ def test_digest_memo_follows_the_files(tmp_path, monkeypatch):
     for f in files:
         f.write_text("x = 1\n")
     monkeypatch.setattr(cache, "digested_files", lambda: [str(f) for f in files])
+    monkeypatch.setattr(cache, "RACY_NS", 0)          # files this fresh are memoised too (next test)
     memo = str(tmp_path / "memo")
 
     def fresh(m):  # type: ignore[no-untyped-def]
@@ -155,6 +156,44 @@ def test_digest_memo_follows_the_files(tmp_path, monkeypatch):
     cache.instrumenter_digest.cache_clear()
     assert fresh(memo) in (first, second)  # a damaged memo is recomputed, never trusted
     cache.instrumenter_digest.cache_clear()
+
+
+class _CoarseOs:
+    """``os`` on a file system whose timestamps do not move within the test (1 s or 2 s
+    granularity: ext3, FAT, some network file systems): stat times frozen at ``t0``."""
+
+    def __init__(self, t0: int) -> None:
+        self.t0 = t0
+
+    def __getattr__(self, name):  # type: ignore[no-untyped-def]
+        return getattr(os, name)
+
+    def stat(self, path):  # type: ignore[no-untyped-def]
+        st = os.stat(path)
+        return type("Stat", (), {"st_size": st.st_size, "st_ino": st.st_ino, "st_mtime_ns": self.t0,
+                                 "st_ctime_ns": self.t0})()
+
+
+def test_digest_memo_is_not_fooled_by_coarse_timestamps(tmp_path, monkeypatch):
+    """A file rewritten in place with the same size within one tick of the file system's clock
+    keeps its whole stamp: a digest memoised in that tick would be stale (and templates made by
+    the old instrumenter reused).  Stamps that recent are not memoised (as git's "racily clean")."""
+    import time
+
+    f = tmp_path / "a.py"
+    f.write_text("x = 1\n")
+    monkeypatch.setattr(cache, "digested_files", lambda: [str(f)])
+    monkeypatch.setattr(cache, "os", _CoarseOs(time.time_ns() // 10**9 * 10**9))
+    memo = str(tmp_path / "memo")
+    cache.instrumenter_digest.cache_clear()
+    first = cache.instrumenter_digest(memo)
+    assert first == cache._content_digest([str(f)])
+    with open(f, "r+") as fh:                          # same inode, same size, same (frozen) times
+        fh.write("x = 2\n")
+    cache.instrumenter_digest.cache_clear()
+    second = cache.instrumenter_digest(memo)
+    cache.instrumenter_digest.cache_clear()
+    assert second == cache._content_digest([str(f)]) != first
 
 
 def test_the_package_digest_is_the_files_digest():
@@ -285,3 +324,40 @@ def test_relocation_equals_the_naive_one(tmp_path, mode):
     for path in templates:
         _fmt, code, _entry = marshal.loads(path.read_bytes())
         assert cache.relocate(code, 17, 1000, objects) == _naive_relocate(code, 17, 1000, objects)
+
+
+# -- PEP 263 cookies without tokenize ----------------------------------------------------------
+_FIRST_LINES = [b"", b"\n", b"x = 1\n", b"#!/usr/bin/env python\n", b"   \n", b"\t\f# comment\n", b"\r\n",
+                b"# -*- coding: latin-1 -*-\n", b"#coding=utf_8\n", b"# vim: set fileencoding=cp1252 :\n",
+                b"# coding: nonsense\n", b"# coding:\n", b"# coding: !x coding=ascii\n", b"codingcoding: ascii\n",
+                b"x = 1  # coding: latin-1\n", b"  # coding:\tUTF-8-sig\n", b"# CODING: latin-1\n",
+                b"#codingcoding=iso_8859_1x\n", b"# coding: Latin-1-foo\n", b"# coding: utf-8\r\n",
+                b"\xe9 = 1\n", b"# \xff coding: latin-1\n", b"# coding: latin-1", b"#\x0ccoding=ascii\n"]
+_BODIES = [b"", b"x = '\xe9'\n", b"x = 1\r\ny = 2\r", b"s = '\xc3\xa9'\n", b"\xff\xfe\n", b"a\rb\r\n"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.booleans(), st.sampled_from(_FIRST_LINES), st.sampled_from(_FIRST_LINES), st.sampled_from(_BODIES))
+def test_decode_source_is_importlib_s_on_cookies(bom, first, second, body):
+    """Cookies on line 1 or 2 (only after a blank or comment line), BOMs with and without a
+    cookie, unknown encodings, bytes that are not UTF-8 before and after a cookie, CR/CRLF."""
+    data = (b"\xef\xbb\xbf" if bom else b"") + first + second + body
+    assert _outcome(lambda d: decode_source(d), data, {}) == \
+        _outcome(lambda d: importlib.util.decode_source(d), data, {})
+
+
+def test_zstandard_backend_loaded_first_is_the_package_s():
+    """The store loads zstandard's C backend before (and without) the package; a program (or a
+    reader) importing the package later gets the same classes, so ``except zstandard.ZstdError``
+    anywhere catches what the store's decompressor raises (a backend with per-module types,
+    multi-phase init, would break this: then load the package)."""
+    import subprocess
+
+    code = ("import sys\nfrom wholetrace.store import schema\nassert 'zstandard' not in sys.modules\n"
+            "import zstandard\nprint(schema.zstandard.__name__, schema.zstandard.ZstdError is zstandard.ZstdError,"
+            " schema.zstandard.ZstdDecompressor is zstandard.ZstdDecompressor)\n"
+            "try:\n    schema.zstandard.ZstdDecompressor().decompress(b'not a frame')\n"
+            "except zstandard.ZstdError:\n    print('caught')\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["zstandard.backend_c", "True", "True", "caught"]

@@ -4,8 +4,6 @@ explicit (preorder streams of the rules, version 4; versions 1 and 2 still decod
 
 from __future__ import annotations
 
-import bz2
-import lzma
 import struct
 import zlib
 from collections.abc import Callable
@@ -38,8 +36,23 @@ _HEAD = struct.Struct("<4sBBxxQQQQQQ")  # magic, version, flags, rules+1, len_S,
 _HEAD3 = struct.Struct("<4sBBBBQQII")  # magic, version, flags, rawbits, tbits, n, payload, crc32,
 #                                         mask of the coder's context models left out (0: none)
 #                                         | the flag's mode << 8 (versions 5 and 6)
-_CM_TABLES = CM.tables()
-_LZMA = [{"id": lzma.FILTER_LZMA2, "preset": 9 | lzma.PRESET_EXTREME}]
+_cm_tables_memo: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+
+
+def _cm_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The context-mixing coder's tables (``CM.tables()``), made at first use: the WPP builder
+    process imports this module only for ``encode_explicit(fast=True)`` (docs/design.md, "The
+    builder's start-up, wave 10")."""
+    if not _cm_tables_memo:
+        _cm_tables_memo.append(CM.tables())
+    return _cm_tables_memo[0]
+
+
+def _lzma_filters() -> list[dict[str, int]]:
+    """LZMA2 at preset 9 extreme (``lzma`` and ``bz2`` are imported by the codecs that use them)."""
+    import lzma
+
+    return [{"id": lzma.FILTER_LZMA2, "preset": 9 | lzma.PRESET_EXTREME}]
 
 
 # codec byte of a stream: compressor in the low nibble, value layout in the high one
@@ -62,24 +75,34 @@ def _pack(data: bytes, comp: int) -> bytes:
         level = 17 if len(data) <= _SMALL else 12
         return zstandard.ZstdCompressor(level=level).compress(data)
     if comp == C_BZ2:
+        import bz2
+
         return bz2.compress(data, 9)
+    import lzma
+
     # a dictionary no larger than the data gives the same output with less memory; the
     # decoder's 64 MiB dictionary (preset 9) reads any smaller one
     dict_size = min(1 << 26, max(1 << 16, 1 << max(0, len(data) - 1).bit_length()))
-    return lzma.compress(data, format=lzma.FORMAT_RAW, filters=[{**_LZMA[0], "dict_size": dict_size}])
+    return lzma.compress(data, format=lzma.FORMAT_RAW, filters=[{**_lzma_filters()[0], "dict_size": dict_size}])
 
 
 def _unpack(data: bytes, comp: int, limit: int) -> bytes:
+    errors: tuple[type[BaseException], ...] = (OSError, ValueError, EOFError, zstandard.ZstdError)
     try:
         if comp == C_ZSTD:  # refuse a frame that announces more than the stream can hold
             if zstandard.frame_content_size(data) > limit:
                 raise GrammarError("corrupt grammar stream: zstd frame larger than its stream")
             return zstandard.ZstdDecompressor().decompress(data, max_output_size=limit)
+        import lzma
+
+        errors += (lzma.LZMAError,)
         if comp == C_BZ2:
+            import bz2
+
             return bz2.decompress(data)
         if comp == C_LZMA:
-            return lzma.decompress(data, format=lzma.FORMAT_RAW, filters=_LZMA)
-    except (lzma.LZMAError, OSError, ValueError, EOFError, zstandard.ZstdError) as exc:
+            return lzma.decompress(data, format=lzma.FORMAT_RAW, filters=_lzma_filters())
+    except errors as exc:
         raise GrammarError(f"corrupt grammar stream: {exc}") from None
     raise GrammarError(f"unknown grammar stream compressor {comp}")
 
@@ -171,7 +194,7 @@ def _cm_encode(a: np.ndarray, rawbits: int, models: int, pmode: int = 0) -> tupl
     (with the flag, as version ``_FLAG_VERSION`` codes it)."""
     pshift = _PSHIFT[_FLAG_VERSION if pmode else VERSION_COMPACT]
     tbits = min(20, max(12, a.size.bit_length() + 2))
-    nbytes, buf = _coded(lambda out: CM.cm_code(a, a.size, rawbits, out, False, tbits, *_CM_TABLES, models, pmode,
+    nbytes, buf = _coded(lambda out: CM.cm_code(a, a.size, rawbits, out, False, tbits, *_cm_tables(), models, pmode,
                                                 pshift), a.size + a.size // 2 + 4096)
     return tbits, nbytes, buf
 
@@ -285,7 +308,7 @@ def _decode_compact(data: bytes) -> Grammar:
             raise GrammarError("grammar encoding is inconsistent (order-0 coder)")
         _, status = O0.order0_code(a, n, rawbits, payload, True, np.zeros(2 << rawbits, np.int64))
     else:
-        _, status = CM.cm_code(a, n, rawbits, payload, True, tbits, *_CM_TABLES, CM.ALL_MODELS & ~dropped, pmode,
+        _, status = CM.cm_code(a, n, rawbits, payload, True, tbits, *_cm_tables(), CM.ALL_MODELS & ~dropped, pmode,
                            _PSHIFT[version])
     if status != CM.ST_OK or zlib.crc32(a.astype("<i4", copy=False).data) != crc:
         raise GrammarError("corrupt grammar encoding (sequence check failed)")

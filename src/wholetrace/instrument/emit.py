@@ -40,6 +40,7 @@ LASTI = "wt.l"       # temporary: instruction index of a traceback entry
 XLIST = "wt.q"       # count modes: the recording's exception-edge list, fetched in a handler
 MATCH = "wt.m"       # ``wt.m<N>``: the saved subject of a split ``match``
 P = "wt.p"           # path mode: the path register
+O = "wt.o"           # path mode: the activation's closing record, set on the edges into EXIT (``Emitter.exit_record``)
 #: The path register once an exception left the activation: the epilogue's record
 #: ``P + LEAVE_PATH`` is then a plain LEAVE.
 NO_PATH = LEAVE - LEAVE_PATH
@@ -313,6 +314,8 @@ class Emitter(Record):
     def path_stmts(self, edge: int) -> list[ast.stmt]:
         """``wt.p = K`` (edge out of ENTRY), ``wt.p += K``, or ``wt.a(id); wt.p = R`` (a cut)."""
         p = self.plan.path_probes[edge]
+        if p.kind in ("leave", "leave-const"):
+            return [ast.Assign([ast_name(O, True)], self._leave_record(p))]
         if p.kind in ("init", "init-exit"):
             return [ast.Assign([ast_name(P, True)], ast_const(p.value))]
         if p.kind in ("cut", "cut-const"):
@@ -328,10 +331,32 @@ class Emitter(Record):
             return ast_name(P)
         return ast.BinOp(ast_name(P), ast.Add(), ast_const(p.value))
 
+    def _leave_record(self, p: "EdgeProbe") -> ast.expr:
+        """An edge into EXIT: the closing record ``LEAVE_PATH + id``, a constant where the
+        register is known, else ``T[wt.p + K]`` (``leave_table``: an existing int object)."""
+        if p.kind == "leave-const":
+            return ast_const(p.value)
+        index: ast.expr = ast_name(P) if not p.value else ast.BinOp(ast_name(P), ast.Add(), ast_const(p.value))
+        return ast.Subscript(ast_const(self.leave_table()), index, ast.Load())
+
+    @property
+    def exit_record(self) -> bool:
+        """Path mode: the edges into EXIT set ``wt.o`` to the closing record and the epilogue
+        appends it (``modes.fold_exit_records``), instead of ``T[wt.p]`` in the epilogue."""
+        return self.plan.paths and any(p.kind in ("leave", "leave-const") for p in self.plan.path_probes)
+
+    def sets_exit_record(self, values: Sequence[int]) -> bool:
+        """Do the probes of a return edge only set ``wt.o``?  They may then run before the
+        return value is computed (no ``wt.t`` hold): if that raises, the exception's handler
+        sets ``wt.o`` again (to LEAVE), as does any later edge into EXIT."""
+        return self.plan.paths and all(self.plan.path_probes[v].kind in ("leave", "leave-const") for v in values)
+
     def path_expr(self, edge: int) -> ast.expr:
         """The same as a false expression without a branch: ``(wt.p := wt.p + K) * 0``, and
         ``wt.a(id) is (wt.p := R)`` (None is no int) for a cut."""
         p = self.plan.path_probes[edge]
+        if p.kind in ("leave", "leave-const"):
+            return ast.BinOp(ast.NamedExpr(ast_name(O, True), self._leave_record(p)), ast.Mult(), ast_const(0))
         if p.kind in ("cut", "cut-const"):
             reset = ast.NamedExpr(ast_name(P, True), ast_const(p.reset))
             return ast.Compare(ast_call(A, self._path_record(p)), [ast.Is()], [reset])
@@ -416,6 +441,7 @@ class Emitter(Record):
         if self.plan.paths:   # the last path and LEAVE in one record (a plain LEAVE after an exception)
             table = self.leave_table()
             value: ast.expr = (ast.BinOp(ast_name(P), ast.Add(), ast_const(LEAVE_PATH)) if table is None
+                               else ast_name(O) if self.exit_record
                                else ast.Subscript(ast_const(table), ast_name(P), ast.Load()))
             record = ast.Expr(ast_call(A, value))
             return self.forget_reraise(None) + [artificial(record)]  # type: ignore[list-item]
@@ -489,6 +515,8 @@ class Emitter(Record):
             if self.plan.paths:   # the handler's path starts (none after the edge to EXIT)
                 start = self.plan.path_starts[dst] if dst != EXIT else self.no_path()
                 out.append(ast.Assign([ast_name(P, True)], ast_const(start)))
+                if dst == EXIT and self.exit_record:   # the epilogue then appends a plain LEAVE
+                    out.append(ast.Assign([ast_name(O, True)], ast_const(LEAVE)))
             return out + (tail() if tail is not None else [])
 
         if not self.generator:

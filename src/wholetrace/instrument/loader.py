@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import ast
+import codecs
 import contextlib
 import importlib.machinery
 import os
 import sys
+from io import IncrementalNewlineDecoder
 from types import CodeType, ModuleType
 
 from wholetrace.errors import InstrumentError, short_message
@@ -68,23 +70,97 @@ if TYPE_CHECKING:   # pragma: no cover (types only: no class of them exists at r
 
 def decode_source(data: bytes) -> str:
     """``importlib.util.decode_source(data)`` (the text of a source file, newlines translated),
-    without importing ``tokenize`` for the many files that declare no encoding and carry no BOM:
-    ``tokenize`` is not imported at start-up and a lazy import would go through the finder.
-    A file whose first two lines mention ``coding`` (a PEP 263 cookie can only be there), with a
-    BOM, ending in a lone CR, or not UTF-8 goes through ``decode_source`` itself."""
+    without ``tokenize``: it is not imported at start-up, and importing it while the program
+    runs would go through the finder (the program would see ``tokenize``, ``re``, ``token``
+    appear, and under ``--include re`` its trace would hold ``re``'s functions).  Files that
+    declare no encoding, carry no BOM and do not end in a lone CR are decoded directly; the
+    others through :func:`_source_encoding` (``tokenize.detect_encoding``'s rules)."""
     first = data.find(b"\n")
     second = data.find(b"\n", first + 1) if first >= 0 else -1
     head = data if second < 0 else data[:second]
-    if b"coding" not in head and not data.startswith(b"\xef\xbb\xbf") and not data.endswith(b"\r"):
+    if b"coding" not in head and not data.startswith(_BOM) and not data.endswith(b"\r"):
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
             pass
         else:
             return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
-    import importlib.util
+    encoding = _source_encoding(data)
+    # utf-8-sig, latin-1 and utf-8 without a codec lookup (which imports encodings.utf_8_sig, ...)
+    text = data[3:].decode("utf-8") if encoding == "utf-8-sig" else data.decode(encoding)
+    return IncrementalNewlineDecoder(None, True).decode(text)
 
-    return importlib.util.decode_source(data)
+
+_BOM = b"\xef\xbb\xbf"
+_COOKIE_NAME = frozenset("-.0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz")   # [-\w.], ASCII
+
+
+def _source_encoding(data: bytes) -> str:
+    """``tokenize.detect_encoding(io.BytesIO(data).readline)[0]`` (PEP 263: a BOM, a cookie on
+    line 1, or on line 2 after a blank or comment line), same SyntaxErrors, without ``re``."""
+    end = data.find(b"\n") + 1 or len(data)
+    first, rest = data[:end], data[end:]
+    bom = first.startswith(_BOM)
+    default = "utf-8-sig" if bom else "utf-8"
+    if bom:
+        first = first[3:]
+    if not first:
+        return default
+    encoding = _cookie(first, bom)
+    if encoding:
+        return encoding
+    if first.lstrip(b" \t\f")[:1] not in (b"", b"#", b"\r", b"\n"):   # tokenize.blank_re
+        return default
+    second = rest[:rest.find(b"\n") + 1 or len(rest)]
+    if not second:
+        return default
+    return _cookie(second, bom) or default
+
+
+def _cookie(line: bytes, bom: bool) -> str | None:
+    """``find_cookie`` of ``tokenize.detect_encoding``: the encoding a line declares
+    (``cookie_re``: ``^[ \\t\\f]*#.*?coding[:=][ \\t]*([-\\w.]+)``, ASCII), None if none."""
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError:
+        raise SyntaxError("invalid or missing encoding declaration")
+    body = text.lstrip(" \t\f")
+    if not body.startswith("#"):
+        return None
+    at = body.find("coding", 1)
+    while at >= 0:
+        i = at + 6
+        if i < len(body) and body[i] in ":=":
+            i += 1
+            while i < len(body) and body[i] in " \t":
+                i += 1
+            j = i
+            while j < len(body) and body[j] in _COOKIE_NAME:
+                j += 1
+            if j > i:
+                return _checked_encoding(body[i:j], bom)
+        at = body.find("coding", at + 1)
+    return None
+
+
+def _checked_encoding(name: str, bom: bool) -> str:
+    """``tokenize._get_normal_name`` and the checks ``find_cookie`` makes of a cookie's name."""
+    enc = name[:12].lower().replace("_", "-")
+    if enc == "utf-8" or enc.startswith("utf-8-"):
+        name = "utf-8"
+    elif enc in ("latin-1", "iso-8859-1", "iso-latin-1") or enc.startswith(("latin-1-", "iso-8859-1-",
+                                                                             "iso-latin-1-")):
+        name = "iso-8859-1"
+    try:
+        if name not in ("utf-8", "iso-8859-1"):   # decoded without a lookup, which would import a codec
+            codecs.lookup(name)
+    except LookupError:
+        raise SyntaxError("unknown encoding: " + name)
+    if bom:
+        if name != "utf-8":
+            raise SyntaxError("encoding problem: utf-8")
+        name += "-sig"
+    return name
 
 
 class Instrumenter(Record):

@@ -30,7 +30,8 @@
 
 from __future__ import annotations
 
-from wholetrace.ids import ENTRY
+from wholetrace.events import LEAVE_PATH
+from wholetrace.ids import ENTRY, EXIT
 from wholetrace.instrument.cfg import CFG
 from wholetrace.instrument.sites import Site, edge_sites, probe_rank
 from wholetrace.plain import Record
@@ -128,7 +129,20 @@ def numbering_json(num: "PathNumbering") -> dict[str, object]:
     flat: list[int] = []
     for e, val in zip(num.dag, num.val):
         flat += [e.src, e.dst, DAG_KINDS.index(e.kind), e.ref, val]
-    return {"num_paths": num.num_paths, "dag": flat, "inc": list(num.inc)}
+    out: dict[str, object] = {"num_paths": num.num_paths, "dag": flat, "inc": list(num.inc)}
+    if num.quiet:   # what a renumbering needs besides the CFG (``stored_quiet``)
+        out["quiet"] = sorted(num.quiet)
+    return out
+
+
+def stored_quiet(desc: object) -> frozenset[int]:
+    """The quiet blocks (``pathnum.quiet_blocks``) a function's stored description (its CFG
+    JSON with ``plan``) was numbered with; none for recordings made before forced chains
+    (they were numbered without them, so :func:`path_numbering` gives their numbering)."""
+    plan = desc.get("plan") if isinstance(desc, dict) else None
+    paths = plan.get("paths") if isinstance(plan, dict) else None
+    quiet = paths.get("quiet") if isinstance(paths, dict) else None
+    return frozenset(int(b) for b in quiet) if isinstance(quiet, list) else frozenset()
 
 
 def blocks_plan(cfg: CFG) -> ProbePlan:
@@ -210,16 +224,18 @@ def needs_probe(p: "EdgeProbe") -> bool:
     return p.kind != "none" and not (p.kind == "exit" and p.value == 0)
 
 
-def path_numbering(cfg: CFG) -> "PathNumbering | None":
+def path_numbering(cfg: CFG, quiet: "frozenset[int] | None" = None) -> "PathNumbering | None":
     """The numbering a function is recorded with in `path` mode, or None if it records block
     ids: module and class bodies, functions over the path limit, and functions with a probe
-    on an edge without a probe site."""
+    on an edge without a probe site.  ``quiet``: for a CFG read back from a recording, the
+    blocks it was numbered with as quiet (:func:`stored_quiet`); by default computed from the
+    CFG's statements (a CFG read back has none: the numbering of recordings before wave 10)."""
     from wholetrace.instrument.pathnum import number_cfg
     from wholetrace.instrument.witnesses import probe_sites
 
     if cfg.kind != "function":
         return None
-    num = number_cfg(cfg)
+    num = number_cfg(cfg, quiet=quiet)
     if num.fallback:
         return None
     sites = probe_sites(cfg)
@@ -228,9 +244,23 @@ def path_numbering(cfg: CFG) -> "PathNumbering | None":
     return num
 
 
-def fold_known_registers(cfg: CFG, num: "PathNumbering") -> tuple["EdgeProbe", ...]:
+def _exit_sites(cfg: CFG, num: "PathNumbering", sites: list[Site | None]) -> bool:
+    """Can the edges into EXIT set the closing record (``fold_known_registers`` ``exits``)?
+    Only if each has a probe site (a ``finally``/``with`` dispatch has none) and the leave
+    table exists (at most ``emit.LEAVE_TABLE_MAX`` paths)."""
+    from wholetrace.instrument.emit import LEAVE_TABLE_MAX
+
+    return num.num_paths <= LEAVE_TABLE_MAX and all(
+        sites[e] is not None for e, edge in enumerate(cfg.edges) if edge.dst == EXIT)
+
+
+def fold_known_registers(cfg: CFG, num: "PathNumbering", exits: bool = False) -> tuple["EdgeProbe", ...]:
     """The numbering's probes, with a cut whose register value is known where it runs turned
     into ``EdgeProbe("cut-const", id, reset)`` (record the constant id: no load, no add).
+    ``exits``: also turn each edge into EXIT into ``EdgeProbe("leave-const", LEAVE_PATH + id)``
+    where the register is known, else ``EdgeProbe("leave", K)``: the edge sets the closing
+    record (``wt.o``, appended by the epilogue) instead of the epilogue indexing a table with the
+    register: the same records, one store instead of a load and a subscript per activation.
 
     The register is known at a block when every way in gives the same value: the reset of a
     cut into it, the start value at a dynamic entry (set by the handler's probe), the known
@@ -266,6 +296,11 @@ def fold_known_registers(cfg: CFG, num: "PathNumbering") -> tuple["EdgeProbe", .
                     probes[e] = EdgeProbe("cut-const", here + p.value, p.reset)
                 continue
             if d == graph.exit:
+                if exits and p.kind == "init-exit":
+                    probes[e] = EdgeProbe("leave-const", LEAVE_PATH + p.value)
+                elif exits:
+                    probes[e] = (EdgeProbe("leave-const", LEAVE_PATH + here + p.value) if isinstance(here, int)
+                                 else EdgeProbe("leave", p.value))
                 continue
             if p.kind in ("init", "init-exit"):
                 meet(d, p.value)
@@ -285,8 +320,9 @@ def path_plan(cfg: CFG) -> ProbePlan:
     for e, edge in enumerate(cfg.edges):   # the register is set in the prologue, before the guard
         if edge.src == ENTRY:
             sites[e] = Site("entry")
-    return ProbePlan("path", "paths", sites=sites, path_probes=fold_known_registers(cfg, num),
-                     edge_values={e: [e] for e, p in enumerate(num.probes) if needs_probe(p)},
+    probes = fold_known_registers(cfg, num, exits=_exit_sites(cfg, num, sites))
+    return ProbePlan("path", "paths", sites=sites, path_probes=probes,
+                     edge_values={e: [e] for e, p in enumerate(probes) if needs_probe(p)},
                      path_starts=dict(num.start_value), numbering=num)
 
 

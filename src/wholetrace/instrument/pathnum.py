@@ -17,6 +17,10 @@ maximum spanning tree seeded with EXIT→ENTRY, is zero on tree edges and has th
 Val along every ENTRY→EXIT path; so only chords need a probe, and a path's recorded value
 (register plus the constant folded into its record) is its id.
 
+Forced chains (wave 10): a cut into a call block is left out where the path to it from where
+the regenerator's frame stands is unique and cannot start a child (``forced_chain_edges``,
+``quiet_blocks``): the regenerator emits it when the first child starts.
+
 Phases (each a function below): ``choose_cuts``, ``build_dag``, ``count_paths``,
 ``limit_paths`` (greedy extra cuts past ``MAX_PATHS``), ``chord_increments``, ``fold_probes``.
 ``PathNumbering.encode``/``decode`` translate between paths and ids; ``decode_truncated``
@@ -31,6 +35,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from functools import cached_property
 
 from wholetrace.errors import InternalError
+from wholetrace.instrument.chains import forced_chain_edges, quiet_blocks, quiet_statement  # noqa: F401 (re-exported)
 from wholetrace.instrument.flowgraph import FlowGraph, loop_back_edges, topological_order, validate
 from wholetrace.instrument.placement import place_counters
 from wholetrace.instrument.weighting import EdgeWeights, static_weights
@@ -97,12 +102,13 @@ class PathNumbering(FrozenRecord):
     the count under ``limit``: the function records block ids instead."""
 
     _fields = ('graph', 'cuts', 'starts', 'dag', 'val', 'inc', 'num_paths', 'probes', 'limit', 'fallback',
-               'overflow_cuts', 'chords')
+               'overflow_cuts', 'chords', 'quiet')
 
     def __init__(self, graph: FlowGraph, cuts: frozenset[int], starts: tuple[int, ...], dag: tuple[DagEdge, ...],
                  val: tuple[int, ...], inc: tuple[int, ...], num_paths: int, probes: tuple[EdgeProbe, ...],
                  limit: int = MAX_PATHS, fallback: bool = False, overflow_cuts: frozenset[int] = frozenset(),
-                 chords: tuple[int, ...] = (), _index: dict[tuple[str, int], int] | None = None) -> None:
+                 chords: tuple[int, ...] = (), quiet: frozenset[int] = frozenset(),
+                 _index: dict[tuple[str, int], int] | None = None) -> None:
         object.__setattr__(self, "graph", graph)
         object.__setattr__(self, "cuts", cuts)
         object.__setattr__(self, "starts", starts)
@@ -115,6 +121,7 @@ class PathNumbering(FrozenRecord):
         object.__setattr__(self, "fallback", fallback)
         object.__setattr__(self, "overflow_cuts", overflow_cuts)
         object.__setattr__(self, "chords", chords)
+        object.__setattr__(self, "quiet", quiet)
         object.__setattr__(self, "_index", {} if _index is None else _index)
 
     # ------------------------------------------------------------------ derived tables
@@ -258,18 +265,28 @@ class PathNumbering(FrozenRecord):
 
 # ---------------------------------------------------------------- phases
 
-def choose_cuts(graph: FlowGraph, policy: CutPolicy = "calls") -> frozenset[int]:
+def choose_cuts(graph: FlowGraph, policy: CutPolicy = "calls", quiet: Iterable[int] = ()) -> frozenset[int]:
     """Phase 1: back edges (declared, plus retreating edges if a cycle remains), and with
     policy ``"calls"`` every edge into a call-capable block except out of ENTRY (ENTER already
-    says that the activation starts there) — and then only the back edges still needed to
-    break a cycle (:func:`needed_back_edges`)."""
+    says that the activation starts there) and except the last edge of a *forced chain*
+    (:func:`forced_chain_edges`: the regenerator infers it at the first child) — and then only
+    the back edges still needed to break a cycle (:func:`needed_back_edges`).  ``quiet``: the
+    blocks that cannot call at all (``quiet_blocks``); none by default."""
     back = loop_back_edges(graph)
     if policy == "loops":
         return back
     if policy != "calls":
         raise InternalError(f"path numbering: unknown cut policy {policy!r}")
     calls = frozenset(e for e, (s, d) in enumerate(graph.edges) if d in graph.call_nodes and s != graph.entry)
-    return calls | needed_back_edges(graph, back, calls)
+    quiet = frozenset(quiet) - graph.call_nodes
+    skip: frozenset[int] = frozenset()
+    while True:   # skipping cuts may bring back edges back; that only shortens chains: a fixpoint
+        cuts = (calls - skip) | needed_back_edges(graph, back, calls - skip)
+        chains = forced_chain_edges(graph, cuts, quiet) if quiet else frozenset()
+        now = (skip & chains) if skip else (calls & chains)
+        if now == skip:
+            return cuts
+        skip = now
 
 
 def needed_back_edges(graph: FlowGraph, back: frozenset[int], cuts: frozenset[int]) -> frozenset[int]:
@@ -470,18 +487,20 @@ def fold_probes(graph: FlowGraph, cuts: frozenset[int], dag: Sequence[DagEdge], 
 
 def number_paths(graph: FlowGraph, *, policy: CutPolicy = "calls", cuts: Iterable[int] | None = None,
                  starts: Iterable[int] = (), weights: EdgeWeights | None = None,
-                 limit: int = MAX_PATHS) -> PathNumbering:
+                 limit: int = MAX_PATHS, quiet: Iterable[int] = ()) -> PathNumbering:
     """Number the acyclic paths of ``graph``.
 
     ``cuts`` replaces the policy's cut set (it must contain a cut for every cycle);
     ``starts`` are blocks entered dynamically (exception handlers); ``weights`` default to
-    the static loop heuristic.  Past ``limit`` paths, extra cuts are added greedily; if that
+    the static loop heuristic; ``quiet``: blocks that cannot call (forced chains into call
+    blocks are not cut, :func:`choose_cuts`).  Past ``limit`` paths, extra cuts are added greedily; if that
     is not enough the result has ``fallback=True`` and cannot encode or decode.
     """
     validate(graph, require_reachable=False)
+    quiet = frozenset(quiet)
     if limit < 1:
         raise InternalError("path numbering: limit must be positive")
-    base = choose_cuts(graph, policy) if cuts is None else frozenset(cuts)
+    base = choose_cuts(graph, policy, quiet) if cuts is None else frozenset(cuts)
     if any(graph.edges[e][0] == graph.entry for e in base):
         raise InternalError("path numbering: edges out of ENTRY cannot be cut")
     if topological_order(graph, base) is None:
@@ -495,19 +514,21 @@ def number_paths(graph: FlowGraph, *, policy: CutPolicy = "calls", cuts: Iterabl
     index = {(e.kind, e.ref): i for i, e in enumerate(dag)}
     if not ok:
         return PathNumbering(graph, final, tuple(start_blocks), tuple(dag), tuple(val), (0,) * len(dag),
-                             num[graph.entry], (), limit, True, final - base, (), index)
+                             num[graph.entry], (), limit, True, final - base, (), quiet, index)
     inc, chords = chord_increments(graph, dag, val, dw)
     probes = fold_probes(graph, final, dag, inc, index)
     return PathNumbering(graph, final, tuple(start_blocks), tuple(dag), tuple(val), tuple(inc),
-                         num[graph.entry], probes, limit, False, final - base, chords, index)
+                         num[graph.entry], probes, limit, False, final - base, chords, quiet, index)
 
 
 def number_cfg(cfg: CFG, *, policy: CutPolicy = "calls", limit: int = MAX_PATHS,
-               weights: EdgeWeights | None = None) -> PathNumbering:
+               weights: EdgeWeights | None = None, quiet: Iterable[int] | None = None) -> PathNumbering:
     """``number_paths`` on a statement-level CFG: its dynamic entries start paths, and edges
     without a probe site (``instrument.witnesses.probe_sites``: a ``finally`` dispatch or
     ``with`` exit with several successors) are kept in the spanning tree where possible, so
-    they carry no increment; ``unplaced_edges`` lists those that still need a probe."""
+    they carry no increment; ``unplaced_edges`` lists those that still need a probe.
+    ``quiet``: the blocks that cannot call (default :func:`quiet_blocks`; a recording's
+    stored set when renumbering a CFG read back from it)."""
     from wholetrace.instrument.flowgraph import from_cfg
     from wholetrace.instrument.witnesses import FORCED_TREE_WEIGHT, probe_sites
 
@@ -516,7 +537,8 @@ def number_cfg(cfg: CFG, *, policy: CutPolicy = "calls", limit: int = MAX_PATHS,
     w = weights if weights is not None else static_weights(graph)
     sites = probe_sites(cfg)
     w = EdgeWeights(tuple(FORCED_TREE_WEIGHT if site is None else x for site, x in zip(sites, w.edges)), w.virtual)
-    return number_paths(graph, policy=policy, starts=starts, limit=limit, weights=w)
+    q = quiet_blocks(cfg) if quiet is None else quiet
+    return number_paths(graph, policy=policy, starts=starts, limit=limit, weights=w, quiet=q)
 
 
 def unplaced_edges(cfg: CFG, num: PathNumbering) -> list[int]:

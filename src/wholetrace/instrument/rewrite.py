@@ -180,7 +180,7 @@ class _FunctionRewriter:
             pre += self.em.set_reraise(st.id, None)
         if isinstance(s, ast.Return):
             values = self.site_values("return", st.id)
-            if values and (s.value is None or isinstance(s.value, ast.Constant)):
+            if values and (s.value is None or isinstance(s.value, ast.Constant) or self.em.sets_exit_record(values)):
                 pre += self.em.stmts(values, None)
             elif values:
                 # the probe runs once the value is computed: ``wt.t = v; probe; return wt.t``

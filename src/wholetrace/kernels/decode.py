@@ -29,7 +29,11 @@ follow belong to it), an exception record ``EXC s r [H]`` emits the path the reg
 names up to the raising block (``r`` plus the Val-0 completion of that block is a full id
 whose walk passes the block with nothing left), then the exception edge.  A resumed
 generator (ENTER without START) stands nowhere until its next path, which starts at the
-``yield`` block it suspended in (already emitted).
+``yield`` block it suspended in (already emitted).  Forced chains (``pathnum.forced_chain_edges``:
+blocks that cannot call, one uncut DAG edge each, into a call block whose cut was left out) are
+emitted when a child starts (``_path_to_call``): the frame then stands on its path, ahead of
+where the path began, and the path's record emits only the edges after it.  Old numberings have
+no uncut edge into a call block but out of ENTRY, so nothing moves for them.
 
 Output: rows in the columns of ``out`` (int64, shape (6, capacity)), in stream order:
 ``R_ACT`` activation (numbered from 0 in ENTER order), ``R_FID``, ``R_SRC``, ``R_DST``
@@ -84,6 +88,9 @@ PD_W = 4
 #: path start at block ``PD_REF``, a cut edge ``PD_REF`` ending a path, a block without successors
 K_REAL, K_DIN, K_DOUT, K_DEAD = 0, 1, 2, 3
 MODE_BLOCKS, MODE_WITNESS, MODE_PATH = 0, 1, 2
+#: Registers in exception records that say "no path open" (``emit.no_path``, ``runtime.unfinished``):
+#: -1 (= LEAVE) and anything at or below ``LEAVE - LEAVE_PATH``; other negative values are registers.
+NO_REGISTER = LEAVE - LEAVE_PATH
 ENTRY, EXIT = 0, 1
 
 # ---------------------------------------------------------------- state
@@ -569,9 +576,51 @@ def _path_walk(fn, blk, pdg, scratch, f, rem, stop):  # type: ignore[no-untyped-
 
 
 @_inl
-def _path_start(blk, pdg, scratch, stack, d, bb):  # type: ignore[no-untyped-def]
-    """The block the walked path starts at, if the frame stands there (or, resumed, may stand
-    there: a ``yield`` block), else -1."""
+def _path_chain(blk, pdg, bb, nb, pc):  # type: ignore[no-untyped-def]
+    """Where the forced chain from block ``pc`` ends: the call block reached by uncut edges
+    through blocks without calls, each with that one DAG out-edge (``pathnum.forced_chain_edges``:
+    the cut into the call block was left out), or ``pc`` itself if there is no such chain."""
+    v = pc
+    for _ in range(nb):
+        if v < 2 or (blk[bb + v, BK_FLAGS] & F_CALL) != 0 or blk[bb + v, BK_NPD] != 1:
+            return pc
+        j = blk[bb + v, BK_PD]
+        if pdg[j, PD_KIND] != K_REAL:
+            return pc
+        v = pdg[j, PD_DST]
+        if v >= 2 and (blk[bb + v, BK_FLAGS] & F_CALL) != 0:
+            return v
+    return pc
+
+
+@_hot
+def _path_to_call(fn, blk, edg, pdg, stack, meta, out, d):  # type: ignore[no-untyped-def]
+    """A path frame about to get a child: emit its forced chain to the call block the child
+    runs in, if it stands at the start of one (else the child belongs where it stands)."""
+    f = stack[d, FR_FID]
+    bb = fn[f, FN_BBASE]
+    pc = stack[d, FR_PC]
+    c = _path_chain(blk, pdg, bb, fn[f, FN_NB], pc)
+    if c == pc:
+        return
+    eb = fn[f, FN_EBASE]
+    act = stack[d, FR_ACT]
+    for _ in range(fn[f, FN_NB]):
+        if pc == c:
+            break
+        j = blk[bb + pc, BK_PD]
+        e = pdg[j, PD_REF]
+        dst = edg[eb + e, ED_DST]
+        _emit(out, meta, act, f, pc, dst, e, -1)
+        pc = dst
+    stack[d, FR_PC] = pc
+
+
+@_inl
+def _path_start(blk, pdg, scratch, stack, d, bb, nb, n):  # type: ignore[no-untyped-def]
+    """The block the walked path (``n`` DAG edges) starts at, if the frame stands there (or,
+    resumed, may stand there: a ``yield`` block; or, moved to the call block at the end of the
+    path's forced chain by a child, stands on the path), else -1."""
     cap = scratch.shape[0] // 4
     first = scratch[3 * cap]
     start = pdg[first, PD_DST]
@@ -585,6 +634,10 @@ def _path_start(blk, pdg, scratch, stack, d, bb):  # type: ignore[no-untyped-def
     pc = stack[d, FR_PC]
     if pc == start or (pc == ENTRY and pdg[first, PD_KIND] == K_REAL):
         return start
+    if pc >= 2 and start >= 2 and _path_chain(blk, pdg, bb, nb, start) == pc:
+        for i in range(1, n):
+            if pdg[scratch[3 * cap + i], PD_DST] == pc:
+                return start
     return -1
 
 
@@ -599,14 +652,21 @@ def _path_emit(fn, edg, pdg, scratch, stack, meta, out, d, n):  # type: ignore[n
     act = stack[d, FR_ACT]
     pc = stack[d, FR_PC]
     first = scratch[3 * cap]
+    ahead = False                                 # moved along the forced chain by a child
     if stack[d, FR_ST] == S_PENDING:
         pc = pdg[first, PD_DST]
     elif pc == ENTRY:                             # the edge out of ENTRY goes to EXIT: not emitted yet
         _emit(out, meta, act, f, ENTRY, pdg[first, PD_DST], pdg[first, PD_REF], -1)
         pc = pdg[first, PD_DST]
+    else:
+        ahead = pc != pdg[first, PD_DST]
     for i in range(1, n):
         j = scratch[3 * cap + i]
         kind = pdg[j, PD_KIND]
+        if ahead:                                 # (emitted already, up to the frame's block)
+            if pdg[j, PD_DST] == pc:
+                ahead = False
+            continue
         if kind == K_REAL or kind == K_DOUT:
             e = pdg[j, PD_REF]
             dst = edg[eb + e, ED_DST]
@@ -635,7 +695,7 @@ def _path_event(fn, blk, edg, pdg, scratch, stack, meta, out, d, v):  # type: ig
     kind = pdg[last, PD_KIND]
     if (returns and kind != K_REAL) or (not returns and kind != K_DOUT):
         return _bad(meta, BAD_PATH, pid, f)
-    if _path_start(blk, pdg, scratch, stack, d, fn[f, FN_BBASE]) < 0:
+    if _path_start(blk, pdg, scratch, stack, d, fn[f, FN_BBASE], fn[f, FN_NB], n) < 0:
         return _bad(meta, BAD_START, pdg[scratch[3 * cap], PD_DST], f)
     _path_emit(fn, edg, pdg, scratch, stack, meta, out, d, n)
     if returns:
@@ -655,7 +715,7 @@ def _path_truncated(fn, blk, pdg, scratch, stack, d, reg, b):  # type: ignore[no
     if pid < 0 or pid >= fn[f, FN_NPATHS]:
         return -1
     n = _path_walk(fn, blk, pdg, scratch, f, pid, b)
-    if n < 0 or _path_start(blk, pdg, scratch, stack, d, bb) < 0:
+    if n < 0 or _path_start(blk, pdg, scratch, stack, d, bb, fn[f, FN_NB], n) < 0:
         return -1
     return n
 
@@ -676,7 +736,7 @@ def _path_exc(fn, blk, edg, stm, ysl, pdg, scratch, stack, meta, out, d, s, rais
         st = S_RUN
     q = raised if raised >= 0 else s
     b = stm[fn[f, FN_SBASE] + q] if q >= 0 else -1
-    if reg >= 0:
+    if reg >= 0 or (reg != LEAVE and reg > NO_REGISTER):    # (a register can be negative: Inc < 0)
         n = _path_truncated(fn, blk, pdg, scratch, stack, d, reg, b)
         if n < 0 and st == S_RUN:
             n = _path_truncated(fn, blk, pdg, scratch, stack, d, reg, stack[d, FR_PC])
@@ -834,8 +894,10 @@ def decode(ev, pos, fn, blk, succ, stm, edg, wit, chs, ysl, pool, pdg, stack, me
                 stack[d, FR_CHILD] = 1
                 parent = stack[d, FR_ACT]
             act = meta[M_NEXT_ACT]
-            if depth > 0 and (fn[stack[d, FR_FID], FN_MODE] == MODE_WITNESS and stack[d, FR_ST] == S_RUN
-                              and stack[d, FR_HOLD] == 0):
+            if depth > 0 and fn[stack[d, FR_FID], FN_MODE] == MODE_PATH and stack[d, FR_ST] == S_RUN:
+                _path_to_call(fn, blk, edg, pdg, stack, meta, out, d)
+            elif depth > 0 and (fn[stack[d, FR_FID], FN_MODE] == MODE_WITNESS and stack[d, FR_ST] == S_RUN
+                                and stack[d, FR_HOLD] == 0):
                 p = meta[M_HPOS]
                 if p >= hkey.shape[0] or hkey[p] > act:    # no group held from here (most calls)
                     _to_call(fn, blk, succ, edg, stack, meta, out, d)

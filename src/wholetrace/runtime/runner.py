@@ -295,6 +295,9 @@ def start(writer: Any, scope: Scope, *, mode: str = "blocks", weights: dict[tupl
     if any(n == p or n.startswith(p + ".") for n in MISS_IMPORTS[mode] for p in scope.packages):
         for name in PLANNERS:
             __import__(name)
+    if "dis" in scope.packages:   # runtime.unfinished reads instructions at stop: with its own dis
+        from wholetrace.runtime import unfinished
+        unfinished.DIS = __import__("dis")
     purge_modules(scope.packages)
     writer.set_meta(**meta, cwd=os.getcwd(), mode=mode, include=scope.packages, python=sys.version.split()[0],
                     start_time=time.time())

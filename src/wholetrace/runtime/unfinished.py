@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable
 from types import FrameType
 
 from wholetrace.events import EXC, LEAVE, LEAVE_PATH
-from wholetrace.instrument.emit import A, P
+from wholetrace.instrument.emit import A, O, P
 from wholetrace.runtime.probes import RunState
 
 TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
@@ -78,15 +78,22 @@ def open_frames(by_code: dict[tuple[str, str], int], threads: dict[int, FrameTyp
     return out
 
 
+#: The recorder's own ``dis`` when the program's scope takes ``dis`` (``runner.start`` binds it
+#: before the program's copy replaces it in ``sys.modules``): else :func:`_leave_calls` would run
+#: the program's instrumented copy at stop, and its calls would be recorded.
+DIS: types.ModuleType | None = None
+
+
 @functools.lru_cache(maxsize=4096)
 def _leave_calls(code: types.CodeType) -> frozenset[int]:
     """Offsets of the calls that append an activation's closing record: ``wt.a(LEAVE)`` and,
-    in path mode, ``wt.a(wt.p + LEAVE_PATH)`` or ``wt.a(T[wt.p])`` (as compiled by 3.11-3.13: the loads of the
+    in path mode, ``wt.a(wt.p + LEAVE_PATH)``, ``wt.a(T[wt.p])`` or ``wt.a(wt.o)`` (as compiled by 3.11-3.13: the loads of the
     append and its argument, then ``CALL``, or on 3.11 ``PRECALL`` ``CALL``: 3.11 runs a call of
     a C function in its ``PRECALL`` and checks for a switch there, so the frame stands at it)."""
-    import dis   # here, not at start-up: the run is over (runner.Live.stop uninstalled the finder first)
+    dis = DIS or __import__("dis")   # not at start-up: the run is over (Live.stop uninstalled the finder first)
 
-    leave_args = ([("LOAD_CONST", LEAVE)], [("LOAD_FAST", P), ("LOAD_CONST", LEAVE_PATH), ("BINARY_OP", "+")])
+    leave_args = ([("LOAD_CONST", LEAVE)], [("LOAD_FAST", P), ("LOAD_CONST", LEAVE_PATH), ("BINARY_OP", "+")],
+                  [("LOAD_FAST", O)])
     loads: list[tuple[str, object]] = []     # the loads (and operators) since the last other instruction
     precall = -1
     out = set()

@@ -28,16 +28,17 @@ module; the builder then imports numpy and that module only.
 from __future__ import annotations
 
 import builtins
-import hashlib
 import importlib.machinery
 import importlib.util
 import marshal
 import os
 import pickle
-import platform
 import sys
+import time
 import types
 from typing import TYPE_CHECKING, Any, Callable
+
+from wholetrace.instrument.digest import read_memo, sha256, write_memo   # not hashlib: OpenSSL's load was ~2.5 ms of the builder's start-up
 
 if TYPE_CHECKING:  # the builder's start-up never imports pathlib (4-5 ms of its CPU): os.path below
     from pathlib import Path
@@ -51,6 +52,8 @@ ENV_SWITCH = "WHOLETRACE_AOT"
 #: where compiled modules are kept (default ``$XDG_CACHE_HOME/wholetrace/aot``)
 ENV_DIR = "WHOLETRACE_AOT_DIR"
 _KERNELS = "wholetrace.kernels."
+#: Files changed this recently (ns) are not memoised by :func:`key` (as ``instrument.cache.RACY_NS``).
+RACY_NS = 3_000_000_000
 
 
 def _cache_dir() -> str:
@@ -72,30 +75,79 @@ def _read(path: str) -> bytes:
         return f.read()
 
 
-def _version_file(package: str) -> bytes:
-    """The ``_version.py`` of an installed package, read without importing it."""
+def _version_path(package: str) -> str | None:
+    """The ``_version.py`` of an installed package, found without importing it (None: no package)."""
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
+        return None
+    return os.path.join(next(iter(spec.submodule_search_locations)), "_version.py")
+
+
+def _version_file(package: str) -> bytes:
+    """The ``_version.py`` of an installed package, read without importing it."""
+    path = _version_path(package)
+    if path is None:
         return b"missing"
-    path = os.path.join(next(iter(spec.submodule_search_locations)), "_version.py")
     return _read(path) if os.path.exists(path) else b"no _version.py"
 
 
-def key() -> str:
-    """The hash naming a compiled module valid for these sources and versions."""
-    import numpy as np
-
+def _key_files() -> list[str]:
+    """The sources the compiled module is made of (their contents are in the key)."""
     here = os.path.realpath(__file__)
     package = os.path.dirname(os.path.dirname(here))
     kernels = os.path.join(package, "kernels")
-    h = hashlib.sha256()
     sources = [os.path.join(kernels, n) for n in sorted(os.listdir(kernels)) if n.endswith(".py")]
-    for path in sources + [os.path.join(package, "events.py"), here]:
+    return sources + [os.path.join(package, "events.py"), here]
+
+
+def _key_versions() -> list[bytes]:
+    import numpy as np
+
+    return [np.__version__.encode(), sys.version.encode(), os.uname().machine.encode(),
+            sys.implementation.cache_tag.encode()]
+
+
+def _full_key(files: list[str]) -> str:
+    h = sha256()
+    for path in files:
         h.update(os.path.basename(path).encode() + b"\0" + _read(path) + b"\0")
-    for part in (_version_file("numba"), _version_file("llvmlite"), np.__version__.encode(),
-                 sys.version.encode(), platform.machine().encode(), sys.implementation.cache_tag.encode()):
+    for part in [_version_file("numba"), _version_file("llvmlite")] + _key_versions():
         h.update(part + b"\0")
     return h.hexdigest()[:24]
+
+
+def key() -> str:
+    """The hash naming a compiled module valid for these sources and versions.
+
+    Hashing the ~250 KB of sources is most of its cost in the builder's start-up (the built-in
+    SHA-256, ~3 ms; ``hashlib`` would load OpenSSL, ~2.5 ms): the key is kept in the cache directory
+    in a file named by the files' paths, sizes, inodes, modification and change times (and the
+    versions), and recomputed when any of them changes or the file is unreadable (as
+    ``instrument.cache.instrumenter_digest``; docs/design.md, "The builder's start-up, wave 10").
+    Not memoised while a file's times are within ``RACY_NS`` of now (coarse file clocks)."""
+    files = _key_files()
+    stamp = sha256()
+    newest = 0
+    try:
+        for f in files + [p for p in (_version_path("numba"), _version_path("llvmlite")) if p]:
+            try:
+                st = os.stat(f)
+                line = f"{f}\0{st.st_size}\0{st.st_ino}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\n"
+                newest = max(newest, st.st_mtime_ns, st.st_ctime_ns)
+            except FileNotFoundError:   # a _version.py that is not there: its absence is the stamp
+                line = f"{f}\0-\n"
+            stamp.update(line.encode("utf-8", "surrogateescape"))
+    except OSError:
+        return _full_key(files)
+    for part in _key_versions():
+        stamp.update(part + b"\0")
+    memo = os.path.join(_cache_dir(), f"key-{stamp.hexdigest()[:40]}")
+    k = read_memo(memo, 24)
+    if k is None:
+        k = _full_key(files)
+        if newest < time.time_ns() - RACY_NS:   # git's "racily clean": not while a tick could hide a write
+            write_memo(memo, k)
+    return k
 
 
 # -- loading ----------------------------------------------------------------------------------

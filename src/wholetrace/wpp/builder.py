@@ -24,7 +24,6 @@ import pickle
 import resource
 import struct
 import sys
-import tempfile
 import threading
 import time
 from typing import Any
@@ -75,6 +74,8 @@ class ChunkQueue:
                 self._cond.notify()
                 return
         if self._spill is None:
+            import tempfile   # only when spilling: with shutil and random, 4-6 ms of every start-up
+
             self._spill = tempfile.TemporaryFile(prefix="wholetrace-wpp-spill-")
         off = self._spill_end
         os.pwrite(self._spill.fileno(), raw, off)
@@ -256,7 +257,25 @@ def path_functions(payload: bytearray) -> tuple[int, int, list[int]]:
     return fid_base, n, fids
 
 
+def _close_inherited() -> None:
+    """Close the descriptors above 2 this process inherited (the recorded process starts it
+    through ``os.posix_spawn``, which, unlike ``subprocess``, closes nothing; the interpreter's
+    own are non-inheritable): an inherited pipe held open here would keep its reader waiting."""
+    try:
+        fds = [int(n) for n in os.listdir("/proc/self/fd")]
+    except OSError:   # pragma: no cover - no /proc
+        return
+    for fd in fds:
+        if fd > 2:
+            try:
+                if os.get_inheritable(fd):
+                    os.close(fd)
+            except OSError:   # the listing's own descriptor, already closed
+                pass
+
+
 def main(argv: list[str]) -> int:
+    _close_inherited()
     # numba imports coverage.py when it is installed (to report lines its compiler covers):
     # 0.05-0.1 s of the builder's start-up for nothing, as this process is never measured.
     sys.modules.setdefault("coverage", None)  # type: ignore[arg-type]

@@ -47,7 +47,8 @@ def start_builder(args: argparse.Namespace) -> Any:
         if args.keep_raw:
             raise UsageError("--keep-raw needs --wpp")
         return None
-    from wholetrace.wpp.online import QUEUE_EVENTS, BuilderProcess   # a process: no numba here
+    # wpp.spawn, not wpp.online: the builder starts before pickle, threading and co. are imported
+    from wholetrace.wpp.spawn import QUEUE_EVENTS, BuilderProcess
 
     return BuilderProcess(args.mode, lookahead=args.lookahead,
                           queue_events=QUEUE_EVENTS if args.wpp_queue is None else args.wpp_queue)

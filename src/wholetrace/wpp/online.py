@@ -25,18 +25,18 @@ from array import array
 import os
 import pickle
 import struct
-import subprocess
 import sys
-import tempfile
 import threading
 import time
-from pathlib import Path
-from typing import Any
 
-from wholetrace.errors import InternalError, UsageError
+from wholetrace.errors import InternalError
+from wholetrace.wpp.spawn import INTERNED_MODES, QUEUE_EVENTS, BuilderProcess
 
-#: Default bound of the events waiting in memory for the builder (4 bytes each).
-QUEUE_EVENTS = 1 << 22
+TYPE_CHECKING = False   # no typing at record's start-up (docs/design.md, "Start-up of record, wave 10")
+if TYPE_CHECKING:   # pragma: no cover
+    from typing import Any
+
+__all__ = ["BuilderProcess", "INTERNED_MODES", "OnlineWpp", "QUEUE_EVENTS"]
 GRAMMAR_NAME = "wpp.grammar.{sid}"
 SYMBOLS_NAME = "wpp.symbols"
 META_KEY = "wpp"
@@ -45,58 +45,7 @@ META_KEY = "wpp"
 #: ``wpp.symbols``), which a reader of version 1 would take for an unknown terminal: readers
 #: refuse a version above theirs in one line instead.  Recordings of version 1 read unchanged.
 TERMINALS_VERSION = 2
-#: The modes whose streams can be interned (``wpp.intern.INTERNERS``; a test keeps them equal).
-INTERNED_MODES = ("blocks", "witness", "branches", "path")
 _FRAME = struct.Struct("<ii")   # builder.FRAME
-
-
-class BuilderProcess:
-    """The builder process, started (``python -m wholetrace.wpp.builder``) as soon as the mode is
-    known: ``record`` starts it before importing the rest of wholetrace, so numba loads meanwhile."""
-
-    def __init__(self, mode: str, *, lookahead: bool = False, queue_events: int = QUEUE_EVENTS) -> None:
-        if mode not in INTERNED_MODES:
-            raise UsageError(f"--wpp needs a trace mode ({', '.join(INTERNED_MODES)}), not {mode!r}")
-        self.mode = mode
-        self.lookahead = bool(lookahead)
-        self.queue_events = max(0, int(queue_events))
-        self.stderr = tempfile.TemporaryFile(prefix="wholetrace-wpp-")
-        env = dict(os.environ)
-        env.pop("WHOLETRACE_CHILD", None)           # runtime.children.ENV: the builder is not recorded
-        # numpy's OpenBLAS starts a thread per core at import, which the builder never uses:
-        # 0.02-0.03 s of CPU per recording, a fifth of the builder's start-up (docs/design.md, wave 9)
-        env["OPENBLAS_NUM_THREADS"] = "1"
-        root = str(Path(__file__).resolve().parents[2])
-        env["PYTHONPATH"] = os.pathsep.join([root] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
-        # Not a child of the program's process: a shell starts it in the background and exits
-        # (waited for here), so a program reaping every child (``os.wait()`` until
-        # ChildProcessError) neither sees nor waits for it.  Its own session: a Ctrl-C at the
-        # terminal reaches the program, not the builder.  Chunks go through a pipe of ours
-        # (the shell would give a background job /dev/null as standard input).
-        self.spawned = time.time()
-        cmd = [sys.executable, "-m", "wholetrace.wpp.builder", mode, "1" if self.lookahead else "0",
-               str(self.queue_events), repr(self.spawned)]
-        r, self.fd = os.pipe()
-        _widen(self.fd)
-        out_r, out_w = os.pipe()
-        try:
-            sh = subprocess.Popen(["/bin/sh", "-c", 'exec 3<&0; "$@" 0<&3 3<&- &', "sh", *cmd],
-                                  stdin=r, stdout=out_w, stderr=self.stderr, env=env, start_new_session=True)
-            sh.wait()
-        finally:
-            os.close(r)
-            os.close(out_w)
-        self.out = os.fdopen(out_r, "rb")
-
-
-def _widen(fd: int) -> None:
-    """A 1 MiB pipe (Linux; 64 KiB by default): while the builder imports numba its reader
-    thread gets the GIL once per switch interval, and each turn then drains 16x more."""
-    try:
-        import fcntl
-        fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)
-    except (ImportError, OSError):
-        pass        # elsewhere, or above /proc/sys/fs/pipe-max-size: the default pipe works
 
 
 #: 0.02 s (was 0.05): the last chunk, built after the program ends, is smaller; the recorded
@@ -126,6 +75,7 @@ class OnlineWpp:
         self.queue_events = process.queue_events
         self.submitted = 0
         self._pid = os.getpid()
+        process.reap()        # the shell that started it: gone before the program runs
         self._lock = threading.Lock()
         self._broken: BaseException | None = None
         self._stderr, self._fd, self._out = process.stderr, process.fd, process.out

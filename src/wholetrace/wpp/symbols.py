@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from wholetrace.errors import StoreError
+from wholetrace.plain import FrozenRecord   # not dataclasses: the WPP builder's start-up imports this module
 from wholetrace.kernels import hot_terminals as K
 
 if TYPE_CHECKING:  # annotations only: the WPP builder process imports this module (instrument.cfg: ~0.07 s)
@@ -28,14 +28,19 @@ _WHY = {K.ST_BAD_EVENT: "an unknown event code", K.ST_BAD_FUNCTION: "an unknown 
         K.ST_BAD_BLOCK: "a block outside its function", K.ST_OUTSIDE: "an event outside any activation"}
 
 
-@dataclass(frozen=True)
-class Terminals:
+class Terminals(FrozenRecord):
     """The symbol table: terminal ``t`` is (``kind[t]``, ``fid[t]``, ``value[t]``): a block id
     (BLOCK), nothing (ENTER: the function; LEAVE: fid -1), or a statement id (EXC, -1 unknown)."""
 
+    __slots__ = ("kind", "fid", "value")
     kind: np.ndarray
     fid: np.ndarray
     value: np.ndarray
+
+    def __init__(self, kind: np.ndarray, fid: np.ndarray, value: np.ndarray) -> None:
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "fid", fid)
+        object.__setattr__(self, "value", value)
 
     def __len__(self) -> int:
         return len(self.kind)
@@ -159,12 +164,16 @@ def split_entered(grammars: "Sequence[Grammar]", terms: Terminals) -> "tuple[lis
     return out, table
 
 
-@dataclass(frozen=True)
-class BlockSymbols:
+class BlockSymbols(FrozenRecord):
     """Every stream of a `blocks` trace as terminal ids (one per B, F, E or X event), and the table."""
 
+    __slots__ = ("terminals", "streams")
     terminals: Terminals
     streams: list[np.ndarray]
+
+    def __init__(self, terminals: Terminals, streams: list[np.ndarray]) -> None:
+        object.__setattr__(self, "terminals", terminals)
+        object.__setattr__(self, "streams", streams)
 
 
 def intern_block_streams(streams: Sequence[np.ndarray], cfgs: dict[int, CFG]) -> BlockSymbols:

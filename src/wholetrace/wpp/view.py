@@ -59,6 +59,7 @@ class WppView:
     cfgs: dict[int, CFG]
     files: dict[int, str]
     numberings: dict[int, "PathNumbering | None"] = field(default_factory=dict)
+    quiet: dict[int, frozenset[int]] = field(default_factory=dict)   # (``instrument.modes.stored_quiet``)
 
     @cached_property
     def symbol_kind(self) -> str:
@@ -68,11 +69,11 @@ class WppView:
     def numbering(self, fid: int) -> "PathNumbering | None":
         """Function ``fid``'s path numbering as `path` mode records it, or None (block ids)."""
         if fid not in self.numberings:
-            self.numberings[fid] = path_numbering(self.cfgs[fid]) if fid in self.cfgs else None
+            self.numberings[fid] = path_numbering(self.cfgs[fid], self.quiet.get(fid)) if fid in self.cfgs else None
         return self.numberings[fid]
 
 
-def path_numbering(cfg: CFG) -> "PathNumbering | None":
+def path_numbering(cfg: CFG, quiet: "frozenset[int] | None" = None) -> "PathNumbering | None":
     """The numbering `path` mode records ``cfg`` with, or None when it records block ids.
 
     Path mode's own rule (``instrument.modes.path_numbering``) when it is there; until then
@@ -83,7 +84,7 @@ def path_numbering(cfg: CFG) -> "PathNumbering | None":
     except ImportError:
         mode_rule = None
     if mode_rule is not None:
-        return mode_rule(cfg)  # type: ignore[no-any-return]
+        return mode_rule(cfg, quiet)  # type: ignore[no-any-return]
     from wholetrace.instrument.pathnum import number_cfg
 
     if cfg.kind != "function":
@@ -113,6 +114,8 @@ def open_view(path: str, *, stream: int | None = None, progress: bool = True) ->
             view = WppView(path, mode, "stored", stored.terminals, streams, cfgs, files)
         else:
             view = _build(rec, path, mode, cfgs, files, stream, progress)
+        from wholetrace.instrument.modes import stored_quiet
+        view.quiet = {f.fid: stored_quiet(f.cfg) for f in rec.functions()}   # what path mode numbered with
     if stream is not None and not view.streams:
         raise UsageError(f"{path}: no stream {stream} with events")
     return split_view(view)
@@ -126,7 +129,8 @@ def split_view(view: WppView) -> WppView:
     if terms is view.terminals:
         return view
     streams = [StreamGrammar(s.sid, s.name, g) for s, g in zip(view.streams, grammars)]
-    return WppView(view.path, view.mode, view.source, terms, streams, view.cfgs, view.files, view.numberings)
+    return WppView(view.path, view.mode, view.source, terms, streams, view.cfgs, view.files, view.numberings,
+                   view.quiet)
 
 
 def _build(rec: Any, path: str, mode: str, cfgs: dict[int, CFG], files: dict[int, str],

@@ -1,0 +1,100 @@
+"""Starting the WPP builder process with nothing but ``os``: ``record --wpp`` spawns it before importing anything else.
+
+Split from ``wpp.online`` (wave 10): that module imports ``pickle``, ``subprocess``, ``tempfile``,
+``threading`` and ``pathlib`` (9-22 ms under load), all of which the spawn itself does without;
+the builder's own start-up (~0.1 s of CPU) decides how much of a short program is left to build
+when it ends, so every millisecond before its spawn is on the recording's tail
+(docs/design.md, "The builder's start-up, wave 10").  The rules of "The WPP builder process"
+hold unchanged: the builder is not a child of the program's process (``/bin/sh`` starts it in
+the background and exits; reaped by :meth:`BuilderProcess.reap` before the program runs), it
+runs in its own session, without ``WHOLETRACE_CHILD``, its standard input a pipe of ours; what
+``subprocess.Popen(close_fds=True)`` closed, the builder closes itself (``wpp.builder``:
+every inheritable descriptor above 2).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+
+from wholetrace.errors import UsageError
+
+#: Default bound of the events waiting in memory for the builder (4 bytes each).
+QUEUE_EVENTS = 1 << 22
+#: The modes whose streams can be interned (``wpp.intern.INTERNERS``; a test keeps them equal).
+INTERNED_MODES = ("blocks", "witness", "branches", "path")
+_SH = "/bin/sh"
+# the shell saves our pipe (its stdin) to fd 3 before the `&`: a background job's stdin is /dev/null
+_SCRIPT = 'exec 3<&0; "$@" 0<&3 3<&- &'
+
+
+class BuilderProcess:
+    """The builder process, started (``python -m wholetrace.wpp.builder``) as soon as the mode is
+    known: ``record`` starts it before importing the rest of wholetrace, so it loads meanwhile.
+    ``fd``: the pipe its chunks go to; ``out``: its result, read to EOF; ``stderr``: a file."""
+
+    def __init__(self, mode: str, *, lookahead: bool = False, queue_events: int = QUEUE_EVENTS) -> None:
+        if mode not in INTERNED_MODES:
+            raise UsageError(f"--wpp needs a trace mode ({', '.join(INTERNED_MODES)}), not {mode!r}")
+        self.mode = mode
+        self.lookahead = bool(lookahead)
+        self.queue_events = max(0, int(queue_events))
+        env = dict(os.environ)
+        env.pop("WHOLETRACE_CHILD", None)           # runtime.children.ENV: the builder is not recorded
+        # numpy's OpenBLAS starts a thread per core at import, which the builder never uses:
+        # 0.02-0.03 s of CPU per recording, a fifth of the builder's start-up (docs/design.md, wave 9)
+        env["OPENBLAS_NUM_THREADS"] = "1"
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
+        env["PYTHONPATH"] = os.pathsep.join([root] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+        self.spawned = time.time()
+        cmd = [sys.executable, "-m", "wholetrace.wpp.builder", mode, "1" if self.lookahead else "0",
+               str(self.queue_events), repr(self.spawned)]
+        err = _anonymous_file()
+        r, self.fd = os.pipe()
+        _widen(self.fd)
+        out_r, out_w = os.pipe()
+        try:
+            dup2 = os.POSIX_SPAWN_DUP2
+            self._sh: int | None = os.posix_spawn(
+                _SH, [_SH, "-c", _SCRIPT, "sh", *cmd], env,
+                file_actions=[(dup2, r, 0), (dup2, out_w, 1), (dup2, err, 2)],
+                setsid=True, setsigdef=(signal.SIGPIPE, signal.SIGXFSZ))   # as Popen's restore_signals
+        finally:
+            os.close(r)
+            os.close(out_w)
+        self.stderr = os.fdopen(err, "w+b")
+        self.out = os.fdopen(out_r, "rb")
+
+    def reap(self) -> None:
+        """Wait for the shell (it exits as soon as the builder is started in the background):
+        before the program runs, or a program reaping every child would see it."""
+        if self._sh is not None:
+            pid, self._sh = self._sh, None
+            os.waitpid(pid, 0)
+
+
+def _anonymous_file() -> int:
+    """A read-write descriptor of an unnamed file in the temporary directory (the builder's
+    stderr): ``O_TMPFILE`` where the system has it, else ``tempfile``."""
+    where = next((d for d in (os.environ.get(v) for v in ("TMPDIR", "TEMP", "TMP")) if d), "/tmp")
+    try:
+        return os.open(where, os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o600)
+    except (AttributeError, OSError):
+        import tempfile
+
+        f = tempfile.TemporaryFile(prefix="wholetrace-wpp-")
+        fd = os.dup(f.fileno())
+        f.close()
+        return fd
+
+
+def _widen(fd: int) -> None:
+    """A 1 MiB pipe (Linux; 64 KiB by default): while the builder imports its reader thread
+    gets the GIL once per switch interval, and each turn then drains 16x more."""
+    try:
+        import fcntl
+        fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)
+    except (ImportError, OSError):
+        pass        # elsewhere, or above /proc/sys/fs/pipe-max-size: the default pipe works
