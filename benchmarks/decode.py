@@ -7,7 +7,8 @@ on disk, JIT compiled and cached):
 
 * count: read the chunks, decode, histogram (``Trace.tally`` on an open trace) on the blocks
   recording: events/s;
-* regenerate: decode the witness and branches recordings to rows: blocks produced per second;
+* regenerate: decode the witness, branches and path recordings to rows: blocks produced per second
+  (path as `record --mode path` stores it: its grammars expanded on the way);
 * counts witness / counts blocks: ``profile.profiles`` on each recording of the same run,
   and whole processes ``wholetrace counts -o /dev/null`` (wall, median);
 * memory: peak traced allocation while counting the largest recording, against its events.
@@ -47,7 +48,7 @@ from wholetrace.render.counts import report_lcov, report_text, write_json  # noq
 from wholetrace.trace.session import Trace  # noqa: E402
 
 PY = sys.executable
-MODES = ("blocks", "witness", "branches")
+MODES = ("blocks", "witness", "branches", "path")
 DEFAULT = ["richards", "deltablue", "go", "raytrace", "nqueens", "json", "re", "_pydecimal", "difflib", "tomllib"]
 REPORT_INCLUDE = ["pygments", "markdown_it", "difflib", "textwrap", "csv", "configparser", "pprint", "ipaddress",
                   "fractions", "statistics", "shlex", "calendar", "html", "urllib", "email", "tomllib",
@@ -108,7 +109,7 @@ def decode_stats(paths: dict[str, Path], runs: int, env: dict[str, str], work: P
         secs, tally = cpu_best(t.tally, runs)
         out["blocks"] = int(tally.block.sum())  # type: ignore[attr-defined]
         out["count_rate"] = out["events"] / secs
-    for mode in ("witness", "branches"):
+    for mode in ("witness", "branches", "path"):
         with Trace.open(paths[mode], check=False) as t:
             out[f"{mode}_events"] = sum(s.n_events for s in t.streams())
 
@@ -221,10 +222,10 @@ def render(names, stats, memory, jit, reports, runs, size, version, argv) -> str
     for n in names:
         s = stats[n]
         rows.append([n, f"{int(s['events']):,}", f"{int(s['blocks']):,}", f"{s['count_rate'] / 1e6:.1f}",
-                     f"{s['witness_rate'] / 1e6:.1f}", f"{s['branches_rate'] / 1e6:.1f}",
+                     f"{s['witness_rate'] / 1e6:.1f}", f"{s['branches_rate'] / 1e6:.1f}", f"{s['path_rate'] / 1e6:.1f}",
                      f"{s['profiles_witness'] / s['profiles_blocks']:.2f}×",
                      f"{s['cli_blocks']:.2f}", f"{s['cli_witness']:.2f}", f"{s['cli_witness'] / s['cli_blocks']:.2f}×"])
-    med = {k: statistics.median(stats[n][k] for n in names) for k in ("count_rate", "witness_rate", "branches_rate")}
+    med = {k: statistics.median(stats[n][k] for n in names) for k in ("count_rate", "witness_rate", "branches_rate", "path_rate")}
     ratio_in = statistics.median(stats[n]["profiles_witness"] / stats[n]["profiles_blocks"] for n in names)
     ratio_cli = statistics.median(stats[n]["cli_witness"] / stats[n]["cli_blocks"] for n in names)
     rep_rows = []
@@ -245,13 +246,14 @@ def render(names, stats, memory, jit, reports, runs, size, version, argv) -> str
         "(the JIT already compiled and cached); `wholetrace counts` columns are whole processes (wall, median).",
         "",
         table(["program", "blocks events", "executed blocks", "count M events/s", "regen witness M blocks/s",
-               "regen branches M blocks/s", "profiles witness / blocks", "counts blocks s", "counts witness s",
+               "regen branches M blocks/s", "regen path M blocks/s", "profiles witness / blocks", "counts blocks s", "counts witness s",
                "counts witness / blocks"], rows),
         f"- count from a blocks trace, median: **{med['count_rate'] / 1e6:.1f} M events/s** "
         f"(target ≥ 30: {target(med['count_rate'] >= 3e7)})",
         f"- regeneration, median: witness **{med['witness_rate'] / 1e6:.1f}**, branches "
-        f"**{med['branches_rate'] / 1e6:.1f} M blocks/s** (target ≥ 10: "
-        f"{target(min(med['witness_rate'], med['branches_rate']) >= 1e7)})",
+        f"**{med['branches_rate'] / 1e6:.1f}**, path **{med['path_rate'] / 1e6:.1f} M blocks/s** (target ≥ 10: "
+        f"{target(min(med['witness_rate'], med['branches_rate'], med['path_rate']) >= 1e7)}; path: "
+        "the recording's grammars expanded on the way)",
         f"- `counts` on witness / on blocks of the same run, median: in process **{ratio_in:.2f}×**, whole "
         f"`wholetrace counts` **{ratio_cli:.2f}×** (target ≤ 1.2×: {target(ratio_cli <= 1.2)})",
         f"- memory: peak {memory[1]:.1f} MB traced while counting {memory[0]} ({memory[2]:.0f} MB of events): "

@@ -66,10 +66,10 @@ def path_stats(path: Path, blocks_path: Path) -> dict[str, object]:
     with Trace.open(blocks_path, check=False) as b, Trace.open(path, check=False) as t:
         made, cpu, agree = 0, 0.0, "=" if len(t.streams()) == len(b.streams()) else "✗"
         for st, bst in zip(t.streams(), b.streams()):
-            t0 = time.process_time()
-            rows = Rows.concat(t.rows(st.sid))
+            t0 = time.process_time()   # the decoding alone: rows counted chunk by chunk, not kept
+            made += sum(int(((r.eid >= -1) & (r.dst >= 2)).sum()) for r in t.rows(st.sid, copy=False))
             cpu += time.process_time() - t0
-            made += int(((rows.eid >= -1) & (rows.dst >= 2)).sum())
+            rows = Rows.concat(t.rows(st.sid))
             if not np.array_equal(block_events(rows), b.recording.events(bst.sid)):
                 same = agree != "✗" and activation_form(rows) == b.activation_form(bst.sid)
                 agree = "≈" if same else "✗"
@@ -207,7 +207,9 @@ def render(names, times, stats, mismatched, runs, size, version, argv) -> str:  
         f"Measured {machine()}; `{cmdline}` (size `{size}`, median of {runs} interleaved round"
         f"{'s' if runs != 1 else ''}); wholetrace {version}; 1-minute load average {os.getloadavg()[0]:.1f}. "
         "Whole-process wall time; × = median / median plain. Events = int32 values recorded. Decoding speed = "
-        "blocks produced per CPU second by the decoding kernel (`Trace.rows`, grammars expanded on the way)."
+        "blocks produced per CPU second by the decoding kernel (`Trace.rows` chunk by chunk, rows not kept; the "
+        "recording's first decode, so its tables are loaded on the way and grammars expanded; "
+        "`benchmarks/decode.py` measures it at size bench)."
         + (" **Taken under load** (other jobs share the 2 CPUs): the WPP builder process competes with them, "
            "so `path` (online WPP) is slower than it would be on a quiet machine." if os.getloadavg()[0] > 1.5 else ""),
         "",
