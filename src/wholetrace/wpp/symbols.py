@@ -106,13 +106,16 @@ def split_entered(grammars: "Sequence[Grammar]", terms: Terminals) -> "tuple[lis
     t's own rule.  Grammars over the terminals the analyses read (one per event, as before
     wave 10), expanding to the same events.  Terminals missing from the table are appended (the
     fused ones stay, unused); the rules are appended after each grammar's own, so its rule
-    numbers keep their meaning.  Tables without fused terminals are returned as they are
-    (recordings before wave 10, other modes)."""
+    numbers keep their meaning.  Grammars that use no fused terminal are returned as they are,
+    with ``terms`` itself (recordings before wave 10, other modes, grammars split already)."""
     from wholetrace.grammar import Grammar
 
     fused = np.flatnonzero(np.isin(terms.kind, FUSED))
-    if not len(fused):
-        return list(grammars), terms
+    n = len(terms)
+    is_fused = np.zeros(n, bool)
+    is_fused[fused] = True
+    if not any(is_fused[g.rhs[g.rhs >= 0]].any() for g in grammars):
+        return list(grammars), terms        # no fused terminal used: nothing to split (or split already)
     kind, fid, value = terms.kind.tolist(), terms.fid.tolist(), terms.value.tolist()
     index = {key: t for t, key in enumerate(zip(kind, fid, value))}
 
@@ -124,9 +127,6 @@ def split_entered(grammars: "Sequence[Grammar]", terms: Terminals) -> "tuple[lis
             value.append(key[2])
         return index[key]
 
-    n = len(terms)
-    is_fused = np.zeros(n, bool)
-    is_fused[fused] = True
     enter = np.zeros(n, np.int64)        # the ENTER terminal of each fused one
     second = np.zeros(n, np.int64)       # its second symbol: a PATH terminal (ENTER_PATH) or, as
     chained = np.zeros(n, bool)          # ... the inner fused terminal's rule (ENTER_CHAIN)

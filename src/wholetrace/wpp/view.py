@@ -102,8 +102,9 @@ def open_view(path: str, *, stream: int | None = None, progress: bool = True) ->
         if mode not in TRACE_MODES:
             raise UsageError(f"a {mode} recording holds no trace; record with --mode blocks "
                              "(or witness, branches, path)")
-        cfgs = {f.fid: CFG.from_json(f.cfg) for f in rec.functions()}
-        files = {f.fid: f.file for f in rec.functions()}
+        functions = rec.functions()
+        cfgs = {f.fid: CFG.from_json(f.cfg) for f in functions}
+        files = {f.fid: f.file for f in functions}
         wpp = rec.meta.get("wpp")
         if isinstance(wpp, dict) and mode in STORED_MODES:
             from wholetrace.wpp.stored import StoredWpp
@@ -115,7 +116,7 @@ def open_view(path: str, *, stream: int | None = None, progress: bool = True) ->
         else:
             view = _build(rec, path, mode, cfgs, files, stream, progress)
         from wholetrace.instrument.modes import stored_quiet
-        view.quiet = {f.fid: stored_quiet(f.cfg) for f in rec.functions()}   # what path mode numbered with
+        view.quiet = {f.fid: stored_quiet(f.cfg) for f in functions}   # what path mode numbered with
     if stream is not None and not view.streams:
         raise UsageError(f"{path}: no stream {stream} with events")
     return split_view(view)
