@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from wholetrace import jsontext
-from wholetrace.instrument import cache
+from wholetrace.instrument import cache, digest
 from wholetrace.instrument.loader import decode_source
 from wholetrace.plain import FrozenRecord, Record, replace
 
@@ -137,7 +137,7 @@ def test_digest_memo_follows_the_files(tmp_path, monkeypatch):
     for f in files:
         f.write_text("x = 1\n")
     monkeypatch.setattr(cache, "digested_files", lambda: [str(f) for f in files])
-    monkeypatch.setattr(cache, "RACY_NS", 0)          # files this fresh are memoised too (next test)
+    monkeypatch.setattr(digest, "RACY_NS", 0)          # files this fresh are memoised too (next test)
     memo = str(tmp_path / "memo")
 
     def fresh(m):  # type: ignore[no-untyped-def]

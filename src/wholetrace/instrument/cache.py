@@ -22,12 +22,11 @@ from __future__ import annotations
 import marshal
 import os
 import sys
-import time
 from functools import lru_cache
 from types import CodeType
 
 from wholetrace.events import ENTER_BASE, enter_code
-from wholetrace.instrument.digest import read_memo, sha256, write_memo
+from wholetrace.instrument.digest import memoised, sha256
 from wholetrace.instrument.emit import COUNTER_ORIGIN, COUNTS, FID_ORIGIN, MARK
 
 TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
@@ -134,41 +133,17 @@ def _content_digest(files: list[str]) -> str:
     return h.hexdigest()
 
 
-#: Files changed this recently (ns) are not memoised by :func:`instrumenter_digest` (FAT: 2 s ticks).
-RACY_NS = 3_000_000_000
-
-
 @lru_cache(maxsize=4)
 def instrumenter_digest(memo: str | None = None) -> str:
     """Hash of the code that decides what instrumented code looks like (so a changed
     wholetrace never reuses an old template).
 
     Hashing those ~250 KB costs 1.5 ms of every start-up; with ``memo`` (a directory: the
-    code cache's) the digest is kept in a file named by the files' paths, sizes, inode numbers
-    and modification and change times, and read back while none of them changed (a write
-    to a file changes its ``st_ctime_ns``, which no program can set back).  Not memoised while
-    a file's times are within ``RACY_NS`` of now: on a file system with coarse timestamps a
-    second same-size write in the same tick would keep the stamp (git's "racily clean")."""
+    code cache's) the digest is kept there by the files' stat (``digest.memoised``)."""
     files = digested_files()
     if memo is None:
         return _content_digest(files)
-    h = sha256()
-    newest = 0
-    try:
-        for f in files:
-            st = os.stat(f)
-            stamp = f"{f}\0{st.st_size}\0{st.st_ino}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\n"
-            h.update(stamp.encode("utf-8", "surrogateescape"))
-            newest = max(newest, st.st_mtime_ns, st.st_ctime_ns)
-    except OSError:
-        return _content_digest(files)
-    path = os.path.join(memo, f"digest-{h.hexdigest()[:40]}")
-    digest = read_memo(path, 64)
-    if digest is None:
-        digest = _content_digest(files)
-        if newest < time.time_ns() - RACY_NS:
-            write_memo(path, digest)
-    return digest
+    return memoised(memo, "digest", files, lambda: _content_digest(files), 64)
 
 
 def default_dir() -> str:

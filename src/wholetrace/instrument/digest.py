@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import os
+import time
+
+TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
+if TYPE_CHECKING:   # pragma: no cover
+    from typing import Callable
 
 try:                                    # 3.12 and later
     from _sha2 import sha256
@@ -12,7 +17,10 @@ except ImportError:                     # pragma: no cover - by interpreter vers
     except ImportError:                 # a build without the built-in modules
         from hashlib import sha256     # type: ignore[no-redef]
 
-__all__ = ["sha256", "read_memo", "write_memo"]
+__all__ = ["sha256", "read_memo", "write_memo", "memoised", "RACY_NS"]
+
+#: Files changed this recently (ns) are not memoised by :func:`memoised` (FAT: 2 s ticks).
+RACY_NS = 3_000_000_000
 
 
 def read_memo(path: str, length: int) -> str | None:
@@ -35,3 +43,38 @@ def write_memo(path: str, text: str) -> None:
         os.replace(tmp, path)
     except OSError:
         pass
+
+
+def memoised(directory: str, prefix: str, paths: list[str], compute: Callable[[], str], length: int, *,
+             extra: bytes = b"", optional: frozenset[str] = frozenset()) -> str:
+    """``compute()`` (a hex text of ``length`` characters) about the files ``paths``, kept in
+    ``directory`` in a file named ``prefix-`` + a hash of their paths, sizes, inode numbers,
+    modification and change times (and ``extra``), and read back while none of them changed (a
+    write changes ``st_ctime_ns``, which no program can set back).  A missing file of
+    ``optional`` stamps as absent; any other stat error computes without a memo.  Not memoised
+    while a file's times are within ``RACY_NS`` of now: on a file system with coarse timestamps
+    a second same-size write in the same tick would keep the stamp (git's "racily clean")."""
+    h = sha256()
+    newest = 0
+    try:
+        for f in paths:
+            try:
+                st = os.stat(f)
+            except FileNotFoundError:
+                if f not in optional:
+                    raise
+                line = f"{f}\0-\n"
+            else:
+                line = f"{f}\0{st.st_size}\0{st.st_ino}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\n"
+                newest = max(newest, st.st_mtime_ns, st.st_ctime_ns)
+            h.update(line.encode("utf-8", "surrogateescape"))
+    except OSError:
+        return compute()
+    h.update(extra)
+    memo = os.path.join(directory, f"{prefix}-{h.hexdigest()[:40]}")
+    value = read_memo(memo, length)
+    if value is None:
+        value = compute()
+        if newest < time.time_ns() - RACY_NS:
+            write_memo(memo, value)
+    return value

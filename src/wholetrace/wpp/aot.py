@@ -34,11 +34,10 @@ import marshal
 import os
 import pickle
 import sys
-import time
 import types
 from typing import TYPE_CHECKING, Any, Callable
 
-from wholetrace.instrument.digest import read_memo, sha256, write_memo   # not hashlib: OpenSSL's load was ~2.5 ms of the builder's start-up
+from wholetrace.instrument.digest import memoised, sha256   # not hashlib: OpenSSL's load was ~2.5 ms of the builder's start-up
 
 if TYPE_CHECKING:  # the builder's start-up never imports pathlib (4-5 ms of its CPU): os.path below
     from pathlib import Path
@@ -52,8 +51,6 @@ ENV_SWITCH = "WHOLETRACE_AOT"
 #: where compiled modules are kept (default ``$XDG_CACHE_HOME/wholetrace/aot``)
 ENV_DIR = "WHOLETRACE_AOT_DIR"
 _KERNELS = "wholetrace.kernels."
-#: Files changed this recently (ns) are not memoised by :func:`key` (as ``instrument.cache.RACY_NS``).
-RACY_NS = 3_000_000_000
 
 
 def _cache_dir() -> str:
@@ -124,30 +121,12 @@ def key() -> str:
     in a file named by the files' paths, sizes, inodes, modification and change times (and the
     versions), and recomputed when any of them changes or the file is unreadable (as
     ``instrument.cache.instrumenter_digest``; docs/design.md, "The builder's start-up, wave 10").
-    Not memoised while a file's times are within ``RACY_NS`` of now (coarse file clocks)."""
+    Not memoised while a file's times are within ``digest.RACY_NS`` of now (coarse file clocks)."""
     files = _key_files()
-    stamp = sha256()
-    newest = 0
-    try:
-        for f in files + [p for p in (_version_path("numba"), _version_path("llvmlite")) if p]:
-            try:
-                st = os.stat(f)
-                line = f"{f}\0{st.st_size}\0{st.st_ino}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\n"
-                newest = max(newest, st.st_mtime_ns, st.st_ctime_ns)
-            except FileNotFoundError:   # a _version.py that is not there: its absence is the stamp
-                line = f"{f}\0-\n"
-            stamp.update(line.encode("utf-8", "surrogateescape"))
-    except OSError:
-        return _full_key(files)
-    for part in _key_versions():
-        stamp.update(part + b"\0")
-    memo = os.path.join(_cache_dir(), f"key-{stamp.hexdigest()[:40]}")
-    k = read_memo(memo, 24)
-    if k is None:
-        k = _full_key(files)
-        if newest < time.time_ns() - RACY_NS:   # git's "racily clean": not while a tick could hide a write
-            write_memo(memo, k)
-    return k
+    versions = [p for p in (_version_path("numba"), _version_path("llvmlite")) if p]
+    return memoised(_cache_dir(), "key", files + versions, lambda: _full_key(files), 24,
+                    extra=b"".join(part + b"\0" for part in _key_versions()),
+                    optional=frozenset(versions))    # a _version.py that is not there: its absence is the stamp
 
 
 # -- loading ----------------------------------------------------------------------------------
