@@ -227,8 +227,8 @@ def _stem(path: str) -> str:
     """``pathlib.PurePosixPath(path).stem`` (pathlib is not imported at start-up: it brings
     ``re``, ``fnmatch``, ``urllib.parse``, ``ipaddress``; ~5 ms)."""
     name = _pure(path).rsplit("/", 1)[-1]
-    if name in (".", ".."):
-        name = "" if name == "." else name
+    if name == ".":
+        name = ""
     i = name.rfind(".")
     return name[:i] if 0 < i < len(name) - 1 else name
 
