@@ -26,7 +26,7 @@ from functools import lru_cache
 from types import CodeType
 
 from wholetrace.events import ENTER_BASE, enter_code
-from wholetrace.instrument.digest import memoised, sha256
+from wholetrace.instrument.digest import memoised, sha256, write_atomic
 from wholetrace.instrument.emit import COUNTER_ORIGIN, COUNTS, FID_ORIGIN, MARK
 
 TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
@@ -189,16 +189,7 @@ class InstrumentCache:
     def store(self, key: str, code: CodeType, entries: Entry) -> None:
         """Write atomically (another process may write the same key); failures are ignored."""
         try:
-            os.makedirs(self.dir, exist_ok=True)
-            # a private temporary name, as tempfile.mkstemp makes (not imported: start-up)
-            tmp = os.path.join(self.dir, f".tmp-{os.getpid()}-{os.urandom(6).hex()}.wtc")
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(marshal.dumps((FORMAT, code, entries)))
-                os.replace(tmp, os.path.join(self.dir, f"{key}.wtc"))
-            except BaseException:
-                os.unlink(tmp)
-                raise
-        except (OSError, ValueError):
-            pass
+            data = marshal.dumps((FORMAT, code, entries))
+        except ValueError:
+            return
+        write_atomic(os.path.join(self.dir, f"{key}.wtc"), data)

@@ -17,7 +17,7 @@ except ImportError:                     # pragma: no cover - by interpreter vers
     except ImportError:                 # a build without the built-in modules
         from hashlib import sha256     # type: ignore[no-redef]
 
-__all__ = ["sha256", "read_memo", "write_memo", "memoised", "RACY_NS"]
+__all__ = ["sha256", "read_memo", "write_memo", "write_atomic", "memoised", "RACY_NS"]
 
 #: Files changed this recently (ns) are not memoised by :func:`memoised` (FAT: 2 s ticks).
 RACY_NS = 3_000_000_000
@@ -34,13 +34,27 @@ def read_memo(path: str, length: int) -> str | None:
 
 
 def write_memo(path: str, text: str) -> None:
-    """Keep ``text`` in file ``path`` (renamed into place: a reader never sees half of it); best effort."""
+    """Keep ``text`` in file ``path`` (:func:`write_atomic`)."""
+    write_atomic(path, text.encode("ascii"))
+
+
+def write_atomic(path: str, data: bytes) -> None:
+    """``data`` as file ``path``, written under a private temporary name (as ``tempfile.mkstemp``
+    makes; tempfile is not imported at start-up) and renamed into place: a reader never sees half
+    of it, and another process may write the same path.  Best effort: errors are ignored, no
+    temporary file is left."""
     try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.{os.getpid()}-{os.urandom(4).hex()}.tmp"
-        with open(tmp, "wb") as fh:
-            fh.write(text.encode("ascii"))
-        os.replace(tmp, path)
+        directory = os.path.dirname(path)
+        os.makedirs(directory, exist_ok=True)
+        tmp = os.path.join(directory, f".tmp-{os.getpid()}-{os.urandom(6).hex()}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
     except OSError:
         pass
 
