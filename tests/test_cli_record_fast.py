@@ -31,12 +31,13 @@ ACCEPTED = [
     ["-"],
     ["--mode", "", "prog.py"],
     ["-o", "a b.wt", "prog.py"],
+    ["--mode", "path", "--wpp", "prog.py"], ["--no-wpp", "prog.py"], ["--wpp", "--keep-raw", "prog.py"],
+    ["--lookahead", "prog.py"], ["--no-lookahead", "--wpp", "--no-wpp", "prog.py"],
 ]
 DECLINED = [
     ["-h"], ["--help"], ["-q", "-h", "prog.py"],
     ["--mode=path", "prog.py"], ["--mod", "path", "prog.py"], ["-oout.wt", "prog.py"], ["-qo", "o.wt", "prog.py"],
-    ["--wpp", "prog.py"], ["--no-wpp", "prog.py"], ["--keep-raw", "prog.py"], ["--lookahead", "prog.py"],
-    ["--wpp-queue", "10", "prog.py"],
+    ["--wpp-queue", "10", "prog.py"], ["--wpp=1", "prog.py"], ["--wp", "prog.py"],
     ["-o", "-x.wt", "prog.py"], ["--mode", "-1", "prog.py"], ["--mode"], ["-m"], ["-o"],
     ["--format", "x", "prog.py"], ["--bogus", "prog.py"],
 ]

@@ -133,7 +133,10 @@ _FAST_OPTIONS: dict[str, tuple[str, str]] = {
     "--mode": ("mode", "value"), "-o": ("output", "value"), "--output": ("output", "value"),
     "-q": ("quiet", "flag"), "--quiet": ("quiet", "flag"), "--weights": ("weights", "value"),
     "--include": ("include", "append"), "--no-cache": ("no_cache", "flag"),
-    "--cf-grammar": ("cf_grammar", "flag"), "--no-children": ("no_children", "flag"), "-m": ("module", "value")}
+    "--cf-grammar": ("cf_grammar", "flag"), "--no-children": ("no_children", "flag"), "-m": ("module", "value"),
+    # the WPP's flags: ``record --wpp`` spawns its builder right after parsing, ~4 ms earlier without argparse
+    "--wpp": ("wpp", "flag"), "--no-wpp": ("wpp", "off"), "--keep-raw": ("keep_raw", "flag"),
+    "--lookahead": ("lookahead", "flag"), "--no-lookahead": ("lookahead", "off")}
 #: Their defaults, as :func:`record_parser` gives them (the WPP options': ``wpp.cli.RECORD_DEFAULTS``).
 _FAST_DEFAULTS: dict[str, object] = {"mode": "blocks", "output": None, "quiet": False, "weights": None,
                                      "no_cache": False, "cf_grammar": False, "no_children": False,
@@ -145,7 +148,7 @@ def fast_record_args(argv: Sequence[str]) -> SimpleNamespace | None:
     import, parser and translations cost ~4 ms of every recording's start-up), when every
     option is one of ``_FAST_OPTIONS`` spelled out in full, each value in the next word and not
     starting with ``-``; None for anything else (help, abbreviations, ``--opt=value``, joined
-    short options, the WPP options, whatever argparse would reject): the caller then parses
+    short options, ``--wpp-queue``, whatever argparse would reject): the caller then parses
     with argparse, which answers and fails exactly as before.  ``tests/test_cli_record_fast.py``
     checks both parsers agree."""
     from wholetrace.wpp.cli import RECORD_DEFAULTS
@@ -162,8 +165,8 @@ def fast_record_args(argv: Sequence[str]) -> SimpleNamespace | None:
                 break
             return None
         dest, how = spec
-        if how == "flag":
-            values[dest] = True
+        if how in ("flag", "off"):
+            values[dest] = how == "flag"
             i += 1
             continue
         if i + 1 >= len(own) or own[i + 1].startswith("-"):

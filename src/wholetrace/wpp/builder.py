@@ -287,6 +287,10 @@ def main(argv: list[str]) -> int:
     reader.start()
     try:
         result: dict[str, Any] = build(mode, lookahead, q, spawned)
+        # how this process started (wpp.startup): numpy "lean" unless something completed it
+        from wholetrace.wpp.startup import numpy_state
+
+        result["stats"]["startup"] = {"numpy": numpy_state(), "site": not sys.flags.no_site}
     except BaseException as exc:  # noqa: BLE001 - reported to the recorded process
         result = {"error": f"{type(exc).__name__}: {exc}"}
     data = memoryview(pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))

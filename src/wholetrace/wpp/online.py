@@ -176,5 +176,5 @@ class OnlineWpp:
             "import_seconds": stats["import_seconds"], "ready_seconds": stats["ready_seconds"],
             "spilled_events": stats["spilled_events"], "spilled_chunks": stats["spilled_chunks"],
             "builder": "process", "builder_cpu_seconds": stats["cpu_seconds"], "timeline": timeline,
-            "kernels": stats.get("kernels", "jit"),
+            "kernels": stats.get("kernels", "jit"), "startup": stats.get("startup", {}),
             "streams": result["streams"]}})

@@ -28,6 +28,11 @@ INTERNED_MODES = ("blocks", "witness", "branches", "path")
 _SH = "/bin/sh"
 # the shell saves our pipe (its stdin) to fd 3 before the `&`: a background job's stdin is /dev/null
 _SCRIPT = 'exec 3<&0; "$@" 0<&3 3<&- &'
+# = wholetrace.wpp.startup.CODE (a test keeps them equal)
+_CODE = "import wholetrace.wpp.startup as s; s.run()"
+# the import system without site's additions: only these meta-path finders (the distutils shim
+# setuptools' .pth installs only serves ``import distutils``, which the builder never does)
+_PLAIN_FINDERS = ("BuiltinImporter", "FrozenImporter", "PathFinder", "DistutilsMetaFinder")
 
 
 class BuilderProcess:
@@ -49,8 +54,13 @@ class BuilderProcess:
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
         env["PYTHONPATH"] = os.pathsep.join([root] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
         self.spawned = time.time()
-        cmd = [sys.executable, "-m", "wholetrace.wpp.builder", mode, "1" if self.lookahead else "0",
-               str(self.queue_events), repr(self.spawned)]
+        # wpp.startup.CODE, not imported here (the spawn imports nothing but os, signal, sys, time)
+        args = [mode, "1" if self.lookahead else "0", str(self.queue_events), repr(self.spawned)]
+        path = site_free_path(root)
+        if path is None:
+            cmd = [sys.executable, "-c", _CODE, *args]
+        else:
+            cmd = [sys.executable, "-S", "-c", _CODE, *args, *path]
         err = _anonymous_file()
         r, self.fd = os.pipe()
         _widen(self.fd)
@@ -73,6 +83,24 @@ class BuilderProcess:
         if self._sh is not None:
             pid, self._sh = self._sh, None
             os.waitpid(pid, 0)
+
+
+def site_free_path(root: str) -> list[str] | None:
+    """The ``sys.path`` a builder started without ``site`` (``python -S``) needs to import what
+    this process can (wholetrace's ``root`` first, then this process's path, with its PYTHONPATH
+    and ``.pth`` entries), or None when this process imports through anything but the path (an
+    editable install's finder, an import hook, a ``.zip`` or custom path hook): then the builder
+    is started with ``site`` as before (docs/design.md, "The builder's start-up, wave 11")."""
+    if any(type(f).__name__ not in _PLAIN_FINDERS and getattr(f, "__name__", None) not in _PLAIN_FINDERS
+           for f in sys.meta_path):
+        return None
+    if len(sys.path_hooks) != 2 or not all(
+            getattr(h, "__qualname__", "").startswith(("zipimporter", "FileFinder.path_hook"))
+            for h in sys.path_hooks):
+        return None
+    if any(not isinstance(p, str) or "\0" in p for p in sys.path):
+        return None
+    return [root] + [p for p in sys.path if p != root]
 
 
 def _anonymous_file() -> int:

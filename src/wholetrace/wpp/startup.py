@@ -1,0 +1,95 @@
+"""The WPP builder process's first moments: its ``sys.path`` when started without ``site``, and numpy's core without the rest of numpy.
+
+``wpp.spawn`` starts the builder as ``python [-S] -c 'import wholetrace.wpp.startup as s; s.run()'
+MODE LOOKAHEAD QUEUE SPAWNED [PATH...]``; :func:`run` sets ``sys.path``, imports numpy leanly and
+calls ``wpp.builder.main`` (docs/design.md, "The builder's start-up, wave 11").
+
+* **No ``site`` (``-S``)**, when the recorded process's imports are plain path-based ones (no
+  meta-path finder but the interpreter's own, no ``.pth``-installed editable finder): ``site``,
+  its ``.pth`` files and ``sitecustomize`` cost ~3 ms of the builder's ~0.1 s of CPU, and the
+  recorded process's ``sys.path`` (passed as ``PATH...``, with the PYTHONPATH and ``.pth``
+  entries it has) already says where everything is.  Otherwise ``wpp.spawn`` starts the builder
+  with ``site`` and no paths, as before.
+* **numpy's core only** (:func:`lean_numpy`): ``import numpy`` runs ``numpy/__init__.py``, which
+  imports ``numpy._core`` (the array type, ufuncs, the C API the compiled kernels unbox arrays
+  through) and then ``numpy.lib``, ``numpy.linalg``, ``numpy.matrixlib``, ``numpy.__config__``
+  (~25 ms of CPU, a third of numpy's import) that the builder never calls.  The lean module runs
+  the first part of ``numpy/__init__.py`` (the version, ``_globals``, the distributor's hook,
+  ``numpy._core`` and its public names); the first attribute it does not have completes the
+  import by executing the real ``numpy/__init__.py`` in the same module object, so every name
+  is then what ``import numpy`` gives (the same objects: ``numpy._core``'s modules are imported
+  once).  ``WHOLETRACE_LEAN_NUMPY=0`` turns it off; numpy already imported, or any failure,
+  means the ordinary import.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+
+#: ``WHOLETRACE_LEAN_NUMPY=0``: the builder imports numpy whole
+ENV_LEAN = "WHOLETRACE_LEAN_NUMPY"
+#: the code ``wpp.spawn`` runs with ``python -c``
+CODE = "import wholetrace.wpp.startup as s; s.run()"
+
+
+def lean_numpy() -> types.ModuleType:
+    """numpy with ``numpy._core`` imported and the rest of ``numpy/__init__.py`` deferred to the first
+    attribute the module lacks (then the real module: same names, same objects)."""
+    import importlib.util
+    import os
+
+    if "numpy" in sys.modules or os.environ.get(ENV_LEAN, "1") == "0":
+        import numpy
+        return numpy
+    spec = importlib.util.find_spec("numpy")
+    if spec is None or spec.loader is None or not spec.submodule_search_locations:
+        import numpy   # raises what the ordinary import raises
+        return numpy
+    m = importlib.util.module_from_spec(spec)
+    sys.modules["numpy"] = m
+    try:
+        # what numpy/__init__.py does before ``from . import lib`` (numpy 2.x)
+        from numpy import _distributor_init, _globals, version  # noqa: F401
+        from numpy._expired_attrs_2_0 import __expired_attributes__
+
+        m.__dict__.update(__version__=version.__version__, _CopyMode=_globals._CopyMode,
+                          _NoValue=_globals._NoValue, __expired_attributes__=__expired_attributes__,
+                          __NUMPY_SETUP__=False)
+        import numpy._core as core
+
+        m.__dict__.update({name: getattr(core, name) for name in core.__all__})
+    except Exception:  # noqa: BLE001 - another numpy layout: the ordinary import
+        for name in [n for n in sys.modules if n == "numpy" or n.startswith("numpy.")]:
+            del sys.modules[name]
+        import numpy
+        return numpy
+
+    def __getattr__(name: str) -> object:
+        # PEP 562: only for names the module lacks.  The real __init__ replaces this function
+        # with numpy's own ``__getattr__`` (lazy submodules, expired names).
+        m.__dict__.pop("__getattr__", None)
+        spec.loader.exec_module(m)  # type: ignore[union-attr]
+        return getattr(m, name)
+
+    m.__getattr__ = __getattr__  # type: ignore[method-assign]
+    return m
+
+
+def numpy_state() -> str:
+    """``"lean"`` while numpy's ``__init__`` has not been completed, else ``"full"`` (meta ``wpp``)."""
+    m = sys.modules.get("numpy")
+    return "full" if m is None or "lib" in m.__dict__ else "lean"
+
+
+def run() -> None:
+    """The builder process's ``-c`` entry: ``sys.argv[1:5]`` are the builder's arguments, the rest
+    (if any) the ``sys.path`` to use (started with ``-S``)."""
+    args, path = sys.argv[1:5], sys.argv[5:]
+    if path:
+        sys.path[:] = path
+    sys.argv[1:] = args
+    lean_numpy()
+    from wholetrace.wpp.builder import main
+
+    sys.exit(main(args))
