@@ -100,7 +100,9 @@ def _builder_pid(spawned: float) -> int:
                     argv = f.read().split(b"\0")
             except OSError:
                 continue
-            if b"wholetrace.wpp.builder" in argv and repr(spawned).encode() in argv:
+            from wholetrace.wpp.spawn import _CODE   # the builder runs ``python [-S] -c _CODE ...`` (wave 11)
+
+            if (b"wholetrace.wpp.builder" in argv or _CODE.encode() in argv) and repr(spawned).encode() in argv:
                 return int(name)
     raise AssertionError("the builder is not running")
 

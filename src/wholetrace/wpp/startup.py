@@ -51,6 +51,8 @@ def lean_numpy() -> types.ModuleType:
     try:
         # what numpy/__init__.py does before ``from . import lib`` (numpy 2.x)
         from numpy import _distributor_init, _globals, version  # noqa: F401
+        if not version.__version__.startswith("2."):
+            raise ImportError(f"numpy {version.__version__}: not the layout this follows")
         from numpy._expired_attrs_2_0 import __expired_attributes__
 
         m.__dict__.update(__version__=version.__version__, _CopyMode=_globals._CopyMode,

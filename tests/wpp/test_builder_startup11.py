@@ -1,0 +1,195 @@
+"""The builder's start-up, wave 11: ``python -S`` with the recorded process's path, numpy's core only (``wpp.startup``)."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from wtutil import ENV
+
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+
+
+def _run(code: str, *args: str, env: dict[str, str] | None = None) -> str:
+    return subprocess.run([sys.executable, "-W", "error", "-c", code, *args], env=env or ENV,
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_the_spawn_code_is_the_startup_code() -> None:
+    from wholetrace.wpp import spawn, startup
+
+    assert spawn._CODE == startup.CODE
+
+
+def test_lean_numpy_imports_the_core_only_and_completes_to_what_import_numpy_gives() -> None:
+    """Oracle: a plain ``import numpy`` in another process (names of the module's namespace and, per
+    name, the module the object comes from).  No warning either (``-W error``: numpy's reload guard)."""
+    show = ("print(sorted((k, getattr(v, '__module__', None) or type(v).__name__) for k, v in vars(np).items()"
+            " if k not in ('__builtins__',)))")
+    lean = _run("import sys\nimport wholetrace.wpp.startup as s\nnp = s.lean_numpy()\n"
+                "before = sorted(m for m in ('numpy.lib', 'numpy.linalg', 'numpy.matrixlib', 'numpy.__config__')"
+                " if m in sys.modules)\n"
+                "a = np.frombuffer(np.array([3, 1, 2], np.int32).tobytes(), np.int32)\n"
+                "print(before, s.numpy_state(), np.concatenate([a, a]).tolist())\n"
+                "u = np.unique(a)\n"   # numpy.lib: completes the import
+                "print(s.numpy_state(), u.tolist(), np.unique is sys.modules['numpy.lib._arraysetops_impl'].unique)\n"
+                + show)
+    # the same calls (np.unique imports numpy.ma, which becomes an attribute)
+    plain = _run("import numpy as np\nnp.unique(np.array([3, 1, 2], np.int32))\n" + show)
+    first, second, names = lean.splitlines()
+    assert first == "[] lean [3, 1, 2, 3, 1, 2]"
+    assert second == "full [1, 2, 3] True"
+    assert names == plain
+
+
+def test_lean_numpy_can_be_turned_off() -> None:
+    out = _run("import sys\nimport wholetrace.wpp.startup as s\ns.lean_numpy()\nprint(s.numpy_state())",
+               env={**ENV, "WHOLETRACE_LEAN_NUMPY": "0"})
+    assert out == "full"
+
+
+def _path() -> list[str]:
+    """``site_free_path`` in a fresh process (pytest's assertion rewriter is an import hook here)."""
+    path = eval(_run(f"from wholetrace.wpp.spawn import site_free_path; print(repr(site_free_path({SRC!r})))"))
+    assert path is not None and path[0] == SRC
+    return list(path)
+
+
+def _frames(mode_events: list[np.ndarray]) -> bytes:
+    out = b""
+    for sid, ev in enumerate(mode_events):
+        ev = np.ascontiguousarray(ev, np.int32)
+        for lo in range(0, len(ev), 5000):
+            part = ev[lo:lo + 5000]
+            out += struct.pack("<ii", sid, len(part)) + part.tobytes()
+    return out + struct.pack("<ii", -1, 0)
+
+
+def _events(seed: int) -> list[np.ndarray]:
+    """Two streams of witness-mode-like events: ENTER f / block ids / LEAVE, nested and repeated."""
+    from wholetrace.events import ENTER_BASE, LEAVE
+
+    rng = np.random.default_rng(seed)
+    streams = []
+    for _ in range(2):
+        ev: list[int] = []
+        motifs = [rng.integers(0, 40, rng.integers(2, 7)).tolist() for _ in range(30)]
+        for _ in range(3000):
+            f = int(rng.integers(0, 9))
+            ev += [-(ENTER_BASE + f), *motifs[int(rng.integers(0, 30))], LEAVE]
+        streams.append(np.array(ev, np.int32))
+    return streams
+
+
+def _build(cmd: list[str], data: bytes, env: dict[str, str]) -> dict:
+    p = subprocess.run(cmd, input=data, capture_output=True, env=env, check=True)
+    result = pickle.loads(p.stdout)
+    assert "error" not in result, result
+    return result
+
+
+@pytest.mark.parametrize("lookahead", ["0", "1"])
+def test_the_builder_started_the_new_way_builds_the_same_grammars(lookahead: str) -> None:
+    """``python -S -c CODE`` with a path and numpy's core only against the wave-10 start
+    (``python -m wholetrace.wpp.builder`` with site and all of numpy): byte-identical grammars
+    and terminal tables; both use the compiled kernels when they are there."""
+    from wholetrace.wpp.spawn import _CODE
+
+    path = _path()
+    data = _frames(_events(11))
+    env = {**ENV, "PYTHONPATH": SRC, "OPENBLAS_NUM_THREADS": "1"}
+    args = ["blocks", lookahead, "100000", "0"]
+    new = _build([sys.executable, "-S", "-c", _CODE, *args, *path], data, env)
+    old = _build([sys.executable, "-m", "wholetrace.wpp.builder", *args], data, {**env, "WHOLETRACE_LEAN_NUMPY": "0"})
+    assert new["stats"]["startup"] == {"numpy": "lean", "site": False}
+    assert old["stats"]["startup"] == {"numpy": "full", "site": True}
+    assert new["stats"]["kernels"] == old["stats"]["kernels"]
+    assert set(new["grammars"]) == {0, 1}
+    assert new["grammars"] == old["grammars"] and new["symbols"] == old["symbols"]
+    assert new["stats"]["received_events"] == sum(len(e) for e in _events(11))
+
+
+def test_the_builder_imports_nothing_it_should_not() -> None:
+    """After building and encoding two streams: no site, none of numpy but its core, no numba
+    (compiled kernels), none of the modules earlier waves kept out."""
+    from wholetrace.wpp.spawn import _CODE
+
+    code = ("import os, sys\nreal = os._exit\n"
+            "def _exit(c):\n    sys.stderr.write('MODULES ' + ' '.join(sorted(sys.modules)) + '\\n'); sys.stderr.flush(); real(c)\n"
+            "os._exit = _exit\n" + _CODE.replace("; ", "\n"))
+    p = subprocess.run([sys.executable, "-S", "-c", code, "blocks", "1", "100000", "0", *_path()],
+                       input=_frames(_events(3)), capture_output=True, check=True,
+                       env={**ENV, "PYTHONPATH": SRC, "OPENBLAS_NUM_THREADS": "1"})
+    result = pickle.loads(p.stdout)
+    assert "error" not in result
+    modules = set(p.stderr.decode().split("MODULES ", 1)[1].split())
+    assert "numpy._core.multiarray" in modules and "wholetrace.grammar.encoding" in modules   # the check sees them
+    banned = {"site", "sitecustomize", "numpy.lib", "numpy.linalg", "numpy.matrixlib", "numpy.__config__",
+              "numpy.fft", "numpy.random", "tempfile", "bz2", "lzma", "hashlib", "pathlib", "subprocess"}
+    if result["stats"]["kernels"] == "aot":
+        banned |= {"numba", "llvmlite"}
+    assert sorted(banned & modules) == []
+
+
+def test_no_site_only_when_imports_go_through_the_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    from wholetrace.wpp.spawn import site_free_path
+
+    monkeypatch.setattr(sys, "meta_path", [f for f in sys.meta_path if type(f).__name__ != "AssertionRewritingHook"])
+    path = site_free_path("/wt-root")
+    assert path is not None and path[0] == "/wt-root" and path[1:] == [p for p in sys.path if p != "/wt-root"]
+    plain = list(sys.meta_path)
+
+    class EditableFinder:   # an editable install's finder, an import hook: the path is not the whole story
+        def find_spec(self, *a: object) -> None:
+            return None
+
+    monkeypatch.setattr(sys, "meta_path", [EditableFinder(), *plain])
+    assert site_free_path("/wt-root") is None
+    monkeypatch.setattr(sys, "meta_path", plain)
+    assert site_free_path("/wt-root") is not None
+    monkeypatch.setattr(sys, "path_hooks", [*sys.path_hooks, lambda p: None])
+    assert site_free_path("/wt-root") is None
+
+
+def _record_env(tmp: Path, extra: dict[str, str]) -> dict:
+    prog = tmp / "prog.py"
+    prog.write_text("import helper\ndef f(n):\n    return sum(i * i for i in range(n))\n"
+                    "for k in range(300):\n    f(k)\nprint('done', helper.X)\n")
+    out = tmp / "o.wt"
+    p = subprocess.run([sys.executable, "-m", "wholetrace", "record", "--mode", "path", "--wpp", "-q",
+                        "-o", str(out), str(prog)], cwd=tmp, env={**ENV, **extra}, capture_output=True,
+                       text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "done 7"
+    from wholetrace.store import open_recording
+
+    with open_recording(out) as rec:
+        return dict(rec.meta["wpp"])
+
+
+@pytest.mark.parametrize("how", ["pythonpath", "startup", "home"])
+def test_the_builder_starts_with_the_users_python_environment(tmp_path: Path, how: str) -> None:
+    """PYTHONPATH (a directory the program imports from), PYTHONSTARTUP (a file that fails: only
+    interactive sessions read it), PYTHONHOME (the interpreter's own prefix): the recording works
+    and the builder started without site, numpy's core only."""
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "helper.py").write_text("X = 7\n")
+    extra = {"PYTHONPATH": os.pathsep.join([str(lib), ENV.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+    if how == "startup":
+        bad = tmp_path / "startup.py"
+        bad.write_text("raise SystemExit('PYTHONSTARTUP was run')\n")
+        extra["PYTHONSTARTUP"] = str(bad)
+    if how == "home":
+        extra["PYTHONHOME"] = sys.base_prefix if sys.base_exec_prefix == sys.base_prefix else \
+            os.pathsep.join([sys.base_prefix, sys.base_exec_prefix])
+    meta = _record_env(tmp_path, extra)
+    assert meta["startup"] == {"numpy": "lean", "site": False}
+    assert meta["events"] > 1000
