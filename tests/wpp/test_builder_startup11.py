@@ -39,14 +39,18 @@ def test_lean_numpy_imports_the_core_only_and_completes_to_what_import_numpy_giv
                 "a = np.frombuffer(np.array([3, 1, 2], np.int32).tobytes(), np.int32)\n"
                 "print(before, s.numpy_state(), np.concatenate([a, a]).tolist())\n"
                 "u = np.unique(a)\n"   # numpy.lib: completes the import
-                "print(s.numpy_state(), u.tolist(), np.unique is sys.modules['numpy.lib._arraysetops_impl'].unique)\n"
+                "print(s.numpy_state(), u.tolist(), np.unique is sys.modules['numpy.lib._arraysetops_impl'].unique,"
+                " len(np.frombuffer.__doc__ or ''), len(np.ndarray.sum.__doc__ or ''))\n"
                 + show)
     # the same calls (np.unique imports numpy.ma, which becomes an attribute)
-    plain = _run("import numpy as np\nnp.unique(np.array([3, 1, 2], np.int32))\n" + show)
+    plain = _run("import numpy as np\nnp.unique(np.array([3, 1, 2], np.int32))\n"
+                 "print(len(np.frombuffer.__doc__ or ''), len(np.ndarray.sum.__doc__ or ''))\n" + show)
     first, second, names = lean.splitlines()
+    docs, plain_names = plain.splitlines()
     assert first == "[] lean [3, 1, 2, 3, 1, 2]"
-    assert second == "full [1, 2, 3] True"
-    assert names == plain
+    assert second == "full [1, 2, 3] True " + docs     # the docstrings are added on completion
+    assert int(docs.split()[0]) > 100
+    assert names == plain_names
 
 
 def test_lean_numpy_can_be_turned_off() -> None:

@@ -15,10 +15,11 @@ calls ``wpp.builder.main`` (docs/design.md, "The builder's start-up, wave 11").
   through) and then ``numpy.lib``, ``numpy.linalg``, ``numpy.matrixlib``, ``numpy.__config__``
   (~25 ms of CPU, a third of numpy's import) that the builder never calls.  The lean module runs
   the first part of ``numpy/__init__.py`` (the version, ``_globals``, the distributor's hook,
-  ``numpy._core`` and its public names); the first attribute it does not have completes the
+  ``numpy._core`` and its public names), without ``numpy._core._add_newdocs`` (the docstrings
+  of numpy's C objects, ~4-5 ms; a placeholder module stands in for it); the first attribute it does not have completes the
   import by executing the real ``numpy/__init__.py`` in the same module object, so every name
   is then what ``import numpy`` gives (the same objects: ``numpy._core``'s modules are imported
-  once).  ``WHOLETRACE_LEAN_NUMPY=0`` turns it off; numpy already imported, or any failure,
+  once; the docstrings are added then).  ``WHOLETRACE_LEAN_NUMPY=0`` turns it off; numpy already imported, or any failure,
   means the ordinary import.
 """
 
@@ -29,6 +30,8 @@ import types
 
 #: ``WHOLETRACE_LEAN_NUMPY=0``: the builder imports numpy whole
 ENV_LEAN = "WHOLETRACE_LEAN_NUMPY"
+#: numpy._core's docstrings, not made in the builder until numpy is completed
+_DOCS = "numpy._core._add_newdocs"
 #: the code ``wpp.spawn`` runs with ``python -c``
 CODE = "import wholetrace.wpp.startup as s; s.run()"
 
@@ -36,6 +39,7 @@ CODE = "import wholetrace.wpp.startup as s; s.run()"
 def lean_numpy() -> types.ModuleType:
     """numpy with ``numpy._core`` imported and the rest of ``numpy/__init__.py`` deferred to the first
     attribute the module lacks (then the real module: same names, same objects)."""
+    import importlib
     import importlib.util
     import os
 
@@ -49,28 +53,34 @@ def lean_numpy() -> types.ModuleType:
     m = importlib.util.module_from_spec(spec)
     sys.modules["numpy"] = m
     try:
-        # what numpy/__init__.py does before ``from . import lib`` (numpy 2.x)
+        # what numpy/__init__.py does before ``from . import lib`` (numpy 2.x); nothing compiled is
+        # loaded until numpy._core, so until then another layout can still take the ordinary import
         from numpy import _distributor_init, _globals, version  # noqa: F401
         if not version.__version__.startswith("2."):
             raise ImportError(f"numpy {version.__version__}: not the layout this follows")
         from numpy._expired_attrs_2_0 import __expired_attributes__
-
-        m.__dict__.update(__version__=version.__version__, _CopyMode=_globals._CopyMode,
-                          _NoValue=_globals._NoValue, __expired_attributes__=__expired_attributes__,
-                          __NUMPY_SETUP__=False)
-        import numpy._core as core
-
-        m.__dict__.update({name: getattr(core, name) for name in core.__all__})
-    except Exception:  # noqa: BLE001 - another numpy layout: the ordinary import
+    except Exception:  # noqa: BLE001
         for name in [n for n in sys.modules if n == "numpy" or n.startswith("numpy.")]:
             del sys.modules[name]
         import numpy
         return numpy
+    m.__dict__.update(__version__=version.__version__, _CopyMode=_globals._CopyMode,
+                      _NoValue=_globals._NoValue, __expired_attributes__=__expired_attributes__,
+                      __NUMPY_SETUP__=False)
+    # numpy._core's docstrings of its C objects (~4-5 ms, 3400 lines of text): a placeholder
+    # until the import is completed, when the real module adds them
+    sys.modules[_DOCS] = types.ModuleType(_DOCS)
+    import numpy._core as core
+
+    m.__dict__.update({name: getattr(core, name) for name in core.__all__})
 
     def __getattr__(name: str) -> object:
         # PEP 562: only for names the module lacks.  The real __init__ replaces this function
         # with numpy's own ``__getattr__`` (lazy submodules, expired names).
         m.__dict__.pop("__getattr__", None)
+        if getattr(sys.modules.get(_DOCS), "__file__", None) is None:
+            sys.modules.pop(_DOCS, None)
+            importlib.import_module(_DOCS)
         spec.loader.exec_module(m)  # type: ignore[union-attr]
         return getattr(m, name)
 
