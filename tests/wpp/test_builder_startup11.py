@@ -197,3 +197,18 @@ def test_the_builder_starts_with_the_users_python_environment(tmp_path: Path, ho
     meta = _record_env(tmp_path, extra)
     assert meta["startup"] == {"numpy": "lean", "site": False}
     assert meta["events"] > 1000
+
+
+def test_the_jit_fallback_completes_numpy_and_builds_the_same_grammars() -> None:
+    """Without the compiled kernels the builder imports numba, which needs all of numpy: the lean
+    module completes itself on numba's first attribute and the grammars are the compiled ones'."""
+    from wholetrace.wpp.spawn import _CODE
+
+    data = _frames(_events(5))
+    env = {**ENV, "PYTHONPATH": SRC, "OPENBLAS_NUM_THREADS": "1"}
+    cmd = [sys.executable, "-S", "-c", _CODE, "blocks", "1", "100000", "0", *_path()]
+    jit = _build(cmd, data, {**env, "WHOLETRACE_AOT": "0"})
+    compiled = _build(cmd, data, env)
+    assert jit["stats"]["kernels"].startswith("jit")
+    assert jit["stats"]["startup"] == {"numpy": "full", "site": False}
+    assert jit["grammars"] == compiled["grammars"] and jit["symbols"] == compiled["symbols"]

@@ -1,7 +1,9 @@
 """The WPP builder process: reads a recording's event chunks from a pipe, interns them and builds one SEQUITUR grammar per stream.
 
-Started by :class:`wholetrace.wpp.online.OnlineWpp` as ``python -m wholetrace.wpp.builder
-MODE LOOKAHEAD QUEUE_EVENTS [SPAWNED]`` (``SPAWNED``: ``time.time()`` at the start).  Input (fd 0): frames ``<sid:int32><n:int32>`` followed by
+Started by :class:`wholetrace.wpp.spawn.BuilderProcess` through ``wholetrace.wpp.startup``
+(``python -S -c ... MODE LOOKAHEAD QUEUE_EVENTS SPAWNED PATH...``: no site, numpy's core only;
+docs/design.md, wave 11), or as ``python -m wholetrace.wpp.builder MODE LOOKAHEAD QUEUE_EVENTS
+[SPAWNED]`` (``SPAWNED``: ``time.time()`` at the start).  Input (fd 0): frames ``<sid:int32><n:int32>`` followed by
 ``n`` int32 events; a *file* frame (``sid == FILE_FRAME``, ``n`` bytes: ``<fid_base:int32>
 <n_functions:int32>`` and the file's registry blob) tells which functions record path ids
 (their exception records carry a register); a frame with ``sid == END_FRAME`` ends the input.  Output (fd 1), once the input
