@@ -212,3 +212,20 @@ def test_the_jit_fallback_completes_numpy_and_builds_the_same_grammars() -> None
     assert jit["stats"]["kernels"].startswith("jit")
     assert jit["stats"]["startup"] == {"numpy": "full", "site": False}
     assert jit["grammars"] == compiled["grammars"] and jit["symbols"] == compiled["symbols"]
+
+
+def test_the_lean_numpy_completes_once_for_two_threads() -> None:
+    """Two threads behind a barrier ask the lean numpy for names it lacks (numpy.lib's unique, the
+    submodules lib/linalg): both get numpy's objects, none an AttributeError, and no warning
+    (``-W error``: numpy's reload guard); each pair in a fresh process, 8 times."""
+    code = ("import sys, threading\nimport wholetrace.wpp.startup as s\nnp = s.lean_numpy()\n"
+            "got, errs = {}, []\nbar = threading.Barrier(2)\n"
+            "def f(name):\n    bar.wait()\n    try:\n        got[name] = getattr(np, name)\n"
+            "    except BaseException as e:\n        errs.append(f'{name}: {type(e).__name__}: {e}')\n"
+            "ts = [threading.Thread(target=f, args=(n,)) for n in ('unique', sys.argv[1])]\n"
+            "[t.start() for t in ts]\n[t.join() for t in ts]\n"
+            "import numpy.lib._arraysetops_impl as a, numpy.linalg, numpy.lib\n"
+            "print(errs, got['unique'] is a.unique, got[sys.argv[1]] is sys.modules['numpy.' + sys.argv[1]],"
+            " s.numpy_state())")
+    for other in ("lib", "linalg") * 4:
+        assert _run(code, other) == "[] True True full"

@@ -20,12 +20,15 @@ calls ``wpp.builder.main`` (docs/design.md, "The builder's start-up, wave 11").
   import by executing the real ``numpy/__init__.py`` in the same module object, so every name
   is then what ``import numpy`` gives (the same objects: ``numpy._core``'s modules are imported
   once; the docstrings are added then).  ``WHOLETRACE_LEAN_NUMPY=0`` turns it off; numpy already imported, or any failure,
-  means the ordinary import.
+  means the ordinary import.  The completion holds a lock: another thread asking for a name
+  meanwhile waits for it.
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
+import threading
 import types
 
 #: ``WHOLETRACE_LEAN_NUMPY=0``: the builder imports numpy whole
@@ -39,7 +42,6 @@ CODE = "import wholetrace.wpp.startup as s; s.run()"
 def lean_numpy() -> types.ModuleType:
     """numpy with ``numpy._core`` imported and the rest of ``numpy/__init__.py`` deferred to the first
     attribute the module lacks (then the real module: same names, same objects)."""
-    import importlib
     import importlib.util
     import os
 
@@ -59,14 +61,14 @@ def lean_numpy() -> types.ModuleType:
         if not version.__version__.startswith("2."):
             raise ImportError(f"numpy {version.__version__}: not the layout this follows")
         from numpy._expired_attrs_2_0 import __expired_attributes__
+        m.__dict__.update(__version__=version.__version__, _CopyMode=_globals._CopyMode,
+                          _NoValue=_globals._NoValue, __expired_attributes__=__expired_attributes__,
+                          __NUMPY_SETUP__=False)
     except Exception:  # noqa: BLE001
         for name in [n for n in sys.modules if n == "numpy" or n.startswith("numpy.")]:
             del sys.modules[name]
         import numpy
         return numpy
-    m.__dict__.update(__version__=version.__version__, _CopyMode=_globals._CopyMode,
-                      _NoValue=_globals._NoValue, __expired_attributes__=__expired_attributes__,
-                      __NUMPY_SETUP__=False)
     # numpy._core's docstrings of its C objects (~4-5 ms, 3400 lines of text): a placeholder
     # until the import is completed, when the real module adds them
     sys.modules[_DOCS] = types.ModuleType(_DOCS)
@@ -76,22 +78,48 @@ def lean_numpy() -> types.ModuleType:
 
     def __getattr__(name: str) -> object:
         # PEP 562: only for names the module lacks.  The real __init__ replaces this function
-        # with numpy's own ``__getattr__`` (lazy submodules, expired names).
-        m.__dict__.pop("__getattr__", None)
+        # with numpy's own ``__getattr__`` (lazy submodules, expired names).  Another thread
+        # asking meanwhile waits for the completion; this thread asking during it (numpy's own
+        # imports) sees the partly initialised module, as in an ordinary import.
+        with _COMPLETING:
+            if _busy:
+                raise AttributeError(f"partially initialized module 'numpy' has no attribute {name!r}")
+            if m.__dict__.get("__getattr__") is __getattr__:
+                _complete(m, spec)
+        return getattr(m, name)
+
+    __getattr__._lean = True  # type: ignore[attr-defined]   # numpy_state
+    m.__getattr__ = __getattr__  # type: ignore[method-assign]
+    return m
+
+
+#: held while the lean numpy is completed (:func:`_complete`); ``_busy`` says it is under way
+_COMPLETING = threading.RLock()
+_busy = False
+
+
+def _complete(m: types.ModuleType, spec: importlib.machinery.ModuleSpec) -> None:
+    """Run the real ``numpy/__init__.py`` in the lean module ``m``, with the real docstrings."""
+    global _busy
+    with _COMPLETING:
         if getattr(sys.modules.get(_DOCS), "__file__", None) is None:
             sys.modules.pop(_DOCS, None)
             importlib.import_module(_DOCS)
-        spec.loader.exec_module(m)  # type: ignore[union-attr]
-        return getattr(m, name)
-
-    m.__getattr__ = __getattr__  # type: ignore[method-assign]
-    return m
+        _busy = True
+        spec._initializing = True  # type: ignore[attr-defined]   # as the import system marks it
+        try:
+            spec.loader.exec_module(m)  # type: ignore[union-attr]
+        finally:
+            spec._initializing = False  # type: ignore[attr-defined]
+            _busy = False
+        if getattr(m.__dict__.get("__getattr__"), "_lean", False):
+            del m.__dict__["__getattr__"]     # an __init__ without its own: names it lacks are missing
 
 
 def numpy_state() -> str:
     """``"lean"`` while numpy's ``__init__`` has not been completed, else ``"full"`` (meta ``wpp``)."""
     m = sys.modules.get("numpy")
-    return "full" if m is None or "lib" in m.__dict__ else "lean"
+    return "lean" if m is not None and getattr(m.__dict__.get("__getattr__"), "_lean", False) else "full"
 
 
 def run() -> None:
