@@ -229,3 +229,40 @@ def test_the_lean_numpy_completes_once_for_two_threads() -> None:
             " s.numpy_state())")
     for other in ("lib", "linalg") * 4:
         assert _run(code, other) == "[] True True full"
+
+
+def _fake_numpy(tmp: Path, core_init: str) -> Path:
+    """A numpy 2.x package of a layout not yet seen: its __init__ as numpy's (version, _globals,
+    _core, then lib), its _core's __init__ ``core_init``."""
+    pkg = tmp / "numpy"
+    (pkg / "_core").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("from . import _core\nfrom ._core import *\nlib = 'LIB'\n"
+                                     "def __getattr__(name):\n    raise AttributeError(name)\n")
+    (pkg / "version.py").write_text("__version__ = '2.9.0'\n")
+    (pkg / "_globals.py").write_text("class _CopyMode: pass\n_NoValue = object()\n")
+    (pkg / "_distributor_init.py").write_text("")
+    (pkg / "_expired_attrs_2_0.py").write_text("__expired_attributes__ = {}\n")
+    (pkg / "_core" / "__init__.py").write_text(core_init)
+    (pkg / "_core" / "_add_newdocs.py").write_text("helper = 1\n")
+    (pkg / "_core" / "multiarray.py").write_text("def _set_madvise_hugepage(v):\n    return v\n")
+    return tmp
+
+
+@pytest.mark.parametrize("core_init,multiarray", [
+    ("from . import _add_newdocs\nfrom ._add_newdocs import helper\n__all__ = ['helper']\n", True),  # a docs name
+    ("from ._add_newdocs import *\n", True),                                                     # all of them
+    ("from . import _add_newdocs\nhelper = 1\n", True),                                          # no __all__
+])
+def test_a_numpy_core_the_lean_path_cannot_take_completes_at_once(tmp_path: Path, core_init: str,
+                                                                   multiarray: bool) -> None:
+    """A future numpy 2.x whose ``_core`` needs what the lean path leaves out (names of the real
+    ``_add_newdocs``, no ``__all__``): the builder still gets numpy,
+    completed at once, as ``import numpy`` gives it."""
+    _fake_numpy(tmp_path, core_init)
+    if not multiarray:
+        (tmp_path / "numpy" / "_core" / "multiarray.py").unlink()
+    env = {**ENV, "PYTHONPATH": os.pathsep.join([str(tmp_path), SRC])}
+    out = _run("import sys\nimport wholetrace.wpp.startup as s\nnp = s.lean_numpy()\n"
+               "print(np.__version__, np.lib, np.helper, s.numpy_state(), sys.modules['numpy'] is np,"
+               " np._core._add_newdocs.__file__ is not None)", env=env)
+    assert out == "2.9.0 LIB 1 full True True"

@@ -19,9 +19,10 @@ calls ``wpp.builder.main`` (docs/design.md, "The builder's start-up, wave 11").
   of numpy's C objects, ~4-5 ms; a placeholder module stands in for it); the first attribute it does not have completes the
   import by executing the real ``numpy/__init__.py`` in the same module object, so every name
   is then what ``import numpy`` gives (the same objects: ``numpy._core``'s modules are imported
-  once; the docstrings are added then).  ``WHOLETRACE_LEAN_NUMPY=0`` turns it off; numpy already imported, or any failure,
-  means the ordinary import.  The completion holds a lock: another thread asking for a name
-  meanwhile waits for it.
+  once; the docstrings are added then).  ``WHOLETRACE_LEAN_NUMPY=0`` turns it off; numpy already imported, or a failure
+  before ``numpy._core``, means the ordinary import; a failure in ``numpy._core``'s step (a layout
+  not seen yet: its ``_core`` takes names from ``_add_newdocs``) completes numpy at once.  The
+  completion holds a lock: another thread asking for a name meanwhile waits for it.
 """
 
 from __future__ import annotations
@@ -71,10 +72,18 @@ def lean_numpy() -> types.ModuleType:
         return numpy
     # numpy._core's docstrings of its C objects (~4-5 ms, 3400 lines of text): a placeholder
     # until the import is completed, when the real module adds them
-    sys.modules[_DOCS] = types.ModuleType(_DOCS)
-    import numpy._core as core
+    sys.modules[_DOCS] = _Placeholder(_DOCS)
+    try:
+        import numpy._core as core
 
-    m.__dict__.update({name: getattr(core, name) for name in core.__all__})
+        m.__dict__.update({name: getattr(core, name) for name in core.__all__})
+        sys.modules[_DOCS].__class__ = types.ModuleType    # a plain empty module from now on
+    except Exception:  # noqa: BLE001
+        # numpy._core may be half loaded (compiled modules cannot be loaded twice): with the real
+        # docstrings, numpy/__init__.py completes the same module object now (an error it raises
+        # is the ordinary import's)
+        _complete(m, spec)
+        return m
 
     def __getattr__(name: str) -> object:
         # PEP 562: only for names the module lacks.  The real __init__ replaces this function
@@ -91,6 +100,20 @@ def lean_numpy() -> types.ModuleType:
     __getattr__._lean = True  # type: ignore[attr-defined]   # numpy_state
     m.__getattr__ = __getattr__  # type: ignore[method-assign]
     return m
+
+
+class _Placeholder(types.ModuleType):
+    """Stands in for ``numpy._core._add_newdocs``, which numpy 2.0-2.4 import for its side effects
+    only: a ``numpy._core`` that takes names from it (``from ._add_newdocs import x`` or ``*``)
+    fails with ImportError, and :func:`lean_numpy` completes numpy at once.  Once ``numpy._core``
+    is imported it becomes a plain empty module."""
+
+    def __getattr__(self, name: str) -> object:
+        # ``from m import *`` reads ``__all__`` and takes what else the module has without it;
+        # ``from m import x`` turns an AttributeError into ImportError itself
+        if name == "__all__":
+            raise ImportError(f"{_DOCS} is not loaded in the lean numpy")
+        raise AttributeError(name)
 
 
 #: held while the lean numpy is completed (:func:`_complete`); ``_busy`` says it is under way
