@@ -252,11 +252,12 @@ def _fake_numpy(tmp: Path, core_init: str) -> Path:
     ("from . import _add_newdocs\nfrom ._add_newdocs import helper\n__all__ = ['helper']\n", True),  # a docs name
     ("from ._add_newdocs import *\n", True),                                                     # all of them
     ("from . import _add_newdocs\nhelper = 1\n", True),                                          # no __all__
+    ("from . import _add_newdocs\nhelper = _add_newdocs.helper\n__all__ = ['helper']\n", False),  # no multiarray
 ])
 def test_a_numpy_core_the_lean_path_cannot_take_completes_at_once(tmp_path: Path, core_init: str,
                                                                    multiarray: bool) -> None:
     """A future numpy 2.x whose ``_core`` needs what the lean path leaves out (names of the real
-    ``_add_newdocs``, no ``__all__``): the builder still gets numpy,
+    ``_add_newdocs``, no ``__all__``, no ``_set_madvise_hugepage``): the builder still gets numpy,
     completed at once, as ``import numpy`` gives it."""
     _fake_numpy(tmp_path, core_init)
     if not multiarray:
@@ -266,3 +267,17 @@ def test_a_numpy_core_the_lean_path_cannot_take_completes_at_once(tmp_path: Path
                "print(np.__version__, np.lib, np.helper, s.numpy_state(), sys.modules['numpy'] is np,"
                " np._core._add_newdocs.__file__ is not None)", env=env)
     assert out == "2.9.0 LIB 1 full True True"
+
+
+@pytest.mark.parametrize("setting", [None, "0", "1"])
+def test_the_lean_numpy_sets_madvise_hugepage_as_import_numpy_does(setting: str | None) -> None:
+    """Oracle: ``import numpy`` in another process, with NUMPY_MADVISE_HUGEPAGE unset, 0 and 1."""
+    env = {k: v for k, v in ENV.items() if k != "NUMPY_MADVISE_HUGEPAGE"}
+    if setting is not None:
+        env["NUMPY_MADVISE_HUGEPAGE"] = setting
+    get = "print(np._core.multiarray._get_madvise_hugepage())"
+    lean = _run("import wholetrace.wpp.startup as s\nnp = s.lean_numpy()\nprint(s.numpy_state())\n" + get, env=env)
+    plain = _run("import numpy as np\n" + get, env=env)
+    assert lean == "lean\n" + plain
+    if setting is not None:
+        assert plain == str(bool(int(setting)))

@@ -22,7 +22,8 @@ calls ``wpp.builder.main`` (docs/design.md, "The builder's start-up, wave 11").
   once; the docstrings are added then).  ``WHOLETRACE_LEAN_NUMPY=0`` turns it off; numpy already imported, or a failure
   before ``numpy._core``, means the ordinary import; a failure in ``numpy._core``'s step (a layout
   not seen yet: its ``_core`` takes names from ``_add_newdocs``) completes numpy at once.  The
-  completion holds a lock: another thread asking for a name meanwhile waits for it.
+  completion holds a lock: another thread asking for a name meanwhile waits for it.  numpy's
+  ``madvise`` hugepage setting is made as ``numpy/__init__.py`` makes it.
 """
 
 from __future__ import annotations
@@ -77,6 +78,8 @@ def lean_numpy() -> types.ModuleType:
         import numpy._core as core
 
         m.__dict__.update({name: getattr(core, name) for name in core.__all__})
+        # numpy/__init__.py's madvise(hugepage) setting (NUMPY_MADVISE_HUGEPAGE, the kernel's version)
+        core.multiarray._set_madvise_hugepage(_hugepage_setup())
         sys.modules[_DOCS].__class__ = types.ModuleType    # a plain empty module from now on
     except Exception:  # noqa: BLE001
         # numpy._core may be half loaded (compiled modules cannot be loaded twice): with the real
@@ -137,6 +140,22 @@ def _complete(m: types.ModuleType, spec: importlib.machinery.ModuleSpec) -> None
             _busy = False
         if getattr(m.__dict__.get("__getattr__"), "_lean", False):
             del m.__dict__["__getattr__"]     # an __init__ without its own: names it lacks are missing
+
+
+def _hugepage_setup() -> int:
+    """``hugepage_setup`` of numpy/__init__.py (numpy 2.0-2.4): NUMPY_MADVISE_HUGEPAGE, else on
+    Linux 1 from kernel 4.6 on, else 1."""
+    import os
+
+    use = os.environ.get("NUMPY_MADVISE_HUGEPAGE", None)
+    if use is not None:
+        return int(use)
+    if sys.platform != "linux":
+        return 1
+    try:
+        return 0 if tuple(int(v) for v in os.uname().release.split(".")[:2]) < (4, 6) else 1
+    except ValueError:
+        return 0
 
 
 def numpy_state() -> str:
