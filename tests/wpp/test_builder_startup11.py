@@ -62,8 +62,27 @@ def test_lean_numpy_can_be_turned_off() -> None:
 def _path() -> list[str]:
     """``site_free_path`` in a fresh process (pytest's assertion rewriter is an import hook here)."""
     path = eval(_run(f"from wholetrace.wpp.spawn import site_free_path; print(repr(site_free_path({SRC!r})))"))
-    assert path is not None and path[0] == SRC
+    if path is None:
+        pytest.skip("this interpreter imports through more than the path (a finder or path hook from a .pth): "
+                    "the builder starts with site")
+    assert path[0] == SRC
     return list(path)
+
+
+def _plain_meta_path() -> list[object]:
+    """This process's meta path without pytest's assertion rewriter; skips when it holds a finder
+    that ``site_free_path`` declines (an editable install of wholetrace, a plug-in's import hook)."""
+    from wholetrace.wpp.spawn import site_free_path
+
+    plain = [f for f in sys.meta_path if type(f).__name__ != "AssertionRewritingHook"]
+    saved = sys.meta_path[:]
+    sys.meta_path[:] = plain
+    try:
+        if site_free_path("/wt-root") is None:
+            pytest.skip(f"this interpreter's meta path is not plain: {plain}")
+    finally:
+        sys.meta_path[:] = saved
+    return plain
 
 
 def _frames(mode_events: list[np.ndarray]) -> bytes:
@@ -145,7 +164,7 @@ def test_the_builder_imports_nothing_it_should_not() -> None:
 def test_no_site_only_when_imports_go_through_the_path(monkeypatch: pytest.MonkeyPatch) -> None:
     from wholetrace.wpp.spawn import site_free_path
 
-    monkeypatch.setattr(sys, "meta_path", [f for f in sys.meta_path if type(f).__name__ != "AssertionRewritingHook"])
+    monkeypatch.setattr(sys, "meta_path", _plain_meta_path())
     path = site_free_path("/wt-root")
     assert path is not None and path[0] == "/wt-root" and path[1:] == [p for p in sys.path if p != "/wt-root"]
     plain = list(sys.meta_path)
@@ -160,6 +179,17 @@ def test_no_site_only_when_imports_go_through_the_path(monkeypatch: pytest.Monke
     assert site_free_path("/wt-root") is not None
     monkeypatch.setattr(sys, "path_hooks", [*sys.path_hooks, lambda p: None])
     assert site_free_path("/wt-root") is None
+
+
+
+def test_a_virtualenv_venv_s_finder_is_plain(monkeypatch: pytest.MonkeyPatch) -> None:
+    """virtualenv's ``_virtualenv.pth`` (tox, poetry, hatch venvs) puts its ``_Finder`` first in
+    the meta path of every process; it only patches distutils/setuptools' ``dist`` on import."""
+    from wholetrace.wpp.spawn import site_free_path
+
+    finder = type("_Finder", (), {"__module__": "_virtualenv", "find_spec": lambda self, *a, **k: None})
+    monkeypatch.setattr(sys, "meta_path", [finder(), *_plain_meta_path()])
+    assert site_free_path("/wt-root") is not None
 
 
 def _record_env(tmp: Path, extra: dict[str, str]) -> dict:
@@ -183,6 +213,7 @@ def test_the_builder_starts_with_the_users_python_environment(tmp_path: Path, ho
     """PYTHONPATH (a directory the program imports from), PYTHONSTARTUP (a file that fails: only
     interactive sessions read it), PYTHONHOME (the interpreter's own prefix): the recording works
     and the builder started without site, numpy's core only."""
+    _path()     # skips where the builder starts with site
     lib = tmp_path / "lib"
     lib.mkdir()
     (lib / "helper.py").write_text("X = 7\n")

@@ -33,6 +33,9 @@ _CODE = "import wholetrace.wpp.startup as s; s.run()"
 # the import system without site's additions: only these meta-path finders (the distutils shim
 # setuptools' .pth installs only serves ``import distutils``, which the builder never does)
 _PLAIN_FINDERS = ("BuiltinImporter", "FrozenImporter", "PathFinder", "DistutilsMetaFinder")
+# virtualenv's (tox, poetry, hatch venvs: in every process's meta path) only patches
+# ``distutils.dist``/``setuptools.dist`` when they are imported, which the builder never does
+_VIRTUALENV_FINDER = ("_virtualenv", "_Finder")
 
 
 class BuilderProcess:
@@ -92,7 +95,7 @@ def site_free_path(root: str) -> list[str] | None:
     editable install's finder, an import hook, a ``.zip`` or custom path hook): then the builder
     is started with ``site`` as before (docs/design.md, "The builder's start-up, wave 11")."""
     if any(type(f).__name__ not in _PLAIN_FINDERS and getattr(f, "__name__", None) not in _PLAIN_FINDERS
-           for f in sys.meta_path):
+           and (type(f).__module__, type(f).__name__) != _VIRTUALENV_FINDER for f in sys.meta_path):
         return None
     if len(sys.path_hooks) != 2 or not all(
             getattr(h, "__qualname__", "").startswith(("zipimporter", "FileFinder.path_hook"))
