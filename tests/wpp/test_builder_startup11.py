@@ -192,6 +192,51 @@ def test_a_virtualenv_venv_s_finder_is_plain(monkeypatch: pytest.MonkeyPatch) ->
     assert site_free_path("/wt-root") is not None
 
 
+
+def test_finders_and_path_hooks_are_recognised_by_identity_not_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A user's finder or path hook named as the interpreter's (or the shims') is an import hook
+    like any other; the interpreter's own FileFinder hook made again with its loaders is plain."""
+    import importlib.machinery as im
+    import zipimport
+
+    from wholetrace.wpp.spawn import site_free_path
+
+    plain = _plain_meta_path()
+
+    def finder(name: str, module: str = __name__) -> object:
+        return type(name, (), {"__module__": module, "find_spec": lambda self, *a, **k: None})()
+
+    for fake in (finder("PathFinder"), type("PathFinder", (), {}), finder("DistutilsMetaFinder"),
+                 finder("_Finder"), finder("_Finder", "virtualenv_not")):
+        monkeypatch.setattr(sys, "meta_path", [fake, *plain])
+        assert site_free_path("/wt-root") is None, fake
+    monkeypatch.setattr(sys, "meta_path", [finder("DistutilsMetaFinder", "_distutils_hack"), *plain])
+    assert site_free_path("/wt-root") is not None
+    monkeypatch.setattr(sys, "meta_path", plain)
+
+    zip_hook, file_hook = sys.path_hooks
+    assert zip_hook is zipimport.zipimporter
+    details = dict(zip(file_hook.__code__.co_freevars, (c.cell_contents for c in file_hook.__closure__)))
+    standard = details["loader_details"]
+
+    def path_hook_for_FileFinder(path: str) -> None:
+        raise ImportError(path)
+
+    path_hook_for_FileFinder.__qualname__ = file_hook.__qualname__
+    zipimporter = type("zipimporter", (), {"__qualname__": "zipimporter"})
+
+    class Loader(im.SourceFileLoader):
+        pass
+
+    for hooks in ([zip_hook, path_hook_for_FileFinder], [zipimporter, file_hook],
+                  [zip_hook, im.FileFinder.path_hook(*standard, (Loader, [".xpy"]))],
+                  [zip_hook, file_hook, file_hook], [file_hook]):
+        monkeypatch.setattr(sys, "path_hooks", hooks)
+        assert site_free_path("/wt-root") is None, hooks
+    monkeypatch.setattr(sys, "path_hooks", [zip_hook, im.FileFinder.path_hook(*standard)])
+    assert site_free_path("/wt-root") is not None
+
+
 def _record_env(tmp: Path, extra: dict[str, str]) -> dict:
     prog = tmp / "prog.py"
     prog.write_text("import helper\ndef f(n):\n    return sum(i * i for i in range(n))\n"

@@ -30,12 +30,10 @@ _SH = "/bin/sh"
 _SCRIPT = 'exec 3<&0; "$@" 0<&3 3<&- &'
 # = wholetrace.wpp.startup.CODE (a test keeps them equal)
 _CODE = "import wholetrace.wpp.startup as s; s.run()"
-# the import system without site's additions: only these meta-path finders (the distutils shim
-# setuptools' .pth installs only serves ``import distutils``, which the builder never does)
-_PLAIN_FINDERS = ("BuiltinImporter", "FrozenImporter", "PathFinder", "DistutilsMetaFinder")
-# virtualenv's (tox, poetry, hatch venvs: in every process's meta path) only patches
-# ``distutils.dist``/``setuptools.dist`` when they are imported, which the builder never does
-_VIRTUALENV_FINDER = ("_virtualenv", "_Finder")
+# meta-path finders a .pth file installs that the builder does without (module, class): setuptools'
+# distutils shim only serves ``import distutils``; virtualenv's (tox, poetry, hatch venvs) only
+# patches ``distutils.dist``/``setuptools.dist`` when they are imported; the builder imports neither
+_SITE_FINDERS = (("_distutils_hack", "DistutilsMetaFinder"), ("_virtualenv", "_Finder"))
 
 
 class BuilderProcess:
@@ -91,15 +89,33 @@ class BuilderProcess:
 def site_free_path(root: str) -> list[str] | None:
     """The ``sys.path`` a builder started without ``site`` (``python -S``) needs to import what
     this process can (wholetrace's ``root`` first, then this process's path, with its PYTHONPATH
-    and ``.pth`` entries), or None when this process imports through anything but the path (an
-    editable install's finder, an import hook, a ``.zip`` or custom path hook): then the builder
-    is started with ``site`` as before (docs/design.md, "The builder's start-up, wave 11")."""
-    if any(type(f).__name__ not in _PLAIN_FINDERS and getattr(f, "__name__", None) not in _PLAIN_FINDERS
-           and (type(f).__module__, type(f).__name__) != _VIRTUALENV_FINDER for f in sys.meta_path):
+    and ``.pth`` entries; ``.zip`` entries work as they are), or None when this process imports
+    through anything but the path (an editable install's finder, an import hook, a custom path
+    hook or loader): then the builder is started with ``site`` as before (docs/design.md, "The
+    builder's start-up, wave 11").  The interpreter's finders and path hooks are recognised by
+    identity (``importlib.machinery``'s classes, from the frozen modules it re-exports: loaded at
+    start-up, no import here), the two finders of ``_SITE_FINDERS`` by their module and class, the
+    ``FileFinder`` hook by its code object and what it closes over."""
+    import _frozen_importlib as boot
+    import _frozen_importlib_external as ext
+    import zipimport
+
+    plain = (boot.BuiltinImporter, boot.FrozenImporter, ext.PathFinder)
+    for f in sys.meta_path:
+        if not any(f is p for p in plain) and (type(f).__module__, type(f).__qualname__) not in _SITE_FINDERS:
+            return None
+    if len(sys.path_hooks) != 2 or sys.path_hooks[0] is not zipimport.zipimporter:
         return None
-    if len(sys.path_hooks) != 2 or not all(
-            getattr(h, "__qualname__", "").startswith(("zipimporter", "FileFinder.path_hook"))
-            for h in sys.path_hooks):
+    # a closure made by FileFinder.path_hook(*loader_details) (its code object is a constant of
+    # path_hook's) over FileFinder and the standard loaders
+    hook = sys.path_hooks[1]
+    code, cells = getattr(hook, "__code__", None), getattr(hook, "__closure__", None) or ()
+    free = dict(zip(getattr(code, "co_freevars", ()), (c.cell_contents for c in cells)))
+    details = free.get("loader_details")
+    if not any(code is c for c in ext.FileFinder.path_hook.__code__.co_consts) \
+            or free.get("cls") is not ext.FileFinder or not isinstance(details, tuple) or any(
+                loader not in (ext.ExtensionFileLoader, ext.SourceFileLoader, ext.SourcelessFileLoader)
+                for loader, _ in details):
         return None
     if any(not isinstance(p, str) or "\0" in p for p in sys.path):
         return None
