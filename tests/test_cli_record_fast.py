@@ -37,7 +37,8 @@ ACCEPTED = [
 DECLINED = [
     ["-h"], ["--help"], ["-q", "-h", "prog.py"],
     ["--mode=path", "prog.py"], ["--mod", "path", "prog.py"], ["-oout.wt", "prog.py"], ["-qo", "o.wt", "prog.py"],
-    ["--wpp-queue", "10", "prog.py"], ["--wpp=1", "prog.py"], ["--wp", "prog.py"],
+    ["--wpp-queue", "10", "prog.py"], ["--wpp=1", "prog.py"], ["--wp", "prog.py"], ["--keep", "prog.py"],
+    ["--no-l", "prog.py"], ["--lookahead=x", "prog.py"], ["--no-wpp=", "prog.py"], ["--wpp", "--keep", "prog.py"],
     ["-o", "-x.wt", "prog.py"], ["--mode", "-1", "prog.py"], ["--mode"], ["-m"], ["-o"],
     ["--format", "x", "prog.py"], ["--bogus", "prog.py"],
 ]
@@ -99,7 +100,8 @@ _OPTION_WORDS = ["--mode", "-o", "--output", "-q", "--quiet", "--weights", "--in
                  "--no-children", "-m", "--wpp", "--no-wpp", "--keep-raw", "--lookahead", "--no-lookahead",
                  "--wpp-queue", "-h", "--help", "--mo", "--out", "--inc", "--no-c", "--no-ca", "--q", "--cf",
                  "--mode=path", "--include=json", "--output=o.wt", "-oout.wt", "-qo", "-qq", "-mjson", "--",
-                 "--format", "--limit", "--bogus", "-x"]
+                 "--format", "--limit", "--bogus", "-x", "--wp", "--keep", "--no-l", "--no-w", "--look", "--wpp=1",
+                 "--lookahead=x", "--keep-raw=1"]
 _VALUE_WORDS = ["path", "blocks", "json", "o.wt", "prog.py", "pkg.mod", "", "-", "-1", "-x.wt", "a b", "-a b",
                 "a=b", "--", "10", "x"]
 
