@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from wholetrace.errors import UsageError
-from wholetrace.runtime.cli import fast_record_args, parse_own, record_parser
+from wholetrace.runtime.cli import RECORD_OPTIONS, fast_record_args, parse_own, parser_options, record_parser
 from wtutil import ENV
 
 ACCEPTED = [
@@ -33,12 +33,17 @@ ACCEPTED = [
     ["-o", "a b.wt", "prog.py"],
     ["--mode", "path", "--wpp", "prog.py"], ["--no-wpp", "prog.py"], ["--wpp", "--keep-raw", "prog.py"],
     ["--lookahead", "prog.py"], ["--no-lookahead", "--wpp", "--no-wpp", "prog.py"],
+    ["--wpp", "--no-wpp", "prog.py"], ["--keep-raw", "prog.py"],
+    ["--mode", "path", "--wpp", "--keep-raw", "--no-lookahead", "--wpp-queue", "1000", "prog.py", "--wpp"],
+    ["--no-lookahead", "--lookahead", "--wpp-queue", "0", "--wpp-queue", "12", "-m", "pkg"],
 ]
 DECLINED = [
     ["-h"], ["--help"], ["-q", "-h", "prog.py"],
     ["--mode=path", "prog.py"], ["--mod", "path", "prog.py"], ["-oout.wt", "prog.py"], ["-qo", "o.wt", "prog.py"],
-    ["--wpp-queue", "10", "prog.py"], ["--wpp=1", "prog.py"], ["--wp", "prog.py"], ["--keep", "prog.py"],
+    ["--wpp=1", "prog.py"], ["--wp", "prog.py"], ["--keep", "prog.py"],
     ["--no-l", "prog.py"], ["--lookahead=x", "prog.py"], ["--no-wpp=", "prog.py"], ["--wpp", "--keep", "prog.py"],
+    ["--no-w", "prog.py"], ["--wpp-queue=10", "prog.py"],
+    ["--wpp-queue", "x", "prog.py"], ["--wpp-queue", "-1", "prog.py"], ["--wpp-queue", "1.5", "prog.py"],
     ["-o", "-x.wt", "prog.py"], ["--mode", "-1", "prog.py"], ["--mode"], ["-m"], ["-o"],
     ["--format", "x", "prog.py"], ["--bogus", "prog.py"],
 ]
@@ -76,6 +81,8 @@ def test_defaults_cover_every_option_of_the_parser():
     fast = vars(fast_record_args(["prog.py"]))
     assert set(fast) == set(slow)
     assert fast == slow
+    # and every option string, with whether it takes a value (where wholetrace's words end)
+    assert RECORD_OPTIONS == parser_options(record_parser())
 
 
 def test_errors_and_help_are_argparse_s(tmp_path):
@@ -122,3 +129,70 @@ def test_generated_command_lines_parse_as_argparse_parses_them(argv):
         return
     slow = parse_own(record_parser(), argv, "record")
     assert vars(fast) == vars(slow)
+
+
+# -- where wholetrace's words end ---------------------------------------------------------------
+# Oracle: argparse given wholetrace's words only (record_parser().parse_args(OWN + END)); the
+# command line is OWN + END + the program's words.  OWN: record's options spelled as argparse takes
+# them (in full, abbreviated, run together, glued, with =), and some it rejects; END: SCRIPT (words
+# argparse takes as a positional: a negative number, a word with a space) or -m MODULE.
+_OWN_SPELLINGS = [["--mode", "path"], ["--mo", "path"], ["--m", "count"], ["--mode=witness"], ["--mo=path"],
+                  ["-o", "o.wt"], ["-oo.wt"], ["-o=o.wt"], ["--out", "x.wt"], ["--output=x.wt"], ["-o", "-1"],
+                  ["-q"], ["--qu"], ["-qq"], ["-qo", "o.wt"], ["-qoo.wt"], ["--inc", "json"], ["--include", "re"],
+                  ["--i", "re"], ["--no-ca"], ["--no-ch"], ["--cf"], ["--we", "old.wt"], ["--wpp"], ["--no-w"],
+                  ["--k"], ["--wpp-q", "5"], ["--wpp-queue", "7"], ["--l"], ["--no-l"], ["--lookahead"],
+                  ["--wp"], ["--no"], ["--bogus"], ["-x"], ["-qx"], ["-q=x"], ["--wpp-q", "x"]]
+_ENDS = [["prog.py"], ["-1"], ["-2.5"], ["-a b"], [""], ["-m", "pkg"], ["-mpkg"], ["-qm", "pkg"], ["-qmpkg"],
+         ["-m=pkg"]]
+_PROGRAM_WORDS = ["a", "-q", "--mode", "x", "-o", "--", "-m", "--mo", "-qo", "prog.py"]
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(_OWN_SPELLINGS), max_size=4), st.sampled_from(_ENDS),
+       st.lists(st.sampled_from(_PROGRAM_WORDS), max_size=3))
+def test_wholetrace_s_words_end_where_argparse_finds_the_program(own, end, rest):
+    own = [w for spelling in own for w in spelling]
+    try:
+        want = vars(record_parser().parse_args(own + end))
+    except SystemExit:
+        want = None
+    argv = own + end + rest
+    try:
+        got = vars(parse_own(record_parser(), argv, "record"))
+    except (SystemExit, UsageError):
+        assert want is None, f"argparse takes {own + end}"
+        return
+    assert want is not None, f"argparse rejects {own + end}"
+    assert got.pop("program_args") == rest
+    assert got == want
+    fast = fast_record_args(argv)
+    assert fast is None or vars(fast) == {**want, "program_args": rest}
+
+
+def test_an_abbreviated_option_records(tmp_path):
+    """``record --mo path`` (argparse's abbreviation of --mode) split its value off as SCRIPT."""
+    (tmp_path / "prog.py").write_text("import sys\nprint(sys.argv[1:])\n")
+    r = subprocess.run([sys.executable, "-m", "wholetrace", "record", "--mo", "path", "-qo", "o.wt", "prog.py", "-q"],
+                       capture_output=True, text=True, env=ENV, cwd=tmp_path, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "['-q']\n" and r.stderr == ""
+    from wholetrace.store import Recording
+
+    with Recording(tmp_path / "o.wt") as rec:
+        assert rec.meta["mode"] == "path"
+
+
+def test_the_wpp_options_take_the_fast_path(tmp_path):
+    """``record --wpp --keep-raw --no-lookahead --wpp-queue N`` parses without argparse: the
+    program does not see argparse (nor gettext and locale, which it imports) in its process."""
+    (tmp_path / "prog.py").write_text("import sys\nprint(sorted(m for m in ('argparse', 'gettext', 'locale') "
+                                      "if m in sys.modules))\n")
+    r = subprocess.run([sys.executable, "-m", "wholetrace", "record", "--mode", "path", "--wpp", "--keep-raw",
+                        "--no-lookahead", "--wpp-queue", "100000", "-q", "-o", "o.wt", "prog.py"],
+                       capture_output=True, text=True, env=ENV, cwd=tmp_path, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "[]\n"
+    from wholetrace.store import Recording
+
+    with Recording(tmp_path / "o.wt") as rec:
+        assert rec.meta["wpp"]["keep_raw"] and rec.meta["wpp"]["lookahead"] is False

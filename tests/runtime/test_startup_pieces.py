@@ -228,6 +228,38 @@ def test_path_strings_are_pathlib_s(text, absolute):
         assert _within(normal, tree) == PurePosixPath(normal).is_relative_to(tree), (normal, tree)
 
 
+_TREES = ["/nx", "/nx/a", "/nx/a/b", "/nx/a/b/site-packages", "/nx/c"]
+
+
+@settings(max_examples=500, deadline=None)
+@given(roots=st.lists(st.sampled_from(_TREES), max_size=3), install=st.lists(st.sampled_from(_TREES), max_size=2),
+       home=st.sampled_from(_TREES), middle=st.sampled_from(["", "b", "site-packages"]),
+       file=st.sampled_from(["m.py", "m.py", "m.txt"]), name=st.sampled_from(["m", "m", "json", "json.decoder", "jsonx"]),
+       as_path=st.booleans())
+def test_scope_wants_what_its_rules_say(roots, install, home, middle, file, name, as_path):
+    """``Scope.wants`` (roots converted once, when the scope is made) against its rules spelled
+    with pathlib: --include packages by name; else no site-packages; a file of the Python
+    installation only under a root that lies in it too."""
+    from pathlib import PurePosixPath as P
+
+    from wholetrace.instrument.loader import Scope
+
+    origin = "/".join([home, middle, file] if middle else [home, file])   # /nx does not exist: realpath keeps it
+    scope = Scope([P(r) if as_path else r for r in roots], ["json"], _install=tuple(install))
+    path = P(origin)
+    if not origin.endswith(".py"):
+        want = False
+    elif name == "json" or name.startswith("json."):
+        want = True
+    elif {"site-packages", "dist-packages"} & set(path.parts):
+        want = False
+    else:
+        installed = any(path.is_relative_to(p) for p in install)
+        want = any(path.is_relative_to(r) and (not installed or any(P(r).is_relative_to(p) for p in install))
+                   for r in roots)
+    assert scope.wants(name, origin) == want
+
+
 def test_python_build_is_platform_s():
     import platform
 

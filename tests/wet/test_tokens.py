@@ -174,3 +174,13 @@ def test_sweep_releases_what_only_the_recording_holds() -> None:
     assert set(log.serials) == {id(x) for x in kept}
     fresh = [-1]
     assert log.serial(fresh) > max(kept_serials)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=300))
+def test_content_hash_is_hashlib_s_blake2b(data):
+    """The stored content hashes keep their values without hashlib (not imported at start-up)."""
+    import hashlib
+
+    want = int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little", signed=True)
+    assert content_hash(data) == want

@@ -103,12 +103,48 @@ def test_generated_programs(tmp_path: Path, src: str) -> None:
     assert n["events"] >= n["symbols"] + n["fused"] + n["chain"] + n["exc"]
 
 
-def test_wpp_table_counts_events_as_before(tmp_path: Path) -> None:
+_TABLE_PROGRAMS = {
+    "loop": "def leaf(i):\n    return i + 1\ndef f(n):\n    s = 0\n    for i in range(n):\n"
+            "        s += leaf(i)\n    return s\nprint(f(300))\n",
+    # exceptions (EXC s r: one event of the table, three raw words), calls from entry blocks
+    # (ENTER_CHAIN) and a deep recursion
+    "raises": textwrap.dedent("""\
+        def leaf(i):
+            if i % 7 == 3:
+                raise ValueError(i)
+            return i + 1
+        def deep(n):
+            return deep(n - 1) if n else leaf(n)
+        def chain(n):
+            return chain2(n) + 1
+        def chain2(n):
+            return leaf(n)
+        def f(n):
+            s = 0
+            for i in range(n):
+                try:
+                    s += leaf(i) + chain(i)
+                except ValueError:
+                    s -= 1
+                try:
+                    try:
+                        leaf(3)
+                    finally:
+                        s += 1
+                except ValueError:
+                    pass
+            return s + deep(200)
+        print(f(300))
+        """),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_TABLE_PROGRAMS))
+def test_wpp_table_counts_events_as_before(tmp_path: Path, name: str) -> None:
     """``wholetrace wpp``'s events and distinct paths count one terminal an event (the split
-    view), ``symbols`` the fused grammar's length."""
+    view: what the unfused twin interns from the raw stream), ``symbols`` the fused grammar's length."""
     script = tmp_path / "prog.py"
-    script.write_text("def leaf(i):\n    return i + 1\ndef f(n):\n    s = 0\n    for i in range(n):\n"
-                      "        s += leaf(i)\n    return s\nprint(f(300))\n")
+    script.write_text(_TABLE_PROGRAMS[name])
     record(script, tmp_path / "p.wt")
     with Recording(tmp_path / "p.wt") as rec:
         wpp = StoredWpp(rec)
@@ -119,11 +155,16 @@ def test_wpp_table_counts_events_as_before(tmp_path: Path) -> None:
         (st,) = ExpandedRecording(rec).streams()
         assert st.n_events == len(raw)
         fns = frozenset(f.fid for f in rec.functions() if f.cfg.get("plan", {}).get("strategy") == "paths")
+        kinds = wpp.terminals.kind[s.grammar.expand()]
     exc = int(np.count_nonzero(raw == -2))
     assert row["events"] == len(raw) - exc and row["grammar_symbols"] < row["events"] - 250
-    _codes, table = naive_intern({0: raw.tolist()}, PATH, PATH_LEAVE_AT, fns)   # one terminal an event
+    codes, table = naive_intern({0: raw.tolist()}, PATH, PATH_LEAVE_AT, fns)   # one terminal an event
+    assert row["events"] == len(codes[0])
     assert row["distinct_symbols"] == len(table)
     assert row["distinct_paths"] == sum(1 for k, _f, _v in table if k not in (ENTER, K_LEAVE, K_EXC))
+    assert row["path_kind"] == "path" and row["raw_bytes"] == 4 * row["events"]
+    if name == "raises":   # the cases the table counts differently from the terminal widths
+        assert exc > 100 and np.count_nonzero(kinds == ENTER_CHAIN) > 100
 
 
 def test_a_newer_terminal_table_is_refused_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -23,11 +23,11 @@ from wholetrace.grammar import sequitur
 from wholetrace.instrument.cfg import build_module
 from wholetrace.instrument.pathnum import END_DEAD, END_EXIT, PathNumbering, number_cfg
 from wholetrace.wpp.intern import PATH_LEAVE_AT, EventInterner
-from wholetrace.wpp.meaning import LEAVE_PATH, pieces
+from wholetrace.wpp.meaning import LEAVE_PATH, pieces, terminal_costs
 from wholetrace.wpp.paths import path_profile, paths_json
 from wholetrace.wpp.queries import marker_grams
-from wholetrace.wpp.symbols import PATH
-from wholetrace.wpp.view import StreamGrammar, WppView
+from wholetrace.wpp.symbols import FUSED, PATH
+from wholetrace.wpp.view import StreamGrammar, WppView, split_view
 
 SOURCE = PARSE_FUNCTIONS
 assert LEAVE_PATH == PATH_LEAVE_AT
@@ -115,9 +115,9 @@ class Generator:
             self.path(f, (END_EXIT,), ret=True)
 
 
-def view_of(gen: Generator) -> WppView:
-    interner = EventInterner(PATH, PATH_LEAVE_AT)
-    codes = interner.codes(0, np.array(gen.events, np.int32))
+def view_of(gen: Generator, fuse: bool = False) -> WppView:
+    interner = EventInterner(PATH, PATH_LEAVE_AT, fuse=fuse)
+    codes = interner.codes(0, np.array(gen.events, np.int32), final=True)
     g = sequitur(codes)
     assert np.array_equal(g.expand(), codes)
     return WppView("synthetic.wt", "path", "stored", interner.terminals(), [StreamGrammar(0, "main", g)],
@@ -154,6 +154,26 @@ def test_pieces_of_path_symbols_are_the_paths_emitted() -> None:
     assert [(p.fid, p.blocks) for p in ps if p.blocks] == gen.emitted
     # depth follows ENTER and the returning paths / LEAVE: the first activation's pieces sit at its depth
     assert min(p.depth for p in ps) == 0
+
+
+def test_pieces_and_costs_of_an_unsplit_view_are_the_split_view_s() -> None:
+    """The analyses split fused terminals first (``split_view``), but ``pieces`` and
+    ``terminal_costs`` also read a view built straight from a fusing interner (what their fused
+    branches are for): the same pieces, and a fused terminal costs what its parts cost."""
+    gen = Generator(12)
+    for _ in range(60):
+        gen.activation(0)
+    fused, codes = view_of(gen, fuse=True)
+    t = fused.terminals
+    assert np.any(np.isin(t.kind[codes], FUSED))
+    split = split_view(fused)
+    (g,) = [s.grammar for s in split.streams]
+    assert pieces(fused, codes) == pieces(split, g.expand())
+    cost_fused, cost_split = terminal_costs(fused), terminal_costs(split)
+    st_ = split.terminals
+    key = {(int(k), int(f), int(v)): x for x, (k, f, v) in enumerate(zip(st_.kind, st_.fid, st_.value))}
+    for x in np.unique(codes).tolist():
+        assert cost_fused[x] == sum(cost_split[key[p]] for p in t.parts(x))
 
 
 # ---------------------------------------------------------------- real `path` recordings

@@ -284,7 +284,8 @@ class Scope(Record):
     """Which modules to instrument: files under ``roots`` and the packages named in ``packages``.
 
     Files in site-packages, or in the Python installation under a root that is not itself
-    inside it (``record -m`` from a home directory holding pyenv), need ``packages``.
+    inside it (``record -m`` from a home directory holding pyenv), need ``packages``.  The roots
+    (strings or path objects) are read when the scope is made.
     """
 
     _fields = ("roots", "packages")
@@ -294,6 +295,8 @@ class Scope(Record):
         self.roots = roots
         self.packages = packages
         self._install = _python_install() if _install is None else _install
+        # (root as a string, whether it lies in the Python installation), once: ``wants`` runs at every import
+        self._roots = tuple([(r, any(_within(r, p) for p in self._install)) for r in map(os.fspath, roots)])
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is self.__class__:
@@ -314,8 +317,7 @@ class Scope(Record):
         if any(part in _SKIP_DIRS for part in path.split(os.sep)):
             return False
         installed = any(_within(path, p) for p in self._install)
-        roots = [os.fspath(r) for r in self.roots]
-        return any(_within(path, r) and (not installed or any(_within(r, p) for p in self._install)) for r in roots)
+        return any(_within(path, r) and (not installed or r_installed) for r, r_installed in self._roots)
 
 
 class InstrumentingFinder:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from wholetrace.kernels._jit import kernel
-from wholetrace.kernels.sequitur_code import ST_OK, ST_SHORT, _code_bit
+from wholetrace.kernels.cm_parts import ST_OK, ST_SHORT, _code_bit
 
 LIMIT = 1 << 16  # counts are halved when their sum reaches this
 MAX_RAWBITS = 16  # the tree has 2**rawbits nodes of two counts

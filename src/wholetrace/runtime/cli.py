@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from types import SimpleNamespace
 
 from wholetrace.errors import UsageError
@@ -15,32 +15,70 @@ if TYPE_CHECKING:   # pragma: no cover
     import argparse
     from typing import Any
 
-#: Options of ``record`` and ``profile`` that take a value (the rest are flags).
-_TAKES_VALUE = frozenset({"--mode", "--include", "-o", "--output", "-m", "--weights", "--format", "--limit",
-                          "--wpp-queue"})
-
-
-def split_args(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+def split_args(argv: Sequence[str], options: Mapping[str, bool]) -> tuple[list[str], list[str]]:
     """Split ``record``/``profile`` arguments into wholetrace's own and the program's (after
-    SCRIPT, ``-m MODULE`` or ``--``)."""
+    SCRIPT, ``-m MODULE`` or ``--``).  ``options``: every option string of the command's parser ->
+    whether it takes a value.  Each word is read as argparse reads it, so the split ends where
+    argparse finds SCRIPT: a long option abbreviated to a unique prefix (``--mo path``), short
+    options run together (``-qo OUT``, ``-qmjson``), a value glued on (``-oOUT``, ``--mode=path``),
+    a negative number or a word with a space taken as a positional."""
     own: list[str] = []
     i = 0
     while i < len(argv):
         a = argv[i]
         if a == "--":
             return own, list(argv[i + 1:])
-        if a in _TAKES_VALUE:
-            own += argv[i:i + 2]
-            i += 2
-            if a == "-m":
-                return own, list(argv[i:])
-            continue
-        if a.startswith("-") and a != "-":
-            own.append(a)
-            i += 1
-            continue
-        return own + [a], list(argv[i + 1:])
+        reading = _reading(a, options)
+        if reading is None:   # SCRIPT
+            return own + [a], list(argv[i + 1:])
+        takes_value, module = reading
+        own += argv[i:i + 2] if takes_value else [a]
+        i += 2 if takes_value else 1
+        if module:
+            return own, list(argv[i:])
     return own, []
+
+
+def _reading(word: str, options: Mapping[str, bool]) -> tuple[bool, bool] | None:
+    """How argparse (``_parse_optional``, ``consume_optional``) reads ``word``: None for a
+    positional, else (the next word is an option's value, the option is ``-m``, whose value ends
+    wholetrace's words).  Unknown and ambiguous options are (False, False): argparse rejects them."""
+    if word[:1] != "-" or word == "-":
+        return None
+    if word in options:
+        return options[word], word == "-m"
+    if word.startswith("--"):
+        if "=" in word:   # --opt=value, --prefix=value: the value is in the word
+            return False, False
+        found = [o for o in options if o.startswith(word)]
+        return (options[found[0]], False) if len(found) == 1 else (False, False)
+    head = word.split("=", 1)[0]
+    if head != word and head in options:   # -o=OUT
+        return False, head == "-m"
+    if word[:2] in options:   # -qo OUT: flags run together, then maybe an option taking a value
+        for j in range(1, len(word)):
+            takes = options.get("-" + word[j])
+            if takes is None:
+                return False, False
+            if takes:
+                return j == len(word) - 1, word[j] == "m"
+        return False, False
+    if _negative_number(word) or " " in word:
+        return None
+    return False, False
+
+
+def _negative_number(word: str) -> bool:
+    """argparse's ``_negative_number_matcher``, ``^-\\d+$|^-\\d*\\.\\d+$`` (``re`` is not
+    imported at start-up; ``\\d`` is a decimal digit, ``$`` also matches before a final newline)."""
+    body = word[1:-1] if word.endswith("\n") else word[1:]
+    whole, dot, frac = body.partition(".")
+    return body.isdecimal() or (bool(dot) and (whole == "" or whole.isdecimal()) and frac.isdecimal())
+
+
+def parser_options(parser: argparse.ArgumentParser) -> dict[str, bool]:
+    """Every option string of ``parser`` -> whether it takes a value (for :func:`split_args`)."""
+    return {s: a.nargs != 0 for a in parser._actions for s in a.option_strings}
 
 
 def target_options(p: argparse.ArgumentParser) -> None:
@@ -116,7 +154,7 @@ def parse_own(parser: argparse.ArgumentParser, argv: Sequence[str], what: str) -
     """The options of a command that runs a program (the program's own in ``program_args``),
     without importing the runner (the instrumenter and recorder: `record --wpp` starts its
     builder process first)."""
-    own, prog_args = split_args(argv)
+    own, prog_args = split_args(argv, parser_options(parser))
     if own and own[0] in ("-h", "--help"):
         parser.print_help()
         raise SystemExit(0)
@@ -128,15 +166,18 @@ def parse_own(parser: argparse.ArgumentParser, argv: Sequence[str], what: str) -
 
 
 #: ``record``'s own options as :func:`fast_record_args` knows them: option -> (dest, how), how
-#: one of "value" (the next word), "append" (the next word, added to a list) or "flag".
+#: one of "value" (the next word), "append" (the next word, added to a list), "int" (the next
+#: word as an int), "flag" (True), "yes"/"no" (a ``--x``/``--no-x`` pair: True/False).
 _FAST_OPTIONS: dict[str, tuple[str, str]] = {
     "--mode": ("mode", "value"), "-o": ("output", "value"), "--output": ("output", "value"),
     "-q": ("quiet", "flag"), "--quiet": ("quiet", "flag"), "--weights": ("weights", "value"),
     "--include": ("include", "append"), "--no-cache": ("no_cache", "flag"),
     "--cf-grammar": ("cf_grammar", "flag"), "--no-children": ("no_children", "flag"), "-m": ("module", "value"),
-    # the WPP's flags: ``record --wpp`` spawns its builder right after parsing, ~4 ms earlier without argparse
-    "--wpp": ("wpp", "flag"), "--no-wpp": ("wpp", "off"), "--keep-raw": ("keep_raw", "flag"),
-    "--lookahead": ("lookahead", "flag"), "--no-lookahead": ("lookahead", "off")}
+    "--wpp": ("wpp", "yes"), "--no-wpp": ("wpp", "no"), "--keep-raw": ("keep_raw", "flag"),
+    "--lookahead": ("lookahead", "yes"), "--no-lookahead": ("lookahead", "no"), "--wpp-queue": ("wpp_queue", "int")}
+#: Every option string of :func:`record_parser` -> whether it takes a value (:func:`split_args`).
+RECORD_OPTIONS: dict[str, bool] = {**{o: how in ("value", "append", "int") for o, (_d, how) in _FAST_OPTIONS.items()},
+                                   "-h": False, "--help": False}
 #: Their defaults, as :func:`record_parser` gives them (the WPP options': ``wpp.cli.RECORD_DEFAULTS``).
 _FAST_DEFAULTS: dict[str, object] = {"mode": "blocks", "output": None, "quiet": False, "weights": None,
                                      "no_cache": False, "cf_grammar": False, "no_children": False,
@@ -147,13 +188,13 @@ def fast_record_args(argv: Sequence[str]) -> SimpleNamespace | None:
     """``record``'s options as :func:`record_parser` parses them, without argparse (whose
     import, parser and translations cost ~4 ms of every recording's start-up), when every
     option is one of ``_FAST_OPTIONS`` spelled out in full, each value in the next word and not
-    starting with ``-``; None for anything else (help, abbreviations, ``--opt=value``, joined
-    short options, ``--wpp-queue``, whatever argparse would reject): the caller then parses
-    with argparse, which answers and fails exactly as before.  ``tests/test_cli_record_fast.py``
-    checks both parsers agree."""
+    starting with ``-`` (an int for ``--wpp-queue``); None for anything else (help,
+    abbreviations, ``--opt=value``, joined short options, whatever argparse would reject): the
+    caller then parses with argparse, which answers and fails exactly as before.
+    ``tests/test_cli_record_fast.py`` checks both parsers agree."""
     from wholetrace.wpp.cli import RECORD_DEFAULTS
 
-    own, prog_args = split_args(argv)
+    own, prog_args = split_args(argv, RECORD_OPTIONS)
     values: dict[str, object] = {**_FAST_DEFAULTS, **RECORD_DEFAULTS, "include": []}
     i = 0
     while i < len(own):
@@ -165,16 +206,22 @@ def fast_record_args(argv: Sequence[str]) -> SimpleNamespace | None:
                 break
             return None
         dest, how = spec
-        if how in ("flag", "off"):
-            values[dest] = how == "flag"
+        if how in ("flag", "yes", "no"):
+            values[dest] = how != "no"
             i += 1
             continue
         if i + 1 >= len(own) or own[i + 1].startswith("-"):
             return None
+        value: object = own[i + 1]
+        if how == "int":
+            try:
+                value = int(own[i + 1])   # what argparse's type=int calls
+            except ValueError:
+                return None   # argparse's error
         if how == "append":
-            values[dest].append(own[i + 1])  # type: ignore[attr-defined]
+            values[dest].append(value)  # type: ignore[attr-defined]
         else:
-            values[dest] = own[i + 1]
+            values[dest] = value
         i += 2
     args = SimpleNamespace(**values)
     if (args.script is None) == (args.module is None):

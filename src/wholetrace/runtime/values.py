@@ -16,14 +16,21 @@ owner (checked whenever the number held has doubled).
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import sys
 import threading
-import weakref
+from _weakref import ref as _weak_ref   # weakref.ref itself; the weakref module is not imported at start-up
 from array import array
 from contextvars import ContextVar
-from typing import Any, Callable
+
+try:   # not hashlib, whose import loads OpenSSL: hashlib.blake2b is this built-in module's
+    from _blake2 import blake2b
+except ImportError:                     # pragma: no cover - a build without the built-in module
+    from hashlib import blake2b         # type: ignore[assignment]
+
+TYPE_CHECKING = False   # typing (and re, which it imports) is not imported at start-up (docs/design.md)
+if TYPE_CHECKING:   # pragma: no cover
+    from typing import Any, Callable
 
 
 # token tags
@@ -46,7 +53,7 @@ _MARK_OF = {type(None): _MARK[NONE], bool: _MARK[BOOL], int: _MARK[INT], float: 
 _MARK_MAX = _MARK[NONE]          # every marker is at or below it, every event above
 
 
-class _Ref(weakref.ref):  # type: ignore[type-arg]
+class _Ref(_weak_ref):  # type: ignore[type-arg]
     """A weak reference that knows the id its object had (the key of its serial)."""
 
     __slots__ = ("i",)
@@ -89,7 +96,7 @@ _I64 = 1 << 63
 
 def content_hash(data: bytes) -> int:
     """64-bit content hash (signed) of a str/bytes/big-int value's bytes."""
-    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little", signed=True)
+    return int.from_bytes(blake2b(data, digest_size=8).digest(), "little", signed=True)
 
 
 class ValueLog:

@@ -12,7 +12,7 @@ from wholetrace.errors import UsageError
 from wholetrace.grammar import Grammar
 from wholetrace.wpp.intern import events_of, terminal_widths, terminals_from_array
 from wholetrace.wpp.online import GRAMMAR_NAME, META_KEY, SYMBOLS_NAME, TERMINALS_VERSION
-from wholetrace.wpp.symbols import ENTER, EXC, LEAVE, PATH, Terminals, split_entered
+from wholetrace.wpp.symbols import ENTER, ENTER_CHAIN, ENTER_PATH, EXC, FUSED, LEAVE, PATH, Terminals
 
 #: Bytes per event of the raw stream (Larus's Table 1 trace size counts 4 per path).
 RAW_EVENT_BYTES = 4
@@ -30,23 +30,47 @@ class StreamWpp:
 
     def table1(self, terms: Terminals) -> dict[str, Any]:
         """events, distinct paths/symbols, raw and encoded bytes, ratio, rules per path ..."""
+        from wholetrace.wpp.queries import terminal_counts
+
         g = self.grammar
-        # counted over one terminal per event as before wave 10 (fused terminals split)
-        (split,), split_terms = split_entered([g], terms)
-        used = np.unique(split.rhs[split.rhs >= 0])
-        kinds = split_terms.kind[used] if len(used) else np.zeros(0, np.int8)
+        # counted one terminal an event, as before wave 10 (without splitting the fused terminals):
+        # a fused terminal is its ENTERs and its path (its width), EXC s one event (its width
+        # counts the statement too)
+        n = len(terms)
+        per_terminal = terminal_widths(terms) - (terms.kind == EXC)
+        counts = terminal_counts(g, n)[:n]
+        events = int(np.dot(counts, per_terminal))
+        kinds, distinct = _used_parts(terms, counts > 0)
         markers = np.isin(kinds, (ENTER, LEAVE, EXC))
         paths = int(np.count_nonzero(~markers))
-        events = len(split)
         raw = RAW_EVENT_BYTES * events
         return {"stream": self.sid, "name": self.name, "events": events, "grammar_symbols": len(g),
-                "distinct_paths": paths, "distinct_symbols": int(len(used)),
+                "distinct_paths": paths, "distinct_symbols": distinct,
                 "path_kind": "path" if np.any(kinds == PATH) else "block",
                 "rules": g.num_rules, "rhs": g.num_symbols, "len_S": g.start_length,
                 "raw_bytes": raw, "encoded_bytes": self.encoded_bytes,
                 "ratio": round(raw / self.encoded_bytes, 2) if self.encoded_bytes else None,
                 "rules_per_path": round(g.num_rules / paths, 2) if paths else None,
                 "build_seconds": self.stats.get("build_seconds")}
+
+
+def _used_parts(terms: Terminals, used: np.ndarray) -> tuple[np.ndarray, int]:
+    """The kinds of the distinct one-an-event terminals (``symbols.split_entered``'s) that the
+    terminals marked ``used`` stand for, and their number: a fused terminal stands for (ENTER, f, 0)
+    and its path (ENTER_PATH) or its inner terminal's (ENTER_CHAIN)."""
+    need = used.copy()
+    for t in np.flatnonzero(terms.kind == ENTER_CHAIN)[::-1].tolist():   # inner terminals have smaller ids
+        if need[t]:
+            need[int(terms.value[t])] = True
+    fused = need & np.isin(terms.kind, FUSED)
+    plain = need & ~fused
+    enter_path = need & (terms.kind == ENTER_PATH)
+    nf, npath = int(np.count_nonzero(fused)), int(np.count_nonzero(enter_path))
+    kind = np.concatenate([terms.kind[plain], np.full(nf, ENTER), np.full(npath, PATH)]).astype(np.int64)
+    fid = np.concatenate([terms.fid[plain], terms.fid[fused], terms.fid[enter_path]]).astype(np.int64)
+    value = np.concatenate([terms.value[plain], np.zeros(nf), terms.value[enter_path]]).astype(np.int64)
+    keys = np.unique(np.stack([kind, fid, value], axis=1), axis=0)
+    return keys[:, 0], len(keys)
 
 
 class StoredWpp:
