@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from wholetrace.errors import InternalError
-from wholetrace.events import ENTER_BASE, EXC, LEAVE, LEAVE_PATH, RERAISE, START
+from wholetrace.events import ENTER_BASE, EXC, LEAVE, LEAVE_PATH, NO_PATH, RERAISE, START
 from wholetrace.ids import ENTRY, EXIT
 from wholetrace.instrument.cfg import CFG
 from wholetrace.instrument.flowgraph import from_cfg
@@ -198,7 +198,7 @@ def regenerate_path_stream(events_chunks: Iterable[np.ndarray], plans: dict[int,
             return
         fr = stack[-1]
         t = fr[0]
-        if not t.passthrough and (reg >= 0 or LEAVE - LEAVE_PATH < reg < -1):   # (-1 and below: no path open)
+        if not t.passthrough and reg != LEAVE and reg > NO_PATH:   # (-1 and NO_PATH or below: no path open)
             try:
                 first, rest = t.raised(reg, site if site >= 0 else sid, fr[1] if fr[3] < 0 else fr[3])
                 rest = ahead(fr, first, rest)
