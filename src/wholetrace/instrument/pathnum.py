@@ -449,12 +449,18 @@ def free_record_weights(graph: FlowGraph, dag: Sequence[DagEdge], weights: EdgeW
     """The spanning tree's weights when records are free chords (docs/design.md "Path mode,
     wave 11"): every record edge below every other edge (an increment there costs nothing, one
     anywhere else a store per traversal), the others in their own order (+1: a weight 0 edge
-    still goes before a record), edges forced into the tree left as they are.  Where the
-    edges that do not record form a tree, every increment lands on a record: the register is
-    0 wherever the function runs and no probe keeps it (``modes.register_free``)."""
+    still goes before a record), edges forced into the tree left as they are; the edges that
+    start a path (out of ENTRY, d_in) between the two.  Where the edges that do not record
+    form a tree, every increment lands on a record: the register is 0 wherever the function
+    runs and no probe keeps it (``modes.register_free``); where they do not, a join's increment
+    goes to a reset or the store at entry before it goes to an edge of its own."""
     rec = record_edges(graph, dag)
-    return EdgeWeights(tuple(w if w >= _FORCED else 0.0 if r else w + 1.0 for w, r in zip(weights.edges, rec)),
-                       weights.virtual)
+    # a path start's edge (out of ENTRY: the store at entry; a d_in: the reset after a cut) stores
+    # the register anyway, so an increment there is free too unless the register can go: after
+    # the other edges that do not record, before the records
+    store = [e.kind == D_IN or e.src == graph.entry for e in dag]
+    return EdgeWeights(tuple(w if w >= _FORCED else 0.0 if r else 1.0 if st else w + 2.0
+                             for w, r, st in zip(weights.edges, rec, store)), weights.virtual)
 
 
 def chord_increments(graph: FlowGraph, dag: Sequence[DagEdge], val: Sequence[int],
