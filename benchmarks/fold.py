@@ -10,6 +10,9 @@ forms interleaved round by round, a one-line function called in a loop:
 * folded: the entry block's probe left out (ENTER implies it), the recorder restoring it
   after ENTER at flush (:func:`restore_entries`; measured, not adopted);
 * the fetch alone, and a fetch with ``get()`` instead of ``get(None)``;
+* witness mode's form (no entry block probe: fetch, ENTER, LEAVE), and path mode's: the
+  register set at entry and the closing record set on the edge into EXIT (``wt.o``, appended by
+  the ``finally``) as before wave 11, and without the register (``instrument.modes.register_free``);
 
 and, for the list forms, the cost of turning the appended ints into int32 events at flush
 (``runtime.buffers.chunk_events``, or :func:`restore_entries`), per activation.  Writes the table
@@ -89,7 +92,28 @@ def folded(x):
         return x + 1
     finally:
         a(-1)
+
+def path_register(x):
+    try:
+        a = get(None) or new()
+    except RecursionError:
+        raise
+    a(-9)
+    p = 0
+    try:
+        o = 1073741824
+        return x + 1
+    except BaseException:
+        a.__self__.extend((-2, 0, p))
+        p = -1
+        o = -1
+        raise
+    finally:
+        a(o)
 '''
+#: the same without the register (``instrument.modes.register_free``): no store at entry, 0 in the record
+FORMS += (FORMS[FORMS.index("def path_register("):].replace("def path_register(", "def path_register_free(")
+          .replace("    p = 0\n", "").replace("(-2, 0, p)", "(-2, 0, 0)").replace("        p = -1\n", ""))
 
 #: (row label, function, buffer type, events per call appended, restored at flush)
 ROWS = (("plain call", "plain", None, 0, False),
@@ -97,7 +121,10 @@ ROWS = (("plain call", "plain", None, 0, False),
         ("fetch `get() or new()` only", "fetch_noarg", None, 0, False),
         ("array('i'): fetch, ENTER, entry block, LEAVE (before)", "four", "array", 3, False),
         ("list: fetch, ENTER, entry block, LEAVE (now)", "four", "list", 3, False),
-        ("list, entry folded, restored at flush: fetch, ENTER, LEAVE", "folded", "list", 2, True))
+        ("list, entry folded, restored at flush: fetch, ENTER, LEAVE", "folded", "list", 2, True),
+        ("witness (no entry probe): fetch, ENTER, LEAVE", "folded", "list", 2, False),
+        ("path, register set at entry (wave 10): fetch, ENTER, `wt.p = 0`, `wt.o`", "path_register", "list", 2, False),
+        ("path, register-free (wave 11): fetch, ENTER, `wt.o`", "path_register_free", "list", 2, False))
 
 
 def _namespace(kind: str | None) -> tuple[dict[str, object], object]:
@@ -118,7 +145,7 @@ def measure(rounds: int, calls: int) -> dict[str, tuple[float, float]]:
     table_ = np.array([-1, 2], np.int64)      # fid 1 (ENTER -9) folds block 2
     runs: dict[str, list[tuple[float, float]]] = {r[0]: [] for r in ROWS}
     for _ in range(rounds):
-        for label, fn, kind, _n, restore in ROWS:
+        for label, fn, kind, n_events, restore in ROWS:
             ns, buf = _namespace(kind)
             f = ns[fn]
             t0 = time.process_time_ns()
@@ -131,7 +158,7 @@ def measure(rounds: int, calls: int) -> dict[str, tuple[float, float]]:
                 c0 = time.process_time_ns()
                 out = restore_entries(chunk, table_) if restore else chunk_events(chunk)
                 conv = time.process_time_ns() - c0
-                assert len(out) == 3 * calls
+                assert len(out) == 3 * calls if restore else len(out) == n_events * calls
             runs[label].append(((t1 - t0) / calls, conv / calls))
     return {k: (statistics.median(a for a, _ in v), statistics.median(c for _, c in v)) for k, v in runs.items()}
 
@@ -155,7 +182,10 @@ def render(res: dict[str, tuple[float, float]], rounds: int, calls: int, argv: l
     return head + body + (f"\n- probe cost per activation, flush included: {before:.0f} ns before (array), "
                           f"{now:.0f} ns now (list): **{before / now:.2f}×** less; with the entry block folded "
                           f"and restored at flush {folded:.0f} ns (restoring costs more than the list append "
-                          "it saves: not adopted, see docs/design.md)\n")
+                          "it saves: not adopted, see docs/design.md)\n"
+                          f"- path mode per activation (one-block function), flush included: register set at entry "
+                          f"{sum(res[ROWS[7][0]]) - base:.0f} ns, register-free {sum(res[ROWS[8][0]]) - base:.0f} ns; "
+                          f"witness {sum(res[ROWS[6][0]]) - base:.0f} ns\n")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from wholetrace.errors import InternalError
-from wholetrace.events import ENTER_BASE, EXC, LEAVE, LEAVE_PATH, RERAISE, START
+from wholetrace.events import ENTER_BASE, EXC, LEAVE, LEAVE_PATH, NO_PATH, RERAISE, START
 from wholetrace.ids import ENTRY, EXIT
 from wholetrace.instrument.cfg import CFG
 from wholetrace.instrument.flowgraph import from_cfg
@@ -198,7 +198,7 @@ def regenerate_path_stream(events_chunks: Iterable[np.ndarray], plans: dict[int,
             return
         fr = stack[-1]
         t = fr[0]
-        if not t.passthrough and (reg >= 0 or LEAVE - LEAVE_PATH < reg < -1):   # (-1 and below: no path open)
+        if not t.passthrough and reg != LEAVE and reg > NO_PATH:   # (-1 and NO_PATH or below: no path open)
             try:
                 first, rest = t.raised(reg, site if site >= 0 else sid, fr[1] if fr[3] < 0 else fr[3])
                 rest = ahead(fr, first, rest)
@@ -338,7 +338,7 @@ def regenerate(rec: Any, sid: int) -> np.ndarray:
 def path_plans(rec: Any) -> dict[int, PathPlan]:
     """fid -> (CFG, numbering) for every function of an open `path` recording; functions whose
     stored plan has strategy ``trace`` recorded block ids and get ``None`` (passed through)."""
-    from wholetrace.instrument.modes import path_numbering, stored_quiet
+    from wholetrace.instrument.modes import path_numbering, stored_free_records, stored_quiet
 
     plans: dict[int, PathPlan] = {}
     for f in rec.functions():
@@ -346,7 +346,7 @@ def path_plans(rec: Any) -> dict[int, PathPlan]:
         cfg = CFG.from_json(desc)
         plan = desc.get("plan") if isinstance(desc, dict) else None
         fallback = isinstance(plan, dict) and plan.get("strategy") == "trace"
-        num = None if fallback else path_numbering(cfg, stored_quiet(desc))
+        num = None if fallback else path_numbering(cfg, stored_quiet(desc), stored_free_records(desc))
         if num is None and not fallback:
             raise InternalError(f"regenerate: function {f.fid} ({f.qualname}) was recorded with path ids "
                                 "but its CFG has no path numbering")

@@ -48,6 +48,12 @@ VAL: Final = -6
 #: Path mode: an event at or above this value is ``LEAVE_PATH + id``: path ``id`` ends at EXIT
 #: and the activation returns.  Path ids are below it (``instrument.pathnum.MAX_PATHS``).
 LEAVE_PATH: Final = 1 << 30
+#: Path mode: the register in an exception record when no path is open, and the register a
+#: recorder sets once an exception left the activation without a closing table
+#: (``instrument.emit.Emitter.no_path``: ``NO_PATH + LEAVE_PATH`` is a plain LEAVE).  Readers take
+#: -1 (LEAVE) and any register at or below it as "no path open"; other negative values are
+#: registers (chord increments can be negative).
+NO_PATH: Final = LEAVE - LEAVE_PATH
 #: ENTER f is encoded as -(ENTER_BASE + f).
 ENTER_BASE: Final = 8
 

@@ -213,6 +213,53 @@ EXTRA = {
             out.append("thrown")
         print(out)
     ''',
+    # register-free functions (docs/design.md "Path mode, wave 11": no probe keeps the register,
+    # exception records carry 0): exceptions in the first, a middle and the last statement of
+    # one-block functions and of functions whose branches go straight to returns, raised by the
+    # function or by a child, through several register-free frames, caught by a caller that
+    # keeps its register; a return whose value raises after its closing record was set
+    "register_free": '''
+        class Box:
+            def __init__(self, v):
+                self.v = v
+                self.w = 10 // v
+                self.z = v + 1
+        def pick(a, b):
+            if a > b:
+                return a // b
+            elif a < b:
+                return b // a
+            return [a][b]
+        def first(d, k):
+            return d[k]
+        def middle(d, k):
+            x = len(d)
+            y = d[k] + x
+            return y
+        def deep(d, k):
+            t = middle(d, k)
+            return t + 1
+        def ret_raises(x):
+            return 1 // x
+        def caller(n):
+            out = []
+            for i in range(n):
+                try:
+                    if i % 5 == 0:
+                        out.append(Box(i % 3).w)
+                    elif i % 5 == 1:
+                        out.append(pick(i % 4, i % 3))
+                    elif i % 5 == 2:
+                        out.append(first({1: 2}, i % 2))
+                    elif i % 5 == 3:
+                        out.append(deep({1: 2, 2: 3}, i % 3))
+                    else:
+                        out.append(ret_raises(i % 2))
+                except (ZeroDivisionError, KeyError, IndexError) as e:
+                    out.append(type(e).__name__)
+            return out
+        print(caller(40))
+    ''',
 }
 #: The daemon thread runs on until the recording ends: its stream's length differs per run.
 UNFINISHED = {"daemon"}

@@ -18,7 +18,7 @@ import sys
 
 from wholetrace.ids import EXIT
 from wholetrace.instrument.modes import ProbePlan
-from wholetrace.events import EXC, LEAVE, LEAVE_PATH, RERAISE as RERAISE_CODE, START, enter_code
+from wholetrace.events import EXC, LEAVE, LEAVE_PATH, NO_PATH, RERAISE as RERAISE_CODE, START, enter_code
 from wholetrace.plain import Record
 
 TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
@@ -41,9 +41,6 @@ XLIST = "wt.q"       # count modes: the recording's exception-edge list, fetched
 MATCH = "wt.m"       # ``wt.m<N>``: the saved subject of a split ``match``
 P = "wt.p"           # path mode: the path register
 O = "wt.o"           # path mode: the activation's closing record, set on the edges into EXIT (``Emitter.exit_record``)
-#: The path register once an exception left the activation: the epilogue's record
-#: ``P + LEAVE_PATH`` is then a plain LEAVE.
-NO_PATH = LEAVE - LEAVE_PATH
 #: Functions with at most this many paths close with ``wt.a(T[wt.p])``, ``T`` = ``leave_table(n)``
 #: (a constant tuple): the record is an existing int object, where ``wt.p + LEAVE_PATH`` made a
 #: new one per activation (an allocation, and an object the buffer holds until the flush).
@@ -319,7 +316,10 @@ class Emitter(Record):
         if p.kind in ("init", "init-exit"):
             return [ast.Assign([ast_name(P, True)], ast_const(p.value))]
         if p.kind in ("cut", "cut-const"):
-            return [ast.Expr(ast_call(A, self._path_record(p))), ast.Assign([ast_name(P, True)], ast_const(p.reset))]
+            record = ast.Expr(ast_call(A, self._path_record(p)))
+            if self.plan.register_free:   # (the register is 0 throughout: no reset)
+                return [record]
+            return [record, ast.Assign([ast_name(P, True)], ast_const(p.reset))]
         return [ast.AugAssign(ast_name(P, True), ast.Add(), ast_const(p.value))]
 
     @staticmethod
@@ -353,11 +353,14 @@ class Emitter(Record):
 
     def path_expr(self, edge: int) -> ast.expr:
         """The same as a false expression without a branch: ``(wt.p := wt.p + K) * 0``, and
-        ``wt.a(id) is (wt.p := R)`` (None is no int) for a cut."""
+        ``wt.a(id) is (wt.p := R)`` (None is no int) for a cut (``wt.a(id)``, None, in a
+        register-free function)."""
         p = self.plan.path_probes[edge]
         if p.kind in ("leave", "leave-const"):
             return ast.BinOp(ast.NamedExpr(ast_name(O, True), self._leave_record(p)), ast.Mult(), ast_const(0))
         if p.kind in ("cut", "cut-const"):
+            if self.plan.register_free:   # None, a false value
+                return ast_call(A, self._path_record(p))
             reset = ast.NamedExpr(ast_name(P, True), ast_const(p.reset))
             return ast.Compare(ast_call(A, self._path_record(p)), [ast.Is()], [reset])
         value: ast.expr = ast_const(p.value)
@@ -495,8 +498,8 @@ class Emitter(Record):
             # stopped only between calls, so the recorder never finds a record half written
             # (``runtime.unfinished``: a daemon thread stopped at exit is closed after it).
             extra: list[ast.expr] = []
-            if self.plan.paths:   # path mode: the register, as the exception left it
-                extra.append(ast_name(P))
+            if self.plan.paths:   # path mode: the register, as the exception left it (0 if kept by no probe)
+                extra.append(ast_const(0) if self.plan.register_free else ast_name(P))
             if self.plan.records_handler and dst != EXIT:  # witness modes also name the handler block
                 extra.append(ast_const(dst))
             out: list[ast.stmt] = []
@@ -514,7 +517,8 @@ class Emitter(Record):
             out.insert(0, ast.Expr(ast_call(extend, items)))
             if self.plan.paths:   # the handler's path starts (none after the edge to EXIT)
                 start = self.plan.path_starts[dst] if dst != EXIT else self.no_path()
-                out.append(ast.Assign([ast_name(P, True)], ast_const(start)))
+                if not self.plan.register_free:   # (no probe of a register-free function reads it)
+                    out.append(ast.Assign([ast_name(P, True)], ast_const(start)))
                 if dst == EXIT and self.exit_record:   # the epilogue then appends a plain LEAVE
                     out.append(ast.Assign([ast_name(O, True)], ast_const(LEAVE)))
             return out + (tail() if tail is not None else [])

@@ -57,7 +57,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from wholetrace.events import ENTER_BASE, EXC, LEAVE, LEAVE_PATH, RERAISE, START
+from wholetrace.events import ENTER_BASE, EXC, LEAVE, LEAVE_PATH, NO_PATH, RERAISE, START
 from wholetrace.kernels._jit import kernel
 
 _hot = kernel(nrt=False)
@@ -88,9 +88,6 @@ PD_W = 4
 #: path start at block ``PD_REF``, a cut edge ``PD_REF`` ending a path, a block without successors
 K_REAL, K_DIN, K_DOUT, K_DEAD = 0, 1, 2, 3
 MODE_BLOCKS, MODE_WITNESS, MODE_PATH = 0, 1, 2
-#: Registers in exception records that say "no path open" (``emit.no_path``, ``runtime.unfinished``):
-#: -1 (= LEAVE) and anything at or below ``LEAVE - LEAVE_PATH``; other negative values are registers.
-NO_REGISTER = LEAVE - LEAVE_PATH
 ENTRY, EXIT = 0, 1
 
 # ---------------------------------------------------------------- state
@@ -736,7 +733,7 @@ def _path_exc(fn, blk, edg, stm, ysl, pdg, scratch, stack, meta, out, d, s, rais
         st = S_RUN
     q = raised if raised >= 0 else s
     b = stm[fn[f, FN_SBASE] + q] if q >= 0 else -1
-    if reg >= 0 or (reg != LEAVE and reg > NO_REGISTER):    # (a register can be negative: Inc < 0)
+    if reg != LEAVE and reg > NO_PATH:      # a register (negative too: Inc < 0), not "no path open"
         n = _path_truncated(fn, blk, pdg, scratch, stack, d, reg, b)
         if n < 0 and st == S_RUN:
             n = _path_truncated(fn, blk, pdg, scratch, stack, d, reg, stack[d, FR_PC])

@@ -148,11 +148,16 @@ def _innermost_first(suspended: Iterable[tuple[Any, FrameType]]) -> list[tuple[A
 
 def _close(state: RunState, fid: int, f: FrameType) -> list[int]:
     """``EXC s`` LEAVE for one open activation; in path mode (a frame with a path register)
-    ``EXC s r`` LEAVE, ``r`` the register as it stands (the truncated path; -1 if unset)."""
+    ``EXC s r`` LEAVE, ``r`` the register as it stands (the truncated path; -1 if unset), or 0 in
+    a function whose register no probe keeps (a closing record ``wt.o`` but no ``wt.p``:
+    ``modes.register_free``)."""
     out = [EXC, state.sites.resolve(fid, f.f_code, f.f_lasti)]
-    if P in f.f_code.co_varnames:
+    names = f.f_code.co_varnames
+    if P in names:
         r = f.f_locals.get(P)
         out.append(r if type(r) is int else -1)
+    elif O in names:
+        out.append(0)
     return out + [LEAVE]
 
 
