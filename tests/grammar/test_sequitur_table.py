@@ -70,7 +70,7 @@ def check_table(b: GrammarBuilder) -> None:
     assert (back == fresh[claims]).all()
     phase = int(meta[K.M_NODE_PHASE])  # a live rule's guard starts a 64-byte line
     assert (nd.ctypes.data + 16 * phase) % 64 == 0
-    if b.stats()["node_capacity"] == (1 << 14):  # not moved by growth
+    if b.stats()["node_capacity"] == (1 << 14) and meta[K.M_REUSED] == 0:  # not moved by growth, all fresh lines
         guards = rguard[1 : int(meta[K.M_RFRESH])].astype(np.int64)
         live = guards[guards >= 0]  # a free rule's rguard links the free list
         assert ((live - phase) % 4 == 0).all()

@@ -66,7 +66,9 @@ M_MAX_SP = 16
 M_NODE_PHASE = 17  # node ids = this (mod 4) start a 64-byte line of nd (set by the Python layer)
 M_HAS_NEXT = 18  # the symbol appended after the current one is known (only prefetches use it)
 M_NEXT = 19
-META_SIZE = 20
+M_BODY = 20  # the first body node of the rule _new_rule just made (the second is in M_BODY + 1)
+M_REUSED = 22  # rules laid out on free nodes instead of a fresh line (statistics, tests)
+META_SIZE = 23
 
 ST_DONE = 0
 ST_NEED_NODES = 1
@@ -294,14 +296,42 @@ def _alloc_node(nd, rcount, meta, v):  # type: ignore[no-untyped-def]
 
 
 @_inl
+def _pop_free(nd, meta):  # type: ignore[no-untyped-def]
+    """A node off the free list (which holds at least one), emptied."""
+    n = meta[M_FREE_HEAD]
+    meta[M_FREE_HEAD] = nd[_U(4 * n + NX)]
+    nd[_U(4 * n + NX)] = NIL
+    nd[_U(4 * n + PV)] = NIL
+    nd[_U(4 * n + VL)] = 0
+    nd[_U(4 * n + SL)] = NIL
+    return n
+
+
+@_inl
 def _alloc_block(nd, meta):  # type: ignore[no-untyped-def]
-    """First node of four fresh nodes in one 64-byte line, for a new rule's guard and its
-    two body nodes (read together when the rule is used); the fourth joins the free list.
-    (A node id is a line start when it is M_NODE_PHASE mod 4.)"""
+    """The guard node of a new rule; its two body nodes are meta[M_BODY], meta[M_BODY + 1].
+
+    While the free list is short they are four fresh nodes in one 64-byte line (read together
+    when the rule is used; the fourth joins the free list; a node id is a line start when it is
+    M_NODE_PHASE mod 4).  Once more than a third of the nodes handed out are free (a grammar
+    that makes and inlines rules all the time, such as a WPP's), the three come off the free
+    list: fresh lines would grow the array by a line per new rule without bound (richards'
+    stream: ~1.4 nodes per input symbol), and the recently freed nodes are in cache."""
+    free = meta[M_FRESH] - meta[M_LIVE_NODES]
+    if free >= 3 and 3 * free > meta[M_FRESH]:
+        meta[M_REUSED] += 1
+        meta[M_LIVE_NODES] += 3
+        g = _pop_free(nd, meta)
+        meta[M_BODY] = _pop_free(nd, meta)
+        meta[M_BODY + 1] = _pop_free(nd, meta)
+        return g
     base = meta[M_FRESH] + ((meta[M_NODE_PHASE] - meta[M_FRESH]) & 3)
     if 4 * (base + 5) > len(nd):  # the last node is scratch, used only on overflow
         meta[M_OVERFLOW] = 1
-        return len(nd) // 4 - 1
+        base = len(nd) // 4 - 1
+        meta[M_BODY] = base
+        meta[M_BODY + 1] = base
+        return base
     for n in range(meta[M_FRESH], base + 4):  # ids skipped to align, and the fourth node
         if n < base or n == base + 3:
             nd[_U(4 * n + NX)] = meta[M_FREE_HEAD]
@@ -315,6 +345,8 @@ def _alloc_block(nd, meta):  # type: ignore[no-untyped-def]
         nd[_U(4 * n + PV)] = NIL
         nd[_U(4 * n + VL)] = 0
         nd[_U(4 * n + SL)] = NIL
+    meta[M_BODY] = base + 1
+    meta[M_BODY + 1] = base + 2
     return base
 
 
@@ -507,9 +539,9 @@ def _run_check(nd, rguard, rcount, rkey, tab, stack, meta, a0):  # type: ignore[
             if not _is_guard(nd, q):
                 _prefetch_slot(tab, meta, nd[_U(4 * q + VL)], -(r + 1))
             g = rguard[_U(r)]
-            n1 = _take_node(nd, rcount, g + 1 if g + 1 < len(nd) // 4 else g, v1)
+            n1 = _take_node(nd, rcount, meta[M_BODY], v1)
             _insert_after(nd, rguard, rkey, tab, meta, g, n1)
-            n2 = _take_node(nd, rcount, n1 + 1 if n1 + 1 < len(nd) // 4 else n1, v2)
+            n2 = _take_node(nd, rcount, meta[M_BODY + 1], v2)
             _insert_after(nd, rguard, rkey, tab, meta, n1, n2)
             sp = _push(stack, meta, sp, F_NEW_SECOND, r, a)
             sp = _push(stack, meta, sp, F_SUBST, x, r)
