@@ -472,7 +472,7 @@ def _is_body(nd, x):  # type: ignore[no-untyped-def]
     return _is_guard(nd, nd[_U(4 * x + PV)]) and _is_guard(nd, nd[_U(4 * nd[_U(4 * x + NX)] + NX)])
 
 
-@_hot
+@_inl
 def _run_check(nd, rguard, rcount, rkey, tab, stack, meta, a0):  # type: ignore[no-untyped-def]
     """check(a0) and every substitution it cascades into, in the reference's order."""
     sp = _push(stack, meta, 0, F_CHECK, a0, 0)
@@ -601,44 +601,61 @@ def room(nd, rguard, tab, meta):  # type: ignore[no-untyped-def]
 
 
 @_hot
-def feed(nd, rguard, rcount, rkey, tab, stack, meta, chunk, start):  # type: ignore[no-untyped-def]
-    """Append chunk[start:] to S; returns (position reached, stop reason)."""
+def _feed_loop(nd, rguard, rcount, rkey, tab, stack, meta, chunk, start, final):  # type: ignore[no-untyped-def]
+    """Append chunk[start:] to S (then, if ``final``, the symbol held back for look-ahead, with
+    no look-ahead); returns (position reached, stop reason).  The one site of ``_append``, so
+    ``_run_check`` is inlined once (a call passed its eight arrays as ~46 stack words a symbol)."""
     lookahead = meta[M_LOOKAHEAD] != 0
     n = len(chunk)
-    for i in range(start, n):
-        why = room(nd, rguard, tab, meta)
-        if why != ST_DONE:
-            return i, why
-        c = np.int64(chunk[i])
-        if lookahead:
-            if meta[M_HAS_PENDING] != 0:
+    i = start
+    while True:
+        if i < n:
+            why = room(nd, rguard, tab, meta)
+            if why != ST_DONE:
+                return i, why
+            c = np.int64(chunk[i])
+            i += 1
+            if lookahead:
+                if meta[M_HAS_PENDING] == 0:
+                    meta[M_PENDING] = c
+                    meta[M_HAS_PENDING] = 1
+                    continue
                 meta[M_HAS_LA] = 1
                 meta[M_LA] = c
                 meta[M_HAS_NEXT] = 1
                 meta[M_NEXT] = c
-                _append(nd, rguard, rcount, rkey, tab, stack, meta, meta[M_PENDING])
-            meta[M_PENDING] = c
-            meta[M_HAS_PENDING] = 1
-        else:
-            if i + 1 < n:
-                meta[M_HAS_NEXT] = 1
-                meta[M_NEXT] = chunk[i + 1]
+                sym = meta[M_PENDING]
+                meta[M_PENDING] = c
             else:
-                meta[M_HAS_NEXT] = 0
-            _append(nd, rguard, rcount, rkey, tab, stack, meta, c)
+                if i < n:
+                    meta[M_HAS_NEXT] = 1
+                    meta[M_NEXT] = chunk[i]
+                else:
+                    meta[M_HAS_NEXT] = 0
+                sym = c
+        elif final != 0 and meta[M_HAS_PENDING] != 0:
+            meta[M_HAS_LA] = 0
+            meta[M_HAS_NEXT] = 0
+            meta[M_HAS_PENDING] = 0
+            sym = meta[M_PENDING]
+        else:
+            break
+        _append(nd, rguard, rcount, rkey, tab, stack, meta, sym)
         if meta[M_OVERFLOW] != 0:
-            return i + 1, ST_DONE
-    return len(chunk), ST_DONE
+            return i, ST_DONE
+    return n, ST_DONE
+
+
+@_hot
+def feed(nd, rguard, rcount, rkey, tab, stack, meta, chunk, start):  # type: ignore[no-untyped-def]
+    """Append chunk[start:] to S; returns (position reached, stop reason)."""
+    return _feed_loop(nd, rguard, rcount, rkey, tab, stack, meta, chunk, np.int64(start), np.int64(0))
 
 
 @_hot
 def flush(nd, rguard, rcount, rkey, tab, stack, meta):  # type: ignore[no-untyped-def]
     """Process the symbol held back for look-ahead, with no look-ahead (end of input)."""
-    if meta[M_HAS_PENDING] != 0:
-        meta[M_HAS_LA] = 0
-        meta[M_HAS_NEXT] = 0
-        meta[M_HAS_PENDING] = 0
-        _append(nd, rguard, rcount, rkey, tab, stack, meta, meta[M_PENDING])
+    _feed_loop(nd, rguard, rcount, rkey, tab, stack, meta, nd[:0], np.int64(0), np.int64(1))  # one signature: as feed's
 
 
 @_hot
