@@ -129,3 +129,19 @@ def test_nodes_reused_when_rules_come_and_go() -> None:
         one = GrammarBuilder(lookahead=lookahead, expected_symbols=len(seq))  # another layout, same grammar
         one.feed(seq)
         assert one.finish() == g
+
+
+@pytest.mark.nojit
+def test_nodes_reused_pure_python() -> None:
+    # the free-list layout of new rules in the pure-Python twin, against the naive builder
+    rng = np.random.default_rng(5)
+    shapes = [rng.integers(0, 40, rng.integers(3, 12)) for _ in range(12)]
+    seq = np.concatenate([shapes[k] for k in (rng.integers(0, 3, 400) * 4 + np.arange(400) % 4)])
+    for lookahead in (False, True):
+        b = GrammarBuilder(lookahead=lookahead)
+        b.feed(seq[:1000])
+        b.feed(seq[1000:])
+        assert int(b._st[6][K.M_REUSED]) > 0  # type: ignore[index]
+        check_table(b)
+        g = b.finish()
+        assert naive_sequitur(seq.tolist(), lookahead) == [g.rule(k).tolist() for k in range(g.num_rules + 1)]
