@@ -108,14 +108,19 @@ def test_table_invariants_pure_python() -> None:
     assert naive_sequitur(seq.tolist(), False) == [g.rule(k).tolist() for k in range(g.num_rules + 1)]
 
 
+def trace_like(iterations: int) -> np.ndarray:
+    """A loop over four call shapes, each iteration taking one of three variants of each."""
+    rng = np.random.default_rng(5)
+    shapes = [rng.integers(0, 40, rng.integers(3, 12)) for _ in range(12)]
+    return np.concatenate([shapes[k] for k in (rng.integers(0, 3, iterations) * 4 + np.arange(iterations) % 4)])
+
+
 def test_nodes_reused_when_rules_come_and_go() -> None:
     # a trace-like stream (a loop over a few call shapes, each iteration one of three variants)
     # makes and inlines rules all the time: ~0.6 new rules per symbol.  Laid out on fresh 64-byte
     # lines only, the node array grew by a line per new rule (~600 K nodes here for ~11 K live);
     # the rules' nodes now come off the free list once a third of the nodes are free.
-    rng = np.random.default_rng(5)
-    shapes = [rng.integers(0, 40, rng.integers(3, 12)) for _ in range(12)]
-    seq = np.concatenate([shapes[k] for k in (rng.integers(0, 3, 40_000) * 4 + np.arange(40_000) % 4)])
+    seq = trace_like(40_000)
     for lookahead in (False, True):
         b = GrammarBuilder(lookahead=lookahead)
         for i in range(0, len(seq), 50_000):
@@ -134,9 +139,7 @@ def test_nodes_reused_when_rules_come_and_go() -> None:
 @pytest.mark.nojit
 def test_nodes_reused_pure_python() -> None:
     # the free-list layout of new rules in the pure-Python twin, against the naive builder
-    rng = np.random.default_rng(5)
-    shapes = [rng.integers(0, 40, rng.integers(3, 12)) for _ in range(12)]
-    seq = np.concatenate([shapes[k] for k in (rng.integers(0, 3, 400) * 4 + np.arange(400) % 4)])
+    seq = trace_like(400)
     for lookahead in (False, True):
         b = GrammarBuilder(lookahead=lookahead)
         b.feed(seq[:1000])
