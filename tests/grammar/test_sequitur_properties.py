@@ -124,6 +124,10 @@ def test_small_random_against_twin() -> None:
 def test_errors() -> None:
     with pytest.raises(UsageError):
         sequitur(np.array([1, -1]))
+    with pytest.raises(UsageError):   # int32 input: one range pass (the WPP builder's ids)
+        sequitur(np.array([1, -1], np.int32))
+    with pytest.raises(UsageError):
+        sequitur(np.array([1, 2**31], np.int64))
     with pytest.raises(UsageError):
         sequitur(np.array([1.5]))
     b = GrammarBuilder()

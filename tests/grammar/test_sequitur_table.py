@@ -70,7 +70,7 @@ def check_table(b: GrammarBuilder) -> None:
     assert (back == fresh[claims]).all()
     phase = int(meta[K.M_NODE_PHASE])  # a live rule's guard starts a 64-byte line
     assert (nd.ctypes.data + 16 * phase) % 64 == 0
-    if b.stats()["node_capacity"] == (1 << 14):  # not moved by growth
+    if b.stats()["node_capacity"] == (1 << 14) and meta[K.M_REUSED] == 0:  # not moved by growth, all fresh lines
         guards = rguard[1 : int(meta[K.M_RFRESH])].astype(np.int64)
         live = guards[guards >= 0]  # a free rule's rguard links the free list
         assert ((live - phase) % 4 == 0).all()
@@ -106,3 +106,45 @@ def test_table_invariants_pure_python() -> None:
     check_table(b)
     g = b.finish()
     assert naive_sequitur(seq.tolist(), False) == [g.rule(k).tolist() for k in range(g.num_rules + 1)]
+
+
+def trace_like(iterations: int) -> np.ndarray:
+    """A loop over four call shapes, each iteration taking one of three variants of each."""
+    rng = np.random.default_rng(5)
+    shapes = [rng.integers(0, 40, rng.integers(3, 12)) for _ in range(12)]
+    return np.concatenate([shapes[k] for k in (rng.integers(0, 3, iterations) * 4 + np.arange(iterations) % 4)])
+
+
+def test_nodes_reused_when_rules_come_and_go() -> None:
+    # a trace-like stream (a loop over a few call shapes, each iteration one of three variants)
+    # makes and inlines rules all the time: ~0.6 new rules per symbol.  Laid out on fresh 64-byte
+    # lines only, the node array grew by a line per new rule (~600 K nodes here for ~11 K live);
+    # the rules' nodes now come off the free list once a third of the nodes are free.
+    seq = trace_like(40_000)
+    for lookahead in (False, True):
+        b = GrammarBuilder(lookahead=lookahead)
+        for i in range(0, len(seq), 50_000):
+            b.feed(seq[i : i + 50_000])
+        check_table(b)
+        st = b.stats()
+        assert int(b._st[6][K.M_REUSED]) > 0  # type: ignore[index]
+        assert st["node_capacity"] <= 2 * st["live_nodes"] + 4 * K.MARGIN_NODES
+        g = b.finish()
+        assert np.array_equal(g.expand(), seq)
+        one = GrammarBuilder(lookahead=lookahead, expected_symbols=len(seq))  # another layout, same grammar
+        one.feed(seq)
+        assert one.finish() == g
+
+
+@pytest.mark.nojit
+def test_nodes_reused_pure_python() -> None:
+    # the free-list layout of new rules in the pure-Python twin, against the naive builder
+    seq = trace_like(400)
+    for lookahead in (False, True):
+        b = GrammarBuilder(lookahead=lookahead)
+        b.feed(seq[:1000])
+        b.feed(seq[1000:])
+        assert int(b._st[6][K.M_REUSED]) > 0  # type: ignore[index]
+        check_table(b)
+        g = b.finish()
+        assert naive_sequitur(seq.tolist(), lookahead) == [g.rule(k).tolist() for k in range(g.num_rules + 1)]

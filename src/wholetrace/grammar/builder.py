@@ -85,9 +85,13 @@ class GrammarBuilder:
             return
         if arr.dtype.kind not in "iu":
             raise UsageError(f"symbols must be integers, got dtype {arr.dtype}")
-        lo, hi = int(arr.min()), int(arr.max())
-        if lo < 0 or hi > MAX_SYMBOL:
-            raise UsageError(f"symbols must lie in 0..2**31-1, got {lo if lo < 0 else hi}")
+        if arr.dtype == np.int32:   # one pass: an int32 is at most MAX_SYMBOL (the WPP builder's ids)
+            if (lo := int(arr.min())) < 0:
+                raise UsageError(f"symbols must lie in 0..2**31-1, got {lo}")
+        else:
+            lo, hi = int(arr.min()), int(arr.max())
+            if lo < 0 or hi > MAX_SYMBOL:
+                raise UsageError(f"symbols must lie in 0..2**31-1, got {lo if lo < 0 else hi}")
         for s in range(0, arr.size, _SLICE):
             part = arr[s : s + _SLICE]  # int32: symbols fit (checked above), half the bytes of int64
             if part.dtype != np.int32 or not (part.flags.c_contiguous and part.flags.writeable):

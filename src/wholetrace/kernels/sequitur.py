@@ -66,7 +66,9 @@ M_MAX_SP = 16
 M_NODE_PHASE = 17  # node ids = this (mod 4) start a 64-byte line of nd (set by the Python layer)
 M_HAS_NEXT = 18  # the symbol appended after the current one is known (only prefetches use it)
 M_NEXT = 19
-META_SIZE = 20
+M_BODY = 20  # the first body node of the rule _new_rule just made (the second is in M_BODY + 1)
+M_REUSED = 22  # rules laid out on free nodes instead of a fresh line (statistics, tests)
+META_SIZE = 23
 
 ST_DONE = 0
 ST_NEED_NODES = 1
@@ -294,14 +296,42 @@ def _alloc_node(nd, rcount, meta, v):  # type: ignore[no-untyped-def]
 
 
 @_inl
+def _pop_free(nd, meta):  # type: ignore[no-untyped-def]
+    """A node off the free list (which holds at least one), emptied."""
+    n = meta[M_FREE_HEAD]
+    meta[M_FREE_HEAD] = nd[_U(4 * n + NX)]
+    nd[_U(4 * n + NX)] = NIL
+    nd[_U(4 * n + PV)] = NIL
+    nd[_U(4 * n + VL)] = 0
+    nd[_U(4 * n + SL)] = NIL
+    return n
+
+
+@_inl
 def _alloc_block(nd, meta):  # type: ignore[no-untyped-def]
-    """First node of four fresh nodes in one 64-byte line, for a new rule's guard and its
-    two body nodes (read together when the rule is used); the fourth joins the free list.
-    (A node id is a line start when it is M_NODE_PHASE mod 4.)"""
+    """The guard node of a new rule; its two body nodes are meta[M_BODY], meta[M_BODY + 1].
+
+    While the free list is short they are four fresh nodes in one 64-byte line (read together
+    when the rule is used; the fourth joins the free list; a node id is a line start when it is
+    M_NODE_PHASE mod 4).  Once more than a third of the nodes handed out are free (a grammar
+    that makes and inlines rules all the time, such as a WPP's), the three come off the free
+    list: fresh lines would grow the array by a line per new rule without bound (richards'
+    stream: ~1.4 nodes per input symbol), and the recently freed nodes are in cache."""
+    free = meta[M_FRESH] - meta[M_LIVE_NODES]
+    if free >= 3 and 3 * free > meta[M_FRESH]:
+        meta[M_REUSED] += 1
+        meta[M_LIVE_NODES] += 3
+        g = _pop_free(nd, meta)
+        meta[M_BODY] = _pop_free(nd, meta)
+        meta[M_BODY + 1] = _pop_free(nd, meta)
+        return g
     base = meta[M_FRESH] + ((meta[M_NODE_PHASE] - meta[M_FRESH]) & 3)
     if 4 * (base + 5) > len(nd):  # the last node is scratch, used only on overflow
         meta[M_OVERFLOW] = 1
-        return len(nd) // 4 - 1
+        base = len(nd) // 4 - 1
+        meta[M_BODY] = base
+        meta[M_BODY + 1] = base
+        return base
     for n in range(meta[M_FRESH], base + 4):  # ids skipped to align, and the fourth node
         if n < base or n == base + 3:
             nd[_U(4 * n + NX)] = meta[M_FREE_HEAD]
@@ -315,6 +345,8 @@ def _alloc_block(nd, meta):  # type: ignore[no-untyped-def]
         nd[_U(4 * n + PV)] = NIL
         nd[_U(4 * n + VL)] = 0
         nd[_U(4 * n + SL)] = NIL
+    meta[M_BODY] = base + 1
+    meta[M_BODY + 1] = base + 2
     return base
 
 
@@ -440,7 +472,7 @@ def _is_body(nd, x):  # type: ignore[no-untyped-def]
     return _is_guard(nd, nd[_U(4 * x + PV)]) and _is_guard(nd, nd[_U(4 * nd[_U(4 * x + NX)] + NX)])
 
 
-@_hot
+@_inl
 def _run_check(nd, rguard, rcount, rkey, tab, stack, meta, a0):  # type: ignore[no-untyped-def]
     """check(a0) and every substitution it cascades into, in the reference's order."""
     sp = _push(stack, meta, 0, F_CHECK, a0, 0)
@@ -507,9 +539,9 @@ def _run_check(nd, rguard, rcount, rkey, tab, stack, meta, a0):  # type: ignore[
             if not _is_guard(nd, q):
                 _prefetch_slot(tab, meta, nd[_U(4 * q + VL)], -(r + 1))
             g = rguard[_U(r)]
-            n1 = _take_node(nd, rcount, g + 1 if g + 1 < len(nd) // 4 else g, v1)
+            n1 = _take_node(nd, rcount, meta[M_BODY], v1)
             _insert_after(nd, rguard, rkey, tab, meta, g, n1)
-            n2 = _take_node(nd, rcount, n1 + 1 if n1 + 1 < len(nd) // 4 else n1, v2)
+            n2 = _take_node(nd, rcount, meta[M_BODY + 1], v2)
             _insert_after(nd, rguard, rkey, tab, meta, n1, n2)
             sp = _push(stack, meta, sp, F_NEW_SECOND, r, a)
             sp = _push(stack, meta, sp, F_SUBST, x, r)
@@ -569,44 +601,61 @@ def room(nd, rguard, tab, meta):  # type: ignore[no-untyped-def]
 
 
 @_hot
-def feed(nd, rguard, rcount, rkey, tab, stack, meta, chunk, start):  # type: ignore[no-untyped-def]
-    """Append chunk[start:] to S; returns (position reached, stop reason)."""
+def _feed_loop(nd, rguard, rcount, rkey, tab, stack, meta, chunk, start, final):  # type: ignore[no-untyped-def]
+    """Append chunk[start:] to S (then, if ``final``, the symbol held back for look-ahead, with
+    no look-ahead); returns (position reached, stop reason).  The one site of ``_append``, so
+    ``_run_check`` is inlined once (a call passed its eight arrays as ~46 stack words a symbol)."""
     lookahead = meta[M_LOOKAHEAD] != 0
     n = len(chunk)
-    for i in range(start, n):
-        why = room(nd, rguard, tab, meta)
-        if why != ST_DONE:
-            return i, why
-        c = np.int64(chunk[i])
-        if lookahead:
-            if meta[M_HAS_PENDING] != 0:
+    i = start
+    while True:
+        if i < n:
+            why = room(nd, rguard, tab, meta)
+            if why != ST_DONE:
+                return i, why
+            c = np.int64(chunk[i])
+            i += 1
+            if lookahead:
+                if meta[M_HAS_PENDING] == 0:
+                    meta[M_PENDING] = c
+                    meta[M_HAS_PENDING] = 1
+                    continue
                 meta[M_HAS_LA] = 1
                 meta[M_LA] = c
                 meta[M_HAS_NEXT] = 1
                 meta[M_NEXT] = c
-                _append(nd, rguard, rcount, rkey, tab, stack, meta, meta[M_PENDING])
-            meta[M_PENDING] = c
-            meta[M_HAS_PENDING] = 1
-        else:
-            if i + 1 < n:
-                meta[M_HAS_NEXT] = 1
-                meta[M_NEXT] = chunk[i + 1]
+                sym = meta[M_PENDING]
+                meta[M_PENDING] = c
             else:
-                meta[M_HAS_NEXT] = 0
-            _append(nd, rguard, rcount, rkey, tab, stack, meta, c)
+                if i < n:
+                    meta[M_HAS_NEXT] = 1
+                    meta[M_NEXT] = chunk[i]
+                else:
+                    meta[M_HAS_NEXT] = 0
+                sym = c
+        elif final != 0 and meta[M_HAS_PENDING] != 0:
+            meta[M_HAS_LA] = 0
+            meta[M_HAS_NEXT] = 0
+            meta[M_HAS_PENDING] = 0
+            sym = meta[M_PENDING]
+        else:
+            break
+        _append(nd, rguard, rcount, rkey, tab, stack, meta, sym)
         if meta[M_OVERFLOW] != 0:
-            return i + 1, ST_DONE
-    return len(chunk), ST_DONE
+            return i, ST_DONE
+    return n, ST_DONE
+
+
+@_hot
+def feed(nd, rguard, rcount, rkey, tab, stack, meta, chunk, start):  # type: ignore[no-untyped-def]
+    """Append chunk[start:] to S; returns (position reached, stop reason)."""
+    return _feed_loop(nd, rguard, rcount, rkey, tab, stack, meta, chunk, np.int64(start), np.int64(0))
 
 
 @_hot
 def flush(nd, rguard, rcount, rkey, tab, stack, meta):  # type: ignore[no-untyped-def]
     """Process the symbol held back for look-ahead, with no look-ahead (end of input)."""
-    if meta[M_HAS_PENDING] != 0:
-        meta[M_HAS_LA] = 0
-        meta[M_HAS_NEXT] = 0
-        meta[M_HAS_PENDING] = 0
-        _append(nd, rguard, rcount, rkey, tab, stack, meta, meta[M_PENDING])
+    _feed_loop(nd, rguard, rcount, rkey, tab, stack, meta, nd[:0], np.int64(0), np.int64(1))  # one signature: as feed's
 
 
 @_hot

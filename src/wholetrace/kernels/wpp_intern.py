@@ -98,7 +98,8 @@ def intern_chunk(events, pos, value_kind, leave_at, fpath, fuse, final, stack, s
     ``fpath[f]`` is 1 when function f records path ids (a register follows its statements);
     functions past its end record none.  ``fuse == 1``: ENTERs and the value right after them
     are one terminal (ENTER_PATH, wrapped in ENTER_CHAIN for each outer ENTER); ``final == 1``:
-    the stream ends with this chunk (ENTERs still waiting become (ENTER, f, 0)).  ``out`` holds
+    the stream ends with this chunk (ENTERs still waiting become (ENTER, f, 0)).  ``out`` (int32:
+    what the SEQUITUR builder takes without a copy; ids stay below the table's 2**31 slots) holds
     at least ``len(events) - pos + sstate[S_PEND] + 1``."""
     n = len(events)
     bits = tstate[T_BITS]

@@ -203,7 +203,7 @@ def build(mode: str, lookahead: bool, q: ChunkQueue, spawned: float = 0.0) -> di
             cpu[sid] = 0.0
             events[sid] = 0
         t = time.thread_time()
-        b.feed(interner.codes(sid, chunk))
+        b.feed(interner.codes(sid, chunk, scratch=True))
         cpu[sid] += time.thread_time() - t
         events[sid] += len(chunk)
         q.done(chunk, spilled)

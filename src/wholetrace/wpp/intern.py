@@ -39,6 +39,7 @@ class EventInterner:
         self._syms = np.empty(1 << (bits - 1), np.int64)
         self._streams: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._fpath = np.zeros(0, np.int8)
+        self._scratch = np.empty(0, np.int32)
 
     def set_path_functions(self, fids: "np.ndarray | list[int]", n_functions: int = 0) -> None:
         """Functions ``fids`` record path ids (plan strategy ``paths``); the table covers at
@@ -52,13 +53,21 @@ class EventInterner:
     def __len__(self) -> int:
         return int(self._tstate[K.T_COUNT])
 
-    def codes(self, sid: int, chunk: np.ndarray, final: bool = False) -> np.ndarray:
-        """The terminal ids (int64) of ``chunk``, the next events of stream ``sid`` (``final``:
-        its last ones).  With ``fuse`` ENTERs ending a chunk are held until the next one."""
+    def codes(self, sid: int, chunk: np.ndarray, final: bool = False, scratch: bool = False) -> np.ndarray:
+        """The terminal ids (int32) of ``chunk``, the next events of stream ``sid`` (``final``:
+        its last ones).  With ``fuse`` ENTERs ending a chunk are held until the next one.
+        ``scratch``: the ids are written to a buffer this interner reuses, valid until its next
+        call (the builder's loop: no new pages to fault in for every chunk)."""
         events = np.ascontiguousarray(chunk, dtype=np.int32)
         stack, sstate = self._streams.get(sid) or self._streams.setdefault(
             sid, (np.empty(64, np.int64), np.zeros(K.S_SIZE, np.int64)))
-        out = np.empty(len(events) + int(sstate[K.S_PEND]) + 1, np.int64)   # + ENTERs held from the last chunk
+        need = len(events) + int(sstate[K.S_PEND]) + 1   # + ENTERs held from the last chunk
+        if not scratch:
+            out = np.empty(need, np.int32)
+        else:
+            if len(self._scratch) < need:
+                self._scratch = np.empty(max(need, 2 * len(self._scratch)), np.int32)
+            out = self._scratch
         pos = m = 0
         while True:
             pos, m, why = K.intern_chunk(events, pos, self.value_kind, self.leave_at, self._fpath, self.fuse,
