@@ -173,11 +173,37 @@ def test_the_key_changes_with_the_kernel_sources(tmp_path: Path, monkeypatch: py
         (fake / "kernels" / p.name).write_bytes(p.read_bytes())
     (fake / "events.py").write_bytes((real / "events.py").read_bytes())
     (fake / "wpp" / "aot.py").write_bytes(Path(aot.__file__).read_bytes())
+    for parts in aot.CALLERS:
+        (fake / parts[0]).mkdir(exist_ok=True)
+        (fake.joinpath(*parts)).write_bytes(real.joinpath(*parts).read_bytes())
     monkeypatch.setattr(aot, "__file__", str(fake / "wpp" / "aot.py"))
     assert aot.key() == before
     with open(fake / "kernels" / "sequitur.py", "a") as f:
         f.write("\n# edited\n")
-    assert aot.key() != before
+    edited = aot.key()
+    assert edited != before
+    # the Python layer deciding the kernels' argument types is in the key too (an int64 array
+    # handed where the exports take int32 would silently run on numba's JIT)
+    with open(fake / "wpp" / "intern.py", "a") as f:
+        f.write("\n# edited\n")
+    assert aot.key() != edited
+
+
+def test_a_call_no_export_matches_is_named(compiled: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stand-in kernel called with argument types the compiled module has no export for runs on
+    the JIT, and says so: the builder puts the names in meta ``wpp.kernels``."""
+    from wholetrace.wpp.builder import _kernels_used
+
+    monkeypatch.setattr(aot, "JIT_FALLBACKS", set())
+    modules = aot.load()
+    assert not isinstance(modules, str)
+    intern = modules["wholetrace.kernels.wpp_intern"]
+    keys = np.array([5, 9], np.int64)
+    assert [list(a) for a in intern.unpack(keys)] == [[0, 0], [-1, -1], [5, 9]]
+    assert aot.JIT_FALLBACKS == set() and _kernels_used("aot") == "aot"
+    assert [list(a) for a in intern.unpack(keys.astype(np.int32))] == [[0, 0], [-1, -1], [5, 9]]
+    assert aot.JIT_FALLBACKS == {"wpp_intern.unpack"}
+    assert _kernels_used("aot") == "aot (jit: wpp_intern.unpack)"
 
 
 def test_python_functions_reading_other_globals_stay_with_the_real_module() -> None:

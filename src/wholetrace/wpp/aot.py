@@ -51,6 +51,11 @@ ENV_SWITCH = "WHOLETRACE_AOT"
 #: where compiled modules are kept (default ``$XDG_CACHE_HOME/wholetrace/aot``)
 ENV_DIR = "WHOLETRACE_AOT_DIR"
 _KERNELS = "wholetrace.kernels."
+#: The modules whose calls :func:`exercise` compiles (their argument types are in the exports)
+CALLERS = (("grammar", "builder.py"), ("grammar", "grammar.py"), ("grammar", "encoding.py"),
+           ("wpp", "intern.py"), ("wpp", "builder.py"))
+#: Kernels a stand-in handed to the JIT (no export for their argument types): the builder reports them
+JIT_FALLBACKS: set[str] = set()
 
 
 def _cache_dir() -> str:
@@ -94,7 +99,10 @@ def _key_files() -> list[str]:
     package = os.path.dirname(os.path.dirname(here))
     kernels = os.path.join(package, "kernels")
     sources = [os.path.join(kernels, n) for n in sorted(os.listdir(kernels)) if n.endswith(".py")]
-    return sources + [os.path.join(package, "events.py"), here]
+    # the Python layer that decides the kernels' argument types: a dtype changed there needs an
+    # export of another signature (wave 11: int32 codes had the builder fall back to the JIT)
+    callers = [os.path.join(package, *p) for p in CALLERS]
+    return sources + callers + [os.path.join(package, "events.py"), here]
 
 
 def _key_versions() -> list[bytes]:
@@ -171,6 +179,7 @@ class _Kernel:
         for want, fn in self._variants:
             if len(want) == len(got) and all(_accepts(w, g) for w, g in zip(want, got)):
                 return fn(*args)
+        JIT_FALLBACKS.add(f"{self._standin.__name__.rpartition('.')[2]}.{self.__name__}")
         return getattr(self._standin._real(), self.__name__)(*args)
 
 

@@ -225,13 +225,21 @@ def build(mode: str, lookahead: bool, q: ChunkQueue, spawned: float = 0.0) -> di
     return {"grammars": grammars, "symbols": symbols.astype("<i8").tobytes(), "streams": streams,
             "stats": {"max_backlog_events": q.max_backlog, "backlog_at_end_events": q.backlog_at_end,
                       "spilled_events": q.spilled_events, "spilled_chunks": q.spilled_chunks,
-                      "received_events": q.received, "jit_seconds": round(jit, 4), "kernels": kernels,
+                      "received_events": q.received, "jit_seconds": round(jit, 4), "kernels": _kernels_used(kernels),
                       "import_seconds": round(imported - t0, 4),
                       "ready_seconds": round(ready_wall, 4),
                       "built_after_end_seconds": round(max(0.0, time.perf_counter() - q.end_time), 4),
                       "timeline": _timeline(spawned, first=q.first_wall, end=q.end_wall, built=built_wall,
                                             encoded=time.time()),
                       "cpu_seconds": round(_cpu(), 4)}}
+
+
+def _kernels_used(kernels: str) -> str:
+    """``install``'s answer, naming the kernels the compiled module had no export for (their calls
+    went to numba's JIT: a slow, silent path otherwise; meta ``wpp.kernels``)."""
+    from wholetrace.wpp.aot import JIT_FALLBACKS
+
+    return f"{kernels} (jit: {', '.join(sorted(JIT_FALLBACKS))})" if JIT_FALLBACKS and kernels == "aot" else kernels
 
 
 def _timeline(spawned: float, **walls: float) -> dict[str, float]:
