@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import SimpleNamespace
 
 from wholetrace.errors import UsageError
@@ -15,20 +15,22 @@ if TYPE_CHECKING:   # pragma: no cover
     import argparse
     from typing import Any
 
-def split_args(argv: Sequence[str], options: Mapping[str, bool]) -> tuple[list[str], list[str]]:
+def split_args(argv: Sequence[str], options: Mapping[str, bool],
+               negative: Callable[[str], object] | None = None) -> tuple[list[str], list[str]]:
     """Split ``record``/``profile`` arguments into wholetrace's own and the program's (after
-    SCRIPT, ``-m MODULE`` or ``--``).  ``options``: every option string of the command's parser ->
-    whether it takes a value.  Each word is read as argparse reads it, so the split ends where
-    argparse finds SCRIPT: a long option abbreviated to a unique prefix (``--mo path``), short
-    options run together (``-qo OUT``, ``-qmjson``), a value glued on (``-oOUT``, ``--mode=path``),
-    a negative number or a word with a space taken as a positional."""
+    SCRIPT or ``-m MODULE``; ``-- SCRIPT`` for a script named like an option).  ``options``: every
+    option string of the command's parser -> whether it takes a value; ``negative``: the parser's
+    negative-number test (default :func:`_negative_number`).  Each word is read as argparse reads
+    it, so the split ends where argparse finds SCRIPT: a long option abbreviated to a unique prefix
+    (``--mo path``), short options run together (``-qo OUT``, ``-qmjson``), a value glued on
+    (``-oOUT``, ``--mode=path``), a negative number or a word with a space taken as a positional."""
     own: list[str] = []
     i = 0
     while i < len(argv):
         a = argv[i]
-        if a == "--":
-            return own, list(argv[i + 1:])
-        reading = _reading(a, options)
+        if a == "--":   # argparse: every later word is a positional, the first one SCRIPT
+            return own + list(argv[i:i + 2]), list(argv[i + 2:])
+        reading = _reading(a, options, negative or _negative_number)
         if reading is None:   # SCRIPT
             return own + [a], list(argv[i + 1:])
         takes_value, module = reading
@@ -39,7 +41,7 @@ def split_args(argv: Sequence[str], options: Mapping[str, bool]) -> tuple[list[s
     return own, []
 
 
-def _reading(word: str, options: Mapping[str, bool]) -> tuple[bool, bool] | None:
+def _reading(word: str, options: Mapping[str, bool], negative: Callable[[str], object]) -> tuple[bool, bool] | None:
     """How argparse (``_parse_optional``, ``consume_optional``) reads ``word``: None for a
     positional, else (the next word is an option's value, the option is ``-m``, whose value ends
     wholetrace's words).  Unknown and ambiguous options are (False, False): argparse rejects them."""
@@ -48,10 +50,11 @@ def _reading(word: str, options: Mapping[str, bool]) -> tuple[bool, bool] | None
     if word in options:
         return options[word], word == "-m"
     if word.startswith("--"):
-        if "=" in word:   # --opt=value, --prefix=value: the value is in the word
-            return False, False
-        found = [o for o in options if o.startswith(word)]
-        return (options[found[0]], False) if len(found) == 1 else (False, False)
+        head = word.split("=", 1)[0]
+        found = [o for o in options if o.startswith(head)]
+        if head in options or found:   # --opt=value, --prefix=value: the value is in the word
+            return (options[found[0]], False) if head == word and len(found) == 1 else (False, False)
+        return None if " " in word else (False, False)   # no option: argparse's space rule
     head = word.split("=", 1)[0]
     if head != word and head in options:   # -o=OUT
         return False, head == "-m"
@@ -63,7 +66,7 @@ def _reading(word: str, options: Mapping[str, bool]) -> tuple[bool, bool] | None
             if takes:
                 return j == len(word) - 1, word[j] == "m"
         return False, False
-    if _negative_number(word) or " " in word:
+    if negative(word) or " " in word:
         return None
     return False, False
 
@@ -78,6 +81,7 @@ def _negative_number(word: str) -> bool:
 
 def parser_options(parser: argparse.ArgumentParser) -> dict[str, bool]:
     """Every option string of ``parser`` -> whether it takes a value (for :func:`split_args`)."""
+    assert all(a.nargs in (None, 0) for a in parser._actions if a.option_strings), "an option of optional arity"
     return {s: a.nargs != 0 for a in parser._actions for s in a.option_strings}
 
 
@@ -154,7 +158,9 @@ def parse_own(parser: argparse.ArgumentParser, argv: Sequence[str], what: str) -
     """The options of a command that runs a program (the program's own in ``program_args``),
     without importing the runner (the instrumenter and recorder: `record --wpp` starts its
     builder process first)."""
-    own, prog_args = split_args(argv, parser_options(parser))
+    # the parser's own negative-number test: it changed within 3.11-3.14 (``-1_000``, ``-1e3``)
+    own, prog_args = split_args(argv, parser_options(parser), getattr(parser, "_negative_number_matcher", None)
+                                and parser._negative_number_matcher.match)
     if own and own[0] in ("-h", "--help"):
         parser.print_help()
         raise SystemExit(0)
@@ -201,7 +207,7 @@ def fast_record_args(argv: Sequence[str]) -> SimpleNamespace | None:
         word = own[i]
         spec = _FAST_OPTIONS.get(word)
         if spec is None:
-            if i == len(own) - 1 and (word == "-" or not word.startswith("-")):
+            if i == len(own) - 1 and (word == "-" or not word.startswith("-")):   # (a "-1" SCRIPT: argparse's)
                 values["script"] = word
                 break
             return None
