@@ -260,6 +260,56 @@ EXTRA = {
             return out
         print(caller(40))
     ''',
+    # joins, handlers and exceptions where increments could leave a register of exactly -1 (the
+    # "no path open" value) or 0 at a handler's start: a review of wave 11 found both with
+    # "records as free chords" (j6's branch decoded as B2 alone; j3's re-raised path as path 0)
+    "joins_raising": '''
+        class Bad:
+            def __enter__(self):
+                return self
+            def __exit__(self, *a):
+                return False
+        def j1(x, d):
+            if x:
+                z = 1
+            else:
+                z = 2
+            return d[z]
+        def j2(x, d):
+            if x > 1:
+                return d[0]
+            elif x:
+                return d[1]
+            return d[2]
+        def j3(x, d):
+            with Bad():
+                y = d[x]
+            return y
+        def j4(x, d):
+            try:
+                y = d[x]
+            finally:
+                z = 1
+            return y
+        def j6(x, d):
+            if x:
+                z = d[x]
+            return d[-x]
+        def j7(x, d):
+            z = x and d[x]
+            return z or d[5]
+        def j9(x, d):
+            return d[x] if x else d[7]
+        n = 0
+        for f in (j1, j2, j3, j4, j6, j7, j9):
+            for x in range(4):
+                for d in ({}, {0: 0, 1: 1, 2: 2, 3: 3, -1: 1, -2: 2, -3: 3, 5: 0, 7: 0}, {1: 1, 2: 2}, {0: 0}):
+                    try:
+                        f(x, d)
+                    except KeyError:
+                        n += 1
+        print(n)
+    ''',
 }
 #: The daemon thread runs on until the recording ends: its stream's length differs per run.
 UNFINISHED = {"daemon"}
