@@ -490,3 +490,17 @@ def test_the_builder_thread_is_invisible_to_the_program(tmp_path: Path) -> None:
                           capture_output=True, text=True, env=ENV, timeout=300)
     assert rec.stdout == base.stdout
     assert plain.returncode == 0
+
+
+def test_the_terminal_table_refuses_ids_past_int32(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Terminal ids are int32 (the builder's codes): a table that would need more refuses in one
+    line instead of wrapping ids to negative numbers (shown here with the first table's 2**12 slots as the cap)."""
+    import wholetrace.wpp.intern as intern
+    from wholetrace.errors import UsageError
+
+    monkeypatch.setattr(intern, "MAX_TABLE_BITS", 12)
+    it = EventInterner()
+    with pytest.raises(UsageError, match="more than 2048 distinct WPP terminals"):
+        it.codes(0, np.arange(3000, dtype=np.int32), final=True)
+    ok = EventInterner()   # up to the cap it interns as before
+    assert ok.codes(0, np.arange(2000, dtype=np.int32), final=True).tolist() == list(range(2000))

@@ -11,6 +11,10 @@ from wholetrace.kernels import wpp_intern as K
 from wholetrace.wpp.symbols import BLOCK, PATH, Terminals
 
 
+#: The table holds at most half its slots: 2**31 slots keep every id within int32.
+MAX_TABLE_BITS = 32
+
+
 class EventInterner:
     """Turns the event chunks of any number of streams into dense terminal ids, one table for all.
 
@@ -91,6 +95,8 @@ class EventInterner:
 
     def _grow_table(self) -> None:
         bits = int(self._tstate[K.T_BITS]) + 1
+        if bits > MAX_TABLE_BITS:   # ids are int32 (the builder's codes): refuse, never wrap
+            raise UsageError(f"more than {1 << (MAX_TABLE_BITS - 1)} distinct WPP terminals")
         keys = np.full(1 << bits, K.EMPTY, np.int64)
         ids = np.zeros(1 << bits, np.int64)
         K.rehash(self._keys, self._ids, keys, ids, bits)
