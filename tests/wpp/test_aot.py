@@ -218,3 +218,13 @@ def test_python_functions_reading_other_globals_stay_with_the_real_module() -> N
          "def worse():\n    return bad()\n", m.__dict__)
     imports, functions = aot._python_parts(m, {})
     assert imports == {"np": "numpy"} and set(functions) == {"ok"}
+
+
+def test_install_starts_with_no_fallbacks_named(compiled: Path) -> None:
+    """``JIT_FALLBACKS`` is the process's; ``install`` empties it, so a second build in one process
+    does not report the first one's fallbacks (a subprocess: install replaces the kernel modules)."""
+    code = ("from wholetrace.wpp import aot\naot.JIT_FALLBACKS.add('earlier.kernel')\n"
+            "print(aot.install(), sorted(aot.JIT_FALLBACKS))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=ENV, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["aot", "[]"]

@@ -240,7 +240,9 @@ def load(directory: Path | str | None = None) -> dict[str, types.ModuleType] | s
 
 def install(directory: Path | str | None = None) -> str:
     """Put the compiled kernels in place of the kernel modules, before anything imports them.
-    Returns ``"aot"``, or ``"jit: <why>"`` when the JIT modules will be used."""
+    Returns ``"aot"``, or ``"jit: <why>"`` when the JIT modules will be used.  :data:`JIT_FALLBACKS`
+    starts empty: it names the fallbacks of the kernels installed now."""
+    JIT_FALLBACKS.clear()
     if os.environ.get(ENV_SWITCH, "1") == "0":
         return f"jit: {ENV_SWITCH}=0"
     if os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0"):  # the pure-Python twins, as asked
