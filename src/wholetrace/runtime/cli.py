@@ -49,13 +49,12 @@ def _reading(word: str, options: Mapping[str, bool], negative: Callable[[str], o
         return None
     if word in options:
         return options[word], word == "-m"
+    head = word.split("=", 1)[0]
     if word.startswith("--"):
-        head = word.split("=", 1)[0]
         found = [o for o in options if o.startswith(head)]
         if head in options or found:   # --opt=value, --prefix=value: the value is in the word
             return (options[found[0]], False) if head == word and len(found) == 1 else (False, False)
         return None if " " in word else (False, False)   # no option: argparse's space rule
-    head = word.split("=", 1)[0]
     if head != word and head in options:   # -o=OUT
         return False, head == "-m"
     if word[:2] in options:   # -qo OUT: flags run together, then maybe an option taking a value

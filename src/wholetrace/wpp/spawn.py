@@ -37,8 +37,8 @@ _SITE_FINDERS = (("_distutils_hack", "DistutilsMetaFinder"), ("_virtualenv", "_F
 
 
 class BuilderProcess:
-    """The builder process, started (``python -m wholetrace.wpp.builder``) as soon as the mode is
-    known: ``record`` starts it before importing the rest of wholetrace, so it loads meanwhile.
+    """The builder process, started (``python [-S] -c`` running ``wpp.startup``) as soon as the mode
+    is known: ``record`` starts it before importing the rest of wholetrace, so it loads meanwhile.
     ``fd``: the pipe its chunks go to; ``out``: its result, read to EOF; ``stderr``: a file."""
 
     def __init__(self, mode: str, *, lookahead: bool = False, queue_events: int = QUEUE_EVENTS) -> None:
