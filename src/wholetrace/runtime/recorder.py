@@ -13,6 +13,7 @@ from __future__ import annotations
 import gc
 import sys
 import threading
+import time
 import types
 from array import array
 from types import FrameType
@@ -52,6 +53,9 @@ class Recorder:
         self._flush_lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        #: flushes by the flusher thread, their wake-ups' delay (s), their duration (s), the
+        #: flusher's CPU (s), the conversion's duration (s); kept for ``--wpp`` (meta ``wpp.feed``)
+        self.flusher_stats = [0, 0.0, 0.0, 0.0, 0.0]
         self.events = 0
         self.counter_base = 0
         self.state = RunState()
@@ -137,8 +141,24 @@ class Recorder:
         # the WPP builder's writer asks for more; read from the class: a fork child's lazy part
         # writer (``runtime.children``) would make its file on an attribute lookup
         interval = getattr(type(self.writer), "flush_seconds", FLUSH_SECONDS)
-        while not self._stop.wait(interval):
+        timed = getattr(type(self.writer), "flusher_stats", None) is not None
+        if not timed:
+            while not self._stop.wait(interval):
+                self.flush()
+            return
+        # the WPP's feed statistics (meta ``wpp.feed``): how late each wake-up is (the GIL), how
+        # long the flushes take, the flusher thread's CPU
+        clock, stats = time.perf_counter, self.flusher_stats
+        while True:
+            t = clock()
+            if self._stop.wait(interval):
+                break
+            t1 = clock()
             self.flush()
+            stats[0] += 1
+            stats[1] += t1 - t - interval
+            stats[2] += clock() - t1
+            stats[3] = time.thread_time()
 
     def flush(self, limits: dict[int, int] | None = None, edge_limit: int | None = None) -> None:
         """Move what every stream (trace modes) or the exception-edge list (count modes) holds
@@ -172,7 +192,9 @@ class Recorder:
                     # piece by piece (runtime.values)
                     chunk = self.values.split(st.sid, st.buf, n)
                 else:
+                    t = time.perf_counter()
                     chunk = take_events(st.buf, n)
+                    self.flusher_stats[4] += time.perf_counter() - t
                 self.events += len(chunk)
                 st.flushed += len(chunk)
                 self.writer.append_events(st.sid, chunk)
@@ -258,6 +280,9 @@ class Recorder:
         self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join()
+        note = getattr(type(self.writer), "flusher_stats", None)
+        if note is not None:
+            note(self.writer, self.flusher_stats)
         self.state.clear_held()  # release the tracebacks held while the program's code can still run
         facts = recording_facts([(fid_base, entry.get("facts", b"")) for _f, fid_base, _c, entry in self.files])
         if facts:   # what reports list for functions that never ran (instrument.facts)

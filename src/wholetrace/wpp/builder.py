@@ -59,6 +59,9 @@ class ChunkQueue:
         self.backlog_at_end = 0
         self.spilled_events = 0
         self.spilled_chunks = 0
+        self.arrivals: list[tuple[float, int]] = []   # (time.time(), events) of every chunk
+        self.idle = 0.0             # seconds get() waited for a chunk before the end frame
+        self.idle_from = 0.0        # ... counted from this perf_counter() on (the builder ready)
 
     def put(self, sid: int, raw: bytearray) -> None:
         n = len(raw) // 4
@@ -69,6 +72,7 @@ class ChunkQueue:
                 self.first_wall = time.time()
             self.received += n
             self.backlog += n
+            self.arrivals.append((time.time(), n))
             if not self._spilling and self.in_memory + n <= self.bound:
                 self._items.append((sid, np.frombuffer(raw, np.int32), n))
                 self.in_memory += n
@@ -107,8 +111,12 @@ class ChunkQueue:
         """The next chunk and whether it was spilled (waits for one), or None once the input
         has ended and all is taken."""
         with self._cond:
-            while not self._items and not self.ended:
-                self._cond.wait()
+            if not self._items and not self.ended:
+                t = time.perf_counter()
+                while not self._items and not self.ended:
+                    self._cond.wait()
+                if self.idle_from:
+                    self.idle += time.perf_counter() - max(t, self.idle_from)
             if not self._items:
                 return None
             sid, where, n = self._items.popleft()
@@ -183,9 +191,10 @@ def build(mode: str, lookahead: bool, q: ChunkQueue, spawned: float = 0.0) -> di
     encode_explicit(warm.finish(), fast=True)
     jit = time.thread_time() - t
     interner = interner_for(mode)
-    ready = time.perf_counter()
+    ready = q.idle_from = time.perf_counter()
     ready_wall = time.time() - spawned if spawned else ready - t0
     builders: dict[int, Any] = {}
+    debug: list[tuple[float, float]] | None = [] if os.environ.get("WHOLETRACE_WPP_DEBUG") else None
     cpu: dict[int, float] = {}
     events: dict[int, int] = {}
     while True:
@@ -202,9 +211,11 @@ def build(mode: str, lookahead: bool, q: ChunkQueue, spawned: float = 0.0) -> di
             b = builders[sid] = GrammarBuilder(lookahead=lookahead)
             cpu[sid] = 0.0
             events[sid] = 0
-        t = time.thread_time()
+        t, w = time.thread_time(), time.time()
         b.feed(interner.codes(sid, chunk, scratch=True))
         cpu[sid] += time.thread_time() - t
+        if debug is not None:
+            debug.append((w, time.time()))
         events[sid] += len(chunk)
         q.done(chunk, spilled)
     built_wall = time.time()
@@ -231,7 +242,27 @@ def build(mode: str, lookahead: bool, q: ChunkQueue, spawned: float = 0.0) -> di
                       "built_after_end_seconds": round(max(0.0, time.perf_counter() - q.end_time), 4),
                       "timeline": _timeline(spawned, first=q.first_wall, end=q.end_wall, built=built_wall,
                                             encoded=time.time()),
+                      "feed": feed_stats(q, spawned, debug),
                       "cpu_seconds": round(_cpu(), 4)}}
+
+
+def feed_stats(q: ChunkQueue, spawned: float, debug: list[tuple[float, float]] | None) -> dict[str, Any]:
+    """The builder's side of meta ``wpp.feed``: chunks received, their sizes, the gaps between
+    their arrivals (before the end frame), the seconds the build loop waited for one once ready
+    (``idle_seconds``), and the first chunk's arrival (s after the spawn).  With
+    ``WHOLETRACE_WPP_DEBUG`` set: ``chunks``, every chunk's (arrival, events, build start, build
+    end), seconds after the spawn (the end frame's chunks included)."""
+    sizes = sorted(n for _, n in q.arrivals)
+    times = [w for w, _ in q.arrivals if not q.end_wall or w <= q.end_wall]
+    gaps = sorted(b - a for a, b in zip(times, times[1:]))
+    out: dict[str, Any] = {
+        "chunks": len(sizes), "idle_seconds": round(q.idle, 4),
+        "chunk_events": [sizes[0], sizes[len(sizes) // 2], sizes[-1]] if sizes else [],
+        "gap_ms": [round(1e3 * g, 1) for g in (gaps[0], gaps[len(gaps) // 2], gaps[-1])] if gaps else []}
+    if debug is not None and spawned:
+        out["debug"] = [[round(a - spawned, 4), n, round(s - spawned, 4), round(e - spawned, 4)]
+                        for (a, n), (s, e) in zip(q.arrivals, debug)]
+    return out
 
 
 def _kernels_used(kernels: str) -> str:

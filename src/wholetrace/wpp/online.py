@@ -80,6 +80,8 @@ class OnlineWpp:
         self._broken: BaseException | None = None
         self._stderr, self._fd, self._out = process.stderr, process.fd, process.out
         self._spawned = process.spawned
+        self._flusher: list[float] = []     # runtime.recorder.Recorder.flusher_stats
+        self._sent = [0, 0.0]               # chunks sent, seconds in os.write
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._writer, name)
@@ -95,6 +97,10 @@ class OnlineWpp:
             self._send(payload)
 
     # -- the flush path (the recorder's flusher thread) -------------------------------
+    def flusher_stats(self, stats: list[float]) -> None:
+        """The recorder's flusher statistics (read when the run ends: meta ``wpp.feed``)."""
+        self._flusher = stats
+
     def append_events(self, sid: int, events: Any) -> None:
         """Send one chunk of stream ``sid`` to the builder (and store it raw with ``keep_raw``)."""
         if os.getpid() != self._pid:
@@ -112,9 +118,12 @@ class OnlineWpp:
         if n == 0:
             return
         with self._lock:
+            t = time.perf_counter()
             self.submitted += n
             self._send(_FRAME.pack(sid, n))
             self._send(data)
+            self._sent[0] += 1
+            self._sent[1] += time.perf_counter() - t
 
     def _send(self, data: Any) -> None:
         if self._broken is not None:
@@ -152,6 +161,18 @@ class OnlineWpp:
         lines = self._stderr.read().decode(errors="replace").strip().splitlines()
         return lines[-1] if lines else "it ended without a result"
 
+    def _feed(self, builder: dict[str, Any]) -> dict[str, Any]:
+        """How the chunks went from the recorder to the builder (docs/design.md, "The
+        recorder-to-builder handoff, wave 12"): the recorder's side (flushes by the flusher
+        thread, the total delay of their wake-ups past the interval, their total duration, the
+        flusher thread's CPU, the list-to-int32 conversion, the pipe writes) and the builder's
+        (``wpp.builder``: chunks, sizes, gaps between arrivals, its idle time)."""
+        f = list(self._flusher) + [0.0] * (5 - len(self._flusher))
+        return {"interval": self.flush_seconds, "flushes": int(f[0]), "wake_delay_seconds": round(f[1], 4),
+                "flush_seconds": round(f[2], 4), "flusher_cpu_seconds": round(f[3], 4),
+                "convert_seconds": round(f[4], 4), "chunks_sent": self._sent[0],
+                "write_seconds": round(self._sent[1], 4)} | builder
+
     def _store(self, result: dict[str, Any], tail: float) -> None:
         # no numpy here: importing it on the tail cost 0.1-0.25 s of every recording
         for sid, enc in sorted(result["grammars"].items()):
@@ -176,5 +197,6 @@ class OnlineWpp:
             "import_seconds": stats["import_seconds"], "ready_seconds": stats["ready_seconds"],
             "spilled_events": stats["spilled_events"], "spilled_chunks": stats["spilled_chunks"],
             "builder": "process", "builder_cpu_seconds": stats["cpu_seconds"], "timeline": timeline,
+            "feed": self._feed(stats.get("feed", {})),
             "kernels": stats.get("kernels", "jit"), "startup": stats.get("startup", {}),
             "streams": result["streams"]}})
