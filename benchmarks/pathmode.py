@@ -79,6 +79,8 @@ def path_stats(path: Path, blocks_path: Path) -> dict[str, object]:
             "fallback": sum(1 for p in plans if p.get("strategy") == "trace"), "functions": len(plans),
             "lag": {k: wpp.get(k) for k in ("tail_seconds", "backlog_at_end_events", "events", "ready_seconds",
                                            "spilled_events", "builder_cpu_seconds")}
+            | {"idle_seconds": (wpp.get("feed") or {}).get("idle_seconds"),
+               "chunks": (wpp.get("feed") or {}).get("chunks")}
             | {"build_seconds": sum(s.get("build_seconds") or 0 for s in (wpp.get("streams") or {}).values()),
                "symbols": sum(s.get("symbols") or 0 for s in (wpp.get("streams") or {}).values())}}
 
@@ -136,7 +138,10 @@ def _lag_cells(lag: dict[str, object]) -> list[str]:
     encoding: load disturbs it less than the wall figures), and the symbols it built per event."""
     ready, left, ev, tail = lag.get("ready_seconds"), lag.get("backlog_at_end_events"), lag.get("events"), lag.get("tail_seconds")
     cpu, build, symbols = lag.get("builder_cpu_seconds"), lag.get("build_seconds"), lag.get("symbols")
+    idle, chunks = lag.get("idle_seconds"), lag.get("chunks")
     return [f"{ready:.2f}" if isinstance(ready, (int, float)) else "–",
+            f"{idle:.2f}" if isinstance(idle, (int, float)) else "–",
+            f"{chunks}" if isinstance(chunks, int) else "–",
             f"{100 * left / ev:.0f}%" if isinstance(left, int) and isinstance(ev, int) and ev else "–",
             f"{tail:.2f}" if isinstance(tail, (int, float)) else "–",
             f"{cpu:.2f}" if isinstance(cpu, (int, float)) else "–",
@@ -162,7 +167,7 @@ def render(names, times, stats, mismatched, runs, size, version, argv) -> str:  
     headers = (["program", "blocks events", "witness events", "path events", "path / witness events"]
                + [f"{k} stored B" for k in cols] + ["plain s"] + [f"{k} ×" for k in cols]
                + ["decode path M blocks/s", "path = blocks", "path fallback fns",
-                  "builder ready s", "left at end", "tail s", "builder CPU s", "build M ev/CPU s", "WPP symbols / event"])
+                  "builder ready s", "builder idle s", "chunks", "left at end", "tail s", "builder CPU s", "build M ev/CPU s", "WPP symbols / event"])
     med_ev = statistics.median(ev_ratio)
     lags = [stats[n]["path_regen"]["lag"] for n in names]
     lag_tails = [float(x.get("tail_seconds") or 0) for x in lags]
@@ -185,7 +190,10 @@ def render(names, times, stats, mismatched, runs, size, version, argv) -> str:  
         "start until its kernels were loaded (compiled ahead of time, `wpp/aot.py`; numba's JIT without them); *left at end* = share of the events not yet built when "
         "the program ended; *tail* = seconds the recording waited for the grammars after the program ended. "
         f"Median tail {statistics.median(lag_tails):.2f} s; the builder kept up (left ≤ 5%) on "
-        f"{sum(x <= 0.05 for x in lag_left)} of {len(names)} programs. *builder CPU* = the builder process's "
+        f"{sum(x <= 0.05 for x in lag_left)} of {len(names)} programs. *idle* = seconds the ready builder waited "
+        "for a chunk before the program ended (meta `wpp.feed`, docs/design.md \"The recorder-to-builder handoff, "
+        f"wave 12\"; median {statistics.median(float(x.get('idle_seconds') or 0) for x in lags):.2f} s); "
+        "*chunks* = chunks the recorder's flusher handed over. *builder CPU* = the builder process's "
         "CPU (start-up included); *build M ev/CPU s* = events per CPU second of its interning, SEQUITUR(1) and "
         f"encoding (median {statistics.median(rates) if rates else float('nan'):.2f}); *WPP symbols / event* = "
         "the builder's SEQUITUR input per recorded event (below 1: ENTER fused with the activation's first path, "
