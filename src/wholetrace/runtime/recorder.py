@@ -150,7 +150,7 @@ class Recorder:
         # end: the wake-up waits for the GIL, the pipe write gives it up and waits again), at
         # least a quarter interval apart; its statistics for meta ``wpp.feed``: how late the
         # wake-ups are, how long the flushes take, the flusher thread's CPU.
-        clock, stats = time.perf_counter, self.flusher_stats
+        clock, stats, pace = time.perf_counter, self.flusher_stats, getattr(self.writer, "flush_interval", None)
         due = clock() + interval
         while True:
             wait = max(due - clock(), interval / 4)
@@ -159,7 +159,7 @@ class Recorder:
                 break
             t1 = clock()
             self.flush()
-            due = t1 + interval
+            due = t1 + (pace() if pace is not None else interval)
             stats[0] += 1
             stats[1] += t1 - t - wait
             stats[2] += clock() - t1

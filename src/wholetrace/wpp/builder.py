@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 FRAME = struct.Struct("<ii")
+PROGRESS = struct.Struct("<q")   # events built so far, in wpp.spawn's progress file
 FILE_FRAME = -2
 END_FRAME = -1
 #: the builder process's switch interval (docs/design.md, "The recorder-to-builder handoff, wave 12")
@@ -196,6 +197,7 @@ def build(mode: str, lookahead: bool, q: ChunkQueue, spawned: float = 0.0) -> di
     ready = q.idle_from = time.perf_counter()
     ready_wall = time.time() - spawned if spawned else ready - t0
     builders: dict[int, Any] = {}
+    progress, built = progress_map(), 0
     debug: list[tuple[float, float]] | None = [] if os.environ.get("WHOLETRACE_WPP_DEBUG") else None
     cpu: dict[int, float] = {}
     events: dict[int, int] = {}
@@ -220,6 +222,9 @@ def build(mode: str, lookahead: bool, q: ChunkQueue, spawned: float = 0.0) -> di
             debug.append((w, time.time()))
         events[sid] += len(chunk)
         q.done(chunk, spilled)
+        built += len(chunk)
+        if progress is not None:
+            PROGRESS.pack_into(progress, 0, built)
     built_wall = time.time()
     grammars: dict[int, bytes] = {}
     streams: dict[str, dict[str, Any]] = {}
@@ -246,6 +251,26 @@ def build(mode: str, lookahead: bool, q: ChunkQueue, spawned: float = 0.0) -> di
                                             encoded=time.time()),
                       "feed": feed_stats(q, spawned, debug),
                       "cpu_seconds": round(_cpu(), 4)}}
+
+
+def progress_map() -> Any:
+    """The recorded process's progress file mapped here (``wpp.spawn.PROGRESS_ENV``), or None: this
+    process publishes the events it has built there, the recorder's flusher reads them without a
+    system call (``wpp.online.OnlineWpp.flush_interval``)."""
+    where = os.environ.get("WHOLETRACE_WPP_PROGRESS", "")
+    pid, _, fd = where.partition(":")
+    if not (pid.isdigit() and fd.isdigit()):
+        return None
+    import mmap
+
+    try:
+        f = os.open(f"/proc/{pid}/fd/{fd}", os.O_RDWR)
+        try:
+            return mmap.mmap(f, PROGRESS.size)
+        finally:
+            os.close(f)
+    except (OSError, ValueError):
+        return None
 
 
 def feed_stats(q: ChunkQueue, spawned: float, debug: list[tuple[float, float]] | None) -> dict[str, Any]:

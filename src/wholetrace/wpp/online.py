@@ -46,12 +46,30 @@ META_KEY = "wpp"
 #: refuse a version above theirs in one line instead.  Recordings of version 1 read unchanged.
 TERMINALS_VERSION = 2
 _FRAME = struct.Struct("<ii")   # builder.FRAME
+_PROGRESS = struct.Struct("<q")  # builder.PROGRESS
 
 
 #: 0.005 s (0.05, then 0.02 in wave 9): the builder idles less between chunks and less is left to
 #: build when the program ends; flushes are timed start to start (docs/design.md, "The
 #: recorder-to-builder handoff, wave 12")
 FLUSH_SECONDS = float(os.environ.get("WHOLETRACE_WPP_FLUSH", "0.005"))
+#: the interval while the builder has at least ``BUSY_EVENTS`` events to build (~20 ms of its work
+#: at 10 M events/s): a chunk sooner would not keep it busier, each flush costs the program two
+#: GIL switches (docs/design.md, "The recorder-to-builder handoff, wave 12")
+BUSY_SECONDS = max(FLUSH_SECONDS, float(os.environ.get("WHOLETRACE_WPP_BUSY_FLUSH", "0.02")))
+BUSY_EVENTS = 200_000
+
+
+def _map(fd: "int | None") -> Any:
+    """The builder's progress file (``BuilderProcess.progress_fd``) mapped, or None."""
+    if fd is None:
+        return None
+    import mmap
+
+    try:
+        return mmap.mmap(fd, _PROGRESS.size)
+    except (OSError, ValueError):
+        return None
 
 
 class OnlineWpp:
@@ -81,6 +99,9 @@ class OnlineWpp:
         self._broken: BaseException | None = None
         self._stderr, self._fd, self._out = process.stderr, process.fd, process.out
         self._spawned = process.spawned
+        self._progress_fd = getattr(process, "progress_fd", None)
+        self._progress = _map(self._progress_fd)   # the builder's events built (wpp.spawn)
+        self._busy = 0                      # flushes paced at BUSY_SECONDS
         self._flusher: list[float] = []     # runtime.recorder.Recorder.flusher_stats
         self._sent = [0, 0.0]               # chunks sent, seconds in os.write
 
@@ -97,6 +118,16 @@ class OnlineWpp:
             self._send(_FRAME.pack(-2, len(payload)), payload)   # builder.FILE_FRAME
 
     # -- the flush path (the recorder's flusher thread) -------------------------------
+    def flush_interval(self) -> float:
+        """Seconds until the recorder's next flush: ``flush_seconds`` while the builder has less
+        than ``BUSY_EVENTS`` to build (or its progress is unknown), ``BUSY_SECONDS`` otherwise."""
+        if self._progress is None:
+            return self.flush_seconds
+        if self.submitted - _PROGRESS.unpack_from(self._progress, 0)[0] >= BUSY_EVENTS:
+            self._busy += 1
+            return BUSY_SECONDS
+        return self.flush_seconds
+
     def flusher_stats(self, stats: list[float]) -> None:
         """The recorder's flusher statistics (read when the run ends: meta ``wpp.feed``)."""
         self._flusher = stats
@@ -161,6 +192,9 @@ class OnlineWpp:
             self._store(result, time.perf_counter() - t0)
         finally:
             self._stderr.close()
+            if self._progress_fd is not None:
+                os.close(self._progress_fd)
+                self._progress_fd = None
             self._writer.close(**how)
 
     def _builder_stderr(self) -> str:
@@ -175,7 +209,8 @@ class OnlineWpp:
         flusher thread's CPU, the list-to-int32 conversion, the pipe writes) and the builder's
         (``wpp.builder``: chunks, sizes, gaps between arrivals, its idle time)."""
         f = list(self._flusher) + [0.0] * (5 - len(self._flusher))
-        return {"interval": self.flush_seconds, "flushes": int(f[0]), "wake_delay_seconds": round(f[1], 4),
+        return {"interval": self.flush_seconds, "busy_interval": BUSY_SECONDS, "busy_flushes": self._busy,
+                "progress": self._progress is not None, "flushes": int(f[0]), "wake_delay_seconds": round(f[1], 4),
                 "flush_seconds": round(f[2], 4), "flusher_cpu_seconds": round(f[3], 4),
                 "convert_seconds": round(f[4], 4), "chunks_sent": self._sent[0],
                 "write_seconds": round(self._sent[1], 4)} | builder

@@ -25,6 +25,9 @@ from wholetrace.errors import UsageError
 QUEUE_EVENTS = 1 << 22
 #: The modes whose streams can be interned (``wpp.intern.INTERNERS``; a test keeps them equal).
 INTERNED_MODES = ("blocks", "witness", "branches", "path")
+#: where the builder finds the progress file: ``PID:FD`` of the recorded process (``/proc/PID/fd/FD``)
+PROGRESS_ENV = "WHOLETRACE_WPP_PROGRESS"
+PROGRESS_BYTES = 64
 _SH = "/bin/sh"
 # the shell saves our pipe (its stdin) to fd 3 before the `&`: a background job's stdin is /dev/null
 _SCRIPT = 'exec 3<&0; "$@" 0<&3 3<&- &'
@@ -54,6 +57,11 @@ class BuilderProcess:
         env["OPENBLAS_NUM_THREADS"] = "1"
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
         env["PYTHONPATH"] = os.pathsep.join([root] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+        #: the builder's progress (events built, int64 at offset 0; wpp.online.OnlineWpp.flush_interval):
+        #: a memfd the builder maps through /proc; None where there is none (a fixed interval then)
+        self.progress_fd = _progress_fd()
+        if self.progress_fd is not None:
+            env[PROGRESS_ENV] = f"{os.getpid()}:{self.progress_fd}"
         self.spawned = time.time()
         # wpp.startup.CODE, not imported here (the spawn imports nothing but os, signal, sys, time)
         args = [mode, "1" if self.lookahead else "0", str(self.queue_events), repr(self.spawned)]
@@ -120,6 +128,20 @@ def site_free_path(root: str) -> list[str] | None:
     if any(not isinstance(p, str) or "\0" in p for p in sys.path):
         return None
     return [root] + [p for p in sys.path if p != root]
+
+
+def _progress_fd() -> int | None:
+    """A 64-byte shared memory file (Linux ``memfd_create``) for the builder's progress, or None."""
+    try:
+        fd = os.memfd_create("wholetrace-wpp-progress", os.MFD_CLOEXEC)
+    except (AttributeError, OSError):
+        return None
+    try:
+        os.ftruncate(fd, PROGRESS_BYTES)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
 
 
 def _anonymous_file() -> int:
