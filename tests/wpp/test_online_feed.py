@@ -147,7 +147,7 @@ def test_feed_meta_accounts_for_every_event(tmp_path: Path, flush: str) -> None:
         wpp = rec.meta["wpp"]
         raw = sum(len(rec.events(st.sid)) for st in rec.streams())
     feed = wpp["feed"]
-    assert feed["interval"] == float(flush)
+    assert feed["interval"] == float(flush) and feed["progress"] is True    # the builder mapped it
     dbg = feed["debug"]
     assert raw == wpp["events"] == sum(n for _, n, _, _ in dbg)
     assert feed["chunks"] == feed["chunks_sent"] == len(dbg)
@@ -160,3 +160,47 @@ def test_feed_meta_accounts_for_every_event(tmp_path: Path, flush: str) -> None:
     assert 0 <= feed["idle_seconds"] <= wpp["timeline"]["end"]
     assert feed["flushes"] >= 1 and feed["flush_seconds"] >= 0 and feed["convert_seconds"] >= 0
     assert wpp["backlog_at_end_events"] <= wpp["events"]
+
+
+def test_flush_interval_follows_the_builders_progress(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The builder publishes its events built in the progress file; the flusher asks for the
+    next chunk soon only while less than BUSY_EVENTS wait (read through a second mapping of the
+    same memfd, as the builder's /proc mapping is)."""
+    from wholetrace.wpp import builder, spawn
+
+    fd = spawn._progress_fd()
+    if fd is None:
+        pytest.skip("no memfd_create here")
+    r, w = os.pipe()
+    proc = _fake_process(w)
+    proc.progress_fd = fd
+    wpp = online.OnlineWpp(_Writer(), "blocks", process=proc)   # type: ignore[arg-type]
+    monkeypatch.setenv(spawn.PROGRESS_ENV, f"{os.getpid()}:{fd}")
+    mine = builder.progress_map()
+    assert mine is not None
+    assert wpp.flush_interval() == wpp.flush_seconds            # nothing sent, nothing built
+    wpp.submitted = online.BUSY_EVENTS + 10                     # sent, the builder at 0
+    assert wpp.flush_interval() == online.BUSY_SECONDS
+    builder.PROGRESS.pack_into(mine, 0, 10)                     # exactly BUSY_EVENTS left
+    assert wpp.flush_interval() == online.BUSY_SECONDS
+    builder.PROGRESS.pack_into(mine, 0, 11)
+    assert wpp.flush_interval() == wpp.flush_seconds
+    assert wpp._busy == 2
+    os.close(w)
+    os.close(r)
+    os.close(fd)
+
+
+def test_no_progress_file_means_the_fixed_interval(monkeypatch: pytest.MonkeyPatch) -> None:
+    from wholetrace.wpp import builder
+
+    monkeypatch.setenv("WHOLETRACE_WPP_PROGRESS", "1:notanfd")
+    assert builder.progress_map() is None
+    monkeypatch.setenv("WHOLETRACE_WPP_PROGRESS", f"{os.getpid()}:99999")
+    assert builder.progress_map() is None
+    r, w = os.pipe()
+    wpp = online.OnlineWpp(_Writer(), "blocks", process=_fake_process(w))   # type: ignore[arg-type]
+    wpp.submitted = 10 ** 9
+    assert wpp.flush_interval() == wpp.flush_seconds
+    os.close(w)
+    os.close(r)
