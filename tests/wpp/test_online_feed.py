@@ -115,12 +115,10 @@ PROGRAM = """\
 import threading
 
 def work(k):
-    t = 0
-    for i in range(k):
-        if i % 3:
-            t += i
-        else:
-            t -= 1
+    t, i = 0, 0
+    while i < k:
+        t = t + i if i & 1 else t - 1
+        i += 1
     return t
 
 ts = [threading.Thread(target=work, args=(60000,)) for _ in range(2)]
