@@ -145,7 +145,7 @@ def test_feed_meta_accounts_for_every_event(tmp_path: Path, flush: str) -> None:
         wpp = rec.meta["wpp"]
         raw = sum(len(rec.events(st.sid)) for st in rec.streams())
     feed = wpp["feed"]
-    assert feed["interval"] == float(flush) and feed["progress"] is True    # the builder mapped it
+    assert feed["interval"] == float(flush) and feed["progress"] is True and feed["progress_mapped"] is True
     dbg = feed["debug"]
     assert raw == wpp["events"] == sum(n for _, n, _, _ in dbg)
     assert feed["chunks"] == feed["chunks_sent"] == len(dbg)

@@ -249,7 +249,7 @@ def build(mode: str, lookahead: bool, q: ChunkQueue, spawned: float = 0.0) -> di
                       "built_after_end_seconds": round(max(0.0, time.perf_counter() - q.end_time), 4),
                       "timeline": _timeline(spawned, first=q.first_wall, end=q.end_wall, built=built_wall,
                                             encoded=time.time()),
-                      "feed": feed_stats(q, spawned, debug),
+                      "feed": feed_stats(q, spawned, debug) | {"progress_mapped": progress is not None},
                       "cpu_seconds": round(_cpu(), 4)}}
 
 
