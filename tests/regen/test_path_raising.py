@@ -155,3 +155,13 @@ def test_raising_everywhere_truncated_paths(recorded: dict[int, dict[str, Path]]
                     got[fn["function"], tuple(p["blocks"])] += p["count"]
     assert sum(want.values()) > 20
     assert dict(got) == want
+
+
+@pytest.mark.nojit
+def test_raising_everywhere_nojit(tmp_path: Path) -> None:
+    """One seed whose unlifted placement reaches -1 (19), decoded by the kernel's Python (the
+    suite's nojit run): blocks event for event."""
+    script = tmp_path / "raising_19.py"
+    script.write_text(program(19))
+    paths = record_both(script, tmp_path, (), "--no-wpp")
+    assert compare(paths["blocks"], paths["path"], exact=True, twin=True)["identical streams"] >= 1
