@@ -18,17 +18,17 @@ the path's prefix.
 
 from __future__ import annotations
 
-import random
 from pathlib import Path as FsPath
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from test_pathnum import BRUTE_LIMIT, _corpus_files, enumerate_paths, oracle_starts, simulate
+from test_pathnum import BRUTE_LIMIT, enumerate_paths, graph_params, oracle_starts, random_numbering, simulate
+from test_register_free import corpus_cfgs  # noqa: F401 (a fixture)
 from wholetrace.instrument.cfg import build_module
-from wholetrace.instrument.flowgraph import from_cfg, random_flow_graph
+from wholetrace.instrument.flowgraph import from_cfg
 from wholetrace.instrument.modes import path_plan
-from wholetrace.instrument.pathnum import END_TRUNCATED, Path, PathNumbering, number_paths
+from wholetrace.instrument.pathnum import END_TRUNCATED, Path, PathNumbering
 
 #: The stream format's "no path open" registers: -1 (LEAVE) and 1 + 2**30 below it or lower.
 LEAVE_CODE = -1
@@ -54,14 +54,6 @@ def check_registers(num: PathNumbering, dynamic: set[int], where: str) -> int:
             prefix = p.edges[:k + (1 if p.start == g.entry else 0)]
             assert num.decode_truncated(r, block) == Path(p.start, prefix, END_TRUNCATED), (where, p, block, r)
     return len(paths)
-
-
-@pytest.fixture(scope="module")
-def corpus_cfgs(tmp_path_factory: pytest.TempPathFactory) -> list[object]:
-    out: list[object] = []
-    for f in _corpus_files(tmp_path_factory.mktemp("corpus")):
-        out += build_module(FsPath(f).read_text(encoding="utf-8"), f)
-    return out
 
 
 STDLIB = ("json/decoder.py", "json/encoder.py", "tomllib/_parser.py", "argparse.py", "email/_header_value_parser.py",
@@ -109,21 +101,10 @@ def test_stdlib_registers_are_never_no_path(stdlib_cfgs: list[object]) -> None:
     assert checked > 450 and skipped <= checked // 50   # 499 on main
 
 
-graph_params = dict(seed=st.integers(0, 2**32), n=st.integers(1, 14), extra=st.integers(0, 8),
-                    loops=st.integers(0, 5), calls=st.floats(0, 1), dyn=st.integers(0, 3))
-
-
 @settings(max_examples=300, deadline=None)
 @given(**graph_params, random_weights=st.booleans())
 def test_random_graph_registers_are_never_no_path(seed: int, n: int, extra: int, loops: int, calls: float,
                                                   dyn: int, random_weights: bool) -> None:
-    rng = random.Random(seed)
-    g = random_flow_graph(rng, n, extra_edges=extra, loops=loops, call_fraction=calls)
-    dynamic = {rng.randrange(2, g.num_nodes) for _ in range(dyn)} if g.num_nodes > 2 else set()
-    weights = None
-    if random_weights:
-        from wholetrace.instrument.weighting import EdgeWeights
-        weights = EdgeWeights(tuple(rng.random() * 10 for _ in g.edges), 1.0)
-    num = number_paths(g, starts=dynamic, weights=weights)
+    num, dynamic = random_numbering(seed, n, extra, loops, calls, dyn, random_weights)
     if not num.fallback and num.num_paths <= BRUTE_LIMIT:
         check_registers(num, dynamic, f"seed {seed}")

@@ -686,21 +686,26 @@ def truncated_truth(blocks_wt: Path, path_wt: Path) -> tuple[dict[tuple[str, tup
     return dict(out), set(cuts)
 
 
+def paths_truncated(path_wt: Path, functions: set[str]) -> dict[tuple[str, tuple[int, ...]], int]:
+    """``wholetrace paths --json --limit 0``'s truncated paths of ``functions``: (qualname, blocks) -> count."""
+    import json
+    from collections import Counter
+
+    out = subprocess.run([sys.executable, "-m", "wholetrace.cli", "paths", "--json", "--limit", "0", str(path_wt)],
+                         capture_output=True, text=True, env=ENV, check=True).stdout
+    got: Counter[tuple[str, tuple[int, ...]]] = Counter()
+    for fn in json.loads(out)["functions"]:
+        if fn["function"] in functions:
+            for p in fn["paths"]:
+                if p["truncated"]:
+                    got[fn["function"], tuple(p["blocks"])] += p["count"]
+    return dict(got)
+
+
 @pytest.mark.parametrize("name", sorted(set(ALL_INLINE) - UNFINISHED))
 def test_paths_truncated_paths_are_the_blocks_ground_truth(inline: dict[str, dict[str, Path]], name: str) -> None:
     """``wholetrace paths --json``'s truncated paths (``wpp.meaning.truncated_blocks`` decoding
     each exception record's register) are, function by function, the paths the ``blocks``
     recording shows cut short (review11c: a ``with`` body's re-raise reported as another path)."""
-    import json
-    from collections import Counter
-
     want, checked = truncated_truth(inline[name]["blocks"], inline[name]["path"])
-    out = subprocess.run([sys.executable, "-m", "wholetrace.cli", "paths", "--json", "--limit", "0",
-                          str(inline[name]["path"])], capture_output=True, text=True, env=ENV, check=True).stdout
-    got: Counter[tuple[str, tuple[int, ...]]] = Counter()
-    for fn in json.loads(out)["functions"]:
-        if fn["function"] in checked:
-            for p in fn["paths"]:
-                if p["truncated"]:
-                    got[fn["function"], tuple(p["blocks"])] += p["count"]
-    assert dict(got) == want
+    assert paths_truncated(inline[name]["path"], checked) == want
