@@ -338,7 +338,7 @@ def regenerate(rec: Any, sid: int) -> np.ndarray:
 def path_plans(rec: Any) -> dict[int, PathPlan]:
     """fid -> (CFG, numbering) for every function of an open `path` recording; functions whose
     stored plan has strategy ``trace`` recorded block ids and get ``None`` (passed through)."""
-    from wholetrace.instrument.modes import path_numbering, stored_quiet
+    from wholetrace.instrument.modes import path_numbering, stored_free_records, stored_quiet
 
     plans: dict[int, PathPlan] = {}
     for f in rec.functions():
@@ -346,7 +346,7 @@ def path_plans(rec: Any) -> dict[int, PathPlan]:
         cfg = CFG.from_json(desc)
         plan = desc.get("plan") if isinstance(desc, dict) else None
         fallback = isinstance(plan, dict) and plan.get("strategy") == "trace"
-        num = None if fallback else path_numbering(cfg, stored_quiet(desc))
+        num = None if fallback else path_numbering(cfg, stored_quiet(desc), stored_free_records(desc))
         if num is None and not fallback:
             raise InternalError(f"regenerate: function {f.fid} ({f.qualname}) was recorded with path ids "
                                 "but its CFG has no path numbering")

@@ -211,10 +211,9 @@ graph_params = dict(seed=st.integers(0, 2**32), n=st.integers(1, 14), extra=st.i
                     loops=st.integers(0, 5), calls=st.floats(0, 1), dyn=st.integers(0, 3))
 
 
-@settings(max_examples=150, deadline=None)
-@given(**graph_params, policy=st.sampled_from(["calls", "loops"]), random_weights=st.booleans())
-def test_random_graphs(seed: int, n: int, extra: int, loops: int, calls: float, dyn: int,
-                       policy: str, random_weights: bool) -> None:
+def random_numbering(seed: int, n: int, extra: int, loops: int, calls: float, dyn: int, random_weights: bool,
+                     policy: str = "calls") -> tuple[PathNumbering, set[int]]:
+    """The numbering of a random flow graph (``graph_params``) and its dynamic entries."""
     rng = random.Random(seed)
     g = random_flow_graph(rng, n, extra_edges=extra, loops=loops, call_fraction=calls)
     dynamic = {rng.randrange(2, g.num_nodes) for _ in range(dyn)} if g.num_nodes > 2 else set()
@@ -222,7 +221,14 @@ def test_random_graphs(seed: int, n: int, extra: int, loops: int, calls: float, 
     if random_weights:
         from wholetrace.instrument.weighting import EdgeWeights
         weights = EdgeWeights(tuple(rng.random() * 10 for _ in g.edges), 1.0)
-    num = number_paths(g, policy=policy, starts=dynamic, weights=weights)  # type: ignore[arg-type]
+    return number_paths(g, policy=policy, starts=dynamic, weights=weights), dynamic  # type: ignore[arg-type]
+
+
+@settings(max_examples=150, deadline=None)
+@given(**graph_params, policy=st.sampled_from(["calls", "loops"]), random_weights=st.booleans())
+def test_random_graphs(seed: int, n: int, extra: int, loops: int, calls: float, dyn: int,
+                       policy: str, random_weights: bool) -> None:
+    num, dynamic = random_numbering(seed, n, extra, loops, calls, dyn, random_weights, policy)
     assert check_numbering(num, dynamic) == num.num_paths or num.num_paths > BRUTE_LIMIT
 
 

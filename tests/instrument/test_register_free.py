@@ -34,7 +34,7 @@ def corpus_cfgs(tmp_path_factory: pytest.TempPathFactory) -> list[object]:
 
 
 def test_register_free_functions_keep_the_register_at_zero(corpus_cfgs: list[object]) -> None:
-    free = other = 0
+    free = other = with_cuts = 0
     for cfg in corpus_cfgs:
         plan = path_plan(cfg)  # type: ignore[arg-type]
         if plan.strategy != "paths":
@@ -47,7 +47,7 @@ def test_register_free_functions_keep_the_register_at_zero(corpus_cfgs: list[obj
         assert num is not None
         g = from_cfg(cfg)  # type: ignore[arg-type]
         dynamic = {b.id for b in cfg.blocks if b.dynamic_entry}  # type: ignore[attr-defined]
-        assert not dynamic and not num.cuts
+        assert not dynamic and num.free_records
         paths = enumerate_paths(g, num.cuts, oracle_starts(g, num.cuts, dynamic), 10**4)
         assert paths and len(paths) <= 10**4
         for p in paths:
@@ -56,10 +56,14 @@ def test_register_free_functions_keep_the_register_at_zero(corpus_cfgs: list[obj
                 assert r == 0, (cfg.qualname, p, block, r)   # type: ignore[attr-defined]
                 prefix = num.decode_truncated(0, block)
                 assert num.blocks(prefix) == [b for b, _r in regs[:i + 1]], (cfg.qualname, p, block)  # type: ignore[attr-defined]
-        # and the plan's own probes keep nothing: no store at entry, constant closing records
-        assert all(q.kind in ("none", "leave-const") for q in plan.path_probes)
-    # most of the corpus' small functions (one block, or branches straight to returns)
-    assert free > 200 and other > 200
+            if p.start != g.entry:      # a path after a cut starts with the register reset to 0
+                assert num.start_value[p.start] == 0
+        # and the plan's own probes keep nothing: no store at entry or after a cut, constant records
+        assert all(q.kind in ("none", "leave-const") or (q.kind == "cut-const" and q.reset == 0)
+                   for q in plan.path_probes)
+        with_cuts += bool(num.cuts)
+    # most of the corpus' functions: every block has one way in from its path's start
+    assert free > 400 and with_cuts > 100 and other > 100
 
 
 SOURCE = '''
@@ -79,6 +83,14 @@ def loops(n):
     for i in range(n):
         s += i
     return s
+
+def join(a):
+    if a:
+        b = 1
+    else:
+        b = 2
+    c = b
+    return c
 
 def handler(x):
     try:
@@ -108,9 +120,30 @@ def _codes() -> dict[str, object]:
 def test_register_free_code_stores_no_register() -> None:
     codes = _codes()
     plans = {cfg.qualname: path_plan(cfg) for cfg in build_module(SOURCE)}
-    assert {n for n, p in plans.items() if p.register_free} == {"one_block", "to_returns"}
-    for name in ("one_block", "to_returns"):
+    assert {n for n, p in plans.items() if p.register_free} == {"one_block", "to_returns", "loops"}
+    for name in ("one_block", "to_returns", "loops"):     # (loops: its cut records a constant, resets nothing)
         varnames = codes[name].co_varnames  # type: ignore[attr-defined]
         assert P not in varnames and O in varnames, (name, varnames)
-    for name in ("loops", "handler", "gen"):     # a cut, a handler's start value, a yield
+    for name in ("join", "handler", "gen"):     # two ways into a block, a handler's start value, a yield
         assert P in codes[name].co_varnames, name  # type: ignore[attr-defined]
+
+
+def test_increment_rules_give_the_same_ids(corpus_cfgs: list[object]) -> None:
+    """Records as free chords move increments, never ids: on every path (brute force) both
+    rules record the same value, and a renumbering of a recording made before wave 11
+    (``stored_free_records`` False) gets the increments it was recorded with."""
+    from wholetrace.instrument.modes import numbering_json, path_numbering, stored_free_records
+
+    moved = 0
+    for cfg in corpus_cfgs:
+        new = path_numbering(cfg)  # type: ignore[arg-type]
+        old = path_numbering(cfg, free_records=False)  # type: ignore[arg-type]
+        if new is None or old is None or new.num_paths > 2000:
+            continue
+        assert new.val == old.val and new.num_paths == old.num_paths
+        moved += new.inc != old.inc
+        for pid, p in new.iter_paths():
+            assert new.recorded_value(p) == old.recorded_value(p) == pid
+        assert stored_free_records({"plan": {"paths": numbering_json(new)}})
+        assert not stored_free_records({"plan": {"paths": numbering_json(old)}})
+    assert moved > 100

@@ -25,7 +25,7 @@ from inline_programs import INLINE
 from naive_decode import activation_form
 from naive_paths import path_plans, regenerate_path_stream
 from regenutil import compare, streams_of
-from wholetrace.events import EXC, LEAVE, LEAVE_PATH, START, enter_code
+from wholetrace.events import ENTER_BASE, EXC, LEAVE, LEAVE_PATH, START, enter_code
 from wholetrace.instrument.cfg import CFG
 from wholetrace.store import Recording
 from wholetrace.trace.decode import Rows, StreamDecoder
@@ -628,3 +628,84 @@ def test_known_register_constants_match_the_numbering() -> None:
                     assert num.recorded_value(path) == pid == const[path.end], (cfg.qualname, path)
                     checked += 1
     assert checked > 100
+
+
+# ----------------------------------------------------------------------------- `paths`' truncated paths
+
+def truncated_truth(blocks_wt: Path, path_wt: Path) -> tuple[dict[tuple[str, tuple[int, ...]], int], set[str]]:
+    """The paths exceptions cut short, from the ``blocks`` recording (the ground truth): per
+    activation of a function the path recording numbered (not a generator: its paths span
+    suspensions), the blocks since the last path start (the activation's first block, a cut
+    target, a handler entered by an exception) up to an ``EXC`` record.  Only the numbering's cut
+    set is read (where paths start), never its increments, the rule under test.  Returns
+    ((qualname, blocks) -> count, the functions checked)."""
+    from collections import Counter
+
+    from wholetrace.instrument.modes import numbering_json, path_numbering, stored_quiet
+
+    cuts: dict[str, set[tuple[int, int]]] = {}
+    with Recording(path_wt) as rec:
+        for f in rec.functions():
+            cfg = CFG.from_json(f.cfg)
+            plan = f.cfg.get("plan") or {}
+            if plan.get("strategy") != "paths" or cfg.is_generator:
+                continue
+            num = path_numbering(cfg, stored_quiet(f.cfg))     # (its cuts: the increments' rule moves none)
+            assert num is not None and numbering_json(num)["dag"] == plan["paths"]["dag"]
+            pairs = [(int(e.src), int(e.dst)) for e in cfg.edges]
+            cut = {pairs[e] for e in num.cuts}
+            if cut & {pairs[e] for e in range(len(pairs)) if e not in num.cuts}:
+                continue    # a cut and an uncut edge between the same blocks: the blocks cannot tell them apart
+            cuts[cfg.qualname] = cut
+    out: Counter[tuple[str, tuple[int, ...]]] = Counter()
+    with Recording(blocks_wt) as rec:
+        names = {f.fid: CFG.from_json(f.cfg).qualname for f in rec.functions()}
+        for s in rec.streams():
+            stack: list[list] = []          # [qualname, the open path's blocks, an exception came last]
+            vals = rec.events(s.sid).tolist()
+            i = 0
+            while i < len(vals):
+                v = vals[i]
+                i += 1
+                if v <= -ENTER_BASE:
+                    stack.append([names[-v - ENTER_BASE], [], False])
+                elif v == LEAVE:
+                    if stack:
+                        stack.pop()
+                elif v == EXC:
+                    i += 1
+                    if stack and stack[-1][0] in cuts and stack[-1][1]:
+                        out[stack[-1][0], tuple(stack[-1][1])] += 1
+                    if stack:
+                        stack[-1][2] = True
+                elif v >= 0 and stack:
+                    fr = stack[-1]
+                    if fr[2] or not fr[1] or (fr[0] in cuts and (fr[1][-1], v) in cuts[fr[0]]):
+                        fr[1], fr[2] = [], False
+                    fr[1].append(v)
+    return dict(out), set(cuts)
+
+
+def paths_truncated(path_wt: Path, functions: set[str]) -> dict[tuple[str, tuple[int, ...]], int]:
+    """``wholetrace paths --json --limit 0``'s truncated paths of ``functions``: (qualname, blocks) -> count."""
+    import json
+    from collections import Counter
+
+    out = subprocess.run([sys.executable, "-m", "wholetrace.cli", "paths", "--json", "--limit", "0", str(path_wt)],
+                         capture_output=True, text=True, env=ENV, check=True).stdout
+    got: Counter[tuple[str, tuple[int, ...]]] = Counter()
+    for fn in json.loads(out)["functions"]:
+        if fn["function"] in functions:
+            for p in fn["paths"]:
+                if p["truncated"]:
+                    got[fn["function"], tuple(p["blocks"])] += p["count"]
+    return dict(got)
+
+
+@pytest.mark.parametrize("name", sorted(set(ALL_INLINE) - UNFINISHED))
+def test_paths_truncated_paths_are_the_blocks_ground_truth(inline: dict[str, dict[str, Path]], name: str) -> None:
+    """``wholetrace paths --json``'s truncated paths (``wpp.meaning.truncated_blocks`` decoding
+    each exception record's register) are, function by function, the paths the ``blocks``
+    recording shows cut short (review11c: a ``with`` body's re-raise reported as another path)."""
+    want, checked = truncated_truth(inline[name]["blocks"], inline[name]["path"])
+    assert paths_truncated(inline[name]["path"], checked) == want

@@ -316,7 +316,10 @@ class Emitter(Record):
         if p.kind in ("init", "init-exit"):
             return [ast.Assign([ast_name(P, True)], ast_const(p.value))]
         if p.kind in ("cut", "cut-const"):
-            return [ast.Expr(ast_call(A, self._path_record(p))), ast.Assign([ast_name(P, True)], ast_const(p.reset))]
+            record = ast.Expr(ast_call(A, self._path_record(p)))
+            if self.plan.register_free:   # (the register is 0 throughout: no reset)
+                return [record]
+            return [record, ast.Assign([ast_name(P, True)], ast_const(p.reset))]
         return [ast.AugAssign(ast_name(P, True), ast.Add(), ast_const(p.value))]
 
     @staticmethod
@@ -350,11 +353,14 @@ class Emitter(Record):
 
     def path_expr(self, edge: int) -> ast.expr:
         """The same as a false expression without a branch: ``(wt.p := wt.p + K) * 0``, and
-        ``wt.a(id) is (wt.p := R)`` (None is no int) for a cut."""
+        ``wt.a(id) is (wt.p := R)`` (None is no int) for a cut (``wt.a(id)``, None, in a
+        register-free function)."""
         p = self.plan.path_probes[edge]
         if p.kind in ("leave", "leave-const"):
             return ast.BinOp(ast.NamedExpr(ast_name(O, True), self._leave_record(p)), ast.Mult(), ast_const(0))
         if p.kind in ("cut", "cut-const"):
+            if self.plan.register_free:   # None, a false value
+                return ast_call(A, self._path_record(p))
             reset = ast.NamedExpr(ast_name(P, True), ast_const(p.reset))
             return ast.Compare(ast_call(A, self._path_record(p)), [ast.Is()], [reset])
         value: ast.expr = ast_const(p.value)

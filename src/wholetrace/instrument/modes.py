@@ -137,6 +137,8 @@ def numbering_json(num: "PathNumbering") -> dict[str, object]:
     out: dict[str, object] = {"num_paths": num.num_paths, "dag": flat, "inc": list(num.inc)}
     if num.quiet:   # what a renumbering needs besides the CFG (``stored_quiet``)
         out["quiet"] = sorted(num.quiet)
+    if num.free_records:   # the increments' rule (``stored_free_records``; the ids do not depend on it)
+        out["free_records"] = True
     return out
 
 
@@ -148,6 +150,16 @@ def stored_quiet(desc: object) -> frozenset[int]:
     paths = plan.get("paths") if isinstance(plan, dict) else None
     quiet = paths.get("quiet") if isinstance(paths, dict) else None
     return frozenset(int(b) for b in quiet) if isinstance(quiet, list) else frozenset()
+
+
+def stored_free_records(desc: object) -> bool:
+    """Was a function's stored numbering made with records as free chords
+    (``pathnum.chord_increments``, wave 11)?  Recordings before it were not: a renumbering must
+    place their increments as they were placed, or their exception records' registers (the only
+    place increments show) would name other prefixes."""
+    plan = desc.get("plan") if isinstance(desc, dict) else None
+    paths = plan.get("paths") if isinstance(plan, dict) else None
+    return isinstance(paths, dict) and paths.get("free_records") is True
 
 
 def blocks_plan(cfg: CFG) -> ProbePlan:
@@ -229,18 +241,20 @@ def needs_probe(p: "EdgeProbe") -> bool:
     return p.kind != "none" and not (p.kind == "exit" and p.value == 0)
 
 
-def path_numbering(cfg: CFG, quiet: "frozenset[int] | None" = None) -> "PathNumbering | None":
+def path_numbering(cfg: CFG, quiet: "frozenset[int] | None" = None,
+                   free_records: bool = True) -> "PathNumbering | None":
     """The numbering a function is recorded with in `path` mode, or None if it records block
     ids: module and class bodies, functions over the path limit, and functions with a probe
     on an edge without a probe site.  ``quiet``: for a CFG read back from a recording, the
     blocks it was numbered with as quiet (:func:`stored_quiet`); by default computed from the
-    CFG's statements (a CFG read back has none: the numbering of recordings before wave 10)."""
+    CFG's statements (a CFG read back has none: the numbering of recordings before wave 10).
+    ``free_records``: False for a recording made before wave 11 (:func:`stored_free_records`)."""
     from wholetrace.instrument.pathnum import number_cfg
     from wholetrace.instrument.witnesses import probe_sites
 
     if cfg.kind != "function":
         return None
-    num = number_cfg(cfg, quiet=quiet)
+    num = number_cfg(cfg, quiet=quiet, free_records=free_records)
     if num.fallback:
         return None
     sites = probe_sites(cfg)
@@ -314,27 +328,29 @@ def fold_known_registers(cfg: CFG, num: "PathNumbering", exits: bool = False) ->
     return tuple(probes)
 
 
-#: Probe kinds that leave the register alone (``EdgeProbe``, after ``fold_known_registers(exits=True)``).
+#: Probe kinds that leave the register alone (``EdgeProbe``, after ``fold_known_registers(exits=True)``);
+#: a ``cut-const`` too when it resets the register to 0.
 _NO_REGISTER_KINDS = ("none", "leave-const")
 
 
 def register_free(cfg: CFG, probes: Sequence["EdgeProbe"]) -> bool:
     """Is the path register 0 wherever an activation of the function runs, so that no probe
     needs it (docs/design.md, "Path mode, wave 11")?  Yes when the edge out of ENTRY sets it
-    to 0 and no other probe adds to it, resets it or reads it: no cut, no chord increment, every
-    edge into EXIT records a constant (``leave-const``), no handler of the program (a handler's
-    probe sets the register to the handler's start value) and no suspension (a generator's
-    ``yield`` is a cut).  The exception records of such a function then carry the constant 0
-    where they carried the register, and the register's store at entry goes: the same events,
-    one store less per activation (52-90% of the activations of richards, raytrace,
-    deltablue)."""
+    to 0 and no other probe adds to it or reads it: no chord increment, every cut records a
+    constant and resets the register to 0 (``cut-const``, reset 0: records as free chords,
+    ``pathnum.chord_increments``), every edge into EXIT records a constant (``leave-const``),
+    no handler of the program (a handler's probe sets the register to the handler's start
+    value) and no suspension (a generator is left out).  The exception records of such a
+    function then carry the constant 0 where they carried the register, and the register's
+    stores (at entry, after each cut) go."""
     if cfg.kind != "function" or cfg.is_generator or any(b.dynamic_entry for b in cfg.blocks):
         return False
     entry = [p for e, p in zip(cfg.edges, probes) if e.src == ENTRY]
     rest = [p for e, p in zip(cfg.edges, probes) if e.src != ENTRY]
     if len(entry) != 1 or not (entry[0].kind == "init" and entry[0].value == 0 or entry[0].kind == "leave-const"):
         return False
-    return all(p.kind in _NO_REGISTER_KINDS for p in rest) and any(p.kind == "leave-const" for p in probes)
+    return (all(p.kind in _NO_REGISTER_KINDS or (p.kind == "cut-const" and p.reset == 0) for p in rest)
+            and any(p.kind == "leave-const" for p in probes))
 
 
 def path_plan(cfg: CFG) -> ProbePlan:

@@ -99,15 +99,16 @@ class EdgeProbe(namedtuple("EdgeProbe", ("kind", "value", "reset"), defaults=(0,
 
 class PathNumbering(FrozenRecord):
     """The numbering of one function; ``fallback`` means even greedy cutting could not bring
-    the count under ``limit``: the function records block ids instead."""
+    the count under ``limit``: the function records block ids instead; ``free_records``: the
+    increments were placed with records as free chords (:func:`chord_increments`)."""
 
     _fields = ('graph', 'cuts', 'starts', 'dag', 'val', 'inc', 'num_paths', 'probes', 'limit', 'fallback',
-               'overflow_cuts', 'chords', 'quiet')
+               'overflow_cuts', 'chords', 'quiet', 'free_records')
 
     def __init__(self, graph: FlowGraph, cuts: frozenset[int], starts: tuple[int, ...], dag: tuple[DagEdge, ...],
                  val: tuple[int, ...], inc: tuple[int, ...], num_paths: int, probes: tuple[EdgeProbe, ...],
                  limit: int = MAX_PATHS, fallback: bool = False, overflow_cuts: frozenset[int] = frozenset(),
-                 chords: tuple[int, ...] = (), quiet: frozenset[int] = frozenset(),
+                 chords: tuple[int, ...] = (), quiet: frozenset[int] = frozenset(), free_records: bool = True,
                  _index: dict[tuple[str, int], int] | None = None) -> None:
         object.__setattr__(self, "graph", graph)
         object.__setattr__(self, "cuts", cuts)
@@ -123,6 +124,7 @@ class PathNumbering(FrozenRecord):
         object.__setattr__(self, "chords", chords)
         object.__setattr__(self, "quiet", quiet)
         object.__setattr__(self, "_index", {} if _index is None else _index)
+        object.__setattr__(self, "free_records", free_records)
 
     # ------------------------------------------------------------------ derived tables
     @cached_property
@@ -432,13 +434,44 @@ def limit_paths(graph: FlowGraph, cuts: frozenset[int], starts: Iterable[int], l
         cuts = cuts | {e for e in graph.in_edges[best_v] if graph.edges[e][0] != graph.entry}
 
 
+#: Weights at or above this keep an edge in the spanning tree whatever ``free_records`` says
+#: (``witnesses.FORCED_TREE_WEIGHT``: an edge without a probe site).
+_FORCED = 1e15
+
+
+def record_edges(graph: FlowGraph, dag: Sequence[DagEdge]) -> list[bool]:
+    """Per DAG edge: does its probe record anyway (a cut's d_out, a real edge into EXIT, a
+    d_dead), so that an increment on it folds into the record's constant for nothing?"""
+    return [e.kind in (D_OUT, D_DEAD) or (e.kind == REAL and e.dst == graph.exit) for e in dag]
+
+
+def free_record_weights(graph: FlowGraph, dag: Sequence[DagEdge], weights: EdgeWeights) -> EdgeWeights:
+    """The spanning tree's weights when records are free chords (docs/design.md "Path mode,
+    wave 11"): every record edge below every other edge (an increment there costs nothing, one
+    anywhere else a store per traversal), the others in their own order (+1: a weight 0 edge
+    still goes before a record), edges forced into the tree left as they are; the edges that
+    start a path (out of ENTRY, d_in) between the two.  Where the edges that do not record
+    form a tree, every increment lands on a record: the register is 0 wherever the function
+    runs and no probe keeps it (``modes.register_free``); where they do not, a join's increment
+    goes to a reset or the store at entry before it goes to an edge of its own."""
+    rec = record_edges(graph, dag)
+    # a path start's edge (out of ENTRY: the store at entry; a d_in: the reset after a cut) stores
+    # the register anyway, so an increment there is free too unless the register can go: after
+    # the other edges that do not record, before the records
+    store = [e.kind == D_IN or e.src == graph.entry for e in dag]
+    return EdgeWeights(tuple(w if w >= _FORCED else 0.0 if r else 1.0 if st else w + 2.0
+                             for w, r, st in zip(weights.edges, rec, store)), weights.virtual)
+
+
 def chord_increments(graph: FlowGraph, dag: Sequence[DagEdge], val: Sequence[int],
-                     weights: EdgeWeights) -> tuple[list[int], tuple[int, ...]]:
+                     weights: EdgeWeights, free_records: bool = True) -> tuple[list[int], tuple[int, ...]]:
     """Phase 5: Inc per DAG edge — zero on a maximum spanning tree (``placement.place_counters``
-    seeded with EXIT→ENTRY), Val(e) + φ(src) − φ(dst) on its chords, φ the tree potential."""
+    seeded with EXIT→ENTRY), Val(e) + φ(src) − φ(dst) on its chords, φ the tree potential.
+    ``free_records``: records are the cheapest chords (:func:`free_record_weights`); False is
+    the numbering of recordings made before wave 11 (the same ids, other increments)."""
     n = graph.num_nodes
     dgraph = _dag_graph(n, graph, dag)
-    placement = place_counters(dgraph, weights)
+    placement = place_counters(dgraph, free_record_weights(graph, dag, weights) if free_records else weights)
     adj: list[list[tuple[int, int]]] = [[] for _ in range(n)]
     for i in placement.tree:
         s, d = dag[i].src, dag[i].dst
@@ -487,14 +520,15 @@ def fold_probes(graph: FlowGraph, cuts: frozenset[int], dag: Sequence[DagEdge], 
 
 def number_paths(graph: FlowGraph, *, policy: CutPolicy = "calls", cuts: Iterable[int] | None = None,
                  starts: Iterable[int] = (), weights: EdgeWeights | None = None,
-                 limit: int = MAX_PATHS, quiet: Iterable[int] = ()) -> PathNumbering:
+                 limit: int = MAX_PATHS, quiet: Iterable[int] = (), free_records: bool = True) -> PathNumbering:
     """Number the acyclic paths of ``graph``.
 
     ``cuts`` replaces the policy's cut set (it must contain a cut for every cycle);
     ``starts`` are blocks entered dynamically (exception handlers); ``weights`` default to
     the static loop heuristic; ``quiet``: blocks that cannot call (forced chains into call
     blocks are not cut, :func:`choose_cuts`).  Past ``limit`` paths, extra cuts are added greedily; if that
-    is not enough the result has ``fallback=True`` and cannot encode or decode.
+    is not enough the result has ``fallback=True`` and cannot encode or decode.  ``free_records``:
+    see :func:`chord_increments` (the path ids do not depend on it, the increments do).
     """
     validate(graph, require_reachable=False)
     quiet = frozenset(quiet)
@@ -514,15 +548,20 @@ def number_paths(graph: FlowGraph, *, policy: CutPolicy = "calls", cuts: Iterabl
     index = {(e.kind, e.ref): i for i, e in enumerate(dag)}
     if not ok:
         return PathNumbering(graph, final, tuple(start_blocks), tuple(dag), tuple(val), (0,) * len(dag),
-                             num[graph.entry], (), limit, True, final - base, (), quiet, index)
-    inc, chords = chord_increments(graph, dag, val, dw)
+                             num[graph.entry], (), limit, True, final - base, (), quiet, free_records, index)
+    inc, chords = chord_increments(graph, dag, val, dw, free_records)
+    if free_records:   # (recordings before wave 11 renumber as they were recorded)
+        from wholetrace.instrument.pathregs import lift_registers
+
+        inc = lift_registers(graph, dag, inc)
     probes = fold_probes(graph, final, dag, inc, index)
     return PathNumbering(graph, final, tuple(start_blocks), tuple(dag), tuple(val), tuple(inc),
-                         num[graph.entry], probes, limit, False, final - base, chords, quiet, index)
+                         num[graph.entry], probes, limit, False, final - base, chords, quiet, free_records, index)
 
 
 def number_cfg(cfg: CFG, *, policy: CutPolicy = "calls", limit: int = MAX_PATHS,
-               weights: EdgeWeights | None = None, quiet: Iterable[int] | None = None) -> PathNumbering:
+               weights: EdgeWeights | None = None, quiet: Iterable[int] | None = None,
+               free_records: bool = True) -> PathNumbering:
     """``number_paths`` on a statement-level CFG: its dynamic entries start paths, and edges
     without a probe site (``instrument.witnesses.probe_sites``: a ``finally`` dispatch or
     ``with`` exit with several successors) are kept in the spanning tree where possible, so
@@ -538,7 +577,8 @@ def number_cfg(cfg: CFG, *, policy: CutPolicy = "calls", limit: int = MAX_PATHS,
     sites = probe_sites(cfg)
     w = EdgeWeights(tuple(FORCED_TREE_WEIGHT if site is None else x for site, x in zip(sites, w.edges)), w.virtual)
     q = quiet_blocks(cfg) if quiet is None else quiet
-    return number_paths(graph, policy=policy, starts=starts, limit=limit, weights=w, quiet=q)
+    return number_paths(graph, policy=policy, starts=starts, limit=limit, weights=w, quiet=q,
+                        free_records=free_records)
 
 
 def unplaced_edges(cfg: CFG, num: PathNumbering) -> list[int]:

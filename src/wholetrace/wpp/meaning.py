@@ -60,15 +60,20 @@ def path_blocks(view: WppView, fid: int, value: int) -> tuple[tuple[int, ...], i
     return tuple(num.blocks(num.decode(pid))), pid
 
 
-def truncated_blocks(view: WppView, fid: int, register: int, stmt: int) -> tuple[tuple[int, ...], int] | None:
+def truncated_blocks(view: WppView, fid: int, register: int, stmt: int,
+                     raised: int = -1) -> tuple[tuple[int, ...], int] | None:
     """(blocks, id of the full path it began) of the path an exception cut short: register
-    ``register`` as it left, decoded at the block of statement ``stmt`` if it names a path
-    through it, else at the first block that does."""
+    ``register`` as it left, decoded at the block the exception left from if it names a path
+    through it, else at the first block that does.  That block is the one of ``raised``, the
+    re-raise site of a ``RERAISE s x r`` record (its ``x``), else of ``stmt`` (``s``), as in the
+    decoding kernel: a register names a prefix through several blocks (an edge without an
+    increment keeps it), so ``s``, which a re-raise does not leave from, named the wrong one."""
     num = view.numbering(fid)
     if num is None:
         return None
     cfg = view.cfgs[fid]
-    origin = int(cfg.stmts[stmt].block) if 0 <= stmt < len(cfg.stmts) else -1
+    q = raised if raised >= 0 else stmt
+    origin = int(cfg.stmts[q].block) if 0 <= q < len(cfg.stmts) else -1
     for b in [origin] + list(range(2, len(cfg.blocks))):
         if b < 2:
             continue
@@ -120,6 +125,7 @@ def pieces(view: WppView, symbols: list[int] | np.ndarray) -> list[Piece]:
     run_fid = -1
     ops: list[str] = []          # operands still expected after EXC / RERAISE: "s", "x", "r", "H"
     exc_stmt = -1
+    exc_raised = -1              # a RERAISE record's re-raise site (its block is where the exception left)
     exc_fid = -1
 
     def flush() -> None:
@@ -141,8 +147,10 @@ def pieces(view: WppView, symbols: list[int] | np.ndarray) -> list[Piece]:
                 exc_fid = f
             if what == "s":
                 exc_stmt = v
+            elif what == "x":
+                exc_raised = v
             elif what == "r":
-                cut = truncated_blocks(view, f, v, exc_stmt) if f in view.cfgs else None
+                cut = truncated_blocks(view, f, v, exc_stmt, exc_raised) if f in view.cfgs else None
                 if cut:
                     out.insert(len(out) - 1 if out and out[-1].raise_line else len(out),
                                Piece(depth, f, cut[0], truncated=True, path_id=cut[1]))
@@ -161,12 +169,12 @@ def pieces(view: WppView, symbols: list[int] | np.ndarray) -> list[Piece]:
             line = view.cfgs[f].stmts[v].line if f in view.cfgs and 0 <= v < len(view.cfgs[f].stmts) else 0
             out.append(Piece(depth, f, (), raise_line=line or -1))
             if view.symbol_kind == "path" and f in view.cfgs and view.numbering(f) is not None:
-                ops, exc_stmt, exc_fid = ["r", "H"], v, f
+                ops, exc_stmt, exc_raised, exc_fid = ["r", "H"], v, -1, f
         elif f < 0 and v in (RERAISE_CODE, START_CODE):
             flush()
             if v == RERAISE_CODE:
                 out.append(Piece(depth, -1, (), raise_line=-1))
-                ops, exc_fid = ["s", "x", "r", "H"], -2   # exc_fid: the operands' function
+                ops, exc_raised, exc_fid = ["s", "x", "r", "H"], -1, -2   # exc_fid: the operands' function
         elif f not in view.cfgs:
             flush()      # a value outside any known activation: nothing to show
         elif k == BLOCK or (k == PATH and view.numbering(f) is None):

@@ -80,7 +80,7 @@ def _take_record(view: WppView, row: list[int], w: int, counts: np.ndarray,
         f, stmt = int(t.fid[head]), int(t.value[head])
         if f not in view.cfgs or view.numbering(f) is None:
             return    # a function recorded with block ids: EXC s then the handler's block, as in blocks mode
-        reg_at = 0
+        reg_at, raised = 0, -1
     else:
         if ops[0] < 0 or int(t.kind[ops[0]]) != PATH:
             return
@@ -91,11 +91,12 @@ def _take_record(view: WppView, row: list[int], w: int, counts: np.ndarray,
             if o >= 0:
                 counts[o] -= w
         reg_at = 2
+        raised = int(t.value[ops[1]]) if ops[1] >= 0 and int(t.kind[ops[1]]) == PATH else -1   # x: where it left
     r = ops[reg_at]
     if r < 0 or int(t.kind[r]) != PATH or int(t.fid[r]) != f:
         return
     counts[r] -= w
-    cut = truncated_blocks(view, f, int(t.value[r]), stmt)
+    cut = truncated_blocks(view, f, int(t.value[r]), stmt, raised)
     if cut is not None:
         truncated[f, cut[1], cut[0]] += w
     h = ops[reg_at + 1] if reg_at + 1 < len(ops) else -1

@@ -60,6 +60,7 @@ class WppView:
     files: dict[int, str]
     numberings: dict[int, "PathNumbering | None"] = field(default_factory=dict)
     quiet: dict[int, frozenset[int]] = field(default_factory=dict)   # (``instrument.modes.stored_quiet``)
+    old_inc: set[int] = field(default_factory=set)   # numbered before wave 11 (``modes.stored_free_records``)
 
     @cached_property
     def symbol_kind(self) -> str:
@@ -69,11 +70,12 @@ class WppView:
     def numbering(self, fid: int) -> "PathNumbering | None":
         """Function ``fid``'s path numbering as `path` mode records it, or None (block ids)."""
         if fid not in self.numberings:
-            self.numberings[fid] = path_numbering(self.cfgs[fid], self.quiet.get(fid)) if fid in self.cfgs else None
+            self.numberings[fid] = (path_numbering(self.cfgs[fid], self.quiet.get(fid), fid not in self.old_inc)
+                                    if fid in self.cfgs else None)
         return self.numberings[fid]
 
 
-def path_numbering(cfg: CFG, quiet: "frozenset[int] | None" = None) -> "PathNumbering | None":
+def path_numbering(cfg: CFG, quiet: "frozenset[int] | None" = None, free_records: bool = True) -> "PathNumbering | None":
     """The numbering `path` mode records ``cfg`` with, or None when it records block ids.
 
     Path mode's own rule (``instrument.modes.path_numbering``) when it is there; until then
@@ -84,7 +86,7 @@ def path_numbering(cfg: CFG, quiet: "frozenset[int] | None" = None) -> "PathNumb
     except ImportError:
         mode_rule = None
     if mode_rule is not None:
-        return mode_rule(cfg, quiet)  # type: ignore[no-any-return]
+        return mode_rule(cfg, quiet, free_records)  # type: ignore[no-any-return]
     from wholetrace.instrument.pathnum import number_cfg
 
     if cfg.kind != "function":
@@ -115,8 +117,9 @@ def open_view(path: str, *, stream: int | None = None, progress: bool = True) ->
             view = WppView(path, mode, "stored", stored.terminals, streams, cfgs, files)
         else:
             view = _build(rec, path, mode, cfgs, files, stream, progress)
-        from wholetrace.instrument.modes import stored_quiet
+        from wholetrace.instrument.modes import stored_free_records, stored_quiet
         view.quiet = {f.fid: stored_quiet(f.cfg) for f in functions}   # what path mode numbered with
+        view.old_inc = {f.fid for f in functions if not stored_free_records(f.cfg)}
     if stream is not None and not view.streams:
         raise UsageError(f"{path}: no stream {stream} with events")
     return split_view(view)
