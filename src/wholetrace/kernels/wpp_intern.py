@@ -102,10 +102,10 @@ def _slot(key, bits):  # type: ignore[no-untyped-def]
 def _value_class(v, leave_at):  # type: ignore[no-untyped-def]
     """What a value event is for grouping: C_EXIT (``LEAVE_PATH + p``), C_CUT (a path id), else C_OTHER."""
     if v < 0:
-        return C_OTHER
+        return np.int64(C_OTHER)
     if leave_at > 0 and v >= leave_at:
-        return C_EXIT
-    return C_CUT
+        return np.int64(C_EXIT)
+    return np.int64(C_CUT)
 
 
 @kernel
@@ -150,13 +150,13 @@ def intern_chunk(events, pos, value_kind, leave_at, fpath, fuse, group, final, s
         sp = sstate[S_SP]
         k = sstate[S_PEND]
         emit = True
-        hc = C_OTHER     # what the terminal begins with
-        tc = C_OTHER     # ... and ends with
+        hc = np.int64(C_OTHER)     # what the terminal begins with
+        tc = np.int64(C_OTHER)     # ... and ends with
         if sstate[S_INNER] > 0:   # wrapping the fused terminal in the next outer waiting ENTER
             key = pack(K_ENTER_CHAIN, stack[sstate[S_LOW] + k - 1], sstate[S_INNER] - 1)
             sstate[S_PEND] = k - 1
             emit = k == 1
-            hc = C_FUSED
+            hc = np.int64(C_FUSED)
             tc = sstate[S_ITAIL]
         elif k > 0 and (pos >= n or events[pos] > -ENTER_BASE):   # (never amid a record's operands)
             if pos < n and events[pos] >= 0:   # the innermost activation's first value: fuse
@@ -168,7 +168,7 @@ def intern_chunk(events, pos, value_kind, leave_at, fpath, fuse, group, final, s
                 pos += 1
                 sstate[S_PEND] = k - 1
                 emit = k == 1
-                hc = C_FUSED
+                hc = np.int64(C_FUSED)
                 tc = _value_class(v, leave_at)
                 sstate[S_ITAIL] = tc
             else:   # anything else: the outermost waiting ENTER alone (the event comes on a later turn)
@@ -187,7 +187,7 @@ def intern_chunk(events, pos, value_kind, leave_at, fpath, fuse, group, final, s
                 sstate[S_OPS] -= 1
                 tc = _value_class(v, leave_at)
                 if v >= 0:
-                    hc = C_VALUE
+                    hc = np.int64(C_VALUE)
             elif v == RERAISE:
                 key = pack(value_kind, -1, v)
                 sstate[S_OPS] = 3 if is_path else 2
@@ -195,13 +195,13 @@ def intern_chunk(events, pos, value_kind, leave_at, fpath, fuse, group, final, s
                 key = pack(value_kind, f, v)
                 if leave_at > 0 and v >= leave_at and sp > 0:
                     sstate[S_SP] = sp - 1
-                hc = C_VALUE
+                hc = np.int64(C_VALUE)
                 tc = _value_class(v, leave_at)
             elif v == LEAVE:
                 if sp > 0:
                     sstate[S_SP] = sp - 1
                 key = pack(K_LEAVE, -1, 0)
-                tc = C_LEAVE
+                tc = np.int64(C_LEAVE)
             elif v == EXC:
                 sstate[S_EXC] = 1
                 pos += 1
