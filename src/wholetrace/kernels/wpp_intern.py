@@ -99,32 +99,6 @@ def _slot(key, bits):  # type: ignore[no-untyped-def]
 
 
 @kernel
-def _value_class(v, leave_at):  # type: ignore[no-untyped-def]
-    """What a value event is for grouping: C_EXIT (``LEAVE_PATH + p``), C_CUT (a path id), else C_OTHER."""
-    if v < 0:
-        return np.int64(C_OTHER)
-    if leave_at > 0 and v >= leave_at:
-        return np.int64(C_EXIT)
-    return np.int64(C_CUT)
-
-
-@kernel
-def _intern_key(key, bits, table_keys, table_ids, tstate, sym_keys):  # type: ignore[no-untyped-def]
-    """The id of ``key``, interned now if new (the caller made room)."""
-    s = _slot(key, bits)
-    mask = (np.int64(1) << bits) - 1
-    while table_keys[s] != EMPTY and table_keys[s] != key:
-        s = (s + 1) & mask
-    if table_keys[s] == EMPTY:
-        t = tstate[T_COUNT]
-        table_keys[s] = key
-        table_ids[s] = t
-        sym_keys[t] = key
-        tstate[T_COUNT] = t + 1
-    return table_ids[s]
-
-
-@kernel
 def intern_chunk(events, pos, value_kind, leave_at, fpath, fuse, group, final, stack, sstate, table_keys, table_ids, tstate, sym_keys, out, m):  # type: ignore[no-untyped-def]
     """Intern ``events[pos:]`` into ``out[m:]``; returns (next event position, next out position,
     status).  Status ST_DONE when the chunk is consumed, else what to enlarge before calling again
@@ -169,7 +143,7 @@ def intern_chunk(events, pos, value_kind, leave_at, fpath, fuse, group, final, s
                 sstate[S_PEND] = k - 1
                 emit = k == 1
                 hc = np.int64(C_FUSED)
-                tc = _value_class(v, leave_at)
+                tc = np.int64(C_EXIT) if leave_at > 0 and v >= leave_at else np.int64(C_CUT)
                 sstate[S_ITAIL] = tc
             else:   # anything else: the outermost waiting ENTER alone (the event comes on a later turn)
                 key = pack(K_ENTER, stack[sp - k], 0)
@@ -185,9 +159,9 @@ def intern_chunk(events, pos, value_kind, leave_at, fpath, fuse, group, final, s
             elif sstate[S_OPS] > 0:
                 key = pack(value_kind, f, v)
                 sstate[S_OPS] -= 1
-                tc = _value_class(v, leave_at)
                 if v >= 0:
                     hc = np.int64(C_VALUE)
+                    tc = np.int64(C_EXIT) if leave_at > 0 and v >= leave_at else np.int64(C_CUT)
             elif v == RERAISE:
                 key = pack(value_kind, -1, v)
                 sstate[S_OPS] = 3 if is_path else 2
@@ -196,7 +170,7 @@ def intern_chunk(events, pos, value_kind, leave_at, fpath, fuse, group, final, s
                 if leave_at > 0 and v >= leave_at and sp > 0:
                     sstate[S_SP] = sp - 1
                 hc = np.int64(C_VALUE)
-                tc = _value_class(v, leave_at)
+                tc = np.int64(C_EXIT) if leave_at > 0 and v >= leave_at else np.int64(C_CUT)
             elif v == LEAVE:
                 if sp > 0:
                     sstate[S_SP] = sp - 1
@@ -220,28 +194,48 @@ def intern_chunk(events, pos, value_kind, leave_at, fpath, fuse, group, final, s
             else:  # a code trace streams never hold: keep it, as a value of function -1
                 key = pack(value_kind, -1, v)
             pos += 1
-        tid = _intern_key(key, bits, table_keys, table_ids, tstate, sym_keys)
+        joined = False
+        mask = (np.int64(1) << bits) - 1
+        tid = np.int64(0)
+        for rep in range(2):      # the terminal, then (if it joins the waiting group) the group's SEQ
+            s = _slot(key, bits)
+            while table_keys[s] != EMPTY and table_keys[s] != key:
+                s = (s + 1) & mask
+            if table_keys[s] == EMPTY:
+                t = tstate[T_COUNT]
+                table_keys[s] = key
+                table_ids[s] = t
+                sym_keys[t] = key
+                tstate[T_COUNT] = t + 1
+            tid = table_ids[s]
+            if rep == 1 or not emit or group < 2:
+                break
+            g = sstate[S_GRP]
+            if g == 0 or g - 1 > SEQ_MAX_HEAD or sstate[S_GLEN] >= group:
+                break
+            gt = sstate[S_GTAIL]
+            if (hc == C_FUSED and (gt == C_CUT or gt == C_EXIT or gt == C_LEAVE)) or (hc == C_VALUE and gt == C_EXIT):
+                key = pack(K_SEQ, g - 1, tid)
+                joined = True
+            else:
+                break
         if not emit:
             sstate[S_INNER] = tid + 1
             continue
         sstate[S_INNER] = 0
         if group > 1:
-            g = sstate[S_GRP]
-            if g > 0:
-                gt = sstate[S_GTAIL]
-                if g - 1 <= SEQ_MAX_HEAD and ((hc == C_FUSED and (gt == C_CUT or gt == C_EXIT or gt == C_LEAVE))
-                                              or (hc == C_VALUE and gt == C_EXIT)):
-                    tid = _intern_key(pack(K_SEQ, g - 1, tid), bits, table_keys, table_ids, tstate, sym_keys)
-                    if sstate[S_GLEN] + 1 >= group:   # full: written now
-                        out[m] = tid
-                        m += 1
-                        sstate[S_GRP] = 0
-                    else:
-                        sstate[S_GRP] = tid + 1
-                        sstate[S_GLEN] += 1
-                        sstate[S_GTAIL] = tc
-                    continue
-                out[m] = g - 1
+            if joined:
+                if sstate[S_GLEN] + 1 >= group:   # full: written now
+                    out[m] = tid
+                    m += 1
+                    sstate[S_GRP] = 0
+                else:
+                    sstate[S_GRP] = tid + 1
+                    sstate[S_GLEN] += 1
+                    sstate[S_GTAIL] = tc
+                continue
+            if sstate[S_GRP] > 0:
+                out[m] = sstate[S_GRP] - 1
                 m += 1
                 sstate[S_GRP] = 0
             if tc == C_CUT or tc == C_EXIT or tc == C_LEAVE:   # may begin a group: wait for the next one
