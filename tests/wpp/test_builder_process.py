@@ -149,12 +149,13 @@ def test_negative_registers_after_exception_records_keep_the_function_stack(tmp_
     # taken for LEAVE.  Oracle: the pure-Python twin, told the path functions by the stored plans.
     import sqlite3
 
+    from naive_groups import canonical, group_codes
     from test_online import naive_intern
 
     from wholetrace.events import EXC, LEAVE, RERAISE, enter_code
     from wholetrace.instrument.emit import NO_PATH
     from wholetrace.store import RecordingWriter
-    from wholetrace.wpp.intern import PATH_LEAVE_AT
+    from wholetrace.wpp.intern import PATH_GROUP, PATH_LEAVE_AT
     from wholetrace.wpp.online import OnlineWpp
     from wholetrace.wpp.symbols import PATH
 
@@ -183,11 +184,16 @@ def test_negative_registers_after_exception_records_keep_the_function_stack(tmp_
     ow.append_events(0, np.array(events[9:], np.int32))
     ow.close(ended="exit", exit_code=0)
     want, table = naive_intern({0: events}, PATH, PATH_LEAVE_AT, path_fns, fuse=True)
+    grouped, twin = group_codes(want[0], table, PATH_GROUP, PATH_LEAVE_AT)   # SEQ groups (wave 12)
     with Recording(tmp_path / "o.wt") as rec:
         wpp = StoredWpp(rec)
         assert wpp.events(0).tolist() == events
         t = wpp.terminals
-        assert list(zip(t.kind.tolist(), t.fid.tolist(), t.value.tolist())) == table
+        cons: dict[tuple[int, int, int], int] = {}
+        mine = canonical(list(zip(t.kind.tolist(), t.fid.tolist(), t.value.tolist())), cons)
+        theirs = canonical(twin, cons)
+        assert sorted(mine) == sorted(theirs)
+        assert [mine[c] for c in wpp.stream(0).grammar.expand()] == [theirs[c] for c in grouped]
         assert (PATH, g, -1) in table and (PATH, f, NO_PATH) in table
 
 

@@ -14,21 +14,23 @@ from hypothesis import HealthCheck, given, settings
 from corpus import PROGRAMS
 from genprogs import structured_programs, write_program
 from inline_programs import INLINE
+from naive_groups import canonical, group_codes
 from test_online import naive_intern
 from wholetrace.store import Recording
-from wholetrace.wpp.intern import PATH_LEAVE_AT
+from wholetrace.wpp.intern import PATH_GROUP, PATH_LEAVE_AT
 from wholetrace.wpp.online import TERMINALS_VERSION
 from wholetrace.wpp.stored import ExpandedRecording, StoredWpp
-from wholetrace.wpp.symbols import ENTER, ENTER_CHAIN, ENTER_PATH, EXC as K_EXC, LEAVE as K_LEAVE, PATH, Terminals
+from wholetrace.wpp.symbols import ENTER, ENTER_CHAIN, ENTER_PATH, EXC as K_EXC, LEAVE as K_LEAVE, PATH, SEQ, Terminals
 from wtutil import run_recorded
 
 
 def check_fused(out: Path) -> dict[str, int]:
     """Every stream's grammar expands to exactly its raw events; the stored table and codes are the
-    fused twin's (by key); returns events, symbols and fused terminal occurrences."""
-    n = {"events": 0, "symbols": 0, "fused": 0, "chain": 0, "exc": 0}
+    fused and grouped twin's (by structure); returns events, symbols and fused terminal occurrences
+    (inside groups too)."""
+    n = {"events": 0, "symbols": 0, "fused": 0, "chain": 0, "exc": 0, "seq": 0}
     with Recording(out) as rec:
-        assert rec.meta["wpp"]["terminals"] == TERMINALS_VERSION == 2
+        assert rec.meta["wpp"]["terminals"] == TERMINALS_VERSION == 3
         fns = frozenset(f.fid for f in rec.functions() if f.cfg.get("plan", {}).get("strategy") == "paths")
         wpp = StoredWpp(rec)
         t = wpp.terminals
@@ -40,10 +42,14 @@ def check_fused(out: Path) -> dict[str, int]:
             g = wpp.stream(st.sid).grammar
             assert np.array_equal(wpp.events(st.sid), raw), f"stream {st.sid}"
             codes, table = naive_intern({0: raw.tolist()}, PATH, PATH_LEAVE_AT, fns, fuse=True)
-            assert [keys[c] for c in g.expand()] == [table[c] for c in codes[0]], f"stream {st.sid}"
+            grouped, twin = group_codes(codes[0], table, PATH_GROUP, PATH_LEAVE_AT)
+            cons: dict[tuple[int, int, int], int] = {}
+            mine, theirs = canonical(keys, cons), canonical(twin, cons)
+            assert [mine[c] for c in g.expand()] == [theirs[c] for c in grouped], f"stream {st.sid}"
             n["events"] += len(raw)
             n["symbols"] += len(g)
-            kinds = t.kind[g.expand()]
+            n["seq"] += int(np.count_nonzero(t.kind[g.expand()] == SEQ))
+            kinds = t.kind[[c for x in g.expand().tolist() for c in t.components(x)]]
             n["fused"] += int(np.count_nonzero(kinds == ENTER_PATH))
             n["chain"] += int(np.count_nonzero(kinds == ENTER_CHAIN))
             n["exc"] += int(np.count_nonzero(kinds == K_EXC))
@@ -56,12 +62,13 @@ def check_fused(out: Path) -> dict[str, int]:
 def n_more(t: Terminals, codes: np.ndarray) -> int:
     """Events beyond one a terminal, walked through the table by hand (not ``terminal_widths``)."""
     more = 0
-    for x in codes.tolist():
+    for x in [c for y in codes.tolist() for c in t.components(y)]:   # (a SEQ's terminals: more events)
+        more += 1
         while int(t.kind[x]) == ENTER_CHAIN:
             more += 1
             x = int(t.value[x])
         more += int(t.kind[x]) in (ENTER_PATH, K_EXC)
-    return more
+    return more - len(codes)
 
 
 def record(script: Path, out: Path, include: tuple[str, ...] = ()) -> None:
@@ -84,7 +91,8 @@ def test_corpus_programs(tmp_path: Path, name: str) -> None:
     script = prog.write(tmp_path, "small")
     record(script, tmp_path / "p.wt", tuple(prog.include))
     n = check_fused(tmp_path / "p.wt")
-    assert n["events"] >= n["symbols"] + n["fused"] + n["chain"] + n["exc"] and n["fused"] > n["events"] // 10
+    assert n["events"] >= n["symbols"] + n["fused"] + n["chain"] + n["exc"] + n["seq"] and n["fused"] > n["events"] // 10
+    assert n["seq"] > n["events"] // 10
     if name == "richards":   # entry blocks that call at once: ENTERs in a row are chained
         assert n["chain"] > 1000
 
@@ -155,7 +163,9 @@ def test_wpp_table_counts_events_as_before(tmp_path: Path, name: str) -> None:
         (st,) = ExpandedRecording(rec).streams()
         assert st.n_events == len(raw)
         fns = frozenset(f.fid for f in rec.functions() if f.cfg.get("plan", {}).get("strategy") == "paths")
-        kinds = wpp.terminals.kind[s.grammar.expand()]
+        used = s.grammar.expand().tolist()
+        seqs = int(np.count_nonzero(wpp.terminals.kind[used] == SEQ))
+        kinds = wpp.terminals.kind[[c for x in used for c in wpp.terminals.components(x)]]   # inside SEQs too
     exc = int(np.count_nonzero(raw == -2))
     assert row["events"] == len(raw) - exc and row["grammar_symbols"] < row["events"] - 250
     codes, table = naive_intern({0: raw.tolist()}, PATH, PATH_LEAVE_AT, fns)   # one terminal an event
@@ -164,11 +174,11 @@ def test_wpp_table_counts_events_as_before(tmp_path: Path, name: str) -> None:
     assert row["distinct_paths"] == sum(1 for k, _f, _v in table if k not in (ENTER, K_LEAVE, K_EXC))
     assert row["path_kind"] == "path" and row["raw_bytes"] == 4 * row["events"]
     if name == "raises":   # the cases the table counts differently from the terminal widths
-        assert exc > 100 and np.count_nonzero(kinds == ENTER_CHAIN) > 100
+        assert exc > 100 and np.count_nonzero(kinds == ENTER_CHAIN) > 100 and seqs > 100
 
 
 def test_a_newer_terminal_table_is_refused_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A reader that knows terminal tables up to version 1 (before ENTER_PATH) refuses a version-2
+    """A reader that knows terminal tables up to version 2 (before SEQ) refuses a version-3
     recording with a clear message instead of failing on an unknown terminal."""
     import wholetrace.wpp.stored as stored
     from wholetrace.errors import UsageError
@@ -176,7 +186,7 @@ def test_a_newer_terminal_table_is_refused_in_one_line(tmp_path: Path, monkeypat
     script = tmp_path / "prog.py"
     script.write_text("def f(i):\n    return i\nprint(sum(f(i) for i in range(50)))\n")
     record(script, tmp_path / "p.wt")
-    monkeypatch.setattr(stored, "TERMINALS_VERSION", 1)
-    with Recording(tmp_path / "p.wt") as rec, pytest.raises(UsageError, match="terminals are of version 2") as exc:
+    monkeypatch.setattr(stored, "TERMINALS_VERSION", 2)
+    with Recording(tmp_path / "p.wt") as rec, pytest.raises(UsageError, match="terminals are of version 3") as exc:
         stored.StoredWpp(rec)
     assert "\n" not in str(exc.value)

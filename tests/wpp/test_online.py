@@ -180,7 +180,7 @@ def test_path_mode_interns_fused_enter() -> None:
     ev = [enter_code(0), 3, enter_code(1), -5, enter_code(2), PATH_LEAVE_AT + 2, enter_code(1), EXC, 4, -1, LEAVE,
           enter_code(5), enter_code(6), enter_code(2), PATH_LEAVE_AT + 2, 7, enter_code(5), enter_code(6), LEAVE,
           enter_code(3)]
-    it = interner_for("path")
+    it = EventInterner(PATH, PATH_LEAVE_AT, fuse=True)   # wave 10's fusion (path mode also groups: test_seq_terminals)
     it.set_path_functions([0, 1, 2, 3])
     codes = it.codes(0, np.array(ev, np.int32), final=True)
     t = it.terminals()
@@ -201,7 +201,7 @@ def test_a_chain_as_deep_as_the_recursion() -> None:
     """ENTERs 5,000 deep before the first value (an entry block that recurses at once) are one
     terminal; it expands, labels and splits without recursion, in chunks of 7."""
     ev = [enter_code(1)] * 5000 + [enter_code(2), PATH_LEAVE_AT + 1] + [PATH_LEAVE_AT] * 5000
-    it = interner_for("path")
+    it = EventInterner(PATH, PATH_LEAVE_AT, fuse=True)   # wave 10's fusion (path mode also groups: test_seq_terminals)
     it.set_path_functions([1, 2])
     codes = np.concatenate([it.codes(0, np.array(ev[i:i + 7], np.int32)) for i in range(0, len(ev), 7)] + [it.finish(0)])
     t = it.terminals()
@@ -220,7 +220,7 @@ def test_split_grammars_expand_to_the_unfused_terminals() -> None:
     streams = {0: path_stream(rng, 3000), 1: path_stream(rng, 1500)}
     fns = frozenset(range(50))
     want, table = naive_intern(streams, PATH, PATH_LEAVE_AT, fns)
-    it = interner_for("path")
+    it = EventInterner(PATH, PATH_LEAVE_AT, fuse=True)   # wave 10's fusion (path mode also groups: test_seq_terminals)
     it.set_path_functions(np.arange(50))
     grammars = [sequitur(np.concatenate([it.codes(sid, np.array(ev, np.int32)), it.finish(sid)]), lookahead=True)
                 for sid, ev in streams.items()]

@@ -34,7 +34,12 @@ from wholetrace.events import ENTER_BASE, EXC, LEAVE, RERAISE
 from wholetrace.kernels._jit import kernel
 
 # terminal kinds (the same numbers as wholetrace.wpp.symbols)
-K_BLOCK, K_ENTER, K_LEAVE, K_EXC, K_PATH, K_ENTER_PATH, K_ENTER_CHAIN = 0, 1, 2, 3, 4, 5, 6
+K_BLOCK, K_ENTER, K_LEAVE, K_EXC, K_PATH, K_ENTER_PATH, K_ENTER_CHAIN, K_SEQ = 0, 1, 2, 3, 4, 5, 6, 7
+
+# what a terminal begins / ends with, for grouping (``group``): the seams a group may span
+C_OTHER, C_FUSED, C_VALUE, C_CUT, C_EXIT, C_LEAVE = 0, 1, 2, 3, 4, 5
+#: The largest terminal id a group's head may have (it is packed in the fid field).
+SEQ_MAX_HEAD = (1 << 28) - 3
 
 ST_DONE = 0
 ST_NEED_TABLE = 1     # the hash table is half full: grow it (``rehash``) and call again
@@ -48,7 +53,11 @@ S_OPS = 2             # operands of an exception record still to come (read by p
 S_PEND = 3            # ENTERs waiting for their next event (``fuse``): the top frames of the stack
 S_INNER = 4           # id + 1 of the fused terminal being wrapped by the waiting ENTERs, else 0
 S_LOW = 5             # stack index of the outermost waiting ENTER while they are wrapped
-S_SIZE = 6
+S_ITAIL = 6           # what the fused terminal being wrapped ends with (C_CUT, C_EXIT, C_OTHER)
+S_GRP = 7             # id + 1 of the group waiting for its next terminal (``group``), else 0
+S_GLEN = 8            # terminals in that group
+S_GTAIL = 9           # what that group ends with
+S_SIZE = 10
 
 # shared table state (``tstate``)
 T_COUNT = 0           # keys interned so far (= next id)
@@ -90,32 +99,39 @@ def _slot(key, bits):  # type: ignore[no-untyped-def]
 
 
 @kernel
-def intern_chunk(events, pos, value_kind, leave_at, fpath, fuse, final, stack, sstate, table_keys, table_ids, tstate, sym_keys, out, m):  # type: ignore[no-untyped-def]
+def intern_chunk(events, pos, value_kind, leave_at, fpath, fuse, group, final, stack, sstate, table_keys, table_ids, tstate, sym_keys, out, m):  # type: ignore[no-untyped-def]
     """Intern ``events[pos:]`` into ``out[m:]``; returns (next event position, next out position,
     status).  Status ST_DONE when the chunk is consumed, else what to enlarge before calling again
     from the returned positions (nothing of the stopped event was consumed).  ``leave_at > 0``:
     a value ``v >= leave_at`` also ends the activation (path mode's ``LEAVE_PATH + p``).
     ``fpath[f]`` is 1 when function f records path ids (a register follows its statements);
     functions past its end record none.  ``fuse == 1``: ENTERs and the value right after them
-    are one terminal (ENTER_PATH, wrapped in ENTER_CHAIN for each outer ENTER); ``final == 1``:
-    the stream ends with this chunk (ENTERs still waiting become (ENTER, f, 0)).  ``out`` (int32:
-    what the SEQUITUR builder takes without a copy; ids stay below the table's 2**31 slots) holds
-    at least ``len(events) - pos + sstate[S_PEND] + 1``."""
+    are one terminal (ENTER_PATH, wrapped in ENTER_CHAIN for each outer ENTER); ``group >= 2``:
+    up to ``group`` of those terminals in a row are one (SEQ, head, last) terminal when each
+    seam is a call (a value or LEAVE, then a fused ENTER terminal) or a return (``LEAVE_PATH +
+    p``, then a value); ``final == 1``: the stream ends with this chunk (ENTERs still waiting
+    become (ENTER, f, 0), a waiting group is written).  ``out`` (int32: what the SEQUITUR
+    builder takes without a copy; ids stay below the table's 2**31 slots) holds at least
+    ``len(events) - pos + sstate[S_PEND] + 2``."""
     n = len(events)
     bits = tstate[T_BITS]
     limit = (np.int64(1) << bits) >> 1
     while pos < n or sstate[S_INNER] > 0 or (final == 1 and sstate[S_PEND] > 0):
-        if tstate[T_COUNT] >= limit:
+        if tstate[T_COUNT] + 1 >= limit:      # room for two keys: the terminal and its group
             return pos, m, ST_NEED_TABLE
-        if tstate[T_COUNT] >= len(sym_keys):
+        if tstate[T_COUNT] + 2 > len(sym_keys):
             return pos, m, ST_NEED_SYMBOLS
         sp = sstate[S_SP]
         k = sstate[S_PEND]
         emit = True
+        hc = np.int64(C_OTHER)     # what the terminal begins with
+        tc = np.int64(C_OTHER)     # ... and ends with
         if sstate[S_INNER] > 0:   # wrapping the fused terminal in the next outer waiting ENTER
             key = pack(K_ENTER_CHAIN, stack[sstate[S_LOW] + k - 1], sstate[S_INNER] - 1)
             sstate[S_PEND] = k - 1
             emit = k == 1
+            hc = np.int64(C_FUSED)
+            tc = sstate[S_ITAIL]
         elif k > 0 and (pos >= n or events[pos] > -ENTER_BASE):   # (never amid a record's operands)
             if pos < n and events[pos] >= 0:   # the innermost activation's first value: fuse
                 v = np.int64(events[pos])
@@ -126,6 +142,9 @@ def intern_chunk(events, pos, value_kind, leave_at, fpath, fuse, final, stack, s
                 pos += 1
                 sstate[S_PEND] = k - 1
                 emit = k == 1
+                hc = np.int64(C_FUSED)
+                tc = np.int64(C_EXIT) if leave_at > 0 and v >= leave_at else np.int64(C_CUT)
+                sstate[S_ITAIL] = tc
             else:   # anything else: the outermost waiting ENTER alone (the event comes on a later turn)
                 key = pack(K_ENTER, stack[sp - k], 0)
                 sstate[S_PEND] = k - 1
@@ -140,6 +159,9 @@ def intern_chunk(events, pos, value_kind, leave_at, fpath, fuse, final, stack, s
             elif sstate[S_OPS] > 0:
                 key = pack(value_kind, f, v)
                 sstate[S_OPS] -= 1
+                if v >= 0:
+                    hc = np.int64(C_VALUE)
+                    tc = np.int64(C_EXIT) if leave_at > 0 and v >= leave_at else np.int64(C_CUT)
             elif v == RERAISE:
                 key = pack(value_kind, -1, v)
                 sstate[S_OPS] = 3 if is_path else 2
@@ -147,10 +169,13 @@ def intern_chunk(events, pos, value_kind, leave_at, fpath, fuse, final, stack, s
                 key = pack(value_kind, f, v)
                 if leave_at > 0 and v >= leave_at and sp > 0:
                     sstate[S_SP] = sp - 1
+                hc = np.int64(C_VALUE)
+                tc = np.int64(C_EXIT) if leave_at > 0 and v >= leave_at else np.int64(C_CUT)
             elif v == LEAVE:
                 if sp > 0:
                     sstate[S_SP] = sp - 1
                 key = pack(K_LEAVE, -1, 0)
+                tc = np.int64(C_LEAVE)
             elif v == EXC:
                 sstate[S_EXC] = 1
                 pos += 1
@@ -169,22 +194,61 @@ def intern_chunk(events, pos, value_kind, leave_at, fpath, fuse, final, stack, s
             else:  # a code trace streams never hold: keep it, as a value of function -1
                 key = pack(value_kind, -1, v)
             pos += 1
-        s = _slot(key, bits)
+        joined = False
         mask = (np.int64(1) << bits) - 1
-        while table_keys[s] != EMPTY and table_keys[s] != key:
-            s = (s + 1) & mask
-        if table_keys[s] == EMPTY:
-            t = tstate[T_COUNT]
-            table_keys[s] = key
-            table_ids[s] = t
-            sym_keys[t] = key
-            tstate[T_COUNT] = t + 1
-        if emit:
-            out[m] = table_ids[s]
-            m += 1
-            sstate[S_INNER] = 0
-        else:
-            sstate[S_INNER] = table_ids[s] + 1
+        tid = np.int64(0)
+        for rep in range(2):      # the terminal, then (if it joins the waiting group) the group's SEQ
+            s = _slot(key, bits)
+            while table_keys[s] != EMPTY and table_keys[s] != key:
+                s = (s + 1) & mask
+            if table_keys[s] == EMPTY:
+                t = tstate[T_COUNT]
+                table_keys[s] = key
+                table_ids[s] = t
+                sym_keys[t] = key
+                tstate[T_COUNT] = t + 1
+            tid = table_ids[s]
+            if rep == 1 or not emit or group < 2:
+                break
+            g = sstate[S_GRP]
+            if g == 0 or g - 1 > SEQ_MAX_HEAD or sstate[S_GLEN] >= group:
+                break
+            gt = sstate[S_GTAIL]
+            if (hc == C_FUSED and (gt == C_CUT or gt == C_EXIT or gt == C_LEAVE)) or (hc == C_VALUE and gt == C_EXIT):
+                key = pack(K_SEQ, g - 1, tid)
+                joined = True
+            else:
+                break
+        if not emit:
+            sstate[S_INNER] = tid + 1
+            continue
+        sstate[S_INNER] = 0
+        if group > 1:
+            if joined:
+                if sstate[S_GLEN] + 1 >= group:   # full: written now
+                    out[m] = tid
+                    m += 1
+                    sstate[S_GRP] = 0
+                else:
+                    sstate[S_GRP] = tid + 1
+                    sstate[S_GLEN] += 1
+                    sstate[S_GTAIL] = tc
+                continue
+            if sstate[S_GRP] > 0:
+                out[m] = sstate[S_GRP] - 1
+                m += 1
+                sstate[S_GRP] = 0
+            if tc == C_CUT or tc == C_EXIT or tc == C_LEAVE:   # may begin a group: wait for the next one
+                sstate[S_GRP] = tid + 1
+                sstate[S_GLEN] = 1
+                sstate[S_GTAIL] = tc
+                continue
+        out[m] = tid
+        m += 1
+    if final == 1 and sstate[S_GRP] > 0:
+        out[m] = sstate[S_GRP] - 1
+        m += 1
+        sstate[S_GRP] = 0
     return pos, m, ST_DONE
 
 
@@ -204,9 +268,10 @@ def rehash(old_keys, old_ids, new_keys, new_ids, bits):  # type: ignore[no-untyp
 
 
 @kernel
-def terminal_widths(kind, value):  # type: ignore[no-untyped-def]
+def terminal_widths(kind, fid, value):  # type: ignore[no-untyped-def]
     """Events each terminal stands for: 2 for EXC and ENTER_PATH, 1 + its inner terminal's for
-    ENTER_CHAIN (interned after it: ids in order), 1 otherwise."""
+    ENTER_CHAIN, the sum of its two parts' for SEQ (parts are interned before: ids in order),
+    1 otherwise."""
     n = len(kind)
     out = np.ones(n, np.int64)
     for t in range(n):
@@ -216,45 +281,80 @@ def terminal_widths(kind, value):  # type: ignore[no-untyped-def]
         elif k == K_ENTER_CHAIN:
             inner = value[t]
             out[t] = 1 + out[inner] if 0 <= inner < t else 1
+        elif k == K_SEQ:
+            head, last = fid[t], value[t]
+            out[t] = (out[head] if 0 <= head < t else 0) + (out[last] if 0 <= last < t else 0)
     return out
+
+
+@kernel
+def _plain_events(t, kind, fid, value, out, m):  # type: ignore[no-untyped-def]
+    """Write the events of terminal ``t`` (not a SEQ) at ``out[m:]``; the next position, or -1."""
+    k = kind[t]
+    while k == K_ENTER_CHAIN:
+        out[m] = -(ENTER_BASE + fid[t])
+        m += 1
+        inner = value[t]
+        if inner < 0 or inner >= t:
+            return -1
+        t = inner
+        k = kind[t]
+    if k == K_BLOCK or k == K_PATH:
+        out[m] = value[t]
+    elif k == K_ENTER:
+        out[m] = -(ENTER_BASE + fid[t])
+    elif k == K_LEAVE:
+        out[m] = LEAVE
+    elif k == K_EXC:
+        out[m] = EXC
+        m += 1
+        out[m] = value[t]
+    elif k == K_ENTER_PATH:
+        out[m] = -(ENTER_BASE + fid[t])
+        m += 1
+        out[m] = value[t]
+    else:
+        return -1
+    return m + 1
 
 
 @kernel
 def terminal_events(codes, kind, fid, value, out):  # type: ignore[no-untyped-def]
     """The events of terminal ids ``codes`` (inverse of ``intern_chunk``): one event each, two for
-    EXC and ENTER_PATH, ENTER f and its inner terminal's for ENTER_CHAIN.  Returns the number
-    written to ``out`` (at least ``terminal_widths`` of ``codes`` long), or -1 - i when terminal
-    ``codes[i]`` is unknown."""
+    EXC and ENTER_PATH, ENTER f and its inner terminal's for ENTER_CHAIN, its head's then its last
+    terminal's for SEQ (a group nests to the left: its parts are read back by walking it, no
+    recursion).  Returns the number written to ``out`` (at least ``terminal_widths`` of ``codes``
+    long), or -1 - i when terminal ``codes[i]`` is unknown."""
     m = 0
     nt = len(kind)
     for i in range(len(codes)):
         t = codes[i]
         if t < 0 or t >= nt:
             return -1 - i
-        k = kind[t]
-        while k == K_ENTER_CHAIN:
-            out[m] = -(ENTER_BASE + fid[t])
-            m += 1
-            inner = value[t]
-            if inner < 0 or inner >= t:
+        if kind[t] != K_SEQ:
+            m = _plain_events(t, kind, fid, value, out, m)
+            if m < 0:
                 return -1 - i
-            t = inner
-            k = kind[t]
-        if k == K_BLOCK or k == K_PATH:
-            out[m] = value[t]
-        elif k == K_ENTER:
-            out[m] = -(ENTER_BASE + fid[t])
-        elif k == K_LEAVE:
-            out[m] = LEAVE
-        elif k == K_EXC:
-            out[m] = EXC
-            m += 1
-            out[m] = value[t]
-        elif k == K_ENTER_PATH:
-            out[m] = -(ENTER_BASE + fid[t])
-            m += 1
-            out[m] = value[t]
-        else:
+            continue
+        depth = 0            # SEQs down the head side to the group's first terminal
+        u = t
+        while kind[u] == K_SEQ:
+            head = fid[u]
+            if head < 0 or head >= u or value[u] < 0 or value[u] >= u:
+                return -1 - i
+            u = head
+            depth += 1
+        m = _plain_events(u, kind, fid, value, out, m)
+        if m < 0:
             return -1 - i
-        m += 1
+        for j in range(depth - 1, -1, -1):   # the last terminal of the SEQ j levels below t
+            u = t
+            for _ in range(j):
+                u = fid[u]
+            last = value[u]
+            if kind[last] == K_SEQ:
+                return -1 - i
+            m = _plain_events(last, kind, fid, value, out, m)
+            if m < 0:
+                return -1 - i
     return m

@@ -26,16 +26,19 @@ class EventInterner:
     ``fuse``: ENTER f and the value right after it (its activation's first path record) become one
     ENTER_PATH terminal, and ENTERs right before that one ENTER_CHAIN terminal each wrapping it
     (path mode; ``kernels.wpp_intern``); then a stream's last chunk goes through
-    ``codes(..., final=True)`` or :meth:`finish`, or ENTERs ending it are left out.
+    ``codes(..., final=True)`` or :meth:`finish`, or ENTERs ending it are left out.  ``group``
+    (>= 2, path mode; needs ``fuse``): up to ``group`` of those terminals in a row, joined at calls
+    and returns, are one SEQ terminal (docs/design.md, "The WPP's terminals, wave 12").
     ``codes`` is called from one thread at a time (the WPP builder's); the kernel it runs
     releases the GIL.  :meth:`set_path_functions` names the functions recorded with path ids
     (their exception records carry a register, ``kernels.wpp_intern``); unnamed ones record none.
     """
 
-    def __init__(self, value_kind: int = BLOCK, leave_at: int = 0, fuse: bool = False) -> None:
+    def __init__(self, value_kind: int = BLOCK, leave_at: int = 0, fuse: bool = False, group: int = 0) -> None:
         self.value_kind = int(value_kind)
         self.leave_at = int(leave_at)
         self.fuse = int(bool(fuse))
+        self.group = int(group)
         bits = 12
         self._keys = np.full(1 << bits, K.EMPTY, np.int64)
         self._ids = np.zeros(1 << bits, np.int64)
@@ -65,7 +68,7 @@ class EventInterner:
         events = np.ascontiguousarray(chunk, dtype=np.int32)
         stack, sstate = self._streams.get(sid) or self._streams.setdefault(
             sid, (np.empty(64, np.int64), np.zeros(K.S_SIZE, np.int64)))
-        need = len(events) + int(sstate[K.S_PEND]) + 1   # + ENTERs held from the last chunk
+        need = len(events) + int(sstate[K.S_PEND]) + 2   # + ENTERs and a group held from the last chunk
         if not scratch:
             out = np.empty(need, np.int32)
         else:
@@ -75,7 +78,7 @@ class EventInterner:
         pos = m = 0
         while True:
             pos, m, why = K.intern_chunk(events, pos, self.value_kind, self.leave_at, self._fpath, self.fuse,
-                                         int(final), stack, sstate, self._keys, self._ids, self._tstate,
+                                         self.group, int(final), stack, sstate, self._keys, self._ids, self._tstate,
                                          self._syms, out, m)
             if why == K.ST_DONE:
                 return out[:m]
@@ -90,7 +93,7 @@ class EventInterner:
                 raise InternalError(f"interning: unknown status {why}")
 
     def finish(self, sid: int) -> np.ndarray:
-        """The terminal ids stream ``sid`` still holds back (ENTERs waiting for their next event)."""
+        """The terminal ids stream ``sid`` still holds back (ENTERs waiting for their next event, a group)."""
         return self.codes(sid, np.zeros(0, np.int32), final=True)
 
     def _grow_table(self) -> None:
@@ -138,18 +141,23 @@ def events_of(codes: np.ndarray, terms: Terminals, widths: np.ndarray | None = N
 
 
 def terminal_widths(terms: Terminals) -> np.ndarray:
-    """How many events each terminal stands for (2 for EXC and ENTER_PATH, more for ENTER_CHAIN)."""
-    return K.terminal_widths(terms.kind.astype(np.int64), terms.value.astype(np.int64))  # type: ignore[no-any-return]
+    """How many events each terminal stands for (2 for EXC and ENTER_PATH, more for ENTER_CHAIN and SEQ)."""
+    return K.terminal_widths(terms.kind.astype(np.int64), terms.fid.astype(np.int64),  # type: ignore[no-any-return]
+                             terms.value.astype(np.int64))
 
 
 #: Path mode's ``events.LEAVE_PATH`` (a path id at or above it ends the activation too).
 PATH_LEAVE_AT = 1 << 30
 
+#: Terminals a SEQ group of path mode joins at most (docs/design.md, "The WPP's terminals, wave 12").
+PATH_GROUP = 4
+
 #: Recording mode -> interner factory.  Path mode registers its own (PATH terminals, ENTER fused
-#: with the activation's first path: docs/design.md, "The WPP's terminals, wave 10") here.
+#: with the activation's first path: docs/design.md, "The WPP's terminals, wave 10"; groups of
+#: those joined at calls and returns, wave 12) here.
 INTERNERS: dict[str, Callable[[], EventInterner]] = {
     "blocks": EventInterner, "witness": EventInterner, "branches": EventInterner,
-    "path": lambda: EventInterner(PATH, PATH_LEAVE_AT, fuse=True),
+    "path": lambda: EventInterner(PATH, PATH_LEAVE_AT, fuse=True, group=PATH_GROUP),
 }
 
 

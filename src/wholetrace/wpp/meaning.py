@@ -87,23 +87,24 @@ def truncated_blocks(view: WppView, fid: int, register: int, stmt: int,
 def terminal_costs(view: WppView, unit: str = "statements") -> np.ndarray:
     """Cost of every terminal: statements (or bytecode instructions) on its block or path; 0 for
     markers.  A path-kind value is costed as the path it names (in an exception record it is an
-    operand, which this context-free cost cannot tell); a fused ENTER_PATH/ENTER_CHAIN as its path."""
+    operand, which this context-free cost cannot tell); a fused ENTER_PATH/ENTER_CHAIN as its path,
+    a SEQ (wave 12) as the paths and blocks it joins."""
     if unit not in COSTS:
         raise ValueError(unit)
     weights = _stmt_weights(view, unit)
     t = view.terminals
     out = np.zeros(len(t), np.int64)
     for i in np.flatnonzero(np.isin(t.kind, (BLOCK, PATH) + FUSED)):
-        k, f, v = t.parts(int(i))[-1]      # a fused terminal costs its path (its ENTERs cost 0)
-        if f not in view.cfgs:
-            continue
-        if k == BLOCK:
-            blocks: tuple[int, ...] = (v,) if 0 <= v < len(view.cfgs[f].blocks) else ()
-        else:
-            found = path_blocks(view, f, v)
-            blocks = found[0] if found else ()
-        w = weights[f]
-        out[i] = sum(w[s] for b in blocks for s in view.cfgs[f].blocks[b].stmts)
+        for k, f, v in t.parts(int(i)):      # a fused terminal costs its paths (its ENTERs cost 0)
+            if f not in view.cfgs or k not in (BLOCK, PATH):
+                continue
+            if k == BLOCK:
+                blocks: tuple[int, ...] = (v,) if 0 <= v < len(view.cfgs[f].blocks) else ()
+            else:
+                found = path_blocks(view, f, v)
+                blocks = found[0] if found else ()
+            w = weights[f]
+            out[i] += sum(w[s] for b in blocks for s in view.cfgs[f].blocks[b].stmts)
     return out
 
 

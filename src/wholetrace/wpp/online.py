@@ -44,7 +44,9 @@ META_KEY = "wpp"
 #: adds the fused kinds ENTER_PATH and ENTER_CHAIN (ENTERs fused with the activation's first path record,
 #: ``wpp.symbols``), which a reader of version 1 would take for an unknown terminal: readers
 #: refuse a version above theirs in one line instead.  Recordings of version 1 read unchanged.
-TERMINALS_VERSION = 2
+#: 3 (wave 12) adds SEQ (terminals in a row joined at calls and returns, ``wpp.symbols``);
+#: recordings of versions 1 and 2 read unchanged.
+TERMINALS_VERSION = 3
 _FRAME = struct.Struct("<ii")   # builder.FRAME
 _PROGRESS = struct.Struct("<q")  # builder.PROGRESS
 

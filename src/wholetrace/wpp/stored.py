@@ -12,7 +12,7 @@ from wholetrace.errors import UsageError
 from wholetrace.grammar import Grammar
 from wholetrace.wpp.intern import events_of, terminal_widths, terminals_from_array
 from wholetrace.wpp.online import GRAMMAR_NAME, META_KEY, SYMBOLS_NAME, TERMINALS_VERSION
-from wholetrace.wpp.symbols import ENTER, ENTER_CHAIN, ENTER_PATH, EXC, FUSED, LEAVE, PATH, Terminals
+from wholetrace.wpp.symbols import ENTER, ENTER_CHAIN, ENTER_PATH, EXC, FUSED, LEAVE, PATH, SEQ, Terminals
 
 #: Bytes per event of the raw stream (Larus's Table 1 trace size counts 4 per path).
 RAW_EVENT_BYTES = 4
@@ -35,9 +35,9 @@ class StreamWpp:
         g = self.grammar
         # counted one terminal an event, as before wave 10 (without splitting the fused terminals):
         # a fused terminal is its ENTERs and its path (its width), EXC s one event (its width
-        # counts the statement too)
+        # counts the statement too), a SEQ its parts'
         n = len(terms)
-        per_terminal = terminal_widths(terms) - (terms.kind == EXC)
+        per_terminal = _split_widths(terms)
         counts = terminal_counts(g, n)[:n]
         events = int(np.dot(counts, per_terminal))
         kinds, distinct = _used_parts(terms, counts > 0)
@@ -54,16 +54,27 @@ class StreamWpp:
                 "build_seconds": self.stats.get("build_seconds")}
 
 
+def _split_widths(terms: Terminals) -> np.ndarray:
+    """The terminals each terminal stands for once split (``symbols.split_entered``): its events,
+    but EXC s one (a terminal of two events)."""
+    out = terminal_widths(terms) - (terms.kind == EXC)
+    for t in np.flatnonzero(terms.kind == SEQ).tolist():    # parts interned before: ids in order
+        out[t] = out[int(terms.fid[t])] + out[int(terms.value[t])]
+    return out
+
+
 def _used_parts(terms: Terminals, used: np.ndarray) -> tuple[np.ndarray, int]:
     """The kinds of the distinct one-an-event terminals (``symbols.split_entered``'s) that the
     terminals marked ``used`` stand for, and their number: a fused terminal stands for (ENTER, f, 0)
-    and its path (ENTER_PATH) or its inner terminal's (ENTER_CHAIN)."""
+    and its path (ENTER_PATH) or its inner terminal's (ENTER_CHAIN); a SEQ its parts'."""
     need = used.copy()
-    for t in np.flatnonzero(terms.kind == ENTER_CHAIN)[::-1].tolist():   # inner terminals have smaller ids
+    for t in np.flatnonzero(np.isin(terms.kind, (ENTER_CHAIN, SEQ)))[::-1].tolist():   # inner terminals have smaller ids
         if need[t]:
             need[int(terms.value[t])] = True
-    fused = need & np.isin(terms.kind, FUSED)
-    plain = need & ~fused
+            if int(terms.kind[t]) == SEQ:
+                need[int(terms.fid[t])] = True
+    plain = need & ~np.isin(terms.kind, FUSED)
+    fused = need & np.isin(terms.kind, (ENTER_PATH, ENTER_CHAIN))      # a SEQ stands for nothing of its own
     enter_path = need & (terms.kind == ENTER_PATH)
     nf, npath = int(np.count_nonzero(fused)), int(np.count_nonzero(enter_path))
     kind = np.concatenate([terms.kind[plain], np.full(nf, ENTER), np.full(npath, PATH)]).astype(np.int64)

@@ -18,11 +18,13 @@ if TYPE_CHECKING:  # annotations only: the WPP builder process imports this modu
 #: Terminal kinds.  PATH (a Ball-Larus path id of a function) is for `path` recordings, and so are
 #: the fused kinds of wave 10 (``kernels.wpp_intern``): ENTER_PATH (f, v) is ENTER f and the value
 #: right after it, the first path record of the activation it opens; ENTER_CHAIN (f, t) is ENTER f
-#: and then terminal t (a fused terminal: ENTERs in a row, the last one's first path).  Each
-#: stands for its events; :func:`split_entered` gives the analyses one terminal an event back.
-BLOCK, ENTER, LEAVE, EXC, PATH, ENTER_PATH, ENTER_CHAIN = range(7)
-KIND_NAMES = ("B", "F", "E", "X", "P", "FP", "FC")
-FUSED = (ENTER_PATH, ENTER_CHAIN)
+#: and then terminal t (a fused terminal: ENTERs in a row, the last one's first path).  SEQ (h, u)
+#: (wave 12; its ``fid`` holds h) is terminal h and then terminal u: a group of terminals in a row
+#: joined at calls and returns, nested to the left (h may be a SEQ, u is not).  Each stands for
+#: its events; :func:`split_entered` gives the analyses one terminal an event back.
+BLOCK, ENTER, LEAVE, EXC, PATH, ENTER_PATH, ENTER_CHAIN, SEQ = range(8)
+KIND_NAMES = ("B", "F", "E", "X", "P", "FP", "FC", "S")
+FUSED = (ENTER_PATH, ENTER_CHAIN, SEQ)
 
 _WHY = {K.ST_BAD_EVENT: "an unknown event code", K.ST_BAD_FUNCTION: "an unknown function id",
         K.ST_BAD_BLOCK: "a block outside its function", K.ST_OUTSIDE: "an event outside any activation"}
@@ -45,9 +47,22 @@ class Terminals(FrozenRecord):
     def __len__(self) -> int:
         return len(self.kind)
 
+    def components(self, t: int) -> list[int]:
+        """The terminals a SEQ terminal joins, in order (no recursion); ``[t]`` for any other."""
+        lasts = []
+        while int(self.kind[t]) == SEQ:
+            lasts.append(int(self.value[t]))
+            t = int(self.fid[t])
+        return [t] + lasts[::-1]
+
     def label(self, t: int) -> str:
         """``B3@7`` (block 3 of function 7), ``F7``, ``E``, ``X12@7``, ``F7P12`` (ENTER 7 and path 12),
-        ``F3>F7P12`` (ENTER 3, ENTER 7, path 12)."""
+        ``F3>F7P12`` (ENTER 3, ENTER 7, path 12), ``P4@3+F7P12`` (a SEQ: path 4 of 3, then F7P12)."""
+        if int(self.kind[t]) == SEQ:
+            return "+".join(self._label(c) for c in self.components(t))
+        return self._label(t)
+
+    def _label(self, t: int) -> str:
         head = ""
         while int(self.kind[t]) == ENTER_CHAIN:     # a loop: chains are as deep as the recursion
             head += f"F{int(self.fid[t])}>"
@@ -68,6 +83,9 @@ class Terminals(FrozenRecord):
         out: dict[str, object] = {"kind": KIND_NAMES[k]}
         if k == LEAVE:
             return out
+        if k == SEQ:      # its fid is a terminal: the parts say what it stands for
+            out.update(events=[list(x) for x in self.parts(t)])
+            return out
         cfg = cfgs[f]
         out.update(function=cfg.qualname, file=files.get(f, ""))
         if k == BLOCK:
@@ -84,7 +102,13 @@ class Terminals(FrozenRecord):
 
     def parts(self, t: int) -> list[tuple[int, int, int]]:
         """(kind, fid, value) of each event terminal ``t`` stands for: itself, or for a fused
-        terminal its ENTERs and the (PATH, f, v) of the path after them."""
+        terminal its ENTERs and the (PATH, f, v) of the path after them, for a SEQ those of
+        each terminal it joins."""
+        if int(self.kind[t]) == SEQ:
+            return [p for c in self.components(t) for p in self._parts(c)]
+        return self._parts(t)
+
+    def _parts(self, t: int) -> list[tuple[int, int, int]]:
         out = []
         while int(self.kind[t]) == ENTER_CHAIN:
             out.append((ENTER, int(self.fid[t]), 0))
@@ -103,8 +127,8 @@ class Terminals(FrozenRecord):
 def split_entered(grammars: "Sequence[Grammar]", terms: Terminals) -> "tuple[list[Grammar], Terminals]":
     """``grammars`` (over ``terms``) with each fused terminal replaced by a rule of two symbols:
     (ENTER, f, 0) and, for ENTER_PATH (f, v), the terminal (PATH, f, v), for ENTER_CHAIN (f, t),
-    t's own rule.  Grammars over the terminals the analyses read (one per event, as before
-    wave 10), expanding to the same events.  Terminals missing from the table are appended (the
+    t's own rule; for SEQ (h, u), h and u (each its own rule if it is fused).  Grammars over the
+    terminals the analyses read (one per event, as before wave 10), expanding to the same events.  Terminals missing from the table are appended (the
     fused ones stay, unused); the rules are appended after each grammar's own, so its rule
     numbers keep their meaning.  Grammars that use no fused terminal are returned as they are,
     with ``terms`` itself (recordings before wave 10, other modes, grammars split already)."""
@@ -127,15 +151,20 @@ def split_entered(grammars: "Sequence[Grammar]", terms: Terminals) -> "tuple[lis
             value.append(key[2])
         return index[key]
 
-    enter = np.zeros(n, np.int64)        # the ENTER terminal of each fused one
-    second = np.zeros(n, np.int64)       # its second symbol: a PATH terminal (ENTER_PATH) or, as
-    chained = np.zeros(n, bool)          # ... the inner fused terminal's rule (ENTER_CHAIN)
+    first = np.zeros(n, np.int64)        # the two symbols of each fused terminal's rule: a terminal,
+    second = np.zeros(n, np.int64)       # or (``*_ref``) another fused terminal, whose rule it is
+    first_ref = np.zeros(n, bool)
+    second_ref = np.zeros(n, bool)
     for t in fused.tolist():
-        enter[t] = find((ENTER, fid[t], 0))
+        if kind[t] == SEQ:        # (h, u): h's rule or terminal, then u's
+            first[t], first_ref[t] = fid[t], is_fused[fid[t]]
+            second[t], second_ref[t] = value[t], is_fused[value[t]]
+            continue
+        first[t] = find((ENTER, fid[t], 0))
         if kind[t] == ENTER_PATH:
             second[t] = find((PATH, fid[t], value[t]))
         else:
-            second[t], chained[t] = value[t], True
+            second[t], second_ref[t] = value[t], True
     table = Terminals(np.array(kind, np.int8), np.array(fid, np.int32), np.array(value, np.int64))
     out = []
     for g in grammars:
@@ -145,8 +174,11 @@ def split_entered(grammars: "Sequence[Grammar]", terms: Terminals) -> "tuple[lis
         need = np.zeros(n, bool)
         need[rhs[hit]] = True
         for t in fused[::-1].tolist():          # inner terminals have smaller ids
-            if need[t] and chained[t]:
-                need[second[t]] = True
+            if need[t]:
+                if first_ref[t]:
+                    need[first[t]] = True
+                if second_ref[t]:
+                    need[second[t]] = True
         used = np.flatnonzero(need)
         if not len(used):
             out.append(g)
@@ -156,8 +188,11 @@ def split_entered(grammars: "Sequence[Grammar]", terms: Terminals) -> "tuple[lis
         rule_of[used] = nr + np.arange(len(used))
         new_rhs = rhs.copy()
         new_rhs[hit] = -rule_of[rhs[hit]]
-        inner = np.where(chained[used], second[used], 0)      # (second is a PATH id, maybe >= n, elsewhere)
-        tail = np.stack([enter[used], np.where(chained[used], -rule_of[inner], second[used])], axis=1)
+        pair = []
+        for sym, ref in ((first[used], first_ref[used]), (second[used], second_ref[used])):
+            # (a terminal id may be >= n: one appended above)
+            pair.append(np.where(ref, -rule_of[np.where(ref, sym, 0)], sym))
+        tail = np.stack(pair, axis=1)
         new_rhs = np.concatenate([new_rhs, tail.reshape(-1)])
         new_off = np.concatenate([g.off, g.off[-1] + 2 * np.arange(1, len(used) + 1)])
         out.append(Grammar(new_off, new_rhs, lookahead=g.lookahead))
