@@ -136,10 +136,11 @@ PROGRAM = textwrap.dedent('''
 ''')
 
 
-def _record(tmp: Path, out: Path, **env: str) -> None:
+def _record(tmp: Path, out: Path, *options: str, **env: str) -> None:
     script = tmp / "prog.py"
     script.write_text(PROGRAM)
-    cmd = [sys.executable, "-m", "wholetrace.cli", "record", "--mode", "path", "--wpp", "-q", "-o", str(out), str(script)]
+    cmd = [sys.executable, "-m", "wholetrace.cli", "record", "--mode", "path", "--wpp", *options, "-q", "-o", str(out),
+           str(script)]
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp, env={**ENV, **env}, timeout=600,
                           stdin=subprocess.DEVNULL)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -160,6 +161,19 @@ def test_a_recording_builds_the_same_wpp_with_compiled_and_jit_kernels(tmp_path:
     k_missing, missing_arrays = _stored(tmp_path / "missing.wt")
     assert k_aot == "aot" and k_jit == f"jit: {aot.ENV_SWITCH}=0" and k_missing.startswith("jit: no compiled")
     assert len(aot_arrays) >= 2 and aot_arrays == jit_arrays == missing_arrays
+
+
+def test_spilled_chunks_are_built_by_the_compiled_kernels(tmp_path: Path, compiled: Path) -> None:
+    """A queue bound of one event spills every chunk; read back, they must still match the
+    exports (a read-only array did not: the builder fell back to the JIT, seconds of compiling)."""
+    _record(tmp_path, tmp_path / "memory.wt")
+    _record(tmp_path, tmp_path / "spilled.wt", "--wpp-queue", "1")
+    with Recording(tmp_path / "spilled.wt") as rec:
+        assert rec.meta["wpp"]["spilled_chunks"] >= 1
+    k_memory, memory_arrays = _stored(tmp_path / "memory.wt")
+    k_spilled, spilled_arrays = _stored(tmp_path / "spilled.wt")
+    assert k_memory == k_spilled == "aot"
+    assert len(memory_arrays) >= 2 and memory_arrays == spilled_arrays
 
 
 def test_the_key_changes_with_the_kernel_sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -32,6 +32,8 @@ from typing import Any
 
 import numpy as np
 
+from wholetrace.errors import InternalError
+
 FRAME = struct.Struct("<ii")
 PROGRESS = struct.Struct("<q")   # events built so far, in wpp.spawn's progress file
 FILE_FRAME = -2
@@ -127,7 +129,11 @@ class ChunkQueue:
             return sid, where, False
         if isinstance(where, np.ndarray):
             return sid, where, False
-        data = os.pread(self._spill.fileno(), 4 * n, where)
+        # into a bytearray: an array over ``bytes`` is read-only, and the compiled kernels take
+        # writeable arrays only (a read-only chunk would run the interner on numba's JIT)
+        data = bytearray(4 * n)
+        if os.preadv(self._spill.fileno(), [data], where) != len(data):
+            raise InternalError("the WPP builder's spill file ended early")
         return sid, np.frombuffer(data, np.int32), True
 
     def done(self, chunk: np.ndarray, spilled: bool) -> None:
