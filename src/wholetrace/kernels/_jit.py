@@ -28,6 +28,7 @@ helpers of the SEQUITUR builder that call overhead was most of the work.
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Callable, TypeVar, overload
 
 import numba
@@ -95,8 +96,8 @@ else:
         return types.void(arr, types.intp), codegen
 
 
-def cache_depends(modules: Any) -> None:
-    """Key the numba cache of every kernel defined in ``modules`` on the sources of all of them.
+def cache_depends(names: Any) -> None:
+    """Key the numba cache of every kernel defined in the modules ``names`` (imported) on the sources of all of them.
 
     numba's cache watches only the file that defines a kernel, so a kernel inlining a helper from
     another module would keep a stale copy after an edit of that module (docs/design.md, "Kernels
@@ -110,6 +111,7 @@ def cache_depends(modules: Any) -> None:
 
     from wholetrace.instrument.digest import sha256
 
+    modules = [sys.modules[n] for n in names]
     h = sha256()
     for m in modules:
         with open(m.__file__, "rb") as f:

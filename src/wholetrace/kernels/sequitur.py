@@ -9,12 +9,9 @@ every constant it reads.  Kernels over the flat grammar (lengths, expansion, sto
 
 from __future__ import annotations
 
-import sys
-
 import numba
 import numpy as np
 
-from wholetrace.kernels import sequitur_rules, sequitur_table
 from wholetrace.kernels._jit import cache_depends, kernel
 from wholetrace.kernels._jit import prefetch as _prefetch
 from wholetrace.kernels.sequitur_rules import (_alloc_node, _expand, _insert_after, _is_body, _new_rule, _push, _substitute,
@@ -304,4 +301,5 @@ def extract(nd, rguard, nrules, total):  # type: ignore[no-untyped-def]
 
 
 # numba's cache watches only a kernel's own file; these inline each other across three files
-cache_depends((sequitur_table, sequitur_rules, sys.modules[__name__]))
+cache_depends(("wholetrace.kernels.sequitur_table", "wholetrace.kernels.sequitur_rules", __name__))  # names: a
+# module-valued global would be imported by the AOT stand-in (wpp/aot.py _python_parts)

@@ -141,16 +141,6 @@ def _free_node(nd, meta, n):  # type: ignore[no-untyped-def]
 
 
 @_inl
-def _delete_node(nd, rguard, rcount, rkey, tab, meta, n):  # type: ignore[no-untyped-def]
-    _join(nd, rguard, rkey, tab, meta, nd[_U(4 * n + PV)], nd[_U(4 * n + NX)])
-    _idx_clear(nd, rguard, tab, meta, n)
-    v = nd[_U(4 * n + VL)]
-    if v < 0:
-        rcount[_U(-v - 1)] -= 1
-    _free_node(nd, meta, n)
-
-
-@_inl
 def _insert_after(nd, rguard, rkey, tab, meta, a, y):  # type: ignore[no-untyped-def]
     _join(nd, rguard, rkey, tab, meta, y, nd[_U(4 * a + NX)])
     _join(nd, rguard, rkey, tab, meta, a, y)
@@ -195,17 +185,66 @@ def _push(stack, meta, sp, kind, a, b):  # type: ignore[no-untyped-def]
 
 @_inl
 def _substitute(nd, rguard, rcount, rkey, tab, stack, meta, sp, x, r):  # type: ignore[no-untyped-def]
-    """Replace the digram at x by rule r, then schedule the checks of its neighbours."""
+    """Replace the digram at x by rule r, then schedule the checks of its neighbours.
+
+    The reference deletes x and its successor w (two ``_join`` + ``_idx_clear`` + free), takes a
+    node and inserts it after x's predecessor q (two more ``_join``).  This does the same table
+    operations in the same order, with the same links written before each of them, but reads
+    each value once (values and links do not change under the table operations, only ``SL``),
+    and puts the rule's symbol on w itself: freeing w and taking a node pops w straight back
+    off the free list, so the nodes end as the reference's (wave 12)."""
     q = nd[_U(4 * x + PV)]
-    z = nd[_U(4 * nd[_U(4 * x + NX)] + NX)]  # checked with the new symbol if the left check does nothing
+    w = nd[_U(4 * x + NX)]
+    z = nd[_U(4 * w + NX)]  # checked with the new symbol if the left check does nothing
+    a = nd[_U(4 * x + VL)]
+    b = nd[_U(4 * w + VL)]
+    zv = nd[_U(4 * z + VL)]
+    qv = nd[_U(4 * q + VL)]
+    pl = nd[_U(4 * q + PV)]
+    rv = -(r + 1)
     if not _is_guard(nd, z):
-        _prefetch_slot(tab, meta, -(r + 1), nd[_U(4 * z + VL)])
+        _prefetch_slot(tab, meta, rv, zv)
     elif z == 0 and meta[M_HAS_NEXT] != 0:  # the new symbol ends S: (r, next input) is checked
-        _prefetch_slot(tab, meta, -(r + 1), meta[M_NEXT])  # next, unless the cascade goes on
-    _delete_node(nd, rguard, rcount, rkey, tab, meta, nd[_U(4 * q + NX)])
-    _delete_node(nd, rguard, rcount, rkey, tab, meta, nd[_U(4 * q + NX)])
-    y = _alloc_node(nd, rcount, meta, -(r + 1))
-    _insert_after(nd, rguard, rkey, tab, meta, q, y)
+        _prefetch_slot(tab, meta, rv, meta[M_NEXT])  # next, unless the cascade goes on
+    pl_run = pl != NIL and qv == nd[_U(4 * pl + VL)]  # (pl, q) is a pair of equal symbols
+    # delete x: join(q, w), then forget x's digram
+    _idx_clear(nd, rguard, tab, meta, q)
+    if z != NIL and b == a and b == zv:
+        _idx_set(nd, rguard, rkey, tab, meta, w)
+    if pl_run and qv == a:
+        _idx_set(nd, rguard, rkey, tab, meta, pl)
+    nd[_U(4 * q + NX)] = w
+    nd[_U(4 * w + PV)] = q
+    _idx_clear(nd, rguard, tab, meta, x)
+    if a < 0:
+        rcount[_U(-a - 1)] -= 1
+    _free_node(nd, meta, x)
+    # delete w: join(q, z), then forget w's digram
+    _idx_clear(nd, rguard, tab, meta, q)
+    nz = nd[_U(4 * z + NX)]
+    if nz != NIL and zv == b and zv == nd[_U(4 * nz + VL)]:
+        _idx_set(nd, rguard, rkey, tab, meta, z)
+    if pl_run and qv == b:
+        _idx_set(nd, rguard, rkey, tab, meta, pl)
+    nd[_U(4 * q + NX)] = z
+    nd[_U(4 * z + PV)] = q
+    _idx_clear(nd, rguard, tab, meta, w)
+    if b < 0:
+        rcount[_U(-b - 1)] -= 1
+    # w, freed and taken again, now holds r (free + alloc would leave exactly this)
+    nd[_U(4 * w + NX)] = NIL
+    nd[_U(4 * w + PV)] = NIL
+    nd[_U(4 * w + VL)] = rv
+    nd[_U(4 * w + SL)] = NIL
+    rcount[_U(r)] += 1
+    # insert w after q: join(w, z) (w is unlinked: links only), then join(q, w)
+    nd[_U(4 * w + NX)] = z
+    nd[_U(4 * z + PV)] = w
+    _idx_clear(nd, rguard, tab, meta, q)
+    if pl_run and qv == zv:
+        _idx_set(nd, rguard, rkey, tab, meta, pl)
+    nd[_U(4 * q + NX)] = w
+    nd[_U(4 * w + PV)] = q
     sp = _push(stack, meta, sp, F_SUBST_RIGHT, q, 0)
     return _push(stack, meta, sp, F_CHECK, q, 0)
 
