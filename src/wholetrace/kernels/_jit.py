@@ -28,6 +28,7 @@ helpers of the SEQUITUR builder that call overhead was most of the work.
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Callable, TypeVar, overload
 
 import numba
@@ -93,3 +94,35 @@ else:
             return context.get_dummy_value()
 
         return types.void(arr, types.intp), codegen
+
+
+def cache_depends(names: Any) -> None:
+    """Key the numba cache of every kernel defined in the modules ``names`` (imported) on the sources of all of them.
+
+    numba's cache watches only the file that defines a kernel, so a kernel inlining a helper from
+    another module would keep a stale copy after an edit of that module (docs/design.md, "Kernels
+    in one file").  This hashes the modules' files into each kernel's cache index key (numba's
+    ``FunctionCache._index_key``, private but stable since 0.49), so an edit of any of them
+    recompiles all of them.  Call it at import, before the kernels first run."""
+    if numba.config.DISABLE_JIT:
+        return
+    from numba.core.caching import FunctionCache
+    from numba.core.registry import CPUDispatcher
+
+    from wholetrace.instrument.digest import sha256
+
+    modules = [sys.modules[n] for n in names]
+    h = sha256()
+    for m in modules:
+        with open(m.__file__, "rb") as f:
+            h.update(f.read() + b"\0")
+    digest = h.hexdigest()
+
+    class _Cache(FunctionCache):  # type: ignore[misc]
+        def _index_key(self, sig: Any, codegen: Any) -> Any:
+            return super()._index_key(sig, codegen) + (digest,)
+
+    for m in modules:
+        for d in vars(m).values():
+            if isinstance(d, CPUDispatcher) and d.py_func.__module__ == m.__name__ and d._cache is not None:
+                d._cache = _Cache(d.py_func)

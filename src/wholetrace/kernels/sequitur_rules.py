@@ -1,0 +1,283 @@
+"""The SEQUITUR builder's grammar operations: nodes, links, new rules, substitution and rule utility's expansion.
+
+The digram table they keep in step is ``sequitur_table``; the append loop that drives them is
+``sequitur`` (which inlines them).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from wholetrace.kernels._jit import kernel
+from wholetrace.kernels.sequitur_table import (F_CHECK, F_SUBST_RIGHT, GUARD, M_BODY, M_FREE_HEAD, M_FRESH,
+                                               M_HAS_NEXT, M_LIVE_NODES, M_LIVE_RULES, M_MAX_SP, M_NEXT,
+                                               M_NODE_PHASE, M_OVERFLOW, M_REUSED, M_RFREE_HEAD, M_RFRESH, NIL,
+                                               NX, PV, SL, T_EMPTY, VL, _U, _idx_clear, _idx_set, _is_guard,
+                                               _prefetch_slot)
+
+_hot = kernel(nrt=False)
+_inl = kernel(nrt=False, inline=True)  # small helpers of the hot path
+
+if numba.config.DISABLE_JIT:  # pure-Python twin: numpy warns on the hash's intended wrap-around
+    import warnings
+
+    warnings.filterwarnings("ignore", "overflow encountered", RuntimeWarning, __name__)
+
+
+@_inl
+def _join(nd, rguard, rkey, tab, meta, left, right):  # type: ignore[no-untyped-def]
+    """Link left -> right, forgetting left's old digram; a run of three equal symbols
+    that loses its indexed pair gets its other pair indexed (as the reference does)."""
+    if nd[_U(4 * left + NX)] != NIL:
+        _idx_clear(nd, rguard, tab, meta, left)
+        pr = nd[_U(4 * right + PV)]
+        nr = nd[_U(4 * right + NX)]
+        v = nd[_U(4 * right + VL)]
+        if pr != NIL and nr != NIL and v == nd[_U(4 * pr + VL)] and v == nd[_U(4 * nr + VL)]:
+            _idx_set(nd, rguard, rkey, tab, meta, right)
+        pl = nd[_U(4 * left + PV)]
+        nl = nd[_U(4 * left + NX)]
+        v = nd[_U(4 * left + VL)]
+        if pl != NIL and nl != NIL and v == nd[_U(4 * nl + VL)] and v == nd[_U(4 * pl + VL)]:
+            _idx_set(nd, rguard, rkey, tab, meta, pl)
+    nd[_U(4 * left + NX)] = right
+    nd[_U(4 * right + PV)] = left
+
+
+@_inl
+def _alloc_node(nd, rcount, meta, v):  # type: ignore[no-untyped-def]
+    n = meta[M_FREE_HEAD]
+    if n != NIL:
+        meta[M_FREE_HEAD] = nd[_U(4 * n + NX)]
+    else:
+        n = meta[M_FRESH]
+        if 4 * (n + 2) > len(nd):  # the last node is scratch, used only on overflow
+            meta[M_OVERFLOW] = 1
+            n = len(nd) // 4 - 1
+        else:
+            meta[M_FRESH] = n + 1
+    meta[M_LIVE_NODES] += 1
+    nd[_U(4 * n + NX)] = NIL
+    nd[_U(4 * n + PV)] = NIL
+    nd[_U(4 * n + VL)] = v
+    nd[_U(4 * n + SL)] = NIL
+    if v < 0:
+        rcount[_U(-v - 1)] += 1
+    return n
+
+
+@_inl
+def _pop_free(nd, meta):  # type: ignore[no-untyped-def]
+    """A node off the free list (which holds at least one), emptied."""
+    n = meta[M_FREE_HEAD]
+    meta[M_FREE_HEAD] = nd[_U(4 * n + NX)]
+    nd[_U(4 * n + NX)] = NIL
+    nd[_U(4 * n + PV)] = NIL
+    nd[_U(4 * n + VL)] = 0
+    nd[_U(4 * n + SL)] = NIL
+    return n
+
+
+@_inl
+def _alloc_block(nd, meta):  # type: ignore[no-untyped-def]
+    """The guard node of a new rule; its two body nodes are meta[M_BODY], meta[M_BODY + 1].
+
+    While the free list is short they are four fresh nodes in one 64-byte line (read together
+    when the rule is used; the fourth joins the free list; a node id is a line start when it is
+    M_NODE_PHASE mod 4).  Once more than a third of the nodes handed out are free (a grammar
+    that makes and inlines rules all the time, such as a WPP's), the three come off the free
+    list: fresh lines would grow the array by a line per new rule without bound (richards'
+    stream: ~1.4 nodes per input symbol), and the recently freed nodes are in cache."""
+    free = meta[M_FRESH] - meta[M_LIVE_NODES]
+    if free >= 3 and 3 * free > meta[M_FRESH]:
+        meta[M_REUSED] += 1
+        meta[M_LIVE_NODES] += 3
+        g = _pop_free(nd, meta)
+        meta[M_BODY] = _pop_free(nd, meta)
+        meta[M_BODY + 1] = _pop_free(nd, meta)
+        return g
+    base = meta[M_FRESH] + ((meta[M_NODE_PHASE] - meta[M_FRESH]) & 3)
+    if 4 * (base + 5) > len(nd):  # the last node is scratch, used only on overflow
+        meta[M_OVERFLOW] = 1
+        base = len(nd) // 4 - 1
+        meta[M_BODY] = base
+        meta[M_BODY + 1] = base
+        return base
+    for n in range(meta[M_FRESH], base + 4):  # ids skipped to align, and the fourth node
+        if n < base or n == base + 3:
+            nd[_U(4 * n + NX)] = meta[M_FREE_HEAD]
+            nd[_U(4 * n + PV)] = NIL
+            nd[_U(4 * n + SL)] = NIL
+            meta[M_FREE_HEAD] = n
+    meta[M_FRESH] = base + 4
+    meta[M_LIVE_NODES] += 3
+    for n in range(base, base + 3):
+        nd[_U(4 * n + NX)] = NIL
+        nd[_U(4 * n + PV)] = NIL
+        nd[_U(4 * n + VL)] = 0
+        nd[_U(4 * n + SL)] = NIL
+    meta[M_BODY] = base + 1
+    meta[M_BODY + 1] = base + 2
+    return base
+
+
+@_inl
+def _take_node(nd, rcount, n, v):  # type: ignore[no-untyped-def]
+    """Node n, already counted live by _alloc_block, holding value v."""
+    nd[_U(4 * n + VL)] = v
+    if v < 0:
+        rcount[_U(-v - 1)] += 1
+    return n
+
+
+@_inl
+def _free_node(nd, meta, n):  # type: ignore[no-untyped-def]
+    nd[_U(4 * n + NX)] = meta[M_FREE_HEAD]
+    nd[_U(4 * n + PV)] = NIL
+    nd[_U(4 * n + SL)] = NIL
+    meta[M_FREE_HEAD] = n
+    meta[M_LIVE_NODES] -= 1
+
+
+@_inl
+def _insert_after(nd, rguard, rkey, tab, meta, a, y):  # type: ignore[no-untyped-def]
+    _join(nd, rguard, rkey, tab, meta, y, nd[_U(4 * a + NX)])
+    _join(nd, rguard, rkey, tab, meta, a, y)
+
+
+@_hot
+def _new_rule(nd, rguard, rcount, meta):  # type: ignore[no-untyped-def]
+    r = meta[M_RFREE_HEAD]
+    if r >= 0:  # free rules are a list through rguard: -(next + 2)
+        meta[M_RFREE_HEAD] = -rguard[_U(r)] - 2
+    else:
+        r = meta[M_RFRESH]
+        if r >= len(rguard) - 1:
+            meta[M_OVERFLOW] = 1
+            r = len(rguard) - 1
+        else:
+            meta[M_RFRESH] = r + 1
+    meta[M_LIVE_RULES] += 1
+    rcount[_U(r)] = 0
+    g = _alloc_block(nd, meta)
+    nd[_U(4 * g + VL)] = -(r + 1)
+    nd[_U(4 * g + SL)] = GUARD
+    nd[_U(4 * g + NX)] = g
+    nd[_U(4 * g + PV)] = g
+    rguard[_U(r)] = g
+    return r
+
+
+@_inl
+def _push(stack, meta, sp, kind, a, b):  # type: ignore[no-untyped-def]
+    if sp + 3 > len(stack):
+        meta[M_OVERFLOW] = 1
+        return sp
+    stack[_U(sp)] = kind
+    stack[_U(sp + 1)] = a
+    stack[_U(sp + 2)] = b
+    sp += 3
+    if sp > meta[M_MAX_SP]:
+        meta[M_MAX_SP] = sp
+    return sp
+
+
+@_inl
+def _substitute(nd, rguard, rcount, rkey, tab, stack, meta, sp, x, r):  # type: ignore[no-untyped-def]
+    """Replace the digram at x by rule r, then schedule the checks of its neighbours.
+
+    The reference deletes x and its successor w (two ``_join`` + ``_idx_clear`` + free), takes a
+    node and inserts it after x's predecessor q (two more ``_join``).  This does the same table
+    operations in the same order, with the same links written before each of them, but reads
+    each value once (values and links do not change under the table operations, only ``SL``),
+    and puts the rule's symbol on w itself: freeing w and taking a node pops w straight back
+    off the free list, so the nodes end as the reference's (wave 12)."""
+    q = nd[_U(4 * x + PV)]
+    w = nd[_U(4 * x + NX)]
+    z = nd[_U(4 * w + NX)]  # checked with the new symbol if the left check does nothing
+    a = nd[_U(4 * x + VL)]
+    b = nd[_U(4 * w + VL)]
+    zv = nd[_U(4 * z + VL)]
+    qv = nd[_U(4 * q + VL)]
+    pl = nd[_U(4 * q + PV)]
+    rv = -(r + 1)
+    if not _is_guard(nd, z):
+        _prefetch_slot(tab, meta, rv, zv)
+    elif z == 0 and meta[M_HAS_NEXT] != 0:  # the new symbol ends S: (r, next input) is checked
+        _prefetch_slot(tab, meta, rv, meta[M_NEXT])  # next, unless the cascade goes on
+    pl_run = pl != NIL and qv == nd[_U(4 * pl + VL)]  # (pl, q) is a pair of equal symbols
+    # delete x: join(q, w), then forget x's digram
+    _idx_clear(nd, rguard, tab, meta, q)
+    if z != NIL and b == a and b == zv:
+        _idx_set(nd, rguard, rkey, tab, meta, w)
+    if pl_run and qv == a:
+        _idx_set(nd, rguard, rkey, tab, meta, pl)
+    nd[_U(4 * q + NX)] = w
+    nd[_U(4 * w + PV)] = q
+    _idx_clear(nd, rguard, tab, meta, x)
+    if a < 0:
+        rcount[_U(-a - 1)] -= 1
+    _free_node(nd, meta, x)
+    # delete w: join(q, z), then forget w's digram
+    _idx_clear(nd, rguard, tab, meta, q)
+    nz = nd[_U(4 * z + NX)]
+    if nz != NIL and zv == b and zv == nd[_U(4 * nz + VL)]:
+        _idx_set(nd, rguard, rkey, tab, meta, z)
+    if pl_run and qv == b:
+        _idx_set(nd, rguard, rkey, tab, meta, pl)
+    nd[_U(4 * q + NX)] = z
+    nd[_U(4 * z + PV)] = q
+    _idx_clear(nd, rguard, tab, meta, w)
+    if b < 0:
+        rcount[_U(-b - 1)] -= 1
+    # w, freed and taken again, now holds r (free + alloc would leave exactly this)
+    nd[_U(4 * w + NX)] = NIL
+    nd[_U(4 * w + PV)] = NIL
+    nd[_U(4 * w + VL)] = rv
+    nd[_U(4 * w + SL)] = NIL
+    rcount[_U(r)] += 1
+    # insert w after q: join(w, z) (w is unlinked: links only), then join(q, w)
+    nd[_U(4 * w + NX)] = z
+    nd[_U(4 * z + PV)] = w
+    _idx_clear(nd, rguard, tab, meta, q)
+    if pl_run and qv == zv:
+        _idx_set(nd, rguard, rkey, tab, meta, pl)
+    nd[_U(4 * q + NX)] = w
+    nd[_U(4 * w + PV)] = q
+    sp = _push(stack, meta, sp, F_SUBST_RIGHT, q, 0)
+    return _push(stack, meta, sp, F_CHECK, q, 0)
+
+
+@_hot
+def _expand(nd, rguard, rcount, rkey, tab, meta, s):  # type: ignore[no-untyped-def]
+    """Inline the rule that s (the first symbol of a rule body) is the last user of,
+    replaying the reference's sequence of links so the index ends up identical."""
+    left = nd[_U(4 * s + PV)]
+    right = nd[_U(4 * s + NX)]
+    r = -nd[_U(4 * s + VL)] - 1
+    g = rguard[_U(r)]
+    f = nd[_U(4 * g + NX)]
+    last = nd[_U(4 * g + PV)]
+    fs = nd[_U(4 * f + SL)]
+    if fs >= 0 and tab[_U(2 * fs + 1)] < T_EMPTY:  # the body moves into another rule: untag
+        tab[_U(2 * fs + 1)] = f
+    _join(nd, rguard, rkey, tab, meta, last, f)  # deleting the rule's guard closes its body ring
+    _idx_clear(nd, rguard, tab, meta, s)
+    nd[_U(4 * s + VL)] = 0  # the reference unlinks s as a plain symbol of value 0
+    _join(nd, rguard, rkey, tab, meta, left, right)
+    _free_node(nd, meta, s)
+    _join(nd, rguard, rkey, tab, meta, left, f)
+    _join(nd, rguard, rkey, tab, meta, last, right)
+    _idx_set(nd, rguard, rkey, tab, meta, last)
+    rguard[_U(r)] = -(meta[M_RFREE_HEAD] + 2)  # NIL for the last free rule
+    rcount[_U(r)] = 0
+    meta[M_RFREE_HEAD] = r
+    meta[M_LIVE_RULES] -= 1
+    _free_node(nd, meta, g)
+
+
+@_inl
+def _is_body(nd, x):  # type: ignore[no-untyped-def]
+    """Whether the digram at x is the whole right side of a rule."""
+    return _is_guard(nd, nd[_U(4 * x + PV)]) and _is_guard(nd, nd[_U(4 * nd[_U(4 * x + NX)] + NX)])
