@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import sys
+from pathlib import Path
 
 import numba
 import pytest
@@ -39,3 +40,24 @@ def test_aot_standin_imports_no_kernel_module() -> None:
 
     imports, _ = aot._python_parts(sys.modules["wholetrace.kernels.sequitur"], {})
     assert not [m for m in imports.values() if m.startswith("wholetrace.kernels")]
+
+
+@pytest.mark.skipif(numba.config.DISABLE_JIT, reason="numba's cache only exists with the JIT")
+def test_a_numba_without_the_cache_hook_keeps_no_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Should numba drop its private ``FunctionCache._index_key``, the kernels compile uncached
+    (never stale) instead of failing at import."""
+    import importlib.util
+
+    from wholetrace.kernels import _jit
+
+    src = tmp_path / "wt_cache_probe.py"
+    src.write_text("from wholetrace.kernels._jit import kernel\n\n@kernel\ndef twice(x):\n    return 2 * x\n")
+    spec = importlib.util.spec_from_file_location("wt_cache_probe", src)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "wt_cache_probe", mod)
+    spec.loader.exec_module(mod)
+    monkeypatch.setattr(numba.core.caching, "FunctionCache", type("FunctionCache", (), {}))
+    _jit.cache_depends(["wt_cache_probe"])
+    assert isinstance(mod.twice._cache, _jit._NoCache)
+    assert mod.twice(21) == 42

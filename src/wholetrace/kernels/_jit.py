@@ -106,7 +106,6 @@ def cache_depends(names: Any) -> None:
     recompiles all of them.  Call it at import, before the kernels first run."""
     if numba.config.DISABLE_JIT:
         return
-    from numba.core.caching import FunctionCache
     from numba.core.registry import CPUDispatcher
 
     from wholetrace.instrument.digest import sha256
@@ -117,12 +116,31 @@ def cache_depends(names: Any) -> None:
         with open(m.__file__, "rb") as f:
             h.update(f.read() + b"\0")
     digest = h.hexdigest()
+    try:
+        from numba.core.caching import FunctionCache
+        FunctionCache._index_key  # noqa: B018 - the private hook this relies on
+    except (ImportError, AttributeError):   # a numba without it: no disk cache for these (never stale)
+        cache: Callable[[Any], Any] = lambda _py_func: _NoCache()
+    else:
+        class _Cache(FunctionCache):  # type: ignore[misc]
+            def _index_key(self, sig: Any, codegen: Any) -> Any:
+                return (super()._index_key(sig, codegen), digest)
 
-    class _Cache(FunctionCache):  # type: ignore[misc]
-        def _index_key(self, sig: Any, codegen: Any) -> Any:
-            return super()._index_key(sig, codegen) + (digest,)
-
+        cache = _Cache
     for m in modules:
         for d in vars(m).values():
             if isinstance(d, CPUDispatcher) and d.py_func.__module__ == m.__name__ and d._cache is not None:
-                d._cache = _Cache(d.py_func)
+                d._cache = cache(d.py_func)
+
+
+class _NoCache:
+    """A dispatcher cache that keeps nothing (``cache_depends`` when numba lacks its hook)."""
+
+    def load_overload(self, *_args: Any) -> None:
+        return None
+
+    def save_overload(self, *_args: Any) -> None:
+        return None
+
+    def flush(self) -> None:
+        return None
