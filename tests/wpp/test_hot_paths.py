@@ -176,6 +176,21 @@ def test_pieces_and_costs_of_an_unsplit_view_are_the_split_view_s() -> None:
         assert cost_fused[x] == sum(cost_split[key[p]] for p in t.parts(x))
 
 
+def test_split_view_keeps_each_function_s_numbering_rule() -> None:
+    """Splitting must not forget how each function was numbered: a recording made before free
+    records (``old_inc``) renumbered with today's rule decodes truncated paths to other
+    prefixes (review12b: old recordings' ``paths`` went wrong through ``split_view``)."""
+    gen = Generator(12)
+    for _ in range(20):
+        gen.activation(0)
+    fused, _codes = view_of(gen, fuse=True)
+    fused.old_inc = {3, 5}
+    fused.quiet = {3: frozenset({1})}
+    split = split_view(fused)
+    assert split.terminals is not fused.terminals
+    assert split.old_inc == {3, 5} and split.quiet == {3: frozenset({1})}
+
+
 # ---------------------------------------------------------------- real `path` recordings
 
 def expanded_profile(view: WppView, events: list[int]) -> Counter[tuple[int, int, bool, tuple[int, ...]]]:

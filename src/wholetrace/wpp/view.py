@@ -12,6 +12,7 @@ subpaths and path profiles on the command line").
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -133,8 +134,8 @@ def split_view(view: WppView) -> WppView:
     if terms is view.terminals:
         return view
     streams = [StreamGrammar(s.sid, s.name, g) for s, g in zip(view.streams, grammars)]
-    return WppView(view.path, view.mode, view.source, terms, streams, view.cfgs, view.files, view.numberings,
-                   view.quiet)
+    # every other field as it is (the numbering rule per function: ``quiet``, ``old_inc``)
+    return dataclasses.replace(view, terminals=terms, streams=streams)
 
 
 def _build(rec: Any, path: str, mode: str, cfgs: dict[int, CFG], files: dict[int, str],
