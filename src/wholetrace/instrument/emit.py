@@ -190,6 +190,18 @@ FID_ORIGIN = 3_141_592_653_000_000
 COUNTER_ORIGIN = 2_718_281_828_000_000
 
 
+def star_tb(exc: str) -> ast.expr:
+    """The traceback entry an ``except*`` handler's exception ``exc`` stands for, without a
+    call or a branch: the group's own, or, when the group wraps a naked exception (``except*``
+    wraps it in a new group without a traceback), the wrapped exception's, whose head is this
+    frame's entry: ``(exc.__traceback__, exc.exceptions[0].__traceback__)[exc.__traceback__ is None]``."""
+    own = ast.Attribute(ast_name(exc), "__traceback__", ast.Load())
+    first = ast.Subscript(ast.Attribute(ast_name(exc), "exceptions", ast.Load()), ast_const(0), ast.Load())
+    wrapped = ast.Attribute(first, "__traceback__", ast.Load())
+    missing = ast.Compare(ast.Attribute(ast_name(exc), "__traceback__", ast.Load()), [ast.Is()], [ast_const(None)])
+    return ast.Subscript(ast.Tuple([own, wrapped], ast.Load()), missing, ast.Load())
+
+
 def counter_slot(counter: int) -> str:
     """The attribute of the file's counter object that holds template counter ``counter``."""
     return f"c{counter - COUNTER_ORIGIN}"
@@ -469,11 +481,12 @@ class Emitter(Record):
         return ast.BinOp(ast.Subscript(padded, ast_const(0), ast.Load()), ast.Sub(), ast_const(1))
 
     def xedge(self, dst: int, exc: str | None, at: ast.AST | None = None,
-              tail: Callable[[], list[ast.stmt]] | None = None) -> list[ast.stmt]:
+              tail: Callable[[], list[ast.stmt]] | None = None, star: bool = False) -> list[ast.stmt]:
         """Record the exception edge into block ``dst`` at a handler entry; ``exc``: the local
         bound to the exception (None in module and class bodies); ``at``: the handler of the
         program it opens (the probe takes its ``except`` line), None in a guard, whose
-        ``tail()`` (the re-raise) ends the probe code."""
+        ``tail()`` (the re-raise) ends the probe code; ``star``: an ``except*`` handler (its
+        exception group has no traceback when it wraps a naked exception: :func:`star_tb`)."""
         if self.in_class or exc is None:
             lookup = ast_const(self.knows_reraise)
             if self.counts:
@@ -483,7 +496,7 @@ class Emitter(Record):
             return [place(ast.Expr(ast_call(rt(XEDGE), ast_const(self.fid), *extra)), at)]  # type: ignore[list-item]
 
         def tb() -> ast.expr:
-            return ast.Attribute(ast_name(exc), "__traceback__", ast.Load())
+            return star_tb(exc) if star else ast.Attribute(ast_name(exc), "__traceback__", ast.Load())
 
         if self.counts:
             src = self.site_of(tb())

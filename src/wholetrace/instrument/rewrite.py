@@ -334,7 +334,8 @@ class _FunctionRewriter:
                 h.type = self.expr(h.type)
             if h.name is None and not self.em.in_class:
                 h.name = EXC_CAUGHT     # the handler's probe reads the exception without a call
-            h.body = self.em.xedge(self.first_block(h.body), h.name, h) + self.body(h.body) + self.em.drop_held()
+            h.body = (self.em.xedge(self.first_block(h.body), h.name, h, star=isinstance(s, ast.TryStar))
+                      + self.body(h.body) + self.em.drop_held())
         if not s.finalbody:
             return [s]
         end = self.cfg.stmt_at(s, "finally-end")

@@ -130,6 +130,8 @@ def runtime_objects(state: RunState) -> dict[str, object]:
         has re-raise sites and the mode asks (count and witness modes)."""
         exc = sys.exception()
         tb = exc.__traceback__ if exc is not None else None
+        if tb is None and isinstance(exc, BaseExceptionGroup):   # except* wrapped a naked exception
+            tb = exc.exceptions[0].__traceback__
         if tb is None:
             return -1, -1
         src = sites.resolve(fid, tb.tb_frame.f_code, tb.tb_lasti)
