@@ -244,4 +244,83 @@ INLINE = {
         print([classify(v) for v in (0, [1, 2], {"k": 2}, {"k": 0}, Shape(3), "x")])
         print(Shape(4).area(), sorted([3, 1, 2], key=lambda x: -x))
     ''',
+    "except_star": '''
+        # except* (review12b defects 3 and 4): the group except* wraps a naked exception in has
+        # no traceback; the handler's record must still name the statement that raised
+        T = [-1]
+        D = {}
+        class Boom(Exception):
+            pass
+        def t(k):
+            if T[0] == k:
+                raise Boom(k)
+            return k
+        class Ctx:
+            def __enter__(self):
+                return self
+            def __exit__(self, *a):
+                return False
+        def joined(x):
+            try:
+                v = t(9)
+            except Boom:
+                v = 11
+            try:
+                v = D[18]
+                v = 19
+            except* KeyError:
+                v = 21
+            return v
+        def branchy(x):
+            v = t(1)
+            try:
+                v = t(2)
+                if x:
+                    v = t(3)
+            except* Boom:
+                v = t(4)
+            return t(5)
+        def nested(x):
+            try:
+                with Ctx():
+                    try:
+                        v = D[30]
+                        v = t(31)
+                    except* (Boom, KeyError):
+                        v = t(32)
+                        v = 33
+                if t(34) == x:
+                    return t(35)
+            finally:
+                v = 36
+            return t(37)
+        def grouped(x):
+            try:
+                if t(40) == x:
+                    raise ExceptionGroup("g", [Boom(41), KeyError(42)])
+                v = D[43]
+                v = 46
+            except* Boom:
+                v = t(44)
+            except* KeyError:
+                v = 45
+            return x
+        n = []
+        for f in (joined, branchy, nested, grouped):
+            for x in range(3):
+                for k in (-1, 1, 2, 3, 4, 5, 9, 18, 30, 31, 32, 34, 35, 37, 40, 43, 44):
+                    T[0] = k
+                    D.clear()
+                    D.update((i, i) for i in range(50) if i != k)
+                    try:
+                        n.append(f(x))
+                    except (Boom, KeyError, ExceptionGroup) as e:
+                        n.append(type(e).__name__)
+        try:
+            D.clear()
+            v = D[1]
+        except* KeyError:
+            n.append("module")
+        print(len(n), n[::7])
+    ''',
 }

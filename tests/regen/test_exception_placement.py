@@ -13,10 +13,12 @@ and branches regenerating the blocks trace in activation form.
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import pytest
 
+from inline_programs import INLINE
 from oracles.settrace_lines import line_counts, single_simple_statement_lines
 from regenutil import compare
 from wtutil import profiles, run_plain, run_recorded
@@ -202,12 +204,12 @@ def _lines(path: Path) -> dict[str, dict[int, int]]:
     return out
 
 
-def _record_all(source: str, tmp_path: Path) -> dict[str, Path]:
+def _record_all(source: str, tmp_path: Path, modes: tuple[str, ...] = MODES) -> dict[str, Path]:
     script = tmp_path / "prog.py"
     script.write_text(source)
     plain = run_plain(script)
     paths = {}
-    for mode in MODES:
+    for mode in modes:
         paths[mode] = tmp_path / f"{mode}.wt"
         proc = run_recorded(script, paths[mode], mode=mode)
         assert (proc.returncode, proc.stdout, proc.stderr) == (plain.returncode, plain.stdout, plain.stderr), mode
@@ -251,3 +253,25 @@ def test_implicit_calls_that_raise(tmp_path: Path) -> None:
         assert {ln: got[ln] for ln in compared} == {ln: oracle.get((str(script), ln), 0) for ln in compared}, mode
     for kind in ("witness", "branches"):
         compare(paths["blocks"], paths[kind], exact=False, twin=True)
+
+
+def test_except_star_in_every_mode(tmp_path: Path) -> None:
+    """``except*`` (review12b defects 3 and 4): the group a naked exception is wrapped in has no
+    traceback; each mode's line counts (which cut a block short at the statement its exception
+    record names) equal the settrace oracle's, and witness, branches and path regenerate the
+    blocks trace."""
+    source = textwrap.dedent(INLINE["except_star"])
+    paths = _record_all(source, tmp_path, MODES + ("path",))
+    script = tmp_path / "prog.py"
+    oracle = line_counts(script, [], {str(script)})
+    judged = single_simple_statement_lines(source)
+    for mode, path in paths.items():
+        got: dict[int, int] = {}
+        for per in _lines(path).values():
+            for ln, n in per.items():
+                got[ln] = got.get(ln, 0) + n
+        compared = [ln for ln in judged if ln in got]
+        assert len(compared) == len(judged) > 30
+        assert {ln: got[ln] for ln in compared} == {ln: oracle.get((str(script), ln), 0) for ln in compared}, mode
+    for kind in ("witness", "branches", "path"):
+        compare(paths["blocks"], paths[kind], exact=kind == "path", twin=True)
