@@ -42,10 +42,13 @@ class Ctx:
 
 
 class Gen:
-    """A random function body of nested statements, each of which can raise."""
+    """A random function body of nested statements, each of which can raise; ``star``: half the
+    handlers are ``except*`` (whose bodies may not ``return``; the same draws otherwise, so the
+    programs of ``star=False`` are those of the seeds chosen before)."""
 
-    def __init__(self, rng: random.Random, gen: bool) -> None:
+    def __init__(self, rng: random.Random, gen: bool, star: bool = False) -> None:
         self.rng, self.gen, self.k = rng, gen, 0
+        self.star, self.in_star = star, 0
 
     def key(self) -> int:
         self.k += 1
@@ -76,8 +79,12 @@ class Gen:
             elif c < 0.55:
                 out += [f"{ind}for i in range(x):"] + self.body(ind + "    ", depth + 1)
             elif c < 0.7:
-                out += [f"{ind}try:"] + self.body(ind + "    ", depth + 1) + [f"{ind}except (Boom, KeyError):"]
+                star = self.star and self.rng.random() < 0.5
+                out += [f"{ind}try:"] + self.body(ind + "    ", depth + 1)
+                out += [f"{ind}except{'*' if star else ''} (Boom, KeyError):"]
+                self.in_star += star
                 h = self.body(ind + "    ", depth + 1)
+                self.in_star -= star
                 if self.rng.random() < 0.4:
                     h += [f"{ind}    if x == {k % 2}:", f"{ind}        raise"]
                 out += h
@@ -86,17 +93,19 @@ class Gen:
                 out += self.body(ind + "    ", depth + 1)
             elif c < 0.9:
                 out += [f"{ind}with Ctx({k}):"] + self.body(ind + "    ", depth + 1)
+            elif self.in_star:   # no return in an except* handler
+                out += [f"{ind}if t({k}) == x:", f"{ind}    v = t({self.key()})"]
             else:
                 out += [f"{ind}if t({k}) == x:", f"{ind}    return t({self.key()})"]
         return out
 
 
-def program(seed: int, functions: int = 6) -> str:
+def program(seed: int, functions: int = 6, star: bool = False) -> str:
     rng = random.Random(seed)
     src = [HEAD]
     calls = []
     for i in range(functions):
-        g = Gen(rng, gen=i % 3 == 2)
+        g = Gen(rng, gen=i % 3 == 2, star=star)
         lines = [f"def f{i}(x):"] + g.body("    ", 0) + [f"    {'yield' if g.gen else 'return'} t({g.key()})"]
         src.append("\n".join(lines) + "\n")
         calls.append((f"f{i}", g.k, g.gen))
@@ -110,7 +119,7 @@ def program(seed: int, functions: int = 6) -> str:
               "            D.update((i, i) for i in range(keys + 1) if i != k)",
               "            try:",
               "                r = list(f(x)) if gen else f(x)",
-              "            except (Boom, KeyError):",
+              f"            except (Boom, KeyError{', ExceptionGroup' if star else ''}):",
               "                n += 1",
               "print(n)"]
     return "\n".join(src) + "\n" + "\n".join(drive) + "\n"
