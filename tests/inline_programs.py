@@ -279,6 +279,8 @@ INLINE = {
                     v = t(3)
             except* Boom:
                 v = t(4)
+                if x == 2:
+                    raise
             return t(5)
         def nested(x):
             try:
@@ -305,10 +307,20 @@ INLINE = {
             except* KeyError:
                 v = 45
             return x
+        def partly(x):
+            try:
+                v = t(50)
+                if x:
+                    raise ExceptionGroup("h", [Boom(51), KeyError(52)])
+                v = D[53]
+            except* Boom:
+                v = 54
+            v = 55
+            return v
         n = []
-        for f in (joined, branchy, nested, grouped):
+        for f in (joined, branchy, nested, grouped, partly):
             for x in range(3):
-                for k in (-1, 1, 2, 3, 4, 5, 9, 18, 30, 31, 32, 34, 35, 37, 40, 43, 44):
+                for k in (-1, 1, 2, 3, 4, 5, 9, 18, 30, 31, 32, 34, 35, 37, 40, 43, 44, 50, 53):
                     T[0] = k
                     D.clear()
                     D.update((i, i) for i in range(50) if i != k)

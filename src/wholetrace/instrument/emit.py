@@ -71,6 +71,7 @@ RERAISE_MARK_GUARD = "exception-reraise-guard"  # the same in a guard around the
 NO_TB = "no-traceback"   # stands for a missing traceback (tb_lasti -2), and for "none held"
 SKIP = "skip"        # witness modes: a C function that ignores its one argument (no record)
 VARS = "vars"
+GETATTR = "getattr"  # builtins.getattr (the program may rebind the name): guards around except* read groups
 RECURSION_ERROR = "RecursionError"
 
 #: Marks a placeholder constant; placeholders are frozensets, a type no literal of the
@@ -190,13 +191,18 @@ FID_ORIGIN = 3_141_592_653_000_000
 COUNTER_ORIGIN = 2_718_281_828_000_000
 
 
-def star_tb(exc: str) -> ast.expr:
-    """The traceback entry an ``except*`` handler's exception ``exc`` stands for, without a
-    call or a branch: the group's own, or, when the group wraps a naked exception (``except*``
-    wraps it in a new group without a traceback), the wrapped exception's, whose head is this
-    frame's entry: ``(exc.__traceback__, exc.exceptions[0].__traceback__)[exc.__traceback__ is None]``."""
+def star_tb(exc: str, handler: bool = True) -> ast.expr:
+    """The traceback entry an exception ``exc`` stands for where an ``except*`` may have made it,
+    without a branch: the exception's own, or, for a group ``except*`` wrapped a naked exception
+    in (it has no traceback, and keeps none when a bare ``raise`` in the handler re-raises it),
+    the wrapped exception's, whose head is this frame's entry.  ``handler``: in an ``except*``
+    handler (``exc`` is a group: no call), ``(exc.__traceback__, exc.exceptions[0].__traceback__)
+    [exc.__traceback__ is None]``; else (in a guard around one) ``exc`` may be any exception:
+    ``getattr(exc, "exceptions", (exc,))[0]`` (a builtin's call: no frame) stands for the first."""
     own = ast.Attribute(ast_name(exc), "__traceback__", ast.Load())
-    first = ast.Subscript(ast.Attribute(ast_name(exc), "exceptions", ast.Load()), ast_const(0), ast.Load())
+    group = (ast.Attribute(ast_name(exc), "exceptions", ast.Load()) if handler else
+             ast_call(rt(GETATTR), ast_name(exc), ast_const("exceptions"), ast.Tuple([ast_name(exc)], ast.Load())))
+    first = ast.Subscript(group, ast_const(0), ast.Load())
     wrapped = ast.Attribute(first, "__traceback__", ast.Load())
     missing = ast.Compare(ast.Attribute(ast_name(exc), "__traceback__", ast.Load()), [ast.Is()], [ast_const(None)])
     return ast.Subscript(ast.Tuple([own, wrapped], ast.Load()), missing, ast.Load())
@@ -258,6 +264,7 @@ class Emitter(Record):
         self.table = table
         self.generator = generator
         self.expr_locals: set[int] = set() if expr_locals is None else expr_locals
+        self.star = False   # the body holds an ``except*`` (set by the rewriter when it meets one)
 
     @property
     def counts(self) -> bool:
@@ -496,7 +503,9 @@ class Emitter(Record):
             return [place(ast.Expr(ast_call(rt(XEDGE), ast_const(self.fid), *extra)), at)]  # type: ignore[list-item]
 
         def tb() -> ast.expr:
-            return star_tb(exc) if star else ast.Attribute(ast_name(exc), "__traceback__", ast.Load())
+            if star or self.star:
+                return star_tb(exc, handler=star)
+            return ast.Attribute(ast_name(exc), "__traceback__", ast.Load())
 
         if self.counts:
             src = self.site_of(tb())

@@ -327,6 +327,8 @@ class _FunctionRewriter:
 
     # --- try
     def _try(self, s: ast.Try | ast.TryStar) -> list[ast.stmt]:
+        if isinstance(s, ast.TryStar):   # the guards built from here on (those around it) read groups' entries
+            self.em.star = True
         s.body = self.body(s.body)
         s.orelse = self.body(s.orelse)
         for h in s.handlers:
