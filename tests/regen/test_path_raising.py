@@ -129,15 +129,18 @@ def program(seed: int, functions: int = 6, star: bool = False) -> str:
 SEEDS = [0, 1, 2, 3, 14, 19, 20, 23, 28, 30, 35, 36, 39, 45, 49, 54]
 
 
-@pytest.fixture(scope="module")
-def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[int, dict[str, Path]]:
-    root = tmp_path_factory.mktemp("path-raising")
+def _record_seeds(root: Path, seeds: list[int], star: bool = False) -> dict[int, dict[str, Path]]:
     out = {}
-    for seed in SEEDS:
-        script = root / f"raising_{seed}.py"
-        script.write_text(program(seed))
+    for seed in seeds:
+        script = root / f"raising_{'star_' if star else ''}{seed}.py"
+        script.write_text(program(seed, star=star))
         out[seed] = record_both(script, root, (), "--no-wpp")
     return out
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[int, dict[str, Path]]:
+    return _record_seeds(tmp_path_factory.mktemp("path-raising"), SEEDS)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -161,13 +164,7 @@ STAR_SEEDS = list(range(10))
 
 @pytest.fixture(scope="module")
 def recorded_star(tmp_path_factory: pytest.TempPathFactory) -> dict[int, dict[str, Path]]:
-    root = tmp_path_factory.mktemp("path-raising-star")
-    out = {}
-    for seed in STAR_SEEDS:
-        script = root / f"raising_star_{seed}.py"
-        script.write_text(program(seed, star=True))
-        out[seed] = record_both(script, root, (), "--no-wpp")
-    return out
+    return _record_seeds(tmp_path_factory.mktemp("path-raising-star"), STAR_SEEDS, star=True)
 
 
 @pytest.mark.parametrize("seed", STAR_SEEDS)
