@@ -22,7 +22,8 @@ MODES = ("blocks", "count", "count-naive", "witness", "branches", "full")
 FLOOR = {"_pydecimal": 1400, "chaos": 130, "deltablue": 225, "difflib": 340, "fannkuch": 37, "float": 43,
          "go": 205, "hexiom": 240, "json": 285, "nbody": 64, "nqueens": 33, "pyflate": 290, "raytrace": 170,
          "re": 860, "richards": 180, "spectral_norm": 41, "tomllib": 300,
-         "tricky": 42, "generators": 20, "exceptions": 27, "loops": 12, "finally_with": 14, "classes_match": 10}
+         "tricky": 42, "generators": 20, "exceptions": 27, "loops": 12, "finally_with": 14, "classes_match": 10,
+         "except_star": 38}
 
 
 @pytest.mark.parametrize("name", oracle_params())
