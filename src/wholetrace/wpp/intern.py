@@ -28,13 +28,18 @@ class EventInterner:
     (path mode; ``kernels.wpp_intern``); then a stream's last chunk goes through
     ``codes(..., final=True)`` or :meth:`finish`, or ENTERs ending it are left out.  ``group``
     (>= 2, path mode; needs ``fuse``): up to ``group`` of those terminals in a row, joined at calls
-    and returns, are one SEQ terminal (docs/design.md, "The WPP's terminals, wave 12").
+    and returns, are one SEQ terminal (docs/design.md, "The WPP's terminals, wave 12");
+    ``seq_budget`` (floor, k): once the table holds max(floor, k x its other terminals) SEQ keys,
+    a group only grows by a SEQ key it already holds (the table grows with the program, not the trace).
     ``codes`` is called from one thread at a time (the WPP builder's); the kernel it runs
     releases the GIL.  :meth:`set_path_functions` names the functions recorded with path ids
     (their exception records carry a register, ``kernels.wpp_intern``); unnamed ones record none.
     """
 
-    def __init__(self, value_kind: int = BLOCK, leave_at: int = 0, fuse: bool = False, group: int = 0) -> None:
+    def __init__(self, value_kind: int = BLOCK, leave_at: int = 0, fuse: bool = False, group: int = 0,
+                 seq_budget: tuple[int, int] = (K.SEQ_BUDGET_MIN, K.SEQ_BUDGET_K)) -> None:
+        if group >= 2 and not fuse:
+            raise UsageError("EventInterner: group needs fuse (groups join fused terminals at calls and returns)")
         self.value_kind = int(value_kind)
         self.leave_at = int(leave_at)
         self.fuse = int(bool(fuse))
@@ -42,7 +47,7 @@ class EventInterner:
         bits = 12
         self._keys = np.full(1 << bits, K.EMPTY, np.int64)
         self._ids = np.zeros(1 << bits, np.int64)
-        self._tstate = np.array([0, bits], np.int64)
+        self._tstate = np.array([0, bits, 0, int(seq_budget[0]), int(seq_budget[1])], np.int64)
         self._syms = np.empty(1 << (bits - 1), np.int64)
         self._streams: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._fpath = np.zeros(0, np.int8)
