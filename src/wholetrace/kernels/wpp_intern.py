@@ -68,8 +68,8 @@ T_SEQ_K = 4           # ... and per terminal that is not a SEQ: past max(floor, 
 T_SIZE = 5
 
 #: The SEQ budget's defaults (docs/design.md, "The WPP's terminals, wave 12", review fixes).
-SEQ_BUDGET_MIN = 4096
-SEQ_BUDGET_K = 8
+SEQ_BUDGET_MIN = 1024
+SEQ_BUDGET_K = 4
 
 EMPTY = -1
 _FID_BITS = 28
