@@ -62,6 +62,26 @@ class EventInterner:
             self._fpath = np.concatenate([self._fpath, np.zeros(n - len(self._fpath), np.int8)])
         self._fpath[fids] = 1
 
+    def seed(self, terms: Terminals) -> None:
+        """Start from the table ``terms`` (this interner still empty): its keys keep their ids, new
+        ones follow (``wpp.view.ungrouped_view`` re-interns a recording's events with its ids)."""
+        if len(self):
+            raise InternalError("EventInterner.seed: the table is not empty")
+        kind, fid, value = (np.asarray(a, np.int64) for a in (terms.kind, terms.fid, terms.value))
+        keys = (kind << 60) | (((fid + 1) & ((1 << 28) - 1)) << 32) | (value & ((1 << 32) - 1))   # K.pack's
+        n = len(keys)
+        bits = 12
+        while n + 2 >= 1 << (bits - 1):
+            bits += 1
+        if bits > MAX_TABLE_BITS:
+            raise UsageError(f"more than {1 << (MAX_TABLE_BITS - 1)} distinct WPP terminals")
+        self._keys = np.full(1 << bits, K.EMPTY, np.int64)
+        self._ids = np.zeros(1 << bits, np.int64)
+        K.rehash(keys, np.arange(n, dtype=np.int64), self._keys, self._ids, bits)
+        self._syms = np.concatenate([keys, np.empty(max(n, 1 << 11), np.int64)])
+        self._tstate[K.T_COUNT], self._tstate[K.T_BITS] = n, bits
+        self._tstate[K.T_SEQ] = int(np.count_nonzero(kind == K.K_SEQ))
+
     def __len__(self) -> int:
         return int(self._tstate[K.T_COUNT])
 
