@@ -20,6 +20,16 @@ def keys(t) -> list[tuple[int, int, int]]:  # type: ignore[no-untyped-def]
     return list(zip(t.kind.tolist(), t.fid.tolist(), t.value.tolist()))
 
 
+def intern_chunked(it: EventInterner, streams: dict[int, list[int]], step: int) -> dict[int, np.ndarray]:
+    """Each stream's codes, fed in chunks of ``step`` events, streams in turn; each expands exactly."""
+    got = {}
+    for sid, ev in streams.items():
+        got[sid] = np.concatenate([it.codes(sid, np.array(ev[i:i + step], np.int32)) for i in range(0, len(ev), step)]
+                                  + [it.finish(sid)])
+        assert events_of(got[sid], it.terminals()).tolist() == ev
+    return got
+
+
 @pytest.mark.nojit
 @pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")   # the hash wraps on purpose
 @pytest.mark.parametrize("group", [2, 4])
@@ -31,11 +41,7 @@ def test_groups_match_the_twin_across_chunk_boundaries(group: int, step: int) ->
     fns = frozenset(range(50))
     it = EventInterner(PATH, L, fuse=True, group=group)
     it.set_path_functions(np.arange(50))
-    got = {}
-    for sid, ev in streams.items():
-        got[sid] = np.concatenate([it.codes(sid, np.array(ev[i:i + step], np.int32)) for i in range(0, len(ev), step)]
-                                  + [it.finish(sid)])
-        assert events_of(got[sid], it.terminals()).tolist() == ev
+    got = intern_chunked(it, streams, step)
     fused, table = naive_intern(streams, PATH, L, fns, fuse=True)
     cons: dict[tuple[int, int, int], int] = {}
     mine = canonical(keys(it.terminals()), cons)
@@ -126,11 +132,7 @@ def test_the_seq_budget_matches_the_twin_across_chunk_boundaries(step: int) -> N
     budget = (24, 1)
     it = EventInterner(PATH, L, fuse=True, group=PATH_GROUP, seq_budget=budget)
     it.set_path_functions(np.arange(61))
-    got = {}
-    for sid, ev in streams.items():
-        got[sid] = np.concatenate([it.codes(sid, np.array(ev[i:i + step], np.int32)) for i in range(0, len(ev), step)]
-                                  + [it.finish(sid)])
-        assert events_of(got[sid], it.terminals()).tolist() == ev
+    got = intern_chunked(it, streams, step)
     t = it.terminals()
     n_seq = int(np.count_nonzero(t.kind == SEQ))
     assert n_seq <= max(budget[0], budget[1] * (len(t.kind) - n_seq))
