@@ -46,11 +46,13 @@ class _Writer:
         self.closed = True
 
 
-def _fake_process(fd: int) -> types.SimpleNamespace:
+def _fake_process(fd: int, progress: object = None) -> types.SimpleNamespace:
+    """A started builder's stand-in: chunks go to ``fd``, its result is empty (EOF)."""
     r, w = os.pipe()
     os.close(w)
     return types.SimpleNamespace(mode="blocks", lookahead=False, queue_events=10, spawned=time.time(),
-                                 stderr=open(os.devnull, "w+b"), fd=fd, out=os.fdopen(r, "rb"), reap=lambda: None)
+                                 stderr=open(os.devnull, "w+b"), fd=fd, out=os.fdopen(r, "rb"), reap=lambda: None,
+                                 progress=progress)
 
 
 @pytest.mark.parametrize("step", [1, 3, 8, 1000, None])

@@ -15,6 +15,7 @@ import pytest
 
 from wholetrace.errors import InternalError
 from wholetrace.wpp import builder, online, spawn
+from test_online_feed import _fake_process as fake_process, _Writer
 from wtutil import ENV
 
 CONTENT = bytes(range(48, 112))     # 64 bytes a scratch file starts with; nothing may change them
@@ -156,12 +157,7 @@ def test_the_builder_maps_nothing_but_the_progress_memfd(tmp_path: Path) -> None
 
 
 def test_the_builder_marks_the_file_and_closes_its_descriptor() -> None:
-    made = spawn._progress_file()
-    if made is None:
-        pytest.skip("no memfd_create here")
-    fd, mine = made
-    theirs = os.dup(fd)
-    os.close(fd)
+    mine, theirs = _ours()
     assert builder.PROGRESS.unpack_from(mine, 0)[0] == spawn.PROGRESS_UNMAPPED
     m = builder.progress_map(str(theirs))
     assert m is not None
@@ -174,30 +170,25 @@ def test_the_builder_marks_the_file_and_closes_its_descriptor() -> None:
     mine.close()
 
 
-class _Writer:
-    closed = False
-
-    def close(self, **how: object) -> None:
-        self.closed = True
-
-
 def _fake_process(progress: object) -> types.SimpleNamespace:
-    r, w = os.pipe()
-    os.close(w)
-    return types.SimpleNamespace(mode="blocks", lookahead=False, queue_events=10, spawned=time.time(),
-                                 stderr=open(os.devnull, "w+b"), fd=os.open(os.devnull, os.O_WRONLY),
-                                 out=os.fdopen(r, "rb"), reap=lambda: None, progress=progress)
+    return fake_process(os.open(os.devnull, os.O_WRONLY), progress)
 
 
-def test_unmapped_progress_means_the_fixed_interval_then_the_builders_pace() -> None:
-    """Until the builder marks the file, the recorder flushes every ``flush_seconds`` however
-    much it has sent; then by the events the builder has built."""
+def _ours() -> tuple[mmap.mmap, int]:
+    """A progress file as the spawn makes it: the recorder's mapping and the builder's descriptor."""
     made = spawn._progress_file()
     if made is None:
         pytest.skip("no memfd_create here")
     fd, mine = made
     theirs = os.dup(fd)
     os.close(fd)
+    return mine, theirs
+
+
+def test_unmapped_progress_means_the_fixed_interval_then_the_builders_pace() -> None:
+    """Until the builder marks the file, the recorder flushes every ``flush_seconds`` however
+    much it has sent; then by the events the builder has built."""
+    mine, theirs = _ours()
     wpp = online.OnlineWpp(_Writer(), "blocks", process=_fake_process(mine))   # type: ignore[arg-type]
     wpp.submitted = online.BUSY_EVENTS + 10
     assert wpp.flush_interval() == wpp.flush_seconds          # not mapped: the builder's pace unknown
