@@ -30,7 +30,7 @@ from wholetrace.wpp.meaning import terminal_costs
 from wholetrace.wpp.stored import StoredWpp
 from wholetrace.wpp.intern import PATH_LEAVE_AT
 from wholetrace.wpp.symbols import BLOCK, ENTER_CHAIN, ENTER_PATH, FUSED, PATH, SEQ
-from wholetrace.wpp.view import open_view
+from wholetrace.wpp.view import open_view, split_view, ungrouped_view
 from wtutil import ENV, run_recorded
 
 PROGRAM = PARSE_FUNCTIONS + textwrap.dedent('''
@@ -86,7 +86,8 @@ def test_json_equals_the_reference_semantics(recordings: dict[str, Path], capsys
                                              name: str) -> None:
     """``path``: a path recording's stored grammar has fused ENTER_PATH terminals; `hot` reads the
     view's grammar, where each is split into a rule of its ENTER and its path (one terminal an
-    event, as before wave 10), and answers as the reference does on that grammar."""
+    event, as before wave 10; SEQ groups undone first, wave 12), and answers as the reference does
+    on that grammar."""
     with Recording(recordings[name]) as rec:
         wpp = StoredWpp(rec)
     (stream,) = wpp.streams
@@ -100,6 +101,10 @@ def test_json_equals_the_reference_semantics(recordings: dict[str, Path], capsys
         assert np.any(t.kind[stream.grammar.rhs[stream.grammar.rhs >= 0]] == SEQ)   # groups at calls (wave 12)
         assert not np.any(np.isin(view.terminals.kind[g.rhs[g.rhs >= 0]], FUSED))
         assert len(g) > len(stream.grammar) and g.num_rules > stream.grammar.num_rules
+        # `hot` reads wave 10's grammar of the same events (SEQ groups undone, review12a MED-3)
+        view = split_view(ungrouped_view(view))
+        g = view.streams[0].grammar
+        assert not np.any(view.terminals.kind[g.rhs[g.rhs >= 0]] == SEQ)
     else:
         assert g is stream.grammar or g == stream.grammar
     rules = grammar_rules(g)

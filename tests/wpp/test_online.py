@@ -452,6 +452,15 @@ def test_wpp_cli_json_print_dot(tmp_path: Path) -> None:
         assert row["raw_bytes"] == 4 * row["events"]
         assert row["ratio"] == round(row["raw_bytes"] / row["encoded_bytes"], 2)
     assert {"max_backlog_events", "tail_seconds", "spilled_events"} <= set(doc["builder"])
+    import sqlite3   # the totals count the terminal table as stored (review12a MED-2): SQLite's own figure
+    conn = sqlite3.connect(out)
+    (table_bytes,) = conn.execute("SELECT length(blob) FROM arrays WHERE name = 'wpp.symbols'").fetchone()
+    conn.close()
+    t = doc["total"]
+    assert t["symbols_bytes"] == table_bytes > 0
+    assert t["grammar_bytes"] == sum(r["encoded_bytes"] for r in doc["streams"])
+    assert t["encoded_bytes"] == t["grammar_bytes"] + table_bytes
+    assert t["ratio"] == round(t["raw_bytes"] / t["encoded_bytes"], 2)
     with Recording(out) as rec:
         assert sum(r["events"] for r in doc["streams"]) == sum(
             len(StoredWpp(rec).stream(r["stream"]).grammar) for r in doc["streams"])

@@ -1,6 +1,4 @@
-"""The recorder-to-builder handoff (wave 12): frames written in one call survive partial writes,
-the builder's idle time is bracketed by what a test can observe, and meta ``wpp.feed`` agrees with
-itself and with the events recorded (``--keep-raw``)."""
+"""The recorder-to-builder handoff (wave 12): partial writes, the builder's idle time, meta ``wpp.feed`` against the raw events."""
 
 from __future__ import annotations
 
@@ -48,11 +46,13 @@ class _Writer:
         self.closed = True
 
 
-def _fake_process(fd: int) -> types.SimpleNamespace:
+def _fake_process(fd: int, progress: object = None) -> types.SimpleNamespace:
+    """A started builder's stand-in: chunks go to ``fd``, its result is empty (EOF)."""
     r, w = os.pipe()
     os.close(w)
     return types.SimpleNamespace(mode="blocks", lookahead=False, queue_events=10, spawned=time.time(),
-                                 stderr=open(os.devnull, "w+b"), fd=fd, out=os.fdopen(r, "rb"), reap=lambda: None)
+                                 stderr=open(os.devnull, "w+b"), fd=fd, out=os.fdopen(r, "rb"), reap=lambda: None,
+                                 progress=progress)
 
 
 @pytest.mark.parametrize("step", [1, 3, 8, 1000, None])
@@ -121,10 +121,10 @@ def work(k):
         i += 1
     return t
 
-ts = [threading.Thread(target=work, args=(60000,)) for _ in range(2)]
+ts = [threading.Thread(target=work, args=(150000,)) for _ in range(2)]
 for t in ts:
     t.start()
-print(work(150000))
+print(work(450000))
 for t in ts:
     t.join()
 """
@@ -156,49 +156,8 @@ def test_feed_meta_accounts_for_every_event(tmp_path: Path, flush: str) -> None:
     for (a, _, s, e), (_, _, s2, _) in zip(dbg, dbg[1:] + [(0, 0, float("inf"), 0)]):
         assert a <= s <= e <= s2 + 1e-4        # built after it came, one at a time, in order
     assert 0 <= feed["idle_seconds"] <= wpp["timeline"]["end"]
-    assert feed["flushes"] >= 1 and feed["flush_seconds"] >= 0 and feed["convert_seconds"] >= 0
+    # the flusher's own flushes: at 1 ms the program (~0.15 s recorded, by its event count) runs
+    # a hundred intervals; at 50 ms a few, and a late wake-up may find it gone (then stop() flushes)
+    assert feed["flushes"] >= (1 if flush == "0.001" else 0) and feed["busy_flushes"] <= feed["flushes"]
+    assert feed["flush_seconds"] >= 0 and feed["convert_seconds"] >= 0 and feed["chunks_sent"] >= 1
     assert wpp["backlog_at_end_events"] <= wpp["events"]
-
-
-def test_flush_interval_follows_the_builders_progress(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The builder publishes its events built in the progress file; the flusher asks for the
-    next chunk soon only while less than BUSY_EVENTS wait (read through a second mapping of the
-    same memfd, as the builder's /proc mapping is)."""
-    from wholetrace.wpp import builder, spawn
-
-    fd = spawn._progress_fd()
-    if fd is None:
-        pytest.skip("no memfd_create here")
-    r, w = os.pipe()
-    proc = _fake_process(w)
-    proc.progress_fd = fd
-    wpp = online.OnlineWpp(_Writer(), "blocks", process=proc)   # type: ignore[arg-type]
-    monkeypatch.setenv(spawn.PROGRESS_ENV, f"{os.getpid()}:{fd}")
-    mine = builder.progress_map()
-    assert mine is not None
-    assert wpp.flush_interval() == wpp.flush_seconds            # nothing sent, nothing built
-    wpp.submitted = online.BUSY_EVENTS + 10                     # sent, the builder at 0
-    assert wpp.flush_interval() == online.BUSY_SECONDS
-    builder.PROGRESS.pack_into(mine, 0, 10)                     # exactly BUSY_EVENTS left
-    assert wpp.flush_interval() == online.BUSY_SECONDS
-    builder.PROGRESS.pack_into(mine, 0, 11)
-    assert wpp.flush_interval() == wpp.flush_seconds
-    assert wpp._busy == 2
-    os.close(w)
-    os.close(r)
-    os.close(fd)
-
-
-def test_no_progress_file_means_the_fixed_interval(monkeypatch: pytest.MonkeyPatch) -> None:
-    from wholetrace.wpp import builder
-
-    monkeypatch.setenv("WHOLETRACE_WPP_PROGRESS", "1:notanfd")
-    assert builder.progress_map() is None
-    monkeypatch.setenv("WHOLETRACE_WPP_PROGRESS", f"{os.getpid()}:99999")
-    assert builder.progress_map() is None
-    r, w = os.pipe()
-    wpp = online.OnlineWpp(_Writer(), "blocks", process=_fake_process(w))   # type: ignore[arg-type]
-    wpp.submitted = 10 ** 9
-    assert wpp.flush_interval() == wpp.flush_seconds
-    os.close(w)
-    os.close(r)

@@ -1,15 +1,15 @@
-"""Path registers that could read as "no path open", and the lift that rules them out (docs/design.md "Path mode, wave 12")."""
+"""Path registers that could read as "no path open", and the lift that rules them out."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from wholetrace.events import LEAVE, NO_PATH
 from wholetrace.instrument.flowgraph import FlowGraph, topological_order
 from wholetrace.instrument.pathnum import DagEdge, _dag_graph
 
-
-#: The stream's "no path open" registers (``events.py``): LEAVE (-1), and NO_PATH or below.
-_NO_PATH_OPEN, _NO_PATH_AT_MOST = -1, -1 - (1 << 30)
+#: The stream's "no path open" registers: LEAVE (-1), and NO_PATH or below.
+_NO_PATH_OPEN, _NO_PATH_AT_MOST = LEAVE, NO_PATH
 
 
 def register_range(graph: FlowGraph, dag: Sequence[DagEdge], inc: Sequence[int]) -> list[tuple[int, int] | None]:

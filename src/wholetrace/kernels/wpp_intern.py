@@ -62,7 +62,14 @@ S_SIZE = 10
 # shared table state (``tstate``)
 T_COUNT = 0           # keys interned so far (= next id)
 T_BITS = 1            # log2 of the table's slot count
-T_SIZE = 2
+T_SEQ = 2             # SEQ keys among them (``group``)
+T_SEQ_MIN = 3         # SEQ keys always allowed (the budget's floor) ...
+T_SEQ_K = 4           # ... and per terminal that is not a SEQ: past max(floor, k x those), no new SEQ key
+T_SIZE = 5
+
+#: The SEQ budget's defaults (docs/design.md, "The WPP's terminals, wave 12", review fixes).
+SEQ_BUDGET_MIN = 1024
+SEQ_BUDGET_K = 4
 
 EMPTY = -1
 _FID_BITS = 28
@@ -109,7 +116,8 @@ def intern_chunk(events, pos, value_kind, leave_at, fpath, fuse, group, final, s
     are one terminal (ENTER_PATH, wrapped in ENTER_CHAIN for each outer ENTER); ``group >= 2``:
     up to ``group`` of those terminals in a row are one (SEQ, head, last) terminal when each
     seam is a call (a value or LEAVE, then a fused ENTER terminal) or a return (``LEAVE_PATH +
-    p``, then a value); ``final == 1``: the stream ends with this chunk (ENTERs still waiting
+    p``, then a value), and its (head, last) key exists or the SEQ budget (``tstate[T_SEQ]`` below
+    max(``T_SEQ_MIN``, ``T_SEQ_K`` x the terminals that are not SEQ)) allows a new one; ``final == 1``: the stream ends with this chunk (ENTERs still waiting
     become (ENTER, f, 0), a waiting group is written).  ``out`` (int32: what the SEQUITUR
     builder takes without a copy; ids stay below the table's 2**31 slots) holds at least
     ``len(events) - pos + sstate[S_PEND] + 2``."""
@@ -197,12 +205,18 @@ def intern_chunk(events, pos, value_kind, leave_at, fpath, fuse, group, final, s
         joined = False
         mask = (np.int64(1) << bits) - 1
         tid = np.int64(0)
-        for rep in range(2):      # the terminal, then (if it joins the waiting group) the group's SEQ
+        for rep in range(2):      # (a SEQ key past the budget is looked up, never inserted: ``tid`` stays the terminal's)      # the terminal, then (if it joins the waiting group) the group's SEQ
             s = _slot(key, bits)
             while table_keys[s] != EMPTY and table_keys[s] != key:
                 s = (s + 1) & mask
             if table_keys[s] == EMPTY:
                 t = tstate[T_COUNT]
+                if rep == 1:     # a new SEQ key: only within the budget, else the group ends here
+                    ns = tstate[T_SEQ]
+                    if ns >= max(tstate[T_SEQ_MIN], tstate[T_SEQ_K] * (t - ns)):
+                        joined = False
+                        break
+                    tstate[T_SEQ] = ns + 1
                 table_keys[s] = key
                 table_ids[s] = t
                 sym_keys[t] = key
@@ -216,7 +230,7 @@ def intern_chunk(events, pos, value_kind, leave_at, fpath, fuse, group, final, s
             gt = sstate[S_GTAIL]
             if (hc == C_FUSED and (gt == C_CUT or gt == C_EXIT or gt == C_LEAVE)) or (hc == C_VALUE and gt == C_EXIT):
                 key = pack(K_SEQ, g - 1, tid)
-                joined = True
+                joined = True   # (undone when the key is new and the budget is spent)
             else:
                 break
         if not emit:

@@ -182,9 +182,10 @@ def read_frames(f: Any, q: ChunkQueue) -> None:
         q.end()
 
 
-def build(mode: str, lookahead: bool, q: ChunkQueue, spawned: float = 0.0) -> dict[str, Any]:
+def build(mode: str, lookahead: bool, q: ChunkQueue, spawned: float = 0.0, progress: Any = None) -> dict[str, Any]:
     """Intern and build every chunk the queue gives; the result the recorded process stores.
-    ``spawned``: ``time.time()`` when the recorded process started this one (0: unknown)."""
+    ``spawned``: ``time.time()`` when the recorded process started this one (0: unknown);
+    ``progress``: the progress file mapped (:func:`progress_map`), or None."""
     t0 = time.perf_counter()
     from wholetrace.wpp.aot import install
 
@@ -203,7 +204,7 @@ def build(mode: str, lookahead: bool, q: ChunkQueue, spawned: float = 0.0) -> di
     ready = q.idle_from = time.perf_counter()
     ready_wall = time.time() - spawned if spawned else ready - t0
     builders: dict[int, Any] = {}
-    progress, built = progress_map(), 0
+    built = 0
     debug: list[tuple[float, float]] | None = [] if os.environ.get("WHOLETRACE_WPP_DEBUG") else None
     cpu: dict[int, float] = {}
     events: dict[int, int] = {}
@@ -259,24 +260,36 @@ def build(mode: str, lookahead: bool, q: ChunkQueue, spawned: float = 0.0) -> di
                       "cpu_seconds": round(_cpu(), 4)}}
 
 
-def progress_map() -> Any:
-    """The recorded process's progress file mapped here (``wpp.spawn.PROGRESS_ENV``), or None: this
-    process publishes the events it has built there, the recorder's flusher reads them without a
-    system call (``wpp.online.OnlineWpp.flush_interval``)."""
-    where = os.environ.get("WHOLETRACE_WPP_PROGRESS", "")
-    pid, _, fd = where.partition(":")
-    if not (pid.isdigit() and fd.isdigit()):
+def progress_map(where: str | None) -> Any:
+    """The recorded process's progress file mapped here, or None: ``where`` (``wpp.spawn.PROGRESS_ENV``)
+    names a descriptor this process inherited at its spawn (``wpp.spawn.PROGRESS_FD``).  Mapped
+    only if it is that memfd: a regular file of ``PROGRESS_BYTES``, unlinked, sealed with exactly
+    ``PROGRESS_SEALS`` (only a memfd carries seals), holding ``PROGRESS_UNMAPPED``; anything else
+    is left untouched.  Once mapped: 0 written (the recorder paces by it from then on) and the
+    descriptor closed (the mapping keeps its own).  This process then publishes the events it has
+    built there; the recorder's flusher reads them without a system call
+    (``wpp.online.OnlineWpp.flush_interval``).  Called first thing in :func:`main`."""
+    if not where or not where.isdigit():
         return None
+    import fcntl
     import mmap
+    import stat
 
+    from wholetrace.wpp.spawn import PROGRESS_BYTES, PROGRESS_SEALS, PROGRESS_UNMAPPED
+
+    fd = int(where)
     try:
-        f = os.open(f"/proc/{pid}/fd/{fd}", os.O_RDWR)
-        try:
-            return mmap.mmap(f, PROGRESS.size)
-        finally:
-            os.close(f)
-    except (OSError, ValueError):
+        st = os.fstat(fd)
+        if not (stat.S_ISREG(st.st_mode) and st.st_size == PROGRESS_BYTES and st.st_nlink == 0
+                and fcntl.fcntl(fd, fcntl.F_GET_SEALS) == PROGRESS_SEALS
+                and os.pread(fd, PROGRESS.size, 0) == PROGRESS.pack(PROGRESS_UNMAPPED)):
+            return None
+        m = mmap.mmap(fd, PROGRESS_BYTES)
+    except (AttributeError, OSError, ValueError):
         return None
+    PROGRESS.pack_into(m, 0, 0)
+    os.close(fd)
+    return m
 
 
 def feed_stats(q: ChunkQueue, spawned: float, debug: list[tuple[float, float]] | None) -> dict[str, Any]:
@@ -349,6 +362,8 @@ def _close_inherited() -> None:
 
 
 def main(argv: list[str]) -> int:
+    # first: the descriptor is the recorder's memfd only as inherited (wpp.spawn); checked anyway
+    progress = progress_map(os.environ.get("WHOLETRACE_WPP_PROGRESS"))   # wpp.spawn.PROGRESS_ENV
     _close_inherited()
     # numba imports coverage.py when it is installed (to report lines its compiler covers):
     # 0.05-0.1 s of the builder's start-up for nothing, as this process is never measured.
@@ -363,7 +378,7 @@ def main(argv: list[str]) -> int:
     reader = threading.Thread(target=read_frames, args=(inp, q), daemon=True)
     reader.start()
     try:
-        result: dict[str, Any] = build(mode, lookahead, q, spawned)
+        result: dict[str, Any] = build(mode, lookahead, q, spawned, progress)
         # how this process started (wpp.startup): numpy "lean" unless something completed it
         from wholetrace.wpp.startup import numpy_state
 

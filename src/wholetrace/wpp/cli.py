@@ -82,7 +82,9 @@ def add_parser(subparsers: Any) -> None:
         "wpp", help="the whole program path of a recording made with --wpp",
         description="Per stream: events, distinct paths and symbols, raw bytes (4 per event), rules, "
                     "right-hand-side symbols, start rule length, encoded bytes, trace/WPP ratio, "
-                    "rules per path (Larus 1999 Table 1), build time and how far the builder lagged.")
+                    "rules per path (Larus 1999 Table 1), build time and how far the builder lagged. "
+                    "A stream's bytes and ratio count its grammar; the total's count the grammars and "
+                    "the terminal table they share (stored size).")
     p.add_argument("file", metavar="OUT.wt")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--print", dest="print_rules", action="store_true",
@@ -110,8 +112,10 @@ def _report(path: str, sid: int | None) -> tuple[Any, dict[str, Any]]:
                                               "tail_seconds", "jit_seconds", "spilled_events",
                                               "spilled_chunks", "queue_events", "ready_seconds", "kernels")}}
     raw = sum(r["raw_bytes"] for r in rows)
-    enc = sum(r["encoded_bytes"] for r in rows)
-    out["total"] = {"events": sum(r["events"] for r in rows), "raw_bytes": raw, "encoded_bytes": enc,
+    gram = sum(r["encoded_bytes"] for r in rows)
+    enc = gram + wpp.symbols_bytes     # the terminal table holds part of the trace too (SEQ groups)
+    out["total"] = {"events": sum(r["events"] for r in rows), "raw_bytes": raw, "grammar_bytes": gram,
+                    "symbols_bytes": wpp.symbols_bytes, "encoded_bytes": enc,
                     "ratio": round(raw / enc, 2) if enc else None,
                     "build_seconds": round(sum(r["build_seconds"] or 0 for r in rows), 4)}
     return (wpp, streams), out
@@ -132,7 +136,8 @@ def _table(out: dict[str, Any]) -> str:
     t, b = out["total"], out["builder"]
     la = "SEQUITUR(1)" if out["lookahead"] else "SEQUITUR"
     lines.append(f"total: {t['events']:,} events, {t['raw_bytes']:,} raw bytes -> {t['encoded_bytes']:,} "
-                 f"WPP bytes (ratio {t['ratio']}), {out['symbols']} terminals, {la}, "
+                 f"WPP bytes ({t['grammar_bytes']:,} grammars + {t['symbols_bytes']:,} for the table of "
+                 f"{out['symbols']:,} terminals; ratio {t['ratio']}), {la}, "
                  f"build {t['build_seconds']} s CPU")
     lines.append(f"builder lag: at most {b['max_backlog_events']:,} events queued, "
                  f"{b['backlog_at_end_events']:,} left when the program ended, finished "

@@ -10,7 +10,7 @@ import numpy as np
 from wholetrace.wpp.hot import hot_subpaths
 from wholetrace.wpp.meaning import Piece, pieces, statement_lines, terminal_costs
 from wholetrace.wpp.queries import terminal_counts
-from wholetrace.wpp.view import WppView, split_view
+from wholetrace.wpp.view import WppView, split_view, ungrouped_view
 
 #: Default minimum cost: this fraction of the stream's total cost (statements it executed).
 DEFAULT_COST_FRACTION = 0.01
@@ -60,8 +60,9 @@ class HotReport:
 
 def hot_report(view: WppView, options: HotOptions) -> HotReport:
     """Run ``wpp.hot.hot_subpaths`` on every stream of ``view`` with terminal costs ``options.cost``
-    (on one terminal an event: fused terminals are split first, ``wpp.view.split_view``)."""
-    view = split_view(view)
+    (on one terminal an event: fused terminals are split first, ``wpp.view.split_view``; SEQ groups
+    are undone before, ``wpp.view.ungrouped_view``, so the rules are wave 10's)."""
+    view = split_view(ungrouped_view(view))
     costs = terminal_costs(view, options.cost)
     entries: list[HotEntry] = []
     thresholds, totals = {}, {}

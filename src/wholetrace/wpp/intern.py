@@ -28,13 +28,18 @@ class EventInterner:
     (path mode; ``kernels.wpp_intern``); then a stream's last chunk goes through
     ``codes(..., final=True)`` or :meth:`finish`, or ENTERs ending it are left out.  ``group``
     (>= 2, path mode; needs ``fuse``): up to ``group`` of those terminals in a row, joined at calls
-    and returns, are one SEQ terminal (docs/design.md, "The WPP's terminals, wave 12").
+    and returns, are one SEQ terminal (docs/design.md, "The WPP's terminals, wave 12");
+    ``seq_budget`` (floor, k): once the table holds max(floor, k x its other terminals) SEQ keys,
+    a group only grows by a SEQ key it already holds (the table grows with the program, not the trace).
     ``codes`` is called from one thread at a time (the WPP builder's); the kernel it runs
     releases the GIL.  :meth:`set_path_functions` names the functions recorded with path ids
     (their exception records carry a register, ``kernels.wpp_intern``); unnamed ones record none.
     """
 
-    def __init__(self, value_kind: int = BLOCK, leave_at: int = 0, fuse: bool = False, group: int = 0) -> None:
+    def __init__(self, value_kind: int = BLOCK, leave_at: int = 0, fuse: bool = False, group: int = 0,
+                 seq_budget: tuple[int, int] = (K.SEQ_BUDGET_MIN, K.SEQ_BUDGET_K)) -> None:
+        if group >= 2 and not fuse:
+            raise UsageError("EventInterner: group needs fuse (groups join fused terminals at calls and returns)")
         self.value_kind = int(value_kind)
         self.leave_at = int(leave_at)
         self.fuse = int(bool(fuse))
@@ -42,7 +47,7 @@ class EventInterner:
         bits = 12
         self._keys = np.full(1 << bits, K.EMPTY, np.int64)
         self._ids = np.zeros(1 << bits, np.int64)
-        self._tstate = np.array([0, bits], np.int64)
+        self._tstate = np.array([0, bits, 0, int(seq_budget[0]), int(seq_budget[1])], np.int64)
         self._syms = np.empty(1 << (bits - 1), np.int64)
         self._streams: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._fpath = np.zeros(0, np.int8)
@@ -56,6 +61,26 @@ class EventInterner:
         if n > len(self._fpath):
             self._fpath = np.concatenate([self._fpath, np.zeros(n - len(self._fpath), np.int8)])
         self._fpath[fids] = 1
+
+    def seed(self, terms: Terminals) -> None:
+        """Start from the table ``terms`` (this interner still empty): its keys keep their ids, new
+        ones follow (``wpp.view.ungrouped_view`` re-interns a recording's events with its ids)."""
+        if len(self):
+            raise InternalError("EventInterner.seed: the table is not empty")
+        kind, fid, value = (np.asarray(a, np.int64) for a in (terms.kind, terms.fid, terms.value))
+        keys = (kind << 60) | (((fid + 1) & ((1 << 28) - 1)) << 32) | (value & ((1 << 32) - 1))   # K.pack's
+        n = len(keys)
+        bits = 12
+        while n + 2 >= 1 << (bits - 1):
+            bits += 1
+        if bits > MAX_TABLE_BITS:
+            raise UsageError(f"more than {1 << (MAX_TABLE_BITS - 1)} distinct WPP terminals")
+        self._keys = np.full(1 << bits, K.EMPTY, np.int64)
+        self._ids = np.zeros(1 << bits, np.int64)
+        K.rehash(keys, np.arange(n, dtype=np.int64), self._keys, self._ids, bits)
+        self._syms = np.concatenate([keys, np.empty(max(n, 1 << 11), np.int64)])
+        self._tstate[K.T_COUNT], self._tstate[K.T_BITS] = n, bits
+        self._tstate[K.T_SEQ] = int(np.count_nonzero(kind == K.K_SEQ))
 
     def __len__(self) -> int:
         return int(self._tstate[K.T_COUNT])

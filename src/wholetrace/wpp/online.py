@@ -62,16 +62,16 @@ BUSY_SECONDS = max(FLUSH_SECONDS, float(os.environ.get("WHOLETRACE_WPP_BUSY_FLUS
 BUSY_EVENTS = 200_000
 
 
-def _map(fd: "int | None") -> Any:
-    """The builder's progress file (``BuilderProcess.progress_fd``) mapped, or None."""
-    if fd is None:
-        return None
-    import mmap
-
-    try:
-        return mmap.mmap(fd, _PROGRESS.size)
-    except (OSError, ValueError):
-        return None
+def _close_each(*closers: Any) -> None:
+    """Call every closer; then raise the first exception one of them raised, if any."""
+    first: BaseException | None = None
+    for close in closers:
+        try:
+            close()
+        except BaseException as exc:  # noqa: BLE001 - re-raised below
+            first = first or exc
+    if first is not None:
+        raise first
 
 
 class OnlineWpp:
@@ -101,11 +101,10 @@ class OnlineWpp:
         self._broken: BaseException | None = None
         self._stderr, self._fd, self._out = process.stderr, process.fd, process.out
         self._spawned = process.spawned
-        self._progress_fd = getattr(process, "progress_fd", None)
-        self._progress = _map(self._progress_fd)   # the builder's events built (wpp.spawn)
+        self._progress = getattr(process, "progress", None)   # the builder's events built (wpp.spawn)
         self._busy = 0                      # flushes paced at BUSY_SECONDS
         self._flusher: list[float] = []     # runtime.recorder.Recorder.flusher_stats
-        self._sent = [0, 0.0]               # chunks sent, seconds in os.write
+        self._sent = [0, 0.0]               # chunks sent, seconds in os.writev/os.write
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._writer, name)
@@ -122,10 +121,13 @@ class OnlineWpp:
     # -- the flush path (the recorder's flusher thread) -------------------------------
     def flush_interval(self) -> float:
         """Seconds until the recorder's next flush: ``flush_seconds`` while the builder has less
-        than ``BUSY_EVENTS`` to build (or its progress is unknown), ``BUSY_SECONDS`` otherwise."""
-        if self._progress is None:
+        than ``BUSY_EVENTS`` to build, or while its progress is unknown (no progress file, or the
+        builder has not mapped it: still ``wpp.spawn.PROGRESS_UNMAPPED``), ``BUSY_SECONDS`` otherwise."""
+        progress = self._progress
+        if progress is None:
             return self.flush_seconds
-        if self.submitted - _PROGRESS.unpack_from(self._progress, 0)[0] >= BUSY_EVENTS:
+        built = _PROGRESS.unpack_from(progress, 0)[0]
+        if built >= 0 and self.submitted - built >= BUSY_EVENTS:
             self._busy += 1
             return BUSY_SECONDS
         return self.flush_seconds
@@ -193,11 +195,13 @@ class OnlineWpp:
                 raise InternalError(f"the WPP builder failed: {result['error']}")
             self._store(result, time.perf_counter() - t0)
         finally:
-            self._stderr.close()
-            if self._progress_fd is not None:
-                os.close(self._progress_fd)
-                self._progress_fd = None
-            self._writer.close(**how)
+            # each in its own step: one failing (EBADF after a program's closerange) skips no other
+            _close_each(self._stderr.close, self._close_progress, lambda: self._writer.close(**how))
+
+    def _close_progress(self) -> None:
+        progress, self._progress = self._progress, None
+        if progress is not None:
+            progress.close()
 
     def _builder_stderr(self) -> str:
         self._stderr.seek(0)

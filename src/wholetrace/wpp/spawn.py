@@ -21,13 +21,24 @@ import time
 
 from wholetrace.errors import UsageError
 
+TYPE_CHECKING = False   # no typing at record's start-up
+if TYPE_CHECKING:   # pragma: no cover
+    from typing import Any
+
 #: Default bound of the events waiting in memory for the builder (4 bytes each).
 QUEUE_EVENTS = 1 << 22
 #: The modes whose streams can be interned (``wpp.intern.INTERNERS``; a test keeps them equal).
 INTERNED_MODES = ("blocks", "witness", "branches", "path")
-#: where the builder finds the progress file: ``PID:FD`` of the recorded process (``/proc/PID/fd/FD``)
+#: the builder's descriptor of the progress file (the spawn's ``dup2`` puts the memfd there; inherited,
+#: never looked up through /proc: docs/design.md, "The recorder-to-builder handoff, wave 12", review fixes)
 PROGRESS_ENV = "WHOLETRACE_WPP_PROGRESS"
+PROGRESS_FD = 4     # not 0-2 (the pipes), not 3 (``_SCRIPT`` saves its stdin there)
 PROGRESS_BYTES = 64
+#: the seals the progress memfd carries (fcntl F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW): only a memfd
+#: made by ``_progress_file`` has exactly these, the builder checks them before mapping it
+PROGRESS_SEALS = 1 | 2 | 4
+#: the value the recorder writes before the spawn: the builder writes 0 (then its events built) once mapped
+PROGRESS_UNMAPPED = -1
 _SH = "/bin/sh"
 # the shell saves our pipe (its stdin) to fd 3 before the `&`: a background job's stdin is /dev/null
 _SCRIPT = 'exec 3<&0; "$@" 0<&3 3<&- &'
@@ -58,10 +69,13 @@ class BuilderProcess:
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
         env["PYTHONPATH"] = os.pathsep.join([root] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
         #: the builder's progress (events built, int64 at offset 0; wpp.online.OnlineWpp.flush_interval):
-        #: a memfd the builder maps through /proc; None where there is none (a fixed interval then)
-        self.progress_fd = _progress_fd()
-        if self.progress_fd is not None:
-            env[PROGRESS_ENV] = f"{os.getpid()}:{self.progress_fd}"
+        #: a memfd mapped here, handed to the builder as its descriptor PROGRESS_FD; None where there
+        #: is none (a fixed interval then)
+        made = _progress_file()
+        self.progress = made[1] if made else None
+        env.pop(PROGRESS_ENV, None)
+        if made:
+            env[PROGRESS_ENV] = str(PROGRESS_FD)
         self.spawned = time.time()
         # wpp.startup.CODE, not imported here (the spawn imports nothing but os, signal, sys, time)
         args = [mode, "1" if self.lookahead else "0", str(self.queue_events), repr(self.spawned)]
@@ -76,13 +90,17 @@ class BuilderProcess:
         out_r, out_w = os.pipe()
         try:
             dup2 = os.POSIX_SPAWN_DUP2
+            # the memfd (>= 10, see _progress_file) last: the dup2s before it cannot clobber it,
+            # and a dup2 to another number leaves the copy inheritable (the shell and builder keep it)
+            actions = [(dup2, r, 0), (dup2, out_w, 1), (dup2, err, 2)] + ([(dup2, made[0], PROGRESS_FD)] if made else [])
             self._sh: int | None = os.posix_spawn(
-                _SH, [_SH, "-c", _SCRIPT, "sh", *cmd], env,
-                file_actions=[(dup2, r, 0), (dup2, out_w, 1), (dup2, err, 2)],
+                _SH, [_SH, "-c", _SCRIPT, "sh", *cmd], env, file_actions=actions,
                 setsid=True, setsigdef=(signal.SIGPIPE, signal.SIGXFSZ))   # as Popen's restore_signals
         finally:
             os.close(r)
             os.close(out_w)
+            if made:
+                os.close(made[0])     # our mapping keeps the memfd (and one descriptor) alive
         self.stderr = os.fdopen(err, "w+b")
         self.out = os.fdopen(out_r, "rb")
 
@@ -130,18 +148,31 @@ def site_free_path(root: str) -> list[str] | None:
     return [root] + [p for p in sys.path if p != root]
 
 
-def _progress_fd() -> int | None:
-    """A 64-byte shared memory file (Linux ``memfd_create``) for the builder's progress, or None."""
+def _progress_file() -> tuple[int, Any] | None:
+    """A 64-byte shared memory file (Linux ``memfd_create``) for the builder's progress: (its
+    descriptor, >= 10 and close-on-exec; its mapping here, holding ``PROGRESS_UNMAPPED``), or None.
+    Sealed at its size (``PROGRESS_SEALS``): the builder recognises it by them."""
     try:
-        fd = os.memfd_create("wholetrace-wpp-progress", os.MFD_CLOEXEC)
-    except (AttributeError, OSError):
+        import fcntl
+        import mmap
+
+        fd0 = os.memfd_create("wholetrace-wpp-progress", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    except (AttributeError, ImportError, OSError):
         return None
+    fd = -1
     try:
+        fd = fcntl.fcntl(fd0, fcntl.F_DUPFD_CLOEXEC, 10)
         os.ftruncate(fd, PROGRESS_BYTES)
-    except OSError:
-        os.close(fd)
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, PROGRESS_SEALS)
+        m = mmap.mmap(fd, PROGRESS_BYTES)
+        m[:8] = PROGRESS_UNMAPPED.to_bytes(8, "little", signed=True)
+        return fd, m
+    except (AttributeError, OSError, ValueError):
+        if fd >= 0:
+            os.close(fd)
         return None
-    return fd
+    finally:
+        os.close(fd0)
 
 
 def _anonymous_file() -> int:

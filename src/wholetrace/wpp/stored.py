@@ -84,6 +84,21 @@ def _used_parts(terms: Terminals, used: np.ndarray) -> tuple[np.ndarray, int]:
     return keys[:, 0], len(keys)
 
 
+def _stored_bytes(rec: Any, name: str, table: "np.ndarray | None") -> int:
+    """The stored (compressed) size of array ``name``: the store's figure, else (a salvaged
+    recording) the array compressed as the store does."""
+    if table is None:
+        return 0
+    sizes = getattr(rec, "array_sizes", None)
+    if sizes is not None:
+        got = [b for n, k, b in sizes(name) if n == name and k == ""]
+        if got:
+            return got[0]
+    from wholetrace.store import schema
+
+    return len(schema.compress(np.ascontiguousarray(table).tobytes()))
+
+
 class StoredWpp:
     """The WPP of a recording made with ``record --wpp`` (``rec``: a ``store.Recording``)."""
 
@@ -98,6 +113,9 @@ class StoredWpp:
                              f"{TERMINALS_VERSION} (a newer wholetrace made it)")
         table = rec.get_array(SYMBOLS_NAME)
         self.terminals = terminals_from_array(table if table is not None else np.zeros((0, 3), np.int64))
+        #: Bytes the terminal table takes in the file (compressed as stored): part of the WPP, as
+        #: the grammars are (a SEQ terminal holds up to 4 events of the trace).
+        self.symbols_bytes = _stored_bytes(rec, SYMBOLS_NAME, table)
         self.streams: list[StreamWpp] = []
         stats = meta.get("streams", {})
         for st in rec.streams():

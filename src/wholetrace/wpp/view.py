@@ -23,7 +23,7 @@ import numpy as np
 from wholetrace.errors import UsageError
 from wholetrace.grammar import Grammar
 from wholetrace.instrument.cfg import CFG
-from wholetrace.wpp.symbols import BLOCK, PATH, Terminals, split_entered
+from wholetrace.wpp.symbols import BLOCK, PATH, SEQ, Terminals, split_entered
 
 if TYPE_CHECKING:
     from wholetrace.instrument.pathnum import PathNumbering
@@ -62,6 +62,8 @@ class WppView:
     numberings: dict[int, "PathNumbering | None"] = field(default_factory=dict)
     quiet: dict[int, frozenset[int]] = field(default_factory=dict)   # (``instrument.modes.stored_quiet``)
     old_inc: set[int] = field(default_factory=set)   # numbered before wave 11 (``modes.stored_free_records``)
+    lookahead: bool = True                 # the SEQUITUR variant the stored grammars were built with
+    path_fids: frozenset[int] = frozenset()   # functions recorded with path ids (plan strategy ``paths``)
 
     @cached_property
     def symbol_kind(self) -> str:
@@ -115,7 +117,10 @@ def open_view(path: str, *, stream: int | None = None, progress: bool = True) ->
             stored = StoredWpp(rec)
             streams = [StreamGrammar(s.sid, s.name, s.grammar) for s in stored.streams
                        if stream is None or s.sid == stream]
-            view = WppView(path, mode, "stored", stored.terminals, streams, cfgs, files)
+            view = WppView(path, mode, "stored", stored.terminals, streams, cfgs, files,
+                           lookahead=bool(stored.meta.get("lookahead")),
+                           path_fids=frozenset(f.fid for f in functions
+                                               if f.cfg.get("plan", {}).get("strategy") == "paths"))
         else:
             view = _build(rec, path, mode, cfgs, files, stream, progress)
         from wholetrace.instrument.modes import stored_free_records, stored_quiet
@@ -124,6 +129,31 @@ def open_view(path: str, *, stream: int | None = None, progress: bool = True) ->
     if stream is not None and not view.streams:
         raise UsageError(f"{path}: no stream {stream} with events")
     return split_view(view)
+
+
+def ungrouped_view(view: WppView) -> WppView:
+    """``view`` without SEQ groups (wave 12): each stream's events re-interned with wave 10's
+    terminals (``EventInterner(fuse=True)``, seeded with the view's table so ids keep their
+    meaning) and its grammar rebuilt with SEQUITUR (the recording's lookahead).  ``hot`` reads the
+    grammar's rules, and groups change them (docs/design.md, "The WPP's terminals, wave 12",
+    review fixes); a view without SEQ terminals is returned as it is."""
+    if not np.any(view.terminals.kind == SEQ):
+        return view
+    from wholetrace.grammar import GrammarBuilder
+    from wholetrace.wpp.intern import PATH_LEAVE_AT, EventInterner, events_of, terminal_widths
+
+    it = EventInterner(PATH, PATH_LEAVE_AT, fuse=True)
+    it.seed(view.terminals)
+    it.set_path_functions(sorted(view.path_fids), max(view.cfgs, default=-1) + 1)
+    widths = terminal_widths(view.terminals)
+    streams = []
+    for s in view.streams:
+        b = GrammarBuilder(lookahead=view.lookahead)
+        for codes in s.grammar.iter_chunks(1 << 16):
+            b.feed(it.codes(s.sid, events_of(codes, view.terminals, widths), scratch=True))
+        b.feed(it.finish(s.sid))
+        streams.append(StreamGrammar(s.sid, s.name, b.finish()))
+    return dataclasses.replace(view, terminals=it.terminals(), streams=streams)
 
 
 def split_view(view: WppView) -> WppView:
@@ -146,11 +176,12 @@ def _build(rec: Any, path: str, mode: str, cfgs: dict[int, CFG], files: dict[int
     from wholetrace.progress import progress
     from wholetrace.trace.session import Trace
     from wholetrace.wpp.cli import readable
-    from wholetrace.wpp.intern import EventInterner, interner_for
+    from wholetrace.wpp.intern import PATH_LEAVE_AT, EventInterner
 
     trace = Trace(readable(rec))
-    # a path recording stored raw keeps its path symbols; the others become blocks
-    interner = interner_for("path") if mode == "path" else EventInterner(BLOCK)
+    # a path recording stored raw keeps its path symbols (wave 10's: no SEQ groups, which ``hot``
+    # would undo, ``ungrouped_view``); the others become blocks
+    interner = EventInterner(PATH, PATH_LEAVE_AT, fuse=True) if mode == "path" else EventInterner(BLOCK)
     if mode == "path":   # their exception records carry a register (read by position)
         interner.set_path_functions([f.fid for f in rec.functions() if f.cfg.get("plan", {}).get("strategy") == "paths"])
     chunks = rec.iter_chunks if mode == "path" else trace.blocks
