@@ -57,7 +57,8 @@ def recorded(path: Path) -> tuple[int, int]:
         wpp = t.meta.get("wpp")
         if isinstance(wpp, dict) and not wpp.get("keep_raw"):
             from wholetrace.wpp.stored import StoredWpp
-            stored = sum(s.encoded_bytes for s in StoredWpp(t.recording.rec).streams)
+            w = StoredWpp(t.recording.rec)   # the grammars and the terminal table they share
+            stored = sum(s.encoded_bytes for s in w.streams) + w.symbols_bytes
         return sum(s.n_events for s in streams), stored
 
 
@@ -200,7 +201,7 @@ def render(names, times, stats, mismatched, runs, size, version, argv) -> str:  
         "docs/design.md \"The WPP's terminals, wave 10\").",
         "- `path` is `--mode path --wpp`: the WPP built online (SEQUITUR in the builder process); "
         "`path raw` is `--mode path` as recorded by default (zstd chunks, as the other modes). Stored bytes of `path` are "
-        "the grammars' encoded bytes.",
+        "the grammars' encoded bytes plus the stored terminal table (`wpp.symbols`).",
         "- `=`: the decoded path streams equal the blocks streams event for event; `≈`: same activation "
         "form (implicit calls into instrumented code sit elsewhere among the caller's blocks); `✗`: differ. "
         "\"fallback fns\": functions recorded with block ids (module and class bodies, and functions whose "
