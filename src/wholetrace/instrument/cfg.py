@@ -38,7 +38,7 @@ if TYPE_CHECKING:   # pragma: no cover
 
 #: Statement kinds: simple statements and the headers of compound statements.
 STMT_KINDS = ("simple", "if", "while", "for-iter", "for-next", "with-enter", "with-exit",
-              "match", "case", "finally-end")
+              "match", "case", "finally-end", "star-end")
 #: Static edge kinds.
 EDGE_KINDS = ("fall", "true", "false", "next", "exhausted", "back", "break", "continue",
               "return", "finally-dispatch")
@@ -436,10 +436,20 @@ class _Builder:
         end = self.body(s.body, flow)
         guarded = list(range(start, len(self.stmts)))      # exceptions from here reach handlers
         end = self.body(s.orelse, end)
+        handled: Flow = []
         for h in s.handlers:
             self._pending_dyn = guarded
-            end += self.body(h.body, [])
+            handled += self.body(h.body, [])
             self._pending_dyn = None
+        if isinstance(s, ast.TryStar) and handled:
+            # the end of an except* handler: the next handler's test, or the end of them all,
+            # which re-raises what no handler took (a re-raise site, like finally-end)
+            last = s.handlers[-1]
+            hl, hc = last.end_lineno or last.lineno, last.end_col_offset or 0
+            x = self.new("star-end", s, s, [], (hl, hc, hl, hc), label="except*")
+            self.link(handled, x)
+            handled = [(x, "fall")]
+        end += handled
         if not fin:
             return end
         self.ctx.pop()
@@ -471,9 +481,9 @@ def _def_span(s: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> tuple
 # --------------------------------------------------------------------------- blocks
 
 def _ends_block(st: Stmt) -> bool:
-    """Yields suspend the activation; finally ends and with exits may re-raise: all end a block,
+    """Yields suspend the activation; finally ends, with exits and except* ends may re-raise: all end a block,
     so that where an activation stops, its block stops too."""
-    return st.suspends or st.kind in ("finally-end", "with-exit")
+    return st.suspends or st.kind in ("finally-end", "with-exit", "star-end")
 
 
 def _cut_blocks(b: _Builder) -> tuple[list[Block], list[Edge], dict[int, int]]:

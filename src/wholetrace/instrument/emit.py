@@ -413,6 +413,13 @@ class Emitter(Record):
             return []
         return [place(ast.Assign([ast_name(SEEN, True)], rt(NO_TB)), like)]  # type: ignore[list-item]
 
+    def hold(self, exc: str | None) -> list[ast.stmt]:
+        """Functions, at the end of an ``except*`` body: hold the traceback entry of the group
+        it handled again (what is left of the group is re-raised with that entry)."""
+        if not self.tracks_reraise or exc is None:
+            return []
+        return [artificial(ast.Assign([ast_name(SEEN, True)], star_tb(exc)))]  # type: ignore[list-item]
+
     def prologue(self, like: ast.AST) -> list[ast.stmt]:
         """What runs first in an activation, at the position of the first instruction of the
         first statement ``like`` (the instruction after ``RESUME`` starts a line event)."""

@@ -19,7 +19,7 @@ def block_name(b: int) -> str:
 def _stmt_text(cfg: CFG, sid: int, lines: Sequence[str]) -> str:
     s = cfg.stmts[sid]
     text = lines[s.line - 1].strip() if 0 < s.line <= len(lines) else ""
-    if s.kind in ("with-exit", "finally-end"):
+    if s.kind in ("with-exit", "finally-end", "star-end"):
         text = f"<{s.kind}>"
     elif s.kind == "for-iter":
         text = f"<iter> {text}"

@@ -331,13 +331,14 @@ class _FunctionRewriter:
             self.em.star = True
         s.body = self.body(s.body)
         s.orelse = self.body(s.orelse)
+        star_end = self.cfg.stmt_at(s, "star-end") if isinstance(s, ast.TryStar) else None
         for h in s.handlers:
             if h.type is not None:
                 h.type = self.expr(h.type)
             if h.name is None and not self.em.in_class:
                 h.name = EXC_CAUGHT     # the handler's probe reads the exception without a call
             h.body = (self.em.xedge(self.first_block(h.body), h.name, h, star=isinstance(s, ast.TryStar))
-                      + self.body(h.body) + self.em.drop_held())
+                      + self.body(h.body) + self._handler_end(h, star_end))
         if not s.finalbody:
             return [s]
         end = self.cfg.stmt_at(s, "finally-end")
@@ -359,6 +360,18 @@ class _FunctionRewriter:
             ast.copy_location(inner_try, s)
             inner = [inner_try]
         return [self.em.guard(inner, final, entry, own_final=False, like=None if s.handlers or s.orelse else s)]
+
+    def _handler_end(self, h: ast.ExceptHandler, star_end: Stmt | None) -> list[ast.stmt]:
+        """What ends an except handler's body: its traceback is no longer held.  An ``except*``
+        handler ends at the ``star-end`` statement instead (the next handler's test, or the
+        re-raise of what no handler took): a re-raise site, so the traceback stays held (again
+        the handler's, which a nested handler may have replaced) and its block's probe runs."""
+        if star_end is None or star_end.block < 0:
+            return self.em.drop_held()
+        out = self.em.set_reraise(star_end.id, None) + self.em.hold(h.name)
+        if self.starts_block(star_end):
+            out += self.em.stmts(self.block_values(star_end.block), None)
+        return out
 
     # --- expressions: generators (trace modes) record LEAVE before each yield and ENTER after it
     def expr(self, e: ast.expr) -> ast.expr:
@@ -401,8 +414,8 @@ _COMPOUND = (ast.If, ast.While, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, 
 
 
 def _has_reraise_sites(cfg: CFG) -> bool:
-    """Does the body re-raise (bare ``raise``, end of ``finally``, ``with`` exit)?"""
-    return any(st.kind in ("finally-end", "with-exit")
+    """Does the body re-raise (bare ``raise``, end of ``finally`` or ``except*``, ``with`` exit)?"""
+    return any(st.kind in ("finally-end", "with-exit", "star-end")
                or (isinstance(st.node, ast.Raise) and st.node.exc is None) for st in cfg.stmts)
 
 

@@ -6,7 +6,7 @@ exceptions); the end of u when the edge is u's only way out; and, for branch edg
 arm the branch enters (the top of an ``if`` body or ``else``, a loop body or ``else``, a
 ``case`` body or the test of the next case); and the prologue for the edge ENTRY -> EXIT
 of a body with no block (its statements are all ``global``/``nonlocal``).  Edges that leave a ``finally`` dispatch or a
-``with`` exit towards several targets have no such place: they are *uninstrumentable* and
+``with`` exit towards several targets, or the end of ``except*`` handlers, have no such place: they are *uninstrumentable* and
 placements must keep them off the chords.
 """
 
@@ -74,6 +74,8 @@ def _site(cfg: CFG, u: int, v: int, kind: str, preds: dict[int, int], outs: dict
         return Site("entry") if v == EXIT else None   # a body of global/nonlocal only: the prologue
     last = cfg.stmts[cfg.blocks[u].stmts[-1]]
     node = last.node
+    if last.kind == "star-end":   # the code after an except* runs after its body too: no place of its own
+        return None
     if last.kind in ("finally-end", "with-exit"):
         if outs.get(u, 0) == 1 and kind == "fall" and v != EXIT:
             return Site("after", last.id)

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 MAX_ITEMS = 1 << 20
 #: Statement kinds of ``instrument.cfg.STMT_KINDS`` (kept here so reading needs no instrumenter).
 STMT_KINDS = ("simple", "if", "while", "for-iter", "for-next", "with-enter", "with-exit",
-              "match", "case", "finally-end")
+              "match", "case", "finally-end", "star-end")
 _KIND_ID = {k: i for i, k in enumerate(STMT_KINDS)}
 
 
