@@ -280,6 +280,49 @@ for x in range(3):
 print(n)
 '''
 
+#: Two ``except*`` handlers that both run (the second entered from the star-end after the first),
+#: a handler nested in one, a part no handler takes, and module-level ``except*`` that re-raises.
+MULTI = '''\
+class Boom(Exception):
+    pass
+def multi(x, d):
+    try:
+        v = 1
+        if x == 1:
+            raise ExceptionGroup("h", [Boom(1), KeyError(2)])
+        if x == 2:
+            raise ExceptionGroup("h", [Boom(1), KeyError(2), ValueError(3)])
+        v = d[3]
+    except* Boom:
+        v = 4
+        try:
+            v = d[5]
+        except KeyError:
+            v = 6
+    except* KeyError:
+        if x:
+            v = 8
+    v = 9
+    return v
+n = 0
+for x in range(3):
+    for d in ({}, {3: 3}):
+        try:
+            n += multi(x, d)
+        except (KeyError, ExceptionGroup):
+            n += 100
+try:
+    try:
+        if n:
+            raise ExceptionGroup("m", [Boom(1), KeyError(2)])
+    except* Boom:
+        n += 1
+    n += 2
+except* KeyError:
+    n += 3
+print(n)
+'''
+
 
 def _counts_and_oracle(source: str, tmp_path: Path) -> tuple[dict[str, dict[int, int]], dict[int, int], dict[str, Path]]:
     """``source`` recorded in every mode (and path): per mode, line counts; the settrace
@@ -297,14 +340,14 @@ def _counts_and_oracle(source: str, tmp_path: Path) -> tuple[dict[str, dict[int,
     return counts, {ln: oracle.get((str(script), ln), 0) for ln in judged}, paths
 
 
-@pytest.mark.parametrize("name", ["inline", "partly"])
+@pytest.mark.parametrize("name", ["inline", "partly", "multi"])
 def test_except_star_in_every_mode(name: str, tmp_path: Path) -> None:
     """``except*`` (review12b defects 3 and 4): the group ``except*`` wraps a naked exception in
     has no traceback (nor has it when a bare ``raise`` in the handler re-raises it); each mode's
     line counts (which cut a block short at the statement its exception record names) equal the
     settrace oracle's, and witness, branches and path regenerate the blocks trace (path: event
     for event)."""
-    source = textwrap.dedent(INLINE["except_star"]) if name == "inline" else PARTLY
+    source = textwrap.dedent(INLINE["except_star"]) if name == "inline" else PARTLY if name == "partly" else MULTI
     counts, want, paths = _counts_and_oracle(source, tmp_path)
     for mode, got in counts.items():
         compared = [ln for ln in want if ln in got]
@@ -314,11 +357,12 @@ def test_except_star_in_every_mode(name: str, tmp_path: Path) -> None:
         compare(paths["blocks"], paths[kind], exact=kind == "path", twin=True)
 
 
-def test_except_star_partly_handled_group_count_mode(tmp_path: Path) -> None:
+@pytest.mark.parametrize("source", [PARTLY, MULTI], ids=["partly", "multi"])
+def test_except_star_partly_handled_group_count_mode(source: str, tmp_path: Path) -> None:
     """Optimised count mode on PARTLY: what no handler took is re-raised at the end of the
     handlers (the CFG's ``star-end`` statement, a re-raise site), so the exit leaves from there,
     not from the raise statement the handler edge already left (it was counted twice)."""
-    counts, want, _ = _counts_and_oracle(PARTLY, tmp_path)
+    counts, want, _ = _counts_and_oracle(source, tmp_path)
     compared = [ln for ln in want if ln in counts["count"]]
     assert len(compared) > 8
     assert {ln: counts["count"][ln] for ln in compared} == {ln: want[ln] for ln in compared}

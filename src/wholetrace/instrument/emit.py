@@ -39,6 +39,7 @@ EXC_CAUGHT = "wt.x"  # the exception in a handler of the program that binds no n
 LASTI = "wt.l"       # temporary: instruction index of a traceback entry
 XLIST = "wt.q"       # count modes: the recording's exception-edge list, fetched in a handler
 MATCH = "wt.m"       # ``wt.m<N>``: the saved subject of a split ``match``
+STAR_HELD = "wt.h"   # ``wt.h<N>``: the traceback entry an ``except*`` handler held (statement N its star-end)
 P = "wt.p"           # path mode: the path register
 O = "wt.o"           # path mode: the activation's closing record, set on the edges into EXIT (``Emitter.exit_record``)
 #: Functions with at most this many paths close with ``wt.a(T[wt.p])``, ``T`` = ``leave_table(n)``
@@ -265,6 +266,7 @@ class Emitter(Record):
         self.generator = generator
         self.expr_locals: set[int] = set() if expr_locals is None else expr_locals
         self.star = False   # the body holds an ``except*`` (set by the rewriter when it meets one)
+        self.star_held: list[str] = []   # the ``wt.h<N>`` locals (the epilogue drops them)
 
     @property
     def counts(self) -> bool:
@@ -413,12 +415,28 @@ class Emitter(Record):
             return []
         return [place(ast.Assign([ast_name(SEEN, True)], rt(NO_TB)), like)]  # type: ignore[list-item]
 
-    def hold(self, exc: str | None) -> list[ast.stmt]:
-        """Functions, at the end of an ``except*`` body: hold the traceback entry of the group
-        it handled again (what is left of the group is re-raised with that entry)."""
-        if not self.tracks_reraise or exc is None:
+    def save_held(self, sid: int) -> list[ast.stmt]:
+        """Functions, at the entry of an ``except*`` handler (after its probe): keep the
+        traceback entry it holds for its end (``sid``: the star-end), which a handler nested in
+        its body replaces and drops."""
+        if not self.tracks_reraise:
             return []
-        return [artificial(ast.Assign([ast_name(SEEN, True)], star_tb(exc)))]  # type: ignore[list-item]
+        name = f"{STAR_HELD}{sid}"
+        if name not in self.star_held:
+            self.star_held.append(name)
+        return [artificial(ast.Assign([ast_name(name, True)], ast_name(SEEN)))]  # type: ignore[list-item]
+
+    def hold(self, sid: int) -> list[ast.stmt]:
+        """Functions, at the end of an ``except*`` handler: hold its traceback entry again
+        (what is left of the group is re-raised with it at the star-end ``sid``)."""
+        if not self.tracks_reraise:
+            return []
+        return [artificial(ast.Assign([ast_name(SEEN, True)], ast_name(f"{STAR_HELD}{sid}")))]  # type: ignore[list-item]
+
+    def _forget_all(self) -> list[ast.stmt]:
+        """The epilogue's ``forget_reraise``, and the entries ``except*`` handlers kept."""
+        return self.forget_reraise(None) + [artificial(ast.Assign([ast_name(n, True)], rt(NO_TB)))  # type: ignore[misc]
+                                            for n in self.star_held]
 
     def prologue(self, like: ast.AST) -> list[ast.stmt]:
         """What runs first in an activation, at the position of the first instruction of the
@@ -473,12 +491,12 @@ class Emitter(Record):
                                else ast_name(O) if self.exit_record
                                else ast.Subscript(ast_const(table), ast_name(P), ast.Load()))
             record = ast.Expr(ast_call(A, value))
-            return self.forget_reraise(None) + [artificial(record)]  # type: ignore[list-item]
+            return self._forget_all() + [artificial(record)]  # type: ignore[list-item]
         if not self.counts:
-            return self.forget_reraise(None) + [self.stmt(LEAVE, None)]
+            return self._forget_all() + [self.stmt(LEAVE, None)]
         out = [artificial(ast.AugAssign(_counter(k, ast.Store()), ast.Add(), ast_name(self.local(k))))
                for k in self.locals_counted()]
-        return self.forget_reraise(None) + out  # type: ignore[return-value]
+        return self._forget_all() + out  # type: ignore[return-value]
 
     # --- exception edges
     def site_of(self, tb: ast.expr) -> ast.expr:

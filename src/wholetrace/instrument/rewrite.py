@@ -337,8 +337,10 @@ class _FunctionRewriter:
                 h.type = self.expr(h.type)
             if h.name is None and not self.em.in_class:
                 h.name = EXC_CAUGHT     # the handler's probe reads the exception without a call
-            h.body = (self.em.xedge(self.first_block(h.body), h.name, h, star=isinstance(s, ast.TryStar))
-                      + self.body(h.body) + self._handler_end(h, star_end))
+            entry = self.em.xedge(self.first_block(h.body), h.name, h, star=isinstance(s, ast.TryStar))
+            if star_end is not None and star_end.block >= 0:
+                entry += self.em.save_held(star_end.id)
+            h.body = entry + self.body(h.body) + self._handler_end(star_end)
         if not s.finalbody:
             return [s]
         end = self.cfg.stmt_at(s, "finally-end")
@@ -361,14 +363,14 @@ class _FunctionRewriter:
             inner = [inner_try]
         return [self.em.guard(inner, final, entry, own_final=False, like=None if s.handlers or s.orelse else s)]
 
-    def _handler_end(self, h: ast.ExceptHandler, star_end: Stmt | None) -> list[ast.stmt]:
+    def _handler_end(self, star_end: Stmt | None) -> list[ast.stmt]:
         """What ends an except handler's body: its traceback is no longer held.  An ``except*``
         handler ends at the ``star-end`` statement instead (the next handler's test, or the
         re-raise of what no handler took): a re-raise site, so the traceback stays held (again
-        the handler's, which a nested handler may have replaced) and its block's probe runs."""
+        the handler's, which a handler nested in it may have replaced) and its block's probe runs."""
         if star_end is None or star_end.block < 0:
             return self.em.drop_held()
-        out = self.em.set_reraise(star_end.id, None) + self.em.hold(h.name)
+        out = self.em.set_reraise(star_end.id, None) + self.em.hold(star_end.id)
         if self.starts_block(star_end):
             out += self.em.stmts(self.block_values(star_end.block), None)
         return out
