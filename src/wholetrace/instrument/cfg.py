@@ -16,6 +16,8 @@ Modelling details:
 * A ``return``/``break``/``continue`` leaving a ``try``/``with`` enters the ``finally`` body
   or ``__exit__`` with an edge of its own kind; the ``finally-end`` statement then resumes it
   along a ``finally-dispatch`` edge, a ``with-exit`` along an edge of the original kind.
+* The ends of an ``except*``'s handlers join at its ``star-end`` statement (the next handler's
+  test, or the re-raise of what no handler took: a re-raise site, like ``finally-end``).
 * Edges are unique per (source, destination) block; when several statement-level edges join
   the same two blocks, the first one linked gives the kind.
 * List/set/dict comprehensions are call-capable (they run and iterate at once); a generator
