@@ -378,3 +378,57 @@ def test_the_recorders_own_dis_at_stop_is_not_the_programs(tmp_path):
     entered = {line[2:] for line in fbe_lines(tmp_path / "t.wt") if line.startswith("F ")}
     assert "spin" in entered
     assert not entered & {"get_instructions", "_get_instructions_bytes", "_unpack_opargs"}, sorted(entered)
+
+
+STAR_GUARDS = '''
+class Loud(Exception):
+    """An exception whose ``exceptions`` the program counts: reading it is visible."""
+    reads = 0
+
+    @property
+    def exceptions(self):
+        Loud.reads += 1
+        raise RuntimeError("exceptions read")
+
+
+class Delegating(Exception):
+    def __getattr__(self, name):
+        print("getattr", name)
+        return []
+
+
+def f(e):
+    try:
+        with open(__file__) as fh:
+            try:
+                raise e
+            except* KeyError:
+                print("never")
+    finally:
+        print("finally", type(e).__name__)
+
+
+for e in (Loud("x"), Delegating("y"), ValueError("z")):
+    try:
+        f(e)
+    except Exception as got:
+        inner = got.exceptions if isinstance(got, BaseExceptionGroup) else ()
+        print("caught", type(got).__name__, [type(x).__name__ for x in inner])
+print("reads", Loud.reads)
+'''
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_guards_around_except_star_read_no_attribute_of_the_program(tmp_path, mode):
+    """The guards of a function holding ``except*`` find a group's first exception (the group
+    ``except*`` makes has no traceback) without reading ``exceptions`` or calling ``__getattr__``
+    of any other exception: a property or ``__getattr__`` of the program would run (review of
+    wave 12: ``getattr(exc, "exceptions", ...)``)."""
+    script = tmp_path / "prog.py"
+    script.write_text(STAR_GUARDS)
+    plain = run_plain(script)
+    assert plain.returncode == 0, plain.stderr
+    assert "reads 0" in plain.stdout and "getattr" not in plain.stdout
+    rec = run_recorded(script, tmp_path / "out.wt", mode=mode)
+    assert rec.stderr == ""
+    assert rec.stdout == plain.stdout

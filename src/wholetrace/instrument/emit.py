@@ -72,7 +72,10 @@ RERAISE_MARK_GUARD = "exception-reraise-guard"  # the same in a guard around the
 NO_TB = "no-traceback"   # stands for a missing traceback (tb_lasti -2), and for "none held"
 SKIP = "skip"        # witness modes: a C function that ignores its one argument (no record)
 VARS = "vars"
-GETATTR = "getattr"  # builtins.getattr (the program may rebind the name): guards around except* read groups
+#: guards around except* find a group's first exception with these, calling no code of the program
+#: (``star_tb``): builtins.type, builtins.issubclass, BaseExceptionGroup, and a group of one
+#: never-raised exception (no traceback) standing in for an exception that is no group
+TYPE, ISSUBCLASS, GROUP, STAR_HOLDER = "type", "issubclass", "BaseExceptionGroup", "star-holder"
 RECURSION_ERROR = "RecursionError"
 
 #: Marks a placeholder constant; placeholders are frozensets, a type no literal of the
@@ -198,11 +201,17 @@ def star_tb(exc: str, handler: bool = True) -> ast.expr:
     in (it has no traceback, and keeps none when a bare ``raise`` in the handler re-raises it),
     the wrapped exception's, whose head is this frame's entry.  ``handler``: in an ``except*``
     handler (``exc`` is a group: no call), ``(exc.__traceback__, exc.exceptions[0].__traceback__)
-    [exc.__traceback__ is None]``; else (in a guard around one) ``exc`` may be any exception:
-    ``getattr(exc, "exceptions", (exc,))[0]`` (a builtin's call: no frame) stands for the first."""
+    [exc.__traceback__ is None]``; else (in a guard around one) ``exc`` may be any exception, so
+    the group read is ``(HOLDER, exc)[issubclass(type(exc), BaseExceptionGroup)]`` (builtins' calls:
+    no frame; no attribute of a non-group is read, so no property or ``__getattr__`` of the
+    program runs), HOLDER's one exception having no traceback."""
     own = ast.Attribute(ast_name(exc), "__traceback__", ast.Load())
-    group = (ast.Attribute(ast_name(exc), "exceptions", ast.Load()) if handler else
-             ast_call(rt(GETATTR), ast_name(exc), ast_const("exceptions"), ast.Tuple([ast_name(exc)], ast.Load())))
+    if handler:
+        holder: ast.expr = ast_name(exc)
+    else:
+        is_group = ast_call(rt(ISSUBCLASS), ast_call(rt(TYPE), ast_name(exc)), rt(GROUP))
+        holder = ast.Subscript(ast.Tuple([rt(STAR_HOLDER), ast_name(exc)], ast.Load()), is_group, ast.Load())
+    group = ast.Attribute(holder, "exceptions", ast.Load())
     first = ast.Subscript(group, ast_const(0), ast.Load())
     wrapped = ast.Attribute(first, "__traceback__", ast.Load())
     missing = ast.Compare(ast.Attribute(ast_name(exc), "__traceback__", ast.Load()), [ast.Is()], [ast_const(None)])

@@ -203,6 +203,7 @@ def runtime_objects(state: RunState) -> dict[str, object]:
             emit.INC: increment,
             emit.RERAISE_MARK: sys.exception,
             emit.RERAISE_MARK_GUARD: sys.exception, emit.NO_TB: _NoTraceback(), emit.SKIP: bool, emit.VARS: vars,
-            emit.GETATTR: getattr,
+            emit.TYPE: type, emit.ISSUBCLASS: issubclass, emit.GROUP: BaseExceptionGroup,
+            emit.STAR_HOLDER: BaseExceptionGroup("wholetrace", [Exception()]),
             emit.RECURSION_ERROR: RecursionError}
 
