@@ -110,6 +110,8 @@ def open_view(path: str, *, stream: int | None = None, progress: bool = True) ->
         functions = rec.functions()
         cfgs = {f.fid: CFG.from_json(f.cfg) for f in functions}
         files = {f.fid: f.file for f in functions}
+        # functions recorded with path ids (their exception records carry a register)
+        path_fids = frozenset(f.fid for f in functions if f.cfg.get("plan", {}).get("strategy") == "paths")
         wpp = rec.meta.get("wpp")
         if isinstance(wpp, dict) and mode in STORED_MODES:
             from wholetrace.wpp.stored import StoredWpp
@@ -118,11 +120,9 @@ def open_view(path: str, *, stream: int | None = None, progress: bool = True) ->
             streams = [StreamGrammar(s.sid, s.name, s.grammar) for s in stored.streams
                        if stream is None or s.sid == stream]
             view = WppView(path, mode, "stored", stored.terminals, streams, cfgs, files,
-                           lookahead=bool(stored.meta.get("lookahead")),
-                           path_fids=frozenset(f.fid for f in functions
-                                               if f.cfg.get("plan", {}).get("strategy") == "paths"))
+                           lookahead=bool(stored.meta.get("lookahead")), path_fids=path_fids)
         else:
-            view = _build(rec, path, mode, cfgs, files, stream, progress)
+            view = _build(rec, path, mode, cfgs, files, path_fids, stream, progress)
         from wholetrace.instrument.modes import stored_free_records, stored_quiet
         view.quiet = {f.fid: stored_quiet(f.cfg) for f in functions}   # what path mode numbered with
         view.old_inc = {f.fid for f in functions if not stored_free_records(f.cfg)}
@@ -169,7 +169,7 @@ def split_view(view: WppView) -> WppView:
 
 
 def _build(rec: Any, path: str, mode: str, cfgs: dict[int, CFG], files: dict[int, str],
-           stream: int | None, show: bool) -> WppView:
+           path_fids: frozenset[int], stream: int | None, show: bool) -> WppView:
     """A grammar per stream: of the raw path events of a `path` recording, else of the `blocks`
     trace (regenerated for the reduced modes)."""
     from wholetrace.grammar import GrammarBuilder
@@ -183,7 +183,7 @@ def _build(rec: Any, path: str, mode: str, cfgs: dict[int, CFG], files: dict[int
     # would undo, ``ungrouped_view``); the others become blocks
     interner = EventInterner(PATH, PATH_LEAVE_AT, fuse=True) if mode == "path" else EventInterner(BLOCK)
     if mode == "path":   # their exception records carry a register (read by position)
-        interner.set_path_functions([f.fid for f in rec.functions() if f.cfg.get("plan", {}).get("strategy") == "paths"])
+        interner.set_path_functions(sorted(path_fids))
     chunks = rec.iter_chunks if mode == "path" else trace.blocks
     what = "path" if mode == "path" else "block"
     wanted = [s for s in trace.streams() if s.n_events and (stream is None or s.sid == stream)]
