@@ -67,8 +67,9 @@ class EventInterner:
         ones follow (``wpp.view.ungrouped_view`` re-interns a recording's events with its ids)."""
         if len(self):
             raise InternalError("EventInterner.seed: the table is not empty")
-        kind, fid, value = (np.asarray(a, np.int64) for a in (terms.kind, terms.fid, terms.value))
-        keys = (kind << 60) | (((fid + 1) & ((1 << 28) - 1)) << 32) | (value & ((1 << 32) - 1))   # K.pack's
+        kind = np.asarray(terms.kind, np.int64)
+        keys = np.array([K.pack(k, f, v) for k, f, v in zip(kind.tolist(), terms.fid.tolist(), terms.value.tolist())],
+                        np.int64)   # a table of at most the SEQ budget and the program's terminals
         n = len(keys)
         bits = 12
         while n + 2 >= 1 << (bits - 1):
