@@ -153,6 +153,13 @@ def test_json_shape_and_callers(rec):
     assert any(sum(x.startswith("f@") for x in o["invocation"]) == 2 for o in deep["occurrences"])
     text = cli("match", "prog.wt", "f", "5", "6", cwd=rec).stdout
     assert "occurs     yes" in text and "count" in text and "f > g > f" not in text.split("first")[0]
+    # --count alone (no first occurrence looked for) still says the path occurs
+    counted = cli("match", "prog.wt", "f", "5", "6", "--count", cwd=rec).stdout
+    assert f"count      {got['count']:,}" in counted and "occurs     yes" in counted
+    # and says it does not where the brute force finds none (the loop never runs zero times)
+    never = [3, 4, 8]
+    assert not any(brute_ends(ev, _fid_of(fids, "f"), never) for ev, fids in map(lambda s: _events(rec, s), (0, 1)))
+    assert "occurs     no" in cli("match", "prog.wt", "f", "3", "4", "8", "--count", cwd=rec).stdout
 
 
 def test_function_and_line_forms(rec):

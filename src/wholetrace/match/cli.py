@@ -138,7 +138,8 @@ def _text(out: dict[str, Any], args: argparse.Namespace, names: dict[int, str],
         per = ", ".join(f"stream {r.sid}: {r.count:,}" for r in answer.streams if r.count)
         lines.append(f"count      {out['count']:,}" + (f"  ({per})" if len(answer.streams) > 1 and per else ""))
     if out["first"] is None:
-        lines.append("occurs     no")
+        # --count finds no first occurrence: whether the path occurs is its count
+        lines.append("occurs     " + ("yes" if out["count"] else "no"))
         return "\n".join(lines)
     lines.append("occurs     yes")
     for i, o in enumerate(out["occurrences"]):
