@@ -234,3 +234,24 @@ def test_no_pyc_holds_instrumented_code(tmp_path: Path) -> None:
     assert not probe_locals(marshal.loads(next(cache.glob("helper*.pyc")).read_bytes()[16:]))
     assert run_plain(script).stdout == "42\n"
     assert os.path.exists(cache)
+
+
+@pytest.mark.parametrize("flags", [["--mode", "path", "--include", "json", "--wpp", "--no-lookahead"],
+                                   ["--mode", "witness", "--include", "json", "--include", "csv"],
+                                   ["--mode", "blocks", "--wpp", "--keep-raw"]])
+def test_info_shows_the_record_options(tmp_path: Path, flags: list[str]) -> None:
+    """``info``'s command line, parsed by ``record``'s own parser, asks for what was recorded
+    (it showed ``--mode M script`` alone, without --include or --wpp)."""
+    import shlex
+
+    from wholetrace.runtime.cli import parse_target, record_parser
+
+    script = tmp_path / "prog.py"
+    script.write_text("import json, csv\nprint(json.dumps([1]))\n")
+    assert cli("record", "-q", *flags, "-o", str(tmp_path / "p.wt"), str(script), cwd=tmp_path).returncode == 0
+    line = next(l for l in cli("info", str(tmp_path / "p.wt")).stdout.splitlines() if l.startswith("command:"))
+    words = shlex.split(line.split(":", 1)[1])
+    assert words[:2] == ["wholetrace", "record"]
+    shown, wanted = (parse_target(record_parser(), w, "record")[0] for w in (words[2:], [*flags, str(script)]))
+    for key in ("mode", "include", "wpp", "keep_raw", "lookahead"):
+        assert getattr(shown, key) == getattr(wanted, key), key

@@ -64,12 +64,26 @@ def _when(t: object) -> str:
     return dt.datetime.fromtimestamp(float(t)).isoformat(sep=" ", timespec="seconds") if isinstance(t, (int, float)) else "?"
 
 
+def record_command(m: dict[str, Any]) -> str:
+    """The ``record`` command line as far as the recording's meta knows it: mode, ``--include``,
+    the WPP's options (``--weights``, ``-o`` and ``--no-cache`` are not kept)."""
+    words = ["wholetrace record --mode", str(m.get("mode", "?"))]
+    words += [f"--include {p}" for p in m.get("include") or ()]
+    wpp = m.get("wpp")
+    if isinstance(wpp, dict):
+        words.append("--wpp")
+        words += ["--keep-raw"] * bool(wpp.get("keep_raw"))
+        words += ["--no-lookahead"] * (wpp.get("lookahead") is False)
+    words.append(str(m.get("command", "?")))
+    return " ".join(words)
+
+
 def info_text(d: dict[str, Any]) -> str:
     m = d["meta"]
     start, end = m.get("start_time"), m.get("end_time")
     secs = f" ({float(end) - float(start):.2f} s)" if isinstance(start, (int, float)) and isinstance(end, (int, float)) else ""
     lines = [
-        f"command:   wholetrace record --mode {m.get('mode', '?')} {m.get('command', '?')}",
+        f"command:   {record_command(m)}",
         f"argv:      {m.get('argv')}",
         f"cwd:       {m.get('cwd')}",
         f"python:    {m.get('python')}",
