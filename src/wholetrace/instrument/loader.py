@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import codecs
 import contextlib
 import importlib.machinery
@@ -12,11 +11,8 @@ from io import IncrementalNewlineDecoder
 from types import CodeType, ModuleType
 
 from wholetrace.errors import InstrumentError, short_message
-from wholetrace.instrument.cfg import CFG, build_cfg, iter_functions
+from wholetrace.instrument import misspath
 from wholetrace.instrument.cache import COUNTER_ORIGIN, FID_ORIGIN, InstrumentCache, relocate
-from wholetrace.instrument.facts import file_facts
-from wholetrace.instrument.modes import ProbePlan
-from wholetrace.instrument.rewrite import compile_tree, rewrite_tree, statement_spans
 from wholetrace.plain import Record
 from wholetrace.store.registry import encode_registry
 
@@ -25,7 +21,11 @@ _OWN_PACKAGE = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 
 TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
 if TYPE_CHECKING:   # pragma: no cover (types only: no class of them exists at run time)
+    import ast
     from typing import Any, Callable, Iterator, Protocol, Sequence, TypedDict
+
+    from wholetrace.instrument.cfg import CFG
+    from wholetrace.instrument.modes import ProbePlan
 
     class FileEntry(TypedDict):
         """What registering one instrumented file needs, built with its code and cached beside it
@@ -167,7 +167,9 @@ class Instrumenter(Record):
     """Turns source into instrumented code objects, registering every function it instruments.
 
     Code is built as a position-independent template (``instrument.cache``), cached on disk
-    when ``cache`` is given, and relocated to the ids the registry hands out.
+    when ``cache`` is given, and relocated to the ids the registry hands out.  What a cache
+    miss needs is imported on the first one (``instrument.misspath``; ``hide_misses``: the
+    standard-library modules that brings are taken out of ``sys.modules`` again).
     """
 
     _fields = ("registry", "cache", "instrumented_files")
@@ -177,6 +179,7 @@ class Instrumenter(Record):
         self.registry = registry
         self.cache = cache
         self.instrumented_files: list[str] = [] if instrumented_files is None else instrumented_files
+        self.hide_misses = False
 
     def compile(self, source: str | bytes, filename: str, transform: TreeTransform | None = None) -> CodeType:
         """Instrumented code for ``source`` (then ``transform``-ed); falls back to plain
@@ -190,6 +193,7 @@ class Instrumenter(Record):
             key = self.cache.key(source, filename, self.registry.mode, token)
             hit = self.cache.load(key)
         if hit is None:
+            ast = misspath.load(self.hide_misses)
             try:
                 tree = ast.parse(source, filename)
             except SyntaxError:
@@ -215,6 +219,11 @@ class Instrumenter(Record):
     def template(self, tree: ast.Module, source: str, filename: str,
                  transform: TreeTransform | None = None) -> tuple[CodeType, FileEntry]:
         """Instrument ``tree`` with placeholder ids: the code and the file's registry entry."""
+        ast = misspath.load(self.hide_misses)
+        from wholetrace.instrument.cfg import build_cfg, iter_functions
+        from wholetrace.instrument.facts import file_facts
+        from wholetrace.instrument.rewrite import compile_tree, rewrite_tree, statement_spans
+
         functions = [(fn, build_cfg(fn, q)) for fn, q in iter_functions(tree)]
         items = []
         descs: list[dict[str, Any]] = []

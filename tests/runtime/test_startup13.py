@@ -1,0 +1,239 @@
+"""Record's fixed cost, wave 13 (docs/design.md): the miss path imported on the first miss and
+hidden, ``_ctypes`` in place of ``ctypes``, no ``compile`` of strings at start-up.
+
+Oracles: the plain run (what the program sees), ``ctypes`` itself, the code objects the former
+``compile`` calls made, and a recording made from a warm cache (which never loads the miss path).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import types
+
+import pytest
+
+from wtutil import ENV, run_plain
+
+SEES = '''
+import sys
+print(sorted(m for m in ("ast", "_ast", "enum", "bisect", "ctypes", "signal", "contextvars", "math")
+             if m in sys.modules))
+import helper_mod
+print(sorted(m for m in ("ast", "_ast", "enum", "bisect", "ctypes", "signal") if m in sys.modules))
+print(helper_mod.f(5))
+import ast
+print(ast.parse("x = 1").body[0].__class__.__name__, type(ast.parse("y")) is ast.Module)
+'''
+HELPER = '''
+def f(n):
+    total = 0
+    for i in range(n):
+        if i % 2:
+            total += i
+    return total
+'''
+
+
+def _record(tmp_path, script, mode, cache, *options):
+    return subprocess.run([sys.executable, "-m", "wholetrace.cli", "record", "--mode", mode, "-q", *options,
+                           "-o", str(tmp_path / f"{mode}.wt"), str(script)], capture_output=True, text=True,
+                          cwd=tmp_path, env={**ENV, "WHOLETRACE_CACHE_DIR": str(cache)}, timeout=300)
+
+
+@pytest.mark.parametrize("mode", ["blocks", "count", "witness", "path"])
+def test_the_miss_path_is_not_seen_by_the_program(tmp_path, mode):
+    """Cold cache (the script and its helper are instrumented afresh, so ``ast``, ``enum`` and
+    the planners are imported while the program runs) and warm cache (they are not imported at
+    all): the program sees none of them, as without wholetrace, and imports its own ``ast``."""
+    (tmp_path / "helper_mod.py").write_text(HELPER)
+    script = tmp_path / "prog_sees.py"
+    script.write_text(SEES)
+    plain = run_plain(script)
+    assert plain.returncode == 0, plain.stderr
+    for _cold_then_warm in range(2):
+        run = _record(tmp_path, script, mode, tmp_path / "cache")
+        assert run.returncode == 0, run.stderr
+        assert run.stdout == plain.stdout
+    assert plain.stdout.splitlines()[0] == "[]"
+
+
+ENUM_PROG = '''
+import enum
+import helper_mod
+
+class Colour(enum.Enum):
+    RED = 1
+
+print(Colour.RED, helper_mod.f(7))
+'''
+
+
+def test_include_of_a_module_the_miss_path_uses_loads_it_at_start_up(tmp_path):
+    """``--include enum``: the program's ``enum`` is its instrumented copy, so the miss path
+    (``ast`` builds enums) is imported before it, as before wave 13.  Oracle: the same
+    recording from a warm cache, which loads no miss path: the cold one records as many
+    events (the program's own enum calls), not the miss path's."""
+    from wholetrace.store import Recording
+
+    (tmp_path / "helper_mod.py").write_text(HELPER)
+    script = tmp_path / "prog_enum.py"
+    script.write_text(ENUM_PROG)
+    plain = run_plain(script)
+    counts = []
+    for _cold_then_warm in range(2):
+        run = _record(tmp_path, script, "blocks", tmp_path / "cache", "--include", "enum")
+        assert run.returncode == 0, run.stderr
+        assert run.stdout == plain.stdout
+        with Recording(tmp_path / "blocks.wt") as rec:
+            counts.append(sum(st.n_events for st in rec.streams()))
+    assert counts[0] == counts[1] > 0
+
+
+def test_eager_miss_path_rule():
+    from wholetrace.instrument import misspath
+    from wholetrace.instrument.loader import Scope
+    from wholetrace.runtime.runner import eager_miss_path
+
+    assert not eager_miss_path(Scope(["/nowhere/project"], []))
+    assert not eager_miss_path(Scope(["/nowhere/project"], ["json", "tomllib", "mypkg.sub"]))
+    assert eager_miss_path(Scope(["/nowhere/project"], ["enum"]))
+    assert eager_miss_path(Scope(["/nowhere/project"], ["ast"]))
+    assert eager_miss_path(Scope(["/nowhere/project"], ["collections.abc"]))
+    assert eager_miss_path(Scope(["/usr/lib/python3/x"], [], _install=("/usr/lib/python3",)))
+    assert {"ast", "enum", "bisect"} <= misspath.CLOSURE
+
+
+CLOSURE_PROBE = '''
+import builtins, sys
+import wholetrace.runtime.runner, wholetrace.runtime.recorder, wholetrace.runtime.cli, wholetrace.store.writer
+from wholetrace.instrument import misspath
+assert not misspath.loaded()
+assert "ast" not in sys.modules and "enum" not in sys.modules, sorted(sys.modules)
+named = set()
+real = builtins.__import__
+def spy(name, globals=None, locals=None, fromlist=(), level=0):
+    if not level:
+        named.add(name.split(".")[0])
+    return real(name, globals, locals, fromlist, level)
+builtins.__import__ = spy
+misspath.load()
+builtins.__import__ = real
+print(" ".join(sorted(n for n in named if n in sys.stdlib_module_names)))
+'''
+
+
+def test_closure_lists_every_stdlib_module_the_miss_path_imports():
+    """Every import statement run while the miss path loads (its modules' bodies, and the
+    standard-library modules they load), on this Python: the names are in ``CLOSURE``."""
+    from wholetrace.instrument import misspath
+
+    r = subprocess.run([sys.executable, "-c", CLOSURE_PROBE], capture_output=True, text=True, env=ENV, timeout=120)
+    assert r.returncode == 0, r.stderr
+    named = set(r.stdout.split())
+    assert {"ast", "enum"} <= named
+    assert named <= misspath.CLOSURE, sorted(named - misspath.CLOSURE)
+
+
+HIDE_PROBE = '''
+import sys, threading
+import wholetrace.runtime.runner
+from wholetrace.instrument import misspath
+go = threading.Event()
+t = threading.Thread(target=go.wait) if sys.argv[1] == "thread" else None
+if t:
+    t.start()
+misspath.load(hide=True)
+print("ast" in sys.modules, "enum" in sys.modules, "wholetrace.instrument.cfg" in sys.modules)
+go.set()
+'''
+
+
+@pytest.mark.parametrize("other,shown", [("alone", "False False True"), ("thread", "True True True")])
+def test_the_miss_path_is_hidden_only_while_no_other_thread_runs(other, shown):
+    r = subprocess.run([sys.executable, "-c", HIDE_PROBE, other], capture_output=True, text=True, env=ENV,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split("\n")[0] == shown
+
+
+def test_lazy_module_binds_itself_in_place():
+    from wholetrace.instrument.misspath import LazyModule
+
+    ns: dict[str, object] = {}
+    ns["j"] = LazyModule("json", ns, "j")
+    assert ns["j"].dumps([1]) == "[1]"      # type: ignore[attr-defined]
+    import json
+
+    assert ns["j"] is json
+
+
+def test_thread_state_ints_are_those_ctypes_reads():
+    import ctypes
+
+    from wholetrace.runtime import recursion
+
+    get = ctypes.pythonapi.PyThreadState_Get
+    get.restype = ctypes.c_void_p
+    assert list(recursion._thread_state_ints()) == list((ctypes.c_int * recursion._FIELDS).from_address(get()))
+    assert recursion.available()
+
+
+def test_keep_alive_adds_one_reference_for_good():
+    from wholetrace.runtime import recursion
+
+    obj = object()
+    before = sys.getrefcount(obj)
+    recursion.keep_alive(obj)
+    assert sys.getrefcount(obj) == before + 1
+
+
+def test_depth_probe_measures_what_the_compiled_probe_did():
+    from wholetrace.runtime import recursion, runner
+
+    compiled = compile("out.append(depth() - 1)", "<wholetrace>", "exec")
+
+    def nested(level: int) -> tuple[list[int], list[int]]:
+        if level:
+            return nested(level - 1)
+        a: list[int] = []
+        b: list[int] = []
+        exec(runner._DEPTH_PROBE, {"out": a, "depth": recursion.depth})
+        exec(compiled, {"out": b, "depth": recursion.depth})
+        return a, b
+
+    for level in (0, 3, 10):
+        a, b = nested(level)
+        assert a == b
+
+
+def test_as_main_frame_is_the_code_compile_made():
+    import dis
+    import runpy
+
+    from wholetrace.runtime import runner
+
+    real = runpy._run_module_as_main.__code__  # type: ignore[attr-defined]
+    line = next((pos[0] for ins, pos in ((i, i.positions) for i in dis.get_instructions(real))
+                 if ins.argval == "_run_code" and pos is not None and pos.lineno), real.co_firstlineno + 1)
+    source = "\n" * max(line - 2, 0) + ("def _run_module_as_main(code, main_globals, mod_spec):\n"
+                                        "    return _run_code(code, main_globals, None, '__main__', mod_spec)\n")
+    module = compile(source, real.co_filename, "exec", dont_inherit=True)
+    want = next(c for c in module.co_consts if isinstance(c, types.CodeType))
+    fn = runner._as_main_frame()
+    got = fn.__code__
+    assert got == want
+    assert list(got.co_positions()) == list(want.co_positions())
+    assert (got.co_filename, got.co_name, got.co_qualname, got.co_flags) == \
+        (want.co_filename, want.co_name, want.co_qualname, want.co_flags)
+    assert fn.__globals__ is runpy.__dict__
+
+
+def test_the_signal_module_is_not_what_children_use():
+    """``runtime.children`` and ``runtime.cli`` use ``_signal`` (``signal.py`` imports enum);
+    its handlers compare as the module's do."""
+    import _signal
+
+    from wholetrace.runtime import children, cli
+
+    assert children.signal is _signal and cli.signal is _signal
