@@ -237,3 +237,89 @@ def test_the_signal_module_is_not_what_children_use():
     from wholetrace.runtime import children, cli
 
     assert children.signal is _signal and cli.signal is _signal
+
+
+SPECS = '''
+import importlib, importlib.abc, importlib.machinery, sys
+
+
+class Appended(importlib.abc.MetaPathFinder):   # after PathFinder: asked only for what it does not find
+    asked = []
+
+    def find_spec(self, name, path=None, target=None):
+        self.asked.append(name)
+        return None
+
+
+class Between(importlib.abc.MetaPathFinder):    # between the built-in importer and PathFinder
+    asked = []
+
+    def find_spec(self, name, path=None, target=None):
+        self.asked.append(name)
+        if name == "claimed_by_between":
+            return importlib.machinery.ModuleSpec(name, None, is_package=True)
+        return None
+
+
+sys.meta_path.append(Appended())
+sys.meta_path.insert(sys.meta_path.index(importlib.machinery.PathFinder), Between())
+import helper_mod, json.decoder, math, _decimal, __hello__, claimed_by_between, nspkg.inner
+for name in ("helper_mod", "json", "json.decoder", "math", "_decimal", "__hello__", "claimed_by_between", "nspkg",
+             "nspkg.inner", "sys", "_signal"):
+    m = sys.modules[name]
+    spec = m.__spec__
+    print(name, type(spec.loader).__name__ if spec.loader is not None else None, spec.origin,
+          getattr(m, "__file__", None), spec.submodule_search_locations is not None)
+try:
+    import no_such_module_anywhere
+except ImportError as exc:
+    print(type(exc).__name__, exc, exc.name)
+print(Between.asked.count("json.decoder"), Between.asked.count("no_such_module_anywhere"))
+print(Appended.asked.count("json.decoder"), Appended.asked.count("no_such_module_anywhere"))
+print(helper_mod.f(4))
+'''
+
+
+@pytest.mark.parametrize("mode", ["blocks", "count"])
+def test_modules_out_of_scope_get_the_spec_they_get_without_wholetrace(tmp_path, mode):
+    """The finder hands a module out of scope the spec ``PathFinder`` found (one search, not
+    two), unless a finder between it and ``PathFinder`` claims the module: the program sees the
+    same loaders, origins and errors as without wholetrace, and each finder is asked as often
+    (oracle: the plain run; the helper module is the program's own, instrumented)."""
+    (tmp_path / "helper_mod.py").write_text(HELPER)
+    (tmp_path / "nspkg").mkdir()
+    (tmp_path / "nspkg" / "inner.py").write_text("X = 1\n")
+    script = tmp_path / "prog_specs.py"
+    script.write_text(SPECS)
+    plain = run_plain(script)
+    assert plain.returncode == 0, plain.stderr
+    for _cold_then_warm in range(2):
+        run = _record(tmp_path, script, mode, tmp_path / "cache")
+        assert run.returncode == 0, run.stderr
+        assert run.stdout.replace("InstrumentingLoader", "SourceFileLoader") == plain.stdout
+    assert "helper_mod InstrumentingLoader" in run.stdout
+    from wholetrace.store import Recording
+
+    with Recording(tmp_path / f"{mode}.wt") as rec:
+        assert sorted({f.file.rsplit("/", 1)[-1] for f in rec.functions()}) == \
+            ["helper_mod.py", "inner.py", "prog_specs.py"]
+
+
+def test_scope_real_is_realpath(tmp_path):
+    """``Scope._real`` (directory realpaths kept) answers as ``os.path.realpath``, through
+    symlinked directories and files (oracle: ``os.path.realpath``)."""
+    import os
+
+    from wholetrace.instrument.loader import Scope
+
+    (tmp_path / "real").mkdir()
+    (tmp_path / "real" / "m.py").write_text("")
+    (tmp_path / "real" / "n.py").write_text("")
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    (tmp_path / "real" / "l.py").symlink_to(tmp_path / "real" / "n.py")
+    scope = Scope([str(tmp_path / "real")], [])
+    for p in ("real/m.py", "link/m.py", "link/l.py", "real/l.py", "link/missing.py", "link/../real/m.py", "link/"):
+        path = str(tmp_path / p)
+        assert scope._real(path) == os.path.realpath(path), p
+        assert scope._real(path) == os.path.realpath(path), p   # second answer from the kept directory
+    assert scope._real("rel/x.py") == os.path.realpath("rel/x.py")
