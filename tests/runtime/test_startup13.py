@@ -35,6 +35,22 @@ def f(n):
 '''
 
 
+def _cold_and_warm(tmp_path, name, text, mode, *options):
+    """Write the program (beside ``helper_mod``), run it plain, then record it twice (cold,
+    then warm code cache); returns (plain stdout, the two recorded stdouts)."""
+    (tmp_path / "helper_mod.py").write_text(HELPER)
+    script = tmp_path / name
+    script.write_text(text)
+    plain = run_plain(script)
+    assert plain.returncode == 0, plain.stderr
+    outs = []
+    for _cold_then_warm in range(2):
+        run = _record(tmp_path, script, mode, tmp_path / "cache", *options)
+        assert run.returncode == 0, run.stderr
+        outs.append(run.stdout)
+    return plain.stdout, outs
+
+
 def _record(tmp_path, script, mode, cache, *options):
     return subprocess.run([sys.executable, "-m", "wholetrace.cli", "record", "--mode", mode, "-q", *options,
                            "-o", str(tmp_path / f"{mode}.wt"), str(script)], capture_output=True, text=True,
@@ -46,16 +62,9 @@ def test_the_miss_path_is_not_seen_by_the_program(tmp_path, mode):
     """Cold cache (the script and its helper are instrumented afresh, so ``ast``, ``enum`` and
     the planners are imported while the program runs) and warm cache (they are not imported at
     all): the program sees none of them, as without wholetrace, and imports its own ``ast``."""
-    (tmp_path / "helper_mod.py").write_text(HELPER)
-    script = tmp_path / "prog_sees.py"
-    script.write_text(SEES)
-    plain = run_plain(script)
-    assert plain.returncode == 0, plain.stderr
-    for _cold_then_warm in range(2):
-        run = _record(tmp_path, script, mode, tmp_path / "cache")
-        assert run.returncode == 0, run.stderr
-        assert run.stdout == plain.stdout
-    assert plain.stdout.splitlines()[0] == "[]"
+    plain, outs = _cold_and_warm(tmp_path, "prog_sees.py", SEES, mode)
+    assert outs == [plain, plain]
+    assert plain.splitlines()[0] == "[]"
 
 
 ENUM_PROG = '''
@@ -286,18 +295,11 @@ def test_modules_out_of_scope_get_the_spec_they_get_without_wholetrace(tmp_path,
     two), unless a finder between it and ``PathFinder`` claims the module: the program sees the
     same loaders, origins and errors as without wholetrace, and each finder is asked as often
     (oracle: the plain run; the helper module is the program's own, instrumented)."""
-    (tmp_path / "helper_mod.py").write_text(HELPER)
     (tmp_path / "nspkg").mkdir()
     (tmp_path / "nspkg" / "inner.py").write_text("X = 1\n")
-    script = tmp_path / "prog_specs.py"
-    script.write_text(SPECS)
-    plain = run_plain(script)
-    assert plain.returncode == 0, plain.stderr
-    for _cold_then_warm in range(2):
-        run = _record(tmp_path, script, mode, tmp_path / "cache")
-        assert run.returncode == 0, run.stderr
-        assert run.stdout.replace("InstrumentingLoader", "SourceFileLoader") == plain.stdout
-    assert "helper_mod InstrumentingLoader" in run.stdout
+    plain, outs = _cold_and_warm(tmp_path, "prog_specs.py", SPECS, mode)
+    assert [out.replace("InstrumentingLoader", "SourceFileLoader") for out in outs] == [plain, plain]
+    assert "helper_mod InstrumentingLoader" in outs[1]
     from wholetrace.store import Recording
 
     with Recording(tmp_path / f"{mode}.wt") as rec:
