@@ -12,20 +12,23 @@ the compiled code (site tables, guards that re-raise in place).
 
 from __future__ import annotations
 
-import ast
 import functools
 import sys
 
 from wholetrace.ids import EXIT
-from wholetrace.instrument.modes import ProbePlan
+from wholetrace.instrument.misspath import LazyModule
 from wholetrace.events import EXC, LEAVE, LEAVE_PATH, NO_PATH, RERAISE as RERAISE_CODE, START, enter_code
 from wholetrace.plain import Record
 
 TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
 if TYPE_CHECKING:   # pragma: no cover
+    import ast
     from typing import Callable, Sequence
 
+    from wholetrace.instrument.modes import ProbePlan
     from wholetrace.instrument.pathnum import EdgeProbe
+else:   # the run-time constants below are read on every recording; ast only on a cache miss
+    ast = LazyModule("ast", globals(), "ast")
 
 # --- locals of instrumented functions (module and class bodies bind none)
 A = "wt.a"           # trace modes: append method of the current stream
@@ -147,13 +150,14 @@ def artificial(new: ast.AST) -> ast.AST:
     return _position(new, -1, -1, -1, -1)
 
 
-_FIRST_CHILD: dict[type, str] = {
-    ast.Assign: "value", ast.AugAssign: "target", ast.Expr: "value", ast.Return: "value",
-    ast.If: "test", ast.While: "test", ast.For: "iter", ast.AsyncFor: "iter", ast.Match: "subject",
-    ast.Raise: "exc", ast.Assert: "test", ast.Call: "func", ast.Attribute: "value",
-    ast.Subscript: "value", ast.BinOp: "left", ast.Compare: "left", ast.UnaryOp: "operand",
-    ast.IfExp: "test", ast.NamedExpr: "value", ast.Await: "value", ast.Yield: "value",
-    ast.YieldFrom: "value", ast.Starred: "value", ast.FormattedValue: "value",
+#: By node class name (``ast`` is imported on a cache miss only: ``instrument.misspath``).
+_FIRST_CHILD: dict[str, str] = {
+    "Assign": "value", "AugAssign": "target", "Expr": "value", "Return": "value",
+    "If": "test", "While": "test", "For": "iter", "AsyncFor": "iter", "Match": "subject",
+    "Raise": "exc", "Assert": "test", "Call": "func", "Attribute": "value",
+    "Subscript": "value", "BinOp": "left", "Compare": "left", "UnaryOp": "operand",
+    "IfExp": "test", "NamedExpr": "value", "Await": "value", "Yield": "value",
+    "YieldFrom": "value", "Starred": "value", "FormattedValue": "value",
 }
 
 
@@ -184,7 +188,7 @@ def first_evaluated(node: ast.AST) -> ast.AST:
         if isinstance(node, ast.JoinedStr) and node.values:
             node = node.values[0]
             continue
-        child = getattr(node, _FIRST_CHILD.get(type(node), "-"), None)
+        child = getattr(node, _FIRST_CHILD.get(type(node).__name__, "-"), None)
         if not isinstance(child, ast.AST) or not hasattr(child, "lineno"):
             return node
         node = child

@@ -24,18 +24,28 @@ from array import array
 from collections import Counter
 
 from wholetrace.ids import ENTRY, EXIT
-from wholetrace.instrument.cfg import CFG, EDGE_KINDS
+
+TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
+if TYPE_CHECKING:   # pragma: no cover
+    from wholetrace.instrument.cfg import CFG
 
 #: Layout version of a file's record.
 VERSION = 1
 #: Name code of a branch into EXIT named by its target.
 EXIT_NAME = -1
-_KIND_CODE = {k: -2 - i for i, k in enumerate(EDGE_KINDS)}
+
+
+def _kind_codes() -> dict[str, int]:
+    """Edge kind -> its name code (``cfg`` is imported on a cache miss only: ``instrument.misspath``)."""
+    from wholetrace.instrument.cfg import EDGE_KINDS
+
+    return {k: -2 - i for i, k in enumerate(EDGE_KINDS)}
 
 
 def function_facts(cfg: CFG, index: int, lines: array, branches: array) -> bool:  # type: ignore[type-arg]
     """Append the line and branch rows of ``cfg`` (function ``index`` of its file); False if an
     edge kind has no code (then the file stores no facts)."""
+    kind_code = _kind_codes()
     first: dict[int, tuple[int, int]] = {}
     for s in cfg.stmts:                       # statement id order: the lowest id per line
         if s.line not in first:
@@ -54,7 +64,7 @@ def function_facts(cfg: CFG, index: int, lines: array, branches: array) -> bool:
         kinds = Counter(cfg.edges[e].kind for e in es)
         for k, e in enumerate(es):
             edge = cfg.edges[e]
-            code = _KIND_CODE.get(edge.kind)
+            code = kind_code.get(edge.kind)
             if code is None:
                 return False
             if kinds[edge.kind] > 1:         # kinds repeat at the block: named by the target

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import codecs
 import contextlib
 import importlib.machinery
@@ -12,11 +11,8 @@ from io import IncrementalNewlineDecoder
 from types import CodeType, ModuleType
 
 from wholetrace.errors import InstrumentError, short_message
-from wholetrace.instrument.cfg import CFG, build_cfg, iter_functions
+from wholetrace.instrument import misspath
 from wholetrace.instrument.cache import COUNTER_ORIGIN, FID_ORIGIN, InstrumentCache, relocate
-from wholetrace.instrument.facts import file_facts
-from wholetrace.instrument.modes import ProbePlan
-from wholetrace.instrument.rewrite import compile_tree, rewrite_tree, statement_spans
 from wholetrace.plain import Record
 from wholetrace.store.registry import encode_registry
 
@@ -25,7 +21,11 @@ _OWN_PACKAGE = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 
 TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
 if TYPE_CHECKING:   # pragma: no cover (types only: no class of them exists at run time)
+    import ast
     from typing import Any, Callable, Iterator, Protocol, Sequence, TypedDict
+
+    from wholetrace.instrument.cfg import CFG
+    from wholetrace.instrument.modes import ProbePlan
 
     class FileEntry(TypedDict):
         """What registering one instrumented file needs, built with its code and cached beside it
@@ -167,7 +167,9 @@ class Instrumenter(Record):
     """Turns source into instrumented code objects, registering every function it instruments.
 
     Code is built as a position-independent template (``instrument.cache``), cached on disk
-    when ``cache`` is given, and relocated to the ids the registry hands out.
+    when ``cache`` is given, and relocated to the ids the registry hands out.  What a cache
+    miss needs is imported on the first one (``instrument.misspath``; ``hide_misses``: the
+    standard-library modules that brings are taken out of ``sys.modules`` again).
     """
 
     _fields = ("registry", "cache", "instrumented_files")
@@ -177,6 +179,7 @@ class Instrumenter(Record):
         self.registry = registry
         self.cache = cache
         self.instrumented_files: list[str] = [] if instrumented_files is None else instrumented_files
+        self.hide_misses = False
 
     def compile(self, source: str | bytes, filename: str, transform: TreeTransform | None = None) -> CodeType:
         """Instrumented code for ``source`` (then ``transform``-ed); falls back to plain
@@ -190,6 +193,7 @@ class Instrumenter(Record):
             key = self.cache.key(source, filename, self.registry.mode, token)
             hit = self.cache.load(key)
         if hit is None:
+            ast = misspath.load(self.hide_misses)
             try:
                 tree = ast.parse(source, filename)
             except SyntaxError:
@@ -215,6 +219,11 @@ class Instrumenter(Record):
     def template(self, tree: ast.Module, source: str, filename: str,
                  transform: TreeTransform | None = None) -> tuple[CodeType, FileEntry]:
         """Instrument ``tree`` with placeholder ids: the code and the file's registry entry."""
+        ast = misspath.load(self.hide_misses)
+        from wholetrace.instrument.cfg import build_cfg, iter_functions
+        from wholetrace.instrument.facts import file_facts
+        from wholetrace.instrument.rewrite import compile_tree, rewrite_tree, statement_spans
+
         functions = [(fn, build_cfg(fn, q)) for fn, q in iter_functions(tree)]
         items = []
         descs: list[dict[str, Any]] = []
@@ -297,6 +306,7 @@ class Scope(Record):
         self._install = _python_install() if _install is None else _install
         # (root as a string, whether it lies in the Python installation), once: ``wants`` runs at every import
         self._roots = tuple([(r, any(_within(r, p) for p in self._install)) for r in map(os.fspath, roots)])
+        self._dirs: dict[str, str] = {}   # directory -> its realpath (``_real``)
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is self.__class__:
@@ -313,11 +323,26 @@ class Scope(Record):
             return False
         if any(fullname == p or fullname.startswith(p + ".") for p in self.packages):
             return True
-        path = os.path.realpath(origin)
+        path = self._real(origin)
         if any(part in _SKIP_DIRS for part in path.split(os.sep)):
             return False
         installed = any(_within(path, p) for p in self._install)
         return any(_within(path, r) and (not installed or r_installed) for r, r_installed in self._roots)
+
+
+    def _real(self, origin: str) -> str:
+        """``os.path.realpath(origin)``, with the realpath of each directory worked out once:
+        ``wants`` runs for every module the program imports, and ``realpath`` (an ``lstat`` and
+        Python code per path component) was most of a small program's import overhead
+        (wave 13).  The file itself is resolved afresh when it is a symlink; a directory whose
+        symlinks change while the program runs keeps its first answer."""
+        head, tail = os.path.split(origin)
+        if not os.path.isabs(head) or not tail:
+            return os.path.realpath(origin)
+        real = self._dirs.get(head)
+        if real is None:
+            real = self._dirs[head] = os.path.realpath(head)
+        return os.path.realpath(origin) if os.path.islink(origin) else os.path.join(real, tail)
 
 
 class InstrumentingFinder:
@@ -345,13 +370,36 @@ class InstrumentingFinder:
         if fullname in self.on_import and spec.loader is not None:
             spec.loader = _PostImportLoader(spec.loader, self.on_import[fullname])
             return spec
-        if not isinstance(spec.loader, importlib.machinery.SourceFileLoader):
-            return None
-        if not self.scope.wants(fullname, spec.origin):
-            return None
+        if not isinstance(spec.loader, importlib.machinery.SourceFileLoader) \
+                or not self.scope.wants(fullname, spec.origin):
+            return self._as_without(fullname, path, target, spec)
         loader = InstrumentingLoader(fullname, spec.origin)  # type: ignore[arg-type]
         loader.instrumenter = self.instrumenter
         spec.loader = loader
+        return spec
+
+    def _as_without(self, fullname: str, path: Sequence[str] | None, target: ModuleType | None,
+                    spec: importlib.machinery.ModuleSpec) -> importlib.machinery.ModuleSpec | None:
+        """The spec the import system would get without this finder, for a module out of scope:
+        from the first of the finders between this one and ``PathFinder`` that finds it (the
+        built-in and frozen importers), each asked once, else ``spec``, the one ``PathFinder``
+        has just found.  Returning None made ``PathFinder`` search ``sys.path`` a second time
+        for every module the program imports (28 M instructions of nqueens' recording, wave 13).
+        None (the import system then asks them in order) when ``PathFinder`` does not follow
+        this finder in ``sys.meta_path`` or a finder between has no ``find_spec``."""
+        meta = sys.meta_path
+        try:
+            mine = meta.index(self)
+            last = meta.index(importlib.machinery.PathFinder, mine + 1)
+        except ValueError:
+            return None
+        between = [getattr(f, "find_spec", None) for f in meta[mine + 1:last]]
+        if None in between:
+            return None
+        for find in between:
+            found = find(fullname, path, target)  # type: ignore[misc]
+            if found is not None:
+                return found
         return spec
 
 

@@ -32,15 +32,15 @@ from __future__ import annotations
 
 from wholetrace.events import LEAVE_PATH
 from wholetrace.ids import ENTRY, EXIT
-from wholetrace.instrument.cfg import CFG
-from wholetrace.instrument.sites import Site, edge_sites, probe_rank
 from wholetrace.plain import Record
 
 TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
 if TYPE_CHECKING:   # blocks mode should not import the path numbering at start-up
     from typing import Sequence
 
+    from wholetrace.instrument.cfg import CFG
     from wholetrace.instrument.defuse import ValuePlan
+    from wholetrace.instrument.sites import Site
     from wholetrace.instrument.pathnum import EdgeProbe, PathNumbering
 
 MODES = ("blocks", "count", "count-naive", "witness", "branches", "path", "full")
@@ -180,6 +180,7 @@ def count_naive_plan(cfg: CFG, base: int) -> ProbePlan:
     block (``global``/``nonlocal`` only) counts its one edge, ENTRY -> EXIT, in its prologue."""
     real = [b.id for b in cfg.blocks[2:]]
     if not real:
+        from wholetrace.instrument.sites import edge_sites   # (the miss path: instrument.misspath)
         sites = edge_sites(cfg)
         counted = tuple(i for i, s in enumerate(sites) if s is not None)
         return ProbePlan("count-naive", "blocks", sites=sites, counters=len(counted), counted_edges=counted,
@@ -203,6 +204,7 @@ def count_plan(cfg: CFG, base: int, weights: Sequence[float] | None = None) -> P
     # imported here: blocks mode should not pay for numpy at start-up
     from wholetrace.instrument.flowgraph import from_cfg
     from wholetrace.instrument.placement import place_counters
+    from wholetrace.instrument.sites import edge_sites, probe_rank
     from wholetrace.instrument.weighting import EdgeWeights, feedback_weights, static_weights
 
     sites = edge_sites(cfg)
@@ -356,6 +358,7 @@ def register_free(cfg: CFG, probes: Sequence["EdgeProbe"]) -> bool:
 def path_plan(cfg: CFG) -> ProbePlan:
     """``path``: the probes of :func:`path_numbering`, or block ids ("trace")."""
     from wholetrace.instrument.pathnum import EdgeProbe
+    from wholetrace.instrument.sites import Site
     from wholetrace.instrument.witnesses import probe_sites
 
     num = path_numbering(cfg)

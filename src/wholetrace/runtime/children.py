@@ -31,10 +31,9 @@ root names it in its meta (``children``), and each part says who it is in its me
 from __future__ import annotations
 
 import _thread
-import ctypes
 import os
 import runpy
-import signal
+import _signal as signal   # the C module ``signal`` wraps: ``signal.py`` builds enums (imports enum, ~1.5 ms)
 import sys
 import threading
 import time
@@ -43,6 +42,7 @@ import types
 from wholetrace import jsontext
 from wholetrace.events import EXC, LEAVE
 from wholetrace.plain import Record
+from wholetrace.runtime import recursion
 from wholetrace.store.schema import BASE_PREFIX, CHILDREN_KEY, PROCESS_KEY, UNRECORDED_PREFIX
 
 TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
@@ -187,7 +187,7 @@ class Children:
         util = sys.modules["multiprocessing.util"]
         util.Finalize(None, self.finish, exitpriority=_LAST)
         if threading.current_thread() is threading.main_thread() \
-                and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+                and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
             signal.signal(signal.SIGTERM, self._terminated)
             _watch_sigterm(self)
 
@@ -491,7 +491,7 @@ def _leak(writer: Any) -> None:
     _KEEP.append(writer)
     conn = getattr(writer, "_conn", None)
     if conn is not None:
-        ctypes.pythonapi.Py_IncRef(ctypes.py_object(conn))
+        recursion.keep_alive(conn)
 
 
 def new_part(path: str | os.PathLike[str]) -> Any:

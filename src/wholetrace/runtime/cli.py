@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-import signal
+import _signal as signal   # the C module ``signal`` wraps: ``signal.py`` builds enums (imports enum, ~1.5 ms)
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from types import SimpleNamespace

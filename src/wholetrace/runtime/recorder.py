@@ -18,7 +18,6 @@ import types
 from array import array
 from types import FrameType
 
-from wholetrace.instrument.cfg import CFG
 from wholetrace.instrument.emit import C_CALLS_COUNT
 from wholetrace.instrument.emit import LOCAL as LOCAL_COUNTER
 from wholetrace.instrument.facts import recording_facts
@@ -32,6 +31,7 @@ TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "S
 if TYPE_CHECKING:   # pragma: no cover
     from typing import Any, Sequence
 
+    from wholetrace.instrument.cfg import CFG
     from wholetrace.instrument.loader import FileEntry
 
 FLUSH_SECONDS = 0.25

@@ -15,6 +15,7 @@ from types import CodeType
 
 from wholetrace.errors import UsageError
 from wholetrace.plain import Record
+from wholetrace.instrument import misspath
 from wholetrace.instrument.cache import InstrumentCache
 from wholetrace.instrument.modes import MODES
 from wholetrace.instrument.loader import (InstrumentingFinder, Instrumenter, Scope, install,
@@ -112,8 +113,15 @@ def _exit_code(exc: SystemExit) -> int:
     return 1
 
 
-#: Measures, in a module frame run by ``exec`` from the runner, how deep that frame is.
-_DEPTH_PROBE = compile("out.append(depth() - 1)", "<wholetrace>", "exec")
+def _depth_probe() -> None:
+    """Run by ``exec`` from the runner (its code, with ``out`` and ``depth`` as globals), as
+    the program's module code is: measures how deep that frame is.  Not ``compile``d from a
+    string: the first ``compile`` of a process builds ``_ast``'s ~120 node classes (9.5 M
+    instructions, ``PyAST_Check``), which a recording from the code cache never needs."""
+    out.append(depth() - 1)  # type: ignore[name-defined]  # noqa: F821
+
+
+_DEPTH_PROBE = _depth_probe.__code__
 
 
 def _main_module() -> types.ModuleType:
@@ -165,19 +173,27 @@ def _run_module(name: str, instrumenter: Instrumenter, headroom: int, as_main: t
         recursion.shift(-below)
 
 
+def _run_module_as_main(code, main_globals, mod_spec):  # type: ignore[no-untyped-def]  # noqa: ANN001, ANN202
+    return _run_code(code, main_globals, None, '__main__', mod_spec)  # type: ignore[name-defined]  # noqa: F821
+
+
+#: ``co_flags`` of ``from __future__ import annotations`` (this module's), which runpy's code has not.
+_CO_FUTURE_ANNOTATIONS = 0x1000000
+
+
 def _as_main_frame() -> types.FunctionType:
     """A function standing for ``runpy._run_module_as_main`` (same file, name, globals, and
     line of its ``_run_code`` call): tracebacks and ``f_back`` show the frame ``python -m``
-    runs the module under."""
+    runs the module under.  Its code is :func:`_run_module_as_main`'s moved to runpy's file
+    and line (``compile`` would build ``_ast``'s node classes: ``_depth_probe``)."""
     import dis   # only for -m, before the finder is installed (record)
 
     real = runpy._run_module_as_main.__code__  # type: ignore[attr-defined]
     line = next((pos[0] for ins, pos in ((i, i.positions) for i in dis.get_instructions(real))
                  if ins.argval == "_run_code" and pos is not None and pos.lineno), real.co_firstlineno + 1)
-    source = "\n" * max(line - 2, 0) + ("def _run_module_as_main(code, main_globals, mod_spec):\n"
-                                        "    return _run_code(code, main_globals, None, '__main__', mod_spec)\n")
-    module = compile(source, real.co_filename, "exec", dont_inherit=True)
-    code = next(c for c in module.co_consts if isinstance(c, types.CodeType))
+    mine = _run_module_as_main.__code__
+    code = mine.replace(co_filename=real.co_filename, co_firstlineno=max(line - 1, 1),
+                        co_flags=mine.co_flags & ~_CO_FUTURE_ANNOTATIONS)
     return types.FunctionType(code, runpy.__dict__, "_run_module_as_main")
 
 
@@ -264,16 +280,14 @@ class Live(Record):
 #: The recording running in this process, if any (the pytest plugin joins it).
 LIVE: Live | None = None
 
-#: Standard-library modules a code-cache miss needs in each mode beyond what start-up imports:
-#: ``instrument.modes`` imports the planners of the other modes (``flowgraph``, ``placement``,
-#: ``weighting``, ``witnesses``, ``pathnum``, ``defuse``) when it first plans a function, and
-#: they import these.  Imported before the finder is installed, as everything the finder and
-#: the instrumenter need (a lazy import would go through the finder); wholetrace's own modules
-#: are never the program's.  ``tests/runtime/test_invisible.py`` checks the lists.
-MISS_IMPORTS: dict[str, tuple[str, ...]] = {mode: () if mode == "blocks" else ("bisect",) for mode in MODES}
-#: Those planners: imported at start-up only when the program's scope takes one of the modules
-#: above (``--include bisect``), so that they bind the recording's copy, not the program's.
-PLANNERS = ("wholetrace.instrument.witnesses", "wholetrace.instrument.pathnum", "wholetrace.instrument.defuse")
+
+def eager_miss_path(scope: Scope) -> bool:
+    """Whether the instrumenter's miss path must be imported before the finder is installed
+    (``instrument.misspath``): the scope names a standard-library module that path imports
+    (``--include enum``: purged, the program's instrumented copy would build ``ast``'s enums)
+    or has a root inside the Python installation (the finder would instrument them)."""
+    return any(p.split(".")[0] in misspath.CLOSURE for p in scope.packages) \
+        or any(installed for _root, installed in scope._roots)
 
 
 def start(writer: Any, scope: Scope, *, mode: str = "blocks", weights: dict[tuple[str, str, str], Any] | None = None,
@@ -290,11 +304,10 @@ def start(writer: Any, scope: Scope, *, mode: str = "blocks", weights: dict[tupl
     finder = InstrumentingFinder(scope, instrumenter, on_import={"asyncio": streams.patch_asyncio})
     if "asyncio" in sys.modules:
         streams.patch_asyncio(sys.modules["asyncio"])
-    for name in MISS_IMPORTS[mode]:
-        __import__(name)
-    if any(n == p or n.startswith(p + ".") for n in MISS_IMPORTS[mode] for p in scope.packages):
-        for name in PLANNERS:
-            __import__(name)
+    if eager_miss_path(scope):   # bound to the recording's own modules, before the purge (as before wave 13)
+        misspath.load()
+    else:                         # on the first cache miss, out of the program's sight
+        instrumenter.hide_misses = True
     if "dis" in scope.packages:   # runtime.unfinished reads instructions at stop: with its own dis
         from wholetrace.runtime import unfinished
         unfinished.DIS = __import__("dis")

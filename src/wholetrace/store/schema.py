@@ -64,7 +64,7 @@ zstandard = _zstandard()
 #:    chunks (zstd int32 events), arrays.
 #:    Added later without a new version (readers check what is there): the ``files``
 #:    table (the function registry of a file as one row), ``crc`` on every row, chunk
-#:    ``start`` positions, and the ``totals`` meta key (see DDL_INTEGRITY below).
+#:    ``start`` positions, and the ``totals`` meta key (see DDL below).
 #: 2: the plans of ``witness``/``branches`` functions store their witnessed edges
 #:    (``plan["witnessed"]``, witness id = position); readers decode with them and never
 #:    recompute a placement (a version 1 witness recording is refused by the decoder).
@@ -100,11 +100,25 @@ ZSTD_LEVEL: Final = 3
 #: Largest blob the reader decodes when the row does not say its size (cfg JSON).
 MAX_UNSIZED_BLOB: Final = 1 << 30
 
+# The tables as SQLite stores them (``sqlite_master``): issue 9 (§3 and §5: damaged recordings,
+# fixed costs of big packages) added a ``crc`` to every row (:func:`row_crc` of the table name
+# and its other columns), so that ``--salvage`` (store/salvage.py) can tell an intact row from
+# a damaged one wherever it finds it, each chunk its ``start`` (events of its stream before it),
+# so a salvage can say which event ranges were lost, and the ``files`` table, the function
+# registry of each instrumented file as one row (written with one insert; the code cache keeps
+# the blob ready, store/registry.py), beside the per-function ``functions`` rows older writers
+# made.  Older files lack them (NULL, or no ``files`` table); readers check what is there.
+# SCHEMA_VERSION was deliberately not bumped for them.  Until wave 13 the columns were added
+# by ``ALTER TABLE ... ADD COLUMN`` after the CREATE statements, at every file's creation; the
+# statements below are the text SQLite kept after those (hence ``, crc INTEGER)`` after the
+# last column's comment), run once: the same tables, root pages and ``sqlite_master`` rows,
+# without six schema reloads (2.6 M instructions of every recording's start-up;
+# ``tests/store/test_schema_ddl.py`` compares with the wave-9 construction).
 DDL: Final = """
 CREATE TABLE meta (
     key   TEXT PRIMARY KEY,
     value TEXT NOT NULL            -- JSON
-);
+, crc INTEGER);
 CREATE TABLE functions (
     fid         INTEGER PRIMARY KEY,
     file        TEXT NOT NULL,
@@ -114,19 +128,19 @@ CREATE TABLE functions (
     source      TEXT NOT NULL,
     cfg         BLOB NOT NULL,     -- zstd(JSON object)
     fingerprint TEXT NOT NULL
-);
+, crc INTEGER);
 CREATE TABLE streams (
     sid          INTEGER PRIMARY KEY,
     kind         TEXT NOT NULL CHECK (kind IN ('thread', 'task')),
     name         TEXT NOT NULL,
     thread_ident INTEGER,          -- two's complement when >= 2**63
     parent       INTEGER
-);
+, crc INTEGER);
 CREATE TABLE chunks (
     sid      INTEGER NOT NULL,
     seq      INTEGER NOT NULL,     -- 0, 1, 2, ... per stream
     n_events INTEGER NOT NULL,
-    blob     BLOB NOT NULL,        -- zstd(little-endian int32 bytes)
+    blob     BLOB NOT NULL, start INTEGER, crc INTEGER,        -- zstd(little-endian int32 bytes)
     PRIMARY KEY (sid, seq)
 );
 CREATE TABLE arrays (
@@ -134,27 +148,9 @@ CREATE TABLE arrays (
     key   TEXT NOT NULL,
     dtype TEXT NOT NULL,           -- numpy dtype.str, e.g. '<i8'
     shape TEXT NOT NULL,           -- JSON list of ints
-    blob  BLOB NOT NULL,           -- zstd(C-order bytes)
+    blob  BLOB NOT NULL, crc INTEGER,           -- zstd(C-order bytes)
     PRIMARY KEY (name, key)
 );
-"""
-
-# -- Issue 9 §3 and §5 (damaged recordings, fixed costs of big packages) ---------------------
-# Run after DDL when a file is created.  ``files`` holds the function registry of each
-# instrumented file as one row (written with one insert; the code cache keeps the blob ready,
-# store/registry.py), beside the per-function ``functions`` rows older writers made.  Every
-# row gets a ``crc`` (:func:`row_crc` of the table name and its other columns) so that
-# ``--salvage`` (store/salvage.py) can tell an intact row from a damaged one wherever it
-# finds it, and each chunk its ``start`` (events of its stream before it), so a salvage can
-# say which event ranges were lost.  Older files lack them (NULL, or no ``files`` table);
-# readers check what is there.  SCHEMA_VERSION is deliberately not bumped here.
-DDL_INTEGRITY: Final = """
-ALTER TABLE meta ADD COLUMN crc INTEGER;
-ALTER TABLE functions ADD COLUMN crc INTEGER;
-ALTER TABLE streams ADD COLUMN crc INTEGER;
-ALTER TABLE chunks ADD COLUMN start INTEGER;
-ALTER TABLE chunks ADD COLUMN crc INTEGER;
-ALTER TABLE arrays ADD COLUMN crc INTEGER;
 CREATE TABLE files (
     fid_base     INTEGER PRIMARY KEY,  -- the file's functions are fid_base .. fid_base + n_functions - 1
     path         TEXT NOT NULL,

@@ -18,7 +18,6 @@
 from __future__ import annotations
 
 import array
-import math
 import os
 import threading
 import time
@@ -56,6 +55,14 @@ def python_build() -> dict[str, str]:
 
         return {"python_version": platform.python_version(), "python_implementation": platform.python_implementation()}
     return {"python_version": sys.version.split()[0], "python_implementation": "CPython"}
+
+
+def _product(shape: tuple[int, ...]) -> int:
+    """``math.prod(shape)`` (``math`` is not imported at start-up: a shared library to load)."""
+    n = 1
+    for d in shape:
+        n *= d
+    return n
 
 
 class RecordingWriter:
@@ -99,7 +106,7 @@ class RecordingWriter:
                 conn.execute("PRAGMA synchronous=NORMAL")
                 conn.execute("BEGIN")    # application_id inside: outside, it was a commit of its own
                 conn.execute(f"PRAGMA application_id={schema.MAGIC}")
-                for stmt in (schema.DDL + schema.DDL_INTEGRITY).split(";"):
+                for stmt in schema.DDL.split(";\n"):
                     if stmt.strip():
                         conn.execute(stmt)
                 conn.execute(f"PRAGMA user_version={schema.SCHEMA_VERSION}")
@@ -245,7 +252,7 @@ class RecordingWriter:
             if data.typecode != "q":
                 raise StoreError(f"array {name!r}: array.array typecode {data.typecode!r} (only 'q')")
             shape = shape if shape is not None else (len(data),)
-            if math.prod(shape) != len(data):
+            if _product(shape) != len(data):
                 raise StoreError(f"array {name!r}: shape {shape} does not hold {len(data)} items")
             raw = data if sys.byteorder == "little" else array.array("q", data)
             if sys.byteorder != "little":
