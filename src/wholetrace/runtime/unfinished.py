@@ -87,7 +87,7 @@ DIS: types.ModuleType | None = None
 @functools.lru_cache(maxsize=4096)
 def _leave_calls(code: types.CodeType) -> frozenset[int]:
     """Offsets of the calls that append an activation's closing record: ``wt.a(LEAVE)`` and,
-    in path mode, ``wt.a(wt.p + LEAVE_PATH)``, ``wt.a(T[wt.p])`` or ``wt.a(wt.o)`` (as compiled by 3.11-3.13: the loads of the
+    in path mode, ``wt.a(wt.p + LEAVE_PATH)``, ``wt.a(T[wt.p])``, ``wt.a(wt.o)`` or ``wt.a(K)`` (as compiled by 3.11-3.13: the loads of the
     append and its argument, then ``CALL``, or on 3.11 ``PRECALL`` ``CALL``: 3.11 runs a call of
     a C function in its ``PRECALL`` and checks for a switch there, so the frame stands at it)."""
     dis = DIS or __import__("dis")   # not at start-up: the run is over (Live.stop uninstalled the finder first)
@@ -115,7 +115,8 @@ def _leave_calls(code: types.CodeType) -> frozenset[int]:
             continue
         elif ins.opname == "CALL":
             at = max((i for i, x in enumerate(loads) if x == ("LOAD_FAST", A)), default=-1)
-            if at >= 0 and (loads[at + 1:] in leave_args or _is_leave_table(loads[at + 1:])):
+            args = loads[at + 1:]
+            if at >= 0 and (args in leave_args or _is_leave_table(args) or _is_closing_const(args)):
                 out.add(ins.offset)
                 if precall >= 0:
                     out.add(precall)
@@ -124,6 +125,12 @@ def _leave_calls(code: types.CodeType) -> frozenset[int]:
             loads = []
         precall = -1
     return frozenset(out)
+
+
+def _is_closing_const(loads: list[tuple[str, object]]) -> bool:
+    """``K``, a constant closing record ``LEAVE_PATH + id`` (``modes.single_exit_record``)."""
+    return (len(loads) == 1 and loads[0][0] == "LOAD_CONST" and type(loads[0][1]) is int
+            and loads[0][1] >= LEAVE_PATH)  # type: ignore[operator]
 
 
 def _is_leave_table(loads: list[tuple[str, object]]) -> bool:
