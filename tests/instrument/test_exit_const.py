@@ -30,7 +30,7 @@ from wholetrace.instrument.modes import path_plan
 
 
 def test_constant_closing_records_are_the_only_way_out(corpus_cfgs: list[object]) -> None:  # noqa: F811
-    const = multi = 0
+    const = multi = table = 0
     for cfg in corpus_cfgs:
         plan = path_plan(cfg)  # type: ignore[arg-type]
         num = plan.numbering
@@ -46,12 +46,18 @@ def test_constant_closing_records_are_the_only_way_out(corpus_cfgs: list[object]
             assert ids == {plan.exit_const - LEAVE_PATH}, (cfg.qualname, ids, plan.exit_const)  # type: ignore[attr-defined]
             assert all(plan.path_probes[e].kind == "none" for e in exits)   # nothing stored on the way out
             assert not any(e in plan.edge_values for e in exits)
+        elif exits and all(plan.path_probes[e].kind == "none" for e in exits):   # ``table_exits``
+            table += 1
+            for p in paths:     # the register is the id on every way out: ``T[wt.p]`` is the record
+                recorded, regs = simulate(num, p)
+                if p.end == END_EXIT:
+                    assert regs and recorded == regs[-1][1], (cfg.qualname, p)  # type: ignore[attr-defined]
         else:
             multi += len(ids) > 1
             folded = [plan.path_probes[e].kind for e in exits]
             if len(ids) == 1 and folded and all(k == "leave-const" for k in folded):  # pragma: no cover
                 raise AssertionError(f"{cfg.qualname}: one way out, no constant closing record")  # type: ignore[attr-defined]
-    assert const > 300 and multi > 50, (const, multi)
+    assert const > 300 and multi > 50 and table > 5, (const, multi, table)
 
 
 SOURCE = '''
@@ -62,6 +68,14 @@ def single(o, x):
     else:
         y = 2
     return o.f(y)
+
+def find(self, update=False):
+    reference = self.reference
+    if reference.pos != self.pos:
+        reference = reference.find(update)
+        if update:
+            self.reference = reference
+    return reference
 
 def two_returns(a):
     if a > 0:
@@ -98,3 +112,11 @@ def test_constant_closing_record_code() -> None:
     # two ways out with two ids: the wave-10 form (``wt.o`` set on each edge into EXIT)
     two = [i.argval for i in dis.get_instructions(codes["two_returns"]) if i.opname == "STORE_FAST"]  # type: ignore[arg-type]
     assert two.count(O) == 3
+    # the register is the id at the one way out: the epilogue appends ``T[wt.p]``, no ``wt.o``
+    from wholetrace.instrument.emit import P
+    from wholetrace.instrument.modes import table_exits
+    find = codes["find"]
+    assert plans["find"].exit_const is None and P in find.co_varnames and O not in find.co_varnames  # type: ignore[attr-defined]
+    assert any(isinstance(c, tuple) and c[-1] == -1 and c[0] == LEAVE_PATH for c in find.co_consts)  # type: ignore[attr-defined]
+    assert _leave_calls(find)
+    assert not table_exits(build_module(SOURCE)[2], plans["two_returns"].path_probes)

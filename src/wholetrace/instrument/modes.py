@@ -368,6 +368,14 @@ def single_exit_record(cfg: CFG, probes: Sequence["EdgeProbe"]) -> int | None:
     return values.pop()
 
 
+def table_exits(cfg: CFG, probes: Sequence["EdgeProbe"]) -> bool:
+    """Does every edge into EXIT record ``T[wt.p]`` (``leave``, nothing added: the register is the
+    id there)?  Then the epilogue appends ``T[wt.p]`` itself (wave 9's form) and the edges set no
+    ``wt.o``: one store and one load fewer per activation (docs/design.md "Path mode, wave 13")."""
+    exits = [p for e, p in zip(cfg.edges, probes) if e.dst == EXIT]
+    return bool(exits) and all(p.kind == "leave" and p.value == 0 for p in exits)
+
+
 def path_plan(cfg: CFG) -> ProbePlan:
     """``path``: the probes of :func:`path_numbering`, or block ids ("trace")."""
     from wholetrace.instrument.pathnum import EdgeProbe
@@ -386,7 +394,7 @@ def path_plan(cfg: CFG) -> ProbePlan:
         probes = tuple(EdgeProbe("none") if e.src == ENTRY and p.kind == "init" else p
                        for e, p in zip(cfg.edges, probes))
     closing = single_exit_record(cfg, probes)
-    if closing is not None:   # the epilogue appends it: the edges into EXIT do nothing
+    if closing is not None or table_exits(cfg, probes):   # the epilogue appends the record: the edges into EXIT do nothing
         probes = tuple(EdgeProbe("none") if e.dst == EXIT else p for e, p in zip(cfg.edges, probes))
     return ProbePlan("path", "paths", sites=sites, path_probes=probes,
                      edge_values={e: [e] for e, p in enumerate(probes) if needs_probe(p)},
