@@ -7,9 +7,9 @@ The oracle for "every way out ends the same path" is brute force on the *origina
 of the function that reaches EXIT, from ENTRY, a cut's target or a handler, must record the
 plan's constant, and a function whose brute-force paths end at EXIT with one id (and whose
 edges into EXIT can hold a probe) must get it.  The compiled code is checked for what it keeps:
-the constant in the ``finally``, no ``wt.o`` store on the way out, ``wt.o`` still a local (it
-marks a path function for ``runtime.unfinished``), and the closing call found by
-``runtime.unfinished._leave_calls``.  Exceptions through such frames are regenerated against
+the constant in the ``finally``, no ``wt.o`` at all, and the closing call found by
+``runtime.unfinished`` (``_leave_calls``, and ``_closes_with_constant``: such a frame closed at the
+end records register 0).  Exceptions through such frames are regenerated against
 ``blocks`` event for event in ``tests/regen/test_path_mode.py`` (inline programs
 ``register_free``, ``exit_const``) and a frame the recorder closes at the end in
 ``tests/runtime/test_unfinished_frames.py``.
@@ -98,7 +98,7 @@ def _codes() -> dict[str, object]:
 
 def test_constant_closing_record_code() -> None:
     from wholetrace.instrument.cfg import build_module
-    from wholetrace.runtime.unfinished import _leave_calls
+    from wholetrace.runtime.unfinished import _closes_with_constant, _leave_calls
 
     plans = {cfg.qualname: path_plan(cfg) for cfg in build_module(SOURCE)}
     assert plans["single"].exit_const is not None and plans["two_returns"].exit_const is None
@@ -106,9 +106,11 @@ def test_constant_closing_record_code() -> None:
     single = codes["single"]
     ins = list(dis.get_instructions(single))  # type: ignore[arg-type]
     stores = [i.argval for i in ins if i.opname == "STORE_FAST"]
-    assert O in single.co_varnames and stores.count(O) == 1   # type: ignore[attr-defined]   # the handler's only
+    assert O not in single.co_varnames and O not in stores   # type: ignore[attr-defined]   # no wt.o at all
     assert plans["single"].exit_const in single.co_consts   # type: ignore[attr-defined]
     assert _leave_calls(single), "the epilogue's wt.a(K) is a closing call for runtime.unfinished"
+    assert _closes_with_constant(single)   # (register 0 when runtime.unfinished closes it)
+    assert not _closes_with_constant(codes["two_returns"]) and not _closes_with_constant(codes["find"])  # type: ignore[arg-type]
     # two ways out with two ids: the wave-10 form (``wt.o`` set on each edge into EXIT)
     two = [i.argval for i in dis.get_instructions(codes["two_returns"]) if i.opname == "STORE_FAST"]  # type: ignore[arg-type]
     assert two.count(O) == 3

@@ -560,12 +560,13 @@ class Emitter(Record):
             if self.plan.records_handler and dst != EXIT:  # witness modes also name the handler block
                 extra.append(ast_const(dst))
             # a constant closing record (``modes.single_exit_record``): the activation's handler
-            # appends the plain LEAVE with the record and the epilogue's ``wt.a(K)`` becomes
-            # ``skip(K)``; ``wt.o`` keeps the append (and tells ``runtime.unfinished`` the
-            # frame is a path function's).  No switch between these stores and the append.
+            # appends the plain LEAVE with the record, and while the append's arguments are
+            # evaluated (after the append itself was loaded) turns ``wt.a`` into ``skip``, so the
+            # epilogue's ``wt.a(K)`` records nothing; no switch can come between the two.
             closing = self.plan.paths and dst == EXIT and self.plan.exit_const is not None
             if closing:
-                extra.append(ast_const(LEAVE))
+                skip = ast.NamedExpr(ast_name(A, True), rt(SKIP))
+                extra.append(ast.Subscript(ast.Tuple([ast_const(LEAVE), skip], ast.Load()), ast_const(0), ast.Load()))
             out: list[ast.stmt] = []
             if not self.tracks_reraise:
                 items: ast.expr = ast.Tuple([ast_const(EXC), self.site_of(tb())] + extra, ast.Load())
@@ -577,12 +578,10 @@ class Emitter(Record):
                 if extra:
                     items = ast.BinOp(items, ast.Add(), ast.Tuple(extra, ast.Load()))
                 out.append(ast.Assign([ast_name(SEEN, True)], tb()))
-            extend = ast.Attribute(ast.Attribute(ast_name(O if closing else A), "__self__", ast.Load()),
-                                   "extend", ast.Load())
+            extend = ast.Attribute(ast.Attribute(ast_name(A), "__self__", ast.Load()), "extend", ast.Load())
             out.insert(0, ast.Expr(ast_call(extend, items)))
             if closing:
-                return ([ast.Assign([ast_name(O, True)], ast_name(A)), ast.Assign([ast_name(A, True)], rt(SKIP))]
-                        + out + (tail() if tail is not None else []))
+                return out + (tail() if tail is not None else [])
             if self.plan.paths:   # the handler's path starts (none after the edge to EXIT)
                 start = self.plan.path_starts[dst] if dst != EXIT else self.no_path()
                 if not self.plan.register_free:   # (no probe of a register-free function reads it)
