@@ -129,9 +129,7 @@ def path_closing_const(x):
     try:
         return x + 1
     except BaseException:
-        o = a
-        a = skip
-        o.__self__.extend((-2, 0, 0, -1))
+        a.__self__.extend((-2, 0, 0, (-1, (a := skip))[0]))
         raise
     finally:
         a(1073741824)
