@@ -119,21 +119,9 @@ FORMS += (FORMS[FORMS.index("def path_register("):].replace("def path_register("
 
 #: a constant closing record (wave 13, ``instrument.modes.single_exit_record``): the epilogue appends
 #: it, the handler appends the plain LEAVE with the exception record and turns ``a`` into ``skip``
-FORMS += """
-def path_closing_const(x):
-    try:
-        a = get(None) or new()
-    except RecursionError:
-        raise
-    a(-9)
-    try:
-        return x + 1
-    except BaseException:
-        a.__self__.extend((-2, 0, 0, (-1, (a := skip))[0]))
-        raise
-    finally:
-        a(1073741824)
-"""
+FORMS += (FORMS[FORMS.index("def path_register_free("):].replace("def path_register_free(", "def path_closing_const(")
+          .replace("        o = 1073741824\n", "").replace("        o = -1\n", "").replace("a(o)", "a(1073741824)")
+          .replace("(-2, 0, 0)", "(-2, 0, 0, (-1, (a := skip))[0])"))
 #: timing only (not a stream this project writes): the same with a one-digit closing record, what
 #: a ``LEAVE_PATH`` below 2**30 would save in the flusher's int conversion
 FORMS += (FORMS[FORMS.index("def path_closing_const("):].replace("def path_closing_const(", "def path_closing_small(")

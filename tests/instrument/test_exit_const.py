@@ -17,11 +17,10 @@ end records register 0).  Exceptions through such frames are regenerated against
 
 from __future__ import annotations
 
-import ast
 import dis
 
 from test_pathnum import END_EXIT, enumerate_paths, oracle_starts, simulate
-from test_register_free import corpus_cfgs  # noqa: F401 (a fixture)
+from test_register_free import _codes, corpus_cfgs  # noqa: F401 (a fixture)
 from wholetrace.events import LEAVE_PATH
 from wholetrace.ids import EXIT
 from wholetrace.instrument.emit import O
@@ -84,25 +83,13 @@ def two_returns(a):
 '''
 
 
-def _codes() -> dict[str, object]:
-    from wholetrace.instrument.cfg import build_cfg, iter_functions
-    from wholetrace.instrument.rewrite import compile_tree, rewrite_tree
-
-    tree = ast.parse(SOURCE)
-    fns = [(fn, build_cfg(fn, q)) for fn, q in iter_functions(tree)]
-    items = [(fn, cfg, 3_141_592_653_000_000 + i, path_plan(cfg)) for i, (fn, cfg) in enumerate(fns)]
-    rewrite_tree(tree, items)
-    code = compile_tree(tree, "<exit_const>", items)
-    return {c.co_name: c for c in code.co_consts if hasattr(c, "co_varnames")}
-
-
 def test_constant_closing_record_code() -> None:
     from wholetrace.instrument.cfg import build_module
     from wholetrace.runtime.unfinished import _closes_with_constant, _leave_calls
 
     plans = {cfg.qualname: path_plan(cfg) for cfg in build_module(SOURCE)}
     assert plans["single"].exit_const is not None and plans["two_returns"].exit_const is None
-    codes = _codes()
+    codes = _codes(SOURCE)
     single = codes["single"]
     ins = list(dis.get_instructions(single))  # type: ignore[arg-type]
     stores = [i.argval for i in ins if i.opname == "STORE_FAST"]

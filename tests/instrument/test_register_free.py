@@ -103,17 +103,18 @@ def gen(n):
 '''
 
 
-def _codes() -> dict[str, object]:
+def _codes(source: str = SOURCE) -> dict[str, object]:
+    """The path-mode code objects of the functions of ``source``, by name."""
     import ast
 
     from wholetrace.instrument.cfg import build_cfg, iter_functions
     from wholetrace.instrument.rewrite import compile_tree, rewrite_tree
 
-    tree = ast.parse(SOURCE)
+    tree = ast.parse(source)
     fns = [(fn, build_cfg(fn, q)) for fn, q in iter_functions(tree)]
     items = [(fn, cfg, 3_141_592_653_000_000 + i, path_plan(cfg)) for i, (fn, cfg) in enumerate(fns)]
     rewrite_tree(tree, items)
-    code = compile_tree(tree, "<register_free>", items)
+    code = compile_tree(tree, "<path>", items)
     return {c.co_name: c for c in code.co_consts if hasattr(c, "co_varnames")}
 
 
