@@ -108,3 +108,39 @@ def test_random_graph_registers_are_never_no_path(seed: int, n: int, extra: int,
     num, dynamic = random_numbering(seed, n, extra, loops, calls, dyn, random_weights)
     if not num.fallback and num.num_paths <= BRUTE_LIMIT:
         check_registers(num, dynamic, f"seed {seed}")
+
+
+def _all_registers(num: PathNumbering, inc: list[int]) -> set[int]:
+    """Brute force: every register the increments ``inc`` leave on entering a node, by walking
+    every path of the numbering's DAG from ENTRY (edges out of ENTRY are the paths' starts)."""
+    g, dag = num.graph, num.dag
+    outs: dict[int, list[int]] = {}
+    for i, e in enumerate(dag):
+        outs.setdefault(e.src, []).append(i)
+    seen: set[int] = set()
+
+    def walk(v: int, r: int) -> None:
+        for i in outs.get(v, ()):
+            if dag[i].dst != g.exit:
+                seen.add(r + inc[i])
+                walk(dag[i].dst, r + inc[i])
+
+    walk(g.entry, 0)
+    return seen
+
+
+@settings(max_examples=200, deadline=None)
+@given(**graph_params, scale=st.sampled_from([1, 1 << 20, 1 << 27, 1 << 29, 1 << 31]))
+def test_registers_fit_int32_brute_force(seed: int, n: int, extra: int, loops: int, calls: float, dyn: int,
+                                         scale: int) -> None:
+    """``pathregs.registers_fit`` (numberings whose registers an int32 exception record cannot hold
+    record block ids) against every register of every DAG path, with increments scaled up to
+    reach past int32 (no real function has that many paths; the rule is checked on the sums)."""
+    from wholetrace.instrument.pathregs import registers_fit
+
+    num, _dynamic = random_numbering(seed, n, extra, loops, calls, dyn, False)
+    if num.fallback or num.num_paths > BRUTE_LIMIT:
+        return
+    inc = [k * scale for k in num.inc]
+    regs = _all_registers(num, inc)
+    assert registers_fit(num.graph, num.dag, inc) == all(-(1 << 31) <= r < (1 << 31) for r in regs), (seed, scale)

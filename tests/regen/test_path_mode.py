@@ -260,6 +260,77 @@ EXTRA = {
             return out
         print(caller(40))
     ''',
+    # constant closing records (docs/design.md "Path mode, wave 13": every way out ends the same
+    # path, the epilogue appends it, the activation's handler appends the plain LEAVE and turns
+    # the append into ``skip``): returns whose value raises (directly, in a child, several frames
+    # deep), a single-exit function with a handler of its own (keeps its register), a single-exit
+    # generator thrown into, closed, and raising after a resume, recursion unwound by an exception
+    "exit_const": '''
+        def inv(x):
+            return 10 // x
+        def via(x):
+            y = x - 1
+            return inv(y)
+        def twice(x):
+            if x > 1:
+                z = 1
+            else:
+                z = 2
+            return inv(x - z) + z
+        def own_handler(x):
+            try:
+                v = 10 // x
+            except ZeroDivisionError:
+                v = -1
+            return inv(v + 1)
+        def gen(n):
+            for i in range(n):
+                yield 10 // (n - i - 1)
+        def rec(n):
+            return rec(n - 1) if n else inv(0)
+        class Sq:
+            def __init__(self, pos, ref=None):
+                self.pos, self.reference = pos, ref or self
+            def find(self, update=False):
+                reference = self.reference
+                if reference.pos != self.pos:
+                    reference = reference.find(update)
+                    if update:
+                        self.reference = reference
+                return reference
+        class Bad:
+            pos = 9
+            def find(self, update):
+                raise KeyError(update)
+        a = Sq(1)
+        chain = Sq(2, Sq(3, a))
+        out = [chain.find().pos, chain.find(True).pos, chain.find().pos]
+        for s in (Sq(5, Bad()), Sq(6, 7)):
+            try:
+                out.append(s.find(True))
+            except (KeyError, AttributeError) as e:
+                out.append(type(e).__name__)
+        for f, a in ((inv, 0), (inv, 2), (via, 1), (via, 3), (twice, 2), (twice, 3), (twice, 1),
+                     (own_handler, 0), (own_handler, -1), (own_handler, 5), (rec, 4)):
+            try:
+                out.append(f(a))
+            except ZeroDivisionError as e:
+                out.append(type(e).__name__)
+        try:
+            out.append(list(gen(3)))
+        except ZeroDivisionError:
+            out.append("gen")
+        g = gen(5)
+        out.append(next(g))
+        try:
+            g.throw(KeyError)
+        except KeyError:
+            out.append("thrown")
+        g = gen(5)
+        next(g)
+        g.close()
+        print(out)
+    ''',
     # joins, handlers and exceptions where increments could leave a register of exactly -1 (the
     # "no path open" value) or 0 at a handler's start: a review of wave 11 found both with
     # "records as free chords" (j6's branch decoded as B2 alone; j3's re-raised path as path 0)

@@ -500,7 +500,8 @@ class Emitter(Record):
         local counts to the counter list (count modes)."""
         if self.plan.paths:   # the last path and LEAVE in one record (a plain LEAVE after an exception)
             table = self.leave_table()
-            value: ast.expr = (ast.BinOp(ast_name(P), ast.Add(), ast_const(LEAVE_PATH)) if table is None
+            value: ast.expr = (ast_const(self.plan.exit_const) if self.plan.exit_const is not None
+                               else ast.BinOp(ast_name(P), ast.Add(), ast_const(LEAVE_PATH)) if table is None
                                else ast_name(O) if self.exit_record
                                else ast.Subscript(ast_const(table), ast_name(P), ast.Load()))
             record = ast.Expr(ast_call(A, value))
@@ -562,6 +563,14 @@ class Emitter(Record):
                 extra.append(ast_const(0) if self.plan.register_free else ast_name(P))
             if self.plan.records_handler and dst != EXIT:  # witness modes also name the handler block
                 extra.append(ast_const(dst))
+            # a constant closing record (``modes.single_exit_record``): the activation's handler
+            # appends the plain LEAVE with the record, and while the append's arguments are
+            # evaluated (after the append itself was loaded) turns ``wt.a`` into ``skip``, so the
+            # epilogue's ``wt.a(K)`` records nothing; no switch can come between the two.
+            closing = self.plan.paths and dst == EXIT and self.plan.exit_const is not None
+            if closing:
+                skip = ast.NamedExpr(ast_name(A, True), rt(SKIP))
+                extra.append(ast.Subscript(ast.Tuple([ast_const(LEAVE), skip], ast.Load()), ast_const(0), ast.Load()))
             out: list[ast.stmt] = []
             if not self.tracks_reraise:
                 items: ast.expr = ast.Tuple([ast_const(EXC), self.site_of(tb())] + extra, ast.Load())
@@ -575,6 +584,8 @@ class Emitter(Record):
                 out.append(ast.Assign([ast_name(SEEN, True)], tb()))
             extend = ast.Attribute(ast.Attribute(ast_name(A), "__self__", ast.Load()), "extend", ast.Load())
             out.insert(0, ast.Expr(ast_call(extend, items)))
+            if closing:
+                return out + (tail() if tail is not None else [])
             if self.plan.paths:   # the handler's path starts (none after the edge to EXIT)
                 start = self.plan.path_starts[dst] if dst != EXIT else self.no_path()
                 if not self.plan.register_free:   # (no probe of a register-free function reads it)

@@ -64,12 +64,13 @@ class ProbePlan(Record):
     ``path_starts``: "paths", the register at a path start; ``numbering``: "paths", what
     readers decode with; ``values``: full mode, value slots and def/use facts;
     ``register_free``: "paths", the register is 0 wherever the activation runs, so no probe
-    keeps it (:func:`register_free`).
+    keeps it (:func:`register_free`); ``exit_const``: "paths", the one closing record every
+    edge into EXIT makes (:func:`single_exit_record`): the epilogue appends it as a constant.
     """
 
     __slots__ = ("mode", "strategy", "block_values", "edge_values", "sites", "counters", "chords", "counted_edges",
                  "local_counters", "base", "witnessed", "path_probes", "path_starts", "numbering", "values",
-                 "register_free")
+                 "register_free", "exit_const")
 
     def __init__(self, mode: str, strategy: str, block_values: dict[int, list[int]] | None = None,
                  edge_values: dict[int, list[int]] | None = None, sites: list[Site | None] | None = None,
@@ -77,7 +78,7 @@ class ProbePlan(Record):
                  local_counters: frozenset[int] = frozenset(), base: int = 0, witnessed: tuple[int, ...] = (),
                  path_probes: tuple[EdgeProbe, ...] = (), path_starts: dict[int, int] | None = None,
                  numbering: PathNumbering | None = None, values: ValuePlan | None = None,
-                 register_free: bool = False) -> None:
+                 register_free: bool = False, exit_const: int | None = None) -> None:
         self.mode = mode
         self.strategy = strategy
         self.block_values: dict[int, list[int]] = {} if block_values is None else block_values
@@ -94,6 +95,7 @@ class ProbePlan(Record):
         self.numbering = numbering
         self.values = values
         self.register_free = register_free
+        self.exit_const = exit_const
 
     @property
     def traces(self) -> bool:
@@ -355,6 +357,27 @@ def register_free(cfg: CFG, probes: Sequence["EdgeProbe"]) -> bool:
             and any(p.kind == "leave-const" for p in probes))
 
 
+def single_exit_record(cfg: CFG, probes: Sequence["EdgeProbe"]) -> int | None:
+    """The closing record (``LEAVE_PATH + id``) when every edge into EXIT makes the same constant
+    one (``leave-const``, one value), else None (docs/design.md, "Path mode, wave 13").  Then the
+    epilogue appends that constant (as witness mode appends LEAVE) and the edges into EXIT set
+    nothing: no ``wt.o`` store and load per activation; the handler of an exception leaving the
+    activation appends its plain LEAVE itself and turns ``wt.a`` into ``skip``."""
+    exits = [p for e, p in zip(cfg.edges, probes) if e.dst == EXIT]
+    values = {p.value for p in exits}
+    if not exits or len(values) != 1 or any(p.kind != "leave-const" for p in exits):
+        return None
+    return values.pop()
+
+
+def table_exits(cfg: CFG, probes: Sequence["EdgeProbe"]) -> bool:
+    """Does every edge into EXIT record ``T[wt.p]`` (``leave``, nothing added: the register is the
+    id there)?  Then the epilogue appends ``T[wt.p]`` itself (wave 9's form) and the edges set no
+    ``wt.o``: one store and one load fewer per activation (docs/design.md "Path mode, wave 13")."""
+    exits = [p for e, p in zip(cfg.edges, probes) if e.dst == EXIT]
+    return bool(exits) and all(p.kind == "leave" and p.value == 0 for p in exits)
+
+
 def path_plan(cfg: CFG) -> ProbePlan:
     """``path``: the probes of :func:`path_numbering`, or block ids ("trace")."""
     from wholetrace.instrument.pathnum import EdgeProbe
@@ -373,9 +396,13 @@ def path_plan(cfg: CFG) -> ProbePlan:
     if free:   # the register's store at entry goes (the exception records say 0 instead)
         probes = tuple(EdgeProbe("none") if e.src == ENTRY and p.kind == "init" else p
                        for e, p in zip(cfg.edges, probes))
+    closing = single_exit_record(cfg, probes)
+    if closing is not None or table_exits(cfg, probes):   # the epilogue appends the record: the edges into EXIT do nothing
+        probes = tuple(EdgeProbe("none") if e.dst == EXIT else p for e, p in zip(cfg.edges, probes))
     return ProbePlan("path", "paths", sites=sites, path_probes=probes,
                      edge_values={e: [e] for e, p in enumerate(probes) if needs_probe(p)},
-                     path_starts=dict(num.start_value), numbering=num, register_free=free)
+                     path_starts=dict(num.start_value), numbering=num, register_free=free,
+                     exit_const=closing)
 
 
 def make_plan(mode: str, cfg: CFG, base: int, weights: Sequence[float] | None = None) -> ProbePlan:

@@ -550,10 +550,13 @@ def number_paths(graph: FlowGraph, *, policy: CutPolicy = "calls", cuts: Iterabl
         return PathNumbering(graph, final, tuple(start_blocks), tuple(dag), tuple(val), (0,) * len(dag),
                              num[graph.entry], (), limit, True, final - base, (), quiet, free_records, index)
     inc, chords = chord_increments(graph, dag, val, dw, free_records)
-    if free_records:   # (recordings before wave 11 renumber as they were recorded)
-        from wholetrace.instrument.pathregs import lift_registers
+    from wholetrace.instrument.pathregs import lift_registers, registers_fit
 
+    if free_records:   # (recordings before wave 11 renumber as they were recorded)
         inc = lift_registers(graph, dag, inc)
+    if not registers_fit(graph, dag, inc):   # an exception record could not hold it: block ids
+        return PathNumbering(graph, final, tuple(start_blocks), tuple(dag), tuple(val), (0,) * len(dag),
+                             num[graph.entry], (), limit, True, final - base, (), quiet, free_records, index)
     probes = fold_probes(graph, final, dag, inc, index)
     return PathNumbering(graph, final, tuple(start_blocks), tuple(dag), tuple(val), tuple(inc),
                          num[graph.entry], probes, limit, False, final - base, chords, quiet, free_records, index)

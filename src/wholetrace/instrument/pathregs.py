@@ -71,3 +71,17 @@ def lift_registers(graph: FlowGraph, dag: Sequence[DagEdge], inc: list[int]) -> 
         return inc
     c = -min(lo for lo, _ in rng)
     return [k + (c if e.src == graph.entry else 0) - (c if e.dst == graph.exit else 0) for k, e in zip(inc, dag)]
+
+
+#: An exception record carries the register as an int32 event (the flusher refuses anything else).
+INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
+
+
+def registers_fit(graph: FlowGraph, dag: Sequence[DagEdge], inc: Sequence[int]) -> bool:
+    """Does every register the probes can leave (lifted or not) fit an int32 event?  A register
+    is a sum of increments along a DAG path (at most one per node), so below ``2**31 / nodes``
+    per increment nothing needs walking (every function of the corpus); else the ranges are."""
+    if max((abs(k) for k in inc), default=0) * max(graph.num_nodes, 1) <= INT32_MAX:
+        return True
+    return all(lo >= INT32_MIN and hi <= INT32_MAX
+               for r in register_range(graph, dag, inc) if r is not None for lo, hi in (r,))

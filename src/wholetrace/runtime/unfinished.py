@@ -84,10 +84,21 @@ def open_frames(by_code: dict[tuple[str, str], int], threads: dict[int, FrameTyp
 DIS: types.ModuleType | None = None
 
 
-@functools.lru_cache(maxsize=4096)
 def _leave_calls(code: types.CodeType) -> frozenset[int]:
+    """Offsets of the calls that append an activation's closing record (:func:`_scan_leaves`)."""
+    return _scan_leaves(code)[0]
+
+
+def _closes_with_constant(code: types.CodeType) -> bool:
+    """Does the epilogue append a constant closing record ``wt.a(K)``, ``K >= LEAVE_PATH``?  Only
+    a path function's does (``modes.single_exit_record``): its register is 0 if it keeps none."""
+    return _scan_leaves(code)[1]
+
+
+@functools.lru_cache(maxsize=4096)
+def _scan_leaves(code: types.CodeType) -> tuple[frozenset[int], bool]:
     """Offsets of the calls that append an activation's closing record: ``wt.a(LEAVE)`` and,
-    in path mode, ``wt.a(wt.p + LEAVE_PATH)``, ``wt.a(T[wt.p])`` or ``wt.a(wt.o)`` (as compiled by 3.11-3.13: the loads of the
+    in path mode, ``wt.a(wt.p + LEAVE_PATH)``, ``wt.a(T[wt.p])``, ``wt.a(wt.o)`` or ``wt.a(K)`` (as compiled by 3.11-3.13: the loads of the
     append and its argument, then ``CALL``, or on 3.11 ``PRECALL`` ``CALL``: 3.11 runs a call of
     a C function in its ``PRECALL`` and checks for a switch there, so the frame stands at it)."""
     dis = DIS or __import__("dis")   # not at start-up: the run is over (Live.stop uninstalled the finder first)
@@ -97,6 +108,7 @@ def _leave_calls(code: types.CodeType) -> frozenset[int]:
     loads: list[tuple[str, object]] = []     # the loads (and operators) since the last other instruction
     precall = -1
     out = set()
+    constant = False
     for ins in dis.get_instructions(code):
         if ins.opname == "PUSH_NULL":        # before the callable (3.11, 3.12) or after it (3.13)
             continue
@@ -115,7 +127,9 @@ def _leave_calls(code: types.CodeType) -> frozenset[int]:
             continue
         elif ins.opname == "CALL":
             at = max((i for i, x in enumerate(loads) if x == ("LOAD_FAST", A)), default=-1)
-            if at >= 0 and (loads[at + 1:] in leave_args or _is_leave_table(loads[at + 1:])):
+            args = loads[at + 1:]
+            constant = constant or (at >= 0 and _is_closing_const(args))
+            if at >= 0 and (args in leave_args or _is_leave_table(args) or _is_closing_const(args)):
                 out.add(ins.offset)
                 if precall >= 0:
                     out.add(precall)
@@ -123,7 +137,13 @@ def _leave_calls(code: types.CodeType) -> frozenset[int]:
         else:
             loads = []
         precall = -1
-    return frozenset(out)
+    return frozenset(out), constant
+
+
+def _is_closing_const(loads: list[tuple[str, object]]) -> bool:
+    """``K``, a constant closing record ``LEAVE_PATH + id`` (``modes.single_exit_record``)."""
+    return (len(loads) == 1 and loads[0][0] == "LOAD_CONST" and type(loads[0][1]) is int
+            and loads[0][1] >= LEAVE_PATH)  # type: ignore[operator]
 
 
 def _is_leave_table(loads: list[tuple[str, object]]) -> bool:
@@ -149,14 +169,14 @@ def _innermost_first(suspended: Iterable[tuple[Any, FrameType]]) -> list[tuple[A
 def _close(state: RunState, fid: int, f: FrameType) -> list[int]:
     """``EXC s`` LEAVE for one open activation; in path mode (a frame with a path register)
     ``EXC s r`` LEAVE, ``r`` the register as it stands (the truncated path; -1 if unset), or 0 in
-    a function whose register no probe keeps (a closing record ``wt.o`` but no ``wt.p``:
-    ``modes.register_free``)."""
+    a function whose register no probe keeps (a closing record ``wt.o`` or a constant one but no
+    ``wt.p``: ``modes.register_free``)."""
     out = [EXC, state.sites.resolve(fid, f.f_code, f.f_lasti)]
     names = f.f_code.co_varnames
     if P in names:
         r = f.f_locals.get(P)
         out.append(r if type(r) is int else -1)
-    elif O in names:
+    elif O in names or _closes_with_constant(f.f_code):
         out.append(0)
     return out + [LEAVE]
 

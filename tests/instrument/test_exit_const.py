@@ -1,0 +1,111 @@
+"""Constant closing records (``instrument.modes.single_exit_record``, docs/design.md "Path mode,
+wave 13"): where every way out of a function ends the same path, the epilogue appends that
+path's ``LEAVE_PATH + id`` as a constant and the edges into EXIT store nothing.
+
+The oracle for "every way out ends the same path" is brute force on the *original* CFG
+(``test_pathnum``'s ``enumerate_paths``, which never looks at the numbering's DAG): every path
+of the function that reaches EXIT, from ENTRY, a cut's target or a handler, must record the
+plan's constant, and a function whose brute-force paths end at EXIT with one id (and whose
+edges into EXIT can hold a probe) must get it.  The compiled code is checked for what it keeps:
+the constant in the ``finally``, no ``wt.o`` at all, and the closing call found by
+``runtime.unfinished`` (``_leave_calls``, and ``_closes_with_constant``: such a frame closed at the
+end records register 0).  Exceptions through such frames are regenerated against
+``blocks`` event for event in ``tests/regen/test_path_mode.py`` (inline programs
+``register_free``, ``exit_const``) and a frame the recorder closes at the end in
+``tests/runtime/test_unfinished_frames.py``.
+"""
+
+from __future__ import annotations
+
+import dis
+
+from test_pathnum import END_EXIT, enumerate_paths, oracle_starts, simulate
+from test_register_free import _codes, corpus_cfgs  # noqa: F401 (a fixture)
+from wholetrace.events import LEAVE_PATH
+from wholetrace.ids import EXIT
+from wholetrace.instrument.emit import O
+from wholetrace.instrument.flowgraph import from_cfg
+from wholetrace.instrument.modes import path_plan
+
+
+def test_constant_closing_records_are_the_only_way_out(corpus_cfgs: list[object]) -> None:  # noqa: F811
+    const = multi = table = 0
+    for cfg in corpus_cfgs:
+        plan = path_plan(cfg)  # type: ignore[arg-type]
+        num = plan.numbering
+        if plan.strategy != "paths" or num is None or num.num_paths > 10**4:
+            continue
+        g = from_cfg(cfg)  # type: ignore[arg-type]
+        dynamic = {b.id for b in cfg.blocks if b.dynamic_entry}  # type: ignore[attr-defined]
+        paths = enumerate_paths(g, num.cuts, oracle_starts(g, num.cuts, dynamic), 10**4)
+        ids = {simulate(num, p)[0] for p in paths if p.end == END_EXIT}
+        exits = [e for e, edge in enumerate(cfg.edges) if edge.dst == EXIT]  # type: ignore[attr-defined]
+        if plan.exit_const is not None:
+            const += 1
+            assert ids == {plan.exit_const - LEAVE_PATH}, (cfg.qualname, ids, plan.exit_const)  # type: ignore[attr-defined]
+            assert all(plan.path_probes[e].kind == "none" for e in exits)   # nothing stored on the way out
+            assert not any(e in plan.edge_values for e in exits)
+        elif exits and all(plan.path_probes[e].kind == "none" for e in exits):   # ``table_exits``
+            table += 1
+            for p in paths:     # the register is the id on every way out: ``T[wt.p]`` is the record
+                recorded, regs = simulate(num, p)
+                if p.end == END_EXIT:
+                    assert regs and recorded == regs[-1][1], (cfg.qualname, p)  # type: ignore[attr-defined]
+        else:
+            multi += len(ids) > 1
+            folded = [plan.path_probes[e].kind for e in exits]
+            if len(ids) == 1 and folded and all(k == "leave-const" for k in folded):  # pragma: no cover
+                raise AssertionError(f"{cfg.qualname}: one way out, no constant closing record")  # type: ignore[attr-defined]
+    assert const > 300 and multi > 50 and table > 5, (const, multi, table)
+
+
+SOURCE = '''
+def single(o, x):
+    o.x = x
+    if x:
+        y = 1
+    else:
+        y = 2
+    return o.f(y)
+
+def find(self, update=False):
+    reference = self.reference
+    if reference.pos != self.pos:
+        reference = reference.find(update)
+        if update:
+            self.reference = reference
+    return reference
+
+def two_returns(a):
+    if a > 0:
+        return "pos"
+    return "zero"
+'''
+
+
+def test_constant_closing_record_code() -> None:
+    from wholetrace.instrument.cfg import build_module
+    from wholetrace.runtime.unfinished import _closes_with_constant, _leave_calls
+
+    plans = {cfg.qualname: path_plan(cfg) for cfg in build_module(SOURCE)}
+    assert plans["single"].exit_const is not None and plans["two_returns"].exit_const is None
+    codes = _codes(SOURCE)
+    single = codes["single"]
+    ins = list(dis.get_instructions(single))  # type: ignore[arg-type]
+    stores = [i.argval for i in ins if i.opname == "STORE_FAST"]
+    assert O not in single.co_varnames and O not in stores   # type: ignore[attr-defined]   # no wt.o at all
+    assert plans["single"].exit_const in single.co_consts   # type: ignore[attr-defined]
+    assert _leave_calls(single), "the epilogue's wt.a(K) is a closing call for runtime.unfinished"
+    assert _closes_with_constant(single)   # (register 0 when runtime.unfinished closes it)
+    assert not _closes_with_constant(codes["two_returns"]) and not _closes_with_constant(codes["find"])  # type: ignore[arg-type]
+    # two ways out with two ids: the wave-10 form (``wt.o`` set on each edge into EXIT)
+    two = [i.argval for i in dis.get_instructions(codes["two_returns"]) if i.opname == "STORE_FAST"]  # type: ignore[arg-type]
+    assert two.count(O) == 3
+    # the register is the id at the one way out: the epilogue appends ``T[wt.p]``, no ``wt.o``
+    from wholetrace.instrument.emit import P
+    from wholetrace.instrument.modes import table_exits
+    find = codes["find"]
+    assert plans["find"].exit_const is None and P in find.co_varnames and O not in find.co_varnames  # type: ignore[attr-defined]
+    assert any(isinstance(c, tuple) and c[-1] == -1 and c[0] == LEAVE_PATH for c in find.co_consts)  # type: ignore[attr-defined]
+    assert _leave_calls(find)
+    assert not table_exits(build_module(SOURCE)[2], plans["two_returns"].path_probes)
