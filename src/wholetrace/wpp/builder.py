@@ -21,6 +21,7 @@ order they arrived (per stream too).
 from __future__ import annotations
 
 import collections
+import gc
 import os
 import pickle
 import resource
@@ -200,6 +201,12 @@ def build(mode: str, lookahead: bool, q: ChunkQueue, spawned: float = 0.0, progr
     warm.feed(interner_for(mode).codes(0, np.array([-8, 0, 1, 0, 1, -2, 0, -1], np.int32), final=True))
     encode_explicit(warm.finish(), fast=True)
     jit = time.thread_time() - t
+    if not gc.isenabled():
+        # wpp.startup.CODE disables the collector for the start-up (its collections were ~6% of
+        # the start-up's instructions, nothing to collect); what the start-up made is frozen,
+        # never scanned again
+        gc.freeze()
+        gc.enable()
     interner = interner_for(mode)
     ready = q.idle_from = time.perf_counter()
     ready_wall = time.time() - spawned if spawned else ready - t0

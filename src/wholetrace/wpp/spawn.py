@@ -43,7 +43,7 @@ _SH = "/bin/sh"
 # the shell saves our pipe (its stdin) to fd 3 before the `&`: a background job's stdin is /dev/null
 _SCRIPT = 'exec 3<&0; "$@" 0<&3 3<&- &'
 # = wholetrace.wpp.startup.CODE (a test keeps them equal)
-_CODE = "import wholetrace.wpp.startup as s; s.run()"
+_CODE = "import gc; gc.disable(); import wholetrace.wpp.startup as s; s.run()"
 # meta-path finders a .pth file installs that the builder does without (module, class): setuptools'
 # distutils shim only serves ``import distutils``; virtualenv's (tox, poetry, hatch venvs) only
 # patches ``distutils.dist``/``setuptools.dist`` when they are imported; the builder imports neither
