@@ -1,8 +1,10 @@
 """The WPP builder process's first moments: its ``sys.path`` when started without ``site``, and numpy's core without the rest of numpy.
 
-``wpp.spawn`` starts the builder as ``python [-S] -c 'import wholetrace.wpp.startup as s; s.run()'
-MODE LOOKAHEAD QUEUE SPAWNED [PATH...]``; :func:`run` sets ``sys.path``, imports numpy leanly and
-calls ``wpp.builder.main`` (docs/design.md, "The builder's start-up, wave 11").
+``wpp.spawn`` starts the builder as ``python [-S] -c 'import gc; gc.disable(); import
+wholetrace.wpp.startup as s; s.run()' MODE LOOKAHEAD QUEUE SPAWNED [PATH...]`` (the collector is
+enabled again by ``wpp.builder.build`` once the kernels are warm); :func:`run` sets ``sys.path``,
+imports numpy leanly and calls ``wpp.builder.main`` (docs/design.md, "The builder's start-up,
+wave 11" and "The WPP's own cost, wave 13").
 
 * **No ``site`` (``-S``)**, when the recorded process's imports are plain path-based ones (no
   meta-path finder but the interpreter's own, no ``.pth``-installed editable finder): ``site``,
@@ -10,20 +12,24 @@ calls ``wpp.builder.main`` (docs/design.md, "The builder's start-up, wave 11").
   recorded process's ``sys.path`` (passed as ``PATH...``, with the PYTHONPATH and ``.pth``
   entries it has) already says where everything is.  Otherwise ``wpp.spawn`` starts the builder
   with ``site`` and no paths, as before.
-* **numpy's core only** (:func:`lean_numpy`): ``import numpy`` runs ``numpy/__init__.py``, which
-  imports ``numpy._core`` (the array type, ufuncs, the C API the compiled kernels unbox arrays
-  through) and then ``numpy.lib``, ``numpy.linalg``, ``numpy.matrixlib``, ``numpy.__config__``
-  (~25 ms of CPU, a third of numpy's import) that the builder never calls.  The lean module runs
-  the first part of ``numpy/__init__.py`` (the version, ``_globals``, the distributor's hook,
-  ``numpy._core`` and its public names), without ``numpy._core._add_newdocs`` (the docstrings
-  of numpy's C objects, ~4-5 ms; a placeholder module stands in for it); the first attribute it does not have completes the
-  import by executing the real ``numpy/__init__.py`` in the same module object, so every name
-  is then what ``import numpy`` gives (the same objects: ``numpy._core``'s modules are imported
-  once; the docstrings are added then).  ``WHOLETRACE_LEAN_NUMPY=0`` turns it off; numpy already imported, or a failure
-  before ``numpy._core``, means the ordinary import; a failure in ``numpy._core``'s step (a layout
-  not seen yet: its ``_core`` takes names from ``_add_newdocs``) completes numpy at once.  The
-  completion holds a lock: another thread asking for a name meanwhile waits for it.  numpy's
-  ``madvise`` hugepage setting is made as ``numpy/__init__.py`` makes it.
+* **numpy's core only, and of it what the builder calls** (:func:`lean_numpy`): ``import numpy``
+  runs ``numpy/__init__.py``, which imports ``numpy._core`` and then ``numpy.lib``,
+  ``numpy.linalg``, ``numpy.matrixlib``, ``numpy.__config__``, none of which the builder calls;
+  ``numpy/_core/__init__.py`` in turn imports modules it does not call either (``einsumfunc``,
+  ``function_base``, ``getlimits``, ``memmap``, ``records``, the docstrings of
+  ``_add_newdocs``, ``_internal`` with ``ctypes``).  The lean module runs the first part of
+  ``numpy/__init__.py`` (the version, ``_globals``, the distributor's hook), then makes
+  ``numpy._core`` from its spec without running its ``__init__`` and imports the modules of it
+  the builder calls in that ``__init__``'s order (:func:`_lean_core`), binding numpy's names of
+  ``numeric`` and ``shape_base`` (the objects ``import numpy`` binds).  The first attribute numpy
+  does not have completes the import: ``numpy/_core/__init__.py`` runs in the lean
+  ``numpy._core``, then ``numpy/__init__.py`` in the lean numpy, so every name is then what
+  ``import numpy`` gives (the same objects: modules already imported are not imported again).
+  ``WHOLETRACE_LEAN_NUMPY=0`` turns it off; numpy already imported, or a failure before
+  ``numpy._core``, means the ordinary import; a failure in ``numpy._core``'s step (a layout not
+  seen yet) completes numpy at once.  The completion holds a lock: another thread asking for a
+  name meanwhile waits for it.  numpy's ``madvise`` hugepage setting is made as
+  ``numpy/__init__.py`` makes it.
 """
 
 from __future__ import annotations
@@ -35,15 +41,14 @@ import types
 
 #: ``WHOLETRACE_LEAN_NUMPY=0``: the builder imports numpy whole
 ENV_LEAN = "WHOLETRACE_LEAN_NUMPY"
-#: numpy._core's docstrings, not made in the builder until numpy is completed
-_DOCS = "numpy._core._add_newdocs"
 #: the code ``wpp.spawn`` runs with ``python -c``
 CODE = "import gc; gc.disable(); import wholetrace.wpp.startup as s; s.run()"
 
 
 def lean_numpy() -> types.ModuleType:
-    """numpy with ``numpy._core`` imported and the rest of ``numpy/__init__.py`` deferred to the first
-    attribute the module lacks (then the real module: same names, same objects)."""
+    """numpy with the modules of ``numpy._core`` the builder calls imported (:func:`_lean_core`) and
+    the rest of ``numpy/_core/__init__.py`` and ``numpy/__init__.py`` deferred to the first attribute
+    the module lacks (then the real module: same names, same objects)."""
     import importlib.util
     import os
 
