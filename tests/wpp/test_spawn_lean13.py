@@ -156,3 +156,19 @@ def test_a_builder_killed_mid_run_is_a_one_line_error_not_a_part_grammar(tmp_pat
         with sqlite3.connect(out) as db:
             names = [r[0] for r in db.execute("select name from arrays")]
         assert not [n for n in names if n.startswith("wpp.grammar")]
+
+
+def test_names_in_use_stay_bound_while_numpy_completes() -> None:
+    """A thread calling lean names in a loop (as the builder's reader calls ``np.frombuffer``)
+    while another completes numpy (numba's import in the JIT fallback): no AttributeError, the
+    names the same objects throughout; each in a fresh process, 4 times."""
+    code = ("import sys, threading\nimport wholetrace.wpp.startup as s\nnp = s.lean_numpy()\n"
+            "fb, empty = np.frombuffer, np.empty\nerrs, seen, stop = [], set(), threading.Event()\n"
+            "def use():\n    while not stop.is_set():\n        try:\n"
+            "            seen.add((np.frombuffer is fb, np.empty is empty))\n"
+            "            np.frombuffer(bytearray(8), np.int32)\n"
+            "        except BaseException as e:\n            errs.append(repr(e)); return\n"
+            "t = threading.Thread(target=use)\nt.start()\nnp.unique\nstop.set()\nt.join()\n"
+            "print(errs, sorted(seen), s.numpy_state())")
+    for _ in range(4):
+        assert _run(code) == "[] [(True, True)] full"

@@ -142,7 +142,7 @@ _COMPLETING = threading.RLock()
 _busy = False
 #: the spec of a ``numpy._core`` made by :func:`_lean_core` whose ``__init__`` has not run yet
 _CORE_SPEC: importlib.machinery.ModuleSpec | None = None
-#: the names :func:`_lean_core` put on numpy: dropped before the real ``__init__`` binds numpy's own
+#: the names :func:`_lean_core` put on numpy (the objects ``import numpy`` binds to them)
 _LEAN_NAMES: set[str] = set()
 
 
@@ -157,9 +157,9 @@ def _complete(m: types.ModuleType, spec: importlib.machinery.ModuleSpec) -> None
             core = sys.modules.get("numpy._core")
             if cspec is not None and core is not None and core.__spec__ is cspec:
                 _exec(core, cspec)
-            for name in _LEAN_NAMES:       # numpy's __init__ binds them again (those it has)
-                m.__dict__.pop(name, None)
-            _LEAN_NAMES.clear()
+            # the lean names stay bound meanwhile (the builder's reader uses frombuffer while the
+            # JIT fallback's numba import completes numpy); numpy's __init__ binds each again, to
+            # the same object (tested)
             _exec(m, spec)
         finally:
             _busy = False
