@@ -180,3 +180,16 @@ def test_the_recorder_reads_the_result_without_pickle() -> None:
     out = _run("import sys\nimport wholetrace.wpp.online\nprint(sorted(m for m in ('pickle', 're', 'copyreg', '_compat_pickle')"
                " if m in sys.modules))")
     assert out == "[]"
+
+
+def test_the_spawn_imports_no_signal_module() -> None:
+    """``wpp.spawn`` takes ``posix_spawn``'s signal numbers from ``_signal`` (``signal`` brings
+    ``enum``, ``functools`` and ``collections``, ~6 ms before the builder is started); the numbers
+    are ``signal``'s (the oracle)."""
+    out = _run("import sys\nimport wholetrace.wpp.spawn\n"
+               "print(sorted(m for m in ('signal', 'enum', 'functools', 'collections') if m in sys.modules))", env=None)
+    assert out == "[]"
+    import _signal
+    import signal
+
+    assert (_signal.SIGPIPE, _signal.SIGXFSZ) == (signal.SIGPIPE, signal.SIGXFSZ)
