@@ -7,7 +7,8 @@ docs/design.md, wave 11), or as ``python -m wholetrace.wpp.builder MODE LOOKAHEA
 ``n`` int32 events; a *file* frame (``sid == FILE_FRAME``, ``n`` bytes: ``<fid_base:int32>
 <n_functions:int32>`` and the file's registry blob) tells which functions record path ids
 (their exception records carry a register); a frame with ``sid == END_FRAME`` ends the input.  Output (fd 1), once the input
-has ended and every grammar is finished: one pickled dict (``result``).
+has ended and every grammar is finished: one dict (``result``) in ``marshal``'s format (plain types
+only; the recorded process reads it without importing ``pickle``, which brings ``re`` along).
 
 Two threads: the *reader* takes frames off the pipe as fast as they come (the recorded
 process never waits on a full pipe while this process imports numba or builds), the main
@@ -21,8 +22,9 @@ order they arrived (per stream too).
 from __future__ import annotations
 
 import collections
+import gc
+import marshal
 import os
-import pickle
 import resource
 import struct
 import sys
@@ -200,6 +202,12 @@ def build(mode: str, lookahead: bool, q: ChunkQueue, spawned: float = 0.0, progr
     warm.feed(interner_for(mode).codes(0, np.array([-8, 0, 1, 0, 1, -2, 0, -1], np.int32), final=True))
     encode_explicit(warm.finish(), fast=True)
     jit = time.thread_time() - t
+    if not gc.isenabled():
+        # wpp.startup.CODE disables the collector for the start-up (its collections were ~6% of
+        # the start-up's instructions, nothing to collect); what the start-up made is frozen,
+        # never scanned again
+        gc.freeze()
+        gc.enable()
     interner = interner_for(mode)
     ready = q.idle_from = time.perf_counter()
     ready_wall = time.time() - spawned if spawned else ready - t0
@@ -246,7 +254,8 @@ def build(mode: str, lookahead: bool, q: ChunkQueue, spawned: float = 0.0, progr
                              "rhs": g.num_symbols, "len_S": g.start_length,
                              "encoded_bytes": len(enc), "build_seconds": round(cpu[sid], 4)}
     symbols = terminals_to_array(interner.terminals())
-    # plain bytes (int64, 3 a terminal): the recorded process stores them without importing numpy
+    # plain bytes (int64, 3 a terminal): the recorded process stores them without importing numpy;
+    # every value plain data (main marshals the result)
     return {"grammars": grammars, "symbols": symbols.astype("<i8").tobytes(), "streams": streams,
             "stats": {"max_backlog_events": q.max_backlog, "backlog_at_end_events": q.backlog_at_end,
                       "spilled_events": q.spilled_events, "spilled_chunks": q.spilled_chunks,
@@ -385,7 +394,11 @@ def main(argv: list[str]) -> int:
         result["stats"]["startup"] = {"numpy": numpy_state(), "site": not sys.flags.no_site}
     except BaseException as exc:  # noqa: BLE001 - reported to the recorded process
         result = {"error": f"{type(exc).__name__}: {exc}"}
-    data = memoryview(pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
+    try:
+        encoded = marshal.dumps(result)
+    except ValueError as exc:    # a type marshal does not take: a bug here, reported as such
+        encoded = marshal.dumps({"error": f"the builder's result is not plain data: {exc}"})
+    data = memoryview(encoded)
     while len(data):
         data = data[os.write(1, data):]
     # The recorded process reads the result to EOF: end now rather than after the interpreter's

@@ -14,8 +14,8 @@ every inheritable descriptor above 2).
 
 from __future__ import annotations
 
+import _signal   # signal's numbers without signal.py (enum, functools, collections: ~6 ms before the spawn)
 import os
-import signal
 import sys
 import time
 
@@ -43,7 +43,7 @@ _SH = "/bin/sh"
 # the shell saves our pipe (its stdin) to fd 3 before the `&`: a background job's stdin is /dev/null
 _SCRIPT = 'exec 3<&0; "$@" 0<&3 3<&- &'
 # = wholetrace.wpp.startup.CODE (a test keeps them equal)
-_CODE = "import wholetrace.wpp.startup as s; s.run()"
+_CODE = "import gc; gc.disable(); import wholetrace.wpp.startup as s; s.run()"
 # meta-path finders a .pth file installs that the builder does without (module, class): setuptools'
 # distutils shim only serves ``import distutils``; virtualenv's (tox, poetry, hatch venvs) only
 # patches ``distutils.dist``/``setuptools.dist`` when they are imported; the builder imports neither
@@ -77,7 +77,7 @@ class BuilderProcess:
         if made:
             env[PROGRESS_ENV] = str(PROGRESS_FD)
         self.spawned = time.time()
-        # wpp.startup.CODE, not imported here (the spawn imports nothing but os, signal, sys, time)
+        # wpp.startup.CODE, not imported here (the spawn imports nothing but os, _signal, sys, time)
         args = [mode, "1" if self.lookahead else "0", str(self.queue_events), repr(self.spawned)]
         path = site_free_path(root)
         if path is None:
@@ -95,7 +95,7 @@ class BuilderProcess:
             actions = [(dup2, r, 0), (dup2, out_w, 1), (dup2, err, 2)] + ([(dup2, made[0], PROGRESS_FD)] if made else [])
             self._sh: int | None = os.posix_spawn(
                 _SH, [_SH, "-c", _SCRIPT, "sh", *cmd], env, file_actions=actions,
-                setsid=True, setsigdef=(signal.SIGPIPE, signal.SIGXFSZ))   # as Popen's restore_signals
+                setsid=True, setsigdef=(_signal.SIGPIPE, _signal.SIGXFSZ))   # as Popen's restore_signals
         finally:
             os.close(r)
             os.close(out_w)

@@ -1,8 +1,10 @@
 """The WPP builder process's first moments: its ``sys.path`` when started without ``site``, and numpy's core without the rest of numpy.
 
-``wpp.spawn`` starts the builder as ``python [-S] -c 'import wholetrace.wpp.startup as s; s.run()'
-MODE LOOKAHEAD QUEUE SPAWNED [PATH...]``; :func:`run` sets ``sys.path``, imports numpy leanly and
-calls ``wpp.builder.main`` (docs/design.md, "The builder's start-up, wave 11").
+``wpp.spawn`` starts the builder as ``python [-S] -c 'import gc; gc.disable(); import
+wholetrace.wpp.startup as s; s.run()' MODE LOOKAHEAD QUEUE SPAWNED [PATH...]`` (the collector is
+enabled again by ``wpp.builder.build`` once the kernels are warm); :func:`run` sets ``sys.path``,
+imports numpy leanly and calls ``wpp.builder.main`` (docs/design.md, "The builder's start-up,
+wave 11" and "The WPP's own cost, wave 13").
 
 * **No ``site`` (``-S``)**, when the recorded process's imports are plain path-based ones (no
   meta-path finder but the interpreter's own, no ``.pth``-installed editable finder): ``site``,
@@ -10,20 +12,24 @@ calls ``wpp.builder.main`` (docs/design.md, "The builder's start-up, wave 11").
   recorded process's ``sys.path`` (passed as ``PATH...``, with the PYTHONPATH and ``.pth``
   entries it has) already says where everything is.  Otherwise ``wpp.spawn`` starts the builder
   with ``site`` and no paths, as before.
-* **numpy's core only** (:func:`lean_numpy`): ``import numpy`` runs ``numpy/__init__.py``, which
-  imports ``numpy._core`` (the array type, ufuncs, the C API the compiled kernels unbox arrays
-  through) and then ``numpy.lib``, ``numpy.linalg``, ``numpy.matrixlib``, ``numpy.__config__``
-  (~25 ms of CPU, a third of numpy's import) that the builder never calls.  The lean module runs
-  the first part of ``numpy/__init__.py`` (the version, ``_globals``, the distributor's hook,
-  ``numpy._core`` and its public names), without ``numpy._core._add_newdocs`` (the docstrings
-  of numpy's C objects, ~4-5 ms; a placeholder module stands in for it); the first attribute it does not have completes the
-  import by executing the real ``numpy/__init__.py`` in the same module object, so every name
-  is then what ``import numpy`` gives (the same objects: ``numpy._core``'s modules are imported
-  once; the docstrings are added then).  ``WHOLETRACE_LEAN_NUMPY=0`` turns it off; numpy already imported, or a failure
-  before ``numpy._core``, means the ordinary import; a failure in ``numpy._core``'s step (a layout
-  not seen yet: its ``_core`` takes names from ``_add_newdocs``) completes numpy at once.  The
-  completion holds a lock: another thread asking for a name meanwhile waits for it.  numpy's
-  ``madvise`` hugepage setting is made as ``numpy/__init__.py`` makes it.
+* **numpy's core only, and of it what the builder calls** (:func:`lean_numpy`): ``import numpy``
+  runs ``numpy/__init__.py``, which imports ``numpy._core`` and then ``numpy.lib``,
+  ``numpy.linalg``, ``numpy.matrixlib``, ``numpy.__config__``, none of which the builder calls;
+  ``numpy/_core/__init__.py`` in turn imports modules it does not call either (``einsumfunc``,
+  ``function_base``, ``getlimits``, ``memmap``, ``records``, the docstrings of
+  ``_add_newdocs``, ``_internal`` with ``ctypes``).  The lean module runs the first part of
+  ``numpy/__init__.py`` (the version, ``_globals``, the distributor's hook), then makes
+  ``numpy._core`` from its spec without running its ``__init__`` and imports the modules of it
+  the builder calls in that ``__init__``'s order (:func:`_lean_core`), binding numpy's names of
+  ``numeric`` and ``shape_base`` (the objects ``import numpy`` binds).  The first attribute numpy
+  does not have completes the import: ``numpy/_core/__init__.py`` runs in the lean
+  ``numpy._core``, then ``numpy/__init__.py`` in the lean numpy, so every name is then what
+  ``import numpy`` gives (the same objects: modules already imported are not imported again).
+  ``WHOLETRACE_LEAN_NUMPY=0`` turns it off; numpy already imported, or a failure before
+  ``numpy._core``, means the ordinary import; a failure in ``numpy._core``'s step (a layout not
+  seen yet) completes numpy at once.  The completion holds a lock: another thread asking for a
+  name meanwhile waits for it.  numpy's ``madvise`` hugepage setting is made as
+  ``numpy/__init__.py`` makes it.
 """
 
 from __future__ import annotations
@@ -35,15 +41,14 @@ import types
 
 #: ``WHOLETRACE_LEAN_NUMPY=0``: the builder imports numpy whole
 ENV_LEAN = "WHOLETRACE_LEAN_NUMPY"
-#: numpy._core's docstrings, not made in the builder until numpy is completed
-_DOCS = "numpy._core._add_newdocs"
 #: the code ``wpp.spawn`` runs with ``python -c``
-CODE = "import wholetrace.wpp.startup as s; s.run()"
+CODE = "import gc; gc.disable(); import wholetrace.wpp.startup as s; s.run()"
 
 
 def lean_numpy() -> types.ModuleType:
-    """numpy with ``numpy._core`` imported and the rest of ``numpy/__init__.py`` deferred to the first
-    attribute the module lacks (then the real module: same names, same objects)."""
+    """numpy with the modules of ``numpy._core`` the builder calls imported (:func:`_lean_core`) and
+    the rest of ``numpy/_core/__init__.py`` and ``numpy/__init__.py`` deferred to the first attribute
+    the module lacks (then the real module: same names, same objects)."""
     import importlib.util
     import os
 
@@ -71,20 +76,12 @@ def lean_numpy() -> types.ModuleType:
             del sys.modules[name]
         import numpy
         return numpy
-    # numpy._core's docstrings of its C objects (~4-5 ms, 3400 lines of text): a placeholder
-    # until the import is completed, when the real module adds them
-    sys.modules[_DOCS] = _Placeholder(_DOCS)
     try:
-        import numpy._core as core
-
-        m.__dict__.update({name: getattr(core, name) for name in core.__all__})
-        # numpy/__init__.py's madvise(hugepage) setting (NUMPY_MADVISE_HUGEPAGE, the kernel's version)
-        core.multiarray._set_madvise_hugepage(_hugepage_setup())
-        sys.modules[_DOCS].__class__ = types.ModuleType    # a plain empty module from now on
+        _lean_core(m)
     except Exception:  # noqa: BLE001
-        # numpy._core may be half loaded (compiled modules cannot be loaded twice): with the real
-        # docstrings, numpy/__init__.py completes the same module object now (an error it raises
-        # is the ordinary import's)
+        # a layout not seen yet (numpy._core may be half loaded: compiled modules cannot be loaded
+        # twice): numpy._core's and numpy's __init__ complete the same module objects now (an
+        # error they raise is the ordinary import's)
         _complete(m, spec)
         return m
 
@@ -105,41 +102,78 @@ def lean_numpy() -> types.ModuleType:
     return m
 
 
-class _Placeholder(types.ModuleType):
-    """Stands in for ``numpy._core._add_newdocs``, which numpy 2.0-2.4 import for its side effects
-    only: a ``numpy._core`` that takes names from it (``from ._add_newdocs import x`` or ``*``)
-    fails with ImportError, and :func:`lean_numpy` completes numpy at once.  Once ``numpy._core``
-    is imported it becomes a plain empty module."""
+def _lean_core(m: types.ModuleType) -> None:
+    """``numpy._core`` as a module object whose ``__init__`` has not run, with the modules of it the
+    builder calls imported in ``__init__``'s order (``multiarray`` with ``OPENBLAS_MAIN_FREE`` set as
+    there, ``umath``, ``numerictypes`` and its type names, ``fromnumeric``, ``numeric``,
+    ``shape_base``), and their public names on ``m`` as ``from ._core import *`` binds them."""
+    import os
 
-    def __getattr__(self, name: str) -> object:
-        # ``from m import *`` reads ``__all__`` and takes what else the module has without it;
-        # ``from m import x`` turns an AttributeError into ImportError itself
-        if name == "__all__":
-            raise ImportError(f"{_DOCS} is not loaded in the lean numpy")
-        raise AttributeError(name)
+    global _CORE_SPEC
+    cspec = importlib.util.find_spec("numpy._core")
+    if cspec is None or cspec.loader is None:
+        raise ImportError("numpy._core has no spec")
+    core = importlib.util.module_from_spec(cspec)
+    sys.modules["numpy._core"] = core
+    m._core = core   # type: ignore[attr-defined]   # as the import system binds a submodule
+    _CORE_SPEC = cspec
+    added = "OPENBLAS_MAIN_FREE" not in os.environ
+    if added:
+        os.putenv("OPENBLAS_MAIN_FREE", "1")
+    try:
+        from numpy._core import multiarray
+    finally:
+        if added:
+            os.unsetenv("OPENBLAS_MAIN_FREE")
+    from numpy._core import numerictypes, umath  # noqa: F401 - umath: as numpy._core's __init__
+
+    multiarray.set_typeDict(numerictypes.sctypeDict)
+    from numpy._core import fromnumeric, numeric, shape_base  # noqa: F401
+
+    names = {name: getattr(mod, name) for mod in (numeric, shape_base) for name in mod.__all__}
+    m.__dict__.update(names)
+    _LEAN_NAMES.update(names)
+    # numpy/__init__.py's madvise(hugepage) setting (NUMPY_MADVISE_HUGEPAGE, the kernel's version)
+    multiarray._set_madvise_hugepage(_hugepage_setup())
 
 
 #: held while the lean numpy is completed (:func:`_complete`); ``_busy`` says it is under way
 _COMPLETING = threading.RLock()
 _busy = False
+#: the spec of a ``numpy._core`` made by :func:`_lean_core` whose ``__init__`` has not run yet
+_CORE_SPEC: importlib.machinery.ModuleSpec | None = None
+#: the names :func:`_lean_core` put on numpy (the objects ``import numpy`` binds to them)
+_LEAN_NAMES: set[str] = set()
 
 
 def _complete(m: types.ModuleType, spec: importlib.machinery.ModuleSpec) -> None:
-    """Run the real ``numpy/__init__.py`` in the lean module ``m``, with the real docstrings."""
-    global _busy
+    """Run the real ``numpy/_core/__init__.py`` in the lean ``numpy._core`` (if :func:`_lean_core`
+    made one), then the real ``numpy/__init__.py`` in the lean module ``m``."""
+    global _busy, _CORE_SPEC
     with _COMPLETING:
-        if getattr(sys.modules.get(_DOCS), "__file__", None) is None:
-            sys.modules.pop(_DOCS, None)
-            importlib.import_module(_DOCS)
         _busy = True
-        spec._initializing = True  # type: ignore[attr-defined]   # as the import system marks it
         try:
-            spec.loader.exec_module(m)  # type: ignore[union-attr]
+            cspec, _CORE_SPEC = _CORE_SPEC, None
+            core = sys.modules.get("numpy._core")
+            if cspec is not None and core is not None and core.__spec__ is cspec:
+                _exec(core, cspec)
+            # the lean names stay bound meanwhile (the builder's reader uses frombuffer while the
+            # JIT fallback's numba import completes numpy); numpy's __init__ binds each again, to
+            # the same object (tested)
+            _exec(m, spec)
         finally:
-            spec._initializing = False  # type: ignore[attr-defined]
             _busy = False
         if getattr(m.__dict__.get("__getattr__"), "_lean", False):
             del m.__dict__["__getattr__"]     # an __init__ without its own: names it lacks are missing
+
+
+def _exec(module: types.ModuleType, spec: importlib.machinery.ModuleSpec) -> None:
+    """Execute ``spec``'s code in ``module``, marked as initialising as the import system marks it."""
+    spec._initializing = True  # type: ignore[attr-defined]
+    try:
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+    finally:
+        spec._initializing = False  # type: ignore[attr-defined]
 
 
 def _hugepage_setup() -> int:
