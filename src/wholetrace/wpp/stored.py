@@ -118,13 +118,21 @@ class StoredWpp:
         self.symbols_bytes = _stored_bytes(rec, SYMBOLS_NAME, table)
         self.streams: list[StreamWpp] = []
         stats = meta.get("streams", {})
+        from wholetrace.instrument.digest import sha256
+
+        h = sha256(b"terminals %d %d\0" % (version, len(self.terminals)))
+        h.update(np.ascontiguousarray(table if table is not None else np.zeros(0, np.int64), np.int64).tobytes())
         for st in rec.streams():
             blob = rec.get_array(GRAMMAR_NAME.format(sid=st.sid))
             if blob is None:
                 continue   # a stream that recorded nothing
             data = blob.tobytes()
+            h.update(b"\0stream %d %d\0" % (st.sid, len(data)) + data)
             self.streams.append(StreamWpp(st.sid, st.name, Grammar.from_bytes(data), len(data),
                                           dict(stats.get(str(st.sid), {}))))
+        #: SHA-256 of the terminal table and every stream's stored grammar (what they expand to:
+        #: the key of caches derived from them, ``wpp.flatcache``)
+        self.digest = h.hexdigest()
 
     def stream(self, sid: int) -> StreamWpp:
         for s in self.streams:
