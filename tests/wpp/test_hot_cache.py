@@ -151,3 +151,22 @@ def test_recordings_without_groups_get_no_cache(recorded: dict[str, Path], tmp_p
     before = path.read_bytes()
     assert hot_doc(path, capsys)["subpaths"]
     assert path.read_bytes() == before
+
+
+def test_an_immutable_file_answers(recorded: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A .wt nobody may write (``chattr +i``: read-only even for root; skipped where it cannot be set)."""
+    import shutil
+    import subprocess
+
+    (tmp_path / "w").mkdir()
+    want = hot_doc(fresh(recorded, "a", tmp_path / "w"), capsys)
+    path = fresh(recorded, "a", tmp_path)
+    tool = shutil.which("chattr")
+    if tool is None or subprocess.run([tool, "+i", str(path)], capture_output=True).returncode != 0:
+        pytest.skip("cannot make a file immutable here")
+    try:
+        before = path.read_bytes()
+        assert hot_doc(path, capsys) == want
+        assert path.read_bytes() == before and cached_meta(path) is None
+    finally:
+        subprocess.run([tool, "-i", str(path)], capture_output=True)

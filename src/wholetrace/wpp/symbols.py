@@ -10,7 +10,6 @@ import numpy as np
 from wholetrace.errors import StoreError
 from wholetrace.plain import FrozenRecord   # not dataclasses: the WPP builder's start-up imports this module
 from wholetrace.kernels import hot_terminals as K
-from wholetrace.kernels.wpp_parts import close_parts
 
 if TYPE_CHECKING:  # annotations only: the WPP builder process imports this module (instrument.cfg: ~0.07 s)
     from wholetrace.grammar import Grammar
@@ -134,6 +133,7 @@ def split_entered(grammars: "Sequence[Grammar]", terms: Terminals) -> "tuple[lis
     numbers keep their meaning.  Grammars that use no fused terminal are returned as they are,
     with ``terms`` itself (recordings before wave 10, other modes, grammars split already)."""
     from wholetrace.grammar import Grammar
+    from wholetrace.kernels.wpp_parts import close_parts   # (not at import: the WPP builder imports this module)
 
     fused = np.flatnonzero(np.isin(terms.kind, FUSED))
     n = len(terms)
