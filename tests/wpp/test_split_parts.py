@@ -143,3 +143,22 @@ def test_close_parts_small() -> None:
     need[2] = True
     close_parts(t.kind, t.fid, t.value, need)
     assert need.tolist() == [False, True, True, False, False, False, False]
+
+
+@pytest.mark.nojit
+def test_close_parts_ignores_a_bad_part_id() -> None:
+    """A malformed table (a part >= the table's length, a negative part, a part not before its
+    terminal) marks nothing outside ``need`` (review13a MED-1: the JIT wrote past the array's end)."""
+    for bad in (5, 4, 2, -1):     # beyond the table, = its length, itself, negative (would wrap to 3)
+        t = Terminals(np.array([ENTER_PATH, ENTER_PATH, SEQ, PATH], np.int8),
+                      np.array([0, 0, 0, 0], np.int32), np.array([0, 0, bad, 0], np.int64))
+        big = np.zeros(8, np.bool_)
+        need = big[:4]
+        need[2] = True
+        assert close_parts(t.kind, t.fid, t.value, need) == 2     # itself and its good part 0 (fid)
+        assert big.tolist() == [True, False, True] + [False] * 5
+        t.fid[2], t.value[2] = bad, 1                              # the bad id as the head
+        big[:] = False
+        big[2] = True
+        assert close_parts(t.kind, t.fid, t.value, need) == 2
+        assert big.tolist() == [False, True, True] + [False] * 5
