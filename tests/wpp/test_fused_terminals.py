@@ -148,9 +148,11 @@ _TABLE_PROGRAMS = {
 
 
 @pytest.mark.parametrize("name", sorted(_TABLE_PROGRAMS))
-def test_wpp_table_counts_events_as_before(tmp_path: Path, name: str) -> None:
-    """``wholetrace wpp``'s events and distinct paths count one terminal an event (the split
-    view: what the unfused twin interns from the raw stream), ``symbols`` the fused grammar's length."""
+def test_wpp_table_counts_the_raw_events(tmp_path: Path, name: str) -> None:
+    """``wholetrace wpp``'s events are the raw stream's (``--keep-raw``), as ``info`` counts them:
+    an EXC record with its operands, a fused or SEQ terminal its events (wave 13; wave 12 counted
+    EXC s as one); distinct paths and symbols count one terminal an event (what the unfused twin
+    interns from the raw stream), ``grammar_symbols`` the grammar's length."""
     script = tmp_path / "prog.py"
     script.write_text(_TABLE_PROGRAMS[name])
     record(script, tmp_path / "p.wt")
@@ -159,21 +161,23 @@ def test_wpp_table_counts_events_as_before(tmp_path: Path, name: str) -> None:
         (s,) = wpp.streams
         row = s.table1(wpp.terminals)
         raw = rec.events(0)
+        (kept,) = rec.streams()
         # read as a grammar-only recording (info, trace): the stream's event count is the raw one
         (st,) = ExpandedRecording(rec).streams()
-        assert st.n_events == len(raw)
+        assert st.n_events == len(raw) == kept.n_events
         fns = frozenset(f.fid for f in rec.functions() if f.cfg.get("plan", {}).get("strategy") == "paths")
         used = s.grammar.expand().tolist()
         seqs = int(np.count_nonzero(wpp.terminals.kind[used] == SEQ))
         kinds = wpp.terminals.kind[[c for x in used for c in wpp.terminals.components(x)]]   # inside SEQs too
     exc = int(np.count_nonzero(raw == -2))
-    assert row["events"] == len(raw) - exc and row["grammar_symbols"] < row["events"] - 250
+    assert row["events"] == len(raw) and row["grammar_symbols"] < row["events"] - 250
+    assert row["raw_bytes"] == 4 * len(raw)
     codes, table = naive_intern({0: raw.tolist()}, PATH, PATH_LEAVE_AT, fns)   # one terminal an event
-    assert row["events"] == len(codes[0])
+    assert len(codes[0]) == len(raw) - exc
     assert row["distinct_symbols"] == len(table)
     assert row["distinct_paths"] == sum(1 for k, _f, _v in table if k not in (ENTER, K_LEAVE, K_EXC))
-    assert row["path_kind"] == "path" and row["raw_bytes"] == 4 * row["events"]
-    if name == "raises":   # the cases the table counts differently from the terminal widths
+    assert row["path_kind"] == "path"
+    if name == "raises":   # EXC records, chains and groups in the stream
         assert exc > 100 and np.count_nonzero(kinds == ENTER_CHAIN) > 100 and seqs > 100
 
 

@@ -60,7 +60,7 @@ def run_hot(args: argparse.Namespace) -> int:
         raise UsageError(f"--min-cost must be at least 1, got {args.min_cost}")
     if not 1 <= args.min_length <= args.max_length:
         raise UsageError(f"need 1 <= --min-length ({args.min_length}) <= --max-length ({args.max_length})")
-    view = open_view(args.file, stream=args.stream, progress=not args.json)
+    view = open_view(args.file, stream=args.stream, progress=not args.json, ungroup=True)   # cached in the file
     report = hot_report(view, HotOptions(args.min_cost, args.max_length, args.min_length, args.limit, args.cost))
     sys.stdout.write((json.dumps(hot_json(report)) if args.json else hot_text(report)) + "\n")
     return 0

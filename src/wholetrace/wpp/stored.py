@@ -10,9 +10,10 @@ import numpy as np
 
 from wholetrace.errors import UsageError
 from wholetrace.grammar import Grammar
+from wholetrace.kernels.wpp_parts import close_parts
 from wholetrace.wpp.intern import events_of, terminal_widths, terminals_from_array
 from wholetrace.wpp.online import GRAMMAR_NAME, META_KEY, SYMBOLS_NAME, TERMINALS_VERSION
-from wholetrace.wpp.symbols import ENTER, ENTER_CHAIN, ENTER_PATH, EXC, FUSED, LEAVE, PATH, SEQ, Terminals
+from wholetrace.wpp.symbols import ENTER, ENTER_CHAIN, ENTER_PATH, EXC, FUSED, LEAVE, PATH, Terminals, number_rows
 
 #: Bytes per event of the raw stream (Larus's Table 1 trace size counts 4 per path).
 RAW_EVENT_BYTES = 4
@@ -33,13 +34,11 @@ class StreamWpp:
         from wholetrace.wpp.queries import terminal_counts
 
         g = self.grammar
-        # counted one terminal an event, as before wave 10 (without splitting the fused terminals):
-        # a fused terminal is its ENTERs and its path (its width), EXC s one event (its width
-        # counts the statement too), a SEQ its parts'
+        # events as ``info`` counts them: the raw stream's words (a fused or SEQ terminal is its
+        # events, an EXC record its code and operands), so raw bytes are the raw stream's
         n = len(terms)
-        per_terminal = _split_widths(terms)
         counts = terminal_counts(g, n)[:n]
-        events = int(np.dot(counts, per_terminal))
+        events = int(np.dot(counts, terminal_widths(terms)))
         kinds, distinct = _used_parts(terms, counts > 0)
         markers = np.isin(kinds, (ENTER, LEAVE, EXC))
         paths = int(np.count_nonzero(~markers))
@@ -54,25 +53,12 @@ class StreamWpp:
                 "build_seconds": self.stats.get("build_seconds")}
 
 
-def _split_widths(terms: Terminals) -> np.ndarray:
-    """The terminals each terminal stands for once split (``symbols.split_entered``): its events,
-    but EXC s one (a terminal of two events)."""
-    out = terminal_widths(terms) - (terms.kind == EXC)
-    for t in np.flatnonzero(terms.kind == SEQ).tolist():    # parts interned before: ids in order
-        out[t] = out[int(terms.fid[t])] + out[int(terms.value[t])]
-    return out
-
-
 def _used_parts(terms: Terminals, used: np.ndarray) -> tuple[np.ndarray, int]:
     """The kinds of the distinct one-an-event terminals (``symbols.split_entered``'s) that the
     terminals marked ``used`` stand for, and their number: a fused terminal stands for (ENTER, f, 0)
     and its path (ENTER_PATH) or its inner terminal's (ENTER_CHAIN); a SEQ its parts'."""
-    need = used.copy()
-    for t in np.flatnonzero(np.isin(terms.kind, (ENTER_CHAIN, SEQ)))[::-1].tolist():   # inner terminals have smaller ids
-        if need[t]:
-            need[int(terms.value[t])] = True
-            if int(terms.kind[t]) == SEQ:
-                need[int(terms.fid[t])] = True
+    need = np.ascontiguousarray(used, dtype=np.bool_).copy()
+    close_parts(terms.kind, terms.fid, terms.value, need)
     plain = need & ~np.isin(terms.kind, FUSED)
     fused = need & np.isin(terms.kind, (ENTER_PATH, ENTER_CHAIN))      # a SEQ stands for nothing of its own
     enter_path = need & (terms.kind == ENTER_PATH)
@@ -80,7 +66,7 @@ def _used_parts(terms: Terminals, used: np.ndarray) -> tuple[np.ndarray, int]:
     kind = np.concatenate([terms.kind[plain], np.full(nf, ENTER), np.full(npath, PATH)]).astype(np.int64)
     fid = np.concatenate([terms.fid[plain], terms.fid[fused], terms.fid[enter_path]]).astype(np.int64)
     value = np.concatenate([terms.value[plain], np.zeros(nf), terms.value[enter_path]]).astype(np.int64)
-    keys = np.unique(np.stack([kind, fid, value], axis=1), axis=0)
+    _, keys = number_rows(np.zeros((0, 3), np.int64), np.stack([kind, fid, value], axis=1))   # the distinct ones
     return keys[:, 0], len(keys)
 
 
@@ -118,13 +104,21 @@ class StoredWpp:
         self.symbols_bytes = _stored_bytes(rec, SYMBOLS_NAME, table)
         self.streams: list[StreamWpp] = []
         stats = meta.get("streams", {})
+        from wholetrace.instrument.digest import sha256
+
+        h = sha256(b"terminals %d %d\0" % (version, len(self.terminals)))
+        h.update(np.ascontiguousarray(table if table is not None else np.zeros(0, np.int64), np.int64).tobytes())
         for st in rec.streams():
             blob = rec.get_array(GRAMMAR_NAME.format(sid=st.sid))
             if blob is None:
                 continue   # a stream that recorded nothing
             data = blob.tobytes()
+            h.update(b"\0stream %d %d\0" % (st.sid, len(data)) + data)
             self.streams.append(StreamWpp(st.sid, st.name, Grammar.from_bytes(data), len(data),
                                           dict(stats.get(str(st.sid), {}))))
+        #: SHA-256 of the terminal table and every stream's stored grammar (what they expand to:
+        #: the key of caches derived from them, ``wpp.flatcache``)
+        self.digest = h.hexdigest()
 
     def stream(self, sid: int) -> StreamWpp:
         for s in self.streams:

@@ -133,61 +133,31 @@ def split_entered(grammars: "Sequence[Grammar]", terms: Terminals) -> "tuple[lis
     numbers keep their meaning.  Grammars that use no fused terminal are returned as they are,
     with ``terms`` itself (recordings before wave 10, other modes, grammars split already)."""
     from wholetrace.grammar import Grammar
+    from wholetrace.kernels.wpp_parts import close_parts   # (not at import: the WPP builder imports this module)
 
     fused = np.flatnonzero(np.isin(terms.kind, FUSED))
     n = len(terms)
-    is_fused = np.zeros(n, bool)
+    is_fused = np.zeros(n + 1, bool)         # (n: a rule's place, never fused)
     is_fused[fused] = True
-    if not any(is_fused[g.rhs[g.rhs >= 0]].any() for g in grammars):
+    at = [np.where(g.rhs >= 0, g.rhs, n) for g in grammars]     # each symbol's terminal, n for a rule
+    hits = [is_fused[a] for a in at]
+    if not any(h.any() for h in hits):
         return list(grammars), terms        # no fused terminal used: nothing to split (or split already)
-    kind, fid, value = terms.kind.tolist(), terms.fid.tolist(), terms.value.tolist()
-    index = {key: t for t, key in enumerate(zip(kind, fid, value))}
-
-    def find(key: tuple[int, int, int]) -> int:
-        if key not in index:
-            index[key] = len(kind)
-            kind.append(key[0])
-            fid.append(key[1])
-            value.append(key[2])
-        return index[key]
-
-    first = np.zeros(n, np.int64)        # the two symbols of each fused terminal's rule: a terminal,
-    second = np.zeros(n, np.int64)       # or (``*_ref``) another fused terminal, whose rule it is
-    first_ref = np.zeros(n, bool)
-    second_ref = np.zeros(n, bool)
-    for t in fused.tolist():
-        if kind[t] == SEQ:        # (h, u): h's rule or terminal, then u's
-            first[t], first_ref[t] = fid[t], is_fused[fid[t]]
-            second[t], second_ref[t] = value[t], is_fused[value[t]]
-            continue
-        first[t] = find((ENTER, fid[t], 0))
-        if kind[t] == ENTER_PATH:
-            second[t] = find((PATH, fid[t], value[t]))
-        else:
-            second[t], second_ref[t] = value[t], True
-    table = Terminals(np.array(kind, np.int8), np.array(fid, np.int32), np.array(value, np.int64))
+    first, second, first_ref, second_ref, table = _split_rules(terms, fused, is_fused[:n])
     out = []
-    for g in grammars:
+    for g, a, hit in zip(grammars, at, hits):
         rhs = g.rhs
-        hit = rhs >= 0
-        hit[hit] = is_fused[rhs[hit]]
-        need = np.zeros(n, bool)
-        need[rhs[hit]] = True
-        for t in fused[::-1].tolist():          # inner terminals have smaller ids
-            if need[t]:
-                if first_ref[t]:
-                    need[first[t]] = True
-                if second_ref[t]:
-                    need[second[t]] = True
-        used = np.flatnonzero(need)
+        need = np.zeros(n, np.bool_)
+        need[a[hit]] = True
+        close_parts(terms.kind, terms.fid, terms.value, need)    # and the fused terminals they are made of
+        used = np.flatnonzero(need & is_fused[:n])
         if not len(used):
             out.append(g)
             continue
         nr = len(g.off) - 1
-        rule_of = np.zeros(n, np.int64)
+        rule_of = np.zeros(n + 1, np.int64)
         rule_of[used] = nr + np.arange(len(used))
-        new_rhs = rhs.copy()
-        new_rhs[hit] = -rule_of[rhs[hit]]
+        new_rhs = np.where(hit, -rule_of[a], rhs)
         pair = []
         for sym, ref in ((first[used], first_ref[used]), (second[used], second_ref[used])):
             # (a terminal id may be >= n: one appended above)
@@ -197,6 +167,68 @@ def split_entered(grammars: "Sequence[Grammar]", terms: Terminals) -> "tuple[lis
         new_off = np.concatenate([g.off, g.off[-1] + 2 * np.arange(1, len(used) + 1)])
         out.append(Grammar(new_off, new_rhs, lookahead=g.lookahead))
     return out, table
+
+
+def _split_rules(terms: Terminals, fused: np.ndarray, is_fused: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, Terminals]:
+    """The two symbols of each fused terminal's rule (``first``, ``second``; ``*_ref``: the symbol
+    is another fused terminal, whose rule it stands for), and the table with the (ENTER, f, 0) and
+    (PATH, f, v) terminals they need appended, new ones numbered in the order the fused terminals
+    ask for them (ENTER before PATH)."""
+    n = len(terms)
+    kind = terms.kind.astype(np.int64)
+    fid = terms.fid.astype(np.int64)
+    value = terms.value.astype(np.int64)
+    first = np.zeros(n, np.int64)
+    second = np.zeros(n, np.int64)
+    first_ref = np.zeros(n, bool)
+    second_ref = np.zeros(n, bool)
+    seq = fused[kind[fused] == SEQ]           # (h, u): h's rule or terminal, then u's
+    first[seq], first_ref[seq] = fid[seq], is_fused[fid[seq]]
+    second[seq], second_ref[seq] = value[seq], is_fused[value[seq]]
+    ent = fused[kind[fused] != SEQ]           # ENTER_PATH (f, v): ENTER f, PATH v; ENTER_CHAIN (f, t): ENTER f, t's rule
+    is_path = kind[ent] == ENTER_PATH
+    second[ent[~is_path]], second_ref[ent[~is_path]] = value[ent[~is_path]], True
+    # the keys asked for, in order: each one's ENTER, then an ENTER_PATH's PATH
+    ask = np.stack([np.stack([np.full(len(ent), ENTER), fid[ent], np.zeros(len(ent), np.int64)], axis=1),
+                    np.stack([np.full(len(ent), PATH), fid[ent], value[ent]], axis=1)], axis=1)
+    keep = np.stack([np.ones(len(ent), bool), is_path], axis=1).reshape(-1)
+    ask = ask.reshape(-1, 3)[keep]
+    ids, added = number_rows(np.stack([kind, fid, value], axis=1), ask)
+    slot = np.flatnonzero(keep)            # ask's rows: 2 e (ENTER of ent[e]) and 2 e + 1 (its PATH)
+    first[ent[slot[slot % 2 == 0] // 2]] = ids[slot % 2 == 0]
+    second[ent[slot[slot % 2 == 1] // 2]] = ids[slot % 2 == 1]
+    table = Terminals(np.concatenate([terms.kind, added[:, 0]]).astype(np.int8),
+                      np.concatenate([terms.fid, added[:, 1]]).astype(np.int32),
+                      np.concatenate([terms.value, added[:, 2]]).astype(np.int64))
+    return first, second, first_ref, second_ref, table
+
+
+def number_rows(table: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The id of each row of ``rows`` ((m, 3) int64) in ``table`` ((n, 3), rows distinct): the
+    index of the equal row, or for a row ``table`` lacks n, n + 1, ... in the order such rows first
+    appear; and those new rows in that order.  (Integer sorts: ``np.unique(axis=0)`` sorts rows as
+    bytes, ~20x slower on tables of thousands of SEQ terminals.)"""
+    n = len(table)
+    both = np.concatenate([table, rows]).reshape(-1, 3)
+    if not len(rows):
+        return np.zeros(0, np.int64), np.zeros((0, 3), np.int64)
+    order = np.lexsort((both[:, 2], both[:, 1], both[:, 0]))
+    ranked = both[order]
+    starts = np.ones(len(both), bool)
+    starts[1:] = np.any(ranked[1:] != ranked[:-1], axis=1)
+    key = np.empty(len(both), np.int64)
+    key[order] = np.cumsum(starts) - 1          # equal rows, equal key
+    at = np.full(int(key.max()) + 1, -1, np.int64)
+    at[key[:n]] = np.arange(n)
+    ids = at[key[n:]]
+    new = ids < 0
+    _, first, inverse = np.unique(key[n:][new], return_index=True, return_inverse=True)
+    rank = np.empty(len(first), np.int64)
+    by_first = np.argsort(first, kind="stable")
+    rank[by_first] = np.arange(len(first))
+    ids[new] = n + rank[inverse.reshape(-1)]
+    return ids, rows[new][first[by_first]]
 
 
 class BlockSymbols(FrozenRecord):

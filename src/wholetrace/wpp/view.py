@@ -27,6 +27,7 @@ from wholetrace.wpp.symbols import BLOCK, PATH, SEQ, Terminals, split_entered
 
 if TYPE_CHECKING:
     from wholetrace.instrument.pathnum import PathNumbering
+    from wholetrace.wpp.intern import EventInterner
 
 #: Recording modes whose streams are traces the analyses can read.
 TRACE_MODES = ("blocks", "witness", "branches", "path")
@@ -64,6 +65,7 @@ class WppView:
     old_inc: set[int] = field(default_factory=set)   # numbered before wave 11 (``modes.stored_free_records``)
     lookahead: bool = True                 # the SEQUITUR variant the stored grammars were built with
     path_fids: frozenset[int] = frozenset()   # functions recorded with path ids (plan strategy ``paths``)
+    flat: bool = False                     # rules of wave 10's terminals, SEQ groups undone (``ungrouped_view``)
 
     @cached_property
     def symbol_kind(self) -> str:
@@ -98,10 +100,14 @@ def path_numbering(cfg: CFG, quiet: "frozenset[int] | None" = None, free_records
     return None if num.fallback else num
 
 
-def open_view(path: str, *, stream: int | None = None, progress: bool = True) -> WppView:
-    """The grammars of recording ``path`` (only stream ``stream`` if given); see the module doc."""
+def open_view(path: str, *, stream: int | None = None, progress: bool = True, ungroup: bool = False) -> WppView:
+    """The grammars of recording ``path`` (only stream ``stream`` if given); see the module doc.
+    ``ungroup``: with SEQ groups undone (``ungrouped_view``, what ``hot`` reads), from the cache in
+    the recording when it holds one for these grammars, else rebuilt and (all streams asked for)
+    cached there (``wpp.flatcache``)."""
     from wholetrace.store import Recording
 
+    key = None
     with Recording(path) as rec:
         mode = str(rec.meta.get("mode"))
         if mode not in TRACE_MODES:
@@ -121,6 +127,8 @@ def open_view(path: str, *, stream: int | None = None, progress: bool = True) ->
                        if stream is None or s.sid == stream]
             view = WppView(path, mode, "stored", stored.terminals, streams, cfgs, files,
                            lookahead=bool(stored.meta.get("lookahead")), path_fids=path_fids)
+            if ungroup and np.any(view.terminals.kind == SEQ):
+                view, key = _cached_flat(rec, view, stored.digest)
         else:
             view = _build(rec, path, mode, cfgs, files, path_fids, stream, progress)
         from wholetrace.instrument.modes import stored_free_records, stored_quiet
@@ -128,7 +136,42 @@ def open_view(path: str, *, stream: int | None = None, progress: bool = True) ->
         view.old_inc = {f.fid for f in functions if not stored_free_records(f.cfg)}
     if stream is not None and not view.streams:
         raise UsageError(f"{path}: no stream {stream} with events")
+    if key is not None:      # no cache for these grammars: rebuild, and keep it if it is whole
+        grouped_terms = view.terminals
+        view = ungrouped_view(view)
+        if stream is None:
+            from wholetrace.wpp import flatcache
+
+            flatcache.save(path, key, grouped_terms, view.terminals, {s.sid: s.grammar for s in view.streams})
     return split_view(view)
+
+
+def _cached_flat(rec: Any, view: WppView, digest: str) -> "tuple[WppView, str | None]":
+    """``view`` ungrouped from the cache in ``rec`` (and None), or as it is with the cache key to
+    build it under (``wpp.flatcache``)."""
+    from wholetrace.wpp import flatcache
+
+    key = flatcache.cache_key(digest, view.lookahead, view.path_fids, _n_functions(view))
+    got = flatcache.load(rec, key, view.terminals, [s.sid for s in view.streams])
+    if got is None:
+        return view, key
+    terms, grammars = got
+    streams = [StreamGrammar(s.sid, s.name, grammars[s.sid]) for s in view.streams]
+    return dataclasses.replace(view, terminals=terms, streams=streams, flat=True), None
+
+
+def _n_functions(view: WppView) -> int:
+    return max(view.cfgs, default=-1) + 1
+
+
+def wave10_interner(path_fids: "frozenset[int] | set[int]", n_functions: int = 0) -> "EventInterner":
+    """Wave 10's interner of path events (ENTERs fused, no SEQ groups: ``hot``'s terminals), with
+    the functions recorded with path ids named."""
+    from wholetrace.wpp.intern import PATH_LEAVE_AT, EventInterner
+
+    it = EventInterner(PATH, PATH_LEAVE_AT, fuse=True)
+    it.set_path_functions(sorted(path_fids), n_functions)
+    return it
 
 
 def ungrouped_view(view: WppView) -> WppView:
@@ -137,14 +180,13 @@ def ungrouped_view(view: WppView) -> WppView:
     meaning) and its grammar rebuilt with SEQUITUR (the recording's lookahead).  ``hot`` reads the
     grammar's rules, and groups change them (docs/design.md, "The WPP's terminals, wave 12",
     review fixes); a view without SEQ terminals is returned as it is."""
-    if not np.any(view.terminals.kind == SEQ):
+    if view.flat or not np.any(view.terminals.kind == SEQ):
         return view
     from wholetrace.grammar import GrammarBuilder
-    from wholetrace.wpp.intern import PATH_LEAVE_AT, EventInterner, events_of, terminal_widths
+    from wholetrace.wpp.intern import events_of, terminal_widths
 
-    it = EventInterner(PATH, PATH_LEAVE_AT, fuse=True)
+    it = wave10_interner(view.path_fids, _n_functions(view))
     it.seed(view.terminals)
-    it.set_path_functions(sorted(view.path_fids), max(view.cfgs, default=-1) + 1)
     widths = terminal_widths(view.terminals)
     streams = []
     for s in view.streams:
@@ -153,7 +195,7 @@ def ungrouped_view(view: WppView) -> WppView:
             b.feed(it.codes(s.sid, events_of(codes, view.terminals, widths), scratch=True))
         b.feed(it.finish(s.sid))
         streams.append(StreamGrammar(s.sid, s.name, b.finish()))
-    return dataclasses.replace(view, terminals=it.terminals(), streams=streams)
+    return dataclasses.replace(view, terminals=it.terminals(), streams=streams, flat=True)
 
 
 def split_view(view: WppView) -> WppView:
@@ -176,14 +218,13 @@ def _build(rec: Any, path: str, mode: str, cfgs: dict[int, CFG], files: dict[int
     from wholetrace.progress import progress
     from wholetrace.trace.session import Trace
     from wholetrace.wpp.cli import readable
-    from wholetrace.wpp.intern import PATH_LEAVE_AT, EventInterner
+    from wholetrace.wpp.intern import EventInterner
 
     trace = Trace(readable(rec))
     # a path recording stored raw keeps its path symbols (wave 10's: no SEQ groups, which ``hot``
-    # would undo, ``ungrouped_view``); the others become blocks
-    interner = EventInterner(PATH, PATH_LEAVE_AT, fuse=True) if mode == "path" else EventInterner(BLOCK)
-    if mode == "path":   # their exception records carry a register (read by position)
-        interner.set_path_functions(sorted(path_fids))
+    # would undo, ``ungrouped_view``; their exception records carry a register, read by position);
+    # the others become blocks
+    interner = wave10_interner(path_fids) if mode == "path" else EventInterner(BLOCK)
     chunks = rec.iter_chunks if mode == "path" else trace.blocks
     what = "path" if mode == "path" else "block"
     wanted = [s for s in trace.streams() if s.n_events and (stream is None or s.sid == stream)]
@@ -202,4 +243,4 @@ def _build(rec: Any, path: str, mode: str, cfgs: dict[int, CFG], files: dict[int
             g = b.finish()
             if len(g):
                 out.append(StreamGrammar(st.sid, st.name, g))
-    return WppView(path, mode, "built", interner.terminals(), out, cfgs, files)
+    return WppView(path, mode, "built", interner.terminals(), out, cfgs, files, path_fids=path_fids)

@@ -1,0 +1,116 @@
+"""``hot``'s wave-10 grammars of a grouped (version-3) WPP, kept in the recording after the first query (arrays ``wpp.flat.*``).
+
+``wpp.view.ungrouped_view`` rebuilds them from the stored grammars' events (O(events): a
+re-interning and a SEQUITUR pass); the first ``hot`` stores what it built, as the WET's first
+query stores ``wet.g.*`` (``wet.graph.wet_of``), and later ones read it back.  The cache is keyed
+on everything the rebuild reads (:func:`cache_key`): the stored grammars and terminal table, the
+lookahead, the functions recorded with path ids, and the sources of the code that builds it
+(interner and SEQUITUR); a cache under another key is ignored (and replaced by the next
+complete build).  A file that cannot be written answers all the same, without caching
+(docs/design.md, "The WPP read side, wave 13").
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import numpy as np
+
+from wholetrace.errors import StoreError
+from wholetrace.grammar import Grammar
+from wholetrace.wpp.symbols import Terminals
+
+#: Layout of the ``wpp.flat.*`` arrays (part of the key: another layout is not read).
+FORMAT = 1
+META = "wpp.flat.meta"        # uint8 JSON: {"key", "streams": [sid, ...], "terminals": n, "lookahead"}
+GRAMMAR = "wpp.flat.grammar"  # per stream (key = sid): the grammar, ``encode_explicit(fast=True)`` (uint8)
+EXTRA = "wpp.flat.symbols"    # (k, 3) int64: terminals the rebuild appended to the stored table
+NAMES = (META, GRAMMAR, EXTRA)
+
+#: Sources whose code decides the rebuilt grammar (an edit of one invalidates every cache).
+_SOURCES = (("kernels", "wpp_intern.py"), ("wpp", "intern.py"), ("grammar", "builder.py"),
+            ("kernels", "sequitur.py"), ("kernels", "sequitur_table.py"), ("kernels", "sequitur_rules.py"),
+            ("wpp", "view.py"), ("wpp", "flatcache.py"))
+_code_digest: str | None = None
+
+
+def code_digest() -> str:
+    """SHA-256 of the sources that build the wave-10 grammar (read once per process)."""
+    global _code_digest
+    if _code_digest is None:
+        from wholetrace.instrument.digest import sha256
+
+        package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        h = sha256()
+        for parts in _SOURCES:
+            with open(os.path.join(package, *parts), "rb") as f:
+                h.update("/".join(parts).encode() + b"\0" + f.read() + b"\0")
+        _code_digest = h.hexdigest()
+    return _code_digest
+
+
+def cache_key(grammar_digest: str, lookahead: bool, path_fids: "frozenset[int]", n_functions: int) -> str:
+    """The key of a rebuild from stored grammars and table of digest ``grammar_digest``
+    (``StoredWpp.digest``), built with this lookahead, these path functions and this code."""
+    from wholetrace.instrument.digest import sha256
+
+    what = {"format": FORMAT, "grammars": grammar_digest, "lookahead": bool(lookahead),
+            "path_fids": sorted(int(f) for f in path_fids), "n_functions": int(n_functions),
+            "code": code_digest()}
+    return str(sha256(json.dumps(what, sort_keys=True).encode()).hexdigest())
+
+
+def load(rec: Any, key: str, terms: Terminals, sids: list[int]) -> "tuple[Terminals, dict[int, Grammar]] | None":
+    """The cached table and the grammars of streams ``sids``, if ``rec`` holds them under ``key``
+    (``terms``: the stored table they extend), else None."""
+    raw = rec.get_array(META)
+    if raw is None:
+        return None
+    try:
+        meta = json.loads(raw.tobytes())
+    except ValueError:
+        return None
+    if not isinstance(meta, dict) or meta.get("key") != key or not set(sids) <= set(meta.get("streams", ())):
+        return None
+    extra = rec.get_array(EXTRA)
+    if int(meta.get("terminals", -1)) != len(terms) + (0 if extra is None else len(extra)):
+        return None
+    if extra is not None and len(extra):
+        e = np.asarray(extra, np.int64).reshape(-1, 3)
+        terms = Terminals(np.concatenate([terms.kind, e[:, 0].astype(np.int8)]),
+                          np.concatenate([terms.fid, e[:, 1].astype(np.int32)]),
+                          np.concatenate([terms.value, e[:, 2]]))
+    out = {}
+    for sid in sids:
+        blob = rec.get_array(GRAMMAR, str(sid))
+        if blob is None:
+            return None
+        out[sid] = Grammar.from_bytes(blob.tobytes())
+    return terms, out
+
+
+def save(path: str, key: str, stored_terms: Terminals, terms: Terminals, grammars: "dict[int, Grammar]") -> bool:
+    """Store the rebuilt table ``terms`` (``stored_terms`` extended) and ``grammars`` (sid ->
+    grammar, every stream of the WPP) under ``key`` in recording ``path``, replacing an older cache
+    in one transaction; False when the file cannot be written (the query answers all the same)."""
+    from wholetrace.grammar.encoding import encode_explicit
+    from wholetrace.store.writer import updating
+
+    n0 = len(stored_terms)
+    extra = np.stack([terms.kind[n0:].astype(np.int64), terms.fid[n0:].astype(np.int64),
+                      terms.value[n0:].astype(np.int64)], axis=1).reshape(-1, 3)
+    lookahead = any(g.lookahead for g in grammars.values())
+    meta = {"key": key, "streams": sorted(grammars), "terminals": len(terms), "lookahead": lookahead}
+    try:
+        with updating(path) as w:
+            for name in NAMES:
+                w.delete_arrays(name)
+            for sid, g in grammars.items():   # (rule numbers kept: the builder numbers them in first appearance)
+                w.put_array(GRAMMAR, np.frombuffer(encode_explicit(g, fast=True), np.uint8), key=str(sid))
+            w.put_array(EXTRA, extra)
+            w.put_array(META, np.frombuffer(json.dumps(meta).encode(), np.uint8))
+    except (StoreError, OSError):
+        return False
+    return True

@@ -1,0 +1,172 @@
+"""``hot``'s wave-10 grammars cached in a version-3 recording (``wpp.flatcache``): the second query
+reads them instead of rebuilding, a cache of other grammars is ignored, and a file that cannot be
+written answers all the same.  The oracle is wave 10's grammar built from the ``--keep-raw``
+events (``test_hot_seq.wave10_view``), never the cache's own output."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from test_hot_seq import PROGRAM, keyed, wave10_view
+from wholetrace.cli import main
+from wholetrace.errors import StoreError
+from wholetrace.store import Recording
+from wholetrace.wpp import flatcache, hotreport, view as viewmod
+from wholetrace.wpp.hotreport import HotOptions, hot_report
+from wholetrace.wpp.stored import StoredWpp
+from wholetrace.wpp.view import open_view
+from wtutil import run_recorded
+
+OTHER = PROGRAM.replace("range(n)", "range(n // 2 + 1)").replace("i % 7 == 0", "i % 5 == 1")
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    tmp = tmp_path_factory.mktemp("hotcache")
+    out = {}
+    for name, text, mode, more in (("a", PROGRAM, "path", ()), ("b", OTHER, "path", ()),
+                                   ("plain", PROGRAM, "path", ("--no-lookahead",)), ("blocks", PROGRAM, "blocks", ())):
+        script = tmp / f"{name}.py"
+        script.write_text(text)
+        path = tmp / f"{name}.wt"
+        proc = run_recorded(script, path, mode=mode, options=("--wpp", "--keep-raw", *more))
+        assert proc.returncode == 0, proc.stderr
+        out[name] = path
+    return out
+
+
+def fresh(recorded: dict[str, Path], name: str, tmp_path: Path) -> Path:
+    """A copy of recording ``name`` with no cache in it yet."""
+    path = tmp_path / f"{name}.wt"
+    path.write_bytes(recorded[name].read_bytes())
+    return path
+
+
+def cached_meta(path: Path) -> dict | None:
+    with Recording(path) as rec:
+        raw = rec.get_array(flatcache.META)
+    return None if raw is None else json.loads(raw.tobytes())
+
+
+def hot_doc(path: Path, capsys: pytest.CaptureFixture[str], *args: str) -> dict:
+    assert main(["hot", str(path), "--json", "--limit", "0", *args]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def oracle(path: Path) -> list[str]:
+    return keyed(hot_report(wave10_view(path), HotOptions(limit=0)))
+
+
+def no_rebuild(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(view):  # type: ignore[no-untyped-def]
+        raise AssertionError("rebuilt although the recording holds the cache")
+    monkeypatch.setattr(viewmod, "ungrouped_view", lambda v: v if v.flat else refuse(v))
+    monkeypatch.setattr(hotreport, "ungrouped_view", lambda v: v if v.flat else refuse(v))
+
+
+def test_the_second_query_reads_the_cache(recorded: dict[str, Path], tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    path = fresh(recorded, "a", tmp_path)
+    assert cached_meta(path) is None
+    first = hot_doc(path, capsys)
+    meta = cached_meta(path)
+    assert meta is not None and meta["streams"]
+    with monkeypatch.context() as m:
+        no_rebuild(m)
+        assert hot_doc(path, capsys) == first
+        got = keyed(hot_report(open_view(str(path), progress=False, ungroup=True), HotOptions(limit=0)))
+    assert got and got == oracle(path)
+
+
+@pytest.mark.parametrize("other", ["b", "plain"])
+def test_a_cache_of_other_grammars_is_ignored(recorded: dict[str, Path], tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str], other: str) -> None:
+    """The cache rows of recording a copied into another: b (same functions, other events) or
+    plain (the same events and table, grammars built with plain SEQUITUR): its answer stays its
+    own (its oracle), and the next build replaces the stale cache."""
+    a, b = fresh(recorded, "a", tmp_path), fresh(recorded, other, tmp_path)
+    answer_a = hot_doc(a, capsys)
+    want_b = oracle(b)
+    assert want_b != oracle(a)
+    src = sqlite3.connect(a)
+    rows = src.execute("SELECT * FROM arrays WHERE name LIKE 'wpp.flat.%'").fetchall()
+    src.close()
+    assert rows
+    dst = sqlite3.connect(b)
+    dst.executemany(f"INSERT OR REPLACE INTO arrays VALUES ({', '.join('?' * len(rows[0]))})", rows)
+    dst.commit()
+    dst.close()
+    assert cached_meta(b) == cached_meta(a)
+    assert hot_doc(b, capsys) != answer_a
+    assert keyed(hot_report(open_view(str(b), progress=False, ungroup=True), HotOptions(limit=0))) == want_b
+    assert cached_meta(b)["key"] != cached_meta(a)["key"]
+
+
+def test_the_key_covers_what_the_rebuild_reads(recorded: dict[str, Path]) -> None:
+    with Recording(recorded["a"]) as ra, Recording(recorded["b"]) as rb:
+        da, db = StoredWpp(ra).digest, StoredWpp(rb).digest
+    assert da != db
+    base = flatcache.cache_key(da, True, frozenset({1, 2}), 5)
+    assert base == flatcache.cache_key(da, True, frozenset({2, 1}), 5)
+    for other in (flatcache.cache_key(db, True, frozenset({1, 2}), 5), flatcache.cache_key(da, False, frozenset({1, 2}), 5),
+                  flatcache.cache_key(da, True, frozenset({1}), 5), flatcache.cache_key(da, True, frozenset({1, 2}), 6)):
+        assert other != base
+
+
+def test_a_file_that_cannot_be_written_answers(recorded: dict[str, Path], tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from wholetrace.store import writer
+
+    (tmp_path / "w").mkdir()
+    want = hot_doc(fresh(recorded, "a", tmp_path / "w"), capsys)
+    path = fresh(recorded, "a", tmp_path)
+
+    def read_only(_path):  # type: ignore[no-untyped-def]
+        raise StoreError(f"cannot update recording {_path}: attempt to write a readonly database")
+    monkeypatch.setattr(writer, "updating", read_only)
+    before = path.read_bytes()
+    assert hot_doc(path, capsys) == want
+    assert path.read_bytes() == before
+
+
+def test_one_stream_asked_for_is_answered_not_cached(recorded: dict[str, Path], tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    path = fresh(recorded, "a", tmp_path)
+    before = path.read_bytes()
+    doc = hot_doc(path, capsys, "--stream", "0")
+    assert path.read_bytes() == before
+    full = hot_doc(path, capsys)           # caches every stream
+    assert cached_meta(path) is not None
+    assert hot_doc(path, capsys, "--stream", "0") == doc
+    assert [e for e in full["subpaths"] if e["stream"] == 0] == doc["subpaths"]
+
+
+def test_recordings_without_groups_get_no_cache(recorded: dict[str, Path], tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    path = fresh(recorded, "blocks", tmp_path)
+    before = path.read_bytes()
+    assert hot_doc(path, capsys)["subpaths"]
+    assert path.read_bytes() == before
+
+
+def test_an_immutable_file_answers(recorded: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A .wt nobody may write (``chattr +i``: read-only even for root; skipped where it cannot be set)."""
+    import shutil
+    import subprocess
+
+    (tmp_path / "w").mkdir()
+    want = hot_doc(fresh(recorded, "a", tmp_path / "w"), capsys)
+    path = fresh(recorded, "a", tmp_path)
+    tool = shutil.which("chattr")
+    if tool is None or subprocess.run([tool, "+i", str(path)], capture_output=True).returncode != 0:
+        pytest.skip("cannot make a file immutable here")
+    try:
+        before = path.read_bytes()
+        assert hot_doc(path, capsys) == want
+        assert path.read_bytes() == before and cached_meta(path) is None
+    finally:
+        subprocess.run([tool, "-i", str(path)], capture_output=True)
