@@ -8,7 +8,9 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 
 from test_hot_seq import PROGRAM, keyed, wave10_view
@@ -104,6 +106,53 @@ def test_a_cache_of_other_grammars_is_ignored(recorded: dict[str, Path], tmp_pat
     assert hot_doc(b, capsys) != answer_a
     assert keyed(hot_report(open_view(str(b), progress=False, ungroup=True), HotOptions(limit=0))) == want_b
     assert cached_meta(b)["key"] != cached_meta(a)["key"]
+
+
+def flip_a_byte(path: Path) -> None:
+    """review13a's damaged.sh: one byte of a stream's cached grammar flipped (its checksum fails)."""
+    con = sqlite3.connect(path)
+    rowid, blob = con.execute("SELECT rowid, blob FROM arrays WHERE name = ? ORDER BY key DESC",
+                              (flatcache.GRAMMAR,)).fetchone()
+    b = bytearray(blob)
+    b[len(b) // 2] ^= 0xFF
+    con.execute("UPDATE arrays SET blob = ? WHERE rowid = ?", (bytes(b), rowid))
+    con.commit()
+    con.close()
+
+
+def garbage_grammar(path: Path) -> None:
+    """A cached grammar stored intact (its checksum holds) that is no grammar."""
+    from wholetrace.store.writer import updating
+
+    with updating(str(path)) as w:
+        w.put_array(flatcache.GRAMMAR, np.frombuffer(b"not a grammar at all", np.uint8),
+                    key=str(cached_meta(path)["streams"][-1]))
+
+
+def odd_meta(path: Path) -> None:
+    """A cache whose meta counts its terminals with a string."""
+    from wholetrace.store.writer import updating
+
+    meta = cached_meta(path)
+    meta["terminals"] = "many"
+    with updating(str(path)) as w:
+        w.put_array(flatcache.META, np.frombuffer(json.dumps(meta).encode(), np.uint8))
+
+
+@pytest.mark.parametrize("damage", [flip_a_byte, garbage_grammar, odd_meta])
+def test_a_damaged_cache_is_rebuilt_and_replaced(recorded: dict[str, Path], tmp_path: Path, damage: Any,
+                                                 capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cache is derived data: damaged, the query answers from the recording's own grammars and
+    stores a sound cache again (review13a MED-2: a flipped byte made ``hot`` exit 2)."""
+    path = fresh(recorded, "a", tmp_path)
+    first = hot_doc(path, capsys)
+    damage(path)
+    assert hot_doc(path, capsys) == first
+    got = keyed(hot_report(open_view(str(path), progress=False, ungroup=True), HotOptions(limit=0)))
+    assert got == oracle(path)
+    with monkeypatch.context() as m:      # replaced: read again without a rebuild
+        no_rebuild(m)
+        assert hot_doc(path, capsys) == first
 
 
 def test_the_key_covers_what_the_rebuild_reads(recorded: dict[str, Path]) -> None:

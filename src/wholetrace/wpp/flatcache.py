@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from wholetrace.errors import StoreError
+from wholetrace.errors import GrammarError, StoreError
 from wholetrace.grammar import Grammar
 from wholetrace.wpp.symbols import Terminals
 
@@ -64,14 +64,19 @@ def cache_key(grammar_digest: str, lookahead: bool, path_fids: "frozenset[int]",
 
 def load(rec: Any, key: str, terms: Terminals, sids: list[int]) -> "tuple[Terminals, dict[int, Grammar]] | None":
     """The cached table and the grammars of streams ``sids``, if ``rec`` holds them under ``key``
-    (``terms``: the stored table they extend), else None."""
+    (``terms``: the stored table they extend), else None; None too for a damaged cache (derived
+    data: the query rebuilds it from the recording's own grammars and replaces it)."""
+    try:
+        return _load(rec, key, terms, sids)
+    except (StoreError, GrammarError, ValueError, TypeError, KeyError, IndexError):
+        return None
+
+
+def _load(rec: Any, key: str, terms: Terminals, sids: list[int]) -> "tuple[Terminals, dict[int, Grammar]] | None":
     raw = rec.get_array(META)
     if raw is None:
         return None
-    try:
-        meta = json.loads(raw.tobytes())
-    except ValueError:
-        return None
+    meta = json.loads(raw.tobytes())
     if not isinstance(meta, dict) or meta.get("key") != key or not set(sids) <= set(meta.get("streams", ())):
         return None
     extra = rec.get_array(EXTRA)
