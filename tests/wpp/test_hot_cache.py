@@ -23,6 +23,7 @@ from wholetrace.wpp.stored import StoredWpp
 from wholetrace.wpp.view import open_view
 from wtutil import run_recorded
 
+SMALL = PROGRAM.replace("range(30)", "range(2)")   # (a rebuild run as Python, NUMBA_DISABLE_JIT=1, in seconds)
 OTHER = PROGRAM.replace("range(n)", "range(n // 2 + 1)").replace("i % 7 == 0", "i % 5 == 1")
 
 
@@ -31,7 +32,8 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     tmp = tmp_path_factory.mktemp("hotcache")
     out = {}
     for name, text, mode, more in (("a", PROGRAM, "path", ()), ("b", OTHER, "path", ()),
-                                   ("plain", PROGRAM, "path", ("--no-lookahead",)), ("blocks", PROGRAM, "blocks", ())):
+                                   ("plain", PROGRAM, "path", ("--no-lookahead",)), ("blocks", PROGRAM, "blocks", ()),
+                                   ("small", SMALL, "path", ())):
         script = tmp / f"{name}.py"
         script.write_text(text)
         path = tmp / f"{name}.wt"
@@ -155,7 +157,45 @@ def test_a_damaged_cache_is_rebuilt_and_replaced(recorded: dict[str, Path], tmp_
         assert hot_doc(path, capsys) == first
 
 
+TRACE_REBUILD = """
+import json, os, sys
+import wholetrace
+from wholetrace.grammar import Grammar
+from wholetrace.grammar.encoding import encode_explicit
+from wholetrace.store import Recording
+from wholetrace.wpp.stored import StoredWpp
+from wholetrace.wpp.view import StreamGrammar, WppView, open_view, ungrouped_view
+
+path = sys.argv[1]
+cfgs = open_view(path, progress=False).cfgs
+with Recording(path) as rec:
+    st = StoredWpp(rec)
+    fids = frozenset(f.fid for f in rec.functions() if f.cfg.get("plan", {}).get("strategy") == "paths")
+view = WppView(path, "path", "stored", st.terminals, [StreamGrammar(s.sid, s.name, s.grammar) for s in st.streams],
+               cfgs, {}, lookahead=bool(st.meta.get("lookahead")), path_fids=fids)
+root = os.path.dirname(wholetrace.__file__)
+seen = set()
+def called(frame, event, arg):
+    name = frame.f_code.co_filename
+    if event == "call" and name.startswith(root + os.sep):
+        seen.add(os.path.relpath(name, root).replace(os.sep, "/"))
+sys.setprofile(called)
+flat = ungrouped_view(view)                                      # the rebuild
+for s in flat.streams:                                           # and what save stores, load reads back
+    Grammar.from_bytes(encode_explicit(s.grammar, fast=True))
+sys.setprofile(None)
+print(json.dumps(sorted(seen)))
+"""
+
+
 def test_the_key_covers_what_the_rebuild_reads(recorded: dict[str, Path]) -> None:
+    """Every input of the rebuild changes the key; and every wholetrace source the rebuild and
+    the cache's encode/decode run (traced, kernels run as Python with NUMBA_DISABLE_JIT=1) is in
+    the code digest (review13a LOW-1: grammar.py, sequitur_flat.py, encoding.py, symbols.py were not)."""
+    import os
+    import subprocess
+    import sys
+
     with Recording(recorded["a"]) as ra, Recording(recorded["b"]) as rb:
         da, db = StoredWpp(ra).digest, StoredWpp(rb).digest
     assert da != db
@@ -164,6 +204,12 @@ def test_the_key_covers_what_the_rebuild_reads(recorded: dict[str, Path]) -> Non
     for other in (flatcache.cache_key(db, True, frozenset({1, 2}), 5), flatcache.cache_key(da, False, frozenset({1, 2}), 5),
                   flatcache.cache_key(da, True, frozenset({1}), 5), flatcache.cache_key(da, True, frozenset({1, 2}), 6)):
         assert other != base
+    proc = subprocess.run([sys.executable, "-c", TRACE_REBUILD, str(recorded["small"])], capture_output=True, text=True,
+                          env={**os.environ, "NUMBA_DISABLE_JIT": "1"})
+    assert proc.returncode == 0, proc.stderr
+    ran = set(json.loads(proc.stdout.splitlines()[-1]))
+    assert {"wpp/ungroup.py", "wpp/intern.py", "grammar/builder.py", "kernels/sequitur.py"} <= ran   # (it traced)
+    assert ran - {"/".join(p) for p in flatcache._SOURCES} == set()
 
 
 def test_a_file_that_cannot_be_written_answers(recorded: dict[str, Path], tmp_path: Path,

@@ -1,14 +1,4 @@
-"""``hot``'s wave-10 grammars of a grouped (version-3) WPP, kept in the recording after the first query (arrays ``wpp.flat.*``).
-
-``wpp.view.ungrouped_view`` rebuilds them from the stored grammars' events (O(events): a
-re-interning and a SEQUITUR pass); the first ``hot`` stores what it built, as the WET's first
-query stores ``wet.g.*`` (``wet.graph.wet_of``), and later ones read it back.  The cache is keyed
-on everything the rebuild reads (:func:`cache_key`): the stored grammars and terminal table, the
-lookahead, the functions recorded with path ids, and the sources of the code that builds it
-(interner and SEQUITUR); a cache under another key is ignored (and replaced by the next
-complete build).  A file that cannot be written answers all the same, without caching
-(docs/design.md, "The WPP read side, wave 13").
-"""
+"""``hot``'s wave-10 grammars of a grouped (version-3) WPP, kept in the recording by its first query (arrays ``wpp.flat.*``; docs/design.md, "The WPP read side, wave 13")."""
 
 from __future__ import annotations
 
@@ -29,10 +19,15 @@ GRAMMAR = "wpp.flat.grammar"  # per stream (key = sid): the grammar, ``encode_ex
 EXTRA = "wpp.flat.symbols"    # (k, 3) int64: terminals the rebuild appended to the stored table
 NAMES = (META, GRAMMAR, EXTRA)
 
-#: Sources whose code decides the rebuilt grammar (an edit of one invalidates every cache).
-_SOURCES = (("kernels", "wpp_intern.py"), ("wpp", "intern.py"), ("grammar", "builder.py"),
-            ("kernels", "sequitur.py"), ("kernels", "sequitur_table.py"), ("kernels", "sequitur_rules.py"),
-            ("wpp", "view.py"), ("wpp", "flatcache.py"))
+#: Sources whose code decides the rebuilt grammar and its stored bytes (an edit of one invalidates
+#: every cache): every wholetrace file the rebuild and the cache's encode/decode run (checked by
+#: tests/wpp/test_hot_cache.py, which traces them), plus events.py, whose constants the interner's
+#: kernels compile in.  ``wpp/ungroup.py`` holds the rebuild, so editing ``wpp/view.py``'s plumbing
+#: keeps the caches.
+_SOURCES = (("wpp", "ungroup.py"), ("wpp", "intern.py"), ("wpp", "symbols.py"), ("wpp", "flatcache.py"),
+            ("kernels", "wpp_intern.py"), ("kernels", "sequitur.py"), ("kernels", "sequitur_table.py"),
+            ("kernels", "sequitur_rules.py"), ("kernels", "sequitur_flat.py"), ("kernels", "_jit.py"),
+            ("grammar", "builder.py"), ("grammar", "grammar.py"), ("grammar", "encoding.py"), ("events.py",))
 _code_digest: str | None = None
 
 
