@@ -228,6 +228,39 @@ def test_a_file_that_cannot_be_written_answers(recorded: dict[str, Path], tmp_pa
     assert path.read_bytes() == before
 
 
+def test_a_reader_in_a_transaction_does_not_stall_the_query(recorded: dict[str, Path], tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another connection in a read transaction (a sqlite3 shell, a notebook): the query answers
+    without caching, after a short lock wait (review13a LOW-2: SQLite's 5 s; the wait is read
+    from the writer's connection, not timed)."""
+    from contextlib import contextmanager
+
+    from wholetrace.store import writer
+
+    (tmp_path / "w").mkdir()
+    want = hot_doc(fresh(recorded, "a", tmp_path / "w"), capsys)
+    path = fresh(recorded, "a", tmp_path)
+    waits = []
+    real = writer.updating
+
+    @contextmanager
+    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
+        with real(*args, **kwargs) as w:
+            waits.append(w._conn.execute("PRAGMA busy_timeout").fetchone()[0])
+            yield w
+    monkeypatch.setattr(writer, "updating", spy)
+    reader = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM arrays").fetchall()
+        assert hot_doc(path, capsys) == want
+    finally:
+        reader.close()
+    assert cached_meta(path) is None
+    assert waits and 0 < waits[0] <= 1000
+
+
 def test_one_stream_asked_for_is_answered_not_cached(recorded: dict[str, Path], tmp_path: Path,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     path = fresh(recorded, "a", tmp_path)

@@ -18,6 +18,9 @@ META = "wpp.flat.meta"        # uint8 JSON: {"key", "streams": [sid, ...], "term
 GRAMMAR = "wpp.flat.grammar"  # per stream (key = sid): the grammar, ``encode_explicit(fast=True)`` (uint8)
 EXTRA = "wpp.flat.symbols"    # (k, 3) int64: terminals the rebuild appended to the stored table
 NAMES = (META, GRAMMAR, EXTRA)
+#: Seconds ``save`` waits for another connection's lock (e.g. a sqlite3 shell in a read
+#: transaction) before answering without caching, rather than SQLite's 5 s.
+BUSY_TIMEOUT = 0.2
 
 #: Sources whose code decides the rebuilt grammar and its stored bytes (an edit of one invalidates
 #: every cache): every wholetrace file the rebuild and the cache's encode/decode run (checked by
@@ -94,7 +97,8 @@ def _load(rec: Any, key: str, terms: Terminals, sids: list[int]) -> "tuple[Termi
 def save(path: str, key: str, stored_terms: Terminals, terms: Terminals, grammars: "dict[int, Grammar]") -> bool:
     """Store the rebuilt table ``terms`` (``stored_terms`` extended) and ``grammars`` (sid ->
     grammar, every stream of the WPP) under ``key`` in recording ``path``, replacing an older cache
-    in one transaction; False when the file cannot be written (the query answers all the same)."""
+    in one transaction; False when the file cannot be written, or another connection holds it
+    longer than :data:`BUSY_TIMEOUT` (the query answers all the same)."""
     from wholetrace.grammar.encoding import encode_explicit
     from wholetrace.store.writer import updating
 
@@ -104,7 +108,7 @@ def save(path: str, key: str, stored_terms: Terminals, terms: Terminals, grammar
     lookahead = any(g.lookahead for g in grammars.values())
     meta = {"key": key, "streams": sorted(grammars), "terminals": len(terms), "lookahead": lookahead}
     try:
-        with updating(path) as w:
+        with updating(path, timeout=BUSY_TIMEOUT) as w:
             for name in NAMES:
                 w.delete_arrays(name)
             for sid, g in grammars.items():   # (rule numbers kept: the builder numbers them in first appearance)
