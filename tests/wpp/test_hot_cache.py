@@ -273,6 +273,32 @@ def test_one_stream_asked_for_is_answered_not_cached(recorded: dict[str, Path], 
     assert [e for e in full["subpaths"] if e["stream"] == 0] == doc["subpaths"]
 
 
+@pytest.mark.parametrize("how", ["option", "environment"])
+def test_no_store_leaves_the_file_unchanged(recorded: dict[str, Path], tmp_path: Path, how: str,
+                                           capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """``hot --no-store`` or ``WHOLETRACE_NO_STORE=1`` answers without writing the .wt (review13a
+    LOW-3); a cache stored before is still read."""
+    (tmp_path / "w").mkdir()
+    want = hot_doc(fresh(recorded, "a", tmp_path / "w"), capsys)
+    path = fresh(recorded, "a", tmp_path)
+    args = ("--no-store",) if how == "option" else ()
+    if how == "environment":
+        monkeypatch.setenv(flatcache.ENV_NO_STORE, "1")
+    before = path.read_bytes()
+    assert hot_doc(path, capsys, *args) == want
+    assert hot_doc(path, capsys, *args) == want
+    assert path.read_bytes() == before
+    monkeypatch.delenv(flatcache.ENV_NO_STORE, raising=False)
+    assert hot_doc(path, capsys) == want            # stores
+    stored = path.read_bytes()
+    if how == "environment":
+        monkeypatch.setenv(flatcache.ENV_NO_STORE, "1")
+    with monkeypatch.context() as m:
+        no_rebuild(m)
+        assert hot_doc(path, capsys, *args) == want
+    assert path.read_bytes() == stored
+
+
 def test_recordings_without_groups_get_no_cache(recorded: dict[str, Path], tmp_path: Path,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     path = fresh(recorded, "blocks", tmp_path)

@@ -18,6 +18,8 @@ META = "wpp.flat.meta"        # uint8 JSON: {"key", "streams": [sid, ...], "term
 GRAMMAR = "wpp.flat.grammar"  # per stream (key = sid): the grammar, ``encode_explicit(fast=True)`` (uint8)
 EXTRA = "wpp.flat.symbols"    # (k, 3) int64: terminals the rebuild appended to the stored table
 NAMES = (META, GRAMMAR, EXTRA)
+#: ``WHOLETRACE_NO_STORE=1``: ``hot`` stores no cache (as ``hot --no-store``; one still stored is read)
+ENV_NO_STORE = "WHOLETRACE_NO_STORE"
 #: Seconds ``save`` waits for another connection's lock (e.g. a sqlite3 shell in a read
 #: transaction) before answering without caching, rather than SQLite's 5 s.
 BUSY_TIMEOUT = 0.2

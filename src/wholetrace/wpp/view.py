@@ -100,11 +100,12 @@ def path_numbering(cfg: CFG, quiet: "frozenset[int] | None" = None, free_records
     return None if num.fallback else num
 
 
-def open_view(path: str, *, stream: int | None = None, progress: bool = True, ungroup: bool = False) -> WppView:
+def open_view(path: str, *, stream: int | None = None, progress: bool = True, ungroup: bool = False,
+              store: bool = True) -> WppView:
     """The grammars of recording ``path`` (only stream ``stream`` if given); see the module doc.
     ``ungroup``: with SEQ groups undone (``ungrouped_view``, what ``hot`` reads), from the cache in
     the recording when it holds one for these grammars, else rebuilt and (all streams asked for)
-    cached there (``wpp.flatcache``)."""
+    cached there unless ``store`` is false (``wpp.flatcache``)."""
     from wholetrace.store import Recording
 
     key = None
@@ -139,7 +140,7 @@ def open_view(path: str, *, stream: int | None = None, progress: bool = True, un
     if key is not None:      # no cache for these grammars: rebuild, and keep it if it is whole
         grouped_terms = view.terminals
         view = ungrouped_view(view)
-        if stream is None:
+        if stream is None and store:
             from wholetrace.wpp import flatcache
 
             flatcache.save(path, key, grouped_terms, view.terminals, {s.sid: s.grammar for s in view.streams})
