@@ -299,6 +299,39 @@ def test_no_store_leaves_the_file_unchanged(recorded: dict[str, Path], tmp_path:
     assert path.read_bytes() == stored
 
 
+def test_a_rebuild_that_appends_terminals_is_not_cached(recorded: dict[str, Path], tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rebuild appends no terminal to the stored table (the grouped interner interns every
+    wave-10 one); were it to, the cache would number them in all streams' order and ``hot --stream
+    S``'s ids would depend on it (review13a LOW-4), so such a rebuild is answered, not cached."""
+    import dataclasses
+
+    from wholetrace.wpp.symbols import Terminals
+
+    path = fresh(recorded, "a", tmp_path)
+    seen = []
+    real = viewmod.ungrouped_view
+
+    def spy(view):  # type: ignore[no-untyped-def]
+        seen.append((len(view.terminals), len(real(view).terminals)))
+        return real(view)
+    with monkeypatch.context() as m:
+        m.setattr(viewmod, "ungrouped_view", spy)
+        hot_doc(path, capsys, "--no-store")
+    assert len(seen) == 1 and seen[0][0] == seen[0][1]                # none appended, as it is
+
+    def appends(view):  # type: ignore[no-untyped-def]
+        v = real(view)
+        t = v.terminals
+        more = Terminals(np.append(t.kind, t.kind[-1]), np.append(t.fid, t.fid[-1]), np.append(t.value, t.value[-1] + 1))
+        return dataclasses.replace(v, terminals=more)
+    monkeypatch.setattr(viewmod, "ungrouped_view", appends)
+    got = keyed(hot_report(open_view(str(path), progress=False, ungroup=True), HotOptions(limit=0)))
+    assert got and got == oracle(path)
+    assert cached_meta(path) is None
+
+
 def test_recordings_without_groups_get_no_cache(recorded: dict[str, Path], tmp_path: Path,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     path = fresh(recorded, "blocks", tmp_path)

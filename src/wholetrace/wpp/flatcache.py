@@ -16,8 +16,7 @@ from wholetrace.wpp.symbols import Terminals
 FORMAT = 1
 META = "wpp.flat.meta"        # uint8 JSON: {"key", "streams": [sid, ...], "terminals": n, "lookahead"}
 GRAMMAR = "wpp.flat.grammar"  # per stream (key = sid): the grammar, ``encode_explicit(fast=True)`` (uint8)
-EXTRA = "wpp.flat.symbols"    # (k, 3) int64: terminals the rebuild appended to the stored table
-NAMES = (META, GRAMMAR, EXTRA)
+NAMES = (META, GRAMMAR)
 #: ``WHOLETRACE_NO_STORE=1``: ``hot`` stores no cache (as ``hot --no-store``; one still stored is read)
 ENV_NO_STORE = "WHOLETRACE_NO_STORE"
 #: Seconds ``save`` waits for another connection's lock (e.g. a sqlite3 shell in a read
@@ -63,8 +62,8 @@ def cache_key(grammar_digest: str, lookahead: bool, path_fids: "frozenset[int]",
 
 
 def load(rec: Any, key: str, terms: Terminals, sids: list[int]) -> "tuple[Terminals, dict[int, Grammar]] | None":
-    """The cached table and the grammars of streams ``sids``, if ``rec`` holds them under ``key``
-    (``terms``: the stored table they extend), else None; None too for a damaged cache (derived
+    """The table and the cached grammars of streams ``sids``, if ``rec`` holds them under ``key``
+    (``terms``: the stored table, the cached grammars' too: ``save``), else None; None too for a damaged cache (derived
     data: the query rebuilds it from the recording's own grammars and replaces it)."""
     try:
         return _load(rec, key, terms, sids)
@@ -79,14 +78,8 @@ def _load(rec: Any, key: str, terms: Terminals, sids: list[int]) -> "tuple[Termi
     meta = json.loads(raw.tobytes())
     if not isinstance(meta, dict) or meta.get("key") != key or not set(sids) <= set(meta.get("streams", ())):
         return None
-    extra = rec.get_array(EXTRA)
-    if int(meta.get("terminals", -1)) != len(terms) + (0 if extra is None else len(extra)):
+    if int(meta.get("terminals", -1)) != len(terms):
         return None
-    if extra is not None and len(extra):
-        e = np.asarray(extra, np.int64).reshape(-1, 3)
-        terms = Terminals(np.concatenate([terms.kind, e[:, 0].astype(np.int8)]),
-                          np.concatenate([terms.fid, e[:, 1].astype(np.int32)]),
-                          np.concatenate([terms.value, e[:, 2]]))
     out = {}
     for sid in sids:
         blob = rec.get_array(GRAMMAR, str(sid))
@@ -97,16 +90,17 @@ def _load(rec: Any, key: str, terms: Terminals, sids: list[int]) -> "tuple[Termi
 
 
 def save(path: str, key: str, stored_terms: Terminals, terms: Terminals, grammars: "dict[int, Grammar]") -> bool:
-    """Store the rebuilt table ``terms`` (``stored_terms`` extended) and ``grammars`` (sid ->
-    grammar, every stream of the WPP) under ``key`` in recording ``path``, replacing an older cache
-    in one transaction; False when the file cannot be written, or another connection holds it
-    longer than :data:`BUSY_TIMEOUT` (the query answers all the same)."""
+    """Store the rebuilt ``grammars`` (sid -> grammar, every stream of the WPP) under ``key`` in
+    recording ``path``, replacing an older cache in one transaction.  False, storing nothing,
+    when the rebuild's table ``terms`` is not the stored one ``stored_terms`` (the grouped interner
+    interns every wave-10 terminal, so the rebuild appends none; were it to, ``hot --stream S``'s
+    ids would depend on the cache), when the file cannot be written, or when another connection
+    holds it longer than :data:`BUSY_TIMEOUT` (the query answers all the same)."""
     from wholetrace.grammar.encoding import encode_explicit
     from wholetrace.store.writer import updating
 
-    n0 = len(stored_terms)
-    extra = np.stack([terms.kind[n0:].astype(np.int64), terms.fid[n0:].astype(np.int64),
-                      terms.value[n0:].astype(np.int64)], axis=1).reshape(-1, 3)
+    if len(terms) != len(stored_terms):
+        return False
     lookahead = any(g.lookahead for g in grammars.values())
     meta = {"key": key, "streams": sorted(grammars), "terminals": len(terms), "lookahead": lookahead}
     try:
@@ -115,7 +109,6 @@ def save(path: str, key: str, stored_terms: Terminals, terms: Terminals, grammar
                 w.delete_arrays(name)
             for sid, g in grammars.items():   # (rule numbers kept: the builder numbers them in first appearance)
                 w.put_array(GRAMMAR, np.frombuffer(encode_explicit(g, fast=True), np.uint8), key=str(sid))
-            w.put_array(EXTRA, extra)
             w.put_array(META, np.frombuffer(json.dumps(meta).encode(), np.uint8))
     except (StoreError, OSError):
         return False
