@@ -220,7 +220,7 @@ def test_a_file_that_cannot_be_written_answers(recorded: dict[str, Path], tmp_pa
     want = hot_doc(fresh(recorded, "a", tmp_path / "w"), capsys)
     path = fresh(recorded, "a", tmp_path)
 
-    def read_only(_path):  # type: ignore[no-untyped-def]
+    def read_only(_path, **_kwargs):  # type: ignore[no-untyped-def]
         raise StoreError(f"cannot update recording {_path}: attempt to write a readonly database")
     monkeypatch.setattr(writer, "updating", read_only)
     before = path.read_bytes()
