@@ -338,11 +338,12 @@ class RecordingWriter:
 
 
 @contextmanager
-def updating(path: str | os.PathLike[str]) -> Iterator[RecordingWriter]:
+def updating(path: str | os.PathLike[str], *, timeout: float = 5.0) -> Iterator[RecordingWriter]:
     """Open an existing recording to add derived data (``put_array``, ``delete_arrays``,
     ``set_meta``); the caller commits what must survive (``commit()``), the rest is committed
     when the block ends normally and rolled back if it raises or the process dies, so an
-    interrupted update leaves the file as its last commit left it."""
+    interrupted update leaves the file as its last commit left it.  ``timeout``: seconds to wait
+    for another connection's lock before a StoreError."""
     from wholetrace.store.reader import Recording
 
     Recording(path, check=False).close()  # validates; rolls back a hot journal left by a crash
@@ -354,7 +355,7 @@ def updating(path: str | os.PathLike[str]) -> Iterator[RecordingWriter]:
     w._n_events = {}
     w._closed = True
     try:
-        w._conn = sqlite3.connect(w.path, isolation_level=None, check_same_thread=False)
+        w._conn = sqlite3.connect(w.path, isolation_level=None, check_same_thread=False, timeout=timeout)
         w._conn.execute("PRAGMA journal_mode=DELETE")
         w._conn.execute("PRAGMA synchronous=NORMAL")
     except sqlite3.Error as exc:

@@ -1,14 +1,4 @@
-"""``hot``'s wave-10 grammars of a grouped (version-3) WPP, kept in the recording after the first query (arrays ``wpp.flat.*``).
-
-``wpp.view.ungrouped_view`` rebuilds them from the stored grammars' events (O(events): a
-re-interning and a SEQUITUR pass); the first ``hot`` stores what it built, as the WET's first
-query stores ``wet.g.*`` (``wet.graph.wet_of``), and later ones read it back.  The cache is keyed
-on everything the rebuild reads (:func:`cache_key`): the stored grammars and terminal table, the
-lookahead, the functions recorded with path ids, and the sources of the code that builds it
-(interner and SEQUITUR); a cache under another key is ignored (and replaced by the next
-complete build).  A file that cannot be written answers all the same, without caching
-(docs/design.md, "The WPP read side, wave 13").
-"""
+"""``hot``'s wave-10 grammars of a grouped (version-3) WPP, kept in the recording by its first query (arrays ``wpp.flat.*``; docs/design.md, "The WPP read side, wave 13")."""
 
 from __future__ import annotations
 
@@ -18,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from wholetrace.errors import StoreError
+from wholetrace.errors import GrammarError, StoreError
 from wholetrace.grammar import Grammar
 from wholetrace.wpp.symbols import Terminals
 
@@ -26,13 +16,22 @@ from wholetrace.wpp.symbols import Terminals
 FORMAT = 1
 META = "wpp.flat.meta"        # uint8 JSON: {"key", "streams": [sid, ...], "terminals": n, "lookahead"}
 GRAMMAR = "wpp.flat.grammar"  # per stream (key = sid): the grammar, ``encode_explicit(fast=True)`` (uint8)
-EXTRA = "wpp.flat.symbols"    # (k, 3) int64: terminals the rebuild appended to the stored table
-NAMES = (META, GRAMMAR, EXTRA)
+NAMES = (META, GRAMMAR)
+#: ``WHOLETRACE_NO_STORE=1``: ``hot`` stores no cache (as ``hot --no-store``; one still stored is read)
+ENV_NO_STORE = "WHOLETRACE_NO_STORE"
+#: Seconds ``save`` waits for another connection's lock (e.g. a sqlite3 shell in a read
+#: transaction) before answering without caching, rather than SQLite's 5 s.
+BUSY_TIMEOUT = 0.2
 
-#: Sources whose code decides the rebuilt grammar (an edit of one invalidates every cache).
-_SOURCES = (("kernels", "wpp_intern.py"), ("wpp", "intern.py"), ("grammar", "builder.py"),
-            ("kernels", "sequitur.py"), ("kernels", "sequitur_table.py"), ("kernels", "sequitur_rules.py"),
-            ("wpp", "view.py"), ("wpp", "flatcache.py"))
+#: Sources whose code decides the rebuilt grammar and its stored bytes (an edit of one invalidates
+#: every cache): every wholetrace file the rebuild and the cache's encode/decode run (checked by
+#: tests/wpp/test_hot_cache.py, which traces them), plus events.py, whose constants the interner's
+#: kernels compile in.  ``wpp/ungroup.py`` holds the rebuild, so editing ``wpp/view.py``'s plumbing
+#: keeps the caches.
+_SOURCES = (("wpp", "ungroup.py"), ("wpp", "intern.py"), ("wpp", "symbols.py"), ("wpp", "flatcache.py"),
+            ("kernels", "wpp_intern.py"), ("kernels", "sequitur.py"), ("kernels", "sequitur_table.py"),
+            ("kernels", "sequitur_rules.py"), ("kernels", "sequitur_flat.py"), ("kernels", "_jit.py"),
+            ("grammar", "builder.py"), ("grammar", "grammar.py"), ("grammar", "encoding.py"), ("events.py",))
 _code_digest: str | None = None
 
 
@@ -63,25 +62,24 @@ def cache_key(grammar_digest: str, lookahead: bool, path_fids: "frozenset[int]",
 
 
 def load(rec: Any, key: str, terms: Terminals, sids: list[int]) -> "tuple[Terminals, dict[int, Grammar]] | None":
-    """The cached table and the grammars of streams ``sids``, if ``rec`` holds them under ``key``
-    (``terms``: the stored table they extend), else None."""
+    """The table and the cached grammars of streams ``sids``, if ``rec`` holds them under ``key``
+    (``terms``: the stored table, the cached grammars' too: ``save``), else None; None too for a damaged cache (derived
+    data: the query rebuilds it from the recording's own grammars and replaces it)."""
+    try:
+        return _load(rec, key, terms, sids)
+    except (StoreError, GrammarError, ValueError, TypeError, KeyError, IndexError):
+        return None
+
+
+def _load(rec: Any, key: str, terms: Terminals, sids: list[int]) -> "tuple[Terminals, dict[int, Grammar]] | None":
     raw = rec.get_array(META)
     if raw is None:
         return None
-    try:
-        meta = json.loads(raw.tobytes())
-    except ValueError:
-        return None
+    meta = json.loads(raw.tobytes())
     if not isinstance(meta, dict) or meta.get("key") != key or not set(sids) <= set(meta.get("streams", ())):
         return None
-    extra = rec.get_array(EXTRA)
-    if int(meta.get("terminals", -1)) != len(terms) + (0 if extra is None else len(extra)):
+    if int(meta.get("terminals", -1)) != len(terms):
         return None
-    if extra is not None and len(extra):
-        e = np.asarray(extra, np.int64).reshape(-1, 3)
-        terms = Terminals(np.concatenate([terms.kind, e[:, 0].astype(np.int8)]),
-                          np.concatenate([terms.fid, e[:, 1].astype(np.int32)]),
-                          np.concatenate([terms.value, e[:, 2]]))
     out = {}
     for sid in sids:
         blob = rec.get_array(GRAMMAR, str(sid))
@@ -92,24 +90,25 @@ def load(rec: Any, key: str, terms: Terminals, sids: list[int]) -> "tuple[Termin
 
 
 def save(path: str, key: str, stored_terms: Terminals, terms: Terminals, grammars: "dict[int, Grammar]") -> bool:
-    """Store the rebuilt table ``terms`` (``stored_terms`` extended) and ``grammars`` (sid ->
-    grammar, every stream of the WPP) under ``key`` in recording ``path``, replacing an older cache
-    in one transaction; False when the file cannot be written (the query answers all the same)."""
+    """Store the rebuilt ``grammars`` (sid -> grammar, every stream of the WPP) under ``key`` in
+    recording ``path``, replacing an older cache in one transaction.  False, storing nothing,
+    when the rebuild's table ``terms`` is not the stored one ``stored_terms`` (the grouped interner
+    interns every wave-10 terminal, so the rebuild appends none; were it to, ``hot --stream S``'s
+    ids would depend on the cache), when the file cannot be written, or when another connection
+    holds it longer than :data:`BUSY_TIMEOUT` (the query answers all the same)."""
     from wholetrace.grammar.encoding import encode_explicit
     from wholetrace.store.writer import updating
 
-    n0 = len(stored_terms)
-    extra = np.stack([terms.kind[n0:].astype(np.int64), terms.fid[n0:].astype(np.int64),
-                      terms.value[n0:].astype(np.int64)], axis=1).reshape(-1, 3)
+    if len(terms) != len(stored_terms):
+        return False
     lookahead = any(g.lookahead for g in grammars.values())
     meta = {"key": key, "streams": sorted(grammars), "terminals": len(terms), "lookahead": lookahead}
     try:
-        with updating(path) as w:
+        with updating(path, timeout=BUSY_TIMEOUT) as w:
             for name in NAMES:
                 w.delete_arrays(name)
             for sid, g in grammars.items():   # (rule numbers kept: the builder numbers them in first appearance)
                 w.put_array(GRAMMAR, np.frombuffer(encode_explicit(g, fast=True), np.uint8), key=str(sid))
-            w.put_array(EXTRA, extra)
             w.put_array(META, np.frombuffer(json.dumps(meta).encode(), np.uint8))
     except (StoreError, OSError):
         return False

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any
 
@@ -25,7 +26,9 @@ def add_parser(subparsers: Any) -> None:
                     "it: the shortest runs of min-length..max-length blocks (paths in a path "
                     "recording) whose cost, frequency x statements on them, reaches --min-cost. "
                     "Reads the WPP of record --wpp; other trace recordings get a block grammar built "
-                    "from their trace first.")
+                    "from their trace first. The first query on a record --mode path --wpp recording "
+                    "stores the grammar it rebuilds in OUT.wt (arrays wpp.flat.*) for later queries; "
+                    "--no-store (or WHOLETRACE_NO_STORE=1) leaves the file unchanged.")
     p.add_argument("file", metavar="OUT.wt")
     p.add_argument("--min-cost", type=int, metavar="C",
                    help="smallest cost reported (default: 1%% of each stream's total cost)")
@@ -36,6 +39,8 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--cost", choices=("statements", "instructions"), default="statements",
                    help="what a block or path costs: its statements, or its bytecode instructions")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--no-store", action="store_true",
+                   help="do not store the rebuilt grammar in OUT.wt (a stored one is still read)")
     p.set_defaults(func=run_hot)
 
     q = subparsers.add_parser(
@@ -60,7 +65,10 @@ def run_hot(args: argparse.Namespace) -> int:
         raise UsageError(f"--min-cost must be at least 1, got {args.min_cost}")
     if not 1 <= args.min_length <= args.max_length:
         raise UsageError(f"need 1 <= --min-length ({args.min_length}) <= --max-length ({args.max_length})")
-    view = open_view(args.file, stream=args.stream, progress=not args.json, ungroup=True)   # cached in the file
+    from wholetrace.wpp.flatcache import ENV_NO_STORE
+
+    store = not args.no_store and os.environ.get(ENV_NO_STORE, "") in ("", "0")
+    view = open_view(args.file, stream=args.stream, progress=not args.json, ungroup=True, store=store)
     report = hot_report(view, HotOptions(args.min_cost, args.max_length, args.min_length, args.limit, args.cost))
     sys.stdout.write((json.dumps(hot_json(report)) if args.json else hot_text(report)) + "\n")
     return 0

@@ -24,10 +24,10 @@ from wholetrace.errors import UsageError
 from wholetrace.grammar import Grammar
 from wholetrace.instrument.cfg import CFG
 from wholetrace.wpp.symbols import BLOCK, PATH, SEQ, Terminals, split_entered
+from wholetrace.wpp.ungroup import n_functions, ungrouped_view, wave10_interner   # (hot's rebuild; re-exported)
 
 if TYPE_CHECKING:
     from wholetrace.instrument.pathnum import PathNumbering
-    from wholetrace.wpp.intern import EventInterner
 
 #: Recording modes whose streams are traces the analyses can read.
 TRACE_MODES = ("blocks", "witness", "branches", "path")
@@ -100,11 +100,12 @@ def path_numbering(cfg: CFG, quiet: "frozenset[int] | None" = None, free_records
     return None if num.fallback else num
 
 
-def open_view(path: str, *, stream: int | None = None, progress: bool = True, ungroup: bool = False) -> WppView:
+def open_view(path: str, *, stream: int | None = None, progress: bool = True, ungroup: bool = False,
+              store: bool = True) -> WppView:
     """The grammars of recording ``path`` (only stream ``stream`` if given); see the module doc.
     ``ungroup``: with SEQ groups undone (``ungrouped_view``, what ``hot`` reads), from the cache in
     the recording when it holds one for these grammars, else rebuilt and (all streams asked for)
-    cached there (``wpp.flatcache``)."""
+    cached there unless ``store`` is false (``wpp.flatcache``)."""
     from wholetrace.store import Recording
 
     key = None
@@ -139,7 +140,7 @@ def open_view(path: str, *, stream: int | None = None, progress: bool = True, un
     if key is not None:      # no cache for these grammars: rebuild, and keep it if it is whole
         grouped_terms = view.terminals
         view = ungrouped_view(view)
-        if stream is None:
+        if stream is None and store:
             from wholetrace.wpp import flatcache
 
             flatcache.save(path, key, grouped_terms, view.terminals, {s.sid: s.grammar for s in view.streams})
@@ -151,51 +152,13 @@ def _cached_flat(rec: Any, view: WppView, digest: str) -> "tuple[WppView, str | 
     build it under (``wpp.flatcache``)."""
     from wholetrace.wpp import flatcache
 
-    key = flatcache.cache_key(digest, view.lookahead, view.path_fids, _n_functions(view))
+    key = flatcache.cache_key(digest, view.lookahead, view.path_fids, n_functions(view))
     got = flatcache.load(rec, key, view.terminals, [s.sid for s in view.streams])
     if got is None:
         return view, key
     terms, grammars = got
     streams = [StreamGrammar(s.sid, s.name, grammars[s.sid]) for s in view.streams]
     return dataclasses.replace(view, terminals=terms, streams=streams, flat=True), None
-
-
-def _n_functions(view: WppView) -> int:
-    return max(view.cfgs, default=-1) + 1
-
-
-def wave10_interner(path_fids: "frozenset[int] | set[int]", n_functions: int = 0) -> "EventInterner":
-    """Wave 10's interner of path events (ENTERs fused, no SEQ groups: ``hot``'s terminals), with
-    the functions recorded with path ids named."""
-    from wholetrace.wpp.intern import PATH_LEAVE_AT, EventInterner
-
-    it = EventInterner(PATH, PATH_LEAVE_AT, fuse=True)
-    it.set_path_functions(sorted(path_fids), n_functions)
-    return it
-
-
-def ungrouped_view(view: WppView) -> WppView:
-    """``view`` without SEQ groups (wave 12): each stream's events re-interned with wave 10's
-    terminals (``EventInterner(fuse=True)``, seeded with the view's table so ids keep their
-    meaning) and its grammar rebuilt with SEQUITUR (the recording's lookahead).  ``hot`` reads the
-    grammar's rules, and groups change them (docs/design.md, "The WPP's terminals, wave 12",
-    review fixes); a view without SEQ terminals is returned as it is."""
-    if view.flat or not np.any(view.terminals.kind == SEQ):
-        return view
-    from wholetrace.grammar import GrammarBuilder
-    from wholetrace.wpp.intern import events_of, terminal_widths
-
-    it = wave10_interner(view.path_fids, _n_functions(view))
-    it.seed(view.terminals)
-    widths = terminal_widths(view.terminals)
-    streams = []
-    for s in view.streams:
-        b = GrammarBuilder(lookahead=view.lookahead)
-        for codes in s.grammar.iter_chunks(1 << 16):
-            b.feed(it.codes(s.sid, events_of(codes, view.terminals, widths), scratch=True))
-        b.feed(it.finish(s.sid))
-        streams.append(StreamGrammar(s.sid, s.name, b.finish()))
-    return dataclasses.replace(view, terminals=it.terminals(), streams=streams, flat=True)
 
 
 def split_view(view: WppView) -> WppView:
