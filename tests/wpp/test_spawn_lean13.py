@@ -154,7 +154,9 @@ print("ran", pid > 0)
 def test_a_builder_killed_mid_run_is_a_one_line_error_not_a_part_grammar(tmp_path: Path) -> None:
     """The program kills the builder (SIGKILL) and goes on recording: ``record`` ends with a
     one-line error naming the builder (exit 2 or 3), the program's own output intact, and no
-    grammar stored (oracle: the recording's arrays)."""
+    grammar stored (oracle: the recording's arrays); the recording's meta ``wpp`` holds that
+    error, and ``wpp``, ``info`` and ``trace`` report it (review13b M2: "record it with --wpp",
+    0 events, an empty trace)."""
     script = tmp_path / "killer.py"
     script.write_text(KILLER)
     out = tmp_path / "r.wt"
@@ -167,12 +169,85 @@ def test_a_builder_killed_mid_run_is_a_one_line_error_not_a_part_grammar(tmp_pat
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "the WPP builder" in lines[0], proc.stderr
     assert "writes to it failed" in lines[0] or "ended without a result" in lines[0], proc.stderr
-    if out.exists():
-        import sqlite3
+    import json
+    import sqlite3
 
-        with sqlite3.connect(out) as db:
-            names = [r[0] for r in db.execute("select name from arrays")]
-        assert not [n for n in names if n.startswith("wpp.grammar")]
+    with sqlite3.connect(out) as db:
+        names = [r[0] for r in db.execute("select name from arrays")]
+        meta = dict(db.execute("select key, value from meta"))
+    assert not [n for n in names if n.startswith("wpp.grammar")]
+    assert json.loads(meta["wpp"])["error"] == lines[0].split("error: ", 1)[-1]
+    for command in (["wpp"], ["info"], ["trace"]):
+        read = subprocess.run([sys.executable, "-m", "wholetrace.cli", *command, str(out)], capture_output=True,
+                              text=True, env=ENV, timeout=600, stdin=subprocess.DEVNULL)
+        # (the CLI shortens a long line in its middle)
+        assert read.returncode == 2 and ": no WPP in this recording: the WPP" in read.stderr, (command, read.stderr)
+        assert read.stderr.rstrip().endswith(lines[0][-20:]), (command, read.stderr)
+        assert "record it with --wpp" not in read.stderr
+
+
+class _MetaWriter:
+    """A recording writer's stand-in: keeps the meta set, and whether it was closed."""
+
+    closed = False
+
+    def __init__(self) -> None:
+        self.meta: dict[str, object] = {}
+
+    def set_meta(self, **items: object) -> None:
+        self.meta.update(items)
+
+    def close(self, **how: object) -> None:
+        self.closed = True
+
+
+def _ended_builder(result: bytes, stderr: bytes) -> tuple[object, int]:
+    """A builder's stand-in that has ended: ``result`` on its output, ``stderr`` in its error file;
+    (the process, the read end of its input pipe)."""
+    import types
+    import time
+
+    r, w = os.pipe()
+    out_r, out_w = os.pipe()
+    os.write(out_w, result)
+    os.close(out_w)
+    err = open(os.devnull if not stderr else os.memfd_create("err"), "w+b")
+    err.write(stderr)
+    return types.SimpleNamespace(mode="blocks", lookahead=False, queue_events=10, spawned=time.time(),
+                                 stderr=err, fd=w, out=os.fdopen(out_r, "rb"), reap=lambda: None,
+                                 progress=None), r
+
+
+GOOD = marshal.dumps({"grammars": {0: b"x" * 40}, "symbols": b"\0" * 24,
+                      "stats": {"received_events": 0}, "streams": {"0": {}}})
+
+
+@pytest.mark.parametrize("result, says", [
+    (GOOD[:-7], "cut short or garbled: "),     # the builder died writing it
+    (GOOD[:1], "cut short or garbled: "),
+    (b"\xff\x00garbage", "cut short or garbled: bad marshal data"),
+    (marshal.dumps([1, 2]), "not the builder's (a list)"),
+    (marshal.dumps({"stats": {}}), "not the builder's (a dict)"),
+])
+@pytest.mark.parametrize("stderr", [b"", b"Traceback (most recent call last):\nMemoryError\n"])
+def test_a_cut_short_or_garbled_result_is_the_one_line_error(result: bytes, says: str, stderr: bytes) -> None:
+    """The builder's result cut short (it died writing it), garbled or not its dict: ``close``
+    raises the one-line InternalError with what is wrong and the builder's last stderr line (review13b
+    M1: a traceback of marshal's EOFError), stores meta ``wpp`` = the error, closes the writer."""
+    from wholetrace.errors import InternalError
+    from wholetrace.wpp import online
+
+    process, r = _ended_builder(result, stderr)
+    writer = _MetaWriter()
+    wpp = online.OnlineWpp(writer, "blocks", process=process)   # type: ignore[arg-type]
+    with pytest.raises(InternalError) as info:
+        wpp.close()
+    os.close(r)
+    message = str(info.value)
+    assert "\n" not in message and message.startswith("the WPP builder failed: ") and says in message
+    assert ("MemoryError" in message) == bool(stderr)
+    assert writer.meta["wpp"] == {"error": message, "mode": "blocks", "keep_raw": False, "events": 0}
+    assert writer.closed
 
 
 def test_names_in_use_stay_bound_while_numpy_completes() -> None:

@@ -62,6 +62,21 @@ BUSY_SECONDS = max(FLUSH_SECONDS, float(os.environ.get("WHOLETRACE_WPP_BUSY_FLUS
 BUSY_EVENTS = 200_000
 
 
+def _result(data: bytes) -> tuple[dict[str, Any] | None, str]:
+    """The builder's result (marshal, not pickle: pickle with re and copyreg cost the recorder
+    1.5-4.5 ms of its start-up) and ``""``, or None and why there is none: nothing written, or
+    written cut short (the builder died while writing it) or garbled, or not the builder's dict."""
+    if not data:
+        return None, "it ended without a result"
+    try:
+        result = marshal.loads(data)
+    except (EOFError, ValueError, TypeError) as exc:
+        return None, f"its result ({len(data)} bytes) is cut short or garbled: {exc}"
+    if not isinstance(result, dict) or not ("error" in result or {"grammars", "symbols", "stats", "streams"} <= result.keys()):
+        return None, f"its result is not the builder's (a {type(result).__name__})"
+    return result, ""
+
+
 def _close_each(*closers: Any) -> None:
     """Call every closer; then raise the first exception one of them raised, if any."""
     first: BaseException | None = None
@@ -193,13 +208,26 @@ class OnlineWpp:
                 os.close(self._fd)
             data = self._out.read()      # until the builder exits
             self._out.close()
-            # marshal, not pickle: pickle (with re, copyreg) cost the recorder 1.5-4.5 ms of its start-up
-            result = marshal.loads(data) if data else {"error": self._builder_stderr()}
-            if "error" in result and self._broken is not None:   # the chunks it never got: say so
-                result["error"] += f" (the recorder's writes to it failed from then on: {self._broken})"
-            if "error" in result:
-                raise InternalError(f"the WPP builder failed: {result['error']}")
+            result, why = _result(data)
+            if result is None or "error" in result:
+                if result is not None:
+                    why = str(result["error"])
+                else:   # the builder's last words, if any (a traceback's last line)
+                    said = self._builder_stderr()
+                    why = (said or why) if not data else why + (f"; its stderr ends: {said}" if said else "")
+                if self._broken is not None:   # the chunks it never got: say so
+                    why += f" (the recorder's writes to it failed from then on: {self._broken})"
+                raise InternalError(f"the WPP builder failed: {why}")
             self._store(result, time.perf_counter() - t0)
+        except InternalError as exc:
+            # the recording says so (meta ``wpp``: only ``error`` and the settings; ``wpp``, ``info``
+            # and the readers report it), not "no WPP" nor, without --keep-raw, an empty trace
+            try:
+                self._writer.set_meta(**{META_KEY: {"error": str(exc), "mode": self.mode,
+                                                    "keep_raw": self.keep_raw, "events": self.submitted}})
+            except Exception:  # noqa: BLE001 - the writer failing too: the builder's error is the one to report
+                pass
+            raise
         finally:
             # each in its own step: one failing (EBADF after a program's closerange) skips no other
             _close_each(self._stderr.close, self._close_progress, lambda: self._writer.close(**how))
@@ -210,9 +238,10 @@ class OnlineWpp:
             progress.close()
 
     def _builder_stderr(self) -> str:
+        """The last line the builder wrote to its stderr, or ``""``."""
         self._stderr.seek(0)
         lines = self._stderr.read().decode(errors="replace").strip().splitlines()
-        return lines[-1] if lines else "it ended without a result"
+        return lines[-1] if lines else ""
 
     def _feed(self, builder: dict[str, Any]) -> dict[str, Any]:
         """How the chunks went from the recorder to the builder (docs/design.md, "The
