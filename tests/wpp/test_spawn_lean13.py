@@ -151,14 +151,17 @@ print("ran", pid > 0)
 """
 
 
-def test_a_builder_killed_mid_run_is_a_one_line_error_not_a_part_grammar(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sigpipe", ["ignored", "default"])
+def test_a_builder_killed_mid_run_is_a_one_line_error_not_a_part_grammar(tmp_path: Path, sigpipe: str) -> None:
     """The program kills the builder (SIGKILL) and goes on recording: ``record`` ends with a
     one-line error naming the builder (exit 2 or 3), the program's own output intact, and no
     grammar stored (oracle: the recording's arrays); the recording's meta ``wpp`` holds that
     error, and ``wpp``, ``info`` and ``trace`` report it (review13b M2: "record it with --wpp",
-    0 events, an empty trace)."""
+    0 events, an empty trace).  With ``SIGPIPE`` set to ``SIG_DFL`` by the program, the
+    recorder's writes to the dead builder do not kill it (review13b M3: exit 141, no output)."""
     script = tmp_path / "killer.py"
-    script.write_text(KILLER)
+    script.write_text(("import signal\nsignal.signal(signal.SIGPIPE, signal.SIG_DFL)\n" if sigpipe == "default" else "")
+                      + KILLER)
     out = tmp_path / "r.wt"
     env = dict(ENV, WT_KILL_MARK=uuid.uuid4().hex, WHOLETRACE_WPP_FLUSH="0.001")
     proc = subprocess.run([sys.executable, "-m", "wholetrace.cli", "record", "--mode", "path", "--wpp", "-q",

@@ -22,6 +22,7 @@ but never writes to the pipe nor ends the build (``os.getpid()`` is checked).
 from __future__ import annotations
 
 from array import array
+import _signal   # not signal (enum, functools, collections): see wpp.spawn
 import marshal
 import os
 import struct
@@ -77,6 +78,32 @@ def _result(data: bytes) -> tuple[dict[str, Any] | None, str]:
     return result, ""
 
 
+_PIPE = {_signal.SIGPIPE}
+
+
+class _NoSigpipe:
+    """Around writes to the builder's pipe: ``SIGPIPE`` blocked in this thread only, and the one a
+    write to a dead builder raised (``EPIPE``, the signal pending on this thread) taken before the
+    thread's mask is restored.  A program that sets ``SIGPIPE`` to ``SIG_DFL`` would otherwise be
+    killed by the recorder's write (review13b M3); Python's own ``SIG_IGN`` is unaffected."""
+
+    __slots__ = ("_wpp", "_broken", "_old")
+
+    def __init__(self, wpp: OnlineWpp) -> None:
+        self._wpp = wpp
+
+    def __enter__(self) -> None:
+        self._broken = self._wpp._broken
+        self._old = _signal.pthread_sigmask(_signal.SIG_BLOCK, _PIPE)
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            if self._wpp._broken is not self._broken and _signal.SIGPIPE not in self._old:
+                _signal.sigtimedwait(_PIPE, 0)   # None when no signal is pending (EBADF)
+        finally:
+            _signal.pthread_sigmask(_signal.SIG_SETMASK, self._old)
+
+
 def _close_each(*closers: Any) -> None:
     """Call every closer; then raise the first exception one of them raised, if any."""
     first: BaseException | None = None
@@ -130,7 +157,7 @@ class OnlineWpp:
         if self.mode != "path" or os.getpid() != self._pid:
             return
         payload = _FRAME.pack(fid_base, row["n_functions"]) + bytes(row["registry"])
-        with self._lock:
+        with self._lock, _NoSigpipe(self):
             self._send(_FRAME.pack(-2, len(payload)), payload)   # builder.FILE_FRAME
 
     # -- the flush path (the recorder's flusher thread) -------------------------------
@@ -167,7 +194,7 @@ class OnlineWpp:
         n = len(data)
         if n == 0:
             return
-        with self._lock:
+        with self._lock, _NoSigpipe(self):
             t = time.perf_counter()
             self.submitted += n
             self._send(_FRAME.pack(sid, n), data)
@@ -203,7 +230,7 @@ class OnlineWpp:
         t0 = time.perf_counter()
         self._closing = time.time()
         try:
-            with self._lock:
+            with self._lock, _NoSigpipe(self):
                 self._send(_FRAME.pack(-1, 0))
                 os.close(self._fd)
             data = self._out.read()      # until the builder exits
