@@ -288,3 +288,24 @@ def test_the_spawn_imports_no_signal_module() -> None:
     import signal
 
     assert (_signal.SIGPIPE, _signal.SIGXFSZ) == (signal.SIGPIPE, signal.SIGXFSZ)
+
+
+#: numpy 2.0.x, whose C default promotion is "legacy" (numpy/__init__.py sets "weak"), installed
+#: with ``pip install --target`` by the review of wave 13; skipped where it is not
+NUMPY_20 = Path("/work/tmp/review13b/np/2.0.2")
+_PROMOTION = ("a = np.array([1], np.int8)\ntry:\n    r = str((a + 300).dtype)\nexcept OverflowError:\n    r = 'overflow'\n"
+              "print(r, (np.ones(2, np.float32) + np.float64(3.0)).dtype, (np.ones(2, np.float32) + 3.0).dtype)\n")
+
+
+@pytest.mark.skipif(not (NUMPY_20 / "numpy").is_dir(), reason="no numpy 2.0.x installed aside")
+def test_the_lean_numpy_promotes_as_numpy_does_on_numpy_20() -> None:
+    """On numpy 2.0 the lean start-up sets NEP 50's "weak" promotion as ``numpy/__init__.py`` does
+    (review13b M4: left at the C default "legacy", int8 + 300 gave int16 and float32 + float64(3)
+    float32); oracle: a plain ``import numpy`` of the same numpy in another process."""
+    env = {**ENV, "PYTHONPATH": os.pathsep.join([SRC, str(NUMPY_20)])}
+    lean = _run("import wholetrace.wpp.startup as s\nnp = s.lean_numpy()\nassert s.numpy_state() == 'lean'\n"
+                "import sys\nprint(sys.modules['numpy._core.multiarray']._get_promotion_state(), np.__version__)\n"
+                + _PROMOTION + "print(s.numpy_state())", env=env).splitlines()
+    plain = _run("import numpy as np\nprint(np._get_promotion_state(), np.__version__)\n" + _PROMOTION, env=env).splitlines()
+    assert lean[0].split()[1].startswith("2.0.") and lean[-1] == "lean"
+    assert lean[:-1] == plain == [f"weak {lean[0].split()[1]}", "overflow float64 float32"]
