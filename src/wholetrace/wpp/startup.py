@@ -136,7 +136,6 @@ def _lean_core(m: types.ModuleType) -> None:
 
     names = {name: getattr(mod, name) for mod in (numeric, shape_base) for name in mod.__all__}
     m.__dict__.update(names)
-    _LEAN_NAMES.update(names)
     # numpy/__init__.py's madvise(hugepage) setting (NUMPY_MADVISE_HUGEPAGE, the kernel's version)
     multiarray._set_madvise_hugepage(_hugepage_setup())
 
@@ -146,8 +145,6 @@ _COMPLETING = threading.RLock()
 _busy = False
 #: the spec of a ``numpy._core`` made by :func:`_lean_core` whose ``__init__`` has not run yet
 _CORE_SPEC: importlib.machinery.ModuleSpec | None = None
-#: the names :func:`_lean_core` put on numpy (the objects ``import numpy`` binds to them)
-_LEAN_NAMES: set[str] = set()
 
 
 def _complete(m: types.ModuleType, spec: importlib.machinery.ModuleSpec) -> None:
