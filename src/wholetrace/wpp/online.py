@@ -94,7 +94,14 @@ class _NoSigpipe:
 
     def __enter__(self) -> None:
         self._broken = self._wpp._broken
-        self._old = _signal.pthread_sigmask(_signal.SIG_BLOCK, _PIPE)
+        # the mask as it is first: on the main thread pthread_sigmask runs pending Python signal
+        # handlers after changing the mask, and one raising must not leave SIGPIPE blocked
+        self._old = old = _signal.pthread_sigmask(_signal.SIG_BLOCK, ())
+        try:
+            _signal.pthread_sigmask(_signal.SIG_BLOCK, _PIPE)
+        except BaseException:
+            _signal.pthread_sigmask(_signal.SIG_SETMASK, old)
+            raise
 
     def __exit__(self, *exc: object) -> None:
         try:
