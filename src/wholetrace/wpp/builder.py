@@ -189,9 +189,13 @@ def build(mode: str, lookahead: bool, q: ChunkQueue, spawned: float = 0.0, progr
     ``spawned``: ``time.time()`` when the recorded process started this one (0: unknown);
     ``progress``: the progress file mapped (:func:`progress_map`), or None."""
     t0 = time.perf_counter()
-    from wholetrace.wpp.aot import install
+    from wholetrace.wpp.aot import JIT_FALLBACKS, install
 
     kernels = install()   # "aot": the compiled kernels, no numba import; else the JIT's reason
+    if kernels != "aot" or JIT_FALLBACKS:
+        # numba compiles (cold cache) or loads: ~12 M cyclic objects of garbage that a collector
+        # left off would keep, and gc.freeze() below would keep for the whole build (0.8 GB)
+        gc.enable()
     from wholetrace.grammar import GrammarBuilder
     from wholetrace.grammar.encoding import encode_explicit
     from wholetrace.wpp.intern import interner_for, terminals_to_array
@@ -205,7 +209,7 @@ def build(mode: str, lookahead: bool, q: ChunkQueue, spawned: float = 0.0, progr
     if not gc.isenabled():
         # wpp.startup.CODE disables the collector for the start-up (its collections were ~6% of
         # the start-up's instructions, nothing to collect); what the start-up made is frozen,
-        # never scanned again
+        # never scanned again.  Only with the compiled kernels: the JIT path enabled it above
         gc.freeze()
         gc.enable()
     interner = interner_for(mode)

@@ -22,6 +22,7 @@ but never writes to the pipe nor ends the build (``os.getpid()`` is checked).
 from __future__ import annotations
 
 from array import array
+import _signal   # not signal (enum, functools, collections): see wpp.spawn
 import marshal
 import os
 import struct
@@ -60,6 +61,54 @@ FLUSH_SECONDS = float(os.environ.get("WHOLETRACE_WPP_FLUSH", "0.005"))
 #: GIL switches (docs/design.md, "The recorder-to-builder handoff, wave 12")
 BUSY_SECONDS = max(FLUSH_SECONDS, float(os.environ.get("WHOLETRACE_WPP_BUSY_FLUSH", "0.02")))
 BUSY_EVENTS = 200_000
+
+
+def _result(data: bytes) -> tuple[dict[str, Any] | None, str]:
+    """The builder's result (marshal, not pickle: pickle with re and copyreg cost the recorder
+    1.5-4.5 ms of its start-up) and ``""``, or None and why there is none: nothing written, or
+    written cut short (the builder died while writing it) or garbled, or not the builder's dict."""
+    if not data:
+        return None, "it ended without a result"
+    try:
+        result = marshal.loads(data)
+    except (EOFError, ValueError, TypeError) as exc:
+        return None, f"its result ({len(data)} bytes) is cut short or garbled: {exc}"
+    if not isinstance(result, dict) or not ("error" in result or {"grammars", "symbols", "stats", "streams"} <= result.keys()):
+        return None, f"its result is not the builder's (a {type(result).__name__})"
+    return result, ""
+
+
+_PIPE = {_signal.SIGPIPE}
+
+
+class _NoSigpipe:
+    """Around writes to the builder's pipe: ``SIGPIPE`` blocked in this thread only, and the one a
+    write to a dead builder raised (``EPIPE``, the signal pending on this thread) taken before the
+    thread's mask is restored.  A program that sets ``SIGPIPE`` to ``SIG_DFL`` would otherwise be
+    killed by the recorder's write (review13b M3); Python's own ``SIG_IGN`` is unaffected."""
+
+    __slots__ = ("_wpp", "_broken", "_old")
+
+    def __init__(self, wpp: OnlineWpp) -> None:
+        self._wpp = wpp
+
+    def __enter__(self) -> None:
+        self._broken = self._wpp._broken
+        # the mask as it is first: on the main thread pthread_sigmask runs pending Python signal
+        # handlers after changing the mask, and one raising must not leave SIGPIPE blocked
+        self._old = old = _signal.pthread_sigmask(_signal.SIG_BLOCK, ())
+        try:
+            _signal.pthread_sigmask(_signal.SIG_BLOCK, _PIPE)
+        except BaseException:
+            _signal.pthread_sigmask(_signal.SIG_SETMASK, old)
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            if self._wpp._broken is not self._broken and _signal.SIGPIPE not in self._old:
+                _signal.sigtimedwait(_PIPE, 0)   # None when no signal is pending (EBADF)
+        finally:
+            _signal.pthread_sigmask(_signal.SIG_SETMASK, self._old)
 
 
 def _close_each(*closers: Any) -> None:
@@ -115,7 +164,7 @@ class OnlineWpp:
         if self.mode != "path" or os.getpid() != self._pid:
             return
         payload = _FRAME.pack(fid_base, row["n_functions"]) + bytes(row["registry"])
-        with self._lock:
+        with self._lock, _NoSigpipe(self):
             self._send(_FRAME.pack(-2, len(payload)), payload)   # builder.FILE_FRAME
 
     # -- the flush path (the recorder's flusher thread) -------------------------------
@@ -152,7 +201,7 @@ class OnlineWpp:
         n = len(data)
         if n == 0:
             return
-        with self._lock:
+        with self._lock, _NoSigpipe(self):
             t = time.perf_counter()
             self.submitted += n
             self._send(_FRAME.pack(sid, n), data)
@@ -188,18 +237,31 @@ class OnlineWpp:
         t0 = time.perf_counter()
         self._closing = time.time()
         try:
-            with self._lock:
+            with self._lock, _NoSigpipe(self):
                 self._send(_FRAME.pack(-1, 0))
                 os.close(self._fd)
             data = self._out.read()      # until the builder exits
             self._out.close()
-            # marshal, not pickle: pickle (with re, copyreg) cost the recorder 1.5-4.5 ms of its start-up
-            result = marshal.loads(data) if data else {"error": self._builder_stderr()}
-            if "error" in result and self._broken is not None:   # the chunks it never got: say so
-                result["error"] += f" (the recorder's writes to it failed from then on: {self._broken})"
-            if "error" in result:
-                raise InternalError(f"the WPP builder failed: {result['error']}")
+            result, why = _result(data)
+            if result is None or "error" in result:
+                if result is not None:
+                    why = str(result["error"])
+                else:   # the builder's last words, if any (a traceback's last line)
+                    said = self._builder_stderr()
+                    why = (said or why) if not data else why + (f"; its stderr ends: {said}" if said else "")
+                if self._broken is not None:   # the chunks it never got: say so
+                    why += f" (the recorder's writes to it failed from then on: {self._broken})"
+                raise InternalError(f"the WPP builder failed: {why}")
             self._store(result, time.perf_counter() - t0)
+        except InternalError as exc:
+            # the recording says so (meta ``wpp``: only ``error`` and the settings; ``wpp``, ``info``
+            # and the readers report it), not "no WPP" nor, without --keep-raw, an empty trace
+            try:
+                self._writer.set_meta(**{META_KEY: {"error": str(exc), "mode": self.mode,
+                                                    "keep_raw": self.keep_raw, "events": self.submitted}})
+            except Exception:  # noqa: BLE001 - the writer failing too: the builder's error is the one to report
+                pass
+            raise
         finally:
             # each in its own step: one failing (EBADF after a program's closerange) skips no other
             _close_each(self._stderr.close, self._close_progress, lambda: self._writer.close(**how))
@@ -210,9 +272,10 @@ class OnlineWpp:
             progress.close()
 
     def _builder_stderr(self) -> str:
+        """The last line the builder wrote to its stderr, or ``""``."""
         self._stderr.seek(0)
         lines = self._stderr.read().decode(errors="replace").strip().splitlines()
-        return lines[-1] if lines else "it ended without a result"
+        return lines[-1] if lines else ""
 
     def _feed(self, builder: dict[str, Any]) -> dict[str, Any]:
         """How the chunks went from the recorder to the builder (docs/design.md, "The

@@ -28,8 +28,8 @@ wave 11" and "The WPP's own cost, wave 13").
   ``WHOLETRACE_LEAN_NUMPY=0`` turns it off; numpy already imported, or a failure before
   ``numpy._core``, means the ordinary import; a failure in ``numpy._core``'s step (a layout not
   seen yet) completes numpy at once.  The completion holds a lock: another thread asking for a
-  name meanwhile waits for it.  numpy's ``madvise`` hugepage setting is made as
-  ``numpy/__init__.py`` makes it.
+  name meanwhile waits for it.  numpy's ``madvise`` hugepage setting and (numpy 2.0-2.1) its
+  promotion state are made as ``numpy/__init__.py`` makes them.
 """
 
 from __future__ import annotations
@@ -128,11 +128,14 @@ def _lean_core(m: types.ModuleType) -> None:
     from numpy._core import numerictypes, umath  # noqa: F401 - umath: as numpy._core's __init__
 
     multiarray.set_typeDict(numerictypes.sctypeDict)
+    # numpy 2.0-2.1's __init__ sets NEP 50's promotion ("weak"; 2.0's C default is "legacy"), as here
+    promotion = getattr(multiarray, "_set_promotion_state", None)
+    if promotion is not None:
+        promotion(os.environ.get("NPY_PROMOTION_STATE", "weak"))
     from numpy._core import fromnumeric, numeric, shape_base  # noqa: F401
 
     names = {name: getattr(mod, name) for mod in (numeric, shape_base) for name in mod.__all__}
     m.__dict__.update(names)
-    _LEAN_NAMES.update(names)
     # numpy/__init__.py's madvise(hugepage) setting (NUMPY_MADVISE_HUGEPAGE, the kernel's version)
     multiarray._set_madvise_hugepage(_hugepage_setup())
 
@@ -142,8 +145,6 @@ _COMPLETING = threading.RLock()
 _busy = False
 #: the spec of a ``numpy._core`` made by :func:`_lean_core` whose ``__init__`` has not run yet
 _CORE_SPEC: importlib.machinery.ModuleSpec | None = None
-#: the names :func:`_lean_core` put on numpy (the objects ``import numpy`` binds to them)
-_LEAN_NAMES: set[str] = set()
 
 
 def _complete(m: types.ModuleType, spec: importlib.machinery.ModuleSpec) -> None:

@@ -92,6 +92,8 @@ class StoredWpp:
         meta = rec.meta.get(META_KEY)
         if not isinstance(meta, dict):
             raise UsageError(f"{rec.path}: no WPP in this recording (record it with --wpp)")
+        if "error" in meta:   # wpp.online.OnlineWpp.close: the builder failed, nothing was stored
+            raise UsageError(f"{rec.path}: no WPP in this recording: {meta['error']}")
         self.meta: dict[str, Any] = meta
         version = int(meta.get("terminals", 1))
         if version > TERMINALS_VERSION:
