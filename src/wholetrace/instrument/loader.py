@@ -390,10 +390,15 @@ class InstrumentingFinder:
         standard library's module (never the program's file of that name); any other module
         (the program's, imported by a ``gc`` callback or a signal handler meanwhile) is left to
         the import system, uninstrumented, and noted in the recording's meta."""
-        if path is not None or fullname.startswith("wholetrace"):
+        if fullname.startswith("wholetrace"):
+            return None
+        if path is not None:   # a submodule: through its package's __path__, noted when in scope
+            spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+            if spec is not None and self.scope.wants(fullname, spec.origin):
+                self.instrumenter.unrecorded.append(fullname)
             return None
         spec = misspath.stdlib_spec(fullname)
-        if spec is None:
+        if spec is None or self.scope.wants(fullname, spec.origin):   # (an --include'd stdlib module)
             self.instrumenter.unrecorded.append(fullname)
         return spec
 
