@@ -168,8 +168,8 @@ class Instrumenter(Record):
 
     Code is built as a position-independent template (``instrument.cache``), cached on disk
     when ``cache`` is given, and relocated to the ids the registry hands out.  What a cache
-    miss needs is imported on the first one (``instrument.misspath``; ``hide_misses``: the
-    standard-library modules that brings are taken out of ``sys.modules`` again).
+    miss needs is imported on the first one (``instrument.misspath``); ``unrecorded``: the
+    files compiled plain because their thread was loading it (stored in the recording's meta).
     """
 
     _fields = ("registry", "cache", "instrumented_files")
@@ -179,7 +179,7 @@ class Instrumenter(Record):
         self.registry = registry
         self.cache = cache
         self.instrumented_files: list[str] = [] if instrumented_files is None else instrumented_files
-        self.hide_misses = False
+        self.unrecorded: list[str] = []
 
     def compile(self, source: str | bytes, filename: str, transform: TreeTransform | None = None) -> CodeType:
         """Instrumented code for ``source`` (then ``transform``-ed); falls back to plain
@@ -192,8 +192,11 @@ class Instrumenter(Record):
             token = self.registry.weights_token(filename) + ("\0" + transform.key if transform else "")
             key = self.cache.key(source, filename, self.registry.mode, token)
             hit = self.cache.load(key)
+        if hit is None and misspath.loading_here():   # re-entered (gc callback, signal handler): plain
+            self.unrecorded.append(filename)
+            return compile(source, filename, "exec", dont_inherit=True)
         if hit is None:
-            ast = misspath.load(self.hide_misses)
+            ast = misspath.load()
             try:
                 tree = ast.parse(source, filename)
             except SyntaxError:
@@ -219,7 +222,7 @@ class Instrumenter(Record):
     def template(self, tree: ast.Module, source: str, filename: str,
                  transform: TreeTransform | None = None) -> tuple[CodeType, FileEntry]:
         """Instrument ``tree`` with placeholder ids: the code and the file's registry entry."""
-        ast = misspath.load(self.hide_misses)
+        ast = misspath.load()
         from wholetrace.instrument.cfg import build_cfg, iter_functions
         from wholetrace.instrument.facts import file_facts
         from wholetrace.instrument.rewrite import compile_tree, rewrite_tree, statement_spans
@@ -361,9 +364,13 @@ class InstrumentingFinder:
         self.scope = scope
         self.instrumenter = instrumenter
         self.on_import = on_import or {}
+        #: the finders in ``sys.meta_path`` before the recording (``_as_without``)
+        self.started_with: tuple[Any, ...] = (importlib.machinery.BuiltinImporter, importlib.machinery.FrozenImporter)
 
     def find_spec(self, fullname: str, path: Sequence[str] | None = None,
                   target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
+        if misspath.loading_here():   # this thread is loading the miss path: nothing instrumented
+            return self._while_loading(fullname, path)
         spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
         if spec is None:
             return None
@@ -378,26 +385,50 @@ class InstrumentingFinder:
         spec.loader = loader
         return spec
 
+    def _while_loading(self, fullname: str, path: Sequence[str] | None) -> importlib.machinery.ModuleSpec | None:
+        """A top-level import in the thread loading the miss path (``instrument.misspath``): the
+        standard library's module (never the program's file of that name); any other module
+        (the program's, imported by a ``gc`` callback or a signal handler meanwhile) is left to
+        the import system, uninstrumented, and noted in the recording's meta."""
+        if fullname.startswith("wholetrace"):
+            return None
+        if path is not None:   # a submodule: through its package's __path__, noted when in scope
+            spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+            if spec is not None and self.scope.wants(fullname, spec.origin):
+                self.instrumenter.unrecorded.append(fullname)
+            return None
+        spec = misspath.stdlib_spec(fullname)
+        if spec is None or self.scope.wants(fullname, spec.origin):   # (an --include'd stdlib module)
+            self.instrumenter.unrecorded.append(fullname)
+        return spec
+
     def _as_without(self, fullname: str, path: Sequence[str] | None, target: ModuleType | None,
                     spec: importlib.machinery.ModuleSpec) -> importlib.machinery.ModuleSpec | None:
-        """The spec the import system would get without this finder, for a module out of scope:
-        from the first of the finders between this one and ``PathFinder`` that finds it (the
-        built-in and frozen importers), each asked once, else ``spec``, the one ``PathFinder``
-        has just found.  Returning None made ``PathFinder`` search ``sys.path`` a second time
-        for every module the program imports (28 M instructions of nqueens' recording, wave 13).
-        None (the import system then asks them in order) when ``PathFinder`` does not follow
-        this finder in ``sys.meta_path`` or a finder between has no ``find_spec``."""
+        """The spec the import system would get without this finder, for a module out of scope,
+        when the finders between this one and ``PathFinder`` in ``sys.meta_path`` are the
+        built-in and frozen importers and those there before the recording started (a
+        ``.pth`` file's, such as setuptools' ``DistutilsMetaFinder``): the first of them that
+        finds it, else ``spec``, the one ``PathFinder`` has just found.  Returning None made
+        ``PathFinder`` search ``sys.path`` a second time for every module the program imports
+        (28 M instructions of nqueens' recording, wave 13).  None (the import system then asks
+        the finders in order, as without wholetrace) when the program put a finder between,
+        ``PathFinder`` does not follow this finder, or one of them raises (it raises again
+        from the import system, so the program's traceback holds no frame of wholetrace's)."""
         meta = sys.meta_path
         try:
             mine = meta.index(self)
             last = meta.index(importlib.machinery.PathFinder, mine + 1)
         except ValueError:
             return None
-        between = [getattr(f, "find_spec", None) for f in meta[mine + 1:last]]
-        if None in between:
+        between = meta[mine + 1:last]
+        known = self.started_with
+        if not all(any(f is k for k in known) for f in between):
             return None
-        for find in between:
-            found = find(fullname, path, target)  # type: ignore[misc]
+        for finder in between:
+            try:
+                found = finder.find_spec(fullname, path, target)
+            except Exception:   # noqa: BLE001 (the import system asks it again, and reports it)
+                return None
             if found is not None:
                 return found
         return spec
@@ -433,6 +464,7 @@ def purge_modules(packages: Sequence[str]) -> list[str]:
 
 
 def install(finder: InstrumentingFinder) -> None:
+    finder.started_with = tuple(f for f in sys.meta_path if hasattr(f, "find_spec"))
     sys.meta_path.insert(0, finder)
 
 

@@ -4,17 +4,20 @@ A recording whose code all comes from the code cache (``instrument.cache``) neve
 plans or rewrites: ``ast`` (with ``_ast``'s ~120 node classes and ``enum``) and the modules
 that build templates are a third of ``record``'s start-up instructions (docs/design.md,
 "Record's fixed cost, wave 13").  So they are imported by :func:`load`, on the first miss,
-and the stdlib modules that brought in are taken out of ``sys.modules`` again
-(``hide``): the program does not see them appear, as it would not without wholetrace.
+and stay in ``sys.modules`` from then on (one copy of every module, as before wave 13; a
+warm-cache recording never loads them, so its program sees none of them).
 
-That is safe only when the program cannot have replaced or instrumented what the miss path
-imports.  ``runtime.runner.start`` therefore loads it before the finder is installed (as
-every recording did before wave 13) when the scope names a module of :data:`CLOSURE`
-(``--include enum``: the program's instrumented ``enum`` would otherwise build ``ast``'s
-enums, and its trace would hold them) or a root inside the Python installation (the finder
-would instrument ``ast`` itself).  Modules are hidden only while no other thread of the
-program runs (:func:`_alone`): a thread importing ``enum`` meanwhile could get the copy
-taken out, and the program would then hold two.
+The standard-library modules are loaded from the interpreter's own standard library
+(:func:`stdlib_spec`), not through ``sys.path`` (whose first entry is the program's
+directory by then) nor through the finders: a program's ``enum.py`` or ``bisect.py`` is not
+taken by wholetrace.  A name the program already holds under another origin is swapped out
+for the load and put back after it.  While a thread loads, the finder neither instruments
+nor waits in that thread (:func:`loading_here`; a module imported meanwhile by that thread,
+from a ``gc`` callback or a signal handler, is imported plain and noted); other threads
+wait for the load (the module locks it needs are named in docs/design.md).
+
+``runtime.runner.start`` loads it before the finder is installed when the scope names a
+module of :data:`CLOSURE` (``--include enum``) or a root inside the Python installation.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import sys
 
 TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
 if TYPE_CHECKING:   # pragma: no cover
+    from importlib.machinery import ModuleSpec
     from types import ModuleType
 
 #: wholetrace's modules the miss path needs: the template builder, every mode's planners
@@ -38,14 +42,26 @@ MODULES = ("wholetrace.instrument.cfg", "wholetrace.instrument.sites", "wholetra
 #: (``tests/runtime/test_startup13.py`` checks it on the running version).  A scope that
 #: names one of them loads the miss path at start-up.
 CLOSURE = frozenset({
-    "__future__", "_abc", "_ast", "_bisect", "_collections", "_collections_abc", "_functools", "_io",
+    "__future__", "_abc", "_ast", "_bisect", "_collections", "_collections_abc", "_functools", "_io", "importlib",
     "_locale", "_opcode", "_operator", "_sre", "_thread", "_weakref", "_weakrefset", "abc", "array", "ast",
     "bisect", "builtins", "collections", "contextlib", "copy", "copyreg", "enum", "functools",
     "genericpath", "io", "itertools", "keyword", "math", "opcode", "operator", "os", "posixpath", "re",
     "reprlib", "sre_compile", "sre_constants", "sre_parse", "stat", "sys", "types", "warnings", "weakref"})
 
+#: The top-level standard-library modules the miss path imports while it loads, in an order
+#: where each one's own imports come before it, on Python 3.11-3.13 (each version loads the
+#: ones it lacks; ``tests/runtime/test_startup13.py`` checks that no other top-level module
+#: is imported by ``load`` on the running version).
+ORDER = ("__future__", "_stat", "stat", "_collections_abc", "genericpath", "posixpath", "os", "itertools",
+         "keyword", "_operator", "operator", "reprlib", "_collections", "types", "_functools",
+         "collections", "functools", "contextlib", "enum", "_sre", "copyreg", "re", "_ast", "ast", "array",
+         "_opcode", "_opcode_metadata", "opcode", "warnings", "_bisect", "bisect")
+#: Those of :data:`ORDER` only 3.12 and later import there (3.11's ``ast`` does not need ``re``).
+SINCE_312 = frozenset({"_sre", "copyreg", "re"})
+
 _lock = _thread.allocate_lock()
 _loaded: dict[str, ModuleType] = {}
+_loading: list[int] = []   # the thread loading the miss path now, if any
 
 
 def loaded() -> bool:
@@ -53,36 +69,86 @@ def loaded() -> bool:
     return bool(_loaded)
 
 
-def load(hide: bool = False) -> ModuleType:
-    """Import the miss path (once per process); returns ``ast``.  ``hide``: take the
-    standard-library modules this imported out of ``sys.modules`` again, when no other thread
-    of the program runs (wholetrace's own modules stay: the program sees them already)."""
+def loading_here() -> bool:
+    """True while this thread runs :func:`load` (a nested import must not instrument)."""
+    return bool(_loading) and _loading[0] == _thread.get_ident()
+
+
+def load() -> ModuleType:
+    """Import the miss path (once per process); returns ``ast``.  Other threads wait for
+    it; in the loading thread itself (re-entered through a ``gc`` callback, a signal
+    handler), raises ``RuntimeError``: callers check :func:`loading_here` first."""
     if _loaded:
         return _loaded["ast"]
+    if loading_here():
+        raise RuntimeError("the instrumenter's miss path is loading in this thread")
     with _lock:
         if not _loaded:
-            before = set(sys.modules) if hide else None
-            import ast
-
-            from wholetrace.instrument import emit
-            for name in MODULES:
-                __import__(name)
-            emit.ast = ast   # in place of its LazyModule
-            if before is not None and _alone():
-                for name in set(sys.modules) - before:
-                    if name != "wholetrace" and not name.startswith("wholetrace."):
-                        del sys.modules[name]
-            _loaded["ast"] = ast
+            _loading.append(_thread.get_ident())
+            try:
+                _loaded["ast"] = _load()
+            finally:
+                _loading.clear()
     return _loaded["ast"]
 
 
-def _alone() -> bool:
-    """No thread runs but this one and wholetrace's own (named ``wholetrace-...``)."""
-    import threading   # imported by the recorder already
+def _load() -> ModuleType:
+    dirs = stdlib_dirs()
+    held: dict[str, ModuleType] = {}   # the program's own module under a name of ORDER, put back after
+    try:
+        for name in ORDER:
+            if name in SINCE_312 and sys.version_info < (3, 12):
+                continue
+            have = sys.modules.get(name)
+            if have is not None and is_stdlib(have, dirs):
+                continue
+            spec = stdlib_spec(name, dirs)
+            if spec is None:
+                continue   # not on this Python (``_sre`` is built in, ...)
+            if have is not None:
+                held[name] = have
+            _load_unlocked(spec)   # no module lock: see "the miss path's locks" in docs/design.md
+        import ast
 
-    ours = {t.ident for t in threading.enumerate() if t.name.startswith("wholetrace")}
-    ours.add(threading.get_ident())
-    return set(sys._current_frames()) <= ours
+        from wholetrace.instrument import emit
+        for name in MODULES:
+            __import__(name)
+        emit.ast = ast   # in place of its LazyModule
+        return ast
+    finally:
+        sys.modules.update(held)
+
+
+def _load_unlocked(spec: ModuleSpec) -> ModuleType:
+    from importlib._bootstrap import _load_unlocked as load_spec   # type: ignore[attr-defined]
+    return load_spec(spec)   # type: ignore[no-any-return]
+
+
+def stdlib_dirs() -> tuple[str, ...]:
+    """The standard library's directories: pure modules and extension modules (``lib-dynload``)."""
+    home = getattr(sys, "_stdlib_dir", None)
+    if not home:   # pragma: no cover (set on every CPython 3.11+ that knows its prefix)
+        import sysconfig
+        paths = sysconfig.get_paths()
+        return tuple(dict.fromkeys([paths["stdlib"], paths["platstdlib"], paths["platstdlib"] + "/lib-dynload"]))
+    return (home, home.rstrip("/") + "/lib-dynload")   # (no os.path: os may not be loaded yet, python -S)
+
+
+def stdlib_spec(name: str, dirs: tuple[str, ...] | None = None) -> ModuleSpec | None:
+    """The spec of the standard library's module ``name`` (top level): built in, frozen, or
+    found in :func:`stdlib_dirs` only, whatever ``sys.path`` and ``sys.meta_path`` hold."""
+    from importlib.machinery import BuiltinImporter, FrozenImporter, PathFinder
+    return BuiltinImporter.find_spec(name) or FrozenImporter.find_spec(name) \
+        or PathFinder.find_spec(name, list(dirs or stdlib_dirs()))
+
+
+def is_stdlib(module: ModuleType, dirs: tuple[str, ...]) -> bool:
+    """Whether ``module`` is the standard library's (built in, frozen or from ``dirs``)."""
+    origin = getattr(getattr(module, "__spec__", None), "origin", None)
+    if origin in ("built-in", "frozen"):
+        return True
+    return isinstance(origin, str) and "site-packages" not in origin \
+        and any(origin.startswith(d.rstrip("/") + "/") for d in dirs)
 
 
 class LazyModule:

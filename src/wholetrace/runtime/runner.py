@@ -270,6 +270,8 @@ class Live(Record):
             from wholetrace.store.writer import RecordingWriter   # imported by now (no hook installed)
             if isinstance(self.writer, RecordingWriter):
                 self.writer.hold_commits()   # the last flush commits with the end meta (store.writer)
+            if self.instrumenter.unrecorded:   # imported while the miss path loaded (instrument.misspath)
+                self.writer.set_meta(unrecorded_modules=self.instrumenter.unrecorded)
             self.recorder.stop()
         finally:
             LIVE = None
@@ -306,8 +308,6 @@ def start(writer: Any, scope: Scope, *, mode: str = "blocks", weights: dict[tupl
         streams.patch_asyncio(sys.modules["asyncio"])
     if eager_miss_path(scope):   # bound to the recording's own modules, before the purge (as before wave 13)
         misspath.load()
-    else:                         # on the first cache miss, out of the program's sight
-        instrumenter.hide_misses = True
     if "dis" in scope.packages:   # runtime.unfinished reads instructions at stop: with its own dis
         from wholetrace.runtime import unfinished
         unfinished.DIS = __import__("dis")
