@@ -165,17 +165,19 @@ class RecordingWriter:
         self._journal = fdguard.FdGuard(fds[-1])
         return True
 
-    def _renew(self) -> None:
+    def _renew(self, failed: bool = False) -> None:
         """Leave the connection whose descriptor the program took (never used nor closed again:
         closing it would close the program's descriptor) and carry on with a new one, replaying
         the open transaction: the file holds every commit, nothing went through the wrong number.
-        With a transaction open, the old connection holds its locks in SQLite's per-process table
-        for good: the new one uses the ``unix-none`` VFS (no locks; its first read rolls the
-        old journal back as a crash's)."""
+        With a transaction open (or after a statement ``failed`` on it: closed in the middle of a
+        commit), the old connection holds its locks in SQLite's per-process table for good: the
+        new one uses the ``unix-none`` VFS (no locks; its first read rolls the old journal back as
+        a crash's).  A replayed INSERT whose row is there already (the old commit got past its
+        journal's deletion, its commit point, before failing) is skipped: all of them are then."""
         old = self._conn
         fdguard.leak(old)
         before = set(fdguard.descriptors_of(self.path) or ())
-        held = old.in_transaction
+        held = failed or old.in_transaction
         self._fds = self._journal = None
         if held:
             where = os.path.abspath(self.path).replace("%", "%25").replace("?", "%3f").replace("#", "%23")
@@ -188,23 +190,43 @@ class RecordingWriter:
         conn.execute("PRAGMA synchronous=NORMAL")
         log, self._log = self._log, []
         for sql, params, many in log or ():
-            self._x(sql, params, many)
+            try:
+                self._x(sql, params, many)
+            except sqlite3.IntegrityError:
+                pass
         fds = [fd for fd in fdguard.descriptors_of(self.path) or () if fd not in before]
         self._fds = fdguard.FdGuard(fds[-1]) if fds else None
         self._renewed += 1
 
     def _x(self, sql: str, params: Any, many: bool = False) -> None:
         """Run one write statement in the open transaction (begun if none), logged for :meth:`_renew`."""
-        self._begin()
-        if many:
-            self._conn.executemany(sql, params)
-        else:
-            self._conn.execute(sql, params)
+        try:
+            self._begin()
+            if many:
+                self._conn.executemany(sql, params)
+            else:
+                self._conn.execute(sql, params)
+        except sqlite3.Error:
+            if not self._lost():
+                raise
+            self._renew(failed=True)    # closed by another thread of the program meanwhile
+            self._x(sql, params, many)
+            return
         if self._log is not None:
             self._log.append((sql, params, many))
 
+    def _lost(self) -> bool:
+        """True if the program closed or replaced a descriptor the connection uses."""
+        return self._fds is not None and not (self._fds.intact() and self._journal_intact())
+
     def _commit(self) -> None:
-        self._conn.execute("COMMIT")
+        try:
+            self._conn.execute("COMMIT")
+        except sqlite3.Error:
+            if not self._lost():
+                raise
+            self._renew(failed=True)
+            self._conn.execute("COMMIT")
         if self._log is not None:
             self._log.clear()
             self._journal = None
