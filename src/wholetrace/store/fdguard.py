@@ -17,7 +17,7 @@ TYPE_CHECKING = False   # typing is not imported at start-up
 if TYPE_CHECKING:   # pragma: no cover
     from typing import Any
 
-__all__ = ["FdGuard", "GuardedFile", "Lost", "descriptors_of", "leak"]
+__all__ = ["FdGuard", "GuardedFile", "Lost", "descriptors_of", "leak", "named"]
 
 #: what :func:`leak` keeps alive (and the interpreter's shutdown never reaches: see there)
 _KEEP: list[Any] = []
@@ -74,6 +74,23 @@ def descriptors_of(path: str) -> list[int] | None:
                 found.append(fd)
         return sorted(found)
     return None
+
+
+def named(prefix: str) -> FdGuard | None:
+    """A guard of this process's one descriptor whose ``/proc/self/fd`` link starts with ``prefix``
+    (an anonymous file: a memfd), or None (none, several, or no ``/proc``)."""
+    try:
+        names = os.listdir("/proc/self/fd")
+    except OSError:
+        return None
+    found = []
+    for name in names:
+        try:
+            if os.readlink(f"/proc/self/fd/{name}").startswith(prefix):
+                found.append(FdGuard(int(name)))
+        except (OSError, ValueError):
+            continue
+    return found[0] if len(found) == 1 else None
 
 
 def leak(obj: object) -> None:

@@ -114,6 +114,8 @@ class OnlineWpp:
         self._pipe: fdguard.FdGuard | None = fdguard.FdGuard(self._fd)
         self._out = fdguard.GuardedFile(self._out, "the WPP builder's result pipe")
         self._stderr = fdguard.GuardedFile(self._stderr, "the WPP builder's stderr file")
+        # the progress mapping's own descriptor (``mmap`` keeps a dup of the memfd's, closed by its close)
+        self._mapped = None if getattr(process, "progress", None) is None else fdguard.named("/memfd:wholetrace-wpp-progress")
 
     def _end_pipe(self) -> None:
         """Close the pipe after the end frame; if the program closed it, fail: the builder's input
@@ -223,7 +225,10 @@ class OnlineWpp:
     def _close_progress(self) -> None:
         progress, self._progress = self._progress, None
         if progress is not None:
-            progress.close()
+            if self._mapped is None or self._mapped.intact():
+                progress.close()
+            else:
+                fdguard.leak(progress)      # its close would close the program's descriptor
 
     def _builder_stderr(self) -> str:
         self._stderr.seek(0)
