@@ -73,8 +73,10 @@ def _counts(out: Path) -> object:
     return json.loads(res.stdout)
 
 
-@pytest.mark.parametrize("how,where", [("range", "main"), ("close3", "main"), ("range", "thread")])
-@pytest.mark.parametrize("mode", MODES)
+CASES = [(m, h, w) for m in MODES for h, w in [("range", "main"), ("close3", "main"), ("range", "thread")]]
+
+
+@pytest.mark.parametrize("mode,how,where", CASES + [("full", "range", "main")])
 def test_closer_files_untouched_and_recording_complete(tmp_path: Path, mode: str, how: str, where: str) -> None:
     res, out, d = _run(tmp_path, mode, how, where)
     assert res.returncode == 0, res.stderr
