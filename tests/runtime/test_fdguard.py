@@ -123,3 +123,23 @@ def test_guard_sees_a_replaced_descriptor(tmp_path: Path) -> None:
         assert fd2 == fd and not g.intact()
     finally:
         os.close(fd2)
+
+
+def test_guarded_file_neither_reads_nor_closes_the_programs_descriptor(tmp_path: Path) -> None:
+    r, w = os.pipe()
+    os.write(w, b"ours")
+    os.close(w)
+    g = fdguard.GuardedFile(os.fdopen(r, "rb"), "a test pipe")
+    os.close(r)                                        # the program closes it ...
+    theirs = tmp_path / "theirs"
+    theirs.write_bytes(b"theirs")
+    fd = os.open(theirs, os.O_RDONLY)                  # ... and opens a file on its number
+    try:
+        assert fd == r
+        with pytest.raises(fdguard.Lost, match=f"descriptor {r} \\(a test pipe\\)"):
+            g.read()
+        g.close()                                      # leaked, not closed: the program's file stays open
+        assert os.fstat(fd).st_ino == theirs.stat().st_ino
+        assert os.read(fd, 10) == b"theirs"            # and nothing read its bytes
+    finally:
+        os.close(fd)
