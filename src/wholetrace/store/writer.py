@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 import wholetrace
 from wholetrace.errors import StoreError
-from wholetrace.store import schema
+from wholetrace.store import fdguard, schema
 
 __all__ = ["RecordingWriter"]
 
@@ -70,6 +70,15 @@ class RecordingWriter:
 
     Use as a context manager, or call :meth:`close` with how the run ended.
     """
+
+    #: the database's descriptor, checked before each write (None: cannot be guarded here;
+    #: docs/design.md, "Descriptors the program closes, wave 13"); the journal's, found once per
+    #: transaction left open between calls; the statements of the open transaction (replayed
+    #: on a new connection if the program closed the descriptor); how many times that happened
+    _fds: "fdguard.FdGuard | None" = None
+    _journal: "fdguard.FdGuard | None" = None
+    _log: "list[tuple[str, Any, bool]] | None" = None
+    _renewed = 0
 
     def __init__(self, path: str | os.PathLike[str], *, overwrite: bool = True) -> None:
         self.path = os.fspath(path)
@@ -120,6 +129,7 @@ class RecordingWriter:
         except BaseException:
             self._abandon()
             raise
+        self._watch()
 
     # -- plumbing -------------------------------------------------------------------
 
@@ -129,9 +139,104 @@ class RecordingWriter:
         if self._closed:
             raise StoreError(f"cannot {what}: recording {self._where} is closed")
         try:
+            self._check()
             yield
         except (sqlite3.Error, OverflowError) as exc:
             raise StoreError(f"cannot {what} in {self._where}: {schema.one_line(exc)}") from exc
+
+    def _watch(self) -> None:
+        """Guard the database's descriptor (the highest open on the file: the connection's own,
+        opened last) and log the statements of each transaction from now on."""
+        fds = fdguard.descriptors_of(self.path)
+        self._fds = fdguard.FdGuard(fds[-1]) if fds else None
+        self._journal = None
+        self._log = []
+
+    def _check(self) -> None:
+        """Before a write: a new connection if the program closed or replaced the database's
+        descriptor, or the journal's while a transaction stayed open since an earlier call."""
+        if self._fds is None:
+            return
+        if self._fds.intact() and (not self._log or self._journal_intact()):
+            return
+        self._renew()
+
+    def _journal_intact(self) -> bool:
+        if self._journal is not None:
+            return self._journal.intact()
+        fds = fdguard.descriptors_of(self.path + "-journal")
+        if fds is None:
+            return True
+        if not fds:     # no journal file (nothing written yet) or it exists and we lost its descriptor
+            return not os.path.lexists(self.path + "-journal")
+        self._journal = fdguard.FdGuard(fds[-1])
+        return True
+
+    def _renew(self, failed: bool = False) -> None:
+        """Leave the connection whose descriptor the program took (never used nor closed again:
+        closing it would close the program's descriptor) and carry on with a new one, replaying
+        the open transaction: the file holds every commit, nothing went through the wrong number.
+        With a transaction open (or after a statement ``failed`` on it: closed in the middle of a
+        commit), the old connection holds its locks in SQLite's per-process table for good: the
+        new one uses the ``unix-none`` VFS (no locks; its first read rolls the old journal back as
+        a crash's).  A replayed INSERT whose row is there already (the old commit got past its
+        journal's deletion, its commit point, before failing) is skipped: all of them are then."""
+        old = self._conn
+        fdguard.leak(old)
+        before = set(fdguard.descriptors_of(self.path) or ())
+        held = failed or old.in_transaction
+        self._fds = self._journal = None
+        if held:
+            where = os.path.abspath(self.path).replace("%", "%25").replace("?", "%3f").replace("#", "%23")
+            conn = sqlite3.connect(f"file:{where}?vfs=unix-none", isolation_level=None,
+                                   check_same_thread=False, uri=True)
+        else:
+            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        self._conn = conn
+        conn.execute("PRAGMA journal_mode=DELETE")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        log, self._log = self._log, []
+        for sql, params, many in log or ():
+            try:
+                self._x(sql, params, many)
+            except sqlite3.IntegrityError:
+                pass
+        fds = [fd for fd in fdguard.descriptors_of(self.path) or () if fd not in before]
+        self._fds = fdguard.FdGuard(fds[-1]) if fds else None
+        self._renewed += 1
+
+    def _x(self, sql: str, params: Any, many: bool = False) -> None:
+        """Run one write statement in the open transaction (begun if none), logged for :meth:`_renew`."""
+        try:
+            self._begin()
+            if many:
+                self._conn.executemany(sql, params)
+            else:
+                self._conn.execute(sql, params)
+        except sqlite3.Error:
+            if not self._lost():
+                raise
+            self._renew(failed=True)    # closed by another thread of the program meanwhile
+            self._x(sql, params, many)
+            return
+        if self._log is not None:
+            self._log.append((sql, params, many))
+
+    def _lost(self) -> bool:
+        """True if the program closed or replaced a descriptor the connection uses."""
+        return self._fds is not None and not (self._fds.intact() and self._journal_intact())
+
+    def _commit(self) -> None:
+        try:
+            self._conn.execute("COMMIT")
+        except sqlite3.Error:
+            if not self._lost():
+                raise
+            self._renew(failed=True)
+            self._conn.execute("COMMIT")
+        if self._log is not None:
+            self._log.clear()
+            self._journal = None
 
     def _begin(self) -> None:
         if not self._conn.in_transaction:
@@ -142,8 +247,7 @@ class RecordingWriter:
         for k, v in items.items():
             text = schema.encode_json(v, f"meta value {k!r}")
             rows.append((k, text, schema.row_crc("meta", k, text)))
-        self._begin()
-        self._conn.executemany("INSERT OR REPLACE INTO meta(key, value, crc) VALUES (?, ?, ?)", rows)
+        self._x("INSERT OR REPLACE INTO meta(key, value, crc) VALUES (?, ?, ?)", rows, True)
 
     def _abandon(self) -> None:
         self._closed = True
@@ -172,10 +276,9 @@ class RecordingWriter:
         with self._lock, self._guard(f"add function {fid}"):
             row = (fid, file, qualname, firstline, lastline, source, blob, fingerprint)
             row += (schema.row_crc("functions", *row),)
-            self._begin()
             try:
-                self._conn.execute("INSERT INTO functions(fid, file, qualname, firstline, lastline, "
-                                   "source, cfg, fingerprint, crc) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
+                self._x("INSERT INTO functions(fid, file, qualname, firstline, lastline, "
+                        "source, cfg, fingerprint, crc) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
             except sqlite3.IntegrityError:
                 raise StoreError(f"function id {fid} is already registered") from None
             self._n_functions += 1
@@ -188,10 +291,9 @@ class RecordingWriter:
         with self._lock, self._guard(f"add file {schema.where(path)}"):
             row = (fid_base, path, n_functions, counter_base, registry)
             row += (schema.row_crc("files", *row),)
-            self._begin()
             try:
-                self._conn.execute("INSERT INTO files(fid_base, path, n_functions, counter_base, blob, crc) "
-                                   "VALUES (?, ?, ?, ?, ?, ?)", row)
+                self._x("INSERT INTO files(fid_base, path, n_functions, counter_base, blob, crc) "
+                        "VALUES (?, ?, ?, ?, ?, ?)", row)
             except sqlite3.IntegrityError:
                 raise StoreError(f"function id {fid_base} is already registered") from None
             self._n_functions += n_functions
@@ -207,9 +309,8 @@ class RecordingWriter:
             row += (schema.row_crc("streams", *row),)
             if sid in self._next_seq:
                 raise StoreError(f"stream id {sid} is already registered")
-            self._begin()
-            self._conn.execute("INSERT INTO streams(sid, kind, name, thread_ident, parent, crc) "
-                               "VALUES (?, ?, ?, ?, ?, ?)", row)
+            self._x("INSERT INTO streams(sid, kind, name, thread_ident, parent, crc) "
+                    "VALUES (?, ?, ?, ?, ?, ?)", row)
             self._next_seq[sid] = 0
             self._n_events[sid] = 0
 
@@ -230,11 +331,10 @@ class RecordingWriter:
                 raise StoreError(f"cannot append events: stream {sid} was not added")
             start = self._n_events[sid]
             crc = schema.row_crc("chunks", sid, seq, size, blob, start)
-            self._begin()
-            self._conn.execute("INSERT INTO chunks(sid, seq, n_events, blob, start, crc) "
-                               "VALUES (?, ?, ?, ?, ?, ?)", (sid, seq, size, blob, start, crc))
+            self._x("INSERT INTO chunks(sid, seq, n_events, blob, start, crc) "
+                    "VALUES (?, ?, ?, ?, ?, ?)", (sid, seq, size, blob, start, crc))
             if not self._held:
-                self._conn.execute("COMMIT")
+                self._commit()
             self._next_seq[sid] = seq + 1
             self._n_events[sid] = start + size
 
@@ -275,19 +375,17 @@ class RecordingWriter:
         row = (name, key, dtype_str, schema.encode_json(list(shape), "shape"), blob)
         row += (schema.row_crc("arrays", *row),)
         with self._lock, self._guard(f"store array {name!r}"):
-            self._begin()
-            self._conn.execute("INSERT OR REPLACE INTO arrays(name, key, dtype, shape, blob, crc) "
-                               "VALUES (?, ?, ?, ?, ?, ?)", row)
+            self._x("INSERT OR REPLACE INTO arrays(name, key, dtype, shape, blob, crc) "
+                    "VALUES (?, ?, ?, ?, ?, ?)", row)
         return len(blob)
 
     def delete_arrays(self, name: str, key: str | None = None) -> None:
         """Remove the array ``(name, key)``, or every array called ``name`` if ``key`` is None."""
         with self._lock, self._guard(f"delete array {name!r}"):
-            self._begin()
             if key is None:
-                self._conn.execute("DELETE FROM arrays WHERE name = ?", (name,))
+                self._x("DELETE FROM arrays WHERE name = ?", (name,))
             else:
-                self._conn.execute("DELETE FROM arrays WHERE name = ? AND key = ?", (name, key))
+                self._x("DELETE FROM arrays WHERE name = ? AND key = ?", (name, key))
 
     def hold_commits(self) -> None:
         """From now on ``append_events`` leaves its chunk to the next ``commit`` or ``close``
@@ -298,7 +396,7 @@ class RecordingWriter:
         """Make everything written so far durable."""
         with self._lock, self._guard("commit"):
             if self._conn.in_transaction:
-                self._conn.execute("COMMIT")
+                self._commit()
 
     def close(self, *, ended: str, exit_code: int | None, end_time: float | None = None) -> None:
         """Record how the run ended, commit and close; later calls do nothing."""
@@ -312,7 +410,9 @@ class RecordingWriter:
                     self._put_meta({"ended": ended, "exit_code": exit_code,
                                     "end_time": time.time() if end_time is None else end_time,
                                     schema.TOTALS_KEY: totals})
-                    self._conn.execute("COMMIT")
+                    if self._renewed:
+                        self._put_meta({"store.descriptor_renewed": self._renewed})
+                    self._commit()
             finally:
                 self._abandon()
 

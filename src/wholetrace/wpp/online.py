@@ -31,6 +31,7 @@ import threading
 import time
 
 from wholetrace.errors import InternalError
+from wholetrace.store import fdguard
 from wholetrace.wpp.spawn import INTERNED_MODES, QUEUE_EVENTS, BuilderProcess
 
 TYPE_CHECKING = False   # no typing at record's start-up (docs/design.md, "Start-up of record, wave 10")
@@ -149,11 +150,31 @@ class OnlineWpp:
         self._lock = threading.Lock()
         self._broken: BaseException | None = None
         self._stderr, self._fd, self._out = process.stderr, process.fd, process.out
+        self._fd_guard(process)
         self._spawned = process.spawned
         self._progress = getattr(process, "progress", None)   # the builder's events built (wpp.spawn)
         self._busy = 0                      # flushes paced at BUSY_SECONDS
         self._flusher: list[float] = []     # runtime.recorder.Recorder.flusher_stats
         self._sent = [0, 0.0]               # chunks sent, seconds in os.writev/os.write
+
+    def _fd_guard(self, process: Any) -> None:
+        """Our three descriptors checked before each use (docs/design.md, "Descriptors the program
+        closes, wave 13"): the pipe before each write, the result pipe and stderr file at the end."""
+        self._pipe: fdguard.FdGuard | None = fdguard.FdGuard(self._fd)
+        self._out = fdguard.GuardedFile(self._out, "the WPP builder's result pipe")
+        self._stderr = fdguard.GuardedFile(self._stderr, "the WPP builder's stderr file")
+        # the progress mapping's own descriptor (``mmap`` keeps a dup of the memfd's, closed by its close)
+        self._mapped = None if getattr(process, "progress", None) is None else fdguard.named("/memfd:wholetrace-wpp-progress")
+
+    def _end_pipe(self) -> None:
+        """Close the pipe after the end frame; if the program closed it, fail: the builder's input
+        ended there (the chunks sent are gone with it) and its number is now the program's."""
+        pipe = self._pipe
+        if pipe is not None and not pipe.intact():
+            self._out.close()     # ours, or left open for good if the program took its number too
+            raise InternalError(f"the WPP builder failed: the program closed the recorder's descriptor "
+                                f"{pipe.fd} (its pipe to the builder)")
+        os.close(self._fd)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._writer, name)
@@ -214,6 +235,9 @@ class OnlineWpp:
         interval to get it back while the program runs)."""
         if self._broken is not None:
             return
+        if self._pipe is not None and not self._pipe.intact():
+            self._broken = OSError(f"the program closed descriptor {self._pipe.fd}")
+            return
         views = [memoryview(p).cast("B") for p in parts]
         try:
             while views:
@@ -239,7 +263,7 @@ class OnlineWpp:
         try:
             with self._lock, _NoSigpipe(self):
                 self._send(_FRAME.pack(-1, 0))
-                os.close(self._fd)
+                self._end_pipe()
             data = self._out.read()      # until the builder exits
             self._out.close()
             result, why = _result(data)
@@ -269,7 +293,10 @@ class OnlineWpp:
     def _close_progress(self) -> None:
         progress, self._progress = self._progress, None
         if progress is not None:
-            progress.close()
+            if self._mapped is None or self._mapped.intact():
+                progress.close()
+            else:
+                fdguard.leak(progress)      # its close would close the program's descriptor
 
     def _builder_stderr(self) -> str:
         """The last line the builder wrote to its stderr, or ``""``."""

@@ -1,0 +1,142 @@
+"""The recorder's descriptors recognised by (st_dev, st_ino) before each use: a program may close them and reuse their numbers."""
+
+# A program can close descriptors it did not open (``os.closerange(3, 1024)`` in a daemon, a
+# test harness, a guessed ``os.close(n)``); the next file it opens takes the number, and a write
+# through our old number lands in the program's file.  Moving our descriptors elsewhere does not
+# help (closerange reaches the soft RLIMIT_NOFILE, which the program must see unchanged), so each
+# owner checks its descriptors with one ``os.fstat`` before using them: per flush or store call,
+# never per event (docs/design.md, "Descriptors the program closes, wave 13").
+
+from __future__ import annotations
+
+import os
+
+from wholetrace.errors import InternalError
+
+TYPE_CHECKING = False   # typing is not imported at start-up
+if TYPE_CHECKING:   # pragma: no cover
+    from typing import Any
+
+__all__ = ["FdGuard", "GuardedFile", "Lost", "descriptors_of", "leak", "named"]
+
+#: what :func:`leak` keeps alive (and the interpreter's shutdown never reaches: see there)
+_KEEP: list[Any] = []
+
+
+class Lost(InternalError):
+    """A descriptor of the recorder's was closed (or replaced) by the program."""
+
+
+class FdGuard:
+    """Descriptor ``fd`` and the identity (st_dev, st_ino) of the file it had when the guard was made."""
+
+    __slots__ = ("fd", "key")
+
+    def __init__(self, fd: int) -> None:
+        st = os.fstat(fd)
+        self.fd = fd
+        self.key = (st.st_dev, st.st_ino)
+
+    def intact(self) -> bool:
+        """True while ``fd`` still refers to the file it referred to (one ``fstat``)."""
+        try:
+            st = os.fstat(self.fd)
+        except (OSError, ValueError):
+            return False
+        return (st.st_dev, st.st_ino) == self.key
+
+    def __repr__(self) -> str:
+        return f"FdGuard({self.fd}, dev={self.key[0]}, ino={self.key[1]})"
+
+
+def descriptors_of(path: str) -> list[int] | None:
+    """The descriptors of this process open on ``path``'s file (matched by st_dev, st_ino), in
+    increasing order; [] if ``path`` does not exist; None where the process's descriptors cannot
+    be listed (no ``/proc/self/fd`` nor ``/dev/fd``): then nothing can be guarded."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return []
+    key = (st.st_dev, st.st_ino)
+    for where in ("/proc/self/fd", "/dev/fd"):
+        try:
+            names = os.listdir(where)
+        except OSError:
+            continue
+        found = []
+        for name in names:
+            try:
+                fd = int(name)
+                s = os.fstat(fd)
+            except (OSError, ValueError):
+                continue        # the listing's own descriptor, closed since
+            if (s.st_dev, s.st_ino) == key:
+                found.append(fd)
+        return sorted(found)
+    return None
+
+
+def named(prefix: str) -> FdGuard | None:
+    """A guard of this process's one descriptor whose ``/proc/self/fd`` link starts with ``prefix``
+    (an anonymous file: a memfd), or None (none, several, or no ``/proc``)."""
+    try:
+        names = os.listdir("/proc/self/fd")
+    except OSError:
+        return None
+    found = []
+    for name in names:
+        try:
+            if os.readlink(f"/proc/self/fd/{name}").startswith(prefix):
+                found.append(FdGuard(int(name)))
+        except (OSError, ValueError):
+            continue
+    return found[0] if len(found) == 1 else None
+
+
+def leak(obj: object) -> None:
+    """Keep ``obj`` alive for the rest of the process: never closed nor finalized, even at the
+    interpreter's shutdown (which clears module globals: a reference there is not enough, hence
+    one reference that nothing gives back).  For an object owning a descriptor the program has
+    since closed: deallocating it would close the program's descriptor with that number."""
+    _KEEP.append(obj)
+    try:
+        import ctypes
+
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(obj))
+    except (ImportError, AttributeError, OSError):   # pragma: no cover - no ctypes.pythonapi
+        pass
+
+
+class GuardedFile:
+    """A file object of the recorder's (``read``, ``seek``, ``close``) whose descriptor is
+    checked before each use: once the program closed or replaced it, reading raises :class:`Lost`
+    (``what`` names it in the one-line message) and ``close`` leaks the object instead."""
+
+    __slots__ = ("file", "guard", "what")
+
+    def __init__(self, file: Any, what: str) -> None:
+        self.file = file
+        self.guard = FdGuard(file.fileno())
+        self.what = what
+
+    def lost(self) -> Lost:
+        """The error saying this descriptor is gone."""
+        return Lost(f"the program closed the recorder's descriptor {self.guard.fd} ({self.what})")
+
+    def read(self, *n: int) -> bytes:
+        if not self.guard.intact():
+            raise self.lost()
+        data: bytes = self.file.read(*n)
+        return data
+
+    def seek(self, *where: int) -> int:
+        if not self.guard.intact():
+            raise self.lost()
+        pos: int = self.file.seek(*where)
+        return pos
+
+    def close(self) -> None:
+        if self.guard.intact():
+            self.file.close()
+        else:
+            leak(self.file)

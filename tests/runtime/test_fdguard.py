@@ -1,0 +1,145 @@
+"""A program that closes descriptors it did not open, then opens files: the recorder never writes into them, and the recording stays complete (docs/design.md, "Descriptors the program closes, wave 13")."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from wholetrace.store import fdguard
+from wtutil import ENV, run_plain, run_recorded
+
+# The same statements run whatever is closed: the closing call is a builtin picked from a table,
+# so a run that closes nothing ("none") is the independent oracle of the counts.
+CLOSER = textwrap.dedent("""\
+    import os, sys, threading
+    d, how, where = sys.argv[1], sys.argv[2], sys.argv[3]
+    act, args = {"range": (os.closerange, (3, 1024)), "close3": (os.close, (3,)),
+                 "none": (max, (3, 4))}[how]
+    def work(n):
+        s = 0
+        for i in range(n):
+            s += i % 7
+        return s
+    def closing(rounds):
+        t = 0
+        for k in range(rounds):
+            t += work(3000)
+            if k == rounds // 2:
+                act(*args)
+        return t
+    if where == "main":
+        act(*args)
+    if where == "thread":     # the program's own files opened once the closing thread is done
+        th = threading.Thread(target=closing, args=(400,))
+        th.start()
+        print(sum(work(1000) for _ in range(300)))
+        th.join()
+    fs = [open(os.path.join(d, f"f{i}.txt"), "w+b") for i in range(20)]
+    for f in fs:
+        f.write(b"mine\\n"); f.flush()
+    if where != "thread":
+        print(sum(work(1000) for _ in range(300)))
+    for f in fs:
+        f.flush()
+""")
+
+MODES = ["count", "blocks", "witness", "branches", "path"]
+
+
+def _run(tmp: Path, mode: str, how: str, where: str, options: tuple[str, ...] = ()) -> tuple[subprocess.CompletedProcess, Path, Path]:
+    script = tmp / "closer.py"
+    script.write_text(CLOSER)
+    d = tmp / f"out-{mode}-{how}-{where}"
+    d.mkdir()
+    out = tmp / f"{mode}-{how}-{where}.wt"
+    return run_recorded(script, out, str(d), how, where, mode=mode, options=options), out, d
+
+
+def _files_are_the_programs(d: Path, where: str) -> None:
+    want = {f"f{i}.txt": b"mine\n" for i in range(20)}
+    assert {p.name: p.read_bytes() for p in d.iterdir()} == want
+
+
+def _counts(out: Path) -> object:
+    res = subprocess.run([sys.executable, "-m", "wholetrace.cli", "counts", "--format", "json", str(out)],
+                         capture_output=True, text=True, env=ENV, timeout=300)
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout)
+
+
+CASES = [(m, h, w) for m in MODES for h, w in [("range", "main"), ("close3", "main"), ("range", "thread")]]
+
+
+@pytest.mark.parametrize("mode,how,where", CASES + [("full", "range", "main")])
+def test_closer_files_untouched_and_recording_complete(tmp_path: Path, mode: str, how: str, where: str) -> None:
+    res, out, d = _run(tmp_path, mode, how, where)
+    assert res.returncode == 0, res.stderr
+    assert res.stderr == ""
+    script = tmp_path / "closer.py"
+    plain_dir = tmp_path / "plain"
+    plain_dir.mkdir()
+    # the plain run of the same program closing nothing (a plain os.close(3) fails: EBADF)
+    assert res.stdout == run_plain(script, str(plain_dir), "none", where).stdout
+    _files_are_the_programs(d, where)
+    ref, ref_out, _ = _run(tmp_path, mode, "none", where)
+    assert ref.returncode == 0, ref.stderr
+    assert _counts(out) == _counts(ref_out)
+
+
+def test_closer_wpp_fails_in_one_line(tmp_path: Path) -> None:
+    res, out, d = _run(tmp_path, "path", "range", "main", options=("--wpp",))
+    assert res.stdout == "899100\n"
+    _files_are_the_programs(d, "main")
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1, res.stderr
+    assert "the WPP builder failed: the program closed the recorder's descriptor" in lines[0]
+    assert res.returncode == 3
+
+
+def test_closer_wpp_untouched_program_still_builds(tmp_path: Path) -> None:
+    res, out, d = _run(tmp_path, "path", "none", "main", options=("--wpp",))
+    assert res.returncode == 0, res.stderr
+    _files_are_the_programs(d, "main")
+
+
+def test_guard_sees_a_replaced_descriptor(tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.write_bytes(b"a")
+    b.write_bytes(b"b")
+    fd = os.open(a, os.O_RDONLY)
+    g = fdguard.FdGuard(fd)
+    assert g.intact()
+    assert fdguard.descriptors_of(str(a)) == [fd]
+    os.close(fd)
+    assert not g.intact()
+    fd2 = os.open(b, os.O_RDONLY)
+    try:
+        assert fd2 == fd and not g.intact()
+    finally:
+        os.close(fd2)
+
+
+def test_guarded_file_neither_reads_nor_closes_the_programs_descriptor(tmp_path: Path) -> None:
+    r, w = os.pipe()
+    os.write(w, b"ours")
+    os.close(w)
+    g = fdguard.GuardedFile(os.fdopen(r, "rb"), "a test pipe")
+    os.close(r)                                        # the program closes it ...
+    theirs = tmp_path / "theirs"
+    theirs.write_bytes(b"theirs")
+    fd = os.open(theirs, os.O_RDONLY)                  # ... and opens a file on its number
+    try:
+        assert fd == r
+        with pytest.raises(fdguard.Lost, match=f"descriptor {r} \\(a test pipe\\)"):
+            g.read()
+        g.close()                                      # leaked, not closed: the program's file stays open
+        assert os.fstat(fd).st_ino == theirs.stat().st_ino
+        assert os.read(fd, 10) == b"theirs"            # and nothing read its bytes
+    finally:
+        os.close(fd)
