@@ -108,4 +108,54 @@ def test_constant_closing_record_code() -> None:
     assert plans["find"].exit_const is None and P in find.co_varnames and O not in find.co_varnames  # type: ignore[attr-defined]
     assert any(isinstance(c, tuple) and c[-1] == -1 and c[0] == LEAVE_PATH for c in find.co_consts)  # type: ignore[attr-defined]
     assert _leave_calls(find)
-    assert not table_exits(build_module(SOURCE)[2], plans["two_returns"].path_probes)
+    # two ways out with two ids record two constants, not ``T[wt.p]`` (each function with its own probes)
+    cfgs = {cfg.qualname: cfg for cfg in build_module(SOURCE)}
+    assert not table_exits(cfgs["two_returns"], plans["two_returns"].path_probes)
+
+
+RAISING = '''
+def div(x):
+    return 10 // x
+
+def reraise(x):
+    try:
+        y = 10 // x
+    except KeyError:
+        raise
+    return y
+
+def gen(x):
+    yield 10 // x
+'''
+
+
+def test_closing_exception_record_is_a_closing_call() -> None:
+    """The handler of a constant-closing function appends ``EXC s r`` LEAVE, then switches ``wt.a``
+    to ``skip`` (review13d, defect 1: the switch used to come first, inside the record's
+    arguments).  Oracle, from the code's shape: the calls of ``extend`` whose result is stored
+    into ``wt.a`` (the switch) are the closing ones; ``runtime.unfinished`` counts those (a frame
+    stopped there has appended its record), and no other record's ``extend``."""
+    from wholetrace.instrument.cfg import build_module
+    from wholetrace.instrument.emit import A
+    from wholetrace.runtime.unfinished import _leave_calls
+
+    plans = {cfg.qualname: path_plan(cfg) for cfg in build_module(RAISING)}
+    assert all(plans[n].exit_const is not None for n in ("div", "reraise", "gen"))
+    for name, code in _codes(RAISING).items():
+        ins = list(dis.get_instructions(code))  # type: ignore[arg-type]
+        closing, other = set(), set()
+        for j, i in enumerate(ins):
+            if i.argval != "extend":
+                continue
+            call = next(k for k in range(j, len(ins)) if ins[k].opname == "CALL")
+            then = next(k for k in range(call + 1, len(ins)) if ins[k].opname.startswith("STORE") or ins[k].opname == "CALL")
+            stored = ins[then].argval if ins[then].opname == "STORE_FAST" else (ins[then].argval or ("",))[0]
+            (closing if ins[then].opname != "CALL" and stored == A else other).add(ins[call].offset)
+        assert closing, name
+        leaves = _leave_calls(code)  # type: ignore[arg-type]
+        assert closing <= leaves and not other & leaves, (name, closing, other, sorted(leaves))
+        # the switch comes after the record: nothing stores ``wt.a`` between the extend's load and its call
+        for j, i in enumerate(ins):
+            if i.argval == "extend":
+                call = next(k for k in range(j, len(ins)) if ins[k].opname == "CALL")
+                assert not any(x.opname.startswith("STORE") and A in str(x.argval) for x in ins[j:call]), name

@@ -106,13 +106,24 @@ def _scan_leaves(code: types.CodeType) -> tuple[frozenset[int], bool]:
     leave_args = ([("LOAD_CONST", LEAVE)], [("LOAD_FAST", P), ("LOAD_CONST", LEAVE_PATH), ("BINARY_OP", "+")],
                   [("LOAD_FAST", O)])
     loads: list[tuple[str, object]] = []     # the loads (and operators) since the last other instruction
+    last: list[tuple[str, object]] = []      # the instructions before this one (but PUSH_NULL, PRECALL)
+    extend = False                           # ``wt.a.__self__.extend`` loaded, not yet called
     precall = -1
     out = set()
     constant = False
     for ins in dis.get_instructions(code):
         if ins.opname == "PUSH_NULL":        # before the callable (3.11, 3.12) or after it (3.13)
             continue
-        elif ins.opname in ("LOAD_FAST_LOAD_FAST", "LOAD_FAST_BORROW_LOAD_FAST_BORROW"):  # 3.13 pairs
+        if ins.opname != "PRECALL":
+            last = last[-4:] + [(ins.opname, ins.argrepr if ins.opname == "BINARY_OP" else ins.argval)]
+            if last[-3:] == [("LOAD_FAST", A), ("LOAD_ATTR", "__self__"), (last[-1][0], "extend")]:
+                extend = True
+            elif extend and ins.opname == "CALL" and _is_closing_record(last[:-1]):
+                extend = False
+                out.add(ins.offset)
+                if precall >= 0:
+                    out.add(precall)
+        if ins.opname in ("LOAD_FAST_LOAD_FAST", "LOAD_FAST_BORROW_LOAD_FAST_BORROW"):  # 3.13 pairs
             loads += [("LOAD_FAST", name) for name in ins.argval]
         elif ins.opname.startswith("LOAD_FAST"):
             loads.append(("LOAD_FAST", ins.argval))
@@ -138,6 +149,19 @@ def _scan_leaves(code: types.CodeType) -> tuple[frozenset[int], bool]:
             loads = []
         precall = -1
     return frozenset(out), constant
+
+
+def _is_closing_record(before: list[tuple[str, object]]) -> bool:
+    """Do the instructions ``before`` a call of ``wt.a.__self__.extend`` end its argument with the
+    LEAVE constant: ``(..., LEAVE)``, ``... + (r, LEAVE)`` (an exception record closing the
+    activation, ``emit.xedge``; a frame stopped at this call has appended it)?"""
+    def leave_tuple(ins: list[tuple[str, object]]) -> bool:
+        return ((len(ins) == 2 and ins[0] == ("LOAD_CONST", LEAVE) and ins[1][0] == "BUILD_TUPLE")
+                or (len(ins) >= 1 and ins[-1][0] == "LOAD_CONST" and type(ins[-1][1]) is tuple
+                    and ins[-1][1][-1:] == (LEAVE,)))
+    if before[-1:] == [("BINARY_OP", "+")]:
+        return leave_tuple(before[:-1][-2:]) or leave_tuple(before[:-1][-1:])
+    return leave_tuple(before[-2:])
 
 
 def _is_closing_const(loads: list[tuple[str, object]]) -> bool:
