@@ -137,6 +137,8 @@ def _scan_leaves(code: types.CodeType) -> tuple[frozenset[int], bool]:
                     out.add(precall)
         if ins.opname in ("LOAD_FAST_LOAD_FAST", "LOAD_FAST_BORROW_LOAD_FAST_BORROW"):  # 3.13 pairs
             loads += [("LOAD_FAST", name) for name in ins.argval]
+        elif ins.opname == "STORE_FAST_LOAD_FAST":   # 3.13: a store, then the load of the append
+            loads = [("LOAD_FAST", ins.argval[1])]
         elif ins.opname.startswith("LOAD_FAST"):
             loads.append(("LOAD_FAST", ins.argval))
         elif ins.opname == "LOAD_CONST" or ins.opname == "LOAD_SMALL_INT":
