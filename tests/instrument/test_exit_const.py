@@ -91,15 +91,14 @@ def test_constant_closing_record_code() -> None:
     assert plans["single"].exit_const is not None and plans["two_returns"].exit_const is None
     codes = _codes(SOURCE)
     single = codes["single"]
-    ins = list(dis.get_instructions(single))  # type: ignore[arg-type]
-    stores = [i.argval for i in ins if i.opname == "STORE_FAST"]
+    stores = stored_names(single)
     assert O not in single.co_varnames and O not in stores   # type: ignore[attr-defined]   # no wt.o at all
     assert plans["single"].exit_const in single.co_consts   # type: ignore[attr-defined]
     assert _leave_calls(single), "the epilogue's wt.a(K) is a closing call for runtime.unfinished"
     assert _closes_with_constant(single)   # (register 0 when runtime.unfinished closes it)
     assert not _closes_with_constant(codes["two_returns"]) and not _closes_with_constant(codes["find"])  # type: ignore[arg-type]
     # two ways out with two ids: the wave-10 form (``wt.o`` set on each edge into EXIT)
-    two = [i.argval for i in dis.get_instructions(codes["two_returns"]) if i.opname == "STORE_FAST"]  # type: ignore[arg-type]
+    two = stored_names(codes["two_returns"])
     assert two.count(O) == 3
     # the register is the id at the one way out: the epilogue appends ``T[wt.p]``, no ``wt.o``
     from wholetrace.instrument.emit import P
@@ -113,6 +112,19 @@ def test_constant_closing_record_code() -> None:
     # five probes zipped with it, so the assertion held whatever ``table_exits`` said)
     cfgs = {cfg.qualname: cfg for cfg in build_module(SOURCE)}
     assert not table_exits(cfgs["two_returns"], plans["two_returns"].path_probes)
+
+
+def stored_names(code: object) -> list[str]:
+    """The locals each store writes (3.13 fuses ``STORE_FAST_LOAD_FAST``, ``STORE_FAST_STORE_FAST``)."""
+    out: list[str] = []
+    for i in dis.get_instructions(code):  # type: ignore[arg-type]
+        if i.opname == "STORE_FAST":
+            out.append(i.argval)
+        elif i.opname == "STORE_FAST_LOAD_FAST":
+            out.append(i.argval[0])
+        elif i.opname == "STORE_FAST_STORE_FAST":
+            out += list(i.argval)
+    return out
 
 
 RAISING = '''
