@@ -91,15 +91,14 @@ def test_constant_closing_record_code() -> None:
     assert plans["single"].exit_const is not None and plans["two_returns"].exit_const is None
     codes = _codes(SOURCE)
     single = codes["single"]
-    ins = list(dis.get_instructions(single))  # type: ignore[arg-type]
-    stores = [i.argval for i in ins if i.opname == "STORE_FAST"]
+    stores = stored_names(single)
     assert O not in single.co_varnames and O not in stores   # type: ignore[attr-defined]   # no wt.o at all
     assert plans["single"].exit_const in single.co_consts   # type: ignore[attr-defined]
     assert _leave_calls(single), "the epilogue's wt.a(K) is a closing call for runtime.unfinished"
     assert _closes_with_constant(single)   # (register 0 when runtime.unfinished closes it)
     assert not _closes_with_constant(codes["two_returns"]) and not _closes_with_constant(codes["find"])  # type: ignore[arg-type]
     # two ways out with two ids: the wave-10 form (``wt.o`` set on each edge into EXIT)
-    two = [i.argval for i in dis.get_instructions(codes["two_returns"]) if i.opname == "STORE_FAST"]  # type: ignore[arg-type]
+    two = stored_names(codes["two_returns"])
     assert two.count(O) == 3
     # the register is the id at the one way out: the epilogue appends ``T[wt.p]``, no ``wt.o``
     from wholetrace.instrument.emit import P
@@ -108,4 +107,72 @@ def test_constant_closing_record_code() -> None:
     assert plans["find"].exit_const is None and P in find.co_varnames and O not in find.co_varnames  # type: ignore[attr-defined]
     assert any(isinstance(c, tuple) and c[-1] == -1 and c[0] == LEAVE_PATH for c in find.co_consts)  # type: ignore[attr-defined]
     assert _leave_calls(find)
-    assert not table_exits(build_module(SOURCE)[2], plans["two_returns"].path_probes)
+    # two ways out with two ids record two constants, not ``T[wt.p]`` (each function with its own
+    # probes: ``build_module(SOURCE)[2]`` was find's CFG, whose edges into EXIT come after the
+    # five probes zipped with it, so the assertion held whatever ``table_exits`` said)
+    cfgs = {cfg.qualname: cfg for cfg in build_module(SOURCE)}
+    assert not table_exits(cfgs["two_returns"], plans["two_returns"].path_probes)
+
+
+def stored_names(code: object) -> list[str]:
+    """The locals each store writes (3.13 fuses ``STORE_FAST_LOAD_FAST``, ``STORE_FAST_STORE_FAST``)."""
+    out: list[str] = []
+    for i in dis.get_instructions(code):  # type: ignore[arg-type]
+        if i.opname == "STORE_FAST":
+            out.append(i.argval)
+        elif i.opname == "STORE_FAST_LOAD_FAST":
+            out.append(i.argval[0])
+        elif i.opname == "STORE_FAST_STORE_FAST":
+            out += list(i.argval)
+    return out
+
+
+RAISING = '''
+def div(x):
+    return 10 // x
+
+def reraise(x):
+    try:
+        y = 10 // x
+    except KeyError:
+        raise
+    return y
+
+def gen(x):
+    yield 10 // x
+'''
+
+
+def test_closing_exception_record_is_a_closing_call() -> None:
+    """The handler of a constant-closing function appends ``EXC s r`` LEAVE, then switches ``wt.a``
+    to ``skip`` (review13d, defect 1: the switch used to come first, inside the record's
+    arguments).  Oracle, from the code's shape: the calls of ``extend`` whose result is stored
+    into ``wt.a`` (the switch) are the closing ones; ``runtime.unfinished`` counts those (a frame
+    stopped there has appended its record), and no other record's ``extend``."""
+    from wholetrace.instrument.cfg import build_module
+    from wholetrace.instrument.emit import A
+    from wholetrace.runtime.unfinished import _leave_calls
+
+    plans = {cfg.qualname: path_plan(cfg) for cfg in build_module(RAISING)}
+    assert all(plans[n].exit_const is not None for n in ("div", "reraise", "gen"))
+    for name, code in _codes(RAISING).items():
+        ins = list(dis.get_instructions(code))  # type: ignore[arg-type]
+        closing, other = set(), set()
+        for j, i in enumerate(ins):
+            if i.argval != "extend":
+                continue
+            call = next(k for k in range(j, len(ins)) if ins[k].opname == "CALL")
+            then = next(k for k in range(call + 1, len(ins)) if ins[k].opname.startswith("STORE") or ins[k].opname == "CALL")
+            stored = ins[then].argval if ins[then].opname == "STORE_FAST" else (ins[then].argval or ("",))[0]
+            if ins[then].opname != "CALL" and stored == A:   # (up to the switch: the record is appended)
+                closing |= {x.offset for x in ins[call:then + 1]}
+            else:
+                other.add(ins[call].offset)
+        assert closing, name
+        leaves = _leave_calls(code)  # type: ignore[arg-type]
+        assert closing <= leaves and not other & leaves, (name, closing, other, sorted(leaves))
+        # the switch comes after the record: nothing stores ``wt.a`` between the extend's load and its call
+        for j, i in enumerate(ins):
+            if i.argval == "extend":
+                call = next(k for k in range(j, len(ins)) if ins[k].opname == "CALL")
+                assert not any(x.opname.startswith("STORE") and A in str(x.argval) for x in ins[j:call]), name

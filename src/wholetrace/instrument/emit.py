@@ -564,13 +564,15 @@ class Emitter(Record):
             if self.plan.records_handler and dst != EXIT:  # witness modes also name the handler block
                 extra.append(ast_const(dst))
             # a constant closing record (``modes.single_exit_record``): the activation's handler
-            # appends the plain LEAVE with the record, and while the append's arguments are
-            # evaluated (after the append itself was loaded) turns ``wt.a`` into ``skip``, so the
-            # epilogue's ``wt.a(K)`` records nothing; no switch can come between the two.
+            # appends the plain LEAVE with the record, then turns ``wt.a`` into ``skip`` (``wt.a =
+            # extend(...) or skip``), so the epilogue's ``wt.a(K)`` records nothing.  The switch
+            # comes after the append, never before: Python code can run inside the record's
+            # arguments (3.11's GC in an allocation, a profile function at the call); if the
+            # append raises, the epilogue's ``wt.a(K)`` closes the activation.  A frame stopped
+            # at the append's call has appended it (``runtime.unfinished._scan_leaves``).
             closing = self.plan.paths and dst == EXIT and self.plan.exit_const is not None
             if closing:
-                skip = ast.NamedExpr(ast_name(A, True), rt(SKIP))
-                extra.append(ast.Subscript(ast.Tuple([ast_const(LEAVE), skip], ast.Load()), ast_const(0), ast.Load()))
+                extra.append(ast_const(LEAVE))
             out: list[ast.stmt] = []
             if not self.tracks_reraise:
                 items: ast.expr = ast.Tuple([ast_const(EXC), self.site_of(tb())] + extra, ast.Load())
@@ -583,9 +585,10 @@ class Emitter(Record):
                     items = ast.BinOp(items, ast.Add(), ast.Tuple(extra, ast.Load()))
                 out.append(ast.Assign([ast_name(SEEN, True)], tb()))
             extend = ast.Attribute(ast.Attribute(ast_name(A), "__self__", ast.Load()), "extend", ast.Load())
+            if closing:   # (extend returns None)
+                then_skip = ast.BoolOp(ast.Or(), [ast_call(extend, items), rt(SKIP)])
+                return [ast.Assign([ast_name(A, True)], then_skip)] + out + (tail() if tail is not None else [])
             out.insert(0, ast.Expr(ast_call(extend, items)))
-            if closing:
-                return out + (tail() if tail is not None else [])
             if self.plan.paths:   # the handler's path starts (none after the edge to EXIT)
                 start = self.plan.path_starts[dst] if dst != EXIT else self.no_path()
                 if not self.plan.register_free:   # (no probe of a register-free function reads it)

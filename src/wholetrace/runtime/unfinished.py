@@ -9,18 +9,24 @@ path register), ``s`` the statement in flight, innermost first: block counts the
 same way in every trace mode.
 
 Which stream an open frame belongs to is read from the frame itself: ``wt.a``, the append
-method its prologue bound, is the append of its stream, and it is None in a generator left
-suspended (at a ``yield``, or delegating with ``yield from``), whose activation is not open.
+method its prologue bound, is the append of its stream; it is None in a generator left
+suspended (at a ``yield``, or delegating with ``yield from``), whose activation is not open,
+and ``skip`` (``bool``, no stream) in a path-mode frame whose handler has appended its closing
+exception record (a constant-closing function, ``modes.single_exit_record``): not open either.
 Module and class bodies (which keep no local) belong to their thread's stream.
 
 A thread stops only where the interpreter checks for a switch, and one such place is right
 after a C call such as a probe's append: a frame can stand just after appending its LEAVE
 (its return, its exception exit, or a generator's LEAVE before ``yield``) and before it
 returns.  Its activation is closed already; ``_leave_calls`` reads that from the instruction the
-frame stands at, so the recorder does not close it a second time.  A frame cannot stand inside
-an exception record (``EXC s [r] [H]``, ``RERAISE s [x] [r] [H]``): the probes append the
-whole record with one call (``list.extend``, ``instrument.emit``), so its closing follows a
-complete record or none.
+frame stands at, so the recorder does not close it a second time.  That includes a
+constant-closing handler's ``extend`` of ``EXC s r LEAVE`` and the few instructions up to its
+switch of ``wt.a`` to ``skip`` (3.12+ run the GC at the call's switch check; an opcode tracer
+runs at each).  The probes append a whole exception record (``EXC s [r] [H]``, ``RERAISE s [x]
+[r] [H]``) with one call (``list.extend``, ``instrument.emit``), so a thread switch never
+finds half a record; Python code can still run while its arguments are built (3.11's GC in an
+allocation, a profile function at the call), which is why ``wt.a`` is switched after the
+append, never before (review13d).
 """
 
 from __future__ import annotations
@@ -100,20 +106,39 @@ def _scan_leaves(code: types.CodeType) -> tuple[frozenset[int], bool]:
     """Offsets of the calls that append an activation's closing record: ``wt.a(LEAVE)`` and,
     in path mode, ``wt.a(wt.p + LEAVE_PATH)``, ``wt.a(T[wt.p])``, ``wt.a(wt.o)`` or ``wt.a(K)`` (as compiled by 3.11-3.13: the loads of the
     append and its argument, then ``CALL``, or on 3.11 ``PRECALL`` ``CALL``: 3.11 runs a call of
-    a C function in its ``PRECALL`` and checks for a switch there, so the frame stands at it)."""
+    a C function in its ``PRECALL`` and checks for a switch there, so the frame stands at it),
+    and a constant-closing handler's ``wt.a.__self__.extend((EXC, s, r, LEAVE))``, with the
+    instructions after it up to its ``wt.a = ... or skip`` store (``emit.xedge``)."""
     dis = DIS or __import__("dis")   # not at start-up: the run is over (Live.stop uninstalled the finder first)
 
     leave_args = ([("LOAD_CONST", LEAVE)], [("LOAD_FAST", P), ("LOAD_CONST", LEAVE_PATH), ("BINARY_OP", "+")],
                   [("LOAD_FAST", O)])
     loads: list[tuple[str, object]] = []     # the loads (and operators) since the last other instruction
+    last: list[tuple[str, object]] = []      # the instructions before this one (but PUSH_NULL, PRECALL)
+    extend = False                           # ``wt.a.__self__.extend`` loaded, not yet called
     precall = -1
     out = set()
     constant = False
+    switching = False                        # between a closing extend and the switch of ``wt.a``
     for ins in dis.get_instructions(code):
+        if switching:                        # (an opcode tracer can run there: the record is appended)
+            out.add(ins.offset)
+            switching = not (ins.opname.startswith("STORE_FAST") and A in (ins.argval if type(ins.argval) is tuple else (ins.argval,)))
         if ins.opname == "PUSH_NULL":        # before the callable (3.11, 3.12) or after it (3.13)
             continue
-        elif ins.opname in ("LOAD_FAST_LOAD_FAST", "LOAD_FAST_BORROW_LOAD_FAST_BORROW"):  # 3.13 pairs
+        if ins.opname != "PRECALL":
+            last = last[-4:] + [(ins.opname, ins.argrepr if ins.opname == "BINARY_OP" else ins.argval)]
+            if last[-3:] == [("LOAD_FAST", A), ("LOAD_ATTR", "__self__"), (last[-1][0], "extend")]:
+                extend = True
+            elif extend and ins.opname == "CALL" and _is_closing_record(last[:-1]):
+                extend, switching = False, True
+                out.add(ins.offset)
+                if precall >= 0:
+                    out.add(precall)
+        if ins.opname in ("LOAD_FAST_LOAD_FAST", "LOAD_FAST_BORROW_LOAD_FAST_BORROW"):  # 3.13 pairs
             loads += [("LOAD_FAST", name) for name in ins.argval]
+        elif ins.opname == "STORE_FAST_LOAD_FAST":   # 3.13: a store, then the load of the append
+            loads = [("LOAD_FAST", ins.argval[1])]
         elif ins.opname.startswith("LOAD_FAST"):
             loads.append(("LOAD_FAST", ins.argval))
         elif ins.opname == "LOAD_CONST" or ins.opname == "LOAD_SMALL_INT":
@@ -138,6 +163,19 @@ def _scan_leaves(code: types.CodeType) -> tuple[frozenset[int], bool]:
             loads = []
         precall = -1
     return frozenset(out), constant
+
+
+def _is_closing_record(before: list[tuple[str, object]]) -> bool:
+    """Do the instructions ``before`` a call of ``wt.a.__self__.extend`` end its argument with the
+    LEAVE constant: ``(..., LEAVE)``, ``... + (r, LEAVE)`` (an exception record closing the
+    activation, ``emit.xedge``; a frame stopped at this call has appended it)?"""
+    def leave_tuple(ins: list[tuple[str, object]]) -> bool:
+        return ((len(ins) == 2 and ins[0] == ("LOAD_CONST", LEAVE) and ins[1][0] == "BUILD_TUPLE")
+                or (len(ins) >= 1 and ins[-1][0] == "LOAD_CONST" and type(ins[-1][1]) is tuple
+                    and ins[-1][1][-1:] == (LEAVE,)))
+    if before[-1:] == [("BINARY_OP", "+")]:
+        return leave_tuple(before[:-1][-2:]) or leave_tuple(before[:-1][-1:])
+    return leave_tuple(before[-2:])
 
 
 def _is_closing_const(loads: list[tuple[str, object]]) -> bool:
