@@ -17,10 +17,22 @@ TYPE_CHECKING = False   # typing is not imported at start-up
 if TYPE_CHECKING:   # pragma: no cover
     from typing import Any
 
-__all__ = ["FdGuard", "GuardedFile", "Lost", "descriptors_of", "leak", "named"]
+__all__ = ["FdGuard", "GuardedFile", "Lost", "UNLOCKED", "descriptors_of", "leak", "named", "uri"]
 
 #: what :func:`leak` keeps alive (and the interpreter's shutdown never reaches: see there)
 _KEEP: list[Any] = []
+
+#: real paths of databases whose leaked connection keeps its locks in SQLite's per-process lock
+#: table (a renew with a transaction open): every later connection to them in this process
+#: goes through :func:`uri`'s ``unix-none`` VFS, a plain one would get "database is locked"
+UNLOCKED: set[str] = set()
+
+
+def uri(path: str, mode: str = "rw") -> str:
+    """SQLite URI opening ``path`` (``mode`` ro/rw), with the lock-free VFS if it is in :data:`UNLOCKED`."""
+    real = os.path.realpath(path)
+    where = real.replace("%", "%25").replace("?", "%3f").replace("#", "%23")
+    return f"file:{where}?mode={mode}" + ("&vfs=unix-none" if real in UNLOCKED else "")
 
 
 class Lost(InternalError):

@@ -75,6 +75,7 @@ class RecordingWriter:
 
     def __init__(self, path: str | os.PathLike[str], *, overwrite: bool = True) -> None:
         self.path = os.fspath(path)
+        self._abs = os.path.realpath(self.path)   # for reconnects: the program may chdir
         self._where = schema.where(self.path)
         self._lock = threading.Lock()
         self._closed = True
@@ -87,6 +88,7 @@ class RecordingWriter:
         if os.path.lexists(self.path) and not overwrite:
             raise StoreError(f"cannot create recording {self._where}: file exists")
         # A stale journal next to a new database would be "rolled back" into it: remove it.
+        fdguard.UNLOCKED.discard(self._abs)    # a new file: no leaked lock on it
         for name in (self.path, *(self.path + s for s in _SIDE_FILES)):
             try:
                 os.unlink(name)
@@ -140,7 +142,7 @@ class RecordingWriter:
     def _watch(self) -> None:
         """Guard the database's descriptor (the highest open on the file: the connection's own,
         opened last) and log the statements of each transaction from now on."""
-        fds = fdguard.descriptors_of(self.path)
+        fds = fdguard.descriptors_of(self._abs)
         self._fds = fdguard.FdGuard(fds[-1]) if fds else None
         self._journal = None
         self._log = []
@@ -157,11 +159,11 @@ class RecordingWriter:
     def _journal_intact(self) -> bool:
         if self._journal is not None:
             return self._journal.intact()
-        fds = fdguard.descriptors_of(self.path + "-journal")
+        fds = fdguard.descriptors_of(self._abs + "-journal")
         if fds is None:
             return True
         if not fds:     # no journal file (nothing written yet) or it exists and we lost its descriptor
-            return not os.path.lexists(self.path + "-journal")
+            return not os.path.lexists(self._abs + "-journal")
         self._journal = fdguard.FdGuard(fds[-1])
         return True
 
@@ -176,15 +178,11 @@ class RecordingWriter:
         journal's deletion, its commit point, before failing) is skipped: all of them are then."""
         old = self._conn
         fdguard.leak(old)
-        before = set(fdguard.descriptors_of(self.path) or ())
-        held = failed or old.in_transaction
+        before = set(fdguard.descriptors_of(self._abs) or ())
+        if failed or old.in_transaction:
+            fdguard.UNLOCKED.add(self._abs)
         self._fds = self._journal = None
-        if held:
-            where = os.path.abspath(self.path).replace("%", "%25").replace("?", "%3f").replace("#", "%23")
-            conn = sqlite3.connect(f"file:{where}?vfs=unix-none", isolation_level=None,
-                                   check_same_thread=False, uri=True)
-        else:
-            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        conn = sqlite3.connect(fdguard.uri(self._abs), isolation_level=None, check_same_thread=False, uri=True)
         self._conn = conn
         conn.execute("PRAGMA journal_mode=DELETE")
         conn.execute("PRAGMA synchronous=NORMAL")
@@ -194,7 +192,7 @@ class RecordingWriter:
                 self._x(sql, params, many)
             except sqlite3.IntegrityError:
                 pass
-        fds = [fd for fd in fdguard.descriptors_of(self.path) or () if fd not in before]
+        fds = [fd for fd in fdguard.descriptors_of(self._abs) or () if fd not in before]
         self._fds = fdguard.FdGuard(fds[-1]) if fds else None
         self._renewed += 1
 
@@ -447,7 +445,7 @@ def updating(path: str | os.PathLike[str]) -> Iterator[RecordingWriter]:
     w._n_events = {}
     w._closed = True
     try:
-        w._conn = sqlite3.connect(w.path, isolation_level=None, check_same_thread=False)
+        w._conn = sqlite3.connect(fdguard.uri(w.path), isolation_level=None, check_same_thread=False, uri=True)
         w._conn.execute("PRAGMA journal_mode=DELETE")
         w._conn.execute("PRAGMA synchronous=NORMAL")
     except sqlite3.Error as exc:
