@@ -90,6 +90,8 @@ def test_closer_files_untouched_and_recording_complete(tmp_path: Path, mode: str
     ref, ref_out, _ = _run(tmp_path, mode, "none", where)
     assert ref.returncode == 0, ref.stderr
     assert _counts(out) == _counts(ref_out)
+    assert _renewed(out) >= 1 and _renewed(ref_out) is None     # the renew path ran
+    assert _trace(out) == _trace(ref_out)
 
 
 def test_closer_wpp_fails_in_one_line(tmp_path: Path) -> None:
@@ -174,6 +176,12 @@ def _renewed(out: Path) -> object:
         conn.close()
 
 
+def _trace(out: Path) -> tuple[int, str, str]:
+    res = subprocess.run([sys.executable, "-m", "wholetrace.cli", "trace", str(out)],
+                         capture_output=True, text=True, env=ENV, timeout=300)
+    return res.returncode, res.stdout, res.stderr.replace(str(out.stem), "R")
+
+
 def _array_names(out: Path) -> set[str]:
     import sqlite3
     conn = sqlite3.connect(f"file:{out}?mode=ro", uri=True)
@@ -214,3 +222,13 @@ def test_relative_output_and_a_program_that_chdirs(tmp_path: Path) -> None:
     ref = run_recorded(script, tmp_path / "ref.wt", str(d), "none", mode="path")
     assert ref.returncode == 4, ref.stderr
     assert _counts(tmp_path / "rel.wt") == _counts(tmp_path / "ref.wt")
+
+
+def test_a_statement_failing_on_the_new_connection_too_is_retried_once(tmp_path: Path) -> None:
+    import sqlite3
+    from wholetrace.store import RecordingWriter
+    w = RecordingWriter(tmp_path / "r.wt")
+    w._lost = lambda: True      # as if a thread of the program kept closing the descriptor
+    with pytest.raises(sqlite3.OperationalError, match="no such table"):
+        w._x("INSERT INTO nosuch VALUES (1)", ())
+    assert w._renewed == 1

@@ -189,14 +189,14 @@ class RecordingWriter:
         log, self._log = self._log, []
         for sql, params, many in log or ():
             try:
-                self._x(sql, params, many)
+                self._x(sql, params, many, retry=False)
             except sqlite3.IntegrityError:
                 pass
         fds = [fd for fd in fdguard.descriptors_of(self._abs) or () if fd not in before]
         self._fds = fdguard.FdGuard(fds[-1]) if fds else None
         self._renewed += 1
 
-    def _x(self, sql: str, params: Any, many: bool = False) -> None:
+    def _x(self, sql: str, params: Any, many: bool = False, retry: bool = True) -> None:
         """Run one write statement in the open transaction (begun if none), logged for :meth:`_renew`."""
         try:
             self._begin()
@@ -205,10 +205,10 @@ class RecordingWriter:
             else:
                 self._conn.execute(sql, params)
         except sqlite3.Error:
-            if not self._lost():
+            if not retry or not self._lost():
                 raise
-            self._renew(failed=True)    # closed by another thread of the program meanwhile
-            self._x(sql, params, many)
+            self._renew(failed=True)    # closed by another thread of the program meanwhile: once
+            self._x(sql, params, many, retry=False)
             return
         if self._log is not None:
             self._log.append((sql, params, many))
