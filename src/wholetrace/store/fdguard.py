@@ -62,9 +62,8 @@ class FdGuard:
 
 
 def descriptors_of(path: str) -> list[int] | None:
-    """The descriptors of this process open on ``path``'s file (matched by st_dev, st_ino), in
-    increasing order; [] if ``path`` does not exist; None where the process's descriptors cannot
-    be listed (no ``/proc/self/fd`` nor ``/dev/fd``): then nothing can be guarded."""
+    """This process's descriptors on ``path``'s file, increasing; [] if it does not exist; None if unlistable."""
+    # matched by (st_dev, st_ino); None: no /proc/self/fd nor /dev/fd, then nothing can be guarded
     try:
         st = os.stat(path)
     except OSError:
@@ -89,8 +88,7 @@ def descriptors_of(path: str) -> list[int] | None:
 
 
 def named(prefix: str) -> FdGuard | None:
-    """A guard of this process's one descriptor whose ``/proc/self/fd`` link starts with ``prefix``
-    (an anonymous file: a memfd), or None (none, several, or no ``/proc``)."""
+    """A guard of the one descriptor whose /proc/self/fd link starts with ``prefix`` (a memfd), else None."""
     try:
         names = os.listdir("/proc/self/fd")
     except OSError:
@@ -106,10 +104,9 @@ def named(prefix: str) -> FdGuard | None:
 
 
 def leak(obj: object) -> None:
-    """Keep ``obj`` alive for the rest of the process: never closed nor finalized, even at the
-    interpreter's shutdown (which clears module globals: a reference there is not enough, hence
-    one reference that nothing gives back).  For an object owning a descriptor the program has
-    since closed: deallocating it would close the program's descriptor with that number."""
+    """Keep ``obj`` alive for good, never finalized: it owns a descriptor number the program now uses."""
+    # The interpreter's shutdown clears module globals: a reference there is not enough, hence
+    # one reference that nothing gives back.
     _KEEP.append(obj)
     try:
         import ctypes
@@ -120,9 +117,7 @@ def leak(obj: object) -> None:
 
 
 class GuardedFile:
-    """A file object of the recorder's (``read``, ``seek``, ``close``) whose descriptor is
-    checked before each use: once the program closed or replaced it, reading raises :class:`Lost`
-    (``what`` names it in the one-line message) and ``close`` leaks the object instead."""
+    """A file of the recorder's checked before each use: once lost, ``read``/``seek`` raise :class:`Lost`, ``close`` leaks."""
 
     __slots__ = ("file", "guard", "what")
 
@@ -136,18 +131,21 @@ class GuardedFile:
         return Lost(f"the program closed the recorder's descriptor {self.guard.fd} ({self.what})")
 
     def read(self, *n: int) -> bytes:
+        """The file's ``read``, if its descriptor is still ours."""
         if not self.guard.intact():
             raise self.lost()
         data: bytes = self.file.read(*n)
         return data
 
     def seek(self, *where: int) -> int:
+        """The file's ``seek``, if its descriptor is still ours."""
         if not self.guard.intact():
             raise self.lost()
         pos: int = self.file.seek(*where)
         return pos
 
     def close(self) -> None:
+        """Close the file, or leak it if the program took its descriptor."""
         if self.guard.intact():
             self.file.close()
         else:
