@@ -90,6 +90,8 @@ def test_closer_files_untouched_and_recording_complete(tmp_path: Path, mode: str
     ref, ref_out, _ = _run(tmp_path, mode, "none", where)
     assert ref.returncode == 0, ref.stderr
     assert _counts(out) == _counts(ref_out)
+    assert _renewed(out) >= 1 and _renewed(ref_out) is None     # the renew path ran
+    assert _trace(out) == _trace(ref_out)
 
 
 def test_closer_wpp_fails_in_one_line(tmp_path: Path) -> None:
@@ -143,3 +145,90 @@ def test_guarded_file_neither_reads_nor_closes_the_programs_descriptor(tmp_path:
         assert os.read(fd, 10) == b"theirs"            # and nothing read its bytes
     finally:
         os.close(fd)
+
+
+EXITER = textwrap.dedent("""\
+    import os, sys
+    d, how = sys.argv[1], sys.argv[2]
+    act, args = {"range": (os.closerange, (3, 1024)), "none": (max, (3, 4))}[how]
+    def work(n):
+        s = 0
+        for i in range(n):
+            s += i % 7
+        return s
+    os.chdir(d)       # a relative -o must not follow the program
+    act(*args)
+    fs = [open(os.path.join(d, f"f{i}.txt"), "wb") for i in range(5)]
+    for f in fs:
+        f.write(b"mine\\n"); f.flush()
+    print(sum(work(1000) for _ in range(30)))
+    sys.exit(4)
+""")
+
+
+def _renewed(out: Path) -> object:
+    import sqlite3
+    conn = sqlite3.connect(f"file:{out}?mode=ro", uri=True)
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'store.descriptor_renewed'").fetchone()
+        return row and json.loads(row[0])
+    finally:
+        conn.close()
+
+
+def _trace(out: Path) -> tuple[int, str, str]:
+    res = subprocess.run([sys.executable, "-m", "wholetrace.cli", "trace", str(out)],
+                         capture_output=True, text=True, env=ENV, timeout=300)
+    return res.returncode, res.stdout, res.stderr.replace(str(out.stem), "R")
+
+
+def _array_names(out: Path) -> set[str]:
+    import sqlite3
+    conn = sqlite3.connect(f"file:{out}?mode=ro", uri=True)
+    try:
+        return {name for (name,) in conn.execute("SELECT DISTINCT name FROM arrays")}
+    finally:
+        conn.close()
+
+
+def test_cf_grammar_after_renew_keeps_the_exit_status(tmp_path: Path) -> None:
+    script = tmp_path / "exiter.py"
+    script.write_text(EXITER)
+    runs = {}
+    for how in ("range", "none"):
+        d = tmp_path / how
+        d.mkdir()
+        out = tmp_path / f"{how}.wt"
+        runs[how] = run_recorded(script, out, str(d), how, mode="path", options=("--cf-grammar",)), out, d
+    (res, out, d), (ref, ref_out, _) = runs["range"], runs["none"]
+    assert (res.returncode, res.stderr) == (4, ""), res.stderr
+    assert ref.returncode == 4, ref.stderr
+    assert {p.name: p.read_bytes() for p in d.iterdir()} == {f"f{i}.txt": b"mine\n" for i in range(5)}
+    assert _renewed(out) == 1 and _renewed(ref_out) is None    # the renew path ran, with a lock held
+    assert len(_array_names(ref_out)) > 1
+    assert _array_names(out) == _array_names(ref_out)    # the compressed trace is there
+    assert _counts(out) == _counts(ref_out)
+
+
+def test_relative_output_and_a_program_that_chdirs(tmp_path: Path) -> None:
+    script = tmp_path / "exiter.py"
+    script.write_text(EXITER)
+    d = tmp_path / "there"
+    d.mkdir()
+    res = run_recorded(script, Path("rel.wt"), str(d), "range", mode="path", cwd=tmp_path)
+    assert (res.returncode, res.stderr) == (4, ""), res.stderr
+    assert sorted(p.name for p in d.iterdir()) == [f"f{i}.txt" for i in range(5)]   # no .wt there
+    assert _renewed(tmp_path / "rel.wt") == 1
+    ref = run_recorded(script, tmp_path / "ref.wt", str(d), "none", mode="path")
+    assert ref.returncode == 4, ref.stderr
+    assert _counts(tmp_path / "rel.wt") == _counts(tmp_path / "ref.wt")
+
+
+def test_a_statement_failing_on_the_new_connection_too_is_retried_once(tmp_path: Path) -> None:
+    import sqlite3
+    from wholetrace.store import RecordingWriter
+    w = RecordingWriter(tmp_path / "r.wt")
+    w._lost = lambda: True      # as if a thread of the program kept closing the descriptor
+    with pytest.raises(sqlite3.OperationalError, match="no such table"):
+        w._x("INSERT INTO nosuch VALUES (1)", ())
+    assert w._renewed == 1

@@ -17,10 +17,22 @@ TYPE_CHECKING = False   # typing is not imported at start-up
 if TYPE_CHECKING:   # pragma: no cover
     from typing import Any
 
-__all__ = ["FdGuard", "GuardedFile", "Lost", "descriptors_of", "leak", "named"]
+__all__ = ["FdGuard", "GuardedFile", "Lost", "UNLOCKED", "descriptors_of", "leak", "named", "uri"]
 
 #: what :func:`leak` keeps alive (and the interpreter's shutdown never reaches: see there)
 _KEEP: list[Any] = []
+
+#: real paths of databases whose leaked connection keeps its locks in SQLite's per-process lock
+#: table (a renew with a transaction open): every later connection to them in this process
+#: goes through :func:`uri`'s ``unix-none`` VFS, a plain one would get "database is locked"
+UNLOCKED: set[str] = set()
+
+
+def uri(path: str, mode: str = "rw") -> str:
+    """SQLite URI opening ``path`` (``mode`` ro/rw), with the lock-free VFS if it is in :data:`UNLOCKED`."""
+    real = os.path.realpath(path)
+    where = real.replace("%", "%25").replace("?", "%3f").replace("#", "%23")
+    return f"file:{where}?mode={mode}" + ("&vfs=unix-none" if real in UNLOCKED else "")
 
 
 class Lost(InternalError):
@@ -50,9 +62,8 @@ class FdGuard:
 
 
 def descriptors_of(path: str) -> list[int] | None:
-    """The descriptors of this process open on ``path``'s file (matched by st_dev, st_ino), in
-    increasing order; [] if ``path`` does not exist; None where the process's descriptors cannot
-    be listed (no ``/proc/self/fd`` nor ``/dev/fd``): then nothing can be guarded."""
+    """This process's descriptors on ``path``'s file, increasing; [] if it does not exist; None if unlistable."""
+    # matched by (st_dev, st_ino); None: no /proc/self/fd nor /dev/fd, then nothing can be guarded
     try:
         st = os.stat(path)
     except OSError:
@@ -77,8 +88,7 @@ def descriptors_of(path: str) -> list[int] | None:
 
 
 def named(prefix: str) -> FdGuard | None:
-    """A guard of this process's one descriptor whose ``/proc/self/fd`` link starts with ``prefix``
-    (an anonymous file: a memfd), or None (none, several, or no ``/proc``)."""
+    """A guard of the one descriptor whose /proc/self/fd link starts with ``prefix`` (a memfd), else None."""
     try:
         names = os.listdir("/proc/self/fd")
     except OSError:
@@ -94,10 +104,9 @@ def named(prefix: str) -> FdGuard | None:
 
 
 def leak(obj: object) -> None:
-    """Keep ``obj`` alive for the rest of the process: never closed nor finalized, even at the
-    interpreter's shutdown (which clears module globals: a reference there is not enough, hence
-    one reference that nothing gives back).  For an object owning a descriptor the program has
-    since closed: deallocating it would close the program's descriptor with that number."""
+    """Keep ``obj`` alive for good, never finalized: it owns a descriptor number the program now uses."""
+    # The interpreter's shutdown clears module globals: a reference there is not enough, hence
+    # one reference that nothing gives back.
     _KEEP.append(obj)
     try:
         import ctypes
@@ -108,9 +117,7 @@ def leak(obj: object) -> None:
 
 
 class GuardedFile:
-    """A file object of the recorder's (``read``, ``seek``, ``close``) whose descriptor is
-    checked before each use: once the program closed or replaced it, reading raises :class:`Lost`
-    (``what`` names it in the one-line message) and ``close`` leaks the object instead."""
+    """A file of the recorder's checked before each use: once lost, ``read``/``seek`` raise :class:`Lost`, ``close`` leaks."""
 
     __slots__ = ("file", "guard", "what")
 
@@ -124,18 +131,21 @@ class GuardedFile:
         return Lost(f"the program closed the recorder's descriptor {self.guard.fd} ({self.what})")
 
     def read(self, *n: int) -> bytes:
+        """The file's ``read``, if its descriptor is still ours."""
         if not self.guard.intact():
             raise self.lost()
         data: bytes = self.file.read(*n)
         return data
 
     def seek(self, *where: int) -> int:
+        """The file's ``seek``, if its descriptor is still ours."""
         if not self.guard.intact():
             raise self.lost()
         pos: int = self.file.seek(*where)
         return pos
 
     def close(self) -> None:
+        """Close the file, or leak it if the program took its descriptor."""
         if self.guard.intact():
             self.file.close()
         else:

@@ -17,7 +17,7 @@ import zstandard
 
 from wholetrace.errors import StoreError
 from wholetrace.lines import source_lines
-from wholetrace.store import registry, schema
+from wholetrace.store import fdguard, registry, schema
 
 __all__ = ["FunctionInfo", "Recording", "StreamInfo", "open_recording"]
 
@@ -122,6 +122,8 @@ class Recording:
 
     def _connect(self) -> sqlite3.Connection:
         uri = pathlib.Path(self.path).resolve().as_uri() + "?mode=ro"
+        if os.path.realpath(self.path) in fdguard.UNLOCKED:   # our own leaked lock would block us
+            uri += "&vfs=unix-none"
         try:
             conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
             conn.text_factory = _text

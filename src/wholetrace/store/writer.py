@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 import wholetrace
 from wholetrace.errors import StoreError
 from wholetrace.store import fdguard, schema
+from wholetrace.store.renew import Renewing
 
 __all__ = ["RecordingWriter"]
 
@@ -65,23 +66,16 @@ def _product(shape: tuple[int, ...]) -> int:
     return n
 
 
-class RecordingWriter:
+class RecordingWriter(Renewing):
     """Create ``path`` and write one recording into it; thread-safe (one lock).
 
     Use as a context manager, or call :meth:`close` with how the run ended.
     """
 
-    #: the database's descriptor, checked before each write (None: cannot be guarded here;
-    #: docs/design.md, "Descriptors the program closes, wave 13"); the journal's, found once per
-    #: transaction left open between calls; the statements of the open transaction (replayed
-    #: on a new connection if the program closed the descriptor); how many times that happened
-    _fds: "fdguard.FdGuard | None" = None
-    _journal: "fdguard.FdGuard | None" = None
-    _log: "list[tuple[str, Any, bool]] | None" = None
-    _renewed = 0
 
     def __init__(self, path: str | os.PathLike[str], *, overwrite: bool = True) -> None:
         self.path = os.fspath(path)
+        self._abs = os.path.realpath(self.path)   # for reconnects: the program may chdir
         self._where = schema.where(self.path)
         self._lock = threading.Lock()
         self._closed = True
@@ -94,6 +88,7 @@ class RecordingWriter:
         if os.path.lexists(self.path) and not overwrite:
             raise StoreError(f"cannot create recording {self._where}: file exists")
         # A stale journal next to a new database would be "rolled back" into it: remove it.
+        fdguard.UNLOCKED.discard(self._abs)    # a new file: no leaked lock on it
         for name in (self.path, *(self.path + s for s in _SIDE_FILES)):
             try:
                 os.unlink(name)
@@ -143,104 +138,6 @@ class RecordingWriter:
             yield
         except (sqlite3.Error, OverflowError) as exc:
             raise StoreError(f"cannot {what} in {self._where}: {schema.one_line(exc)}") from exc
-
-    def _watch(self) -> None:
-        """Guard the database's descriptor (the highest open on the file: the connection's own,
-        opened last) and log the statements of each transaction from now on."""
-        fds = fdguard.descriptors_of(self.path)
-        self._fds = fdguard.FdGuard(fds[-1]) if fds else None
-        self._journal = None
-        self._log = []
-
-    def _check(self) -> None:
-        """Before a write: a new connection if the program closed or replaced the database's
-        descriptor, or the journal's while a transaction stayed open since an earlier call."""
-        if self._fds is None:
-            return
-        if self._fds.intact() and (not self._log or self._journal_intact()):
-            return
-        self._renew()
-
-    def _journal_intact(self) -> bool:
-        if self._journal is not None:
-            return self._journal.intact()
-        fds = fdguard.descriptors_of(self.path + "-journal")
-        if fds is None:
-            return True
-        if not fds:     # no journal file (nothing written yet) or it exists and we lost its descriptor
-            return not os.path.lexists(self.path + "-journal")
-        self._journal = fdguard.FdGuard(fds[-1])
-        return True
-
-    def _renew(self, failed: bool = False) -> None:
-        """Leave the connection whose descriptor the program took (never used nor closed again:
-        closing it would close the program's descriptor) and carry on with a new one, replaying
-        the open transaction: the file holds every commit, nothing went through the wrong number.
-        With a transaction open (or after a statement ``failed`` on it: closed in the middle of a
-        commit), the old connection holds its locks in SQLite's per-process table for good: the
-        new one uses the ``unix-none`` VFS (no locks; its first read rolls the old journal back as
-        a crash's).  A replayed INSERT whose row is there already (the old commit got past its
-        journal's deletion, its commit point, before failing) is skipped: all of them are then."""
-        old = self._conn
-        fdguard.leak(old)
-        before = set(fdguard.descriptors_of(self.path) or ())
-        held = failed or old.in_transaction
-        self._fds = self._journal = None
-        if held:
-            where = os.path.abspath(self.path).replace("%", "%25").replace("?", "%3f").replace("#", "%23")
-            conn = sqlite3.connect(f"file:{where}?vfs=unix-none", isolation_level=None,
-                                   check_same_thread=False, uri=True)
-        else:
-            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        self._conn = conn
-        conn.execute("PRAGMA journal_mode=DELETE")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        log, self._log = self._log, []
-        for sql, params, many in log or ():
-            try:
-                self._x(sql, params, many)
-            except sqlite3.IntegrityError:
-                pass
-        fds = [fd for fd in fdguard.descriptors_of(self.path) or () if fd not in before]
-        self._fds = fdguard.FdGuard(fds[-1]) if fds else None
-        self._renewed += 1
-
-    def _x(self, sql: str, params: Any, many: bool = False) -> None:
-        """Run one write statement in the open transaction (begun if none), logged for :meth:`_renew`."""
-        try:
-            self._begin()
-            if many:
-                self._conn.executemany(sql, params)
-            else:
-                self._conn.execute(sql, params)
-        except sqlite3.Error:
-            if not self._lost():
-                raise
-            self._renew(failed=True)    # closed by another thread of the program meanwhile
-            self._x(sql, params, many)
-            return
-        if self._log is not None:
-            self._log.append((sql, params, many))
-
-    def _lost(self) -> bool:
-        """True if the program closed or replaced a descriptor the connection uses."""
-        return self._fds is not None and not (self._fds.intact() and self._journal_intact())
-
-    def _commit(self) -> None:
-        try:
-            self._conn.execute("COMMIT")
-        except sqlite3.Error:
-            if not self._lost():
-                raise
-            self._renew(failed=True)
-            self._conn.execute("COMMIT")
-        if self._log is not None:
-            self._log.clear()
-            self._journal = None
-
-    def _begin(self) -> None:
-        if not self._conn.in_transaction:
-            self._conn.execute("BEGIN")
 
     def _put_meta(self, items: dict[str, object]) -> None:
         rows = []
@@ -455,7 +352,8 @@ def updating(path: str | os.PathLike[str], *, timeout: float = 5.0) -> Iterator[
     w._n_events = {}
     w._closed = True
     try:
-        w._conn = sqlite3.connect(w.path, isolation_level=None, check_same_thread=False, timeout=timeout)
+        w._conn = sqlite3.connect(fdguard.uri(w.path), isolation_level=None, check_same_thread=False, uri=True,
+                                  timeout=timeout)
         w._conn.execute("PRAGMA journal_mode=DELETE")
         w._conn.execute("PRAGMA synchronous=NORMAL")
     except sqlite3.Error as exc:
