@@ -176,12 +176,22 @@ def test_thread_state_ints_are_those_ctypes_reads():
 
 
 def test_keep_alive_adds_one_reference_for_good():
-    from wholetrace.runtime import recursion
+    from wholetrace.capi import keep_alive
 
     obj = object()
     before = sys.getrefcount(obj)
-    recursion.keep_alive(obj)
+    keep_alive(obj)
     assert sys.getrefcount(obj) == before + 1
+
+
+def test_leaking_a_connection_loads_no_ctypes_package():
+    """``store.fdguard.leak`` (a connection whose descriptor the program took) keeps it through
+    ``_ctypes``: the program's ``sys.modules`` gains no ``ctypes`` (it imported the package)."""
+    code = ("import sys, sqlite3; from wholetrace.store import fdguard; c = sqlite3.connect(':memory:'); "
+            "n = sys.getrefcount(c); fdguard.leak(c); print(sys.getrefcount(c) - n, 'ctypes' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["2", "False"]     # the list's reference and the one never given back
 
 
 def test_depth_probe_measures_what_the_compiled_probe_did():

@@ -42,7 +42,6 @@ import types
 from wholetrace import jsontext
 from wholetrace.events import EXC, LEAVE
 from wholetrace.plain import Record
-from wholetrace.runtime import recursion
 from wholetrace.store.schema import BASE_PREFIX, CHILDREN_KEY, PROCESS_KEY, UNRECORDED_PREFIX
 
 TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
@@ -479,19 +478,18 @@ def _instrument_main(spawn: types.ModuleType, instrumenter: Any) -> None:
 
 
 # -- helpers ---------------------------------------------------------------------------------------
-_KEEP: list[Any] = []
-
-
 def _leak(writer: Any) -> None:
     """Keep the parent's writer (and its SQLite connection) alive for good in this child."""
     if isinstance(writer, _LazyWriter):
         writer = writer._w
         if writer is None:
             return
-    _KEEP.append(writer)
+    from wholetrace.store.fdguard import leak
+
+    leak(writer)
     conn = getattr(writer, "_conn", None)
     if conn is not None:
-        recursion.keep_alive(conn)
+        leak(conn)
 
 
 def new_part(path: str | os.PathLike[str]) -> Any:

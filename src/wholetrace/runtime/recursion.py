@@ -16,10 +16,10 @@ module never touches; it moves the thread's own counter instead:
 field is found at run time: a field of the current ``PyThreadState`` that drops by one per
 nested Python call and is followed by the limit.  If none is found nothing is changed.
 
-It is read through ``_ctypes``, the C module under ``ctypes``, with the three types and the
-two C API functions it needs declared here as ``ctypes`` declares them: the ``ctypes``
-package (with ``struct`` and ``ctypes._endian``) is ~9 M instructions, 3 ms, of every
-recording's start-up (docs/design.md, "Record's fixed cost, wave 13").
+It is read through ``_ctypes``, the C module under ``ctypes``, with the types and the C API
+functions of ``wholetrace.capi`` declared as ``ctypes`` declares them: the ``ctypes`` package
+(with ``struct`` and ``ctypes._endian``) is ~9 M instructions, 3 ms, of every recording's
+start-up (docs/design.md, "Record's fixed cost, wave 13").
 """
 
 from __future__ import annotations
@@ -28,45 +28,14 @@ import sys
 
 import _ctypes
 
+from wholetrace.capi import Int, PyFunction, PythonAPI
+
 _FIELDS = 20
-
-
-class _Int(_ctypes._SimpleCData):     # ctypes.c_int
-    _type_ = "i"
-
-
-class _VoidP(_ctypes._SimpleCData):   # ctypes.c_void_p
-    _type_ = "P"
-
-
-class _PyObject(_ctypes._SimpleCData):   # ctypes.py_object
-    _type_ = "O"
-
-
-class _PyFunction(_ctypes.CFuncPtr):  # a function of ctypes.pythonapi (holds the GIL, checks errors)
-    _flags_ = _ctypes.FUNCFLAG_CDECL | _ctypes.FUNCFLAG_PYTHONAPI
-    _restype_ = _VoidP
-
-
-class _PythonAPI:   # ctypes.pythonapi: the symbols of the running interpreter
-    _handle = _ctypes.dlopen(None, _ctypes.RTLD_LOCAL)
-
-
-_Ints = _Int * _FIELDS
+_Ints = Int * _FIELDS
 
 
 def _thread_state_ints() -> _ctypes.Array:
-    return _Ints.from_address(_PyFunction(("PyThreadState_Get", _PythonAPI))())
-
-
-def keep_alive(obj: object) -> None:
-    """Add a reference to ``obj`` that is never released (``Py_IncRef``): it outlives the
-    interpreter's shutdown (``runtime.children``: a fork child must never close its parent's
-    SQLite connection)."""
-    incref = _PyFunction(("Py_IncRef", _PythonAPI))
-    incref.argtypes = (_PyObject,)
-    incref.restype = None
-    incref(obj)
+    return _Ints.from_address(PyFunction(("PyThreadState_Get", PythonAPI))())
 
 
 def _find_field() -> int | None:

@@ -108,12 +108,9 @@ def leak(obj: object) -> None:
     # The interpreter's shutdown clears module globals: a reference there is not enough, hence
     # one reference that nothing gives back.
     _KEEP.append(obj)
-    try:
-        import ctypes
+    from wholetrace.capi import keep_alive     # _ctypes: no ``ctypes`` in the program's sys.modules
 
-        ctypes.pythonapi.Py_IncRef(ctypes.py_object(obj))
-    except (ImportError, AttributeError, OSError):   # pragma: no cover - no ctypes.pythonapi
-        pass
+    keep_alive(obj)
 
 
 class GuardedFile:
