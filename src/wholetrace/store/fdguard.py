@@ -30,9 +30,10 @@ UNLOCKED: set[str] = set()
 
 def uri(path: str, mode: str = "rw") -> str:
     """SQLite URI opening ``path`` (``mode`` ro/rw), with the lock-free VFS if it is in :data:`UNLOCKED`."""
+    from pathlib import Path     # not at start-up: only reconnects and readers build URIs
+
     real = os.path.realpath(path)
-    where = real.replace("%", "%25").replace("?", "%3f").replace("#", "%23")
-    return f"file:{where}?mode={mode}" + ("&vfs=unix-none" if real in UNLOCKED else "")
+    return f"{Path(real).as_uri()}?mode={mode}" + ("&vfs=unix-none" if real in UNLOCKED else "")
 
 
 class Lost(InternalError):

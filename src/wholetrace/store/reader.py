@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import pathlib
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -121,9 +120,7 @@ class Recording:
             raise self._fail("not a wholetrace recording (file is not a database)")
 
     def _connect(self) -> sqlite3.Connection:
-        uri = pathlib.Path(self.path).resolve().as_uri() + "?mode=ro"
-        if os.path.realpath(self.path) in fdguard.UNLOCKED:   # our own leaked lock would block us
-            uri += "&vfs=unix-none"
+        uri = fdguard.uri(self.path, "ro")   # lock-free if our own leaked lock would block us
         try:
             conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
             conn.text_factory = _text
