@@ -32,7 +32,7 @@ import time
 
 from wholetrace.errors import InternalError
 from wholetrace.store import fdguard
-from wholetrace.wpp.spawn import INTERNED_MODES, QUEUE_EVENTS, BuilderProcess
+from wholetrace.wpp.spawn import INTERNED_MODES, PROGRESS_NAME, QUEUE_EVENTS, BuilderProcess
 
 TYPE_CHECKING = False   # no typing at record's start-up (docs/design.md, "Start-up of record, wave 10")
 if TYPE_CHECKING:   # pragma: no cover
@@ -164,7 +164,7 @@ class OnlineWpp:
         self._out = fdguard.GuardedFile(self._out, "the WPP builder's result pipe")
         self._stderr = fdguard.GuardedFile(self._stderr, "the WPP builder's stderr file")
         # the progress mapping's own descriptor (``mmap`` keeps a dup of the memfd's, closed by its close)
-        self._mapped = None if getattr(process, "progress", None) is None else fdguard.named("/memfd:wholetrace-wpp-progress")
+        self._mapped = None if getattr(process, "progress", None) is None else fdguard.named("/memfd:" + PROGRESS_NAME)
 
     def _end_pipe(self) -> None:
         """Close the pipe after the end frame; if the program closed it, fail: the builder's input

@@ -34,6 +34,8 @@ INTERNED_MODES = ("blocks", "witness", "branches", "path")
 PROGRESS_ENV = "WHOLETRACE_WPP_PROGRESS"
 PROGRESS_FD = 4     # not 0-2 (the pipes), not 3 (``_SCRIPT`` saves its stdin there)
 PROGRESS_BYTES = 64
+#: the progress memfd's name (its /proc/self/fd link reads ``/memfd:`` + this; ``wpp.online`` finds the mapping's descriptor by it)
+PROGRESS_NAME = "wholetrace-wpp-progress"
 #: the seals the progress memfd carries (fcntl F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW): only a memfd
 #: made by ``_progress_file`` has exactly these, the builder checks them before mapping it
 PROGRESS_SEALS = 1 | 2 | 4
@@ -156,7 +158,7 @@ def _progress_file() -> tuple[int, Any] | None:
         import fcntl
         import mmap
 
-        fd0 = os.memfd_create("wholetrace-wpp-progress", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        fd0 = os.memfd_create(PROGRESS_NAME, os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
     except (AttributeError, ImportError, OSError):
         return None
     fd = -1
