@@ -61,9 +61,9 @@ def cache_key(grammar_digest: str, lookahead: bool, path_fids: "frozenset[int]",
     return str(sha256(json.dumps(what, sort_keys=True).encode()).hexdigest())
 
 
-def load(rec: Any, key: str, terms: Terminals, sids: list[int]) -> "tuple[Terminals, dict[int, Grammar]] | None":
-    """The table and the cached grammars of streams ``sids``, if ``rec`` holds them under ``key``
-    (``terms``: the stored table, the cached grammars' too: ``save``), else None; None too for a damaged cache (derived
+def load(rec: Any, key: str, terms: Terminals, sids: list[int]) -> "dict[int, Grammar] | None":
+    """The cached grammars of streams ``sids``, if ``rec`` holds them under ``key`` (``terms``:
+    the stored table, which the cached grammars use too: ``save``), else None; None too for a damaged cache (derived
     data: the query rebuilds it from the recording's own grammars and replaces it)."""
     try:
         return _load(rec, key, terms, sids)
@@ -71,7 +71,7 @@ def load(rec: Any, key: str, terms: Terminals, sids: list[int]) -> "tuple[Termin
         return None
 
 
-def _load(rec: Any, key: str, terms: Terminals, sids: list[int]) -> "tuple[Terminals, dict[int, Grammar]] | None":
+def _load(rec: Any, key: str, terms: Terminals, sids: list[int]) -> "dict[int, Grammar] | None":
     raw = rec.get_array(META)
     if raw is None:
         return None
@@ -86,7 +86,7 @@ def _load(rec: Any, key: str, terms: Terminals, sids: list[int]) -> "tuple[Termi
         if blob is None:
             return None
         out[sid] = Grammar.from_bytes(blob.tobytes())
-    return terms, out
+    return out
 
 
 def save(path: str, key: str, stored_terms: Terminals, terms: Terminals, grammars: "dict[int, Grammar]") -> bool:

@@ -153,12 +153,11 @@ def _cached_flat(rec: Any, view: WppView, digest: str) -> "tuple[WppView, str | 
     from wholetrace.wpp import flatcache
 
     key = flatcache.cache_key(digest, view.lookahead, view.path_fids, n_functions(view))
-    got = flatcache.load(rec, key, view.terminals, [s.sid for s in view.streams])
-    if got is None:
+    grammars = flatcache.load(rec, key, view.terminals, [s.sid for s in view.streams])
+    if grammars is None:
         return view, key
-    terms, grammars = got
     streams = [StreamGrammar(s.sid, s.name, grammars[s.sid]) for s in view.streams]
-    return dataclasses.replace(view, terminals=terms, streams=streams, flat=True), None
+    return dataclasses.replace(view, streams=streams, flat=True), None
 
 
 def split_view(view: WppView) -> WppView:
