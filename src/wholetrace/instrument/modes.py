@@ -357,13 +357,18 @@ def register_free(cfg: CFG, probes: Sequence["EdgeProbe"]) -> bool:
             and any(p.kind == "leave-const" for p in probes))
 
 
+def _exit_probes(cfg: CFG, probes: Sequence["EdgeProbe"]) -> list["EdgeProbe"]:
+    """The probes of the edges into EXIT."""
+    return [p for e, p in zip(cfg.edges, probes) if e.dst == EXIT]
+
+
 def single_exit_record(cfg: CFG, probes: Sequence["EdgeProbe"]) -> int | None:
     """The closing record (``LEAVE_PATH + id``) when every edge into EXIT makes the same constant
     one (``leave-const``, one value), else None (docs/design.md, "Path mode, wave 13").  Then the
     epilogue appends that constant (as witness mode appends LEAVE) and the edges into EXIT set
     nothing: no ``wt.o`` store and load per activation; the handler of an exception leaving the
     activation appends its plain LEAVE itself and turns ``wt.a`` into ``skip``."""
-    exits = [p for e, p in zip(cfg.edges, probes) if e.dst == EXIT]
+    exits = _exit_probes(cfg, probes)
     values = {p.value for p in exits}
     if not exits or len(values) != 1 or any(p.kind != "leave-const" for p in exits):
         return None
@@ -374,7 +379,7 @@ def table_exits(cfg: CFG, probes: Sequence["EdgeProbe"]) -> bool:
     """Does every edge into EXIT record ``T[wt.p]`` (``leave``, nothing added: the register is the
     id there)?  Then the epilogue appends ``T[wt.p]`` itself (wave 9's form) and the edges set no
     ``wt.o``: one store and one load fewer per activation (docs/design.md "Path mode, wave 13")."""
-    exits = [p for e, p in zip(cfg.edges, probes) if e.dst == EXIT]
+    exits = _exit_probes(cfg, probes)
     return bool(exits) and all(p.kind == "leave" and p.value == 0 for p in exits)
 
 
