@@ -4,7 +4,7 @@ Streams of ``path`` recordings (``record --mode path``) use the same codes with 
 inside an activation of a function recorded with path ids (plan strategy ``paths``; functions
 with strategy ``trace`` record block ids, as in ``blocks`` mode):
 
-* ``p`` with ``0 <= p < LEAVE_PATH``: Ball-Larus path id ``p`` of the running function
+* ``p`` with ``0 <= p < LEAVE_PATH`` (2^29): Ball-Larus path id ``p`` of the running function
   (``instrument.pathnum``) ended at a cut edge; the activation goes on at that edge's target.
 * ``LEAVE_PATH + p``: path ``p`` ended at EXIT *and* the activation returns (LEAVE folded in).
 * ``START``: right after ENTER, a generator/coroutine activation starts (ENTER without START
@@ -46,8 +46,12 @@ START: Final = -5
 #: marker below every event and a payload); kept reserved: no other event may take its code.
 VAL: Final = -6
 #: Path mode: an event at or above this value is ``LEAVE_PATH + id``: path ``id`` ends at EXIT
-#: and the activation returns.  Path ids are below it (``instrument.pathnum.MAX_PATHS``).
-LEAVE_PATH: Final = 1 << 30
+#: and the activation returns.  Path ids are below it (``instrument.pathnum.MAX_PATHS``), so every
+#: closing record is below 2^30: a one-digit CPython int, which the flusher converts ~30 instructions
+#: faster than a two-digit one (docs/design.md, "Path mode, wave 14").  Recordings made before wave
+#: 14 used 2^30; a path numbering stores the base it was recorded with (``plan["paths"]["leave"]``,
+#: ``instrument.modes.check_leave_base``) and readers refuse another.
+LEAVE_PATH: Final = 1 << 29
 #: Path mode: the register in an exception record when no path is open, and the register a
 #: recorder sets once an exception left the activation without a closing table
 #: (``instrument.emit.Emitter.no_path``: ``NO_PATH + LEAVE_PATH`` is a plain LEAVE).  Readers take

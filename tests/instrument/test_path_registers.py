@@ -30,9 +30,9 @@ from wholetrace.instrument.flowgraph import from_cfg
 from wholetrace.instrument.modes import path_plan
 from wholetrace.instrument.pathnum import END_TRUNCATED, Path, PathNumbering
 
-#: The stream format's "no path open" registers: -1 (LEAVE) and 1 + 2**30 below it or lower.
+#: The stream format's "no path open" registers: -1 (LEAVE) and 1 + 2**29 below it or lower (2**30 before wave 14).
 LEAVE_CODE = -1
-NO_PATH_AT_MOST = -1 - (1 << 30)
+NO_PATH_AT_MOST = -1 - (1 << 29)
 
 
 def no_path_open(r: int) -> bool:

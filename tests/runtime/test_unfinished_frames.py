@@ -141,7 +141,7 @@ exec(compile("""
 seen, last = {}, {}
 
 def closing(v):
-    return v == -1 or v >= 1 << 30
+    return v == -1 or v >= 1 << 29   # LEAVE, or events.LEAVE_PATH + id (2^29 since wave 14)
 
 def local(frame, event, arg):
     a = frame.f_locals.get("wt.a")

@@ -136,12 +136,34 @@ def numbering_json(num: "PathNumbering") -> dict[str, object]:
     flat: list[int] = []
     for e, val in zip(num.dag, num.val):
         flat += [e.src, e.dst, DAG_KINDS.index(e.kind), e.ref, val]
-    out: dict[str, object] = {"num_paths": num.num_paths, "dag": flat, "inc": list(num.inc)}
+    out: dict[str, object] = {"num_paths": num.num_paths, "dag": flat, "inc": list(num.inc),
+                              "leave": LEAVE_PATH}   # the closing records' base (``check_leave_base``)
     if num.quiet:   # what a renumbering needs besides the CFG (``stored_quiet``)
         out["quiet"] = sorted(num.quiet)
     if num.free_records:   # the increments' rule (``stored_free_records``; the ids do not depend on it)
         out["free_records"] = True
     return out
+
+
+#: ``events.LEAVE_PATH`` of the recordings made before wave 14, which stored no ``leave`` key.
+OLD_LEAVE_PATH = 1 << 30
+
+
+def check_leave_base(plan: object, where: str) -> None:
+    """Refuse (one-line ``StoreError``) a function's stored plan whose path numbering was recorded
+    with closing records ``base + id`` for another base than ``events.LEAVE_PATH``: a recording
+    made before wave 14 (no ``leave`` key: 2^30).  Its path ids, closing records and "no path
+    open" registers would read as other events (docs/design.md, "Path mode, wave 14")."""
+    if not isinstance(plan, dict) or plan.get("strategy") != "paths":
+        return
+    paths = plan.get("paths")
+    base = paths.get("leave", OLD_LEAVE_PATH) if isinstance(paths, dict) else OLD_LEAVE_PATH
+    if base != LEAVE_PATH:
+        from wholetrace.errors import StoreError
+
+        old = " (a wholetrace before wave 14)" if base == OLD_LEAVE_PATH else ""
+        raise StoreError(f"{where}: path mode recording with closing records at {base} + path id{old}; "
+                         f"this wholetrace reads them at {LEAVE_PATH} + path id: record it again")
 
 
 def stored_quiet(desc: object) -> frozenset[int]:

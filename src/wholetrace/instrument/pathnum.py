@@ -35,6 +35,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from functools import cached_property
 
 from wholetrace.errors import InternalError
+from wholetrace.events import LEAVE_PATH
 from wholetrace.instrument.chains import forced_chain_edges, quiet_blocks, quiet_statement  # noqa: F401 (re-exported)
 from wholetrace.instrument.flowgraph import FlowGraph, loop_back_edges, topological_order, validate
 from wholetrace.instrument.placement import place_counters
@@ -47,8 +48,9 @@ if TYPE_CHECKING:
 
     from wholetrace.instrument.cfg import CFG
 
-#: Largest number of paths per function: ids stay one-digit CPython ints and fit int32.
-MAX_PATHS = 2**30 - 1
+#: Largest number of paths per function: ids and closing records ``LEAVE_PATH + id`` stay below
+#: 2^30, one-digit CPython ints (``events.LEAVE_PATH`` = 2^29; 2^30 - 1 until wave 14).
+MAX_PATHS = LEAVE_PATH - 1
 #: ``Path.end`` when the path leaves by a real edge into EXIT (that edge is ``edges[-1]``).
 END_EXIT = -1
 #: ``Path.end`` when the path stops at a block without successors (it can only raise).

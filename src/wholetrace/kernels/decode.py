@@ -58,7 +58,7 @@ from __future__ import annotations
 import numpy as np
 
 from wholetrace.events import ENTER_BASE, EXC, LEAVE, LEAVE_PATH, NO_PATH, RERAISE, START
-from wholetrace.kernels._jit import kernel
+from wholetrace.kernels._jit import cache_depends, kernel
 
 _hot = kernel(nrt=False)
 _inl = kernel(nrt=False, inline=True)
@@ -996,3 +996,8 @@ def count(ev, pos, fn, blk, succ, stm, edg, wit, chs, ysl, pool, pdg, stack, met
         meta[M_NOUT] = 0
         if status != ST_NEED_OUT or n == 0:
             return pos, status
+
+
+# numba's cache watches only this file: key it on events.py too, whose constants (LEAVE_PATH, NO_PATH)
+# the kernels bake in (LEAVE_PATH moved from 2^30 to 2^29 in wave 14; a stale cache decoded the old base)
+cache_depends(("wholetrace.events", __name__))

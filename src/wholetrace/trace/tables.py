@@ -22,6 +22,7 @@ import numpy as np
 
 from wholetrace.errors import InternalError, StoreError
 from wholetrace.events import ENTER_BASE, LEAVE_PATH
+from wholetrace.instrument.modes import check_leave_base
 from wholetrace.ids import ENTRY, EXIT
 from wholetrace.kernels import decode as K
 from wholetrace.store.schema import WITNESS_STREAMS_SINCE
@@ -31,6 +32,9 @@ from wholetrace.trace.shape import FunctionShape
 WITNESS_MODES = ("witness", "branches")
 #: Recording modes whose streams the kernel decodes.
 TRACE_MODES = ("blocks",) + WITNESS_MODES + ("path",)
+#: Largest |Inc sum| of a block's Val-0 completion a stored numbering may hold (a sanity bound;
+#: ``events.LEAVE_PATH`` until it became 2^29 in wave 14, kept so no numbering read before is refused).
+_COMP_BOUND = 1 << 30
 
 
 class _Grow:
@@ -310,6 +314,7 @@ class Tables:
         p = sh.plan.get("paths")
         if not isinstance(p, dict):
             raise StoreError(f"{where}: the recording does not store its path numbering")
+        check_leave_base(sh.plan, where)
         n, dag, inc = p.get("num_paths"), p.get("dag"), p.get("inc")
         if (type(n) is not int or not isinstance(dag, list) or not isinstance(inc, list)
                 or not all(type(x) is int for x in dag) or not all(type(x) is int for x in inc)
@@ -358,7 +363,7 @@ class Tables:
             for w in reversed(chain):
                 comp[w] = inc[first[w]] + comp[int(a[first[w], 1])]
                 done[w] = True
-        if (np.abs(comp) >= LEAVE_PATH).any():
+        if (np.abs(comp) >= _COMP_BOUND).any():
             raise StoreError(f"function {sh.fid} ({sh.qualname}): the stored path numbering is corrupt")
         blk[:, K.BK_COMP] = comp
         entry = np.flatnonzero(sh.edge_src == ENTRY)

@@ -3,7 +3,7 @@
 Blocks-kind terminals are one block each; a reader sees a run of consecutive blocks of one
 activation, cut where the run takes a back edge, as one piece (so loop iterations repeat).
 Path-kind terminals of a function that `path` mode records with path ids are Ball-Larus path
-ids (``instrument.pathnum``: ``p``, or ``LEAVE_PATH + p`` when the path returns); in the
+ids (``instrument.pathnum``: ``p``, or ``events.LEAVE_PATH + p`` when the path returns); in the
 records after an exception (``EXC s r [H]``, ``RERAISE s x r [H]``, ``events``) the values are
 operands: the register ``r`` is decoded as the truncated path, the rest are not paths.
 Functions recorded with block ids in a `path` recording are read as blocks.
@@ -16,11 +16,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from wholetrace.errors import InternalError
+from wholetrace.events import LEAVE_PATH
 from wholetrace.wpp.symbols import BLOCK, ENTER, EXC, FUSED, LEAVE, PATH
 from wholetrace.wpp.view import WppView
 
-#: Path mode: a value at or above it is ``LEAVE_PATH + p`` (``events.LEAVE_PATH`` on path branches).
-LEAVE_PATH = 1 << 30
 #: Path mode's RERAISE and START codes, interned as values of function -1.
 RERAISE_CODE, START_CODE = -4, -5
 COSTS = ("statements", "instructions")
