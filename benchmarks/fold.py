@@ -14,7 +14,8 @@ forms interleaved round by round, a one-line function called in a loop:
   register set at entry and the closing record set on the edge into EXIT (``wt.o``, appended by
   the ``finally``) as before wave 11, without the register (``instrument.modes.register_free``),
   and with a constant closing record appended by the ``finally`` (wave 13,
-  ``instrument.modes.single_exit_record``);
+  ``instrument.modes.single_exit_record``), two CPython digits (2**30 + id, wave 13) and one
+  (2**29 + id, wave 14: ``events.LEAVE_PATH``);
 
 and, for the list forms, the cost of turning the appended ints into int32 events at flush
 (``runtime.buffers.chunk_events``, or :func:`restore_entries`), per activation.  Writes the table
@@ -122,8 +123,8 @@ FORMS += (FORMS[FORMS.index("def path_register("):].replace("def path_register("
 FORMS += (FORMS[FORMS.index("def path_register_free("):].replace("def path_register_free(", "def path_closing_const(")
           .replace("        o = 1073741824\n", "").replace("        o = -1\n", "").replace("a(o)", "a(1073741824)")
           .replace("(-2, 0, 0)", "(-2, 0, 0, (-1, (a := skip))[0])"))
-#: timing only (not a stream this project writes): the same with a one-digit closing record, what
-#: a ``LEAVE_PATH`` below 2**30 would save in the flusher's int conversion
+#: the same with a one-digit closing record (wave 14: ``events.LEAVE_PATH`` = 2**29, so every
+#: ``LEAVE_PATH + id`` is below 2**30): what it saves in the flusher's int conversion
 FORMS += (FORMS[FORMS.index("def path_closing_const("):].replace("def path_closing_const(", "def path_closing_small(")
           .replace("a(1073741824)", "a(536870912)"))
 
@@ -137,8 +138,8 @@ ROWS = (("plain call", "plain", None, 0, False),
         ("witness (no entry probe): fetch, ENTER, LEAVE", "folded", "list", 2, False),
         ("path, register set at entry (wave 10): fetch, ENTER, `wt.p = 0`, `wt.o`", "path_register", "list", 2, False),
         ("path, register-free (wave 11): fetch, ENTER, `wt.o`", "path_register_free", "list", 2, False),
-        ("path, constant closing record (wave 13): fetch, ENTER, `wt.a(K)`", "path_closing_const", "list", 2, False),
-        ("(timing only) the same, K below 2**30 (one CPython digit)", "path_closing_small", "list", 2, False))
+        ("path, constant closing record (wave 13, K >= 2**30): fetch, ENTER, `wt.a(K)`", "path_closing_const", "list", 2, False),
+        ("path, the same, K below 2**30 (wave 14, one CPython digit)", "path_closing_small", "list", 2, False))
 
 
 def _namespace(kind: str | None) -> tuple[dict[str, object], object]:
@@ -199,8 +200,8 @@ def render(res: dict[str, tuple[float, float]], rounds: int, calls: int, argv: l
                           "it saves: not adopted, see docs/design.md)\n"
                           f"- path mode per activation (one-block function), flush included: register set at entry "
                           f"{sum(res[ROWS[7][0]]) - base:.0f} ns, register-free {sum(res[ROWS[8][0]]) - base:.0f} ns, "
-                          f"constant closing record {sum(res[ROWS[9][0]]) - base:.0f} ns (one-digit record, timing "
-                          f"only: {sum(res[ROWS[10][0]]) - base:.0f} ns); witness {sum(res[ROWS[6][0]]) - base:.0f} ns\n")
+                          f"constant closing record {sum(res[ROWS[9][0]]) - base:.0f} ns (one-digit record, "
+                          f"wave 14: {sum(res[ROWS[10][0]]) - base:.0f} ns); witness {sum(res[ROWS[6][0]]) - base:.0f} ns\n")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 from wholetrace.cli import main
 from wholetrace.errors import StoreError
-from wholetrace.events import ENTER_BASE, EXC, LEAVE, START
+from wholetrace.events import ENTER_BASE, EXC, LEAVE, LEAVE_PATH, START
 from wholetrace.instrument.cfg import build_module
 from wholetrace.instrument.modes import make_plan
 from wholetrace.store import schema
@@ -109,7 +109,7 @@ def test_bad_witness_streams(events: list[int], reason: str) -> None:
     ([F(2), START, EXC, 0, 99_999, "H"], "path register 99999 of an exception names no path of function 2 (g)"),
     ([F(1), LEAVE], "function 1 (f) returns from block"),
     ([F(3), START, START], "unknown event code -5"),
-    ([F(1), 1 << 30, 0], "outside any activation"),
+    ([F(1), LEAVE_PATH, 0], "outside any activation"),
 ])
 def test_bad_path_streams(events: list[int | str], reason: str) -> None:
     assert tables("path").load(1).plan["strategy"] == "paths"
