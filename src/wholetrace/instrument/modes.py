@@ -161,9 +161,9 @@ def check_leave_base(plan: object, where: str) -> None:
     if base != LEAVE_PATH:
         from wholetrace.errors import StoreError
 
-        old = " (a wholetrace before wave 14)" if base == OLD_LEAVE_PATH else ""
-        raise StoreError(f"{where}: path mode recording with closing records at {base} + path id{old}; "
-                         f"this wholetrace reads them at {LEAVE_PATH} + path id: record it again")
+        made = "made before wave 14 " if base == OLD_LEAVE_PATH else ""
+        raise StoreError(f"{where}: path recording {made}(closing records at {base} + id, "
+                         f"not {LEAVE_PATH} + id): record it again")
 
 
 def stored_quiet(desc: object) -> frozenset[int]:

@@ -121,7 +121,7 @@ def open_view(path: str, *, stream: int | None = None, progress: bool = True, un
         path_fids = frozenset(f.fid for f in functions if f.cfg.get("plan", {}).get("strategy") == "paths")
         from wholetrace.instrument.modes import check_leave_base
         for f in functions:     # a path recording made before wave 14 (closing records at 2^30)
-            check_leave_base(f.cfg.get("plan"), path)
+            check_leave_base(f.cfg.get("plan"), f"function {f.fid} ({f.qualname})")
         wpp = rec.meta.get("wpp")
         if isinstance(wpp, dict) and mode in STORED_MODES:
             from wholetrace.wpp.stored import StoredWpp
