@@ -47,7 +47,7 @@ START: Final = -5
 VAL: Final = -6
 #: Path mode: an event at or above this value is ``LEAVE_PATH + id``: path ``id`` ends at EXIT
 #: and the activation returns.  Path ids are below it (``instrument.pathnum.MAX_PATHS``), so every
-#: closing record is below 2^30: a one-digit CPython int, which the flusher converts ~30 instructions
+#: closing record is below 2^30: a one-digit CPython int, which the flusher converts ~37 instructions
 #: faster than a two-digit one (docs/design.md, "Path mode, wave 14").  Recordings made before wave
 #: 14 used 2^30; a path numbering stores the base it was recorded with (``plan["paths"]["leave"]``,
 #: ``instrument.modes.check_leave_base``) and readers refuse another.
