@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Sequence
-from types import ModuleType
 
 from wholetrace import __version__
 from wholetrace.errors import MAX_MESSAGE, StoreError, WholetraceError, short_message
@@ -19,6 +17,8 @@ from wholetrace.errors import MAX_MESSAGE, StoreError, WholetraceError, short_me
 TYPE_CHECKING = False   # argparse is imported only by the commands that use it (not `record`'s usual start)
 if TYPE_CHECKING:   # pragma: no cover
     import argparse
+    from collections.abc import Sequence   # (collections.abc is not imported at start-up)
+    from types import ModuleType
 
 #: Every command, in help order, with the module that defines it.
 COMMANDS: list[tuple[str, str]] = [

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import codecs
-import contextlib
 import importlib.machinery
 import os
 import sys
@@ -250,21 +249,24 @@ class Instrumenter(Record):
         return compile_tree(tree, filename, items), entry
 
 
-@contextlib.contextmanager
-def _untraced() -> Iterator[None]:
+class _untraced:
     """A tracer or profiler the program installed does not see wholetrace instrument a
-    module (nor the modules wholetrace uses meanwhile, which may be the program's too)."""
-    trace, profile = sys.gettrace(), sys.getprofile()
-    if trace is None and profile is None:
-        yield
-        return
-    sys.settrace(None)
-    sys.setprofile(None)
-    try:
-        yield
-    finally:
-        sys.settrace(trace)
-        sys.setprofile(profile)
+    module (nor the modules wholetrace uses meanwhile, which may be the program's too).
+    A class, not ``contextlib.contextmanager``: ``contextlib`` (~4 M instructions with its
+    ABCs) is not imported at start-up (docs/design.md, "Record's fixed cost, wave 14")."""
+
+    __slots__ = ("trace", "profile")
+
+    def __enter__(self) -> None:
+        self.trace, self.profile = sys.gettrace(), sys.getprofile()
+        if self.trace is not None or self.profile is not None:
+            sys.settrace(None)
+            sys.setprofile(None)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.trace is not None or self.profile is not None:
+            sys.settrace(self.trace)
+            sys.setprofile(self.profile)
 
 
 class InstrumentingLoader(importlib.machinery.SourceFileLoader):

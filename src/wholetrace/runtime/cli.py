@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import _signal as signal   # the C module ``signal`` wraps: ``signal.py`` builds enums (imports enum, ~1.5 ms)
 import sys
-from collections.abc import Callable, Mapping, Sequence
 from types import SimpleNamespace
 
 from wholetrace.errors import UsageError
@@ -13,6 +12,7 @@ from wholetrace.errors import UsageError
 TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
 if TYPE_CHECKING:   # pragma: no cover
     import argparse
+    from collections.abc import Callable, Mapping, Sequence   # (not imported at start-up)
     from typing import Any
 
 def split_args(argv: Sequence[str], options: Mapping[str, bool],
@@ -236,6 +236,33 @@ def fast_record_args(argv: Sequence[str]) -> SimpleNamespace | None:
 
 
 def run_record(argv: Sequence[str]) -> int:
+    held = _hold_collections()
+    try:
+        return _run_record(argv, held)
+    finally:
+        held()
+
+
+def _hold_collections() -> Callable[[], None]:
+    """Stop the cyclic garbage collector's automatic collections while record starts up (its
+    imports make ~18 collections, ~5 M instructions, each walking every object made so far);
+    the function returned turns them back on, once, if they were on: the runner calls it just
+    before the program's first line (``record(before_program=...)``), so the program starts
+    with the collector as it was.  Later calls do nothing (the program may have turned it off
+    since).  docs/design.md, "Record's fixed cost, wave 14"."""
+    import gc
+
+    held = [gc.isenabled()]
+    gc.disable()
+
+    def resume() -> None:
+        if held.pop() if held else False:
+            gc.enable()
+
+    return resume
+
+
+def _run_record(argv: Sequence[str], held: Callable[[], None]) -> int:
     args = fast_record_args(argv) or parse_own(record_parser(), argv, "record")
     if args.cf_grammar:   # imported only then: it brings numba, a second of start-up
         from wholetrace.match.compress import TRACE_MODES as CF_MODES
@@ -257,7 +284,7 @@ def run_record(argv: Sequence[str]) -> int:
     children = None if args.no_children else out
     pid = os.getpid()
     outcome = record(target, writer, mode=args.mode, include=args.include, weights=weights,
-                     cache=not args.no_cache, children=children)
+                     cache=not args.no_cache, children=children, before_program=held)
     if os.getpid() != pid:       # a forked child of the program ends here: it prints nothing of its own
         return outcome.exit_code
     if args.cf_grammar and os.path.exists(out):

@@ -6,7 +6,6 @@ import atexit
 import builtins
 import importlib.machinery
 import os
-import runpy
 import sys
 import threading
 import time
@@ -27,6 +26,7 @@ from wholetrace.runtime.recorder import Recorder
 
 TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
 if TYPE_CHECKING:   # pragma: no cover
+    from collections.abc import Callable
     from typing import Any
 
 _OWN = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
@@ -83,10 +83,16 @@ class Outcome(Record):
         self.daemon_threads: list[str] = [] if daemon_threads is None else daemon_threads
 
 
+#: ``runpy``'s file once a ``-m`` target needs runpy (:func:`_as_main_frame`): runpy is not
+#: imported for a script (with ``importlib.util`` and ``contextlib``, ~6 M instructions of
+#: the console script's start-up; docs/design.md, "Record's fixed cost, wave 14").
+_RUNPY_FILE: str | None = None
+
+
 def _trim(tb: types.TracebackType | None) -> types.TracebackType | None:
     """Drop the leading traceback entries that belong to wholetrace or runpy."""
     while tb is not None and (tb.tb_frame.f_code.co_filename.startswith(_OWN)
-                              or tb.tb_frame.f_code.co_filename == runpy.__file__):
+                              or tb.tb_frame.f_code.co_filename == _RUNPY_FILE):
         tb = tb.tb_next
     return tb
 
@@ -157,7 +163,8 @@ def _exec_main(code: CodeType, main: types.ModuleType, headroom: int) -> None:
 
 
 def _run_module(name: str, instrumenter: Instrumenter, headroom: int, as_main: types.FunctionType) -> None:
-    mod_name, spec, _code = runpy._get_module_details(name)  # type: ignore[attr-defined]
+    # runpy's (``as_main`` runs in its namespace: runpy is imported only for -m, _as_main_frame)
+    mod_name, spec, _code = as_main.__globals__["_get_module_details"](name)
     assert spec.origin is not None
     source = spec.loader.get_source(mod_name)
     code = instrumenter.compile(source, spec.origin)
@@ -186,8 +193,11 @@ def _as_main_frame() -> types.FunctionType:
     line of its ``_run_code`` call): tracebacks and ``f_back`` show the frame ``python -m``
     runs the module under.  Its code is :func:`_run_module_as_main`'s moved to runpy's file
     and line (``compile`` would build ``_ast``'s node classes: ``_depth_probe``)."""
+    global _RUNPY_FILE
     import dis   # only for -m, before the finder is installed (record)
+    import runpy
 
+    _RUNPY_FILE = runpy.__file__
     real = runpy._run_module_as_main.__code__  # type: ignore[attr-defined]
     line = next((pos[0] for ins, pos in ((i, i.positions) for i in dis.get_instructions(real))
                  if ins.argval == "_run_code" and pos is not None and pos.lineno), real.co_firstlineno + 1)
@@ -327,7 +337,7 @@ def start(writer: Any, scope: Scope, *, mode: str = "blocks", weights: dict[tupl
 
 def record(target: Target, writer: Any, *, mode: str = "blocks", include: list[str] | None = None,
            weights: dict[tuple[str, str, str], Any] | None = None, cache: bool = True,
-           children: Any = None) -> Outcome:
+           children: Any = None, before_program: Callable[[], None] | None = None) -> Outcome:
     """Run ``target`` instrumented in this process, writing to ``writer``; returns how it ended.
 
     ``cache``: reuse and keep instrumented code in the on-disk cache (``instrument.cache``).
@@ -336,6 +346,8 @@ def record(target: Target, writer: Any, *, mode: str = "blocks", include: list[s
     child processes are not recorded.
     A module run with ``-m`` also gets the sources under the current directory instrumented
     (``python -m`` puts it first on ``sys.path``): ``record -m pytest`` records the project.
+    ``before_program``: called once the recording has started, just before the program's
+    first line (``runtime.cli`` turns the garbage collector's collections back on there).
     """
     if mode not in MODES:
         raise UsageError(f"unknown mode {mode!r} (choose from {', '.join(MODES)})")
@@ -364,6 +376,8 @@ def record(target: Target, writer: Any, *, mode: str = "blocks", include: list[s
         enable(live, children, {"command": target.label, "argv": list(sys.argv)}, cache)
     instrumenter = live.instrumenter
     outcome = Outcome("exit", 0)
+    if before_program is not None:
+        before_program()
     try:
         if target.command is not None:
             _run_command(target.command, instrumenter, live.headroom)
