@@ -8,7 +8,6 @@ wholetrace reports are one line on stderr and exit status 2.
 
 from __future__ import annotations
 
-import importlib
 import sys
 
 from wholetrace import __version__
@@ -51,13 +50,20 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     for name, module in COMMANDS:
         if (only is None or name == only) and module not in done:
             done.add(module)
-            importlib.import_module(module).add_parser(sub)
+            _import(module).add_parser(sub)
     return p
 
 
 def _module(name: str) -> ModuleType | None:
     module = dict(COMMANDS).get(name)
-    return importlib.import_module(module) if module else None
+    return _import(module) if module else None
+
+
+def _import(name: str) -> ModuleType:
+    """``importlib.import_module(name)`` for an absolute name (the importlib package, with
+    ``warnings``, is not imported at record's start-up)."""
+    __import__(name)
+    return sys.modules[name]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

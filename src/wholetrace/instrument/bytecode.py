@@ -29,8 +29,7 @@ Two things cannot be said in the AST and are done on the code object the compile
 from __future__ import annotations
 
 import sys
-import warnings
-from types import CodeType
+from types import CodeType, ModuleType
 
 from wholetrace.instrument.emit import (EXC_GUARD, EXC_OWN, RERAISE_MARK, RERAISE_MARK_GUARD, SITES_MARK,
                                        runtime_constant)
@@ -104,18 +103,22 @@ class quiet_placeholders:
     __slots__ = ()
 
     def __enter__(self) -> None:
+        import warnings   # on a cache miss only (loaded by instrument.misspath by then)
+
         warnings.filters.insert(0, _QUIET)
-        _mutated()
+        _mutated(warnings)
 
     def __exit__(self, *exc: object) -> None:
+        import warnings
+
         try:
             warnings.filters.remove(_QUIET)
         except ValueError:
             pass
-        _mutated()
+        _mutated(warnings)
 
 
-def _mutated() -> None:
+def _mutated(warnings: ModuleType) -> None:
     mutated = getattr(warnings, "_filters_mutated", None)
     if mutated is not None:
         mutated()

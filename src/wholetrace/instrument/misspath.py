@@ -120,7 +120,7 @@ def _load() -> ModuleType:
 
 
 def _load_unlocked(spec: ModuleSpec) -> ModuleType:
-    from importlib._bootstrap import _load_unlocked as load_spec   # type: ignore[attr-defined]
+    from _frozen_importlib import _load_unlocked as load_spec   # type: ignore[attr-defined]  # importlib._bootstrap's
     return load_spec(spec)   # type: ignore[no-any-return]
 
 
@@ -137,7 +137,8 @@ def stdlib_dirs() -> tuple[str, ...]:
 def stdlib_spec(name: str, dirs: tuple[str, ...] | None = None) -> ModuleSpec | None:
     """The spec of the standard library's module ``name`` (top level): built in, frozen, or
     found in :func:`stdlib_dirs` only, whatever ``sys.path`` and ``sys.meta_path`` hold."""
-    from importlib.machinery import BuiltinImporter, FrozenImporter, PathFinder
+    from _frozen_importlib import BuiltinImporter, FrozenImporter   # importlib.machinery's (importlib may not be loaded)
+    from _frozen_importlib_external import PathFinder
     return BuiltinImporter.find_spec(name) or FrozenImporter.find_spec(name) \
         or PathFinder.find_spec(name, list(dirs or stdlib_dirs()))
 

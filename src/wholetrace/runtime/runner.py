@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import atexit
 import builtins
-import importlib.machinery
 import os
 import sys
 import threading
 import time
 import types
 from types import CodeType
+from _frozen_importlib import BuiltinImporter   # importlib.machinery's classes; the importlib package (with warnings, ~2 M instructions) is not imported at start-up
+from _frozen_importlib_external import PathFinder, SourceFileLoader
 
 from wholetrace.errors import UsageError
 from wholetrace.plain import Record
@@ -134,7 +135,7 @@ def _main_module() -> types.ModuleType:
     """A ``__main__`` module as the interpreter makes it at start-up (same names, same order:
     ``__annotations__`` and the ``builtins`` module included)."""
     main = types.ModuleType("__main__")
-    main.__dict__.update(__loader__=importlib.machinery.BuiltinImporter, __annotations__={},
+    main.__dict__.update(__loader__=BuiltinImporter, __annotations__={},
                          __builtins__=builtins)
     return main
 
@@ -144,7 +145,7 @@ def _run_script(path: str, instrumenter: Instrumenter, headroom: int) -> None:
         source = fh.read()
     code = instrumenter.compile(source, str(path))
     main = _main_module()
-    main.__dict__.update(__loader__=importlib.machinery.SourceFileLoader("__main__", str(path)),
+    main.__dict__.update(__loader__=SourceFileLoader("__main__", str(path)),
                          __file__=str(path), __cached__=None)
     sys.modules["__main__"] = main
     _exec_main(code, main, headroom)
@@ -245,7 +246,7 @@ def module_search_path() -> list[str]:
 
 def _module_root(name: str) -> str:
     top = name.split(".")[0]
-    spec = importlib.machinery.PathFinder.find_spec(top, module_search_path())
+    spec = PathFinder.find_spec(top, module_search_path())
     if spec is None or spec.origin is None:
         raise UsageError(f"No module named {top!r}")
     return os.path.dirname(os.path.realpath(spec.origin))
