@@ -42,7 +42,8 @@ MODULES = ("wholetrace.instrument.cfg", "wholetrace.instrument.sites", "wholetra
 #: (``tests/runtime/test_startup13.py`` checks it on the running version).  A scope that
 #: names one of them loads the miss path at start-up.
 CLOSURE = frozenset({
-    "__future__", "_abc", "_ast", "_bisect", "_collections", "_collections_abc", "_functools", "_io", "importlib",
+    "__future__", "_abc", "_ast", "_bisect", "_collections", "_collections_abc", "_frozen_importlib",
+    "_frozen_importlib_external", "_functools", "_io", "_warnings", "importlib",
     "_locale", "_opcode", "_operator", "_sre", "_thread", "_weakref", "_weakrefset", "abc", "array", "ast",
     "bisect", "builtins", "collections", "contextlib", "copy", "copyreg", "enum", "functools",
     "genericpath", "io", "itertools", "keyword", "math", "opcode", "operator", "os", "posixpath", "re",
