@@ -175,3 +175,31 @@ def test_importing_the_record_path_loads_none_of_them():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=ENV, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def _walked(folder):
+    import os
+
+    return sorted(os.path.join(d, f) for d, _dirs, files in os.walk(folder) for f in files if f.endswith(".py"))
+
+
+def test_py_files_finds_what_os_walk_finds(tmp_path):
+    """``instrument.cache._py_files`` (the digest's file list) against ``os.walk``: nested
+    packages, a directory named like a module, symlinks to a file and to a directory, and a
+    ``__pycache__`` (byte code only) it does not walk."""
+    import os
+
+    from wholetrace.instrument import cache
+
+    (tmp_path / "pkg" / "sub" / "deeper").mkdir(parents=True)
+    (tmp_path / "pkg" / "__pycache__").mkdir()
+    (tmp_path / "odd.py").mkdir()
+    for rel in ("a.py", "b.txt", "pkg/__init__.py", "pkg/sub/c.py", "pkg/sub/deeper/d.py", "odd.py/e.py",
+                "pkg/__pycache__/c.cpython-311.pyc"):
+        (tmp_path / rel).write_text("x = 1\n")
+    os.symlink(tmp_path / "a.py", tmp_path / "link.py")
+    os.symlink(tmp_path / "pkg", tmp_path / "dirlink.py")
+    assert sorted(cache._py_files(str(tmp_path))) == _walked(str(tmp_path))
+    assert cache.digested_files()[-1].endswith("registry.py")
+    root = os.path.dirname(os.path.dirname(os.path.realpath(cache.__file__)))
+    assert [f for f in cache.digested_files() if "/instrument/" in f] == _walked(os.path.join(root, "instrument"))
