@@ -203,3 +203,31 @@ def test_py_files_finds_what_os_walk_finds(tmp_path):
     assert cache.digested_files()[-1].endswith("registry.py")
     root = os.path.dirname(os.path.dirname(os.path.realpath(cache.__file__)))
     assert [f for f in cache.digested_files() if "/instrument/" in f] == _walked(os.path.join(root, "instrument"))
+
+
+SHADOWED = '''
+import threading, time
+def spin():
+    while True:
+        time.sleep(0.01)
+threading.Thread(target=spin, daemon=True).start()
+print("done")
+'''
+
+
+@pytest.mark.parametrize("shadow", ["opcode", "dis"])
+def test_a_program_module_named_opcode_or_dis_is_not_what_the_stop_reads(tmp_path, shadow):
+    """A daemon thread open at the end makes ``runtime.unfinished`` read its frames'
+    instructions with ``dis``, after the program, with ``sys.path[0]`` still the program's
+    directory.  ``opcode`` is no longer imported at start-up: ``dis`` (and ``opcode``) come from
+    the standard library (``misspath.stdlib_import``), not the program's ``opcode.py``; warm
+    cache (a cold one loads the miss path, which loads ``opcode`` from the standard library)."""
+    (tmp_path / f"{shadow}.py").write_text(f"print('SHADOW {shadow}')\nopmap = {{}}\n")
+    script = tmp_path / "prog.py"
+    script.write_text(SHADOWED)
+    plain = run_plain(script)
+    assert plain.stdout == "done\n"
+    for _cold_then_warm in range(2):
+        run = _record(tmp_path, script, "blocks")
+        assert run.returncode == 0, run.stderr
+        assert run.stdout == plain.stdout

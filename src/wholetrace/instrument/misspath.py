@@ -97,18 +97,7 @@ def _load() -> ModuleType:
     dirs = stdlib_dirs()
     held: dict[str, ModuleType] = {}   # the program's own module under a name of ORDER, put back after
     try:
-        for name in ORDER:
-            if name in SINCE_312 and sys.version_info < (3, 12):
-                continue
-            have = sys.modules.get(name)
-            if have is not None and is_stdlib(have, dirs):
-                continue
-            spec = stdlib_spec(name, dirs)
-            if spec is None:
-                continue   # not on this Python (``_sre`` is built in, ...)
-            if have is not None:
-                held[name] = have
-            _load_unlocked(spec)   # no module lock: see "the miss path's locks" in docs/design.md
+        _load_stdlib([n for n in ORDER if n not in SINCE_312 or sys.version_info >= (3, 12)], dirs, held)
         import ast
 
         from wholetrace.instrument import emit
@@ -118,6 +107,43 @@ def _load() -> ModuleType:
         return ast
     finally:
         sys.modules.update(held)
+
+
+def _load_stdlib(names: list[str], dirs: tuple[str, ...], held: dict[str, ModuleType]) -> None:
+    """Load the standard library's modules ``names`` (top level, each after those it imports)
+    that are not in ``sys.modules`` as the standard library's; a module of the program's under
+    such a name goes to ``held`` (the caller puts it back)."""
+    for name in names:
+        have = sys.modules.get(name)
+        if have is not None and is_stdlib(have, dirs):
+            continue
+        spec = stdlib_spec(name, dirs)
+        if spec is None:
+            continue   # not on this Python (``_sre`` is built in, ...)
+        if have is not None:
+            held[name] = have
+        _load_unlocked(spec)   # no module lock: see "the miss path's locks" in docs/design.md
+
+
+#: What ``dis`` imports that record's start-up does not (wave 14: ``opcode`` is not imported
+#: then), in order, then ``dis``.
+DIS_ORDER = ("_opcode", "_opcode_metadata", "opcode", "dis")
+
+
+def stdlib_import(names: tuple[str, ...] = DIS_ORDER) -> ModuleType:
+    """The standard library's module ``names[-1]``, loaded with the modules before it as
+    :func:`load` loads the miss path's (whatever ``sys.path`` holds: the run is over when
+    ``runtime.unfinished`` reads instructions with ``dis``, but ``sys.path[0]`` is still the
+    program's directory, which may hold an ``opcode.py``).  A module of the program's under
+    one of those names stays in ``sys.modules``."""
+    dirs = stdlib_dirs()
+    held: dict[str, ModuleType] = {}
+    try:
+        _load_stdlib(list(names), dirs, held)
+        module = sys.modules[names[-1]]
+    finally:
+        sys.modules.update(held)
+    return module
 
 
 def _load_unlocked(spec: ModuleSpec) -> ModuleType:

@@ -290,6 +290,20 @@ class Live(Record):
         return self.recorder.events
 
 
+class _StdlibDis:
+    """``runtime.unfinished.DIS`` until it is used: the first attribute read loads the standard
+    library's ``dis`` (``misspath.stdlib_import``: not a program's ``opcode.py`` or ``dis.py``
+    found through ``sys.path`` at stop) and binds it there in its place."""
+
+    def __init__(self, namespace: dict[str, object]) -> None:
+        self._namespace = namespace
+
+    def __getattr__(self, attr: str) -> object:
+        module = misspath.stdlib_import()
+        self._namespace["DIS"] = module
+        return getattr(module, attr)
+
+
 #: The recording running in this process, if any (the pytest plugin joins it).
 LIVE: Live | None = None
 
@@ -319,9 +333,11 @@ def start(writer: Any, scope: Scope, *, mode: str = "blocks", weights: dict[tupl
         streams.patch_asyncio(sys.modules["asyncio"])
     if eager_miss_path(scope):   # bound to the recording's own modules, before the purge (as before wave 13)
         misspath.load()
+    from wholetrace.runtime import unfinished   # (imported by the recorder)
     if "dis" in scope.packages:   # runtime.unfinished reads instructions at stop: with its own dis
-        from wholetrace.runtime import unfinished
         unfinished.DIS = __import__("dis")
+    elif unfinished.DIS is None:   # the standard library's, on first use (opcode is not imported at start-up)
+        unfinished.DIS = _StdlibDis(unfinished.__dict__)
     purge_modules(scope.packages)
     writer.set_meta(**meta, cwd=os.getcwd(), mode=mode, include=scope.packages, python=sys.version.split()[0],
                     start_time=time.time())
