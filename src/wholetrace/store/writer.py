@@ -129,11 +129,9 @@ class RecordingWriter(Renewing):
     # -- plumbing -------------------------------------------------------------------
 
     def _guard(self, what: str) -> _Guard:
-        """Turn sqlite/binding errors raised inside into a one-line StoreError."""
-        if self._closed:
-            raise StoreError(f"cannot {what}: recording {self._where} is closed")
-        self._check()
-        return _Guard(self._where, what)
+        """Turn sqlite/binding errors raised inside into a one-line StoreError (entering it:
+        refused when closed, then a new connection if the program took a descriptor)."""
+        return _Guard(self, what)
 
     def _put_meta(self, items: dict[str, object]) -> None:
         rows = []
@@ -335,17 +333,23 @@ class _Guard:
     (``contextlib`` is not imported at record's start-up: docs/design.md, "Record's fixed
     cost, wave 14")."""
 
-    __slots__ = ("where", "what")
+    __slots__ = ("writer", "what")
 
-    def __init__(self, where: str, what: str) -> None:
-        self.where, self.what = where, what
+    def __init__(self, writer: RecordingWriter, what: str) -> None:
+        self.writer, self.what = writer, what
 
     def __enter__(self) -> None:
-        return None
+        w = self.writer
+        if w._closed:
+            raise StoreError(f"cannot {self.what}: recording {w._where} is closed")
+        try:
+            w._check()
+        except (sqlite3.Error, OverflowError) as exc:
+            raise StoreError(f"cannot {self.what} in {w._where}: {schema.one_line(exc)}") from exc
 
     def __exit__(self, typ: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         if exc is not None and isinstance(exc, (sqlite3.Error, OverflowError)):
-            raise StoreError(f"cannot {self.what} in {self.where}: {schema.one_line(exc)}") from exc
+            raise StoreError(f"cannot {self.what} in {self.writer._where}: {schema.one_line(exc)}") from exc
 
 
 def updating(path: str | os.PathLike[str], *, timeout: float = 5.0) -> AbstractContextManager[RecordingWriter]:
