@@ -32,11 +32,12 @@ def f(n):
 '''
 
 
-def _record(tmp_path, script, mode, *options, console=True):
+def _record(tmp_path, script, mode, *options, console=True, cwd=None):
     entry = ["-c", CONSOLE] if console else ["-m", "wholetrace"]
     return subprocess.run([sys.executable, *entry, "record", "--mode", mode, "-q", *options,
                            "-o", str(tmp_path / f"{mode}.wt"), str(script)], capture_output=True, text=True,
-                          cwd=tmp_path, env={**ENV, "WHOLETRACE_CACHE_DIR": str(tmp_path / "cache")}, timeout=300)
+                          cwd=cwd or tmp_path, env={**ENV, "WHOLETRACE_CACHE_DIR": str(tmp_path / "cache")},
+                          timeout=300)
 
 
 @pytest.mark.parametrize("mode", ["count", "blocks", "witness", "path"])
@@ -221,9 +222,13 @@ def test_a_program_module_named_opcode_or_dis_is_not_what_the_stop_reads(tmp_pat
     instructions with ``dis``, after the program, with ``sys.path[0]`` still the program's
     directory.  ``opcode`` is no longer imported at start-up: ``dis`` (and ``opcode``) come from
     the standard library (``misspath.stdlib_import``), not the program's ``opcode.py``; warm
-    cache (a cold one loads the miss path, which loads ``opcode`` from the standard library)."""
-    (tmp_path / f"{shadow}.py").write_text(f"print('SHADOW {shadow}')\nopmap = {{}}\n")
-    script = tmp_path / "prog.py"
+    cache (a cold one loads the miss path, which loads ``opcode`` from the standard library).
+    ``dis``: the same on main (6fd9614), where a program's ``dis.py`` broke the stop too.
+    Run from another directory: ``-c`` puts the current one first on ``sys.path`` for
+    record's own start-up imports (as ``python -m`` would; the console script puts its own)."""
+    (tmp_path / "prog").mkdir()
+    (tmp_path / "prog" / f"{shadow}.py").write_text(f"print('SHADOW {shadow}')\nopmap = {{}}\n")
+    script = tmp_path / "prog" / "prog.py"
     script.write_text(SHADOWED)
     plain = run_plain(script)
     assert plain.stdout == "done\n"
