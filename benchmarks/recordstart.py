@@ -1,8 +1,9 @@
 """The fixed start-up cost of ``record``: CPU time of short recordings against plain runs.
 
 For an empty program and a few small corpus programs (``tests/corpus.py``, size ``small``),
-each round runs, interleaved, ``python X.py`` and ``python -m wholetrace.cli record --mode M -q
--o X.M.wt [--include P]... X.py`` for M in count, blocks, witness, path, and takes the CPU time
+each round runs, interleaved, ``python X.py`` and ``wholetrace record --mode M -q -o X.M.wt
+[--include P]... X.py`` for M in count, blocks, witness, path (the console script pip installs,
+as users run it: ``ENTRY``), and takes the CPU time
 (user + sys) of each whole process from the operating system (``os.wait4``).  With ``--base
 REV`` every command runs a second time in each round against the source of git revision
 ``REV`` (``git archive``; both byte-compiled, each with its own warm instrumented-code cache),
@@ -31,6 +32,12 @@ PY = sys.executable
 MODES = ("count", "blocks", "witness", "path")
 TOOLS = ("plain",) + MODES
 DEFAULT_PROGRAMS = ("empty", "nqueens", "json", "tomllib")
+#: How ``record`` is started: the ``wholetrace`` console script beside the interpreter (what the
+#: README's ``wholetrace record`` runs; ``python -m wholetrace.cli`` would add runpy,
+#: importlib.util and contextlib, ~6 M instructions, which users do not pay), else the same
+#: two lines through ``-c``.  With ``--base`` the script imports the base's source (PYTHONPATH).
+_SCRIPT = Path(PY).parent / "wholetrace"
+ENTRY = [str(_SCRIPT)] if _SCRIPT.is_file() else ["-c", "import sys\nfrom wholetrace.cli import main\nsys.exit(main())"]
 TARGET_EMPTY_MS = 45.0
 
 
@@ -57,7 +64,7 @@ def commands(script: Path, include: list[str], work: Path, tag: str) -> dict[str
     inc = [a for m in include for a in ("--include", m)]
     out = {"plain": [PY, str(script)]}
     for mode in MODES:
-        out[mode] = [PY, "-m", "wholetrace.cli", "record", "--mode", mode, "-q", "-o",
+        out[mode] = [PY, *ENTRY, "record", "--mode", mode, "-q", "-o",
                      str(work / f"{script.stem}.{mode}.{tag}.wt"), *inc, str(script)]
     return out
 
@@ -131,7 +138,8 @@ def render(names: list[str], cpu: dict[tuple[str, str, str], list[float]], runs:
              f"({machine()}, source {version}; load average at the end "
              f"{load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f}: other jobs ran, so the absolute times are under load).  "
              f"CPU time = user + sys of each whole process (`wait4`), median (min-max) of {runs} interleaved "
-             f"rounds after a warm-up, in ms; slowdown = record / plain, medians"
+             f"rounds after a warm-up, in ms; record = `{shlex.join(['python', *ENTRY])} record` "
+             f"(the console script users run); slowdown = record / plain, medians"
              + (f"; `base` = git revision `{base}`, `new` = the working tree, run alternately in every round, "
                 "new/base = median of the paired ratios." if base else ".")]
     headers = ["program", "tool"] + [f"{t} CPU ms" for t in tags] + [f"{t} slowdown" for t in tags] \

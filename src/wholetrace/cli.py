@@ -8,10 +8,7 @@ wholetrace reports are one line on stderr and exit status 2.
 
 from __future__ import annotations
 
-import importlib
 import sys
-from collections.abc import Sequence
-from types import ModuleType
 
 from wholetrace import __version__
 from wholetrace.errors import MAX_MESSAGE, StoreError, WholetraceError, short_message
@@ -19,6 +16,8 @@ from wholetrace.errors import MAX_MESSAGE, StoreError, WholetraceError, short_me
 TYPE_CHECKING = False   # argparse is imported only by the commands that use it (not `record`'s usual start)
 if TYPE_CHECKING:   # pragma: no cover
     import argparse
+    from collections.abc import Sequence   # (collections.abc is not imported at start-up)
+    from types import ModuleType
 
 #: Every command, in help order, with the module that defines it.
 COMMANDS: list[tuple[str, str]] = [
@@ -51,13 +50,20 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     for name, module in COMMANDS:
         if (only is None or name == only) and module not in done:
             done.add(module)
-            importlib.import_module(module).add_parser(sub)
+            _import(module).add_parser(sub)
     return p
 
 
 def _module(name: str) -> ModuleType | None:
     module = dict(COMMANDS).get(name)
-    return importlib.import_module(module) if module else None
+    return _import(module) if module else None
+
+
+def _import(name: str) -> ModuleType:
+    """``importlib.import_module(name)`` for an absolute name (the importlib package, with
+    ``warnings``, is not imported at record's start-up)."""
+    __import__(name)
+    return sys.modules[name]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -28,10 +28,8 @@ Two things cannot be said in the AST and are done on the code object the compile
 
 from __future__ import annotations
 
-import contextlib
-import opcode
-import warnings
-from types import CodeType
+import sys
+from types import CodeType, ModuleType
 
 from wholetrace.instrument.emit import (EXC_GUARD, EXC_OWN, RERAISE_MARK, RERAISE_MARK_GUARD, SITES_MARK,
                                        runtime_constant)
@@ -42,7 +40,34 @@ if TYPE_CHECKING:   # pragma: no cover
     from typing import Iterator, Sequence
 
 
-_OP = opcode.opmap
+#: The opcodes read here, by CPython version (``opcode.opmap``'s values; ``opcode`` builds its
+#: whole table in Python, ~2.4 M instructions of every recording's start-up, and this module
+#: is imported then: probes call :func:`statement_at`).  Any other version or implementation
+#: reads ``opcode``.  ``tests/runtime/test_startup14.py`` compares them with ``opcode.opmap``.
+OPCODES: dict[tuple[int, int], dict[str, int]] = {
+    (3, 11): {"CACHE": 0, "EXTENDED_ARG": 144, "PUSH_EXC_INFO": 35, "POP_TOP": 1, "RERAISE": 119,
+              "LOAD_CONST": 100, "LOAD_FAST": 124, "GET_ITER": 68, "FOR_ITER": 93, "GET_AITER": 50},
+    (3, 12): {"CACHE": 0, "EXTENDED_ARG": 144, "PUSH_EXC_INFO": 35, "POP_TOP": 1, "RERAISE": 119,
+              "LOAD_CONST": 100, "LOAD_FAST": 124, "LOAD_FAST_CHECK": 127, "GET_ITER": 68, "FOR_ITER": 93,
+              "GET_AITER": 50},
+    (3, 13): {"CACHE": 0, "EXTENDED_ARG": 71, "PUSH_EXC_INFO": 33, "POP_TOP": 32, "RERAISE": 102,
+              "LOAD_CONST": 83, "LOAD_FAST": 85, "LOAD_FAST_CHECK": 87, "STORE_FAST_LOAD_FAST": 111,
+              "GET_ITER": 19, "FOR_ITER": 72, "GET_AITER": 16}}
+#: Every name :data:`OPCODES` may hold (those a version lacks are absent there and in ``opmap``).
+OPCODE_NAMES = ("CACHE", "EXTENDED_ARG", "PUSH_EXC_INFO", "POP_TOP", "RERAISE", "LOAD_CONST", "LOAD_FAST",
+                "LOAD_FAST_CHECK", "STORE_FAST_LOAD_FAST", "GET_ITER", "FOR_ITER", "GET_AITER")
+
+
+def _opcodes() -> dict[str, int]:
+    known = OPCODES.get(sys.version_info[:2]) if sys.implementation.name == "cpython" else None
+    if known is not None:
+        return known
+    import opcode   # pragma: no cover - a version not in OPCODES
+
+    return {n: opcode.opmap[n] for n in OPCODE_NAMES if n in opcode.opmap}  # pragma: no cover
+
+
+_OP = _opcodes()
 _CACHE = _OP["CACHE"]
 _EXTENDED_ARG = _OP["EXTENDED_ARG"]
 _PUSH_EXC_INFO = _OP["PUSH_EXC_INFO"]
@@ -70,21 +95,30 @@ class _Prefix:
 _QUIET = ("ignore", _Prefix("'frozenset' object is not"), SyntaxWarning, None, 0)
 
 
-@contextlib.contextmanager
-def quiet_placeholders() -> Iterator[None]:
+class quiet_placeholders:
     """The compiler warns about calling or subscripting a constant; placeholder constants are
-    called and subscripted on purpose (they become the run-time objects at load)."""
-    warnings.filters.insert(0, _QUIET)
-    _mutated()
-    try:
-        yield
-    finally:
-        with contextlib.suppress(ValueError):
+    called and subscripted on purpose (they become the run-time objects at load).  A class,
+    not ``contextlib.contextmanager``: ``contextlib`` is not imported at start-up."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        import warnings   # on a cache miss only (loaded by instrument.misspath by then)
+
+        warnings.filters.insert(0, _QUIET)
+        _mutated(warnings)
+
+    def __exit__(self, *exc: object) -> None:
+        import warnings
+
+        try:
             warnings.filters.remove(_QUIET)
-        _mutated()
+        except ValueError:
+            pass
+        _mutated(warnings)
 
 
-def _mutated() -> None:
+def _mutated(warnings: ModuleType) -> None:
     mutated = getattr(warnings, "_filters_mutated", None)
     if mutated is not None:
         mutated()

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import codecs
-import contextlib
-import importlib.machinery
 import os
 import sys
 from io import IncrementalNewlineDecoder
+from _frozen_importlib import BuiltinImporter, FrozenImporter, ModuleSpec   # importlib.machinery's classes; the importlib package (with warnings, ~2 M instructions) is not imported at start-up
+from _frozen_importlib_external import PathFinder, SourceFileLoader
 from types import CodeType, ModuleType
 
 from wholetrace.errors import InstrumentError, short_message
@@ -250,24 +250,27 @@ class Instrumenter(Record):
         return compile_tree(tree, filename, items), entry
 
 
-@contextlib.contextmanager
-def _untraced() -> Iterator[None]:
+class _untraced:
     """A tracer or profiler the program installed does not see wholetrace instrument a
-    module (nor the modules wholetrace uses meanwhile, which may be the program's too)."""
-    trace, profile = sys.gettrace(), sys.getprofile()
-    if trace is None and profile is None:
-        yield
-        return
-    sys.settrace(None)
-    sys.setprofile(None)
-    try:
-        yield
-    finally:
-        sys.settrace(trace)
-        sys.setprofile(profile)
+    module (nor the modules wholetrace uses meanwhile, which may be the program's too).
+    A class, not ``contextlib.contextmanager``: ``contextlib`` (~4 M instructions with its
+    ABCs) is not imported at start-up (docs/design.md, "Record's fixed cost, wave 14")."""
+
+    __slots__ = ("trace", "profile")
+
+    def __enter__(self) -> None:
+        self.trace, self.profile = sys.gettrace(), sys.getprofile()
+        if self.trace is not None or self.profile is not None:
+            sys.settrace(None)
+            sys.setprofile(None)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.trace is not None or self.profile is not None:
+            sys.settrace(self.trace)
+            sys.setprofile(self.profile)
 
 
-class InstrumentingLoader(importlib.machinery.SourceFileLoader):
+class InstrumentingLoader(SourceFileLoader):
     """A source loader that compiles through the instrumenter and never reads or writes .pyc files."""
 
     instrumenter: Instrumenter
@@ -365,19 +368,19 @@ class InstrumentingFinder:
         self.instrumenter = instrumenter
         self.on_import = on_import or {}
         #: the finders in ``sys.meta_path`` before the recording (``_as_without``)
-        self.started_with: tuple[Any, ...] = (importlib.machinery.BuiltinImporter, importlib.machinery.FrozenImporter)
+        self.started_with: tuple[Any, ...] = (BuiltinImporter, FrozenImporter)
 
     def find_spec(self, fullname: str, path: Sequence[str] | None = None,
-                  target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
+                  target: ModuleType | None = None) -> ModuleSpec | None:
         if misspath.loading_here():   # this thread is loading the miss path: nothing instrumented
             return self._while_loading(fullname, path)
-        spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
+        spec = PathFinder.find_spec(fullname, path, target)
         if spec is None:
             return None
         if fullname in self.on_import and spec.loader is not None:
             spec.loader = _PostImportLoader(spec.loader, self.on_import[fullname])
             return spec
-        if not isinstance(spec.loader, importlib.machinery.SourceFileLoader) \
+        if not isinstance(spec.loader, SourceFileLoader) \
                 or not self.scope.wants(fullname, spec.origin):
             return self._as_without(fullname, path, target, spec)
         loader = InstrumentingLoader(fullname, spec.origin)  # type: ignore[arg-type]
@@ -385,7 +388,7 @@ class InstrumentingFinder:
         spec.loader = loader
         return spec
 
-    def _while_loading(self, fullname: str, path: Sequence[str] | None) -> importlib.machinery.ModuleSpec | None:
+    def _while_loading(self, fullname: str, path: Sequence[str] | None) -> ModuleSpec | None:
         """A top-level import in the thread loading the miss path (``instrument.misspath``): the
         standard library's module (never the program's file of that name); any other module
         (the program's, imported by a ``gc`` callback or a signal handler meanwhile) is left to
@@ -393,7 +396,7 @@ class InstrumentingFinder:
         if fullname.startswith("wholetrace"):
             return None
         if path is not None:   # a submodule: through its package's __path__, noted when in scope
-            spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+            spec = PathFinder.find_spec(fullname, path)
             if spec is not None and self.scope.wants(fullname, spec.origin):
                 self.instrumenter.unrecorded.append(fullname)
             return None
@@ -403,7 +406,7 @@ class InstrumentingFinder:
         return spec
 
     def _as_without(self, fullname: str, path: Sequence[str] | None, target: ModuleType | None,
-                    spec: importlib.machinery.ModuleSpec) -> importlib.machinery.ModuleSpec | None:
+                    spec: ModuleSpec) -> ModuleSpec | None:
         """The spec the import system would get without this finder, for a module out of scope,
         when the finders between this one and ``PathFinder`` in ``sys.meta_path`` are the
         built-in and frozen importers and those there before the recording started (a
@@ -417,7 +420,7 @@ class InstrumentingFinder:
         meta = sys.meta_path
         try:
             mine = meta.index(self)
-            last = meta.index(importlib.machinery.PathFinder, mine + 1)
+            last = meta.index(PathFinder, mine + 1)
         except ValueError:
             return None
         between = meta[mine + 1:last]
@@ -441,7 +444,7 @@ class _PostImportLoader:
     def __init__(self, inner: Any, hook: Callable[[ModuleType], None]) -> None:
         self.inner, self.hook = inner, hook
 
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
+    def create_module(self, spec: ModuleSpec) -> ModuleType | None:
         return self.inner.create_module(spec)
 
     def exec_module(self, module: ModuleType) -> None:

@@ -42,7 +42,8 @@ MODULES = ("wholetrace.instrument.cfg", "wholetrace.instrument.sites", "wholetra
 #: (``tests/runtime/test_startup13.py`` checks it on the running version).  A scope that
 #: names one of them loads the miss path at start-up.
 CLOSURE = frozenset({
-    "__future__", "_abc", "_ast", "_bisect", "_collections", "_collections_abc", "_functools", "_io", "importlib",
+    "__future__", "_abc", "_ast", "_bisect", "_collections", "_collections_abc", "_frozen_importlib",
+    "_frozen_importlib_external", "_functools", "_io", "_warnings", "importlib",
     "_locale", "_opcode", "_operator", "_sre", "_thread", "_weakref", "_weakrefset", "abc", "array", "ast",
     "bisect", "builtins", "collections", "contextlib", "copy", "copyreg", "enum", "functools",
     "genericpath", "io", "itertools", "keyword", "math", "opcode", "operator", "os", "posixpath", "re",
@@ -96,18 +97,7 @@ def _load() -> ModuleType:
     dirs = stdlib_dirs()
     held: dict[str, ModuleType] = {}   # the program's own module under a name of ORDER, put back after
     try:
-        for name in ORDER:
-            if name in SINCE_312 and sys.version_info < (3, 12):
-                continue
-            have = sys.modules.get(name)
-            if have is not None and is_stdlib(have, dirs):
-                continue
-            spec = stdlib_spec(name, dirs)
-            if spec is None:
-                continue   # not on this Python (``_sre`` is built in, ...)
-            if have is not None:
-                held[name] = have
-            _load_unlocked(spec)   # no module lock: see "the miss path's locks" in docs/design.md
+        _load_stdlib([n for n in ORDER if n not in SINCE_312 or sys.version_info >= (3, 12)], dirs, held)
         import ast
 
         from wholetrace.instrument import emit
@@ -119,8 +109,45 @@ def _load() -> ModuleType:
         sys.modules.update(held)
 
 
+def _load_stdlib(names: list[str], dirs: tuple[str, ...], held: dict[str, ModuleType]) -> None:
+    """Load the standard library's modules ``names`` (top level, each after those it imports)
+    that are not in ``sys.modules`` as the standard library's; a module of the program's under
+    such a name goes to ``held`` (the caller puts it back)."""
+    for name in names:
+        have = sys.modules.get(name)
+        if have is not None and is_stdlib(have, dirs):
+            continue
+        spec = stdlib_spec(name, dirs)
+        if spec is None:
+            continue   # not on this Python (``_sre`` is built in, ...)
+        if have is not None:
+            held[name] = have
+        _load_unlocked(spec)   # no module lock: see "the miss path's locks" in docs/design.md
+
+
+#: What ``dis`` imports that record's start-up does not (wave 14: ``opcode`` is not imported
+#: then), in order, then ``dis``.
+DIS_ORDER = ("_opcode", "_opcode_metadata", "opcode", "dis")
+
+
+def stdlib_import(names: tuple[str, ...] = DIS_ORDER) -> ModuleType:
+    """The standard library's module ``names[-1]``, loaded with the modules before it as
+    :func:`load` loads the miss path's (whatever ``sys.path`` holds: the run is over when
+    ``runtime.unfinished`` reads instructions with ``dis``, but ``sys.path[0]`` is still the
+    program's directory, which may hold an ``opcode.py``).  A module of the program's under
+    one of those names stays in ``sys.modules``."""
+    dirs = stdlib_dirs()
+    held: dict[str, ModuleType] = {}
+    try:
+        _load_stdlib(list(names), dirs, held)
+        module = sys.modules[names[-1]]
+    finally:
+        sys.modules.update(held)
+    return module
+
+
 def _load_unlocked(spec: ModuleSpec) -> ModuleType:
-    from importlib._bootstrap import _load_unlocked as load_spec   # type: ignore[attr-defined]
+    from _frozen_importlib import _load_unlocked as load_spec   # type: ignore[attr-defined]  # importlib._bootstrap's
     return load_spec(spec)   # type: ignore[no-any-return]
 
 
@@ -137,7 +164,8 @@ def stdlib_dirs() -> tuple[str, ...]:
 def stdlib_spec(name: str, dirs: tuple[str, ...] | None = None) -> ModuleSpec | None:
     """The spec of the standard library's module ``name`` (top level): built in, frozen, or
     found in :func:`stdlib_dirs` only, whatever ``sys.path`` and ``sys.meta_path`` hold."""
-    from importlib.machinery import BuiltinImporter, FrozenImporter, PathFinder
+    from _frozen_importlib import BuiltinImporter, FrozenImporter   # importlib.machinery's (importlib may not be loaded)
+    from _frozen_importlib_external import PathFinder
     return BuiltinImporter.find_spec(name) or FrozenImporter.find_spec(name) \
         or PathFinder.find_spec(name, list(dirs or stdlib_dirs()))
 

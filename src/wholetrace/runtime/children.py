@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import _thread
 import os
-import runpy
 import _signal as signal   # the C module ``signal`` wraps: ``signal.py`` builds enums (imports enum, ~1.5 ms)
 import sys
 import threading
@@ -470,9 +469,10 @@ def _instrument_main(spawn: types.ModuleType, instrumenter: Any) -> None:
         with open(main_path, "rb") as fh:
             code = instrumenter.compile(fh.read(), main_path)
         main = types.ModuleType("__mp_main__")
-        main.__dict__.update(runpy._run_module_code(code, None, "__mp_main__", pkg_name="",  # type: ignore[attr-defined]
+        main.__dict__.update(spawn.runpy._run_module_code(code, None, "__mp_main__", pkg_name="",  # type: ignore[attr-defined]
                                                     script_name=main_path))
         sys.modules["__main__"] = sys.modules["__mp_main__"] = main
+    # (``spawn.runpy``: multiprocessing.spawn's own import; runpy is not imported at start-up)
 
     spawn._fixup_main_from_path = _fixup_main_from_path
 

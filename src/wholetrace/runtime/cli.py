@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import _signal as signal   # the C module ``signal`` wraps: ``signal.py`` builds enums (imports enum, ~1.5 ms)
 import sys
-from collections.abc import Callable, Mapping, Sequence
 from types import SimpleNamespace
 
 from wholetrace.errors import UsageError
@@ -13,6 +12,7 @@ from wholetrace.errors import UsageError
 TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
 if TYPE_CHECKING:   # pragma: no cover
     import argparse
+    from collections.abc import Callable, Mapping, Sequence   # (not imported at start-up)
     from typing import Any
 
 def split_args(argv: Sequence[str], options: Mapping[str, bool],
@@ -183,7 +183,12 @@ _FAST_OPTIONS: dict[str, tuple[str, str]] = {
 #: Every option string of :func:`record_parser` -> whether it takes a value (:func:`split_args`).
 RECORD_OPTIONS: dict[str, bool] = {**{o: how in ("value", "append", "int") for o, (_d, how) in _FAST_OPTIONS.items()},
                                    "-h": False, "--help": False}
-#: Their defaults, as :func:`record_parser` gives them (the WPP options': ``wpp.cli.RECORD_DEFAULTS``).
+#: The defaults of the online WPP's options of ``record`` (``wpp.cli.add_record_options``, which
+#: reads them here as ``wpp.cli.RECORD_DEFAULTS``): SEQUITUR(1) by default (measured:
+#: benchmarks/wpp.py, docs/design.md "The WPP built online").  Here, not in ``wpp.cli``: a
+#: recording without ``--wpp`` does not import the ``wpp`` package (~1 M instructions).
+WPP_DEFAULTS: dict[str, object] = {"wpp": None, "keep_raw": False, "lookahead": True, "wpp_queue": None}
+#: Their defaults, as :func:`record_parser` gives them (the WPP options': :data:`WPP_DEFAULTS`).
 _FAST_DEFAULTS: dict[str, object] = {"mode": "blocks", "output": None, "quiet": False, "weights": None,
                                      "no_cache": False, "cf_grammar": False, "no_children": False,
                                      "module": None, "script": None}
@@ -197,10 +202,8 @@ def fast_record_args(argv: Sequence[str]) -> SimpleNamespace | None:
     abbreviations, ``--opt=value``, joined short options, whatever argparse would reject): the
     caller then parses with argparse, which answers and fails exactly as before.
     ``tests/test_cli_record_fast.py`` checks both parsers agree."""
-    from wholetrace.wpp.cli import RECORD_DEFAULTS
-
     own, prog_args = split_args(argv, RECORD_OPTIONS)
-    values: dict[str, object] = {**_FAST_DEFAULTS, **RECORD_DEFAULTS, "include": []}
+    values: dict[str, object] = {**_FAST_DEFAULTS, **WPP_DEFAULTS, "include": []}
     i = 0
     while i < len(own):
         word = own[i]
@@ -236,13 +239,47 @@ def fast_record_args(argv: Sequence[str]) -> SimpleNamespace | None:
 
 
 def run_record(argv: Sequence[str]) -> int:
+    held = _hold_collections()
+    try:
+        return _run_record(argv, held)
+    finally:
+        held()
+
+
+def _hold_collections() -> Callable[[], None]:
+    """Stop the cyclic garbage collector's automatic collections while record starts up (its
+    imports make ~18 collections, ~5 M instructions, each walking every object made so far);
+    the function returned turns them back on, once, if they were on, with the objects made so
+    far moved to the oldest generation as ``gc.freeze(); gc.unfreeze()`` moves them (unless
+    something froze objects before: then they stay where they are): the runner calls it just
+    before the program's first line (``record(before_program=...)``), so the program starts
+    with the collector as it was.  Later calls do nothing (the program may have turned it off
+    since).  docs/design.md, "Record's fixed cost, wave 14"."""
+    import gc
+
+    held = [gc.isenabled()]
+    gc.disable()
+
+    def resume() -> None:
+        if held.pop() if held else False:
+            if not gc.get_freeze_count():   # start-up's objects to the oldest generation, unscanned
+                gc.freeze()                 # (else the first young collection walks them all: ~2.4 M)
+                gc.unfreeze()
+            gc.enable()
+
+    return resume
+
+
+def _run_record(argv: Sequence[str], held: Callable[[], None]) -> int:
     args = fast_record_args(argv) or parse_own(record_parser(), argv, "record")
     if args.cf_grammar:   # imported only then: it brings numba, a second of start-up
         from wholetrace.match.compress import TRACE_MODES as CF_MODES
         if args.mode not in CF_MODES:
             raise UsageError(f"--cf-grammar needs a trace mode ({', '.join(CF_MODES)}), not {args.mode!r}")
-    from wholetrace.wpp.cli import record_writer, start_builder
-    builder = start_builder(args)    # --wpp: loads numba in its own process while we import the runner
+    wpp = builder = None
+    if args.wpp or args.keep_raw:   # the online WPP (wpp.cli checks its options; not imported without them)
+        from wholetrace.wpp import cli as wpp
+        builder = wpp.start_builder(args)    # --wpp: loads numba in its own process while we import the runner
     from wholetrace.runtime.runner import Target, record
     target = Target(script=args.script, module=args.module, args=args.program_args)
     from wholetrace.store import RecordingWriter
@@ -253,11 +290,11 @@ def run_record(argv: Sequence[str]) -> int:
     if args.weights is not None:
         from wholetrace.profile import edge_weights
         weights = edge_weights(args.weights)
-    writer = record_writer(RecordingWriter(out), args, builder)
+    writer = RecordingWriter(out) if wpp is None else wpp.record_writer(RecordingWriter(out), args, builder)
     children = None if args.no_children else out
     pid = os.getpid()
     outcome = record(target, writer, mode=args.mode, include=args.include, weights=weights,
-                     cache=not args.no_cache, children=children)
+                     cache=not args.no_cache, children=children, before_program=held)
     if os.getpid() != pid:       # a forked child of the program ends here: it prints nothing of its own
         return outcome.exit_code
     if args.cf_grammar and os.path.exists(out):

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import atexit
 import builtins
-import importlib.machinery
 import os
-import runpy
 import sys
 import threading
 import time
 import types
 from types import CodeType
+from _frozen_importlib import BuiltinImporter   # importlib.machinery's classes; the importlib package (with warnings, ~2 M instructions) is not imported at start-up
+from _frozen_importlib_external import PathFinder, SourceFileLoader
 
 from wholetrace.errors import UsageError
 from wholetrace.plain import Record
@@ -27,6 +27,7 @@ from wholetrace.runtime.recorder import Recorder
 
 TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
 if TYPE_CHECKING:   # pragma: no cover
+    from collections.abc import Callable
     from typing import Any
 
 _OWN = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
@@ -83,10 +84,16 @@ class Outcome(Record):
         self.daemon_threads: list[str] = [] if daemon_threads is None else daemon_threads
 
 
+#: ``runpy``'s file once a ``-m`` target needs runpy (:func:`_as_main_frame`): runpy is not
+#: imported for a script (with ``importlib.util`` and ``contextlib``, ~6 M instructions of
+#: the console script's start-up; docs/design.md, "Record's fixed cost, wave 14").
+_RUNPY_FILE: str | None = None
+
+
 def _trim(tb: types.TracebackType | None) -> types.TracebackType | None:
     """Drop the leading traceback entries that belong to wholetrace or runpy."""
     while tb is not None and (tb.tb_frame.f_code.co_filename.startswith(_OWN)
-                              or tb.tb_frame.f_code.co_filename == runpy.__file__):
+                              or tb.tb_frame.f_code.co_filename == _RUNPY_FILE):
         tb = tb.tb_next
     return tb
 
@@ -128,7 +135,7 @@ def _main_module() -> types.ModuleType:
     """A ``__main__`` module as the interpreter makes it at start-up (same names, same order:
     ``__annotations__`` and the ``builtins`` module included)."""
     main = types.ModuleType("__main__")
-    main.__dict__.update(__loader__=importlib.machinery.BuiltinImporter, __annotations__={},
+    main.__dict__.update(__loader__=BuiltinImporter, __annotations__={},
                          __builtins__=builtins)
     return main
 
@@ -138,7 +145,7 @@ def _run_script(path: str, instrumenter: Instrumenter, headroom: int) -> None:
         source = fh.read()
     code = instrumenter.compile(source, str(path))
     main = _main_module()
-    main.__dict__.update(__loader__=importlib.machinery.SourceFileLoader("__main__", str(path)),
+    main.__dict__.update(__loader__=SourceFileLoader("__main__", str(path)),
                          __file__=str(path), __cached__=None)
     sys.modules["__main__"] = main
     _exec_main(code, main, headroom)
@@ -157,7 +164,8 @@ def _exec_main(code: CodeType, main: types.ModuleType, headroom: int) -> None:
 
 
 def _run_module(name: str, instrumenter: Instrumenter, headroom: int, as_main: types.FunctionType) -> None:
-    mod_name, spec, _code = runpy._get_module_details(name)  # type: ignore[attr-defined]
+    # runpy's (``as_main`` runs in its namespace: runpy is imported only for -m, _as_main_frame)
+    mod_name, spec, _code = as_main.__globals__["_get_module_details"](name)
     assert spec.origin is not None
     source = spec.loader.get_source(mod_name)
     code = instrumenter.compile(source, spec.origin)
@@ -186,8 +194,11 @@ def _as_main_frame() -> types.FunctionType:
     line of its ``_run_code`` call): tracebacks and ``f_back`` show the frame ``python -m``
     runs the module under.  Its code is :func:`_run_module_as_main`'s moved to runpy's file
     and line (``compile`` would build ``_ast``'s node classes: ``_depth_probe``)."""
+    global _RUNPY_FILE
     import dis   # only for -m, before the finder is installed (record)
+    import runpy
 
+    _RUNPY_FILE = runpy.__file__
     real = runpy._run_module_as_main.__code__  # type: ignore[attr-defined]
     line = next((pos[0] for ins, pos in ((i, i.positions) for i in dis.get_instructions(real))
                  if ins.argval == "_run_code" and pos is not None and pos.lineno), real.co_firstlineno + 1)
@@ -235,7 +246,7 @@ def module_search_path() -> list[str]:
 
 def _module_root(name: str) -> str:
     top = name.split(".")[0]
-    spec = importlib.machinery.PathFinder.find_spec(top, module_search_path())
+    spec = PathFinder.find_spec(top, module_search_path())
     if spec is None or spec.origin is None:
         raise UsageError(f"No module named {top!r}")
     return os.path.dirname(os.path.realpath(spec.origin))
@@ -279,6 +290,20 @@ class Live(Record):
         return self.recorder.events
 
 
+class _StdlibDis:
+    """``runtime.unfinished.DIS`` until it is used: the first attribute read loads the standard
+    library's ``dis`` (``misspath.stdlib_import``: not a program's ``opcode.py`` or ``dis.py``
+    found through ``sys.path`` at stop) and binds it there in its place."""
+
+    def __init__(self, namespace: dict[str, object]) -> None:
+        self._namespace = namespace
+
+    def __getattr__(self, attr: str) -> object:
+        module = misspath.stdlib_import()
+        self._namespace["DIS"] = module
+        return getattr(module, attr)
+
+
 #: The recording running in this process, if any (the pytest plugin joins it).
 LIVE: Live | None = None
 
@@ -308,9 +333,11 @@ def start(writer: Any, scope: Scope, *, mode: str = "blocks", weights: dict[tupl
         streams.patch_asyncio(sys.modules["asyncio"])
     if eager_miss_path(scope):   # bound to the recording's own modules, before the purge (as before wave 13)
         misspath.load()
+    from wholetrace.runtime import unfinished   # (imported by the recorder)
     if "dis" in scope.packages:   # runtime.unfinished reads instructions at stop: with its own dis
-        from wholetrace.runtime import unfinished
         unfinished.DIS = __import__("dis")
+    elif unfinished.DIS is None:   # the standard library's, on first use (opcode is not imported at start-up)
+        unfinished.DIS = _StdlibDis(unfinished.__dict__)
     purge_modules(scope.packages)
     writer.set_meta(**meta, cwd=os.getcwd(), mode=mode, include=scope.packages, python=sys.version.split()[0],
                     start_time=time.time())
@@ -327,7 +354,7 @@ def start(writer: Any, scope: Scope, *, mode: str = "blocks", weights: dict[tupl
 
 def record(target: Target, writer: Any, *, mode: str = "blocks", include: list[str] | None = None,
            weights: dict[tuple[str, str, str], Any] | None = None, cache: bool = True,
-           children: Any = None) -> Outcome:
+           children: Any = None, before_program: Callable[[], None] | None = None) -> Outcome:
     """Run ``target`` instrumented in this process, writing to ``writer``; returns how it ended.
 
     ``cache``: reuse and keep instrumented code in the on-disk cache (``instrument.cache``).
@@ -336,6 +363,8 @@ def record(target: Target, writer: Any, *, mode: str = "blocks", include: list[s
     child processes are not recorded.
     A module run with ``-m`` also gets the sources under the current directory instrumented
     (``python -m`` puts it first on ``sys.path``): ``record -m pytest`` records the project.
+    ``before_program``: called once the recording has started, just before the program's
+    first line (``runtime.cli`` turns the garbage collector's collections back on there).
     """
     if mode not in MODES:
         raise UsageError(f"unknown mode {mode!r} (choose from {', '.join(MODES)})")
@@ -364,6 +393,8 @@ def record(target: Target, writer: Any, *, mode: str = "blocks", include: list[s
         enable(live, children, {"command": target.label, "argv": list(sys.argv)}, cache)
     instrumenter = live.instrumenter
     outcome = Outcome("exit", 0)
+    if before_program is not None:
+        before_program()
     try:
         if target.command is not None:
             _run_command(target.command, instrumenter, live.headroom)

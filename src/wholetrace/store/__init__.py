@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import importlib
+import sys
 
 TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
 if TYPE_CHECKING:
@@ -24,4 +24,5 @@ def __getattr__(name: str) -> Any:
     module = _WHERE.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    __import__(f"{__name__}.{module}")   # (not importlib.import_module: importlib is not imported at start-up)
+    return getattr(sys.modules[f"{__name__}.{module}"], name)

@@ -10,13 +10,12 @@ decodes the header only, and a description is parsed when a reader asks for it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from wholetrace.errors import StoreError
 from wholetrace.store import schema
 
 TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
 if TYPE_CHECKING:   # pragma: no cover
+    from collections.abc import Callable   # (not imported at start-up)
     from typing import Any
 
 #: Per function in the header: name, kind, first line, last line, fingerprint, start, end, counter offset.

@@ -31,16 +31,17 @@ def _zstandard() -> Any:
         import zstandard
 
         return zstandard
-    import importlib.machinery
+    from _frozen_importlib import ModuleSpec   # importlib.machinery's (the importlib package is not imported)
+    from _frozen_importlib_external import EXTENSION_SUFFIXES, ExtensionFileLoader, PathFinder
 
-    spec = importlib.machinery.PathFinder.find_spec("zstandard")
+    spec = PathFinder.find_spec("zstandard")
     for folder in (spec.submodule_search_locations or []) if spec is not None else []:
-        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+        for suffix in EXTENSION_SUFFIXES:
             path = os.path.join(folder, "backend_c" + suffix)
             if os.path.isfile(path):
                 try:
-                    loader = importlib.machinery.ExtensionFileLoader("zstandard.backend_c", path)
-                    module = loader.create_module(importlib.machinery.ModuleSpec("zstandard.backend_c", loader,
+                    loader = ExtensionFileLoader("zstandard.backend_c", path)
+                    module = loader.create_module(ModuleSpec("zstandard.backend_c", loader,
                                                                                  origin=path))
                     loader.exec_module(module)
                     module.ZstdCompressor, module.ZstdDecompressor, module.ZstdError, module.frame_content_size

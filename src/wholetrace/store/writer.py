@@ -21,8 +21,6 @@ import array
 import os
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from types import TracebackType
 import sys
 
@@ -33,6 +31,8 @@ except ImportError:  # pragma: no cover - a build without it
 
 TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
 if TYPE_CHECKING:
+    from collections.abc import Iterator   # (collections.abc, contextlib: not imported at start-up)
+    from contextlib import AbstractContextManager
     from typing import Any, Self
 
     import numpy as np
@@ -128,16 +128,10 @@ class RecordingWriter(Renewing):
 
     # -- plumbing -------------------------------------------------------------------
 
-    @contextmanager
-    def _guard(self, what: str) -> Iterator[None]:
-        """Turn sqlite/binding errors raised inside into a one-line StoreError."""
-        if self._closed:
-            raise StoreError(f"cannot {what}: recording {self._where} is closed")
-        try:
-            self._check()
-            yield
-        except (sqlite3.Error, OverflowError) as exc:
-            raise StoreError(f"cannot {what} in {self._where}: {schema.one_line(exc)}") from exc
+    def _guard(self, what: str) -> _Guard:
+        """Turn sqlite/binding errors raised inside into a one-line StoreError (entering it:
+        refused when closed, then a new connection if the program took a descriptor)."""
+        return _Guard(self, what)
 
     def _put_meta(self, items: dict[str, object]) -> None:
         rows = []
@@ -334,8 +328,39 @@ class RecordingWriter(Renewing):
             self.close(ended="exception", exit_code=None)
 
 
-@contextmanager
-def updating(path: str | os.PathLike[str], *, timeout: float = 5.0) -> Iterator[RecordingWriter]:
+class _Guard:
+    """:meth:`RecordingWriter._guard`'s context: a class, not ``contextlib.contextmanager``
+    (``contextlib`` is not imported at record's start-up: docs/design.md, "Record's fixed
+    cost, wave 14")."""
+
+    __slots__ = ("writer", "what")
+
+    def __init__(self, writer: RecordingWriter, what: str) -> None:
+        self.writer, self.what = writer, what
+
+    def __enter__(self) -> None:
+        w = self.writer
+        if w._closed:
+            raise StoreError(f"cannot {self.what}: recording {w._where} is closed")
+        try:
+            w._check()
+        except (sqlite3.Error, OverflowError) as exc:
+            raise StoreError(f"cannot {self.what} in {w._where}: {schema.one_line(exc)}") from exc
+
+    def __exit__(self, typ: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        if exc is not None and isinstance(exc, (sqlite3.Error, OverflowError)):
+            raise StoreError(f"cannot {self.what} in {self.writer._where}: {schema.one_line(exc)}") from exc
+
+
+def updating(path: str | os.PathLike[str], *, timeout: float = 5.0) -> AbstractContextManager[RecordingWriter]:
+    """Open an existing recording to add derived data (see :func:`_updating`); ``contextlib``
+    is imported here, not at record's start-up."""
+    from contextlib import contextmanager
+
+    return contextmanager(_updating)(path, timeout=timeout)
+
+
+def _updating(path: str | os.PathLike[str], *, timeout: float = 5.0) -> Iterator[RecordingWriter]:
     """Open an existing recording to add derived data (``put_array``, ``delete_arrays``,
     ``set_meta``); the caller commits what must survive (``commit()``), the rest is committed
     when the block ends normally and rolled back if it raises or the process dies, so an

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from wholetrace.errors import UsageError
+from wholetrace.runtime.cli import WPP_DEFAULTS
 
 TYPE_CHECKING = False   # record's start-up imports this module: no argparse, json or typing (runtime.cli)
 if TYPE_CHECKING:   # pragma: no cover
@@ -12,15 +13,15 @@ if TYPE_CHECKING:   # pragma: no cover
     from typing import Any
 
 PRINT_LIMIT = 2000   # --print / --dot refuse grammars with more rules than this
-#: SEQUITUR(1) by default (measured: benchmarks/wpp.py, docs/design.md "The WPP built online")
-DEFAULT_LOOKAHEAD = True
 
 
 # -- record --------------------------------------------------------------------------------
 #: The defaults of the options :func:`add_record_options` adds (``record`` parses its usual
-#: command lines without argparse: ``runtime.cli.fast_record_args``).
-RECORD_DEFAULTS: dict[str, object] = {"wpp": None, "keep_raw": False, "lookahead": DEFAULT_LOOKAHEAD,
-                                      "wpp_queue": None}
+#: command lines without argparse: ``runtime.cli.fast_record_args``); kept in ``runtime.cli``
+#: so that a recording without ``--wpp`` does not import this package.
+RECORD_DEFAULTS = WPP_DEFAULTS
+#: SEQUITUR(1) by default (measured: benchmarks/wpp.py, docs/design.md "The WPP built online")
+DEFAULT_LOOKAHEAD = RECORD_DEFAULTS["lookahead"]
 
 
 def add_record_options(p: argparse.ArgumentParser) -> None:
