@@ -7,6 +7,7 @@ from typing import Callable
 import numpy as np
 
 from wholetrace.errors import InternalError, UsageError
+from wholetrace.events import LEAVE_PATH
 from wholetrace.kernels import wpp_intern as K
 from wholetrace.wpp.symbols import BLOCK, PATH, Terminals
 
@@ -172,8 +173,9 @@ def terminal_widths(terms: Terminals) -> np.ndarray:
                              terms.value.astype(np.int64))
 
 
-#: Path mode's ``events.LEAVE_PATH`` (a path id at or above it ends the activation too).
-PATH_LEAVE_AT = 1 << 30
+#: Path mode's ``events.LEAVE_PATH`` (a path id at or above it ends the activation too), read from
+#: ``wholetrace.events`` (never restated: the format's owner may move it).
+PATH_LEAVE_AT = LEAVE_PATH
 
 #: Terminals a SEQ group of path mode joins at most (docs/design.md, "The WPP's terminals, wave 12").
 PATH_GROUP = 4
