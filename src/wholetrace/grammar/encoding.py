@@ -70,9 +70,16 @@ _SMALL = 1 << 20
 _TINY = 1 << 18
 
 
-def _pack(data: bytes, comp: int) -> bytes:
+#: zstd's level for ``encode_explicit(fast=True)`` (the online builder's, on the recording's tail) up to
+#: ``_SMALL`` bytes (above it 12, as before):
+#: level 13 (btlazy2) against 17 (btultra) on the corpus's WPPs: 2-3x less CPU (go small 12.5 -> 4.7 ms,
+#: json 5.6 -> 2.6), bytes -1.3% (go) to +1.4% (nqueens): docs/design.md, "The builder's per-event cost, wave 14"
+FAST_ZSTD_LEVEL = 13
+
+
+def _pack(data: bytes, comp: int, level: int = 0) -> bytes:
     if comp == C_ZSTD:
-        level = 17 if len(data) <= _SMALL else 12
+        level = level or (17 if len(data) <= _SMALL else 12)
         return zstandard.ZstdCompressor(level=level).compress(data)
     if comp == C_BZ2:
         import bz2
@@ -331,14 +338,15 @@ def encode_explicit(g: Grammar, fast: bool = False) -> bytes:
     occurrence carries its body inline (rules are numbered in that order, so it needs
     no id) and later occurrences give ``newest id - id``; choice measured in
     docs/design-sequitur.md.  ``fast=True`` (the online WPP builder, whose encoding is on
-    the recording's tail) tries zstd over byte planes only: the same format, about a sixth
-    of the time, 0.3-3% larger (docs/design.md, "The online builder, wave 9").
+    the recording's tail) tries zstd over byte planes only, at ``FAST_ZSTD_LEVEL``: the same format,
+    about a sixth of the time, 0.3-3% larger (docs/design.md, "The online builder, wave 9"; the
+    level, wave 14).
     """
     kinds, blens, terms, refs, ok = K.preorder_encode(g.off, g.rhs)
     if not ok:
         raise GrammarError("grammar rules are not numbered in first-appearance order")
     if fast:
-        chosen = [(lay << 4 | C_ZSTD, _pack(data, C_ZSTD))
+        chosen = [(lay << 4 | C_ZSTD, _pack(data, C_ZSTD, FAST_ZSTD_LEVEL if len(data) <= _SMALL else 0))
                   for lay, data in [(L_BITS2, _bits2(kinds))] + [_planes(v) for v in (blens, terms, refs)]]
     else:
         chosen = [_smallest([(L_BITS2, _bits2(kinds))])] + [_smallest(_layouts(v)) for v in (blens, terms, refs)]

@@ -272,7 +272,7 @@ def exercise() -> None:
     encoding a grammar, the terminal table."""
     import numpy as np
 
-    from wholetrace.events import ENTER_BASE, EXC, LEAVE, RERAISE, START
+    from wholetrace.events import ENTER_BASE, EXC, LEAVE, LEAVE_PATH, RERAISE, START
     from wholetrace.grammar import GrammarBuilder
     from wholetrace.wpp.intern import INTERNERS, interner_for, terminals_to_array
 
@@ -281,7 +281,7 @@ def exercise() -> None:
     nest = [-(ENTER_BASE + f % 7) for f in range(depth)] + [LEAVE] * depth
     values = rng.integers(0, 6000, 20000)  # > the interner's initial 4096-slot table
     body = [-(ENTER_BASE + 1), START] + values.tolist() + [EXC, 3, 5, RERAISE, 3, -1, 5, LEAVE]
-    events = np.array(nest + body + [-(ENTER_BASE + 2), 1 << 30 | 3], np.int32)
+    events = np.array(nest + body + [-(ENTER_BASE + 2), LEAVE_PATH + 3], np.int32)
     for mode in INTERNERS:
         interner = interner_for(mode)
         interner.set_path_functions([1, 2], 8)

@@ -173,7 +173,8 @@ def terminal_widths(terms: Terminals) -> np.ndarray:
                              terms.value.astype(np.int64))
 
 
-#: Path mode's ``events.LEAVE_PATH`` (a path id at or above it ends the activation too).
+#: Path mode's ``events.LEAVE_PATH`` (a path id at or above it ends the activation too), read from
+#: ``wholetrace.events`` (never restated: the format's owner may move it).
 PATH_LEAVE_AT = LEAVE_PATH
 
 #: Terminals a SEQ group of path mode joins at most (docs/design.md, "The WPP's terminals, wave 12").
