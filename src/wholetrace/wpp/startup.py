@@ -120,11 +120,18 @@ def _lean_core(m: types.ModuleType) -> None:
     added = "OPENBLAS_MAIN_FREE" not in os.environ
     if added:
         os.putenv("OPENBLAS_MAIN_FREE", "1")
+    # numpy._core.overrides imports inspect (with ast, dis, tokenize: ~34 M instructions, a sixth
+    # of this process's start-up) for cleandoc and 24 signatures: a stand-in while it loads
+    stand_in = None if "inspect" in sys.modules else _inspect_stand_in()
+    if stand_in is not None:
+        sys.modules["inspect"] = stand_in
     try:
         from numpy._core import multiarray
     finally:
         if added:
             os.unsetenv("OPENBLAS_MAIN_FREE")
+        if stand_in is not None and sys.modules.get("inspect") is stand_in:
+            del sys.modules["inspect"]      # overrides keeps it; any other import gets the real one
     from numpy._core import numerictypes, umath  # noqa: F401 - umath: as numpy._core's __init__
 
     multiarray.set_typeDict(numerictypes.sctypeDict)
@@ -154,6 +161,7 @@ def _complete(m: types.ModuleType, spec: importlib.machinery.ModuleSpec) -> None
     with _COMPLETING:
         _busy = True
         try:
+            _real_inspect()
             cspec, _CORE_SPEC = _CORE_SPEC, None
             core = sys.modules.get("numpy._core")
             if cspec is not None and core is not None and core.__spec__ is cspec:
@@ -166,6 +174,53 @@ def _complete(m: types.ModuleType, spec: importlib.machinery.ModuleSpec) -> None
             _busy = False
         if getattr(m.__dict__.get("__getattr__"), "_lean", False):
             del m.__dict__["__getattr__"]     # an __init__ without its own: names it lacks are missing
+
+
+class _Pending:
+    """What the ``inspect`` stand-in's ``signature`` gives: the dispatcher whose signature
+    :func:`_real_inspect` computes (an ``inspect.Signature`` once numpy is completed)."""
+
+    __slots__ = ("dispatcher",)
+
+    def __init__(self, dispatcher: object) -> None:
+        self.dispatcher = dispatcher
+
+
+def _inspect_stand_in() -> types.ModuleType | None:
+    """A module ``inspect`` for ``numpy._core.overrides`` while the lean core loads: the real
+    ``cleandoc`` (its source, taken from this interpreter's ``inspect.py``: the docstrings numpy
+    sets are those ``import numpy`` sets) and a ``signature`` that defers (:class:`_Pending`;
+    :func:`_real_inspect`).  None (the real ``inspect`` then) when the source is not there."""
+    import os
+
+    try:
+        with open(os.path.join(os.path.dirname(os.__file__), "inspect.py"), encoding="utf-8") as f:
+            text = f.read()
+        start = text.index("\ndef cleandoc(doc):") + 1
+        end = text.index("\ndef ", start + 1)
+        stand_in = types.ModuleType("inspect", "wholetrace.wpp.startup's stand-in for inspect (numpy's overrides)")
+        stand_in.__dict__.update(sys=sys, signature=_Pending, _wholetrace_stand_in=True)
+        exec(compile(text[start:end], "<inspect.cleandoc>", "exec"), stand_in.__dict__)
+        stand_in.cleandoc  # noqa: B018 - the function is there
+    except (OSError, ValueError, SyntaxError, AttributeError):
+        return None
+    return stand_in
+
+
+def _real_inspect() -> None:
+    """Give ``numpy._core.overrides`` the real ``inspect`` and every deferred signature its value,
+    as ``import numpy`` computes it (before numpy is completed: what it imports then is decorated
+    with the real ``inspect``)."""
+    overrides = sys.modules.get("numpy._core.overrides")
+    if overrides is None or not getattr(getattr(overrides, "inspect", None), "_wholetrace_stand_in", False):
+        return
+    import inspect
+
+    for f in list(overrides.ARRAY_FUNCTIONS):
+        pending = getattr(f, "__signature__", None)
+        if isinstance(pending, _Pending):
+            f.__signature__ = inspect.signature(pending.dispatcher)
+    overrides.inspect = inspect
 
 
 def _exec(module: types.ModuleType, spec: importlib.machinery.ModuleSpec) -> None:
