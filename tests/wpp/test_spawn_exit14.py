@@ -78,3 +78,23 @@ def test_the_lean_core_takes_the_real_inspect_when_it_is_loaded() -> None:
     out = _run("import inspect\nimport wholetrace.wpp.startup as s\nnp = s.lean_numpy()\n"
                "from numpy._core import overrides\nprint(overrides.inspect is inspect, s.numpy_state())\n")
     assert out.split() == ["True", "lean"]
+
+
+def test_the_stand_in_cleandoc_is_inspects() -> None:
+    """The stand-in's ``cleandoc`` (compiled from ``inspect.py``'s source) cleans every docstring
+    of a few modules, and odd ones (tabs, blank lines, no indentation), as ``inspect.cleandoc``."""
+    import collections
+    import inspect
+    import json
+    import os
+    import textwrap
+
+    from wholetrace.wpp.startup import _inspect_stand_in
+
+    stand_in = _inspect_stand_in()
+    assert stand_in is not None and stand_in is not sys.modules.get("inspect")
+    docs = [o.__doc__ for m in (os, collections, json, textwrap, inspect) for o in vars(m).values()
+            if isinstance(getattr(o, "__doc__", None), str)]
+    docs += ["\tx\n\t  y\n\n", " a\n  b\n\t c", "", "\n\n", "one", "  lead\n\n    body\n  less\n"]
+    assert len(docs) > 100
+    assert [stand_in.cleandoc(d) for d in docs] == [inspect.cleandoc(d) for d in docs]

@@ -201,8 +201,9 @@ def _inspect_stand_in() -> types.ModuleType | None:
         stand_in = types.ModuleType("inspect", "wholetrace.wpp.startup's stand-in for inspect (numpy's overrides)")
         stand_in.__dict__.update(sys=sys, signature=_Pending, _wholetrace_stand_in=True)
         exec(compile(text[start:end], "<inspect.cleandoc>", "exec"), stand_in.__dict__)
-        stand_in.cleandoc  # noqa: B018 - the function is there
-    except (OSError, ValueError, SyntaxError, AttributeError):
+        if stand_in.cleandoc("x\n    y\n") != "x\ny":     # self-contained (3.6-3.13: builtins and sys only)
+            return None
+    except Exception:  # noqa: BLE001 - any surprise in another inspect.py: the real module
         return None
     return stand_in
 
