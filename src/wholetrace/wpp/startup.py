@@ -120,8 +120,8 @@ def _lean_core(m: types.ModuleType) -> None:
     added = "OPENBLAS_MAIN_FREE" not in os.environ
     if added:
         os.putenv("OPENBLAS_MAIN_FREE", "1")
-    # numpy._core.overrides imports inspect (with ast, dis, tokenize: ~34 M instructions, a sixth
-    # of this process's start-up) for cleandoc and 24 signatures: a stand-in while it loads
+    # numpy._core.overrides imports inspect (with ast, dis, tokenize: 20.7 M of this process's
+    # 191.7 M instructions of start-up, a ninth) for cleandoc and 24 signatures: a stand-in while it loads
     stand_in = None if "inspect" in sys.modules else _inspect_stand_in()
     if stand_in is not None:
         sys.modules["inspect"] = stand_in
@@ -199,7 +199,7 @@ def _inspect_stand_in() -> types.ModuleType | None:
         start = text.index("\ndef cleandoc(doc):") + 1
         end = text.index("\ndef ", start + 1)
         stand_in = types.ModuleType("inspect", "wholetrace.wpp.startup's stand-in for inspect (numpy's overrides)")
-        stand_in.__dict__.update(sys=sys, signature=_Pending, _wholetrace_stand_in=True)
+        stand_in.__dict__.update(sys=sys, signature=_Pending, _wholetrace_stand_in=True, __getattr__=_from_inspect)
         exec(compile(text[start:end], "<inspect.cleandoc>", "exec"), stand_in.__dict__)
         if stand_in.cleandoc("x\n    y\n") != "x\ny":     # self-contained (3.6-3.13: builtins and sys only)
             return None
@@ -208,19 +208,41 @@ def _inspect_stand_in() -> types.ModuleType | None:
     return stand_in
 
 
+def _from_inspect(name: str) -> object:
+    """The stand-in's module ``__getattr__`` (PEP 562: names it lacks): the real ``inspect``'s
+    ``name``, so that a name numpy's ``overrides`` (or any module importing ``inspect`` while the
+    stand-in is there) uses beyond ``cleandoc`` and ``signature`` costs the real ``inspect``
+    only, not the lean step's failure and numpy whole.  ``__path__`` (which the import system
+    probes, and the real module lacks too) does not load it."""
+    if name == "__path__":
+        raise AttributeError(f"module 'inspect' has no attribute {name!r}")
+    return getattr(_import_inspect(), name)
+
+
+def _import_inspect() -> types.ModuleType:
+    """The real ``inspect`` (imported once the stand-in, if it is still in ``sys.modules``, has left)."""
+    if getattr(sys.modules.get("inspect"), "_wholetrace_stand_in", False):
+        del sys.modules["inspect"]
+    import inspect
+
+    return inspect
+
+
 def _real_inspect() -> None:
     """Give ``numpy._core.overrides`` the real ``inspect`` and every deferred signature its value,
     as ``import numpy`` computes it (before numpy is completed: what it imports then is decorated
-    with the real ``inspect``)."""
+    with the real ``inspect``); the stand-in's ``signature`` is the real one from then on (for a
+    module other than ``overrides`` that kept it: none does in numpy 2.0-2.5)."""
     overrides = sys.modules.get("numpy._core.overrides")
-    if overrides is None or not getattr(getattr(overrides, "inspect", None), "_wholetrace_stand_in", False):
+    stand_in = getattr(overrides, "inspect", None)
+    if overrides is None or not getattr(stand_in, "_wholetrace_stand_in", False):
         return
-    import inspect
-
+    inspect = _import_inspect()
     for f in list(overrides.ARRAY_FUNCTIONS):
         pending = getattr(f, "__signature__", None)
         if isinstance(pending, _Pending):
             f.__signature__ = inspect.signature(pending.dispatcher)
+    stand_in.signature = inspect.signature
     overrides.inspect = inspect
 
 
