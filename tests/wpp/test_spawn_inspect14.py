@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from test_spawn_exit14 import _DUMP
 from wtutil import ENV
 
@@ -78,3 +80,18 @@ def test_the_stand_in_s_getattr_swaps_in_the_real_inspect() -> None:
                " hasattr(held, '__path__'), 'numpy' in sys.modules)\n")
     assert out == ["True", "True True True False False"]
 
+
+@pytest.mark.parametrize("how", ["no inspect.py", "cleandoc not self-contained"])
+def test_without_the_stand_in_numpy_loads_with_the_real_inspect(tmp_path: Path, how: str) -> None:
+    """``_inspect_stand_in`` gives None (no ``inspect.py`` beside ``os.py``, as in a ``.pyc``-only
+    install; or a ``cleandoc`` that needs more than ``sys``): the lean numpy imports the real
+    ``inspect`` for ``overrides`` and is the same as a plain import once completed."""
+    if how == "cleandoc not self-contained":
+        (tmp_path / "inspect.py").write_text("def cleandoc(doc):\n    return _helper(doc)\n\ndef other():\n    pass\n")
+    prelude = (f"import os\nreal_file = os.__file__\nos.__file__ = {str(tmp_path / 'os.py')!r}\n"
+               "from wholetrace.wpp.startup import _inspect_stand_in\nassert _inspect_stand_in() is None\n")
+    lean = _lean_then_complete(prelude)
+    assert lean[0] == "lean []"
+    assert lean[1] == "True None"
+    assert lean[2] == "full True"
+    assert lean[3] == _plain()
