@@ -406,7 +406,10 @@ def main(argv: list[str]) -> int:
     while len(data):
         data = data[os.write(1, data):]
     # The recorded process reads the result to EOF: end now rather than after the interpreter's
-    # finalization (tearing numba's modules down took 0.2-0.4 s, all of it on the tail).
+    # finalization (tearing numba's modules down took 0.2-0.4 s, all of it on the tail), and give
+    # it that EOF before this process's teardown (unmapping numpy and the kernels: ~1 ms of every
+    # recording's tail; docs/design.md, "The recorder's side of --wpp, wave 14").
+    os.close(1)
     os._exit(0)
 
 

@@ -69,7 +69,9 @@ class BuilderProcess:
         # 0.02-0.03 s of CPU per recording, a fifth of the builder's start-up (docs/design.md, wave 9)
         env["OPENBLAS_NUM_THREADS"] = "1"
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
-        env["PYTHONPATH"] = os.pathsep.join([root] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+        # without the current directory (an empty item is one): its typing.py would be the builder's
+        env["PYTHONPATH"] = os.pathsep.join(
+            [root] + (builder_entries(env["PYTHONPATH"].split(os.pathsep), root) if env.get("PYTHONPATH") else []))
         #: the builder's progress (events built, int64 at offset 0; wpp.online.OnlineWpp.flush_interval):
         #: a memfd mapped here, handed to the builder as its descriptor PROGRESS_FD; None where there
         #: is none (a fixed interval then)
@@ -82,10 +84,11 @@ class BuilderProcess:
         # wpp.startup.CODE, not imported here (the spawn imports nothing but os, _signal, sys, time)
         args = [mode, "1" if self.lookahead else "0", str(self.queue_events), repr(self.spawned)]
         path = site_free_path(root)
+        # -P: ``-c`` does not put '' (the current directory) first on the builder's path
         if path is None:
-            cmd = [sys.executable, "-c", _CODE, *args]
+            cmd = [sys.executable, "-P", "-c", _CODE, *args]
         else:
-            cmd = [sys.executable, "-S", "-c", _CODE, *args, *path]
+            cmd = [sys.executable, "-P", "-S", "-c", _CODE, *args, *path]
         err = _anonymous_file()
         r, self.fd = os.pipe()
         _widen(self.fd)
@@ -147,7 +150,36 @@ def site_free_path(root: str) -> list[str] | None:
         return None
     if any(not isinstance(p, str) or "\0" in p for p in sys.path):
         return None
-    return [root] + [p for p in sys.path if p != root]
+    return [root] + [p for p in builder_entries(sys.path, root, script=True) if p != root]
+
+
+def builder_entries(entries: list[str], root: str, *, script: bool = False) -> list[str]:
+    """``entries`` (this process's ``sys.path``, or PYTHONPATH's items) without those naming the
+    current directory (``''`` is one) and, with ``script``, without the first entry when it names the
+    directory of ``__main__``'s file (what the interpreter puts first for a script, and the runner for
+    the recorded program; not under ``-P``): the builder imports wholetrace (``root``: an entry naming
+    it stays, as in a checkout run from its ``src``), the standard library and site-packages, never
+    the program's ``typing.py`` or ``inspect.py`` (docs/design.md, "The builder's path, wave 14").
+    Directories are compared by ``os.stat`` (a name that cannot be stat'ed stays)."""
+    def stat(p: str) -> os.stat_result | None:
+        try:
+            return os.stat(p or ".")
+        except (OSError, ValueError):
+            return None
+
+    def same(a: os.stat_result | None, b: os.stat_result | None) -> bool:
+        return a is not None and b is not None and (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+    here, top, main = stat("."), stat(root), None
+    if script and entries and not sys.flags.safe_path:
+        f = getattr(sys.modules.get("__main__"), "__file__", None)
+        main = stat(os.path.dirname(f)) if isinstance(f, str) else None
+    kept = []
+    for i, p in enumerate(entries):
+        st = stat(p)
+        if same(st, top) or not (p == "" or same(st, here) or (i == 0 and same(st, main))):
+            kept.append(p)
+    return kept
 
 
 def _progress_file() -> tuple[int, Any] | None:

@@ -120,11 +120,18 @@ def _lean_core(m: types.ModuleType) -> None:
     added = "OPENBLAS_MAIN_FREE" not in os.environ
     if added:
         os.putenv("OPENBLAS_MAIN_FREE", "1")
+    # numpy._core.overrides imports inspect (with ast, dis, tokenize: 20.7 M of this process's
+    # 191.7 M instructions of start-up, a ninth) for cleandoc and 24 signatures: a stand-in while it loads
+    stand_in = None if "inspect" in sys.modules else _inspect_stand_in()
+    if stand_in is not None:
+        sys.modules["inspect"] = stand_in
     try:
         from numpy._core import multiarray
     finally:
         if added:
             os.unsetenv("OPENBLAS_MAIN_FREE")
+        if stand_in is not None and sys.modules.get("inspect") is stand_in:
+            del sys.modules["inspect"]      # overrides keeps it; any other import gets the real one
     from numpy._core import numerictypes, umath  # noqa: F401 - umath: as numpy._core's __init__
 
     multiarray.set_typeDict(numerictypes.sctypeDict)
@@ -154,6 +161,7 @@ def _complete(m: types.ModuleType, spec: importlib.machinery.ModuleSpec) -> None
     with _COMPLETING:
         _busy = True
         try:
+            _real_inspect()
             cspec, _CORE_SPEC = _CORE_SPEC, None
             core = sys.modules.get("numpy._core")
             if cspec is not None and core is not None and core.__spec__ is cspec:
@@ -166,6 +174,76 @@ def _complete(m: types.ModuleType, spec: importlib.machinery.ModuleSpec) -> None
             _busy = False
         if getattr(m.__dict__.get("__getattr__"), "_lean", False):
             del m.__dict__["__getattr__"]     # an __init__ without its own: names it lacks are missing
+
+
+class _Pending:
+    """What the ``inspect`` stand-in's ``signature`` gives: the dispatcher whose signature
+    :func:`_real_inspect` computes (an ``inspect.Signature`` once numpy is completed)."""
+
+    __slots__ = ("dispatcher",)
+
+    def __init__(self, dispatcher: object) -> None:
+        self.dispatcher = dispatcher
+
+
+def _inspect_stand_in() -> types.ModuleType | None:
+    """A module ``inspect`` for ``numpy._core.overrides`` while the lean core loads: the real
+    ``cleandoc`` (its source, taken from this interpreter's ``inspect.py``: the docstrings numpy
+    sets are those ``import numpy`` sets) and a ``signature`` that defers (:class:`_Pending`;
+    :func:`_real_inspect`).  None (the real ``inspect`` then) when the source is not there."""
+    import os
+
+    try:
+        with open(os.path.join(os.path.dirname(os.__file__), "inspect.py"), encoding="utf-8") as f:
+            text = f.read()
+        start = text.index("\ndef cleandoc(doc):") + 1
+        end = text.index("\ndef ", start + 1)
+        stand_in = types.ModuleType("inspect", "wholetrace.wpp.startup's stand-in for inspect (numpy's overrides)")
+        stand_in.__dict__.update(sys=sys, signature=_Pending, _wholetrace_stand_in=True, __getattr__=_from_inspect)
+        exec(compile(text[start:end], "<inspect.cleandoc>", "exec"), stand_in.__dict__)
+        if stand_in.cleandoc("x\n    y\n") != "x\ny":     # self-contained (3.6-3.13: builtins and sys only)
+            return None
+    except Exception:  # noqa: BLE001 - any surprise in another inspect.py: the real module
+        return None
+    return stand_in
+
+
+def _from_inspect(name: str) -> object:
+    """The stand-in's module ``__getattr__`` (PEP 562: names it lacks): the real ``inspect``'s
+    ``name``, so that a name numpy's ``overrides`` (or any module importing ``inspect`` while the
+    stand-in is there) uses beyond ``cleandoc`` and ``signature`` costs the real ``inspect``
+    only, not the lean step's failure and numpy whole.  ``__path__`` (which the import system
+    probes, and the real module lacks too) does not load it."""
+    if name == "__path__":
+        raise AttributeError(f"module 'inspect' has no attribute {name!r}")
+    return getattr(_import_inspect(), name)
+
+
+def _import_inspect() -> types.ModuleType:
+    """The real ``inspect`` (imported once the stand-in, if it is still in ``sys.modules``, has left)."""
+    if getattr(sys.modules.get("inspect"), "_wholetrace_stand_in", False):
+        del sys.modules["inspect"]
+    import inspect
+
+    return inspect
+
+
+def _real_inspect() -> None:
+    """Give ``numpy._core.overrides`` the real ``inspect`` and every deferred signature its value,
+    as ``import numpy`` computes it (before numpy is completed: what it imports then is decorated
+    with the real ``inspect``); the stand-in's ``signature`` is the real one from then on (for a
+    module other than ``overrides`` that kept it: none does in numpy 2.0-2.5)."""
+    overrides = sys.modules.get("numpy._core.overrides")
+    stand_in = getattr(overrides, "inspect", None)
+    if overrides is None or not getattr(stand_in, "_wholetrace_stand_in", False):
+        return
+    inspect = _import_inspect()
+    for f in list(overrides.ARRAY_FUNCTIONS):
+        pending = getattr(f, "__signature__", None)
+        if isinstance(pending, _Pending):
+            f.__signature__ = inspect.signature(pending.dispatcher)
+    stand_in.signature = inspect.signature
+    overrides.inspect = inspect
 
 
 def _exec(module: types.ModuleType, spec: importlib.machinery.ModuleSpec) -> None:
