@@ -6,7 +6,7 @@ whole process, wall clock, of four commands, interleaved round by round (every p
 once per round, the four commands back to back):
 
 * plain:     ``python drive_X.py``
-* blocks:    ``python -m wholetrace.cli record --mode blocks -q -o X.wt [--include M]... drive_X.py``
+* blocks:    ``wholetrace record --mode blocks -q -o X.wt [--include M]... drive_X.py``
 * coverage:  ``python -m coverage run --branch drive_X.py`` (data file in the temp dir; for the
   standard-library programs also ``--pylib --include=<the module's files and the driver>``,
   so coverage measures the same code wholetrace instruments)
@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report import (corpus_options, geomean, machine, snapshot_env, source_version,  # noqa: E402
+from _report import (ENTRY, corpus_options, geomean, machine, snapshot_env, source_version,  # noqa: E402
                      table, timed, write_section)
 from corpus import PROGRAMS  # noqa: E402
 
@@ -90,7 +90,7 @@ def commands(name: str, driver: Path, include: list[str], files: set[str], work:
         cov += ["--pylib", "--include=" + ",".join(sorted(files))]
     return {
         "plain": [PY, str(driver)],
-        "blocks": [PY, "-m", "wholetrace.cli", "record", "--mode", "blocks", "-q", "-o", str(wt), *inc, str(driver)],
+        "blocks": [PY, *ENTRY, "record", "--mode", "blocks", "-q", "-o", str(wt), *inc, str(driver)],
         "coverage": [*cov, str(driver)],
         "settrace": [PY, str(work / "_settrace_runner.py"), str(driver)],
     }
@@ -234,7 +234,7 @@ def render(names: list[str], times: dict[str, dict[str, list[float]]], stats: di
         f"{os.cpu_count()} CPUs: other jobs on the machine add noise to wall times.",
         "",
         "Whole-process wall time of `python drive_X.py` (plain) against "
-        "`python -m wholetrace.cli record --mode blocks -q -o X.wt [--include M] drive_X.py`, "
+        "`wholetrace record --mode blocks -q -o X.wt [--include M] drive_X.py`, "
         "`python -m coverage run --branch` (stdlib programs: `--pylib --include` their module files) and a "
         "minimal `sys.settrace` runner counting line events in a dict; × = median / median plain. "
         "wholetrace's instrumented code comes from its cache, filled by an untimed warm-up run. "

@@ -2,7 +2,7 @@
 
 For every program of the registry (``tests/corpus.py``, size ``bench``) this times the whole
 process, wall clock, of five commands, interleaved round by round: ``python drive_X.py`` and
-``python -m wholetrace.cli record --mode MODE -q -o X.MODE.wt [--include M]... drive_X.py``
+``wholetrace record --mode MODE -q -o X.MODE.wt [--include M]... drive_X.py``
 for MODE in blocks, witness, path with ``--wpp`` (the WPP built online by the builder process)
 and path as recorded by default (raw chunks only).  From the recordings (last round): events
 recorded (int32 values), stored bytes (zstd chunks; the grammars for `path`); the `path`
@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report import corpus_options, geomean, machine, snapshot_env, source_version, table, timed, write_section  # noqa: E402
+from _report import ENTRY, corpus_options, geomean, machine, snapshot_env, source_version, table, timed, write_section  # noqa: E402
 from corpus import PROGRAMS  # noqa: E402
 
 from wholetrace.trace.session import Trace, activation_form, block_events  # noqa: E402
@@ -45,7 +45,7 @@ def commands(driver: Path, include: list[str], work: Path) -> dict[str, list[str
     out = {"plain": [PY, str(driver)]}
     for name, mode, opts in MODES:
         wt = work / f"{driver.stem}.{name.replace(' ', '-')}.wt"
-        out[name] = [PY, "-m", "wholetrace.cli", "record", "--mode", mode, *opts, "-q", "-o", str(wt), *inc, str(driver)]
+        out[name] = [PY, *ENTRY, "record", "--mode", mode, *opts, "-q", "-o", str(wt), *inc, str(driver)]
     return out
 
 

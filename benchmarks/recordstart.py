@@ -25,19 +25,13 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report import REPO, geomean, machine, snapshot_env, source_version, table, write_section  # noqa: E402
+from _report import ENTRY, REPO, geomean, machine, snapshot_env, source_version, table, write_section  # noqa: E402
 from corpus import PROGRAMS  # noqa: E402
 
 PY = sys.executable
 MODES = ("count", "blocks", "witness", "path")
 TOOLS = ("plain",) + MODES
 DEFAULT_PROGRAMS = ("empty", "nqueens", "json", "tomllib")
-#: How ``record`` is started: the ``wholetrace`` console script beside the interpreter (what the
-#: README's ``wholetrace record`` runs; ``python -m wholetrace.cli`` would add runpy,
-#: importlib.util and contextlib, ~6 M instructions, which users do not pay), else the same
-#: two lines through ``-c``.  With ``--base`` the script imports the base's source (PYTHONPATH).
-_SCRIPT = Path(PY).parent / "wholetrace"
-ENTRY = [str(_SCRIPT)] if _SCRIPT.is_file() else ["-c", "import sys\nfrom wholetrace.cli import main\nsys.exit(main())"]
 TARGET_EMPTY_MS = 45.0
 
 

@@ -5,7 +5,7 @@ For every program of the registry (``tests/corpus.py``, size ``bench``) this tim
 process, wall clock, of four commands, interleaved round by round:
 
 * plain:     ``python drive_X.py``
-* MODE:      ``python -m wholetrace.cli record --mode MODE -q -o X.MODE.wt [--include M]... drive_X.py``
+* MODE:      ``wholetrace record --mode MODE -q -o X.MODE.wt [--include M]... drive_X.py``
   for MODE in blocks, branches, witness
 
 From the recordings (last round): events recorded, raw bytes (4 bytes x events), stored bytes
@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report import corpus_options, geomean, machine, snapshot_env, source_version, table, timed, write_section  # noqa: E402
+from _report import ENTRY, corpus_options, geomean, machine, snapshot_env, source_version, table, timed, write_section  # noqa: E402
 from corpus import PROGRAMS  # noqa: E402
 
 import time  # noqa: E402
@@ -51,7 +51,7 @@ def commands(driver: Path, include: list[str], work: Path) -> dict[str, list[str
     out = {"plain": [PY, str(driver)]}
     for mode in MODES:
         wt = work / f"{driver.stem}.{mode}.wt"
-        out[mode] = [PY, "-m", "wholetrace.cli", "record", "--mode", mode, "-q", "-o", str(wt), *inc, str(driver)]
+        out[mode] = [PY, *ENTRY, "record", "--mode", mode, "-q", "-o", str(wt), *inc, str(driver)]
     return out
 
 

@@ -32,7 +32,7 @@ from pathlib import Path
 import zstandard
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report import corpus_options, geomean, machine, snapshot_env, source_version, table, timed, write_section  # noqa: E402
+from _report import ENTRY, corpus_options, geomean, machine, snapshot_env, source_version, table, timed, write_section  # noqa: E402
 from corpus import PROGRAMS  # noqa: E402
 
 from wholetrace.grammar import GrammarBuilder  # noqa: E402
@@ -53,7 +53,7 @@ def commands(driver: Path, include: list[str], work: Path) -> dict[str, list[str
         for wpp in ("--no-wpp", "--wpp"):
             wt = work / f"{driver.stem}.{mode}{wpp[1:].replace('-', '')}.wt"
             out[f"{mode}{' +wpp' if wpp == '--wpp' else ''}"] = [
-                PY, "-m", "wholetrace.cli", "record", "--mode", mode, wpp, "-q", "-o", str(wt), *inc, str(driver)]
+                PY, *ENTRY, "record", "--mode", mode, wpp, "-q", "-o", str(wt), *inc, str(driver)]
     return out
 
 
@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
             small = PROGRAMS[n].write(work / n / "small", "small")
             keep = work / n / "small.wt"
             inc = [a for m in PROGRAMS[n].include for a in ("--include", m)]
-            timed([PY, "-m", "wholetrace.cli", "record", "--mode", TABLE_MODE, "--wpp", "--keep-raw", "-q", "-o",
+            timed([PY, *ENTRY, "record", "--mode", TABLE_MODE, "--wpp", "--keep-raw", "-q", "-o",
                    str(keep), *inc, str(small)], small.parent, env)
             comp[n] = compressors(keep)
             print(f"stats {n}: ratio {t1[n]['raw_bytes'] / t1[n]['encoded_bytes']:.1f}, lag "
