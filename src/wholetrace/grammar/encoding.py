@@ -9,7 +9,8 @@ import zlib
 from collections.abc import Callable
 
 import numpy as np
-import zstandard
+
+from wholetrace.zstdc import zstandard   # the C backend: the package's __init__ imports platform and typing
 
 from wholetrace.errors import GrammarError
 from wholetrace.grammar.grammar import Grammar

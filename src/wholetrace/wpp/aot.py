@@ -35,12 +35,13 @@ import os
 import pickle
 import sys
 import types
-from typing import TYPE_CHECKING, Any, Callable
+TYPE_CHECKING = False   # typing is not imported by the builder (~11 M instructions of its start-up)
 
 from wholetrace.instrument.digest import memoised, sha256   # not hashlib: OpenSSL's load was ~2.5 ms of the builder's start-up
 
 if TYPE_CHECKING:  # the builder's start-up never imports pathlib (4-5 ms of its CPU): os.path below
     from pathlib import Path
+    from typing import Any, Callable
 
 #: name of the compiled extension module (its ``PyInit_`` symbol)
 EXT_NAME = "wt_builder_kernels"
