@@ -91,6 +91,9 @@ def run_trace(args: argparse.Namespace) -> int:
     with open_trace(args) as trace:
         if args.thread is not None and args.thread not in {s.sid for s in trace.streams()}:
             raise UsageError(f"{args.file}: no stream {args.thread}")
+        if trace.mode == "path":   # an old recording is refused before any output (not at its first path function)
+            from wholetrace.trace.tables import check_path_base
+            check_path_base(trace.functions.values())
         events = _salvaged_events(trace) if args.salvage else None
         renderer = (TraceJson if args.format == "json" else TraceFbe)(stream=args.thread, limit=args.limit,
                                                                       events=events)
