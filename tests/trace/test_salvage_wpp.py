@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,7 +11,7 @@ import pytest
 from wholetrace.cli import main
 from wholetrace.store.pages import scan
 from wholetrace.store.salvage import classify
-from wtutil import ENV
+from wtutil import run_recorded
 
 PROGRAM = '''\
 import threading
@@ -37,12 +35,9 @@ t.join()
 def recordings(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     d = tmp_path_factory.mktemp("salvage_wpp")
     (d / "prog.py").write_text(PROGRAM)
-    out = {}
-    for mode in ("blocks", "path"):
-        out[mode] = d / f"{mode}.wt"
-        subprocess.run([sys.executable, "-m", "wholetrace", "record", "-q", "--mode", mode, "--wpp",
-                        "-o", str(out[mode]), "prog.py"], cwd=d, env=ENV, check=True, capture_output=True,
-                       timeout=300)
+    out = {mode: d / f"{mode}.wt" for mode in ("blocks", "path")}
+    for mode, wt in out.items():     # grammars only (no --keep-raw)
+        assert run_recorded(d / "prog.py", wt, mode=mode, options=("--wpp",)).returncode == 0
     return out
 
 
