@@ -49,15 +49,20 @@ def test_base_is_below_one_digit() -> None:
 
 @pytest.mark.parametrize("name", ["path_main_raw.wt", "path_main_wpp.wt"])
 def test_main_recording_is_refused_with_one_line(tmp_path: Path, name: str) -> None:
-    """``trace`` and ``paths`` on a recording made by main: exit 2, one line naming the cause."""
+    """``trace``, ``paths`` and ``counts`` on a recording made by main: exit 2, one line naming the
+    cause, and nothing on stdout (no partial trace or JSON document before the error)."""
     wt = _unpack(tmp_path, name)
-    for cmd in (["trace"], ["paths"], ["counts"]):
+    for cmd in (["trace"], ["trace", "--format", "json"], ["trace", "--salvage"], ["paths"], ["counts"]):
         r = subprocess.run([sys.executable, "-m", "wholetrace.cli", *cmd, str(wt)], capture_output=True,
                            text=True, env=ENV, timeout=120)
         err = r.stderr.strip().splitlines()
+        if "--salvage" in cmd:
+            assert err[:1] == ["wholetrace: salvage: nothing lost"], r.stderr
+            err = err[1:]
         assert r.returncode == 2, (cmd, r.returncode, r.stderr)
-        assert len(err) == 1 and "before wave 14" in err[0] and "record it again" in err[0], (cmd, r.stderr)
-    with Trace.open(wt) as trace, pytest.raises(StoreError, match="made before wave 14 \\(closing records at 1073741824 \\+ id"):
+        assert r.stdout == "", (cmd, r.stdout)
+        assert len(err) == 1 and "made by an older wholetrace" in err[0] and "record it again" in err[0], (cmd, r.stderr)
+    with Trace.open(wt) as trace, pytest.raises(StoreError, match="made by an older wholetrace \\(closing records at 2\\^30 \\+ id, not 2\\^29"):
         for s in trace.recording.streams():
             trace.events(s.sid)
 
@@ -85,9 +90,9 @@ def test_check_leave_base() -> None:
     """A path numbering without ``leave`` (main) or with another base is refused; blocks-id
     functions of a path recording (strategy ``trace``) and this base pass."""
     plan = {"strategy": "paths", "paths": {"num_paths": 3, "dag": [], "inc": []}}
-    with pytest.raises(StoreError, match="before wave 14"):
+    with pytest.raises(StoreError, match="made by an older wholetrace"):
         check_leave_base(plan, "f")
-    with pytest.raises(StoreError, match="at 4 \\+ id, not 536870912"):
+    with pytest.raises(StoreError, match="made by another wholetrace \\(closing records at 2\\^2 \\+ id, not 2\\^29"):
         check_leave_base({**plan, "paths": {**plan["paths"], "leave": 4}}, "f")   # type: ignore[dict-item]
     check_leave_base({**plan, "paths": {**plan["paths"], "leave": LEAVE_PATH}}, "f")   # type: ignore[dict-item]
     check_leave_base({"strategy": "trace"}, "f")

@@ -152,7 +152,7 @@ OLD_LEAVE_PATH = 1 << 30
 def check_leave_base(plan: object, where: str) -> None:
     """Refuse (one-line ``StoreError``) a function's stored plan whose path numbering was recorded
     with closing records ``base + id`` for another base than ``events.LEAVE_PATH``: a recording
-    made before wave 14 (no ``leave`` key: 2^30).  Its path ids, closing records and "no path
+    made by an older wholetrace (no ``leave`` key: 2^30).  Its path ids, closing records and "no path
     open" registers would read as other events (docs/design.md, "Path mode, wave 14")."""
     if not isinstance(plan, dict) or plan.get("strategy") != "paths":
         return
@@ -161,9 +161,12 @@ def check_leave_base(plan: object, where: str) -> None:
     if base != LEAVE_PATH:
         from wholetrace.errors import StoreError
 
-        made = "made before wave 14 " if base == OLD_LEAVE_PATH else ""
-        raise StoreError(f"{where}: path recording {made}(closing records at {base} + id, "
-                         f"not {LEAVE_PATH} + id): record it again")
+        def power(b: object) -> str:
+            return f"2^{b.bit_length() - 1}" if type(b) is int and b > 0 and not b & (b - 1) else repr(b)
+
+        made = "an older" if base == OLD_LEAVE_PATH else "another"
+        raise StoreError(f"{where}: path recording made by {made} wholetrace (closing records at {power(base)} + id, "
+                         f"not {power(LEAVE_PATH)} + id); record it again")
 
 
 def stored_quiet(desc: object) -> frozenset[int]:

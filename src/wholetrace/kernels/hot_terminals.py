@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from wholetrace.events import ENTER_BASE, EXC, LEAVE
-from wholetrace.kernels._jit import kernel
+from wholetrace.kernels._jit import cache_depends, kernel
 
 ST_OK = 0
 ST_BAD_EVENT = 1      # an event code blocks streams never hold
@@ -68,3 +68,7 @@ def block_codes(events, bbase, nblocks, xbase, nstmts, enter0, leave_code, exc0)
         m += 1
         i += 1
     return codes[:m], m, ST_OK, n
+
+
+# numba keys a kernel only on its own file: key these on events.py too, whose codes they inline
+cache_depends(("wholetrace.events", __name__))

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from wholetrace.events import ENTER_BASE, EXC, LEAVE, RERAISE
-from wholetrace.kernels._jit import kernel
+from wholetrace.kernels._jit import cache_depends, kernel
 
 M_DEPTH, M_ENTERS, M_INDEX, M_ARGS, M_ARGI, M_WANT, M_KEY, M_NOUT = range(8)
 META_SIZE = 8
@@ -75,3 +75,7 @@ def groups(ev, pos, meta, last_at, last_en, keys, vals):  # type: ignore[no-unty
         meta[M_INDEX] = i + 1
         pos += 1
     return pos, ST_DONE
+
+
+# numba keys a kernel only on its own file: key these on events.py too, whose codes they inline
+cache_depends(("wholetrace.events", __name__))

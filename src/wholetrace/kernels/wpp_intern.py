@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from wholetrace.events import ENTER_BASE, EXC, LEAVE, RERAISE
-from wholetrace.kernels._jit import kernel
+from wholetrace.kernels._jit import cache_depends, kernel
 
 # terminal kinds (the same numbers as wholetrace.wpp.symbols)
 K_BLOCK, K_ENTER, K_LEAVE, K_EXC, K_PATH, K_ENTER_PATH, K_ENTER_CHAIN, K_SEQ = 0, 1, 2, 3, 4, 5, 6, 7
@@ -425,3 +425,7 @@ def terminal_events(codes, kind, fid, value, out):  # type: ignore[no-untyped-de
             if m < 0:
                 return -1 - i
     return m
+
+
+# numba keys a kernel only on its own file: key these on events.py too, whose codes they inline
+cache_depends(("wholetrace.events", __name__))

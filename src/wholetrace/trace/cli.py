@@ -34,9 +34,15 @@ def open_trace(args: argparse.Namespace, *, segments: bool = False) -> Trace:
     from wholetrace.store.salvage import SalvagedRecording
     from wholetrace.store.segments import SegmentView
 
+    from wholetrace.wpp.stored import salvaged
+
     rec = SalvagedRecording(args.file)
+    view, lost_grammars = salvaged(rec)   # a --wpp recording without raw streams: read through its grammars
+    rec.lost.arrays += lost_grammars
     for line in rec.lost.lines() or ["nothing lost"]:
         print(f"wholetrace: salvage: {line}", file=sys.stderr)
+    if view is not rec:   # whole streams, each from an intact grammar or lost: no chunk runs to cut apart
+        return Trace(view, owns=True)
     return Trace(SegmentView(rec) if segments else rec, owns=True)  # type: ignore[arg-type]
 
 
@@ -56,9 +62,14 @@ def run_info(args: argparse.Namespace) -> int:
     return 0
 
 
-def _salvaged_events(trace: Trace) -> Callable[[int], Iterator[np.ndarray]]:
+def _salvaged_events(trace: Trace) -> Callable[[int], Iterator[np.ndarray]] | None:
     """Per real stream of a salvaged recording, what `trace` prints: the intact chunks as they
-    are (blocks), or each run of intact chunks regenerated on its own (reduced modes)."""
+    are (blocks), or each run of intact chunks regenerated on its own (reduced modes); None (read
+    as usual) for streams expanded whole from their grammars."""
+    from wholetrace.wpp.stored import ExpandedRecording
+
+    if isinstance(trace.recording, ExpandedRecording):
+        return None
     if trace.mode == "blocks":
         return trace.recording.iter_chunks
     from wholetrace.store.segments import SegmentView
@@ -80,6 +91,9 @@ def run_trace(args: argparse.Namespace) -> int:
     with open_trace(args) as trace:
         if args.thread is not None and args.thread not in {s.sid for s in trace.streams()}:
             raise UsageError(f"{args.file}: no stream {args.thread}")
+        if trace.mode == "path":   # an old recording is refused before any output (not at its first path function)
+            from wholetrace.trace.tables import check_path_base
+            check_path_base(trace.functions.values())
         events = _salvaged_events(trace) if args.salvage else None
         renderer = (TraceJson if args.format == "json" else TraceFbe)(stream=args.thread, limit=args.limit,
                                                                       events=events)

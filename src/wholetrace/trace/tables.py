@@ -371,3 +371,15 @@ class Tables:
             raise StoreError(f"function {sh.fid} ({sh.qualname}): a path function with {len(entry)} edges out of ENTRY")
         row[K.FN_NPATHS] = n
         row[K.FN_ENTRY_E], row[K.FN_ENTRY_B] = int(entry[0]), int(sh.edge_dst[entry[0]])
+
+
+def check_path_base(functions: Iterable[object]) -> None:
+    """Refuse a path recording of another closing-record base before anything is printed: one
+    recorder writes one base for every function, so the first path-numbered function's stored
+    plan (``check_leave_base``) speaks for all (``functions``: ``store`` FunctionInfo rows)."""
+    for f in functions:
+        cfg = getattr(f, "cfg", None)
+        plan = cfg.get("plan") if isinstance(cfg, dict) else None
+        if isinstance(plan, dict) and plan.get("strategy") == "paths":
+            check_leave_base(plan, f"function {getattr(f, 'fid', '?')} ({getattr(f, 'qualname', '?')})")
+            return

@@ -88,7 +88,10 @@ def _stored_bytes(rec: Any, name: str, table: "np.ndarray | None") -> int:
 class StoredWpp:
     """The WPP of a recording made with ``record --wpp`` (``rec``: a ``store.Recording``)."""
 
-    def __init__(self, rec: Any) -> None:
+    def __init__(self, rec: Any, lost: list[str] | None = None) -> None:
+        """``lost``: read a salvaged recording (``--salvage``): a grammar that is missing or does not
+        decode (or the terminal table, which every grammar needs) is left out and its array's name
+        appended to ``lost`` instead of failing."""
         meta = rec.meta.get(META_KEY)
         if not isinstance(meta, dict):
             raise UsageError(f"{rec.path}: no WPP in this recording (record it with --wpp)")
@@ -100,6 +103,10 @@ class StoredWpp:
             raise UsageError(f"{rec.path}: its WPP terminals are of version {version}, this wholetrace reads up to "
                              f"{TERMINALS_VERSION} (a newer wholetrace made it)")
         table = rec.get_array(SYMBOLS_NAME)
+        recorded = {int(k) for k in meta.get("streams", {}) if str(k).isdigit()}   # streams that stored a grammar
+        if lost is not None and table is None and recorded:
+            lost.append(SYMBOLS_NAME)   # no grammar can be expanded without the terminals
+            recorded = set()
         self.terminals = terminals_from_array(table if table is not None else np.zeros((0, 3), np.int64))
         #: Bytes the terminal table takes in the file (compressed as stored): part of the WPP, as
         #: the grammars are (a SEQ terminal holds up to 4 events of the trace).
@@ -111,13 +118,24 @@ class StoredWpp:
         h = sha256(b"terminals %d %d\0" % (version, len(self.terminals)))
         h.update(np.ascontiguousarray(table if table is not None else np.zeros(0, np.int64), np.int64).tobytes())
         for st in rec.streams():
-            blob = rec.get_array(GRAMMAR_NAME.format(sid=st.sid))
+            name = GRAMMAR_NAME.format(sid=st.sid)
+            if lost is not None and SYMBOLS_NAME in lost:
+                continue
+            blob = rec.get_array(name)
             if blob is None:
+                if lost is not None and st.sid in recorded:
+                    lost.append(name)
                 continue   # a stream that recorded nothing
             data = blob.tobytes()
+            try:
+                grammar = Grammar.from_bytes(data)
+            except Exception:
+                if lost is None:
+                    raise
+                lost.append(name)
+                continue
             h.update(b"\0stream %d %d\0" % (st.sid, len(data)) + data)
-            self.streams.append(StreamWpp(st.sid, st.name, Grammar.from_bytes(data), len(data),
-                                          dict(stats.get(str(st.sid), {}))))
+            self.streams.append(StreamWpp(st.sid, st.name, grammar, len(data), dict(stats.get(str(st.sid), {}))))
         #: SHA-256 of the terminal table and every stream's stored grammar (what they expand to:
         #: the key of caches derived from them, ``wpp.flatcache``)
         self.digest = h.hexdigest()
@@ -146,9 +164,9 @@ class ExpandedRecording:
     each stream's events are expanded from its grammar as they are read (``iter_chunks``), so
     ``info``, ``trace`` and ``counts`` work on it unchanged.  Everything else is ``rec``'s."""
 
-    def __init__(self, rec: Any) -> None:
+    def __init__(self, rec: Any, lost: list[str] | None = None) -> None:
         self.rec = rec
-        self.wpp = StoredWpp(rec)
+        self.wpp = StoredWpp(rec, lost)
         self._sids = {s.sid for s in self.wpp.streams}
 
     def streams(self) -> list[Any]:
@@ -194,3 +212,14 @@ def readable(rec: Any) -> Any:
     if not isinstance(meta, dict) or meta.get("keep_raw"):
         return rec
     return ExpandedRecording(rec)
+
+
+def salvaged(rec: Any) -> tuple[Any, list[str]]:
+    """For ``--salvage`` (``rec``: a ``store.salvage.SalvagedRecording``): ``rec`` with its streams
+    expanded from every intact grammar when they are stored only as grammars, and the names of the
+    arrays (grammars, terminal table) that were lost; ``(rec, [])`` for a recording with raw streams."""
+    meta = rec.meta.get(META_KEY)
+    if not isinstance(meta, dict) or meta.get("keep_raw"):
+        return rec, []
+    lost: list[str] = []
+    return ExpandedRecording(rec, lost), lost
