@@ -34,7 +34,8 @@ TOOLS = ("plain",) + MODES
 DEFAULT_PROGRAMS = ("empty", "nqueens", "json", "tomllib")
 #: How ``record`` is started: the ``wholetrace`` console script beside the interpreter (what the
 #: README's ``wholetrace record`` runs; ``python -m wholetrace.cli`` would add runpy,
-#: importlib.util and contextlib, ~6 M instructions, which users do not pay), else the same
+#: importlib.util and contextlib: ``python -m wholetrace`` 7.1 M instructions more on an empty
+#: recording, 105.5 against 98.4 M, which users do not pay), else the same
 #: two lines through ``-c``.  With ``--base`` the script imports the base's source (PYTHONPATH).
 _SCRIPT = Path(PY).parent / "wholetrace"
 ENTRY = [str(_SCRIPT)] if _SCRIPT.is_file() else ["-c", "import sys\nfrom wholetrace.cli import main\nsys.exit(main())"]
