@@ -18,7 +18,9 @@ from wtutil import ENV, run_plain
 #: What ``wholetrace`` (the console script pip writes: ``from wholetrace.cli import main``) runs.
 CONSOLE = "import sys\nfrom wholetrace.cli import main\nsys.exit(main())"
 #: Modules record's start-up imported before wave 14 (``python -m`` itself brings the first three).
-GONE = ("runpy", "importlib.util", "contextlib", "importlib", "importlib.machinery", "warnings", "opcode", "_opcode")
+#: On 3.13+ ``threading`` imports ``warnings`` (plain ``python -S -c "import threading"`` has it too).
+GONE = ("runpy", "importlib.util", "contextlib", "importlib", "importlib.machinery", "opcode", "_opcode") + \
+    (("warnings",) if sys.version_info < (3, 13) else ())
 
 SEES = f'''
 import gc, sys
@@ -236,3 +238,110 @@ def test_a_program_module_named_opcode_or_dis_is_not_what_the_stop_reads(tmp_pat
         run = _record(tmp_path, script, "blocks")
         assert run.returncode == 0, run.stderr
         assert run.stdout == plain.stdout
+
+
+# Modules no longer pre-imported are looked up while the program's directory (or, under -m,
+# the current one) is first on sys.path (review14d, findings 1-3).  Oracle: the plain run.
+
+def _console(tmp_path, *args, cwd):
+    """``wholetrace record ...`` as users start it: the console script next to ``python``
+    (its own directory first on ``sys.path``), else the same two lines through ``-c``."""
+    from pathlib import Path
+
+    script = Path(sys.executable).with_name("wholetrace")
+    entry = [str(script)] if script.exists() else [sys.executable, "-c", CONSOLE]
+    return subprocess.run([*entry, "record", "-q", "-o", str(tmp_path / "r.wt"), *args], capture_output=True,
+                          text=True, cwd=cwd, env={**ENV, "WHOLETRACE_CACHE_DIR": str(tmp_path / "cache")},
+                          timeout=300)
+
+
+def _same(run, plain):
+    assert (run.returncode, run.stdout, run.stderr) == (plain.returncode, plain.stdout, plain.stderr)
+
+
+#: 3.13's ``threading`` imports ``warnings``: record's start-up loads the standard library's before
+#: the program runs (as main did on every version), so a program's ``warnings.py`` is never
+#: imported there (known difference, not this fix's).
+WARNINGS_PRELOADED = sys.version_info >= (3, 13)
+
+
+@pytest.mark.skipif(WARNINGS_PRELOADED, reason="3.13: threading loads the stdlib warnings at start-up")
+def test_a_program_warnings_py_beside_the_script_warm_and_after_an_edit(tmp_path):
+    """A ``warnings.py`` in the script's directory: the second recording (warm cache) and one
+    after editing it (a miss while the program's ``warnings`` is being imported) give the plain
+    result.  The cold first run differs from plain on main too (review14d P1: the miss path
+    leaves the standard library's ``warnings`` in ``sys.modules``).  Failed on 785e1a8: the
+    instrumenter imported ``warnings`` lazily and got the program's, partly initialised."""
+    prog = tmp_path / "prog"
+    prog.mkdir()
+    (prog / "warnings.py").write_text("X = 1\n")
+    script = prog / "main.py"
+    script.write_text('import warnings\nprint("X =", warnings.X)\n')
+    run = _console(tmp_path, str(script), cwd=tmp_path)
+    assert "wholetrace" not in run.stderr, run.stderr   # the cold run: the recording itself works
+    _same(_console(tmp_path, str(script), cwd=tmp_path), run_plain(script))
+    (prog / "warnings.py").write_text("X = 2\n")
+    _same(_console(tmp_path, str(script), cwd=tmp_path), run_plain(script))
+
+
+def _mpkg(tmp_path, shadow, body):
+    (tmp_path / "mpkg").mkdir()
+    (tmp_path / "mpkg" / "__init__.py").write_text("")
+    (tmp_path / "mpkg" / "__main__.py").write_text(
+        f"import os, sys\nnames = {('dis', 'opcode') + (() if WARNINGS_PRELOADED else ('warnings',))!r}\n"
+        "print('ours', [m for m in names\n"
+        "               if os.path.dirname(getattr(sys.modules.get(m), '__file__', '')) == os.getcwd()])\n"
+        "print('loaded', [m for m in names if m in sys.modules])\n")
+    (tmp_path / f"{shadow}.py").write_text(body)
+    return subprocess.run([sys.executable, "-m", "mpkg"], capture_output=True, text=True, cwd=tmp_path, env=ENV,
+                          timeout=300)
+
+
+@pytest.mark.parametrize("shadow,body", [pytest.param("warnings", "print('SHADOW warnings')\n",
+                                                      marks=pytest.mark.skipif(WARNINGS_PRELOADED, reason="3.13")),
+                                         ("opcode", "print('SHADOW opcode')\n"),
+                                         ("dis", "print('SHADOW dis')\n")])
+def test_record_m_from_a_directory_holding_a_stdlib_name(tmp_path, shadow, body):
+    """``record -m mpkg`` from a directory holding ``warnings.py``, ``opcode.py`` or
+    ``dis.py``, cold then warm: the output plain ``python -m mpkg`` gives (runpy's imports see
+    the current directory, as plain; the program's ``opcode``/``dis`` are not imported, and warm,
+    neither is in ``sys.modules``).  Failed on
+    785e1a8: ``warnings`` (cold) crashed the instrumenter, ``opcode`` broke the runner's
+    ``import dis``; ``dis`` broke it on main too."""
+    plain = _mpkg(tmp_path, shadow, body)
+    assert plain.returncode == 0, plain.stderr
+    cold = _console(tmp_path, "-m", "mpkg", cwd=tmp_path)
+    # cold: all but the last line (the miss path leaves the standard library's opcode loaded: review14d P1)
+    assert (cold.returncode, cold.stderr, cold.stdout.splitlines()[:-1]) == (0, "", plain.stdout.splitlines()[:-1])
+    _same(_console(tmp_path, "-m", "mpkg", cwd=tmp_path), plain)   # warm: all of it
+
+
+def test_a_program_runpy_py_does_not_replace_the_frozen_runpy(tmp_path):
+    """``import runpy`` in a program whose directory holds a ``runpy.py`` gets the frozen
+    standard library module, as plain (``FrozenImporter`` comes before ``sys.path``), cold and
+    warm.  Failed on 785e1a8: the instrumenting finder, ahead of ``FrozenImporter``, took the
+    program's ``runpy.py``."""
+    prog = tmp_path / "prog"
+    prog.mkdir()
+    (prog / "runpy.py").write_text("VALUE = 1\n")
+    script = prog / "m.py"
+    script.write_text("import runpy\nprint(hasattr(runpy, 'VALUE'), hasattr(runpy, 'run_path'))\n")
+    plain = run_plain(script)
+    assert plain.stdout == "False True\n", plain.stderr
+    for _cold_then_warm in range(2):
+        _same(_console(tmp_path, str(script), cwd=tmp_path), plain)
+
+
+def test_a_cache_miss_inside_catch_warnings_error_still_instruments(tmp_path):
+    """A module first imported (a code-cache miss) inside ``catch_warnings()`` with
+    ``simplefilter("error")``: the placeholders' SyntaxWarnings are still quieted (the filter
+    goes into the list ``catch_warnings`` installed, as the compiler reads it), so the module is
+    instrumented and nothing is written to stderr, as plain.  Passes on 785e1a8 and main; failed
+    with review14d's patch (it used ``_warnings.filters`` only: "left uninstrumented")."""
+    prog = tmp_path / "prog"
+    prog.mkdir()
+    (prog / "helper.py").write_text(HELPER)
+    script = prog / "main.py"
+    script.write_text('import warnings\nwith warnings.catch_warnings():\n    warnings.simplefilter("error")\n'
+                      '    import helper\nprint(helper.f(5))\n')
+    _same(_console(tmp_path, str(script), cwd=tmp_path), run_plain(script))

@@ -29,7 +29,7 @@ Two things cannot be said in the AST and are done on the code object the compile
 from __future__ import annotations
 
 import sys
-from types import CodeType, ModuleType
+from types import CodeType
 
 from wholetrace.instrument.emit import (EXC_GUARD, EXC_OWN, RERAISE_MARK, RERAISE_MARK_GUARD, SITES_MARK,
                                        runtime_constant)
@@ -100,26 +100,37 @@ class quiet_placeholders:
     called and subscripted on purpose (they become the run-time objects at load).  A class,
     not ``contextlib.contextmanager``: ``contextlib`` is not imported at start-up."""
 
-    __slots__ = ()
+    __slots__ = ("_filters",)
 
     def __enter__(self) -> None:
-        import warnings   # on a cache miss only (loaded by instrument.misspath by then)
-
-        warnings.filters.insert(0, _QUIET)
-        _mutated(warnings)
+        self._filters = _filters()
+        self._filters.insert(0, _QUIET)
+        _mutated()
 
     def __exit__(self, *exc: object) -> None:
-        import warnings
-
         try:
-            warnings.filters.remove(_QUIET)
+            self._filters.remove(_QUIET)
         except ValueError:
             pass
-        _mutated(warnings)
+        _mutated()
 
 
-def _mutated(warnings: ModuleType) -> None:
-    mutated = getattr(warnings, "_filters_mutated", None)
+def _filters() -> list[object]:
+    """The filter list the compiler's warnings go through, found as ``_warnings.c`` finds it:
+    ``sys.modules["warnings"].filters`` when that is a list (``catch_warnings`` replaces it),
+    else the built-in ``_warnings.filters``.  Never ``import warnings``: that may be the
+    program's own ``warnings.py``, even one being imported (review14d, finding 1)."""
+    import _warnings
+
+    module = sys.modules.get("warnings")
+    found = getattr(module, "__dict__", {}).get("filters")   # the dict: no module __getattr__ of the program's
+    return found if type(found) is list else _warnings.filters   # type: ignore[no-any-return]
+
+
+def _mutated() -> None:
+    import _warnings
+
+    mutated = getattr(_warnings, "_filters_mutated", None)   # (3.11-3.13)
     if mutated is not None:
         mutated()
 

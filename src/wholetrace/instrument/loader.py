@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import _imp
 import codecs
 import os
 import sys
@@ -374,6 +375,8 @@ class InstrumentingFinder:
                   target: ModuleType | None = None) -> ModuleSpec | None:
         if misspath.loading_here():   # this thread is loading the miss path: nothing instrumented
             return self._while_loading(fullname, path)
+        if path is None and _imp.is_frozen(fullname):   # FrozenImporter's, as without this finder (runpy)
+            return None
         spec = PathFinder.find_spec(fullname, path, target)
         if spec is None:
             return None

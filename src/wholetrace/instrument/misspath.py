@@ -38,13 +38,15 @@ MODULES = ("wholetrace.instrument.cfg", "wholetrace.instrument.sites", "wholetra
            "wholetrace.instrument.witnesses", "wholetrace.instrument.chains", "wholetrace.instrument.pathnum",
            "wholetrace.instrument.pathregs", "wholetrace.instrument.defuse", "wholetrace.instrument.wetemit")
 #: Every standard-library module an import statement run by :func:`load` names, directly or
-#: through the modules it imports, on Python 3.11-3.13, and the modules those use
+#: through the modules it imports, on Python 3.11-3.13 (3.13's opcode imports ``_opcode_metadata``),
+#: and the modules those use
 #: (``tests/runtime/test_startup13.py`` checks it on the running version).  A scope that
 #: names one of them loads the miss path at start-up.
 CLOSURE = frozenset({
     "__future__", "_abc", "_ast", "_bisect", "_collections", "_collections_abc", "_frozen_importlib",
     "_frozen_importlib_external", "_functools", "_io", "_warnings", "importlib",
-    "_locale", "_opcode", "_operator", "_sre", "_thread", "_weakref", "_weakrefset", "abc", "array", "ast",
+    "_locale", "_opcode", "_opcode_metadata", "_operator", "_sre", "_thread", "_weakref", "_weakrefset",
+    "abc", "array", "ast",
     "bisect", "builtins", "collections", "contextlib", "copy", "copyreg", "enum", "functools",
     "genericpath", "io", "itertools", "keyword", "math", "opcode", "operator", "os", "posixpath", "re",
     "reprlib", "sre_compile", "sre_constants", "sre_parse", "stat", "sys", "types", "warnings", "weakref"})

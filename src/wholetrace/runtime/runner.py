@@ -195,8 +195,11 @@ def _as_main_frame() -> types.FunctionType:
     runs the module under.  Its code is :func:`_run_module_as_main`'s moved to runpy's file
     and line (``compile`` would build ``_ast``'s node classes: ``_depth_probe``)."""
     global _RUNPY_FILE
-    import dis   # only for -m, before the finder is installed (record)
     import runpy
+    before = set(sys.modules)
+    dis = misspath.stdlib_import()   # the standard library's, whatever sys.path[0] (the cwd) holds
+    for name in set(sys.modules) - before:   # as plain -m: no dis or opcode in sys.modules
+        del sys.modules[name]
 
     _RUNPY_FILE = runpy.__file__
     real = runpy._run_module_as_main.__code__  # type: ignore[attr-defined]
