@@ -345,3 +345,22 @@ def test_a_cache_miss_inside_catch_warnings_error_still_instruments(tmp_path):
     script.write_text('import warnings\nwith warnings.catch_warnings():\n    warnings.simplefilter("error")\n'
                       '    import helper\nprint(helper.f(5))\n')
     _same(_console(tmp_path, str(script), cwd=tmp_path), run_plain(script))
+
+
+def test_a_module_target_runs_cwd_modules_runpy_imports_with_the_collector_as_plain(tmp_path):
+    """``record -m mpkg`` from a directory holding ``contextlib.py`` (3.11's ``importlib.util``,
+    which runpy imports, imports it from the current directory, as plain ``python -m`` does): that
+    module runs with the collector on, as plain (review14d LOW 7: start-up's hold on collections
+    was lifted only after runpy's imports; failed before the fix on 3.11; on 3.12+ runpy does not
+    import contextlib and both print only the package's line)."""
+    (tmp_path / "mpkg").mkdir()
+    (tmp_path / "mpkg" / "__init__.py").write_text("")
+    (tmp_path / "mpkg" / "__main__.py").write_text("print('main')\n")
+    (tmp_path / "contextlib.py").write_text(
+        "import gc\nprint('SHADOW contextlib, collector on:', gc.isenabled())\n"
+        "def contextmanager(f):\n    return f\n")
+    plain = subprocess.run([sys.executable, "-m", "mpkg"], capture_output=True, text=True, cwd=tmp_path, env=ENV,
+                           timeout=300)
+    assert plain.returncode == 0, plain.stderr
+    for _cold_then_warm in range(2):
+        _same(_console(tmp_path, "-m", "mpkg", cwd=tmp_path), plain)

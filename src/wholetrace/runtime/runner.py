@@ -389,7 +389,12 @@ def record(target: Target, writer: Any, *, mode: str = "blocks", include: list[s
         sys.argv = [target.module, *target.args]
     if children is not None:   # imported before the recording starts: the program must not see its imports run
         from wholetrace.runtime.children import enable
-    as_main = _as_main_frame() if target.command is None and target.stdin is None and target.script is None else None
+    as_main = None
+    if target.command is None and target.stdin is None and target.script is None:
+        if before_program is not None:   # runpy's imports can run the program's files (the cwd is
+            before_program()             # sys.path[0]): with the collector as plain ``python -m`` has it
+            before_program = None
+        as_main = _as_main_frame()
     live = start(writer, Scope(roots, list(include or [])), mode=mode, weights=weights, cache=cache,
                  command=target.label, argv=list(sys.argv))
     if children is not None:
