@@ -16,9 +16,7 @@ if TYPE_CHECKING:
 
 from wholetrace import jsontext
 from wholetrace.errors import StoreError
-
-
-from wholetrace.zstdc import zstandard   # noqa: E402  (the C backend without the package's __init__)
+from wholetrace.zstdc import zstandard   # the C backend without the package's __init__
 
 #: Version of the table layout below and of what its rows hold; stored as ``PRAGMA user_version``
 #: (and as meta ``schema_version``).  Readers refuse newer versions and versions they do not
