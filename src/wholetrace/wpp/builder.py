@@ -350,13 +350,69 @@ def _cpu() -> float:
 
 
 def path_functions(payload: bytearray) -> tuple[int, int, list[int]]:
-    """(fid_base, n_functions, the fids recording path ids: plan strategy ``paths``) of a file frame."""
-    from wholetrace.store.registry import decode_registry
-
+    """(fid_base, n_functions, the fids recording path ids: plan strategy ``paths``) of a file frame.
+    Each description's strategy is read where ``store.registry`` puts it (:func:`_strategies`);
+    anything else there, or a blob that is not what the recorder sends, goes through the full
+    ``decode_registry`` and JSON parse of every description (its errors too)."""
     fid_base, n = FRAME.unpack_from(payload)
-    _source, rows = decode_registry(bytes(payload[FRAME.size:]), n, 0, f"functions {fid_base}..")
-    fids = [fid_base + i for i, row in enumerate(rows) if row[5]().get("plan", {}).get("strategy") == "paths"]
-    return fid_base, n, fids
+    blob = bytes(payload[FRAME.size:])
+    strategies = _strategies(blob, n)
+    if strategies is None:
+        from wholetrace.store.registry import decode_registry
+
+        _source, rows = decode_registry(blob, n, 0, f"functions {fid_base}..")
+        strategies = [row[5]().get("plan", {}).get("strategy") for row in rows]
+    return fid_base, n, [fid_base + i for i, s in enumerate(strategies) if s == "paths"]
+
+
+#: what precedes a path-mode plan's strategy in a description (``store.schema.encode_json``'s compact
+#: JSON of ``ProbePlan.to_json``, the description's last key)
+_PLAN = b',"plan":{"mode":"path","strategy":"'
+_MAX_REGISTRY = 1 << 30   # store.schema.MAX_UNSIZED_BLOB
+
+
+def _strategies(blob: bytes, n: int) -> list[str] | None:
+    """Each function's plan strategy (``"paths"`` or ``"other"``) in a registry blob (``store.registry.encode_registry``), read
+    without parsing the descriptions (the builder's first file frame imported ``json``'s users in
+    ``store`` and each description's JSON parse was ~23 instructions an event on json; docs/design.md,
+    "wave 15, builder start-up"); None if the blob or a description is not in that form.
+
+    Exact for valid JSON: ``,"plan":`` is a key named ``plan`` wherever it occurs (a ``"`` after
+    ``,`` cannot be inside a string, and ``plan"`` after a closing quote is not JSON), and the
+    description holds that key once (counted), so it is the top-level one ``row[5]()`` reads;
+    the strategy is the string up to the next ``"`` (no backslash in it: no escape)."""
+    import json
+
+    from wholetrace.zstdc import zstandard
+
+    try:
+        size = zstandard.frame_content_size(blob)
+        if not 0 <= size <= _MAX_REGISTRY:
+            return None
+        raw = zstandard.ZstdDecompressor().decompress(blob)
+        cut = raw.find(b"\n")
+        if len(raw) != size or cut < 0:
+            return None
+        rows = json.loads(raw[:cut]).get("functions")
+    except (zstandard.ZstdError, ValueError, AttributeError, RecursionError):
+        return None
+    if not isinstance(rows, list) or len(rows) != n:
+        return None
+    start, out = cut + 1, []
+    for row in rows:
+        if not (isinstance(row, list) and len(row) == 8 and type(row[5]) is int and type(row[6]) is int
+                and 0 <= row[5] <= row[6] <= len(raw) - start):
+            return None
+        lo, hi = start + row[5], start + row[6]
+        at = raw.find(_PLAN, lo, hi)
+        if at < 0 or raw.count(b'"plan":', lo, hi) != 1 or raw[lo:lo + 1] != b"{" or raw[hi - 2:hi] != b"}}":
+            return None
+        at += len(_PLAN)
+        end = raw.find(b'"', at, hi)
+        if end < 0 or raw.find(b"\\", at, end) >= 0:
+            return None
+        out.append("paths" if raw[at:end] == b"paths" else "other")
+    return out
 
 
 def _close_inherited() -> None:
