@@ -25,7 +25,6 @@ import collections
 import gc
 import marshal
 import os
-import resource
 import struct
 import sys
 import threading
@@ -343,10 +342,10 @@ def _timeline(spawned: float, **walls: float) -> dict[str, float]:
 
 
 def _cpu() -> float:
-    """CPU seconds (user + system) of this process so far: the recorded process's CPU figures
-    do not include it (it is nobody's child there)."""
-    ru = resource.getrusage(resource.RUSAGE_SELF)
-    return ru.ru_utime + ru.ru_stime
+    """CPU seconds (user + system, every thread) of this process so far: the recorded process's CPU
+    figures do not include it (it is nobody's child there).  ``getrusage(RUSAGE_SELF)``'s sum, read
+    without importing ``resource``."""
+    return time.process_time()
 
 
 def path_functions(payload: bytearray) -> tuple[int, int, list[int]]:
@@ -381,8 +380,6 @@ def _strategies(blob: bytes, n: int) -> list[str] | None:
     ``,`` cannot be inside a string, and ``plan"`` after a closing quote is not JSON), and the
     description holds that key once (counted), so it is the top-level one ``row[5]()`` reads;
     the strategy is the string up to the next ``"`` (no backslash in it: no escape)."""
-    import json
-
     from wholetrace.zstdc import zstandard
 
     try:
@@ -393,8 +390,10 @@ def _strategies(blob: bytes, n: int) -> list[str] | None:
         cut = raw.find(b"\n")
         if len(raw) != size or cut < 0:
             return None
-        rows = json.loads(raw[:cut]).get("functions")
-    except (zstandard.ZstdError, ValueError, AttributeError, RecursionError):
+        head = raw[:cut].decode("utf-8", "surrogatepass")
+        value, end = _json_scanner()(head, 0)
+        rows = value.get("functions") if end == len(head) else None
+    except Exception:  # noqa: BLE001 - anything not in the recorder's form: the full decode and its errors
         return None
     if not isinstance(rows, list) or len(rows) != n:
         return None
@@ -413,6 +412,31 @@ def _strategies(blob: bytes, n: int) -> list[str] | None:
             return None
         out.append("paths" if raw[at:end] == b"paths" else "other")
     return out
+
+
+class _Strict:
+    """What ``_json.make_scanner`` reads of a ``json.JSONDecoder()``: ``json.loads``'s defaults."""
+
+    strict = True
+    object_hook = object_pairs_hook = None
+    parse_float, parse_int = float, int
+
+    @staticmethod
+    def parse_constant(name: str) -> float:   # NaN, Infinity: never in a registry (store.schema.encode_json)
+        raise ValueError(name)
+
+
+_SCANNER: list[Any] = []
+
+
+def _json_scanner() -> Any:
+    """``json.loads``'s C scanner (``_json``) without the ``json`` package, whose import (its
+    regular expressions compiled) was ~5 M instructions of the builder's first file frame."""
+    if not _SCANNER:
+        from _json import make_scanner
+
+        _SCANNER.append(make_scanner(_Strict()))
+    return _SCANNER[0]
 
 
 def _close_inherited() -> None:
