@@ -28,8 +28,7 @@ module; the builder then imports numpy and that module only.
 from __future__ import annotations
 
 import builtins
-import importlib.machinery
-import importlib.util
+import importlib   # not .util, .machinery: the import system's frozen modules (wpp.startup.find_spec)
 import marshal
 import os
 import pickle
@@ -80,7 +79,9 @@ def _read(path: str) -> bytes:
 
 def _version_path(package: str) -> str | None:
     """The ``_version.py`` of an installed package, found without importing it (None: no package)."""
-    spec = importlib.util.find_spec(package)
+    from wholetrace.wpp.startup import find_spec
+
+    spec = getattr(sys.modules[package], "__spec__", None) if package in sys.modules else find_spec(package)
     if spec is None or not spec.submodule_search_locations:
         return None
     return os.path.join(next(iter(spec.submodule_search_locations)), "_version.py")
@@ -193,10 +194,24 @@ class _StandIn(types.ModuleType):
     def _real(self) -> types.ModuleType:
         if self._real_module is None:
             package = sys.modules[self.__name__.rpartition(".")[0]]
-            spec = importlib.machinery.PathFinder.find_spec(self.__name__, package.__path__)
+            from _frozen_importlib import module_from_spec
+            from _frozen_importlib_external import PathFinder
+
+            spec = PathFinder.find_spec(self.__name__, package.__path__)
             assert spec is not None and spec.loader is not None
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
+            module = module_from_spec(spec)
+            # in sys.modules while it runs, as an import puts it: a kernel module's
+            # ``cache_depends((..., __name__))`` looks itself up there (wave 14: a KeyError, so a
+            # call no export matched failed instead of running on the JIT)
+            stand_in = sys.modules.get(self.__name__)
+            sys.modules[self.__name__] = module
+            try:
+                spec.loader.exec_module(module)
+            finally:
+                if stand_in is None:
+                    del sys.modules[self.__name__]
+                else:
+                    sys.modules[self.__name__] = stand_in
             self._real_module = module
         return self._real_module
 
@@ -217,10 +232,13 @@ def load(directory: Path | str | None = None) -> dict[str, types.ModuleType] | s
         return f"no compiled kernels for key {os.path.basename(where)} in {parent}"
     with open(desc_path, "rb") as f:
         desc = pickle.load(f)
-    loader = importlib.machinery.ExtensionFileLoader(EXT_NAME, str(found[0]))
-    spec = importlib.util.spec_from_file_location(EXT_NAME, found[0], loader=loader)
+    from _frozen_importlib import module_from_spec   # importlib.util's (not imported: wpp.startup.find_spec)
+    from _frozen_importlib_external import ExtensionFileLoader, spec_from_file_location
+
+    loader = ExtensionFileLoader(EXT_NAME, str(found[0]))
+    spec = spec_from_file_location(EXT_NAME, found[0], loader=loader)
     assert spec is not None
-    ext = importlib.util.module_from_spec(spec)
+    ext = module_from_spec(spec)
     loader.exec_module(ext)
     modules: dict[str, types.ModuleType] = {}
     for modname, info in desc["modules"].items():

@@ -45,21 +45,35 @@ ENV_LEAN = "WHOLETRACE_LEAN_NUMPY"
 CODE = "import gc; gc.disable(); import wholetrace.wpp.startup as s; s.run()"
 
 
+def find_spec(name: str, path: list[str] | None = None) -> importlib.machinery.ModuleSpec | None:
+    """``importlib.util.find_spec(name)`` for a module not imported yet (``path``: its parent
+    package's ``__path__``), through the import system's own ``_find_spec``: ``importlib.util``
+    brings ``contextlib`` and ``importlib._abc`` (~4 M instructions of the builder's start-up;
+    docs/design.md, "wave 15, builder start-up")."""
+    try:
+        from _frozen_importlib import _find_spec
+    except ImportError:   # pragma: no cover - another interpreter
+        import importlib.util
+
+        return importlib.util.find_spec(name)
+    return _find_spec(name, path)
+
+
 def lean_numpy() -> types.ModuleType:
     """numpy with the modules of ``numpy._core`` the builder calls imported (:func:`_lean_core`) and
     the rest of ``numpy/_core/__init__.py`` and ``numpy/__init__.py`` deferred to the first attribute
     the module lacks (then the real module: same names, same objects)."""
-    import importlib.util
     import os
+    from _frozen_importlib import module_from_spec
 
     if "numpy" in sys.modules or os.environ.get(ENV_LEAN, "1") == "0":
         import numpy
         return numpy
-    spec = importlib.util.find_spec("numpy")
+    spec = find_spec("numpy")
     if spec is None or spec.loader is None or not spec.submodule_search_locations:
         import numpy   # raises what the ordinary import raises
         return numpy
-    m = importlib.util.module_from_spec(spec)
+    m = module_from_spec(spec)
     sys.modules["numpy"] = m
     try:
         # what numpy/__init__.py does before ``from . import lib`` (numpy 2.x); nothing compiled is
@@ -108,12 +122,13 @@ def _lean_core(m: types.ModuleType) -> None:
     there, ``umath``, ``numerictypes`` and its type names, ``fromnumeric``, ``numeric``,
     ``shape_base``), and their public names on ``m`` as ``from ._core import *`` binds them."""
     import os
+    from _frozen_importlib import module_from_spec
 
     global _CORE_SPEC
-    cspec = importlib.util.find_spec("numpy._core")
+    cspec = find_spec("numpy._core", m.__path__)
     if cspec is None or cspec.loader is None:
         raise ImportError("numpy._core has no spec")
-    core = importlib.util.module_from_spec(cspec)
+    core = module_from_spec(cspec)
     sys.modules["numpy._core"] = core
     m._core = core   # type: ignore[attr-defined]   # as the import system binds a submodule
     _CORE_SPEC = cspec
