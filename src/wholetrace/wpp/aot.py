@@ -11,8 +11,8 @@ module; the builder then imports numpy and that module only.
   every growth path, encoding) through the JIT; every public kernel of the ``wholetrace.kernels``
   modules this imported is exported once per signature it was compiled for, from its
   ``py_func``, with the GIL released as ``@kernel`` does.  The module goes to
-  ``<cache>/<key>/`` (renamed into place: a reader never sees half a build) with a pickled
-  description: the modules, their plain data attributes (constants), each export's symbol and
+  ``<cache>/<key>/`` (renamed into place: a reader never sees half a build) with a
+  description (``marshal``'s format through :func:`_plain`, else pickled): the modules, their plain data attributes (constants), each export's symbol and
   argument types.
 * **Key**: a hash of the kernels' sources (``kernels/*.py``, ``events.py``, whose constants are
   compiled in, and this file), the numba, llvmlite, numpy and Python versions and the machine.
@@ -31,7 +31,6 @@ import builtins
 import importlib   # not .util, .machinery: the import system's frozen modules (wpp.startup.find_spec)
 import marshal
 import os
-import pickle
 import sys
 import types
 TYPE_CHECKING = False   # typing is not imported by the builder (~11 M instructions of its start-up)
@@ -44,8 +43,9 @@ if TYPE_CHECKING:  # the builder's start-up never imports pathlib (4-5 ms of its
 
 #: name of the compiled extension module (its ``PyInit_`` symbol)
 EXT_NAME = "wt_builder_kernels"
-#: the description stored beside the module
-DESCRIPTION = "exports.pickle"
+#: the description stored beside the module: ``marshal``'s format (:func:`_plain`), else ``pickle``'s
+DESCRIPTION = "exports.marshal"
+DESCRIPTION_PICKLED = "exports.pickle"
 #: ``WHOLETRACE_AOT=0`` disables the compiled kernels (the builder then uses the JIT)
 ENV_SWITCH = "WHOLETRACE_AOT"
 #: where compiled modules are kept (default ``$XDG_CACHE_HOME/wholetrace/aot``)
@@ -226,12 +226,20 @@ def load(directory: Path | str | None = None) -> dict[str, types.ModuleType] | s
     parent = os.fspath(directory) if directory is not None else _cache_dir()
     where = os.path.join(parent, key())
     desc_path = os.path.join(where, DESCRIPTION)
+    pickled = not os.path.exists(desc_path)
+    if pickled:
+        desc_path = os.path.join(where, DESCRIPTION_PICKLED)
     found = sorted(os.path.join(where, n) for n in os.listdir(where)
                    if n.startswith(EXT_NAME + ".")) if os.path.exists(desc_path) else []
     if not found:
         return f"no compiled kernels for key {os.path.basename(where)} in {parent}"
     with open(desc_path, "rb") as f:
-        desc = pickle.load(f)
+        if pickled:
+            import pickle
+
+            desc = pickle.load(f)
+        else:
+            desc = _unplain(marshal.load(f))
     from _frozen_importlib import module_from_spec   # importlib.util's (not imported: wpp.startup.find_spec)
     from _frozen_importlib_external import ExtensionFileLoader, spec_from_file_location
 
@@ -457,13 +465,57 @@ def build(directory: Path | None = None, verbose: bool = False) -> Path:
     finally:
         pycc_compiler.Flags = original
         pycc_compiler.compile_extra = compile_extra
-    with open(tmp / DESCRIPTION, "wb") as f:
-        pickle.dump(desc, f, protocol=pickle.HIGHEST_PROTOCOL)
+    try:
+        data, name = marshal.dumps(_plain(desc)), DESCRIPTION
+    except (TypeError, ValueError):   # a constant marshal cannot hold even as _plain makes it
+        import pickle
+
+        data, name = pickle.dumps(desc, protocol=pickle.HIGHEST_PROTOCOL), DESCRIPTION_PICKLED
+    with open(tmp / name, "wb") as f:
+        f.write(data)
     try:
         os.rename(tmp, where)
     except OSError:  # another build won the race (or an old one is there): keep it
         shutil.rmtree(tmp, ignore_errors=True)
     return where
+
+
+def _plain(v: Any) -> Any:
+    """The description in values ``marshal`` takes: ``("v", v)``; a tuple ``("t", items)``, a dict
+    ``("d", {key: item})``; numpy's (the kernel modules' constants, defaults) ``("a", dtype,
+    shape, bytes)`` for a C-ordered array, ``("s", dtype, bytes)`` for a scalar.  The builder's
+    start-up then imports no ``pickle`` (with ``re``: 13 M instructions; docs/design.md, "wave 15,
+    builder start-up").  TypeError for anything else (:func:`build` then pickles)."""
+    if type(v) in (int, float, bool, str, bytes, type(None)):
+        return ("v", v)
+    if type(v) in (tuple, list):
+        return ("t" if type(v) is tuple else "l", [_plain(x) for x in v])
+    if type(v) is dict and all(type(k) is str for k in v):
+        return ("d", {k: _plain(x) for k, x in v.items()})
+    import numpy as np
+
+    if isinstance(v, np.ndarray) and type(v) is np.ndarray and not v.dtype.hasobject and v.flags.c_contiguous:
+        return ("a", v.dtype.str, v.shape, v.tobytes())
+    if isinstance(v, np.generic) and not v.dtype.hasobject and type(v) is v.dtype.type:
+        return ("s", v.dtype.str, v.tobytes())
+    raise TypeError(f"no plain form for {type(v).__name__}")
+
+
+def _unplain(v: Any) -> Any:
+    """What :func:`_plain` was given (arrays writeable, as unpickled ones are)."""
+    kind = v[0]
+    if kind == "v":
+        return v[1]
+    if kind in ("t", "l"):
+        items = [_unplain(x) for x in v[1]]
+        return tuple(items) if kind == "t" else items
+    if kind == "d":
+        return {k: _unplain(x) for k, x in v[1].items()}
+    import numpy as np
+
+    if kind == "a":
+        return np.frombuffer(bytearray(v[3]), v[1]).reshape(v[2])
+    return np.frombuffer(v[2], v[1])[0]
 
 
 def _made(path: Path) -> Path:
@@ -475,10 +527,11 @@ def main(argv: list[str]) -> int:
     """``python -m wholetrace.wpp.aot [--force] [--status]``: build the compiled builder kernels
     for this machine unless they are there (``--status``: only say where they are)."""
     where = cache_dir() / key()
+    present = (where / DESCRIPTION).exists() or (where / DESCRIPTION_PICKLED).exists()
     if "--status" in argv:
-        print(f"{where}: {'present' if (where / DESCRIPTION).exists() else 'missing'}")
+        print(f"{where}: {'present' if present else 'missing'}")
         return 0
-    if (where / DESCRIPTION).exists() and "--force" not in argv:
+    if present and "--force" not in argv:
         print(f"compiled WPP builder kernels up to date: {where}")
         return 0
     if "--force" in argv and where.exists():

@@ -154,12 +154,40 @@ def _lean_core(m: types.ModuleType) -> None:
     promotion = getattr(multiarray, "_set_promotion_state", None)
     if promotion is not None:
         promotion(os.environ.get("NPY_PROMOTION_STATE", "weak"))
-    from numpy._core import fromnumeric, numeric, shape_base  # noqa: F401
+    # fromnumeric imports numpy._core._methods, which imports pickle (with re: 13 M instructions)
+    # for ndarray.dump/dumps only: a deferring stand-in while it loads (_deferred)
+    deferred = None if "pickle" in sys.modules else _deferred("pickle")
+    if deferred is not None:
+        sys.modules["pickle"] = deferred
+    try:
+        from numpy._core import fromnumeric, numeric, shape_base  # noqa: F401
+    finally:
+        if deferred is not None and sys.modules.get("pickle") is deferred:
+            del sys.modules["pickle"]      # _methods keeps it; any other import gets the real one
 
     names = {name: getattr(mod, name) for mod in (numeric, shape_base) for name in mod.__all__}
     m.__dict__.update(names)
     # numpy/__init__.py's madvise(hugepage) setting (NUMPY_MADVISE_HUGEPAGE, the kernel's version)
     multiarray._set_madvise_hugepage(_hugepage_setup())
+
+
+def _deferred(name: str) -> types.ModuleType:
+    """A module standing for the top-level module ``name`` while the lean core loads: its first
+    attribute asked (PEP 562; not ``__path__``, which the import system probes) imports the real
+    module (the stand-in out of ``sys.modules`` first if still there) and gives the real one's.
+    ``_methods`` calls ``pickle.dump``/``dumps`` only in ``ndarray.dump``/``dumps``, which the
+    builder never calls; :func:`_complete` gives it the real module."""
+    stand_in = types.ModuleType(name, f"wholetrace.wpp.startup's stand-in for {name} (numpy's _methods)")
+
+    def __getattr__(attr: str) -> object:
+        if attr == "__path__":
+            raise AttributeError(f"module {name!r} has no attribute {attr!r}")
+        if sys.modules.get(name) is stand_in:
+            del sys.modules[name]
+        return getattr(__import__(name), attr)
+
+    stand_in.__dict__.update(__getattr__=__getattr__, _wholetrace_stand_in=True)
+    return stand_in
 
 
 #: held while the lean numpy is completed (:func:`_complete`); ``_busy`` says it is under way
@@ -177,6 +205,10 @@ def _complete(m: types.ModuleType, spec: importlib.machinery.ModuleSpec) -> None
         _busy = True
         try:
             _real_inspect()
+            methods = sys.modules.get("numpy._core._methods")
+            if getattr(getattr(methods, "pickle", None), "_wholetrace_stand_in", False):
+                methods.pickle.__getattr__("dumps")   # the real pickle imported (the stand-in out of sys.modules)
+                methods.pickle = sys.modules["pickle"]
             cspec, _CORE_SPEC = _CORE_SPEC, None
             core = sys.modules.get("numpy._core")
             if cspec is not None and core is not None and core.__spec__ is cspec:
