@@ -246,8 +246,26 @@ def load(directory: Path | str | None = None) -> dict[str, types.ModuleType] | s
     loader = ExtensionFileLoader(EXT_NAME, str(found[0]))
     spec = spec_from_file_location(EXT_NAME, found[0], loader=loader)
     assert spec is not None
-    ext = module_from_spec(spec)
-    loader.exec_module(ext)
+    # pycc's module init unpickles its exports' environments with ``pickle.loads`` (numba's
+    # _helperlib.c, PYCC_COMPILING): that is ``_pickle.loads``; a stand-in holding it spares the
+    # start-up pickle.py and re (~10 M instructions); any other name imports the real one
+    stand_in = None
+    if "pickle" not in sys.modules:
+        from wholetrace.wpp.startup import _deferred
+
+        try:
+            from _pickle import loads
+        except ImportError:   # pragma: no cover - not CPython
+            pass
+        else:
+            stand_in = sys.modules["pickle"] = _deferred("pickle")
+            stand_in.loads = loads  # type: ignore[attr-defined]
+    try:
+        ext = module_from_spec(spec)   # PyInit runs here
+        loader.exec_module(ext)
+    finally:
+        if stand_in is not None and sys.modules.get("pickle") is stand_in:
+            del sys.modules["pickle"]
     modules: dict[str, types.ModuleType] = {}
     for modname, info in desc["modules"].items():
         m = _StandIn(modname)

@@ -175,9 +175,10 @@ def _deferred(name: str) -> types.ModuleType:
     """A module standing for the top-level module ``name`` while the lean core loads: its first
     attribute asked (PEP 562; not ``__path__``, which the import system probes) imports the real
     module (the stand-in out of ``sys.modules`` first if still there) and gives the real one's.
-    ``_methods`` calls ``pickle.dump``/``dumps`` only in ``ndarray.dump``/``dumps``, which the
-    builder never calls; :func:`_complete` gives it the real module."""
-    stand_in = types.ModuleType(name, f"wholetrace.wpp.startup's stand-in for {name} (numpy's _methods)")
+    ``pickle`` here: numpy's ``_methods`` calls ``pickle.dump``/``dumps`` only in
+    ``ndarray.dump``/``dumps``, which the builder never calls (:func:`_complete` gives it the real
+    module); ``wpp.aot.load`` adds ``loads`` for the compiled kernels' module init."""
+    stand_in = types.ModuleType(name, f"wholetrace.wpp.startup's stand-in for {name} (until its first use)")
 
     def __getattr__(attr: str) -> object:
         if attr == "__path__":
