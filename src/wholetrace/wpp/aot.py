@@ -239,7 +239,7 @@ def load(directory: Path | str | None = None) -> dict[str, types.ModuleType] | s
 
             desc = pickle.load(f)
         else:
-            desc = _unplain(marshal.load(f))
+            desc = _unplain(marshal.loads(f.read()))   # not marshal.load(f): a read call per value
     from _frozen_importlib import module_from_spec   # importlib.util's (not imported: wpp.startup.find_spec)
     from _frozen_importlib_external import ExtensionFileLoader, spec_from_file_location
 
