@@ -5,7 +5,6 @@ explicit (preorder streams of the rules, version 4; versions 1 and 2 still decod
 from __future__ import annotations
 
 import struct
-import zlib
 from collections.abc import Callable
 
 import numpy as np
@@ -287,6 +286,8 @@ def encode_compact(g: Grammar) -> bytes:
     else:
         tbits, nbytes, buf = _cm_encode(a, rawbits, models, pmode)
     version = VERSION_ORDER0 if models == _TREE else _FLAG_VERSION if pmode else VERSION_COMPACT
+    import zlib   # not at import: the WPP builder codes explicit grammars only (0.7 M instructions of its start-up)
+
     head = _HEAD3.pack(MAGIC, version, FLAG_LOOKAHEAD if g.lookahead else 0,
                        rawbits, tbits, a.size, nbytes, zlib.crc32(a.astype("<i4", copy=False).data),
                        (CM.ALL_MODELS & ~models) | pmode << 8)
@@ -318,6 +319,8 @@ def _decode_compact(data: bytes) -> Grammar:
     else:
         _, status = CM.cm_code(a, n, rawbits, payload, True, tbits, *_cm_tables(), CM.ALL_MODELS & ~dropped, pmode,
                            _PSHIFT[version])
+    import zlib
+
     if status != CM.ST_OK or zlib.crc32(a.astype("<i4", copy=False).data) != crc:
         raise GrammarError("corrupt grammar encoding (sequence check failed)")
     return sequitur(a, lookahead=bool(flags & FLAG_LOOKAHEAD))
