@@ -136,11 +136,16 @@ with os.fdopen(r) as f:
 import threading
 t = threading.Thread(target=lambda: None)
 t.start(); t.join()
+r, w = os.pipe()
 pid = os.fork()          # now with threading (and a finished thread) in the parent
 if pid == 0:
-    print("child2", threading.active_count(), threading.main_thread() is threading.current_thread(), flush=True)
+    os.close(r)
+    os.write(w, f"child2 {threading.active_count()} {threading.main_thread() is threading.current_thread()}".encode())
     os._exit(0)
+os.close(w)
 os.waitpid(pid, 0)
+with os.fdopen(r) as f:
+    print(f.read())
 print("end", threading.active_count())
 '''
 
@@ -209,3 +214,24 @@ def test_flag_behaves_as_threading_event():
         assert woke == [True] and f.is_set() and f.wait(0) is True and f.wait(5) is True
         f.set()     # twice: no error
         assert f.is_set()
+
+
+SHADOWS = '''
+import sys
+print(sorted(m for m in ("warnings", "opcode", "enum") if m in sys.modules))
+import warnings, opcode, enum
+print(warnings.MINE, opcode.MINE, enum.MINE)
+import helper_mod
+print(helper_mod.work(5, []))
+'''
+
+
+@pytest.mark.parametrize("mode", ["blocks", "path"])
+def test_a_cold_miss_leaves_no_stdlib_module_a_program_file_shadows(tmp_path, mode):
+    """``warnings.py``, ``opcode.py`` and ``enum.py`` beside the script: from a cold code cache
+    too (the miss path loads the standard library's three before the first line), the program
+    imports its own, as plain.  Failed before wave 15 (review14d P1: the standard library's
+    were left in ``sys.modules``; ``AttributeError: MINE``)."""
+    files = [(f"{n}.py", f"MINE = {n!r}\n") for n in ("warnings", "opcode", "enum")]
+    plain = _same_as_plain(tmp_path, SHADOWS, mode, files + [("helper_mod.py", "def work(n, out):\n    return n\n")])
+    assert plain.stdout.splitlines()[:2] == ["[]", "warnings opcode enum"]
