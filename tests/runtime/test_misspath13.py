@@ -141,6 +141,7 @@ def cb(phase, info):
 
 gc.callbacks.append(cb)
 import mod
+gc.collect()   # the callback has run by now in any case (3.13's plain ``import mod`` collects nothing)
 gc.callbacks.remove(cb)
 import other
 print("ok", done, other.Y)
@@ -150,7 +151,10 @@ print("ok", done, other.Y)
 def test_a_gc_callback_importing_during_the_miss_path_load_does_not_hang(tmp_path):
     """A ``gc`` callback imports a cold module while the same thread loads the miss path
     (``mod`` cold, the script warm): the recording finishes with the plain output; the
-    callback's module is imported uninstrumented and named in the meta."""
+    callback's module is imported uninstrumented and named in the meta.  Whether a collection
+    runs during ``import mod`` is the allocator's business (plain 3.11 collects there, plain
+    3.13 does not: review14d P3), so the program collects once after it: the output does not
+    depend on it, the load's own collections still call the callback first."""
     script = tmp_path / "prog.py"
     script.write_text(GC_NESTED)
     _warm_script_cold_modules(tmp_path, script, {"mod.py": "X = 10\n", "other.py": "Y = 1\n"})
