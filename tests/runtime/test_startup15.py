@@ -1,4 +1,4 @@
-"""Record's fixed cost, wave 15 (docs/design.md, "wave 15, record's start-up"): ``threading`` is
+"""Record's fixed cost, wave 15 (docs/design.md, "Record's start-up, wave 15"): ``threading`` is
 no longer imported at start-up (the flusher is a ``_thread`` thread), so the program's own
 ``import threading`` runs the real import, and what ``threading`` tells it must be what plain
 ``python`` tells it.

@@ -118,8 +118,8 @@ def forget_shadowed(before: set[str], dirs: tuple[str, ...]) -> None:
     imported since ``before`` was taken that the program's own import would not find: a
     ``warnings.py`` (``opcode.py``, ``enum.py``, ...) where ``sys.path`` looks before the
     standard library.  The program's ``import warnings`` then runs the import plain
-    ``python`` runs and takes its own file (review14d P1; docs/design.md, "wave 15, record's
-    start-up"); the miss path keeps using the standard library's (its modules hold it).  The
+    ``python`` runs and takes its own file (review14d P1; docs/design.md, "Record's start-up,
+    wave 15"); the miss path keeps using the standard library's (its modules hold it).  The
     others stay, one copy each: a program thread may have taken one while the load ran
     (``test_misspath13``'s one ``enum``).  Built-in and frozen modules come before
     ``sys.path`` in plain imports too."""

@@ -39,8 +39,8 @@ FLUSH_SECONDS = 0.25
 
 class Flag:
     """``threading.Event``'s ``set``/``is_set``/``wait`` on one ``_thread`` lock, held while the
-    flag is clear: ``threading`` is not imported at start-up (docs/design.md, "wave 15,
-    record's start-up")."""
+    flag is clear: ``threading`` is not imported at start-up (docs/design.md, "Record's
+    start-up, wave 15")."""
 
     __slots__ = ("_lock", "_set")
 

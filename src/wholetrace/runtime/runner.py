@@ -432,8 +432,8 @@ def record(target: Target, writer: Any, *, mode: str = "blocks", include: list[s
 def _program_threads() -> list[Any]:
     """The program's ``threading`` threads but the current one, as ``threading.enumerate()``
     lists them (no list when the program has not imported ``threading``: wholetrace does not
-    import it, its flusher is a ``_thread`` thread; docs/design.md, "wave 15, record's
-    start-up").  Compared by ident (``current_thread()`` in a thread ``threading`` does not
+    import it, its flusher is a ``_thread`` thread; docs/design.md, "Record's start-up,
+    wave 15").  Compared by ident (``current_thread()`` in a thread ``threading`` does not
     know would add a dummy thread); a program's own ``threading.py`` without ``enumerate``
     lists nothing."""
     th = sys.modules.get("threading")
