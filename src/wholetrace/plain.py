@@ -11,7 +11,7 @@ declared with ``compare=False, repr=False`` are left out of ``_fields``).
 
 from __future__ import annotations
 
-from operator import attrgetter
+from _operator import attrgetter   # operator's own (operator.py imports it; docs/design.md, "Record's start-up, wave 15")
 TYPE_CHECKING = False   # typing is not imported at start-up (mypy reads the name as typing's)
 if TYPE_CHECKING:   # pragma: no cover
     from collections.abc import Callable

@@ -53,8 +53,8 @@ def test_a_script_directory_shadowing_a_miss_path_module_records(tmp_path, name)
     """The program's directory holds ``enum.py`` (``ast.py``, ``bisect.py``) and the cache is
     cold: the recording finishes (it hung when the miss path imported the program's file) and
     prints what plain Python prints.  When the program imports its own ``NAME`` after the
-    cold miss, it gets the standard library's (the documented difference, docs/design.md "The
-    miss path's imports"); from a warm cache it gets its own, as plain."""
+    cold miss, it gets its own, as plain and as from a warm cache (wave 15, review14d P1: it
+    got the standard library's, which the miss path had left in ``sys.modules``)."""
     (tmp_path / f"{name}.py").write_text(SHADOW.format(name=name))
     (tmp_path / "helper_mod.py").write_text(HELPER)
     quiet = tmp_path / "quiet.py"
@@ -70,9 +70,7 @@ def test_a_script_directory_shadowing_a_miss_path_module_records(tmp_path, name)
     assert plain.stdout.splitlines()[1:] == [f"user {name}", f"['{tmp_path.name}', '{name}.py']"]
     cold = _record(tmp_path, loud, tmp_path / "cold")
     assert cold.returncode == 0, cold.stderr
-    stdlib = cold.stdout.splitlines()   # the documented difference: the standard library's module
-    assert stdlib[0] == "hello 4" and stdlib[1] != f"['{tmp_path.name}', '{name}.py']" \
-        and stdlib[1].endswith(f"'{name}.py']") and len(stdlib) == 2
+    assert cold.stdout == plain.stdout
     warm = _record(tmp_path, loud, tmp_path / "cold")
     assert (warm.returncode, warm.stdout) == (0, plain.stdout), warm.stderr
 
@@ -143,6 +141,7 @@ def cb(phase, info):
 
 gc.callbacks.append(cb)
 import mod
+gc.collect()   # the callback has run by now in any case (3.13's plain ``import mod`` collects nothing)
 gc.callbacks.remove(cb)
 import other
 print("ok", done, other.Y)
@@ -152,7 +151,10 @@ print("ok", done, other.Y)
 def test_a_gc_callback_importing_during_the_miss_path_load_does_not_hang(tmp_path):
     """A ``gc`` callback imports a cold module while the same thread loads the miss path
     (``mod`` cold, the script warm): the recording finishes with the plain output; the
-    callback's module is imported uninstrumented and named in the meta."""
+    callback's module is imported uninstrumented and named in the meta.  Whether a collection
+    runs during ``import mod`` is the allocator's business (plain 3.11 collects there, plain
+    3.13 does not: review14d P3), so the program collects once after it: the output does not
+    depend on it, the load's own collections still call the callback first."""
     script = tmp_path / "prog.py"
     script.write_text(GC_NESTED)
     _warm_script_cold_modules(tmp_path, script, {"mod.py": "X = 10\n", "other.py": "Y = 1\n"})
@@ -244,20 +246,21 @@ import wholetrace.runtime.runner
 from wholetrace.instrument import misspath
 import enum as program_enum   # the program's own, already imported: put back after the load
 ast = misspath.load()
-import bisect
 print(ast.__file__.startswith(misspath.stdlib_dirs()[0]), sys.modules["enum"] is program_enum,
-      type(ast._Precedence).__module__, sys.modules["ast"] is ast, bisect.__name__)
+      type(ast._Precedence).__module__, "ast" in sys.modules, "bisect" in sys.modules, flush=True)
+import bisect   # the program's (it exits), as plain python's import would take it
 '''
 
 
 def test_load_takes_the_standard_library_with_shadows_first_on_sys_path(tmp_path):
     """``load`` with the program's ``enum.py`` (imported), ``ast.py`` and ``bisect.py`` first on
     ``sys.path`` (each exits if imported): the standard library's modules, the program's
-    ``enum`` put back, ``ast`` left in ``sys.modules``."""
+    ``enum`` put back; ``ast`` and ``bisect`` taken out of ``sys.modules`` (the program's would
+    be imported in their place: wave 15, review14d P1), so ``import bisect`` runs the program's."""
     for name in ("ast", "bisect"):
         (tmp_path / f"{name}.py").write_text(f"raise SystemExit('user {name}')\n")
     (tmp_path / "enum.py").write_text("MINE = 1\n")
     r = subprocess.run([sys.executable, "-c", SHADOWED_LOAD, str(tmp_path)], capture_output=True, text=True,
                        env=ENV, timeout=TIMEOUT)
-    assert r.returncode == 0, r.stderr
-    assert r.stdout.split() == ["True", "True", "enum", "True", "bisect"]
+    assert (r.returncode, r.stderr.strip()) == (1, "user bisect")
+    assert r.stdout.split() == ["True", "True", "enum", "False", "False"]

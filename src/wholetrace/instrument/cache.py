@@ -22,7 +22,6 @@ from __future__ import annotations
 import marshal
 import os
 import sys
-from functools import lru_cache
 from types import CodeType
 
 from wholetrace.events import ENTER_BASE, enter_code
@@ -146,17 +145,26 @@ def _content_digest(files: list[str]) -> str:
     return h.hexdigest()
 
 
-@lru_cache(maxsize=4)
+_DIGESTS: dict[str | None, str] = {}   # a memo dict, not functools.lru_cache: no functools at start-up
+
+
 def instrumenter_digest(memo: str | None = None) -> str:
     """Hash of the code that decides what instrumented code looks like (so a changed
     wholetrace never reuses an old template).
 
     Hashing those ~250 KB costs 1.5 ms of every start-up; with ``memo`` (a directory: the
     code cache's) the digest is kept there by the files' stat (``digest.memoised``)."""
-    files = digested_files()
-    if memo is None:
-        return _content_digest(files)
-    return memoised(memo, "digest", files, lambda: _content_digest(files), 64)
+    got = _DIGESTS.get(memo)
+    if got is None:
+        files = digested_files()
+        got = _content_digest(files) if memo is None else memoised(memo, "digest", files, lambda: _content_digest(files), 64)
+        if len(_DIGESTS) >= 4:
+            _DIGESTS.clear()
+        _DIGESTS[memo] = got
+    return got
+
+
+instrumenter_digest.cache_clear = _DIGESTS.clear   # type: ignore[attr-defined]  # (lru_cache's name, for tests)
 
 
 def default_dir() -> str:

@@ -12,7 +12,6 @@ the compiled code (site tables, guards that re-raise in place).
 
 from __future__ import annotations
 
-import functools
 import sys
 
 from wholetrace.ids import EXIT
@@ -51,11 +50,16 @@ O = "wt.o"           # path mode: the activation's closing record, set on the ed
 LEAVE_TABLE_MAX = 256
 
 
-@functools.lru_cache(maxsize=256)
+_LEAVE_TABLES: dict[int, tuple[int, ...]] = {}   # a memo dict, not functools.lru_cache (rstart15: no functools at start-up)
+
+
 def leave_table(num_paths: int) -> tuple[int, ...]:
     """``LEAVE_PATH + p`` for every path id ``p``, then LEAVE (index -1: the register after an
     exception left the activation, ``no_path``)."""
-    return tuple(LEAVE_PATH + p for p in range(num_paths)) + (LEAVE,)
+    table = _LEAVE_TABLES.get(num_paths)
+    if table is None:
+        table = _LEAVE_TABLES[num_paths] = tuple(LEAVE_PATH + p for p in range(num_paths)) + (LEAVE,)
+    return table
 
 # --- run-time objects, constants of the compiled code (runtime.probes.runtime_objects)
 GET = "get"          # ContextVar.get of the current stream (trace modes)

@@ -21,7 +21,6 @@ them out from the stored CFG: a test compares the two on the corpus).
 from __future__ import annotations
 
 from array import array
-from collections import Counter
 
 from wholetrace.ids import ENTRY, EXIT
 
@@ -61,7 +60,9 @@ def function_facts(cfg: CFG, index: int, lines: array, branches: array) -> bool:
         if b == ENTRY or len(es) < 2 or not block.stmts:
             continue
         line = cfg.stmts[block.stmts[-1]].line
-        kinds = Counter(cfg.edges[e].kind for e in es)
+        kinds: dict[object, int] = {}    # no collections.Counter: not imported at start-up (rstart15)
+        for e in es:
+            kinds[cfg.edges[e].kind] = kinds.get(cfg.edges[e].kind, 0) + 1
         for k, e in enumerate(es):
             edge = cfg.edges[e]
             code = kind_code.get(edge.kind)

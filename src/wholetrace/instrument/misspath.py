@@ -98,6 +98,7 @@ def load() -> ModuleType:
 def _load() -> ModuleType:
     dirs = stdlib_dirs()
     held: dict[str, ModuleType] = {}   # the program's own module under a name of ORDER, put back after
+    before = set(sys.modules)
     try:
         _load_stdlib([n for n in ORDER if n not in SINCE_312 or sys.version_info >= (3, 12)], dirs, held)
         import ast
@@ -109,6 +110,36 @@ def _load() -> ModuleType:
         return ast
     finally:
         sys.modules.update(held)
+        forget_shadowed(before, dirs)
+
+
+def forget_shadowed(before: set[str], dirs: tuple[str, ...]) -> None:
+    """Take out of ``sys.modules`` the standard library's modules (with their submodules)
+    imported since ``before`` was taken that the program's own import would not find: a
+    ``warnings.py`` (``opcode.py``, ``enum.py``, ...) where ``sys.path`` looks before the
+    standard library.  The program's ``import warnings`` then runs the import plain
+    ``python`` runs and takes its own file (review14d P1; docs/design.md, "Record's start-up,
+    wave 15"); the miss path keeps using the standard library's (its modules hold it).  The
+    others stay, one copy each: a program thread may have taken one while the load ran
+    (``test_misspath13``'s one ``enum``).  Built-in and frozen modules come before
+    ``sys.path`` in plain imports too."""
+    from _frozen_importlib_external import PathFinder
+
+    added = [n for n in sys.modules if n not in before]
+    for top in {n.partition(".")[0] for n in added}:
+        module = sys.modules.get(top)
+        origin = getattr(getattr(module, "__spec__", None), "origin", None)
+        if top in before or module is None or origin in ("built-in", "frozen") or top.startswith("wholetrace") \
+                or not is_stdlib(module, dirs):
+            continue
+        try:
+            found = getattr(PathFinder.find_spec(top, sys.path), "origin", origin)
+        except Exception:   # noqa: BLE001 - a sys.path entry the program's import would fail on too
+            continue
+        if found != origin:
+            for name in added:
+                if name == top or name.startswith(top + "."):
+                    del sys.modules[name]
 
 
 def _load_stdlib(names: list[str], dirs: tuple[str, ...], held: dict[str, ModuleType]) -> None:

@@ -34,13 +34,13 @@ import _thread
 import os
 import _signal as signal   # the C module ``signal`` wraps: ``signal.py`` builds enums (imports enum, ~1.5 ms)
 import sys
-import threading
 import time
 import types
 
 from wholetrace import jsontext
 from wholetrace.events import EXC, LEAVE
 from wholetrace.plain import Record
+from wholetrace.runtime.recorder import Flag
 from wholetrace.store.schema import BASE_PREFIX, CHILDREN_KEY, PROCESS_KEY, UNRECORDED_PREFIX
 
 TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
@@ -130,12 +130,12 @@ class Children:
         parent_name = self.name
         self.name = part_name()
         self.config.parent = self.name
-        rec.lock, rec._flush_lock, rec._stop, rec._thread = threading.Lock(), threading.Lock(), threading.Event(), None
+        rec.lock, rec._flush_lock, rec._stop, rec._thread = _thread.allocate_lock(), _thread.allocate_lock(), Flag(), None
         rec.events, rec.registered = 0, set()
-        me = threading.get_ident()
+        me = _thread.get_ident()
         rec.headroom_threads = {me}
         streams = rec.state.streams
-        streams.lock = threading.Lock()
+        streams.lock, streams.main_ident = _thread.allocate_lock(), me   # (threading's _after_fork: the forking thread is the main one)
         kept = [st for st in streams.all if st.thread_ident == me]
         streams.all[:] = kept
         streams.by_buffer = {id(st.buf): st for st in kept}
@@ -184,7 +184,7 @@ class Children:
         the exit finalisers, or when SIGTERM arrives (``Pool.terminate``, ``Process.terminate``)."""
         util = sys.modules["multiprocessing.util"]
         util.Finalize(None, self.finish, exitpriority=_LAST)
-        if threading.current_thread() is threading.main_thread() \
+        if _thread.get_ident() == self.live.recorder.state.streams.main_ident \
                 and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
             signal.signal(signal.SIGTERM, self._terminated)
             _watch_sigterm(self)
@@ -201,9 +201,17 @@ class Children:
             return
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         try:
-            helper = threading.Thread(target=self.finish, name="wholetrace-finish", daemon=True)
-            helper.start()
-            helper.join(TERM_SECONDS)
+            done = _thread.allocate_lock()     # a bare thread, joined through this lock: not in threading.enumerate()
+            done.acquire()
+
+            def run() -> None:
+                try:
+                    self.finish()
+                finally:
+                    done.release()
+
+            _thread.start_new_thread(run, ())
+            done.acquire(True, TERM_SECONDS)
         finally:
             os.kill(os.getpid(), signal.SIGTERM)
 
@@ -307,7 +315,7 @@ def _watch_sigterm(ch: Children) -> None:
         for fd in _WAKEUP:
             os.close(fd)
     _WAKEUP = (r, w)
-    main = threading.main_thread().ident
+    main = _thread.get_ident()   # (called in the main thread: ``_mp_child``)
     term = int(signal.SIGTERM)
 
     def watch() -> None:
@@ -510,7 +518,7 @@ def _writer_lock(writer: Any) -> Any:
     if isinstance(writer, _LazyWriter):
         writer = writer._w
     lock = getattr(writer, "_lock", None) if writer is not None else None
-    return lock if lock is not None else threading.Lock()
+    return lock if lock is not None else _thread.allocate_lock()
 
 
 def _in_multiprocessing() -> bool:
@@ -562,7 +570,7 @@ class _LazyWriter:
     """A fork child's part writer, made on first use (by its flusher, or when it ends)."""
 
     def __init__(self, path: str, setup: Any) -> None:
-        self.path, self._setup, self._w, self._make = path, setup, None, threading.Lock()
+        self.path, self._setup, self._w, self._make = path, setup, None, _thread.allocate_lock()
 
     def _get(self) -> Any:
         if self._w is None:

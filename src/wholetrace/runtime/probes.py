@@ -10,10 +10,10 @@ serve only module and class bodies (which can keep no local) and ``for`` loops w
 
 from __future__ import annotations
 
+import _thread   # threading's get_ident itself: threading is not imported at start-up (rstart15)
 import sys
-import threading
-from functools import partial
-from operator import itemgetter
+from _functools import partial   # functools' and operator's own: no functools/collections at start-up (rstart15)
+from _operator import itemgetter
 from types import CodeType, TracebackType
 
 from wholetrace.events import EXC, RERAISE
@@ -137,7 +137,7 @@ def runtime_objects(state: RunState) -> dict[str, object]:
         src = sites.resolve(fid, tb.tb_frame.f_code, tb.tb_lasti)
         if not reraise:
             return src, src
-        key = (threading.get_ident(), fid)
+        key = (_thread.get_ident(), fid)
         site, seen = held.get(key, (-1, None))
         held[key] = (site, tb if keep else None)
         return src, site if seen is tb and site >= 0 else src
@@ -157,7 +157,7 @@ def runtime_objects(state: RunState) -> dict[str, object]:
 
     def note_reraise(fid: int, stmt: int) -> None:
         """A module or class body passed re-raise site ``stmt``; -1: it starts or ends (forget all)."""
-        key = (threading.get_ident(), fid)
+        key = (_thread.get_ident(), fid)
         if stmt < 0:
             held.pop(key, None)
         else:

@@ -10,9 +10,9 @@ in one process share nothing.
 
 from __future__ import annotations
 
+import _thread
 import gc
 import sys
-import threading
 import time
 import types
 from array import array
@@ -37,6 +37,39 @@ if TYPE_CHECKING:   # pragma: no cover
 FLUSH_SECONDS = 0.25
 
 
+class Flag:
+    """``threading.Event``'s ``set``/``is_set``/``wait`` on one ``_thread`` lock, held while the
+    flag is clear: ``threading`` is not imported at start-up (docs/design.md, "Record's
+    start-up, wave 15")."""
+
+    __slots__ = ("_lock", "_set")
+
+    def __init__(self) -> None:
+        self._lock = _thread.allocate_lock()
+        self._lock.acquire()
+        self._set = False
+
+    def set(self) -> None:
+        if not self._set:
+            self._set = True
+            try:
+                self._lock.release()
+            except RuntimeError:    # pragma: no cover - two threads setting it at once
+                pass
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def wait(self, timeout: float) -> bool:
+        """Wait until the flag is set or ``timeout`` seconds pass; True if it is set."""
+        if self._set:
+            return True
+        if self._lock.acquire(True, timeout):
+            self._lock.release()
+            return True
+        return self._set
+
+
 class Recorder:
     """Owns a store writer during a run; a daemon thread moves stream buffers into it."""
 
@@ -49,10 +82,13 @@ class Recorder:
         self.files: list[tuple[str, int, int, FileEntry]] = []   # (file, first fid, first counter, entry)
         self.n_functions = 0
         self._index: tuple[dict[tuple[str, str], int], list[int]] | None = None
-        self.lock = threading.Lock()
-        self._flush_lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self.lock = _thread.allocate_lock()
+        self._flush_lock = _thread.allocate_lock()
+        self._stop = Flag()
+        #: the flusher: a bare ``_thread`` thread (not in the program's ``threading.enumerate()``);
+        #: its ident, and a lock it holds until its loop has ended (the join)
+        self._thread: int | None = None
+        self._running = _thread.allocate_lock()
         #: flushes by the flusher thread, their wake-ups' delay (s), their duration (s), the
         #: flusher's CPU (s), the conversion's duration (s); kept for ``--wpp`` (meta ``wpp.feed``)
         self.flusher_stats = [0, 0.0, 0.0, 0.0, 0.0]
@@ -126,7 +162,7 @@ class Recorder:
         there would let other threads run where they would not have)."""
         if self.traces and C_CALLS_COUNT and st.thread_ident not in self.headroom_threads:
             self.headroom_threads.add(st.thread_ident)  # type: ignore[arg-type]
-            if st.thread_ident != threading.main_thread().ident:   # the runner sees to the main thread
+            if st.thread_ident != self.state.streams.main_ident:   # the runner sees to the main thread
                 recursion.shift(1)
         if self.values is not None:     # full mode: the stream's value list, made in its context;
             # the append the stream's probes hold (``wt.a``), so value probes know it by identity
@@ -134,8 +170,21 @@ class Recorder:
 
     # -- flushing
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._loop, name="wholetrace-flusher", daemon=True)
-        self._thread.start()
+        """Start the flusher thread (a daemon thread of ``_thread``, as ``threading``'s daemon
+        threads are: the interpreter does not wait for it)."""
+        running = self._running = _thread.allocate_lock()
+        running.acquire()
+        try:
+            self._thread = _thread.start_new_thread(self._run, (running,))
+        except BaseException:
+            running.release()
+            raise
+
+    def _run(self, running: Any) -> None:
+        try:
+            self._loop()
+        finally:
+            running.release()
 
     def _loop(self) -> None:
         # the WPP builder's writer asks for more; read from the class: a fork child's lazy part
@@ -214,7 +263,7 @@ class Recorder:
         """(fid, frame) of every instrumented frame that has not finished: on the stacks of
         the threads still running, or of a generator or coroutine left suspended."""
         frames: list[FrameType] = []
-        me = threading.get_ident()
+        me = _thread.get_ident()
         for ident, frame in sys._current_frames().items():
             f: FrameType | None = frame
             while f is not None and (ident != me or self.ends_inside):
@@ -283,8 +332,9 @@ class Recorder:
     def stop(self) -> None:
         """Stop the flusher and flush the rest; streams of threads still running keep what they had."""
         self._stop.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join()
+        if self._thread is not None and self._thread != _thread.get_ident():
+            self._running.acquire()     # the flusher's join
+            self._running.release()
         note = getattr(type(self.writer), "flusher_stats", None)
         if note is not None:
             note(self.writer, self.flusher_stats)

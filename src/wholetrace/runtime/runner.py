@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import _thread
 import atexit
 import builtins
 import os
 import sys
-import threading
 import time
 import types
 from types import CodeType
@@ -348,7 +348,7 @@ def start(writer: Any, scope: Scope, *, mode: str = "blocks", weights: dict[tupl
     # trace probes are C calls, which count towards the limit in 3.11 (runtime.recursion)
     headroom = 1 if recorder.traces and C_CALLS_COUNT else 0
     recursion.shift(headroom)
-    recorder.headroom_threads.add(threading.get_ident())
+    recorder.headroom_threads.add(_thread.get_ident())
     streams.new()
     recorder.start()
     LIVE = Live(writer, recorder, instrumenter, finder, headroom)
@@ -424,18 +424,31 @@ def record(target: Target, writer: Any, *, mode: str = "blocks", include: list[s
     try:
         atexit._run_exitfuncs()
     finally:
-        outcome.daemon_threads = [t.name for t in threading.enumerate()
-                                  if t is not threading.main_thread() and t.daemon and t.is_alive()
-                                  and t.name != "wholetrace-flusher"]
+        outcome.daemon_threads = [t.name for t in _program_threads() if t.daemon and t.is_alive()]
         outcome.events = live.stop(outcome.ended, outcome.exit_code)
     return outcome
 
 
+def _program_threads() -> list[Any]:
+    """The program's ``threading`` threads but the current one, as ``threading.enumerate()``
+    lists them (no list when the program has not imported ``threading``: wholetrace does not
+    import it, its flusher is a ``_thread`` thread; docs/design.md, "Record's start-up,
+    wave 15").  Compared by ident (``current_thread()`` in a thread ``threading`` does not
+    know would add a dummy thread); a program's own ``threading.py`` without ``enumerate``
+    lists nothing."""
+    th = sys.modules.get("threading")
+    try:
+        threads = list(th.enumerate()) if th is not None else []
+    except Exception:   # noqa: BLE001 - not the standard library's threading
+        return []
+    me = _thread.get_ident()
+    return [t for t in threads if getattr(t, "ident", None) != me]
+
+
 def _wait_for_threads() -> None:
     """Join non-daemon threads, as the interpreter does before it exits."""
-    me = threading.current_thread()
-    for t in threading.enumerate():
-        if t is not me and not t.daemon and t.is_alive():
+    for t in _program_threads():
+        if not t.daemon and t.is_alive():
             try:
                 t.join()
             except KeyboardInterrupt:  # pragma: no cover - interactive

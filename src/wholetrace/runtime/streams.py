@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import _thread
 import sys
-import threading
 from _contextvars import ContextVar, copy_context   # what contextvars re-exports (its module: ~0.8 M instructions)
 
 from wholetrace.plain import Record
@@ -33,6 +33,18 @@ class Stream(Record):
         self.flushed = flushed
 
 
+def thread_name(ident: int, main: int) -> str:
+    """The name ``threading`` gives thread ``ident``, read from its table of threads when the
+    program has imported it (``threading`` is not imported at start-up, and
+    ``current_thread()`` would add a dummy thread the program sees); else ``MainThread`` or
+    ``Dummy`` (a thread of ``_thread``)."""
+    active = getattr(sys.modules.get("threading"), "_active", None)
+    name = getattr(active.get(ident), "name", None) if type(active) is dict else None
+    if type(name) is str:
+        return name
+    return "MainThread" if ident == main else "Dummy"
+
+
 class Streams:
     """The streams of one recording.
 
@@ -45,7 +57,9 @@ class Streams:
     def __init__(self) -> None:
         self.current: ContextVar[Append | None] = ContextVar("wholetrace_stream", default=None)
         self.parent: ContextVar[int | None] = ContextVar("wholetrace_parent", default=None)
-        self.lock = threading.Lock()
+        self.lock = _thread.allocate_lock()
+        #: the main thread's ident (made in it; a fork child's ``runtime.children`` resets it)
+        self.main_ident = _thread.get_ident()
         self.all: list[Stream] = []
         self.by_buffer: dict[int, Stream] = {}
         self.on_new: Callable[[Stream], None] | None = None
@@ -53,7 +67,8 @@ class Streams:
 
     def new(self) -> Append:
         """Create the stream of the current thread or task and make it current; return its append."""
-        kind, name, parent = "thread", threading.current_thread().name, None
+        me = _thread.get_ident()
+        kind, name, parent = "thread", thread_name(me, self.main_ident), None
         aio = sys.modules.get("asyncio")
         if aio is not None:
             try:
@@ -63,7 +78,7 @@ class Streams:
             if task is not None:
                 kind, name, parent = "task", task.get_name(), self.parent.get()
         with self.lock:
-            st = Stream(len(self.all), kind, name, threading.get_ident(), parent)
+            st = Stream(len(self.all), kind, name, me, parent)
             self.all.append(st)
         append = st.buf.append
         self.by_buffer[id(st.buf)] = st

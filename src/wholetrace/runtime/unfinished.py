@@ -31,11 +31,9 @@ append, never before (review13d).
 
 from __future__ import annotations
 
-import functools
+import _thread
 import sys
-import threading
 import types
-from collections.abc import Callable, Iterable
 from types import FrameType
 
 from wholetrace.events import EXC, LEAVE, LEAVE_PATH
@@ -44,6 +42,7 @@ from wholetrace.runtime.probes import RunState
 
 TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
 if TYPE_CHECKING:   # pragma: no cover
+    from collections.abc import Callable, Iterable   # (collections: not imported at start-up)
     from typing import Any, TypeVar
 
 
@@ -101,8 +100,19 @@ def _closes_with_constant(code: types.CodeType) -> bool:
     return _scan_leaves(code)[1]
 
 
-@functools.lru_cache(maxsize=4096)
+_SCANNED: dict[types.CodeType, tuple[frozenset[int], bool]] = {}   # a memo dict: no functools at start-up
+
+
 def _scan_leaves(code: types.CodeType) -> tuple[frozenset[int], bool]:
+    got = _SCANNED.get(code)
+    if got is None:
+        if len(_SCANNED) >= 4096:
+            _SCANNED.clear()
+        got = _SCANNED[code] = _scan_leaves_of(code)
+    return got
+
+
+def _scan_leaves_of(code: types.CodeType) -> tuple[frozenset[int], bool]:
     """Offsets of the calls that append an activation's closing record: ``wt.a(LEAVE)`` and,
     in path mode, ``wt.a(wt.p + LEAVE_PATH)``, ``wt.a(T[wt.p])``, ``wt.a(wt.o)`` or ``wt.a(K)`` (as compiled by 3.11-3.13: the loads of the
     append and its argument, then ``CALL``, or on 3.11 ``PRECALL`` ``CALL``: 3.11 runs a call of
@@ -236,7 +246,7 @@ def at_one_instant(take: Callable[[], T], settled: Callable[[], object] = lambda
     with, so a long interval alone is no guarantee: a waiter on the old 5 ms takes the GIL,
     and this thread, then waiting on the long interval, would not ask it back for that long
     (a daemon thread in a loop held it for good).  Hence a moderate interval and the check."""
-    me = threading.get_ident()
+    me = _thread.get_ident()
 
     def now() -> tuple[object, dict[int, tuple[int, int]]]:
         return settled(), {i: (id(f), f.f_lasti) for i, f in sys._current_frames().items() if i != me}
@@ -265,7 +275,7 @@ def snapshot(state: RunState, by_code: dict[tuple[str, str], int],
     open activations too (a recording that ends inside the program)."""
     pending = list(suspended())
     streams = state.streams
-    me = threading.get_ident()
+    me = _thread.get_ident()
 
     def stream_id(append: Any) -> int | None:
         st = streams.by_buffer.get(id(getattr(append, "__self__", None)))

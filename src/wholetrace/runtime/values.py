@@ -16,9 +16,9 @@ owner (checked whenever the number held has doubled).
 
 from __future__ import annotations
 
+import _thread
 import itertools
 import sys
-import threading
 from _weakref import ref as _weak_ref   # weakref.ref itself; the weakref module is not imported at start-up
 from array import array
 from contextvars import ContextVar
@@ -133,7 +133,7 @@ class ValueLog:
         self.memo_bytes = 0
         self.records = 0
         self.raw_bytes = 0
-        self.lock = threading.Lock()
+        self.lock = _thread.allocate_lock()
         self.layout_marked = False
         self.dead = self._on_dead()
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import _thread
 import array
 import os
 import sys
-import threading
 import zlib
 
 TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
@@ -153,7 +153,7 @@ STREAM_KINDS: Final = ("thread", "task")
 
 _U64: Final = 1 << 64
 _I63: Final = 1 << 63
-_local = threading.local()
+_local = _thread._local()   # threading.local itself (threading is not imported at start-up)
 
 
 def one_line(text: object) -> str:

@@ -17,12 +17,12 @@
 
 from __future__ import annotations
 
+import _thread
 import array
 import os
-import threading
+import sys
 import time
 from types import TracebackType
-import sys
 
 try:   # the C module ``sqlite3`` re-exports: ``sqlite3.dbapi2`` imports datetime (record's start-up)
     import _sqlite3 as sqlite3
@@ -77,7 +77,7 @@ class RecordingWriter(Renewing):
         self.path = os.fspath(path)
         self._abs = os.path.realpath(self.path)   # for reconnects: the program may chdir
         self._where = schema.where(self.path)
-        self._lock = threading.Lock()
+        self._lock = _thread.allocate_lock()
         self._closed = True
         self._next_seq: dict[int, int] = {}
         self._n_events: dict[int, int] = {}
@@ -372,7 +372,7 @@ def _updating(path: str | os.PathLike[str], *, timeout: float = 5.0) -> Iterator
     w = RecordingWriter.__new__(RecordingWriter)
     w.path = os.fspath(path)
     w._where = schema.where(w.path)
-    w._lock = threading.Lock()
+    w._lock = _thread.allocate_lock()
     w._next_seq = {}
     w._n_events = {}
     w._closed = True

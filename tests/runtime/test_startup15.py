@@ -1,0 +1,237 @@
+"""Record's fixed cost, wave 15 (docs/design.md, "Record's start-up, wave 15"): ``threading`` is
+no longer imported at start-up (the flusher is a ``_thread`` thread), so the program's own
+``import threading`` runs the real import, and what ``threading`` tells it must be what plain
+``python`` tells it.
+
+Oracles: the plain run of the same program (stdout, exit status), and ``threading.Event`` for
+the recorder's ``Flag``.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from wtutil import ENV, run_plain
+
+CONSOLE = "import sys\nfrom wholetrace.cli import main\nsys.exit(main())"
+
+HELPER = '''
+import threading, time
+
+def work(n, out):
+    out.append(sum(i for i in range(n) if i % 3))
+    t = threading.current_thread()
+    return t.name, t is threading.main_thread(), threading.active_count()
+
+def late(out):
+    time.sleep(0.3)
+    print("late", work(50, out), flush=True)
+
+def leave():
+    raise SystemExit(3)
+'''
+
+THREADS = '''
+import sys
+print("first", [m for m in ("threading", "_weakrefset") if m in sys.modules])
+import atexit, _thread, threading, time
+import helper_mod
+out = []
+print("main", threading.active_count(), [t.name for t in threading.enumerate()],
+      threading.main_thread() is threading.current_thread(), threading.main_thread().name,
+      threading.main_thread().ident == _thread.get_ident(), threading.current_thread().daemon)
+print("main work", helper_mod.work(100, out))
+res = []
+t = threading.Thread(target=lambda: res.append(helper_mod.work(200, out)), name="worker")
+t.start(); t.join()
+print("worker", res)
+x = threading.Thread(target=helper_mod.leave, name="leaver")     # sys.exit in a thread: silent
+x.start(); x.join()
+print("leaver", x.is_alive())
+d = threading.Thread(target=lambda: [time.sleep(0.05) for _ in iter(int, 1)], name="spinner", daemon=True)
+d.start()
+late = threading.Thread(target=helper_mod.late, args=(out,), name="late")   # joined at the exit, before atexit
+late.start()
+atexit.register(lambda: print("atexit", threading.active_count(), sorted(t.name for t in threading.enumerate()),
+                              flush=True))
+print("main done", threading.active_count(), sorted(t.name for t in threading.enumerate()), flush=True)
+'''
+
+
+def _record(tmp_path, script, mode, *options):
+    return subprocess.run([sys.executable, "-c", CONSOLE, "record", "--mode", mode, "-q", *options,
+                           "-o", str(tmp_path / f"{mode}.wt"), str(script)], capture_output=True, text=True,
+                          cwd=tmp_path, env={**ENV, "WHOLETRACE_CACHE_DIR": str(tmp_path / "cache")},
+                          timeout=300, stdin=subprocess.DEVNULL)
+
+
+def _same_as_plain(tmp_path, source, mode, files=(), runs=2):
+    """Plain run, then ``runs`` recordings (cold, then warm): the same stdout and status."""
+    for name, text in files:
+        (tmp_path / name).write_text(text)
+    script = tmp_path / "prog.py"
+    script.write_text(source)
+    plain = run_plain(script)
+    for _ in range(runs):
+        run = _record(tmp_path, script, mode)
+        assert (run.returncode, run.stdout) == (plain.returncode, plain.stdout), run.stderr
+    return plain
+
+
+@pytest.mark.parametrize("mode", ["blocks", "count", "path"])
+def test_threading_tells_the_program_what_plain_python_tells_it(tmp_path, mode):
+    """Before the program imports it, ``threading`` is not loaded; then ``active_count``,
+    ``enumerate``, ``main_thread``, ``current_thread`` in the main thread and in the program's
+    threads, ``sys.exit`` in a thread, a daemon thread still running at the end, and a
+    non-daemon thread joined before the ``atexit`` functions run: as in the plain run.  Fails
+    on wave 14 (``threading`` loaded at the first line, the flusher counted and listed)."""
+    plain = _same_as_plain(tmp_path, THREADS, mode, [("helper_mod.py", HELPER)])
+    lines = plain.stdout.splitlines()
+    assert lines[0] == "first []" and lines[1] == "main 1 ['MainThread'] True MainThread True False"
+    assert lines[-2].startswith("late ") and lines[-1] == "atexit 2 ['MainThread', 'spinner']"
+
+
+SHADOW = '''
+import threading
+print("program's threading:", threading.MINE)
+import helper_mod
+print(helper_mod.work(10, []) if hasattr(threading, "current_thread") else "no current_thread")
+'''
+
+
+def test_a_program_threading_py_is_the_one_it_imports(tmp_path):
+    """A ``threading.py`` beside the script: plain ``python`` imports it (the interpreter did
+    not load ``threading``), so the recorded program must too; wave 14 gave it the standard
+    library's (``AttributeError: MINE``)."""
+    plain = _same_as_plain(tmp_path, SHADOW, "blocks", [("threading.py", "MINE = 'yes'\n"),
+                                                        ("helper_mod.py", "def work(n, out):\n    return n\n")])
+    assert plain.stdout.splitlines() == ["program's threading: yes", "no current_thread"]
+
+
+FORK = '''
+import os, sys
+import helper_mod
+had = "threading" in sys.modules
+os.register_at_fork(before=lambda: print("before", flush=True),
+                    after_in_parent=lambda: print("parent", flush=True))
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    os.close(r)
+    now = "threading" in sys.modules
+    import threading
+    lines = [f"child {had} {now}", str(helper_mod.work(30, [])),
+             str(threading.main_thread() is threading.current_thread()), str(threading.active_count())]
+    os.write(w, "\\n".join(lines).encode())
+    os._exit(0)
+os.close(w)
+os.waitpid(pid, 0)
+with os.fdopen(r) as f:
+    print(f.read())
+import threading
+t = threading.Thread(target=lambda: None)
+t.start(); t.join()
+r, w = os.pipe()
+pid = os.fork()          # now with threading (and a finished thread) in the parent
+if pid == 0:
+    os.close(r)
+    os.write(w, f"child2 {threading.active_count()} {threading.main_thread() is threading.current_thread()}".encode())
+    os._exit(0)
+os.close(w)
+os.waitpid(pid, 0)
+with os.fdopen(r) as f:
+    print(f.read())
+print("end", threading.active_count())
+'''
+
+
+@pytest.mark.parametrize("mode", ["blocks", "witness"])
+def test_fork_with_and_without_threading(tmp_path, mode):
+    """``os.fork`` with the program's ``register_at_fork`` handlers, before and after the
+    program imports ``threading``: the child's ``threading`` as in the plain run."""
+    helper = ("def work(n, out):\n    import threading\n"
+              "    return n, threading.current_thread() is threading.main_thread(), threading.active_count()\n")
+    plain = _same_as_plain(tmp_path, FORK, mode, [("helper_mod.py", helper)])
+    assert "child False False" in plain.stdout and "child2 1 True" in plain.stdout
+
+
+INTERRUPT = '''
+import _thread, os, signal, sys, time
+import helper_mod
+try:
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(2)
+except KeyboardInterrupt:
+    print("caught in main", "threading" in sys.modules)
+import threading
+def poke():
+    time.sleep(0.1)
+    _thread.interrupt_main()
+threading.Thread(target=poke).start()
+try:
+    helper_mod.spin()
+except KeyboardInterrupt:
+    print("caught again", threading.current_thread().name, threading.active_count())
+'''
+
+
+def test_keyboard_interrupt_reaches_the_main_thread(tmp_path):
+    """SIGINT and ``_thread.interrupt_main`` land in the program's main thread (not the
+    flusher's), as in the plain run."""
+    helper = "import time\ndef spin():\n    for _ in range(200):\n        time.sleep(0.05)\n"
+    plain = _same_as_plain(tmp_path, INTERRUPT, "blocks", [("helper_mod.py", helper)])
+    assert plain.stdout.splitlines() == ["caught in main False", "caught again MainThread 1"]
+
+
+def test_record_start_up_does_not_import_threading():
+    """A fresh interpreter importing what ``record`` runs loads neither ``threading`` nor
+    ``_weakrefset`` (the chain wave 15 dropped)."""
+    code = ("import sys\nimport wholetrace.runtime.cli, wholetrace.runtime.runner, wholetrace.runtime.children\n"
+            "import wholetrace.store.writer\nprint(sorted(m for m in ('threading', '_weakrefset') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=ENV, timeout=120)
+    assert out.stdout.strip() == "[]", out.stderr
+
+
+def test_flag_behaves_as_threading_event():
+    """``recorder.Flag`` against ``threading.Event``: clear at first, a timed wait returns
+    False, ``set`` wakes a waiter in another thread, then waits return True at once."""
+    from wholetrace.runtime.recorder import Flag
+
+    for make in (Flag, threading.Event):
+        f = make()
+        assert not f.is_set() and f.wait(0.01) is False
+        woke = []
+        t = threading.Thread(target=lambda f=f: woke.append(f.wait(30)))
+        t.start()
+        time.sleep(0.05)
+        f.set()
+        t.join(10)
+        assert woke == [True] and f.is_set() and f.wait(0) is True and f.wait(5) is True
+        f.set()     # twice: no error
+        assert f.is_set()
+
+
+SHADOWS = '''
+import sys
+print(sorted(m for m in ("warnings", "opcode", "enum") if m in sys.modules))
+import warnings, opcode, enum
+print(warnings.MINE, opcode.MINE, enum.MINE)
+import helper_mod
+print(helper_mod.work(5, []))
+'''
+
+
+@pytest.mark.parametrize("mode", ["blocks", "path"])
+def test_a_cold_miss_leaves_no_stdlib_module_a_program_file_shadows(tmp_path, mode):
+    """``warnings.py``, ``opcode.py`` and ``enum.py`` beside the script: from a cold code cache
+    too (the miss path loads the standard library's three before the first line), the program
+    imports its own, as plain.  Failed before wave 15 (review14d P1: the standard library's
+    were left in ``sys.modules``; ``AttributeError: MINE``)."""
+    files = [(f"{n}.py", f"MINE = {n!r}\n") for n in ("warnings", "opcode", "enum")]
+    plain = _same_as_plain(tmp_path, SHADOWS, mode, files + [("helper_mod.py", "def work(n, out):\n    return n\n")])
+    assert plain.stdout.splitlines()[:2] == ["[]", "warnings opcode enum"]
