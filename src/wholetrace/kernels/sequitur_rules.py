@@ -170,13 +170,19 @@ def _new_rule(nd, rguard, rcount, meta):  # type: ignore[no-untyped-def]
 
 
 @_inl
+def _put(stack, sp, kind, a, b):  # type: ignore[no-untyped-def]
+    """Write one work item (kind, a, b) at stack[sp:]."""
+    stack[_U(sp)] = kind
+    stack[_U(sp + 1)] = a
+    stack[_U(sp + 2)] = b
+
+
+@_inl
 def _push(stack, meta, sp, kind, a, b):  # type: ignore[no-untyped-def]
     if sp + 3 > len(stack):
         meta[M_OVERFLOW] = 1
         return sp
-    stack[_U(sp)] = kind
-    stack[_U(sp + 1)] = a
-    stack[_U(sp + 2)] = b
+    _put(stack, sp, kind, a, b)
     sp += 3
     if sp > meta[M_MAX_SP]:
         meta[M_MAX_SP] = sp
@@ -191,12 +197,8 @@ def _push2(stack, meta, sp, k1, a1, b1, k2, a2, b2):  # type: ignore[no-untyped-
     if sp + 6 > len(stack):
         meta[M_OVERFLOW] = 1
         return sp
-    stack[_U(sp)] = k1
-    stack[_U(sp + 1)] = a1
-    stack[_U(sp + 2)] = b1
-    stack[_U(sp + 3)] = k2
-    stack[_U(sp + 4)] = a2
-    stack[_U(sp + 5)] = b2
+    _put(stack, sp, k1, a1, b1)
+    _put(stack, sp + 3, k2, a2, b2)
     sp += 6
     if sp > meta[M_MAX_SP]:
         meta[M_MAX_SP] = sp
