@@ -14,11 +14,11 @@ import numpy as np
 
 from wholetrace.kernels._jit import cache_depends, kernel
 from wholetrace.kernels._jit import prefetch as _prefetch
-from wholetrace.kernels.sequitur_rules import (_alloc_node, _expand, _insert_after, _is_body, _new_rule, _push, _substitute,
-                                               _take_node)
+from wholetrace.kernels.sequitur_rules import (_alloc_node, _expand, _insert_after, _is_body, _new_rule, _push, _push2,
+                                               _substitute, _take_node)
 from wholetrace.kernels.sequitur_table import *  # noqa: F403 - the state layout, read by the Python layer
-from wholetrace.kernels.sequitur_table import (_U, _chk, _find, _fpk, _home, _idx_set, _is_guard, _key, _occupy,
-                                               _prefetch_slot, _ref_node)
+from wholetrace.kernels.sequitur_table import (_U, _chk, _find, _fpk, _home, _idx_clear, _idx_set, _is_guard, _key,
+                                               _occupy, _prefetch_slot, _ref_node)
 
 # The incremental kernels allocate nothing: they are compiled without NRT (see
 # kernels/_jit.py).  Entry points that allocate use plain ``kernel``.
@@ -69,8 +69,7 @@ def _run_check(nd, rguard, rcount, rkey, tab, stack, meta, a0):  # type: ignore[
                     _prefetch_slot(tab, meta, nd[_U(4 * q + VL)], -(r + 1))
                 if v1 < 0:  # read by rule utility
                     _prefetch(rcount, -v1 - 1)
-                sp = _push(stack, meta, sp, F_UTILITY_TAG | (slot << 8), r, key)
-                sp = _push(stack, meta, sp, F_SUBST, a, r)
+                sp = _push2(stack, meta, sp, F_UTILITY_TAG | (slot << 8), r, key, F_SUBST, a, r)
                 ret = 1
                 continue
             if x == a or nd[_U(4 * x + NX)] == a or b == x:  # overlapping run such as aaa
@@ -80,8 +79,7 @@ def _run_check(nd, rguard, rcount, rkey, tab, stack, meta, a0):  # type: ignore[
                 q = nd[_U(4 * a + PV)]  # the next check is (q, r)
                 if not _is_guard(nd, q):
                     _prefetch_slot(tab, meta, nd[_U(4 * q + VL)], -(r + 1))
-                sp = _push(stack, meta, sp, F_UTILITY, r, 0)
-                sp = _push(stack, meta, sp, F_SUBST, a, r)
+                sp = _push2(stack, meta, sp, F_UTILITY, r, 0, F_SUBST, a, r)
                 ret = 1
                 continue
             if lookahead and meta[M_HAS_LA] != 0 and nd[_U(4 * b + NX)] == 0:
@@ -102,8 +100,7 @@ def _run_check(nd, rguard, rcount, rkey, tab, stack, meta, a0):  # type: ignore[
             _insert_after(nd, rguard, rkey, tab, meta, g, n1)
             n2 = _take_node(nd, rcount, meta[M_BODY + 1], v2)
             _insert_after(nd, rguard, rkey, tab, meta, n1, n2)
-            sp = _push(stack, meta, sp, F_NEW_SECOND, r, a)
-            sp = _push(stack, meta, sp, F_SUBST, x, r)
+            sp = _push2(stack, meta, sp, F_NEW_SECOND, r, a, F_SUBST, x, r)
             ret = 1
         elif kind == F_SUBST:  # the one site of the substitution (inlined once)
             sp = _substitute(nd, rguard, rcount, rkey, tab, stack, meta, sp, a, a2)
@@ -115,8 +112,7 @@ def _run_check(nd, rguard, rcount, rkey, tab, stack, meta, a0):  # type: ignore[
             if not _is_guard(nd, q):
                 _prefetch_slot(tab, meta, nd[_U(4 * q + VL)], -(a + 1))
             _idx_set(nd, rguard, rkey, tab, meta, nd[_U(4 * rguard[_U(a)] + NX)])
-            sp = _push(stack, meta, sp, F_UTILITY, a, 0)
-            sp = _push(stack, meta, sp, F_SUBST, a2, a)
+            sp = _push2(stack, meta, sp, F_UTILITY, a, 0, F_SUBST, a2, a)
         elif kind == F_UTILITY_TAG:  # as F_UTILITY, but if the entry found is unchanged the
             # rule's body is still the digram (a2 packed), so its first symbol is known
             s = kw >> 8
@@ -142,9 +138,17 @@ def _append(nd, rguard, rcount, rkey, tab, stack, meta, c):  # type: ignore[no-u
     if last != 0:
         _prefetch_slot(tab, meta, nd[_U(4 * last + VL)], c)
     y = _alloc_node(nd, rcount, meta, c)
-    _insert_after(nd, rguard, rkey, tab, meta, nd[_U(PV)], y)
+    # _insert_after(last, y) with what is known here: y is new (no links: join(y, guard) only
+    # links), last ends S (its digram with the guard is never indexed, but _idx_clear stays:
+    # it tests one word), so neither side of join(last, y) can be a run of three (a value is
+    # never -1, S's, and y has no predecessor yet)
+    nd[_U(4 * y + NX)] = 0
+    nd[_U(PV)] = y
+    _idx_clear(nd, rguard, tab, meta, last)
+    nd[_U(4 * last + NX)] = y
+    nd[_U(4 * y + PV)] = last
     meta[M_NSYMS] += 1
-    _run_check(nd, rguard, rcount, rkey, tab, stack, meta, nd[_U(4 * y + PV)])
+    _run_check(nd, rguard, rcount, rkey, tab, stack, meta, last)
 
 
 @_hot

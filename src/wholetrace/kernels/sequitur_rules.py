@@ -170,14 +170,36 @@ def _new_rule(nd, rguard, rcount, meta):  # type: ignore[no-untyped-def]
 
 
 @_inl
+def _put(stack, sp, kind, a, b):  # type: ignore[no-untyped-def]
+    """Write one work item (kind, a, b) at stack[sp:]."""
+    stack[_U(sp)] = kind
+    stack[_U(sp + 1)] = a
+    stack[_U(sp + 2)] = b
+
+
+@_inl
 def _push(stack, meta, sp, kind, a, b):  # type: ignore[no-untyped-def]
     if sp + 3 > len(stack):
         meta[M_OVERFLOW] = 1
         return sp
-    stack[_U(sp)] = kind
-    stack[_U(sp + 1)] = a
-    stack[_U(sp + 2)] = b
+    _put(stack, sp, kind, a, b)
     sp += 3
+    if sp > meta[M_MAX_SP]:
+        meta[M_MAX_SP] = sp
+    return sp
+
+
+@_inl
+def _push2(stack, meta, sp, k1, a1, b1, k2, a2, b2):  # type: ignore[no-untyped-def]
+    """Two pushes with one room test and one deepest-point update (every push but the first
+    of a cascade and F_SUBST_RIGHT's comes in a pair): the same stack and M_MAX_SP as two
+    ``_push`` (the deepest point is after the second), except on overflow, which fails the build."""
+    if sp + 6 > len(stack):
+        meta[M_OVERFLOW] = 1
+        return sp
+    _put(stack, sp, k1, a1, b1)
+    _put(stack, sp + 3, k2, a2, b2)
+    sp += 6
     if sp > meta[M_MAX_SP]:
         meta[M_MAX_SP] = sp
     return sp
@@ -245,8 +267,7 @@ def _substitute(nd, rguard, rcount, rkey, tab, stack, meta, sp, x, r):  # type: 
         _idx_set(nd, rguard, rkey, tab, meta, pl)
     nd[_U(4 * q + NX)] = w
     nd[_U(4 * w + PV)] = q
-    sp = _push(stack, meta, sp, F_SUBST_RIGHT, q, 0)
-    return _push(stack, meta, sp, F_CHECK, q, 0)
+    return _push2(stack, meta, sp, F_SUBST_RIGHT, q, 0, F_CHECK, q, 0)
 
 
 @_hot
