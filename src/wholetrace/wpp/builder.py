@@ -368,6 +368,8 @@ def path_functions(payload: bytearray) -> tuple[int, int, list[int]]:
 #: JSON of ``ProbePlan.to_json``, the description's last key)
 _PLAN = b',"plan":{"mode":"path","strategy":"'
 _MAX_REGISTRY = 1 << 30   # store.schema.MAX_UNSIZED_BLOB
+#: a header row's types (``store.registry._ROW``, not imported: it imports ``store.schema``)
+_ROW = (str, str, int, int, str, int, int, int)
 
 
 def _strategies(blob: bytes, n: int) -> list[str] | None:
@@ -376,10 +378,15 @@ def _strategies(blob: bytes, n: int) -> list[str] | None:
     ``store`` and each description's JSON parse was ~23 instructions an event on json; docs/design.md,
     "wave 15, builder start-up"); None if the blob or a description is not in that form.
 
-    Exact for valid JSON: ``,"plan":`` is a key named ``plan`` wherever it occurs (a ``"`` after
-    ``,`` cannot be inside a string, and ``plan"`` after a closing quote is not JSON), and the
-    description holds that key once (counted), so it is the top-level one ``row[5]()`` reads;
-    the strategy is the string up to the next ``"`` (no backslash in it: no escape)."""
+    Exact for valid JSON (what a full ``json.loads`` of the description reads, or None): a
+    description holding a ``\\`` falls back (no escaped spelling of a key or value, so every ``"``
+    delimits a string); the text ``"plan"`` occurs once in it, so one string is ``plan`` (a ``"``
+    after a closing quote is not JSON): the key the pattern matches, not another spelled
+    ``"plan" :`` that ``json.loads`` would keep as the last duplicate; that key is at depth 1 (the
+    brackets outside strings before it: a top-level key, not a nested plan's); ``"strategy"`` occurs
+    once, so the plan holds no second one.  Not checked, as the full parse would: that the rest of
+    a description is JSON (a damaged description with the plan in this form is read, where the
+    full parse raises; docs/design.md, "wave 15, builder start-up")."""
     from wholetrace.zstdc import zstandard
 
     try:
@@ -395,20 +402,24 @@ def _strategies(blob: bytes, n: int) -> list[str] | None:
         rows = value.get("functions") if end == len(head) else None
     except Exception:  # noqa: BLE001 - anything not in the recorder's form: the full decode and its errors
         return None
-    if not isinstance(rows, list) or len(rows) != n:
+    if not isinstance(rows, list) or len(rows) != n or type(value.get("source")) is not str:
         return None
     start, out = cut + 1, []
     for row in rows:
-        if not (isinstance(row, list) and len(row) == 8 and type(row[5]) is int and type(row[6]) is int
+        if not (type(row) is list and len(row) == 8 and all(type(v) is t for v, t in zip(row, _ROW))
                 and 0 <= row[5] <= row[6] <= len(raw) - start):
             return None
         lo, hi = start + row[5], start + row[6]
         at = raw.find(_PLAN, lo, hi)
-        if at < 0 or raw.count(b'"plan":', lo, hi) != 1 or raw[lo:lo + 1] != b"{" or raw[hi - 2:hi] != b"}}":
+        if (at < 0 or raw[lo:lo + 1] != b"{" or raw[hi - 2:hi] != b"}}" or raw.find(b"\\", lo, hi) >= 0
+                or raw.count(b'"plan"', lo, hi) != 1 or raw.count(b'"strategy"', lo, hi) != 1):
+            return None
+        outside = b"".join(raw[lo:at].split(b'"')[::2])   # no backslash: every '"' opens or closes a string
+        if outside.count(b"{") + outside.count(b"[") - outside.count(b"}") - outside.count(b"]") != 1:
             return None
         at += len(_PLAN)
         end = raw.find(b'"', at, hi)
-        if end < 0 or raw.find(b"\\", at, end) >= 0:
+        if end < 0:
             return None
         out.append("paths" if raw[at:end] == b"paths" else "other")
     return out
