@@ -242,3 +242,28 @@ def test_install_starts_with_no_fallbacks_named(compiled: Path) -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=ENV, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split() == ["aot", "[]"]
+
+
+def test_every_stand_in_loads_its_real_module_after_install(compiled: Path) -> None:
+    """review15b MED 2: the JIT fallback of any kernel module works in the builder's set-up (lean
+    numpy, ``install``): ``sequitur``'s ``cache_depends`` reads its siblings' ``__file__``, which a
+    stand-in now gives (the real module's file), so its real module loads (a subprocess: install
+    replaces the kernel modules)."""
+    code = textwrap.dedent('''
+        import sys
+        from wholetrace.wpp import startup
+        startup.lean_numpy()
+        from wholetrace.wpp import aot
+        print(aot.install())
+        names = sorted(n for n, m in list(sys.modules.items()) if isinstance(m, aot._StandIn))
+        for name in names:
+            real = sys.modules[name]._real()
+            assert real.__file__ == sys.modules[name].__file__, name
+            print(name, real.__name__ == name and real.__file__.endswith(name.rpartition(".")[2] + ".py"))
+    ''')
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=ENV, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = proc.stdout.split("\n")
+    assert lines[0] == "aot"
+    got = dict(line.split() for line in lines[1:] if line)
+    assert "wholetrace.kernels.sequitur" in got and set(got.values()) == {"True"}, got

@@ -191,14 +191,19 @@ class _StandIn(types.ModuleType):
 
     _real_module: types.ModuleType | None = None
 
+    def _spec(self) -> Any:
+        """The real module's spec (found where an import finds it, not through ``importlib.util``)."""
+        from _frozen_importlib_external import PathFinder
+
+        spec = PathFinder.find_spec(self.__name__, sys.modules[self.__name__.rpartition(".")[0]].__path__)
+        assert spec is not None and spec.loader is not None
+        return spec
+
     def _real(self) -> types.ModuleType:
         if self._real_module is None:
-            package = sys.modules[self.__name__.rpartition(".")[0]]
             from _frozen_importlib import module_from_spec
-            from _frozen_importlib_external import PathFinder
 
-            spec = PathFinder.find_spec(self.__name__, package.__path__)
-            assert spec is not None and spec.loader is not None
+            spec = self._spec()
             module = module_from_spec(spec)
             # in sys.modules while it runs, as an import puts it: a kernel module's
             # ``cache_depends((..., __name__))`` looks itself up there (wave 14: a KeyError, so a
@@ -216,6 +221,11 @@ class _StandIn(types.ModuleType):
         return self._real_module
 
     def __getattr__(self, name: str) -> Any:
+        if name == "__file__":
+            # the real module's file, found when first asked (no search at start-up): a sibling's
+            # ``cache_depends`` reads it when the JIT fallback loads it (review15b MED 2)
+            self.__file__ = self._spec().origin
+            return self.__file__
         if name.startswith("__"):
             raise AttributeError(name)
         return getattr(self._real(), name)
@@ -512,9 +522,12 @@ def _plain(v: Any) -> Any:
         return ("d", {k: _plain(x) for k, x in v.items()})
     import numpy as np
 
-    if isinstance(v, np.ndarray) and type(v) is np.ndarray and not v.dtype.hasobject and v.flags.c_contiguous:
+    # a dtype its ``.str`` does not give back (a record's fields, a sub-array: "|V12") is refused
+    if isinstance(v, np.ndarray) and type(v) is np.ndarray and np.dtype(v.dtype.str) == v.dtype \
+            and not v.dtype.hasobject and v.flags.c_contiguous:
         return ("a", v.dtype.str, v.shape, v.tobytes())
-    if isinstance(v, np.generic) and not v.dtype.hasobject and type(v) is v.dtype.type:
+    if isinstance(v, np.generic) and np.dtype(v.dtype.str) == v.dtype and not v.dtype.hasobject \
+            and type(v) is v.dtype.type:
         return ("s", v.dtype.str, v.tobytes())
     raise TypeError(f"no plain form for {type(v).__name__}")
 
