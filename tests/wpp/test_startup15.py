@@ -82,9 +82,14 @@ def test_the_marshalled_description_gives_what_pickle_gives(value: object) -> No
     same(got, want)
 
 
-@pytest.mark.parametrize("value", [np.arange(6).reshape(2, 3).T, np.array([object()]), object(), {1: 2}])
+_RECORDS = np.zeros(2, dtype=[("a", "<i4"), ("b", "<f8")])
+
+
+@pytest.mark.parametrize("value", [np.arange(6).reshape(2, 3).T, np.array([object()]), object(), {1: 2},
+                                   _RECORDS, _RECORDS[0]])
 def test_what_marshal_cannot_hold_is_refused(value: object) -> None:
-    """A Fortran-ordered array, an object array, another object, a non-string key: TypeError, and
+    """A Fortran-ordered array, an object array, another object, a non-string key, a record array
+    or scalar (its dtype's ``.str`` is ``|V12``, its fields lost: review15b LOW 3): TypeError, and
     ``aot.build`` then writes the pickled description (``exports.pickle``, still read by ``load``)."""
     with pytest.raises(TypeError):
         aot._plain(value)
@@ -105,3 +110,21 @@ def test_the_compiled_kernels_load_without_pickle_or_importlib_util() -> None:
     installed, mods = out.splitlines()
     assert installed == "aot"
     assert mods == "[]"
+
+
+def test_a_stand_in_asked_by_two_threads_at_once_gives_the_real_module(monkeypatch: pytest.MonkeyPatch) -> None:
+    """review15b LOW 5: the other thread took the stand-in out of ``sys.modules`` between this
+    one's check and its removal (the check sees it, the module table no longer holds it)."""
+    import colorsys
+    import types
+
+    from wholetrace.wpp import startup
+
+    stand_in = startup._deferred("colorsys")
+
+    class Raced(dict):   # type: ignore[type-arg]
+        def get(self, key: object, default: object = None) -> object:
+            return stand_in
+
+    monkeypatch.setattr(startup, "sys", types.SimpleNamespace(modules=Raced()))
+    assert stand_in.rgb_to_hsv is colorsys.rgb_to_hsv
