@@ -35,8 +35,8 @@ wave 11" and "The WPP's own cost, wave 13").
 from __future__ import annotations
 
 import importlib
+import _thread   # threading.RLock is _thread.RLock (the C one); threading is not needed for it
 import sys
-import threading
 import types
 
 #: ``WHOLETRACE_LEAN_NUMPY=0``: the builder imports numpy whole
@@ -184,7 +184,7 @@ def _deferred(name: str) -> types.ModuleType:
         if attr == "__path__":
             raise AttributeError(f"module {name!r} has no attribute {attr!r}")
         if sys.modules.get(name) is stand_in:
-            del sys.modules[name]
+            sys.modules.pop(name, None)   # not del: two threads asking at once both get here
         return getattr(__import__(name), attr)
 
     stand_in.__dict__.update(__getattr__=__getattr__, _wholetrace_stand_in=True)
@@ -192,7 +192,7 @@ def _deferred(name: str) -> types.ModuleType:
 
 
 #: held while the lean numpy is completed (:func:`_complete`); ``_busy`` says it is under way
-_COMPLETING = threading.RLock()
+_COMPLETING = _thread.RLock()
 _busy = False
 #: the spec of a ``numpy._core`` made by :func:`_lean_core` whose ``__init__`` has not run yet
 _CORE_SPEC: importlib.machinery.ModuleSpec | None = None
