@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import mmap
 import os
 import subprocess
 import sys
@@ -158,14 +157,14 @@ def test_the_builder_maps_nothing_but_the_progress_memfd(tmp_path: Path) -> None
 
 def test_the_builder_marks_the_file_and_closes_its_descriptor() -> None:
     mine, theirs = _ours()
-    assert builder.PROGRESS.unpack_from(mine, 0)[0] == spawn.PROGRESS_UNMAPPED
+    assert mine.built() == spawn.PROGRESS_UNMAPPED
     m = builder.progress_map(str(theirs))
     assert m is not None
     with pytest.raises(OSError):
         os.fstat(theirs)                                      # closed: the mapping keeps its own
-    assert builder.PROGRESS.unpack_from(mine, 0)[0] == 0      # mapped: the mark the recorder waits for
+    assert mine.built() == 0      # mapped: the mark the recorder waits for
     builder.PROGRESS.pack_into(m, 0, 12345)
-    assert builder.PROGRESS.unpack_from(mine, 0)[0] == 12345
+    assert mine.built() == 12345
     m.close()
     mine.close()
 
@@ -174,15 +173,14 @@ def _fake_process(progress: object) -> types.SimpleNamespace:
     return fake_process(os.open(os.devnull, os.O_WRONLY), progress)
 
 
-def _ours() -> tuple[mmap.mmap, int]:
-    """A progress file as the spawn makes it: the recorder's mapping and the builder's descriptor."""
+def _ours() -> tuple[spawn.Progress, int]:
+    """A progress file as the spawn makes it: the recorder's side (at >= HIGH_FD) and the builder's descriptor."""
     made = spawn._progress_file()
     if made is None:
         pytest.skip("no memfd_create here")
     fd, mine = made
-    theirs = os.dup(fd)
-    os.close(fd)
-    return mine, theirs
+    assert mine.fd == fd >= spawn.HIGH_FD and not os.get_inheritable(fd)
+    return mine, os.dup(fd)
 
 
 def test_unmapped_progress_means_the_fixed_interval_then_the_builders_pace() -> None:
@@ -210,9 +208,9 @@ def test_unmapped_progress_means_the_fixed_interval_then_the_builders_pace() -> 
 
 def test_close_closes_everything_when_one_step_fails() -> None:
     made = spawn._progress_file()
-    progress = made[1] if made else mmap.mmap(-1, 64)
-    if made:
-        os.close(made[0])
+    if made is None:
+        pytest.skip("no memfd_create here")
+    progress = made[1]
     proc = _fake_process(progress)
     wpp = online.OnlineWpp(_Writer(), "blocks", process=proc)   # type: ignore[arg-type]
     proc.stderr.close()
@@ -230,7 +228,7 @@ def test_the_recorded_program_sees_one_progress_descriptor(tmp_path: Path) -> No
                       " for n in os.listdir('/proc/self/fd') if os.path.exists(f'/proc/self/fd/{n}')))\n")
     proc = _record(tmp_path, script)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split() == ["1"]                        # the recorder's mapping's own descriptor
+    assert proc.stdout.split() == ["1"]                        # the recorder's (spawn.Progress), >= HIGH_FD
 
 
 def test_no_progress_file_means_the_fixed_interval() -> None:

@@ -25,14 +25,14 @@ from array import array
 import _signal   # not signal (enum, functools, collections): see wpp.spawn
 import marshal
 import os
-import struct
 import sys
-import threading
 import time
+from _struct import Struct   # struct's (not struct.py: the program's own imports find what they find plainly)
+import _thread   # not threading (docs/design.md, "Record's start-up, wave 15")
 
 from wholetrace.errors import InternalError
 from wholetrace.store import fdguard
-from wholetrace.wpp.spawn import INTERNED_MODES, PROGRESS_NAME, QUEUE_EVENTS, BuilderProcess
+from wholetrace.wpp.spawn import INTERNED_MODES, QUEUE_EVENTS, BuilderProcess
 
 TYPE_CHECKING = False   # no typing at record's start-up (docs/design.md, "Start-up of record, wave 10")
 if TYPE_CHECKING:   # pragma: no cover
@@ -49,8 +49,7 @@ META_KEY = "wpp"
 #: 3 (wave 12) adds SEQ (terminals in a row joined at calls and returns, ``wpp.symbols``);
 #: recordings of versions 1 and 2 read unchanged.
 TERMINALS_VERSION = 3
-_FRAME = struct.Struct("<ii")   # builder.FRAME
-_PROGRESS = struct.Struct("<q")  # builder.PROGRESS
+_FRAME = Struct("<ii")   # builder.FRAME
 
 
 #: 0.005 s (0.05, then 0.02 in wave 9): the builder idles less between chunks and less is left to
@@ -147,7 +146,7 @@ class OnlineWpp:
         self.submitted = 0
         self._pid = os.getpid()
         process.reap()        # the shell that started it: gone before the program runs
-        self._lock = threading.Lock()
+        self._lock = _thread.allocate_lock()
         self._broken: BaseException | None = None
         self._stderr, self._fd, self._out = process.stderr, process.fd, process.out
         self._fd_guard(process)
@@ -163,8 +162,9 @@ class OnlineWpp:
         self._pipe: fdguard.FdGuard | None = fdguard.FdGuard(self._fd)
         self._out = fdguard.GuardedFile(self._out, "the WPP builder's result pipe")
         self._stderr = fdguard.GuardedFile(self._stderr, "the WPP builder's stderr file")
-        # the progress mapping's own descriptor (``mmap`` keeps a dup of the memfd's, closed by its close)
-        self._mapped = None if getattr(process, "progress", None) is None else fdguard.named("/memfd:" + PROGRESS_NAME)
+        # the progress file's descriptor (``wpp.spawn.Progress``), read per flush
+        progress = getattr(process, "progress", None)
+        self._mapped = None if progress is None else fdguard.FdGuard(progress.fd)
 
     def _end_pipe(self) -> None:
         """Close the pipe after the end frame; if the program closed it, fail: the builder's input
@@ -196,7 +196,12 @@ class OnlineWpp:
         progress = self._progress
         if progress is None:
             return self.flush_seconds
-        built = _PROGRESS.unpack_from(progress, 0)[0]
+        if self._mapped is None or not self._mapped.intact():   # the program closed it: the pace unknown
+            return self.flush_seconds
+        try:
+            built = progress.built()
+        except OSError:
+            return self.flush_seconds
         if built >= 0 and self.submitted - built >= BUSY_EVENTS:
             self._busy += 1
             return BUSY_SECONDS
@@ -295,8 +300,7 @@ class OnlineWpp:
         if progress is not None:
             if self._mapped is None or self._mapped.intact():
                 progress.close()
-            else:
-                fdguard.leak(progress)      # its close would close the program's descriptor
+            # else left open: its close would close the program's descriptor
 
     def _builder_stderr(self) -> str:
         """The last line the builder wrote to its stderr, or ``""``."""

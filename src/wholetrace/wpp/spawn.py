@@ -33,6 +33,10 @@ INTERNED_MODES = ("blocks", "witness", "branches", "path")
 #: never looked up through /proc: docs/design.md, "The recorder-to-builder handoff, wave 12", review fixes)
 PROGRESS_ENV = "WHOLETRACE_WPP_PROGRESS"
 PROGRESS_FD = 4     # not 0-2 (the pipes), not 3 (``_SCRIPT`` saves its stdin there)
+#: the lowest number of the recorder's own descriptors to the builder (its pipe, the result pipe, the
+#: stderr file, the progress memfd), all close-on-exec: the program's files take the low numbers
+#: they take without ``--wpp`` (docs/design.md, "wave 15, builder start-up": what the program sees)
+HIGH_FD = 256
 PROGRESS_BYTES = 64
 #: the progress memfd's name (its /proc/self/fd link reads ``/memfd:`` + this; ``wpp.online`` finds the mapping's descriptor by it)
 PROGRESS_NAME = "wholetrace-wpp-progress"
@@ -60,6 +64,7 @@ class BuilderProcess:
     def __init__(self, mode: str, *, lookahead: bool = False, queue_events: int = QUEUE_EVENTS) -> None:
         if mode not in INTERNED_MODES:
             raise UsageError(f"--wpp needs a trace mode ({', '.join(INTERNED_MODES)}), not {mode!r}")
+        had_fcntl = "fcntl" in sys.modules
         self.mode = mode
         self.lookahead = bool(lookahead)
         self.queue_events = max(0, int(queue_events))
@@ -76,7 +81,7 @@ class BuilderProcess:
         #: a memfd mapped here, handed to the builder as its descriptor PROGRESS_FD; None where there
         #: is none (a fixed interval then)
         made = _progress_file()
-        self.progress = made[1] if made else None
+        self.progress: Progress | None = made[1] if made else None
         env.pop(PROGRESS_ENV, None)
         if made:
             env[PROGRESS_ENV] = str(PROGRESS_FD)
@@ -89,13 +94,15 @@ class BuilderProcess:
             cmd = [sys.executable, "-P", "-c", _CODE, *args]
         else:
             cmd = [sys.executable, "-P", "-S", "-c", _CODE, *args, *path]
-        err = _anonymous_file()
-        r, self.fd = os.pipe()
+        err = _high(_anonymous_file())
+        r, w = os.pipe()
+        self.fd = _high(w)
         _widen(self.fd)
         out_r, out_w = os.pipe()
+        out_r = _high(out_r)
         try:
             dup2 = os.POSIX_SPAWN_DUP2
-            # the memfd (>= 10, see _progress_file) last: the dup2s before it cannot clobber it,
+            # the memfd (>= HIGH_FD, see _progress_file) last: the dup2s before it cannot clobber it,
             # and a dup2 to another number leaves the copy inheritable (the shell and builder keep it)
             actions = [(dup2, r, 0), (dup2, out_w, 1), (dup2, err, 2)] + ([(dup2, made[0], PROGRESS_FD)] if made else [])
             self._sh: int | None = os.posix_spawn(
@@ -104,10 +111,10 @@ class BuilderProcess:
         finally:
             os.close(r)
             os.close(out_w)
-            if made:
-                os.close(made[0])     # our mapping keeps the memfd (and one descriptor) alive
         self.stderr = os.fdopen(err, "w+b")
         self.out = os.fdopen(out_r, "rb")
+        if not had_fcntl:   # as without --wpp: a program's own fcntl.py is the one its import finds
+            sys.modules.pop("fcntl", None)
 
     def reap(self) -> None:
         """Wait for the shell (it exits as soon as the builder is started in the background):
@@ -182,31 +189,63 @@ def builder_entries(entries: list[str], root: str, *, script: bool = False) -> l
     return kept
 
 
-def _progress_file() -> tuple[int, Any] | None:
+class Progress:
+    """The recorder's side of the progress file: its memfd (at a high number, close-on-exec), read
+    with ``os.pread`` once per flush.  Not an ``mmap``: the mapping keeps a ``dup`` of the
+    descriptor, which takes the lowest free number, one the program's next file would have had."""
+
+    __slots__ = ("fd", "closed")
+
+    def __init__(self, fd: int) -> None:
+        self.fd, self.closed = fd, False
+
+    def built(self) -> int:
+        """The events the builder has built (``PROGRESS_UNMAPPED`` until it has mapped the file)."""
+        return int.from_bytes(os.pread(self.fd, 8, 0), "little", signed=True)
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            os.close(self.fd)
+
+
+def _progress_file() -> tuple[int, Progress] | None:
     """A 64-byte shared memory file (Linux ``memfd_create``) for the builder's progress: (its
-    descriptor, >= 10 and close-on-exec; its mapping here, holding ``PROGRESS_UNMAPPED``), or None.
-    Sealed at its size (``PROGRESS_SEALS``): the builder recognises it by them."""
+    descriptor, >= ``HIGH_FD`` and close-on-exec; the recorder's :class:`Progress` on it, holding
+    ``PROGRESS_UNMAPPED``), or None.  Sealed at its size (``PROGRESS_SEALS``): the builder
+    recognises it by them."""
     try:
         import fcntl
-        import mmap
 
         fd0 = os.memfd_create(PROGRESS_NAME, os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
     except (AttributeError, ImportError, OSError):
         return None
     fd = -1
     try:
-        fd = fcntl.fcntl(fd0, fcntl.F_DUPFD_CLOEXEC, 10)
+        fd = fcntl.fcntl(fd0, fcntl.F_DUPFD_CLOEXEC, HIGH_FD)
         os.ftruncate(fd, PROGRESS_BYTES)
         fcntl.fcntl(fd, fcntl.F_ADD_SEALS, PROGRESS_SEALS)
-        m = mmap.mmap(fd, PROGRESS_BYTES)
-        m[:8] = PROGRESS_UNMAPPED.to_bytes(8, "little", signed=True)
-        return fd, m
+        os.pwrite(fd, PROGRESS_UNMAPPED.to_bytes(8, "little", signed=True), 0)
+        return fd, Progress(fd)
     except (AttributeError, OSError, ValueError):
         if fd >= 0:
             os.close(fd)
         return None
     finally:
         os.close(fd0)
+
+
+def _high(fd: int) -> int:
+    """``fd`` moved to the lowest free number >= ``HIGH_FD``, close-on-exec (``fd`` closed), or
+    ``fd`` itself where that fails (a ``RLIMIT_NOFILE`` below ``HIGH_FD``: the low number, as before)."""
+    try:
+        import fcntl
+
+        high = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, HIGH_FD)
+    except (ImportError, OSError):
+        return fd
+    os.close(fd)
+    return high
 
 
 def _anonymous_file() -> int:
