@@ -202,6 +202,8 @@ def _random_desc(rnd: random.Random) -> str:
         items = [string(rnd.choice(_KEYS)) + sep + value(depth) for _ in range(rnd.randrange(int(plan_last), 4))]
         if plan_last and rnd.random() < 0.85:
             items.append('"plan":' + plan())
+        elif plan_last and rnd.random() < 0.5:   # no top-level plan, a nested one last, in the pattern's form
+            items.append('"k":{"a":1,"plan":' + plan() + "}")
         if rnd.random() < 0.05:
             items.append(rnd.choice(['"plan"', '"pl\\u0061n"', '"plan" ']) + ":" + plan())
         return "{" + ",".join(items) + "}"
