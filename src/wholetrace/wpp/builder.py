@@ -369,7 +369,7 @@ def path_functions(payload: bytearray) -> tuple[int, int, list[int]]:
 _PLAN = b',"plan":{"mode":"path","strategy":"'
 _MAX_REGISTRY = 1 << 30   # store.schema.MAX_UNSIZED_BLOB
 #: a header row's types (``store.registry._ROW``, not imported: it imports ``store.schema``)
-_ROW = (str, str, int, int, str, int, int, int)
+_ROW = [str, str, int, int, str, int, int, int]
 
 
 def _strategies(blob: bytes, n: int) -> list[str] | None:
@@ -383,8 +383,8 @@ def _strategies(blob: bytes, n: int) -> list[str] | None:
     delimits a string); the text ``"plan"`` occurs once in it, so one string is ``plan`` (a ``"``
     after a closing quote is not JSON): the key the pattern matches, not another spelled
     ``"plan" :`` that ``json.loads`` would keep as the last duplicate; that key is at depth 1 (the
-    brackets outside strings before it: a top-level key, not a nested plan's); ``"strategy"`` occurs
-    once, so the plan holds no second one.  Not checked, as the full parse would: that the rest of
+    brackets outside strings from its value to the last ``}`` balance: a top-level key, not a
+    nested plan's); ``"strategy"`` occurs once, so the plan holds no second one.  Not checked, as the full parse would: that the rest of
     a description is JSON (a damaged description with the plan in this form is read, where the
     full parse raises; docs/design.md, "wave 15, builder start-up")."""
     from wholetrace.zstdc import zstandard
@@ -406,7 +406,7 @@ def _strategies(blob: bytes, n: int) -> list[str] | None:
         return None
     start, out = cut + 1, []
     for row in rows:
-        if not (type(row) is list and len(row) == 8 and all(type(v) is t for v, t in zip(row, _ROW))
+        if not (type(row) is list and list(map(type, row)) == _ROW
                 and 0 <= row[5] <= row[6] <= len(raw) - start):
             return None
         lo, hi = start + row[5], start + row[6]
@@ -414,8 +414,11 @@ def _strategies(blob: bytes, n: int) -> list[str] | None:
         if (at < 0 or raw[lo:lo + 1] != b"{" or raw[hi - 2:hi] != b"}}" or raw.find(b"\\", lo, hi) >= 0
                 or raw.count(b'"plan"', lo, hi) != 1 or raw.count(b'"strategy"', lo, hi) != 1):
             return None
-        outside = b"".join(raw[lo:at].split(b'"')[::2])   # no backslash: every '"' opens or closes a string
-        if outside.count(b"{") + outside.count(b"[") - outside.count(b"}") - outside.count(b"]") != 1:
+        # the plan's value to the description's last "}": its brackets outside strings (no backslash:
+        # every '"' opens or closes one) balance only if that "}" closes the plan key's object, the
+        # top level (a nested plan's text there also closes the objects around it: fewer opened)
+        outside = b"".join(raw[at + 8:hi - 1].split(b'"')[::2])   # 8: len(b',"plan":')
+        if outside.count(b"{") + outside.count(b"[") != outside.count(b"}") + outside.count(b"]"):
             return None
         at += len(_PLAN)
         end = raw.find(b'"', at, hi)
