@@ -9,6 +9,7 @@ the recorder's ``Flag``.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import threading
@@ -70,8 +71,14 @@ def _record(tmp_path, script, mode, *options):
                           timeout=300, stdin=subprocess.DEVNULL)
 
 
+def _masked(err):
+    """stderr with process ids masked (a fork warning or a traceback names the pid)."""
+    return re.sub(r"(pid[= ]|process )\d+", r"\1N", err)
+
+
 def _same_as_plain(tmp_path, source, mode, files=(), runs=2):
-    """Plain run, then ``runs`` recordings (cold, then warm): the same stdout and status."""
+    """Plain run, then ``runs`` recordings (cold, then warm): the same stdout, stderr (pids
+    masked) and status."""
     for name, text in files:
         (tmp_path / name).write_text(text)
     script = tmp_path / "prog.py"
@@ -79,7 +86,8 @@ def _same_as_plain(tmp_path, source, mode, files=(), runs=2):
     plain = run_plain(script)
     for _ in range(runs):
         run = _record(tmp_path, script, mode)
-        assert (run.returncode, run.stdout) == (plain.returncode, plain.stdout), run.stderr
+        assert (run.returncode, run.stdout, _masked(run.stderr)) == \
+            (plain.returncode, plain.stdout, _masked(plain.stderr)), run.stderr
     return plain
 
 
@@ -235,3 +243,53 @@ def test_a_cold_miss_leaves_no_stdlib_module_a_program_file_shadows(tmp_path, mo
     files = [(f"{n}.py", f"MINE = {n!r}\n") for n in ("warnings", "opcode", "enum")]
     plain = _same_as_plain(tmp_path, SHADOWS, mode, files + [("helper_mod.py", "def work(n, out):\n    return n\n")])
     assert plain.stdout.splitlines()[:2] == ["[]", "warnings opcode enum"]
+
+
+POOL = '''
+import concurrent.futures as cf, threading
+import helper_mod
+ex = cf.ThreadPoolExecutor(2)       # module level, never shut down: _python_exit wakes the workers
+print(ex.submit(helper_mod.work, 300, []).result()[1:], threading.active_count() > 1)
+'''
+
+
+@pytest.mark.parametrize("mode", ["blocks", "path"])
+def test_a_module_level_thread_pool_never_shut_down(tmp_path, mode):
+    """``concurrent.futures``' idle workers are woken by a ``threading._register_atexit``
+    callback that ``threading._shutdown`` runs: plain exits 0.  Before wave 15's fix the
+    recording joined the workers without it and hung (review15c HIGH; the timeout fails it)."""
+    plain = _same_as_plain(tmp_path, POOL, mode, [("helper_mod.py", HELPER)])
+    assert plain.returncode == 0 and plain.stdout == "(False, 2) True\n"
+
+
+CHAIN = '''
+import atexit, threading, time
+import helper_mod
+def a():
+    time.sleep(0.1)
+    threading.Thread(target=helper_mod.late, args=([],), name="B").start()
+    print("A done", flush=True)
+atexit.register(lambda: print("atexit", sorted(t.name for t in threading.enumerate()),
+                              threading.main_thread().is_alive(), flush=True))
+threading.Thread(target=a, name="A").start()
+late = threading.Thread(target=lambda: (time.sleep(0.2), atexit.register(lambda: print("late atexit"))))
+late.start()
+print("main done", flush=True)
+'''
+
+
+@pytest.mark.parametrize("mode", ["blocks", "path"])
+def test_a_thread_started_while_the_threads_are_joined(tmp_path, mode):
+    """Thread A starts B after the main thread has ended: B is joined before the ``atexit``
+    functions run, which then see only the main thread, stopped (plain).  Before the fix the
+    recording joined one snapshot of ``enumerate()``: ``atexit ['B', 'MainThread'] True``
+    came before B's line.  B's events are recorded (``counts`` has ``late``'s lines)."""
+    plain = _same_as_plain(tmp_path, CHAIN, mode, [("helper_mod.py", HELPER)], runs=1)
+    assert plain.stdout.splitlines()[-3:] == ["late ('B', False, 2)", "late atexit",
+                                               "atexit ['MainThread'] False"]
+    import json
+    rep = subprocess.run([sys.executable, "-c", CONSOLE, "counts", "--format", "json", str(tmp_path / f"{mode}.wt")],
+                         capture_output=True, text=True, env=ENV, timeout=600)   # a cold JIT under load
+    assert rep.returncode == 0, rep.stderr
+    helper = json.loads(rep.stdout)["lines"][str(tmp_path / "helper_mod.py")]
+    assert [helper[n] for n in ("5", "7", "10", "11")] == [1, 1, 1, 1]   # B's work and late, all of them
