@@ -293,3 +293,29 @@ def test_a_thread_started_while_the_threads_are_joined(tmp_path, mode):
     assert rep.returncode == 0, rep.stderr
     helper = json.loads(rep.stdout)["lines"][str(tmp_path / "helper_mod.py")]
     assert [helper[n] for n in ("5", "7", "10", "11")] == [1, 1, 1, 1]   # B's work and late, all of them
+
+
+HOOKS = '''
+import sys
+def hook(path):
+    if "zz-extra" in path:
+        print("hook called", path)
+    raise ImportError
+sys.path_hooks.insert(0, hook)
+sys.path.insert(1, sys.path[0] + "/zz-extra")
+import helper_mod
+print(helper_mod.work(4, []), any("zz-extra" in p for p in sys.path_importer_cache))
+'''
+
+
+def test_a_mid_run_miss_calls_no_path_hook(tmp_path):
+    """A warm script whose ``helper_mod`` misses the code cache: the miss path loads the
+    standard library's ``ast`` (and what it imports) mid-run, then decides which of them a
+    program file shadows.  That must not call the program's ``sys.path_hooks`` on an entry its
+    own imports never reached, nor fill ``sys.path_importer_cache`` (review15c MED: it went
+    through ``PathFinder``; ``hook called`` and ``True``)."""
+    plain = _same_as_plain(tmp_path, HOOKS, "blocks", [("helper_mod.py", "def work(n, out):\n    return n\n")], runs=1)
+    assert plain.stdout == "4 False\n"
+    (tmp_path / "helper_mod.py").write_text("def work(n, out):\n    return n + 1\n")   # only it misses now
+    plain = _same_as_plain(tmp_path, HOOKS, "blocks", runs=1)
+    assert plain.stdout == "5 False\n"

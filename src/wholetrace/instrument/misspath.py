@@ -123,8 +123,6 @@ def forget_shadowed(before: set[str], dirs: tuple[str, ...]) -> None:
     others stay, one copy each: a program thread may have taken one while the load ran
     (``test_misspath13``'s one ``enum``).  Built-in and frozen modules come before
     ``sys.path`` in plain imports too."""
-    from _frozen_importlib_external import PathFinder
-
     added = [n for n in sys.modules if n not in before]
     for top in {n.partition(".")[0] for n in added}:
         module = sys.modules.get(top)
@@ -132,14 +130,38 @@ def forget_shadowed(before: set[str], dirs: tuple[str, ...]) -> None:
         if top in before or module is None or origin in ("built-in", "frozen") or top.startswith("wholetrace") \
                 or not is_stdlib(module, dirs):
             continue
-        try:
-            found = getattr(PathFinder.find_spec(top, sys.path), "origin", origin)
-        except Exception:   # noqa: BLE001 - a sys.path entry the program's import would fail on too
-            continue
-        if found != origin:
+        if _shadowed_on_disk(top, dirs):
             for name in added:
                 if name == top or name.startswith(top + "."):
                     del sys.modules[name]
+
+
+def _shadowed_on_disk(top: str, dirs: tuple[str, ...]) -> bool:
+    """Whether a ``sys.path`` directory before the standard library's holds what
+    ``FileFinder`` would take for ``top`` (``top/__init__`` or ``top`` with an extension,
+    source or bytecode suffix).  Looked up on disk, not through the finders: the program's
+    ``sys.path_hooks`` are not called and ``sys.path_importer_cache`` is not filled, as in
+    plain ``python`` (review15c MED).  A zip or other non-directory entry is not looked into."""
+    import _imp
+    import os
+    from _frozen_importlib_external import BYTECODE_SUFFIXES, SOURCE_SUFFIXES
+
+    suffixes = [*_imp.extension_suffixes(), *SOURCE_SUFFIXES, *BYTECODE_SUFFIXES]
+    stdlib = {os.path.realpath(d) for d in dirs}
+    for entry in list(sys.path):
+        if not isinstance(entry, str):
+            continue
+        where = os.path.realpath(entry or os.getcwd())
+        if where in stdlib:
+            return False
+        if not os.path.isdir(where):
+            continue
+        package = os.path.join(where, top)
+        if os.path.isdir(package) and any(os.path.isfile(os.path.join(package, "__init__" + s)) for s in suffixes):
+            return True
+        if any(os.path.isfile(package + s) for s in suffixes):
+            return True
+    return False
 
 
 def _load_stdlib(names: list[str], dirs: tuple[str, ...], held: dict[str, ModuleType]) -> None:
