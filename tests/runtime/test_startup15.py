@@ -319,3 +319,15 @@ def test_a_mid_run_miss_calls_no_path_hook(tmp_path):
     (tmp_path / "helper_mod.py").write_text("def work(n, out):\n    return n + 1\n")   # only it misses now
     plain = _same_as_plain(tmp_path, HOOKS, "blocks", runs=1)
     assert plain.stdout == "5 False\n"
+
+
+def test_full_mode_with_an_enum_py_beside_the_script(tmp_path):
+    """``--mode full`` with ``enum.py`` and ``warnings.py`` beside a script that imports
+    neither: the value probes' module imports ``ast`` and the flusher ``numpy``, both of which
+    import ``enum``; they must take the standard library's, and the program's files must not
+    run (plain prints only ``6``).  Crashed at start-up before (review15c MED:
+    ``ImportError: cannot import name 'IntEnum'``), then at the first flush (numpy)."""
+    files = [(f"{n}.py", f"print('MINE {n}'); MINE = 1\n") for n in ("enum", "warnings")]
+    plain = _same_as_plain(tmp_path, "import helper_mod\nprint(helper_mod.work(6, []))\n", "full",
+                           files + [("helper_mod.py", "def work(n, out):\n    return n\n")])
+    assert plain.stdout == "6\n"

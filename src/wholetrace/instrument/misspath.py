@@ -136,6 +136,33 @@ def forget_shadowed(before: set[str], dirs: tuple[str, ...]) -> None:
                     del sys.modules[name]
 
 
+def import_past_program(name: str) -> ModuleType:
+    """Import ``name`` (a third-party package wholetrace uses, numpy) with ``sys.path`` from
+    the standard library's directory on, so that an ``enum.py`` or ``warnings.py`` beside the
+    script is not what it imports; then forget the standard library's modules it added that a
+    program file shadows (:func:`forget_shadowed`).  Only before the program runs: ``sys.path``
+    is changed while the import runs.  If ``name`` is only found before the standard library
+    (a ``PYTHONPATH`` install), imports it with the whole ``sys.path``."""
+    import os
+
+    dirs = stdlib_dirs()
+    stdlib = {os.path.realpath(d) for d in dirs}
+    before = set(sys.modules)
+    saved = list(sys.path)
+    start = next((k for k, e in enumerate(saved) if isinstance(e, str) and os.path.realpath(e or os.getcwd()) in stdlib), 0)
+    try:
+        sys.path[:] = saved[start:]
+        try:
+            __import__(name)
+        except ImportError:
+            sys.path[:] = saved
+            __import__(name)
+    finally:
+        sys.path[:] = saved
+        forget_shadowed(before, dirs)
+    return sys.modules[name]
+
+
 def _shadowed_on_disk(top: str, dirs: tuple[str, ...]) -> bool:
     """Whether a ``sys.path`` directory before the standard library's holds what
     ``FileFinder`` would take for ``top`` (``top/__init__`` or ``top`` with an extension,

@@ -343,6 +343,9 @@ class ValueLog:
             except RecursionError:
                 pass
 
+        from wholetrace.instrument import misspath
+        misspath.load()   # wetemit imports ast: the standard library's, whatever sys.path[0] holds (an enum.py)
+        misspath.import_past_program("numpy")   # the flusher's split imports it: not the program's enum.py
         from wholetrace.instrument.wetemit import VALUE, VALUE_IN, VALUES, VALUES_IN
 
         return {VALUE: value, VALUES: values, VALUE_IN: value_in, VALUES_IN: values_in}
