@@ -331,3 +331,56 @@ def test_full_mode_with_an_enum_py_beside_the_script(tmp_path):
     plain = _same_as_plain(tmp_path, "import helper_mod\nprint(helper_mod.work(6, []))\n", "full",
                            files + [("helper_mod.py", "def work(n, out):\n    return n\n")])
     assert plain.stdout == "6\n"
+
+
+GC_ON_FLUSHER = '''
+import gc, threading, time
+import helper_mod
+class C:
+    def __init__(self):
+        self.me = self
+    def __del__(self):
+        threading.current_thread()       # on the flusher too, when its allocations collect
+gc.set_threshold(5)
+t0 = time.time()
+while time.time() - t0 < 1.5:
+    C()
+    helper_mod.work(1, [])
+gc.collect()          # no cycle of C left for a collection on the flusher
+time.sleep(0.6)       # the flusher flushes again: what it left is gone after each flush
+print(threading.active_count(), [t.name for t in threading.enumerate()])
+'''
+
+
+@pytest.mark.parametrize("mode", ["blocks", "path"])
+def test_program_code_run_on_the_flusher_leaves_no_dummy_thread(tmp_path, mode):
+    """A ``__del__`` calling ``threading.current_thread()`` run on the flusher by a collection
+    (a low ``gc`` threshold makes it happen within the run): the program's
+    ``enumerate()``/``active_count()`` are as plain once the flush ends (review15c MED: a
+    permanent ``Dummy-1``).  During a flush that ran such code the dummy is listed: the
+    window this test leaves out (docs/design.md, "Record's start-up, wave 15")."""
+    plain = _same_as_plain(tmp_path, GC_ON_FLUSHER, mode, [("helper_mod.py", HELPER)], runs=1)
+    assert plain.stdout == "1 ['MainThread']\n"
+
+
+ALL_THREADS = '''
+import threading, time
+import helper_mod
+seen = set()
+def tr(frame, event, arg):
+    seen.add((threading.current_thread().name, frame.f_code.co_name))
+threading.settrace_all_threads(tr)
+time.sleep(0.6)                  # the flusher wakes up meanwhile
+helper_mod.work(3, [])
+threading.settrace_all_threads(None)
+print(sorted(seen), threading.active_count())
+'''
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="settrace_all_threads is 3.12+")
+def test_settrace_all_threads_sees_no_wholetrace_frame(tmp_path):
+    """``threading.settrace_all_threads`` also sets the hook on the flusher: cleared there
+    before the flush's first Python call, so the program's hook sees only its own frames
+    (review15c MED: ``flush``, ``append_events``, ... under ``Dummy-1``)."""
+    plain = _same_as_plain(tmp_path, ALL_THREADS, "blocks", [("helper_mod.py", HELPER)], runs=1)
+    assert "('MainThread', 'work')" in plain.stdout and "Dummy" not in plain.stdout
