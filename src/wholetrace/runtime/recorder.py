@@ -42,20 +42,19 @@ class Flag:
     flag is clear: ``threading`` is not imported at start-up (docs/design.md, "Record's
     start-up, wave 15")."""
 
-    __slots__ = ("_lock", "_set")
+    __slots__ = ("_lock", "_set", "_guard")
 
     def __init__(self) -> None:
         self._lock = _thread.allocate_lock()
         self._lock.acquire()
         self._set = False
+        self._guard = _thread.allocate_lock()   # one setter at a time: the lock is released once
 
     def set(self) -> None:
-        if not self._set:
-            self._set = True
-            try:
+        with self._guard:
+            if not self._set:
+                self._set = True
                 self._lock.release()
-            except RuntimeError:    # pragma: no cover - two threads setting it at once
-                pass
 
     def is_set(self) -> bool:
         return self._set
