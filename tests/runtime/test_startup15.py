@@ -384,3 +384,29 @@ def test_settrace_all_threads_sees_no_wholetrace_frame(tmp_path):
     (review15c MED: ``flush``, ``append_events``, ... under ``Dummy-1``)."""
     plain = _same_as_plain(tmp_path, ALL_THREADS, "blocks", [("helper_mod.py", HELPER)], runs=1)
     assert "('MainThread', 'work')" in plain.stdout and "Dummy" not in plain.stdout
+
+
+THREADED_FORK = '''
+import _thread, os, time
+import helper_mod
+done = _thread.allocate_lock(); done.acquire()
+_thread.start_new_thread(lambda: (done.acquire(), time.sleep(0)), ())   # the program's second thread
+for _ in range(2):
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+done.release()
+print("forked twice", helper_mod.work(2, [])[0])
+'''
+
+
+@pytest.mark.parametrize("mode", ["blocks", "path"])
+def test_a_multi_threaded_program_s_fork_warns_as_plain(tmp_path, mode):
+    """On 3.12+ plain python warns (``DeprecationWarning: ... multi-threaded``) when the
+    program has a second thread at ``os.fork``: the recording must warn too,
+    while ``test_fork_with_and_without_threading`` (one thread in the program, the flusher
+    the second) must not (``runtime.forkwarn``)."""
+    plain = _same_as_plain(tmp_path, THREADED_FORK, mode, [("helper_mod.py", HELPER)], runs=1)
+    assert plain.stdout == "forked twice MainThread\n"
+    assert plain.stderr.count("multi-threaded") == (sys.version_info >= (3, 12))   # "default": once a line

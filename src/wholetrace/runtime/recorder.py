@@ -22,7 +22,7 @@ from wholetrace.instrument.emit import C_CALLS_COUNT
 from wholetrace.instrument.emit import LOCAL as LOCAL_COUNTER
 from wholetrace.instrument.facts import recording_facts
 from wholetrace.instrument.modes import TRACE_MODES, ProbePlan, make_plan
-from wholetrace.runtime import recursion, unfinished
+from wholetrace.runtime import forkwarn, recursion, unfinished
 from wholetrace.runtime.buffers import take_events
 from wholetrace.runtime.probes import RunState, new_counts, read_counts, runtime_objects
 from wholetrace.runtime.streams import Stream
@@ -80,6 +80,7 @@ def _as_plain() -> None:
     frames (a profile function: at most the return of the wait it was set during)."""
     if sys.gettrace() is not None or sys.getprofile() is not None:
         sys.settrace(None), sys.setprofile(None)
+    forkwarn.drop_due()   # a fork warning's filter, 3.13
     th = sys.modules.get("threading")
     active = getattr(th, "_active", None)
     dummy = getattr(th, "_DummyThread", None)
@@ -363,6 +364,7 @@ class Recorder:
         if self._thread is not None and self._thread != _thread.get_ident():
             self._running.acquire()     # the flusher's join
             self._running.release()
+        forkwarn.drop_due(force=True)
         note = getattr(type(self.writer), "flusher_stats", None)
         if note is not None:
             note(self.writer, self.flusher_stats)
