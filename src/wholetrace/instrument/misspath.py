@@ -136,6 +136,29 @@ def forget_shadowed(before: set[str], dirs: tuple[str, ...]) -> None:
                     del sys.modules[name]
 
 
+def program_shadows_stdlib() -> bool:
+    """Whether a ``sys.path`` directory before the standard library's holds a ``.py`` file or
+    a package named as a standard-library module (``sys.stdlib_module_names``): one
+    ``listdir`` per such entry."""
+    import os
+
+    stdlib = {os.path.realpath(d) for d in stdlib_dirs()}
+    names = sys.stdlib_module_names
+    for entry in list(sys.path):
+        if not isinstance(entry, str):
+            continue
+        where = os.path.realpath(entry or os.getcwd())
+        if where in stdlib:
+            return False
+        try:
+            listing = os.listdir(where)
+        except OSError:
+            continue
+        if any(n.partition(".")[0] in names for n in listing if n.endswith(".py") or "." not in n):
+            return True
+    return False
+
+
 def import_past_program(name: str) -> ModuleType:
     """Import ``name`` (a third-party package wholetrace uses, numpy) with ``sys.path`` from
     the standard library's directory on, so that an ``enum.py`` or ``warnings.py`` beside the
@@ -169,11 +192,10 @@ def _shadowed_on_disk(top: str, dirs: tuple[str, ...]) -> bool:
     source or bytecode suffix).  Looked up on disk, not through the finders: the program's
     ``sys.path_hooks`` are not called and ``sys.path_importer_cache`` is not filled, as in
     plain ``python`` (review15c MED).  A zip or other non-directory entry is not looked into."""
-    import _imp
     import os
-    from _frozen_importlib_external import BYTECODE_SUFFIXES, SOURCE_SUFFIXES
+    from _frozen_importlib_external import BYTECODE_SUFFIXES, EXTENSION_SUFFIXES, SOURCE_SUFFIXES
 
-    suffixes = [*_imp.extension_suffixes(), *SOURCE_SUFFIXES, *BYTECODE_SUFFIXES]
+    suffixes = [*EXTENSION_SUFFIXES, *SOURCE_SUFFIXES, *BYTECODE_SUFFIXES]
     stdlib = {os.path.realpath(d) for d in dirs}
     for entry in list(sys.path):
         if not isinstance(entry, str):

@@ -5,7 +5,10 @@ from __future__ import annotations
 import _warnings
 import sys
 import time
-from typing import Any
+
+TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
+if TYPE_CHECKING:
+    from typing import Any
 
 #: Python 3.12+ warns when a process with more than one thread forks.  3.12 warns before the
 #: after-in-parent fork handlers run, 3.13 after them (docs/design.md, "Record's start-up, wave 15").
