@@ -123,8 +123,6 @@ def forget_shadowed(before: set[str], dirs: tuple[str, ...]) -> None:
     others stay, one copy each: a program thread may have taken one while the load ran
     (``test_misspath13``'s one ``enum``).  Built-in and frozen modules come before
     ``sys.path`` in plain imports too."""
-    from _frozen_importlib_external import PathFinder
-
     added = [n for n in sys.modules if n not in before]
     for top in {n.partition(".")[0] for n in added}:
         module = sys.modules.get(top)
@@ -132,14 +130,87 @@ def forget_shadowed(before: set[str], dirs: tuple[str, ...]) -> None:
         if top in before or module is None or origin in ("built-in", "frozen") or top.startswith("wholetrace") \
                 or not is_stdlib(module, dirs):
             continue
-        try:
-            found = getattr(PathFinder.find_spec(top, sys.path), "origin", origin)
-        except Exception:   # noqa: BLE001 - a sys.path entry the program's import would fail on too
-            continue
-        if found != origin:
+        if _shadowed_on_disk(top, dirs):
             for name in added:
                 if name == top or name.startswith(top + "."):
                     del sys.modules[name]
+
+
+def program_shadows_stdlib() -> bool:
+    """Whether a ``sys.path`` directory before the standard library's holds a ``.py`` file or
+    a package named as a standard-library module (``sys.stdlib_module_names``): one
+    ``listdir`` per such entry."""
+    import os
+
+    stdlib = {os.path.realpath(d) for d in stdlib_dirs()}
+    names = sys.stdlib_module_names
+    for entry in list(sys.path):
+        if not isinstance(entry, str):
+            continue
+        where = os.path.realpath(entry or os.getcwd())
+        if where in stdlib:
+            return False
+        try:
+            listing = os.listdir(where)
+        except OSError:
+            continue
+        if any(n.partition(".")[0] in names for n in listing if n.endswith(".py") or "." not in n):
+            return True
+    return False
+
+
+def import_past_program(name: str) -> ModuleType:
+    """Import ``name`` (a third-party package wholetrace uses, numpy) with ``sys.path`` from
+    the standard library's directory on, so that an ``enum.py`` or ``warnings.py`` beside the
+    script is not what it imports; then forget the standard library's modules it added that a
+    program file shadows (:func:`forget_shadowed`).  Only before the program runs: ``sys.path``
+    is changed while the import runs.  If ``name`` is only found before the standard library
+    (a ``PYTHONPATH`` install), imports it with the whole ``sys.path``."""
+    import os
+
+    dirs = stdlib_dirs()
+    stdlib = {os.path.realpath(d) for d in dirs}
+    before = set(sys.modules)
+    saved = list(sys.path)
+    start = next((k for k, e in enumerate(saved) if isinstance(e, str) and os.path.realpath(e or os.getcwd()) in stdlib), 0)
+    try:
+        sys.path[:] = saved[start:]
+        try:
+            __import__(name)
+        except ImportError:
+            sys.path[:] = saved
+            __import__(name)
+    finally:
+        sys.path[:] = saved
+        forget_shadowed(before, dirs)
+    return sys.modules[name]
+
+
+def _shadowed_on_disk(top: str, dirs: tuple[str, ...]) -> bool:
+    """Whether a ``sys.path`` directory before the standard library's holds what
+    ``FileFinder`` would take for ``top`` (``top/__init__`` or ``top`` with an extension,
+    source or bytecode suffix).  Looked up on disk, not through the finders: the program's
+    ``sys.path_hooks`` are not called and ``sys.path_importer_cache`` is not filled, as in
+    plain ``python`` (review15c MED).  A zip or other non-directory entry is not looked into."""
+    import os
+    from _frozen_importlib_external import BYTECODE_SUFFIXES, EXTENSION_SUFFIXES, SOURCE_SUFFIXES
+
+    suffixes = [*EXTENSION_SUFFIXES, *SOURCE_SUFFIXES, *BYTECODE_SUFFIXES]
+    stdlib = {os.path.realpath(d) for d in dirs}
+    for entry in list(sys.path):
+        if not isinstance(entry, str):
+            continue
+        where = os.path.realpath(entry or os.getcwd())
+        if where in stdlib:
+            return False
+        if not os.path.isdir(where):
+            continue
+        package = os.path.join(where, top)
+        if os.path.isdir(package) and any(os.path.isfile(os.path.join(package, "__init__" + s)) for s in suffixes):
+            return True
+        if any(os.path.isfile(package + s) for s in suffixes):
+            return True
+    return False
 
 
 def _load_stdlib(names: list[str], dirs: tuple[str, ...], held: dict[str, ModuleType]) -> None:

@@ -40,6 +40,7 @@ import types
 from wholetrace import jsontext
 from wholetrace.events import EXC, LEAVE
 from wholetrace.plain import Record
+from wholetrace.runtime import forkwarn
 from wholetrace.runtime.recorder import Flag
 from wholetrace.store.schema import BASE_PREFIX, CHILDREN_KEY, PROCESS_KEY, UNRECORDED_PREFIX
 
@@ -109,6 +110,7 @@ class Children:
         self._held = _writer_lock(self.live.writer)
         self._held.acquire()
         self.forking = True
+        forkwarn.before_fork(self.live.recorder._thread is not None and self.live.recorder._running.locked())
         util = sys.modules.get("multiprocessing.util")
         if util is not None and not self.mp_hooked:
             util.register_after_fork(self, Children._mp_child)
@@ -119,12 +121,14 @@ class Children:
             self.forking = False
             self._held.release()
             self.live.recorder._flush_lock.release()
+            forkwarn.after_fork_parent()
 
     def after_fork_child(self) -> None:
         """Runs in the new child: move the recorder onto a part file of its own.  Nothing here
         touches a file (the part is made by the child's flusher, or when it ends): a child
         killed at once costs nothing, and forking stays cheap."""
         self.forking = False
+        forkwarn.drop_due(force=True)
         live, rec = self.live, self.live.recorder
         _leak(live.writer)                          # the parent's connection: never used, never closed here
         parent_name = self.name

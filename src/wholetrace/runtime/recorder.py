@@ -22,7 +22,7 @@ from wholetrace.instrument.emit import C_CALLS_COUNT
 from wholetrace.instrument.emit import LOCAL as LOCAL_COUNTER
 from wholetrace.instrument.facts import recording_facts
 from wholetrace.instrument.modes import TRACE_MODES, ProbePlan, make_plan
-from wholetrace.runtime import recursion, unfinished
+from wholetrace.runtime import forkwarn, recursion, unfinished
 from wholetrace.runtime.buffers import take_events
 from wholetrace.runtime.probes import RunState, new_counts, read_counts, runtime_objects
 from wholetrace.runtime.streams import Stream
@@ -42,20 +42,19 @@ class Flag:
     flag is clear: ``threading`` is not imported at start-up (docs/design.md, "Record's
     start-up, wave 15")."""
 
-    __slots__ = ("_lock", "_set")
+    __slots__ = ("_lock", "_set", "_guard")
 
     def __init__(self) -> None:
         self._lock = _thread.allocate_lock()
         self._lock.acquire()
         self._set = False
+        self._guard = _thread.allocate_lock()   # one setter at a time: the lock is released once
 
     def set(self) -> None:
-        if not self._set:
-            self._set = True
-            try:
+        with self._guard:
+            if not self._set:
+                self._set = True
                 self._lock.release()
-            except RuntimeError:    # pragma: no cover - two threads setting it at once
-                pass
 
     def is_set(self) -> bool:
         return self._set
@@ -68,6 +67,28 @@ class Flag:
             self._lock.release()
             return True
         return self._set
+
+
+def _as_plain() -> None:
+    """On the flusher, around each flush: what the program's code may have left on this
+    thread goes.  A ``__del__``, weakref or ``gc`` callback run here by a collection the
+    flusher's allocations started, calling ``threading.current_thread()``, registers a
+    ``_DummyThread`` the program would list for ever (``Dummy-1``; review15c): taken out of
+    ``threading._active``.  A trace or profile function ``threading.settrace_all_threads`` /
+    ``setprofile_all_threads`` (3.12+) set on this thread is cleared (here, and in the loop
+    before the flush's first Python call), so the program's hook does not see wholetrace's
+    frames (a profile function: at most the return of the wait it was set during)."""
+    if sys.gettrace() is not None or sys.getprofile() is not None:
+        sys.settrace(None), sys.setprofile(None)
+    forkwarn.drop_due()   # a fork warning's filter, 3.13
+    th = sys.modules.get("threading")
+    active = getattr(th, "_active", None)
+    dummy = getattr(th, "_DummyThread", None)
+    if not isinstance(active, dict) or not isinstance(dummy, type):
+        return
+    me = _thread.get_ident()
+    if isinstance(active.get(me), dummy):
+        active.pop(me, None)
 
 
 class Recorder:
@@ -184,6 +205,7 @@ class Recorder:
         try:
             self._loop()
         finally:
+            _as_plain()
             running.release()
 
     def _loop(self) -> None:
@@ -191,9 +213,13 @@ class Recorder:
         # writer (``runtime.children``) would make its file on an attribute lookup
         interval = getattr(type(self.writer), "flush_seconds", FLUSH_SECONDS)
         timed = getattr(type(self.writer), "flusher_stats", None) is not None
+        gettrace, getprofile, settrace, setprofile = sys.gettrace, sys.getprofile, sys.settrace, sys.setprofile
         if not timed:
             while not self._stop.wait(interval):
+                if gettrace() is not None or getprofile() is not None:   # before any Python call
+                    settrace(None), setprofile(None)
                 self.flush()
+                _as_plain()
             return
         # The WPP builder: a flush every ``interval`` from the start of the last one (not from its
         # end: the wake-up waits for the GIL, the pipe write gives it up and waits again), at
@@ -207,7 +233,10 @@ class Recorder:
             if self._stop.wait(wait):
                 break
             t1 = clock()
+            if gettrace() is not None or getprofile() is not None:   # before any Python call
+                settrace(None), setprofile(None)
             self.flush()
+            _as_plain()
             due = t1 + (pace() if pace is not None else interval)
             stats[0] += 1
             stats[1] += t1 - t - wait
@@ -335,6 +364,7 @@ class Recorder:
         if self._thread is not None and self._thread != _thread.get_ident():
             self._running.acquire()     # the flusher's join
             self._running.release()
+        forkwarn.drop_due(force=True)
         note = getattr(type(self.writer), "flusher_stats", None)
         if note is not None:
             note(self.writer, self.flusher_stats)

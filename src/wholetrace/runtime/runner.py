@@ -446,10 +446,17 @@ def _program_threads() -> list[Any]:
 
 
 def _wait_for_threads() -> None:
-    """Join non-daemon threads, as the interpreter does before it exits."""
-    for t in _program_threads():
-        if not t.daemon and t.is_alive():
-            try:
-                t.join()
-            except KeyboardInterrupt:  # pragma: no cover - interactive
-                break
+    """What the interpreter does before the ``atexit`` functions: the program's
+    ``threading._shutdown()`` when it imported ``threading`` (its ``_register_atexit``
+    callbacks, which wake ``concurrent.futures``' idle workers; the main thread marked
+    stopped; ``_SHUTTING_DOWN``; joins until no non-daemon thread is left, threads started
+    meanwhile included).  The interpreter's own call at finalisation then returns at once
+    (docs/design.md, "Record's start-up, wave 15")."""
+    th = sys.modules.get("threading")
+    shutdown = getattr(th, "_shutdown", None) if th is not None else None
+    if shutdown is None:   # not imported, or a program's threading.py without it
+        return
+    try:
+        shutdown()
+    except KeyboardInterrupt:  # pragma: no cover - interactive
+        pass

@@ -343,6 +343,10 @@ class ValueLog:
             except RecursionError:
                 pass
 
+        from wholetrace.instrument import misspath
+        if misspath.program_shadows_stdlib():   # an enum.py beside the script (review15c)
+            misspath.load()   # wetemit imports ast: the standard library's
+            misspath.import_past_program("numpy")   # the flusher's split imports it
         from wholetrace.instrument.wetemit import VALUE, VALUE_IN, VALUES, VALUES_IN
 
         return {VALUE: value, VALUES: values, VALUE_IN: value_in, VALUES_IN: values_in}
