@@ -177,13 +177,18 @@ try:
 except KeyboardInterrupt:
     print("caught in main", "threading" in sys.modules)
 import threading
+ready = threading.Event()
 def poke():
+    ready.wait()
     time.sleep(0.1)
     _thread.interrupt_main()
-threading.Thread(target=poke).start()
+poker = threading.Thread(target=poke)
+poker.start()
 try:
+    ready.set()
     helper_mod.spin()
 except KeyboardInterrupt:
+    poker.join()
     print("caught again", threading.current_thread().name, threading.active_count())
 '''
 
