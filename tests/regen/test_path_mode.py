@@ -331,6 +331,100 @@ EXTRA = {
         g.close()
         print(out)
     ''',
+    # several ways out with different closing records (wave 15: ``instrument.exitconst`` makes each
+    # compiled copy of the ``finally`` append its own constant): values that raise or call, returns
+    # in loops (the iterator is dropped before the record), in the program's try/finally and with,
+    # in handlers, fall-off exits in both arms, generators and closures
+    "exit_copies": '''
+        class Cm:
+            def __enter__(self):
+                return self
+            def __exit__(self, *a):
+                note("exit")
+                return False
+        def note(x):
+            return x
+        def inv(x):
+            return 10 // x
+        def two(x, d):
+            if x:
+                return d[x]
+            return inv(x)
+        def falls(x):
+            if x > 1:
+                note(1)
+            elif x:
+                note(2)
+            else:
+                inv(x)
+        def gen_item(n):
+            try:
+                for i in range(n):
+                    yield i
+            finally:
+                note("gen closed")
+        def in_loop(n):
+            for i in gen_item(n):
+                if i == 2:
+                    return inv(i - 2)
+                if i == 3:
+                    return i
+            return -1
+        def in_finally(x):
+            try:
+                if x:
+                    return inv(x - 1)
+                return note(x)
+            finally:
+                note("f")
+        def in_with(x):
+            with Cm():
+                if x:
+                    return inv(x)
+            return note(x)
+        def in_handler(x):
+            try:
+                return inv(x)
+            except ZeroDivisionError:
+                if x is None:
+                    return 0
+                return note("h")
+        def gen2(x):
+            if x:
+                yield 1
+                return
+            yield inv(x - 1)
+        def outer(x):
+            def inner(y):
+                if y:
+                    return x // y
+                return x
+            return inner(x) if x > 2 else inner(x - 1)
+        def by_match(v):
+            match v:
+                case 0:
+                    return inv(v)
+                case [a, b]:
+                    return a + b
+                case _:
+                    return note(v)
+        out = []
+        for f, args in ((two, (1, {1: 5})), (two, (0, {})), (two, (2, {})), (falls, (2,)), (falls, (1,)),
+                        (falls, (0,)), (in_loop, (5,)), (in_loop, (4,)), (in_loop, (2,)), (in_loop, (3,)),
+                        (in_finally, (1,)), (in_finally, (0,)), (in_finally, (3,)), (in_with, (0,)), (in_with, (2,)),
+                        (in_handler, (0,)), (in_handler, (2,)), (outer, (3,)), (outer, (1,)), (outer, (2,)),
+                        (by_match, (0,)), (by_match, ([1, 2],)), (by_match, ("x",))):
+            try:
+                out.append(f(*args))
+            except (ZeroDivisionError, KeyError) as e:
+                out.append(type(e).__name__)
+        for x in (1, 0, 2):
+            try:
+                out.append(list(gen2(x)))
+            except ZeroDivisionError:
+                out.append("g")
+        print(out)
+    ''',
     # joins, handlers and exceptions where increments could leave a register of exactly -1 (the
     # "no path open" value) or 0 at a handler's start: a review of wave 11 found both with
     # "records as free chords" (j6's branch decoded as B2 alone; j3's re-raised path as path 0)

@@ -525,7 +525,12 @@ def compile_tree(tree: ast.Module, filename: str,
             code = compile(tree, filename, "exec", dont_inherit=True)
         except TypeError:
             code = compile(ast.fix_missing_locations(tree), filename, "exec", dont_inherit=True)
-    return bytecode.finish(code, [statement_spans(cfg) for _fn, cfg, _fid, _plan in functions])
+    code = bytecode.finish(code, [statement_spans(cfg) for _fn, cfg, _fid, _plan in functions])
+    if any(plan is not None and plan.paths for _fn, _cfg, _fid, plan in functions):
+        from wholetrace.instrument.exitconst import fold_exit_records   # path mode, wave 15
+
+        code = fold_exit_records(code)
+    return code
 
 
 def statement_spans(cfg: CFG) -> list[tuple[int, int, int, int, int]]:
