@@ -5,8 +5,8 @@ A path function with several ways out whose closing records differ (``modes.fold
 store and a load of ``wt.o`` per activation that a function with one way out does not
 (``modes.single_exit_record``: ``wt.a(K)``).  The compiler copies the ``finally`` to every
 ``return`` (and to each fall-off exit), so each copy is reached from its own exit: a constant
-propagation over the compiled bytecode (jumps and exception-table edges, as ``dis`` reads them on
-3.11-3.13) finds the one constant ``wt.o`` holds at each copy's load, and the load becomes that
+propagation over the compiled bytecode (jumps and exception-table edges, read with ``opcode`` as
+``dis`` reads them on 3.11-3.13) finds the one constant ``wt.o`` holds at each copy's load, and the load becomes that
 ``LOAD_CONST`` in place (same size, no cache entries).  A store whose value no remaining load
 can read (a backward liveness pass, exception edges included) becomes ``JUMP_FORWARD 1`` over
 its dead ``STORE_FAST`` (3.13's ``STORE_FAST_LOAD_FAST``: ``NOP``, ``LOAD_FAST``).  The
@@ -48,13 +48,67 @@ def fold_exit_records(code: CodeType) -> CodeType:
     return _fold(code)
 
 
+class _Ins:
+    """One instruction of ``co_code`` (``EXTENDED_ARG`` prefixes are instructions of their own, as
+    ``dis`` lists them): ``offset`` in bytes, ``arg`` with its prefixes, ``argval`` the local's name
+    (or the two names of 3.13's pairs) for ``*_FAST`` instructions, the target offset for jumps."""
+
+    __slots__ = ("offset", "opcode", "opname", "arg", "argval", "is_jump_target", "prefixed")
+
+    def __init__(self, offset: int, op: int, name: str, arg: int, argval: object, prefixed: bool) -> None:
+        self.offset, self.opcode, self.opname, self.arg, self.argval = offset, op, name, arg, argval
+        self.is_jump_target = False
+        self.prefixed = prefixed
+
+
+def _instructions(code: CodeType) -> list[_Ins] | None:
+    """The instructions of ``code`` read with ``opcode`` (which the miss path loads; ``dis`` it does
+    not: a program must not find it in ``sys.modules`` after a module was instrumented afresh).  Jump
+    targets as ``dis`` computes them on 3.11-3.13: after the instruction and its inline caches,
+    forward or (``*BACKWARD*``) backward by ``arg`` code units."""
+    import opcode
+
+    raw = code.co_code
+    cache = opcode._inline_cache_entries   # a list by opcode (3.11, 3.12), a dict by name (3.13)
+    jumps = set(getattr(opcode, "hasjump", ())) or set(opcode.hasjrel)
+    names = code.co_varnames
+    ext_op = opcode.opmap["EXTENDED_ARG"]
+    out: list[_Ins] = []
+    ext, i = 0, 0
+    while i < len(raw):
+        op, arg = raw[i], raw[i + 1] | ext
+        name = opcode.opname[op]
+        caches = cache[op] if isinstance(cache, list) else cache.get(name, 0)
+        argval: object = None
+        if op in jumps:
+            argval = i + 2 + 2 * caches + 2 * (-arg if "BACKWARD" in name else arg)
+        elif name in ("LOAD_FAST_LOAD_FAST", "STORE_FAST_LOAD_FAST", "STORE_FAST_STORE_FAST"):
+            a, b = arg >> 4, arg & 15
+            argval = (names[a] if a < len(names) else None, names[b] if b < len(names) else None)
+        elif "FAST" in name and op in opcode.haslocal:
+            argval = names[arg] if arg < len(names) else None
+        out.append(_Ins(i, op, name, arg, argval, ext != 0 or bool(out) and out[-1].opcode == ext_op))
+        ext = arg << 8 if op == ext_op else 0
+        i += 2 + 2 * caches
+    at = {x.offset: x for x in out}
+    for x in out:
+        if x.opcode in jumps:
+            if x.argval not in at:
+                return None
+            at[x.argval].is_jump_target = True   # type: ignore[index]
+    return out
+
+
 def _fold(code: CodeType) -> CodeType:
-    import dis   # only when a template is compiled (a cache miss)
+    import opcode   # loaded with the miss path (``instrument.misspath.ORDER``)
 
     o = code.co_varnames.index(O)
-    ins = list(dis.get_instructions(code))
+    got = _instructions(code)
+    if got is None:
+        return code
+    ins = got
     at = {x.offset: i for i, x in enumerate(ins)}
-    jumps = set(getattr(dis, "hasjump", ())) or set(dis.hasjrel) | set(dis.hasjabs)
+    jumps = set(getattr(opcode, "hasjump", ())) or set(opcode.hasjrel)
     handlers: dict[int, list[int]] = {}    # instruction -> handler starts (exception edges)
     starts: set[int] = set()
     for e in parse_exception_table(code.co_exceptiontable):
@@ -69,15 +123,13 @@ def _fold(code: CodeType) -> CodeType:
     for i, x in enumerate(ins):
         out = [] if x.opname in _ENDS or i + 1 == len(ins) else [i + 1]
         if x.opcode in jumps:
-            if x.argval not in at:
-                return code
-            out.append(at[x.argval])
+            out.append(at[x.argval])   # type: ignore[index]
         succ.append(out)
 
-    def is_load(x: dis.Instruction) -> bool:
-        return x.opname in ("LOAD_FAST", "LOAD_FAST_CHECK") and x.arg == o
+    def is_load(x: _Ins) -> bool:
+        return x.opname in ("LOAD_FAST", "LOAD_FAST_CHECK") and x.arg == o and not x.prefixed
 
-    def touches(x: dis.Instruction) -> bool:
+    def touches(x: _Ins) -> bool:
         names = x.argval if isinstance(x.argval, tuple) else (x.argval,)
         return "FAST" in x.opname and O in names
 
@@ -87,10 +139,10 @@ def _fold(code: CodeType) -> CodeType:
         x = ins[i]
         stores = (x.opname == "STORE_FAST" and x.arg == o
                   or x.opname == "STORE_FAST_LOAD_FAST" and isinstance(x.argval, tuple) and x.argval[0] == O)
-        if not stores or i == 0 or x.is_jump_target or i in starts:
+        if not stores or i == 0 or x.is_jump_target or i in starts or x.prefixed:
             return None
         prev = ins[i - 1]
-        return prev.arg if prev.opname == "LOAD_CONST" and prev.arg is not None and prev.arg < 256 else None
+        return prev.arg if prev.opname == "LOAD_CONST" and prev.arg < 256 and not prev.prefixed else None
 
     # forward: the constants wt.o may hold before each instruction
     state: list[frozenset[object] | None] = [None] * len(ins)
@@ -148,7 +200,7 @@ def _fold(code: CodeType) -> CodeType:
 
     raw = bytearray(code.co_code)
     for i, k in patch.items():
-        raw[ins[i].offset] = dis.opmap["LOAD_CONST"]
+        raw[ins[i].offset] = opcode.opmap["LOAD_CONST"]
         raw[ins[i].offset + 1] = k
     for i, x in enumerate(ins):
         if i in patch or const_store(i) is None:
@@ -157,11 +209,11 @@ def _fold(code: CodeType) -> CodeType:
         if after or x.opname == "STORE_FAST_LOAD_FAST" and x.argval[1] == O:
             continue
         if x.opname == "STORE_FAST":     # LOAD_CONST k; STORE_FAST wt.o -> JUMP_FORWARD 1 over the store
-            raw[ins[i - 1].offset] = dis.opmap["JUMP_FORWARD"]
+            raw[ins[i - 1].offset] = opcode.opmap["JUMP_FORWARD"]
             raw[ins[i - 1].offset + 1] = 1
         else:                            # LOAD_CONST k; STORE_FAST_LOAD_FAST wt.o, x -> NOP; LOAD_FAST x
-            raw[ins[i - 1].offset] = dis.opmap["NOP"]
+            raw[ins[i - 1].offset] = opcode.opmap["NOP"]
             raw[ins[i - 1].offset + 1] = 0
-            raw[x.offset] = dis.opmap["LOAD_FAST"]
+            raw[x.offset] = opcode.opmap["LOAD_FAST"]
             raw[x.offset + 1] = x.arg & 15
     return code.replace(co_code=bytes(raw))
