@@ -475,6 +475,80 @@ EXTRA = {
                         n += 1
         print(n)
     ''',
+    # dead code after a return / a finally that returns / an endless loop (wave 15: path mode
+    # rewrote it and looked up the path start of block -1, ``KeyError: -1``, the program did not
+    # run; the rewriter now leaves dead statements as written)
+    "dead_code": '''
+        class Cm:
+            def __enter__(self):
+                return self
+            def __exit__(self, *a):
+                return False
+        def note(x):
+            return x
+        def after_return(x):
+            return note(x)
+            with Cm():
+                note(1)
+            for i in range(x):
+                note(i)
+            while x:
+                x -= 1
+            match x:
+                case 1:
+                    note(1)
+            try:
+                note(2)
+            except* KeyError:
+                note(3)
+        def after_finally(x):
+            try:
+                note(x)
+            finally:
+                try:
+                    note(x)
+                except* Exception:
+                    note(0)
+            try:
+                try:
+                    note(x)
+                finally:
+                    return note(x + 1)
+            except* ZeroDivisionError:
+                for i in range(x):
+                    note(i)
+            return -1
+            with Cm():
+                note(4)
+        def with_returns(x):
+            with Cm():
+                return note(x)
+            for i in range(x):
+                note(i)
+        def loop_forever(x):
+            while True:
+                x += 1
+                if x > 5:
+                    return x
+            with Cm():
+                note(x)
+        def gen(x):
+            yield x
+            return
+            for i in range(x):
+                yield i
+        def dead_def(x):
+            return x
+            def inner(y):
+                with Cm():
+                    return y
+            return inner(x)
+        out = []
+        for f in (after_return, after_finally, with_returns, loop_forever, dead_def):
+            out.append(f(3))
+        out.append(list(gen(2)))
+        print(out)
+    ''',
 }
 #: The daemon thread runs on until the recording ends: its stream's length differs per run.
 UNFINISHED = {"daemon"}
