@@ -6,8 +6,9 @@ The oracle for *which* constant each way out appends is brute force on the origi
 the set of those ids is what the compiled code must append, no more (the pass folded some copy to a
 value no way out ends with) and no less (a way out lost its record).  What the folded code keeps is
 checked on the bytecode: in a function whose edges into EXIT all store constants, ``wt.o`` is never
-read and every store of it is jumped over.  That the right copy gets the right constant, and the
-exceptional copy a plain LEAVE, is checked by regenerating ``blocks`` event for event
+read and every store of it is jumped over.  Each copy's constant is checked against the paths that
+leave through a block on the copy's line, and the exceptional copy (the guard's handler) must
+append a plain LEAVE; regenerating ``blocks`` event for event checks it again
 (``tests/regen/test_path_mode.py``, inline program ``exit_copies``, and the corpus).
 """
 
@@ -63,6 +64,31 @@ def _closing_constants(code: CodeType) -> set[int]:
     return out
 
 
+def _closing_calls(code: CodeType, offsets: bool = False) -> list[tuple[int | None, int]]:
+    """(line, or offset, of the call; K) of every ``wt.a(K)`` with an int constant ``K``."""
+    ins = [i for i in dis.get_instructions(code) if i.opname not in ("PUSH_NULL", "NOP", "PRECALL")]
+    out = []
+    for a, k, call in zip(ins, ins[1:], ins[2:]):
+        if ("LOAD_FAST" in a.opname and A in (a.argval if isinstance(a.argval, tuple) else (a.argval,))[-1:]
+                and k.opname == "LOAD_CONST" and type(k.argval) is int and call.opname == "CALL"):
+            out.append((call.offset if offsets else call.positions.lineno, k.argval))
+    return out
+
+
+def _handler_offsets(code: CodeType) -> set[int]:
+    """Offsets of the activation guard's handler code: from its last ``PUSH_EXC_INFO`` to the
+    next ``RERAISE`` (the exceptional copy of the activation's ``finally``)."""
+    ins = list(dis.get_instructions(code))
+    starts = [k for k, i in enumerate(ins) if i.opname == "PUSH_EXC_INFO"]
+    out: set[int] = set()
+    for k in starts[-1:]:
+        for i in ins[k:]:
+            out.add(i.offset)
+            if i.opname == "RERAISE":
+                break
+    return out
+
+
 @pytest.fixture(scope="module")
 def corpus_code(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[object, object, CodeType]]:
     out = []
@@ -72,7 +98,7 @@ def corpus_code(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[object, 
 
 
 def test_every_way_out_appends_its_own_constant(corpus_code: list[tuple[object, object, CodeType]]) -> None:
-    folded = 0
+    folded = copies = 0
     for cfg, plan, code in corpus_code:
         num = plan.numbering
         if plan.strategy != "paths" or num is None or num.num_paths > 10**4 or O not in code.co_varnames:
@@ -86,6 +112,26 @@ def test_every_way_out_appends_its_own_constant(corpus_code: list[tuple[object, 
         ids = {LEAVE_PATH + simulate(num, p)[0] for p in paths if p.end == END_EXIT}
         ins = list(dis.get_instructions(code))
         assert _closing_constants(code) == ids, (cfg.qualname, _closing_constants(code), ids)
+        # each copy appends its own way out's constant: the copy of a ``return`` sits on the
+        # return's lines, and its constant is the id of a path whose last edge leaves the
+        # return's block (copies of fall-off exits can carry a neighbour's line: not checked)
+        by_line: dict[int, set[int]] = {}
+        for p in paths:
+            if p.end == END_EXIT:
+                for sid in cfg.blocks[g.edges[p.edges[-1]][0]].stmts:
+                    st = cfg.stmts[sid]
+                    for line in range(st.line, st.end_line + 1) if st.label == "Return" else ():
+                        by_line.setdefault(line, set()).add(LEAVE_PATH + simulate(num, p)[0])
+        returns = {line for line in by_line if all(cfg.stmts[q].label == "Return" for q in range(len(cfg.stmts))
+                                                   if cfg.stmts[q].line <= line <= cfg.stmts[q].end_line
+                                                   and cfg.stmts[q].kind == "simple")}
+        for line, k in _closing_calls(code):
+            if line in returns and k >= LEAVE_PATH:
+                assert k in by_line.get(line, ()), (cfg.qualname, line, k, by_line.get(line))
+                copies += 1
+        # the finally's exceptional copy (in a handler: after PUSH_EXC_INFO) appends a plain LEAVE
+        handler = _handler_offsets(code)
+        assert {k for off, k in _closing_calls(code, offsets=True) if off in handler} == {LEAVE}, cfg.qualname
         loads = [i for i in ins if i.opname.startswith("LOAD_FAST") and O in (
             i.argval if isinstance(i.argval, tuple) else (i.argval,))]
         assert not loads, (cfg.qualname, loads)
@@ -93,10 +139,8 @@ def test_every_way_out_appends_its_own_constant(corpus_code: list[tuple[object, 
             if i.opname == "STORE_FAST" and i.argval == O:
                 assert ins[k - 1].opname == "JUMP_FORWARD" and ins[k - 1].argval == ins[k + 1].offset, cfg.qualname
             assert not (i.opname == "STORE_FAST_LOAD_FAST" and i.argval[0] == O), cfg.qualname
-        # the finally's exceptional copy appends a plain LEAVE: LEAVE is a constant of the code
-        assert LEAVE in code.co_consts
         folded += 1
-    assert folded > 100, folded
+    assert folded > 100 and copies > folded, (folded, copies)
 
 
 def test_mixed_ways_out_keep_the_load_where_the_record_is_computed() -> None:

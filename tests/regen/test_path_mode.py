@@ -333,8 +333,11 @@ EXTRA = {
     ''',
     # several ways out with different closing records (wave 15: ``instrument.exitconst`` makes each
     # compiled copy of the ``finally`` append its own constant): values that raise or call, returns
-    # in loops (the iterator is dropped before the record), in the program's try/finally and with,
-    # in handlers, fall-off exits in both arms, generators and closures
+    # in loops (the iterator is dropped before the record), in handlers, fall-off exits in both
+    # arms, generators, closures and match (two, falls, in_loop, in_handler, gen2, inner, by_match
+    # are folded).  in_finally, in_with, outer and gen_item have no ``wt.o`` at all (a return through
+    # the program's own finally/with has no probe site: ``modes._exit_sites`` turns the form off);
+    # they check that such functions still close right, not the fold
     "exit_copies": '''
         class Cm:
             def __enter__(self):
