@@ -552,6 +552,49 @@ EXTRA = {
         out.append(list(gen(2)))
         print(out)
     ''',
+    # a try/finally whose body ends only in dead code (review15d seed 47, minimised): the CFG gave
+    # the finally's end a normal ``fall`` exit from the dead statement's fall-through, which took
+    # the label of the edge a ``return`` takes through the finally; path 0 "did not exist"
+    "dead_in_finally": '''
+        class Cm:
+            def __enter__(self):
+                return self
+            def __exit__(self, *a):
+                return False
+        def f1(y):
+            with Cm():
+                try:
+                    return [1, 2, 3][y % 4]
+                    y = 5
+                finally:
+                    y = 3
+        def f2(y):
+            try:
+                return y
+                if y:
+                    return 5
+            finally:
+                if y == 2:
+                    return 7
+        def f3(y):
+            for i in range(3):
+                try:
+                    if y:
+                        continue
+                    break
+                    y += 1
+                finally:
+                    y -= 1
+            return y
+        out = []
+        for y in (0, 1, 2, 3):
+            for f in (f1, f2, f3):
+                try:
+                    out.append(f(y))
+                except IndexError:
+                    out.append("IE")
+        print(out)
+    ''',
 }
 #: The daemon thread runs on until the recording ends: its stream's length differs per run.
 UNFINISHED = {"daemon"}
