@@ -331,6 +331,103 @@ EXTRA = {
         g.close()
         print(out)
     ''',
+    # several ways out with different closing records (wave 15: ``instrument.exitconst`` makes each
+    # compiled copy of the ``finally`` append its own constant): values that raise or call, returns
+    # in loops (the iterator is dropped before the record), in handlers, fall-off exits in both
+    # arms, generators, closures and match (two, falls, in_loop, in_handler, gen2, inner, by_match
+    # are folded).  in_finally, in_with, outer and gen_item have no ``wt.o`` at all (a return through
+    # the program's own finally/with has no probe site: ``modes._exit_sites`` turns the form off);
+    # they check that such functions still close right, not the fold
+    "exit_copies": '''
+        class Cm:
+            def __enter__(self):
+                return self
+            def __exit__(self, *a):
+                note("exit")
+                return False
+        def note(x):
+            return x
+        def inv(x):
+            return 10 // x
+        def two(x, d):
+            if x:
+                return d[x]
+            return inv(x)
+        def falls(x):
+            if x > 1:
+                note(1)
+            elif x:
+                note(2)
+            else:
+                inv(x)
+        def gen_item(n):
+            try:
+                for i in range(n):
+                    yield i
+            finally:
+                note("gen closed")
+        def in_loop(n):
+            for i in gen_item(n):
+                if i == 2:
+                    return inv(i - 2)
+                if i == 3:
+                    return i
+            return -1
+        def in_finally(x):
+            try:
+                if x:
+                    return inv(x - 1)
+                return note(x)
+            finally:
+                note("f")
+        def in_with(x):
+            with Cm():
+                if x:
+                    return inv(x)
+            return note(x)
+        def in_handler(x):
+            try:
+                return inv(x)
+            except ZeroDivisionError:
+                if x is None:
+                    return 0
+                return note("h")
+        def gen2(x):
+            if x:
+                yield 1
+                return
+            yield inv(x - 1)
+        def outer(x):
+            def inner(y):
+                if y:
+                    return x // y
+                return x
+            return inner(x) if x > 2 else inner(x - 1)
+        def by_match(v):
+            match v:
+                case 0:
+                    return inv(v)
+                case [a, b]:
+                    return a + b
+                case _:
+                    return note(v)
+        out = []
+        for f, args in ((two, (1, {1: 5})), (two, (0, {})), (two, (2, {})), (falls, (2,)), (falls, (1,)),
+                        (falls, (0,)), (in_loop, (5,)), (in_loop, (4,)), (in_loop, (2,)), (in_loop, (3,)),
+                        (in_finally, (1,)), (in_finally, (0,)), (in_finally, (3,)), (in_with, (0,)), (in_with, (2,)),
+                        (in_handler, (0,)), (in_handler, (2,)), (outer, (3,)), (outer, (1,)), (outer, (2,)),
+                        (by_match, (0,)), (by_match, ([1, 2],)), (by_match, ("x",))):
+            try:
+                out.append(f(*args))
+            except (ZeroDivisionError, KeyError) as e:
+                out.append(type(e).__name__)
+        for x in (1, 0, 2):
+            try:
+                out.append(list(gen2(x)))
+            except ZeroDivisionError:
+                out.append("g")
+        print(out)
+    ''',
     # joins, handlers and exceptions where increments could leave a register of exactly -1 (the
     # "no path open" value) or 0 at a handler's start: a review of wave 11 found both with
     # "records as free chords" (j6's branch decoded as B2 alone; j3's re-raised path as path 0)
@@ -380,6 +477,123 @@ EXTRA = {
                     except KeyError:
                         n += 1
         print(n)
+    ''',
+    # dead code after a return / a finally that returns / an endless loop (wave 15: path mode
+    # rewrote it and looked up the path start of block -1, ``KeyError: -1``, the program did not
+    # run; the rewriter now leaves dead statements as written)
+    "dead_code": '''
+        class Cm:
+            def __enter__(self):
+                return self
+            def __exit__(self, *a):
+                return False
+        def note(x):
+            return x
+        def after_return(x):
+            return note(x)
+            with Cm():
+                note(1)
+            for i in range(x):
+                note(i)
+            while x:
+                x -= 1
+            match x:
+                case 1:
+                    note(1)
+            try:
+                note(2)
+            except* KeyError:
+                note(3)
+        def after_finally(x):
+            try:
+                note(x)
+            finally:
+                try:
+                    note(x)
+                except* Exception:
+                    note(0)
+            try:
+                try:
+                    note(x)
+                finally:
+                    return note(x + 1)
+            except* ZeroDivisionError:
+                for i in range(x):
+                    note(i)
+            return -1
+            with Cm():
+                note(4)
+        def with_returns(x):
+            with Cm():
+                return note(x)
+            for i in range(x):
+                note(i)
+        def loop_forever(x):
+            while True:
+                x += 1
+                if x > 5:
+                    return x
+            with Cm():
+                note(x)
+        def gen(x):
+            yield x
+            return
+            for i in range(x):
+                yield i
+        def dead_def(x):
+            return x
+            def inner(y):
+                with Cm():
+                    return y
+            return inner(x)
+        out = []
+        for f in (after_return, after_finally, with_returns, loop_forever, dead_def):
+            out.append(f(3))
+        out.append(list(gen(2)))
+        print(out)
+    ''',
+    # a try/finally whose body ends only in dead code (review15d seed 47, minimised): the CFG gave
+    # the finally's end a normal ``fall`` exit from the dead statement's fall-through, which took
+    # the label of the edge a ``return`` takes through the finally; path 0 "did not exist"
+    "dead_in_finally": '''
+        class Cm:
+            def __enter__(self):
+                return self
+            def __exit__(self, *a):
+                return False
+        def f1(y):
+            with Cm():
+                try:
+                    return [1, 2, 3][y % 4]
+                    y = 5
+                finally:
+                    y = 3
+        def f2(y):
+            try:
+                return y
+                if y:
+                    return 5
+            finally:
+                if y == 2:
+                    return 7
+        def f3(y):
+            for i in range(3):
+                try:
+                    if y:
+                        continue
+                    break
+                    y += 1
+                finally:
+                    y -= 1
+            return y
+        out = []
+        for y in (0, 1, 2, 3):
+            for f in (f1, f2, f3):
+                try:
+                    out.append(f(y))
+                except IndexError:
+                    out.append("IE")
+        print(out)
     ''',
 }
 #: The daemon thread runs on until the recording ends: its stream's length differs per run.

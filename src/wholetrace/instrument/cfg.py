@@ -177,6 +177,29 @@ class _Builder:
         for src, kind in flow:
             self.succ[src].append((dst, kind))
 
+    def live(self, flow: Flow) -> Flow:
+        """The entries of ``flow`` whose source is reachable in the graph built so far (from
+        ENTRY, or from a dynamic entry one of whose roots is): a ``finally`` reached only
+        through dead code's fall-through must not get a normal exit (wave 15: the finally-end's
+        edge was labelled ``fall`` where only a ``return`` runs it)."""
+        if not flow:
+            return flow
+        seen = {_ENTRY_NODE}
+        grow = True
+        while grow:
+            todo = list(seen)
+            while todo:
+                for dst, _kind in self.succ.get(todo.pop(), ()):
+                    if dst not in seen:
+                        seen.add(dst)
+                        todo.append(dst)
+            grow = False
+            for sid, roots in self.dynamic_roots.items():
+                if sid not in seen and any(r in seen for r in roots):
+                    seen.add(sid)
+                    grow = True
+        return [(src, kind) for src, kind in flow if src in seen]
+
     def abrupt(self, src: int, kind: str, label: str | None = None) -> None:
         """Route a return/break/continue from ``src`` through enclosing finally/with contexts.
 
@@ -336,6 +359,7 @@ class _Builder:
         end += handled
         if not fin:
             return end
+        end = self.live(end)
         self.ctx.pop()
         self._pending_dyn = list(range(start, len(self.stmts)))   # body, else and handlers
         fin_end = self.body(s.finalbody, end + fin.entries)

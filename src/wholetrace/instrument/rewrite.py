@@ -32,6 +32,11 @@ if TYPE_CHECKING:   # pragma: no cover
     from typing import Sequence
 
 
+# the kind of the statement a compound statement runs first (its CFG anchor)
+_ENTRY_KINDS = {ast.If: "if", ast.While: "while", ast.For: "for-iter", ast.AsyncFor: "for-iter",
+                ast.Match: "match", ast.With: "with-enter", ast.AsyncWith: "with-enter"}
+
+
 class _LoopInfo(Record):
     __slots__ = ("header", "node", "wrapped")
 
@@ -109,9 +114,28 @@ class _FunctionRewriter:
         return EXIT
 
     # --- bodies
+    def dead(self, s: ast.stmt) -> bool:
+        """``s`` is dead code: the statement it runs first is in no block (nothing inside a
+        compound statement is reachable but through its first statement).  Dead code is left
+        as written: it never runs, and its CFG edges lead to no block (path mode has no path
+        start for them: ``KeyError: -1`` before wave 15, docs/design.md "Path mode, wave 15")."""
+        while isinstance(s, (ast.Try, ast.TryStar)):
+            live = [b for b in s.body if not isinstance(b, (ast.Global, ast.Nonlocal))]
+            if not live:
+                return False
+            s = live[0]
+        kind, anchor = _ENTRY_KINDS.get(type(s), "simple"), s
+        if isinstance(s, (ast.With, ast.AsyncWith)):
+            anchor = s.items[0]
+        st = self.cfg.stmt_at(anchor, kind)
+        return st is not None and st.block < 0
+
     def body(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
         out: list[ast.stmt] = []
         for s in stmts:
+            if self.dead(s):
+                out.append(s)
+                continue
             out.extend(self.stmt(s))
             last = None
             if isinstance(s, (ast.Try, ast.TryStar)) and s.finalbody:
@@ -525,7 +549,12 @@ def compile_tree(tree: ast.Module, filename: str,
             code = compile(tree, filename, "exec", dont_inherit=True)
         except TypeError:
             code = compile(ast.fix_missing_locations(tree), filename, "exec", dont_inherit=True)
-    return bytecode.finish(code, [statement_spans(cfg) for _fn, cfg, _fid, _plan in functions])
+    code = bytecode.finish(code, [statement_spans(cfg) for _fn, cfg, _fid, _plan in functions])
+    if any(plan is not None and plan.paths for _fn, _cfg, _fid, plan in functions):
+        from wholetrace.instrument.exitconst import fold_exit_records   # path mode, wave 15
+
+        code = fold_exit_records(code)
+    return code
 
 
 def statement_spans(cfg: CFG) -> list[tuple[int, int, int, int, int]]:
