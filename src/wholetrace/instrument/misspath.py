@@ -29,6 +29,7 @@ TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "S
 if TYPE_CHECKING:   # pragma: no cover
     from importlib.machinery import ModuleSpec
     from types import ModuleType
+    from collections.abc import Iterator
 
 #: wholetrace's modules the miss path needs: the template builder, every mode's planners
 #: (``instrument.modes`` imports them when it first plans), full mode's value probes.
@@ -136,20 +137,29 @@ def forget_shadowed(before: set[str], dirs: tuple[str, ...]) -> None:
                     del sys.modules[name]
 
 
+def _before_stdlib(dirs: tuple[str, ...]) -> Iterator[str]:
+    """The real paths of the ``sys.path`` string entries before the first of the standard
+    library's directories ``dirs`` (``''`` is the current directory)."""
+    import os
+
+    stdlib = {os.path.realpath(d) for d in dirs}
+    for entry in list(sys.path):
+        if not isinstance(entry, str):
+            continue
+        where = os.path.realpath(entry or os.getcwd())
+        if where in stdlib:
+            return
+        yield where
+
+
 def program_shadows_stdlib() -> bool:
     """Whether a ``sys.path`` directory before the standard library's holds a ``.py`` file or
     a package named as a standard-library module (``sys.stdlib_module_names``): one
     ``listdir`` per such entry."""
     import os
 
-    stdlib = {os.path.realpath(d) for d in stdlib_dirs()}
     names = sys.stdlib_module_names
-    for entry in list(sys.path):
-        if not isinstance(entry, str):
-            continue
-        where = os.path.realpath(entry or os.getcwd())
-        if where in stdlib:
-            return False
+    for where in _before_stdlib(stdlib_dirs()):
         try:
             listing = os.listdir(where)
         except OSError:
@@ -196,13 +206,7 @@ def _shadowed_on_disk(top: str, dirs: tuple[str, ...]) -> bool:
     from _frozen_importlib_external import BYTECODE_SUFFIXES, EXTENSION_SUFFIXES, SOURCE_SUFFIXES
 
     suffixes = [*EXTENSION_SUFFIXES, *SOURCE_SUFFIXES, *BYTECODE_SUFFIXES]
-    stdlib = {os.path.realpath(d) for d in dirs}
-    for entry in list(sys.path):
-        if not isinstance(entry, str):
-            continue
-        where = os.path.realpath(entry or os.getcwd())
-        if where in stdlib:
-            return False
+    for where in _before_stdlib(dirs):
         if not os.path.isdir(where):
             continue
         package = os.path.join(where, top)
