@@ -32,7 +32,7 @@ from wholetrace.errors import InstrumentError
 from wholetrace.plain import Record
 from wholetrace.ids import BlockId, StmtId
 # cutting the statement graph into blocks (and its statement-graph stand-ins for ENTRY and EXIT)
-from wholetrace.instrument.cfgblocks import _ENTRY_NODE, _EXIT_NODE, _cut_blocks, _renumber
+from wholetrace.instrument.cfgblocks import _ENTRY_NODE, _EXIT_NODE, _cut_blocks, _live_statements, _renumber
 # the model, re-exported: ``instrument.cfg`` is where readers and the instrumenter import it from
 from wholetrace.instrument.cfgmodel import (EDGE_KINDS, STMT_KINDS, CFG, Block, Edge, FunctionNode, Stmt,
                                             fingerprint)
@@ -184,21 +184,8 @@ class _Builder:
         edge was labelled ``fall`` where only a ``return`` runs it)."""
         if not flow:
             return flow
-        seen = {_ENTRY_NODE}
-        grow = True
-        while grow:
-            todo = list(seen)
-            while todo:
-                for dst, _kind in self.succ.get(todo.pop(), ()):
-                    if dst not in seen:
-                        seen.add(dst)
-                        todo.append(dst)
-            grow = False
-            for sid, roots in self.dynamic_roots.items():
-                if sid not in seen and any(r in seen for r in roots):
-                    seen.add(sid)
-                    grow = True
-        return [(src, kind) for src, kind in flow if src in seen]
+        seen = _live_statements(self)
+        return [(src, kind) for src, kind in flow if src in seen or src == _ENTRY_NODE]
 
     def abrupt(self, src: int, kind: str, label: str | None = None) -> None:
         """Route a return/break/continue from ``src`` through enclosing finally/with contexts.

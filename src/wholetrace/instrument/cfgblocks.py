@@ -19,12 +19,9 @@ def _ends_block(st: Stmt) -> bool:
     return st.suspends or st.kind in ("finally-end", "with-exit", "star-end")
 
 
-def _cut_blocks(b: "_Builder") -> tuple[list[Block], list[Edge], dict[int, int]]:
-    """Group reachable statements into blocks; return blocks, block edges, stmt -> block map."""
-    preds: dict[int, list[int]] = {}
-    for src, outs in b.succ.items():
-        for dst, _k in outs:
-            preds.setdefault(dst, []).append(src)
+def _live_statements(b: "_Builder") -> set[int]:
+    """The statements reachable from ENTRY in the statement graph built so far (the finished
+    one, or a part while ``_Builder.live`` asks)."""
     seen: set[int] = set()
 
     def visit(roots: list[int]) -> None:
@@ -34,7 +31,7 @@ def _cut_blocks(b: "_Builder") -> tuple[list[Block], list[Edge], dict[int, int]]
             if n in seen or n < 0:
                 continue
             seen.add(n)
-            stack.extend(d for d, _ in b.succ[n])
+            stack.extend(d for d, _ in b.succ.get(n, ()))
 
     visit([dst for dst, _ in b.succ[_ENTRY_NODE]])
     # A dynamic entry is live when a live statement can raise into it (to a fixpoint: a
@@ -48,6 +45,16 @@ def _cut_blocks(b: "_Builder") -> tuple[list[Block], list[Edge], dict[int, int]]
                 del pending[root]
                 visit([root])
                 changed = True
+    return seen
+
+
+def _cut_blocks(b: "_Builder") -> tuple[list[Block], list[Edge], dict[int, int]]:
+    """Group reachable statements into blocks; return blocks, block edges, stmt -> block map."""
+    preds: dict[int, list[int]] = {}
+    for src, outs in b.succ.items():
+        for dst, _k in outs:
+            preds.setdefault(dst, []).append(src)
+    seen = _live_statements(b)
 
     def leader(n: int) -> bool:
         st = b.stmts[n]
