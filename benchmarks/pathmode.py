@@ -16,6 +16,7 @@ differ); functions recorded with block ids instead of path ids are counted ("fal
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import statistics
@@ -23,11 +24,14 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable, NamedTuple
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report import ENTRY, corpus_options, geomean, machine, snapshot_env, source_version, table, timed, write_section  # noqa: E402
+from _report import ENTRY, corpus_options, geomean, machine, snapshot_env, source_version, table, write_section  # noqa: E402
+from _rounds import (Run, become_subreaper, bootstrap_interval, least_ratio, median_ratio, order, paired_ratio,  # noqa: E402
+                     progress, run_tree, verdict)
 from corpus import PROGRAMS  # noqa: E402
 
 from wholetrace.trace.session import Trace, activation_form, block_events  # noqa: E402
@@ -89,29 +93,30 @@ def path_stats(path: Path, blocks_path: Path) -> dict[str, object]:
 def main(argv: list[str] | None = None) -> int:
     args, names, runs, size, write = corpus_options(
         __doc__.split("\n\n")[0], 1, list(PROGRAMS), argv,
-        extra=(("--size", {"choices": ("small", "bench"), "help": "program size (default bench; small with --quick)"}),))
+        extra=(("--size", {"choices": ("small", "bench"), "help": "program size (default bench; small with --quick)"}),
+               ("--order", {"choices": ("shuffle", "rotate", "fixed"), "default": "shuffle",
+                            "help": "order of the programs and of the five commands inside each round (default shuffle, "
+                                    "seeded; fixed: as before wave 16, path --wpp always right after witness)"}),
+               ("--seed", {"type": int, "default": 16, "help": "seed of the shuffled order (default 16)"}),
+               ("--repeat", {"type": int, "default": 1, "help": "back-to-back runs of each command inside a round; "
+                                                              "the round keeps the least (default 1)"}),
+               ("--settle", {"type": float, "default": 0.0, "help": "seconds to sleep after each run (default 0)"}),
+               ("--json", {"metavar": "PATH", "help": "also write every run's wall and CPU seconds to PATH"})))
     size = args.size or size  # type: ignore[attr-defined]
+    plan = Plan(args.order, args.seed, max(1, args.repeat), max(0.0, args.settle))  # type: ignore[attr-defined]
+    reaper = become_subreaper()
     with tempfile.TemporaryDirectory(prefix="wt-pathmode-") as tmp:
         work = Path(tmp)
         env = snapshot_env(work)
         version = source_version()
         cmds = {n: commands(PROGRAMS[n].write(work, size), PROGRAMS[n].include, work) for n in names}
-        for n in cmds:   # warm-up, untimed (OS file cache, wholetrace's code cache, numba's cache)
-            for tool in TOOLS:
-                timed(cmds[n][tool], work, env)
-        times = {n: {t: [] for t in TOOLS} for n in cmds}
-        mismatched: list[str] = []
-        for r in range(runs):
-            for n, cs in cmds.items():
-                outs = set()
+        total = len(cmds) * len(TOOLS) * (1 + runs * plan.repeat)
+        with progress(total, "pathmode") as advance:
+            for n in cmds:   # warm-up, untimed (OS file cache, wholetrace's code cache, numba's cache)
                 for tool in TOOLS:
-                    secs, proc = timed(cs[tool], work, env)
-                    times[n][tool].append(secs)
-                    outs.add(proc.stdout)
-                if len(outs) != 1 and n not in mismatched:
-                    mismatched.append(n)
-                print(f"round {r + 1}/{runs} {n:14s} " + "  ".join(f"{t} {times[n][t][-1]:.2f}s" for t in TOOLS),
-                      file=sys.stderr, flush=True)
+                    run_tree(cmds[n][tool], work, env)
+                    advance(f"warm-up {n} {tool}")
+            times, cpus, raw, mismatched = rounds(cmds, runs, plan, work, env, advance)
         stats: dict[str, dict[str, object]] = {}
         for n, cs in cmds.items():
             stem = Path(cs["plain"][1]).stem
@@ -119,13 +124,59 @@ def main(argv: list[str] | None = None) -> int:
             stats[n] = {m: recorded(wt[m]) for m, _, _ in MODES}
             stats[n]["path_regen"] = path_stats(wt["path"], wt["blocks"])
             print(f"stats {n}: " + ", ".join(f"{m} {stats[n][m][0]:,}" for m, _, _ in MODES), file=sys.stderr, flush=True)
-    body = render(names, times, stats, mismatched, runs, size, version, argv)
+    if args.json:  # type: ignore[attr-defined]
+        Path(args.json).write_text(json.dumps({"runs": runs, "size": size, "plan": plan._asdict(), "version": version,  # type: ignore[attr-defined]
+                                              "samples": raw, "load": os.getloadavg()[0]}, indent=1))
+    body = render(names, times, stats, mismatched, runs, size, version, argv, cpus=cpus, raw=raw, plan=plan, reaper=reaper)
     print(body)
     if write:
         name = section(size)
         write_section(name, body)
         print(f"\nwrote section '{name}' of docs/benchmarks.md", file=sys.stderr)
     return 0
+
+
+class Plan(NamedTuple):
+    """How the rounds run: order of programs and commands, back-to-back repeats, settle seconds."""
+    order: str
+    seed: int
+    repeat: int
+    settle: float
+
+
+def rounds(cmds: dict[str, dict[str, list[str]]], runs: int, plan: Plan, work: Path, env: dict[str, str],
+           advance: "Callable[[str], None]") -> tuple[dict, dict, list, list[str]]:
+    """The timed rounds: per round and program, every command ``plan.repeat`` times back to back (the
+    least kept), programs and commands in the plan's order; each run waits for its whole process
+    tree. Returns wall and CPU seconds per program, command and round, every run, and the programs
+    whose stdout differed between commands."""
+    times = {n: {t: [] for t in TOOLS} for n in cmds}
+    cpus = {n: {t: [] for t in TOOLS} for n in cmds}
+    raw: list[dict[str, object]] = []
+    mismatched: list[str] = []
+    for r in range(runs):
+        for n in order(list(cmds), plan.order, plan.seed, r, "programs"):
+            outs = set()
+            for tool in order(TOOLS, plan.order, plan.seed, r, n):
+                best: Run | None = None
+                for k in range(plan.repeat):
+                    run = run_tree(cmds[n][tool], work, env)
+                    raw.append({"round": r, "program": n, "tool": tool, "repeat": k, "wall": run.wall, "cpu": run.cpu,
+                                "orphan_cpu": run.orphan_cpu, "orphans": run.orphans, "tail": run.tail,
+                                "load": os.getloadavg()[0]})
+                    outs.add(run.stdout)
+                    best = run if best is None or run.wall < best.wall else best
+                    advance(f"round {r + 1}/{runs} {n} {tool}")
+                    if plan.settle:
+                        time.sleep(plan.settle)
+                assert best is not None
+                times[n][tool].append(best.wall)
+                cpus[n][tool].append(best.cpu)
+            if len(outs) != 1 and n not in mismatched:
+                mismatched.append(n)
+            print(f"round {r + 1}/{runs} {n:14s} " + "  ".join(f"{t} {times[n][t][-1]:.2f}s/{cpus[n][t][-1]:.2f}c" for t in TOOLS),
+                  file=sys.stderr, flush=True)
+    return times, cpus, raw, mismatched
 
 
 def section(size: str) -> str:
@@ -150,7 +201,87 @@ def _lag_cells(lag: dict[str, object]) -> list[str]:
             f"{symbols / ev:.3f}" if isinstance(symbols, int) and isinstance(ev, int) and ev else "–"]
 
 
-def render(names, times, stats, mismatched, runs, size, version, argv) -> str:  # type: ignore[no-untyped-def]
+ROBUST_HEADERS = (["plain CPU s"] + [f"{k} CPU ×" for k, _, _ in MODES]
+                  + ["path × least", "path × paired", "path / witness least", "path / witness paired", "path / witness spread"])
+
+
+def _robust_cells(wall: dict[str, list[float]], cpu: dict[str, list[float]]) -> list[str]:
+    """A program's CPU columns (median CPU of the tree / median plain CPU) and the robust wall ratios
+    (least: least round / least round; paired: median over rounds of the ratio inside each round;
+    spread: max / min over rounds of the paired path / witness ratio)."""
+    pw = [a / b for a, b in zip(wall["path"], wall["witness"])]
+    return ([f"{statistics.median(cpu['plain']):.2f}"]
+            + [f"{median_ratio(cpu[k], cpu['plain']):.2f}×" for k, _, _ in MODES]
+            + [f"{least_ratio(wall['path'], wall['plain']):.2f}×", f"{paired_ratio(wall['path'], wall['plain']):.2f}×",
+               f"{least_ratio(wall['path'], wall['witness']):.2f}×", f"{paired_ratio(wall['path'], wall['witness']):.2f}×",
+               f"{max(pw) / min(pw):.2f}"])
+
+
+def figures(names: list[str], series: dict[str, dict[str, list[float]]], a: str, b: str, seed: int = 0) -> dict[str, object]:
+    """Geometric means over programs of a / b three ways (median, least, paired), and the paired
+    figure's 90% bootstrap interval over rounds."""
+    per = [[x / y for x, y in zip(series[n][a], series[n][b])] for n in names]
+    return {"median": geomean([median_ratio(series[n][a], series[n][b]) for n in names]),
+            "least": geomean([least_ratio(series[n][a], series[n][b]) for n in names]),
+            "paired": geomean([paired_ratio(series[n][a], series[n][b]) for n in names]),
+            "interval": bootstrap_interval(per, seed=seed)}
+
+
+def robust_summary(names, times, cpus, raw, runs, plan, reaper, stats) -> list[str]:  # type: ignore[no-untyped-def]
+    """The summary lines of the robust figures, the targets' verdict, CPU and the noise."""
+    cols = [m for m, _, _ in MODES]
+    f = {k: figures(names, times, k, "plain") for k in cols}
+    pw = figures(names, times, "path", "witness")
+    c = {k: figures(names, cpus, k, "plain") for k in cols}
+    cpw = figures(names, cpus, "path", "witness")
+    spread = {n: (lambda r: max(r) / min(r))([a / b for a, b in zip(times[n]["path"], times[n]["witness"])]) for n in names}
+    worst = max(spread, key=spread.__getitem__)
+    last = {}
+    for x in raw:   # the last run of path --wpp per program: the recording whose meta the columns show
+        if x["tool"] == "path":
+            last[x["program"]] = x
+    gap = [last[n]["orphan_cpu"] - float(stats[n]["path_regen"]["lag"].get("builder_cpu_seconds") or 0) for n in names if n in last]
+    tails = [float(x["tail"]) for x in raw if x["orphans"]]
+    loads = [float(x["load"]) for x in raw if "load" in x]
+    three = lambda d: f"{d['median']:.2f} / {d['least']:.2f} / {d['paired']:.2f}×"  # noqa: E731
+    return [
+        "- **wall, geometric mean over programs, three ways** (*median* = median round / median plain round, the "
+        "× columns; *least* = least round / least plain round, each command's least disturbed run; *paired* = the "
+        "ratio taken inside each round, then the median over rounds, so a drift of the machine between rounds "
+        "cancels), median / least / paired: " + ", ".join(f"{k} {three(f[k])}" for k in cols)
+        + f"; path / witness {three(pw)}",
+        f"- **targets' verdict: the paired wall figure** (90% percentile-bootstrap interval: the {runs} rounds resampled "
+        "with replacement, the same rounds for every program, 2,000 draws; *decided* when the interval lies on one "
+        f"side of the target): path (online WPP) ≤ witness: path / witness **{pw['paired']:.3f}×**, "
+        f"{verdict(pw['paired'], pw['interval'], 1.0, runs)}; path ≤ 1.6×: **{f['path']['paired']:.3f}×**, "
+        f"{verdict(f['path']['paired'], f['path']['interval'], 1.6, runs)}.",
+        "- **CPU** (user + sys seconds of the whole process tree: the recording process, the shell it starts the builder "
+        "through and the builder process, "
+        + ("which outlives that shell and is reaped by this script as their subreaper" if reaper else
+           "**not** counted: this system could not make the script a subreaper")
+        + "), geometric mean over programs, median / least / paired: " + ", ".join(f"{k} {three(c[k])}" for k in cols)
+        + f"; path / witness {three(cpw)} (CPU counts the builder's work on the second core, which wall time overlaps)"
+        + (f". The builder's CPU reaped here minus the meta's `builder_cpu_seconds`: median {statistics.median(gap):+.3f} s "
+           f"(range {min(gap):+.3f} to {max(gap):+.3f}: its exit after the meta's clock)" if gap else "")
+        + (f"; its exit came {1000 * max(tails):.1f} ms at most after `record`'s (each run waits for it)" if tails else ""),
+        f"- **noise and order**: per program, max / min over rounds of the paired path / witness ratio: median "
+        f"{statistics.median(spread.values()):.2f}, worst {spread[worst]:.2f} ({worst}). "
+        f"Order inside each round: {ORDER_TEXT.get(plan.order, plan.order)}"
+        + (f" (seed {plan.seed})" if plan.order == "shuffle" else "")
+        + (f"; each command {plan.repeat}× back to back, the round keeps the least" if plan.repeat > 1 else "")
+        + (f"; {plan.settle:g} s settle after each run" if plan.settle else "")
+        + (f". 1-minute load average during the rounds: median {statistics.median(loads):.1f} "
+           f"({min(loads):.1f}–{max(loads):.1f})" if loads else "") + ".",
+    ]
+
+
+ORDER_TEXT = {"shuffle": "programs and the five commands of each program shuffled per round",
+              "rotate": "the five commands rotated by one place per round",
+              "fixed": "fixed (plain, blocks, witness, path, path raw: path always right after witness)"}
+
+
+def render(names, times, stats, mismatched, runs, size, version, argv, *, cpus=None, raw=(), plan=None,  # type: ignore[no-untyped-def]
+           reaper=True) -> str:
     med = {n: {t: statistics.median(v) for t, v in tt.items()} for n, tt in times.items()}
     cols = [m for m, _, _ in MODES]
     rows, ev_ratio, slow = [], [], {m: [] for m in cols}
@@ -164,11 +295,13 @@ def render(names, times, stats, mismatched, runs, size, version, argv) -> str:  
                     + [f"{s[k][1]:,}" for k in cols] + [f"{m['plain']:.2f}"]
                     + [f"{m[k] / m['plain']:.2f}×" for k in cols]
                     + [f"{pr['rate'] / 1e6:.2f}", pr["agree"], f"{pr['fallback']}/{pr['functions']}"]
-                    + _lag_cells(pr["lag"]))
+                    + _lag_cells(pr["lag"])
+                    + (_robust_cells(times[n], cpus[n]) if cpus else []))
     headers = (["program", "blocks events", "witness events", "path events", "path / witness events"]
                + [f"{k} stored B" for k in cols] + ["plain s"] + [f"{k} ×" for k in cols]
                + ["decode path M blocks/s", "path = blocks", "path fallback fns",
-                  "builder ready s", "builder idle s", "chunks", "left at end", "tail s", "builder CPU s", "build M ev/CPU s", "WPP symbols / event"])
+                  "builder ready s", "builder idle s", "chunks", "left at end", "tail s", "builder CPU s", "build M ev/CPU s", "WPP symbols / event"]
+               + (ROBUST_HEADERS if cpus else []))
     med_ev = statistics.median(ev_ratio)
     lags = [stats[n]["path_regen"]["lag"] for n in names]
     lag_tails = [float(x.get("tail_seconds") or 0) for x in lags]
@@ -181,9 +314,11 @@ def render(names, times, stats, mismatched, runs, size, version, argv) -> str:  
         f"{max(ev_ratio):.2f}×; target ≤ 1: {'met' if med_ev <= 1 else 'not met'}); path ≤ witness on "
         f"{sum(r <= 1 for r in ev_ratio)} of {len(names)} programs",
         "- slowdown vs plain, geometric mean: " + ", ".join(f"{k} **{g[k]:.2f}×**" for k in cols)
-        + f"; path (online WPP) ≤ witness on {sum(r <= 1 for r in path_vs_w)} of {len(names)} programs "
-        f"(target path ≤ witness: {'met' if g['path'] <= g['witness'] else 'not met'}; target ≤ 1.6×: "
-        f"{'met' if g['path'] <= 1.6 else 'not met'})",
+        + f" (median of rounds / median plain); path (online WPP) ≤ witness on {sum(r <= 1 for r in path_vs_w)} of "
+        f"{len(names)} programs" + (" (the targets' verdict: the paired figures below)" if cpus else
+        f" (target path ≤ witness: {'met' if g['path'] <= g['witness'] else 'not met'}; target ≤ 1.6×: "
+        f"{'met' if g['path'] <= 1.6 else 'not met'})"),
+        *(robust_summary(names, times, cpus, raw, runs, plan, reaper, stats) if cpus else []),
         f"- the online WPP's own cost, path / path raw slowdown: geometric mean **{g['path'] / g['path raw']:.2f}×** "
         f"(range {min(a / b for a, b in zip(slow['path'], slow['path raw'])):.2f}–"
         f"{max(a / b for a, b in zip(slow['path'], slow['path raw'])):.2f}×)",
@@ -209,18 +344,20 @@ def render(names, times, stats, mismatched, runs, size, version, argv) -> str:  
     ]
     if mismatched:
         summ.append(f"- stdout differed between modes on: {', '.join(mismatched)}")
+    load = statistics.median(float(x["load"]) for x in raw) if raw else os.getloadavg()[0]
     cmdline = "python benchmarks/pathmode.py" + "".join(" " + shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
     return "\n".join([
         f"## Path mode: `path` against `blocks` and `witness` (size `{size}`)",
         "",
         f"Measured {machine()}; `{cmdline}` (size `{size}`, median of {runs} interleaved round"
-        f"{'s' if runs != 1 else ''}); wholetrace {version}; 1-minute load average {os.getloadavg()[0]:.1f}. "
+        f"{'s' if runs != 1 else ''}); wholetrace {version}; 1-minute load average {load:.1f}"
+        + (" (median during the rounds)" if raw else "") + ". "
         "Whole-process wall time; × = median / median plain. Events = int32 values recorded. Decoding speed = "
         "blocks produced per CPU second by the decoding kernel (`Trace.rows` chunk by chunk, rows not kept; the "
         "recording's first decode, so its tables are loaded on the way and grammars expanded; "
         "`benchmarks/decode.py` measures it at size bench)."
         + (" **Taken under load** (other jobs share the 2 CPUs): the WPP builder process competes with them, "
-           "so `path` (online WPP) is slower than it would be on a quiet machine." if os.getloadavg()[0] > 1.5 else ""),
+           "so `path` (online WPP) is slower than it would be on a quiet machine." if load > 1.5 else ""),
         "",
         table(headers, rows),
         "\n".join(summ),

@@ -1,0 +1,163 @@
+"""Interleaved timing rounds: the whole process tree reaped (wall and CPU), seeded order, robust figures."""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+import resource
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator, Sequence
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _report import geomean  # noqa: E402
+
+#: prctl(2) option: orphaned descendants are re-parented to this process instead of init
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def become_subreaper() -> bool:
+    """Make this process the reaper of its orphaned descendants (Linux): ``record --wpp``'s builder
+    is started through ``/bin/sh ... &`` and outlives its parent shell, so without this its CPU
+    never reaches ``RUSAGE_CHILDREN`` here and nobody waits for its exit. False where unsupported."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+@dataclass
+class Run:
+    """One timed run of a command."""
+    wall: float          #: seconds from the start until the command's own process exited
+    cpu: float           #: user+sys seconds of the whole tree: the process, what it reaped, the orphans reaped here
+    orphan_cpu: float    #: of ``cpu``: descendants that outlived their parent (``record --wpp``'s builder)
+    orphans: int         #: how many such descendants were reaped
+    tail: float          #: seconds from the process's exit until its last descendant was reaped here
+    stdout: bytes
+
+
+def _cpu(ru: resource.struct_rusage) -> float:
+    return ru.ru_utime + ru.ru_stime
+
+
+def run_tree(cmd: Sequence[str], cwd: Path, env: dict[str, str], *, reap_timeout: float = 30.0) -> Run:
+    """Run ``cmd`` to its end, then wait for every descendant it left behind (this process must be
+    a subreaper, :func:`become_subreaper`, for them to be ours): the next timed run cannot start
+    while one still uses a CPU, and their CPU is counted. Raises with the stderr tail on failure."""
+    before = _cpu(resource.getrusage(resource.RUSAGE_CHILDREN))
+    t0 = time.perf_counter()
+    proc = subprocess.run(list(cmd), cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    wall = time.perf_counter() - t0
+    orphan_cpu, orphans, tail, deadline = 0.0, 0, 0.0, t0 + wall + reap_timeout
+    while True:
+        try:
+            pid, _status, ru = os.wait4(-1, os.WNOHANG)
+        except ChildProcessError:   # no child left
+            break
+        if pid == 0:   # a descendant still runs
+            if time.perf_counter() > deadline:
+                raise RuntimeError(f"{shlex.join(cmd)}: a descendant still runs {reap_timeout:.0f} s after it exited")
+            time.sleep(0.0002)
+            continue
+        orphan_cpu += _cpu(ru)
+        orphans += 1
+        tail = time.perf_counter() - t0 - wall
+    cpu = _cpu(resource.getrusage(resource.RUSAGE_CHILDREN)) - before
+    if proc.returncode != 0:
+        raise RuntimeError(f"{shlex.join(cmd)} exited {proc.returncode}:\n{proc.stderr.decode(errors='replace')[-2000:]}")
+    return Run(wall, cpu, orphan_cpu, orphans, tail, proc.stdout)
+
+
+def order(items: Sequence[str], how: str, seed: int, *key: object) -> list[str]:
+    """``items`` in the order of one round: ``fixed`` as given; ``rotate`` shifted by the round
+    number (``key[0]``); ``shuffle`` a permutation drawn from ``random.Random`` seeded by
+    ``seed`` and ``key`` (reproducible, independent per round and program)."""
+    out = list(items)
+    if how == "fixed" or not out:
+        return out
+    if how == "rotate":
+        k = int(key[0]) % len(out) if key else 0
+        return out[k:] + out[:k]
+    if how != "shuffle":
+        raise ValueError(f"unknown order {how!r}")
+    random.Random(":".join(map(str, (seed, *key)))).shuffle(out)
+    return out
+
+
+def median_ratio(a: Sequence[float], b: Sequence[float]) -> float:
+    """Median of rounds of a, over median of rounds of b (the script's historical figure)."""
+    return statistics.median(a) / statistics.median(b)
+
+
+def least_ratio(a: Sequence[float], b: Sequence[float]) -> float:
+    """Least round of a over least round of b: each configuration's least disturbed run."""
+    return min(a) / min(b)
+
+
+def paired_ratio(a: Sequence[float], b: Sequence[float]) -> float:
+    """Median over rounds of a[r] / b[r]: the ratio taken within each round, where both ran minutes
+    apart at most, so a drift of the machine's speed between rounds cancels."""
+    if len(a) != len(b) or not a:
+        raise ValueError("paired rounds must have the same, non-zero length")
+    return statistics.median(x / y for x, y in zip(a, b))
+
+
+def bootstrap_interval(ratios: Sequence[Sequence[float]], *, level: float = 0.9, reps: int = 2000,
+                       seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap interval of ``geomean over programs of (median over rounds of ratios[p])``:
+    rounds resampled with replacement, the same round indices for every program (a round is one
+    stretch of time, so programs share its disturbances). ``ratios[p][r]``: program p, round r."""
+    n = len(ratios[0]) if ratios else 0
+    if n == 0 or any(len(r) != n for r in ratios):
+        raise ValueError("every program needs the same, non-zero number of rounds")
+    rng = random.Random(seed)
+    stats = []
+    for _ in range(reps):
+        idx = [rng.randrange(n) for _ in range(n)]
+        stats.append(geomean([statistics.median(r[i] for i in idx) for r in ratios]))
+    stats.sort()
+    lo = stats[int(math.floor((1 - level) / 2 * (reps - 1)))]
+    hi = stats[int(math.ceil((1 + level) / 2 * (reps - 1)))]
+    return lo, hi
+
+
+#: fewer rounds than this never decide a verdict (a bootstrap of 3 rounds has 10 distinct resamples)
+MIN_ROUNDS = 5
+
+
+def verdict(point: float, interval: tuple[float, float], target: float, rounds: int) -> str:
+    """``met``/``not met`` by the point figure, and whether the interval (of at least MIN_ROUNDS
+    rounds) lies on one side of the target, which decides it."""
+    says = "met" if point <= target else "not met"
+    lo, hi = interval
+    side = hi <= target or lo > target
+    why = (f"interval {lo:.2f}–{hi:.2f}× {'excludes' if side else 'contains'} {target:g}"
+           + ("" if rounds >= MIN_ROUNDS else f"; fewer than {MIN_ROUNDS} rounds"))
+    return f"{says} ({'decided' if side and rounds >= MIN_ROUNDS else 'undecided'}: {why})"
+
+
+@contextmanager
+def progress(total: int, label: str) -> Iterator[Callable[[str], None]]:
+    """A progress bar on stderr (rich, where stderr is a terminal); yields ``advance(description)``."""
+    if not sys.stderr.isatty():
+        yield lambda _d: None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  TimeRemainingColumn(), console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task(label, total=total)
+        yield lambda d: bar.update(task, advance=1, description=f"{label} {d}")
