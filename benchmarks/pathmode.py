@@ -151,7 +151,7 @@ def rounds(cmds: dict[str, dict[str, list[str]]], runs: int, plan: Plan, work: P
     tree. Returns wall and CPU seconds per program, command and round, every run, and the programs
     whose stdout differed between commands."""
     times = {n: {t: [] for t in TOOLS} for n in cmds}
-    cpus = {n: {t: [] for t in TOOLS} for n in cmds}
+    cpus = {n: {t: [] for t in (*TOOLS, REC)} for n in cmds}
     raw: list[dict[str, object]] = []
     mismatched: list[str] = []
     for r in range(runs):
@@ -172,6 +172,8 @@ def rounds(cmds: dict[str, dict[str, list[str]]], runs: int, plan: Plan, work: P
                 assert best is not None
                 times[n][tool].append(best.wall)
                 cpus[n][tool].append(best.cpu)
+                if tool == "path":
+                    cpus[n][REC].append(best.cpu - best.orphan_cpu)
             if len(outs) != 1 and n not in mismatched:
                 mismatched.append(n)
             print(f"round {r + 1}/{runs} {n:14s} " + "  ".join(f"{t} {times[n][t][-1]:.2f}s/{cpus[n][t][-1]:.2f}c" for t in TOOLS),
@@ -201,7 +203,9 @@ def _lag_cells(lag: dict[str, object]) -> list[str]:
             f"{symbols / ev:.3f}" if isinstance(symbols, int) and isinstance(ev, int) and ev else "–"]
 
 
-ROBUST_HEADERS = (["plain CPU s"] + [f"{k} CPU ×" for k, _, _ in MODES]
+#: the recording process of ``path --wpp`` without its builder (CPU series key)
+REC = "path recorder"
+ROBUST_HEADERS = (["plain CPU s"] + [f"{k} CPU ×" for k, _, _ in MODES] + ["path CPU × without builder"]
                   + ["path × least", "path × paired", "path / witness least", "path / witness paired", "path / witness spread"])
 
 
@@ -211,7 +215,7 @@ def _robust_cells(wall: dict[str, list[float]], cpu: dict[str, list[float]]) -> 
     spread: max / min over rounds of the paired path / witness ratio)."""
     pw = [a / b for a, b in zip(wall["path"], wall["witness"])]
     return ([f"{statistics.median(cpu['plain']):.2f}"]
-            + [f"{median_ratio(cpu[k], cpu['plain']):.2f}×" for k, _, _ in MODES]
+            + [f"{median_ratio(cpu[k], cpu['plain']):.2f}×" for k, _, _ in (*MODES, (REC, 0, 0))]
             + [f"{least_ratio(wall['path'], wall['plain']):.2f}×", f"{paired_ratio(wall['path'], wall['plain']):.2f}×",
                f"{least_ratio(wall['path'], wall['witness']):.2f}×", f"{paired_ratio(wall['path'], wall['witness']):.2f}×",
                f"{max(pw) / min(pw):.2f}"])
@@ -234,6 +238,7 @@ def robust_summary(names, times, cpus, raw, runs, plan, reaper, stats) -> list[s
     pw = figures(names, times, "path", "witness")
     c = {k: figures(names, cpus, k, "plain") for k in cols}
     cpw = figures(names, cpus, "path", "witness")
+    rpw, rp = figures(names, cpus, REC, "witness"), figures(names, cpus, REC, "plain")
     spread = {n: (lambda r: max(r) / min(r))([a / b for a, b in zip(times[n]["path"], times[n]["witness"])]) for n in names}
     worst = max(spread, key=spread.__getitem__)
     last = {}
@@ -260,7 +265,9 @@ def robust_summary(names, times, cpus, raw, runs, plan, reaper, stats) -> list[s
         + ("which outlives that shell and is reaped by this script as their subreaper" if reaper else
            "**not** counted: this system could not make the script a subreaper")
         + "), geometric mean over programs, median / least / paired: " + ", ".join(f"{k} {three(c[k])}" for k in cols)
-        + f"; path / witness {three(cpw)} (CPU counts the builder's work on the second core, which wall time overlaps)"
+        + f"; path / witness {three(cpw)} (CPU counts the builder's work on the second core, which wall time overlaps). "
+        f"The recording process of path without its builder (what a quiet second core hides; less disturbed by load "
+        f"than wall, so a check on the wall verdict, not the target): path / plain {three(rp)}, path / witness {three(rpw)}"
         + (f". The builder's CPU reaped here minus the meta's `builder_cpu_seconds`: median {statistics.median(gap):+.3f} s "
            f"(range {min(gap):+.3f} to {max(gap):+.3f}: its exit after the meta's clock)" if gap else "")
         + (f"; its exit came {1000 * max(tails):.1f} ms at most after `record`'s (each run waits for it)" if tails else ""),

@@ -1,0 +1,135 @@
+"""benchmarks/_rounds.py: the process tree reaped with its CPU, round orders, robust figures against naive twins."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import statistics
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+sys.path.insert(0, str(BENCH))
+import _rounds  # noqa: E402
+
+# A parent that starts a child in the background and exits at once, as `record --wpp` starts its
+# builder through `/bin/sh ... &`: the child, orphaned, burns CPU, then writes its own CPU clock
+# to a file as its last act.
+ORPHAN = textwrap.dedent("""
+    import subprocess, sys
+    child = "import time, sys\\ntime.sleep(0.3)\\nt = time.process_time()\\nwhile time.process_time() - t < 0.25: pass\\n" \\
+            "open(sys.argv[1], 'w').write(repr(time.process_time()))"
+    subprocess.Popen([sys.executable, "-c", child, sys.argv[1]], start_new_session=True,
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)   # not our pipes: their EOF would wait for it
+""")
+
+DRIVER = textwrap.dedent("""
+    import json, os, sys
+    sys.path.insert(0, sys.argv[1])
+    import _rounds
+    sub = sys.argv[2] == "1" and _rounds.become_subreaper()
+    out = sys.argv[3]
+    run = _rounds.run_tree([sys.executable, "-c", sys.argv[4], out], os.getcwd(), dict(os.environ))
+    print(json.dumps({"sub": sub, "cpu": run.cpu, "orphan_cpu": run.orphan_cpu, "orphans": run.orphans,
+                      "done_when_returned": os.path.exists(out)}))
+""")
+
+
+def _drive(tmp_path: Path, subreaper: bool) -> dict:
+    out = tmp_path / f"child{int(subreaper)}.txt"
+    proc = subprocess.run([sys.executable, "-c", DRIVER, str(BENCH), "1" if subreaper else "0", str(out), ORPHAN],
+                          capture_output=True, text=True, check=True, cwd=tmp_path, timeout=60)
+    res = json.loads(proc.stdout)
+    if not subreaper:   # nobody waited for it here: let it finish before the temporary directory goes
+        import time
+        for _ in range(200):
+            if out.exists():
+                break
+            time.sleep(0.05)
+    res["child_cpu"] = float(out.read_text()) if out.exists() else None
+    return res
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_CHILD_SUBREAPER is Linux's")
+def test_orphan_cpu_counted_and_waited_for(tmp_path: Path) -> None:
+    res = _drive(tmp_path, True)
+    assert res["sub"]
+    assert res["done_when_returned"], "run_tree returned before the orphaned descendant ended"
+    assert res["orphans"] == 1
+    # the orphan's own clock (read just before it exited) is inside what the tree is charged
+    assert res["orphan_cpu"] >= res["child_cpu"] - 0.01
+    assert res["cpu"] >= res["orphan_cpu"]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_CHILD_SUBREAPER is Linux's")
+def test_without_subreaper_the_orphan_escapes(tmp_path: Path) -> None:
+    """What the benchmark measured before wave 16: the orphan's CPU is not in RUSAGE_CHILDREN."""
+    res = _drive(tmp_path, False)
+    assert res["orphans"] == 0 and res["orphan_cpu"] == 0
+    assert not res["done_when_returned"]
+    assert res["child_cpu"] is not None and res["cpu"] < res["child_cpu"]
+
+
+def test_failure_raises_with_stderr(tmp_path: Path) -> None:
+    with pytest.raises(RuntimeError, match="boom"):
+        _rounds.run_tree([sys.executable, "-c", "import sys; sys.exit('boom')"], tmp_path, {})
+
+
+def test_orders() -> None:
+    items = ["plain", "blocks", "witness", "path", "path raw"]
+    assert _rounds.order(items, "fixed", 1, 0, "x") == items
+    shuffled = [_rounds.order(items, "shuffle", 16, r, "richards") for r in range(20)]
+    assert all(sorted(s) == sorted(items) for s in shuffled)
+    assert shuffled == [_rounds.order(items, "shuffle", 16, r, "richards") for r in range(20)]   # reproducible
+    assert len({tuple(s) for s in shuffled}) > 5
+    # path does not always follow witness any more
+    assert any(s.index("path") != s.index("witness") + 1 for s in shuffled)
+    rotated = [_rounds.order(items, "rotate", 0, r) for r in range(len(items))]
+    for pos in range(len(items)):   # every command in every place once over len(items) rounds
+        assert sorted(r[pos] for r in rotated) == sorted(items)
+    with pytest.raises(ValueError):
+        _rounds.order(items, "random", 0, 0)
+
+
+def test_ratios_against_naive() -> None:
+    a, b = [2.0, 9.0, 3.0, 4.0], [1.0, 3.0, 2.0, 1.0]
+    assert _rounds.paired_ratio(a, b) == pytest.approx(2.5)   # ratios 2, 3, 1.5, 4: median (2 + 3) / 2
+    assert _rounds.least_ratio(a, b) == pytest.approx(2.0)
+    assert _rounds.median_ratio(a, b) == pytest.approx(3.5 / 1.5)
+    # a slow drift (every round of both 10% slower than the last) leaves the paired ratio alone
+    drift = [1.1 ** r for r in range(6)]
+    assert _rounds.paired_ratio([1.3 * d for d in drift], drift) == pytest.approx(1.3)
+    with pytest.raises(ValueError):
+        _rounds.paired_ratio([1.0], [1.0, 2.0])
+
+
+def _exact_quantiles(ratios: list[list[float]], qs: tuple[float, ...]) -> list[float]:
+    """The bootstrap distribution enumerated exactly (all n^n resamples of the rounds)."""
+    n = len(ratios[0])
+    vals = sorted(math.exp(statistics.fmean(math.log(statistics.median(r[i] for i in idx)) for r in ratios))
+                  for idx in itertools.product(range(n), repeat=n))
+    return [vals[min(len(vals) - 1, int(q * len(vals)))] for q in qs]
+
+
+def test_bootstrap_against_exact_enumeration() -> None:
+    ratios = [[1.0, 1.2, 0.9, 1.5], [1.1, 0.95, 1.3, 1.05], [0.8, 1.4, 1.0, 1.1]]
+    lo, hi = _rounds.bootstrap_interval(ratios, reps=4000, seed=3)
+    e_lo, e_hi = _exact_quantiles(ratios, (0.03, 0.97))
+    e_lo5, e_hi95 = _exact_quantiles(ratios, (0.07, 0.93))
+    assert e_lo <= lo <= e_lo5 and e_hi95 <= hi <= e_hi
+    same = [[1.25] * 5, [0.8] * 5]
+    assert _rounds.bootstrap_interval(same) == pytest.approx((1.0, 1.0))
+    with pytest.raises(ValueError):
+        _rounds.bootstrap_interval([[1.0, 2.0], [1.0]])
+
+
+def test_verdict() -> None:
+    assert _rounds.verdict(1.5, (1.45, 1.55), 1.6, 7).startswith("met (decided")
+    assert _rounds.verdict(1.65, (1.62, 1.7), 1.6, 7).startswith("not met (decided")
+    assert _rounds.verdict(1.58, (1.52, 1.66), 1.6, 7).startswith("met (undecided")
+    assert _rounds.verdict(1.5, (1.45, 1.55), 1.6, 3).startswith("met (undecided")   # too few rounds
