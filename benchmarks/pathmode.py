@@ -11,7 +11,14 @@ grammars, then path ids decoded; blocks produced per second of CPU time) and com
 `blocks` recording (``=`` identical event for event, ``≈`` same activation form, ``✗``
 differ); functions recorded with block ids instead of path ids are counted ("fallback").
 
+Since wave 16 (docs/design.md, "Measuring path mode, wave 16") each run waits for its whole process
+tree (this script is the subreaper of ``record --wpp``'s orphaned builder) and is charged its CPU;
+programs and commands are shuffled per round (seeded); beside the medians the table gives each
+command's least round and the ratio paired inside each round, and the targets' verdict uses the
+paired wall figure with a bootstrap interval over rounds.
+
     python benchmarks/pathmode.py [--programs a,b] [--runs N] [--size small|bench] [--quick] [--no-write]
+        [--order shuffle|rotate|fixed] [--seed S] [--repeat K] [--settle SECONDS] [--json PATH]
 """
 
 from __future__ import annotations
@@ -255,7 +262,7 @@ def robust_summary(names, times, cpus, raw, runs, plan, reaper, stats) -> list[s
         "ratio taken inside each round, then the median over rounds, so a drift of the machine between rounds "
         "cancels), median / least / paired: " + ", ".join(f"{k} {three(f[k])}" for k in cols)
         + f"; path / witness {three(pw)}",
-        f"- **targets' verdict: the paired wall figure** (90% percentile-bootstrap interval: the {runs} rounds resampled "
+        f"- **targets' verdict: the paired wall figure** (90% percentile-bootstrap interval: the {runs} round{'s' if runs != 1 else ''} resampled "
         "with replacement, the same rounds for every program, 2,000 draws; *decided* when the interval lies on one "
         f"side of the target): path (online WPP) ≤ witness: path / witness **{pw['paired']:.3f}×**, "
         f"{verdict(pw['paired'], pw['interval'], 1.0, runs)}; path ≤ 1.6×: **{f['path']['paired']:.3f}×**, "
