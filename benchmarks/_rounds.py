@@ -80,20 +80,37 @@ def run_tree(cmd: Sequence[str], cwd: Path, env: dict[str, str], *, reap_timeout
     return Run(wall, cpu, orphan_cpu, orphans, tail, proc.stdout)
 
 
-def order(items: Sequence[str], how: str, seed: int, *key: object) -> list[str]:
+#: the orders :func:`order` knows
+ORDERS = ("adjacent", "shuffle", "rotate", "fixed")
+
+
+def order(items: Sequence[str], how: str, seed: int, *key: object,
+          around: tuple[str, tuple[str, str]] | None = None) -> list[str]:
     """``items`` in the order of one round: ``fixed`` as given; ``rotate`` shifted by the round
     number (``key[0]``); ``shuffle`` a permutation drawn from ``random.Random`` seeded by
-    ``seed`` and ``key`` (reproducible, independent per round and program)."""
+    ``seed`` and ``key`` (reproducible, independent per round and program); ``adjacent`` as
+    shuffle, but ``around = (c, (a, b))`` keeps c between a and b (which side each, and where the
+    three stand among the rest, drawn): c's ratios to a and b are then taken between neighbours,
+    whose disturbances are the most alike (the load's noise is correlated over a run or two)."""
     out = list(items)
     if how == "fixed" or not out:
         return out
     if how == "rotate":
         k = int(key[0]) % len(out) if key else 0
         return out[k:] + out[:k]
-    if how != "shuffle":
+    if how not in ("shuffle", "adjacent"):
         raise ValueError(f"unknown order {how!r}")
-    random.Random(":".join(map(str, (seed, *key)))).shuffle(out)
-    return out
+    rng = random.Random(":".join(map(str, (seed, *key))))
+    if how == "shuffle" or around is None or not {around[0], *around[1]} <= set(out):
+        rng.shuffle(out)
+        return out
+    c, ends = around
+    unit = list(ends)
+    rng.shuffle(unit)
+    rest = [x for x in out if x != c and x not in ends]
+    rng.shuffle(rest)
+    at = rng.randrange(len(rest) + 1)
+    return rest[:at] + [unit[0], c, unit[1]] + rest[at:]
 
 
 def median_ratio(a: Sequence[float], b: Sequence[float]) -> float:

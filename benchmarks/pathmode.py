@@ -37,7 +37,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import ENTRY, corpus_options, geomean, machine, snapshot_env, source_version, table, write_section  # noqa: E402
-from _rounds import (Run, become_subreaper, bootstrap_interval, least_ratio, median_ratio, order, paired_ratio,  # noqa: E402
+from _rounds import (ORDERS, Run, become_subreaper, bootstrap_interval, least_ratio, median_ratio, order, paired_ratio,  # noqa: E402
                      progress, run_tree, verdict)
 from corpus import PROGRAMS  # noqa: E402
 
@@ -101,9 +101,10 @@ def main(argv: list[str] | None = None) -> int:
     args, names, runs, size, write = corpus_options(
         __doc__.split("\n\n")[0], 1, list(PROGRAMS), argv,
         extra=(("--size", {"choices": ("small", "bench"), "help": "program size (default bench; small with --quick)"}),
-               ("--order", {"choices": ("shuffle", "rotate", "fixed"), "default": "shuffle",
-                            "help": "order of the programs and of the five commands inside each round (default shuffle, "
-                                    "seeded; fixed: as before wave 16, path --wpp always right after witness)"}),
+               ("--order", {"choices": ORDERS, "default": "adjacent",
+                            "help": "order of the five commands inside each round (programs are shuffled unless fixed): "
+                                    "adjacent (default): shuffled, seeded, with path --wpp between plain and witness; "
+                                    "shuffle: shuffled; rotate; fixed: as before wave 16, path --wpp always right after witness"}),
                ("--seed", {"type": int, "default": 16, "help": "seed of the shuffled order (default 16)"}),
                ("--repeat", {"type": int, "default": 1, "help": "back-to-back runs of each command inside a round; "
                                                               "the round keeps the least (default 1)"}),
@@ -162,9 +163,9 @@ def rounds(cmds: dict[str, dict[str, list[str]]], runs: int, plan: Plan, work: P
     raw: list[dict[str, object]] = []
     mismatched: list[str] = []
     for r in range(runs):
-        for n in order(list(cmds), plan.order, plan.seed, r, "programs"):
+        for n in order(list(cmds), "fixed" if plan.order == "fixed" else "shuffle", plan.seed, r, "programs"):
             outs = set()
-            for tool in order(TOOLS, plan.order, plan.seed, r, n):
+            for tool in order(TOOLS, plan.order, plan.seed, r, n, around=("path", ("plain", "witness"))):
                 best: Run | None = None
                 for k in range(plan.repeat):
                     run = run_tree(cmds[n][tool], work, env)
@@ -281,7 +282,7 @@ def robust_summary(names, times, cpus, raw, runs, plan, reaper, stats) -> list[s
         f"- **noise and order**: per program, max / min over rounds of the paired path / witness ratio: median "
         f"{statistics.median(spread.values()):.2f}, worst {spread[worst]:.2f} ({worst}). "
         f"Order inside each round: {ORDER_TEXT.get(plan.order, plan.order)}"
-        + (f" (seed {plan.seed})" if plan.order == "shuffle" else "")
+        + (f" (seed {plan.seed})" if plan.order != "fixed" else "")
         + (f"; each command {plan.repeat}× back to back, the round keeps the least" if plan.repeat > 1 else "")
         + (f"; {plan.settle:g} s settle after each run" if plan.settle else "")
         + (f". 1-minute load average during the rounds: median {statistics.median(loads):.1f} "
@@ -289,8 +290,10 @@ def robust_summary(names, times, cpus, raw, runs, plan, reaper, stats) -> list[s
     ]
 
 
-ORDER_TEXT = {"shuffle": "programs and the five commands of each program shuffled per round",
-              "rotate": "the five commands rotated by one place per round",
+ORDER_TEXT = {"adjacent": "programs and the five commands of each program shuffled per round, path --wpp kept "
+                          "between plain and witness (its paired ratios taken between neighbours)",
+              "shuffle": "programs and the five commands of each program shuffled per round",
+              "rotate": "programs shuffled, the five commands rotated by one place per round",
               "fixed": "fixed (plain, blocks, witness, path, path raw: path always right after witness)"}
 
 

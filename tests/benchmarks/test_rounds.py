@@ -133,3 +133,18 @@ def test_verdict() -> None:
     assert _rounds.verdict(1.65, (1.62, 1.7), 1.6, 7).startswith("not met (decided")
     assert _rounds.verdict(1.58, (1.52, 1.66), 1.6, 7).startswith("met (undecided")
     assert _rounds.verdict(1.5, (1.45, 1.55), 1.6, 3).startswith("met (undecided")   # too few rounds
+
+
+def test_adjacent_order() -> None:
+    items = ["plain", "blocks", "witness", "path", "path raw"]
+    seen_sides, seen_places = set(), set()
+    for r in range(40):
+        o = _rounds.order(items, "adjacent", 16, r, "json", around=("path", ("plain", "witness")))
+        assert sorted(o) == sorted(items)
+        i = o.index("path")
+        assert 0 < i < len(o) - 1 and {o[i - 1], o[i + 1]} == {"plain", "witness"}
+        seen_sides.add(o[i - 1])
+        seen_places.add(i)
+    assert seen_sides == {"plain", "witness"} and seen_places == {1, 2, 3}
+    # without the three among the items it is a plain shuffle
+    assert sorted(_rounds.order(["a", "b", "c"], "adjacent", 1, 0, around=("path", ("plain", "witness")))) == ["a", "b", "c"]
