@@ -16,8 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report import geomean  # noqa: E402
+from _report import geomean  # the caller puts benchmarks/ on sys.path (pathmode.py does, before this import)
 
 #: prctl(2) option: orphaned descendants are re-parented to this process instead of init
 PR_SET_CHILD_SUBREAPER = 36

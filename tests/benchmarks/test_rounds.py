@@ -14,8 +14,13 @@ from pathlib import Path
 import pytest
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+# only while importing: left on sys.path, benchmarks/corpus.py and benchmarks/profile.py would shadow
+# tests/corpus.py and the stdlib's profile for every test collected after this one
 sys.path.insert(0, str(BENCH))
-import _rounds  # noqa: E402
+try:
+    import _rounds
+finally:
+    sys.path.remove(str(BENCH))
 
 # A parent that starts a child in the background and exits at once, as `record --wpp` starts its
 # builder through `/bin/sh ... &`: the child, orphaned, burns CPU, then writes its own CPU clock
