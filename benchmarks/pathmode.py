@@ -18,7 +18,7 @@ command's least round and the ratio paired inside each round, and the targets' v
 paired wall figure with a bootstrap interval over rounds.
 
     python benchmarks/pathmode.py [--programs a,b] [--runs N] [--size small|bench] [--quick] [--no-write]
-        [--order shuffle|rotate|fixed] [--seed S] [--repeat K] [--settle SECONDS] [--json PATH]
+        [--order shuffle|adjacent|rotate|fixed] [--seed S] [--repeat K] [--settle SECONDS] [--json PATH]
 """
 
 from __future__ import annotations
@@ -101,10 +101,12 @@ def main(argv: list[str] | None = None) -> int:
     args, names, runs, size, write = corpus_options(
         __doc__.split("\n\n")[0], 1, list(PROGRAMS), argv,
         extra=(("--size", {"choices": ("small", "bench"), "help": "program size (default bench; small with --quick)"}),
-               ("--order", {"choices": ORDERS, "default": "adjacent",
+               ("--order", {"choices": ORDERS, "default": "shuffle",
                             "help": "order of the five commands inside each round (programs are shuffled unless fixed): "
-                                    "adjacent (default): shuffled, seeded, with path --wpp between plain and witness; "
-                                    "shuffle: shuffled; rotate; fixed: as before wave 16, path --wpp always right after witness"}),
+                                    "shuffle (default): shuffled, seeded; adjacent: shuffled, with path --wpp between "
+                                    "plain and witness (which side drawn; not the default until a quiet run shows the "
+                                    "side neutral: see the summary's split by what ran before path); rotate; "
+                                    "fixed: as before wave 16, path --wpp always right after witness"}),
                ("--seed", {"type": int, "default": 16, "help": "seed of the shuffled order (default 16)"}),
                ("--repeat", {"type": int, "default": 1, "help": "back-to-back runs of each command inside a round; "
                                                               "the round keeps the least (default 1)"}),
@@ -162,6 +164,7 @@ def rounds(cmds: dict[str, dict[str, list[str]]], runs: int, plan: Plan, work: P
     cpus = {n: {t: [] for t in (*TOOLS, REC)} for n in cmds}
     raw: list[dict[str, object]] = []
     mismatched: list[str] = []
+    prev: tuple[str, str] | None = None   # (program, command) of the run just before
     for r in range(runs):
         for n in order(list(cmds), "fixed" if plan.order == "fixed" else "shuffle", plan.seed, r, "programs"):
             outs = set()
@@ -171,7 +174,9 @@ def rounds(cmds: dict[str, dict[str, list[str]]], runs: int, plan: Plan, work: P
                     run = run_tree(cmds[n][tool], work, env)
                     raw.append({"round": r, "program": n, "tool": tool, "repeat": k, "wall": run.wall, "cpu": run.cpu,
                                 "orphan_cpu": run.orphan_cpu, "orphans": run.orphans, "tail": run.tail,
-                                "load": os.getloadavg()[0]})
+                                "load": os.getloadavg()[0], "prev": prev[1] if prev else None,
+                                "prev_program": prev[0] if prev else None})
+                    prev = (n, tool)
                     outs.add(run.stdout)
                     best = run if best is None or run.wall < best.wall else best
                     advance(f"round {r + 1}/{runs} {n} {tool}")
@@ -239,6 +244,20 @@ def figures(names: list[str], series: dict[str, dict[str, list[float]]], a: str,
             "interval": bootstrap_interval(per, seed=seed)}
 
 
+def by_predecessor(times: dict[str, dict[str, list[float]]], raw: list[dict[str, object]]) -> dict[str, list[float]]:
+    """The paired path / witness wall ratio of every program and round, split by what ran just before
+    path --wpp (its first run of the round): ``plain`` or ``witness`` of the same program (the two arms
+    of the adjacent order, [plain, path, witness] and [witness, path, plain]), else ``other``."""
+    out: dict[str, list[float]] = {"plain": [], "witness": [], "other": []}
+    for x in raw:
+        if x["tool"] != "path" or x["repeat"] != 0:
+            continue
+        n, r = str(x["program"]), int(x["round"])  # type: ignore[call-overload]
+        arm = str(x["prev"]) if x.get("prev_program") == n and x.get("prev") in ("plain", "witness") else "other"
+        out[arm].append(times[n]["path"][r] / times[n]["witness"][r])
+    return out
+
+
 def robust_summary(names, times, cpus, raw, runs, plan, reaper, stats) -> list[str]:  # type: ignore[no-untyped-def]
     """The summary lines of the robust figures, the targets' verdict, CPU and the noise."""
     cols = [m for m, _, _ in MODES]
@@ -256,6 +275,7 @@ def robust_summary(names, times, cpus, raw, runs, plan, reaper, stats) -> list[s
     gap = [last[n]["orphan_cpu"] - float(stats[n]["path_regen"]["lag"].get("builder_cpu_seconds") or 0) for n in names if n in last]
     tails = [float(x["tail"]) for x in raw if x["orphans"]]
     loads = [float(x["load"]) for x in raw if "load" in x]
+    arms = by_predecessor(times, raw)
     three = lambda d: f"{d['median']:.2f} / {d['least']:.2f} / {d['paired']:.2f}×"  # noqa: E731
     return [
         "- **wall, geometric mean over programs, three ways** (*median* = median round / median plain round, the "
@@ -281,6 +301,9 @@ def robust_summary(names, times, cpus, raw, runs, plan, reaper, stats) -> list[s
         + (f"; its exit came {1000 * max(tails):.1f} ms at most after `record`'s (each run waits for it)" if tails else ""),
         f"- **noise and order**: per program, max / min over rounds of the paired path / witness ratio: median "
         f"{statistics.median(spread.values()):.2f}, worst {spread[worst]:.2f} ({worst}). "
+        "Paired path / witness by what ran just before path --wpp (geometric mean over program-rounds; the "
+        "adjacent order's arms are *after plain* and *after witness*): "
+        + ", ".join(f"after {k} {geomean(v):.3f}× (n={len(v)})" for k, v in arms.items() if v) + ". "
         f"Order inside each round: {ORDER_TEXT.get(plan.order, plan.order)}"
         + (f" (seed {plan.seed})" if plan.order != "fixed" else "")
         + (f"; each command {plan.repeat}× back to back, the round keeps the least" if plan.repeat > 1 else "")
