@@ -153,15 +153,36 @@ def bootstrap_interval(ratios: Sequence[Sequence[float]], *, level: float = 0.9,
 MIN_ROUNDS = 5
 
 
-def verdict(point: float, interval: tuple[float, float], target: float, rounds: int) -> str:
-    """``met``/``not met`` by the point figure, and whether the interval (of at least MIN_ROUNDS
-    rounds) lies on one side of the target, which decides it."""
-    says = "met" if point <= target else "not met"
+#: 1-minute load average above which a verdict is not one on the targets. The load taken during the
+#: rounds includes the benchmark's own runnable processes (the timed command, and path --wpp's builder
+#: beside it: 1-1.3 on average), so on 2 CPUs 2.0 leaves less than one CPU's worth to other jobs.
+LOADED = 2.0
+
+
+def verdict(point: float, interval: tuple[float, float], target: float, rounds: int, *,
+            median: float | None = None, load: float | None = None) -> str:
+    """``met``/``not met`` by the (paired) point figure; *decided* only when the interval (of at least
+    MIN_ROUNDS rounds) lies on the point's side of the target, the median figure (if given) is on that
+    side too, and the load (if given) is at most LOADED. Above it the verdict says it is not one on
+    the targets and is never decided: the interval covers round-to-round noise, not what load costs
+    path --wpp's second process."""
+    met = point <= target
+    says = "met" if met else "not met"
     lo, hi = interval
-    side = hi <= target or lo > target
-    why = (f"interval {lo:.2f}–{hi:.2f}× {'excludes' if side else 'contains'} {target:g}"
-           + ("" if rounds >= MIN_ROUNDS else f"; fewer than {MIN_ROUNDS} rounds"))
-    return f"{says} ({'decided' if side and rounds >= MIN_ROUNDS else 'undecided'}: {why})"
+    excludes = hi <= target if met else lo > target
+    where = "excludes" if excludes else ("contains" if lo <= target <= hi else "lies on the other side of")
+    why = [f"paired {point:.3f}×" + (f", median {median:.3f}×" if median is not None else ""),
+           f"interval {lo:.2f}–{hi:.2f}× {where} {target:g}"]
+    agree = median is None or (median <= target) == met
+    if not agree:
+        why.append(f"the median figure says {'met' if median is not None and median <= target else 'not met'}")
+    if rounds < MIN_ROUNDS:
+        why.append(f"fewer than {MIN_ROUNDS} rounds")
+    if load is not None and load > LOADED:
+        return (f"{says} by the paired figure (under load: not a verdict on the targets; load {load:.1f} > {LOADED:g}, "
+                f"the benchmark's own processes included; {'; '.join(why)})")
+    decided = excludes and agree and rounds >= MIN_ROUNDS
+    return f"{says} ({'decided' if decided else 'undecided'}: {'; '.join(why)})"
 
 
 @contextmanager

@@ -138,6 +138,23 @@ def test_verdict() -> None:
     assert _rounds.verdict(1.65, (1.62, 1.7), 1.6, 7).startswith("not met (decided")
     assert _rounds.verdict(1.58, (1.52, 1.66), 1.6, 7).startswith("met (undecided")
     assert _rounds.verdict(1.5, (1.45, 1.55), 1.6, 3).startswith("met (undecided")   # too few rounds
+    # the point outside its own interval, on the other side of the target: not decided (L1)
+    assert _rounds.verdict(1.59, (1.61, 1.7), 1.6, 7).startswith("met (undecided")
+    assert _rounds.verdict(1.61, (1.5, 1.59), 1.6, 7).startswith("not met (undecided")
+    # both point figures are printed; decided only when the median agrees
+    v = _rounds.verdict(1.5, (1.45, 1.55), 1.6, 7, median=1.55)
+    assert v.startswith("met (decided") and "1.500×" in v and "1.550×" in v
+    v = _rounds.verdict(1.5, (1.45, 1.55), 1.6, 7, median=1.65)
+    assert v.startswith("met (undecided") and "median figure says not met" in v
+    assert _rounds.verdict(1.65, (1.62, 1.7), 1.6, 7, median=1.58).startswith("not met (undecided")
+
+
+def test_verdict_under_load() -> None:
+    quiet = _rounds.verdict(1.5, (1.45, 1.55), 1.6, 15, median=1.5, load=_rounds.LOADED)
+    assert quiet.startswith("met (decided")
+    for point, iv in ((1.5, (1.45, 1.55)), (1.7, (1.65, 1.75))):
+        v = _rounds.verdict(point, iv, 1.6, 15, median=point, load=_rounds.LOADED + 0.1)
+        assert "under load: not a verdict on the targets" in v and "decided" not in v
 
 
 def test_adjacent_order() -> None:
