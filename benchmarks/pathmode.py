@@ -328,7 +328,7 @@ def render(names, times, stats, mismatched, runs, size, version, argv, *, cpus=N
            reaper=True) -> str:
     med = {n: {t: statistics.median(v) for t, v in tt.items()} for n, tt in times.items()}
     cols = [m for m, _, _ in MODES]
-    rows, ev_ratio, slow = [], [], {m: [] for m in cols}
+    rows, robust, ev_ratio, slow = [], [], [], {m: [] for m in cols}
     for n in names:
         s, m, pr = stats[n], med[n], stats[n]["path_regen"]
         ev = {k: s[k][0] for k in cols}
@@ -339,13 +339,13 @@ def render(names, times, stats, mismatched, runs, size, version, argv, *, cpus=N
                     + [f"{s[k][1]:,}" for k in cols] + [f"{m['plain']:.2f}"]
                     + [f"{m[k] / m['plain']:.2f}×" for k in cols]
                     + [f"{pr['rate'] / 1e6:.2f}", pr["agree"], f"{pr['fallback']}/{pr['functions']}"]
-                    + _lag_cells(pr["lag"])
-                    + (_robust_cells(times[n], cpus[n]) if cpus else []))
+                    + _lag_cells(pr["lag"]))
+        if cpus:
+            robust.append([n] + _robust_cells(times[n], cpus[n]))
     headers = (["program", "blocks events", "witness events", "path events", "path / witness events"]
                + [f"{k} stored B" for k in cols] + ["plain s"] + [f"{k} ×" for k in cols]
                + ["decode path M blocks/s", "path = blocks", "path fallback fns",
-                  "builder ready s", "builder idle s", "chunks", "left at end", "tail s", "builder CPU s", "build M ev/CPU s", "WPP symbols / event"]
-               + (ROBUST_HEADERS if cpus else []))
+                  "builder ready s", "builder idle s", "chunks", "left at end", "tail s", "builder CPU s", "build M ev/CPU s", "WPP symbols / event"])
     med_ev = statistics.median(ev_ratio)
     lags = [stats[n]["path_regen"]["lag"] for n in names]
     lag_tails = [float(x.get("tail_seconds") or 0) for x in lags]
@@ -405,6 +405,8 @@ def render(names, times, stats, mismatched, runs, size, version, argv, *, cpus=N
            "so `path` (online WPP) is slower than it would be on a quiet machine." if load > (LOADED if raw else 1.5) else ""),
         "",
         table(headers, rows),
+        *(["CPU of the whole process tree and the robust wall figures (summary below):", "",
+           table(["program", *ROBUST_HEADERS], robust)] if robust else []),
         "\n".join(summ),
     ])
 
