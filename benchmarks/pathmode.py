@@ -111,9 +111,11 @@ def main(argv: list[str] | None = None) -> int:
                ("--repeat", {"type": int, "default": 1, "help": "back-to-back runs of each command inside a round; "
                                                               "the round keeps the least (default 1)"}),
                ("--settle", {"type": float, "default": 0.0, "help": "seconds to sleep after each run (default 0)"}),
+               ("--timeout", {"type": float, "default": 600.0, "help": "seconds a run may take before it and every "
+                              "process it left are killed and the benchmark stops (default 600)"}),
                ("--json", {"metavar": "PATH", "help": "also write every run's wall and CPU seconds to PATH"})))
     size = args.size or size  # type: ignore[attr-defined]
-    plan = Plan(args.order, args.seed, max(1, args.repeat), max(0.0, args.settle))  # type: ignore[attr-defined]
+    plan = Plan(args.order, args.seed, max(1, args.repeat), max(0.0, args.settle), args.timeout)  # type: ignore[attr-defined]
     reaper = become_subreaper()
     with tempfile.TemporaryDirectory(prefix="wt-pathmode-") as tmp:
         work = Path(tmp)
@@ -124,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         with progress(total, "pathmode") as advance:
             for n in cmds:   # warm-up, untimed (OS file cache, wholetrace's code cache, numba's cache)
                 for tool in TOOLS:
-                    run_tree(cmds[n][tool], work, env)
+                    run_tree(cmds[n][tool], work, env, timeout=plan.timeout)
                     advance(f"warm-up {n} {tool}")
             times, cpus, raw, mismatched = rounds(cmds, runs, plan, work, env, advance)
         stats: dict[str, dict[str, object]] = {}
@@ -152,6 +154,7 @@ class Plan(NamedTuple):
     seed: int
     repeat: int
     settle: float
+    timeout: float = 600.0
 
 
 def rounds(cmds: dict[str, dict[str, list[str]]], runs: int, plan: Plan, work: Path, env: dict[str, str],
@@ -171,7 +174,7 @@ def rounds(cmds: dict[str, dict[str, list[str]]], runs: int, plan: Plan, work: P
             for tool in order(TOOLS, plan.order, plan.seed, r, n, around=("path", ("plain", "witness"))):
                 best: Run | None = None
                 for k in range(plan.repeat):
-                    run = run_tree(cmds[n][tool], work, env)
+                    run = run_tree(cmds[n][tool], work, env, timeout=plan.timeout)
                     raw.append({"round": r, "program": n, "tool": tool, "repeat": k, "wall": run.wall, "cpu": run.cpu,
                                 "orphan_cpu": run.orphan_cpu, "orphans": run.orphans, "tail": run.tail,
                                 "load": os.getloadavg()[0], "prev": prev[1] if prev else None,

@@ -80,9 +80,73 @@ def test_without_subreaper_the_orphan_escapes(tmp_path: Path) -> None:
     assert res["child_cpu"] is not None and res["cpu"] < res["child_cpu"]
 
 
+# run_tree waits for (and on failure kills) every child of its process: in a subprocess of its own,
+# never in the pytest worker, whose other children are not its business.
+KILLER = textwrap.dedent("""
+    import json, os, sys, time
+    sys.path.insert(0, sys.argv[1])
+    import _rounds
+    _rounds.become_subreaper()
+    cmd, kw, pidfile = json.loads(sys.argv[2]), json.loads(sys.argv[3]), sys.argv[4]
+    t = time.perf_counter()
+    try:
+        _rounds.run_tree(cmd, os.getcwd(), dict(os.environ), **kw)
+        err = None
+    except RuntimeError as e:
+        err = str(e)
+    secs = time.perf_counter() - t
+    pids = [int(x) for x in open(pidfile).read().split()] if os.path.exists(pidfile) else []
+    def alive(pid):
+        try:
+            os.kill(pid, 0)
+            return True
+        except ProcessLookupError:
+            return False
+    print(json.dumps({"error": err, "secs": secs, "pids": pids, "alive": [p for p in pids if alive(p)],
+                      "children": _rounds._children()}))
+""")
+
+# A parent that starts, in a session of its own (as record starts its builder), a child that starts a
+# grandchild; all three write their pids, the child and grandchild then sleep; the parent sleeps argv[2] s.
+SLEEPER = textwrap.dedent("""
+    import os, subprocess, sys, time
+    child = ("import os, subprocess, sys, time\\n"
+             "g = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\\n"
+             "open(sys.argv[1], 'a').write(f'{os.getpid()} {g.pid} ')\\n"
+             "time.sleep(60)\\n")
+    subprocess.Popen([sys.executable, "-c", child, sys.argv[1]], start_new_session=True,
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    open(sys.argv[1], "a").write(f"{os.getpid()} ")
+    time.sleep(float(sys.argv[2]))
+""")
+
+
+def _kill(tmp_path: Path, cmd: list[str], **kw: object) -> dict:
+    pidfile = tmp_path / "pids"
+    proc = subprocess.run([sys.executable, "-c", KILLER, str(BENCH), json.dumps(cmd), json.dumps(kw), str(pidfile)],
+                          capture_output=True, text=True, check=True, cwd=tmp_path, timeout=120)
+    return json.loads(proc.stdout)
+
+
 def test_failure_raises_with_stderr(tmp_path: Path) -> None:
-    with pytest.raises(RuntimeError, match="boom"):
-        _rounds.run_tree([sys.executable, "-c", "import sys; sys.exit('boom')"], tmp_path, {})
+    res = _kill(tmp_path, [sys.executable, "-c", "import sys; sys.exit('boom')"])
+    assert res["error"] and "boom" in res["error"]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_CHILD_SUBREAPER, /proc")
+@pytest.mark.parametrize("case", ["timeout", "reap deadline"])
+def test_stuck_run_is_killed_with_its_tree(tmp_path: Path, case: str) -> None:
+    """A run that hangs (timeout), or leaves a descendant that does (reap deadline): run_tree raises,
+    and the parent, the orphaned child of its own session and that child's child are all gone."""
+    if case == "timeout":
+        res = _kill(tmp_path, [sys.executable, "-c", SLEEPER, str(tmp_path / "pids"), "60"], timeout=4)
+        assert "still running after 4 s" in res["error"]
+    else:
+        res = _kill(tmp_path, [sys.executable, "-c", SLEEPER, str(tmp_path / "pids"), "0"], reap_timeout=4)
+        assert "a descendant still ran 4 s after it exited" in res["error"]
+    assert len(res["pids"]) == 3, res   # the three processes were started (else the test shows nothing)
+    assert res["alive"] == [] and res["children"] == []
+    assert res["secs"] < 50   # not the 60 s sleep: killed
 
 
 def test_orders() -> None:
