@@ -31,7 +31,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
@@ -109,7 +109,9 @@ def main(argv: list[str] | None = None) -> int:
                                     "fixed: as before wave 16, path --wpp always right after witness"}),
                ("--seed", {"type": int, "default": 16, "help": "seed of the shuffled order (default 16)"}),
                ("--repeat", {"type": int, "default": 1, "help": "back-to-back runs of each command inside a round; "
-                                                              "the round keeps the least (default 1)"}),
+                                                              "the round keeps the run with the least wall time, and "
+                                                              "that run's CPU (so the CPU columns are not the least "
+                                                              "CPU) (default 1)"}),
                ("--settle", {"type": float, "default": 0.0, "help": "seconds to sleep after each run (default 0)"}),
                ("--timeout", {"type": float, "default": 600.0, "help": "seconds a run may take before it and every "
                               "process it left are killed and the benchmark stops (default 600)"}),
@@ -148,6 +150,10 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+#: seconds per program, command and round
+Series = dict[str, dict[str, list[float]]]
+
+
 class Plan(NamedTuple):
     """How the rounds run: order of programs and commands, back-to-back repeats, settle seconds."""
     order: str
@@ -158,13 +164,13 @@ class Plan(NamedTuple):
 
 
 def rounds(cmds: dict[str, dict[str, list[str]]], runs: int, plan: Plan, work: Path, env: dict[str, str],
-           advance: "Callable[[str], None]") -> tuple[dict, dict, list, list[str]]:
+           advance: Callable[[str], None]) -> tuple[Series, Series, list[dict[str, object]], list[str]]:
     """The timed rounds: per round and program, every command ``plan.repeat`` times back to back (the
     least kept), programs and commands in the plan's order; each run waits for its whole process
     tree. Returns wall and CPU seconds per program, command and round, every run, and the programs
     whose stdout differed between commands."""
-    times = {n: {t: [] for t in TOOLS} for n in cmds}
-    cpus = {n: {t: [] for t in (*TOOLS, REC)} for n in cmds}
+    times: Series = {n: {t: [] for t in TOOLS} for n in cmds}
+    cpus: Series = {n: {t: [] for t in (*TOOLS, REC)} for n in cmds}
     raw: list[dict[str, object]] = []
     mismatched: list[str] = []
     prev: tuple[str, str] | None = None   # (program, command) of the run just before
@@ -231,7 +237,7 @@ def _robust_cells(wall: dict[str, list[float]], cpu: dict[str, list[float]]) -> 
     spread: max / min over rounds of the paired path / witness ratio)."""
     pw = [a / b for a, b in zip(wall["path"], wall["witness"])]
     return ([f"{statistics.median(cpu['plain']):.2f}"]
-            + [f"{median_ratio(cpu[k], cpu['plain']):.2f}×" for k, _, _ in (*MODES, (REC, 0, 0))]
+            + [f"{median_ratio(cpu[k], cpu['plain']):.2f}×" for k in (*(m for m, _, _ in MODES), REC)]
             + [f"{least_ratio(wall['path'], wall['plain']):.2f}×", f"{paired_ratio(wall['path'], wall['plain']):.2f}×",
                f"{least_ratio(wall['path'], wall['witness']):.2f}×", f"{paired_ratio(wall['path'], wall['witness']):.2f}×",
                f"{max(pw) / min(pw):.2f}"])
@@ -261,8 +267,17 @@ def by_predecessor(times: dict[str, dict[str, list[float]]], raw: list[dict[str,
     return out
 
 
-def robust_summary(names, times, cpus, raw, runs, plan, reaper, stats) -> list[str]:  # type: ignore[no-untyped-def]
-    """The summary lines of the robust figures, the targets' verdict, CPU and the noise."""
+def orphan_check(raw: list[dict[str, object]]) -> list[str]:
+    """Runs whose reaped orphans were not what ``path CPU × without builder`` (tree CPU minus orphans'
+    CPU) assumes: exactly one (the builder) for path --wpp, none for the other commands."""
+    return [f"{x['program']} {x['tool']} round {int(x['round']) + 1}: {x['orphans']}"  # type: ignore[call-overload]
+            for x in raw if x["orphans"] != (1 if x["tool"] == "path" else 0)]
+
+
+def robust_summary(names: list[str], times: Series, cpus: Series, raw: list[dict[str, object]], runs: int,
+                   plan: Plan, reaper: bool, stats: dict[str, Any]) -> list[str]:
+    """The summary lines of the robust figures, the targets' verdict, CPU, the noise and the order, and a
+    warning when a run's orphans were not the one builder of path --wpp."""
     cols = [m for m, _, _ in MODES]
     f = {k: figures(names, times, k, "plain") for k in cols}
     pw = figures(names, times, "path", "witness")
@@ -280,6 +295,9 @@ def robust_summary(names, times, cpus, raw, runs, plan, reaper, stats) -> list[s
     loads = [float(x["load"]) for x in raw if "load" in x]
     load = statistics.median(loads) if loads else None
     arms = by_predecessor(times, raw)
+    odd = orphan_check(raw) if reaper else []
+    if odd:
+        print(f"warning: orphans other than path --wpp's one builder: {'; '.join(odd[:10])}", file=sys.stderr)
     three = lambda d: f"{d['median']:.2f} / {d['least']:.2f} / {d['paired']:.2f}×"  # noqa: E731
     return [
         "- **wall, geometric mean over programs, three ways** (*median* = median round / median plain round, the "
@@ -317,6 +335,10 @@ def robust_summary(names, times, cpus, raw, runs, plan, reaper, stats) -> list[s
         + (f"; {plan.settle:g} s settle after each run" if plan.settle else "")
         + (f". 1-minute load average during the rounds (the benchmark's own 1-1.3 runnable processes included): "
            f"median {statistics.median(loads):.1f} ({min(loads):.1f}–{max(loads):.1f})" if loads else "") + ".",
+        *([f"- **warning**: {len(odd)} run{'s' if len(odd) != 1 else ''} left other orphans than path --wpp's one "
+           f"builder (program, command, round: orphans): {'; '.join(odd[:10])}{'; …' if len(odd) > 10 else ''}; "
+           "`path CPU × without builder` (tree CPU minus the orphans') then is not the recording process alone"]
+          if odd else []),
     ]
 
 
