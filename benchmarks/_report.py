@@ -1,4 +1,4 @@
-"""Shared helpers for benchmarks: machine line, geometric mean, and section-wise table writing."""
+"""Shared helpers for benchmarks: machine line, geometric mean, section-wise table writing, timed process trees."""
 
 from __future__ import annotations
 
@@ -7,8 +7,13 @@ import math
 import os
 import platform
 import re
+import resource
+import shlex
+import signal
 import subprocess
 import sys
+import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -102,18 +107,117 @@ def reexec(python: str, argv: list[str] | None) -> None:
     os.execv(python, [python, script, *rest, "--no-write"])
 
 
-def timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> "tuple[float, subprocess.CompletedProcess[bytes]]":
-    """Wall seconds of one whole process; raises with its stderr tail if it fails."""
-    import shlex
-    import subprocess
-    import time
+#: prctl(2) option: orphaned descendants are re-parented to this process instead of init
+PR_SET_CHILD_SUBREAPER = 36
 
-    t = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    secs = time.perf_counter() - t
+
+def become_subreaper() -> bool:
+    """Make this process the reaper of its orphaned descendants (Linux): ``record --wpp``'s builder
+    is started through ``/bin/sh ... &`` and outlives its parent shell, so without this its CPU
+    never reaches ``RUSAGE_CHILDREN`` here and nobody waits for its exit. False where unsupported."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+@dataclass
+class Run:
+    """One timed run of a command."""
+    wall: float          #: seconds from the start until the command's own process exited
+    cpu: float           #: user+sys seconds of the whole tree: the process, what it reaped, the orphans reaped here
+    orphan_cpu: float    #: of ``cpu``: descendants that outlived their parent (``record --wpp``'s builder)
+    orphans: int         #: how many such descendants were reaped
+    tail: float          #: seconds from the process's exit until its last descendant was reaped here
+    stdout: bytes
+    stderr: bytes = b""
+
+
+def _cpu(ru: resource.struct_rusage) -> float:
+    return ru.ru_utime + ru.ru_stime
+
+
+def _children() -> list[int]:
+    """Pids whose parent is this process (``/proc``; empty where there is none)."""
+    me, out = os.getpid(), []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()   # after "pid (comm)": state, ppid, ...
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == me:
+            out.append(int(stat.parent.name))
+    return out
+
+
+def kill_children(rounds: int = 100) -> None:
+    """SIGKILL every child of this process with its process group (``record --wpp``'s builder leads
+    its own session), and reap them; as subreaper the orphans of a run are our children, and
+    theirs come to us when they die, so repeat until none is left."""
+    for _ in range(rounds):
+        for pid in _children():
+            for kill in (os.killpg, os.kill):
+                try:
+                    kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+        try:
+            while os.wait4(-1, os.WNOHANG)[0]:
+                pass
+        except ChildProcessError:   # none left
+            return
+        time.sleep(0.01)
+
+
+def run_tree(cmd: Sequence[str], cwd: Path, env: dict[str, str], *, timeout: float | None = 600.0,
+             reap_timeout: float = 30.0) -> Run:
+    """Run ``cmd`` to its end, then wait for every descendant it left behind (this process must be
+    a subreaper, :func:`become_subreaper`, for them to be ours): the next timed run cannot start
+    while one still uses a CPU, and their CPU is counted. Raises with the stderr tail on failure;
+    when ``cmd`` runs longer than ``timeout`` or a descendant outlives it by ``reap_timeout``
+    seconds (or on any other exception), kills and reaps every child left first (:func:`kill_children`)."""
+    before = _cpu(resource.getrusage(resource.RUSAGE_CHILDREN))
+    t0 = time.perf_counter()
+    try:
+        try:
+            proc = subprocess.run(list(cmd), cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  timeout=timeout)
+        except subprocess.TimeoutExpired:   # run() has killed and waited for cmd's own process
+            raise RuntimeError(f"{shlex.join(cmd)}: still running after {timeout:g} s, killed") from None
+        wall = time.perf_counter() - t0
+        orphan_cpu, orphans, tail, deadline, nap = 0.0, 0, 0.0, t0 + wall + reap_timeout, 0.0002
+        while True:
+            try:
+                pid, _status, ru = os.wait4(-1, os.WNOHANG)
+            except ChildProcessError:   # no child left
+                break
+            if pid == 0:   # a descendant still runs
+                if time.perf_counter() > deadline:
+                    raise RuntimeError(f"{shlex.join(cmd)}: a descendant still ran {reap_timeout:g} s after it exited, killed")
+                time.sleep(nap)
+                nap = min(2 * nap, 0.01)   # back off: a lingering descendant is not polled 5000 times a second
+                continue
+            orphan_cpu += _cpu(ru)
+            orphans += 1
+            tail = time.perf_counter() - t0 - wall
+    except BaseException:
+        kill_children()
+        raise
+    cpu = _cpu(resource.getrusage(resource.RUSAGE_CHILDREN)) - before
     if proc.returncode != 0:
         raise RuntimeError(f"{shlex.join(cmd)} exited {proc.returncode}:\n{proc.stderr.decode(errors='replace')[-2000:]}")
-    return secs, proc
+    return Run(wall, cpu, orphan_cpu, orphans, tail, proc.stdout, proc.stderr)
+
+
+def timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> "tuple[float, subprocess.CompletedProcess[bytes]]":
+    """Wall seconds of one whole process (:func:`run_tree`, no timeout: descendants it leaves are waited
+    for where this process is their subreaper); raises with its stderr tail if it fails."""
+    run = run_tree(cmd, cwd, env, timeout=None)
+    return run.wall, subprocess.CompletedProcess(list(cmd), 0, run.stdout, run.stderr)
 
 
 def snapshot_env(work: Path, **extra: str) -> dict[str, str]:

@@ -1,128 +1,15 @@
-"""Interleaved timing rounds: the whole process tree reaped (wall and CPU), seeded order, robust figures."""
+"""Interleaved timing rounds: seeded orders, robust figures (paired, least, bootstrap) and the verdict, progress."""
 
 from __future__ import annotations
 
 import math
-import os
 import random
-import resource
-import shlex
-import signal
 import statistics
-import subprocess
 import sys
-import time
 from contextlib import contextmanager
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 from _report import geomean  # the caller puts benchmarks/ on sys.path (pathmode.py does, before this import)
-
-#: prctl(2) option: orphaned descendants are re-parented to this process instead of init
-PR_SET_CHILD_SUBREAPER = 36
-
-
-def become_subreaper() -> bool:
-    """Make this process the reaper of its orphaned descendants (Linux): ``record --wpp``'s builder
-    is started through ``/bin/sh ... &`` and outlives its parent shell, so without this its CPU
-    never reaches ``RUSAGE_CHILDREN`` here and nobody waits for its exit. False where unsupported."""
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        import ctypes
-        libc = ctypes.CDLL(None, use_errno=True)
-        return int(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
-    except (OSError, AttributeError):
-        return False
-
-
-@dataclass
-class Run:
-    """One timed run of a command."""
-    wall: float          #: seconds from the start until the command's own process exited
-    cpu: float           #: user+sys seconds of the whole tree: the process, what it reaped, the orphans reaped here
-    orphan_cpu: float    #: of ``cpu``: descendants that outlived their parent (``record --wpp``'s builder)
-    orphans: int         #: how many such descendants were reaped
-    tail: float          #: seconds from the process's exit until its last descendant was reaped here
-    stdout: bytes
-
-
-def _cpu(ru: resource.struct_rusage) -> float:
-    return ru.ru_utime + ru.ru_stime
-
-
-def _children() -> list[int]:
-    """Pids whose parent is this process (``/proc``; empty where there is none)."""
-    me, out = os.getpid(), []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()   # after "pid (comm)": state, ppid, ...
-        except (OSError, IndexError):
-            continue
-        if int(fields[1]) == me:
-            out.append(int(stat.parent.name))
-    return out
-
-
-def kill_children(rounds: int = 100) -> None:
-    """SIGKILL every child of this process with its process group (``record --wpp``'s builder leads
-    its own session), and reap them; as subreaper the orphans of a run are our children, and
-    theirs come to us when they die, so repeat until none is left."""
-    for _ in range(rounds):
-        for pid in _children():
-            for kill in (os.killpg, os.kill):
-                try:
-                    kill(pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
-        try:
-            while os.wait4(-1, os.WNOHANG)[0]:
-                pass
-        except ChildProcessError:   # none left
-            return
-        time.sleep(0.01)
-
-
-def run_tree(cmd: Sequence[str], cwd: Path, env: dict[str, str], *, timeout: float | None = 600.0,
-             reap_timeout: float = 30.0) -> Run:
-    """Run ``cmd`` to its end, then wait for every descendant it left behind (this process must be
-    a subreaper, :func:`become_subreaper`, for them to be ours): the next timed run cannot start
-    while one still uses a CPU, and their CPU is counted. Raises with the stderr tail on failure;
-    when ``cmd`` runs longer than ``timeout`` or a descendant outlives it by ``reap_timeout``
-    seconds (or on any other exception), kills and reaps every child left first (:func:`kill_children`)."""
-    before = _cpu(resource.getrusage(resource.RUSAGE_CHILDREN))
-    t0 = time.perf_counter()
-    try:
-        try:
-            proc = subprocess.run(list(cmd), cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                  timeout=timeout)
-        except subprocess.TimeoutExpired:   # run() has killed and waited for cmd's own process
-            raise RuntimeError(f"{shlex.join(cmd)}: still running after {timeout:g} s, killed") from None
-        wall = time.perf_counter() - t0
-        orphan_cpu, orphans, tail, deadline, nap = 0.0, 0, 0.0, t0 + wall + reap_timeout, 0.0002
-        while True:
-            try:
-                pid, _status, ru = os.wait4(-1, os.WNOHANG)
-            except ChildProcessError:   # no child left
-                break
-            if pid == 0:   # a descendant still runs
-                if time.perf_counter() > deadline:
-                    raise RuntimeError(f"{shlex.join(cmd)}: a descendant still ran {reap_timeout:g} s after it exited, killed")
-                time.sleep(nap)
-                nap = min(2 * nap, 0.01)   # back off: a lingering descendant is not polled 5000 times a second
-                continue
-            orphan_cpu += _cpu(ru)
-            orphans += 1
-            tail = time.perf_counter() - t0 - wall
-    except BaseException:
-        kill_children()
-        raise
-    cpu = _cpu(resource.getrusage(resource.RUSAGE_CHILDREN)) - before
-    if proc.returncode != 0:
-        raise RuntimeError(f"{shlex.join(cmd)} exited {proc.returncode}:\n{proc.stderr.decode(errors='replace')[-2000:]}")
-    return Run(wall, cpu, orphan_cpu, orphans, tail, proc.stdout)
-
 
 #: the orders :func:`order` knows
 ORDERS = ("adjacent", "shuffle", "rotate", "fixed")

@@ -36,9 +36,10 @@ from typing import Any, Callable, NamedTuple
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report import ENTRY, corpus_options, geomean, machine, snapshot_env, source_version, table, write_section  # noqa: E402
-from _rounds import (LOADED, MIN_ROUNDS, ORDERS, Run, become_subreaper, bootstrap_interval, least_ratio, median_ratio, order, paired_ratio,  # noqa: E402
-                     progress, run_tree, verdict)
+from _report import (ENTRY, Run, become_subreaper, corpus_options, geomean, machine, run_tree, snapshot_env,  # noqa: E402
+                     source_version, table, write_section)
+from _rounds import (LOADED, MIN_ROUNDS, ORDERS, bootstrap_interval, least_ratio, median_ratio, order, paired_ratio,  # noqa: E402
+                     progress, verdict)
 from corpus import PROGRAMS  # noqa: E402
 
 from wholetrace.trace.session import Trace, activation_form, block_events  # noqa: E402

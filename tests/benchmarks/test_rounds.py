@@ -1,4 +1,5 @@
-"""benchmarks/_rounds.py: the process tree reaped with its CPU, round orders, robust figures against naive twins."""
+"""benchmarks/_report.py's process trees (reaped with their CPU, killed when stuck); _rounds.py's orders and robust
+figures against naive twins; pathmode's rounds and render."""
 
 from __future__ import annotations
 
@@ -36,10 +37,10 @@ ORPHAN = textwrap.dedent("""
 DRIVER = textwrap.dedent("""
     import json, os, sys
     sys.path.insert(0, sys.argv[1])
-    import _rounds
-    sub = sys.argv[2] == "1" and _rounds.become_subreaper()
+    import _report
+    sub = sys.argv[2] == "1" and _report.become_subreaper()
     out = sys.argv[3]
-    run = _rounds.run_tree([sys.executable, "-c", sys.argv[4], out], os.getcwd(), dict(os.environ))
+    run = _report.run_tree([sys.executable, "-c", sys.argv[4], out], os.getcwd(), dict(os.environ))
     print(json.dumps({"sub": sub, "cpu": run.cpu, "orphan_cpu": run.orphan_cpu, "orphans": run.orphans,
                       "done_when_returned": os.path.exists(out)}))
 """)
@@ -85,12 +86,12 @@ def test_without_subreaper_the_orphan_escapes(tmp_path: Path) -> None:
 KILLER = textwrap.dedent("""
     import json, os, sys, time
     sys.path.insert(0, sys.argv[1])
-    import _rounds
-    _rounds.become_subreaper()
+    import _report
+    _report.become_subreaper()
     cmd, kw, pidfile = json.loads(sys.argv[2]), json.loads(sys.argv[3]), sys.argv[4]
     t = time.perf_counter()
     try:
-        _rounds.run_tree(cmd, os.getcwd(), dict(os.environ), **kw)
+        _report.run_tree(cmd, os.getcwd(), dict(os.environ), **kw)
         err = None
     except RuntimeError as e:
         err = str(e)
@@ -103,7 +104,7 @@ KILLER = textwrap.dedent("""
         except ProcessLookupError:
             return False
     print(json.dumps({"error": err, "secs": secs, "pids": pids, "alive": [p for p in pids if alive(p)],
-                      "children": _rounds._children()}))
+                      "children": _report._children()}))
 """)
 
 # A parent that starts, in a session of its own (as record starts its builder), a child that starts a
