@@ -5,6 +5,8 @@ import os
 import sys
 import tempfile
 
+import pytest
+
 _TESTS = os.path.dirname(os.path.abspath(__file__))
 if _TESTS not in sys.path:
     sys.path.insert(0, _TESTS)
@@ -43,9 +45,26 @@ COMPAT: dict[str, tuple[str, ...] | None] = {
 
 
 def pytest_collection_modifyitems(config, items):  # type: ignore[no-untyped-def]
-    import pytest
-
     for item in items:
         rel = os.path.relpath(str(item.path), _TESTS).replace(os.sep, "/")
         if rel in COMPAT and (COMPAT[rel] is None or item.name.startswith(COMPAT[rel])):
             item.add_marker(pytest.mark.compat)
+
+
+@pytest.fixture(scope="session")
+def cf_grammar_kernels(tmp_path_factory):  # type: ignore[no-untyped-def]
+    """Compile, once per worker and into numba's on-disk cache, the kernels `record --cf-grammar`
+    runs when a path recording ends (reading it back, the grammar, the chunk index): a test that
+    times a `record --cf-grammar` subprocess would otherwise time the first compile of them too
+    (minutes on a loaded machine; `make test`'s demo compiles them, a targeted run does not).
+    Nothing is checked here: the compression is checked where it is used."""
+    from wholetrace.match.compress import compress_file
+    from wtutil import run_recorded
+
+    d = tmp_path_factory.mktemp("cf-grammar-kernels")
+    script = d / "loop.py"
+    script.write_text("def f(n):\n    t = 0\n    for i in range(n):\n        t += i % 3\n    return t\nprint(f(50))\n")
+    out = d / "loop.wt"
+    assert run_recorded(script, out, mode="path").returncode == 0
+    compress_file(out)
+    return out

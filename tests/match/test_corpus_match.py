@@ -48,8 +48,22 @@ def _queries(oracles: dict, rng) -> list[tuple[int, tuple[int, ...]]]:
     return qs
 
 
-def _check_program(tmp_path, name: str) -> None:
-    path = _record(tmp_path, name)
+@pytest.fixture(scope="module")
+def blocks_recording(tmp_path_factory):  # type: ignore[no-untyped-def]
+    """``name`` -> its `blocks` recording (compressed), made once per module and worker: the
+    scheme test and the blocks/witness test of a program read the same one."""
+    made: dict[str, object] = {}
+
+    def get(name: str):  # type: ignore[no-untyped-def]
+        if name not in made:
+            made[name] = _record(tmp_path_factory.mktemp(f"blocks-{name}"), name)
+        return made[name]
+
+    return get
+
+
+def _check_program(tmp_path, name: str, path=None) -> None:  # type: ignore[no-untyped-def]
+    path = path or _record(tmp_path, name)
     streams = _streams(path)
     oracles = {cs.sid: OwnBlocks(cs.grammar.expand()) for cs in streams}
     rng = np.random.default_rng(sum(map(ord, name)))
@@ -69,8 +83,8 @@ def _check_program(tmp_path, name: str) -> None:
 
 
 @pytest.mark.parametrize("name", DEFAULT)
-def test_schemes_equal_brute_force_on_corpus(tmp_path, name):
-    _check_program(tmp_path, name)
+def test_schemes_equal_brute_force_on_corpus(tmp_path, name, blocks_recording):
+    _check_program(tmp_path, name, blocks_recording(name))
 
 
 @pytest.mark.slow
@@ -80,11 +94,11 @@ def test_schemes_equal_brute_force_on_corpus_slow(tmp_path, name):
 
 
 @pytest.mark.parametrize("name", ["nqueens", "json"])
-def test_blocks_and_witness_recordings_answer_alike(tmp_path, name):
+def test_blocks_and_witness_recordings_answer_alike(tmp_path, name, blocks_recording):
     """Counts agree always (they depend only on each invocation's own blocks, which witness
     regeneration reproduces); positions too wherever the regenerated trace is the blocks trace
     event for event."""
-    a, b = _streams(_record(tmp_path, name, "blocks")), _streams(_record(tmp_path, name, "witness"))
+    a, b = _streams(blocks_recording(name)), _streams(_record(tmp_path, name, "witness"))
     assert [cs.n for cs in a] == [cs.n for cs in b]
     same = [np.array_equal(x.grammar.expand(), y.grammar.expand()) for x, y in zip(a, b)]
     rng = np.random.default_rng(7)
