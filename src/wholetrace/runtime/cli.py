@@ -286,6 +286,7 @@ def _run_record(argv: Sequence[str], held: Callable[[], None]) -> int:
 
     stem = _stem(args.script) if args.script else args.module.split(".")[-1]
     out = _pure(args.output or f"{stem}.wt")
+    where = os.path.abspath(out)   # the end's file checks: the program may have changed directory
     weights = None
     if args.weights is not None:
         from wholetrace.profile import edge_weights
@@ -297,14 +298,14 @@ def _run_record(argv: Sequence[str], held: Callable[[], None]) -> int:
                      cache=not args.no_cache, children=children, before_program=held)
     if os.getpid() != pid:       # a forked child of the program ends here: it prints nothing of its own
         return outcome.exit_code
-    if args.cf_grammar and os.path.exists(out):
+    if args.cf_grammar and os.path.exists(where):
         from wholetrace.match.compress import compress_file
-        compress_file(out)
+        compress_file(where)
     if not args.quiet:
-        size = os.stat(out).st_size if os.path.exists(out) else 0
+        size = os.stat(where).st_size if os.path.exists(where) else 0
         extra = f", {len(outcome.daemon_threads)} daemon thread(s) still running" if outcome.daemon_threads else ""
         if children is not None:
-            extra += _unrecorded_note(out)
+            extra += _unrecorded_note(where)
         print(f"wholetrace: recorded {outcome.events:,} events ({args.mode}), {size:,} bytes -> {out} "
               f"[{outcome.ended}, exit {outcome.exit_code}{extra}]", file=sys.stderr)
     if outcome.ended == "keyboard-interrupt":
