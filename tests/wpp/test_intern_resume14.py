@@ -123,7 +123,8 @@ def check_tiny(seed: int, n: int, budget: tuple[int, int], monkeypatch: pytest.M
     streams = {0: chain_stream(rng, n, nf), 1: chain_stream(rng, n // 2, nf) + [enter_code(1), enter_code(2)]}
     it = EventInterner(K.K_PATH, L, fuse=True, group=PATH_GROUP, seq_budget=budget)
     it.set_path_functions(np.arange(nf + 1))
-    it._table = np.full(2 * 4, K.EMPTY, np.int64)    # no constructor seam for the sizes: set them here
+    it._keys = np.full(4, K.EMPTY, np.int64)    # no constructor seam for the sizes: set them here
+    it._ids = np.zeros(4, np.int64)
     it._tstate[K.T_BITS] = 2
     it._syms = np.empty(1, np.int64)
     for sid in streams:

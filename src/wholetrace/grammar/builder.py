@@ -20,8 +20,9 @@ _SLICE = 1 << 18  # symbols converted to int32 per kernel call (bounds temporary
 
 def _new_state(lookahead: bool, nodes: int, rules: int, bits: int) -> tuple[np.ndarray, ...]:
     nd = np.full(4 * nodes, K.NIL, np.int32)
-    rt = np.zeros(K.R_WORDS * rules, np.int32)  # per rule: guard, count, check word (kernels/sequitur_table.py)
-    rt[K.R_GUARD :: K.R_WORDS] = K.NIL
+    rguard = np.full(rules, K.NIL, np.int32)
+    rcount = np.zeros(rules, np.int32)
+    rkey = np.zeros(rules, np.int32)  # check word of a rule body's tagged entry (kernels/sequitur.py)
     tab = np.full(2 << bits, K.T_EMPTY, np.int32)
     stack = np.empty(3 << 16, np.int64)
     meta = np.zeros(K.META_SIZE, np.int64)
@@ -29,7 +30,7 @@ def _new_state(lookahead: bool, nodes: int, rules: int, bits: int) -> tuple[np.n
     nd[K.NX] = nd[K.PV] = 0
     nd[K.VL] = -1
     nd[K.SL] = K.GUARD
-    rt[K.R_GUARD] = 0
+    rguard[0] = 0
     meta[K.M_FREE_HEAD] = K.NIL
     meta[K.M_RFREE_HEAD] = K.NIL
     meta[K.M_FRESH] = 1
@@ -39,7 +40,7 @@ def _new_state(lookahead: bool, nodes: int, rules: int, bits: int) -> tuple[np.n
     meta[K.M_TBITS] = bits
     meta[K.M_LOOKAHEAD] = int(lookahead)
     _set_phase(nd, meta)
-    return (nd, rt, tab, stack, meta)
+    return (nd, rguard, rcount, rkey, tab, stack, meta)
 
 
 def _set_phase(nd: np.ndarray, meta: np.ndarray) -> None:
@@ -109,15 +110,15 @@ class GrammarBuilder:
     def finish(self) -> Grammar:
         """End the input and return its grammar; the builder cannot be fed afterwards."""
         st = self._state()
-        while (why := int(K.room(st[0], st[1], st[2], st[4]))) != K.ST_DONE:
+        while (why := int(K.room(st[0], st[1], st[4], st[6]))) != K.ST_DONE:
             st = self._grow(why)
         K.flush(*st)
         self._check_overflow(st)
-        nd, rt, meta = st[0], st[1], st[4]
+        nd, rguard, meta = st[0], st[1], st[6]
         self._st = None
         del st  # free the digram table before flattening
         nrules = int(meta[K.M_LIVE_RULES])
-        off, rhs, ok = K.extract(nd, rt, nrules, int(meta[K.M_LIVE_NODES]) - nrules)
+        off, rhs, ok = K.extract(nd, rguard, nrules, int(meta[K.M_LIVE_NODES]) - nrules)
         if not ok:  # pragma: no cover - the live counts disagree with the lists
             raise InternalError("SEQUITUR grammar extraction found inconsistent rule lists")
         return Grammar(off, rhs, lookahead=self.lookahead, built=True)
@@ -125,12 +126,12 @@ class GrammarBuilder:
     def stats(self) -> dict[str, int]:
         """Sizes of the working structures (for benchmarks and diagnostics)."""
         st = self._state()
-        meta = st[4]
+        meta = st[6]
         return {
             "node_capacity": len(st[0]) // 4,
             "live_nodes": int(meta[K.M_LIVE_NODES]),
             "live_rules": int(meta[K.M_LIVE_RULES]),
-            "table_slots": len(st[2]) // 2,
+            "table_slots": len(st[4]) // 2,
             "table_used": int(meta[K.M_TUSED]),
             "max_stack": int(meta[K.M_MAX_SP]) // 3,
             "bytes": int(sum(a.nbytes for a in st)),
@@ -144,31 +145,33 @@ class GrammarBuilder:
 
     @staticmethod
     def _check_overflow(st: tuple[np.ndarray, ...]) -> None:
-        if st[4][K.M_OVERFLOW]:
+        if st[6][K.M_OVERFLOW]:
             raise InternalError("SEQUITUR working arrays overflowed inside one step")
 
     def _grow(self, why: int) -> tuple[np.ndarray, ...]:
-        nd, rt, tab, stack, meta = self._state()
+        nd, rguard, rcount, rkey, tab, stack, meta = self._state()
         if why == K.ST_NEED_NODES:
             nodes = len(nd) // 4
             nd = _grown(nd, 4 * (nodes + max(nodes // 4, 2 * K.MARGIN_NODES)))
             _set_phase(nd, meta)
         elif why == K.ST_NEED_RULES:
-            rules = len(rt) // K.R_WORDS
-            rt = _grown(rt, K.R_WORDS * (rules + max(rules // 4, 2 * K.MARGIN_RULES)))
+            size = len(rguard) + max(len(rguard) // 4, 2 * K.MARGIN_RULES)
+            rguard = _grown(rguard, size)
+            rcount = _grown(rcount, size)
+            rkey = _grown(rkey, size)
         elif why == K.ST_NEED_TABLE:
             bits = int(meta[K.M_TBITS])
             while (int(meta[K.M_TUSED]) + K.MARGIN_TABLE) * 2 > (1 << bits):
                 bits += 1  # keep the live load at most 1/2 after a rebuild
             new_tab = np.full(2 << bits, K.T_EMPTY, np.int32)
-            used = K.rehash(nd, rt, tab, new_tab, bits)
+            used = K.rehash(nd, rguard, tab, new_tab, bits)
             del tab
             tab = new_tab
             meta[K.M_TUSED] = used
             meta[K.M_TBITS] = bits
         else:  # pragma: no cover - defensive
             raise InternalError(f"unknown growth request {why}")
-        self._st = (nd, rt, tab, stack, meta)
+        self._st = (nd, rguard, rcount, rkey, tab, stack, meta)
         return self._st
 
 

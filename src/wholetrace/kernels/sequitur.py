@@ -32,7 +32,7 @@ if numba.config.DISABLE_JIT:  # pure-Python twin: numpy warns on the hash's inte
 
 
 @_inl
-def _run_check(nd, rt, tab, stack, meta, a0):  # type: ignore[no-untyped-def]
+def _run_check(nd, rguard, rcount, rkey, tab, stack, meta, a0):  # type: ignore[no-untyped-def]
     """check(a0) and every substitution it cascades into, in the reference's order."""
     sp = _push(stack, meta, 0, F_CHECK, a0, 0)
     ret = 0
@@ -52,9 +52,9 @@ def _run_check(nd, rt, tab, stack, meta, a0):  # type: ignore[no-untyped-def]
             v2 = nd[_U(4 * b + VL)]
             key = _key(v1, v2)
             fp = _fpk(key)
-            slot, found = _find(nd, rt, tab, meta, fp, key, v1, v2)
+            slot, found = _find(nd, rkey, tab, meta, fp, key, v1, v2)
             if not found:
-                _occupy(nd, rt, tab, meta, slot, False, fp, key, a, b)
+                _occupy(nd, rguard, rkey, tab, meta, slot, False, fp, key, a, b)
                 if nd[_U(4 * b + NX)] == 0 and meta[M_HAS_NEXT] != 0:  # b ends S: the next
                     _prefetch_slot(tab, meta, v2, meta[M_NEXT])  # append checks (b, next input)
                 continue
@@ -68,7 +68,7 @@ def _run_check(nd, rt, tab, stack, meta, a0):  # type: ignore[no-untyped-def]
                 else:
                     _prefetch_slot(tab, meta, nd[_U(4 * q + VL)], -(r + 1))
                 if v1 < 0:  # read by rule utility
-                    _prefetch(rt, R_WORDS * (-v1 - 1) + R_COUNT)
+                    _prefetch(rcount, -v1 - 1)
                 sp = _push2(stack, meta, sp, F_UTILITY_TAG | (slot << 8), r, key, F_SUBST, a, r)
                 ret = 1
                 continue
@@ -86,24 +86,24 @@ def _run_check(nd, rt, tab, stack, meta, a0):  # type: ignore[no-untyped-def]
                 # SEQUITUR(1): b ends S and (b, next input) is a rule: wait for it
                 la = meta[M_LA]
                 k2 = _key(v2, la)
-                s2, f2 = _find(nd, rt, tab, meta, _fpk(k2), k2, v2, la)
+                s2, f2 = _find(nd, rkey, tab, meta, _fpk(k2), k2, v2, la)
                 if f2:
                     x2 = tab[_U(2 * s2 + 1)]
                     if x2 < 0 or _is_body(nd, x2):
                         continue
-            r = _new_rule(nd, rt, meta)
+            r = _new_rule(nd, rguard, rcount, meta)
             q = nd[_U(4 * x + PV)]  # the next check is (q, r)
             if not _is_guard(nd, q):
                 _prefetch_slot(tab, meta, nd[_U(4 * q + VL)], -(r + 1))
-            g = rt[_U(R_WORDS * r + R_GUARD)]
-            n1 = _take_node(nd, rt, meta[M_BODY], v1)
-            _insert_after(nd, rt, tab, meta, g, n1)
-            n2 = _take_node(nd, rt, meta[M_BODY + 1], v2)
-            _insert_after(nd, rt, tab, meta, n1, n2)
+            g = rguard[_U(r)]
+            n1 = _take_node(nd, rcount, meta[M_BODY], v1)
+            _insert_after(nd, rguard, rkey, tab, meta, g, n1)
+            n2 = _take_node(nd, rcount, meta[M_BODY + 1], v2)
+            _insert_after(nd, rguard, rkey, tab, meta, n1, n2)
             sp = _push2(stack, meta, sp, F_NEW_SECOND, r, a, F_SUBST, x, r)
             ret = 1
         elif kind == F_SUBST:  # the one site of the substitution (inlined once)
-            sp = _substitute(nd, rt, tab, stack, meta, sp, a, a2)
+            sp = _substitute(nd, rguard, rcount, rkey, tab, stack, meta, sp, a, a2)
         elif kind == F_SUBST_RIGHT:
             if ret == 0:
                 sp = _push(stack, meta, sp, F_CHECK, nd[_U(4 * a + NX)], 0)
@@ -111,52 +111,52 @@ def _run_check(nd, rt, tab, stack, meta, a0):  # type: ignore[no-untyped-def]
             q = nd[_U(4 * a2 + PV)]  # the next check is (q, a)
             if not _is_guard(nd, q):
                 _prefetch_slot(tab, meta, nd[_U(4 * q + VL)], -(a + 1))
-            _idx_set(nd, rt, tab, meta, nd[_U(4 * rt[_U(R_WORDS * a + R_GUARD)] + NX)])
+            _idx_set(nd, rguard, rkey, tab, meta, nd[_U(4 * rguard[_U(a)] + NX)])
             sp = _push2(stack, meta, sp, F_UTILITY, a, 0, F_SUBST, a2, a)
         elif kind == F_UTILITY_TAG:  # as F_UTILITY, but if the entry found is unchanged the
             # rule's body is still the digram (a2 packed), so its first symbol is known
             s = kw >> 8
-            if tab[_U(2 * s + 1)] == -(a + 2) and tab[_U(2 * s)] == _fpk(a2) and rt[_U(R_WORDS * a + R_KEY)] == _chk(a2):
+            if tab[_U(2 * s + 1)] == -(a + 2) and tab[_U(2 * s)] == _fpk(a2) and rkey[_U(a)] == _chk(a2):
                 v = a2 >> 32
             else:
-                v = nd[_U(4 * nd[_U(4 * rt[_U(R_WORDS * a + R_GUARD)] + NX)] + VL)]
-            if v < 0 and rt[_U(R_WORDS * (-v - 1) + R_COUNT)] == 1:
-                _expand(nd, rt, tab, meta, nd[_U(4 * rt[_U(R_WORDS * a + R_GUARD)] + NX)])
+                v = nd[_U(4 * nd[_U(4 * rguard[_U(a)] + NX)] + VL)]
+            if v < 0 and rcount[_U(-v - 1)] == 1:
+                _expand(nd, rguard, rcount, rkey, tab, meta, nd[_U(4 * rguard[_U(a)] + NX)])
             ret = 1
         else:  # F_UTILITY: rule utility for the rule just used
-            f = nd[_U(4 * rt[_U(R_WORDS * a + R_GUARD)] + NX)]
+            f = nd[_U(4 * rguard[_U(a)] + NX)]
             v = nd[_U(4 * f + VL)]
-            if v < 0 and rt[_U(R_WORDS * (-v - 1) + R_COUNT)] == 1:
-                _expand(nd, rt, tab, meta, f)
+            if v < 0 and rcount[_U(-v - 1)] == 1:
+                _expand(nd, rguard, rcount, rkey, tab, meta, f)
             ret = 1
     return ret
 
 
 @_inl
-def _append(nd, rt, tab, stack, meta, c):  # type: ignore[no-untyped-def]
+def _append(nd, rguard, rcount, rkey, tab, stack, meta, c):  # type: ignore[no-untyped-def]
     last = nd[_U(PV)]
     if last != 0:
         _prefetch_slot(tab, meta, nd[_U(4 * last + VL)], c)
-    y = _alloc_node(nd, rt, meta, c)
+    y = _alloc_node(nd, rcount, meta, c)
     # _insert_after(last, y) with what is known here: y is new (no links: join(y, guard) only
     # links), last ends S (its digram with the guard is never indexed, but _idx_clear stays:
     # it tests one word), so neither side of join(last, y) can be a run of three (a value is
     # never -1, S's, and y has no predecessor yet)
     nd[_U(4 * y + NX)] = 0
     nd[_U(PV)] = y
-    _idx_clear(nd, rt, tab, meta, last)
+    _idx_clear(nd, rguard, tab, meta, last)
     nd[_U(4 * last + NX)] = y
     nd[_U(4 * y + PV)] = last
     meta[M_NSYMS] += 1
-    _run_check(nd, rt, tab, stack, meta, last)
+    _run_check(nd, rguard, rcount, rkey, tab, stack, meta, last)
 
 
 @_hot
-def room(nd, rt, tab, meta):  # type: ignore[no-untyped-def]
+def room(nd, rguard, tab, meta):  # type: ignore[no-untyped-def]
     """ST_DONE if every structure has room for one more symbol's cascade, else what to grow."""
     if len(nd) // 4 - 1 - max(meta[M_LIVE_NODES], meta[M_FRESH]) < MARGIN_NODES:
         return ST_NEED_NODES
-    if (len(rt) // R_WORDS) - 1 - meta[M_LIVE_RULES] < MARGIN_RULES:
+    if len(rguard) - 1 - meta[M_LIVE_RULES] < MARGIN_RULES:
         return ST_NEED_RULES
     if (meta[M_TUSED] + MARGIN_TABLE) * MAX_LOAD_DEN > (len(tab) // 2) * MAX_LOAD_NUM:
         return ST_NEED_TABLE
@@ -164,7 +164,7 @@ def room(nd, rt, tab, meta):  # type: ignore[no-untyped-def]
 
 
 @_hot
-def _feed_loop(nd, rt, tab, stack, meta, chunk, start, final):  # type: ignore[no-untyped-def]
+def _feed_loop(nd, rguard, rcount, rkey, tab, stack, meta, chunk, start, final):  # type: ignore[no-untyped-def]
     """Append chunk[start:] to S (then, if ``final``, the symbol held back for look-ahead, with
     no look-ahead); returns (position reached, stop reason).  The one site of ``_append``, so
     ``_run_check`` is inlined once (a call passed its eight arrays as ~46 stack words a symbol)."""
@@ -173,7 +173,7 @@ def _feed_loop(nd, rt, tab, stack, meta, chunk, start, final):  # type: ignore[n
     i = start
     while True:
         if i < n:
-            why = room(nd, rt, tab, meta)
+            why = room(nd, rguard, tab, meta)
             if why != ST_DONE:
                 return i, why
             c = np.int64(chunk[i])
@@ -203,26 +203,26 @@ def _feed_loop(nd, rt, tab, stack, meta, chunk, start, final):  # type: ignore[n
             sym = meta[M_PENDING]
         else:
             break
-        _append(nd, rt, tab, stack, meta, sym)
+        _append(nd, rguard, rcount, rkey, tab, stack, meta, sym)
         if meta[M_OVERFLOW] != 0:
             return i, ST_DONE
     return n, ST_DONE
 
 
 @_hot
-def feed(nd, rt, tab, stack, meta, chunk, start):  # type: ignore[no-untyped-def]
+def feed(nd, rguard, rcount, rkey, tab, stack, meta, chunk, start):  # type: ignore[no-untyped-def]
     """Append chunk[start:] to S; returns (position reached, stop reason)."""
-    return _feed_loop(nd, rt, tab, stack, meta, chunk, np.int64(start), np.int64(0))
+    return _feed_loop(nd, rguard, rcount, rkey, tab, stack, meta, chunk, np.int64(start), np.int64(0))
 
 
 @_hot
-def flush(nd, rt, tab, stack, meta):  # type: ignore[no-untyped-def]
+def flush(nd, rguard, rcount, rkey, tab, stack, meta):  # type: ignore[no-untyped-def]
     """Process the symbol held back for look-ahead, with no look-ahead (end of input)."""
-    _feed_loop(nd, rt, tab, stack, meta, nd[:0], np.int64(0), np.int64(1))  # one signature: as feed's
+    _feed_loop(nd, rguard, rcount, rkey, tab, stack, meta, nd[:0], np.int64(0), np.int64(1))  # one signature: as feed's
 
 
 @_hot
-def rehash(nd, rt, tab, new_tab, bits):  # type: ignore[no-untyped-def]
+def rehash(nd, rguard, tab, new_tab, bits):  # type: ignore[no-untyped-def]
     """Move every indexed digram into the empty table new_tab of 2**bits slots."""
     mask = (np.int64(1) << bits) - 1
     used = 0
@@ -236,15 +236,15 @@ def rehash(nd, rt, tab, new_tab, bits):  # type: ignore[no-untyped-def]
             j = (j + 1) & mask
         new_tab[_U(2 * j)] = fp
         new_tab[_U(2 * j + 1)] = n
-        nd[_U(4 * _ref_node(nd, rt, n) + SL)] = j
+        nd[_U(4 * _ref_node(nd, rguard, n) + SL)] = j
         used += 1
     return used
 
 
 @_inl
-def _copy_body(nd, rt, r, rhs, w):  # type: ignore[no-untyped-def]
+def _copy_body(nd, rguard, r, rhs, w):  # type: ignore[no-untyped-def]
     """Write rule r's body values at rhs[w:]; returns the end (stops at the end of rhs)."""
-    g = rt[_U(R_WORDS * r + R_GUARD)]
+    g = rguard[_U(r)]
     n = nd[_U(4 * g + NX)]
     while n != g and w < len(rhs):
         rhs[_U(w)] = nd[_U(4 * n + VL)]
@@ -254,18 +254,18 @@ def _copy_body(nd, rt, r, rhs, w):  # type: ignore[no-untyped-def]
 
 
 @kernel
-def extract(nd, rt, nrules, total):  # type: ignore[no-untyped-def]
+def extract(nd, rguard, nrules, total):  # type: ignore[no-untyped-def]
     """Flatten the live grammar: rules numbered by first appearance (S = 0) -> (off, rhs, ok).
 
     One walk over the nodes: a rule's body is copied when the rule is first met, and the
     depth-first walk that numbers the rules runs over the copies (which then lie in the new
     order), so each body's nodes are read once.  total is the number of body symbols."""
-    newid = np.full((len(rt) // R_WORDS), -1, np.int64)
+    newid = np.full(len(rguard), -1, np.int64)
     off = np.zeros(nrules + 1, np.int64)
     rhs = np.empty(total, np.int64)
     stk = np.empty(2 * (nrules + 1), np.int64)  # (position, end) of the bodies being walked
     newid[0] = 0
-    w = _copy_body(nd, rt, 0, rhs, 0)
+    w = _copy_body(nd, rguard, 0, rhs, 0)
     off[1] = w
     nr = 1
     sp = 0
@@ -289,7 +289,7 @@ def extract(nd, rt, nrules, total):  # type: ignore[no-untyped-def]
                 break
             newid[r] = nr
             start = w
-            w = _copy_body(nd, rt, r, rhs, w)
+            w = _copy_body(nd, rguard, r, rhs, w)
             nr += 1
             off[nr] = w
             stk[sp] = pos

@@ -13,8 +13,8 @@ from wholetrace.kernels._jit import kernel
 from wholetrace.kernels.sequitur_table import (F_CHECK, F_SUBST_RIGHT, GUARD, M_BODY, M_FREE_HEAD, M_FRESH,
                                                M_HAS_NEXT, M_LIVE_NODES, M_LIVE_RULES, M_MAX_SP, M_NEXT,
                                                M_NODE_PHASE, M_OVERFLOW, M_REUSED, M_RFREE_HEAD, M_RFRESH, NIL,
-                                               NX, PV, R_COUNT, R_GUARD, R_WORDS, SL, T_EMPTY, VL, _U, _idx_clear,
-                                               _idx_set, _is_guard, _prefetch_slot)
+                                               NX, PV, SL, T_EMPTY, VL, _U, _idx_clear, _idx_set, _is_guard,
+                                               _prefetch_slot)
 
 _hot = kernel(nrt=False)
 _inl = kernel(nrt=False, inline=True)  # small helpers of the hot path
@@ -26,27 +26,27 @@ if numba.config.DISABLE_JIT:  # pure-Python twin: numpy warns on the hash's inte
 
 
 @_inl
-def _join(nd, rt, tab, meta, left, right):  # type: ignore[no-untyped-def]
+def _join(nd, rguard, rkey, tab, meta, left, right):  # type: ignore[no-untyped-def]
     """Link left -> right, forgetting left's old digram; a run of three equal symbols
     that loses its indexed pair gets its other pair indexed (as the reference does)."""
     if nd[_U(4 * left + NX)] != NIL:
-        _idx_clear(nd, rt, tab, meta, left)
+        _idx_clear(nd, rguard, tab, meta, left)
         pr = nd[_U(4 * right + PV)]
         nr = nd[_U(4 * right + NX)]
         v = nd[_U(4 * right + VL)]
         if pr != NIL and nr != NIL and v == nd[_U(4 * pr + VL)] and v == nd[_U(4 * nr + VL)]:
-            _idx_set(nd, rt, tab, meta, right)
+            _idx_set(nd, rguard, rkey, tab, meta, right)
         pl = nd[_U(4 * left + PV)]
         nl = nd[_U(4 * left + NX)]
         v = nd[_U(4 * left + VL)]
         if pl != NIL and nl != NIL and v == nd[_U(4 * nl + VL)] and v == nd[_U(4 * pl + VL)]:
-            _idx_set(nd, rt, tab, meta, pl)
+            _idx_set(nd, rguard, rkey, tab, meta, pl)
     nd[_U(4 * left + NX)] = right
     nd[_U(4 * right + PV)] = left
 
 
 @_inl
-def _alloc_node(nd, rt, meta, v):  # type: ignore[no-untyped-def]
+def _alloc_node(nd, rcount, meta, v):  # type: ignore[no-untyped-def]
     n = meta[M_FREE_HEAD]
     if n != NIL:
         meta[M_FREE_HEAD] = nd[_U(4 * n + NX)]
@@ -63,7 +63,7 @@ def _alloc_node(nd, rt, meta, v):  # type: ignore[no-untyped-def]
     nd[_U(4 * n + VL)] = v
     nd[_U(4 * n + SL)] = NIL
     if v < 0:
-        rt[_U(R_WORDS * (-v - 1) + R_COUNT)] += 1
+        rcount[_U(-v - 1)] += 1
     return n
 
 
@@ -123,11 +123,11 @@ def _alloc_block(nd, meta):  # type: ignore[no-untyped-def]
 
 
 @_inl
-def _take_node(nd, rt, n, v):  # type: ignore[no-untyped-def]
+def _take_node(nd, rcount, n, v):  # type: ignore[no-untyped-def]
     """Node n, already counted live by _alloc_block, holding value v."""
     nd[_U(4 * n + VL)] = v
     if v < 0:
-        rt[_U(R_WORDS * (-v - 1) + R_COUNT)] += 1
+        rcount[_U(-v - 1)] += 1
     return n
 
 
@@ -141,31 +141,31 @@ def _free_node(nd, meta, n):  # type: ignore[no-untyped-def]
 
 
 @_inl
-def _insert_after(nd, rt, tab, meta, a, y):  # type: ignore[no-untyped-def]
-    _join(nd, rt, tab, meta, y, nd[_U(4 * a + NX)])
-    _join(nd, rt, tab, meta, a, y)
+def _insert_after(nd, rguard, rkey, tab, meta, a, y):  # type: ignore[no-untyped-def]
+    _join(nd, rguard, rkey, tab, meta, y, nd[_U(4 * a + NX)])
+    _join(nd, rguard, rkey, tab, meta, a, y)
 
 
 @_hot
-def _new_rule(nd, rt, meta):  # type: ignore[no-untyped-def]
+def _new_rule(nd, rguard, rcount, meta):  # type: ignore[no-untyped-def]
     r = meta[M_RFREE_HEAD]
-    if r >= 0:  # free rules are a list through rt's guard words: -(next + 2)
-        meta[M_RFREE_HEAD] = -rt[_U(R_WORDS * r + R_GUARD)] - 2
+    if r >= 0:  # free rules are a list through rguard: -(next + 2)
+        meta[M_RFREE_HEAD] = -rguard[_U(r)] - 2
     else:
         r = meta[M_RFRESH]
-        if r >= (len(rt) // R_WORDS) - 1:
+        if r >= len(rguard) - 1:
             meta[M_OVERFLOW] = 1
-            r = (len(rt) // R_WORDS) - 1
+            r = len(rguard) - 1
         else:
             meta[M_RFRESH] = r + 1
     meta[M_LIVE_RULES] += 1
-    rt[_U(R_WORDS * r + R_COUNT)] = 0
+    rcount[_U(r)] = 0
     g = _alloc_block(nd, meta)
     nd[_U(4 * g + VL)] = -(r + 1)
     nd[_U(4 * g + SL)] = GUARD
     nd[_U(4 * g + NX)] = g
     nd[_U(4 * g + PV)] = g
-    rt[_U(R_WORDS * r + R_GUARD)] = g
+    rguard[_U(r)] = g
     return r
 
 
@@ -206,7 +206,7 @@ def _push2(stack, meta, sp, k1, a1, b1, k2, a2, b2):  # type: ignore[no-untyped-
 
 
 @_inl
-def _substitute(nd, rt, tab, stack, meta, sp, x, r):  # type: ignore[no-untyped-def]
+def _substitute(nd, rguard, rcount, rkey, tab, stack, meta, sp, x, r):  # type: ignore[no-untyped-def]
     """Replace the digram at x by rule r, then schedule the checks of its neighbours.
 
     The reference deletes x and its successor w (two ``_join`` + ``_idx_clear`` + free), takes a
@@ -230,69 +230,69 @@ def _substitute(nd, rt, tab, stack, meta, sp, x, r):  # type: ignore[no-untyped-
         _prefetch_slot(tab, meta, rv, meta[M_NEXT])  # next, unless the cascade goes on
     pl_run = pl != NIL and qv == nd[_U(4 * pl + VL)]  # (pl, q) is a pair of equal symbols
     # delete x: join(q, w), then forget x's digram
-    _idx_clear(nd, rt, tab, meta, q)
+    _idx_clear(nd, rguard, tab, meta, q)
     if z != NIL and b == a and b == zv:
-        _idx_set(nd, rt, tab, meta, w)
+        _idx_set(nd, rguard, rkey, tab, meta, w)
     if pl_run and qv == a:
-        _idx_set(nd, rt, tab, meta, pl)
+        _idx_set(nd, rguard, rkey, tab, meta, pl)
     nd[_U(4 * q + NX)] = w
     nd[_U(4 * w + PV)] = q
-    _idx_clear(nd, rt, tab, meta, x)
+    _idx_clear(nd, rguard, tab, meta, x)
     if a < 0:
-        rt[_U(R_WORDS * (-a - 1) + R_COUNT)] -= 1
+        rcount[_U(-a - 1)] -= 1
     _free_node(nd, meta, x)
     # delete w: join(q, z), then forget w's digram
-    _idx_clear(nd, rt, tab, meta, q)
+    _idx_clear(nd, rguard, tab, meta, q)
     nz = nd[_U(4 * z + NX)]
     if nz != NIL and zv == b and zv == nd[_U(4 * nz + VL)]:
-        _idx_set(nd, rt, tab, meta, z)
+        _idx_set(nd, rguard, rkey, tab, meta, z)
     if pl_run and qv == b:
-        _idx_set(nd, rt, tab, meta, pl)
+        _idx_set(nd, rguard, rkey, tab, meta, pl)
     nd[_U(4 * q + NX)] = z
     nd[_U(4 * z + PV)] = q
-    _idx_clear(nd, rt, tab, meta, w)
+    _idx_clear(nd, rguard, tab, meta, w)
     if b < 0:
-        rt[_U(R_WORDS * (-b - 1) + R_COUNT)] -= 1
+        rcount[_U(-b - 1)] -= 1
     # w, freed and taken again, now holds r (free + alloc would leave exactly this)
     nd[_U(4 * w + NX)] = NIL
     nd[_U(4 * w + PV)] = NIL
     nd[_U(4 * w + VL)] = rv
     nd[_U(4 * w + SL)] = NIL
-    rt[_U(R_WORDS * r + R_COUNT)] += 1
+    rcount[_U(r)] += 1
     # insert w after q: join(w, z) (w is unlinked: links only), then join(q, w)
     nd[_U(4 * w + NX)] = z
     nd[_U(4 * z + PV)] = w
-    _idx_clear(nd, rt, tab, meta, q)
+    _idx_clear(nd, rguard, tab, meta, q)
     if pl_run and qv == zv:
-        _idx_set(nd, rt, tab, meta, pl)
+        _idx_set(nd, rguard, rkey, tab, meta, pl)
     nd[_U(4 * q + NX)] = w
     nd[_U(4 * w + PV)] = q
     return _push2(stack, meta, sp, F_SUBST_RIGHT, q, 0, F_CHECK, q, 0)
 
 
 @_hot
-def _expand(nd, rt, tab, meta, s):  # type: ignore[no-untyped-def]
+def _expand(nd, rguard, rcount, rkey, tab, meta, s):  # type: ignore[no-untyped-def]
     """Inline the rule that s (the first symbol of a rule body) is the last user of,
     replaying the reference's sequence of links so the index ends up identical."""
     left = nd[_U(4 * s + PV)]
     right = nd[_U(4 * s + NX)]
     r = -nd[_U(4 * s + VL)] - 1
-    g = rt[_U(R_WORDS * r + R_GUARD)]
+    g = rguard[_U(r)]
     f = nd[_U(4 * g + NX)]
     last = nd[_U(4 * g + PV)]
     fs = nd[_U(4 * f + SL)]
     if fs >= 0 and tab[_U(2 * fs + 1)] < T_EMPTY:  # the body moves into another rule: untag
         tab[_U(2 * fs + 1)] = f
-    _join(nd, rt, tab, meta, last, f)  # deleting the rule's guard closes its body ring
-    _idx_clear(nd, rt, tab, meta, s)
+    _join(nd, rguard, rkey, tab, meta, last, f)  # deleting the rule's guard closes its body ring
+    _idx_clear(nd, rguard, tab, meta, s)
     nd[_U(4 * s + VL)] = 0  # the reference unlinks s as a plain symbol of value 0
-    _join(nd, rt, tab, meta, left, right)
+    _join(nd, rguard, rkey, tab, meta, left, right)
     _free_node(nd, meta, s)
-    _join(nd, rt, tab, meta, left, f)
-    _join(nd, rt, tab, meta, last, right)
-    _idx_set(nd, rt, tab, meta, last)
-    rt[_U(R_WORDS * r + R_GUARD)] = -(meta[M_RFREE_HEAD] + 2)  # NIL for the last free rule
-    rt[_U(R_WORDS * r + R_COUNT)] = 0
+    _join(nd, rguard, rkey, tab, meta, left, f)
+    _join(nd, rguard, rkey, tab, meta, last, right)
+    _idx_set(nd, rguard, rkey, tab, meta, last)
+    rguard[_U(r)] = -(meta[M_RFREE_HEAD] + 2)  # NIL for the last free rule
+    rcount[_U(r)] = 0
     meta[M_RFREE_HEAD] = r
     meta[M_LIVE_RULES] -= 1
     _free_node(nd, meta, g)

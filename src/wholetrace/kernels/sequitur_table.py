@@ -25,16 +25,14 @@ if numba.config.DISABLE_JIT:  # pure-Python twin: numpy warns on the hash's inte
     warnings.filterwarnings("ignore", "overflow encountered", RuntimeWarning, __name__)
 
 # ---------------------------------------------------------------------------
-# Builder state: the tuple (nd, rt, tab, stack, meta).
+# Builder state: the tuple (nd, rguard, rcount, rkey, tab, stack, meta).
 # nd: int32, 4 per node: next, prev, value, slot.  value is a terminal t >= 0 or
 #   -(r + 1) for a reference to rule r; a rule's guard node carries -(r + 1) too
 #   and has slot GUARD.  slot is the digram-table slot indexing the digram that
 #   starts at this node, or -1.  Rule 0 is S; node 0 is its guard.
-# rt: int32, R_WORDS (4) per rule, one interleaved array so that a rule's fields share a
-#   cache line and the hot loop keeps one base pointer instead of three (wave 16):
-#   rt[4r + R_GUARD] guard node (of a free rule: links the free list), rt[4r + R_COUNT]
-#   reference count, rt[4r + R_KEY] the check word (_chk) of the body of a rule whose
-#   table entry is tagged (see _occupy), rt[4r + 3] unused.
+# rguard/rcount: guard node and reference count of each rule (rguard of a free rule links the
+#   free list); rkey: the check word (_chk) of the body of a rule whose table entry is tagged
+#   (see _occupy): with the entry's fingerprint it identifies the body exactly.
 # tab: int32, 2 per slot: 32-bit fingerprint of the digram (_fp) and the node of
 #   its indexed occurrence (T_EMPTY when free).  Linear probing from the slot given
 #   by the fingerprint's top bits, deletion by backward shift (no tombstones); a
@@ -49,12 +47,10 @@ NIL = -1
 GUARD = -2
 T_EMPTY = -1
 NX, PV, VL, SL = 0, 1, 2, 3
-R_GUARD, R_COUNT, R_KEY = 0, 1, 2
-R_WORDS = 4  # int32 words per rule in rt
 
 M_FREE_HEAD = 0
 M_FRESH = 1
-M_RFREE_HEAD = 2  # first free rule id (-1: none); the list continues through rt's guard words
+M_RFREE_HEAD = 2  # first free rule id (-1: none); the list continues through rguard
 M_RFRESH = 3
 M_TUSED = 4
 # 5: unused (was the tombstone count)
@@ -145,12 +141,12 @@ def _home(fp, bits):  # type: ignore[no-untyped-def]
 
 
 @_inl
-def _ref_node(nd, rt, ref):  # type: ignore[no-untyped-def]
+def _ref_node(nd, rguard, ref):  # type: ignore[no-untyped-def]
     """The indexed node of a table entry: ``ref`` itself, or the first body node of rule
     -(ref + 2) when the entry is tagged as that rule's whole body."""
     if ref >= 0:
         return ref
-    return nd[_U(4 * rt[_U(R_WORDS * (-ref - 2) + R_GUARD)] + NX)]
+    return nd[_U(4 * rguard[_U(-ref - 2)] + NX)]
 
 
 @_inl
@@ -165,7 +161,7 @@ def _is_guard(nd, n):  # type: ignore[no-untyped-def]
 
 
 @_inl
-def _find(nd, rt, tab, meta, fp, key, v1, v2):  # type: ignore[no-untyped-def]
+def _find(nd, rkey, tab, meta, fp, key, v1, v2):  # type: ignore[no-untyped-def]
     """(slot, True) if digram (v1, v2) is indexed, else (empty slot to insert at, False).
     A slot matches on the fingerprint, then on the indexed node's values, or for an entry
     tagged as a rule's whole body on that rule's packed body (exact either way)."""
@@ -180,20 +176,20 @@ def _find(nd, rt, tab, meta, fp, key, v1, v2):  # type: ignore[no-untyped-def]
             if n >= 0:
                 if nd[_U(4 * n + VL)] == v1 and nd[_U(4 * nd[_U(4 * n + NX)] + VL)] == v2:
                     return i, True
-            elif rt[_U(R_WORDS * (-n - 2) + R_KEY)] == _chk(key):  # fingerprint + check = the whole hash
+            elif rkey[_U(-n - 2)] == _chk(key):  # fingerprint + check = the whole hash
                 return i, True
         i = (i + 1) & mask
 
 
 @_inl
-def _occupy(nd, rt, tab, meta, slot, found, fp, key, n, m):  # type: ignore[no-untyped-def]
+def _occupy(nd, rguard, rkey, tab, meta, slot, found, fp, key, n, m):  # type: ignore[no-untyped-def]
     """Make node n (followed by m) the indexed occurrence of digram key, stored at slot.  If
     the digram is the whole body of a rule other than S, the entry is tagged as that rule's
-    (-(r + 2)) and the hash's other half kept in rt[R_WORDS * r + R_KEY]: a lookup then finds the rule without
+    (-(r + 2)) and the hash's other half kept in rkey[r]: a lookup then finds the rule without
     reading the node (a rule's body is never reached by an append, so the tag stays true
     until the entry is replaced or removed; _expand unties it when the body moves)."""
     if found:
-        old = _ref_node(nd, rt, tab[_U(2 * slot + 1)])
+        old = _ref_node(nd, rguard, tab[_U(2 * slot + 1)])
         if old != n:
             nd[_U(4 * old + SL)] = NIL
     else:
@@ -207,14 +203,14 @@ def _occupy(nd, rt, tab, meta, slot, found, fp, key, n, m):  # type: ignore[no-u
     if _is_guard(nd, p) and _is_guard(nd, nd[_U(4 * m + NX)]):
         r = -nd[_U(4 * p + VL)] - 1
         if r != 0:
-            rt[_U(R_WORDS * r + R_KEY)] = _chk(key)
+            rkey[_U(r)] = _chk(key)
             ref = -(r + 2)
     tab[_U(2 * slot + 1)] = ref
     nd[_U(4 * n + SL)] = slot
 
 
 @_hot
-def _idx_set(nd, rt, tab, meta, n):  # type: ignore[no-untyped-def]
+def _idx_set(nd, rguard, rkey, tab, meta, n):  # type: ignore[no-untyped-def]
     """Index the digram starting at n, replacing any other occurrence in the index."""
     m = nd[_U(4 * n + NX)]
     if _is_guard(nd, n) or _is_guard(nd, m):
@@ -223,12 +219,12 @@ def _idx_set(nd, rt, tab, meta, n):  # type: ignore[no-untyped-def]
     v2 = nd[_U(4 * m + VL)]
     key = _key(v1, v2)
     fp = _fpk(key)
-    slot, found = _find(nd, rt, tab, meta, fp, key, v1, v2)
-    _occupy(nd, rt, tab, meta, slot, found, fp, key, n, m)
+    slot, found = _find(nd, rkey, tab, meta, fp, key, v1, v2)
+    _occupy(nd, rguard, rkey, tab, meta, slot, found, fp, key, n, m)
 
 
 @_inl
-def _vacate(nd, rt, tab, meta, s):  # type: ignore[no-untyped-def]
+def _vacate(nd, rguard, tab, meta, s):  # type: ignore[no-untyped-def]
     """Empty slot s and close the gap (backward-shift deletion: no tombstones).  Each entry
     after s in its run moves back into the hole unless its home slot lies after the hole."""
     meta[M_TUSED] -= 1
@@ -244,16 +240,16 @@ def _vacate(nd, rt, tab, meta, s):  # type: ignore[no-untyped-def]
         if ((j - home) & mask) >= ((j - hole) & mask):  # home is at or before the hole
             tab[_U(2 * hole)] = tab[_U(2 * j)]
             tab[_U(2 * hole + 1)] = n
-            nd[_U(4 * _ref_node(nd, rt, n) + SL)] = hole
+            nd[_U(4 * _ref_node(nd, rguard, n) + SL)] = hole
             hole = j
         j = (j + 1) & mask
     tab[_U(2 * hole + 1)] = T_EMPTY
 
 
 @_inl
-def _idx_clear(nd, rt, tab, meta, n):  # type: ignore[no-untyped-def]
+def _idx_clear(nd, rguard, tab, meta, n):  # type: ignore[no-untyped-def]
     """Forget the digram starting at n if n is its indexed occurrence."""
     s = nd[_U(4 * n + SL)]
     if s >= 0:
         nd[_U(4 * n + SL)] = NIL
-        _vacate(nd, rt, tab, meta, s)
+        _vacate(nd, rguard, tab, meta, s)

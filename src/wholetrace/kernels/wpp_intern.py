@@ -3,8 +3,7 @@
 A stream chunk (int32, ``wholetrace.events`` encoding) becomes one terminal per event: a
 value ``v >= 0`` of the running function f is (``value_kind``, f, v), ENTER f is (ENTER, f, 0),
 LEAVE is (LEAVE, -1, 0), EXC s is (EXC, f, s).  Keys pack (kind, fid, value) into a
-non-negative int64 and live in an open-addressing hash table shared by every stream (one int64
-array, 2 a slot: the key, then its id, one cache line for both; wave 16); the
+non-negative int64 and live in an open-addressing hash table shared by every stream; the
 first appearance of a key gives it the next dense id, as PPCompress numbers paths (Larus
 1999 §3.3).  Per-stream state (the function stack, an EXC split from its statement by a
 chunk boundary) survives between chunks.  Kernels never fail on odd data: an event outside
@@ -109,11 +108,11 @@ def _slot(key, bits):  # type: ignore[no-untyped-def]
 
 
 @kernel(inline=True)
-def _lookup(key, table, bits, mask):  # type: ignore[no-untyped-def]
+def _lookup(key, table_keys, bits, mask):  # type: ignore[no-untyped-def]
     """The slot of ``key`` in the table, or the empty slot where it goes (linear probing)."""
     s = _U(_slot(key, bits))
     while True:
-        k = table[_U(2) * s]
+        k = table_keys[s]
         if k == key or k == EMPTY:
             return s
         s = (s + _U(1)) & mask
@@ -137,7 +136,7 @@ def _put_state(sstate, tstate, sp, exc, ops, pend, inner, low, itail, grp, glen,
 
 
 @kernel
-def intern_chunk(events, pos, value_kind, leave_at, fpath, fuse, group, final, stack, sstate, table, tstate, sym_keys, out, m):  # type: ignore[no-untyped-def]
+def intern_chunk(events, pos, value_kind, leave_at, fpath, fuse, group, final, stack, sstate, table_keys, table_ids, tstate, sym_keys, out, m):  # type: ignore[no-untyped-def]
     """Intern ``events[pos:]`` into ``out[m:]``; returns (next event position, next out position,
     status).  Status ST_DONE when the chunk is consumed, else what to enlarge before calling again
     from the returned positions (nothing of the stopped event was consumed).  ``leave_at > 0``:
@@ -264,19 +263,19 @@ def intern_chunk(events, pos, value_kind, leave_at, fpath, fuse, group, final, s
         joined = False
         tid = np.int64(0)
         for rep in range(2):      # the terminal, then (if it joins the waiting group) the group's SEQ
-            s = _lookup(key, table, bits, mask)
-            if table[_U(2) * s] == EMPTY:
+            s = _lookup(key, table_keys, bits, mask)
+            if table_keys[s] == EMPTY:
                 t = count
                 if rep == 1:     # a new SEQ key: only within the budget, else the group ends here
                     if nseq >= max(seq_min, seq_k * (t - nseq)):   # (looked up, never inserted: ``tid`` stays the terminal's)
                         joined = False
                         break
                     nseq += 1
-                table[_U(2) * s] = key
-                table[_U(2) * s + _U(1)] = t
+                table_keys[s] = key
+                table_ids[s] = t
                 sym_keys[_U(t)] = key
                 count = t + 1
-            tid = table[_U(2) * s + _U(1)]
+            tid = table_ids[s]
             if rep == 1 or not emit or group < 2:
                 break
             if grp == 0 or grp - 1 > SEQ_MAX_HEAD or glen >= group:
@@ -321,18 +320,18 @@ def intern_chunk(events, pos, value_kind, leave_at, fpath, fuse, group, final, s
 
 
 @kernel
-def rehash(old, new, bits):  # type: ignore[no-untyped-def]
-    """Move every (key, id) of the old table into the (empty) new one of 2**bits slots."""
+def rehash(old_keys, old_ids, new_keys, new_ids, bits):  # type: ignore[no-untyped-def]
+    """Move every key of the old table into the (empty) new one of 2**bits slots."""
     mask = (np.int64(1) << bits) - 1
-    for i in range(len(old) // 2):
-        key = old[2 * i]
+    for i in range(len(old_keys)):
+        key = old_keys[i]
         if key == EMPTY:
             continue
         s = _slot(key, bits)
-        while new[2 * s] != EMPTY:
+        while new_keys[s] != EMPTY:
             s = (s + 1) & mask
-        new[2 * s] = key
-        new[2 * s + 1] = old[2 * i + 1]
+        new_keys[s] = key
+        new_ids[s] = old_ids[i]
 
 
 @kernel

@@ -48,7 +48,8 @@ class EventInterner:
         self.fuse = int(bool(fuse))
         self.group = int(group)
         bits = 12
-        self._table = _empty_table(bits)
+        self._keys = np.full(1 << bits, K.EMPTY, np.int64)
+        self._ids = np.zeros(1 << bits, np.int64)
         self._tstate = np.array([0, bits, 0, int(seq_budget[0]), int(seq_budget[1])], np.int64)
         self._syms = np.empty(1 << (bits - 1), np.int64)
         self._streams: dict[int, tuple[np.ndarray, np.ndarray]] = {}
@@ -78,8 +79,9 @@ class EventInterner:
             bits += 1
         if bits > MAX_TABLE_BITS:
             raise UsageError(f"more than {1 << (MAX_TABLE_BITS - 1)} distinct WPP terminals")
-        self._table = _empty_table(bits)
-        K.rehash(np.stack([keys, np.arange(n, dtype=np.int64)], axis=1).reshape(-1), self._table, bits)
+        self._keys = np.full(1 << bits, K.EMPTY, np.int64)
+        self._ids = np.zeros(1 << bits, np.int64)
+        K.rehash(keys, np.arange(n, dtype=np.int64), self._keys, self._ids, bits)
         self._syms = np.concatenate([keys, np.empty(max(n, 1 << 11), np.int64)])
         self._tstate[K.T_COUNT], self._tstate[K.T_BITS] = n, bits
         self._tstate[K.T_SEQ] = int(np.count_nonzero(kind == K.K_SEQ))
@@ -105,7 +107,7 @@ class EventInterner:
         pos = m = 0
         while True:
             pos, m, why = K.intern_chunk(events, pos, self.value_kind, self.leave_at, self._fpath, self.fuse,
-                                         self.group, int(final), stack, sstate, self._table, self._tstate,
+                                         self.group, int(final), stack, sstate, self._keys, self._ids, self._tstate,
                                          self._syms, out, m)
             if why == K.ST_DONE:
                 return out[:m]
@@ -127,20 +129,16 @@ class EventInterner:
         bits = int(self._tstate[K.T_BITS]) + 1
         if bits > MAX_TABLE_BITS:   # ids are int32 (the builder's codes): refuse, never wrap
             raise UsageError(f"more than {1 << (MAX_TABLE_BITS - 1)} distinct WPP terminals")
-        table = _empty_table(bits)
-        K.rehash(self._table, table, bits)
-        self._table = table
+        keys = np.full(1 << bits, K.EMPTY, np.int64)
+        ids = np.zeros(1 << bits, np.int64)
+        K.rehash(self._keys, self._ids, keys, ids, bits)
+        self._keys, self._ids = keys, ids
         self._tstate[K.T_BITS] = bits
 
     def terminals(self) -> Terminals:
         """The symbol table so far: terminal t is (kind[t], fid[t], value[t])."""
         kind, fid, value = K.unpack(self._syms[: len(self)])
         return Terminals(kind, fid, value)
-
-
-def _empty_table(bits: int) -> np.ndarray:
-    """The interning table of 2**bits slots, all empty: (key, id) int64 pairs in one array."""
-    return np.full(2 << bits, K.EMPTY, np.int64)
 
 
 def terminals_to_array(terms: Terminals) -> np.ndarray:
