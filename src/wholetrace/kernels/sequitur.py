@@ -111,7 +111,18 @@ def _run_check(nd, rguard, rcount, rkey, tab, stack, meta, a0):  # type: ignore[
             q = nd[_U(4 * a2 + PV)]  # the next check is (q, a)
             if not _is_guard(nd, q):
                 _prefetch_slot(tab, meta, nd[_U(4 * q + VL)], -(a + 1))
-            _idx_set(nd, rguard, rkey, tab, meta, nd[_U(4 * rguard[_U(a)] + NX)])
+            f = nd[_U(4 * rguard[_U(a)] + NX)]
+            v = nd[_U(4 * f + VL)]
+            if v < 0 and rcount[_U(-v - 1)] == 2:
+                # Rule churn: the new rule's body is (R, c) and R's other use is at a2, which the
+                # substitution below removes, so rule utility will inline R into this body and
+                # _expand will vacate the body's entry.  In between, no check can meet (R, c):
+                # R's one node is the body's and the body's checks are done.  Backward-shift
+                # deletion leaves the table as if that entry had never been made, so it is not
+                # made; only its check word (rkey) is kept, as _occupy would have written it.
+                rkey[_U(a)] = _chk(_key(v, nd[_U(4 * nd[_U(4 * f + NX)] + VL)]))
+            else:
+                _idx_set(nd, rguard, rkey, tab, meta, f)
             sp = _push2(stack, meta, sp, F_UTILITY, a, 0, F_SUBST, a2, a)
         elif kind == F_UTILITY_TAG:  # as F_UTILITY, but if the entry found is unchanged the
             # rule's body is still the digram (a2 packed), so its first symbol is known
