@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 import wholetrace
 from wholetrace.errors import StoreError
 from wholetrace.store import fdguard, schema
-from wholetrace.store.renew import Renewing
+from wholetrace.store.renew import HOLD, Renewing, pragmas
 
 __all__ = ["RecordingWriter"]
 
@@ -73,7 +73,9 @@ class RecordingWriter(Renewing):
     """
 
 
-    def __init__(self, path: str | os.PathLike[str], *, overwrite: bool = True) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, overwrite: bool = True, high: bool = True) -> None:
+        """``high``: the database's and journal's descriptors >= ``fdguard.HIGH_FD`` (only while no
+        other thread of the program runs: :class:`fdguard.LowTaken`)."""
         self.path = os.fspath(path)
         self._abs = os.path.realpath(self.path)   # for reconnects: the program may chdir
         self._where = schema.where(self.path)
@@ -97,33 +99,39 @@ class RecordingWriter(Renewing):
             except OSError as exc:
                 raise StoreError(f"cannot create recording {self._where}: "
                                  f"{schema.one_line(exc.strerror or exc)}") from None
-        try:
-            self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot create recording {self._where}: "
-                             f"{schema.one_line(exc)}") from None
-        self._closed = False
-        try:
-            with self._guard("create schema"):
-                conn = self._conn
-                conn.execute("PRAGMA journal_mode=DELETE")
-                conn.execute("PRAGMA synchronous=NORMAL")
-                conn.execute("BEGIN")    # application_id inside: outside, it was a commit of its own
-                conn.execute(f"PRAGMA application_id={schema.MAGIC}")
-                for stmt in schema.DDL.split(";\n"):
-                    if stmt.strip():
-                        conn.execute(stmt)
-                conn.execute(f"PRAGMA user_version={schema.SCHEMA_VERSION}")
-                self._put_meta({
-                    "schema_version": schema.SCHEMA_VERSION,
-                    "created": time.time(),
-                    "wholetrace_version": wholetrace.__version__,
-                    **python_build(),
-                })
-                conn.execute("COMMIT")
-        except BaseException:
-            self._abandon()
-            raise
+        # SQLite opens the database and its journal itself, at the lowest free numbers: taken
+        # above HIGH_FD while the low ones are held (the connection and its first transaction),
+        # and kept open for the whole recording (a persistent journal and renew.HOLD's read lock:
+        # no journal opened and closed per commit), so the program's files take the numbers they
+        # take in a plain run (docs/design.md, "The program cannot tell, wave 16": descriptors).
+        with fdguard.LowTaken() if high else _NO_LOW:
+            try:
+                self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            except sqlite3.Error as exc:
+                raise StoreError(f"cannot create recording {self._where}: "
+                                 f"{schema.one_line(exc)}") from None
+            self._closed = False
+            try:
+                with self._guard("create schema"):
+                    conn = self._conn
+                    pragmas(conn)
+                    conn.execute("BEGIN")    # application_id inside: outside, it was a commit of its own
+                    conn.execute(f"PRAGMA application_id={schema.MAGIC}")
+                    for stmt in schema.DDL.split(";\n"):
+                        if stmt.strip():
+                            conn.execute(stmt)
+                    conn.execute(f"PRAGMA user_version={schema.SCHEMA_VERSION}")
+                    self._put_meta({
+                        "schema_version": schema.SCHEMA_VERSION,
+                        "created": time.time(),
+                        "wholetrace_version": wholetrace.__version__,
+                        **python_build(),
+                    })
+                    self._hold = conn.execute(HOLD)     # before the commit: the journal stays open
+                    conn.execute("COMMIT")
+            except BaseException:
+                self._abandon()
+                raise
         self._watch()
 
     # -- plumbing -------------------------------------------------------------------
@@ -143,6 +151,9 @@ class RecordingWriter(Renewing):
     def _abandon(self) -> None:
         self._closed = True
         try:
+            if self._hold is not None:
+                self._hold.close()
+                self._hold = None
             self._conn.close()
         except sqlite3.Error:
             pass
@@ -306,6 +317,14 @@ class RecordingWriter(Renewing):
                     self._commit()
             finally:
                 self._abandon()
+            self._drop_journal()
+
+    def _drop_journal(self) -> None:
+        """After a clean close: remove the persistent journal (its header zeroed by the last commit)."""
+        try:
+            os.unlink(self._abs + "-journal")
+        except OSError:
+            pass
 
     @property
     def closed(self) -> bool:
@@ -326,6 +345,21 @@ class RecordingWriter(Renewing):
             self.close(ended="keyboard-interrupt", exit_code=None)
         else:
             self.close(ended="exception", exit_code=None)
+
+
+class _NoLow:
+    """``fdguard.LowTaken``'s stand-in that takes nothing."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+_NO_LOW = _NoLow()
 
 
 class _Guard:
@@ -371,6 +405,7 @@ def _updating(path: str | os.PathLike[str], *, timeout: float = 5.0) -> Iterator
     Recording(path, check=False).close()  # validates; rolls back a hot journal left by a crash
     w = RecordingWriter.__new__(RecordingWriter)
     w.path = os.fspath(path)
+    w._abs = os.path.realpath(w.path)
     w._where = schema.where(w.path)
     w._lock = _thread.allocate_lock()
     w._next_seq = {}
