@@ -1,0 +1,103 @@
+"""The end of a recording calls no program code plain python does not call, and reports what it reports (wave 16).
+
+Oracle: the plain ``python`` run of the same program (stdout, stderr, exit status).  Before wave 16
+an exception out of a ``threading._register_atexit`` callback escaped ``record`` (exit 1, a second
+report at finalisation) where plain python reports it as unraisable and exits 0; and ``record``
+called the program's patched ``threading.enumerate`` (and a ``Thread`` subclass's ``is_alive``)
+for the meta's daemon-thread note (docs/design.md, "The program cannot tell, wave 16").
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from wtutil import ENV
+
+ATEXIT_RAISES = r'''
+import atexit, sys, threading
+HOOK = sys.argv[1] == "hook"
+if HOOK:
+    def hook(args):
+        print("hook", args.exc_type.__name__, args.exc_value, args.err_msg, getattr(args.object, "__name__", None))
+    sys.unraisablehook = hook
+def late():
+    print("late callback")
+def boom():
+    raise ValueError("boom")
+threading._register_atexit(late)
+threading._register_atexit(boom)        # runs first (reversed): late never runs
+def work():
+    print("worker done")
+t = threading.Thread(target=work)
+t.start(); t.join()
+atexit.register(lambda: print("atexit", threading.main_thread().is_alive()))
+print("end")
+'''
+
+PATCHED = r'''
+import sys, threading, time
+real = threading.enumerate
+def enumerate():
+    print("enumerate called", file=sys.stderr)
+    return real()
+threading.enumerate = enumerate
+class Mine(threading.Thread):
+    def is_alive(self):
+        print("is_alive called", file=sys.stderr)
+        return super().is_alive()
+    @property
+    def name(self):
+        print("name called", file=sys.stderr)
+        return "mine"
+    @name.setter
+    def name(self, value):
+        pass
+t = Mine(target=time.sleep, args=(0.05,), daemon=True)
+t.start()
+u = threading.Thread(target=time.sleep, args=(30,), daemon=True)
+u.start()
+print("end", threading.active_count())
+'''
+
+
+def _run(tmp: Path, source: str, args: tuple[str, ...], record: tuple[str, ...] | None) -> subprocess.CompletedProcess:
+    script = tmp / "prog.py"
+    script.write_text(source)
+    cmd = [sys.executable, str(script), *args]
+    if record is not None:
+        cmd[1:1] = ["-m", "wholetrace.cli", "record", "--mode", *record, "-q", "-o", str(tmp / "out.wt")]
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=tmp, timeout=600, stdin=subprocess.DEVNULL,
+                          env={**ENV, "WHOLETRACE_CACHE_DIR": str(tmp / "cache")})
+
+
+def _same(tmp: Path, source: str, args: tuple[str, ...], record: tuple[str, ...]) -> subprocess.CompletedProcess:
+    plain = _run(tmp, source, args, None)
+    rec = _run(tmp, source, args, record)
+    assert (rec.stdout, rec.stderr, rec.returncode) == (plain.stdout, plain.stderr, plain.returncode), rec.stderr[-3000:]
+    return plain
+
+
+@pytest.mark.parametrize("record", [("blocks",), ("path",), ("witness",)], ids=lambda r: "-".join(r))
+@pytest.mark.parametrize("hook", ["default", "hook"])
+def test_a_register_atexit_callback_that_raises(tmp_path: Path, record: tuple[str, ...], hook: str) -> None:
+    plain = _same(tmp_path, ATEXIT_RAISES, (hook,), record)
+    assert plain.returncode == 0 and "late callback" not in plain.stdout      # the oracle is what we think
+    if hook == "default":
+        assert plain.stderr.startswith("Exception ignored in: <module 'threading'") and "ValueError: boom" in plain.stderr
+    else:
+        assert "hook ValueError boom None threading" in plain.stdout
+
+
+@pytest.mark.parametrize("record", [("blocks",), ("path",)], ids=lambda r: "-".join(r))
+def test_the_end_calls_no_patched_enumerate_nor_a_subclass_s_methods(tmp_path: Path, record: tuple[str, ...]) -> None:
+    plain = _same(tmp_path, PATCHED, (), record)
+    assert plain.stderr == "" and plain.stdout == "end 3\n"
+    out = tmp_path / "out.wt"
+    meta = subprocess.run([sys.executable, "-c", "import sys, json; from wholetrace.store import open_recording\n"
+                           "with open_recording(sys.argv[1], check=False) as r: print(r.meta['ended'])", str(out)],
+                          capture_output=True, text=True, env=ENV, timeout=300)
+    assert meta.stdout.strip() == "exit", meta.stderr
