@@ -486,8 +486,9 @@ def _wait_for_threads() -> Any:
 
 def _unraisable(exc: BaseException, obj: object) -> None:
     """``PyErr_WriteUnraisable(obj)`` of ``exc``, as the interpreter reports a ``threading._shutdown``
-    that raised (``Exception ignored in: <module 'threading' ...>`` and the traceback from
-    ``_shutdown`` down): through the program's ``sys.unraisablehook``."""
+    that raised (``Exception ignored in: <module 'threading' ...>``, 3.13: ``Exception ignored
+    on threading shutdown:``, and the traceback from ``_shutdown`` down): through the program's
+    ``sys.unraisablehook``."""
     got: list[Any] = []
     hook, sys.unraisablehook = sys.unraisablehook, got.append
 
@@ -499,7 +500,8 @@ def _unraisable(exc: BaseException, obj: object) -> None:
         _Probe()
     finally:
         sys.unraisablehook = hook
-    args = type(got[0])((type(exc), exc, exc.__traceback__, None, obj))
+    how = (None, obj) if sys.version_info < (3, 13) else ("Exception ignored on threading shutdown", None)
+    args = type(got[0])((type(exc), exc, exc.__traceback__, *how))
     try:
         hook(args)
     except Exception:   # noqa: BLE001 - as the interpreter: a failing hook falls back to the default
