@@ -90,6 +90,12 @@ def descriptors_of_each(paths: tuple[str, ...]) -> list[list[int]] | None:
         out.append(keys.setdefault((st.st_dev, st.st_ino), []))
     if not keys:
         return out
+    return out if _collect(keys) else None
+
+
+def _collect(keys: dict[tuple[int, int], list[int]]) -> bool:
+    """Append each of this process's descriptors on the file (st_dev, st_ino) to ``keys[that]``,
+    increasing; False if the descriptors cannot be listed (no /proc/self/fd nor /dev/fd)."""
     for where in ("/proc/self/fd", "/dev/fd"):
         try:
             names = os.listdir(where)
@@ -106,8 +112,8 @@ def descriptors_of_each(paths: tuple[str, ...]) -> list[list[int]] | None:
                 found.append(fd)
         for found in keys.values():
             found.sort()
-        return out
-    return None
+        return True
+    return False
 
 
 def high(fd: int) -> int:
@@ -133,8 +139,9 @@ class LowTaken:
     held numbers that the program's next files then take, and ``__exit__`` would close those."""
 
     # One pipe, then copies of its read end made by ``map`` (a C loop: each call's cost is the
-    # release and retaking of the GIL, ~0.1 M instructions for all; a Python loop of pipes took
-    # ~0.35 M).  More copies than holes land at >= HIGH_FD: harmless, given back with the rest.
+    # release and retaking of the GIL, ~0.2 M instructions for all; a Python loop of pipes took
+    # ~0.35 M).  Copies past the holes (the process had descriptors below HIGH_FD) land at
+    # >= HIGH_FD: closed at once, so what opens next gets the lowest free number >= HIGH_FD.
     __slots__ = ("held",)
 
     def __enter__(self) -> LowTaken:
@@ -146,9 +153,11 @@ class LowTaken:
         except (OSError, ValueError):
             return self
         try:
-            self.held = [r, w, *map(os.dup, _repeat(r, HIGH_FD - 5))]
+            held = self.held = [r, w, *map(os.dup, _repeat(r, HIGH_FD - 5))]
+            while len(held) > 2 and held[-1] >= HIGH_FD:    # copies past the holes (increasing): not needed
+                os.close(held.pop())
         except OSError:             # out of descriptors: give back every copy made, found by its inode
-            self.held = [w, *_copies_of(r)]
+            self.held = _copies_of(r)   # (a pipe's two ends are one inode: w too)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -170,21 +179,9 @@ class LowTaken:
 def _copies_of(fd: int) -> list[int]:
     """``fd`` and this process's other descriptors on its file (matched by (st_dev, st_ino))."""
     st = os.fstat(fd)
-    found = {fd}
-    for where in ("/proc/self/fd", "/dev/fd"):
-        try:
-            names = os.listdir(where)
-        except OSError:
-            continue
-        for name in names:
-            try:
-                s = os.fstat(int(name))
-            except (OSError, ValueError):
-                continue
-            if (s.st_dev, s.st_ino) == (st.st_dev, st.st_ino):
-                found.add(int(name))
-        break
-    return sorted(found)
+    found: list[int] = []
+    _collect({(st.st_dev, st.st_ino): found})
+    return found or [fd]
 
 
 def named(prefix: str) -> FdGuard | None:
