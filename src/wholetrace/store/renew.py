@@ -56,6 +56,9 @@ class Renewing:
     _renewed = 0
     #: the cursor of :data:`HOLD` on ``_conn`` (None: not yet, or closed)
     _hold: "sqlite3.Cursor | None" = None
+    #: True once every new connection failed: the old one is leaked (its descriptors may be the
+    #: program's now), so every later write, commit or close raises StoreError
+    _broken = False
 
     def _watch(self, before: "set[int] | frozenset[int]" = frozenset()) -> None:
         """Guard the database's and the journal's descriptors (each file's highest not in
@@ -68,6 +71,8 @@ class Renewing:
 
     def _check(self) -> None:
         """Before a write: a new connection if the program closed or replaced a descriptor of ours."""
+        if self._broken:
+            raise sqlite3.OperationalError("the recorder lost its connection (the program closed its descriptors)")
         if self._fds is None:
             return
         if self._fds.intact() and (self._journal is None or self._journal.intact()):
@@ -88,12 +93,15 @@ class Renewing:
         # journal is opened at once (a write of the schema version) and guarded with the database;
         # a ``closerange`` still running in another thread of the program (a loop of closes, not
         # one step) can close them again: then once more, on another new connection.
+        # If every attempt fails the writer is broken (``_check`` raises): the old connection,
+        # leaked, must never write again, its descriptors may be the program's files now.
         log = self._log
         for attempt in range(RENEW_ATTEMPTS):
             try:
                 self._connect_again()
             except sqlite3.Error:
                 if attempt == RENEW_ATTEMPTS - 1:
+                    self._broken = True
                     raise
                 continue
             try:
@@ -104,6 +112,7 @@ class Renewing:
                         pass
             except sqlite3.Error:
                 if attempt == RENEW_ATTEMPTS - 1 or not self._lost():
+                    self._broken = True
                     raise
                 continue
             break
@@ -115,6 +124,9 @@ class Renewing:
 
         old = self._conn
         fdguard.leak(old)
+        if self._hold is not None:      # its cursor too: freed, it would reset the held statement,
+            fdguard.leak(self._hold)    # and the pager's unlock closes the old journal's number
+            self._hold = None
         fdguard.UNLOCKED.add(self._abs)
         before = {fd for each in fdguard.descriptors_of_each((self._abs, self._abs + "-journal")) or () for fd in each}
         self._fds = self._journal = None
@@ -145,6 +157,12 @@ class Renewing:
             return
         if self._log is not None:
             self._log.append((sql, params, many))
+
+    def _intact(self) -> bool:
+        """True unless the program closed or replaced a guarded descriptor (or the writer is broken)."""
+        if self._broken:
+            return False
+        return self._fds is None or (self._fds.intact() and (self._journal is None or self._journal.intact()))
 
     def _lost(self) -> bool:
         """True if the program closed or replaced a descriptor the connection uses."""

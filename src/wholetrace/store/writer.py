@@ -150,6 +150,10 @@ class RecordingWriter(Renewing):
 
     def _abandon(self) -> None:
         self._closed = True
+        if not self._intact():      # the program's descriptors now: leaked, never closed nor unlocked
+            fdguard.leak((self._conn, self._hold))
+            self._hold = None
+            return
         try:
             if self._hold is not None:
                 self._hold.close()
@@ -317,7 +321,8 @@ class RecordingWriter(Renewing):
                     self._commit()
             finally:
                 self._abandon()
-            self._drop_journal()
+            if not self._broken:
+                self._drop_journal()
 
     def _drop_journal(self) -> None:
         """After a clean close: remove the persistent journal (its header zeroed by the last commit)."""
