@@ -23,6 +23,10 @@ def fds():
     return sorted(int(n) for n in os.listdir("/proc/self/fd"))
 if how == "rlimit":
     resource.setrlimit(resource.RLIMIT_NOFILE, (200, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+if how.startswith("tight"):               # a real limit close to HIGH_FD, many descriptors open first
+    limit, first = map(int, how.split(":")[1:])
+    resource.setrlimit(resource.RLIMIT_NOFILE, (limit, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+    extra = [os.open(os.devnull, os.O_RDONLY) for _ in range(first)]
 mine = [os.open(os.devnull, os.O_RDONLY) for _ in range(3)]
 os.close(mine[1])                        # a hole among the process's own descriptors
 before = fds()
@@ -58,7 +62,16 @@ def test_the_low_numbers_are_taken_then_given_back() -> None:
 def test_out_of_descriptors_gives_back_what_was_taken() -> None:
     inside, n, same, hole = _run("fail")
     assert same == "True" and hole == "True"
-    assert int(inside) < 256 and int(n) == 42               # the pipe's two ends and 40 copies
+    assert int(inside) < 256 and int(n) == 41               # the pipe's read end and 40 copies (w closed first)
+
+
+@pytest.mark.parametrize("limit,first", [(300, 50), (272, 30), (300, 40)])
+def test_a_tight_descriptor_limit_takes_only_the_room_left(limit: int, first: int) -> None:
+    # review16c H3: the copies filled the limit, the fallback's listing found no free number and
+    # every copy stayed open (244 at 300/50); the room is counted first now
+    inside, n, same, hole = _run(f"tight:{limit}:{first}")
+    assert same == "True" and hole == "True"
+    assert 0 < int(n) <= limit - first - 18
 
 
 def test_a_low_descriptor_limit_takes_nothing() -> None:

@@ -147,17 +147,23 @@ class LowTaken:
     def __enter__(self) -> LowTaken:
         self.held: list[int] = []
         try:
-            if os.sysconf("SC_OPEN_MAX") < HIGH_FD + 16:
+            limit = os.sysconf("SC_OPEN_MAX")
+            if limit < HIGH_FD + 16:
+                return self
+            # the room left under the soft limit, some kept free (SQLite's two files, the listing's)
+            n = min(HIGH_FD - 5, limit - len(os.listdir("/proc/self/fd")) - 18)
+            if n <= 0:
                 return self
             r, w = os.pipe()
         except (OSError, ValueError):
             return self
         try:
-            held = self.held = [r, w, *map(os.dup, _repeat(r, HIGH_FD - 5))]
+            held = self.held = [r, w, *map(os.dup, _repeat(r, n))]
             while len(held) > 2 and held[-1] >= HIGH_FD:    # copies past the holes (increasing): not needed
                 os.close(held.pop())
-        except OSError:             # out of descriptors: give back every copy made, found by its inode
-            self.held = _copies_of(r)   # (a pipe's two ends are one inode: w too)
+        except OSError:             # out of descriptors all the same (another thread): give back
+            os.close(w)             # every copy made, found by its inode (w first: the listing needs a number)
+            self.held = _copies_of(r)
         return self
 
     def __exit__(self, *exc: object) -> None:
