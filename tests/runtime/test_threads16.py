@@ -102,3 +102,60 @@ def test_the_end_calls_no_patched_enumerate_nor_a_subclass_s_methods(tmp_path: P
                            "with open_recording(sys.argv[1], check=False) as r: print(r.meta['ended'])", str(out)],
                           capture_output=True, text=True, env=ENV, timeout=300)
     assert meta.stdout.strip() == "exit", meta.stderr
+
+
+BASE_EXIT = r'''
+import atexit, sys, threading
+def bad():
+    print("callback ran", flush=True)
+    raise SystemExit(4) if sys.argv[1] == "exit" else KeyboardInterrupt
+threading._register_atexit(bad)
+atexit.register(lambda: print("atexit ran", flush=True))
+print("main done", flush=True)
+'''
+
+
+def _ended(tmp: Path) -> str:
+    out = tmp / "out.wt"
+    assert not (tmp / "out.wt-journal").exists()
+    meta = subprocess.run([sys.executable, "-c", "import sys, json; from wholetrace.store import open_recording\n"
+                           "with open_recording(sys.argv[1], check=False) as r: print(r.meta['ended'])", str(out)],
+                          capture_output=True, text=True, env=ENV, timeout=300)
+    return meta.stdout.strip() + meta.stderr
+
+
+@pytest.mark.parametrize("how", ["exit", "interrupt"])
+def test_a_register_atexit_callback_raising_systemexit_or_keyboardinterrupt(tmp_path: Path, how: str) -> None:
+    # review16c M1: SystemExit escaped record (exit 4, no end meta), KeyboardInterrupt was swallowed;
+    # both ran the callback a second time at finalisation
+    plain = _same(tmp_path, BASE_EXIT, (how,), ("blocks",))
+    assert plain.returncode == 0 and plain.stdout == "main done\ncallback ran\natexit ran\n"
+    assert ("SystemExit: 4" if how == "exit" else "KeyboardInterrupt") in plain.stderr
+    assert _ended(tmp_path) == "exit"
+
+
+REBOUND = r'''
+import sys, threading, time
+class T(threading.Thread):
+    pass
+T.daemon = True         # a plain class attribute shadows Thread's property on the subclass
+if sys.argv[1] == "name":
+    T.name = "fixed"
+threading.Thread = T
+threading.Thread.__mro__[1](target=time.sleep, args=(0.5,), daemon=True).start()
+print("main done")
+'''
+
+
+@pytest.mark.parametrize("how", ["daemon", "name"])
+def test_the_end_with_threading_thread_rebound(tmp_path: Path, how: str) -> None:
+    # review16c M3: the thread listing used the module's (rebound) Thread: AttributeError out of
+    # record, or the real threads dropped
+    plain = _same(tmp_path, REBOUND, (how,), ("blocks",))
+    assert plain.returncode == 0 and plain.stdout == "main done\n"
+    assert _ended(tmp_path) == "exit"
+    script = tmp_path / "prog.py"
+    rec = subprocess.run([sys.executable, "-m", "wholetrace.cli", "record", "--mode", "blocks", "-o",
+                          str(tmp_path / "out.wt"), str(script), how], capture_output=True, text=True, cwd=tmp_path,
+                         timeout=600, stdin=subprocess.DEVNULL, env={**ENV, "WHOLETRACE_CACHE_DIR": str(tmp_path / "cache")})
+    assert "1 daemon thread(s) still running" in rec.stderr, rec.stderr

@@ -426,16 +426,33 @@ def record(target: Target, writer: Any, *, mode: str = "blocks", include: list[s
     finally:
         if failed:      # the interpreter calls threading._shutdown once: not again at finalisation
             failed._shutdown = _shut_down
-        th = sys.modules.get("threading")
-        thread = getattr(th, "Thread", None)
-        outcome.daemon_threads = [thread.name.fget(t) for t in _program_threads()
-                                  if thread.daemon.fget(t) and thread.is_alive(t)]
+        outcome.daemon_threads = _daemon_threads()
         outcome.events = live.stop(outcome.ended, outcome.exit_code)
     return outcome
 
 
 def _shut_down() -> None:
     """``threading._shutdown`` once it has run (and raised): nothing left to do."""
+
+
+def _daemon_threads() -> list[str]:
+    """The names of the program's daemon threads still running (see :func:`_program_threads`)."""
+    try:
+        thread = _stdlib_thread()
+        return [thread.name.fget(t) for t in _program_threads()
+                if thread.daemon.fget(t) and thread.is_alive(t)]
+    except Exception:   # noqa: BLE001 - nothing here may skip live.stop
+        return []
+
+
+def _stdlib_thread() -> Any:
+    """``threading.Thread`` as the standard library made it (a program may rebind the module's
+    attribute): a class in the main thread's type's MRO."""
+    th = sys.modules.get("threading")
+    for cls in type(th._main_thread).__mro__:
+        if cls.__module__ == "threading" and cls.__qualname__ == "Thread":
+            return cls
+    raise LookupError("threading.Thread")
 
 
 def _program_threads() -> list[Any]:
@@ -449,15 +466,15 @@ def _program_threads() -> list[Any]:
     # no program code; wave 16), and Thread's own name/daemon/is_alive, not a subclass's
     th = sys.modules.get("threading")
     try:
-        if th is None or not isinstance(th._active, dict) or not isinstance(th._limbo, dict) \
-                or not isinstance(th.Thread, type):
+        if th is None or not isinstance(th._active, dict) or not isinstance(th._limbo, dict):
             return []
+        thread = _stdlib_thread()
         with th._active_limbo_lock:
             threads = list(th._active.values()) + list(th._limbo.values())
+        me = _thread.get_ident()
+        return [t for t in threads if isinstance(t, thread) and thread.ident.fget(t) != me]
     except Exception:   # noqa: BLE001 - not the standard library's threading
         return []
-    me = _thread.get_ident()
-    return [t for t in threads if isinstance(t, th.Thread) and th.Thread.ident.fget(t) != me]
 
 
 def _wait_for_threads() -> Any:
@@ -476,9 +493,8 @@ def _wait_for_threads() -> Any:
         return None
     try:
         shutdown()
-    except KeyboardInterrupt:  # pragma: no cover - interactive
-        pass
-    except Exception as exc:   # noqa: BLE001 - a _register_atexit callback's: reported as the interpreter does
+    except BaseException as exc:   # noqa: BLE001 - a _register_atexit callback's (SystemExit and
+        # KeyboardInterrupt too, a Ctrl-C while joining): reported as the interpreter does
         _unraisable(exc.with_traceback(exc.__traceback__.tb_next if exc.__traceback__ else None), th)
         return th
     return None
