@@ -75,3 +75,44 @@ def test_every_reconnect_failing_breaks_the_writer(tmp_path: Path) -> None:
     """)
     assert out.split("\n")[:5] == ["put failed", "put failed", "commit failed", "close failed", "journal True"]
     assert (tmp_path / "prog.txt").read_bytes() == b"the program's own data\n"
+
+
+RECORDER = """
+import sys, numpy as np
+from wholetrace.store import RecordingWriter
+w = RecordingWriter(sys.argv[1])
+w.put_array("a", np.arange(10)); w.commit()
+print("ready", flush=True)
+sys.stdin.readline()
+w.put_array("y", np.arange(10)); w.commit()
+w.close(ended="exit", exit_code=0)
+print("recorder ok", flush=True)
+"""
+
+
+def test_updating_a_recording_still_being_written_is_refused(tmp_path: Path) -> None:
+    # review16c M2: the recorder's held shared lock and an updater's RESERVED deadlocked: the
+    # recorder's next write failed at once with "database is locked"
+    import numpy as np
+    import pytest
+
+    from wholetrace.errors import StoreError
+    from wholetrace.store import Recording
+    from wholetrace.store.writer import updating
+
+    p = tmp_path / "r.wt"
+    rec = subprocess.Popen([sys.executable, "-c", RECORDER, str(p)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                           text=True, env=dict(os.environ, PYTHONPATH=SRC))
+    try:
+        assert rec.stdout.readline() == "ready\n"
+        with pytest.raises(StoreError, match=f"still being recorded \\(process {rec.pid}\\)"):
+            with updating(p, timeout=1) as u:
+                u.put_array("x", np.arange(10))
+        out, _ = rec.communicate("go\n", timeout=60)
+    finally:
+        rec.kill()
+    assert out == "recorder ok\n" and rec.returncode == 0
+    with updating(p, timeout=1) as u:      # ended: updated as before
+        u.put_array("x", np.arange(10))
+    with Recording(p) as r:
+        assert r.meta["ended"] == "exit"

@@ -425,6 +425,14 @@ def _updating(path: str | os.PathLike[str], *, timeout: float = 5.0) -> Iterator
         raise StoreError(f"cannot update recording {w._where}: {schema.one_line(exc)}") from None
     w._closed = False
     try:
+        ended = w._conn.execute("SELECT 1 FROM meta WHERE key = 'ended'").fetchone()
+    except sqlite3.Error:
+        ended = None
+    holder = None if ended else _recorder_of(w._abs)
+    if holder is not None:
+        w._abandon()
+        raise StoreError(f"cannot update recording {w._where}: it is still being recorded (process {holder})")
+    try:
         for sid, n, events in w._conn.execute("SELECT sid, coalesce(max(seq), -1) + 1, coalesce(sum(n_events), 0) "
                                               "FROM streams LEFT JOIN chunks USING (sid) GROUP BY sid"):
             w._next_seq[int(sid)], w._n_events[int(sid)] = int(n), int(events)
@@ -438,3 +446,30 @@ def _updating(path: str | os.PathLike[str], *, timeout: float = 5.0) -> Iterator
             except sqlite3.Error:
                 pass
         w._abandon()
+
+
+def _recorder_of(path: str) -> int | None:
+    """The process holding a shared lock on SQLite's lock bytes of ``path`` (from /proc/locks): a
+    recorder keeps one from its first transaction to its close (``renew.HOLD``), so an updater's
+    write would deadlock with it; None if none (a recording that crashed) or not known (not Linux)."""
+    try:
+        st = os.stat(path)
+        with open("/proc/locks") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    dev = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    shared = range(0x40000002, 0x40000002 + 510)     # SQLite's SHARED_FIRST, SHARED_SIZE (os_unix.c)
+    for line in lines:
+        parts = line.split()
+        if "->" in parts:   # a waiter, not a holder
+            continue
+        try:
+            i = parts.index("ADVISORY")
+            pid, where, start, end = int(parts[i + 2]), parts[i + 3], int(parts[i + 4]), parts[i + 5]
+        except (ValueError, IndexError):
+            continue
+        last = 1 << 62 if end == "EOF" else int(end)
+        if where == dev and pid != os.getpid() and start <= shared[-1] and last >= shared[0]:
+            return pid
+    return None
