@@ -4,10 +4,10 @@
 # everything written since the last commit (functions, streams, meta, arrays).  A crash
 # of the process (exception, SIGKILL, os._exit) therefore keeps every chunk that
 # append_events returned from, and loses at most what was written after the last
-# append/commit/close.  The journal is a rollback journal (journal_mode=DELETE,
-# synchronous=NORMAL): an interrupted transaction leaves ``<path>-journal``, which the next
-# opener rolls back (the reader does this itself, see reader.py), so a half-written
-# transaction is never seen.  Against power loss, synchronous=NORMAL leaves SQLite's small
+# append/commit/close.  The journal is a rollback journal (journal_mode=PERSIST, kept
+# open by renew.HOLD and removed by close; synchronous=NORMAL): an interrupted transaction
+# leaves ``<path>-journal`` hot, which the next opener rolls back (the reader does this
+# itself, see reader.py), so a half-written transaction is never seen.  Against power loss, synchronous=NORMAL leaves SQLite's small
 # documented risk; one fsync per chunk is the cost of this policy, so callers should append
 # large batches (tens of thousands of events), not single events.
 # Once the recording ends, ``hold_commits`` (called by the runner after the program finished)
@@ -73,9 +73,9 @@ class RecordingWriter(Renewing):
     """
 
 
-    def __init__(self, path: str | os.PathLike[str], *, overwrite: bool = True, high: bool = True) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, overwrite: bool = True, high: bool = False) -> None:
         """``high``: the database's and journal's descriptors >= ``fdguard.HIGH_FD`` (only while no
-        other thread of the program runs: :class:`fdguard.LowTaken`)."""
+        other thread runs, before the program: record's start-up; :class:`fdguard.LowTaken`)."""
         self.path = os.fspath(path)
         self._abs = os.path.realpath(self.path)   # for reconnects: the program may chdir
         self._where = schema.where(self.path)
