@@ -15,7 +15,7 @@ PRELUDE = """
 import os, numpy as np
 from wholetrace.store import RecordingWriter, renew
 p, prog_path = {p!r}, {prog!r}
-w = RecordingWriter(p)
+w = RecordingWriter(p, high=True)
 w.put_array("a", np.arange(10)); w.commit()
 db, j = w._fds.fd, w._journal.fd
 assert (db, j) == (256, 257), (db, j)
@@ -116,3 +116,20 @@ def test_updating_a_recording_still_being_written_is_refused(tmp_path: Path) -> 
         u.put_array("x", np.arange(10))
     with Recording(p) as r:
         assert r.meta["ended"] == "exit"
+
+
+def test_an_error_with_the_journal_not_guarded_is_not_a_lost_descriptor(tmp_path: Path) -> None:
+    # review16c L3: _lost() took any sqlite3.Error as a lost descriptor when the journal was not
+    # guarded, and leaked a healthy connection
+    import sqlite3
+
+    import pytest
+
+    from wholetrace.store import RecordingWriter
+
+    w = RecordingWriter(tmp_path / "r.wt")
+    w._journal = None
+    with pytest.raises(sqlite3.OperationalError, match="no such table"):
+        w._x("INSERT INTO nosuch VALUES (1)", ())
+    assert w._renewed == 0
+    w.close(ended="exit", exit_code=0)

@@ -166,7 +166,7 @@ class Renewing:
 
     def _lost(self) -> bool:
         """True if the program closed or replaced a descriptor the connection uses."""
-        return self._fds is not None and not (self._fds.intact() and self._journal is not None and self._journal.intact())
+        return self._fds is not None and not self._intact()     # as _check: a journal not guarded is not lost
 
     def _commit(self) -> None:
         """COMMIT, once more on a new connection if the program closed ours meanwhile."""
