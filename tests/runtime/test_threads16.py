@@ -159,3 +159,27 @@ def test_the_end_with_threading_thread_rebound(tmp_path: Path, how: str) -> None
                           str(tmp_path / "out.wt"), str(script), how], capture_output=True, text=True, cwd=tmp_path,
                          timeout=600, stdin=subprocess.DEVNULL, env={**ENV, "WHOLETRACE_CACHE_DIR": str(tmp_path / "cache")})
     assert "1 daemon thread(s) still running" in rec.stderr, rec.stderr
+
+
+FAILING_HOOK = r'''
+import sys, threading
+def bad():
+    raise ValueError("v")
+threading._register_atexit(bad)
+def hook(args):
+    raise RuntimeError("hook broke")
+sys.unraisablehook = hook
+print("main done")
+'''
+
+
+def test_a_failing_unraisablehook_is_reported_as_plain_python_does(tmp_path: Path) -> None:
+    # review16c L4: record printed the callback's ValueError through __unraisablehook__, plain
+    # prints the hook's own error ("Exception ignored in sys.unraisablehook: <hook>")
+    import re
+
+    plain = _run(tmp_path, FAILING_HOOK, (), None)
+    rec = _run(tmp_path, FAILING_HOOK, (), ("blocks",))
+    norm = [(re.sub(r"0x[0-9a-f]+", "0x?", p.stderr), p.stdout, p.returncode) for p in (plain, rec)]
+    assert norm[0] == norm[1], rec.stderr
+    assert "Exception ignored in sys.unraisablehook" in plain.stderr and "hook broke" in plain.stderr

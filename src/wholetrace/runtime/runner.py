@@ -520,5 +520,6 @@ def _unraisable(exc: BaseException, obj: object) -> None:
     args = type(got[0])((type(exc), exc, exc.__traceback__, *how))
     try:
         hook(args)
-    except Exception:   # noqa: BLE001 - as the interpreter: a failing hook falls back to the default
-        sys.__unraisablehook__(args)
+    except Exception as e:  # noqa: BLE001 - as the interpreter: the hook's own error, through the default
+        tb = e.__traceback__.tb_next if e.__traceback__ is not None else None     # from the hook down
+        sys.__unraisablehook__(type(args)((type(e), e, tb, "Exception ignored in sys.unraisablehook", hook)))
