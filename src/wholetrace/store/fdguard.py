@@ -147,23 +147,19 @@ class LowTaken:
     def __enter__(self) -> LowTaken:
         self.held: list[int] = []
         try:
-            limit = os.sysconf("SC_OPEN_MAX")
-            if limit < HIGH_FD + 16:
-                return self
-            # the room left under the soft limit, some kept free (SQLite's two files, the listing's)
-            n = min(HIGH_FD - 5, limit - len(os.listdir("/proc/self/fd")) - 18)
-            if n <= 0:
+            if os.sysconf("SC_OPEN_MAX") < HIGH_FD + 16:
                 return self
             r, w = os.pipe()
         except (OSError, ValueError):
             return self
         try:
-            held = self.held = [r, w, *map(os.dup, _repeat(r, n))]
+            held = self.held = [r, w, *map(os.dup, _repeat(r, HIGH_FD - 5))]
             while len(held) > 2 and held[-1] >= HIGH_FD:    # copies past the holes (increasing): not needed
                 os.close(held.pop())
-        except OSError:             # out of descriptors all the same (another thread): give back
-            os.close(w)             # every copy made, found by its inode (w first: the listing needs a number)
-            self.held = _copies_of(r)
+        except OSError:             # out of descriptors (the soft limit): every copy made given back at
+            os.close(w)             # once, found by its inode (w first: the listing needs a free number),
+            self.held = _copies_of(r)   # so what runs inside gets the low numbers, as below the limit
+            self.__exit__()
         return self
 
     def __exit__(self, *exc: object) -> None:
