@@ -15,11 +15,12 @@ from wholetrace.store import fdguard
 from wtutil import ENV, run_plain, run_recorded
 
 # The same statements run whatever is closed: the closing call is a builtin picked from a table,
-# so a run that closes nothing ("none") is the independent oracle of the counts.
+# so a run that closes nothing ("none") is the independent oracle of the counts.  "closedb": a
+# guessed number, the store's database (at fdguard.HIGH_FD since wave 16: 3 before).
 CLOSER = textwrap.dedent("""\
     import os, sys, threading
     d, how, where = sys.argv[1], sys.argv[2], sys.argv[3]
-    act, args = {"range": (os.closerange, (3, 1024)), "close3": (os.close, (3,)),
+    act, args = {"range": (os.closerange, (3, 1024)), "closedb": (os.close, (256,)),
                  "none": (max, (3, 4))}[how]
     def work(n):
         s = 0
@@ -76,14 +77,14 @@ def _counts(out: Path) -> object:
     return json.loads(res.stdout)
 
 
-CASES = [(m, h, w) for m in MODES for h, w in [("range", "main"), ("close3", "main"), ("range", "thread")]]
+CASES = [(m, h, w) for m in MODES for h, w in [("range", "main"), ("closedb", "main"), ("range", "thread")]]
 
 
 @pytest.fixture(scope="module")
 def references(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     """CLOSER written once (recordings name its path, so every case runs the same file) and the
     oracles of the closer cases, made once per module and worker and shared by the cases that
-    compare with the same one (``range`` and ``close3`` in the main thread): per ``where`` the
+    compare with the same one (``range`` and ``closedb`` in the main thread): per ``where`` the
     plain run's stdout, per (mode, ``where``) the recording of the run closing nothing with its
     counts, trace and renew meta."""
     base = tmp_path_factory.mktemp("closer")
@@ -115,7 +116,7 @@ def test_closer_files_untouched_and_recording_complete(tmp_path: Path, mode: str
     res, out, d = _run(tmp_path, mode, how, where, script=script)
     assert res.returncode == 0, res.stderr
     assert res.stderr == ""
-    # the plain run of the same program closing nothing (a plain os.close(3) fails: EBADF)
+    # the plain run of the same program closing nothing (a plain os.close(256) fails: EBADF)
     assert res.stdout == plain_stdout(where)
     _files_are_the_programs(d, where)
     ref, ref_counts, ref_renewed, ref_trace = reference(mode, where)

@@ -65,7 +65,7 @@ def run_profile(argv: Sequence[str]) -> int:
     pid = os.getpid()
     try:
         out = Path(tmp) / "profile.wt"
-        outcome = record(target, RecordingWriter(out), mode="count-naive" if args.naive else "count",
+        outcome = record(target, RecordingWriter(out, high=True), mode="count-naive" if args.naive else "count",
                          include=args.include, weights=weights, cache=not args.no_cache,
                          children=None if args.no_children else out)
         sys.stdout.flush()

@@ -302,7 +302,7 @@ def _watch_sigterm(ch: Children) -> None:
     left alone (the watcher is then not started).  The watcher is a bare ``_thread`` thread, which
     the program does not see in ``threading.enumerate()``."""
     global _WAKEUP
-    r, w = os.pipe()
+    r, w = _high_pipe()
     os.set_blocking(w, False)
     try:
         old = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
@@ -333,6 +333,20 @@ def _watch_sigterm(ch: Children) -> None:
             return
 
     _thread.start_new_thread(watch, ())     # a bare thread: not in threading.enumerate()
+
+
+def _high_pipe() -> tuple[int, int]:
+    """``os.pipe()`` with both ends at numbers >= ``HIGH_FD`` (``store.fdguard.high``): the program's
+    next files take the numbers they take in a plain run; ``fcntl`` is left out of ``sys.modules``
+    if the program has not imported it."""
+    from wholetrace.store.fdguard import high
+
+    had = "fcntl" in sys.modules
+    r, w = os.pipe()
+    r, w = high(r), high(w)
+    if not had:
+        sys.modules.pop("fcntl", None)
+    return r, w
 
 
 # -- the root ------------------------------------------------------------------------------------
@@ -504,12 +518,13 @@ def _leak(writer: Any) -> None:
         leak(conn)
 
 
-def new_part(path: str | os.PathLike[str]) -> Any:
-    """The writer of a new part file (its directory is made if it is the first)."""
+def new_part(path: str | os.PathLike[str], high: bool = True) -> Any:
+    """The writer of a new part file (its directory is made if it is the first); ``high``: its
+    descriptors >= HIGH_FD (before the program runs: ``RecordingWriter``)."""
     from wholetrace.store import RecordingWriter
 
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    return RecordingWriter(path)
+    return RecordingWriter(path, high=high)
 
 
 def part_name() -> str:
@@ -580,7 +595,7 @@ class _LazyWriter:
         if self._w is None:
             with self._make:
                 if self._w is None:
-                    w = new_part(self.path)
+                    w = new_part(self.path, high=False)     # the program runs: the lowest free numbers
                     self._setup(w)
                     self._w = w
         return self._w

@@ -291,7 +291,9 @@ def _run_record(argv: Sequence[str], held: Callable[[], None]) -> int:
     if args.weights is not None:
         from wholetrace.profile import edge_weights
         weights = edge_weights(args.weights)
-    writer = RecordingWriter(out) if wpp is None else wpp.record_writer(RecordingWriter(out), args, builder)
+    writer = RecordingWriter(out, high=True)     # before the program: its descriptors >= fdguard.HIGH_FD
+    if wpp is not None:
+        writer = wpp.record_writer(writer, args, builder)
     children = None if args.no_children else out
     pid = os.getpid()
     outcome = record(target, writer, mode=args.mode, include=args.include, weights=weights,

@@ -202,11 +202,27 @@ def _finish_site(site: Any) -> None:
         site.execusercustomize()
 
 
+def _close_pth() -> None:
+    """Close the ``.pth`` file ``site.addpackage`` is reading (3.11 reads it line by line around
+    the ``exec`` that called :func:`startup`; 3.12+ has closed it): it never reads on (the process
+    ends with ``os._exit``), and its descriptor (3) is the program's first ``open()`` in a plain
+    run (docs/design.md, "The program cannot tell, wave 16")."""
+    f = sys._getframe(1)
+    while f is not None:
+        if f.f_code.co_name == "addpackage" and f.f_globals.get("__name__") == "site":
+            file = f.f_locals.get("f")
+            if str(getattr(file, "name", "")).endswith("zz_wholetrace.pth"):
+                file.close()
+            return
+        f = f.f_back
+
+
 def _take_over(config: dict[str, Any], target: tuple[str, str, list[str]]) -> None:
     import site
 
     from wholetrace.runtime import children, runner
 
+    _close_pth()
     _finish_site(site)
     kind, what, args = target
     cfg = children.Config(str(config["parts"]), str(config["mode"]), [], list(config.get("include", [])),

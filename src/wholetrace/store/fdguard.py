@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import os
+from itertools import repeat as _repeat
 
 from wholetrace.errors import InternalError
 
@@ -17,7 +18,14 @@ TYPE_CHECKING = False   # typing is not imported at start-up
 if TYPE_CHECKING:   # pragma: no cover
     from typing import Any
 
-__all__ = ["FdGuard", "GuardedFile", "Lost", "UNLOCKED", "descriptors_of", "leak", "named", "uri"]
+__all__ = ["FdGuard", "GuardedFile", "HIGH_FD", "Lost", "UNLOCKED", "descriptors_of", "descriptors_of_each", "high", "leak", "named",
+           "uri", "LowTaken"]
+
+#: the lowest number of the recorder's own long-lived descriptors (the store's database and journal,
+#: the WPP builder's pipes and files), all close-on-exec: the program's files take the low numbers
+#: they take in a plain run (docs/design.md, "wave 15, builder start-up" and "The program cannot
+#: tell, wave 16": descriptors)
+HIGH_FD = 256
 
 #: what :func:`leak` keeps alive (and the interpreter's shutdown never reaches: see there)
 _KEEP: list[Any] = []
@@ -64,28 +72,118 @@ class FdGuard:
 
 def descriptors_of(path: str) -> list[int] | None:
     """This process's descriptors on ``path``'s file, increasing; [] if it does not exist; None if unlistable."""
+    found = descriptors_of_each((path,))
+    return None if found is None else found[0]
+
+
+def descriptors_of_each(paths: tuple[str, ...]) -> list[list[int]] | None:
+    """:func:`descriptors_of` for each of ``paths``, from one listing; None if unlistable."""
     # matched by (st_dev, st_ino); None: no /proc/self/fd nor /dev/fd, then nothing can be guarded
-    try:
-        st = os.stat(path)
-    except OSError:
-        return []
-    key = (st.st_dev, st.st_ino)
+    keys: dict[tuple[int, int], list[int]] = {}
+    out: list[list[int]] = []
+    for path in paths:
+        try:
+            st = os.stat(path)
+        except OSError:
+            out.append([])
+            continue
+        out.append(keys.setdefault((st.st_dev, st.st_ino), []))
+    if not keys:
+        return out
+    return out if _collect(keys) else None
+
+
+def _collect(keys: dict[tuple[int, int], list[int]]) -> bool:
+    """Append each of this process's descriptors on the file (st_dev, st_ino) to ``keys[that]``,
+    increasing; False if the descriptors cannot be listed (no /proc/self/fd nor /dev/fd)."""
     for where in ("/proc/self/fd", "/dev/fd"):
         try:
             names = os.listdir(where)
         except OSError:
             continue
-        found = []
         for name in names:
             try:
                 fd = int(name)
                 s = os.fstat(fd)
             except (OSError, ValueError):
                 continue        # the listing's own descriptor, closed since
-            if (s.st_dev, s.st_ino) == key:
+            found = keys.get((s.st_dev, s.st_ino))
+            if found is not None:
                 found.append(fd)
-        return sorted(found)
-    return None
+        for found in keys.values():
+            found.sort()
+        return True
+    return False
+
+
+def high(fd: int) -> int:
+    """``fd`` moved to the lowest free number >= ``HIGH_FD``, close-on-exec (``fd`` closed), or
+    ``fd`` itself where that fails (a ``RLIMIT_NOFILE`` below ``HIGH_FD``: the low number, as before)."""
+    try:
+        import fcntl
+
+        moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, HIGH_FD)
+    except Exception:   # noqa: BLE001 - no fcntl, or a program's module of that name in sys.modules
+        return fd
+    os.close(fd)
+    return moved
+
+
+class LowTaken:
+    """While entered, every free descriptor number below ``HIGH_FD`` is taken (pipes, close-on-exec),
+    so what opens files meanwhile gets numbers >= ``HIGH_FD``: SQLite, which opens the store's
+    database and journal itself (no way to hand it a number).  Nothing is taken where the soft
+    ``RLIMIT_NOFILE`` leaves too little room above ``HIGH_FD``: the low numbers then, as before.
+    Only for what runs before the program (``RecordingWriter(high=True)``): a thread of the
+    program opening a file meanwhile would get a high number, one closing a range would close
+    held numbers that the program's next files then take, and ``__exit__`` would close those."""
+
+    # One pipe, then copies of its read end made by ``map`` (a C loop: each call's cost is the
+    # release and retaking of the GIL, ~0.2 M instructions for all; a Python loop of pipes took
+    # ~0.35 M).  Copies past the holes (the process had descriptors below HIGH_FD) land at
+    # >= HIGH_FD: closed at once, so what opens next gets the lowest free number >= HIGH_FD.
+    __slots__ = ("held",)
+
+    def __enter__(self) -> LowTaken:
+        self.held: list[int] = []
+        try:
+            if os.sysconf("SC_OPEN_MAX") < HIGH_FD + 16:
+                return self
+            r, w = os.pipe()
+        except (OSError, ValueError):
+            return self
+        try:
+            held = self.held = [r, w, *map(os.dup, _repeat(r, HIGH_FD - 5))]
+            while len(held) > 2 and held[-1] >= HIGH_FD:    # copies past the holes (increasing): not needed
+                os.close(held.pop())
+        except OSError:             # out of descriptors (the soft limit): every copy made given back at
+            os.close(w)             # once, found by its inode (w first: the listing needs a free number),
+            self.held = _copies_of(r)   # so what runs inside gets the low numbers, as below the limit
+            self.__exit__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        held, self.held = sorted(self.held), []
+        if not held:
+            return
+        if held[-1] - held[0] + 1 == len(held):
+            os.closerange(held[0], held[-1] + 1)    # one run of consecutive numbers (the usual case)
+            return
+        start = end = held[0]
+        for fd in held:             # a descriptor of the process's own in between: one closerange per run
+            if fd > end + 1:
+                os.closerange(start, end + 1)
+                start = fd
+            end = fd
+        os.closerange(start, end + 1)
+
+
+def _copies_of(fd: int) -> list[int]:
+    """``fd`` and this process's other descriptors on its file (matched by (st_dev, st_ino))."""
+    st = os.fstat(fd)
+    found: list[int] = []
+    _collect({(st.st_dev, st.st_ino): found})
+    return found or [fd]
 
 
 def named(prefix: str) -> FdGuard | None:

@@ -4,10 +4,10 @@
 # everything written since the last commit (functions, streams, meta, arrays).  A crash
 # of the process (exception, SIGKILL, os._exit) therefore keeps every chunk that
 # append_events returned from, and loses at most what was written after the last
-# append/commit/close.  The journal is a rollback journal (journal_mode=DELETE,
-# synchronous=NORMAL): an interrupted transaction leaves ``<path>-journal``, which the next
-# opener rolls back (the reader does this itself, see reader.py), so a half-written
-# transaction is never seen.  Against power loss, synchronous=NORMAL leaves SQLite's small
+# append/commit/close.  The journal is a rollback journal (journal_mode=PERSIST, kept
+# open by renew.HOLD and removed by close; synchronous=NORMAL): an interrupted transaction
+# leaves ``<path>-journal`` hot, which the next opener rolls back (the reader does this
+# itself, see reader.py), so a half-written transaction is never seen.  Against power loss, synchronous=NORMAL leaves SQLite's small
 # documented risk; one fsync per chunk is the cost of this policy, so callers should append
 # large batches (tens of thousands of events), not single events.
 # Once the recording ends, ``hold_commits`` (called by the runner after the program finished)
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 import wholetrace
 from wholetrace.errors import StoreError
 from wholetrace.store import fdguard, schema
-from wholetrace.store.renew import Renewing
+from wholetrace.store.renew import HOLD, Renewing, pragmas
 
 __all__ = ["RecordingWriter"]
 
@@ -73,7 +73,9 @@ class RecordingWriter(Renewing):
     """
 
 
-    def __init__(self, path: str | os.PathLike[str], *, overwrite: bool = True) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, overwrite: bool = True, high: bool = False) -> None:
+        """``high``: the database's and journal's descriptors >= ``fdguard.HIGH_FD`` (only while no
+        other thread runs, before the program: record's start-up; :class:`fdguard.LowTaken`)."""
         self.path = os.fspath(path)
         self._abs = os.path.realpath(self.path)   # for reconnects: the program may chdir
         self._where = schema.where(self.path)
@@ -97,33 +99,39 @@ class RecordingWriter(Renewing):
             except OSError as exc:
                 raise StoreError(f"cannot create recording {self._where}: "
                                  f"{schema.one_line(exc.strerror or exc)}") from None
-        try:
-            self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot create recording {self._where}: "
-                             f"{schema.one_line(exc)}") from None
-        self._closed = False
-        try:
-            with self._guard("create schema"):
-                conn = self._conn
-                conn.execute("PRAGMA journal_mode=DELETE")
-                conn.execute("PRAGMA synchronous=NORMAL")
-                conn.execute("BEGIN")    # application_id inside: outside, it was a commit of its own
-                conn.execute(f"PRAGMA application_id={schema.MAGIC}")
-                for stmt in schema.DDL.split(";\n"):
-                    if stmt.strip():
-                        conn.execute(stmt)
-                conn.execute(f"PRAGMA user_version={schema.SCHEMA_VERSION}")
-                self._put_meta({
-                    "schema_version": schema.SCHEMA_VERSION,
-                    "created": time.time(),
-                    "wholetrace_version": wholetrace.__version__,
-                    **python_build(),
-                })
-                conn.execute("COMMIT")
-        except BaseException:
-            self._abandon()
-            raise
+        # SQLite opens the database and its journal itself, at the lowest free numbers: taken
+        # above HIGH_FD while the low ones are held (the connection and its first transaction),
+        # and kept open for the whole recording (a persistent journal and renew.HOLD's read lock:
+        # no journal opened and closed per commit), so the program's files take the numbers they
+        # take in a plain run (docs/design.md, "The program cannot tell, wave 16": descriptors).
+        with fdguard.LowTaken() if high else _NO_LOW:
+            try:
+                self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            except sqlite3.Error as exc:
+                raise StoreError(f"cannot create recording {self._where}: "
+                                 f"{schema.one_line(exc)}") from None
+            self._closed = False
+            try:
+                with self._guard("create schema"):
+                    conn = self._conn
+                    pragmas(conn)
+                    conn.execute("BEGIN")    # application_id inside: outside, it was a commit of its own
+                    conn.execute(f"PRAGMA application_id={schema.MAGIC}")
+                    for stmt in schema.DDL.split(";\n"):
+                        if stmt.strip():
+                            conn.execute(stmt)
+                    conn.execute(f"PRAGMA user_version={schema.SCHEMA_VERSION}")
+                    self._put_meta({
+                        "schema_version": schema.SCHEMA_VERSION,
+                        "created": time.time(),
+                        "wholetrace_version": wholetrace.__version__,
+                        **python_build(),
+                    })
+                    self._hold = conn.execute(HOLD)     # before the commit: the journal stays open
+                    conn.execute("COMMIT")
+            except BaseException:
+                self._abandon()
+                raise
         self._watch()
 
     # -- plumbing -------------------------------------------------------------------
@@ -142,7 +150,14 @@ class RecordingWriter(Renewing):
 
     def _abandon(self) -> None:
         self._closed = True
+        if not self._intact():      # the program's descriptors now: leaked, never closed nor unlocked
+            fdguard.leak((self._conn, self._hold))
+            self._hold = None
+            return
         try:
+            if self._hold is not None:
+                self._hold.close()
+                self._hold = None
             self._conn.close()
         except sqlite3.Error:
             pass
@@ -306,6 +321,15 @@ class RecordingWriter(Renewing):
                     self._commit()
             finally:
                 self._abandon()
+            if not self._broken:
+                self._drop_journal()
+
+    def _drop_journal(self) -> None:
+        """After a clean close: remove the persistent journal (its header zeroed by the last commit)."""
+        try:
+            os.unlink(self._abs + "-journal")
+        except OSError:
+            pass
 
     @property
     def closed(self) -> bool:
@@ -326,6 +350,21 @@ class RecordingWriter(Renewing):
             self.close(ended="keyboard-interrupt", exit_code=None)
         else:
             self.close(ended="exception", exit_code=None)
+
+
+class _NoLow:
+    """``fdguard.LowTaken``'s stand-in that takes nothing."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+_NO_LOW = _NoLow()
 
 
 class _Guard:
@@ -371,6 +410,7 @@ def _updating(path: str | os.PathLike[str], *, timeout: float = 5.0) -> Iterator
     Recording(path, check=False).close()  # validates; rolls back a hot journal left by a crash
     w = RecordingWriter.__new__(RecordingWriter)
     w.path = os.fspath(path)
+    w._abs = os.path.realpath(w.path)
     w._where = schema.where(w.path)
     w._lock = _thread.allocate_lock()
     w._next_seq = {}
@@ -385,6 +425,14 @@ def _updating(path: str | os.PathLike[str], *, timeout: float = 5.0) -> Iterator
         raise StoreError(f"cannot update recording {w._where}: {schema.one_line(exc)}") from None
     w._closed = False
     try:
+        ended = w._conn.execute("SELECT 1 FROM meta WHERE key = 'ended'").fetchone()
+    except sqlite3.Error:
+        ended = None
+    holder = None if ended else _recorder_of(w._abs)
+    if holder is not None:
+        w._abandon()
+        raise StoreError(f"cannot update recording {w._where}: it is still being recorded (process {holder})")
+    try:
         for sid, n, events in w._conn.execute("SELECT sid, coalesce(max(seq), -1) + 1, coalesce(sum(n_events), 0) "
                                               "FROM streams LEFT JOIN chunks USING (sid) GROUP BY sid"):
             w._next_seq[int(sid)], w._n_events[int(sid)] = int(n), int(events)
@@ -398,3 +446,30 @@ def _updating(path: str | os.PathLike[str], *, timeout: float = 5.0) -> Iterator
             except sqlite3.Error:
                 pass
         w._abandon()
+
+
+def _recorder_of(path: str) -> int | None:
+    """The process holding a shared lock on SQLite's lock bytes of ``path`` (from /proc/locks): a
+    recorder keeps one from its first transaction to its close (``renew.HOLD``), so an updater's
+    write would deadlock with it; None if none (a recording that crashed) or not known (not Linux)."""
+    try:
+        st = os.stat(path)
+        with open("/proc/locks") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    dev = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    shared = range(0x40000002, 0x40000002 + 510)     # SQLite's SHARED_FIRST, SHARED_SIZE (os_unix.c)
+    for line in lines:
+        parts = line.split()
+        if "->" in parts:   # a waiter, not a holder
+            continue
+        try:
+            i = parts.index("ADVISORY")
+            pid, where, start, end = int(parts[i + 2]), parts[i + 3], int(parts[i + 4]), parts[i + 5]
+        except (ValueError, IndexError):
+            continue
+        last = 1 << 62 if end == "EOF" else int(end)
+        if where == dev and pid != os.getpid() and start <= shared[-1] and last >= shared[0]:
+            return pid
+    return None

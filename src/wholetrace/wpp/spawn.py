@@ -20,6 +20,12 @@ import sys
 import time
 
 from wholetrace.errors import UsageError
+# HIGH_FD: the lowest number of the recorder's own descriptors to the builder (its pipe, the result
+# pipe, the stderr file, the progress memfd), all close-on-exec, as the store's (one helper, _high):
+# the program's files take the low numbers they take in a plain run (docs/design.md, "wave 15,
+# builder start-up" and "The program cannot tell, wave 16")
+from wholetrace.store.fdguard import HIGH_FD
+from wholetrace.store.fdguard import high as _high
 
 TYPE_CHECKING = False   # no typing at record's start-up
 if TYPE_CHECKING:   # pragma: no cover
@@ -33,10 +39,6 @@ INTERNED_MODES = ("blocks", "witness", "branches", "path")
 #: never looked up through /proc: docs/design.md, "The recorder-to-builder handoff, wave 12", review fixes)
 PROGRESS_ENV = "WHOLETRACE_WPP_PROGRESS"
 PROGRESS_FD = 4     # not 0-2 (the pipes), not 3 (``_SCRIPT`` saves its stdin there)
-#: the lowest number of the recorder's own descriptors to the builder (its pipe, the result pipe, the
-#: stderr file, the progress memfd), all close-on-exec: the program's files take the low numbers
-#: they take without ``--wpp`` (docs/design.md, "wave 15, builder start-up": what the program sees)
-HIGH_FD = 256
 PROGRESS_BYTES = 64
 #: the progress memfd's name (its /proc/self/fd link reads ``/memfd:`` + this; ``wpp.online`` finds the mapping's descriptor by it)
 PROGRESS_NAME = "wholetrace-wpp-progress"
@@ -86,7 +88,7 @@ class BuilderProcess:
         if made:
             env[PROGRESS_ENV] = str(PROGRESS_FD)
         self.spawned = time.time()
-        # wpp.startup.CODE, not imported here (the spawn imports nothing but os, _signal, sys, time)
+        # wpp.startup.CODE, not imported here (the spawn imports nothing but os, _signal, sys, time, store.fdguard)
         args = [mode, "1" if self.lookahead else "0", str(self.queue_events), repr(self.spawned)]
         path = site_free_path(root)
         # -P: ``-c`` does not put '' (the current directory) first on the builder's path
@@ -233,19 +235,6 @@ def _progress_file() -> tuple[int, Progress] | None:
         return None
     finally:
         os.close(fd0)
-
-
-def _high(fd: int) -> int:
-    """``fd`` moved to the lowest free number >= ``HIGH_FD``, close-on-exec (``fd`` closed), or
-    ``fd`` itself where that fails (a ``RLIMIT_NOFILE`` below ``HIGH_FD``: the low number, as before)."""
-    try:
-        import fcntl
-
-        high = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, HIGH_FD)
-    except (ImportError, OSError):
-        return fd
-    os.close(fd)
-    return high
 
 
 def _anonymous_file() -> int:
