@@ -350,30 +350,39 @@ class Emitter(Record):
         """``wt.p = K`` (edge out of ENTRY), ``wt.p += K``, or ``wt.a(id); wt.p = R`` (a cut)."""
         p = self.plan.path_probes[edge]
         if p.kind in ("leave", "leave-const"):
-            return [ast.Assign([ast_name(O, True)], self._leave_record(p))]
+            return [ast.Assign([ast_name(O, True)], self._leave_record(edge, p))]
         if p.kind in ("init", "init-exit"):
             return [ast.Assign([ast_name(P, True)], ast_const(p.value))]
         if p.kind in ("cut", "cut-const"):
-            record = ast.Expr(ast_call(A, self._path_record(p)))
-            if self.plan.register_free:   # (the register is 0 throughout: no reset)
+            record = ast.Expr(ast_call(A, self._path_record(edge, p)))
+            if self.plan.register_free or edge in self.plan.same_resets:   # (the register holds the reset already)
                 return [record]
             return [record, ast.Assign([ast_name(P, True)], ast_const(p.reset))]
         return [ast.AugAssign(ast_name(P, True), ast.Add(), ast_const(p.value))]
 
-    @staticmethod
-    def _path_record(p: "EdgeProbe") -> ast.expr:
-        """The id a cut records: ``wt.p + K``, or the constant when the register is known there."""
+    def _table(self, edge: int) -> ast.expr | None:
+        """``T[wt.p]`` for an edge whose record reads a constant table (``modes.register_forms``)."""
+        table = self.plan.reg_tables.get(edge)
+        return None if table is None else ast.Subscript(ast_const(table), ast_name(P), ast.Load())
+
+    def _path_record(self, edge: int, p: "EdgeProbe") -> ast.expr:
+        """The id a cut records: ``wt.p + K`` (or ``(K, K + 1, ...)[wt.p]``), or the constant when
+        the register is known there."""
         if p.kind == "cut-const":
             return ast_const(p.value)
         if not p.value:
             return ast_name(P)
-        return ast.BinOp(ast_name(P), ast.Add(), ast_const(p.value))
+        return self._table(edge) or ast.BinOp(ast_name(P), ast.Add(), ast_const(p.value))
 
-    def _leave_record(self, p: "EdgeProbe") -> ast.expr:
+    def _leave_record(self, edge: int, p: "EdgeProbe") -> ast.expr:
         """An edge into EXIT: the closing record ``LEAVE_PATH + id``, a constant where the
-        register is known, else ``T[wt.p + K]`` (``leave_table``: an existing int object)."""
+        register is known, else ``T[wt.p + K]`` (``leave_table``: an existing int object; the
+        table shifted by ``K`` where the register cannot be negative there)."""
         if p.kind == "leave-const":
             return ast_const(p.value)
+        shifted = self._table(edge)
+        if shifted is not None:
+            return shifted
         index: ast.expr = ast_name(P) if not p.value else ast.BinOp(ast_name(P), ast.Add(), ast_const(p.value))
         return ast.Subscript(ast_const(self.leave_table()), index, ast.Load())
 
@@ -395,12 +404,12 @@ class Emitter(Record):
         register-free function)."""
         p = self.plan.path_probes[edge]
         if p.kind in ("leave", "leave-const"):
-            return ast.BinOp(ast.NamedExpr(ast_name(O, True), self._leave_record(p)), ast.Mult(), ast_const(0))
+            return ast.BinOp(ast.NamedExpr(ast_name(O, True), self._leave_record(edge, p)), ast.Mult(), ast_const(0))
         if p.kind in ("cut", "cut-const"):
-            if self.plan.register_free:   # None, a false value
-                return ast_call(A, self._path_record(p))
+            if self.plan.register_free or edge in self.plan.same_resets:   # None, a false value
+                return ast_call(A, self._path_record(edge, p))
             reset = ast.NamedExpr(ast_name(P, True), ast_const(p.reset))
-            return ast.Compare(ast_call(A, self._path_record(p)), [ast.Is()], [reset])
+            return ast.Compare(ast_call(A, self._path_record(edge, p)), [ast.Is()], [reset])
         value: ast.expr = ast_const(p.value)
         if p.kind not in ("init", "init-exit"):
             value = ast.BinOp(ast_name(P), ast.Add(), value)

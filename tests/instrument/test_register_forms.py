@@ -1,0 +1,118 @@
+"""Cheaper forms of path-mode register operations (``instrument.modes.register_forms``, docs/design.md
+"Path mode, wave 16"): a reset that stores what the register already holds is left out, and a record
+``wt.p + K`` reads ``T[wt.p]`` from a constant table.  Both must record exactly what the full forms did.
+
+The oracle is brute force on the *original* CFG (``test_pathnum.enumerate_paths``, which never looks
+at the plan): along every path of every corpus function, the numbering's own probes (``simulate``)
+give the register at each cut and each way out; the plan's left-out reset must equal it, and the
+table's entry at it must be the id the addition made.  The compiled code is checked for the forms,
+and the streams for being the same in ``tests/regen/test_path_mode.py`` (every inline program,
+event for event against ``blocks``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path as FsPath
+
+import pytest
+
+from test_pathnum import _corpus_files, enumerate_paths, oracle_starts, simulate
+from wholetrace.events import LEAVE_PATH
+from wholetrace.instrument.cfg import build_module
+from wholetrace.instrument.flowgraph import from_cfg
+from wholetrace.instrument.modes import path_plan
+
+
+@pytest.fixture(scope="module")
+def corpus_cfgs(tmp_path_factory: pytest.TempPathFactory) -> list[object]:
+    out: list[object] = []
+    for f in _corpus_files(tmp_path_factory.mktemp("corpus")):
+        out += build_module(FsPath(f).read_text(encoding="utf-8"), f)
+    return out
+
+
+def test_left_out_resets_and_record_tables_record_what_the_register_did(corpus_cfgs: list[object]) -> None:
+    same_checked = table_cuts = table_exits = 0
+    for cfg in corpus_cfgs:
+        plan = path_plan(cfg)  # type: ignore[arg-type]
+        if plan.strategy != "paths" or not (plan.same_resets or plan.reg_tables):
+            continue
+        assert not plan.register_free
+        num = plan.numbering
+        assert num is not None
+        g = from_cfg(cfg)  # type: ignore[arg-type]
+        dynamic = {b.id for b in cfg.blocks if b.dynamic_entry}  # type: ignore[attr-defined]
+        paths = enumerate_paths(g, num.cuts, oracle_starts(g, num.cuts, dynamic), 10**4)
+        if len(paths) > 10**4:
+            continue
+        for p in paths:
+            recorded, regs = simulate(num, p)
+            if p.end >= 0:   # a path ending at a cut: the register at the cut's source
+                probe = num.probes[p.end]
+                r = recorded - probe.value  # type: ignore[operator]
+                if p.end in plan.same_resets:
+                    assert plan.path_probes[p.end].kind == "cut-const"
+                    assert r == probe.reset, (cfg.qualname, p, r, probe)  # type: ignore[attr-defined]
+                    same_checked += 1
+                if p.end in plan.reg_tables:
+                    table = plan.reg_tables[p.end]
+                    assert 0 <= r < len(table) and table[r] == recorded, (cfg.qualname, p, r)  # type: ignore[attr-defined]
+                    table_cuts += 1
+            elif p.edges and p.edges[-1] in plan.reg_tables:   # a way out reading the shifted closing table
+                e = p.edges[-1]
+                assert g.edges[e][1] == g.exit and plan.path_probes[e].kind == "leave"
+                r = recorded - num.probes[e].value  # type: ignore[operator]
+                table = plan.reg_tables[e]
+                assert 0 <= r < len(table) - 1 and table[r] == LEAVE_PATH + recorded, (cfg.qualname, p, r)  # type: ignore[attr-defined,operator]
+                assert table[-1] == -1   # after an exception (``wt.p = -1``) the table still closes with LEAVE
+                table_exits += 1
+    assert same_checked > 100 and table_cuts > 100 and table_exits > 10, (same_checked, table_cuts, table_exits)
+
+
+SOURCE = '''
+def calls(f, g):
+    f()
+    g()
+    f()
+    return 1
+
+def loop(xs, f):
+    n = 0
+    for x in xs:
+        if x:
+            n += 1
+        f(x)
+    return n
+
+def scan(s, i):
+    while s[i] == " ":
+        i += 1
+    return i
+'''
+
+
+def _codes(source: str = SOURCE) -> dict[str, object]:
+    import ast
+
+    from wholetrace.instrument.cfg import build_cfg, iter_functions
+    from wholetrace.instrument.rewrite import compile_tree, rewrite_tree
+
+    tree = ast.parse(source)
+    fns = [(fn, build_cfg(fn, q)) for fn, q in iter_functions(tree)]
+    items = [(fn, cfg, 3_141_592_653_000_000 + i, path_plan(cfg)) for i, (fn, cfg) in enumerate(fns)]
+    rewrite_tree(tree, items)
+    code = compile_tree(tree, "<path>", items)
+    return {c.co_name: c for c in code.co_consts if hasattr(c, "co_varnames")}
+
+
+def test_compiled_forms() -> None:
+    import dis
+
+    from wholetrace.instrument.emit import P
+
+    code = _codes()["scan"]
+    ops = [(i.opname, i.argval) for i in dis.get_instructions(code)]  # type: ignore[arg-type]
+    reads = [i for i, (op, a) in enumerate(ops) if op == "LOAD_FAST" and a == P]
+    # the way out reads the closing record from a table by the register: no addition to it
+    assert reads and not any(ops[i + 1][0] == "LOAD_CONST" and ops[i + 2][0] == "BINARY_OP" for i in reads), ops
+    assert any(ops[i + 1][0] == "BINARY_SUBSCR" and ops[i - 1][0] == "LOAD_CONST" for i in reads), ops
