@@ -32,7 +32,7 @@ def corpus_cfgs(tmp_path_factory: pytest.TempPathFactory) -> list[object]:
 
 
 def test_left_out_resets_and_record_tables_record_what_the_register_did(corpus_cfgs: list[object]) -> None:
-    same_checked = table_cuts = table_exits = 0
+    same_checked = table_cuts = table_exits = epilogue_exits = 0
     for cfg in corpus_cfgs:
         plan = path_plan(cfg)  # type: ignore[arg-type]
         if plan.strategy != "paths" or not (plan.same_resets or plan.reg_tables):
@@ -66,7 +66,15 @@ def test_left_out_resets_and_record_tables_record_what_the_register_did(corpus_c
                 assert 0 <= r < len(table) - 1 and table[r] == LEAVE_PATH + recorded, (cfg.qualname, p, r)  # type: ignore[attr-defined,operator]
                 assert table[-1] == -1   # after an exception (``wt.p = -1``) the table still closes with LEAVE
                 table_exits += 1
-    assert same_checked > 100 and table_cuts > 100 and table_exits > 10, (same_checked, table_cuts, table_exits)
+            elif plan.exit_table is not None and p.edges and g.edges[p.edges[-1]][1] == g.exit:
+                e = p.edges[-1]   # the epilogue indexes the shifted table by the register
+                r = recorded - num.probes[e].value  # type: ignore[operator]
+                table = plan.exit_table
+                assert 0 <= r < len(table) - 1 and table[r] == LEAVE_PATH + recorded, (cfg.qualname, p, r)  # type: ignore[attr-defined,operator]
+                assert table[-1] == -1
+                epilogue_exits += 1
+    assert same_checked > 100 and table_cuts > 100 and table_exits > 10 and epilogue_exits > 10, (
+        same_checked, table_cuts, table_exits, epilogue_exits)
 
 
 SOURCE = '''
@@ -113,6 +121,6 @@ def test_compiled_forms() -> None:
     code = _codes()["scan"]
     ops = [(i.opname, i.argval) for i in dis.get_instructions(code)]  # type: ignore[arg-type]
     reads = [i for i, (op, a) in enumerate(ops) if op == "LOAD_FAST" and a == P]
-    # the way out reads the closing record from a table by the register: no addition to it
+    # the way out's closing record is read from a table by the register (the epilogue's): no addition
     assert reads and not any(ops[i + 1][0] == "LOAD_CONST" and ops[i + 2][0] == "BINARY_OP" for i in reads), ops
     assert any(ops[i + 1][0] == "BINARY_SUBSCR" and ops[i - 1][0] == "LOAD_CONST" for i in reads), ops

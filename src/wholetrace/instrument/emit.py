@@ -512,7 +512,7 @@ class Emitter(Record):
         """What the activation's final ``finally`` runs: LEAVE (trace modes), or adding the
         local counts to the counter list (count modes)."""
         if self.plan.paths:   # the last path and LEAVE in one record (a plain LEAVE after an exception)
-            table = self.leave_table()
+            table = self.plan.exit_table or self.leave_table()
             value: ast.expr = (ast_const(self.plan.exit_const) if self.plan.exit_const is not None
                                else ast.BinOp(ast_name(P), ast.Add(), ast_const(LEAVE_PATH)) if table is None
                                else ast_name(O) if self.exit_record

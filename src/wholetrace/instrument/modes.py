@@ -68,12 +68,13 @@ class ProbePlan(Record):
     edge into EXIT makes (:func:`single_exit_record`): the epilogue appends it as a constant;
     ``same_resets``: "paths", cut edges whose reset stores the value the register already holds
     there (no store); ``reg_tables``: "paths", edges whose record reads ``T[wt.p]`` from a
-    constant table instead of adding to the register (:func:`register_forms`).
+    constant table instead of adding to the register (:func:`register_forms`); ``exit_table``:
+    "paths", the shifted closing table the epilogue indexes by the register (:func:`exit_table`).
     """
 
     __slots__ = ("mode", "strategy", "block_values", "edge_values", "sites", "counters", "chords", "counted_edges",
                  "local_counters", "base", "witnessed", "path_probes", "path_starts", "numbering", "values",
-                 "register_free", "exit_const", "same_resets", "reg_tables")
+                 "register_free", "exit_const", "same_resets", "reg_tables", "exit_table")
 
     def __init__(self, mode: str, strategy: str, block_values: dict[int, list[int]] | None = None,
                  edge_values: dict[int, list[int]] | None = None, sites: list[Site | None] | None = None,
@@ -82,7 +83,8 @@ class ProbePlan(Record):
                  path_probes: tuple[EdgeProbe, ...] = (), path_starts: dict[int, int] | None = None,
                  numbering: PathNumbering | None = None, values: ValuePlan | None = None,
                  register_free: bool = False, exit_const: int | None = None,
-                 same_resets: frozenset[int] = frozenset(), reg_tables: dict[int, tuple[int, ...]] | None = None) -> None:
+                 same_resets: frozenset[int] = frozenset(), reg_tables: dict[int, tuple[int, ...]] | None = None,
+                 exit_table: tuple[int, ...] | None = None) -> None:
         self.mode = mode
         self.strategy = strategy
         self.block_values: dict[int, list[int]] = {} if block_values is None else block_values
@@ -102,6 +104,7 @@ class ProbePlan(Record):
         self.exit_const = exit_const
         self.same_resets = same_resets
         self.reg_tables: dict[int, tuple[int, ...]] = {} if reg_tables is None else reg_tables
+        self.exit_table = exit_table
 
     @property
     def traces(self) -> bool:
@@ -476,13 +479,27 @@ def path_plan(cfg: CFG) -> ProbePlan:
         probes = tuple(EdgeProbe("none") if e.src == ENTRY and p.kind == "init" else p
                        for e, p in zip(cfg.edges, probes))
     closing = single_exit_record(cfg, probes)
-    if closing is not None or table_exits(cfg, probes):   # the epilogue appends the record: the edges into EXIT do nothing
-        probes = tuple(EdgeProbe("none") if e.dst == EXIT else p for e, p in zip(cfg.edges, probes))
     same, tables = (frozenset(), {}) if free else register_forms(num, probes)
+    shifted = None if closing is not None else exit_table(cfg, probes, tables)
+    if closing is not None or shifted is not None or table_exits(cfg, probes):   # the epilogue appends the record: the edges into EXIT do nothing
+        probes = tuple(EdgeProbe("none") if e.dst == EXIT else p for e, p in zip(cfg.edges, probes))
+        tables = {e: t for e, t in tables.items() if cfg.edges[e].dst != EXIT}
     return ProbePlan("path", "paths", sites=sites, path_probes=probes,
                      edge_values={e: [e] for e, p in enumerate(probes) if needs_probe(p)},
                      path_starts=dict(num.start_value), numbering=num, register_free=free,
-                     exit_const=closing, same_resets=same, reg_tables=tables)
+                     exit_const=closing, same_resets=same, reg_tables=tables, exit_table=shifted)
+
+
+def exit_table(cfg: CFG, probes: Sequence["EdgeProbe"], tables: dict[int, tuple[int, ...]]) -> tuple[int, ...] | None:
+    """When every edge into EXIT records ``T[wt.p + K]`` with one ``K`` != 0 and reads it from a
+    shifted table (:func:`register_forms`), the table the epilogue indexes by the register itself
+    (``wt.a(T'[wt.p])``, as :func:`table_exits` does for ``K`` = 0): the edges then set no ``wt.o``.
+    The table ends with LEAVE, so the register -1 an exception leaves (``emit.no_path``) closes
+    with a plain LEAVE; None otherwise."""
+    exits = [(e, p) for e, (edge, p) in enumerate(zip(cfg.edges, probes)) if edge.dst == EXIT]
+    if not exits or any(p.kind != "leave" or e not in tables for e, p in exits) or len({p.value for _e, p in exits}) != 1:
+        return None
+    return max((tables[e] for e, _p in exits), key=len)   # (the same entries, up to the highest register)
 
 
 def make_plan(mode: str, cfg: CFG, base: int, weights: Sequence[float] | None = None) -> ProbePlan:
