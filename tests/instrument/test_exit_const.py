@@ -45,12 +45,14 @@ def test_constant_closing_records_are_the_only_way_out(corpus_cfgs: list[object]
             assert ids == {plan.exit_const - LEAVE_PATH}, (cfg.qualname, ids, plan.exit_const)  # type: ignore[attr-defined]
             assert all(plan.path_probes[e].kind == "none" for e in exits)   # nothing stored on the way out
             assert not any(e in plan.edge_values for e in exits)
-        elif exits and all(plan.path_probes[e].kind == "none" for e in exits):   # ``table_exits``
+        elif exits and all(plan.path_probes[e].kind == "none" for e in exits):   # ``table_exits`` / ``exit_table``
             table += 1
             for p in paths:     # the register is the id on every way out: ``T[wt.p]`` is the record
-                recorded, regs = simulate(num, p)
-                if p.end == END_EXIT:
+                recorded, regs = simulate(num, p)  # (``exit_table``: the table shifted by the exits' one K)
+                if p.end == END_EXIT and plan.exit_table is None:
                     assert regs and recorded == regs[-1][1], (cfg.qualname, p)  # type: ignore[attr-defined]
+                elif p.end == END_EXIT:
+                    assert regs and plan.exit_table[regs[-1][1]] == LEAVE_PATH + recorded, (cfg.qualname, p)  # type: ignore[attr-defined,operator]
         else:
             multi += len(ids) > 1
             folded = [plan.path_probes[e].kind for e in exits]
