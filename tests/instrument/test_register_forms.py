@@ -17,6 +17,7 @@ from pathlib import Path as FsPath
 import pytest
 
 from test_pathnum import _corpus_files, enumerate_paths, oracle_starts, simulate
+from test_register_free import _codes
 from wholetrace.events import LEAVE_PATH
 from wholetrace.instrument.cfg import build_module
 from wholetrace.instrument.flowgraph import from_cfg
@@ -99,26 +100,12 @@ def scan(s, i):
 '''
 
 
-def _codes(source: str = SOURCE) -> dict[str, object]:
-    import ast
-
-    from wholetrace.instrument.cfg import build_cfg, iter_functions
-    from wholetrace.instrument.rewrite import compile_tree, rewrite_tree
-
-    tree = ast.parse(source)
-    fns = [(fn, build_cfg(fn, q)) for fn, q in iter_functions(tree)]
-    items = [(fn, cfg, 3_141_592_653_000_000 + i, path_plan(cfg)) for i, (fn, cfg) in enumerate(fns)]
-    rewrite_tree(tree, items)
-    code = compile_tree(tree, "<path>", items)
-    return {c.co_name: c for c in code.co_consts if hasattr(c, "co_varnames")}
-
-
 def test_compiled_forms() -> None:
     import dis
 
     from wholetrace.instrument.emit import P
 
-    code = _codes()["scan"]
+    code = _codes(SOURCE)["scan"]
     ops = [(i.opname, i.argval) for i in dis.get_instructions(code)]  # type: ignore[arg-type]
     reads = [i for i, (op, a) in enumerate(ops) if op == "LOAD_FAST" and a == P]
     # the way out's closing record is read from a table by the register (the epilogue's): no addition
