@@ -12,27 +12,16 @@ event for event against ``blocks``).
 
 from __future__ import annotations
 
-from pathlib import Path as FsPath
 
-import pytest
 
-from test_pathnum import _corpus_files, enumerate_paths, oracle_starts, simulate
-from test_register_free import _codes
+from test_pathnum import enumerate_paths, oracle_starts, simulate
+from test_register_free import _codes, corpus_cfgs  # noqa: F401 (a fixture)
 from wholetrace.events import LEAVE_PATH
-from wholetrace.instrument.cfg import build_module
 from wholetrace.instrument.flowgraph import from_cfg
 from wholetrace.instrument.modes import path_plan
 
 
-@pytest.fixture(scope="module")
-def corpus_cfgs(tmp_path_factory: pytest.TempPathFactory) -> list[object]:
-    out: list[object] = []
-    for f in _corpus_files(tmp_path_factory.mktemp("corpus")):
-        out += build_module(FsPath(f).read_text(encoding="utf-8"), f)
-    return out
-
-
-def test_left_out_resets_and_record_tables_record_what_the_register_did(corpus_cfgs: list[object]) -> None:
+def test_left_out_resets_and_record_tables_record_what_the_register_did(corpus_cfgs: list[object]) -> None:  # noqa: F811
     same_checked = table_cuts = table_exits = epilogue_exits = 0
     for cfg in corpus_cfgs:
         plan = path_plan(cfg)  # type: ignore[arg-type]
