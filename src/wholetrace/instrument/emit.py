@@ -513,6 +513,9 @@ class Emitter(Record):
         local counts to the counter list (count modes)."""
         if self.plan.paths:   # the last path and LEAVE in one record (a plain LEAVE after an exception)
             table = self.plan.exit_table or self.leave_table()
+            # (an exception leaves ``wt.p = no_path()``: the shifted table's last entry, LEAVE,
+            # only if that is -1, i.e. within LEAVE_TABLE_MAX paths; ``modes.exit_table`` checks)
+            assert self.plan.exit_table is None or self.no_path() == -1, "exit_table past LEAVE_TABLE_MAX paths"
             value: ast.expr = (ast_const(self.plan.exit_const) if self.plan.exit_const is not None
                                else ast.BinOp(ast_name(P), ast.Add(), ast_const(LEAVE_PATH)) if table is None
                                else ast_name(O) if self.exit_record

@@ -446,6 +446,9 @@ def register_forms(num: "PathNumbering", probes: Sequence["EdgeProbe"]) -> tuple
             if q.value - p.value == q.reset:   # the register known at the cut's source is the reset
                 same.add(e)
             continue
+        # (the bound on "leave" is load-bearing: past LEAVE_TABLE_MAX paths an exception leaves
+        # ``wt.p = NO_PATH`` (``emit.Emitter.no_path``), not -1, so an epilogue ``T'[wt.p]``
+        # (``exit_table``) would raise; ``exit_table`` checks it again)
         if not (q.kind == "cut" or q.kind == "leave" and num.num_paths <= LEAVE_TABLE_MAX) or not q.value:
             continue
         if rng is None:
@@ -480,7 +483,7 @@ def path_plan(cfg: CFG) -> ProbePlan:
                        for e, p in zip(cfg.edges, probes))
     closing = single_exit_record(cfg, probes)
     same, tables = (frozenset(), {}) if free else register_forms(num, probes)
-    shifted = None if closing is not None else exit_table(cfg, probes, tables)
+    shifted = None if closing is not None else exit_table(cfg, probes, tables, num.num_paths)
     if closing is not None or shifted is not None or table_exits(cfg, probes):   # the epilogue appends the record: the edges into EXIT do nothing
         probes = tuple(EdgeProbe("none") if e.dst == EXIT else p for e, p in zip(cfg.edges, probes))
         tables = {e: t for e, t in tables.items() if cfg.edges[e].dst != EXIT}
@@ -490,14 +493,21 @@ def path_plan(cfg: CFG) -> ProbePlan:
                      exit_const=closing, same_resets=same, reg_tables=tables, exit_table=shifted)
 
 
-def exit_table(cfg: CFG, probes: Sequence["EdgeProbe"], tables: dict[int, tuple[int, ...]]) -> tuple[int, ...] | None:
-    """When every edge into EXIT records ``T[wt.p + K]`` with one ``K`` != 0 and reads it from a
+def exit_table(cfg: CFG, probes: Sequence["EdgeProbe"], tables: dict[int, tuple[int, ...]],
+               num_paths: int) -> tuple[int, ...] | None:
+    """When every edge into EXIT records ``T[wt.p + K]`` with one ``K`` and reads it from a
     shifted table (:func:`register_forms`), the table the epilogue indexes by the register itself
     (``wt.a(T'[wt.p])``, as :func:`table_exits` does for ``K`` = 0): the edges then set no ``wt.o``.
-    The table ends with LEAVE, so the register -1 an exception leaves (``emit.no_path``) closes
-    with a plain LEAVE; None otherwise."""
+    ``K`` != 0 is implied (:func:`register_forms` gives no table to an edge adding 0; the
+    ``K`` = 0 case is :func:`table_exits`'s), and one ``K`` makes every exit's table the same
+    entries, so the longest one serves all.  The table ends with LEAVE, so the register -1 an
+    exception leaves (``emit.Emitter.no_path``) closes with a plain LEAVE; that register is -1
+    only up to ``LEAVE_TABLE_MAX`` paths (past it, NO_PATH), so past it: None, as otherwise."""
+    from wholetrace.instrument.emit import LEAVE_TABLE_MAX
+
     exits = [(e, p) for e, (edge, p) in enumerate(zip(cfg.edges, probes)) if edge.dst == EXIT]
-    if not exits or any(p.kind != "leave" or e not in tables for e, p in exits) or len({p.value for _e, p in exits}) != 1:
+    if (num_paths > LEAVE_TABLE_MAX or not exits or any(p.kind != "leave" or e not in tables for e, p in exits)
+            or len({p.value for _e, p in exits}) != 1):
         return None
     return max((tables[e] for e, _p in exits), key=len)   # (the same entries, up to the highest register)
 
