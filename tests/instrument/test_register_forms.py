@@ -68,20 +68,6 @@ def test_left_out_resets_and_record_tables_record_what_the_register_did(corpus_c
 
 
 SOURCE = '''
-def calls(f, g):
-    f()
-    g()
-    f()
-    return 1
-
-def loop(xs, f):
-    n = 0
-    for x in xs:
-        if x:
-            n += 1
-        f(x)
-    return n
-
 def scan(s, i):
     while s[i] == " ":
         i += 1
@@ -92,7 +78,8 @@ def scan(s, i):
 def test_compiled_forms() -> None:
     import dis
 
-    from wholetrace.instrument.emit import P
+    from wholetrace.instrument.cfg import build_module
+    from wholetrace.instrument.emit import P, leave_table
 
     code = _codes(SOURCE)["scan"]
     ops = [(i.opname, i.argval) for i in dis.get_instructions(code)]  # type: ignore[arg-type]
@@ -100,3 +87,10 @@ def test_compiled_forms() -> None:
     # the way out's closing record is read from a table by the register (the epilogue's): no addition
     assert reads and not any(ops[i + 1][0] == "LOAD_CONST" and ops[i + 2][0] == "BINARY_OP" for i in reads), ops
     assert any(ops[i + 1][0] == "BINARY_SUBSCR" and ops[i - 1][0] == "LOAD_CONST" for i in reads), ops
+    # ... and that table is the plan's shifted one (``modes.exit_table``, K = 2 here), not the
+    # unshifted ``leave_table`` (which would record the wrong ids)
+    plan = next(path_plan(cfg) for cfg in build_module(SOURCE) if cfg.qualname == "scan")
+    assert plan.exit_table is not None and plan.numbering is not None
+    assert plan.exit_table != leave_table(plan.numbering.num_paths)
+    epilogue = [ops[i - 1][1] for i in reads if ops[i - 1][0] == "LOAD_CONST" and ops[i + 1][0] == "BINARY_SUBSCR"]
+    assert epilogue and set(epilogue) == {plan.exit_table}, (epilogue, plan.exit_table)   # (the compiler copies the finally)
