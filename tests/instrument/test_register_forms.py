@@ -18,6 +18,7 @@ from test_pathnum import enumerate_paths, oracle_starts, simulate
 from test_register_free import _codes, corpus_cfgs  # noqa: F401 (a fixture)
 from wholetrace.events import LEAVE_PATH
 from wholetrace.instrument.flowgraph import from_cfg
+from wholetrace.instrument.modes import UNREAD_ID
 from wholetrace.instrument.modes import path_plan
 
 
@@ -46,7 +47,8 @@ def test_left_out_resets_and_record_tables_record_what_the_register_did(corpus_c
                     same_checked += 1
                 if p.end in plan.reg_tables:
                     table = plan.reg_tables[p.end]
-                    assert 0 <= r < len(table) and table[r] == recorded, (cfg.qualname, p, r)  # type: ignore[attr-defined]
+                    assert 0 <= r < len(table) - 1 and table[r] == recorded, (cfg.qualname, p, r)  # type: ignore[attr-defined]
+                    assert table[-1] == UNREAD_ID   # -1 (an exception's register) reads no path id
                     table_cuts += 1
             elif p.edges and p.edges[-1] in plan.reg_tables:   # a way out reading the shifted closing table
                 e = p.edges[-1]
@@ -94,3 +96,33 @@ def test_compiled_forms() -> None:
     assert plan.exit_table != leave_table(plan.numbering.num_paths)
     epilogue = [ops[i - 1][1] for i in reads if ops[i - 1][0] == "LOAD_CONST" and ops[i + 1][0] == "BINARY_SUBSCR"]
     assert epilogue and set(epilogue) == {plan.exit_table}, (epilogue, plan.exit_table)   # (the compiler copies the finally)
+
+
+def test_unread_entries_are_refused_by_the_decoder() -> None:
+    """A table entry no register should reach (``modes.UNREAD_ID``: below the register's lowest,
+    and a cut table's index -1) decodes to a loud "path ... does not exist", never a plausible
+    id: the failure mode if a register range were ever wrong (docs/design.md "Path mode, wave 16")."""
+    import numpy as np
+    import pytest
+
+    from wholetrace.errors import StoreError
+    from wholetrace.events import ENTER_BASE
+    from wholetrace.instrument.cfg import build_module
+    from wholetrace.instrument.modes import make_plan
+    from wholetrace.instrument.pathnum import MAX_PATHS
+    from wholetrace.trace.decode import StreamDecoder
+    from wholetrace.trace.shape import parse_shape
+    from wholetrace.trace.tables import Tables
+
+    assert UNREAD_ID >= MAX_PATHS and LEAVE_PATH + UNREAD_ID < 2**31   # no path id; an int32
+    shapes = {}
+    for fid, cfg in enumerate(build_module(SOURCE)):
+        desc = cfg.to_json()
+        desc["plan"] = make_plan("path", cfg, 0).to_json()
+        shapes[fid] = parse_shape(fid, desc, file="t.py")
+    fid = next(f for f, sh in shapes.items() if sh.qualname == "scan")
+    for record in (UNREAD_ID, LEAVE_PATH + UNREAD_ID):
+        dec = StreamDecoder(Tables(shapes, shapes.__getitem__, "path"), what="stream 0")
+        with pytest.raises(StoreError, match=f"path {UNREAD_ID} does not exist in function {fid} "):
+            for _ in dec.decode([np.array([-(ENTER_BASE + fid), record], np.int32)]):
+                pass

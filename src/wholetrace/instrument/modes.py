@@ -420,6 +420,10 @@ def table_exits(cfg: CFG, probes: Sequence["EdgeProbe"]) -> bool:
 #: A record ``wt.p + K`` reads ``T[wt.p]`` from a constant table when the register there lies in
 #: 0 .. ``RECORD_TABLE_MAX`` - 1 (:func:`register_forms`).
 RECORD_TABLE_MAX = 64
+#: The entries of those tables that no register reaches (below its lowest, and a cut table's last,
+#: read by -1): no path id (``pathnum.MAX_PATHS`` = LEAVE_PATH - 1 is none), so a decoder fails
+#: with "path ... does not exist" (``kernels.decode``, BAD_PATH) if a wrong range ever reads one.
+UNREAD_ID = LEAVE_PATH - 1
 
 
 def register_forms(num: "PathNumbering", probes: Sequence["EdgeProbe"]) -> tuple[frozenset[int], dict[int, tuple[int, ...]]]:
@@ -433,7 +437,14 @@ def register_forms(num: "PathNumbering", probes: Sequence["EdgeProbe"]) -> tuple
       edge's source (``pathregs.register_range``: every register the probes can leave there), lies
       in 0 .. ``RECORD_TABLE_MAX`` - 1: the record is read from a constant tuple indexed by the
       register (``(K, K + 1, ...)[wt.p]``, ``(LEAVE_PATH + K, ..., LEAVE)[wt.p]``): one specialised
-      subscript of an existing int instead of an addition (~80 instructions measured on 3.11)."""
+      subscript of an existing int instead of an addition (~80 instructions measured on 3.11).
+
+    Invariant: both rest on static facts holding on every run (``fold_known_registers``'s known
+    registers, ``register_range``'s bounds).  Were one ever wrong, the recording would no longer
+    repair itself at the next reset as ``wt.p + K`` did: a left-out reset carries a wrong register
+    on; a register above the table raises IndexError in the program; one below its lowest (or -1 in
+    a cut table) reads ``UNREAD_ID`` (+ LEAVE_PATH on a way out), which the decoder rejects as a path
+    that does not exist (a StoreError), rather than a plausible id."""
     from wholetrace.events import LEAVE
     from wholetrace.instrument.emit import LEAVE_TABLE_MAX
     from wholetrace.instrument.pathregs import register_range
@@ -456,10 +467,10 @@ def register_forms(num: "PathNumbering", probes: Sequence["EdgeProbe"]) -> tuple
         r = rng[num.graph.edges[e][0]]
         if r is None or r[0] < 0 or r[1] >= RECORD_TABLE_MAX:
             continue
-        if q.kind == "cut":
-            tables[e] = tuple(q.value + i for i in range(r[1] + 1))
-        else:   # (entries below the lowest register are never read; LEAVE last, as in ``leave_table``)
-            tables[e] = tuple(LEAVE_PATH + q.value + i for i in range(r[1] + 1)) + (LEAVE,)
+        if q.kind == "cut":   # (entries below the lowest register, and index -1, are never read)
+            tables[e] = tuple(q.value + i if i >= r[0] else UNREAD_ID for i in range(r[1] + 1)) + (UNREAD_ID,)
+        else:   # (LEAVE last, as in ``leave_table``: -1 is an exception's register, ``exit_table``)
+            tables[e] = tuple(LEAVE_PATH + (q.value + i if i >= r[0] else UNREAD_ID) for i in range(r[1] + 1)) + (LEAVE,)
     return frozenset(same), tables
 
 
@@ -503,13 +514,18 @@ def exit_table(cfg: CFG, probes: Sequence["EdgeProbe"], tables: dict[int, tuple[
     entries, so the longest one serves all.  The table ends with LEAVE, so the register -1 an
     exception leaves (``emit.Emitter.no_path``) closes with a plain LEAVE; that register is -1
     only up to ``LEAVE_TABLE_MAX`` paths (past it, NO_PATH), so past it: None, as otherwise."""
+    from wholetrace.events import LEAVE
     from wholetrace.instrument.emit import LEAVE_TABLE_MAX
 
     exits = [(e, p) for e, (edge, p) in enumerate(zip(cfg.edges, probes)) if edge.dst == EXIT]
     if (num_paths > LEAVE_TABLE_MAX or not exits or any(p.kind != "leave" or e not in tables for e, p in exits)
             or len({p.value for _e, p in exits}) != 1):
         return None
-    return max((tables[e] for e, _p in exits), key=len)   # (the same entries, up to the highest register)
+    # one K: every exit's table has the same entries where it is read; an entry is read if any
+    # exit's register reaches it (the lowest of them: a real id is below ``UNREAD_ID``'s record)
+    shifted = [tables[e] for e, _p in exits]
+    top = max(len(t) for t in shifted) - 1
+    return tuple(min(t[i] for t in shifted if i < len(t) - 1) for i in range(top)) + (LEAVE,)
 
 
 def make_plan(mode: str, cfg: CFG, base: int, weights: Sequence[float] | None = None) -> ProbePlan:
