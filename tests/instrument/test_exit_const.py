@@ -1,4 +1,4 @@
-"""Constant closing records (``instrument.modes.single_exit_record``, docs/design.md "Path mode,
+"""Constant closing records (``instrument.pathforms.single_exit_record``, docs/design.md "Path mode,
 wave 13"): where every way out of a function ends the same path, the epilogue appends that
 path's ``LEAVE_PATH + id`` as a constant and the edges into EXIT store nothing.
 
@@ -108,7 +108,7 @@ def test_constant_closing_record_code() -> None:
     assert not any(i.opname.startswith("LOAD_FAST") and i.argval == O for i in dis.get_instructions(two))  # type: ignore[arg-type]
     # the register is the id at the one way out: the epilogue appends ``T[wt.p]``, no ``wt.o``
     from wholetrace.instrument.emit import P
-    from wholetrace.instrument.modes import table_exits
+    from wholetrace.instrument.pathforms import table_exits
     find = codes["find"]
     assert plans["find"].exit_const is None and P in find.co_varnames and O not in find.co_varnames  # type: ignore[attr-defined]
     assert any(isinstance(c, tuple) and c[-1] == -1 and c[0] == LEAVE_PATH for c in find.co_consts)  # type: ignore[attr-defined]

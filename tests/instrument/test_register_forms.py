@@ -1,4 +1,4 @@
-"""Cheaper forms of path-mode register operations (``instrument.modes.register_forms``, docs/design.md
+"""Cheaper forms of path-mode register operations (``instrument.pathforms.register_forms``, docs/design.md
 "Path mode, wave 16"): a reset that stores what the register already holds is left out, and a record
 ``wt.p + K`` reads ``T[wt.p]`` from a constant table.  Both must record exactly what the full forms did.
 
@@ -18,7 +18,7 @@ from test_pathnum import enumerate_paths, oracle_starts, simulate
 from test_register_free import _codes, corpus_cfgs  # noqa: F401 (a fixture)
 from wholetrace.events import LEAVE_PATH
 from wholetrace.instrument.flowgraph import from_cfg
-from wholetrace.instrument.modes import UNREAD_ID
+from wholetrace.instrument.pathforms import UNREAD_ID
 from wholetrace.instrument.modes import path_plan
 
 
@@ -89,7 +89,7 @@ def test_compiled_forms() -> None:
     # the way out's closing record is read from a table by the register (the epilogue's): no addition
     assert reads and not any(ops[i + 1][0] == "LOAD_CONST" and ops[i + 2][0] == "BINARY_OP" for i in reads), ops
     assert any(ops[i + 1][0] == "BINARY_SUBSCR" and ops[i - 1][0] == "LOAD_CONST" for i in reads), ops
-    # ... and that table is the plan's shifted one (``modes.exit_table``, K = 2 here), not the
+    # ... and that table is the plan's shifted one (``pathforms.exit_table``, K = 2 here), not the
     # unshifted ``leave_table`` (which would record the wrong ids)
     plan = next(path_plan(cfg) for cfg in build_module(SOURCE) if cfg.qualname == "scan")
     assert plan.exit_table is not None and plan.numbering is not None
@@ -99,7 +99,7 @@ def test_compiled_forms() -> None:
 
 
 def test_unread_entries_are_refused_by_the_decoder() -> None:
-    """A table entry no register should reach (``modes.UNREAD_ID``: below the register's lowest,
+    """A table entry no register should reach (``pathforms.UNREAD_ID``: below the register's lowest,
     and a cut table's index -1) decodes to a loud "path ... does not exist", never a plausible
     id: the failure mode if a register range were ever wrong (docs/design.md "Path mode, wave 16")."""
     import numpy as np

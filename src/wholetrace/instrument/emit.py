@@ -17,6 +17,7 @@ import sys
 from wholetrace.ids import EXIT
 from wholetrace.instrument.misspath import LazyModule
 from wholetrace.events import EXC, LEAVE, LEAVE_PATH, NO_PATH, RERAISE as RERAISE_CODE, START, enter_code
+from wholetrace.instrument.pathforms import LEAVE_TABLE_MAX
 from wholetrace.plain import Record
 
 TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
@@ -44,10 +45,6 @@ MATCH = "wt.m"       # ``wt.m<N>``: the saved subject of a split ``match``
 STAR_HELD = "wt.h"   # ``wt.h<N>``: the traceback entry an ``except*`` handler held (statement N its star-end)
 P = "wt.p"           # path mode: the path register
 O = "wt.o"           # path mode: the activation's closing record, set on the edges into EXIT (``Emitter.exit_record``)
-#: Functions with at most this many paths close with ``wt.a(T[wt.p])``, ``T`` = ``leave_table(n)``
-#: (a constant tuple): the record is an existing int object, where ``wt.p + LEAVE_PATH`` made a
-#: new one per activation (an allocation, and an object the buffer holds until the flush).
-LEAVE_TABLE_MAX = 256
 
 
 _LEAVE_TABLES: dict[int, tuple[int, ...]] = {}   # a memo dict, not functools.lru_cache (rstart15: no functools at start-up)
@@ -361,7 +358,7 @@ class Emitter(Record):
         return [ast.AugAssign(ast_name(P, True), ast.Add(), ast_const(p.value))]
 
     def _table(self, edge: int) -> ast.expr | None:
-        """``T[wt.p]`` for an edge whose record reads a constant table (``modes.register_forms``)."""
+        """``T[wt.p]`` for an edge whose record reads a constant table (``pathforms.register_forms``)."""
         table = self.plan.reg_tables.get(edge)
         return None if table is None else ast.Subscript(ast_const(table), ast_name(P), ast.Load())
 
@@ -514,7 +511,7 @@ class Emitter(Record):
         if self.plan.paths:   # the last path and LEAVE in one record (a plain LEAVE after an exception)
             table = self.plan.exit_table or self.leave_table()
             # (an exception leaves ``wt.p = no_path()``: the shifted table's last entry, LEAVE,
-            # only if that is -1, i.e. within LEAVE_TABLE_MAX paths; ``modes.exit_table`` checks)
+            # only if that is -1, i.e. within LEAVE_TABLE_MAX paths; ``pathforms.exit_table`` checks)
             assert self.plan.exit_table is None or self.no_path() == -1, "exit_table past LEAVE_TABLE_MAX paths"
             value: ast.expr = (ast_const(self.plan.exit_const) if self.plan.exit_const is not None
                                else ast.BinOp(ast_name(P), ast.Add(), ast_const(LEAVE_PATH)) if table is None
@@ -579,7 +576,7 @@ class Emitter(Record):
                 extra.append(ast_const(0) if self.plan.register_free else ast_name(P))
             if self.plan.records_handler and dst != EXIT:  # witness modes also name the handler block
                 extra.append(ast_const(dst))
-            # a constant closing record (``modes.single_exit_record``): the activation's handler
+            # a constant closing record (``pathforms.single_exit_record``): the activation's handler
             # appends the plain LEAVE with the record, then turns ``wt.a`` into ``skip`` (``wt.a =
             # extend(...) or skip``), so the epilogue's ``wt.a(K)`` records nothing.  The switch
             # comes after the append, never before: Python code can run inside the record's
