@@ -1,4 +1,4 @@
-"""Constant closing records (``instrument.modes.single_exit_record``, docs/design.md "Path mode,
+"""Constant closing records (``instrument.pathforms.single_exit_record``, docs/design.md "Path mode,
 wave 13"): where every way out of a function ends the same path, the epilogue appends that
 path's ``LEAVE_PATH + id`` as a constant and the edges into EXIT store nothing.
 
@@ -45,12 +45,14 @@ def test_constant_closing_records_are_the_only_way_out(corpus_cfgs: list[object]
             assert ids == {plan.exit_const - LEAVE_PATH}, (cfg.qualname, ids, plan.exit_const)  # type: ignore[attr-defined]
             assert all(plan.path_probes[e].kind == "none" for e in exits)   # nothing stored on the way out
             assert not any(e in plan.edge_values for e in exits)
-        elif exits and all(plan.path_probes[e].kind == "none" for e in exits):   # ``table_exits``
+        elif exits and all(plan.path_probes[e].kind == "none" for e in exits):   # ``table_exits`` / ``exit_table``
             table += 1
             for p in paths:     # the register is the id on every way out: ``T[wt.p]`` is the record
-                recorded, regs = simulate(num, p)
-                if p.end == END_EXIT:
+                recorded, regs = simulate(num, p)  # (``exit_table``: the table shifted by the exits' one K)
+                if p.end == END_EXIT and plan.exit_table is None:
                     assert regs and recorded == regs[-1][1], (cfg.qualname, p)  # type: ignore[attr-defined]
+                elif p.end == END_EXIT:
+                    assert regs and plan.exit_table[regs[-1][1]] == LEAVE_PATH + recorded, (cfg.qualname, p)  # type: ignore[attr-defined,operator]
         else:
             multi += len(ids) > 1
             folded = [plan.path_probes[e].kind for e in exits]
@@ -106,7 +108,7 @@ def test_constant_closing_record_code() -> None:
     assert not any(i.opname.startswith("LOAD_FAST") and i.argval == O for i in dis.get_instructions(two))  # type: ignore[arg-type]
     # the register is the id at the one way out: the epilogue appends ``T[wt.p]``, no ``wt.o``
     from wholetrace.instrument.emit import P
-    from wholetrace.instrument.modes import table_exits
+    from wholetrace.instrument.pathforms import table_exits
     find = codes["find"]
     assert plans["find"].exit_const is None and P in find.co_varnames and O not in find.co_varnames  # type: ignore[attr-defined]
     assert any(isinstance(c, tuple) and c[-1] == -1 and c[0] == LEAVE_PATH for c in find.co_consts)  # type: ignore[attr-defined]

@@ -1,6 +1,6 @@
 """Python code running inside a constant-closing handler's record (review13d, defect 1).
 
-A single-exit-record function (``modes.single_exit_record``) closes an activation left by an
+A single-exit-record function (``pathforms.single_exit_record``) closes an activation left by an
 exception in its handler's one ``extend`` (``EXC s r`` LEAVE), then turns ``wt.a`` into ``skip``
 so the epilogue's constant records nothing.  On 3.11 the cyclic GC runs inside allocations
 (``__del__`` is Python code: thread switches), and a profile function runs at the extend's

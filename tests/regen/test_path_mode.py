@@ -595,6 +595,58 @@ EXTRA = {
                     out.append("IE")
         print(out)
     ''',
+    # a cut with a reset in expression form (``Emitter.path_expr``): ``useful_fast``'s ``for``
+    # iterable stores the reset 3 (go's ``Board.useful_fast``); leaving such stores out
+    # (review16b's mutant m6) records wrong paths.  (``walk``: reset 0 there; ``scan``: none)
+    "expr_resets": '''
+        EMPTY = 0
+
+
+        class Sq:
+            def __init__(self, used, colors):
+                self.used = used
+                self.neighbours = [N(c) for c in colors]
+
+
+        class N:
+            def __init__(self, c):
+                self.color = c
+
+
+        def useful_fast(square):
+            if not square.used:
+                for neighbour in square.neighbours:
+                    if neighbour.color == EMPTY:
+                        return True
+            return False
+
+
+        def scan(xs, k):
+            i = 0
+            if k:
+                i = 1
+            while i < len(xs) and xs[i] != k:
+                i += 1
+            return i
+
+
+        def walk(n):
+            total = 0
+            for i in range(n) if n > 2 else ():
+                if i % 3:
+                    total += i
+            return total
+
+
+        out = []
+        for used in (0, 1):
+            for colors in ((1, 1, 0), (1, 2), (), (0,)):
+                out.append(useful_fast(Sq(used, colors)))
+        for k in range(5):
+            out.append(scan([4, 3, 2, 1, 0], k))
+            out.append(walk(k * 2))
+        print(out)
+    ''',
 }
 #: The daemon thread runs on until the recording ends: its stream's length differs per run.
 UNFINISHED = {"daemon"}

@@ -17,6 +17,7 @@ import sys
 from wholetrace.ids import EXIT
 from wholetrace.instrument.misspath import LazyModule
 from wholetrace.events import EXC, LEAVE, LEAVE_PATH, NO_PATH, RERAISE as RERAISE_CODE, START, enter_code
+from wholetrace.instrument.pathforms import LEAVE_TABLE_MAX
 from wholetrace.plain import Record
 
 TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
@@ -44,10 +45,6 @@ MATCH = "wt.m"       # ``wt.m<N>``: the saved subject of a split ``match``
 STAR_HELD = "wt.h"   # ``wt.h<N>``: the traceback entry an ``except*`` handler held (statement N its star-end)
 P = "wt.p"           # path mode: the path register
 O = "wt.o"           # path mode: the activation's closing record, set on the edges into EXIT (``Emitter.exit_record``)
-#: Functions with at most this many paths close with ``wt.a(T[wt.p])``, ``T`` = ``leave_table(n)``
-#: (a constant tuple): the record is an existing int object, where ``wt.p + LEAVE_PATH`` made a
-#: new one per activation (an allocation, and an object the buffer holds until the flush).
-LEAVE_TABLE_MAX = 256
 
 
 _LEAVE_TABLES: dict[int, tuple[int, ...]] = {}   # a memo dict, not functools.lru_cache (rstart15: no functools at start-up)
@@ -350,30 +347,39 @@ class Emitter(Record):
         """``wt.p = K`` (edge out of ENTRY), ``wt.p += K``, or ``wt.a(id); wt.p = R`` (a cut)."""
         p = self.plan.path_probes[edge]
         if p.kind in ("leave", "leave-const"):
-            return [ast.Assign([ast_name(O, True)], self._leave_record(p))]
+            return [ast.Assign([ast_name(O, True)], self._leave_record(edge, p))]
         if p.kind in ("init", "init-exit"):
             return [ast.Assign([ast_name(P, True)], ast_const(p.value))]
         if p.kind in ("cut", "cut-const"):
-            record = ast.Expr(ast_call(A, self._path_record(p)))
-            if self.plan.register_free:   # (the register is 0 throughout: no reset)
+            record = ast.Expr(ast_call(A, self._path_record(edge, p)))
+            if self.plan.register_free or edge in self.plan.same_resets:   # (the register holds the reset already)
                 return [record]
             return [record, ast.Assign([ast_name(P, True)], ast_const(p.reset))]
         return [ast.AugAssign(ast_name(P, True), ast.Add(), ast_const(p.value))]
 
-    @staticmethod
-    def _path_record(p: "EdgeProbe") -> ast.expr:
-        """The id a cut records: ``wt.p + K``, or the constant when the register is known there."""
+    def _table(self, edge: int) -> ast.expr | None:
+        """``T[wt.p]`` for an edge whose record reads a constant table (``pathforms.register_forms``)."""
+        table = self.plan.reg_tables.get(edge)
+        return None if table is None else ast.Subscript(ast_const(table), ast_name(P), ast.Load())
+
+    def _path_record(self, edge: int, p: "EdgeProbe") -> ast.expr:
+        """The id a cut records: ``wt.p + K`` (or ``(K, K + 1, ...)[wt.p]``), or the constant when
+        the register is known there."""
         if p.kind == "cut-const":
             return ast_const(p.value)
         if not p.value:
             return ast_name(P)
-        return ast.BinOp(ast_name(P), ast.Add(), ast_const(p.value))
+        return self._table(edge) or ast.BinOp(ast_name(P), ast.Add(), ast_const(p.value))
 
-    def _leave_record(self, p: "EdgeProbe") -> ast.expr:
+    def _leave_record(self, edge: int, p: "EdgeProbe") -> ast.expr:
         """An edge into EXIT: the closing record ``LEAVE_PATH + id``, a constant where the
-        register is known, else ``T[wt.p + K]`` (``leave_table``: an existing int object)."""
+        register is known, else ``T[wt.p + K]`` (``leave_table``: an existing int object; the
+        table shifted by ``K`` where the register cannot be negative there)."""
         if p.kind == "leave-const":
             return ast_const(p.value)
+        shifted = self._table(edge)
+        if shifted is not None:
+            return shifted
         index: ast.expr = ast_name(P) if not p.value else ast.BinOp(ast_name(P), ast.Add(), ast_const(p.value))
         return ast.Subscript(ast_const(self.leave_table()), index, ast.Load())
 
@@ -395,12 +401,12 @@ class Emitter(Record):
         register-free function)."""
         p = self.plan.path_probes[edge]
         if p.kind in ("leave", "leave-const"):
-            return ast.BinOp(ast.NamedExpr(ast_name(O, True), self._leave_record(p)), ast.Mult(), ast_const(0))
+            return ast.BinOp(ast.NamedExpr(ast_name(O, True), self._leave_record(edge, p)), ast.Mult(), ast_const(0))
         if p.kind in ("cut", "cut-const"):
-            if self.plan.register_free:   # None, a false value
-                return ast_call(A, self._path_record(p))
+            if self.plan.register_free or edge in self.plan.same_resets:   # None, a false value
+                return ast_call(A, self._path_record(edge, p))
             reset = ast.NamedExpr(ast_name(P, True), ast_const(p.reset))
-            return ast.Compare(ast_call(A, self._path_record(p)), [ast.Is()], [reset])
+            return ast.Compare(ast_call(A, self._path_record(edge, p)), [ast.Is()], [reset])
         value: ast.expr = ast_const(p.value)
         if p.kind not in ("init", "init-exit"):
             value = ast.BinOp(ast_name(P), ast.Add(), value)
@@ -503,7 +509,10 @@ class Emitter(Record):
         """What the activation's final ``finally`` runs: LEAVE (trace modes), or adding the
         local counts to the counter list (count modes)."""
         if self.plan.paths:   # the last path and LEAVE in one record (a plain LEAVE after an exception)
-            table = self.leave_table()
+            table = self.plan.exit_table or self.leave_table()
+            # (an exception leaves ``wt.p = no_path()``: the shifted table's last entry, LEAVE,
+            # only if that is -1, i.e. within LEAVE_TABLE_MAX paths; ``pathforms.exit_table`` checks)
+            assert self.plan.exit_table is None or self.no_path() == -1, "exit_table past LEAVE_TABLE_MAX paths"
             value: ast.expr = (ast_const(self.plan.exit_const) if self.plan.exit_const is not None
                                else ast.BinOp(ast_name(P), ast.Add(), ast_const(LEAVE_PATH)) if table is None
                                else ast_name(O) if self.exit_record
@@ -567,7 +576,7 @@ class Emitter(Record):
                 extra.append(ast_const(0) if self.plan.register_free else ast_name(P))
             if self.plan.records_handler and dst != EXIT:  # witness modes also name the handler block
                 extra.append(ast_const(dst))
-            # a constant closing record (``modes.single_exit_record``): the activation's handler
+            # a constant closing record (``pathforms.single_exit_record``): the activation's handler
             # appends the plain LEAVE with the record, then turns ``wt.a`` into ``skip`` (``wt.a =
             # extend(...) or skip``), so the epilogue's ``wt.a(K)`` records nothing.  The switch
             # comes after the append, never before: Python code can run inside the record's

@@ -3,7 +3,7 @@
 A path function with several ways out whose closing records differ (``modes.fold_known_registers``
 ``exits``: each edge into EXIT stores ``wt.o = K``, the epilogue appends ``wt.a(wt.o)``) pays a
 store and a load of ``wt.o`` per activation that a function with one way out does not
-(``modes.single_exit_record``: ``wt.a(K)``).  The compiler copies the ``finally`` to every
+(``pathforms.single_exit_record``: ``wt.a(K)``).  The compiler copies the ``finally`` to every
 ``return`` (and to each fall-off exit), so each copy is reached from its own exit: a constant
 propagation over the compiled bytecode (jumps and exception-table edges, read with ``opcode`` as
 ``dis`` reads them on 3.11-3.13) finds the one constant ``wt.o`` holds at each copy's load, and the load becomes that

@@ -65,12 +65,16 @@ class ProbePlan(Record):
     readers decode with; ``values``: full mode, value slots and def/use facts;
     ``register_free``: "paths", the register is 0 wherever the activation runs, so no probe
     keeps it (:func:`register_free`); ``exit_const``: "paths", the one closing record every
-    edge into EXIT makes (:func:`single_exit_record`): the epilogue appends it as a constant.
+    edge into EXIT makes (``pathforms.single_exit_record``): the epilogue appends it as a constant;
+    ``same_resets``: "paths", cut edges whose reset stores the value the register already holds
+    there (no store); ``reg_tables``: "paths", edges whose record reads ``T[wt.p]`` from a
+    constant table instead of adding to the register (``pathforms.register_forms``); ``exit_table``:
+    "paths", the shifted closing table the epilogue indexes by the register (``pathforms.exit_table``).
     """
 
     __slots__ = ("mode", "strategy", "block_values", "edge_values", "sites", "counters", "chords", "counted_edges",
                  "local_counters", "base", "witnessed", "path_probes", "path_starts", "numbering", "values",
-                 "register_free", "exit_const")
+                 "register_free", "exit_const", "same_resets", "reg_tables", "exit_table")
 
     def __init__(self, mode: str, strategy: str, block_values: dict[int, list[int]] | None = None,
                  edge_values: dict[int, list[int]] | None = None, sites: list[Site | None] | None = None,
@@ -78,7 +82,9 @@ class ProbePlan(Record):
                  local_counters: frozenset[int] = frozenset(), base: int = 0, witnessed: tuple[int, ...] = (),
                  path_probes: tuple[EdgeProbe, ...] = (), path_starts: dict[int, int] | None = None,
                  numbering: PathNumbering | None = None, values: ValuePlan | None = None,
-                 register_free: bool = False, exit_const: int | None = None) -> None:
+                 register_free: bool = False, exit_const: int | None = None,
+                 same_resets: frozenset[int] = frozenset(), reg_tables: dict[int, tuple[int, ...]] | None = None,
+                 exit_table: tuple[int, ...] | None = None) -> None:
         self.mode = mode
         self.strategy = strategy
         self.block_values: dict[int, list[int]] = {} if block_values is None else block_values
@@ -96,6 +102,9 @@ class ProbePlan(Record):
         self.values = values
         self.register_free = register_free
         self.exit_const = exit_const
+        self.same_resets = same_resets
+        self.reg_tables: dict[int, tuple[int, ...]] = {} if reg_tables is None else reg_tables
+        self.exit_table = exit_table
 
     @property
     def traces(self) -> bool:
@@ -295,8 +304,8 @@ def path_numbering(cfg: CFG, quiet: "frozenset[int] | None" = None,
 def _exit_sites(cfg: CFG, num: "PathNumbering", sites: list[Site | None]) -> bool:
     """Can the edges into EXIT set the closing record (``fold_known_registers`` ``exits``)?
     Only if each has a probe site (a ``finally``/``with`` dispatch has none) and the leave
-    table exists (at most ``emit.LEAVE_TABLE_MAX`` paths)."""
-    from wholetrace.instrument.emit import LEAVE_TABLE_MAX
+    table exists (at most ``pathforms.LEAVE_TABLE_MAX`` paths)."""
+    from wholetrace.instrument.pathforms import LEAVE_TABLE_MAX
 
     return num.num_paths <= LEAVE_TABLE_MAX and all(
         sites[e] is not None for e, edge in enumerate(cfg.edges) if edge.dst == EXIT)
@@ -382,34 +391,9 @@ def register_free(cfg: CFG, probes: Sequence["EdgeProbe"]) -> bool:
             and any(p.kind == "leave-const" for p in probes))
 
 
-def _exit_probes(cfg: CFG, probes: Sequence["EdgeProbe"]) -> list["EdgeProbe"]:
-    """The probes of the edges into EXIT."""
-    return [p for e, p in zip(cfg.edges, probes) if e.dst == EXIT]
-
-
-def single_exit_record(cfg: CFG, probes: Sequence["EdgeProbe"]) -> int | None:
-    """The closing record (``LEAVE_PATH + id``) when every edge into EXIT makes the same constant
-    one (``leave-const``, one value), else None (docs/design.md, "Path mode, wave 13").  Then the
-    epilogue appends that constant (as witness mode appends LEAVE) and the edges into EXIT set
-    nothing: no ``wt.o`` store and load per activation; the handler of an exception leaving the
-    activation appends its plain LEAVE itself and turns ``wt.a`` into ``skip``."""
-    exits = _exit_probes(cfg, probes)
-    values = {p.value for p in exits}
-    if not exits or len(values) != 1 or any(p.kind != "leave-const" for p in exits):
-        return None
-    return values.pop()
-
-
-def table_exits(cfg: CFG, probes: Sequence["EdgeProbe"]) -> bool:
-    """Does every edge into EXIT record ``T[wt.p]`` (``leave``, nothing added: the register is the
-    id there)?  Then the epilogue appends ``T[wt.p]`` itself (wave 9's form) and the edges set no
-    ``wt.o``: one store and one load fewer per activation (docs/design.md "Path mode, wave 13")."""
-    exits = _exit_probes(cfg, probes)
-    return bool(exits) and all(p.kind == "leave" and p.value == 0 for p in exits)
-
-
 def path_plan(cfg: CFG) -> ProbePlan:
     """``path``: the probes of :func:`path_numbering`, or block ids ("trace")."""
+    from wholetrace.instrument.pathforms import exit_table, register_forms, single_exit_record, table_exits
     from wholetrace.instrument.pathnum import EdgeProbe
     from wholetrace.instrument.sites import Site
     from wholetrace.instrument.witnesses import probe_sites
@@ -427,12 +411,15 @@ def path_plan(cfg: CFG) -> ProbePlan:
         probes = tuple(EdgeProbe("none") if e.src == ENTRY and p.kind == "init" else p
                        for e, p in zip(cfg.edges, probes))
     closing = single_exit_record(cfg, probes)
-    if closing is not None or table_exits(cfg, probes):   # the epilogue appends the record: the edges into EXIT do nothing
+    same, tables = (frozenset(), {}) if free else register_forms(num, probes)
+    shifted = None if closing is not None else exit_table(cfg, probes, tables, num.num_paths)
+    if closing is not None or shifted is not None or table_exits(cfg, probes):   # the epilogue appends the record: the edges into EXIT do nothing
         probes = tuple(EdgeProbe("none") if e.dst == EXIT else p for e, p in zip(cfg.edges, probes))
+        tables = {e: t for e, t in tables.items() if cfg.edges[e].dst != EXIT}
     return ProbePlan("path", "paths", sites=sites, path_probes=probes,
                      edge_values={e: [e] for e, p in enumerate(probes) if needs_probe(p)},
                      path_starts=dict(num.start_value), numbering=num, register_free=free,
-                     exit_const=closing)
+                     exit_const=closing, same_resets=same, reg_tables=tables, exit_table=shifted)
 
 
 def make_plan(mode: str, cfg: CFG, base: int, weights: Sequence[float] | None = None) -> ProbePlan:
