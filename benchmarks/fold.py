@@ -14,7 +14,7 @@ forms interleaved round by round, a one-line function called in a loop:
   register set at entry and the closing record set on the edge into EXIT (``wt.o``, appended by
   the ``finally``) as before wave 11, without the register (``instrument.modes.register_free``),
   and with a constant closing record appended by the ``finally`` (wave 13,
-  ``instrument.modes.single_exit_record``), two CPython digits (2**30 + id, wave 13) and one
+  ``instrument.pathforms.single_exit_record``), two CPython digits (2**30 + id, wave 13) and one
   (2**29 + id, wave 14: ``events.LEAVE_PATH``);
 
 and, for the list forms, the cost of turning the appended ints into int32 events at flush
@@ -118,7 +118,7 @@ def path_register(x):
 FORMS += (FORMS[FORMS.index("def path_register("):].replace("def path_register(", "def path_register_free(")
           .replace("    p = 0\n", "").replace("(-2, 0, p)", "(-2, 0, 0)").replace("        p = -1\n", ""))
 
-#: a constant closing record (wave 13, ``instrument.modes.single_exit_record``): the epilogue appends
+#: a constant closing record (wave 13, ``instrument.pathforms.single_exit_record``): the epilogue appends
 #: it, the handler appends the plain LEAVE with the exception record and turns ``a`` into ``skip``
 FORMS += (FORMS[FORMS.index("def path_register_free("):].replace("def path_register_free(", "def path_closing_const(")
           .replace("        o = 1073741824\n", "").replace("        o = -1\n", "").replace("a(o)", "a(1073741824)")

@@ -12,7 +12,7 @@ Which stream an open frame belongs to is read from the frame itself: ``wt.a``, t
 method its prologue bound, is the append of its stream; it is None in a generator left
 suspended (at a ``yield``, or delegating with ``yield from``), whose activation is not open,
 and ``skip`` (``bool``, no stream) in a path-mode frame whose handler has appended its closing
-exception record (a constant-closing function, ``modes.single_exit_record``): not open either.
+exception record (a constant-closing function, ``pathforms.single_exit_record``): not open either.
 Module and class bodies (which keep no local) belong to their thread's stream.
 
 A thread stops only where the interpreter checks for a switch, and one such place is right
@@ -96,7 +96,7 @@ def _leave_calls(code: types.CodeType) -> frozenset[int]:
 
 def _closes_with_constant(code: types.CodeType) -> bool:
     """Does the epilogue append a constant closing record ``wt.a(K)``, ``K >= LEAVE_PATH``?  Only
-    a path function's does (``modes.single_exit_record``): its register is 0 if it keeps none."""
+    a path function's does (``pathforms.single_exit_record``): its register is 0 if it keeps none."""
     return _scan_leaves(code)[1]
 
 
@@ -189,7 +189,7 @@ def _is_closing_record(before: list[tuple[str, object]]) -> bool:
 
 
 def _is_closing_const(loads: list[tuple[str, object]]) -> bool:
-    """``K``, a constant closing record ``LEAVE_PATH + id`` (``modes.single_exit_record``)."""
+    """``K``, a constant closing record ``LEAVE_PATH + id`` (``pathforms.single_exit_record``)."""
     return (len(loads) == 1 and loads[0][0] == "LOAD_CONST" and type(loads[0][1]) is int
             and loads[0][1] >= LEAVE_PATH)  # type: ignore[operator]
 
