@@ -184,3 +184,46 @@ def test_raising_everywhere_nojit(tmp_path: Path) -> None:
     script.write_text(program(19))
     paths = record_both(script, tmp_path, (), "--no-wpp")
     assert compare(paths["blocks"], paths["path"], exact=True, twin=True)["identical streams"] >= 1
+
+
+#: exstar16's reduction of ``program(4, star=True)``'s f4: a ``finally`` ending in ``if/else``
+#: (its re-raise site store has no position) at the end of an ``else`` arm, then a call.
+FINALLY_JOIN = HEAD + '''\
+def f(x):
+    if x > 0:
+        if t(75) == x:
+            return t(76)
+    else:
+        try:
+            try:
+                v = 82
+            except (Boom, KeyError):
+                v = 84
+        finally:
+            if x > 2:
+                v = t(99)
+            else:
+                v = D[105]
+    return t(110)
+n = 0
+for x in range(-1, 2):
+    for k in (-1, 75, 76, 82, 99, 105, 110):
+        T[0] = k
+        D.clear()
+        D.update((i, i) for i in range(111) if i != k)
+        try:
+            f(x)
+        except (Boom, KeyError):
+            n += 1
+print(n)
+'''
+
+
+def test_finally_join(tmp_path: Path) -> None:
+    """CPython 3.13.0 copies the location-less join at the end of such a ``finally`` (with the
+    cut record after it) into one arm and lets the copy fall through into the original: the
+    cut ran twice ("an activation of f starts at block 2").  Blocks, event for event."""
+    script = tmp_path / "finally_join.py"
+    script.write_text(FINALLY_JOIN)
+    paths = record_both(script, tmp_path, (), "--no-wpp")
+    assert compare(paths["blocks"], paths["path"], exact=True, twin=True)["identical streams"] >= 1

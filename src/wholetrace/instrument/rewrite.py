@@ -145,7 +145,10 @@ class _FunctionRewriter:
             elif not isinstance(s, (ast.If, ast.While, ast.For, ast.AsyncFor, ast.Match, ast.Try, ast.TryStar)):
                 last = self.cfg.stmt_at(s, "simple")
             if last is not None:
-                out.extend(self.em.stmts(self.site_values("after", last.id), None))
+                after = self.em.stmts(self.site_values("after", last.id), None)
+                if after and last.kind == "finally-end" and _no_position_end(s):
+                    after = _callless(after)
+                out.extend(after)
         return out
 
     def stmt(self, s: ast.stmt) -> list[ast.stmt]:  # noqa: C901 - one arm per construct
@@ -379,7 +382,8 @@ class _FunctionRewriter:
             final += self.em.set_reraise(end.id, last)
         if self.starts_block(end):
             assert end is not None
-            final += self.em.stmts(self.block_values(end.block), last)
+            probes = self.em.stmts(self.block_values(end.block), last)
+            final += _callless(probes) if last is None and _NO_LOCATION_ARMS_MISCOMPILE else probes
         inner: list[ast.stmt] = s.body
         if s.handlers or s.orelse:
             inner_try = type(s)(s.body, s.handlers, s.orelse, [])
@@ -435,6 +439,40 @@ class _YieldRewriter(ast.NodeTransformer):
 
 #: CPython 3.13 miscompiles location-less arms reached by several jumps (``_FunctionRewriter.arm``).
 _NO_LOCATION_ARMS_MISCOMPILE = sys.version_info[:2] == (3, 13)
+
+def _no_position_end(s: ast.stmt) -> bool:
+    """On 3.13: does the ``finally`` of ``s`` end in location-less probe code (its last
+    statement is compound, so ``set_reraise`` and the finally-end block's probes get no position)?"""
+    return (_NO_LOCATION_ARMS_MISCOMPILE and isinstance(s, (ast.Try, ast.TryStar)) and bool(s.finalbody)
+            and isinstance(s.finalbody[-1], _COMPOUND))
+
+
+_BIG = 0x7FFFFFFFFFFFFFFF
+
+
+def _callless(stmts: list[ast.stmt]) -> list[ast.stmt]:
+    """The location-less join that ends a ``finally`` (and the probes after it) without a call:
+    CPython 3.13.0 copies a location-less block that holds a call (an "eval check") into the
+    jump that reaches it and lets the copy of another predecessor fall through into the
+    original, so ``wt.a(v)`` there ran twice (exstar16: ``except*`` seed 4, a cut recorded
+    twice).  ``wt.a(v)`` becomes ``wt.a.__self__[BIG:] = (v,)`` (the same append to the
+    stream's list, a ``STORE_SLICE``: no call, no eval check, so no copy)."""
+    out: list[ast.stmt] = []
+    for st in stmts:
+        call = st.value if isinstance(st, ast.Expr) else None
+        if (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == A
+                and len(call.args) == 1 and not call.keywords):
+            target = ast.Subscript(ast.Attribute(ast_name(A), "__self__", ast.Load()),
+                                   ast.Slice(ast_const(_BIG), None, None), ast.Store())
+            new = ast.Assign([target], ast.Tuple([call.args[0]], ast.Load()))
+            out.append(ast.copy_location(new, st))
+            for n in ast.walk(new):
+                if isinstance(n, (ast.expr, ast.stmt)) and not hasattr(n, "lineno"):
+                    ast.copy_location(n, st)
+        else:
+            out.append(st)
+    return out
+
 
 _COMPOUND = (ast.If, ast.While, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.Try, ast.TryStar, ast.Match)
 
