@@ -170,6 +170,7 @@ def test_fork_with_and_without_threading(tmp_path, mode):
 
 INTERRUPT = '''
 import _thread, os, signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)   # as if started from a terminal, not `cmd &`
 import helper_mod
 try:
     os.kill(os.getpid(), signal.SIGINT)
