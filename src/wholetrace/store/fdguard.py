@@ -142,10 +142,16 @@ class LowTaken:
     # release and retaking of the GIL, ~0.2 M instructions for all; a Python loop of pipes took
     # ~0.35 M).  Copies past the holes (the process had descriptors below HIGH_FD) land at
     # >= HIGH_FD: closed at once, so what opens next gets the lowest free number >= HIGH_FD.
-    __slots__ = ("held",)
+    __slots__ = ("held", "take")
+
+    def __init__(self, take: bool = True) -> None:
+        """``take``: False takes nothing (the writer's ``high=False``)."""
+        self.take = take
 
     def __enter__(self) -> LowTaken:
         self.held: list[int] = []
+        if not self.take:
+            return self
         try:
             if os.sysconf("SC_OPEN_MAX") < HIGH_FD + 16:
                 return self

@@ -47,7 +47,7 @@ class Renewing:
     _abs: str
     #: the database's and the journal's descriptors, checked before each write (None: cannot be
     #: guarded here; docs/design.md, "Descriptors the program closes, wave 13"): both stay open from
-    #: the first write to the close (exclusive locking, wave 16); the statements of the open
+    #: the first write to the close (:data:`HOLD`'s shared lock, wave 16); the statements of the open
     #: transaction (replayed on a new connection if the program closed a descriptor); how many
     #: times that happened
     _fds: "fdguard.FdGuard | None" = None
@@ -73,11 +73,8 @@ class Renewing:
         """Before a write: a new connection if the program closed or replaced a descriptor of ours."""
         if self._broken:
             raise sqlite3.OperationalError("the recorder lost its connection (the program closed its descriptors)")
-        if self._fds is None:
-            return
-        if self._fds.intact() and (self._journal is None or self._journal.intact()):
-            return
-        self._renew()
+        if not self._intact():
+            self._renew()
 
     def _renew(self, failed: bool = False) -> None:
         """Carry on through a new connection, replaying the open transaction; the old one is leaked."""

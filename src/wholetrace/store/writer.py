@@ -104,7 +104,7 @@ class RecordingWriter(Renewing):
         # and kept open for the whole recording (a persistent journal and renew.HOLD's read lock:
         # no journal opened and closed per commit), so the program's files take the numbers they
         # take in a plain run (docs/design.md, "The program cannot tell, wave 16": descriptors).
-        with fdguard.LowTaken() if high else _NO_LOW:
+        with fdguard.LowTaken(high):
             try:
                 self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             except sqlite3.Error as exc:
@@ -350,21 +350,6 @@ class RecordingWriter(Renewing):
             self.close(ended="keyboard-interrupt", exit_code=None)
         else:
             self.close(ended="exception", exit_code=None)
-
-
-class _NoLow:
-    """``fdguard.LowTaken``'s stand-in that takes nothing."""
-
-    __slots__ = ()
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-
-_NO_LOW = _NoLow()
 
 
 class _Guard:
