@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import lzma
 import os
-import resource
 import shlex
 import statistics
 import sys
@@ -32,7 +31,8 @@ from pathlib import Path
 import zstandard
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report import ENTRY, corpus_options, geomean, machine, snapshot_env, source_version, table, timed, write_section  # noqa: E402
+from _report import (ENTRY, corpus_options, geomean, machine, run_tree, snapshot_env, source_version, table, timed,  # noqa: E402
+                     write_section)
 from corpus import PROGRAMS  # noqa: E402
 
 from wholetrace.grammar import GrammarBuilder  # noqa: E402
@@ -59,10 +59,8 @@ def commands(driver: Path, include: list[str], work: Path) -> dict[str, list[str
 
 def timed_cpu(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float]:
     """Wall seconds and CPU seconds (user + system, all threads) of one whole process."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    wall = timed(cmd, cwd, env)[0]
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    run = run_tree(cmd, cwd, env, timeout=None)
+    return run.wall, run.cpu
 
 
 def builder_cpu(path: Path) -> float:
