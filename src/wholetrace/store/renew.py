@@ -5,10 +5,7 @@
 from __future__ import annotations
 
 
-try:   # as in writer.py: ``sqlite3.dbapi2`` imports datetime (record's start-up)
-    import _sqlite3 as sqlite3
-except ImportError:  # pragma: no cover - a build without it
-    import sqlite3  # type: ignore[no-redef]
+from wholetrace.store.cmods import sqlite3   # ``_sqlite3`` without functools (store/cmods.py)
 
 from wholetrace.store import fdguard
 

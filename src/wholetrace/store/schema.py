@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import _thread
-import array
 import os
 import sys
 import zlib
@@ -16,6 +15,7 @@ if TYPE_CHECKING:
 
 from wholetrace import jsontext
 from wholetrace.errors import StoreError
+from wholetrace.store.cmods import array   # without collections.abc (store/cmods.py)
 from wholetrace.zstdc import zstandard   # the C backend without the package's __init__
 
 #: Version of the table layout below and of what its rows hold; stored as ``PRAGMA user_version``

@@ -18,16 +18,14 @@
 from __future__ import annotations
 
 import _thread
-import array
 import os
 import sys
 import time
 from types import TracebackType
 
-try:   # the C module ``sqlite3`` re-exports: ``sqlite3.dbapi2`` imports datetime (record's start-up)
-    import _sqlite3 as sqlite3
-except ImportError:  # pragma: no cover - a build without it
-    import sqlite3  # type: ignore[no-redef]
+# ``array`` without collections.abc, the C module ``sqlite3`` re-exports without functools
+# (``sqlite3.dbapi2`` imports datetime: record's start-up; store/cmods.py)
+from wholetrace.store.cmods import array, sqlite3
 
 TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
 if TYPE_CHECKING:
