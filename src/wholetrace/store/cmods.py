@@ -21,7 +21,7 @@ TYPE_CHECKING = False   # typing is not imported at start-up
 if TYPE_CHECKING:   # pragma: no cover
     from typing import Any
 
-__all__ = ["array", "sqlite3", "lru_cache"]
+__all__ = ["array", "hide", "lru_cache", "sqlite3"]
 
 
 def _cache_info(*counts: int) -> "Any":
@@ -60,7 +60,9 @@ def _load(name: str, stand_ins: "dict[str, dict[str, Any]]") -> "Any":
         stub.__dict__.update(attrs)
     sys.modules.update(stubs)
     try:
-        return __import__(name)
+        module = __import__(name)
+        _LOADED[name] = module
+        return module
     except Exception:   # pragma: no cover - an interpreter whose module asks for more: the real ones
         pass
     finally:
@@ -68,6 +70,22 @@ def _load(name: str, stand_ins: "dict[str, dict[str, Any]]") -> "Any":
             if sys.modules.get(n) is stub:
                 del sys.modules[n]
     return __import__(name)
+
+
+#: The modules loaded here with stand-ins (name: module), for :func:`hide`.
+_LOADED: "dict[str, Any]" = {}
+
+
+def hide() -> None:
+    """Take the modules loaded here with stand-ins out of ``sys.modules`` (wholetrace keeps
+    its references): the program's own ``import array`` or ``import sqlite3`` then loads a
+    module of its own (both initialise per module: a new module, new types), importing
+    ``collections.abc`` or ``functools`` as in a plain run.  Record calls it just before the
+    program's first line (``runtime.cli``)."""
+    for name, module in _LOADED.items():
+        if sys.modules.get(name) is module:
+            del sys.modules[name]
+    _LOADED.clear()
 
 
 def _array() -> "Any":
