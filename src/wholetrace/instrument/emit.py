@@ -12,12 +12,19 @@ the compiled code (site tables, guards that re-raise in place).
 
 from __future__ import annotations
 
-import sys
-
 from wholetrace.ids import EXIT
 from wholetrace.instrument.misspath import LazyModule
 from wholetrace.events import EXC, LEAVE, LEAVE_PATH, NO_PATH, RERAISE as RERAISE_CODE, START, enter_code
 from wholetrace.instrument.pathforms import LEAVE_TABLE_MAX
+# the names and the node helpers moved out in wave 17: imported from here as before (re-exported)
+from wholetrace.instrument.probeast import (artificial, ast_call, ast_const, ast_name, first_evaluated, locate,
+                                            place, rt, start_line)  # noqa: F401
+from wholetrace.instrument.probenames import (A, AFOR, COUNTER_ORIGIN, COUNTS, C_CALLS_COUNT, EDGES, EXC_CAUGHT,
+                                              EXC_GUARD, EXC_OWN, FID_ORIGIN, FOR, GET, GROUP, HOLD, INC, ISSUBCLASS,
+                                              LASTI, LOCAL, MARK, MATCH, NEW, NO_TB, O, P, R, RECURSION_ERROR,
+                                              RERAISE, RERAISE_MARK, RERAISE_MARK_GUARD, SEEN, SITES_MARK, SKIP,
+                                              STAR_HELD, STAR_HOLDER, TYPE, VARS, XCOUNT, XEDGE, XLIST, counter_slot,
+                                              leave_table, runtime_constant, sites_constant)  # noqa: F401
 from wholetrace.plain import Record
 
 TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
@@ -27,177 +34,8 @@ if TYPE_CHECKING:   # pragma: no cover
 
     from wholetrace.instrument.modes import ProbePlan
     from wholetrace.instrument.pathnum import EdgeProbe
-else:   # the run-time constants below are read on every recording; ast only on a cache miss
+else:   # the run-time constants (``instrument.probenames``) are read on every recording; ast only on a cache miss
     ast = LazyModule("ast", globals(), "ast")
-
-# --- locals of instrumented functions (module and class bodies bind none)
-A = "wt.a"           # trace modes: append method of the current stream
-R = "wt.r"           # count and witness modes: statement id of the last re-raise site passed
-SEEN = "wt.s"        # the same modes: traceback entry the frame's last handler saw (held, see Emitter.held)
-HOLD = "wt.t"        # a return value held while the return edge's probe runs
-LOCAL = "wt.n"       # count modes: ``wt.n<j>`` counts the function's j-th counter in the activation
-EXC_OWN = "wt.e"     # the exception in a guard whose ``finally`` is ours (both re-raise in place)
-EXC_GUARD = "wt.g"   # the exception in a guard around a ``finally`` of the program
-EXC_CAUGHT = "wt.x"  # the exception in a handler of the program that binds no name
-LASTI = "wt.l"       # temporary: instruction index of a traceback entry
-XLIST = "wt.q"       # count modes: the recording's exception-edge list, fetched in a handler
-MATCH = "wt.m"       # ``wt.m<N>``: the saved subject of a split ``match``
-STAR_HELD = "wt.h"   # ``wt.h<N>``: the traceback entry an ``except*`` handler held (statement N its star-end)
-P = "wt.p"           # path mode: the path register
-O = "wt.o"           # path mode: the activation's closing record, set on the edges into EXIT (``Emitter.exit_record``)
-
-
-_LEAVE_TABLES: dict[int, tuple[int, ...]] = {}   # a memo dict, not functools.lru_cache (rstart15: no functools at start-up)
-
-
-def leave_table(num_paths: int) -> tuple[int, ...]:
-    """``LEAVE_PATH + p`` for every path id ``p``, then LEAVE (index -1: the register after an
-    exception left the activation, ``no_path``)."""
-    table = _LEAVE_TABLES.get(num_paths)
-    if table is None:
-        table = _LEAVE_TABLES[num_paths] = tuple(LEAVE_PATH + p for p in range(num_paths)) + (LEAVE,)
-    return table
-
-# --- run-time objects, constants of the compiled code (runtime.probes.runtime_objects)
-GET = "get"          # ContextVar.get of the current stream (trace modes)
-NEW = "new"          # create a stream for this thread/task
-XEDGE = "xedge"      # module/class bodies: record an exception edge
-XCOUNT = "xcount"    # module/class bodies, count modes: the same
-RERAISE = "reraise"  # module/class bodies, count and witness modes: note a re-raise site (-1: forget)
-FOR = "for"          # wrapping iterator that records the for-next block before __next__
-AFOR = "afor"        # the same for async for
-COUNTS = "counts"    # count modes: the file's counters, one slot ``c<j>`` per counter of the file
-                     # (a per-file object: ``cache.relocate`` asks for it by the file's first id)
-EDGES = "edges"      # count modes: ``.x``, the exception edges, flat (fid, source stmt, target
-                     # block); a list cannot be a constant itself (code objects must stay hashable)
-INC = "inc"          # module/class bodies, count modes: increment a counter inside an expression
-RERAISE_MARK = "exception-reraise"  # sys.exception, marking a guard's re-raise in module/class bodies
-RERAISE_MARK_GUARD = "exception-reraise-guard"  # the same in a guard around the program's finally
-NO_TB = "no-traceback"   # stands for a missing traceback (tb_lasti -2), and for "none held"
-SKIP = "skip"        # witness modes: a C function that ignores its one argument (no record)
-VARS = "vars"
-#: guards around except* find a group's first exception with these, calling no code of the program
-#: (``star_tb``): builtins.type, builtins.issubclass, BaseExceptionGroup, and a group of one
-#: never-raised exception (no traceback) standing in for an exception that is no group
-TYPE, ISSUBCLASS, GROUP, STAR_HOLDER = "type", "issubclass", "BaseExceptionGroup", "star-holder"
-RECURSION_ERROR = "RecursionError"
-
-#: Marks a placeholder constant; placeholders are frozensets, a type no literal of the
-#: program produces in these positions.
-MARK = "\x00wholetrace"
-#: Site tables are filled in when the template is compiled (``instrument.bytecode``).
-SITES_MARK = "\x00wholetrace-sites"
-#: Python 3.11 counts C calls towards the recursion limit: trace-mode prologues get one call
-#: of headroom (runtime.recursion) and turn the prologue's own failure back into the error
-#: the call would have raised without instrumentation.
-C_CALLS_COUNT = sys.version_info < (3, 12)
-
-
-def runtime_constant(name: str) -> frozenset[str]:
-    """The placeholder of run-time object ``name`` in a template."""
-    return frozenset((MARK, name))
-
-
-def sites_constant(index: int, pad: bool = False) -> frozenset[object]:
-    """The placeholder of the site table of the ``index``-th function of a file (``pad``: of
-    the one-entry sequence of its type that stands for "no statement")."""
-    return frozenset((SITES_MARK, -1 - index if pad else index))
-
-
-def ast_name(n: str, store: bool = False) -> ast.Name:
-    return ast.Name(n, ast.Store() if store else ast.Load())
-
-
-def ast_call(fn: str | ast.expr, *args: ast.expr) -> ast.Call:
-    return ast.Call(ast_name(fn) if isinstance(fn, str) else fn, list(args), [])
-
-
-def ast_const(v: object) -> ast.Constant:
-    return ast.Constant(v)
-
-
-def rt(name: str) -> ast.Constant:
-    """A run-time object, as a constant of the compiled code."""
-    return ast.Constant(runtime_constant(name))
-
-
-def _position(new: ast.AST, line: int, col: int, end_line: int, end_col: int) -> ast.AST:
-    stack = [new]
-    while stack:
-        n = stack.pop()
-        if "lineno" in n._attributes:
-            if hasattr(n, "lineno"):
-                continue
-            n.lineno, n.col_offset = line, col  # type: ignore[attr-defined]
-            n.end_lineno, n.end_col_offset = end_line, end_col  # type: ignore[attr-defined]
-        stack.extend(ast.iter_child_nodes(n))
-    return new
-
-
-def locate(new: ast.AST, like: ast.AST) -> ast.AST:
-    """Give the *new* nodes of ``new`` (those without a position) the start of ``like``.
-
-    Nodes that already have a position (user code moved under a new node) are left alone
-    and not descended into, so tracebacks keep pointing at the original source.
-    """
-    line = getattr(like, "lineno", 1)
-    col = getattr(like, "col_offset", 0)
-    return _position(new, line, col, line, col)
-
-
-def artificial(new: ast.AST) -> ast.AST:
-    """Mark the new nodes of ``new`` as having no source position: the compiler gives their
-    instructions the line of the instruction before them, so they never start a line."""
-    return _position(new, -1, -1, -1, -1)
-
-
-#: By node class name (``ast`` is imported on a cache miss only: ``instrument.misspath``).
-_FIRST_CHILD: dict[str, str] = {
-    "Assign": "value", "AugAssign": "target", "Expr": "value", "Return": "value",
-    "If": "test", "While": "test", "For": "iter", "AsyncFor": "iter", "Match": "subject",
-    "Raise": "exc", "Assert": "test", "Call": "func", "Attribute": "value",
-    "Subscript": "value", "BinOp": "left", "Compare": "left", "UnaryOp": "operand",
-    "IfExp": "test", "NamedExpr": "value", "Await": "value", "Yield": "value",
-    "YieldFrom": "value", "Starred": "value", "FormattedValue": "value",
-}
-
-
-def first_evaluated(node: ast.AST) -> ast.AST:
-    """The node whose position the first instruction of ``node`` carries (the value of an
-    assignment, the first decorator, the callee of a call, ...), so that a probe placed
-    before ``node`` starts the same line as ``node`` would."""
-    while True:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.decorator_list:
-            node = node.decorator_list[0]
-            continue
-        if isinstance(node, ast.AnnAssign) and node.value is not None:
-            node = node.value
-            continue
-        if isinstance(node, (ast.With, ast.AsyncWith)):
-            node = node.items[0].context_expr
-            continue
-        if isinstance(node, ast.Delete) and isinstance(node.targets[0], (ast.Attribute, ast.Subscript)):
-            node = node.targets[0].value
-            continue
-        if isinstance(node, ast.BoolOp):
-            node = node.values[0]
-            continue
-        if isinstance(node, (ast.Tuple, ast.List, ast.Set)) and node.elts and not all(
-                isinstance(e, ast.Constant) for e in node.elts):
-            node = node.elts[0]
-            continue
-        if isinstance(node, ast.JoinedStr) and node.values:
-            node = node.values[0]
-            continue
-        child = getattr(node, _FIRST_CHILD.get(type(node).__name__, "-"), None)
-        if not isinstance(child, ast.AST) or not hasattr(child, "lineno"):
-            return node
-        node = child
-
-
-#: Templates number functions and counters from these placeholder origins (``instrument.cache``).
-FID_ORIGIN = 3_141_592_653_000_000
-COUNTER_ORIGIN = 2_718_281_828_000_000
 
 
 def star_tb(exc: str, handler: bool = True) -> ast.expr:
@@ -223,39 +61,8 @@ def star_tb(exc: str, handler: bool = True) -> ast.expr:
     return ast.Subscript(ast.Tuple([own, wrapped], ast.Load()), missing, ast.Load())
 
 
-def counter_slot(counter: int) -> str:
-    """The attribute of the file's counter object that holds template counter ``counter``."""
-    return f"c{counter - COUNTER_ORIGIN}"
-
-
 def _counter(counter: int, ctx: ast.expr_context) -> ast.expr:
     return ast.Attribute(rt(COUNTS), counter_slot(counter), ctx)
-
-
-def start_line(first: ast.stmt, like: ast.AST) -> None:
-    """Give the probe code that runs first in an activation the position of the first
-    instruction of its first statement ``like``: after ``RESUME`` the next instruction with
-    a line starts a line event, and an artificial one would take the ``def`` line."""
-    if getattr(first, "lineno", None) != -1:
-        return
-    at = first_evaluated(like)
-    line, col = getattr(at, "lineno", 1), getattr(at, "col_offset", 0)
-    if isinstance(first, ast.Try):   # a guard: only its own NOP takes the line
-        first.lineno, first.col_offset, first.end_lineno, first.end_col_offset = line, col, line, col
-        return
-    stack: list[ast.AST] = [first]
-    while stack:
-        n = stack.pop()
-        if getattr(n, "lineno", None) == -1:
-            n.lineno, n.col_offset, n.end_lineno, n.end_col_offset = line, col, line, col  # type: ignore[attr-defined]
-            stack.extend(ast.iter_child_nodes(n))
-        elif not hasattr(n, "lineno"):
-            stack.extend(ast.iter_child_nodes(n))
-
-
-def place(new: ast.AST, like: ast.AST | None) -> ast.AST:
-    """At the start of ``like`` (a probe that opens the block of statement ``like``), or artificial."""
-    return artificial(new) if like is None else locate(new, like)
 
 
 class Emitter(Record):

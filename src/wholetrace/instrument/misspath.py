@@ -104,10 +104,10 @@ def _load() -> ModuleType:
         _load_stdlib([n for n in ORDER if n not in SINCE_312 or sys.version_info >= (3, 12)], dirs, held)
         import ast
 
-        from wholetrace.instrument import emit
+        from wholetrace.instrument import emit, probeast
         for name in MODULES:
             __import__(name)
-        emit.ast = ast   # in place of its LazyModule
+        emit.ast = probeast.ast = ast   # in place of their LazyModules
         return ast
     finally:
         sys.modules.update(held)

@@ -1,0 +1,94 @@
+"""The probe contract's names: the locals probe code binds and the placeholders standing for run-time objects in templates."""
+
+# Split from ``instrument.emit`` (wave 17): what the runtime and the template cache read on every
+# recording (``runtime.probes.runtime_objects``, ``instrument.cache.relocate``), apart from the code
+# that builds probes (``instrument.emit``, ``instrument.probeast``: a cache miss only).
+
+from __future__ import annotations
+
+import sys
+
+from wholetrace.events import LEAVE, LEAVE_PATH
+
+# --- locals of instrumented functions (module and class bodies bind none)
+A = "wt.a"           # trace modes: append method of the current stream
+R = "wt.r"           # count and witness modes: statement id of the last re-raise site passed
+SEEN = "wt.s"        # the same modes: traceback entry the frame's last handler saw (held, see Emitter.held)
+HOLD = "wt.t"        # a return value held while the return edge's probe runs
+LOCAL = "wt.n"       # count modes: ``wt.n<j>`` counts the function's j-th counter in the activation
+EXC_OWN = "wt.e"     # the exception in a guard whose ``finally`` is ours (both re-raise in place)
+EXC_GUARD = "wt.g"   # the exception in a guard around a ``finally`` of the program
+EXC_CAUGHT = "wt.x"  # the exception in a handler of the program that binds no name
+LASTI = "wt.l"       # temporary: instruction index of a traceback entry
+XLIST = "wt.q"       # count modes: the recording's exception-edge list, fetched in a handler
+MATCH = "wt.m"       # ``wt.m<N>``: the saved subject of a split ``match``
+STAR_HELD = "wt.h"   # ``wt.h<N>``: the traceback entry an ``except*`` handler held (statement N its star-end)
+P = "wt.p"           # path mode: the path register
+O = "wt.o"           # path mode: the activation's closing record, set on the edges into EXIT (``Emitter.exit_record``)
+
+
+_LEAVE_TABLES: dict[int, tuple[int, ...]] = {}   # a memo dict, not functools.lru_cache (rstart15: no functools at start-up)
+
+
+def leave_table(num_paths: int) -> tuple[int, ...]:
+    """``LEAVE_PATH + p`` for every path id ``p``, then LEAVE (index -1: the register after an
+    exception left the activation, ``no_path``)."""
+    table = _LEAVE_TABLES.get(num_paths)
+    if table is None:
+        table = _LEAVE_TABLES[num_paths] = tuple(LEAVE_PATH + p for p in range(num_paths)) + (LEAVE,)
+    return table
+
+# --- run-time objects, constants of the compiled code (runtime.probes.runtime_objects)
+GET = "get"          # ContextVar.get of the current stream (trace modes)
+NEW = "new"          # create a stream for this thread/task
+XEDGE = "xedge"      # module/class bodies: record an exception edge
+XCOUNT = "xcount"    # module/class bodies, count modes: the same
+RERAISE = "reraise"  # module/class bodies, count and witness modes: note a re-raise site (-1: forget)
+FOR = "for"          # wrapping iterator that records the for-next block before __next__
+AFOR = "afor"        # the same for async for
+COUNTS = "counts"    # count modes: the file's counters, one slot ``c<j>`` per counter of the file
+                     # (a per-file object: ``cache.relocate`` asks for it by the file's first id)
+EDGES = "edges"      # count modes: ``.x``, the exception edges, flat (fid, source stmt, target
+                     # block); a list cannot be a constant itself (code objects must stay hashable)
+INC = "inc"          # module/class bodies, count modes: increment a counter inside an expression
+RERAISE_MARK = "exception-reraise"  # sys.exception, marking a guard's re-raise in module/class bodies
+RERAISE_MARK_GUARD = "exception-reraise-guard"  # the same in a guard around the program's finally
+NO_TB = "no-traceback"   # stands for a missing traceback (tb_lasti -2), and for "none held"
+SKIP = "skip"        # witness modes: a C function that ignores its one argument (no record)
+VARS = "vars"
+#: guards around except* find a group's first exception with these, calling no code of the program
+#: (``star_tb``): builtins.type, builtins.issubclass, BaseExceptionGroup, and a group of one
+#: never-raised exception (no traceback) standing in for an exception that is no group
+TYPE, ISSUBCLASS, GROUP, STAR_HOLDER = "type", "issubclass", "BaseExceptionGroup", "star-holder"
+RECURSION_ERROR = "RecursionError"
+
+#: Marks a placeholder constant; placeholders are frozensets, a type no literal of the
+#: program produces in these positions.
+MARK = "\x00wholetrace"
+#: Site tables are filled in when the template is compiled (``instrument.bytecode``).
+SITES_MARK = "\x00wholetrace-sites"
+#: Python 3.11 counts C calls towards the recursion limit: trace-mode prologues get one call
+#: of headroom (runtime.recursion) and turn the prologue's own failure back into the error
+#: the call would have raised without instrumentation.
+C_CALLS_COUNT = sys.version_info < (3, 12)
+
+
+def runtime_constant(name: str) -> frozenset[str]:
+    """The placeholder of run-time object ``name`` in a template."""
+    return frozenset((MARK, name))
+
+
+def sites_constant(index: int, pad: bool = False) -> frozenset[object]:
+    """The placeholder of the site table of the ``index``-th function of a file (``pad``: of
+    the one-entry sequence of its type that stands for "no statement")."""
+    return frozenset((SITES_MARK, -1 - index if pad else index))
+
+
+#: Templates number functions and counters from these placeholder origins (``instrument.cache``).
+FID_ORIGIN = 3_141_592_653_000_000
+COUNTER_ORIGIN = 2_718_281_828_000_000
+
+
+def counter_slot(counter: int) -> str:
+    """The attribute of the file's counter object that holds template counter ``counter``."""
+    return f"c{counter - COUNTER_ORIGIN}"
