@@ -1,12 +1,12 @@
 """AST nodes of probe code and their source positions: a probe starts no line of its own, or the line of the statement it opens."""
 
-# Split from ``instrument.emit`` (wave 17); ``ast`` is imported on a cache miss only
-# (``instrument.misspath``), as in ``instrument.emit``.
+# Split from ``instrument.emit`` (wave 17); imported on a cache miss only, as ``ast`` is
+# (``instrument.misspath``).
 
 from __future__ import annotations
 
 from wholetrace.instrument.misspath import LazyModule
-from wholetrace.instrument.probenames import runtime_constant
+from wholetrace.instrument.emit import runtime_constant
 
 TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
 if TYPE_CHECKING:   # pragma: no cover
