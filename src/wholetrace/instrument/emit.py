@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sys
 
-from wholetrace.events import LEAVE, LEAVE_PATH
+from wholetrace.events import LEAVE, LEAVE_PATH, NO_PATH  # noqa: F401 (NO_PATH: read from here too)
 
 TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
 if TYPE_CHECKING:   # pragma: no cover
