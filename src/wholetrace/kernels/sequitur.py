@@ -14,8 +14,8 @@ import numpy as np
 
 from wholetrace.kernels._jit import cache_depends, kernel
 from wholetrace.kernels._jit import prefetch as _prefetch
-from wholetrace.kernels.sequitur_rules import (_alloc_node, _expand, _insert_after, _is_body, _new_rule, _push, _push2,
-                                               _substitute, _take_node)
+from wholetrace.kernels.sequitur_rules import (_alloc_node, _expand, _extend, _insert_after, _is_body, _new_rule, _push,
+                                               _push2, _substitute, _take_node)
 from wholetrace.kernels.sequitur_table import *  # noqa: F403 - the state layout, read by the Python layer
 from wholetrace.kernels.sequitur_table import (_U, _chk, _find, _fpk, _home, _idx_clear, _idx_set, _is_guard, _key,
                                                _occupy, _prefetch_slot, _ref_node)
@@ -91,6 +91,9 @@ def _run_check(nd, rguard, rcount, rkey, tab, stack, meta, a0):  # type: ignore[
                     x2 = tab[_U(2 * s2 + 1)]
                     if x2 < 0 or _is_body(nd, x2):
                         continue
+            if v1 < 0 and rcount[_U(-v1 - 1)] == 2 and _extend(nd, rguard, rcount, rkey, tab, stack, meta, sp, x, a):
+                ret = 1  # rule churn: R, used only at x and a, took the place of the rule s -> R c
+                continue
             r = _new_rule(nd, rguard, rcount, meta)
             q = nd[_U(4 * x + PV)]  # the next check is (q, r)
             if not _is_guard(nd, q):

@@ -10,10 +10,10 @@ import numba
 import numpy as np
 
 from wholetrace.kernels._jit import kernel
-from wholetrace.kernels.sequitur_table import (F_CHECK, F_SUBST_RIGHT, GUARD, M_BODY, M_FREE_HEAD, M_FRESH,
-                                               M_HAS_NEXT, M_LIVE_NODES, M_LIVE_RULES, M_MAX_SP, M_NEXT,
-                                               M_NODE_PHASE, M_OVERFLOW, M_REUSED, M_RFREE_HEAD, M_RFRESH, NIL,
-                                               NX, PV, SL, T_EMPTY, VL, _U, _idx_clear, _idx_set, _is_guard,
+from wholetrace.kernels.sequitur_table import (F_CHECK, F_SUBST_RIGHT, GUARD, M_BODY, M_EXTENDED, M_FREE_HEAD,
+                                               M_FRESH, M_HAS_NEXT, M_LIVE_NODES, M_LIVE_RULES, M_MAX_SP, M_NEXT,
+                                               M_NODE_PHASE, M_OVERFLOW, M_REUSED, M_RFREE_HEAD, M_RFRESH, NIL, NX,
+                                               PV, SL, T_EMPTY, VL, _U, _idx_clear, _idx_set, _is_guard,
                                                _prefetch_slot)
 
 _hot = kernel(nrt=False)
@@ -302,3 +302,97 @@ def _expand(nd, rguard, rcount, rkey, tab, meta, s):  # type: ignore[no-untyped-
 def _is_body(nd, x):  # type: ignore[no-untyped-def]
     """Whether the digram at x is the whole right side of a rule."""
     return _is_guard(nd, nd[_U(4 * x + PV)]) and _is_guard(nd, nd[_U(4 * nd[_U(4 * x + NX)] + NX)])
+
+
+@_hot
+def _extend(nd, rguard, rcount, rkey, tab, stack, meta, sp, x, a):  # type: ignore[no-untyped-def]
+    """Rule churn's shortcut: the repeated digram (R, c) at a, indexed at x, where R is used only
+    at x and a.  The reference makes a rule s -> R c, replaces x then a by s (checking s's
+    neighbours) and inlines R into s (rule utility): s ends as R's body plus c, used at x and a.
+    Here R itself takes s's place: c moves to the end of R's body and the index gets the same
+    entries under R's number (docs/design.md, wave 17).  Done, and 1 returned, only where the
+    reference's steps are known to do nothing else (its checks of s's new digrams find nothing,
+    no run of three equal symbols is re-indexed, R's body does not start and end with one
+    value); else 0 and the caller takes the reference's path."""
+    b = nd[_U(4 * a + NX)]
+    w = nd[_U(4 * x + NX)]
+    z1 = nd[_U(4 * w + NX)]
+    z2 = nd[_U(4 * b + NX)]
+    q1 = nd[_U(4 * x + PV)]
+    q2 = nd[_U(4 * a + PV)]
+    if z1 == a or z2 == x or sp + 9 > len(stack):  # x's digram and a's adjacent; no room for the reference's pushes
+        return 0
+    c = nd[_U(4 * b + VL)]
+    q1v = nd[_U(4 * q1 + VL)]
+    q2v = nd[_U(4 * q2 + VL)]
+    z1v = nd[_U(4 * z1 + VL)]
+    z2v = nd[_U(4 * z2 + VL)]
+    gq1 = _is_guard(nd, q1)
+    gq2 = _is_guard(nd, q2)
+    gz1 = _is_guard(nd, z1)
+    gz2 = _is_guard(nd, z2)
+    if q1v == q2v and not gq1 and not gq2:  # the check of (q2, s) would find (q1, s)
+        return 0
+    if z1v == z2v and not gz1 and not gz2:  # the check of (s, z2) would find (s, z1)
+        return 0
+    # the reference's substitutions re-index a run of three equal symbols around x and a: not here
+    if z1v == c and nd[_U(4 * nd[_U(4 * z1 + NX)] + VL)] == c:
+        return 0
+    if q1v == nd[_U(4 * nd[_U(4 * q1 + PV)] + VL)] and (q1v == c or q1v == z1v):
+        return 0
+    if z2v == c and z2 != q1 and nd[_U(4 * nd[_U(4 * z2 + NX)] + VL)] == c:  # z2 == q1: next is s there
+        return 0
+    if q2 != z1 and q2v == nd[_U(4 * nd[_U(4 * q2 + PV)] + VL)] and (q2v == c or q2v == z2v):
+        return 0
+    r = -nd[_U(4 * x + VL)] - 1
+    g = rguard[_U(r)]
+    f = nd[_U(4 * g + NX)]
+    last = nd[_U(4 * g + PV)]
+    if f == last:  # a one-symbol rule: the reference's expansion indexes its ring's (v, v)
+        return 0
+    # R's body first and last equal: inlining it re-indexes a run of three in the ring it closes
+    fv = nd[_U(4 * f + VL)]
+    run1 = fv == nd[_U(4 * last + VL)] and fv == nd[_U(4 * nd[_U(4 * f + NX)] + VL)]
+    run2 = fv == nd[_U(4 * last + VL)] and fv == nd[_U(4 * nd[_U(4 * last + PV)] + VL)]
+    if sp + 9 > meta[M_MAX_SP]:  # the reference's deepest point in these steps
+        meta[M_MAX_SP] = sp + 9
+    meta[M_EXTENDED] += 1
+    # the digrams that go: (R, c) at x, (c, z1), (c, z2); (q, R) stays (it is the reference's
+    # (q, s)) unless it is not indexed or becomes a rule's whole body (then indexed again below)
+    _idx_clear(nd, rguard, tab, meta, x)
+    _idx_clear(nd, rguard, tab, meta, w)
+    _idx_clear(nd, rguard, tab, meta, b)
+    again1 = not gq1 and (nd[_U(4 * q1 + SL)] < 0 or (_is_guard(nd, nd[_U(4 * q1 + PV)]) and gz1))
+    again2 = not gq2 and (nd[_U(4 * q2 + SL)] < 0 or (_is_guard(nd, nd[_U(4 * q2 + PV)]) and gz2))
+    if again1:
+        _idx_clear(nd, rguard, tab, meta, q1)
+    if again2:
+        _idx_clear(nd, rguard, tab, meta, q2)
+    fs = nd[_U(4 * f + SL)]
+    if fs >= 0 and tab[_U(2 * fs + 1)] < T_EMPTY:  # R's body grows past two symbols: untag
+        tab[_U(2 * fs + 1)] = f
+    # unlink c after x (its node w becomes the end of R's body) and after a (b is freed)
+    nd[_U(4 * x + NX)] = z1
+    nd[_U(4 * z1 + PV)] = x
+    nd[_U(4 * a + NX)] = z2
+    nd[_U(4 * z2 + PV)] = a
+    nd[_U(4 * last + NX)] = w
+    nd[_U(4 * w + PV)] = last
+    nd[_U(4 * w + NX)] = g
+    nd[_U(4 * g + PV)] = w
+    _free_node(nd, meta, b)
+    if c < 0:
+        rcount[_U(-c - 1)] -= 1
+    # the digrams that come: (R, z1), (R, z2), (q, R) where needed, and R's new (last, c)
+    _idx_set(nd, rguard, rkey, tab, meta, x)
+    _idx_set(nd, rguard, rkey, tab, meta, a)
+    if again1:
+        _idx_set(nd, rguard, rkey, tab, meta, q1)
+    if again2:
+        _idx_set(nd, rguard, rkey, tab, meta, q2)
+    if run1:
+        _idx_set(nd, rguard, rkey, tab, meta, f)
+    if run2:
+        _idx_set(nd, rguard, rkey, tab, meta, nd[_U(4 * last + PV)])
+    _idx_set(nd, rguard, rkey, tab, meta, last)
+    return 1

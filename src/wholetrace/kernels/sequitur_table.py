@@ -70,7 +70,8 @@ M_HAS_NEXT = 18  # the symbol appended after the current one is known (only pref
 M_NEXT = 19
 M_BODY = 20  # the first body node of the rule _new_rule just made (the second is in M_BODY + 1)
 M_REUSED = 22  # rules laid out on free nodes instead of a fresh line (statistics, tests)
-META_SIZE = 23
+M_EXTENDED = 23  # rule churn's shortcuts taken (kernels/sequitur_rules.py _extend; statistics, tests)
+META_SIZE = 24
 
 ST_DONE = 0
 ST_NEED_NODES = 1
