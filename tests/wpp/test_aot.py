@@ -187,6 +187,7 @@ def test_the_key_changes_with_the_kernel_sources(tmp_path: Path, monkeypatch: py
         (fake / "kernels" / p.name).write_bytes(p.read_bytes())
     (fake / "events.py").write_bytes((real / "events.py").read_bytes())
     (fake / "wpp" / "aot.py").write_bytes(Path(aot.__file__).read_bytes())
+    (fake / "wpp" / aot.BUILD).write_bytes((real / "wpp" / aot.BUILD).read_bytes())   # the build side is in the key
     for parts in aot.CALLERS:
         (fake / parts[0]).mkdir(exist_ok=True)
         (fake.joinpath(*parts)).write_bytes(real.joinpath(*parts).read_bytes())
@@ -200,7 +201,12 @@ def test_the_key_changes_with_the_kernel_sources(tmp_path: Path, monkeypatch: py
     # handed where the exports take int32 would silently run on numba's JIT)
     with open(fake / "wpp" / "intern.py", "a") as f:
         f.write("\n# edited\n")
-    assert aot.key() != edited
+    callers_edited = aot.key()
+    assert callers_edited != edited
+    # and the build side (``wpp.aotbuild``: what is exported, with which flags)
+    with open(fake / "wpp" / aot.BUILD, "a") as f:
+        f.write("\n# edited\n")
+    assert aot.key() != callers_edited
 
 
 def test_a_call_no_export_matches_is_named(compiled: Path, monkeypatch: pytest.MonkeyPatch) -> None:

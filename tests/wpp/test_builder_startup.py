@@ -47,7 +47,8 @@ def test_aot_key_imports_no_hashlib_and_is_the_hashlib_sha256_of_the_same_parts(
             "kern = os.path.join(pkg, 'kernels'); h = hashlib.sha256()\n"
             "src = [os.path.join(kern, n) for n in sorted(os.listdir(kern)) if n.endswith('.py')]\n"
             "callers = [os.path.join(pkg, *c) for c in aot.CALLERS]\n"
-            "for p in src + callers + [os.path.join(pkg, 'events.py'), here]:\n"
+            "build = os.path.join(os.path.dirname(here), 'aotbuild.py')\n"   # the build side (wave 17)
+            "for p in src + callers + [os.path.join(pkg, 'events.py'), here, build]:\n"
             "    h.update(os.path.basename(p).encode() + b'\\0' + open(p, 'rb').read() + b'\\0')\n"
             "for part in (aot._version_file('numba'), aot._version_file('llvmlite'), np.__version__.encode(),\n"
             "             sys.version.encode(), platform.machine().encode(), sys.implementation.cache_tag.encode()):\n"

@@ -34,7 +34,8 @@ if TYPE_CHECKING:   # pragma: no cover
 #: wholetrace's modules the miss path needs: the template builder, every mode's planners
 #: (``instrument.modes`` imports them when it first plans), full mode's value probes.
 MODULES = ("wholetrace.instrument.cfg", "wholetrace.instrument.sites", "wholetrace.instrument.facts",
-           "wholetrace.instrument.emit", "wholetrace.instrument.rewrite", "wholetrace.instrument.bytecode",
+           "wholetrace.instrument.emit", "wholetrace.instrument.probeast", "wholetrace.instrument.probecode",
+           "wholetrace.instrument.rewrite", "wholetrace.instrument.bytecode",
            "wholetrace.instrument.flowgraph", "wholetrace.instrument.weighting", "wholetrace.instrument.placement",
            "wholetrace.instrument.witnesses", "wholetrace.instrument.chains", "wholetrace.instrument.pathnum",
            "wholetrace.instrument.pathregs", "wholetrace.instrument.defuse", "wholetrace.instrument.wetemit")
@@ -104,10 +105,10 @@ def _load() -> ModuleType:
         _load_stdlib([n for n in ORDER if n not in SINCE_312 or sys.version_info >= (3, 12)], dirs, held)
         import ast
 
-        from wholetrace.instrument import emit
+        from wholetrace.instrument import probeast, probecode
         for name in MODULES:
             __import__(name)
-        emit.ast = ast   # in place of its LazyModule
+        probecode.ast = probeast.ast = ast   # in place of their LazyModules
         return ast
     finally:
         sys.modules.update(held)
@@ -288,7 +289,7 @@ def is_stdlib(module: ModuleType, dirs: tuple[str, ...]) -> bool:
 
 
 class LazyModule:
-    """Stands for a module in a namespace (``emit.ast``) until it is used or bound: the
+    """Stands for a module in a namespace (``probecode.ast``) until it is used or bound: the
     first attribute read imports it and puts it in the namespace in its place."""
 
     def __init__(self, name: str, namespace: dict[str, object], key: str) -> None:

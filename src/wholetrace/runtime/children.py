@@ -191,7 +191,9 @@ class Children:
         if _thread.get_ident() == self.live.recorder.state.streams.main_ident \
                 and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
             signal.signal(signal.SIGTERM, self._terminated)
-            _watch_sigterm(self)
+            from wholetrace.runtime.sigterm import watch    # only in multiprocessing children
+
+            watch(self)
 
     def _terminated(self, signum: int, frame: Any) -> None:
         """SIGTERM in a ``multiprocessing`` child: store the recording, then die of the signal
@@ -237,7 +239,7 @@ class Children:
 
     # -- spawn and forkserver
     def patch_spawn(self, spawn: types.ModuleType) -> None:
-        """Add a :class:`_Stowaway` to what ``multiprocessing`` sends a spawned child."""
+        """Add a ``runtime.spawned.Stowaway`` to what ``multiprocessing`` sends a spawned child."""
         if getattr(spawn.get_preparation_data, "__wholetrace__", False):
             return
         original = spawn.get_preparation_data
@@ -248,7 +250,9 @@ class Children:
             live = runner.LIVE
             if live is not None and live.children is not None:
                 cfg = live.children.config
-                data["wholetrace"] = _Stowaway(Config(cfg.parts, cfg.mode, cfg.roots, cfg.include, cfg.cache,
+                from wholetrace.runtime.spawned import Stowaway     # not imported at start-up
+
+                data["wholetrace"] = Stowaway(Config(cfg.parts, cfg.mode, cfg.roots, cfg.include, cfg.cache,
                                                       cfg.meta, live.children.name))
             return data
 
@@ -280,73 +284,6 @@ class Children:
         c = self.config
         os.environ[ENV] = jsontext.dumps({"parts": c.parts, "mode": c.mode, "include": c.include, "cache": c.cache,
                                       "meta": c.meta, "parent": self.name})
-
-
-# -- SIGTERM in multiprocessing children ------------------------------------------------------------
-#: How long the watcher lets the main thread run ``Children._terminated`` before sending SIGTERM again.
-NUDGE_SECONDS = 0.05
-#: The wakeup pipe this process set (read end, write end); a fork child inherits the setting, not the reader.
-_WAKEUP: tuple[int, int] | None = None
-
-
-def _watch_sigterm(ch: Children) -> None:
-    """Make sure a SIGTERM reaches ``ch._terminated`` (main thread only).
-
-    Python runs a handler in the main thread at its next check between bytecodes.  A signal
-    that arrives while the main thread waits for the GIL (held by the flusher) just before a
-    blocking call that is not interrupted again is never handled: an idle pool worker then waits
-    in ``SemLock.acquire`` forever and ``Pool.terminate`` hangs.  Python's C handler also writes
-    the signal number to the wakeup fd, from whatever thread it ran on; a watcher thread reads
-    it and sends SIGTERM to the main thread again (``pthread_kill``: the blocking call returns
-    EINTR and runs the handler) until the handler has run.  A wakeup fd of the program's own is
-    left alone (the watcher is then not started).  The watcher is a bare ``_thread`` thread, which
-    the program does not see in ``threading.enumerate()``."""
-    global _WAKEUP
-    r, w = _high_pipe()
-    os.set_blocking(w, False)
-    try:
-        old = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
-    except (ValueError, OSError):
-        os.close(r)
-        os.close(w)
-        return
-    if old != -1 and (_WAKEUP is None or old != _WAKEUP[1]):
-        signal.set_wakeup_fd(old, warn_on_full_buffer=False)
-        os.close(r)
-        os.close(w)
-        return
-    if _WAKEUP is not None:                 # inherited from the parent process: nobody reads it here
-        for fd in _WAKEUP:
-            os.close(fd)
-    _WAKEUP = (r, w)
-    main = _thread.get_ident()   # (called in the main thread: ``_mp_child``)
-    term = int(signal.SIGTERM)
-
-    def watch() -> None:
-        try:
-            while data := os.read(r, 256):
-                while term in data and not ch.term_seen and signal.getsignal(signal.SIGTERM) == ch._terminated:
-                    time.sleep(NUDGE_SECONDS)
-                    if not ch.term_seen:
-                        signal.pthread_kill(main, signal.SIGTERM)
-        except Exception:       # noqa: BLE001 - the process is ending; nothing to report to
-            return
-
-    _thread.start_new_thread(watch, ())     # a bare thread: not in threading.enumerate()
-
-
-def _high_pipe() -> tuple[int, int]:
-    """``os.pipe()`` with both ends at numbers >= ``HIGH_FD`` (``store.fdguard.high``): the program's
-    next files take the numbers they take in a plain run; ``fcntl`` is left out of ``sys.modules``
-    if the program has not imported it."""
-    from wholetrace.store.fdguard import high
-
-    had = "fcntl" in sys.modules
-    r, w = os.pipe()
-    r, w = high(r), high(w)
-    if not had:
-        sys.modules.pop("fcntl", None)
-    return r, w
 
 
 # -- the root ------------------------------------------------------------------------------------
@@ -406,7 +343,7 @@ def enable(live: Any, out: str | os.PathLike[str] | Spawned, meta: dict[str, Any
         root = {"pid": os.getpid(), "ppid": os.getppid(), "parent": None, "start": "root"}
         live.writer.set_meta(**{CHILDREN_KEY: os.path.basename(parts), PROCESS_KEY: root})
     live.children = ch
-    _hook()
+    hook()
     live.finder.on_import["multiprocessing.spawn"] = ch.patch_spawn
     if "multiprocessing.spawn" in sys.modules:
         ch.patch_spawn(sys.modules["multiprocessing.spawn"])
@@ -414,7 +351,7 @@ def enable(live: Any, out: str | os.PathLike[str] | Spawned, meta: dict[str, Any
     return ch
 
 
-def _hook() -> None:
+def hook() -> None:
     """Register the fork hooks once per process (they act only while a recording with
     children runs here)."""
     global _HOOKED
@@ -432,75 +369,6 @@ def _each(method: str) -> None:
     ch = getattr(live, "children", None)
     if ch is not None:
         getattr(ch, method)()
-
-
-# -- spawned children ------------------------------------------------------------------------------
-class _Stowaway:
-    """Unpickled in a spawned child (before it imports the program's main module): starts its recording."""
-
-    def __init__(self, config: Config) -> None:
-        self.config = config
-
-    def __reduce__(self) -> tuple[Any, tuple[Config]]:
-        return (start_spawned, (self.config,))
-
-
-def start_spawned(config: Config) -> None:
-    """Start recording this freshly spawned ``multiprocessing`` child into a new part."""
-    from wholetrace.instrument.loader import Scope
-    from wholetrace.runtime import runner
-
-    if runner.LIVE is not None:
-        return None
-    name = part_name()
-    writer = new_part(os.path.join(config.parts, name))
-    live = runner.start(writer, Scope(list(config.roots), list(config.include)), mode=config.mode,
-                        cache=config.cache, **config.meta)
-    ch = Children(live, Config(config.parts, config.mode, config.roots, config.include, config.cache, config.meta,
-                               name), name)
-    live.children = ch
-    writer.set_meta(**{PROCESS_KEY: {"pid": os.getpid(), "ppid": os.getppid(), "parent": config.parent,
-                                     "start": "spawn"}})
-    writer.commit()
-    _hook()
-    live.finder.on_import["multiprocessing.spawn"] = ch.patch_spawn
-    ch.set_environment()
-    spawn = sys.modules.get("multiprocessing.spawn")
-    if spawn is not None:
-        ch.patch_spawn(spawn)
-        _instrument_main(spawn, live.instrumenter)
-    # spawn children keep the finalisers registered now; forkserver children clear them and
-    # run the after-fork hooks instead
-    util = sys.modules.get("multiprocessing.util")
-    if util is not None:
-        ch._mp_child()
-        util.register_after_fork(ch, Children._mp_child)
-        ch.mp_hooked = True
-    live.recorder.ends_inside = True
-    return None
-
-
-def _instrument_main(spawn: types.ModuleType, instrumenter: Any) -> None:
-    """Make the child's next ``_fixup_main_from_path`` (the program's main module, run as
-    ``__mp_main__``) run instrumented code; the original is back after that one call."""
-    original = spawn._fixup_main_from_path
-
-    def _fixup_main_from_path(main_path: str) -> None:
-        spawn._fixup_main_from_path = original
-        current = sys.modules["__main__"]
-        if os.path.splitext(os.path.basename(main_path))[0] == "ipython" \
-                or getattr(current, "__file__", None) == main_path:
-            return
-        spawn.old_main_modules.append(current)
-        with open(main_path, "rb") as fh:
-            code = instrumenter.compile(fh.read(), main_path)
-        main = types.ModuleType("__mp_main__")
-        main.__dict__.update(spawn.runpy._run_module_code(code, None, "__mp_main__", pkg_name="",  # type: ignore[attr-defined]
-                                                    script_name=main_path))
-        sys.modules["__main__"] = sys.modules["__mp_main__"] = main
-    # (``spawn.runpy``: multiprocessing.spawn's own import; runpy is not imported at start-up)
-
-    spawn._fixup_main_from_path = _fixup_main_from_path
 
 
 # -- helpers ---------------------------------------------------------------------------------------

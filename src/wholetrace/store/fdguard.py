@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from itertools import repeat as _repeat
 
 from wholetrace.errors import InternalError
@@ -18,8 +19,8 @@ TYPE_CHECKING = False   # typing is not imported at start-up
 if TYPE_CHECKING:   # pragma: no cover
     from typing import Any
 
-__all__ = ["FdGuard", "GuardedFile", "HIGH_FD", "Lost", "UNLOCKED", "descriptors_of", "descriptors_of_each", "high", "leak", "named",
-           "uri", "LowTaken"]
+__all__ = ["FcntlUnseen", "FdGuard", "GuardedFile", "HIGH_FD", "Lost", "UNLOCKED", "descriptors_of", "descriptors_of_each", "high",
+           "high_pipe", "leak", "named", "uri", "LowTaken"]
 
 #: the lowest number of the recorder's own long-lived descriptors (the store's database and journal,
 #: the WPP builder's pipes and files), all close-on-exec: the program's files take the low numbers
@@ -127,6 +128,31 @@ def high(fd: int) -> int:
         return fd
     os.close(fd)
     return moved
+
+
+class FcntlUnseen:
+    """While entered, the recorder may import ``fcntl`` (:func:`high`, the WPP builder's spawn); on
+    leaving, ``fcntl`` is dropped from ``sys.modules`` again if the program had not imported it:
+    as in a plain run, a program's own ``fcntl.py`` is then the one its import finds."""
+
+    __slots__ = ("had",)
+
+    def __enter__(self) -> FcntlUnseen:
+        self.had = "fcntl" in sys.modules
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if not self.had:
+            sys.modules.pop("fcntl", None)
+
+
+def high_pipe() -> tuple[int, int]:
+    """``os.pipe()`` with both ends at numbers >= ``HIGH_FD`` (:func:`high`): the program's next
+    files take the numbers they take in a plain run; ``fcntl`` is left out of ``sys.modules`` if
+    the program has not imported it (:class:`FcntlUnseen`)."""
+    with FcntlUnseen():
+        r, w = os.pipe()
+        return high(r), high(w)
 
 
 class LowTaken:

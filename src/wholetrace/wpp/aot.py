@@ -6,7 +6,7 @@ than a short recorded program.  Here the same kernels (the functions of ``wholet
 no second copy of any algorithm) are compiled once per machine and version into one extension
 module; the builder then imports numpy and that module only.
 
-* **Build** (``python -m wholetrace.wpp.aot``, run by ``make``): :func:`exercise` drives the
+* **Build** (``python -m wholetrace.wpp.aot``, run by ``make``; ``wpp.aotbuild``): ``exercise`` drives the
   builder's Python layer (interning every trace mode, SEQUITUR with and without look-ahead,
   every growth path, encoding) through the JIT; every public kernel of the ``wholetrace.kernels``
   modules this imported is exported once per signature it was compiled for, from its
@@ -15,7 +15,7 @@ module; the builder then imports numpy and that module only.
   description (``marshal``'s format through :func:`_plain`, else pickled): the modules, their plain data attributes (constants), each export's symbol and
   argument types.
 * **Key**: a hash of the kernels' sources (``kernels/*.py``, ``events.py``, whose constants are
-  compiled in, and this file), the numba, llvmlite, numpy and Python versions and the machine.
+  compiled in, the ``CALLERS``, this file and ``aotbuild.py``), the numba, llvmlite, numpy and Python versions and the machine.
   A source change makes the compiled module *stale*: it is not found, and the JIT is used.
 * **Install** (:func:`install`, in the builder before it imports the grammar layer): each kernel
   module is replaced in ``sys.modules`` by a stand-in holding the constants and, per kernel, a
@@ -27,7 +27,6 @@ module; the builder then imports numpy and that module only.
 
 from __future__ import annotations
 
-import builtins
 import importlib   # not .util, .machinery: the import system's frozen modules (wpp.startup.find_spec)
 import marshal
 import os
@@ -51,9 +50,11 @@ ENV_SWITCH = "WHOLETRACE_AOT"
 #: where compiled modules are kept (default ``$XDG_CACHE_HOME/wholetrace/aot``)
 ENV_DIR = "WHOLETRACE_AOT_DIR"
 _KERNELS = "wholetrace.kernels."
-#: The modules whose calls :func:`exercise` compiles (their argument types are in the exports)
+#: The modules whose calls ``aotbuild.exercise`` compiles (their argument types are in the exports)
 CALLERS = (("grammar", "builder.py"), ("grammar", "grammar.py"), ("grammar", "encoding.py"),
            ("wpp", "intern.py"), ("wpp", "builder.py"))
+#: The build side (``wpp.aotbuild``, beside this file): its source is in the key too
+BUILD = "aotbuild.py"
 #: Kernels a stand-in handed to the JIT (no export for their argument types): the builder reports them
 JIT_FALLBACKS: set[str] = set()
 
@@ -104,7 +105,7 @@ def _key_files() -> list[str]:
     # the Python layer that decides the kernels' argument types: a dtype changed there needs an
     # export of another signature (wave 11: int32 codes had the builder fall back to the JIT)
     callers = [os.path.join(package, *p) for p in CALLERS]
-    return sources + callers + [os.path.join(package, "events.py"), here]
+    return sources + callers + [os.path.join(package, "events.py"), here, os.path.join(os.path.dirname(here), BUILD)]
 
 
 def _key_versions() -> list[bytes]:
@@ -159,7 +160,7 @@ def _arg_key(value: Any) -> tuple[Any, ...]:
 
 
 def _accepts(want: tuple[Any, ...], got: tuple[Any, ...]) -> bool:
-    """Whether an export compiled for argument type ``want`` (:func:`_numba_arg`) takes ``got``."""
+    """Whether an export compiled for argument type ``want`` (``aotbuild._numba_arg``) takes ``got``."""
     if want[0] != got[0]:
         return False
     if want[0] == "a":
@@ -318,195 +319,7 @@ def install(directory: Path | str | None = None) -> str:
     return "aot"
 
 
-# -- building ---------------------------------------------------------------------------------
-
-def exercise() -> None:
-    """Drive the builder's Python layer through every kernel entry and growth path it can take:
-    interning for every trace mode (table, symbol list and stack growth; exception records),
-    SEQUITUR with and without look-ahead (node, rule and digram-table growth), finishing and
-    encoding a grammar, the terminal table."""
-    import numpy as np
-
-    from wholetrace.events import ENTER_BASE, EXC, LEAVE, LEAVE_PATH, RERAISE, START
-    from wholetrace.grammar import GrammarBuilder
-    from wholetrace.wpp.intern import INTERNERS, interner_for, terminals_to_array
-
-    rng = np.random.default_rng(10)
-    depth = 100  # > the interner's initial 64-deep function stack
-    nest = [-(ENTER_BASE + f % 7) for f in range(depth)] + [LEAVE] * depth
-    values = rng.integers(0, 6000, 20000)  # > the interner's initial 4096-slot table
-    body = [-(ENTER_BASE + 1), START] + values.tolist() + [EXC, 3, 5, RERAISE, 3, -1, 5, LEAVE]
-    events = np.array(nest + body + [-(ENTER_BASE + 2), LEAVE_PATH + 3], np.int32)
-    for mode in INTERNERS:
-        interner = interner_for(mode)
-        interner.set_path_functions([1, 2], 8)
-        codes = np.concatenate([interner.codes(0, events[:-1]), interner.codes(0, events[-1:], final=True)])
-        terminals_to_array(interner.terminals())
-        # a long, repetitive but irregular sequence: many rules, nodes and digrams
-        motifs = [rng.integers(0, 300, rng.integers(2, 9)) for _ in range(400)]
-        seq = np.concatenate([motifs[i] for i in rng.integers(0, len(motifs), 60000)])
-        for lookahead in (False, True):
-            b = GrammarBuilder(lookahead=lookahead)
-            b.feed(codes)
-            b.feed(seq.astype(np.int64))
-            g = b.finish()
-            g.to_bytes()
-            (g.num_rules, g.num_symbols, g.start_length, len(g))
-
-
-def _numba_arg(t: Any) -> tuple[Any, ...]:
-    """The :func:`_accepts` form of a numba argument type."""
-    import numpy as np
-    from numba.core import types as nt
-
-    t = nt.unliteral(t)
-    if isinstance(t, nt.Array):
-        return ("a", np.dtype(str(t.dtype)).str, t.ndim, t.layout == "C", bool(t.mutable))
-    if isinstance(t, nt.Boolean):
-        return ("s", "bool")
-    if isinstance(t, nt.Integer):
-        return ("s", "int") if t == nt.int64 else ("s", np.dtype(str(t)).str)
-    if isinstance(t, nt.Float):
-        return ("s", "float")
-    raise TypeError(f"no compiled form for argument type {t}")
-
-
-def _constants(module: types.ModuleType) -> dict[str, Any]:
-    """The module's plain data attributes (what a stand-in holds besides kernels)."""
-    import numpy as np
-
-    plain = (int, float, bool, str, bytes, type(None), np.ndarray, np.generic)
-    out: dict[str, Any] = {}
-    for name, value in vars(module).items():
-        if name.startswith("__") or not isinstance(value, plain + (tuple,)):
-            continue
-        if isinstance(value, tuple) and not all(isinstance(v, plain) for v in value):
-            continue
-        out[name] = value
-    return out
-
-
-def _python_parts(module: types.ModuleType, kernels: Any) -> tuple[dict[str, str], dict[str, Any]]:
-    """The module's imported modules (numpy, ...; not numba's) and its plain Python functions
-    (marshalled code: the key includes the Python version), which a stand-in re-creates over its
-    own namespace so that they call the compiled kernels."""
-    imports = {name: value.__name__ for name, value in vars(module).items()
-               if isinstance(value, types.ModuleType) and value.__name__.split(".")[0] not in ("numba", "llvmlite")}
-    functions = {name: (marshal.dumps(f.__code__), f.__defaults__, f.__kwdefaults__)
-                 for name, f in vars(module).items()
-                 if isinstance(f, types.FunctionType) and f.__module__ == module.__name__ and not f.__closure__}
-    # A function re-created over the stand-in's namespace must find every global it reads there
-    # (a global lookup never reaches the stand-in's __getattr__): those that would not stay out,
-    # and are taken from the real module when called.
-    have = set(_constants(module)) | set(imports) | set(functions) | set(kernels) | set(vars(builtins))
-    while True:
-        missing = {name for name, (code, _d, _k) in functions.items() if not _globals_read(marshal.loads(code)) <= have}
-        if not missing:
-            return imports, functions
-        for name in missing:
-            del functions[name]
-        have -= missing
-
-
-def _globals_read(code: types.CodeType) -> set[str]:
-    """The global names ``code`` (and the code nested in it) loads."""
-    import dis
-
-    out = {ins.argval for ins in dis.get_instructions(code) if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME")}
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            out |= _globals_read(const)
-    return {str(name) for name in out}
-
-
-def build(directory: Path | None = None, verbose: bool = False) -> Path:
-    """Compile the builder's kernels for the current key (JIT warm-up, then ``numba.pycc``);
-    returns the key's directory.  Several builds may race: each writes its own temporary
-    directory and the first rename wins."""
-    import shutil
-    import tempfile
-    from pathlib import Path
-
-    from numba.core.compiler import Flags
-    from numba.core.registry import CPUDispatcher
-    from numba.pycc import CC
-    import numba.pycc.compiler as pycc_compiler
-
-    where = (directory or cache_dir()) / key()
-    exercise()
-    cc = CC(EXT_NAME)
-    cc.verbose = verbose
-    desc: dict[str, Any] = {"modules": {}}
-    no_nrt: dict[Any, bool] = {}
-    n = 0
-    for modname, module in sorted(sys.modules.items()):
-        if not modname.startswith(_KERNELS) or module is None or modname.endswith("._jit"):
-            continue
-        kernels: dict[str, list[tuple[tuple[Any, ...], str]]] = {}
-        for name, d in sorted(vars(module).items()):
-            if (name.startswith("_") or not isinstance(d, CPUDispatcher)
-                    or d.py_func.__module__ != modname):
-                continue
-            seen = set()
-            for sig in d.signatures:
-                want = tuple(_numba_arg(a) for a in sig)
-                if want in seen:
-                    continue
-                seen.add(want)
-                from numba.core import types as nt
-
-                args = tuple(nt.unliteral(a) for a in sig)
-                ret = d.overloads[sig].signature.return_type
-                symbol = f"k{n}_{name}"
-                n += 1
-                cc.export(symbol, ret(*args))(d.py_func)
-                no_nrt[d.py_func] = d.targetoptions.get("_nrt") is False
-                kernels.setdefault(name, []).append((want, symbol))
-        imports, functions = _python_parts(module, kernels)
-        desc["modules"][modname] = {"constants": _constants(module), "kernels": kernels,
-                                    "imports": imports, "functions": functions}
-    tmp = Path(tempfile.mkdtemp(prefix=where.name + ".", dir=_made(where.parent)))
-    cc.output_dir = str(tmp)
-    # ``@kernel`` releases the GIL (``nogil=True``); pycc's exports would hold it: the builder's
-    # reader thread must drain the recorded process's pipe while a kernel runs.
-    original = pycc_compiler.Flags
-
-    class _NoGil(Flags):  # type: ignore[misc]
-        def __init__(self, *a: Any, **k: Any) -> None:
-            super().__init__(*a, **k)
-            self.release_gil = True
-
-    # and pycc compiles every export with one set of flags, NRT on: a kernel ``@kernel(nrt=False)``
-    # compiles without it (no atomic reference counts around its internal calls, ~2x here).
-    compile_extra = pycc_compiler.compile_extra
-
-    def _compile_extra(typingctx, targetctx, func, args, return_type, flags, locals, **kws):  # type: ignore[no-untyped-def]
-        if no_nrt.get(func):
-            flags = flags.copy()
-            flags.nrt = False
-        return compile_extra(typingctx, targetctx, func, args, return_type, flags, locals, **kws)
-
-    pycc_compiler.Flags = _NoGil
-    pycc_compiler.compile_extra = _compile_extra
-    try:
-        cc.compile()
-    finally:
-        pycc_compiler.Flags = original
-        pycc_compiler.compile_extra = compile_extra
-    try:
-        data, name = marshal.dumps(_plain(desc)), DESCRIPTION
-    except (TypeError, ValueError):   # a constant marshal cannot hold even as _plain makes it
-        import pickle
-
-        data, name = pickle.dumps(desc, protocol=pickle.HIGHEST_PROTOCOL), DESCRIPTION_PICKLED
-    with open(tmp / name, "wb") as f:
-        f.write(data)
-    try:
-        os.rename(tmp, where)
-    except OSError:  # another build won the race (or an old one is there): keep it
-        shutil.rmtree(tmp, ignore_errors=True)
-    return where
-
+# -- the description's format (written by ``wpp.aotbuild``, read by :func:`load`) ----------------
 
 def _plain(v: Any) -> Any:
     """The description in values ``marshal`` takes: ``("v", v)``; a tuple ``("t", items)``, a dict
@@ -549,9 +362,17 @@ def _unplain(v: Any) -> Any:
     return np.frombuffer(v[2], v[1])[0]
 
 
-def _made(path: Path) -> Path:
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+#: What ``wpp.aotbuild`` defines that is read here as before its split (wave 17): ``aot.build`` ...
+_BUILD_SIDE = frozenset(("exercise", "build", "_numba_arg", "_constants", "_python_parts", "_globals_read", "_made"))
+
+
+def __getattr__(name: str) -> Any:
+    """The build side's names (``wpp.aotbuild``), imported when first asked for: the builder never is."""
+    if name in _BUILD_SIDE:
+        from wholetrace.wpp import aotbuild
+
+        return getattr(aotbuild, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main(argv: list[str]) -> int:
@@ -570,6 +391,8 @@ def main(argv: list[str]) -> int:
 
         shutil.rmtree(where)
     import time
+
+    from wholetrace.wpp.aotbuild import build
 
     t = time.perf_counter()
     print(f"compiled WPP builder kernels: {build()} ({time.perf_counter() - t:.0f} s)")

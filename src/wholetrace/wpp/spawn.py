@@ -24,7 +24,7 @@ from wholetrace.errors import UsageError
 # pipe, the stderr file, the progress memfd), all close-on-exec, as the store's (one helper, _high):
 # the program's files take the low numbers they take in a plain run (docs/design.md, "wave 15,
 # builder start-up" and "The program cannot tell, wave 16")
-from wholetrace.store.fdguard import HIGH_FD
+from wholetrace.store.fdguard import HIGH_FD, FcntlUnseen
 from wholetrace.store.fdguard import high as _high
 
 TYPE_CHECKING = False   # no typing at record's start-up
@@ -66,57 +66,56 @@ class BuilderProcess:
     def __init__(self, mode: str, *, lookahead: bool = False, queue_events: int = QUEUE_EVENTS) -> None:
         if mode not in INTERNED_MODES:
             raise UsageError(f"--wpp needs a trace mode ({', '.join(INTERNED_MODES)}), not {mode!r}")
-        had_fcntl = "fcntl" in sys.modules
-        self.mode = mode
-        self.lookahead = bool(lookahead)
-        self.queue_events = max(0, int(queue_events))
-        env = dict(os.environ)
-        env.pop("WHOLETRACE_CHILD", None)           # runtime.children.ENV: the builder is not recorded
-        # numpy's OpenBLAS starts a thread per core at import, which the builder never uses:
-        # 0.02-0.03 s of CPU per recording, a fifth of the builder's start-up (docs/design.md, wave 9)
-        env["OPENBLAS_NUM_THREADS"] = "1"
-        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
-        # without the current directory (an empty item is one): its typing.py would be the builder's
-        env["PYTHONPATH"] = os.pathsep.join(
-            [root] + (builder_entries(env["PYTHONPATH"].split(os.pathsep), root) if env.get("PYTHONPATH") else []))
-        #: the builder's progress (events built, int64 at offset 0; wpp.online.OnlineWpp.flush_interval):
-        #: a memfd mapped here, handed to the builder as its descriptor PROGRESS_FD; None where there
-        #: is none (a fixed interval then)
-        made = _progress_file()
-        self.progress: Progress | None = made[1] if made else None
-        env.pop(PROGRESS_ENV, None)
-        if made:
-            env[PROGRESS_ENV] = str(PROGRESS_FD)
-        self.spawned = time.time()
-        # wpp.startup.CODE, not imported here (the spawn imports nothing but os, _signal, sys, time, store.fdguard)
-        args = [mode, "1" if self.lookahead else "0", str(self.queue_events), repr(self.spawned)]
-        path = site_free_path(root)
-        # -P: ``-c`` does not put '' (the current directory) first on the builder's path
-        if path is None:
-            cmd = [sys.executable, "-P", "-c", _CODE, *args]
-        else:
-            cmd = [sys.executable, "-P", "-S", "-c", _CODE, *args, *path]
-        err = _high(_anonymous_file())
-        r, w = os.pipe()
-        self.fd = _high(w)
-        _widen(self.fd)
-        out_r, out_w = os.pipe()
-        out_r = _high(out_r)
-        try:
-            dup2 = os.POSIX_SPAWN_DUP2
-            # the memfd (>= HIGH_FD, see _progress_file) last: the dup2s before it cannot clobber it,
-            # and a dup2 to another number leaves the copy inheritable (the shell and builder keep it)
-            actions = [(dup2, r, 0), (dup2, out_w, 1), (dup2, err, 2)] + ([(dup2, made[0], PROGRESS_FD)] if made else [])
-            self._sh: int | None = os.posix_spawn(
-                _SH, [_SH, "-c", _SCRIPT, "sh", *cmd], env, file_actions=actions,
-                setsid=True, setsigdef=(_signal.SIGPIPE, _signal.SIGXFSZ))   # as Popen's restore_signals
-        finally:
-            os.close(r)
-            os.close(out_w)
-        self.stderr = os.fdopen(err, "w+b")
-        self.out = os.fdopen(out_r, "rb")
-        if not had_fcntl:   # as without --wpp: a program's own fcntl.py is the one its import finds
-            sys.modules.pop("fcntl", None)
+        # as without --wpp: a program's own fcntl.py is the one its import finds (fdguard.FcntlUnseen)
+        with FcntlUnseen():
+            self.mode = mode
+            self.lookahead = bool(lookahead)
+            self.queue_events = max(0, int(queue_events))
+            env = dict(os.environ)
+            env.pop("WHOLETRACE_CHILD", None)           # runtime.children.ENV: the builder is not recorded
+            # numpy's OpenBLAS starts a thread per core at import, which the builder never uses:
+            # 0.02-0.03 s of CPU per recording, a fifth of the builder's start-up (docs/design.md, wave 9)
+            env["OPENBLAS_NUM_THREADS"] = "1"
+            root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
+            # without the current directory (an empty item is one): its typing.py would be the builder's
+            env["PYTHONPATH"] = os.pathsep.join(
+                [root] + (builder_entries(env["PYTHONPATH"].split(os.pathsep), root) if env.get("PYTHONPATH") else []))
+            #: the builder's progress (events built, int64 at offset 0; wpp.online.OnlineWpp.flush_interval):
+            #: a memfd mapped here, handed to the builder as its descriptor PROGRESS_FD; None where there
+            #: is none (a fixed interval then)
+            made = _progress_file()
+            self.progress: Progress | None = made[1] if made else None
+            env.pop(PROGRESS_ENV, None)
+            if made:
+                env[PROGRESS_ENV] = str(PROGRESS_FD)
+            self.spawned = time.time()
+            # wpp.startup.CODE, not imported here (the spawn imports nothing but os, _signal, sys, time, store.fdguard)
+            args = [mode, "1" if self.lookahead else "0", str(self.queue_events), repr(self.spawned)]
+            path = site_free_path(root)
+            # -P: ``-c`` does not put '' (the current directory) first on the builder's path
+            if path is None:
+                cmd = [sys.executable, "-P", "-c", _CODE, *args]
+            else:
+                cmd = [sys.executable, "-P", "-S", "-c", _CODE, *args, *path]
+            err = _high(_anonymous_file())
+            r, w = os.pipe()
+            self.fd = _high(w)
+            _widen(self.fd)
+            out_r, out_w = os.pipe()
+            out_r = _high(out_r)
+            try:
+                dup2 = os.POSIX_SPAWN_DUP2
+                # the memfd (>= HIGH_FD, see _progress_file) last: the dup2s before it cannot clobber it,
+                # and a dup2 to another number leaves the copy inheritable (the shell and builder keep it)
+                actions = [(dup2, r, 0), (dup2, out_w, 1), (dup2, err, 2)] + ([(dup2, made[0], PROGRESS_FD)] if made else [])
+                self._sh: int | None = os.posix_spawn(
+                    _SH, [_SH, "-c", _SCRIPT, "sh", *cmd], env, file_actions=actions,
+                    setsid=True, setsigdef=(_signal.SIGPIPE, _signal.SIGXFSZ))   # as Popen's restore_signals
+            finally:
+                os.close(r)
+                os.close(out_w)
+            self.stderr = os.fdopen(err, "w+b")
+            self.out = os.fdopen(out_r, "rb")
 
     def reap(self) -> None:
         """Wait for the shell (it exits as soon as the builder is started in the background):
