@@ -24,11 +24,7 @@ CONSOLE = "import sys\nfrom wholetrace.cli import main\nsys.exit(main())"
 FORK_PROGRAM = '''
 import os, sys, time
 def work(n):
-    s = 0
-    for i in range(n):
-        if i % 3:
-            s += i
-    return s
+    return sum(i for i in range(n) if i % 3)
 print(work(1000), flush=True)
 pid = os.fork()
 if pid == 0:
