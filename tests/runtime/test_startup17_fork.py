@@ -29,7 +29,7 @@ print(work(1000), flush=True)
 pid = os.fork()
 if pid == 0:
     work(2000)
-    time.sleep(0.3)
+    time.sleep(1.0)   # the part is made by the child's flusher (every 0.25 s): os._exit skips its end
     print("child", sorted(m for m in ("numpy", "array") if m in sys.modules), flush=True)
     os._exit(0)
 os.waitpid(pid, 0)
@@ -60,13 +60,13 @@ def _record(tmp_path, script, out, *options):
 
 @pytest.mark.parametrize("shadow", [False, True])
 def test_a_count_mode_fork_child_runs_as_plain_and_is_recorded(tmp_path, shadow):
-    """Count mode, a fork child that lives 0.3 s: the output of the plain run (the child sees no
-    ``numpy`` nor ``array``), and the recording lists the child (one fork part).  With an
-    ``array.py`` next to the script, the child does not import it (it hung for ever with
-    ``from array import array`` in ``children._count_base`` after ``hide()``).  Before the fix:
-    hung with the shadow; without it, ``numpy`` in the child and the child missing from the
-    recording (its part's set-up still importing numpy at ``os._exit``); cold, the miss path
-    left ``array`` in ``sys.modules`` (``misspath.ORDER``)."""
+    """Count mode, a fork child that lives ~1 s and ends with ``os._exit``: the output of the
+    plain run (the child sees no ``numpy`` nor ``array``), and the recording lists the child (one
+    fork part).  With an ``array.py`` next to the script, the child does not import it (it hung
+    for ever with ``from array import array`` in ``children._count_base`` after ``hide()``).
+    Before the fix: hung with the shadow; without it, ``numpy`` in the child (and the child
+    missing from the recording when it lived 0.3 s: its part's set-up still importing numpy at
+    ``os._exit``); cold, the miss path left ``array`` in ``sys.modules`` (``misspath.ORDER``)."""
     (tmp_path / "prog").mkdir()   # not the recorder's cwd (``-c``: its sys.path[0]), the script's directory
     script = tmp_path / "prog" / "prog.py"
     script.write_text(FORK_PROGRAM)
