@@ -59,7 +59,7 @@ CLOSURE = frozenset({
 #: is imported by ``load`` on the running version).
 ORDER = ("__future__", "_stat", "stat", "_collections_abc", "genericpath", "posixpath", "os", "itertools",
          "keyword", "_operator", "operator", "reprlib", "_collections", "types", "_functools",
-         "collections", "functools", "contextlib", "enum", "_sre", "copyreg", "re", "_ast", "ast", "array",
+         "collections", "functools", "contextlib", "enum", "_sre", "copyreg", "re", "_ast", "ast",
          "_opcode", "_opcode_metadata", "opcode", "warnings", "_bisect", "bisect")
 #: Those of :data:`ORDER` only 3.12 and later import there (3.11's ``ast`` does not need ``re``).
 SINCE_312 = frozenset({"_sre", "copyreg", "re"})

@@ -42,6 +42,7 @@ from wholetrace.events import EXC, LEAVE
 from wholetrace.plain import Record
 from wholetrace.runtime import forkwarn
 from wholetrace.runtime.recorder import Flag
+from wholetrace.store import cmods
 from wholetrace.store.schema import BASE_PREFIX, CHILDREN_KEY, PROCESS_KEY, UNRECORDED_PREFIX
 
 TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
@@ -439,8 +440,7 @@ def _my_frames(rec: Any) -> list[tuple[int, types.FrameType]]:
 def _count_base(rec: Any, frames: list[tuple[int, types.FrameType]]) -> dict[str, tuple[Any, Any]]:
     """Count modes: the counts at the fork, as a run ending here would store them (the frames
     open on this thread end early at their statement in flight): arrays by name, with shapes."""
-    from array import array
-
+    array = cmods.array.array   # not ``import array`` after cmods.hide(): the program's (a script's array.py)
     counts, early = rec.counts_with(frames)
     edges = dict(rec.exc_edges)
     pending = list(rec.state.xedges)

@@ -15,7 +15,8 @@ import gc
 import sys
 import time
 import types
-from array import array
+from wholetrace.store.cmods import array as _array_module   # cmods' (store/cmods.py): never the program's
+array = _array_module.array
 from types import FrameType
 
 from wholetrace.instrument.emit import C_CALLS_COUNT

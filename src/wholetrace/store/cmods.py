@@ -16,6 +16,7 @@
 # as in a plain run.
 
 import sys
+from _functools import _lru_cache_wrapper   # bound once: no import (nor the program's __import__ hook) per connect()
 
 TYPE_CHECKING = False   # typing is not imported at start-up
 if TYPE_CHECKING:   # pragma: no cover
@@ -35,8 +36,6 @@ def lru_cache(maxsize: "int | None" = 128, typed: bool = False) -> "Any":
     """``functools.lru_cache(maxsize, typed)`` for an int or None ``maxsize``, as ``_sqlite3``
     calls it (``lru_cache(maxsize)(connection)``): the same C wrapper, without
     ``update_wrapper``'s attributes (a connection has none of them to copy)."""
-    from _functools import _lru_cache_wrapper
-
     if maxsize is not None and maxsize < 0:
         maxsize = 0
 
@@ -85,6 +84,12 @@ def hide() -> None:
     for name, module in _LOADED.items():
         if sys.modules.get(name) is module:
             del sys.modules[name]
+    hidden = _LOADED.get("_sqlite3")
+    if hidden is not None:   # the package, if something imported it since (record --weights: numba ->
+        for name in ("sqlite3.dbapi2", "sqlite3"):   # coverage -> sqlite3), goes too: else the program's
+            module = sys.modules.get(name)            # ``import sqlite3`` finds it tied to the hidden module
+            if module is not None and getattr(module, "Connection", None) is hidden.Connection:
+                del sys.modules[name]
     _LOADED.clear()
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ import zstandard
 from wholetrace.errors import StoreError
 from wholetrace.lines import source_lines
 from wholetrace.store import fdguard, registry, schema
+from wholetrace.store.cmods import sqlite3   # ``_sqlite3`` as the writer has it: not the package (store/cmods.py)
 
 __all__ = ["FunctionInfo", "Recording", "StreamInfo", "open_recording"]
 

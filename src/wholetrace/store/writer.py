@@ -252,14 +252,16 @@ class RecordingWriter(Renewing):
         """
         if isinstance(data, (bytes, bytearray, memoryview)):
             dtype_str, blob_src, shape = "|u1", bytes(data), (len(data),)
-        elif isinstance(data, array.array):
-            if data.typecode != "q":
-                raise StoreError(f"array {name!r}: array.array typecode {data.typecode!r} (only 'q')")
-            shape = shape if shape is not None else (len(data),)
-            if _product(shape) != len(data):
-                raise StoreError(f"array {name!r}: shape {shape} does not hold {len(data)} items")
-            raw = data if sys.byteorder == "little" else array.array("q", data)
+        elif (code := schema.array_typecode(data)) is not None:   # any array module's (schema)
+            if code != "q":
+                raise StoreError(f"array {name!r}: array.array typecode {code!r} (only 'q')")
+            n = len(data)   # type: ignore[arg-type]
+            shape = shape if shape is not None else (n,)
+            if _product(shape) != n:
+                raise StoreError(f"array {name!r}: shape {shape} does not hold {n} items")
+            raw = data if isinstance(data, array.array) else array.array("q", bytes(memoryview(data)))  # type: ignore[arg-type]
             if sys.byteorder != "little":
+                raw = array.array("q", raw)
                 raw.byteswap()
             dtype_str, blob_src = "<i8", raw.tobytes()
         else:

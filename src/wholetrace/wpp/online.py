@@ -21,7 +21,8 @@ but never writes to the pipe nor ends the build (``os.getpid()`` is checked).
 
 from __future__ import annotations
 
-from array import array
+from wholetrace.store.cmods import array as _array_module   # cmods' (store/cmods.py): never the program's
+array = _array_module.array
 import _signal   # not signal (enum, functools, collections): see wpp.spawn
 import marshal
 import os
