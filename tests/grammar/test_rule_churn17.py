@@ -152,3 +152,33 @@ def test_state_after_every_symbol_pure_python() -> None:
     for lookahead in (False, True):
         assert step_by_step(churny(5, 260, 3), lookahead) > 0
         assert step_by_step(churn(4, 10, 6).tolist(), lookahead) > 10
+
+
+# Inputs on which a mutant of the shortcut gives a wrong grammar (review17b): dropping the
+# expansion's re-index of a run (run1, run2), or one of the run-of-three guards (g3, g4, g6).
+WITNESSES = {
+    "run1": "aaabaccaaabacaa",
+    "run1-lookahead": "aaaaaabaaacaaaaaabaaadaaaaaabaaacaaaaaabaaa",
+    "run2": "dddaadddadd",
+    "g3": "bbbbddddddcbbbbddbdddd",
+    "g4": "dddbaadabaacdd",
+    "g6": "fdaeaaafdaaa",
+}
+
+
+@pytest.mark.parametrize("lookahead", [False, True])
+@pytest.mark.parametrize("name", sorted(WITNESSES))
+def test_review_witnesses(name: str, lookahead: bool) -> None:
+    step_by_step([ord(c) for c in WITNESSES[name]], lookahead)
+
+
+@pytest.mark.parametrize("lookahead", [False, True])
+def test_every_two_symbol_string_up_to_12(lookahead: bool) -> None:
+    """All strings over {0, 1} starting with 0 (the others are their renamings), lengths 1-12."""
+    from wholetrace.grammar import sequitur
+    for n in range(1, 13):
+        for bits in range(1 << (n - 1)):
+            seq = [(bits >> i) & 1 for i in range(n - 1)]
+            seq = [0] + seq
+            g = sequitur(np.array(seq, np.int64), lookahead=lookahead)
+            assert [g.rule(k).tolist() for k in range(g.num_rules + 1)] == N.naive_sequitur(seq, lookahead), seq

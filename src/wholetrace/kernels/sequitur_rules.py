@@ -312,8 +312,9 @@ def _extend(nd, rguard, rcount, rkey, tab, stack, meta, sp, x, a):  # type: igno
     Here R itself takes s's place: c moves to the end of R's body and the index gets the same
     entries under R's number (docs/design.md, wave 17).  Done, and 1 returned, only where the
     reference's steps are known to do nothing else (its checks of s's new digrams find nothing,
-    no run of three equal symbols is re-indexed, R's body does not start and end with one
-    value); else 0 and the caller takes the reference's path."""
+    no run of three equal symbols is re-indexed but the one the expansion of a body starting and
+    ending with one value does, replicated as run1/run2); else 0 and the caller takes the
+    reference's path."""
     b = nd[_U(4 * a + NX)]
     w = nd[_U(4 * x + NX)]
     z1 = nd[_U(4 * w + NX)]
