@@ -138,8 +138,10 @@ class Gen:
         return out
 
 
-def program(seed: int, functions: int = 6) -> str:
-    """A module of ``functions`` generated functions (plain, generator and async) and its driver."""
+def program(seed: int, functions: int = 6, tail: bool = True) -> str:
+    """A module of ``functions`` generated functions (plain, generator and async) and its driver;
+    ``tail=False``: every other plain or async function ends with its last generated statement (the code after
+    it is the compiler's location-less ``return None``, where CPython 3.13 copies exit blocks)."""
     rng = random.Random(seed)
     src = [HEAD]
     calls = []
@@ -149,7 +151,8 @@ def program(seed: int, functions: int = 6) -> str:
         body = g.body("    ", 0)
         end = f"    yield t({g.key()})" if kind == "gen" else f"    return t({g.key()})"
         head = "async def" if kind == "async" else "def"
-        src.append("\n".join([f"{head} f{i}(x):", "    v = 0"] + body + [end]) + "\n")
+        ends = [end] if tail or kind == "gen" or (seed + i) % 2 else []
+        src.append("\n".join([f"{head} f{i}(x):", "    v = 0"] + body + ends) + "\n")
         calls.append((f"f{i}", g.k, kind))
     drive = ["n = 0", "for f, keys, kind in ("]
     drive += [f"        ({name}, {keys}, {kind!r})," for name, keys, kind in calls]

@@ -103,6 +103,66 @@ ROUTES = {
             return i
         print([f(x) for x in range(4)])
         ''',
+    # CPython 3.13.0 (not 3.11/3.12) runs a location-less call at the end of an if/else arm,
+    # right after a compound statement, twice: the after-probes of a with-exit (wave 17)
+    "with_last_in_else_arm": '''
+        class E(Exception):
+            pass
+        class Swallow(Ctx):
+            def __exit__(self, *a):
+                return True
+        def R(x, k):
+            if x == k:
+                raise E
+        def f(x):
+            if x == 3:
+                v = 0
+            else:
+                with Swallow():
+                    if x:
+                        R(x, 1)
+                    else:
+                        v = 2
+            return len([x])
+        def g(x):
+            if x == 3:
+                v = 0
+            else:
+                try:
+                    if x:
+                        v = len([1])
+                    else:
+                        v = 2
+                finally:
+                    v = len([3])
+            return len([x])
+        def k(x):
+            if x == 3:
+                v = 0
+            else:
+                try:
+                    R(x, 0)
+                except* E:
+                    if x > 2:
+                        v = 1
+                    else:
+                        v = 2
+                except* KeyError:
+                    v = 3
+            return len([x])
+        def h(x):
+            for i in range(x):
+                if x == 3:
+                    v = 0
+                else:
+                    with Ctx():
+                        if x == 4:
+                            v = 4
+                        else:
+                            v = 2
+            return len([x])
+        print([(f(x), g(x), k(x), h(x)) for x in range(5)])
+        ''',
 }
 
 

@@ -146,7 +146,10 @@ class _FunctionRewriter:
                 last = self.cfg.stmt_at(s, "simple")
             if last is not None:
                 after = self.em.stmts(self.site_values("after", last.id), None)
-                if after and last.kind == "finally-end" and _no_position_end(s):
+                if after and last.kind in ("finally-end", "with-exit") and _NO_LOCATION_ARMS_MISCOMPILE:
+                    # location-less, after a compound statement: at the end of an arm, 3.13.0
+                    # copies it into one predecessor and falls through into the original
+                    # (a with body or a finally ending in any compound statement; wave 17)
                     after = _callless(after)
                 out.extend(after)
         return out
@@ -277,7 +280,8 @@ class _FunctionRewriter:
             body = self._with(inner_node)  # type: ignore[arg-type]
             inner_exit = self.cfg.stmt_at(items[1], "with-exit")
             if inner_exit is not None:
-                body += self.em.stmts(self.site_values("after", inner_exit.id), None)
+                after = self.em.stmts(self.site_values("after", inner_exit.id), None)
+                body += _callless(after) if _NO_LOCATION_ARMS_MISCOMPILE else after
         else:
             body = self.body(s.body)
         assert exit_ is not None
@@ -400,7 +404,8 @@ class _FunctionRewriter:
             return self.em.drop_held()
         out = self.em.set_reraise(star_end.id, None) + self.em.hold(star_end.id)
         if self.starts_block(star_end):
-            out += self.em.stmts(self.block_values(star_end.block), None)
+            probes = self.em.stmts(self.block_values(star_end.block), None)
+            out += _callless(probes) if _NO_LOCATION_ARMS_MISCOMPILE else probes   # (as after a with)
         return out
 
     # --- expressions: generators (trace modes) record LEAVE before each yield and ENTER after it
@@ -440,18 +445,12 @@ class _YieldRewriter(ast.NodeTransformer):
 #: CPython 3.13 miscompiles location-less arms reached by several jumps (``_FunctionRewriter.arm``).
 _NO_LOCATION_ARMS_MISCOMPILE = sys.version_info[:2] == (3, 13)
 
-def _no_position_end(s: ast.stmt) -> bool:
-    """On 3.13: does the ``finally`` of ``s`` end in location-less probe code (its last
-    statement is compound, so ``set_reraise`` and the finally-end block's probes get no position)?"""
-    return (_NO_LOCATION_ARMS_MISCOMPILE and isinstance(s, (ast.Try, ast.TryStar)) and bool(s.finalbody)
-            and isinstance(s.finalbody[-1], _COMPOUND))
-
-
 _BIG = 0x7FFFFFFFFFFFFFFF
 
 
 def _callless(stmts: list[ast.stmt]) -> list[ast.stmt]:
-    """The location-less join that ends a ``finally`` (and the probes after it) without a call:
+    """Location-less probes after a compound statement (a ``finally``'s end, the probes after a
+    ``with`` or ``finally``, an ``except*`` handler's end) without a call:
     CPython 3.13.0 copies a location-less block that holds a call (an "eval check") into the
     jump that reaches it and lets the copy of another predecessor fall through into the
     original, so ``wt.a(v)`` there ran twice (exstar16: ``except*`` seed 4, a cut recorded
