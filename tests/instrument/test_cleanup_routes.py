@@ -103,6 +103,146 @@ ROUTES = {
             return i
         print([f(x) for x in range(4)])
         ''',
+    # Before wave 17 a handler or guard nested in a finally body (or in an except body before
+    # its bare raise) replaced the traceback entry the function held (wt.s) for the re-raise,
+    # so the finally's end (or the bare raise) re-raising the first exception was recorded as
+    # a new raise from the first raise statement: witness and path regenerated the wrong last
+    # block ("activation forms differ", every version).  finally_then_handled_async is
+    # cleanup_programs seed 32's f5, reduced (it failed in path mode only).
+    "finally_then_handled_async": '''
+        import asyncio
+        class Boom(Exception):
+            pass
+        K = [0]
+        def t(k):
+            if k in K:
+                raise Boom(k)
+            return k
+        class ACtx:
+            async def __aenter__(self):
+                return self
+            async def __aexit__(self, *a):
+                return False
+        async def f(x):
+            try:
+                v = t(3)
+            finally:
+                match x:
+                    case 0:
+                        return t(23)
+                try:
+                    match x:
+                        case 0:
+                            return t(31)
+                    async with ACtx():
+                        v = [t(i) for i in range(x + 1) if i != 40]
+                except Boom:
+                    try:
+                        if x == 0:
+                            return t(47)
+                    except (Boom, KeyError):
+                        return t(55)
+        out = []
+        for K[:] in ([], [3], [1], [3, 1], [3, 0], [3, 1, 47]):
+            for x in range(3):
+                try:
+                    out.append(asyncio.run(f(x)))
+                except Boom as e:
+                    out.append(e.args)
+        print(out)
+        ''',
+    "finally_then_handled": '''
+        class Boom(Exception):
+            pass
+        K = [0]
+        def t(k):
+            if k in K:
+                raise Boom(k)
+            return k
+        def f(x):
+            try:
+                t(1)
+            finally:
+                try:
+                    t(2)
+                except Boom:
+                    v = 0
+                finally:
+                    v = 3
+        out = []
+        for K[:] in ([], [1], [2], [1, 2]):
+            try:
+                out.append(f(0))
+            except Boom as e:
+                out.append(e.args)
+        print(out)
+        ''',
+    "finally_then_swallowed": '''
+        class Boom(Exception):
+            pass
+        class Swallow:
+            def __enter__(self):
+                return self
+            def __exit__(self, *a):
+                return True
+        K = [0]
+        def t(k):
+            if k in K:
+                raise Boom(k)
+            return k
+        def f(x):
+            try:
+                t(1)
+            finally:
+                if x:
+                    with Swallow():
+                        t(2)
+                else:
+                    for i in range(2):
+                        try:
+                            t(2)
+                        finally:
+                            break
+                v = 3
+        out = []
+        for K[:] in ([], [1], [2], [1, 2]):
+            for x in range(2):
+                try:
+                    out.append(f(x))
+                except Boom as e:
+                    out.append(e.args)
+        print(out)
+        ''',
+    "bare_raise_after_handled": '''
+        class Boom(Exception):
+            pass
+        K = [0]
+        def t(k):
+            if k in K:
+                raise Boom(k)
+            return k
+        def f(x):
+            try:
+                t(1)
+            except Boom:
+                try:
+                    t(2)
+                except Boom:
+                    if x == 2:
+                        raise
+                    v = 0
+                finally:
+                    v = 3
+                raise
+        out = []
+        for K[:] in ([], [1], [2], [1, 2]):
+            for x in range(3):
+                try:
+                    out.append(f(x))
+                except Boom as e:
+                    out.append(e.args)
+        print(out)
+        ''',
     # CPython 3.13.0 (not 3.11/3.12) runs a location-less call at the end of an if/else arm,
     # right after a compound statement, twice: the after-probes of a with-exit (wave 17)
     "with_last_in_else_arm": '''
