@@ -42,7 +42,7 @@ EXC_CAUGHT = "wt.x"  # the exception in a handler of the program that binds no n
 LASTI = "wt.l"       # temporary: instruction index of a traceback entry
 XLIST = "wt.q"       # count modes: the recording's exception-edge list, fetched in a handler
 MATCH = "wt.m"       # ``wt.m<N>``: the saved subject of a split ``match``
-STAR_HELD = "wt.h"   # ``wt.h<N>``: the traceback entry a region that re-raises held at its start (N: rewrite.py)
+STAR_HELD = "wt.h"   # ``wt.h<N>``: the traceback entry an ``except*`` handler held (statement N its star-end)
 P = "wt.p"           # path mode: the path register
 O = "wt.o"           # path mode: the activation's closing record, set on the edges into EXIT (``Emitter.exit_record``)
 
@@ -280,7 +280,7 @@ class Emitter(Record):
         self.generator = generator
         self.expr_locals: set[int] = set() if expr_locals is None else expr_locals
         self.star = False   # the body holds an ``except*`` (set by the rewriter when it meets one)
-        self.star_held: list[str] = []   # the ``wt.h<N>`` locals (``save_held``; the epilogue drops them)
+        self.star_held: list[str] = []   # the ``wt.h<N>`` locals (the epilogue drops them)
 
     @property
     def counts(self) -> bool:
@@ -438,27 +438,26 @@ class Emitter(Record):
             return []
         return [place(ast.Assign([ast_name(SEEN, True)], rt(NO_TB)), like)]  # type: ignore[list-item]
 
-    def save_held(self, key: int | str) -> list[ast.stmt]:
-        """Functions, where a region that may re-raise its exception starts (an ``except*``
-        handler, after its probe: ``key`` its star-end; a ``finally`` body: its finally-end;
-        an ``except`` body: a ``str`` key): keep the traceback entry held for the region's
-        re-raise sites, which a handler or guard nested in the region replaces and drops."""
+    def save_held(self, sid: int) -> list[ast.stmt]:
+        """Functions, at the entry of an ``except*`` handler (after its probe): keep the
+        traceback entry it holds for its end (``sid``: the star-end), which a handler nested in
+        its body replaces and drops."""
         if not self.tracks_reraise:
             return []
-        name = f"{STAR_HELD}{key}"
+        name = f"{STAR_HELD}{sid}"
         if name not in self.star_held:
             self.star_held.append(name)
         return [artificial(ast.Assign([ast_name(name, True)], ast_name(SEEN)))]  # type: ignore[list-item]
 
-    def hold(self, key: int | str) -> list[ast.stmt]:
-        """Functions, at a re-raise site of such a region (an ``except*`` handler's end, a
-        ``finally``'s end, a bare ``raise``): hold the region's traceback entry again."""
+    def hold(self, sid: int) -> list[ast.stmt]:
+        """Functions, at the end of an ``except*`` handler: hold its traceback entry again
+        (what is left of the group is re-raised with it at the star-end ``sid``)."""
         if not self.tracks_reraise:
             return []
-        return [artificial(ast.Assign([ast_name(SEEN, True)], ast_name(f"{STAR_HELD}{key}")))]  # type: ignore[list-item]
+        return [artificial(ast.Assign([ast_name(SEEN, True)], ast_name(f"{STAR_HELD}{sid}")))]  # type: ignore[list-item]
 
     def _forget_all(self) -> list[ast.stmt]:
-        """The epilogue's ``forget_reraise``, and the entries regions kept (``save_held``)."""
+        """The epilogue's ``forget_reraise``, and the entries ``except*`` handlers kept."""
         return self.forget_reraise(None) + [artificial(ast.Assign([ast_name(n, True)], rt(NO_TB)))  # type: ignore[misc]
                                             for n in self.star_held]
 

@@ -58,7 +58,7 @@ class _FunctionRewriter:
         self.loops: list[_LoopInfo] = []
         # the innermost handler or finally body around a bare raise: the key of the traceback
         # entry it keeps (``Emitter.save_held``), None when nothing in it can replace it
-        self.raise_region: list[int | str | None] = []
+        self.raise_region: list[int | None] = []
         self.dst_edges: dict[int, list[int]] = {}
         self.site_edges: dict[tuple[str, int, str], list[int]] = {}
         for i, site in enumerate(plan.sites):
@@ -377,13 +377,13 @@ class _FunctionRewriter:
             entry = self.em.xedge(self.first_block(h.body), h.name, h, star=isinstance(s, ast.TryStar))
             # its bare raises re-raise the entry it holds, which a handler or guard nested in it
             # replaces (wave 17, as at a finally's end): kept at the start, held again there
-            key: int | str | None = None
+            key: int | None = None
             nested = self.em.tracks_reraise and _replaces_held(h.body)
             if star_end is not None and star_end.block >= 0:
                 entry += self.em.save_held(star_end.id)
                 key = star_end.id if nested else None
             elif nested and _bare_raises(h.body):
-                key = f"x{len(self.em.star_held)}"
+                key = len(self.cfg.stmts) + len(self.em.star_held)   # no statement's id
                 entry += self.em.save_held(key)
             self.raise_region.append(key)
             h.body = entry + self.body(h.body) + self._handler_end(star_end)
