@@ -299,7 +299,10 @@ class _Builder:
         # An exception in the body also reaches __exit__ (a dynamic edge); the exit block is
         # therefore a dynamic entry as well as a static join.
         self.dynamic_roots[ex] = [enter]
-        self.link(end + ctx.entries, ex)
+        # abrupt entries first: an edge both a return/break and the fall-through take (an inner
+        # with-exit or finally-end straight into this exit) gets the abrupt kind, so it has no
+        # "after" probe site, which only the fall-through would run (wave 17, docs/design.md)
+        self.link(ctx.entries + end, ex)
         self.route_on(ctx, ex)
         return [(ex, "fall")]
 
@@ -349,7 +352,7 @@ class _Builder:
         end = self.live(end)
         self.ctx.pop()
         self._pending_dyn = list(range(start, len(self.stmts)))   # body, else and handlers
-        fin_end = self.body(s.finalbody, end + fin.entries)
+        fin_end = self.body(s.finalbody, fin.entries + end)   # abrupt kinds first, as in _with
         self._pending_dyn = None
         if not fin_end:
             return []
