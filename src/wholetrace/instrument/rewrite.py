@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import ast
 import sys
-from collections.abc import Iterator
 from types import CodeType
 
 from wholetrace.ids import EXIT
@@ -56,9 +55,6 @@ class _FunctionRewriter:
         self.gen = cfg.is_generator
         self.em = Emitter(fid, in_class, plan, _has_reraise_sites(cfg), table, self.gen and plan.traces)
         self.loops: list[_LoopInfo] = []
-        # the innermost handler or finally body around a bare raise: the key of the traceback
-        # entry it keeps (``Emitter.save_held``), None when nothing in it can replace it
-        self.raise_region: list[int | None] = []
         self.dst_edges: dict[int, list[int]] = {}
         self.site_edges: dict[tuple[str, int, str], list[int]] = {}
         for i, site in enumerate(plan.sites):
@@ -211,8 +207,6 @@ class _FunctionRewriter:
         if isinstance(s, ast.Continue) and self.loops:
             pre += self._continue_probe(s)
         if isinstance(s, ast.Raise) and s.exc is None:
-            if self.raise_region and self.raise_region[-1] is not None:
-                pre += self.em.hold(self.raise_region[-1])
             pre += self.em.set_reraise(st.id, None)
         if isinstance(s, ast.Return):
             values = self.site_values("return", st.id)
@@ -375,31 +369,14 @@ class _FunctionRewriter:
             if h.name is None and not self.em.in_class:
                 h.name = EXC_CAUGHT     # the handler's probe reads the exception without a call
             entry = self.em.xedge(self.first_block(h.body), h.name, h, star=isinstance(s, ast.TryStar))
-            # its bare raises re-raise the entry it holds, which a handler or guard nested in it
-            # replaces (wave 17, as at a finally's end): kept at the start, held again there
-            key: int | None = None
-            nested = self.em.tracks_reraise and _replaces_held(h.body)
             if star_end is not None and star_end.block >= 0:
                 entry += self.em.save_held(star_end.id)
-                key = star_end.id if nested else None
-            elif nested and _bare_raises(h.body):
-                key = len(self.cfg.stmts) + len(self.em.star_held)   # no statement's id
-                entry += self.em.save_held(key)
-            self.raise_region.append(key)
             h.body = entry + self.body(h.body) + self._handler_end(star_end)
-            self.raise_region.pop()
         if not s.finalbody:
             return [s]
         end = self.cfg.stmt_at(s, "finally-end")
         entry = self.first_block(s.finalbody)
-        # a handler or guard nested in the body replaces the traceback entry the guard held for
-        # the finally's re-raise: kept at the start and held again at the end (wave 17, seed 32)
-        key = end.id if end is not None and self.em.tracks_reraise and _replaces_held(s.finalbody) else None
-        self.raise_region.append(key)
         final = self.body(s.finalbody)
-        self.raise_region.pop()
-        if key is not None:
-            final = self.em.save_held(key) + final + self.em.hold(key)
         # at the last statement's position: the finally's own re-raise takes the position of
         # the code before it, and a tracer sees it (return event after an exception)
         last: ast.AST | None = s.finalbody[-1]
@@ -503,27 +480,6 @@ def _has_reraise_sites(cfg: CFG) -> bool:
     """Does the body re-raise (bare ``raise``, end of ``finally`` or ``except*``, ``with`` exit)?"""
     return any(st.kind in ("finally-end", "with-exit", "star-end")
                or (isinstance(st.node, ast.Raise) and st.node.exc is None) for st in cfg.stmts)
-
-
-def _same_scope(stmts: list[ast.stmt]) -> Iterator[ast.AST]:
-    """The nodes of ``stmts`` that run in their function's frame (not nested scopes' bodies)."""
-    todo: list[ast.AST] = list(stmts)
-    while todo:
-        n = todo.pop()
-        yield n
-        if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            todo.extend(ast.iter_child_nodes(n))
-
-
-def _replaces_held(stmts: list[ast.stmt]) -> bool:
-    """Can a handler or guard in ``stmts`` replace the traceback entry a function holds
-    (``wt.s``: each ``except`` handler and each ``try``/``with`` guard holds its own)?"""
-    return any(isinstance(n, (ast.Try, ast.TryStar, ast.With, ast.AsyncWith)) for n in _same_scope(stmts))
-
-
-def _bare_raises(stmts: list[ast.stmt]) -> bool:
-    """Does ``stmts`` hold a bare ``raise`` (in its frame)?"""
-    return any(isinstance(n, ast.Raise) and n.exc is None for n in _same_scope(stmts))
 
 
 def _continue_crosses_cleanup(body: list[ast.stmt]) -> bool:
