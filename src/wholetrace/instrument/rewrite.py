@@ -146,7 +146,7 @@ class _FunctionRewriter:
                 last = self.cfg.stmt_at(s, "simple")
             if last is not None:
                 after = self.em.stmts(self.site_values("after", last.id), None)
-                if after and last.kind in ("finally-end", "with-exit") and _NO_LOCATION_ARMS_MISCOMPILE:
+                if last.kind in ("finally-end", "with-exit"):
                     # location-less, after a compound statement: at the end of an arm, 3.13.0
                     # copies it into one predecessor and falls through into the original
                     # (a with body or a finally ending in any compound statement; wave 17)
@@ -281,7 +281,7 @@ class _FunctionRewriter:
             inner_exit = self.cfg.stmt_at(items[1], "with-exit")
             if inner_exit is not None:
                 after = self.em.stmts(self.site_values("after", inner_exit.id), None)
-                body += _callless(after) if _NO_LOCATION_ARMS_MISCOMPILE else after
+                body += _callless(after)
         else:
             body = self.body(s.body)
         assert exit_ is not None
@@ -387,7 +387,7 @@ class _FunctionRewriter:
         if self.starts_block(end):
             assert end is not None
             probes = self.em.stmts(self.block_values(end.block), last)
-            final += _callless(probes) if last is None and _NO_LOCATION_ARMS_MISCOMPILE else probes
+            final += _callless(probes) if last is None else probes
         inner: list[ast.stmt] = s.body
         if s.handlers or s.orelse:
             inner_try = type(s)(s.body, s.handlers, s.orelse, [])
@@ -405,7 +405,7 @@ class _FunctionRewriter:
         out = self.em.set_reraise(star_end.id, None) + self.em.hold(star_end.id)
         if self.starts_block(star_end):
             probes = self.em.stmts(self.block_values(star_end.block), None)
-            out += _callless(probes) if _NO_LOCATION_ARMS_MISCOMPILE else probes   # (as after a with)
+            out += _callless(probes)   # (as after a with)
         return out
 
     # --- expressions: generators (trace modes) record LEAVE before each yield and ENTER after it
@@ -455,7 +455,10 @@ def _callless(stmts: list[ast.stmt]) -> list[ast.stmt]:
     jump that reaches it and lets the copy of another predecessor fall through into the
     original, so ``wt.a(v)`` there ran twice (exstar16: ``except*`` seed 4, a cut recorded
     twice).  ``wt.a(v)`` becomes ``wt.a.__self__[BIG:] = (v,)`` (the same append to the
-    stream's list, a ``STORE_SLICE``: no call, no eval check, so no copy)."""
+    stream's list, a ``STORE_SLICE``: no call, no eval check, so no copy).  Other versions: the
+    probes as they are."""
+    if not _NO_LOCATION_ARMS_MISCOMPILE:
+        return stmts
     out: list[ast.stmt] = []
     for st in stmts:
         call = st.value if isinstance(st, ast.Expr) else None
