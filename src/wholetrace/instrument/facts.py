@@ -20,8 +20,7 @@ them out from the stored CFG: a test compares the two on the corpus).
 
 from __future__ import annotations
 
-from wholetrace.store.cmods import array as _array_module   # cmods' (store/cmods.py): never the program's
-array = _array_module.array
+from wholetrace.store.cmods import ArrayType as array   # cmods' (store/cmods.py): never the program's
 
 from wholetrace.ids import ENTRY, EXIT
 

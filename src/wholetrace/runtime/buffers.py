@@ -11,8 +11,7 @@ parses a format string per item: ~15 ns an event), since the flusher holds the G
 from __future__ import annotations
 
 import _struct as struct   # what struct.py re-exports (its module: ~0.4 M instructions at start-up; rstart15)
-from wholetrace.store.cmods import array as _array_module   # cmods' (store/cmods.py): never the program's
-array = _array_module.array
+from wholetrace.store.cmods import ArrayType as array   # cmods' (store/cmods.py): never the program's
 
 from wholetrace.errors import StoreError
 

@@ -440,7 +440,7 @@ def _my_frames(rec: Any) -> list[tuple[int, types.FrameType]]:
 def _count_base(rec: Any, frames: list[tuple[int, types.FrameType]]) -> dict[str, tuple[Any, Any]]:
     """Count modes: the counts at the fork, as a run ending here would store them (the frames
     open on this thread end early at their statement in flight): arrays by name, with shapes."""
-    array = cmods.array.array   # not ``import array`` after cmods.hide(): the program's (a script's array.py)
+    array = cmods.ArrayType   # not ``import array`` after cmods.hide(): the program's (a script's array.py)
     counts, early = rec.counts_with(frames)
     edges = dict(rec.exc_edges)
     pending = list(rec.state.xedges)

@@ -15,8 +15,7 @@ import gc
 import sys
 import time
 import types
-from wholetrace.store.cmods import array as _array_module   # cmods' (store/cmods.py): never the program's
-array = _array_module.array
+from wholetrace.store.cmods import ArrayType as array   # cmods' (store/cmods.py): never the program's
 from types import FrameType
 
 from wholetrace.instrument.emit import C_CALLS_COUNT

@@ -20,8 +20,7 @@ import _thread
 import itertools
 import sys
 from _weakref import ref as _weak_ref   # weakref.ref itself; the weakref module is not imported at start-up
-from wholetrace.store.cmods import array as _array_module   # cmods' (store/cmods.py): never the program's
-array = _array_module.array
+from wholetrace.store.cmods import ArrayType as array   # cmods' (store/cmods.py): never the program's
 from contextvars import ContextVar
 
 try:   # not hashlib, whose import loads OpenSSL: hashlib.blake2b is this built-in module's

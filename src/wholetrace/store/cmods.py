@@ -22,7 +22,7 @@ TYPE_CHECKING = False   # typing is not imported at start-up
 if TYPE_CHECKING:   # pragma: no cover
     from typing import Any
 
-__all__ = ["array", "hide", "lru_cache", "sqlite3"]
+__all__ = ["ArrayType", "array", "hide", "lru_cache", "sqlite3"]
 
 
 def _cache_info(*counts: int) -> "Any":
@@ -111,3 +111,5 @@ def _sqlite3() -> "Any":
 
 array = _array()
 sqlite3 = _sqlite3()
+#: ``array.array`` of :data:`array` (what wholetrace's modules that make arrays call ``array``)
+ArrayType = array.ArrayType

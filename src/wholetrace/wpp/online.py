@@ -21,8 +21,7 @@ but never writes to the pipe nor ends the build (``os.getpid()`` is checked).
 
 from __future__ import annotations
 
-from wholetrace.store.cmods import array as _array_module   # cmods' (store/cmods.py): never the program's
-array = _array_module.array
+from wholetrace.store.cmods import ArrayType as array   # cmods' (store/cmods.py): never the program's
 import _signal   # not signal (enum, functools, collections): see wpp.spawn
 import marshal
 import os
