@@ -22,8 +22,8 @@ from __future__ import annotations
 import numpy as np
 
 from wholetrace.kernels._jit import cache_depends, kernel
-# the codes, hash maps and steps are modules of their own since wave 18: every name is imported here
-# as before (``wet.decode``, ``wet.classes``: ``kernels.wetdecode.X``)
+# the codes, hash maps and steps are modules of their own since wave 18: every public name is imported
+# here as before (``wet.decode``, ``wet.classes``: ``kernels.wetdecode.X``), and the helpers ``_run`` calls
 from wholetrace.kernels.wetdecode_layout import (ATTR, A_AR, A_B0, A_BLOCK, A_BS0, A_BSN, A_C0, A_CUR,  # noqa: F401
                                                  A_CURSID, A_ENTRY, A_EXC, A_FID, A_FIRST, A_FRAME, A_I0, A_NXT, A_P0,
                                                  A_SUBOP, A_SUBS, BAD_BLOCK, BAD_FUNCTION, BAD_STATEMENT, B_BS0, B_BS1,
