@@ -270,7 +270,7 @@ def _substitute(nd, rguard, rcount, rkey, tab, stack, meta, sp, x, r):  # type: 
     return _push2(stack, meta, sp, F_SUBST_RIGHT, q, 0, F_CHECK, q, 0)
 
 
-@_hot
+@_inl
 def _expand(nd, rguard, rcount, rkey, tab, meta, s):  # type: ignore[no-untyped-def]
     """Inline the rule that s (the first symbol of a rule body) is the last user of,
     replaying the reference's sequence of links so the index ends up identical.
