@@ -127,19 +127,14 @@ def _run_check(nd, rguard, rcount, rkey, tab, stack, meta, a0):  # type: ignore[
             else:
                 _idx_set(nd, rguard, rkey, tab, meta, f)
             sp = _push2(stack, meta, sp, F_UTILITY, a, 0, F_SUBST, a2, a)
-        elif kind == F_UTILITY_TAG:  # as F_UTILITY, but if the entry found is unchanged the
-            # rule's body is still the digram (a2 packed), so its first symbol is known
-            s = kw >> 8
-            if tab[_U(2 * s + 1)] == -(a + 2) and tab[_U(2 * s)] == _fpk(a2) and rkey[_U(a)] == _chk(a2):
+        else:  # F_UTILITY[_TAG]: rule utility for the rule just used, the one site of _expand (inlined)
+            f = nd[_U(4 * rguard[_U(a)] + NX)]
+            s = kw >> 8  # F_UTILITY_TAG: if the entry found is unchanged, the rule's body is still
+            # the digram (a2 packed), so its first symbol is known without reading f
+            if kind == F_UTILITY_TAG and tab[_U(2 * s + 1)] == -(a + 2) and tab[_U(2 * s)] == _fpk(a2) and rkey[_U(a)] == _chk(a2):
                 v = a2 >> 32
             else:
-                v = nd[_U(4 * nd[_U(4 * rguard[_U(a)] + NX)] + VL)]
-            if v < 0 and rcount[_U(-v - 1)] == 1:
-                _expand(nd, rguard, rcount, rkey, tab, meta, nd[_U(4 * rguard[_U(a)] + NX)])
-            ret = 1
-        else:  # F_UTILITY: rule utility for the rule just used
-            f = nd[_U(4 * rguard[_U(a)] + NX)]
-            v = nd[_U(4 * f + VL)]
+                v = nd[_U(4 * f + VL)]
             if v < 0 and rcount[_U(-v - 1)] == 1:
                 _expand(nd, rguard, rcount, rkey, tab, meta, f)
             ret = 1

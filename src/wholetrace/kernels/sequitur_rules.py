@@ -270,10 +270,17 @@ def _substitute(nd, rguard, rcount, rkey, tab, stack, meta, sp, x, r):  # type: 
     return _push2(stack, meta, sp, F_SUBST_RIGHT, q, 0, F_CHECK, q, 0)
 
 
-@_hot
+@_inl
 def _expand(nd, rguard, rcount, rkey, tab, meta, s):  # type: ignore[no-untyped-def]
     """Inline the rule that s (the first symbol of a rule body) is the last user of,
-    replaying the reference's sequence of links so the index ends up identical."""
+    replaying the reference's sequence of links so the index ends up identical.
+
+    The reference's four ``_join``s, less the run-of-three tests that cannot fire here (wave
+    18): s's predecessor ``left`` is the host rule's guard (SL = GUARD: nothing to forget; its
+    value, the host's symbol, is in no body of the host's and is not 0), and the expanded
+    rule's guard holds the rule's own symbol, which its body does not contain.  What can fire
+    is kept: (right, 0, 0) after s is given value 0 (terminal 0), and the runs the closed ring
+    makes at f (run1) and before last (run2)."""
     left = nd[_U(4 * s + PV)]
     right = nd[_U(4 * s + NX)]
     r = -nd[_U(4 * s + VL)] - 1
@@ -283,13 +290,33 @@ def _expand(nd, rguard, rcount, rkey, tab, meta, s):  # type: ignore[no-untyped-
     fs = nd[_U(4 * f + SL)]
     if fs >= 0 and tab[_U(2 * fs + 1)] < T_EMPTY:  # the body moves into another rule: untag
         tab[_U(2 * fs + 1)] = f
-    _join(nd, rguard, rkey, tab, meta, last, f)  # deleting the rule's guard closes its body ring
+    # join(last, f): deleting the rule's guard closes its body ring (no run: g's value is r's)
+    _idx_clear(nd, rguard, tab, meta, last)
+    nd[_U(4 * last + NX)] = f
+    nd[_U(4 * f + PV)] = last
     _idx_clear(nd, rguard, tab, meta, s)
     nd[_U(4 * s + VL)] = 0  # the reference unlinks s as a plain symbol of value 0
-    _join(nd, rguard, rkey, tab, meta, left, right)
+    # join(left, right): only right's side can be a run, (s = 0, right = 0, its next = 0)
+    rv = nd[_U(4 * right + VL)]
+    if rv == 0 and nd[_U(4 * nd[_U(4 * right + NX)] + VL)] == 0:
+        _idx_set(nd, rguard, rkey, tab, meta, right)
+    nd[_U(4 * left + NX)] = right
+    nd[_U(4 * right + PV)] = left
     _free_node(nd, meta, s)
-    _join(nd, rguard, rkey, tab, meta, left, f)
-    _join(nd, rguard, rkey, tab, meta, last, right)
+    # join(left, f): f's side is a run when the ring reads v v v around f (run1)
+    fv = nd[_U(4 * f + VL)]
+    if fv == nd[_U(4 * last + VL)] and fv == nd[_U(4 * nd[_U(4 * f + NX)] + VL)]:
+        _idx_set(nd, rguard, rkey, tab, meta, f)
+    nd[_U(4 * left + NX)] = f
+    nd[_U(4 * f + PV)] = left
+    # join(last, right): last's side is a run when the ring reads v v v ending at f (run2)
+    _idx_clear(nd, rguard, tab, meta, last)
+    lv = nd[_U(4 * last + VL)]
+    pl = nd[_U(4 * last + PV)]
+    if lv == fv and lv == nd[_U(4 * pl + VL)]:
+        _idx_set(nd, rguard, rkey, tab, meta, pl)
+    nd[_U(4 * last + NX)] = right
+    nd[_U(4 * right + PV)] = last
     _idx_set(nd, rguard, rkey, tab, meta, last)
     rguard[_U(r)] = -(meta[M_RFREE_HEAD] + 2)  # NIL for the last free rule
     rcount[_U(r)] = 0
