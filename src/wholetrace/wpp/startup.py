@@ -131,41 +131,23 @@ def _lean_core(m: types.ModuleType) -> None:
     builder calls imported in ``__init__``'s order (``multiarray`` with ``OPENBLAS_MAIN_FREE`` set as
     there, ``umath``, ``numerictypes`` and its type names, ``fromnumeric``, ``numeric``,
     ``shape_base``), and their public names on ``m`` as ``from ._core import *`` binds them."""
-    import os
-    from _frozen_importlib import module_from_spec
-
-    global _CORE_SPEC
     core = sys.modules.get("numpy._core")
     if core is None or _CORE_SPEC is None or core.__spec__ is not _CORE_SPEC:   # else the C tier's (_upgrade)
-        cspec = find_spec("numpy._core", m.__path__)
-        if cspec is None or cspec.loader is None:
-            raise ImportError("numpy._core has no spec")
-        core = module_from_spec(cspec)
-        sys.modules["numpy._core"] = core
-        m._core = core   # type: ignore[attr-defined]   # as the import system binds a submodule
-        _CORE_SPEC = cspec
-    added = "OPENBLAS_MAIN_FREE" not in os.environ
-    if added:
-        os.putenv("OPENBLAS_MAIN_FREE", "1")
+        _new_core(m)
     # numpy._core.overrides imports inspect (with ast, dis, tokenize: 20.7 M of this process's
     # 191.7 M instructions of start-up, a ninth) for cleandoc and 24 signatures: a stand-in while it loads
     stand_in = None if "inspect" in sys.modules else _inspect_stand_in()
     if stand_in is not None:
         sys.modules["inspect"] = stand_in
     try:
-        from numpy._core import multiarray
+        multiarray = _openblas_import("multiarray")
     finally:
-        if added:
-            os.unsetenv("OPENBLAS_MAIN_FREE")
         if stand_in is not None and sys.modules.get("inspect") is stand_in:
             del sys.modules["inspect"]      # overrides keeps it; any other import gets the real one
     from numpy._core import numerictypes, umath  # noqa: F401 - umath: as numpy._core's __init__
 
     multiarray.set_typeDict(numerictypes.sctypeDict)
-    # numpy 2.0-2.1's __init__ sets NEP 50's promotion ("weak"; 2.0's C default is "legacy"), as here
-    promotion = getattr(multiarray, "_set_promotion_state", None)
-    if promotion is not None:
-        promotion(os.environ.get("NPY_PROMOTION_STATE", "weak"))
+    _promotion(multiarray)
     # fromnumeric imports numpy._core._methods, which imports pickle (with re: 13 M instructions)
     # for ndarray.dump/dumps only: a deferring stand-in while it loads (_deferred)
     deferred = None if "pickle" in sys.modules else _deferred("pickle")
@@ -206,7 +188,25 @@ def _c_core(m: types.ModuleType) -> None:
     ``numeric``, ``shape_base``: ~47 M instructions of the builder's start-up) is imported: any other
     name, or the first ndarray method that needs ``_methods`` (``max``, ``sum``, ...: the stand-in of
     :func:`_methods_stand_in`), brings the lean core in (:func:`_upgrade`)."""
-    import os
+    _new_core(m)
+    mu = _openblas_import("_multiarray_umath")
+    sys.modules["numpy._core.multiarray"] = mu
+    try:
+        from numpy._core import _type_aliases
+    finally:
+        if sys.modules.get("numpy._core.multiarray") is mu:
+            del sys.modules["numpy._core.multiarray"]
+    names = {n: getattr(mu, n) for n in _C_NAMES}
+    names.update({n: mu.typeinfo[t].type for n, t in _C_TYPES})
+    mu.set_typeDict(_type_aliases.sctypeDict)
+    _promotion(mu)
+    sys.modules["numpy._core._methods"] = _methods_stand_in(m)
+    m.__dict__.update(names)
+    mu._set_madvise_hugepage(_hugepage_setup())
+
+
+def _new_core(m: types.ModuleType) -> types.ModuleType:
+    """``numpy._core`` made from its spec, its ``__init__`` not run, in ``sys.modules`` and on ``m``."""
     from _frozen_importlib import module_from_spec
 
     global _CORE_SPEC
@@ -217,26 +217,31 @@ def _c_core(m: types.ModuleType) -> None:
     sys.modules["numpy._core"] = core
     m._core = core   # type: ignore[attr-defined]   # as the import system binds a submodule
     _CORE_SPEC = cspec
+    return core
+
+
+def _openblas_import(name: str) -> types.ModuleType:
+    """``numpy._core.<name>`` imported with ``OPENBLAS_MAIN_FREE`` put and unset around it, as
+    ``numpy/_core/__init__.py`` loads the compiled module (when the variable was not set)."""
+    import os
+
     added = "OPENBLAS_MAIN_FREE" not in os.environ
     if added:
         os.putenv("OPENBLAS_MAIN_FREE", "1")
     try:
-        from numpy._core import _multiarray_umath as mu
+        return importlib.import_module("numpy._core." + name)
     finally:
         if added:
             os.unsetenv("OPENBLAS_MAIN_FREE")
-    sys.modules["numpy._core.multiarray"] = mu
-    try:
-        from numpy._core import _type_aliases
-    finally:
-        if sys.modules.get("numpy._core.multiarray") is mu:
-            del sys.modules["numpy._core.multiarray"]
-    names = {n: getattr(mu, n) for n in _C_NAMES}
-    names.update({n: mu.typeinfo[t].type for n, t in _C_TYPES})
-    mu.set_typeDict(_type_aliases.sctypeDict)
-    sys.modules["numpy._core._methods"] = _methods_stand_in(m)
-    m.__dict__.update(names)
-    mu._set_madvise_hugepage(_hugepage_setup())
+
+
+def _promotion(multiarray: types.ModuleType) -> None:
+    """numpy 2.0-2.1's ``__init__`` sets NEP 50's promotion ("weak"; 2.0's C default is "legacy"): as there."""
+    import os
+
+    promotion = getattr(multiarray, "_set_promotion_state", None)
+    if promotion is not None:
+        promotion(os.environ.get("NPY_PROMOTION_STATE", "weak"))
 
 
 def _methods_stand_in(m: types.ModuleType) -> types.ModuleType:
