@@ -12,6 +12,11 @@ wave 11" and "The WPP's own cost, wave 13").
   recorded process's ``sys.path`` (passed as ``PATH...``, with the PYTHONPATH and ``.pth``
   entries it has) already says where everything is.  Otherwise ``wpp.spawn`` starts the builder
   with ``site`` and no paths, as before.
+* **numpy's compiled module only** (the default since wave 18, :func:`_c_core`): ``numpy._core``'s
+  ``_multiarray_umath`` and ``_type_aliases``, numpy given only names that are the compiled module's
+  own objects; the first other name, or the first ndarray reduction, brings in the lean core below
+  (:func:`_upgrade`; docs/design.md, "The builder's numpy, wave 18").  ``WHOLETRACE_LEAN_NUMPY=python``
+  starts with the lean core.
 * **numpy's core only, and of it what the builder calls** (:func:`lean_numpy`): ``import numpy``
   runs ``numpy/__init__.py``, which imports ``numpy._core`` and then ``numpy.lib``,
   ``numpy.linalg``, ``numpy.matrixlib``, ``numpy.__config__``, none of which the builder calls;
