@@ -18,12 +18,20 @@ _SLICE = 1 << 18  # symbols converted to int32 per kernel call (bounds temporary
 # thread gives the GIL back between calls, and taking it back from a busy program costs a switch interval)
 
 
+def _filled(n: int, value: int) -> np.ndarray:
+    """``np.full(n, value, np.int32)`` through the compiled module's own calls: the WPP builder's
+    numpy has no ``numpy._core.numeric`` (docs/design.md, "The builder's numpy, wave 18")."""
+    a = np.empty(n, np.int32)
+    a.fill(value)
+    return a
+
+
 def _new_state(lookahead: bool, nodes: int, rules: int, bits: int) -> tuple[np.ndarray, ...]:
-    nd = np.full(4 * nodes, K.NIL, np.int32)
-    rguard = np.full(rules, K.NIL, np.int32)
+    nd = _filled(4 * nodes, K.NIL)
+    rguard = _filled(rules, K.NIL)
     rcount = np.zeros(rules, np.int32)
     rkey = np.zeros(rules, np.int32)  # check word of a rule body's tagged entry (kernels/sequitur.py)
-    tab = np.full(2 << bits, K.T_EMPTY, np.int32)
+    tab = _filled(2 << bits, K.T_EMPTY)
     stack = np.empty(3 << 16, np.int64)
     meta = np.zeros(K.META_SIZE, np.int64)
     # rule 0 is S, whose guard is node 0
@@ -88,10 +96,10 @@ class GrammarBuilder:
         if arr.dtype.kind not in "iu":
             raise UsageError(f"symbols must be integers, got dtype {arr.dtype}")
         if arr.dtype == np.int32:   # one pass: an int32 is at most MAX_SYMBOL (the WPP builder's ids)
-            if (lo := int(arr.min())) < 0:
+            if (lo := int(np.minimum.reduce(arr, axis=None))) < 0:
                 raise UsageError(f"symbols must lie in 0..2**31-1, got {lo}")
         else:
-            lo, hi = int(arr.min()), int(arr.max())
+            lo, hi = int(np.minimum.reduce(arr, axis=None)), int(np.maximum.reduce(arr, axis=None))
             if lo < 0 or hi > MAX_SYMBOL:
                 raise UsageError(f"symbols must lie in 0..2**31-1, got {lo if lo < 0 else hi}")
         for s in range(0, arr.size, _SLICE):
@@ -163,7 +171,7 @@ class GrammarBuilder:
             bits = int(meta[K.M_TBITS])
             while (int(meta[K.M_TUSED]) + K.MARGIN_TABLE) * 2 > (1 << bits):
                 bits += 1  # keep the live load at most 1/2 after a rebuild
-            new_tab = np.full(2 << bits, K.T_EMPTY, np.int32)
+            new_tab = _filled(2 << bits, K.T_EMPTY)
             used = K.rehash(nd, rguard, tab, new_tab, bits)
             del tab
             tab = new_tab

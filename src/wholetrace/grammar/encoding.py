@@ -116,7 +116,7 @@ def _unpack(data: bytes, comp: int, limit: int) -> bytes:
 
 def _planes(values: np.ndarray) -> tuple[int, bytes]:
     """(layout, bytes): the values as byte planes, as many as the largest value needs."""
-    k = max(1, (int(values.max(initial=0)).bit_length() + 7) // 8)
+    k = max(1, (int(np.maximum.reduce(values, axis=None, initial=0)).bit_length() + 7) // 8)   # not .max(): numpy's _methods (wave 18)
     return L_PLANES + k - 1, values.astype("<u4").view(np.uint8).reshape(-1, 4)[:, :k].T.tobytes()
 
 

@@ -48,7 +48,7 @@ class EventInterner:
         self.fuse = int(bool(fuse))
         self.group = int(group)
         bits = 12
-        self._keys = np.full(1 << bits, K.EMPTY, np.int64)
+        self._keys = _filled(1 << bits, K.EMPTY)
         self._ids = np.zeros(1 << bits, np.int64)
         self._tstate = np.array([0, bits, 0, int(seq_budget[0]), int(seq_budget[1])], np.int64)
         self._syms = np.empty(1 << (bits - 1), np.int64)
@@ -60,9 +60,9 @@ class EventInterner:
         """Functions ``fids`` record path ids (plan strategy ``paths``); the table covers at
         least ``n_functions`` functions (the others recorded so far record block ids)."""
         fids = np.asarray(fids, np.int64)
-        n = max(int(n_functions), int(fids.max()) + 1 if len(fids) else 0, len(self._fpath))
+        n = max(int(n_functions), int(np.maximum.reduce(fids, axis=None)) + 1 if len(fids) else 0, len(self._fpath))
         if n > len(self._fpath):
-            self._fpath = np.concatenate([self._fpath, np.zeros(n - len(self._fpath), np.int8)])
+            self._fpath = _extended(self._fpath, n - len(self._fpath), 0)
         self._fpath[fids] = 1
 
     def seed(self, terms: Terminals) -> None:
@@ -79,10 +79,10 @@ class EventInterner:
             bits += 1
         if bits > MAX_TABLE_BITS:
             raise UsageError(f"more than {1 << (MAX_TABLE_BITS - 1)} distinct WPP terminals")
-        self._keys = np.full(1 << bits, K.EMPTY, np.int64)
+        self._keys = _filled(1 << bits, K.EMPTY)
         self._ids = np.zeros(1 << bits, np.int64)
         K.rehash(keys, np.arange(n, dtype=np.int64), self._keys, self._ids, bits)
-        self._syms = np.concatenate([keys, np.empty(max(n, 1 << 11), np.int64)])
+        self._syms = _extended(keys, max(n, 1 << 11))
         self._tstate[K.T_COUNT], self._tstate[K.T_BITS] = n, bits
         self._tstate[K.T_SEQ] = int(np.count_nonzero(kind == K.K_SEQ))
 
@@ -114,9 +114,9 @@ class EventInterner:
             if why == K.ST_NEED_TABLE:
                 self._grow_table()
             elif why == K.ST_NEED_SYMBOLS:
-                self._syms = np.concatenate([self._syms, np.empty(len(self._syms), np.int64)])
+                self._syms = _extended(self._syms, len(self._syms))
             elif why == K.ST_NEED_STACK:
-                stack = np.concatenate([stack, np.empty(len(stack), np.int64)])
+                stack = _extended(stack, len(stack))
                 self._streams[sid] = (stack, sstate)
             else:  # pragma: no cover - defensive
                 raise InternalError(f"interning: unknown status {why}")
@@ -129,7 +129,7 @@ class EventInterner:
         bits = int(self._tstate[K.T_BITS]) + 1
         if bits > MAX_TABLE_BITS:   # ids are int32 (the builder's codes): refuse, never wrap
             raise UsageError(f"more than {1 << (MAX_TABLE_BITS - 1)} distinct WPP terminals")
-        keys = np.full(1 << bits, K.EMPTY, np.int64)
+        keys = _filled(1 << bits, K.EMPTY)
         ids = np.zeros(1 << bits, np.int64)
         K.rehash(self._keys, self._ids, keys, ids, bits)
         self._keys, self._ids = keys, ids
@@ -141,10 +141,30 @@ class EventInterner:
         return Terminals(kind, fid, value)
 
 
+def _filled(n: int, value: int) -> np.ndarray:
+    """``np.full(n, value, np.int64)`` without numpy's ``numeric`` (the builder's numpy: docs/design.md,
+    "The builder's numpy, wave 18")."""
+    a = np.empty(n, np.int64)
+    a.fill(value)
+    return a
+
+
+def _extended(a: np.ndarray, extra: int, fill: int | None = None) -> np.ndarray:
+    """``a`` (1-D) followed by ``extra`` uninitialised items (``fill``: set to it), as
+    ``np.concatenate([a, np.empty(extra, a.dtype)])`` makes it, without numpy's Python layer."""
+    out = np.empty(len(a) + extra, a.dtype)
+    out[: len(a)] = a
+    if fill is not None:
+        out[len(a):] = fill
+    return out
+
+
 def terminals_to_array(terms: Terminals) -> np.ndarray:
-    """The (n, 3) int64 array (kind, fid, value) stored as ``wpp.symbols``."""
-    return np.stack([terms.kind.astype(np.int64), terms.fid.astype(np.int64),
-                     terms.value.astype(np.int64)], axis=1).reshape(-1, 3)
+    """The (n, 3) int64 array (kind, fid, value) stored as ``wpp.symbols`` (filled column by
+    column, not ``np.stack``: the builder's numpy has no ``shape_base``; docs/design.md, wave 18)."""
+    out = np.empty((len(terms.kind), 3), np.int64)
+    out[:, 0], out[:, 1], out[:, 2] = terms.kind, terms.fid, terms.value
+    return out
 
 
 def terminals_from_array(a: np.ndarray) -> Terminals:

@@ -12,6 +12,11 @@ wave 11" and "The WPP's own cost, wave 13").
   recorded process's ``sys.path`` (passed as ``PATH...``, with the PYTHONPATH and ``.pth``
   entries it has) already says where everything is.  Otherwise ``wpp.spawn`` starts the builder
   with ``site`` and no paths, as before.
+* **numpy's compiled module only** (the default since wave 18, :func:`_c_core`): ``numpy._core``'s
+  ``_multiarray_umath`` and ``_type_aliases``, numpy given only names that are the compiled module's
+  own objects; the first other name, or the first ndarray reduction, brings in the lean core below
+  (:func:`_upgrade`; docs/design.md, "The builder's numpy, wave 18").  ``WHOLETRACE_LEAN_NUMPY=python``
+  starts with the lean core.
 * **numpy's core only, and of it what the builder calls** (:func:`lean_numpy`): ``import numpy``
   runs ``numpy/__init__.py``, which imports ``numpy._core`` and then ``numpy.lib``,
   ``numpy.linalg``, ``numpy.matrixlib``, ``numpy.__config__``, none of which the builder calls;
@@ -90,8 +95,14 @@ def lean_numpy() -> types.ModuleType:
             del sys.modules[name]
         import numpy
         return numpy
+    global _tier
     try:
-        _lean_core(m)
+        if os.environ.get(ENV_LEAN) == "python":
+            _lean_core(m)
+            _tier = "python"
+        else:
+            _c_core(m)
+            _tier = "c"
     except Exception:  # noqa: BLE001
         # a layout not seen yet (numpy._core may be half loaded: compiled modules cannot be loaded
         # twice): numpy._core's and numpy's __init__ complete the same module objects now (an
@@ -107,6 +118,10 @@ def lean_numpy() -> types.ModuleType:
         with _COMPLETING:
             if _busy:
                 raise AttributeError(f"partially initialized module 'numpy' has no attribute {name!r}")
+            if _tier == "c":
+                _upgrade(m)          # the lean core's names: numpy's own objects
+                if name in m.__dict__:
+                    return m.__dict__[name]
             if m.__dict__.get("__getattr__") is __getattr__:
                 _complete(m, spec)
         return getattr(m, name)
@@ -121,39 +136,23 @@ def _lean_core(m: types.ModuleType) -> None:
     builder calls imported in ``__init__``'s order (``multiarray`` with ``OPENBLAS_MAIN_FREE`` set as
     there, ``umath``, ``numerictypes`` and its type names, ``fromnumeric``, ``numeric``,
     ``shape_base``), and their public names on ``m`` as ``from ._core import *`` binds them."""
-    import os
-    from _frozen_importlib import module_from_spec
-
-    global _CORE_SPEC
-    cspec = find_spec("numpy._core", m.__path__)
-    if cspec is None or cspec.loader is None:
-        raise ImportError("numpy._core has no spec")
-    core = module_from_spec(cspec)
-    sys.modules["numpy._core"] = core
-    m._core = core   # type: ignore[attr-defined]   # as the import system binds a submodule
-    _CORE_SPEC = cspec
-    added = "OPENBLAS_MAIN_FREE" not in os.environ
-    if added:
-        os.putenv("OPENBLAS_MAIN_FREE", "1")
+    core = sys.modules.get("numpy._core")
+    if core is None or _CORE_SPEC is None or core.__spec__ is not _CORE_SPEC:   # else the C tier's (_upgrade)
+        _new_core(m)
     # numpy._core.overrides imports inspect (with ast, dis, tokenize: 20.7 M of this process's
     # 191.7 M instructions of start-up, a ninth) for cleandoc and 24 signatures: a stand-in while it loads
     stand_in = None if "inspect" in sys.modules else _inspect_stand_in()
     if stand_in is not None:
         sys.modules["inspect"] = stand_in
     try:
-        from numpy._core import multiarray
+        multiarray = _openblas_import("multiarray")
     finally:
-        if added:
-            os.unsetenv("OPENBLAS_MAIN_FREE")
         if stand_in is not None and sys.modules.get("inspect") is stand_in:
             del sys.modules["inspect"]      # overrides keeps it; any other import gets the real one
     from numpy._core import numerictypes, umath  # noqa: F401 - umath: as numpy._core's __init__
 
     multiarray.set_typeDict(numerictypes.sctypeDict)
-    # numpy 2.0-2.1's __init__ sets NEP 50's promotion ("weak"; 2.0's C default is "legacy"), as here
-    promotion = getattr(multiarray, "_set_promotion_state", None)
-    if promotion is not None:
-        promotion(os.environ.get("NPY_PROMOTION_STATE", "weak"))
+    _promotion(multiarray)
     # fromnumeric imports numpy._core._methods, which imports pickle (with re: 13 M instructions)
     # for ndarray.dump/dumps only: a deferring stand-in while it loads (_deferred)
     deferred = None if "pickle" in sys.modules else _deferred("pickle")
@@ -169,6 +168,119 @@ def _lean_core(m: types.ModuleType) -> None:
     m.__dict__.update(names)
     # numpy/__init__.py's madvise(hugepage) setting (NUMPY_MADVISE_HUGEPAGE, the kernel's version)
     multiarray._set_madvise_hugepage(_hugepage_setup())
+
+
+#: numpy's names that are ``_multiarray_umath``'s own objects (``import numpy`` binds the same ones;
+#: tested), bound by the C tier (:func:`_c_core`); the scalar types come from its ``typeinfo``
+_C_NAMES = ("empty", "zeros", "frombuffer", "array", "arange", "ascontiguousarray", "asarray", "dtype",
+            "ndarray", "integer", "signedinteger", "unsignedinteger", "floating", "generic", "minimum",
+            "maximum")
+_C_TYPES = (("int8", "int8"), ("int16", "int16"), ("int32", "int32"), ("int64", "int64"), ("uint8", "uint8"),
+            ("uint16", "uint16"), ("uint32", "uint32"), ("uint64", "uint64"), ("intp", "intp"),
+            ("float64", "float64"), ("bool_", "bool"), ("bool", "bool"))
+#: which numpy :func:`lean_numpy` made: "c" (:func:`_c_core`, until :func:`_upgrade`), "python"
+#: (:func:`_lean_core`), "" (none yet, or numpy completed at once)
+_tier = ""
+
+
+def _c_core(m: types.ModuleType) -> None:
+    """``numpy._core`` as a module object whose ``__init__`` has not run, holding only the compiled
+    ``_multiarray_umath`` (loaded as ``numpy._core.multiarray`` loads it: ``OPENBLAS_MAIN_FREE`` set
+    around it) and ``_type_aliases`` (the ``sctypeDict`` numpy gives ``set_typeDict``; loaded with the
+    compiled module standing for ``multiarray``, whose names it reads and re-exports unchanged); ``m``
+    gets :data:`_C_NAMES` and :data:`_C_TYPES`.  None of numpy's Python modules that wrap the compiled
+    one (``multiarray``, ``overrides``, ``numerictypes``, ``umath``, ``fromnumeric``, ``_methods``,
+    ``numeric``, ``shape_base``: ~47 M instructions of the builder's start-up) is imported: any other
+    name, or the first ndarray method that needs ``_methods`` (``max``, ``sum``, ...: the stand-in of
+    :func:`_methods_stand_in`), brings the lean core in (:func:`_upgrade`)."""
+    _new_core(m)
+    mu = _openblas_import("_multiarray_umath")
+    sys.modules["numpy._core.multiarray"] = mu
+    try:
+        from numpy._core import _type_aliases
+    finally:
+        if sys.modules.get("numpy._core.multiarray") is mu:
+            del sys.modules["numpy._core.multiarray"]
+    names = {n: getattr(mu, n) for n in _C_NAMES}
+    names.update({n: mu.typeinfo[t].type for n, t in _C_TYPES})
+    mu.set_typeDict(_type_aliases.sctypeDict)
+    _promotion(mu)
+    sys.modules["numpy._core._methods"] = _methods_stand_in(m)
+    m.__dict__.update(names)
+    mu._set_madvise_hugepage(_hugepage_setup())
+
+
+def _new_core(m: types.ModuleType) -> types.ModuleType:
+    """``numpy._core`` made from its spec, its ``__init__`` not run, in ``sys.modules`` and on ``m``."""
+    from _frozen_importlib import module_from_spec
+
+    global _CORE_SPEC
+    cspec = find_spec("numpy._core", m.__path__)
+    if cspec is None or cspec.loader is None:
+        raise ImportError("numpy._core has no spec")
+    core = module_from_spec(cspec)
+    sys.modules["numpy._core"] = core
+    m._core = core   # type: ignore[attr-defined]   # as the import system binds a submodule
+    _CORE_SPEC = cspec
+    return core
+
+
+def _openblas_import(name: str) -> types.ModuleType:
+    """``numpy._core.<name>`` imported with ``OPENBLAS_MAIN_FREE`` put and unset around it, as
+    ``numpy/_core/__init__.py`` loads the compiled module (when the variable was not set)."""
+    import os
+
+    added = "OPENBLAS_MAIN_FREE" not in os.environ
+    if added:
+        os.putenv("OPENBLAS_MAIN_FREE", "1")
+    try:
+        return importlib.import_module("numpy._core." + name)
+    finally:
+        if added:
+            os.unsetenv("OPENBLAS_MAIN_FREE")
+
+
+def _promotion(multiarray: types.ModuleType) -> None:
+    """numpy 2.0-2.1's ``__init__`` sets NEP 50's promotion ("weak"; 2.0's C default is "legacy"): as there."""
+    import os
+
+    promotion = getattr(multiarray, "_set_promotion_state", None)
+    if promotion is not None:
+        promotion(os.environ.get("NPY_PROMOTION_STATE", "weak"))
+
+
+def _methods_stand_in(m: types.ModuleType) -> types.ModuleType:
+    """``numpy._core._methods`` while the C tier lasts: the compiled module imports it at the first
+    ndarray reduction method (``max``, ``min``, ``sum``, ``any``, ...) and keeps the function it asks
+    for; its first attribute asked (not ``__path__``) brings the lean core in (:func:`_upgrade`,
+    which imports the real ``_methods``) and gives the real module's, so the compiled module keeps
+    numpy's own function."""
+    stand_in = types.ModuleType("numpy._core._methods", "wholetrace.wpp.startup's stand-in (the C tier)")
+
+    def __getattr__(attr: str) -> object:
+        if attr == "__path__":
+            raise AttributeError(f"module 'numpy._core._methods' has no attribute {attr!r}")
+        with _COMPLETING:
+            _upgrade(m)
+        return getattr(sys.modules["numpy._core._methods"], attr)
+
+    stand_in.__dict__.update(__getattr__=__getattr__, _wholetrace_stand_in=True)
+    return stand_in
+
+
+def _upgrade(m: types.ModuleType) -> None:
+    """The C tier's numpy given the lean core's modules and names (:func:`_lean_core`, in the same
+    ``numpy._core``); called with :data:`_COMPLETING` held.  Nothing after the first call."""
+    global _tier
+    if _tier != "c":
+        return
+    _tier = "python"
+    if getattr(sys.modules.get("numpy._core._methods"), "_wholetrace_stand_in", False):
+        del sys.modules["numpy._core._methods"]
+    try:
+        _lean_core(m)
+    except Exception:  # noqa: BLE001 - a layout not seen yet: numpy whole, as lean_numpy does
+        _complete(m, m.__spec__)
 
 
 def _deferred(name: str) -> types.ModuleType:
@@ -205,6 +317,8 @@ def _complete(m: types.ModuleType, spec: importlib.machinery.ModuleSpec) -> None
     with _COMPLETING:
         _busy = True
         try:
+            if getattr(sys.modules.get("numpy._core._methods"), "_wholetrace_stand_in", False):
+                del sys.modules["numpy._core._methods"]
             _real_inspect()
             methods = sys.modules.get("numpy._core._methods")
             if getattr(getattr(methods, "pickle", None), "_wholetrace_stand_in", False):
