@@ -1,0 +1,166 @@
+"""Full mode's split server: a process forked before the program starts that splits chunks with numpy, so the program's process never imports it.
+
+The recorder forks it while it is still single-threaded (a double fork: the server is no child
+of the program's process, which may wait for every child; in a session of its own, so a
+terminal's signals miss it; its standard descriptors on /dev/null and every other descriptor
+closed but its two pipes).  It inherits wholetrace's modules and imports numpy itself.  The
+flusher thread sends one request (``marshal``: loaded in every interpreter) and blocks in
+``os.read`` (the GIL released) while the server works on the other core.  The pipes are at
+numbers >= ``HIGH_FD``, close-on-exec; a pipe the program closed or replaced (its inode
+changed), a dead server, or a fork child of the program (the pipes are its parent's) make the
+flusher split in-process instead (``runtime.splitcore``, as before this server).  The server
+ends at EOF, when every copy of the request pipe's write end is closed (docs/design.md, "Full
+mode's split server, wave 18").
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:   # pragma: no cover
+    from typing import Any
+
+#: ``WHOLETRACE_SPLIT_SERVER=0``: split in the flusher thread (numpy in the program's process).
+ENV = "WHOLETRACE_SPLIT_SERVER"
+_HEAD = 8
+
+
+class SplitServer:
+    """The recorder's end of the server: ``call`` sends a request and returns its reply, or None
+    when the server cannot be used (then the caller splits in-process)."""
+
+    def __init__(self, pid: int, req: int, rep: int) -> None:
+        self.owner = pid          # the process whose pipes these are (not a fork child of it)
+        self.req, self.rep = req, rep
+        self.ids = (_ident(req), _ident(rep))
+        self.broken = False
+
+    def usable(self) -> bool:
+        """The server is this process's and both pipes are still the ones made for it."""
+        if self.broken or os.getpid() != self.owner:
+            return False
+        if (_ident(self.req), _ident(self.rep)) != self.ids:   # the program closed or reused them
+            self.broken = True
+            return False
+        return True
+
+    def call(self, request: tuple[Any, ...]) -> tuple[Any, ...] | None:
+        """The reply to ``request``, or None (no usable server: nothing was consumed)."""
+        if not self.usable():
+            return None
+        try:
+            _send(self.req, request)
+            return _receive(self.rep)
+        except (OSError, EOFError, ValueError):
+            self.broken = True
+            return None
+
+    def close(self) -> None:
+        """Close this process's ends (the server exits at EOF)."""
+        if os.getpid() != self.owner or self.broken:
+            return
+        self.broken = True
+        for fd in (self.req, self.rep):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def start() -> SplitServer | None:
+    """Fork the server (only while this process runs a single thread), or None."""
+    import _thread
+    if os.environ.get(ENV, "1") == "0" or not hasattr(os, "fork") or _thread._count() != 0:
+        return None
+    from wholetrace.store.fdguard import high_pipe
+    r1, w1 = high_pipe()           # requests
+    r2, w2 = high_pipe()           # replies
+    try:
+        pid = _fork()
+    except OSError:
+        for fd in (r1, w1, r2, w2):
+            os.close(fd)
+        return None
+    if pid == 0:                   # the intermediate child: the server's parent, gone at once
+        try:
+            os.setsid()
+            if _fork() == 0:
+                _serve(r1, w2)
+        finally:
+            os._exit(0)
+    os.close(r1)
+    os.close(w2)
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:      # pragma: no cover - reaped elsewhere
+        pass
+    return SplitServer(os.getpid(), w1, r2)
+
+
+def _fork() -> int:
+    """``os.fork`` without the at-fork hooks' effects on a recording: the hooks act only while a
+    recording's ``runtime.runner.LIVE`` has children, which the recorder being made has not yet."""
+    return os.fork()
+
+
+def _serve(rfd: int, wfd: int) -> None:
+    """The server's loop: requests until EOF (never returns normally: the caller ``os._exit``s)."""
+    try:
+        import _signal
+        _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        keep = sorted({rfd, wfd})
+        os.closerange(3, keep[0])
+        os.closerange(keep[0] + 1, keep[1])
+        os.closerange(keep[1] + 1, 1 << 20)
+        import gc
+        gc.disable()
+        from wholetrace.instrument import misspath
+        if misspath.program_shadows_stdlib():   # an enum.py beside the script (review15c)
+            misspath.import_past_program("numpy")
+        from wholetrace.runtime import splitcore
+        while True:
+            try:
+                request = _receive(rfd)
+            except EOFError:
+                return
+            _send(wfd, splitcore.handle(request))
+    except BaseException:   # noqa: BLE001 - nothing of the server may reach the program's streams
+        return
+
+
+def _ident(fd: int) -> tuple[int, int] | None:
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
+def _send(fd: int, obj: Any) -> None:
+    data = marshal.dumps(obj)
+    for part in (len(data).to_bytes(_HEAD, "little"), data):
+        view = memoryview(part)
+        while view:
+            view = view[os.write(fd, view):]
+
+
+def _receive(fd: int) -> Any:
+    size = int.from_bytes(_read(fd, _HEAD), "little")
+    return marshal.loads(_read(fd, size))
+
+
+def _read(fd: int, n: int) -> bytearray:
+    buf = bytearray(n)
+    view = memoryview(buf)
+    got = 0
+    while got < n:
+        k = os.readv(fd, [view[got:]])
+        if k == 0:
+            raise EOFError("split server pipe closed")
+        got += k
+    return buf
