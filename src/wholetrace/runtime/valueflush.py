@@ -55,6 +55,7 @@ class Flushing:
         done, rec_done = self.cf_done.get(sid, 0), self.rec_done.get(sid, 0)   # type: ignore[attr-defined]
         request = ("split", _le(image), done, rec_done, _le(side), _le(bigs))
         reply = self.server.call(request) if self.server is not None else None
+        self.splits[reply is None] += 1                # type: ignore[attr-defined]
         if reply is None:
             from wholetrace.runtime import splitcore
             reply = splitcore.handle(request)
@@ -144,7 +145,8 @@ class Flushing:
         w.put_array("wet.parents", parents, shape=(len(parents) // 2, 2))
         w.set_meta(wet_types=self.type_names, wet_records=self.records,   # type: ignore[attr-defined]
                    wet_raw_bytes=self.raw_bytes + 17 * len(hashes) + len(data)   # type: ignore[attr-defined]
-                   + 8 * len(self.objects) + 8 * len(parents))   # type: ignore[attr-defined]
+                   + 8 * len(self.objects) + 8 * len(parents),   # type: ignore[attr-defined]
+                   wet_splits=list(self.splits))   # type: ignore[attr-defined]  # chunks split by the server, in-process
         if self.server is not None:
             self.server.close()
         self.pins.clear()                              # type: ignore[attr-defined]

@@ -141,6 +141,7 @@ class ValueLog(Flushing):
         self.dead = self._on_dead()
         #: the split server (``runtime.splitserver``): None splits in the flusher's thread
         self.server: Any = None
+        self.splits = [0, 0]                           # chunks split by the server, in the flusher's thread
 
     def serve(self) -> None:
         """Fork the split server now (before the program's first line: one thread)."""

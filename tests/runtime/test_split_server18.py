@@ -1,0 +1,214 @@
+"""Full mode's split server (``runtime.splitserver``): the program's process never imports numpy,
+sees no extra child, and the stored log equals the in-process split's (the oracle: the same
+program recorded with ``WHOLETRACE_SPLIT_SERVER=0``, whose flusher splits in its own thread)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from wtutil import ENV, run_plain
+
+# Deterministic values of every tag, across several flushes (0.25 s apart), in two threads
+# (switch records), with ints beyond 64 bits, strs and floats on the side list.
+PROG = '''
+import os, sys, threading, time
+class Box:
+    pass
+def work(n, seed):
+    out = []
+    for i in range(n):
+        b = Box()
+        b.x = i * 0.5 + seed
+        s = str(i) + "s"
+        z = complex(i, 1)
+        big = (i + seed) << 70
+        raw = bytes([i % 256])
+        flag = i % 3 == 0
+        out.append((b, s, z, big, raw, flag, None))
+    return len(out)
+def other(n, seed):          # no objects: serials come from one counter, in the main thread only
+    t = 0.0
+    for i in range(n):
+        t += i * 0.25
+        name = "k" + str(i + seed)
+    return t
+WHAT
+total = 0
+for rounds in range(6):      # past three of the flusher's 0.25 s intervals
+    th = threading.Thread(target=other, args=(200, rounds))
+    th.start()
+    total += work(300, rounds)
+    th.join()
+    time.sleep(0.15)
+print("numpy" in sys.modules, total > 0)
+'''
+
+
+def _record(script: Path, out: Path, server: bool) -> subprocess.CompletedProcess:
+    env = dict(ENV, WHOLETRACE_SPLIT_SERVER="1" if server else "0")
+    return subprocess.run([sys.executable, "-m", "wholetrace.cli", "record", "--mode", "full", "-q", "-o", str(out),
+                           str(script)], capture_output=True, text=True, cwd=script.parent, timeout=300, env=env,
+                          stdin=subprocess.DEVNULL)
+
+
+def _log(path: Path) -> tuple[dict, dict, list, dict]:
+    """What readers get: the capture log (per stream, switches included), contents, object
+    types, each stream's events; the meta's split tally."""
+    from wholetrace.store import open_recording
+    from wholetrace.wet.capture import load
+
+    with open_recording(path) as rec:
+        log = load(rec)
+        streams = {s: [getattr(st, f).tolist() for f in ("pos", "slot", "tag", "val", "switch")]
+                   for s, st in log.streams.items()}
+        events = {st.sid: rec.events(st.sid).tolist() for st in rec.streams()}
+        return ({"streams": streams, "events": events, "records": rec.meta.get("wet_records"),
+                 "raw": rec.meta.get("wet_raw_bytes")},   # (a child ending with os._exit stores no totals)
+                log.contents, sorted(log.object_types.values()), rec.meta.get("wet_splits"))
+
+
+def _same_threads(a: dict, b: dict) -> None:
+    """The threads' streams equal up to the interleaving of the two threads (the switch numbers
+    and the thread streams' ids depend on scheduling): compare the multiset of per-stream logs."""
+    def key(x: dict) -> list:
+        return sorted(repr((s[:4], x["events"][sid])) for sid, s in x["streams"].items())
+    assert key(a) == key(b)
+    assert a["records"] == b["records"] and a["raw"] == b["raw"]
+
+
+@pytest.mark.parametrize("what", ["", "os.closerange(3, 1 << 16)"], ids=["plain", "program-closes-descriptors"])
+def test_server_stores_what_the_in_process_split_stores(tmp_path: Path, what: str) -> None:
+    """The program never sees numpy (it did before the server: the flusher's split imported it),
+    and the log equals the in-process split's; a program that closes every descriptor leaves the
+    flusher without its pipes: it splits in-process from then on (numpy then appears, as before)."""
+    script = tmp_path / "prog.py"
+    script.write_text(PROG.replace("WHAT", what))
+    plain = run_plain(script)
+    assert plain.returncode == 0 and plain.stdout == "False True\n", plain.stderr
+    on, off = _record(script, tmp_path / "on.wt", True), _record(script, tmp_path / "off.wt", False)
+    assert on.returncode == 0 and off.returncode == 0, on.stderr + off.stderr
+    assert off.stdout == "True True\n"                 # in the flusher's thread: numpy in the program
+    got, want = _log(tmp_path / "on.wt"), _log(tmp_path / "off.wt")
+    _same_threads(got[0], want[0])
+    assert got[1] == want[1] and got[2] == want[2]
+    assert want[3][0] == 0 and want[3][1] > 0
+    if what:
+        assert got[3][1] > 0                            # the closed pipes: in-process after that
+    else:
+        assert on.stdout == plain.stdout
+        assert got[3][0] > 1 and got[3][1] == 0          # every chunk by the server
+
+
+WAITS = '''
+import os, time
+x = [i * 0.5 for i in range(100)]
+time.sleep(0.3)
+try:
+    print(os.waitpid(-1, os.WNOHANG))
+except ChildProcessError as e:
+    print("no child", e.errno)
+print(sorted(int(f) for f in os.listdir("/proc/self/fd") if int(f) < 256))
+'''
+
+
+def test_the_server_is_no_child_of_the_program(tmp_path: Path) -> None:
+    """A program that waits for any child sees none (the server is forked twice: no child of the
+    recording process), and its descriptors below 256 are plain python's."""
+    script = tmp_path / "waits.py"
+    script.write_text(WAITS)
+    plain = run_plain(script)
+    rec = _record(script, tmp_path / "t.wt", True)
+    assert rec.returncode == 0, rec.stderr
+    assert rec.stdout == plain.stdout
+    assert _log(tmp_path / "t.wt")[3][0] > 0
+
+
+FORKS = '''
+import os, sys, time
+def work(n):
+    return sum(float(i) * 0.5 for i in range(n))
+work(1000)
+if os.fork() == 0:           # (the pid itself is no recorded value: it differs between runs)
+    work(2000)
+    time.sleep(0.4)
+    work(3000)
+    print("child", "numpy" in sys.modules, flush=True)
+    os._exit(0)
+os.wait()
+work(500)
+print("numpy" in sys.modules)
+'''
+
+
+def test_a_fork_child_of_the_program_splits_in_its_own_process(tmp_path: Path) -> None:
+    """The child's copies of the pipes are its parent's: the child splits in-process (its log equal
+    to the in-process split's; numpy is imported into the child, as before the server: open), the
+    parent keeps its server."""
+    script = tmp_path / "forks.py"
+    script.write_text(FORKS)
+    logs = {}
+    for server in (True, False):
+        out = tmp_path / f"{int(server)}.wt"
+        rec = _record(script, out, server)
+        assert rec.returncode == 0, rec.stderr
+        # the child split in-process either way (open: numpy in a fork child of the program)
+        assert rec.stdout == ("child True\nFalse\n" if server else "child True\nTrue\n")
+        parts = sorted(Path(str(out) + ".parts").glob("*.wt"))
+        assert len(parts) == 1
+        logs[server] = (_log(out), _log(parts[0]))
+    (root_on, child_on), (root_off, child_off) = logs[True], logs[False]
+    assert root_on[:3] == root_off[:3] and child_on[:3] == child_off[:3]
+    assert root_on[3][0] > 0 and root_on[3][1] == 0
+
+
+def test_a_broken_server_leaves_the_split_to_the_flusher() -> None:
+    """A server that died (its pipes' other ends closed) is reported as None, once and for good:
+    the caller splits in-process."""
+    from wholetrace.runtime.splitserver import SplitServer
+
+    r1, w1 = os.pipe()
+    r2, w2 = os.pipe()
+    os.close(r1)
+    os.close(w2)
+    srv = SplitServer(os.getpid(), w1, r2)
+    assert srv.usable()
+    assert srv.call(("objects", b"")) is None
+    assert srv.broken and not srv.usable()
+    os.close(w1)
+    os.close(r2)
+
+
+def test_constants_mirror_values_and_layout() -> None:
+    """``valueflush`` cannot import ``values`` (it is imported by it) nor ``wetlayout`` (numpy)."""
+    from wholetrace.runtime import valueflush, values, wetlayout
+
+    assert (valueflush._STR, valueflush._BYTES, valueflush._BIGINT, valueflush._COMPLEX) == (
+        values.STR, values.BYTES, values.BIGINT, values.COMPLEX)
+    assert valueflush.LAYOUT == wetlayout.LAYOUT
+
+
+def test_server_core_equals_itself_through_the_pipe(tmp_path: Path) -> None:
+    """The protocol carries a request and its reply unchanged (a real server, forked in a fresh
+    interpreter: this test process may run threads)."""
+    code = '''
+import sys
+from wholetrace.runtime import splitcore, splitserver
+from wholetrace.runtime.values import marker, INT, FLOAT
+from array import array
+srv = splitserver.start()
+assert srv is not None
+img = array("q", [5, marker(INT, 3), 7, 6, marker(FLOAT, 4), 0, 9, marker(INT, 1)]).tobytes()
+side = array("q", [4611686018427387904]).tobytes()
+req = ("split", img, 10, 2, side, b"")
+assert srv.call(req) == splitcore.handle(req), (srv.call(req), splitcore.handle(req))
+assert srv.call(("objects", array("q", [1, 0, 5, 1]).tobytes())) == splitcore.handle(("objects", array("q", [1, 0, 5, 1]).tobytes()))
+print("ok", "numpy" in sys.modules)
+'''
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=ENV)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "ok True\n"             # (the in-process comparison imported numpy here)
