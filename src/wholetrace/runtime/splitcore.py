@@ -41,7 +41,7 @@ def split(image: bytes, done: int, rec_done: int, side: bytes, bigs: bytes) -> t
     hashes) of the stream's side list from its start, ``bigs`` (index in ``image``, content hash)
     int64 pairs of the wide ints.  Returns (events as int32 bytes, carried marker or None, side
     payloads used, records stored, stored arrays or None when the chunk has no record)."""
-    a = np.frombuffer(image, "<i8").astype(np.int64)
+    a = np.frombuffer(image, np.int64)             # (little-endian: the flusher's side swaps elsewhere)
     n = a.size
     mk = _markers(a)
     carry = None
@@ -121,12 +121,12 @@ def _markers(a: Any) -> Any:
 
 def handle(request: tuple[Any, ...]) -> tuple[Any, ...]:
     """One request of the server's protocol: ("split", *args) or ("objects", image); the reply
-    is ("ok", result) or ("err", message)."""
+    is ("ok", *result) (flat: the events' image a buffer of the message) or ("err", message)."""
     try:
         if request[0] == "split":
-            return ("ok", split(*request[1:]))
+            return ("ok", *split(*request[1:]))
         if request[0] == "objects":
-            return ("ok", objects(request[1]))
+            return ("ok", *objects(request[1]))
         return ("err", f"unknown request {request[0]!r}")
     except SplitError as exc:
         return ("err", str(exc))

@@ -18,6 +18,8 @@ from __future__ import annotations
 import marshal
 import os
 
+from wholetrace.store.cmods import ArrayType as array
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:   # pragma: no cover
     from typing import Any
@@ -25,6 +27,7 @@ if TYPE_CHECKING:   # pragma: no cover
 #: ``WHOLETRACE_SPLIT_SERVER=0``: split in the flusher thread (numpy in the program's process).
 ENV = "WHOLETRACE_SPLIT_SERVER"
 _HEAD = 8
+_BUFFERS = (bytes, bytearray, memoryview, array)
 
 
 class SplitServer:
@@ -77,6 +80,7 @@ def start() -> SplitServer | None:
     from wholetrace.store.fdguard import high_pipe
     r1, w1 = high_pipe()           # requests
     r2, w2 = high_pipe()           # replies
+    _widen(w1, w2)
     try:
         pid = _fork()
     except OSError:
@@ -141,17 +145,25 @@ def _ident(fd: int) -> tuple[int, int] | None:
     return (st.st_dev, st.st_ino)
 
 
-def _send(fd: int, obj: Any) -> None:
-    data = marshal.dumps(obj)
-    for part in (len(data).to_bytes(_HEAD, "little"), data):
-        view = memoryview(part)
-        while view:
-            view = view[os.write(fd, view):]
+def _send(fd: int, msg: tuple[Any, ...]) -> None:
+    """One message: its small items marshalled in a head, its buffers (bytes, bytearray, arrays:
+    ``_BUFFERS``) written after it as they are, with no copy on this side."""
+    bufs = [j for j, x in enumerate(msg) if isinstance(x, _BUFFERS)]
+    views = [memoryview(msg[j]).cast("B") for j in bufs]
+    head = marshal.dumps((tuple(None if j in bufs else x for j, x in enumerate(msg)), bufs, [v.nbytes for v in views]))
+    for part in (memoryview(len(head).to_bytes(_HEAD, "little") + head), *views):
+        while part:
+            part = part[os.write(fd, part):]
 
 
-def _receive(fd: int) -> Any:
+def _receive(fd: int) -> tuple[Any, ...]:
+    """A message of :func:`_send`: its buffers as bytearrays."""
     size = int.from_bytes(_read(fd, _HEAD), "little")
-    return marshal.loads(_read(fd, size))
+    items, bufs, sizes = marshal.loads(_read(fd, size))
+    msg = list(items)
+    for j, n in zip(bufs, sizes):
+        msg[j] = _read(fd, n)
+    return tuple(msg)
 
 
 def _read(fd: int, n: int) -> bytearray:
@@ -164,3 +176,16 @@ def _read(fd: int, n: int) -> bytearray:
             raise EOFError("split server pipe closed")
         got += k
     return buf
+
+
+def _widen(*fds: int) -> None:
+    """1 MiB pipes (Linux; 64 KiB by default): a chunk's image is megabytes, each pipe-full a
+    switch between the two processes."""
+    from wholetrace.store.fdguard import FcntlUnseen
+    with FcntlUnseen():
+        try:
+            import fcntl
+            for fd in fds:
+                fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)
+        except (ImportError, OSError):
+            pass        # elsewhere, or above /proc/sys/fs/pipe-max-size: the default pipe works

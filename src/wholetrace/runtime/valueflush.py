@@ -61,7 +61,7 @@ class Flushing:
             reply = splitcore.handle(request)
         if reply[0] != "ok":
             raise StoreError(reply[1])
-        events_image, carry, used, k, stored = reply[1]
+        events_image, carry, used, k, stored = reply[1:]
         if carry is not None:
             self.carry[sid] = [carry]                  # type: ignore[attr-defined]
         events = array("i")
@@ -139,7 +139,7 @@ class Flushing:
             reply = splitcore.handle(request)
         if reply[0] != "ok":                           # pragma: no cover - objects always pack
             raise StoreError(reply[1])
-        name, dtype, shape, blob = reply[1]
+        name, dtype, shape, blob = reply[1:]
         w.put_compressed_array(name, blob, dtype, tuple(shape))
         parents = self.parents                         # type: ignore[attr-defined]
         w.put_array("wet.parents", parents, shape=(len(parents) // 2, 2))
@@ -162,12 +162,12 @@ _TAG = {str: _STR, bytes: _BYTES, complex: _COMPLEX}
 LAYOUT = 2
 
 
-def _le(a: Any) -> bytes:
-    """An ``array('q')``'s items as little-endian bytes."""
+def _le(a: Any) -> Any:
+    """An ``array('q')`` whose buffer holds its items little-endian (the array itself here)."""
     if _BIG_ENDIAN:                                    # pragma: no cover
         a = array("q", a)
         a.byteswap()
-    return a.tobytes()
+    return a
 
 
 def _image(carried: list[int], raw: list[Any], n: int) -> tuple[Any, list[tuple[int, int]]]:
