@@ -212,3 +212,20 @@ print("ok", "numpy" in sys.modules)
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=ENV)
     assert r.returncode == 0, r.stderr
     assert r.stdout == "ok True\n"             # (the in-process comparison imported numpy here)
+
+
+def test_a_dead_server_does_not_kill_a_program_that_restored_sigpipe() -> None:
+    """A program that set SIGPIPE to SIG_DFL (a command-line tool's habit) survives a flush to a
+    dead server: the write fails with EPIPE, the flusher splits in-process."""
+    code = '''
+import os, signal
+from wholetrace.runtime.splitserver import SplitServer
+signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+r1, w1 = os.pipe()
+r2, w2 = os.pipe()
+os.close(r1)                      # the server's end: gone
+srv = SplitServer(os.getpid(), w1, r2)
+print(srv.call(("objects", b"x" * 8)), srv.broken, flush=True)
+'''
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=ENV)
+    assert (r.returncode, r.stdout) == (0, "None True\n"), r.stderr

@@ -15,6 +15,7 @@ mode's split server, wave 18").
 
 from __future__ import annotations
 
+import _signal   # the C module: signal.py builds enums
 import marshal
 import os
 
@@ -53,12 +54,19 @@ class SplitServer:
         """The reply to ``request``, or None (no usable server: nothing was consumed)."""
         if not self.usable():
             return None
+        # SIGPIPE blocked in this thread while it writes: a dead server must not kill a program
+        # that set SIGPIPE to SIG_DFL (the write fails with EPIPE; the pending signal is taken)
+        old = _signal.pthread_sigmask(_signal.SIG_BLOCK, [_signal.SIGPIPE])
         try:
             _send(self.req, request)
             return _receive(self.rep)
-        except (OSError, EOFError, ValueError):
+        except (OSError, EOFError, ValueError) as exc:
             self.broken = True
+            if isinstance(exc, BrokenPipeError) and _signal.SIGPIPE not in old:
+                _signal.sigtimedwait([_signal.SIGPIPE], 0)
             return None
+        finally:
+            _signal.pthread_sigmask(_signal.SIG_SETMASK, old)
 
     def close(self) -> None:
         """Close this process's ends (the server exits at EOF)."""
@@ -112,7 +120,6 @@ def _fork() -> int:
 def _serve(rfd: int, wfd: int) -> None:
     """The server's loop: requests until EOF (never returns normally: the caller ``os._exit``s)."""
     try:
-        import _signal
         _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
         null = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
