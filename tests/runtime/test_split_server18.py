@@ -229,3 +229,173 @@ print(srv.call(("objects", b"x" * 8)), srv.broken, flush=True)
 '''
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=ENV)
     assert (r.returncode, r.stdout) == (0, "None True\n"), r.stderr
+
+
+# -- fixfull18: the server never the program's child, never outliving the recording, never out of step
+
+WAITS_BLOCKING = '''
+import os
+x = [i * 0.5 for i in range(100)]
+try:
+    print(os.waitpid(-1, os.WNOHANG))
+except ChildProcessError as e:
+    print("no child", e.errno)
+try:
+    print(os.wait())              # blocks for ever if the server is this process's child
+except ChildProcessError as e:
+    print("no child", e.errno)
+'''
+
+
+def _unshare_works() -> bool:
+    try:
+        return subprocess.run(["unshare", "-Urpf", "--mount-proc", "true"], capture_output=True,
+                              timeout=60).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+@pytest.mark.skipif(not _unshare_works(), reason="needs unshare --pid --fork --map-root-user")
+def test_a_recorder_that_is_pid_1_reaps_the_server_before_the_program(tmp_path: Path) -> None:
+    """As PID 1 of a pid namespace (a container, ``unshare -pf``) the orphaned server is re-parented
+    to the recording process: it is killed and reaped before the program's first line, and every
+    chunk is split in-process.  Before the fix the program saw ``(0, 0)`` and hung in ``os.wait()``."""
+    script = tmp_path / "waits.py"
+    script.write_text(WAITS_BLOCKING)
+    out = tmp_path / "p.wt"
+    rec = subprocess.run(["unshare", "-Urpf", "--mount-proc", sys.executable, "-m", "wholetrace.cli", "record",
+                          "--mode", "full", "-q", "-o", str(out), str(script)], capture_output=True, text=True,
+                         cwd=tmp_path, timeout=120, env=ENV, stdin=subprocess.DEVNULL)
+    assert rec.returncode == 0, rec.stderr
+    assert rec.stdout == "no child 10\nno child 10\n"
+    splits = _log(out)[3]
+    assert splits[0] == 0 and splits[1] > 0
+
+
+def test_a_recorder_that_is_a_subreaper_reaps_the_server_before_the_program(tmp_path: Path) -> None:
+    """The same for a recording process that is a child subreaper (``PR_SET_CHILD_SUBREAPER``, set
+    by a wrapper before ``record`` runs in its process)."""
+    script = tmp_path / "waits.py"
+    script.write_text(WAITS_BLOCKING)
+    out = tmp_path / "s.wt"
+    wrapper = f'''
+import ctypes, sys
+assert ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0   # PR_SET_CHILD_SUBREAPER
+from wholetrace.cli import main
+sys.exit(main(["record", "--mode", "full", "-q", "-o", {str(out)!r}, {str(script)!r}]))
+'''
+    rec = subprocess.run([sys.executable, "-c", wrapper], capture_output=True, text=True, cwd=tmp_path,
+                         timeout=120, env=ENV, stdin=subprocess.DEVNULL)
+    assert rec.returncode == 0, rec.stderr
+    assert rec.stdout == "no child 10\nno child 10\n"
+    splits = _log(out)[3]
+    assert splits[0] == 0 and splits[1] > 0
+
+
+def test_a_recorder_made_in_a_host_process_forks_no_server() -> None:
+    """Library use and the pytest plugin: no server (only ``record`` starts one), so the host's
+    at-fork hooks do not run (before the fix they ran twice: the intermediate child, the server)."""
+    code = '''
+import os
+os.register_at_fork(after_in_child=lambda: os.write(1, b"hook ran\\n"))
+from wholetrace.runtime.recorder import Recorder
+class W:
+    def __getattr__(self, n):
+        return lambda *a, **k: None
+r = Recorder(W(), mode="full")
+print("server", r.values.server, flush=True)
+'''
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=ENV)
+    assert (r.returncode, r.stdout) == (0, "server None\n"), r.stderr
+
+
+OUTLIVES = '''
+import os, time
+def work(n):
+    return sum(float(i) * 0.5 for i in range(n))
+work(1000)
+pid = os.fork()
+if pid == 0:                  # outlives the recording (a daemonising worker)
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    time.sleep(300)
+    os._exit(0)
+work(2000)
+print(pid)
+'''
+
+
+def _alive_with(marker: str, but: int) -> list[int]:
+    """Live processes (not zombies) whose command line holds ``marker``, other than ``but``."""
+    found = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit() or int(d) == but:
+            continue
+        try:
+            with open(f"/proc/{d}/cmdline", "rb") as f:
+                cmd = f.read()
+            with open(f"/proc/{d}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker.encode() in cmd and state != "Z":
+            found.append(int(d))
+    return found
+
+
+@pytest.mark.parametrize("children", [True, False], ids=["children", "no-children"])
+def test_the_server_ends_with_the_recording_while_a_fork_child_lives(tmp_path: Path, children: bool) -> None:
+    """A fork child closes its copies of the server's pipes before its program code runs, so the
+    server sees EOF when the recording ends, not when the last fork child exits (review18a MED 3).
+    The server is a fork of the recorder: its command line holds the recording's path."""
+    import time
+    script = tmp_path / "outlives.py"
+    script.write_text(OUTLIVES)
+    out = tmp_path / f"outlives-{int(children)}.wt"
+    args = [sys.executable, "-m", "wholetrace.cli", "record", "--mode", "full", "-q", "-o", str(out)]
+    rec = subprocess.run(args + ([] if children else ["--no-children"]) + [str(script)], capture_output=True,
+                         text=True, cwd=tmp_path, timeout=120, env=ENV, stdin=subprocess.DEVNULL)
+    child = int(rec.stdout)
+    try:
+        assert rec.returncode == 0, rec.stderr
+        assert _log(out)[3][0] > 0                       # the server split the root's chunks
+        left = _alive_with(str(out), child)
+        for _ in range(600):                             # (a liveness bound, no timing: 60 s)
+            if not left:
+                break
+            time.sleep(0.1)
+            left = _alive_with(str(out), child)
+        assert left == []
+        assert _alive_with(str(out), -1) == [child]      # while the fork child still lives
+    finally:
+        os.kill(child, 9)
+
+
+def test_an_exception_mid_call_breaks_the_server_for_good() -> None:
+    """A KeyboardInterrupt (or a signal handler's exception) while ``call`` waits for the reply:
+    re-raised, the server marked broken and its pipes closed, so the next chunk is split in-process
+    instead of reading the interrupted call's reply (before the fix it returned that stale reply)."""
+    code = '''
+import os, signal
+from wholetrace.runtime import splitserver
+from wholetrace.runtime.splitserver import SplitServer
+r1, w1 = os.pipe()
+r2, w2 = os.pipe()
+srv = SplitServer(os.getpid(), w1, r2)
+def stop(signum, frame):
+    raise KeyboardInterrupt
+signal.signal(signal.SIGALRM, stop)
+signal.setitimer(signal.ITIMER_REAL, 0.2)
+try:
+    srv.call(("objects", b"x" * 8))         # no reply comes: interrupted
+except KeyboardInterrupt:
+    print("interrupted", srv.broken)
+try:
+    splitserver._send(w2, ("ok", "stale"))  # the interrupted call's reply, arriving late
+except BrokenPipeError:
+    pass
+print(srv.call(("objects", b"y" * 8)))
+'''
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=ENV)
+    assert (r.returncode, r.stdout) == (0, "interrupted True\nNone\n"), r.stderr

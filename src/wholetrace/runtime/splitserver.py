@@ -65,6 +65,9 @@ class SplitServer:
             if isinstance(exc, BrokenPipeError) and _signal.SIGPIPE not in old:
                 _signal.sigtimedwait([_signal.SIGPIPE], 0)
             return None
+        except BaseException:   # a KeyboardInterrupt, a signal handler's exception: mid-message,
+            self.close()        # the pipes are out of step; in-process from now on (the server: EOF)
+            raise
         finally:
             _signal.pthread_sigmask(_signal.SIG_SETMASK, old)
 
@@ -78,6 +81,28 @@ class SplitServer:
                 os.close(fd)
             except OSError:
                 pass
+
+    def forked(self) -> None:
+        """In a fork child, before its program code runs: close the inherited copies of the pipes
+        (unless the program already put other files at those numbers), so that the server ends with
+        the recording, not with the last fork child (review18a MED 3)."""
+        if os.getpid() == self.owner:
+            return
+        ids, self.broken = self.ids, True
+        for fd, ident in zip((self.req, self.rep), ids):
+            if _ident(fd) == ident:
+                try:
+                    os.close(fd)
+                except OSError:   # pragma: no cover
+                    pass
+
+
+#: Set by the ``record`` command (and a recorded subprocess's take-over) before the recorder is
+#: made: only then does full mode start a server.  A recorder made in a running host (the pytest
+#: plugin, library use) would run the host's at-fork hooks in the server's forks, and its process
+#: may be a subreaper (review18a MED 2).
+WANTED = False
+_LIVE: list[SplitServer] = []       # the server of this process, for the at-fork hook
 
 
 def start() -> SplitServer | None:
@@ -98,8 +123,11 @@ def start() -> SplitServer | None:
     if pid == 0:                   # the intermediate child: the server's parent, gone at once
         try:
             os.setsid()
-            if _fork() == 0:
+            spid = _fork()
+            if spid == 0:
                 _serve(r1, w2)
+            else:                  # the server's pid, for the adoption check below
+                os.write(w2, spid.to_bytes(_HEAD, "little"))
         finally:
             os._exit(0)
     os.close(r1)
@@ -108,7 +136,43 @@ def start() -> SplitServer | None:
         os.waitpid(pid, 0)
     except ChildProcessError:      # pragma: no cover - reaped elsewhere
         pass
-    return SplitServer(os.getpid(), w1, r2)
+    server = SplitServer(os.getpid(), w1, r2)
+    try:
+        spid = int.from_bytes(_read(r2, _HEAD), "little")
+    except (OSError, EOFError):    # the second fork failed
+        server.close()
+        return None
+    if _reaped_if_adopted(spid):
+        server.close()
+        return None
+    if not _LIVE:
+        os.register_at_fork(after_in_child=_forked)
+    _LIVE[:] = [server]
+    return server
+
+
+def _reaped_if_adopted(spid: int) -> bool:
+    """Whether this process adopted the orphaned server (it is PID 1 of its namespace, a container's
+    or ``unshare --pid``'s, or a child subreaper): the program would see it with ``os.waitpid(-1)``
+    and hang in ``os.wait()`` (review18a HIGH 1).  Then the server is killed and reaped here, before
+    the program's first line, and the flusher splits in-process.  The intermediate child has been
+    reaped, so the kernel has re-parented the server already."""
+    try:
+        got, _status = os.waitpid(spid, os.WNOHANG)
+    except ChildProcessError:      # no child of this process: the program cannot see it
+        return False
+    if got == 0:
+        os.kill(spid, _signal.SIGKILL)
+        os.waitpid(spid, 0)
+    return True
+
+
+def _forked() -> None:
+    """``os.register_at_fork(after_in_child=...)``: registered after the server's fork, so it runs in
+    the program's fork children (``multiprocessing``'s fork workers too), ahead of ``runtime.children``'s
+    hook (registered later) and before the child's program code."""
+    for server in _LIVE:
+        server.forked()
 
 
 def _fork() -> int:

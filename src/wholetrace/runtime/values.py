@@ -146,7 +146,7 @@ class ValueLog(Flushing):
     def serve(self) -> None:
         """Fork the split server now (before the program's first line: one thread)."""
         from wholetrace.runtime import splitserver
-        self.server = splitserver.start()
+        self.server = splitserver.start() if splitserver.WANTED else None
 
     # -- streams
     def on_new(self, sid: int, append: Callable[[int], None]) -> None:
