@@ -263,7 +263,7 @@ def test_a_recorder_that_is_pid_1_reaps_the_server_before_the_program(tmp_path: 
     script = tmp_path / "waits.py"
     script.write_text(WAITS_BLOCKING)
     out = tmp_path / "p.wt"
-    rec = subprocess.run(["unshare", "-Urpf", "--mount-proc", sys.executable, "-m", "wholetrace.cli", "record",
+    rec = subprocess.run(["unshare", "-Urpf", "--mount-proc", "--kill-child", sys.executable, "-m", "wholetrace.cli", "record",
                           "--mode", "full", "-q", "-o", str(out), str(script)], capture_output=True, text=True,
                          cwd=tmp_path, timeout=120, env=ENV, stdin=subprocess.DEVNULL)
     assert rec.returncode == 0, rec.stderr
