@@ -1,5 +1,6 @@
 """No mode's flusher imports a module the program would see while it runs (full mode's
-``ValueLog.split`` still imports numpy, datetime, math, ... into ``sys.modules``: strict xfail).
+``ValueLog.split`` imported numpy, datetime, math, ... into ``sys.modules`` until wave 18's
+split server).
 
 The program runs past several flushes (0.25 s apart) with enough probes for each flush to have
 work, and prints the modules that appeared meanwhile: the plain run's output is the oracle."""
@@ -33,9 +34,7 @@ print(sorted(m for m in set(sys.modules) - before if not m.startswith("wholetrac
 
 @pytest.mark.parametrize("mode, options", [("blocks", ()), ("witness", ()), ("path", ()),
                                            ("path", ("--wpp",)), ("count", ()),
-                                           pytest.param("full", (), marks=pytest.mark.xfail(
-                                               strict=True, reason="full mode's flusher imports numpy (ValueLog.split): "
-                                               "open, see docs/design.md 'Full mode's flusher and numpy'"))],
+                                           ("full", ())],
                          ids=["blocks", "witness", "path", "path-wpp", "count", "full"])
 def test_no_flusher_imports_into_the_program(tmp_path, mode, options):
     script = tmp_path / "prog_late.py"

@@ -102,6 +102,10 @@ def test_the_flusher_stores_layout_2() -> None:
             assert key == "0.0"
             self.arrays[name.removeprefix("wet.")] = np.asarray(data).copy()
 
+        def put_compressed_array(self, name: str, blob: bytes, dtype: str, shape: tuple, *, key: str = "") -> None:
+            from wholetrace.store.schema import decompress   # the split's arrays come compressed
+            self.put_array(name, np.frombuffer(decompress(blob, None, name), dtype).reshape(shape), key=key)
+
     w = Writer()
     log = ValueLog(w, lambda: None)  # type: ignore[arg-type,return-value]
     buf: list = []

@@ -22,6 +22,10 @@ class _Writer:
     def put_array(self, name: str, data: np.ndarray, *, key: str = "") -> None:
         self.arrays[(name, key)] = np.asarray(data).copy()
 
+    def put_compressed_array(self, name: str, blob: bytes, dtype: str, shape: tuple, *, key: str = "") -> None:
+        from wholetrace.store.schema import decompress   # the split's arrays come compressed
+        self.put_array(name, np.frombuffer(decompress(blob, None, name), dtype).reshape(shape), key=key)
+
 
 def test_split_stores_switches_apart() -> None:
     """A switch pair is no value record: it is stored as (record index, position, number)."""

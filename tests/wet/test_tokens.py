@@ -55,6 +55,10 @@ class Writer:
     def put_array(self, name: str, data: np.ndarray, *, key: str = "") -> None:
         self.arrays[(name.removeprefix("wet."), key)] = np.asarray(data).copy()
 
+    def put_compressed_array(self, name: str, blob: bytes, dtype: str, shape: tuple, *, key: str = "") -> None:
+        from wholetrace.store.schema import decompress   # the split's arrays come compressed
+        self.put_array(name, np.frombuffer(decompress(blob, None, name), dtype).reshape(shape), key=key)
+
 
 values = st.one_of(st.integers(), st.integers(-(1 << 70), 1 << 70), st.integers(-(1 << 64), -(1 << 40)),
                    st.sampled_from([(1 << 63) - 1, 1 << 63, -(1 << 63), -(1 << 63) - 1, (1 << 63) - 512,
@@ -74,7 +78,7 @@ def test_probes_then_split_equal_naive(cs: list, tail: list[int], chunks: int, a
                                        piece: int) -> None:
     """``in_function``: the probes of a function (handed the stream's append); ``piece``: how
     many items the flusher converts at a time (big ints in any piece, or across pieces)."""
-    import wholetrace.runtime.values as V
+    import wholetrace.runtime.valueflush as V
 
     w = Writer()
     log = ValueLog(w, lambda: None)  # type: ignore[arg-type,return-value]

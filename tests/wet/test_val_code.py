@@ -33,6 +33,10 @@ class _Writer:
     def put_array(self, name: str, data: np.ndarray, *, key: str = "") -> None:
         self.arrays[name] = np.asarray(data).copy()
 
+    def put_compressed_array(self, name: str, blob: bytes, dtype: str, shape: tuple, *, key: str = "") -> None:
+        from wholetrace.store.schema import decompress   # the split's arrays come compressed
+        self.put_array(name, np.frombuffer(decompress(blob, None, name), dtype).reshape(shape), key=key)
+
 
 def test_split_keeps_every_event_code() -> None:
     """A chunk holding RERAISE, EXC, LEAVE, ENTER and VAL codes keeps them all; only the records

@@ -298,6 +298,9 @@ def _run_record(argv: Sequence[str], held: Callable[[], None]) -> int:
     if wpp is not None:
         writer = wpp.record_writer(writer, args, builder)
     children = None if args.no_children else out
+    if args.mode == "full":   # the split server: only here, not in a host process (runtime.splitserver.WANTED)
+        from wholetrace.runtime import splitserver
+        splitserver.WANTED = True
     pid = os.getpid()
     outcome = record(target, writer, mode=args.mode, include=args.include, weights=weights,
                      cache=not args.no_cache, children=children, before_program=held)

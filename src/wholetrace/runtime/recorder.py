@@ -133,6 +133,7 @@ class Recorder:
             from wholetrace.runtime.values import ValueLog
             streams = self.state.streams
             self.values = ValueLog(writer, lambda: streams.current.get() or streams.new())
+            self.values.serve()     # the split server, forked while this process has one thread
             self.constants.update(self.values.probes())
 
     # -- the instrumenter's registry (instrument.loader.Registry), and new streams

@@ -236,6 +236,9 @@ def _take_over(config: dict[str, Any], target: tuple[str, str, list[str]]) -> No
     else:
         tgt = runner.Target(**{kind: what}, args=args)
     writer = children.new_part(os.path.join(cfg.parts, name))
+    if cfg.mode == "full":               # a fresh interpreter, as under ``record`` (runtime.splitserver.WANTED)
+        from wholetrace.runtime import splitserver
+        splitserver.WANTED = True
     code = 1
     try:
         outcome = runner.record(tgt, writer, mode=cfg.mode, include=cfg.include, cache=cfg.cache,

@@ -3,10 +3,10 @@
 A probe extends the thread's *event list* by one record, two ints: a marker (the slot and
 the value's tag, below every event) and a payload (an int, bool or None itself, an object's
 serial, or 0 for a float, str, bytes or complex, whose value goes to the stream's side list,
-held until the next flush).  So each record has an exact position in the control flow, and
-the flusher turns a whole chunk into int64 in one pass, finds the markers with numpy, and
-stores the events alone (a plain ``blocks`` trace) and the records as typed tokens
-(docs/design.md, "WET capture log", "WET capture cost").
+held until the next flush).  So each record has an exact position in the control flow; the
+flusher (``runtime.valueflush``) hands each chunk to the split server, which stores the events
+alone (a plain ``blocks`` trace) and the records as typed tokens (docs/design.md, "WET capture
+log", "WET capture cost", "Full mode's split server, wave 18").
 
 Object serials survive ``id()`` reuse: a weak reference drops the ``id -> serial`` entry when
 the object dies; objects that take no weak reference (list, dict, set, tuple, ...) are held
@@ -22,6 +22,8 @@ import sys
 from _weakref import ref as _weak_ref   # weakref.ref itself; the weakref module is not imported at start-up
 from wholetrace.store.cmods import ArrayType as array   # cmods' (store/cmods.py): never the program's
 from contextvars import ContextVar
+
+from wholetrace.runtime.valueflush import Flushing
 
 try:   # not hashlib, whose import loads OpenSSL: hashlib.blake2b is this built-in module's
     from _blake2 import blake2b
@@ -91,7 +93,6 @@ def marker(tag: int, slot: int) -> int:
 _PIN_MIN = 4096
 _NO_STREAM = object()      # no probe has run yet (``wt.a`` may be None: never equal to it)
 _MEMO_BYTES = 64 << 20     # content memo (value -> hash) cleared past this many bytes of contents
-_I64 = 1 << 63
 
 
 def content_hash(data: bytes) -> int:
@@ -99,8 +100,9 @@ def content_hash(data: bytes) -> int:
     return int.from_bytes(blake2b(data, digest_size=8).digest(), "little", signed=True)
 
 
-class ValueLog:
-    """The value log of one recording: per-stream buffers, object serials, distinct contents."""
+class ValueLog(Flushing):
+    """The value log of one recording: per-stream buffers, object serials, distinct contents
+    (the flusher's side: ``runtime.valueflush``)."""
 
     def __init__(self, writer: Any, current_stream: Callable[[], Callable[[int], None]]) -> None:
         self.writer = writer
@@ -110,6 +112,7 @@ class ValueLog:
             "wholetrace_values", default=None)
         self.lists: dict[int, list[Any]] = {}          # stream id -> its side list (values not in the record)
         self.carry: dict[int, list[int]] = {}          # stream id -> a marker whose payload came after a flush
+        self.side_done: dict[int, Any] = {}            # stream id -> int64 payloads of its side list's first items
         self.by_buffer: dict[int, Any] = {}            # id(event list) -> probe state (extend, side append)
         self.cf_done: dict[int, int] = {}              # stream id -> events stored so far
         self.seq: dict[int, int] = {}
@@ -136,6 +139,14 @@ class ValueLog:
         self.lock = _thread.allocate_lock()
         self.layout_marked = False
         self.dead = self._on_dead()
+        #: the split server (``runtime.splitserver``): None splits in the flusher's thread
+        self.server: Any = None
+        self.splits = [0, 0]                           # chunks split by the server, in the flusher's thread
+
+    def serve(self) -> None:
+        """Fork the split server now (before the program's first line: one thread)."""
+        from wholetrace.runtime import splitserver
+        self.server = splitserver.start() if splitserver.WANTED else None
 
     # -- streams
     def on_new(self, sid: int, append: Callable[[int], None]) -> None:
@@ -346,111 +357,11 @@ class ValueLog:
         from wholetrace.instrument import misspath
         if misspath.program_shadows_stdlib():   # an enum.py beside the script (review15c)
             misspath.load()   # wetemit imports ast: the standard library's
-            misspath.import_past_program("numpy")   # the flusher's split imports it
+            if self.server is None:   # the flusher's split imports it (the server imports its own)
+                misspath.import_past_program("numpy")
         from wholetrace.instrument.wetemit import VALUE, VALUE_IN, VALUES, VALUES_IN
 
         return {VALUE: value, VALUES: values, VALUE_IN: value_in, VALUES_IN: values_in}
-
-    # -- the flusher's side
-    def split(self, sid: int, raw: list[Any], n: int | None = None) -> Any:
-        """Take the value records out of one chunk of stream ``sid``'s event list (events and
-        records as the probes appended them), store them as one log chunk, and return the
-        events alone (an int32 array).  With ``n``, ``raw`` is the stream's live list: its first
-        ``n`` items are the chunk, and they are deleted from it."""
-        import numpy as np
-
-        from wholetrace.errors import StoreError
-        from wholetrace.runtime.buffers import INT32_MAX, INT32_MIN
-        from wholetrace.runtime.wetlayout import LAYOUT, pack_chunk
-
-        carried = self.carry.pop(sid, None) or []
-        live = n is not None
-        n = len(raw) if n is None else n
-        try:
-            a, big = _int64(carried, raw, n)
-        except (TypeError, ValueError) as exc:
-            raise StoreError(f"a probe recorded a value that is no event ({exc})") from None
-        finally:
-            if live:
-                del raw[:n]
-        n = a.size
-        done = self.cf_done.get(sid, 0)
-        mk = _markers(a)
-        if mk.size and mk[-1] == n - 1:                # its payload is not appended yet
-            self.carry[sid] = [int(a[-1])]
-            n -= 1
-            a = a[:n]
-            mk = mk[:-1]
-        isev = np.ones(n, bool)
-        isev[mk] = False
-        isev[mk + 1] = False
-        cf = a[isev]
-        if cf.size and (int(cf.min()) < INT32_MIN or int(cf.max()) > INT32_MAX):
-            raise StoreError("a probe recorded a value outside int32")
-        self.cf_done[sid] = done + cf.size
-        out = cf.astype(np.int32)
-        k = mk.size
-        if k == 0:
-            return out
-        pos = done + mk - 2 * np.arange(k)             # events stored before each record (2 items a record)
-        u = -a[mk]
-        tag = (u >> _SHIFT) - 1
-        slot = u & _SLOT_MASK
-        val = a[mk + 1]
-        seq = self.seq[sid]
-        self.seq[sid] = seq + 1
-        key = f"{sid}.{seq}"
-        if not self.layout_marked:                     # before the first chunk: readers need it
-            self.writer.set_meta(wet_layout=LAYOUT)
-            self.layout_marked = True
-        sw = np.flatnonzero(tag == SWITCH_TAG)
-        if sw.size:                                    # (record index in the stream, position, number)
-            at = self.rec_done.get(sid, 0) + sw - np.arange(sw.size)
-            self.writer.put_array("wet.switch", np.stack([at, pos[sw], val[sw]], 1), key=key)
-            keep = tag != SWITCH_TAG
-            pos, tag, slot, val, mk = pos[keep], tag[keep], slot[keep], val[keep], mk[keep]
-            k = mk.size                                # may be 0: the chunk is stored all the same
-        self.rec_done[sid] = self.rec_done.get(sid, 0) + k
-        tag = tag.astype(np.uint8)
-        self._side(sid, tag, val)
-        if big:                                        # ints beyond int64: contents, like str
-            for j in np.flatnonzero(np.isin(mk + 1, np.fromiter(big, np.int64, len(big)))).tolist():
-                tag[j] = BIGINT
-                val[j] = self._content(big[int(mk[j]) + 1], BIGINT)
-        self._objects()
-        for name, data in pack_chunk(pos.astype(np.int64), slot, tag, val).items():
-            self.writer.put_array(f"wet.{name}", data, key=key)
-        self.records += k
-        self.raw_bytes += 8 * k + slot.nbytes + tag.nbytes + val.nbytes
-        return out
-
-    def _side(self, sid: int, tag: Any, val: Any) -> None:
-        """Fill in the payloads of the chunk's records whose values wait in the stream's side
-        list (float bits; content hashes of str, bytes, complex), taking them off the list."""
-        import numpy as np
-
-        at = np.flatnonzero((tag == FLOAT) | (tag == STR) | (tag == BYTES) | (tag == COMPLEX))
-        if not at.size:
-            return
-        side = self.lists[sid]
-        m = at.size
-        if len(side) < m:
-            from wholetrace.errors import StoreError
-            raise StoreError("value records without their values")
-        xs = np.empty(m, object)
-        xs[:] = side[:m]
-        del side[:m]
-        tg = tag[at]
-        f = tg == FLOAT
-        if f.any():
-            val[at[f]] = np.fromiter(xs[f], np.float64, int(f.sum())).view(np.int64)
-        memo = self.memo
-        for j in np.flatnonzero(~f).tolist():
-            x, t = xs[j], int(tg[j])
-            h = memo[t].get(x) if t != COMPLEX else None  # complex: 0j == -0j, reprs differ
-            if h is None:
-                h = self._content(x, t)
-            val[at[j]] = h
 
     def _content(self, x: Any, tg: int) -> int:
         """Hash a str/bytes/big int/complex value's content, once per distinct value: the same
@@ -504,86 +415,3 @@ class ValueLog:
                     self.parents.append(s)
                     self.parents.append(p)
                     break
-
-    def finish(self) -> None:
-        """Store the distinct contents, the object table and the log's totals."""
-        import numpy as np
-
-        from wholetrace.runtime.wetlayout import pack_objects
-
-        self._objects()
-        items = sorted(self.contents.items())
-        hashes = np.array([h for h, _ in items], np.int64)
-        tags = np.array([t for _, (t, _d) in items], np.uint8)
-        sizes = np.array([len(d) for _, (_t, d) in items], np.int64)
-        data = np.frombuffer(b"".join(d for _, (_t, d) in items), np.uint8)
-        self.writer.put_array("wet.content.hash", hashes)
-        self.writer.put_array("wet.content.tag", tags)
-        self.writer.put_array("wet.content.size", sizes)
-        self.writer.put_array("wet.content.data", data)
-        self.writer.put_array("wet.objects", pack_objects(np.frombuffer(self.objects, np.int64).reshape(-1, 2)))
-        self.writer.put_array("wet.parents", np.frombuffer(self.parents, np.int64).reshape(-1, 2))
-        self.writer.set_meta(wet_types=self.type_names, wet_records=self.records,
-                             wet_raw_bytes=self.raw_bytes + hashes.nbytes + tags.nbytes + sizes.nbytes
-                             + data.nbytes + 8 * len(self.objects) + 8 * len(self.parents))
-        self.pins.clear()
-        self.refs.clear()
-        self.serials.clear()
-
-
-def _markers(a: Any) -> Any:
-    """Indices of the record markers in one chunk of an event list (int64).
-
-    Every item at or below ``_MARK_MAX`` is a marker or a payload (a program int may be that
-    low); events never are.  A payload follows its marker, so a run of such items starts with
-    a marker (the item before the run is an event, or a payload that is not that low) and
-    alternates marker, payload."""
-    import numpy as np
-
-    idx = np.flatnonzero(a <= _MARK_MAX)
-    if not idx.size:
-        return idx
-    start = np.ones(idx.size, bool)
-    start[1:] = idx[1:] != idx[:-1] + 1
-    run0 = np.maximum.accumulate(np.where(start, idx, 0))
-    return idx[((idx - run0) & 1) == 0]
-
-
-#: Items converted at a time: the flusher never copies a whole chunk into one Python list (the
-#: program's young-generation collections would traverse it item by item while it lives).
-_PIECE = 1 << 16
-
-
-def _int64(carried: list[int], raw: list[Any], n: int) -> tuple[Any, dict[int, int]]:
-    """``carried`` then the first ``n`` items of ``raw`` (ints) as int64, with every int beyond
-    64 bits replaced by 0, and those ints by index (TypeError/ValueError: an item is no int)."""
-    import numpy as np
-
-    c = len(carried)
-    a = np.empty(c + n, np.int64)
-    big: dict[int, int] = {}
-    if c:
-        _put(a, 0, carried, big)
-    for s in range(0, n, _PIECE):
-        _put(a, c + s, raw[s:min(n, s + _PIECE)], big)
-    return a, big
-
-
-def _put(a: Any, at: int, part: list[Any], big: dict[int, int]) -> None:
-    """Convert one piece into ``a[at:]``; an int beyond 64 bits (``OverflowError``) is found
-    by its bit length (one C pass over the piece), kept in ``big`` and stored as 0."""
-    import numpy as np
-
-    m = len(part)
-    try:
-        a[at:at + m] = np.fromiter(part, np.int64, m)
-        return
-    except OverflowError:
-        pass
-    bits = np.fromiter(map(int.bit_length, part), np.int64, m)
-    for j in np.flatnonzero(bits >= 64).tolist():   # -2**63 has 64 bits and fits
-        x = part[j]
-        if not -_I64 <= x < _I64:
-            big[at + j] = x
-            part[j] = 0
-    a[at:at + m] = np.fromiter(part, np.int64, m)
