@@ -317,17 +317,14 @@ def _record_all(script: Path, tmp: Path) -> dict[str, Path]:
     return out
 
 
-# Open (docs/design.md "Re-raise after a nested handler, wave 17"): the fix that held the entry in
-# wt.h<key> (fixpy313) kept the caught exception's traceback, and the frames it holds, alive until
-# the function returned (__del__ and weakref finalizers ran late: the program could tell) and
-# gave a 3.11 tracer a phantom line; it was taken out before landing.
+# REHOLD: failed before wave 18 (strict xfails in wave 17): the regions keep the entry in wt.h<k>
+# from their start to their re-raise sites and drop it where plain Python drops the exception
+# (docs/design.md "Re-raise after a nested handler, wave 18"; lifetimes: test_held_lifetimes.py).
 REHOLD = {"finally_then_handled_async", "finally_then_handled", "finally_then_swallowed",
           "bare_raise_after_handled"}
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(
-    strict=True, reason="re-raise after a nested handler is recorded as a new raise (open)"))
-    if n in REHOLD else n for n in sorted(ROUTES)])
+@pytest.mark.parametrize("name", sorted(ROUTES))
 def test_routes_through_cleanup_regenerate(name: str, tmp_path: Path) -> None:
     script = tmp_path / f"{name}.py"
     script.write_text(HEAD + textwrap.dedent(ROUTES[name]))

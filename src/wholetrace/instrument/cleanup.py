@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import ast
 import sys
+from collections.abc import Iterator
 
 from wholetrace.instrument.cfg import CFG, Stmt
-from wholetrace.instrument.emit import A, EXC_CAUGHT, Emitter, ast_const, ast_name
+from wholetrace.instrument.emit import (A, EXC_CAUGHT, NO_TB, SEEN, STAR_HELD, Emitter, artificial, ast_const,
+                                       ast_name, place, rt)
 
 TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
 if TYPE_CHECKING:   # pragma: no cover
@@ -20,6 +22,13 @@ class CleanupRewriter:
     cfg: CFG
     plan: ProbePlan
     em: Emitter
+    loops: list
+    # Re-raise after a nested handler (docs/design.md, wave 18): the regions (finally bodies,
+    # except bodies with a bare raise, except* handlers) whose re-raise sites must find the
+    # traceback entry held at their start, which a handler or guard nested in them replaces.
+    held: dict[int, str]                 # id(Try or handler node) -> its ``wt.h<k>`` local
+    held_names: list[str]                # every such local of the function (star ones too)
+    running: list[tuple[str | None, int]]   # the regions around the statement: (local, loops open at its start)
 
     if TYPE_CHECKING:   # pragma: no cover - the rewriter's own helpers
         def starts_block(self, st: Stmt | None) -> bool: ...
@@ -29,6 +38,79 @@ class CleanupRewriter:
         def first_block(self, stmts: list[ast.stmt]) -> int: ...
         def body(self, stmts: list[ast.stmt]) -> list[ast.stmt]: ...
         def expr(self, e: ast.expr) -> ast.expr: ...
+
+    # --- held traceback entries
+    def plan_held(self, stmts: list[ast.stmt]) -> None:
+        """Before rewriting: name the ``wt.h<k>`` local of each region that needs one (a
+        ``finally`` body or an ``except`` body holding a bare ``raise``, when a ``try`` or
+        ``with`` nested in it can replace ``wt.s``; every ``except*`` handler, as before)."""
+        self.held, self.held_names, self.running = {}, [], []
+        if not self.em.tracks_reraise:
+            return
+        for n in _same_scope(stmts):
+            if not isinstance(n, (ast.Try, ast.TryStar)):
+                continue
+            star_end = self.cfg.stmt_at(n, "star-end") if isinstance(n, ast.TryStar) else None
+            for h in n.handlers:
+                if star_end is not None and star_end.block >= 0:
+                    self._name(f"{STAR_HELD}{star_end.id}", h if _replaces_held(h.body) else None)
+                elif star_end is None and _replaces_held(h.body) and _bare_raises(h.body):
+                    self._name(f"{STAR_HELD}{len(self.cfg.stmts) + len(self.held_names)}", h)
+            end = self.cfg.stmt_at(n, "finally-end") if n.finalbody else None
+            if end is not None and _replaces_held(n.finalbody):
+                self._name(f"{STAR_HELD}{end.id}", n)
+        for name in self.held_names:
+            if name not in self.em.star_held:
+                self.em.star_held.append(name)   # the epilogue drops them
+
+    def _name(self, name: str, node: ast.AST | None) -> None:
+        if node is not None:
+            self.held[id(node)] = name
+        if name not in self.held_names:
+            self.held_names.append(name)
+
+    def release(self, keep: int, like: ast.AST | None = None) -> list[ast.stmt]:
+        """``wt.h<k> = NO_TB`` for every region's local but those of the ``keep`` outermost
+        running regions: where plain Python drops the exception a region holds (its end, a
+        ``break``/``continue``/``return`` out of it, the end of a handler or ``with`` that
+        took what escaped it), so no traceback outlives the region (docs/design.md, wave 18)."""
+        live = {n for n, _loops in self.running[:keep] if n is not None}
+        return [place(ast.Assign([ast_name(n, True)], rt(NO_TB)), like)  # type: ignore[misc]
+                for n in self.held_names if n not in live]
+
+    def exit_release(self, s: ast.stmt) -> list[ast.stmt]:
+        """Before a ``break``/``continue`` (the regions opened inside the innermost loop) or a
+        ``return`` (all): what they leave is dropped."""
+        if not self.running:
+            return []
+        if isinstance(s, ast.Return):   # (the epilogue drops wt.s)
+            return self.release(0) if self.held_names else []
+        keep = sum(1 for _n, loops in self.running if loops < len(self.loops))
+        if keep == len(self.running):
+            return []
+        # the exception of the finally or handler left is dropped: wt.s no longer holds it
+        # (a region around the loop that re-raises later holds its own entry again)
+        return self.em.drop_held() + (self.release(keep) if self.held_names else [])
+
+    def _hold_again(self, like: ast.AST | None = None) -> list[ast.stmt]:
+        """At a re-raise site of the innermost region: ``wt.s = wt.h<k>``."""
+        name = self.running[-1][0] if self.running else None
+        if name is None:
+            return []
+        return [place(ast.Assign([ast_name(SEEN, True)], ast_name(name)), like)]  # type: ignore[list-item]
+
+    def bare_raise(self) -> list[ast.stmt]:
+        """Before a bare ``raise``: the entry of the region around it (then its local is
+        dropped: ``wt.s`` holds the entry, as for any re-raise)."""
+        hold = self._hold_again()
+        if not hold:
+            return []
+        return hold + [artificial(ast.Assign([ast_name(self.running[-1][0], True)], rt(NO_TB)))]  # type: ignore[list-item, arg-type]
+
+    def _save(self, name: str | None) -> list[ast.stmt]:
+        if name is None:
+            return []
+        return [artificial(ast.Assign([ast_name(name, True)], ast_name(SEEN)))]  # type: ignore[list-item]
 
     # --- with
     def _with(self, s: ast.With | ast.AsyncWith) -> list[ast.stmt]:
@@ -54,8 +136,12 @@ class CleanupRewriter:
         if self.starts_block(exit_):
             final += self.em.stmts(self.block_values(exit_.block), None)
         s.items = [first]
+        held_inside = self.held_names and any(id(n) in self.held for n in _same_scope(s.body))
         s.body = [self.em.guard(body, final, exit_.block, own_final=True)]
-        return pre + [s]
+        # an exit that swallows drops the exception (and one that escaped a region inside, the
+        # region's): wt.s no longer holds it; a region around that re-raises holds its own again
+        drop = self.em.drop_held() + (self.release(len(self.running)) if held_inside else [])
+        return pre + [s] + drop
 
     # --- try
     def _try(self, s: ast.Try | ast.TryStar) -> list[ast.stmt]:
@@ -70,21 +156,33 @@ class CleanupRewriter:
             if h.name is None and not self.em.in_class:
                 h.name = EXC_CAUGHT     # the handler's probe reads the exception without a call
             entry = self.em.xedge(self.first_block(h.body), h.name, h, star=isinstance(s, ast.TryStar))
+            name = self.held.get(id(h))
             if star_end is not None and star_end.block >= 0:
                 entry += self.em.save_held(star_end.id)
-            h.body = entry + self.body(h.body) + self._handler_end(star_end)
+            else:
+                entry += self._save(name)
+            self.running.append((name, len(self.loops)))
+            body = self.body(h.body)
+            self.running.pop()
+            h.body = entry + body + self._handler_end(star_end)
         if not s.finalbody:
             return [s]
         end = self.cfg.stmt_at(s, "finally-end")
         entry = self.first_block(s.finalbody)
-        final = self.body(s.finalbody)
+        name = self.held.get(id(s))
+        self.running.append((name, len(self.loops)))
+        final = self._save(name) + self.body(s.finalbody)
         # at the last statement's position: the finally's own re-raise takes the position of
         # the code before it, and a tracer sees it (return event after an exception)
         last: ast.AST | None = s.finalbody[-1]
         if isinstance(last, _COMPOUND):   # its line is not the one the finally ends on: no line
             last = None
         if end is not None:
-            final += self.em.set_reraise(end.id, last)
+            # after wt.r's store, in its position: a location-less store at a finally's end
+            # gives a 3.11 tracer a line event (review17c)
+            final += self.em.set_reraise(end.id, last) + self._hold_again(last)
+        self.running.pop()
+        final += self.release(len(self.running), last) if name is not None else []
         if self.starts_block(end):
             assert end is not None
             probes = self.em.stmts(self.block_values(end.block), last)
@@ -101,9 +199,10 @@ class CleanupRewriter:
         handler ends at the ``star-end`` statement instead (the next handler's test, or the
         re-raise of what no handler took): a re-raise site, so the traceback stays held (again
         the handler's, which a handler nested in it may have replaced) and its block's probe runs."""
+        release = self.release(len(self.running)) if self.held_names else []
         if star_end is None or star_end.block < 0:
-            return self.em.drop_held()
-        out = self.em.set_reraise(star_end.id, None) + self.em.hold(star_end.id)
+            return self.em.drop_held() + release
+        out = self.em.set_reraise(star_end.id, None) + self.em.hold(star_end.id) + release
         if self.starts_block(star_end):
             probes = self.em.stmts(self.block_values(star_end.block), None)
             out += callless(probes)   # (as after a with)
@@ -145,6 +244,27 @@ def callless(stmts: list[ast.stmt]) -> list[ast.stmt]:
 
 
 _COMPOUND = (ast.If, ast.While, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.Try, ast.TryStar, ast.Match)
+
+
+def _same_scope(stmts: list[ast.stmt]) -> Iterator[ast.AST]:
+    """The nodes of ``stmts`` that run in their function's frame (not nested scopes' bodies)."""
+    todo: list[ast.AST] = list(stmts)
+    while todo:
+        n = todo.pop()
+        yield n
+        if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            todo.extend(ast.iter_child_nodes(n))
+
+
+def _replaces_held(stmts: list[ast.stmt]) -> bool:
+    """Can a handler or guard in ``stmts`` replace the traceback entry the function holds
+    (``wt.s``: each ``except`` handler and each ``try``/``with`` guard holds its own)?"""
+    return any(isinstance(n, (ast.Try, ast.TryStar, ast.With, ast.AsyncWith)) for n in _same_scope(stmts))
+
+
+def _bare_raises(stmts: list[ast.stmt]) -> bool:
+    """Does ``stmts`` hold a bare ``raise`` (in its frame)?"""
+    return any(isinstance(n, ast.Raise) and n.exc is None for n in _same_scope(stmts))
 
 
 def has_reraise_sites(cfg: CFG) -> bool:

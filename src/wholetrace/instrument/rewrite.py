@@ -204,21 +204,23 @@ class _FunctionRewriter(CleanupRewriter):
         if st is None:
             return pre + [s]
         if isinstance(s, (ast.Break, ast.Continue)):
-            pre += self.em.stmts(self.site_values("before", st.id), None)
+            pre += self.exit_release(s) + self.em.stmts(self.site_values("before", st.id), None)
         if isinstance(s, ast.Continue) and self.loops:
             pre += self._continue_probe(s)
         if isinstance(s, ast.Raise) and s.exc is None:
-            pre += self.em.set_reraise(st.id, None)
+            pre += self.bare_raise() + self.em.set_reraise(st.id, None)
         if isinstance(s, ast.Return):
             values = self.site_values("return", st.id)
-            if values and (s.value is None or isinstance(s.value, ast.Constant) or self.em.sets_exit_record(values)):
-                pre += self.em.stmts(values, None)
-            elif values:
+            constant = s.value is None or isinstance(s.value, ast.Constant)
+            release = self.exit_release(s)   # once the value is computed, as plain Python drops it
+            if (values or release) and (constant or (not release and self.em.sets_exit_record(values))):
+                pre += release + self.em.stmts(values, None)
+            elif values or release:
                 # the probe runs once the value is computed: ``wt.t = v; probe; return wt.t``
                 assert s.value is not None
                 hold = artificial(ast.Assign([ast_name(HOLD, True)], s.value))
                 s.value = artificial(ast_name(HOLD))  # type: ignore[assignment]
-                return pre + [hold] + self.em.stmts(values, None) + [s]  # type: ignore[list-item]
+                return pre + [hold] + release + self.em.stmts(values, None) + [s]  # type: ignore[list-item]
         return pre + [s]
 
     # --- loops
@@ -387,6 +389,7 @@ def rewrite_function(fn: ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | a
     n_head = 0
     while n_head < len(original) and _is_head(original[n_head], module) and (n_head == 0 or module):
         n_head += 1
+    fr.plan_held(original)
     out = fr.body(original)
     head_ids = {id(s) for s in original[:n_head]}
     head = [s for s in out if id(s) in head_ids]
