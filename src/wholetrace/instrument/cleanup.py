@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import sys
-from collections.abc import Iterator
 
 from wholetrace.instrument.cfg import CFG, Stmt
 from wholetrace.instrument.emit import (A, EXC_CAUGHT, NO_TB, SEEN, STAR_HELD, Emitter, artificial, ast_const,
@@ -12,6 +11,8 @@ from wholetrace.instrument.emit import (A, EXC_CAUGHT, NO_TB, SEEN, STAR_HELD, E
 
 TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
 if TYPE_CHECKING:   # pragma: no cover
+    from collections.abc import Iterator
+
     from wholetrace.instrument.modes import ProbePlan
 
 
