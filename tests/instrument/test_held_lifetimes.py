@@ -5,10 +5,11 @@ Oracle: the plain run.  Each program's raising callee leaves an object with ``__
 ``weakref.finalize`` in its frame, so the order in which they run against the program's own
 prints shows when the exception's traceback (and so the frame) is dropped; a ``sys.settrace``
 tracer set by the program prints the line events of the functions under test (compared with
-blocks mode's, which keeps no entry: see the test).  Recorded in witness, path, path --no-wpp
-and count, the untraced run's stdout must equal plain's: keeping a region's entry past
-the place where plain Python drops the exception (a ``break``, ``continue`` or ``return`` out of
-the region, a handler's end, a swallowing ``with``) moves a ``__del__`` after a later print.
+blocks mode's, which keeps no entry: see the test).  Recorded in witness, path, path --no-wpp,
+count and branches, the untraced run's stdout must equal plain's: keeping a region's entry (or
+``wt.s``) past the place where plain Python drops the exception (a ``break``, ``continue`` or
+``return`` out of the region, a handler's end, a swallowing ``with``) moves a ``__del__`` after a
+later print (a ``return`` out of a handler with a ``finally`` around it: review18c HIGH-1).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import pytest
 
 from wtutil import run_plain, run_recorded
 
-MODES = (("witness", ()), ("path", ()), ("path", ("--no-wpp",)), ("count", ()))
+MODES = (("witness", ()), ("path", ()), ("path", ("--no-wpp",)), ("count", ()), ("branches", ()))
 
 HEAD = '''\
 import sys, weakref
@@ -168,6 +169,45 @@ PROGRAMS = {
                         raise KeyError(x)
             except KeyError:
                 mark("caught")
+            return mark("after")
+        ''',
+    # a return out of a handler or a finally while an enclosing finally (or with) still runs:
+    # plain Python drops the exception before the enclosing cleanup (review18c HIGH-1)
+    "return_through_cleanup": '''
+        def f_handler_return(x):
+            try:
+                try:
+                    t(1)
+                except Boom:
+                    return mark("default")
+            finally:
+                mark("cleanup")
+        def f_finally_return(x):
+            try:
+                try:
+                    t(1)
+                finally:
+                    if x != 1:
+                        return mark("ret")
+            finally:
+                mark("cleanup")
+        def f_region_return(x):
+            try:
+                try:
+                    t(1)
+                finally:
+                    with Swallow():
+                        t(2)
+                    return mark("ret")
+            finally:
+                mark("cleanup")
+        def f_with_return(x):
+            with Swallow():
+                try:
+                    t(1)
+                except Boom:
+                    if x:
+                        return x
             return mark("after")
         ''',
 }

@@ -29,7 +29,8 @@ class CleanupRewriter:
     # traceback entry held at their start, which a handler or guard nested in them replaces.
     held: dict[int, str]                 # id(Try or handler node) -> its ``wt.h<k>`` local
     held_names: list[str]                # every such local of the function (star ones too)
-    running: list[tuple[str | None, int]]   # the regions around the statement: (local, loops open at its start)
+    running: list[tuple[str | None, int, int]]   # the regions around the statement: (local, loops and
+    unwinds: int                         # cleanups open at its start); try-finally/with bodies open
 
     if TYPE_CHECKING:   # pragma: no cover - the rewriter's own helpers
         def starts_block(self, st: Stmt | None) -> bool: ...
@@ -45,7 +46,7 @@ class CleanupRewriter:
         """Before rewriting: name the ``wt.h<k>`` local of each region that needs one (a
         ``finally`` body or an ``except`` body holding a bare ``raise``, when a ``try`` or
         ``with`` nested in it can replace ``wt.s``; every ``except*`` handler, as before)."""
-        self.held, self.held_names, self.running = {}, [], []
+        self.held, self.held_names, self.running, self.unwinds = {}, [], [], 0
         if not self.em.tracks_reraise:
             return
         for n in _same_scope(stmts):
@@ -75,7 +76,7 @@ class CleanupRewriter:
         running regions: where plain Python drops the exception a region holds (its end, a
         ``break``/``continue``/``return`` out of it, the end of a handler or ``with`` that
         took what escaped it), so no traceback outlives the region (docs/design.md, wave 18)."""
-        live = {n for n, _loops in self.running[:keep] if n is not None}
+        live = {n for n, _loops, _u in self.running[:keep] if n is not None}
         return [place(ast.Assign([ast_name(n, True)], rt(NO_TB)), like)  # type: ignore[misc]
                 for n in self.held_names if n not in live]
 
@@ -84,9 +85,14 @@ class CleanupRewriter:
         ``return`` (all): what they leave is dropped."""
         if not self.running:
             return []
-        if isinstance(s, ast.Return):   # (the epilogue drops wt.s)
-            return self.release(0) if self.held_names else []
-        keep = sum(1 for _n, loops in self.running if loops < len(self.loops))
+        if isinstance(s, ast.Return):
+            # plain Python drops the innermost handler's or finally's exception before the
+            # cleanups around it run (an enclosing finally's body, a with's exit), unless a
+            # cleanup opened inside it runs first: then the epilogue drops wt.s (a bare raise
+            # in that finally re-raises it)
+            drop = self.em.drop_held() if self.unwinds == self.running[-1][2] else []
+            return drop + (self.release(0) if self.held_names else [])
+        keep = sum(1 for _n, loops, _u in self.running if loops < len(self.loops))
         if keep == len(self.running):
             return []
         # the exception of the finally or handler left is dropped: wt.s no longer holds it
@@ -131,7 +137,9 @@ class CleanupRewriter:
                 after = self.em.stmts(self.site_values("after", inner_exit.id), None)
                 body += callless(after)
         else:
+            self.unwinds += 1
             body = self.body(s.body)
+            self.unwinds -= 1
         assert exit_ is not None
         final = self.em.set_reraise(exit_.id, None)
         if self.starts_block(exit_):
@@ -148,6 +156,7 @@ class CleanupRewriter:
     def _try(self, s: ast.Try | ast.TryStar) -> list[ast.stmt]:
         if isinstance(s, ast.TryStar):   # the guards built from here on (those around it) read groups' entries
             self.em.star = True
+        self.unwinds += bool(s.finalbody)   # a return in what runs before the finally runs it
         s.body = self.body(s.body)
         s.orelse = self.body(s.orelse)
         star_end = self.cfg.stmt_at(s, "star-end") if isinstance(s, ast.TryStar) else None
@@ -162,16 +171,17 @@ class CleanupRewriter:
                 entry += self.em.save_held(star_end.id)
             else:
                 entry += self._save(name)
-            self.running.append((name, len(self.loops)))
+            self.running.append((name, len(self.loops), self.unwinds))
             body = self.body(h.body)
             self.running.pop()
             h.body = entry + body + self._handler_end(star_end)
+        self.unwinds -= bool(s.finalbody)
         if not s.finalbody:
             return [s]
         end = self.cfg.stmt_at(s, "finally-end")
         entry = self.first_block(s.finalbody)
         name = self.held.get(id(s))
-        self.running.append((name, len(self.loops)))
+        self.running.append((name, len(self.loops), self.unwinds))
         final = self._save(name) + self.body(s.finalbody)
         # at the last statement's position: the finally's own re-raise takes the position of
         # the code before it, and a tracer sees it (return event after an exception)
