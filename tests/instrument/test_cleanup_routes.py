@@ -274,6 +274,30 @@ ROUTES = {
                     out.append(e.args)
         print(out)
         ''',
+    # a return out of a handler runs a finally opened inside it before plain Python drops the
+    # handler's exception: a bare raise there re-raises it (wt.s is not dropped at that return)
+    "return_then_bare_raise": '''
+        class Boom(Exception):
+            pass
+        def t(k):
+            raise Boom(k)
+        def f(x):
+            try:
+                t(1)
+            except Boom:
+                try:
+                    return x
+                finally:
+                    if x:
+                        raise
+        out = []
+        for x in range(2):
+            try:
+                out.append(f(x))
+            except Boom as e:
+                out.append(e.args)
+        print(out)
+        ''',
     # CPython 3.13.0 (not 3.11/3.12) runs a location-less call at the end of an if/else arm,
     # right after a compound statement, twice: the after-probes of a with-exit (wave 17)
     "with_last_in_else_arm": '''
@@ -352,7 +376,7 @@ def _record_all(script: Path, tmp: Path) -> dict[str, Path]:
 # from their start to their re-raise sites and drop it where plain Python drops the exception
 # (docs/design.md "Re-raise after a nested handler, wave 18"; lifetimes: test_held_lifetimes.py).
 REHOLD = {"finally_then_handled_async", "finally_then_handled", "finally_then_swallowed",
-          "bare_raise_after_handled", "finally_bare_raise"}
+          "bare_raise_after_handled", "finally_bare_raise", "return_then_bare_raise"}
 
 
 @pytest.mark.parametrize("name", sorted(ROUTES))
