@@ -201,6 +201,19 @@ PROGRAMS = {
                     return mark("ret")
             finally:
                 mark("cleanup")
+        def f_inner_finally_return(x):
+            try:
+                try:
+                    t(1)
+                except Boom:
+                    if x == 2:
+                        raise
+                    try:
+                        return mark("ret")
+                    finally:
+                        mark("inner")
+            finally:
+                mark("cleanup")
         def f_with_return(x):
             with Swallow():
                 try:

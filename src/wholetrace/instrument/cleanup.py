@@ -30,7 +30,8 @@ class CleanupRewriter:
     held: dict[int, str]                 # id(Try or handler node) -> its ``wt.h<k>`` local
     held_names: list[str]                # every such local of the function (star ones too)
     running: list[tuple[str | None, int, int]]   # the regions around the statement: (local, loops and
-    unwinds: int                         # cleanups open at its start); try-finally/with bodies open
+    unwinds: int                         # cleanups open at its start); with bodies and try bodies
+                                         # (their handlers) whose finally has a bare raise, open
 
     if TYPE_CHECKING:   # pragma: no cover - the rewriter's own helpers
         def starts_block(self, st: Stmt | None) -> bool: ...
@@ -88,8 +89,8 @@ class CleanupRewriter:
         if isinstance(s, ast.Return):
             # plain Python drops the innermost handler's or finally's exception before the
             # cleanups around it run (an enclosing finally's body, a with's exit), unless a
-            # cleanup opened inside it runs first: then the epilogue drops wt.s (a bare raise
-            # in that finally re-raises it)
+            # cleanup opened inside it that may re-raise it runs first (a finally holding a bare
+            # raise, a with's exit): then the epilogue drops wt.s
             drop = self.em.drop_held() if self.unwinds == self.running[-1][2] else []
             return drop + (self.release(0) if self.held_names else [])
         keep = sum(1 for _n, loops, _u in self.running if loops < len(self.loops))
@@ -156,7 +157,8 @@ class CleanupRewriter:
     def _try(self, s: ast.Try | ast.TryStar) -> list[ast.stmt]:
         if isinstance(s, ast.TryStar):   # the guards built from here on (those around it) read groups' entries
             self.em.star = True
-        self.unwinds += bool(s.finalbody)   # a return in what runs before the finally runs it
+        unwind = _bare_raises(s.finalbody)   # a return in what runs before the finally runs it
+        self.unwinds += unwind
         s.body = self.body(s.body)
         s.orelse = self.body(s.orelse)
         star_end = self.cfg.stmt_at(s, "star-end") if isinstance(s, ast.TryStar) else None
@@ -175,7 +177,7 @@ class CleanupRewriter:
             body = self.body(h.body)
             self.running.pop()
             h.body = entry + body + self._handler_end(star_end)
-        self.unwinds -= bool(s.finalbody)
+        self.unwinds -= unwind
         if not s.finalbody:
             return [s]
         end = self.cfg.stmt_at(s, "finally-end")
