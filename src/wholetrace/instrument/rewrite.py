@@ -16,12 +16,13 @@ and finished by ``instrument.bytecode``; docs/design.md ("Probe contract") state
 from __future__ import annotations
 
 import ast
-import sys
 from types import CodeType
 
 from wholetrace.ids import EXIT
 from wholetrace.instrument.cfg import CFG, Stmt
-from wholetrace.instrument.emit import (A, AFOR, COUNTS, EXC_CAUGHT, FOR, HOLD, MATCH, VARS, Emitter, artificial,
+from wholetrace.instrument.cleanup import (NO_LOCATION_ARMS_MISCOMPILE, CleanupRewriter, callless,
+                                          continue_crosses_cleanup, has_reraise_sites)
+from wholetrace.instrument.emit import (A, AFOR, COUNTS, FOR, HOLD, MATCH, VARS, Emitter, artificial,
                                        ast_call, ast_const, ast_name, counter_slot, locate, rt, start_line)
 from wholetrace.instrument.modes import ProbePlan, blocks_plan
 from wholetrace.events import LEAVE, enter_code
@@ -46,15 +47,16 @@ class _LoopInfo(Record):
         self.wrapped = wrapped
 
 
-class _FunctionRewriter:
+class _FunctionRewriter(CleanupRewriter):
     """Rewrites one function body in place, given its CFG and probe plan."""
 
     def __init__(self, cfg: CFG, fid: int, in_class: bool, plan: ProbePlan, table: int = 0) -> None:
         self.cfg = cfg
         self.plan = plan
         self.gen = cfg.is_generator
-        self.em = Emitter(fid, in_class, plan, _has_reraise_sites(cfg), table, self.gen and plan.traces)
+        self.em = Emitter(fid, in_class, plan, has_reraise_sites(cfg), table, self.gen and plan.traces)
         self.loops: list[_LoopInfo] = []
+        self.held, self.held_names, self.running, self.unwinds = {}, [], [], 0   # (plan_held fills them)
         self.dst_edges: dict[int, list[int]] = {}
         self.site_edges: dict[tuple[str, int, str], list[int]] = {}
         for i, site in enumerate(plan.sites):
@@ -89,7 +91,7 @@ class _FunctionRewriter:
         if st is None:
             return body
         probes = self.em.stmts(self.site_values("arm", st.id, arm), None)
-        if probes and not body and _NO_LOCATION_ARMS_MISCOMPILE:
+        if probes and not body and NO_LOCATION_ARMS_MISCOMPILE:
             # CPython 3.13 copies a location-less block reached by several jumps into its
             # predecessors and lets a copy fall through into the original, running the probe
             # twice (`if a == b == c: ... else: <no location>`; docs/design.md, Python versions).
@@ -150,7 +152,7 @@ class _FunctionRewriter:
                     # location-less, after a compound statement: at the end of an arm, 3.13.0
                     # copies it into one predecessor and falls through into the original
                     # (a with body or a finally ending in any compound statement; wave 17)
-                    after = _callless(after)
+                    after = callless(after)
                 out.extend(after)
         return out
 
@@ -203,27 +205,29 @@ class _FunctionRewriter:
         if st is None:
             return pre + [s]
         if isinstance(s, (ast.Break, ast.Continue)):
-            pre += self.em.stmts(self.site_values("before", st.id), None)
+            pre += self.exit_release(s) + self.em.stmts(self.site_values("before", st.id), None)
         if isinstance(s, ast.Continue) and self.loops:
             pre += self._continue_probe(s)
         if isinstance(s, ast.Raise) and s.exc is None:
-            pre += self.em.set_reraise(st.id, None)
+            pre += self.bare_raise() + self.em.set_reraise(st.id, None)
         if isinstance(s, ast.Return):
             values = self.site_values("return", st.id)
-            if values and (s.value is None or isinstance(s.value, ast.Constant) or self.em.sets_exit_record(values)):
-                pre += self.em.stmts(values, None)
-            elif values:
+            constant = s.value is None or isinstance(s.value, ast.Constant)
+            release = self.exit_release(s)   # once the value is computed, as plain Python drops it
+            if (values or release) and (constant or (not release and self.em.sets_exit_record(values))):
+                pre += release + self.em.stmts(values, None)
+            elif values or release:
                 # the probe runs once the value is computed: ``wt.t = v; probe; return wt.t``
                 assert s.value is not None
                 hold = artificial(ast.Assign([ast_name(HOLD, True)], s.value))
                 s.value = artificial(ast_name(HOLD))  # type: ignore[assignment]
-                return pre + [hold] + self.em.stmts(values, None) + [s]  # type: ignore[list-item]
+                return pre + [hold] + release + self.em.stmts(values, None) + [s]  # type: ignore[list-item]
         return pre + [s]
 
     # --- loops
     def _loop_body(self, s: ast.For | ast.AsyncFor | ast.While, header: Stmt | None) -> _LoopInfo:
         assert header is not None
-        info = _LoopInfo(header, s, wrapped=isinstance(s, (ast.For, ast.AsyncFor)) and _continue_crosses_cleanup(s.body))
+        info = _LoopInfo(header, s, wrapped=isinstance(s, (ast.For, ast.AsyncFor)) and continue_crosses_cleanup(s.body))
         self.loops.append(info)
         s.body = self.arm(header, "body", self.body(s.body), s)
         self.loops.pop()
@@ -263,33 +267,6 @@ class _FunctionRewriter:
             # GET_ITER and FOR_ITER, the loop's line); the rest is artificial
             ast.copy_location(s.iter, iterable)
             artificial(s.iter)
-        return pre + [s]
-
-    # --- with
-    def _with(self, s: ast.With | ast.AsyncWith) -> list[ast.stmt]:
-        items = s.items
-        first = items[0]
-        enter = self.cfg.stmt_at(first, "with-enter")
-        exit_ = self.cfg.stmt_at(first, "with-exit")
-        pre = self.probe_for(enter, s)
-        first.context_expr = self.expr(first.context_expr)
-        if len(items) > 1:
-            inner_node = type(s)(items[1:], s.body, getattr(s, "type_comment", None))
-            ast.copy_location(inner_node, items[1].context_expr)
-            inner_node.end_lineno, inner_node.end_col_offset = s.end_lineno, s.end_col_offset
-            body = self._with(inner_node)  # type: ignore[arg-type]
-            inner_exit = self.cfg.stmt_at(items[1], "with-exit")
-            if inner_exit is not None:
-                after = self.em.stmts(self.site_values("after", inner_exit.id), None)
-                body += _callless(after)
-        else:
-            body = self.body(s.body)
-        assert exit_ is not None
-        final = self.em.set_reraise(exit_.id, None)
-        if self.starts_block(exit_):
-            final += self.em.stmts(self.block_values(exit_.block), None)
-        s.items = [first]
-        s.body = [self.em.guard(body, final, exit_.block, own_final=True)]
         return pre + [s]
 
     # --- match
@@ -356,58 +333,6 @@ class _FunctionRewriter:
         pat = locate(ast.MatchAs(None, None), like.pattern if isinstance(like, ast.match_case) else like)
         return ast.match_case(pat, None, body)  # type: ignore[arg-type]
 
-    # --- try
-    def _try(self, s: ast.Try | ast.TryStar) -> list[ast.stmt]:
-        if isinstance(s, ast.TryStar):   # the guards built from here on (those around it) read groups' entries
-            self.em.star = True
-        s.body = self.body(s.body)
-        s.orelse = self.body(s.orelse)
-        star_end = self.cfg.stmt_at(s, "star-end") if isinstance(s, ast.TryStar) else None
-        for h in s.handlers:
-            if h.type is not None:
-                h.type = self.expr(h.type)
-            if h.name is None and not self.em.in_class:
-                h.name = EXC_CAUGHT     # the handler's probe reads the exception without a call
-            entry = self.em.xedge(self.first_block(h.body), h.name, h, star=isinstance(s, ast.TryStar))
-            if star_end is not None and star_end.block >= 0:
-                entry += self.em.save_held(star_end.id)
-            h.body = entry + self.body(h.body) + self._handler_end(star_end)
-        if not s.finalbody:
-            return [s]
-        end = self.cfg.stmt_at(s, "finally-end")
-        entry = self.first_block(s.finalbody)
-        final = self.body(s.finalbody)
-        # at the last statement's position: the finally's own re-raise takes the position of
-        # the code before it, and a tracer sees it (return event after an exception)
-        last: ast.AST | None = s.finalbody[-1]
-        if isinstance(last, _COMPOUND):   # its line is not the one the finally ends on: no line
-            last = None
-        if end is not None:
-            final += self.em.set_reraise(end.id, last)
-        if self.starts_block(end):
-            assert end is not None
-            probes = self.em.stmts(self.block_values(end.block), last)
-            final += _callless(probes) if last is None else probes
-        inner: list[ast.stmt] = s.body
-        if s.handlers or s.orelse:
-            inner_try = type(s)(s.body, s.handlers, s.orelse, [])
-            ast.copy_location(inner_try, s)
-            inner = [inner_try]
-        return [self.em.guard(inner, final, entry, own_final=False, like=None if s.handlers or s.orelse else s)]
-
-    def _handler_end(self, star_end: Stmt | None) -> list[ast.stmt]:
-        """What ends an except handler's body: its traceback is no longer held.  An ``except*``
-        handler ends at the ``star-end`` statement instead (the next handler's test, or the
-        re-raise of what no handler took): a re-raise site, so the traceback stays held (again
-        the handler's, which a handler nested in it may have replaced) and its block's probe runs."""
-        if star_end is None or star_end.block < 0:
-            return self.em.drop_held()
-        out = self.em.set_reraise(star_end.id, None) + self.em.hold(star_end.id)
-        if self.starts_block(star_end):
-            probes = self.em.stmts(self.block_values(star_end.block), None)
-            out += _callless(probes)   # (as after a with)
-        return out
-
     # --- expressions: generators (trace modes) record LEAVE before each yield and ENTER after it
     def expr(self, e: ast.expr) -> ast.expr:
         if not self.gen or self.em.counts:
@@ -442,77 +367,6 @@ class _YieldRewriter(ast.NodeTransformer):
         return self._wrap(node)
 
 
-#: CPython 3.13 miscompiles location-less arms reached by several jumps (``_FunctionRewriter.arm``).
-_NO_LOCATION_ARMS_MISCOMPILE = sys.version_info[:2] == (3, 13)
-
-_BIG = 0x7FFFFFFFFFFFFFFF
-
-
-def _callless(stmts: list[ast.stmt]) -> list[ast.stmt]:
-    """Location-less probes after a compound statement (a ``finally``'s end, the probes after a
-    ``with`` or ``finally``, an ``except*`` handler's end) without a call:
-    CPython 3.13.0 copies a location-less block that holds a call (an "eval check") into the
-    jump that reaches it and lets the copy of another predecessor fall through into the
-    original, so ``wt.a(v)`` there ran twice (exstar16: ``except*`` seed 4, a cut recorded
-    twice).  ``wt.a(v)`` becomes ``wt.a.__self__[BIG:] = (v,)`` (the same append to the
-    stream's list, a ``STORE_SLICE``: no call, no eval check, so no copy).  Other versions: the
-    probes as they are."""
-    if not _NO_LOCATION_ARMS_MISCOMPILE:
-        return stmts
-    out: list[ast.stmt] = []
-    for st in stmts:
-        call = st.value if isinstance(st, ast.Expr) else None
-        if (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == A
-                and len(call.args) == 1 and not call.keywords):
-            target = ast.Subscript(ast.Attribute(ast_name(A), "__self__", ast.Load()),
-                                   ast.Slice(ast_const(_BIG), None, None), ast.Store())
-            new = ast.Assign([target], ast.Tuple([call.args[0]], ast.Load()))
-            out.append(ast.copy_location(new, st))
-            for n in ast.walk(new):
-                if isinstance(n, (ast.expr, ast.stmt)) and not hasattr(n, "lineno"):
-                    ast.copy_location(n, st)
-        else:
-            out.append(st)
-    return out
-
-
-_COMPOUND = (ast.If, ast.While, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.Try, ast.TryStar, ast.Match)
-
-
-def _has_reraise_sites(cfg: CFG) -> bool:
-    """Does the body re-raise (bare ``raise``, end of ``finally`` or ``except*``, ``with`` exit)?"""
-    return any(st.kind in ("finally-end", "with-exit", "star-end")
-               or (isinstance(st.node, ast.Raise) and st.node.exc is None) for st in cfg.stmts)
-
-
-def _continue_crosses_cleanup(body: list[ast.stmt]) -> bool:
-    """Does a ``continue`` of this loop leave a ``with`` body or a ``try`` that has ``finally``?"""
-    def walk(stmts: list[ast.stmt], inside: bool) -> bool:
-        for s in stmts:
-            if isinstance(s, ast.Continue):
-                if inside:
-                    return True
-            elif isinstance(s, (ast.For, ast.AsyncFor, ast.While)):
-                if walk(s.orelse, inside):   # a nested loop's body has its own continue target
-                    return True
-            elif isinstance(s, (ast.With, ast.AsyncWith)):
-                if walk(s.body, True):
-                    return True
-            elif isinstance(s, (ast.Try, ast.TryStar)):
-                guarded = inside or bool(s.finalbody)
-                parts = [s.body, s.orelse] + [h.body for h in s.handlers]
-                if any(walk(p, guarded) for p in parts) or walk(s.finalbody, inside):
-                    return True
-            elif isinstance(s, ast.If):
-                if walk(s.body, inside) or walk(s.orelse, inside):
-                    return True
-            elif isinstance(s, ast.Match):
-                if any(walk(c.body, inside) for c in s.cases):
-                    return True
-        return False
-    return walk(body, False)
-
-
 # --------------------------------------------------------------------------- functions and modules
 
 def _is_head(s: ast.stmt, module: bool) -> bool:
@@ -536,6 +390,7 @@ def rewrite_function(fn: ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | a
     n_head = 0
     while n_head < len(original) and _is_head(original[n_head], module) and (n_head == 0 or module):
         n_head += 1
+    fr.plan_held(original)
     out = fr.body(original)
     head_ids = {id(s) for s in original[:n_head]}
     head = [s for s in out if id(s) in head_ids]

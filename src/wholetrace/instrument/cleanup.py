@@ -1,0 +1,316 @@
+"""Cleanup regions' probes: ``with`` exits, ``try`` handlers and ``finally`` ends (the methods of the function rewriter)."""
+
+from __future__ import annotations
+
+import ast
+import sys
+
+from wholetrace.instrument.cfg import CFG, Stmt
+from wholetrace.instrument.emit import (A, EXC_CAUGHT, NO_TB, SEEN, STAR_HELD, Emitter, artificial, ast_const,
+                                       ast_name, place, rt)
+
+TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
+if TYPE_CHECKING:   # pragma: no cover
+    from collections.abc import Iterator
+
+    from wholetrace.instrument.modes import ProbePlan
+
+
+class CleanupRewriter:
+    """``with``/``try`` statements of ``instrument.rewrite._FunctionRewriter`` (a mixin: the
+    rewriter's CFG, plan, emitter and block helpers are its own)."""
+
+    cfg: CFG
+    plan: ProbePlan
+    em: Emitter
+    loops: list
+    # Re-raise after a nested handler (docs/design.md, wave 18): the regions (finally bodies,
+    # except bodies with a bare raise, except* handlers) whose re-raise sites must find the
+    # traceback entry held at their start, which a handler or guard nested in them replaces.
+    held: dict[int, str]                 # id(Try or handler node) -> its ``wt.h<k>`` local
+    held_names: list[str]                # every such local of the function (star ones too)
+    running: list[tuple[str | None, int, int]]   # the regions around the statement: (local, loops and
+    unwinds: int                         # cleanups open at its start); with bodies and try bodies
+                                         # (their handlers) whose finally has a bare raise, open
+
+    if TYPE_CHECKING:   # pragma: no cover - the rewriter's own helpers
+        def starts_block(self, st: Stmt | None) -> bool: ...
+        def block_values(self, b: int) -> list[int]: ...
+        def site_values(self, kind: str, sid: int, arm: str = "") -> list[int]: ...
+        def probe_for(self, st: Stmt | None, like: ast.AST) -> list[ast.stmt]: ...
+        def first_block(self, stmts: list[ast.stmt]) -> int: ...
+        def body(self, stmts: list[ast.stmt]) -> list[ast.stmt]: ...
+        def expr(self, e: ast.expr) -> ast.expr: ...
+
+    # --- held traceback entries
+    def plan_held(self, stmts: list[ast.stmt]) -> None:
+        """Before rewriting: name the ``wt.h<k>`` local of each region that needs one (a
+        ``finally`` body or an ``except`` body holding a bare ``raise``, when a ``try`` or
+        ``with`` nested in it can replace ``wt.s``; every ``except*`` handler, as before)."""
+        self.held, self.held_names, self.running, self.unwinds = {}, [], [], 0
+        if not self.em.tracks_reraise:
+            return
+        for n in _same_scope(stmts):
+            if not isinstance(n, (ast.Try, ast.TryStar)):
+                continue
+            star_end = self.cfg.stmt_at(n, "star-end") if isinstance(n, ast.TryStar) else None
+            for h in n.handlers:
+                if star_end is not None and star_end.block >= 0:
+                    self._name(f"{STAR_HELD}{star_end.id}", h if _replaces_held(h.body) else None)
+                elif star_end is None and _replaces_held(h.body) and _bare_raises(h.body):
+                    self._name(f"{STAR_HELD}{len(self.cfg.stmts) + len(self.held_names)}", h)
+            end = self.cfg.stmt_at(n, "finally-end") if n.finalbody else None
+            if end is not None and _replaces_held(n.finalbody):
+                self._name(f"{STAR_HELD}{end.id}", n)
+        for name in self.held_names:
+            if name not in self.em.star_held:
+                self.em.star_held.append(name)   # the epilogue drops them
+
+    def _name(self, name: str, node: ast.AST | None) -> None:
+        if node is not None:
+            self.held[id(node)] = name
+        if name not in self.held_names:
+            self.held_names.append(name)
+
+    def release(self, keep: int, like: ast.AST | None = None) -> list[ast.stmt]:
+        """``wt.h<k> = NO_TB`` for every region's local but those of the ``keep`` outermost
+        running regions: where plain Python drops the exception a region holds (its end, a
+        ``break``/``continue``/``return`` out of it, the end of a handler or ``with`` that
+        took what escaped it), so no traceback outlives the region (docs/design.md, wave 18)."""
+        live = {n for n, _loops, _u in self.running[:keep] if n is not None}
+        return [place(ast.Assign([ast_name(n, True)], rt(NO_TB)), like)  # type: ignore[misc]
+                for n in self.held_names if n not in live]
+
+    def exit_release(self, s: ast.stmt) -> list[ast.stmt]:
+        """Before a ``break``/``continue`` (the regions opened inside the innermost loop) or a
+        ``return`` (all): what they leave is dropped."""
+        if not self.running:
+            return []
+        if isinstance(s, ast.Return):
+            # plain Python drops the innermost handler's or finally's exception before the
+            # cleanups around it run (an enclosing finally's body, a with's exit), unless a
+            # cleanup opened inside it that may re-raise it runs first (a finally holding a bare
+            # raise, a with's exit): then the epilogue drops wt.s
+            drop = self.em.drop_held() if self.unwinds == self.running[-1][2] else []
+            return drop + (self.release(0) if self.held_names else [])
+        keep = sum(1 for _n, loops, _u in self.running if loops < len(self.loops))
+        if keep == len(self.running):
+            return []
+        # the exception of the finally or handler left is dropped: wt.s no longer holds it
+        # (a region around the loop that re-raises later holds its own entry again)
+        return self.em.drop_held() + (self.release(keep) if self.held_names else [])
+
+    def _hold_again(self, like: ast.AST | None = None) -> list[ast.stmt]:
+        """At a re-raise site of the innermost region: ``wt.s = wt.h<k>``."""
+        name = self.running[-1][0] if self.running else None
+        if name is None:
+            return []
+        return [place(ast.Assign([ast_name(SEEN, True)], ast_name(name)), like)]  # type: ignore[list-item]
+
+    def bare_raise(self) -> list[ast.stmt]:
+        """Before a bare ``raise``: the entry of the region around it (then its local is
+        dropped: ``wt.s`` holds the entry, as for any re-raise)."""
+        hold = self._hold_again()
+        if not hold:
+            return []
+        return hold + [artificial(ast.Assign([ast_name(self.running[-1][0], True)], rt(NO_TB)))]  # type: ignore[list-item, arg-type]
+
+    def _save(self, name: str | None) -> list[ast.stmt]:
+        if name is None:
+            return []
+        return [artificial(ast.Assign([ast_name(name, True)], ast_name(SEEN)))]  # type: ignore[list-item]
+
+    # --- with
+    def _with(self, s: ast.With | ast.AsyncWith) -> list[ast.stmt]:
+        items = s.items
+        first = items[0]
+        enter = self.cfg.stmt_at(first, "with-enter")
+        exit_ = self.cfg.stmt_at(first, "with-exit")
+        pre = self.probe_for(enter, s)
+        first.context_expr = self.expr(first.context_expr)
+        if len(items) > 1:
+            inner_node = type(s)(items[1:], s.body, getattr(s, "type_comment", None))
+            ast.copy_location(inner_node, items[1].context_expr)
+            inner_node.end_lineno, inner_node.end_col_offset = s.end_lineno, s.end_col_offset
+            body = self._with(inner_node)  # type: ignore[arg-type]
+            inner_exit = self.cfg.stmt_at(items[1], "with-exit")
+            if inner_exit is not None:
+                after = self.em.stmts(self.site_values("after", inner_exit.id), None)
+                body += callless(after)
+        else:
+            self.unwinds += 1
+            body = self.body(s.body)
+            self.unwinds -= 1
+        assert exit_ is not None
+        final = self.em.set_reraise(exit_.id, None)
+        if self.starts_block(exit_):
+            final += self.em.stmts(self.block_values(exit_.block), None)
+        s.items = [first]
+        held_inside = self.held_names and any(id(n) in self.held for n in _same_scope(s.body))
+        s.body = [self.em.guard(body, final, exit_.block, own_final=True)]
+        # an exit that swallows drops the exception (and one that escaped a region inside, the
+        # region's): wt.s no longer holds it; a region around that re-raises holds its own again
+        drop = self.em.drop_held() + (self.release(len(self.running)) if held_inside else [])
+        return pre + [s] + drop
+
+    # --- try
+    def _try(self, s: ast.Try | ast.TryStar) -> list[ast.stmt]:
+        if isinstance(s, ast.TryStar):   # the guards built from here on (those around it) read groups' entries
+            self.em.star = True
+        unwind = _bare_raises(s.finalbody)   # a return in what runs before the finally runs it
+        self.unwinds += unwind
+        s.body = self.body(s.body)
+        s.orelse = self.body(s.orelse)
+        star_end = self.cfg.stmt_at(s, "star-end") if isinstance(s, ast.TryStar) else None
+        for h in s.handlers:
+            if h.type is not None:
+                h.type = self.expr(h.type)
+            if h.name is None and not self.em.in_class:
+                h.name = EXC_CAUGHT     # the handler's probe reads the exception without a call
+            entry = self.em.xedge(self.first_block(h.body), h.name, h, star=isinstance(s, ast.TryStar))
+            name = self.held.get(id(h))
+            if star_end is not None and star_end.block >= 0:
+                entry += self.em.save_held(star_end.id)
+            else:
+                entry += self._save(name)
+            self.running.append((name, len(self.loops), self.unwinds))
+            body = self.body(h.body)
+            self.running.pop()
+            h.body = entry + body + self._handler_end(star_end)
+        self.unwinds -= unwind
+        if not s.finalbody:
+            return [s]
+        end = self.cfg.stmt_at(s, "finally-end")
+        entry = self.first_block(s.finalbody)
+        name = self.held.get(id(s))
+        self.running.append((name, len(self.loops), self.unwinds))
+        final = self._save(name) + self.body(s.finalbody)
+        # at the last statement's position: the finally's own re-raise takes the position of
+        # the code before it, and a tracer sees it (return event after an exception)
+        last: ast.AST | None = s.finalbody[-1]
+        if isinstance(last, _COMPOUND):   # its line is not the one the finally ends on: no line
+            last = None
+        if end is not None:
+            # after wt.r's store, in its position: a location-less store at a finally's end
+            # gives a 3.11 tracer a line event (review17c)
+            final += self.em.set_reraise(end.id, last) + self._hold_again(last)
+        self.running.pop()
+        final += self.release(len(self.running), last) if name is not None else []
+        if self.starts_block(end):
+            assert end is not None
+            probes = self.em.stmts(self.block_values(end.block), last)
+            final += callless(probes) if last is None else probes
+        inner: list[ast.stmt] = s.body
+        if s.handlers or s.orelse:
+            inner_try = type(s)(s.body, s.handlers, s.orelse, [])
+            ast.copy_location(inner_try, s)
+            inner = [inner_try]
+        return [self.em.guard(inner, final, entry, own_final=False, like=None if s.handlers or s.orelse else s)]
+
+    def _handler_end(self, star_end: Stmt | None) -> list[ast.stmt]:
+        """What ends an except handler's body: its traceback is no longer held.  An ``except*``
+        handler ends at the ``star-end`` statement instead (the next handler's test, or the
+        re-raise of what no handler took): a re-raise site, so the traceback stays held (again
+        the handler's, which a handler nested in it may have replaced) and its block's probe runs."""
+        release = self.release(len(self.running)) if self.held_names else []
+        if star_end is None or star_end.block < 0:
+            return self.em.drop_held() + release
+        out = self.em.set_reraise(star_end.id, None) + self.em.hold(star_end.id) + release
+        if self.starts_block(star_end):
+            probes = self.em.stmts(self.block_values(star_end.block), None)
+            out += callless(probes)   # (as after a with)
+        return out
+
+
+#: CPython 3.13 miscompiles location-less arms reached by several jumps (``_FunctionRewriter.arm``).
+NO_LOCATION_ARMS_MISCOMPILE = sys.version_info[:2] == (3, 13)
+
+_BIG = 0x7FFFFFFFFFFFFFFF
+
+
+def callless(stmts: list[ast.stmt]) -> list[ast.stmt]:
+    """Location-less probes after a compound statement (a ``finally``'s end, the probes after a
+    ``with`` or ``finally``, an ``except*`` handler's end) without a call:
+    CPython 3.13.0 copies a location-less block that holds a call (an "eval check") into the
+    jump that reaches it and lets the copy of another predecessor fall through into the
+    original, so ``wt.a(v)`` there ran twice (exstar16: ``except*`` seed 4, a cut recorded
+    twice).  ``wt.a(v)`` becomes ``wt.a.__self__[BIG:] = (v,)`` (the same append to the
+    stream's list, a ``STORE_SLICE``: no call, no eval check, so no copy).  Other versions: the
+    probes as they are."""
+    if not NO_LOCATION_ARMS_MISCOMPILE:
+        return stmts
+    out: list[ast.stmt] = []
+    for st in stmts:
+        call = st.value if isinstance(st, ast.Expr) else None
+        if (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == A
+                and len(call.args) == 1 and not call.keywords):
+            target = ast.Subscript(ast.Attribute(ast_name(A), "__self__", ast.Load()),
+                                   ast.Slice(ast_const(_BIG), None, None), ast.Store())
+            new = ast.Assign([target], ast.Tuple([call.args[0]], ast.Load()))
+            out.append(ast.copy_location(new, st))
+            for n in ast.walk(new):
+                if isinstance(n, (ast.expr, ast.stmt)) and not hasattr(n, "lineno"):
+                    ast.copy_location(n, st)
+        else:
+            out.append(st)
+    return out
+
+
+_COMPOUND = (ast.If, ast.While, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.Try, ast.TryStar, ast.Match)
+
+
+def _same_scope(stmts: list[ast.stmt]) -> Iterator[ast.AST]:
+    """The nodes of ``stmts`` that run in their function's frame (not nested scopes' bodies)."""
+    todo: list[ast.AST] = list(stmts)
+    while todo:
+        n = todo.pop()
+        yield n
+        if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            todo.extend(ast.iter_child_nodes(n))
+
+
+def _replaces_held(stmts: list[ast.stmt]) -> bool:
+    """Can a handler or guard in ``stmts`` replace the traceback entry the function holds
+    (``wt.s``: each ``except`` handler and each ``try``/``with`` guard holds its own)?"""
+    return any(isinstance(n, (ast.Try, ast.TryStar, ast.With, ast.AsyncWith)) for n in _same_scope(stmts))
+
+
+def _bare_raises(stmts: list[ast.stmt]) -> bool:
+    """Does ``stmts`` hold a bare ``raise`` (in its frame)?"""
+    return any(isinstance(n, ast.Raise) and n.exc is None for n in _same_scope(stmts))
+
+
+def has_reraise_sites(cfg: CFG) -> bool:
+    """Does the body re-raise (bare ``raise``, end of ``finally`` or ``except*``, ``with`` exit)?"""
+    return any(st.kind in ("finally-end", "with-exit", "star-end")
+               or (isinstance(st.node, ast.Raise) and st.node.exc is None) for st in cfg.stmts)
+
+
+def continue_crosses_cleanup(body: list[ast.stmt]) -> bool:
+    """Does a ``continue`` of this loop leave a ``with`` body or a ``try`` that has ``finally``?"""
+    def walk(stmts: list[ast.stmt], inside: bool) -> bool:
+        for s in stmts:
+            if isinstance(s, ast.Continue):
+                if inside:
+                    return True
+            elif isinstance(s, (ast.For, ast.AsyncFor, ast.While)):
+                if walk(s.orelse, inside):   # a nested loop's body has its own continue target
+                    return True
+            elif isinstance(s, (ast.With, ast.AsyncWith)):
+                if walk(s.body, True):
+                    return True
+            elif isinstance(s, (ast.Try, ast.TryStar)):
+                guarded = inside or bool(s.finalbody)
+                parts = [s.body, s.orelse] + [h.body for h in s.handlers]
+                if any(walk(p, guarded) for p in parts) or walk(s.finalbody, inside):
+                    return True
+            elif isinstance(s, ast.If):
+                if walk(s.body, inside) or walk(s.orelse, inside):
+                    return True
+            elif isinstance(s, ast.Match):
+                if any(walk(c.body, inside) for c in s.cases):
+                    return True
+        return False
+    return walk(body, False)
+
+
