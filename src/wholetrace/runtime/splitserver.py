@@ -110,10 +110,10 @@ def start() -> SplitServer | None:
     import _thread
     if os.environ.get(ENV, "1") == "0" or not hasattr(os, "fork") or _thread._count() != 0:
         return None
-    from wholetrace.store.fdguard import high_pipe
+    from wholetrace.store.fdguard import high_pipe, widen_pipe
     r1, w1 = high_pipe()           # requests
     r2, w2 = high_pipe()           # replies
-    _widen(w1, w2)
+    widen_pipe(w1, w2)
     try:
         pid = _fork()
     except OSError:
@@ -247,16 +247,3 @@ def _read(fd: int, n: int) -> bytearray:
             raise EOFError("split server pipe closed")
         got += k
     return buf
-
-
-def _widen(*fds: int) -> None:
-    """1 MiB pipes (Linux; 64 KiB by default): a chunk's image is megabytes, each pipe-full a
-    switch between the two processes."""
-    from wholetrace.store.fdguard import FcntlUnseen
-    with FcntlUnseen():
-        try:
-            import fcntl
-            for fd in fds:
-                fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)
-        except (ImportError, OSError):
-            pass        # elsewhere, or above /proc/sys/fs/pipe-max-size: the default pipe works

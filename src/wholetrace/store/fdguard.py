@@ -155,6 +155,18 @@ def high_pipe() -> tuple[int, int]:
         return high(r), high(w)
 
 
+def widen_pipe(*fds: int) -> None:
+    """Make pipes 1 MiB (Linux; 64 KiB by default): the WPP builder's and the split server's
+    chunks are megabytes, and each pipe-full is a switch between the two processes."""
+    with FcntlUnseen():
+        try:
+            import fcntl
+            for fd in fds:
+                fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)
+        except (ImportError, OSError):
+            pass        # elsewhere, or above /proc/sys/fs/pipe-max-size: the default pipe works
+
+
 class LowTaken:
     """While entered, every free descriptor number below ``HIGH_FD`` is taken (pipes, close-on-exec),
     so what opens files meanwhile gets numbers >= ``HIGH_FD``: SQLite, which opens the store's

@@ -24,7 +24,7 @@ from wholetrace.errors import UsageError
 # pipe, the stderr file, the progress memfd), all close-on-exec, as the store's (one helper, _high):
 # the program's files take the low numbers they take in a plain run (docs/design.md, "wave 15,
 # builder start-up" and "The program cannot tell, wave 16")
-from wholetrace.store.fdguard import HIGH_FD, FcntlUnseen
+from wholetrace.store.fdguard import HIGH_FD, FcntlUnseen, widen_pipe
 from wholetrace.store.fdguard import high as _high
 
 TYPE_CHECKING = False   # no typing at record's start-up
@@ -100,7 +100,7 @@ class BuilderProcess:
             err = _high(_anonymous_file())
             r, w = os.pipe()
             self.fd = _high(w)
-            _widen(self.fd)
+            widen_pipe(self.fd)
             out_r, out_w = os.pipe()
             out_r = _high(out_r)
             try:
@@ -249,13 +249,3 @@ def _anonymous_file() -> int:
         fd = os.dup(f.fileno())
         f.close()
         return fd
-
-
-def _widen(fd: int) -> None:
-    """A 1 MiB pipe (Linux; 64 KiB by default): while the builder imports its reader thread
-    gets the GIL once per switch interval, and each turn then drains 16x more."""
-    try:
-        import fcntl
-        fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)
-    except (ImportError, OSError):
-        pass        # elsewhere, or above /proc/sys/fs/pipe-max-size: the default pipe works
