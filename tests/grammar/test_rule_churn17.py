@@ -78,9 +78,10 @@ def naive_state(g: N.Grammar) -> State:
     return rules, sorted(where[id(s)] for s in g.index.values())
 
 
-def step_by_step(seq: list[int], lookahead: bool) -> int:
+def step_by_step(seq: list[int], lookahead: bool, last_only: bool = False) -> int:
     """Feed one symbol at a time to the builder and the twin, comparing their states after each
-    append; returns how many times the builder took rule churn's shortcut."""
+    append (``last_only``: after the last one only, for sweeps that also check every prefix of
+    ``seq`` on its own); returns how many times the builder took rule churn's shortcut."""
     b = GrammarBuilder(lookahead=lookahead)
     g = N.Grammar(lookahead)
     for i, x in enumerate(seq):
@@ -92,6 +93,8 @@ def step_by_step(seq: list[int], lookahead: bool) -> int:
             g.append(seq[i - 1])
         else:
             g.append(x)
+        if last_only and i < len(seq) - 1:
+            continue
         assert kernel_state(b) == naive_state(g), (i, lookahead)
         check_table(b)  # entries tagged exactly when a rule's whole body, slots and check words right
     if lookahead and seq:
