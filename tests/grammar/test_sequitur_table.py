@@ -24,6 +24,19 @@ def hashes(v1: np.ndarray, v2: np.ndarray) -> np.ndarray:
     return key * np.uint64(0x9E3779B97F4A7C15)
 
 
+def run_ending_at(occupied: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """For each slot ``j``, the length of the run of occupied slots ending at it, cyclically (the
+    table's length plus one past ``j`` when no slot is empty): ``j`` minus the nearest empty slot
+    before it, found among the empty slots by binary search rather than by a running maximum
+    over every slot (that took half of ``check_table``'s time after every symbol)."""
+    slots = len(occupied)
+    empty = np.flatnonzero(~occupied)
+    if len(empty) == 0:
+        return j + slots + 1
+    k = np.searchsorted(empty, j, side="right") - 1
+    return j - np.where(k >= 0, empty[np.maximum(k, 0)], empty[-1] - slots)
+
+
 def check_table(b: GrammarBuilder) -> None:
     """The table's invariants, checked over whole arrays (a feeding of one symbol at a time
     checks the table after every symbol)."""
@@ -56,11 +69,7 @@ def check_table(b: GrammarBuilder) -> None:
     # every slot from the home slot to j is occupied, else a lookup would stop early: the run of
     # occupied slots ending at j (cyclically) is at least as long as the distance from home
     home = (fp >> np.uint64(32 - bits)).astype(np.int64)
-    twice = np.concatenate([occupied, occupied])
-    at = np.arange(2 * slots)
-    last_empty = np.maximum.accumulate(np.where(twice, -1, at))
-    run = (at - last_empty)[j + slots]
-    assert (run >= (j - home) % slots + 1).all()
+    assert (run_ending_at(occupied, j) >= (j - home) % slots + 1).all()
     fresh = np.arange(int(meta[K.M_FRESH]))  # every node that claims a slot is indexed there
     s = nd[4 * fresh + K.SL].astype(np.int64)
     claims = s >= 0
