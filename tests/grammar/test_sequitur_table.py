@@ -157,3 +157,32 @@ def test_nodes_reused_pure_python() -> None:
         check_table(b)
         g = b.finish()
         assert naive_sequitur(seq.tolist(), lookahead) == [g.rule(k).tolist() for k in range(g.num_rules + 1)]
+
+
+def test_check_table_finds_a_hole_in_a_probe_run() -> None:
+    """An empty slot between an entry's home slot and its slot (a lookup would stop there) fails
+    the run check (``run_ending_at``), whatever computes the runs."""
+    for seed in range(20):
+        b = GrammarBuilder()
+        b.feed(np.random.default_rng(seed).integers(0, 60, 4000))
+        check_table(b)
+        nd, rguard, _rcount, _rkey, tab, _stack, meta = b._st  # type: ignore[misc]
+        occupied = tab[1::2].astype(np.int64) != K.T_EMPTY
+        j = np.flatnonzero(occupied)
+        ref = tab[2 * j + 1].astype(np.int64)
+        n = ref.copy()
+        n[ref <= -2] = nd[4 * rguard[-ref[ref <= -2] - 2].astype(np.int64) + K.NX]
+        fp = hashes(nd[4 * n + K.VL], nd[4 * nd[4 * n + K.NX].astype(np.int64) + K.VL]) >> np.uint64(32)
+        home = (fp >> np.uint64(32 - int(meta[K.M_TBITS]))).astype(np.int64)
+        displaced = np.flatnonzero(home != j)
+        if len(displaced):
+            break
+    else:
+        pytest.fail("no displaced entry to punch a hole before")
+    i = int(displaced[0])
+    occupied[home[i]] = False
+    assert run_ending_at(occupied, j[i : i + 1])[0] < (j[i] - home[i]) % len(occupied) + 1
+    tab[2 * home[i] + 1] = K.T_EMPTY
+    meta[K.M_TUSED] -= 1
+    with pytest.raises(AssertionError):
+        check_table(b)
