@@ -252,10 +252,15 @@ def build(mode: str, lookahead: bool, q: ChunkQueue, spawned: float = 0.0, progr
     built_wall = time.time()
     grammars: dict[int, bytes] = {}
     streams: dict[str, dict[str, Any]] = {}
+    finished: dict[int, Any] = {}
     for sid in sorted(builders):
         t = time.thread_time()
         builders[sid].feed(interner.finish(sid))   # an ENTER the stream ended with (fused ENTERs)
-        g = builders[sid].finish()
+        finished[sid] = builders[sid].finish()
+        cpu[sid] += time.thread_time() - t
+    finished_wall = time.time()
+    for sid, g in finished.items():
+        t = time.thread_time()
         enc = encode_explicit(g, fast=True)   # on the tail: zstd only (docs/design.md, wave 9)
         cpu[sid] += time.thread_time() - t
         grammars[sid] = enc
@@ -273,7 +278,7 @@ def build(mode: str, lookahead: bool, q: ChunkQueue, spawned: float = 0.0, progr
                       "ready_seconds": round(ready_wall, 4),
                       "built_after_end_seconds": round(max(0.0, time.perf_counter() - q.end_time), 4),
                       "timeline": _timeline(spawned, first=q.first_wall, end=q.end_wall, built=built_wall,
-                                            encoded=time.time()),
+                                            finished=finished_wall, encoded=time.time()),
                       "feed": feed_stats(q, spawned, debug) | {"progress_mapped": progress is not None},
                       "cpu_seconds": round(_cpu(), 4)}}
 
@@ -339,7 +344,8 @@ def _kernels_used(kernels: str) -> str:
 
 def _timeline(spawned: float, **walls: float) -> dict[str, float]:
     """Seconds from the spawn (``time.time()`` of the recorded process) to each moment: the first
-    chunk received, the end frame received, every chunk built, every grammar encoded."""
+    chunk received, the end frame received, every chunk built, every grammar finished, every
+    grammar encoded, the result about to be written (``sent``)."""
     if not spawned:
         return {}
     return {k: round(w - spawned, 4) for k, w in walls.items() if w}
@@ -393,6 +399,9 @@ def main(argv: list[str]) -> int:
         result["stats"]["startup"] = {"numpy": numpy_state(), "site": not sys.flags.no_site}
     except BaseException as exc:  # noqa: BLE001 - reported to the recorded process
         result = {"error": f"{type(exc).__name__}: {exc}"}
+    timeline = result.get("stats", {}).get("timeline")
+    if timeline is not None:   # the result's hand-over starts (the recorder's ``result``: it has read it)
+        timeline.update(_timeline(spawned, sent=time.time()))
     try:
         encoded = marshal.dumps(result)
     except ValueError as exc:    # a type marshal does not take: a bug here, reported as such
