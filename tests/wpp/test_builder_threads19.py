@@ -1,40 +1,10 @@
-"""The builder process without ``threading``, wave 19: its reader thread and queue condition on ``_thread``."""
+"""The builder's queue on ``_thread``, wave 19 (no ``threading``: test_builder_numpy18 checks the process loads none)."""
 
 from __future__ import annotations
 
-import marshal
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
-import pytest
-
-from wtutil import ENV
-
-SRC = str(Path(__file__).resolve().parents[2] / "src")
-
-
-def test_a_builder_process_builds_without_threading_and_datetime() -> None:
-    """The builder, started as ``wpp.spawn`` starts it, on a few events: at its exit neither
-    ``threading`` nor ``datetime`` is loaded, and the result is a built grammar."""
-    from test_builder_startup11 import _events, _frames, _path
-    from wholetrace.wpp.spawn import _CODE
-
-    code = ("import os, sys\nreal = os._exit\n"
-            "def _exit(c):\n    sys.stderr.write('LOADED %s\\n' % ','.join(m for m in ('threading', 'datetime')"
-            " if m in sys.modules))\n    sys.stderr.flush(); real(c)\n"
-            "os._exit = _exit\n" + _CODE.replace("; ", "\n"))
-    p = subprocess.run([sys.executable, "-S", "-c", code, "blocks", "1", "100000", "0", *_path()],
-                       input=_frames(_events(4)), capture_output=True, check=True,
-                       env={**ENV, "PYTHONPATH": SRC, "OPENBLAS_NUM_THREADS": "1"})
-    result = marshal.loads(p.stdout)
-    assert "error" not in result
-    if result["stats"]["kernels"] != "aot":
-        pytest.skip("no compiled kernels: numba imports threading")
-    loaded = p.stderr.decode().split("LOADED ", 1)[1].split("\n")[0]
-    assert (loaded, result["stats"]["received_events"] > 0, len(result["grammars"]) > 0) == ("", True, True)
 
 
 def test_the_queue_hands_over_every_chunk_in_order_across_threads() -> None:
