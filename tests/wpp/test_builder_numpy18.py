@@ -91,15 +91,16 @@ def test_the_builders_fills_and_extensions_equal_numpys() -> None:
 
 def test_a_builder_process_builds_without_numpys_python_layer() -> None:
     """The builder process, started as ``wpp.spawn`` starts it, on a few events: at its exit none of
-    numpy's Python layer is loaded (on main the lean core loaded all of it), numpy is lean and the
-    result is a built grammar (its exactness: the online and AOT tests)."""
+    numpy's Python layer is loaded (on main the lean core loaded all of it), nor (wave 19)
+    ``threading`` and ``datetime``, numpy is lean and the result is a built grammar (its
+    exactness: the online and AOT tests)."""
     import marshal
 
     from test_builder_startup11 import _events, _frames, _path
     from wholetrace.wpp.spawn import _CODE
 
     code = ("import os, sys\nreal = os._exit\n"
-            "def _exit(c):\n    sys.stderr.write('LOADED %s\\n' % ','.join(m for m in " + repr(PYTHON_LAYER)
+            "def _exit(c):\n    sys.stderr.write('LOADED %s\\n' % ','.join(m for m in " + repr(PYTHON_LAYER + ("threading", "datetime"))
             + " if m in sys.modules))\n    sys.stderr.flush(); real(c)\n"
             "os._exit = _exit\n" + _CODE.replace("; ", "\n"))
     p = subprocess.run([sys.executable, "-S", "-c", code, "blocks", "1", "100000", "0", *_path()],

@@ -27,7 +27,7 @@ import marshal
 import os
 import struct
 import sys
-import threading
+import _thread   # not threading (2.8 M instructions of the start-up): one reader thread, one condition
 import time
 TYPE_CHECKING = False   # typing is not imported by the builder (~11 M instructions of its start-up)
 if TYPE_CHECKING:   # pragma: no cover
@@ -45,12 +45,47 @@ END_FRAME = -1
 SWITCH_SECONDS = 0.0005
 
 
+class _Condition:
+    """``threading.Condition``'s ``with``/``wait``/``notify`` on ``_thread`` locks, for the queue's
+    one waiter (the build loop) and one notifier (the reader thread); not re-entrant."""
+
+    __slots__ = ("_lock", "_waiters")
+
+    def __init__(self) -> None:
+        self._lock = _thread.allocate_lock()
+        self._waiters: collections.deque[Any] = collections.deque()
+
+    def __enter__(self) -> None:
+        self._lock.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.release()
+
+    def wait(self) -> None:
+        """Released while waiting for a :meth:`notify` (as ``threading.Condition.wait``), held again after."""
+        waiter = _thread.allocate_lock()
+        waiter.acquire()
+        self._waiters.append(waiter)
+        self._lock.release()
+        try:
+            waiter.acquire()
+        finally:
+            self._lock.acquire()
+            if waiter in self._waiters:      # left by an exception (KeyboardInterrupt), not notified
+                self._waiters.remove(waiter)
+
+    def notify(self) -> None:
+        """Wake the oldest waiter, if any (called with the lock held)."""
+        if self._waiters:
+            self._waiters.popleft().release()
+
+
 class ChunkQueue:
     """FIFO of (sid, events) with ``bound`` events at most in memory and the rest in a spill file."""
 
     def __init__(self, bound: int) -> None:
         self.bound = max(0, int(bound))
-        self._cond = threading.Condition()
+        self._cond = _Condition()
         self._items: collections.deque[tuple[int, Any, int]] = collections.deque()  # (sid, array | offset, n)
         self._spill: Any = None
         self._spill_end = 0
@@ -252,10 +287,15 @@ def build(mode: str, lookahead: bool, q: ChunkQueue, spawned: float = 0.0, progr
     built_wall = time.time()
     grammars: dict[int, bytes] = {}
     streams: dict[str, dict[str, Any]] = {}
+    finished: dict[int, Any] = {}
     for sid in sorted(builders):
         t = time.thread_time()
         builders[sid].feed(interner.finish(sid))   # an ENTER the stream ended with (fused ENTERs)
-        g = builders[sid].finish()
+        finished[sid] = builders[sid].finish()
+        cpu[sid] += time.thread_time() - t
+    finished_wall = time.time()
+    for sid, g in finished.items():
+        t = time.thread_time()
         enc = encode_explicit(g, fast=True)   # on the tail: zstd only (docs/design.md, wave 9)
         cpu[sid] += time.thread_time() - t
         grammars[sid] = enc
@@ -273,7 +313,7 @@ def build(mode: str, lookahead: bool, q: ChunkQueue, spawned: float = 0.0, progr
                       "ready_seconds": round(ready_wall, 4),
                       "built_after_end_seconds": round(max(0.0, time.perf_counter() - q.end_time), 4),
                       "timeline": _timeline(spawned, first=q.first_wall, end=q.end_wall, built=built_wall,
-                                            encoded=time.time()),
+                                            finished=finished_wall, encoded=time.time()),
                       "feed": feed_stats(q, spawned, debug) | {"progress_mapped": progress is not None},
                       "cpu_seconds": round(_cpu(), 4)}}
 
@@ -339,7 +379,8 @@ def _kernels_used(kernels: str) -> str:
 
 def _timeline(spawned: float, **walls: float) -> dict[str, float]:
     """Seconds from the spawn (``time.time()`` of the recorded process) to each moment: the first
-    chunk received, the end frame received, every chunk built, every grammar encoded."""
+    chunk received, the end frame received, every chunk built, every grammar finished, every
+    grammar encoded, the result about to be written (``sent``)."""
     if not spawned:
         return {}
     return {k: round(w - spawned, 4) for k, w in walls.items() if w}
@@ -383,8 +424,7 @@ def main(argv: list[str]) -> int:
     # build loop holds it: the recorder's pipe write waits for that turn once the pipe is full
     sys.setswitchinterval(SWITCH_SECONDS)
     inp = open(0, "rb", buffering=0, closefd=False)
-    reader = threading.Thread(target=read_frames, args=(inp, q), daemon=True)
-    reader.start()
+    _thread.start_new_thread(read_frames, (inp, q))   # as a daemon thread: the process ends by os._exit
     try:
         result: dict[str, Any] = build(mode, lookahead, q, spawned, progress)
         # how this process started (wpp.startup): numpy "lean" unless something completed it
@@ -393,6 +433,9 @@ def main(argv: list[str]) -> int:
         result["stats"]["startup"] = {"numpy": numpy_state(), "site": not sys.flags.no_site}
     except BaseException as exc:  # noqa: BLE001 - reported to the recorded process
         result = {"error": f"{type(exc).__name__}: {exc}"}
+    timeline = result.get("stats", {}).get("timeline")
+    if timeline is not None:   # the result's hand-over starts (the recorder's ``result``: it has read it)
+        timeline.update(_timeline(spawned, sent=time.time()))
     try:
         encoded = marshal.dumps(result)
     except ValueError as exc:    # a type marshal does not take: a bug here, reported as such

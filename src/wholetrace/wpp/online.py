@@ -154,6 +154,7 @@ class OnlineWpp:
         self._progress = getattr(process, "progress", None)   # the builder's events built (wpp.spawn)
         self._busy = 0                      # flushes paced at BUSY_SECONDS
         self._flusher: list[float] = []     # runtime.recorder.Recorder.flusher_stats
+        self._stopped = 0.0                 # time.time() of the recorder's stop (flusher joined)
         self._sent = [0, 0.0]               # chunks sent, seconds in os.writev/os.write
 
     def _fd_guard(self, process: Any) -> None:
@@ -208,8 +209,10 @@ class OnlineWpp:
         return self.flush_seconds
 
     def flusher_stats(self, stats: list[float]) -> None:
-        """The recorder's flusher statistics (read when the run ends: meta ``wpp.feed``)."""
+        """The recorder's flusher statistics (read when the run ends: meta ``wpp.feed``); called by
+        ``Recorder.stop`` once the flusher has ended (meta ``wpp.timeline.stop``)."""
         self._flusher = stats
+        self._stopped = time.time()
 
     def append_events(self, sid: int, events: Any) -> None:
         """Send one chunk of stream ``sid`` to the builder (and store it raw with ``keep_raw``)."""
@@ -270,6 +273,7 @@ class OnlineWpp:
                 self._send(_FRAME.pack(-1, 0))
                 self._end_pipe()
             data = self._out.read()      # until the builder exits
+            self._result_wall = time.time()
             self._out.close()
             result, why = _result(data)
             if result is None or "error" in result:
@@ -332,10 +336,13 @@ class OnlineWpp:
         self._writer.put_array(SYMBOLS_NAME, symbols, shape=(len(symbols) // 3, 3))
         stats = result["stats"]
         timeline = dict(stats.get("timeline", {}), close=round(self._closing - self._spawned, 4),
-                        result=round(time.time() - self._spawned, 4))
+                        result=round(self._result_wall - self._spawned, 4))
+        if self._stopped:
+            timeline["stop"] = round(self._stopped - self._spawned, 4)
         if stats["received_events"] != self.submitted:
             why = f" (the recorder's writes to it failed: {self._broken})" if self._broken is not None else ""
             raise InternalError(f"the WPP builder received {stats['received_events']} of {self.submitted} events{why}")
+        timeline["stored"] = round(time.time() - self._spawned, 4)   # the grammars and symbols put
         self._writer.set_meta(**{META_KEY: {
             "mode": self.mode, "lookahead": self.lookahead, "keep_raw": self.keep_raw,
             "terminals": TERMINALS_VERSION,

@@ -194,7 +194,15 @@ def _c_core(m: types.ModuleType) -> None:
     name, or the first ndarray method that needs ``_methods`` (``max``, ``sum``, ...: the stand-in of
     :func:`_methods_stand_in`), brings the lean core in (:func:`_upgrade`)."""
     _new_core(m)
-    mu = _openblas_import("_multiarray_umath")
+    # the compiled module's init asks ``datetime`` for its C API capsule only (PyDateTime_IMPORT):
+    # ``datetime.py`` runs its pure-Python twin classes first (~4.6 M instructions with ``math``)
+    # to re-export ``_datetime``'s, capsule included; a deferring stand-in holds that very capsule
+    datetime = _datetime_stand_in()
+    try:
+        mu = _openblas_import("_multiarray_umath")
+    finally:
+        if datetime is not None and sys.modules.get("datetime") is datetime:
+            del sys.modules["datetime"]      # any later ``import datetime`` gets the real module
     sys.modules["numpy._core.multiarray"] = mu
     try:
         from numpy._core import _type_aliases
@@ -300,6 +308,21 @@ def _deferred(name: str) -> types.ModuleType:
         return getattr(__import__(name), attr)
 
     stand_in.__dict__.update(__getattr__=__getattr__, _wholetrace_stand_in=True)
+    return stand_in
+
+
+def _datetime_stand_in() -> types.ModuleType | None:
+    """A :func:`_deferred` ``datetime`` in ``sys.modules`` holding ``_datetime.datetime_CAPI`` (the
+    object ``datetime.py``'s ``from _datetime import *`` re-exports), or None (``datetime`` already
+    imported, or no ``_datetime``: the real module then)."""
+    if "datetime" in sys.modules:
+        return None
+    try:
+        from _datetime import datetime_CAPI
+    except ImportError:   # pragma: no cover - an interpreter without the C module
+        return None
+    stand_in = sys.modules["datetime"] = _deferred("datetime")
+    stand_in.datetime_CAPI = datetime_CAPI  # type: ignore[attr-defined]
     return stand_in
 
 
