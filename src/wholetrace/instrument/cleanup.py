@@ -13,6 +13,7 @@ if TYPE_CHECKING:   # pragma: no cover
     from collections.abc import Iterator
 
     from wholetrace.instrument.modes import ProbePlan
+    from wholetrace.instrument.rewrite import _LoopInfo
 
 
 class CleanupRewriter:
@@ -22,10 +23,11 @@ class CleanupRewriter:
     cfg: CFG
     plan: ProbePlan
     em: Emitter
-    loops: list
+    loops: list[_LoopInfo]
     # Re-raise after a nested handler (docs/design.md, wave 18): the regions (finally bodies,
     # except bodies with a bare raise, except* handlers) whose re-raise sites must find the
     # traceback entry held at their start, which a handler or guard nested in them replaces.
+    # ``plan_held`` sets these four before the body is rewritten (its only initialisation).
     held: dict[int, str]                 # id(Try or handler node) -> its ``wt.h<k>`` local
     held_names: list[str]                # every such local of the function (star ones too)
     running: list[tuple[str | None, int, int]]   # the regions around the statement: (local, loops and
