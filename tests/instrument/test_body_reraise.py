@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from regenutil import compare
+from test_held_lifetimes import HEAD as HELD_HEAD
 from wtutil import ENV, run_plain, run_recorded
 
 REGENERATED = (("witness", ()), ("path", ()), ("path", ("--no-wpp",)), ("branches", ()))
@@ -168,27 +169,8 @@ def test_body_reraise_regenerates_and_counts(name: str, tmp_path: Path) -> None:
         assert _counts(wts[other]) == expected, other
 
 
-LIFETIMES = '''\
-import weakref
-LOG = []
-class Boom(Exception):
-    pass
-class D:
-    def __init__(self, k):
-        self.k = k
-        weakref.finalize(self, LOG.append, ("fin", k))
-    def __del__(self):
-        LOG.append(("del", self.k))
-class Swallow:
-    def __enter__(self):
-        return self
-    def __exit__(self, *a):
-        return True
-def t(k):
-    d = D(k)
-    raise Boom(k)
-def mark(s):
-    LOG.append(s)
+LIFETIMES = HELD_HEAD + '''\
+K[:] = range(40)   # t(k) raises
 try:
     t(1)
 except Boom:
