@@ -151,7 +151,9 @@ def _counts(wt: Path) -> str:
     return got.stdout
 
 
-@pytest.mark.parametrize("name", sorted(BODIES))
+# (the compat subset: the shape whose count recording was unreadable, and the re-entered body)
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.compat) if n in ("module_bare_raise", "class_body_reentered")
+                                  else n for n in sorted(BODIES)])
 def test_body_reraise_regenerates_and_counts(name: str, tmp_path: Path) -> None:
     script = tmp_path / f"{name}.py"
     script.write_text(HEAD + textwrap.dedent(BODIES[name]))
