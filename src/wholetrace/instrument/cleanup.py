@@ -6,14 +6,14 @@ import ast
 import sys
 
 from wholetrace.instrument.cfg import CFG, Stmt
-from wholetrace.instrument.emit import (A, EXC_CAUGHT, NO_TB, SEEN, STAR_HELD, Emitter, artificial, ast_const,
-                                       ast_name, place, rt)
+from wholetrace.instrument.emit import A, EXC_CAUGHT, STAR_HELD, Emitter, ast_const, ast_name
 
 TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
 if TYPE_CHECKING:   # pragma: no cover
     from collections.abc import Iterator
 
     from wholetrace.instrument.modes import ProbePlan
+    from wholetrace.instrument.rewrite import _LoopInfo
 
 
 class CleanupRewriter:
@@ -23,10 +23,11 @@ class CleanupRewriter:
     cfg: CFG
     plan: ProbePlan
     em: Emitter
-    loops: list
+    loops: list[_LoopInfo]
     # Re-raise after a nested handler (docs/design.md, wave 18): the regions (finally bodies,
     # except bodies with a bare raise, except* handlers) whose re-raise sites must find the
     # traceback entry held at their start, which a handler or guard nested in them replaces.
+    # ``plan_held`` sets these four before the body is rewritten (its only initialisation).
     held: dict[int, str]                 # id(Try or handler node) -> its ``wt.h<k>`` local
     held_names: list[str]                # every such local of the function (star ones too)
     running: list[tuple[str | None, int, int]]   # the regions around the statement: (local, loops and
@@ -48,7 +49,7 @@ class CleanupRewriter:
         ``finally`` body or an ``except`` body holding a bare ``raise``, when a ``try`` or
         ``with`` nested in it can replace ``wt.s``; every ``except*`` handler, as before)."""
         self.held, self.held_names, self.running, self.unwinds = {}, [], [], 0
-        if not self.em.tracks_reraise:
+        if not self.em.knows_reraise:   # (module and class bodies: regions in the runtime's slot)
             return
         for n in _same_scope(stmts):
             if not isinstance(n, (ast.Try, ast.TryStar)):
@@ -64,7 +65,7 @@ class CleanupRewriter:
                 self._name(f"{STAR_HELD}{end.id}", n)
         for name in self.held_names:
             if name not in self.em.star_held:
-                self.em.star_held.append(name)   # the epilogue drops them
+                self.em.star_held.append(name)   # the epilogue drops them (a body's: its slot)
 
     def _name(self, name: str, node: ast.AST | None) -> None:
         if node is not None:
@@ -77,9 +78,12 @@ class CleanupRewriter:
         running regions: where plain Python drops the exception a region holds (its end, a
         ``break``/``continue``/``return`` out of it, the end of a handler or ``with`` that
         took what escaped it), so no traceback outlives the region (docs/design.md, wave 18)."""
+        return self.em.drop_regions(self._released(keep), like)
+
+    def _released(self, keep: int) -> list[str]:
+        """The regions' locals but those of the ``keep`` outermost running regions."""
         live = {n for n, _loops, _u in self.running[:keep] if n is not None}
-        return [place(ast.Assign([ast_name(n, True)], rt(NO_TB)), like)  # type: ignore[misc]
-                for n in self.held_names if n not in live]
+        return [n for n in self.held_names if n not in live]
 
     def exit_release(self, s: ast.stmt) -> list[ast.stmt]:
         """Before a ``break``/``continue`` (the regions opened inside the innermost loop) or a
@@ -91,21 +95,21 @@ class CleanupRewriter:
             # cleanups around it run (an enclosing finally's body, a with's exit), unless a
             # cleanup opened inside it that may re-raise it runs first (a finally holding a bare
             # raise, a with's exit): then the epilogue drops wt.s
-            drop = self.em.drop_held() if self.unwinds == self.running[-1][2] else []
-            return drop + (self.release(0) if self.held_names else [])
+            drop = self.unwinds == self.running[-1][2]
+            return self.em.drop_regions(self.held_names, held=drop)
         keep = sum(1 for _n, loops, _u in self.running if loops < len(self.loops))
         if keep == len(self.running):
             return []
         # the exception of the finally or handler left is dropped: wt.s no longer holds it
         # (a region around the loop that re-raises later holds its own entry again)
-        return self.em.drop_held() + (self.release(keep) if self.held_names else [])
+        return self.em.drop_regions(self._released(keep), held=True)
 
     def _hold_again(self, like: ast.AST | None = None) -> list[ast.stmt]:
         """At a re-raise site of the innermost region: ``wt.s = wt.h<k>``."""
         name = self.running[-1][0] if self.running else None
         if name is None:
             return []
-        return [place(ast.Assign([ast_name(SEEN, True)], ast_name(name)), like)]  # type: ignore[list-item]
+        return self.em.hold_region(name, like)
 
     def bare_raise(self) -> list[ast.stmt]:
         """Before a bare ``raise``: the entry of the region around it (then its local is
@@ -113,12 +117,10 @@ class CleanupRewriter:
         hold = self._hold_again()
         if not hold:
             return []
-        return hold + [artificial(ast.Assign([ast_name(self.running[-1][0], True)], rt(NO_TB)))]  # type: ignore[list-item, arg-type]
+        return hold + self.em.drop_regions([self.running[-1][0]])  # type: ignore[list-item]
 
     def _save(self, name: str | None) -> list[ast.stmt]:
-        if name is None:
-            return []
-        return [artificial(ast.Assign([ast_name(name, True)], ast_name(SEEN)))]  # type: ignore[list-item]
+        return [] if name is None else self.em.save_region(name)
 
     # --- with
     def _with(self, s: ast.With | ast.AsyncWith) -> list[ast.stmt]:
@@ -150,7 +152,7 @@ class CleanupRewriter:
         s.body = [self.em.guard(body, final, exit_.block, own_final=True)]
         # an exit that swallows drops the exception (and one that escaped a region inside, the
         # region's): wt.s no longer holds it; a region around that re-raises holds its own again
-        drop = self.em.drop_held() + (self.release(len(self.running)) if held_inside else [])
+        drop = self.em.drop_regions(self._released(len(self.running)) if held_inside else [], held=True)
         return pre + [s] + drop
 
     # --- try
@@ -212,9 +214,9 @@ class CleanupRewriter:
         handler ends at the ``star-end`` statement instead (the next handler's test, or the
         re-raise of what no handler took): a re-raise site, so the traceback stays held (again
         the handler's, which a handler nested in it may have replaced) and its block's probe runs."""
-        release = self.release(len(self.running)) if self.held_names else []
         if star_end is None or star_end.block < 0:
-            return self.em.drop_held() + release
+            return self.em.drop_regions(self._released(len(self.running)), held=True)
+        release = self.release(len(self.running))
         out = self.em.set_reraise(star_end.id, None) + self.em.hold(star_end.id) + release
         if self.starts_block(star_end):
             probes = self.em.stmts(self.block_values(star_end.block), None)

@@ -35,7 +35,7 @@ if TYPE_CHECKING:   # pragma: no cover
 #: (``instrument.modes`` imports them when it first plans), full mode's value probes.
 MODULES = ("wholetrace.instrument.cfg", "wholetrace.instrument.sites", "wholetrace.instrument.facts",
            "wholetrace.instrument.emit", "wholetrace.instrument.probeast", "wholetrace.instrument.probecode",
-           "wholetrace.instrument.rewrite", "wholetrace.instrument.bytecode",
+           "wholetrace.instrument.heldcode", "wholetrace.instrument.rewrite", "wholetrace.instrument.bytecode",
            "wholetrace.instrument.flowgraph", "wholetrace.instrument.weighting", "wholetrace.instrument.placement",
            "wholetrace.instrument.witnesses", "wholetrace.instrument.chains", "wholetrace.instrument.pathnum",
            "wholetrace.instrument.pathregs", "wholetrace.instrument.defuse", "wholetrace.instrument.wetemit")
@@ -105,10 +105,10 @@ def _load() -> ModuleType:
         _load_stdlib([n for n in ORDER if n not in SINCE_312 or sys.version_info >= (3, 12)], dirs, held)
         import ast
 
-        from wholetrace.instrument import probeast, probecode
+        from wholetrace.instrument import heldcode, probeast, probecode
         for name in MODULES:
             __import__(name)
-        probecode.ast = probeast.ast = ast   # in place of their LazyModules
+        probecode.ast = probeast.ast = heldcode.ast = ast   # in place of their LazyModules
         return ast
     finally:
         sys.modules.update(held)

@@ -17,9 +17,10 @@ from wholetrace.instrument.misspath import LazyModule
 from wholetrace.events import EXC, LEAVE, LEAVE_PATH, NO_PATH, RERAISE as RERAISE_CODE, START, enter_code
 from wholetrace.instrument.pathforms import LEAVE_TABLE_MAX
 from wholetrace.instrument.emit import (A, COUNTS, C_CALLS_COUNT, EDGES, EXC_CAUGHT, EXC_GUARD, EXC_OWN, GET, GROUP,
-                                        INC, ISSUBCLASS, LASTI, LOCAL, NEW, NO_TB, O, P, R, RECURSION_ERROR, RERAISE,
-                                        RERAISE_MARK, RERAISE_MARK_GUARD, SEEN, SKIP, STAR_HELD, STAR_HOLDER, TYPE,
+                                        INC, ISSUBCLASS, LASTI, LOCAL, NEW, NO_TB, O, P, R, RECURSION_ERROR,
+                                        RERAISE_MARK, RERAISE_MARK_GUARD, SEEN, SKIP, STAR_HOLDER, TYPE,
                                         XCOUNT, XEDGE, XLIST, counter_slot, leave_table, sites_constant)
+from wholetrace.instrument.heldcode import HeldCode
 from wholetrace.instrument.probeast import (artificial, ast_call, ast_const, ast_name, first_evaluated, place, rt)
 from wholetrace.plain import Record
 
@@ -61,7 +62,7 @@ def _counter(counter: int, ctx: ast.expr_context) -> ast.expr:
     return ast.Attribute(rt(COUNTS), counter_slot(counter), ctx)
 
 
-class Emitter(Record):
+class Emitter(HeldCode, Record):
     """Builds probe code for one function under one probe plan.
 
     Module and class bodies (``in_class``) bind no local: their namespace is the program's
@@ -217,52 +218,6 @@ class Emitter(Record):
 
     def exprs(self, values: Sequence[int]) -> list[ast.expr]:
         return [artificial(self.append(v)) for v in values]  # type: ignore[misc]
-
-    def set_reraise(self, sid: int, like: ast.AST | None) -> list[ast.stmt]:
-        """Count and witness modes: remember a re-raise site (a local; module/class bodies ask
-        the runtime, where -1 forgets the site and the held traceback)."""
-        if not self.knows_reraise:
-            return []
-        if self.in_class:
-            return [place(ast.Expr(ast_call(rt(RERAISE), ast_const(self.fid), ast_const(sid))), like)]  # type: ignore[list-item]
-        return [place(ast.Assign([ast_name(R, True)], ast_const(sid)), like)]  # type: ignore[list-item]
-
-    def forget_reraise(self, like: ast.AST | None) -> list[ast.stmt]:
-        """At entry and exit: no re-raise site passed, no traceback held (it refers to the
-        frame and to the frames it unwound: kept past the exit it would keep them alive)."""
-        if not self.tracks_reraise:
-            return self.set_reraise(-1, like)
-        return self.set_reraise(-1, like) + self.drop_held(like)
-
-    def drop_held(self, like: ast.AST | None = None) -> list[ast.stmt]:
-        """Functions, at the end of an ``except`` body (and at exit): the exception it handled
-        can no longer be re-raised, so its traceback is no longer held."""
-        if not self.tracks_reraise:
-            return []
-        return [place(ast.Assign([ast_name(SEEN, True)], rt(NO_TB)), like)]  # type: ignore[list-item]
-
-    def save_held(self, sid: int) -> list[ast.stmt]:
-        """Functions, at the entry of an ``except*`` handler (after its probe): keep the
-        traceback entry it holds for its end (``sid``: the star-end), which a handler nested in
-        its body replaces and drops."""
-        if not self.tracks_reraise:
-            return []
-        name = f"{STAR_HELD}{sid}"
-        if name not in self.star_held:
-            self.star_held.append(name)
-        return [artificial(ast.Assign([ast_name(name, True)], ast_name(SEEN)))]  # type: ignore[list-item]
-
-    def hold(self, sid: int) -> list[ast.stmt]:
-        """Functions, at the end of an ``except*`` handler: hold its traceback entry again
-        (what is left of the group is re-raised with it at the star-end ``sid``)."""
-        if not self.tracks_reraise:
-            return []
-        return [artificial(ast.Assign([ast_name(SEEN, True)], ast_name(f"{STAR_HELD}{sid}")))]  # type: ignore[list-item]
-
-    def _forget_all(self) -> list[ast.stmt]:
-        """The epilogue's ``forget_reraise``, and the entries ``except*`` handlers kept."""
-        return self.forget_reraise(None) + [artificial(ast.Assign([ast_name(n, True)], rt(NO_TB)))  # type: ignore[misc]
-                                            for n in self.star_held]
 
     def prologue(self, like: ast.AST) -> list[ast.stmt]:
         """What runs first in an activation, at the position of the first instruction of the

@@ -56,7 +56,6 @@ class _FunctionRewriter(CleanupRewriter):
         self.gen = cfg.is_generator
         self.em = Emitter(fid, in_class, plan, has_reraise_sites(cfg), table, self.gen and plan.traces)
         self.loops: list[_LoopInfo] = []
-        self.held, self.held_names, self.running, self.unwinds = {}, [], [], 0   # (plan_held fills them)
         self.dst_edges: dict[int, list[int]] = {}
         self.site_edges: dict[tuple[str, int, str], list[int]] = {}
         for i, site in enumerate(plan.sites):

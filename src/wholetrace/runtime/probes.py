@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import _thread   # threading's get_ident itself: threading is not imported at start-up (rstart15)
 import sys
+from sys import _getframe
 from _functools import partial   # functools' and operator's own: no functools/collections at start-up (rstart15)
 from _operator import itemgetter
-from types import CodeType, TracebackType
+from types import CodeType, FrameType
 
 from wholetrace.events import EXC, RERAISE
 from wholetrace.ids import EXIT
@@ -72,10 +73,12 @@ class RunState(Record):
         #: a handler extends it by one whole triple (one C call, atomic under the GIL).
         self.xedges: list[int] = []
         self.sites = ExceptionSites()
-        #: Module and class bodies (which keep no locals), while they run: (thread, fid) -> (last
-        #: re-raise site passed, traceback entry their last handler saw): what functions keep in
-        #: ``wt.r`` and ``wt.s`` (``instrument.emit.Emitter.again``).
-        self.namespace_reraise: dict[tuple[int, int], tuple[int, TracebackType | None]] = {}
+        #: Module and class bodies (which keep no locals), while they run: id of the body's frame
+        #: (one slot an activation: a class body re-entered on the same thread has its own) ->
+        #: [last re-raise site passed, traceback entry their last handler saw, {region k: the
+        #: entry held at its start}]: what functions keep in ``wt.r``, ``wt.s`` and ``wt.h<k>``
+        #: (``instrument.emit.Emitter.again``, ``instrument.cleanup``).
+        self.namespace_reraise: dict[int, list] = {}
 
     def clear_held(self) -> None:
         """Drop the tracebacks held to recognise re-raises (the run is over)."""
@@ -121,10 +124,10 @@ def runtime_objects(state: RunState) -> dict[str, object]:
 
     held = state.namespace_reraise
 
-    def origin(fid: int, reraise: bool, keep: bool) -> tuple[int, int]:
+    def origin(fid: int, frame: FrameType, reraise: bool, keep: bool) -> tuple[int, int]:
         """Module and class bodies: (the statement the handled exception's traceback points at
-        in this frame, the statement that raised it).  They differ for a re-raise: the
-        traceback entry is the one the body's last handler saw (held while the exception
+        in ``frame``, the body's, the statement that raised it).  They differ for a re-raise:
+        the traceback entry is the one the body's last handler saw (held while the exception
         stays in the body: ``keep``), and the body passed a re-raise site since (the same
         rule as functions' inline ``instrument.emit.Emitter.again``).  ``reraise``: the body
         has re-raise sites and the mode asks (count and witness modes)."""
@@ -137,31 +140,50 @@ def runtime_objects(state: RunState) -> dict[str, object]:
         src = sites.resolve(fid, tb.tb_frame.f_code, tb.tb_lasti)
         if not reraise:
             return src, src
-        key = (_thread.get_ident(), fid)
-        site, seen = held.get(key, (-1, None))
-        held[key] = (site, tb if keep else None)
+        slot = held.get(id(frame))
+        if slot is None:
+            slot = held[id(frame)] = [-1, None, {}]
+        site, seen = slot[0], slot[1]
+        slot[1] = tb if keep else None
         return src, site if seen is tb and site >= 0 else src
 
     def exception_edge(fid: int, handler: int = -1, reraise: bool = False) -> None:
         """Module and class bodies: EXC <statement>, or RERAISE <statement> <re-raise site>
         (witness modes), then the handler block (witness modes, unless it is EXIT: -1)."""
         cur = current() or new_stream()
-        src, raised = origin(fid, reraise, handler >= 0)
+        src, raised = origin(fid, _getframe(1), reraise, handler >= 0)
         rec = (RERAISE, src, raised) if raised != src else (EXC, src)
         # one call for the whole record: a thread stopped at exit never stands inside it
         cur.__self__.extend(rec + (handler,) if handler >= 0 else rec)  # type: ignore[attr-defined]
 
     def exception_edge_count(fid: int, dst: int, reraise: bool = False) -> None:
         """Module and class bodies, count modes: the edge from the statement that raised."""
-        xedges.extend((fid, origin(fid, reraise, dst != EXIT)[1], dst))
+        xedges.extend((fid, origin(fid, _getframe(1), reraise, dst != EXIT)[1], dst))
 
-    def note_reraise(fid: int, stmt: int) -> None:
-        """A module or class body passed re-raise site ``stmt``; -1: it starts or ends (forget all)."""
-        key = (_thread.get_ident(), fid)
-        if stmt < 0:
+    def note_reraise(fid: int, stmt: int, hold: int = -1, save: int = -1, drop: tuple[int, ...] = ()) -> None:
+        """A module or class body passed re-raise site ``stmt`` (-2: none; -1: it starts or
+        ends, forget all); then region ``hold``'s entry is held again (``wt.s = wt.h<k>``),
+        region ``save`` keeps the held entry (``wt.h<k> = wt.s``), and the entries in ``drop``
+        are dropped (-1: the held one, ``wt.s``; k: region k's)."""
+        key = id(_getframe(1))
+        if stmt == -1:
             held.pop(key, None)
-        else:
-            held[key] = (stmt, held.get(key, (-1, None))[1])
+            return
+        slot = held.get(key)
+        if slot is None:
+            slot = held[key] = [-1, None, {}]
+        if stmt >= 0:
+            slot[0] = stmt
+        regions = slot[2]
+        if hold >= 0:
+            slot[1] = regions.get(hold)
+        if save >= 0:
+            regions[save] = slot[1]
+        for k in drop:
+            if k < 0:
+                slot[1] = None
+            else:
+                regions.pop(k, None)
 
     def increment(counts: object, slot: str) -> None:
         """Module and class bodies, count modes: a counter probe inside an expression."""

@@ -1,0 +1,112 @@
+"""Probe code for the traceback entries held to recognise re-raises (``wt.r``, ``wt.s``, ``wt.h<k>``; a mixin of ``probecode.Emitter``)."""
+
+from __future__ import annotations
+
+from wholetrace.instrument.emit import NO_TB, R, RERAISE, SEEN, STAR_HELD
+from wholetrace.instrument.misspath import LazyModule
+from wholetrace.instrument.probeast import artificial, ast_call, ast_const, ast_name, place, rt
+
+TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
+if TYPE_CHECKING:   # pragma: no cover
+    import ast
+else:   # ast only on a cache miss
+    ast = LazyModule("ast", globals(), "ast")
+
+
+def _region(name: str) -> int:
+    """The number ``k`` of a region's ``wt.h<k>``."""
+    return int(name[len(STAR_HELD):])
+
+
+class HeldCode:
+    """Re-raise sites passed and held traceback entries: a function's locals, a module or class
+    body's slot in the runtime (``runtime.probes``: ``note_reraise``), docs/design.md "Re-raise
+    after a nested handler" (waves 17-19)."""
+
+    fid: int
+    in_class: bool
+    star_held: list[str]
+
+    if TYPE_CHECKING:   # pragma: no cover - the emitter's own
+        @property
+        def knows_reraise(self) -> bool: ...
+        @property
+        def tracks_reraise(self) -> bool: ...
+
+    def set_reraise(self, sid: int, like: ast.AST | None) -> list[ast.stmt]:
+        """Count and witness modes: remember a re-raise site (a local; module/class bodies ask
+        the runtime, where -1 forgets the site and the held traceback)."""
+        if not self.knows_reraise:
+            return []
+        if self.in_class:
+            return [place(ast.Expr(ast_call(rt(RERAISE), ast_const(self.fid), ast_const(sid))), like)]  # type: ignore[list-item]
+        return [place(ast.Assign([ast_name(R, True)], ast_const(sid)), like)]  # type: ignore[list-item]
+
+    def forget_reraise(self, like: ast.AST | None) -> list[ast.stmt]:
+        """At entry and exit: no re-raise site passed, no traceback held (it refers to the
+        frame and to the frames it unwound: kept past the exit it would keep them alive)."""
+        if self.in_class:   # the runtime forgets the body's slot (its held entries too)
+            return self.set_reraise(-1, like)
+        return self.set_reraise(-1, like) + self.drop_held(like)
+
+    def drop_held(self, like: ast.AST | None = None) -> list[ast.stmt]:
+        """At the end of an ``except`` body (and at exit): the exception it handled can no
+        longer be re-raised, so its traceback is no longer held."""
+        return self.drop_regions((), like, held=True)
+
+    def save_held(self, sid: int) -> list[ast.stmt]:
+        """At the entry of an ``except*`` handler (after its probe): keep the traceback entry
+        it holds for its end (``sid``: the star-end), which a handler nested in its body
+        replaces and drops."""
+        name = f"{STAR_HELD}{sid}"
+        if self.knows_reraise and name not in self.star_held:
+            self.star_held.append(name)
+        return self.save_region(name)
+
+    def hold(self, sid: int) -> list[ast.stmt]:
+        """At the end of an ``except*`` handler: hold its traceback entry again (what is left
+        of the group is re-raised with it at the star-end ``sid``)."""
+        return self.hold_region(f"{STAR_HELD}{sid}", None)
+
+    # --- regions (docs/design.md, "Re-raise after a nested handler", waves 18 and 19): a
+    # function's ``wt.h<k>`` locals; a module or class body's entries in the runtime's slot
+    def _body_held(self, like: ast.AST | None, hold: int = -1, save: int = -1,
+                   drop: tuple[int, ...] = ()) -> list[ast.stmt]:
+        call = ast_call(rt(RERAISE), ast_const(self.fid), ast_const(-2), ast_const(hold), ast_const(save),
+                        ast_const(drop))
+        return [place(ast.Expr(call), like)]  # type: ignore[list-item]
+
+    def save_region(self, name: str) -> list[ast.stmt]:
+        """At a region's start: ``wt.h<k> = wt.s``."""
+        if not self.knows_reraise:
+            return []
+        if self.in_class:
+            return [artificial(s) for s in self._body_held(None, save=_region(name))]  # type: ignore[misc]
+        return [artificial(ast.Assign([ast_name(name, True)], ast_name(SEEN)))]  # type: ignore[list-item]
+
+    def hold_region(self, name: str, like: ast.AST | None) -> list[ast.stmt]:
+        """At a re-raise site of region ``name``: ``wt.s = wt.h<k>``."""
+        if not self.knows_reraise:
+            return []
+        if self.in_class:
+            return self._body_held(like, hold=_region(name))
+        node = ast.Assign([ast_name(SEEN, True)], ast_name(name))
+        return [place(node, like)]  # type: ignore[list-item]
+
+    def drop_regions(self, names: list[str] | tuple[str, ...], like: ast.AST | None = None,
+                     held: bool = False) -> list[ast.stmt]:
+        """``wt.s = NO_TB`` (``held``) and ``wt.h<k> = NO_TB`` for the regions ``names``."""
+        if not self.knows_reraise or not (names or held):
+            return []
+        if self.in_class:
+            return self._body_held(like, drop=((-1,) if held else ()) + tuple(_region(n) for n in names))
+        targets = ([SEEN] if held else []) + list(names)
+        return [place(ast.Assign([ast_name(n, True)], rt(NO_TB)), like) for n in targets]  # type: ignore[misc]
+
+    def _forget_all(self) -> list[ast.stmt]:
+        """The epilogue's ``forget_reraise``, and the entries ``except*`` handlers kept (a
+        module or class body's go with its slot)."""
+        if self.in_class:
+            return self.forget_reraise(None)
+        return self.forget_reraise(None) + [artificial(ast.Assign([ast_name(n, True)], rt(NO_TB)))  # type: ignore[misc]
+                                            for n in self.star_held]
