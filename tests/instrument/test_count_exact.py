@@ -37,9 +37,10 @@ def _record(script: Path, tmp: Path, modes: tuple[str, ...]) -> dict[str, Path]:
 
 # 1, 12, 27: a finally dispatch or with exit whose out-edges were all unknown (two or more), the
 # reader solved only a block's out-side; 6, 25: two finally ends falling into one join and
-# dispatching to one target, a cycle of site-less edges no placement measured (all wrong before
-# wave 19; seeds 2 and 11 are test_cleanup_routes' own)
-@pytest.mark.parametrize("seed", [1, 6, 12, 25, 27])
+# dispatching to one target, a cycle of site-less edges no placement measured; 32: the same with
+# the fall-through a loop's back edge (all wrong before wave 19; seeds 2 and 11 are
+# test_cleanup_routes' own)
+@pytest.mark.parametrize("seed", [1, 6, 12, 25, 27, 32])
 def test_cleanup_programs_count_equals_blocks(seed: int, tmp_path: Path) -> None:
     script = tmp_path / f"cleanup{seed}.py"
     script.write_text(program(seed))

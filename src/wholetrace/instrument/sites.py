@@ -41,7 +41,8 @@ def edge_sites(cfg: CFG, falls: bool = False) -> list[Site | None]:
     """The probe site of every edge of ``cfg`` (same order as ``cfg.edges``), None where there is none.
 
     ``falls`` (count modes): the ``fall`` edge out of a ``finally`` dispatch or ``with`` exit
-    that has other out-edges gets the site after its statement too.  Code after a ``try`` or
+    that has other out-edges gets the site after its statement too, and so does its ``back``
+    edge (the fall-through at the end of a loop body).  Code after a ``try`` or
     ``with`` runs exactly when it completes normally (or its exit swallows), never on a
     ``return``/``break``/``continue`` routed through it; and an edge that also carries such a
     route has that route's kind (``instrument.cfg`` links routes first).  Without it those edges
@@ -88,7 +89,7 @@ def _site(cfg: CFG, u: int, v: int, kind: str, preds: dict[int, int], outs: dict
     if last.kind == "star-end":   # the code after an except* runs after its body too: no place of its own
         return None
     if last.kind in ("finally-end", "with-exit"):
-        if (outs.get(u, 0) == 1 or falls) and kind == "fall" and v != EXIT:
+        if v != EXIT and (kind == "fall" and outs.get(u, 0) == 1 or falls and kind in ("fall", "back")):
             return Site("after", last.id)
         return None
     if last.kind in ("if", "while", "for-next", "case"):
