@@ -424,6 +424,12 @@ def test_generated_cleanup_programs(seed: int, tmp_path: Path) -> None:
             assert not check_stream(rec.iter_chunks(st.sid), cfgs)
     for other in list(wts)[1:]:
         compare(wts["blocks"], wts[other], exact=False, twin=True)
+    # count's counts equal blocks' (more seeds: test_count_exact.py)
+    count = tmp_path / f"{script.stem}.count.wt"
+    assert run_recorded(script, count, mode="count").returncode == 0
+    json = [subprocess.run([sys.executable, "-m", "wholetrace.cli", "counts", "--format", "json", str(wt)],
+                           capture_output=True, text=True, env=ENV, timeout=300) for wt in (wts["blocks"], count)]
+    assert json[0].returncode == json[1].returncode == 0 and json[0].stdout == json[1].stdout
     # blocks' statement counts against a settrace line tracer, line by line
     source = script.read_text()
     oracle = line_counts(script, [], {str(script)})

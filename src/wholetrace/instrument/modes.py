@@ -243,7 +243,7 @@ def count_plan(cfg: CFG, base: int, weights: Sequence[float] | None = None) -> P
     from wholetrace.instrument.sites import edge_sites, probe_rank
     from wholetrace.instrument.weighting import EdgeWeights, feedback_weights, static_weights
 
-    sites = edge_sites(cfg)
+    sites = edge_sites(cfg, falls=True)
     graph = from_cfg(cfg)
     w = feedback_weights(graph, list(weights)) if weights is not None else static_weights(graph)
     forced = tuple(FORCED_TREE_WEIGHT if s is None else x for s, x in zip(sites, w.edges))

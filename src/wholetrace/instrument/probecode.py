@@ -24,6 +24,9 @@ from wholetrace.instrument.heldcode import HeldCode
 from wholetrace.instrument.probeast import (artificial, ast_call, ast_const, ast_name, first_evaluated, place, rt)
 from wholetrace.plain import Record
 
+#: ``wt.s`` before a bare ``raise`` (:meth:`Emitter.raising_again`); ``is ...`` compiles without a warning.
+RAISING_AGAIN = ...
+
 TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
 if TYPE_CHECKING:   # pragma: no cover
     import ast
@@ -85,6 +88,7 @@ class Emitter(HeldCode, Record):
         self.expr_locals: set[int] = set() if expr_locals is None else expr_locals
         self.star = False   # the body holds an ``except*`` (set by the rewriter when it meets one)
         self.star_held: list[str] = []   # the ``wt.h<N>`` locals (the epilogue drops them)
+        self.bare_raises = False   # the body holds a bare ``raise`` (set by the rewriter: :meth:`raising_again`)
 
     @property
     def counts(self) -> bool:
@@ -389,9 +393,18 @@ class Emitter(HeldCode, Record):
         the last re-raise site passed (``wt.r``).  ``hold``: also make ``tb`` the held entry.
         """
         seen = ast.NamedExpr(ast_name(SEEN, True), tb) if hold else tb
-        same = ast.Compare(ast_name(SEEN), [ast.Is()], [seen])
+        same: ast.expr = ast.Compare(ast_name(SEEN), [ast.Is()], [seen])
+        if self.bare_raises:   # (tested before ``hold`` replaces it)
+            same = ast.BinOp(ast.Compare(ast_name(SEEN), [ast.Is()], [ast_const(RAISING_AGAIN)]), ast.BitOr(), same)
         passed = ast.Compare(ast_name(R), [ast.GtE()], [ast_const(0)])
         return ast.BinOp(same, ast.BitAnd(), passed)
+
+    def raising_again(self) -> list[ast.stmt]:
+        """Functions, before a bare ``raise`` (after ``wt.r``): what it raises comes from it, even
+        an exception a caller caught, whose traceback has no entry for this frame (design.md, wave 19)."""
+        if not self.tracks_reraise:
+            return []
+        return [artificial(ast.Assign([ast_name(SEEN, True)], ast_const(RAISING_AGAIN)))]  # type: ignore[list-item]
 
     def guard(self, body: list[ast.stmt], final: list[ast.stmt], dst: int, own_final: bool,
               like: ast.AST | None = None) -> ast.Try:

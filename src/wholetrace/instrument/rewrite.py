@@ -55,6 +55,7 @@ class _FunctionRewriter(CleanupRewriter):
         self.plan = plan
         self.gen = cfg.is_generator
         self.em = Emitter(fid, in_class, plan, has_reraise_sites(cfg), table, self.gen and plan.traces)
+        self.em.bare_raises = any(isinstance(st.node, ast.Raise) and st.node.exc is None for st in cfg.stmts)
         self.loops: list[_LoopInfo] = []
         self.dst_edges: dict[int, list[int]] = {}
         self.site_edges: dict[tuple[str, int, str], list[int]] = {}
@@ -208,7 +209,7 @@ class _FunctionRewriter(CleanupRewriter):
         if isinstance(s, ast.Continue) and self.loops:
             pre += self._continue_probe(s)
         if isinstance(s, ast.Raise) and s.exc is None:
-            pre += self.bare_raise() + self.em.set_reraise(st.id, None)
+            pre += self.bare_raise() + self.em.set_reraise(st.id, None) + self.em.raising_again()
         if isinstance(s, ast.Return):
             values = self.site_values("return", st.id)
             constant = s.value is None or isinstance(s.value, ast.Constant)

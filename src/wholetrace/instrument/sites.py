@@ -37,8 +37,19 @@ _ARMS = {("if", "true"): "body", ("if", "false"): "orelse", ("while", "true"): "
          ("for-next", "exhausted"): "orelse", ("case", "true"): "body", ("case", "false"): "next"}
 
 
-def edge_sites(cfg: CFG) -> list[Site | None]:
-    """The probe site of every edge of ``cfg`` (same order as ``cfg.edges``), None where there is none."""
+def edge_sites(cfg: CFG, falls: bool = False) -> list[Site | None]:
+    """The probe site of every edge of ``cfg`` (same order as ``cfg.edges``), None where there is none.
+
+    ``falls`` (count modes): the ``fall`` edge out of a ``finally`` dispatch or ``with`` exit
+    that has other out-edges gets the site after its statement too, and so does its ``back``
+    edge (the fall-through at the end of a loop body).  Code after a ``try`` or
+    ``with`` runs exactly when it completes normally (or its exit swallows), never on a
+    ``return``/``break``/``continue`` routed through it; and an edge that also carries such a
+    route has that route's kind (``instrument.cfg`` links routes first).  Without it those edges
+    can form a cycle of site-less edges, which no counter placement can measure (design.md,
+    "Exact counts and readable recordings, wave 19").  Witness and path placements, which
+    readers recompute from the CFG, keep the sites they were recorded with.
+    """
     preds: dict[int, int] = {}
     outs: dict[int, int] = {}
     for e in cfg.edges:
@@ -46,7 +57,7 @@ def edge_sites(cfg: CFG) -> list[Site | None]:
         outs[e.src] = outs.get(e.src, 0) + 1
     sites: list[Site | None] = []
     for e in cfg.edges:
-        sites.append(_site(cfg, e.src, e.dst, e.kind, preds, outs))
+        sites.append(_site(cfg, e.src, e.dst, e.kind, preds, outs, falls))
     return sites
 
 
@@ -67,7 +78,8 @@ def probe_rank(cfg: CFG, site: Site | None) -> int:
     return 0
 
 
-def _site(cfg: CFG, u: int, v: int, kind: str, preds: dict[int, int], outs: dict[int, int]) -> Site | None:
+def _site(cfg: CFG, u: int, v: int, kind: str, preds: dict[int, int], outs: dict[int, int],
+          falls: bool = False) -> Site | None:
     if v != EXIT and preds.get(v, 0) == 1 and not cfg.blocks[v].dynamic_entry:
         return Site("dst", v)
     if u < 2:  # ENTRY: its only edge goes to the first block (handled above), or to EXIT
@@ -77,7 +89,7 @@ def _site(cfg: CFG, u: int, v: int, kind: str, preds: dict[int, int], outs: dict
     if last.kind == "star-end":   # the code after an except* runs after its body too: no place of its own
         return None
     if last.kind in ("finally-end", "with-exit"):
-        if outs.get(u, 0) == 1 and kind == "fall" and v != EXIT:
+        if v != EXIT and (kind == "fall" and outs.get(u, 0) == 1 or falls and kind in ("fall", "back")):
             return Site("after", last.id)
         return None
     if last.kind in ("if", "while", "for-next", "case"):

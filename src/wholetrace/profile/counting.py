@@ -57,29 +57,33 @@ def _extras(sh: FunctionShape, exc: Exc, early: list[int]) -> tuple[list[ExtraEd
 
 
 def _complete_edges(sh: FunctionShape, blocks: np.ndarray, edges: np.ndarray, extra: list[ExtraEdge]) -> None:
-    """Fill unknown edge counts where a block has exactly one unknown out-edge (flow conservation)."""
+    """Fill unknown edge counts by flow conservation, on each block's two sides: where exactly
+    one of its out-edges is unknown it is the block's count less its other out-edges and its
+    exceptions out; likewise for its in-edges with the exceptions into it (ENTRY's edge
+    included: the activations that started); where nothing is left, every unknown edge of
+    that side is 0.  The in-side is what solves a ``finally`` dispatch or ``with`` exit with
+    several uninstrumentable out-edges: its targets' other ways in are counted."""
     out_extra = np.zeros(sh.nblocks, np.int64)
+    in_extra = np.zeros(sh.nblocks, np.int64)
     for x in extra:
         out_extra[x.src] += x.count
+        in_extra[x.dst] += x.count
     outs_of = sh.out_edges
+    ins_of: list[list[int]] = [[] for _ in range(sh.nblocks)]
+    for e, d in enumerate(sh.edge_dst.tolist()):
+        ins_of[d].append(e)
     changed = True
     while changed:
         changed = False
         for b in range(2, sh.nblocks):
-            outs = outs_of[b]
-            unknown = [i for i in outs if edges[i] == UNKNOWN]
-            if len(unknown) == 1:
-                known = sum(int(edges[i]) for i in outs if edges[i] != UNKNOWN)
-                edges[unknown[0]] = max(int(blocks[b]) - known - int(out_extra[b]), 0)
-                changed = True
-    entry = outs_of[ENTRY]
-    if len(entry) == 1 and edges[entry[0]] == UNKNOWN:   # ENTRY's edge: the activations that started
-        i = entry[0]
-        dst = int(sh.edge_dst[i])
-        into = (sh.edge_dst == dst) & (np.arange(sh.nedges) != i)
-        if not (edges[into] == UNKNOWN).any():           # (an unknown inflow leaves it unknown)
-            inflow = int(edges[into].sum()) + sum(x.count for x in extra if x.dst == dst)
-            edges[i] = max(int(blocks[dst]) - inflow, 0)
+            for side, spare in ((outs_of[b], out_extra[b]), (ins_of[b], in_extra[b])):
+                unknown = [i for i in side if edges[i] == UNKNOWN]
+                if not unknown:
+                    continue
+                left = int(blocks[b]) - int(spare) - sum(int(edges[i]) for i in side if edges[i] != UNKNOWN)
+                if len(unknown) == 1 or left <= 0:       # (counts are never negative)
+                    edges[unknown] = max(left, 0) if len(unknown) == 1 else 0
+                    changed = True
 
 
 def function_counts(sh: FunctionShape, counters: np.ndarray, exc: Exc,
