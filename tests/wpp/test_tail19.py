@@ -1,4 +1,4 @@
-"""The end of a ``--wpp`` recording (wave 19): the result pipe as wide as the chunk pipe, results larger
+"""The end of a ``--wpp`` recording (wave 19): the result pipe widened by the builder for a large result, results larger
 than it arrive whole, and the tail's moments (meta ``wpp.timeline``) in the order they must happen."""
 
 from __future__ import annotations
@@ -21,17 +21,27 @@ from wtutil import ENV
 F_GETPIPE_SZ = getattr(fcntl, "F_GETPIPE_SZ", 1032)
 
 
-def test_the_result_pipe_is_as_wide_as_the_chunk_pipe() -> None:
+def test_the_builder_widens_its_result_pipe_only_for_a_large_result() -> None:
     """A result above the default 64 KiB (go at size small: 82 KB) was written in pieces, each
-    waiting for the recorder to read the last one, on the recording's tail."""
+    waiting for the recorder to read the last one, on the recording's tail; a small one keeps the
+    default pipe (every widened pipe counts against the user's pipe pages: review19b)."""
+    from wholetrace.wpp.builder import widen_result_pipe
     from wholetrace.wpp.spawn import BuilderProcess
 
-    p = BuilderProcess("path", queue_events=1000)
+    r, w = os.pipe()
+    try:
+        default = fcntl.fcntl(w, F_GETPIPE_SZ)
+        widen_result_pipe(w, default)
+        assert fcntl.fcntl(w, F_GETPIPE_SZ) == default
+        widen_result_pipe(w, default + 1)
+        assert fcntl.fcntl(w, F_GETPIPE_SZ) == 1 << 20 > default
+    finally:
+        os.close(r)
+        os.close(w)
+    p = BuilderProcess("path", queue_events=1000)   # the recorder leaves the result pipe as it is
     p.reap()
     try:
-        chunks = fcntl.fcntl(p.fd, F_GETPIPE_SZ)
-        assert chunks > 1 << 16                    # widened (fdguard.widen_pipe), or the check means nothing
-        assert fcntl.fcntl(p.out.fileno(), F_GETPIPE_SZ) == chunks
+        assert fcntl.fcntl(p.out.fileno(), F_GETPIPE_SZ) == default
     finally:
         os.write(p.fd, struct.pack("<ii", -1, 0))  # the end frame
         os.close(p.fd)

@@ -410,6 +410,20 @@ def _close_inherited() -> None:
                 pass
 
 
+def widen_result_pipe(fd: int, size: int) -> None:
+    """Make the result pipe 1 MiB when the result is larger than a default pipe (64 KiB: go at size
+    small sends 82 KB), so it crosses in one write instead of pieces that each wait for the
+    recorder's read on the tail; only then, as every widened pipe counts against the user's pipe
+    pages (``/proc/sys/fs/pipe-user-pages-soft``, docs/design.md, wave 19)."""
+    if size <= 1 << 16:
+        return
+    try:
+        import fcntl
+        fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)
+    except (ImportError, OSError):
+        pass        # elsewhere, or above /proc/sys/fs/pipe-max-size: the default pipe works
+
+
 def main(argv: list[str]) -> int:
     # first: the descriptor is the recorder's memfd only as inherited (wpp.spawn); checked anyway
     progress = progress_map(os.environ.get("WHOLETRACE_WPP_PROGRESS"))   # wpp.spawn.PROGRESS_ENV
@@ -441,6 +455,7 @@ def main(argv: list[str]) -> int:
     except ValueError as exc:    # a type marshal does not take: a bug here, reported as such
         encoded = marshal.dumps({"error": f"the builder's result is not plain data: {exc}"})
     data = memoryview(encoded)
+    widen_result_pipe(1, len(data))
     while len(data):
         data = data[os.write(1, data):]
     # The recorded process reads the result to EOF: end now rather than after the interpreter's

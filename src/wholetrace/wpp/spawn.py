@@ -103,9 +103,8 @@ class BuilderProcess:
             widen_pipe(self.fd)
             out_r, out_w = os.pipe()
             out_r = _high(out_r)
-            # the result pipe 1 MiB too: a result above 64 KiB (go at size small: 82 KB) was written
-            # in pieces, each waiting for the recorder to read the last (docs/design.md, wave 19)
-            widen_pipe(out_r)
+            # the result pipe stays 64 KiB here: the builder widens it when its result is larger
+            # (wpp.builder.widen_result_pipe; docs/design.md, wave 19)
             try:
                 dup2 = os.POSIX_SPAWN_DUP2
                 # the memfd (>= HIGH_FD, see _progress_file) last: the dup2s before it cannot clobber it,
