@@ -49,6 +49,7 @@ def test_an_interrupted_wait_leaves_the_queue_usable() -> None:
         import os, signal, _thread, time
         from wholetrace.wpp.builder import ChunkQueue
         q = ChunkQueue(bound=100)
+        signal.signal(signal.SIGINT, signal.default_int_handler)   # a pytest-xdist worker's children ignore it
         def later():
             time.sleep(0.3)
             os.kill(os.getpid(), signal.SIGINT)
@@ -62,7 +63,7 @@ def test_an_interrupted_wait_leaves_the_queue_usable() -> None:
         sid, events, _ = q.get()
         print(sid, bytes(events).hex(), q.get())
     """
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=ENV, timeout=120)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=ENV, timeout=60)
     assert proc.returncode == 0, proc.stderr[-2000:]
     lines = proc.stdout.splitlines()
     assert lines[0] == "interrupted 0 False", proc.stdout
