@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from wholetrace.instrument.emit import FORGET, FRAME, ID, NO_TB, R, SEEN, SLOT, STAR_HELD
+from wholetrace.instrument.emit import FORGET, FRAME, NO_SLOT, NO_TB, R, SEEN, SLOT, STAR_HELD
 from wholetrace.instrument.misspath import LazyModule
 from wholetrace.instrument.probeast import artificial, ast_call, ast_const, ast_name, place, rt
 
@@ -22,12 +22,12 @@ def _region(name: str) -> int:
 # last re-raise site passed, -1 the held entry, k region k's); the body reaches it with C calls and
 # stores only, so a program's tracer sees no frame of ours (review19d MED-1).
 def _key() -> ast.expr:
-    return ast_call(rt(ID), ast_call(rt(FRAME)))
+    return ast_call(rt(FRAME))
 
 
 def _slot() -> ast.expr:
-    """The body's slot (made if it has none yet)."""
-    return ast_call(rt(SLOT), _key(), ast.Dict([], []))
+    """The body's slot, or, before its first handler, ``runtime.probes.NoSlot``."""
+    return ast_call(rt(SLOT), _key(), rt(NO_SLOT))
 
 
 def _item(k: int, store: bool = False) -> ast.Subscript:

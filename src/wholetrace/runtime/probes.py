@@ -73,13 +73,13 @@ class RunState(Record):
         #: a handler extends it by one whole triple (one C call, atomic under the GIL).
         self.xedges: list[int] = []
         self.sites = ExceptionSites()
-        #: Module and class bodies (which keep no locals), while they run: id of the body's frame
-        #: (one slot an activation: a class body re-entered on the same thread has its own) ->
+        #: Module and class bodies (which keep no locals), while they run: the body's frame (one
+        #: slot an activation: a class body re-entered on the same thread has its own) ->
         #: {-2: last re-raise site passed, -1: traceback entry their last handler saw, region k:
         #: the entry held at its start} (absent: -1, None, None): what functions keep in ``wt.r``,
         #: ``wt.s`` and ``wt.h<k>`` (``instrument.emit.Emitter.again``, ``instrument.heldcode``,
         #: whose code reads and writes it with C calls only: ``emit.SLOT``).
-        self.namespace_reraise: dict[int, dict[int, object]] = {}
+        self.namespace_reraise: dict[FrameType, dict[int, object]] = {}
 
     def clear_held(self) -> None:
         """Drop the tracebacks held to recognise re-raises (the run is over)."""
@@ -109,6 +109,16 @@ class Edges:
 
     def __init__(self, xedges: list[int]) -> None:
         self.x = xedges
+
+
+class NoSlot(dict):   # type: ignore[type-arg]
+    """Stands for the slot of a body that has none yet (nothing held: no handler ran).  The
+    body's saves, holds and drops write into it only what it reads from it, None (its -2, a
+    site, is never read: ``origin`` reads sites of real slots only), so it reads as empty;
+    hashable, as a constant of the code."""
+
+    __slots__ = ()
+    __hash__ = object.__hash__   # type: ignore[assignment]
 
 
 class _NoTraceback:
@@ -141,7 +151,7 @@ def runtime_objects(state: RunState) -> dict[str, object]:
         src = sites.resolve(fid, tb.tb_frame.f_code, tb.tb_lasti)
         if not reraise:
             return src, src
-        slot = held.setdefault(id(frame), {})
+        slot = held.setdefault(frame, {})
         site, seen = slot.get(-2, -1), slot.get(-1)
         slot[-1] = tb if keep else None
         return src, site if seen is tb and site >= 0 else src  # type: ignore[operator]
@@ -202,5 +212,5 @@ def runtime_objects(state: RunState) -> dict[str, object]:
             emit.TYPE: type, emit.ISSUBCLASS: issubclass, emit.GROUP: BaseExceptionGroup,
             emit.STAR_HOLDER: BaseExceptionGroup("wholetrace", [Exception()]),
             emit.RECURSION_ERROR: RecursionError,
-            emit.SLOT: held.setdefault, emit.FORGET: held.pop, emit.FRAME: _getframe, emit.ID: id}
+            emit.SLOT: held.get, emit.NO_SLOT: NoSlot(), emit.FORGET: held.pop, emit.FRAME: _getframe}
 
