@@ -55,7 +55,11 @@ GET = "get"          # ContextVar.get of the current stream (trace modes)
 NEW = "new"          # create a stream for this thread/task
 XEDGE = "xedge"      # module/class bodies: record an exception edge
 XCOUNT = "xcount"    # module/class bodies, count modes: the same
-RERAISE = "reraise"  # module/class bodies, count and witness modes: note a re-raise site (-1: forget)
+#: module/class bodies, count and witness modes: their slot of re-raise state in the runtime (a
+#: dict: -2 the last re-raise site passed, -1 the held traceback entry, k region k's), reached with
+#: C calls only (no frame a program's tracer sees): ``slot(getframe(), no_slot)`` (the bound ``get``
+#: of the runtime's dict of slots), ``forget(getframe(), None)`` (its ``pop``)
+SLOT, NO_SLOT, FORGET, FRAME = "slot", "no-slot", "forget", "getframe"
 FOR = "for"          # wrapping iterator that records the for-next block before __next__
 AFOR = "afor"        # the same for async for
 COUNTS = "counts"    # count modes: the file's counters, one slot ``c<j>`` per counter of the file

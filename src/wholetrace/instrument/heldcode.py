@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from wholetrace.instrument.emit import NO_TB, R, RERAISE, SEEN, STAR_HELD
+from wholetrace.instrument.emit import FORGET, FRAME, NO_SLOT, NO_TB, R, SEEN, SLOT, STAR_HELD
 from wholetrace.instrument.misspath import LazyModule
 from wholetrace.instrument.probeast import artificial, ast_call, ast_const, ast_name, place, rt
 
@@ -18,12 +18,44 @@ def _region(name: str) -> int:
     return int(name[len(STAR_HELD):])
 
 
+# A module or class body keeps its re-raise state in a slot of the runtime (``emit.SLOT``: -2 the
+# last re-raise site passed, -1 the held entry, k region k's); the body reaches it with C calls and
+# stores only, so a program's tracer sees no frame of ours (review19d MED-1).
+def _key() -> ast.expr:
+    return ast_call(rt(FRAME))
+
+
+def _slot() -> ast.expr:
+    """The body's slot, or, before its first handler, ``runtime.probes.NoSlot``."""
+    return ast_call(rt(SLOT), _key(), rt(NO_SLOT))
+
+
+def _item(k: int, store: bool = False) -> ast.Subscript:
+    return ast.Subscript(_slot(), ast_const(k), ast.Store() if store else ast.Load())
+
+
+def _get(k: int) -> ast.Call:
+    return ast_call(ast.Attribute(_slot(), "get", ast.Load()), ast_const(k))
+
+
+def _body_site(sid: int) -> ast.stmt:
+    """``slot[-2] = sid``, or (-1) forget the slot: ``forget(key, None)``."""
+    if sid == -1:
+        return ast.Expr(ast_call(rt(FORGET), _key(), ast_const(None)))
+    return ast.Assign([_item(-2, True)], ast_const(sid))
+
+
+def _body_drops(held: bool, regions: list[int]) -> list[ast.stmt]:
+    """``slot.pop(-1, None)`` (``held``), ``slot.pop(k, None)``."""
+    return [ast.Expr(ast_call(ast.Attribute(_slot(), "pop", ast.Load()), ast_const(k), ast_const(None)))
+            for k in ([-1] if held else []) + regions]
+
+
 class HeldCode:
     """Re-raise sites passed and held traceback entries: a function's locals, a module or class
-    body's slot in the runtime (``runtime.probes``: ``note_reraise``), docs/design.md "Re-raise
+    body's slot in the runtime (``emit.SLOT``), docs/design.md "Re-raise
     after a nested handler" (waves 17-19)."""
 
-    fid: int
     in_class: bool
     star_held: list[str]
 
@@ -39,7 +71,7 @@ class HeldCode:
         if not self.knows_reraise:
             return []
         if self.in_class:
-            return [place(ast.Expr(ast_call(rt(RERAISE), ast_const(self.fid), ast_const(sid))), like)]  # type: ignore[list-item]
+            return [place(_body_site(sid), like)]  # type: ignore[list-item]
         return [place(ast.Assign([ast_name(R, True)], ast_const(sid)), like)]  # type: ignore[list-item]
 
     def forget_reraise(self, like: ast.AST | None) -> list[ast.stmt]:
@@ -70,18 +102,12 @@ class HeldCode:
 
     # --- regions (docs/design.md, "Re-raise after a nested handler", waves 18 and 19): a
     # function's ``wt.h<k>`` locals; a module or class body's entries in the runtime's slot
-    def _body_held(self, like: ast.AST | None, hold: int = -1, save: int = -1,
-                   drop: tuple[int, ...] = ()) -> list[ast.stmt]:
-        call = ast_call(rt(RERAISE), ast_const(self.fid), ast_const(-2), ast_const(hold), ast_const(save),
-                        ast_const(drop))
-        return [place(ast.Expr(call), like)]  # type: ignore[list-item]
-
     def save_region(self, name: str) -> list[ast.stmt]:
         """At a region's start: ``wt.h<k> = wt.s``."""
         if not self.knows_reraise:
             return []
         if self.in_class:
-            return [artificial(s) for s in self._body_held(None, save=_region(name))]  # type: ignore[misc]
+            return [artificial(ast.Assign([_item(_region(name), True)], _get(-1)))]  # type: ignore[list-item]
         return [artificial(ast.Assign([ast_name(name, True)], ast_name(SEEN)))]  # type: ignore[list-item]
 
     def hold_region(self, name: str, like: ast.AST | None) -> list[ast.stmt]:
@@ -89,7 +115,7 @@ class HeldCode:
         if not self.knows_reraise:
             return []
         if self.in_class:
-            return self._body_held(like, hold=_region(name))
+            return [place(ast.Assign([_item(-1, True)], _get(_region(name))), like)]  # type: ignore[list-item]
         node = ast.Assign([ast_name(SEEN, True)], ast_name(name))
         return [place(node, like)]  # type: ignore[list-item]
 
@@ -99,7 +125,7 @@ class HeldCode:
         if not self.knows_reraise or not (names or held):
             return []
         if self.in_class:
-            return self._body_held(like, drop=((-1,) if held else ()) + tuple(_region(n) for n in names))
+            return [place(s, like) for s in _body_drops(held, [_region(n) for n in names])]  # type: ignore[misc]
         targets = ([SEEN] if held else []) + list(names)
         return [place(ast.Assign([ast_name(n, True)], rt(NO_TB)), like) for n in targets]  # type: ignore[misc]
 

@@ -73,12 +73,13 @@ class RunState(Record):
         #: a handler extends it by one whole triple (one C call, atomic under the GIL).
         self.xedges: list[int] = []
         self.sites = ExceptionSites()
-        #: Module and class bodies (which keep no locals), while they run: id of the body's frame
-        #: (one slot an activation: a class body re-entered on the same thread has its own) ->
-        #: [last re-raise site passed, traceback entry their last handler saw, {region k: the
-        #: entry held at its start}]: what functions keep in ``wt.r``, ``wt.s`` and ``wt.h<k>``
-        #: (``instrument.emit.Emitter.again``, ``instrument.cleanup``).
-        self.namespace_reraise: dict[int, list] = {}
+        #: Module and class bodies (which keep no locals), while they run: the body's frame (one
+        #: slot an activation: a class body re-entered on the same thread has its own) ->
+        #: {-2: last re-raise site passed, -1: traceback entry their last handler saw, region k:
+        #: the entry held at its start} (absent: -1, None, None): what functions keep in ``wt.r``,
+        #: ``wt.s`` and ``wt.h<k>`` (``instrument.emit.Emitter.again``, ``instrument.heldcode``,
+        #: whose code reads and writes it with C calls only: ``emit.SLOT``).
+        self.namespace_reraise: dict[FrameType, dict[int, object]] = {}
 
     def clear_held(self) -> None:
         """Drop the tracebacks held to recognise re-raises (the run is over)."""
@@ -108,6 +109,16 @@ class Edges:
 
     def __init__(self, xedges: list[int]) -> None:
         self.x = xedges
+
+
+class NoSlot(dict):   # type: ignore[type-arg]
+    """Stands for the slot of a body that has none yet (nothing held: no handler ran).  The
+    body's saves, holds and drops write into it only what it reads from it, None (its -2, a
+    site, is never read: ``origin`` reads sites of real slots only), so it reads as empty;
+    hashable, as a constant of the code."""
+
+    __slots__ = ()
+    __hash__ = object.__hash__   # type: ignore[assignment]
 
 
 class _NoTraceback:
@@ -140,12 +151,10 @@ def runtime_objects(state: RunState) -> dict[str, object]:
         src = sites.resolve(fid, tb.tb_frame.f_code, tb.tb_lasti)
         if not reraise:
             return src, src
-        slot = held.get(id(frame))
-        if slot is None:
-            slot = held[id(frame)] = [-1, None, {}]
-        site, seen = slot[0], slot[1]
-        slot[1] = tb if keep else None
-        return src, site if seen is tb and site >= 0 else src
+        slot = held.setdefault(frame, {})
+        site, seen = slot.get(-2, -1), slot.get(-1)
+        slot[-1] = tb if keep else None
+        return src, site if seen is tb and site >= 0 else src  # type: ignore[operator]
 
     def exception_edge(fid: int, handler: int = -1, reraise: bool = False) -> None:
         """Module and class bodies: EXC <statement>, or RERAISE <statement> <re-raise site>
@@ -159,31 +168,6 @@ def runtime_objects(state: RunState) -> dict[str, object]:
     def exception_edge_count(fid: int, dst: int, reraise: bool = False) -> None:
         """Module and class bodies, count modes: the edge from the statement that raised."""
         xedges.extend((fid, origin(fid, _getframe(1), reraise, dst != EXIT)[1], dst))
-
-    def note_reraise(fid: int, stmt: int, hold: int = -1, save: int = -1, drop: tuple[int, ...] = ()) -> None:
-        """A module or class body passed re-raise site ``stmt`` (-2: none; -1: it starts or
-        ends, forget all); then region ``hold``'s entry is held again (``wt.s = wt.h<k>``),
-        region ``save`` keeps the held entry (``wt.h<k> = wt.s``), and the entries in ``drop``
-        are dropped (-1: the held one, ``wt.s``; k: region k's)."""
-        key = id(_getframe(1))
-        if stmt == -1:
-            held.pop(key, None)
-            return
-        slot = held.get(key)
-        if slot is None:
-            slot = held[key] = [-1, None, {}]
-        if stmt >= 0:
-            slot[0] = stmt
-        regions = slot[2]
-        if hold >= 0:
-            slot[1] = regions.get(hold)
-        if save >= 0:
-            regions[save] = slot[1]
-        for k in drop:
-            if k < 0:
-                slot[1] = None
-            else:
-                regions.pop(k, None)
 
     def increment(counts: object, slot: str) -> None:
         """Module and class bodies, count modes: a counter probe inside an expression."""
@@ -220,12 +204,13 @@ def runtime_objects(state: RunState) -> dict[str, object]:
             yield item
 
     return {emit.GET: current, emit.NEW: new_stream, emit.XEDGE: exception_edge,
-            emit.XCOUNT: exception_edge_count, emit.RERAISE: note_reraise, emit.FOR: for_wrapper,
+            emit.XCOUNT: exception_edge_count, emit.FOR: for_wrapper,
             emit.AFOR: afor_wrapper, emit.COUNTS: state.file_counts.__getitem__, emit.EDGES: Edges(xedges),
             emit.INC: increment,
             emit.RERAISE_MARK: sys.exception,
             emit.RERAISE_MARK_GUARD: sys.exception, emit.NO_TB: _NoTraceback(), emit.SKIP: bool, emit.VARS: vars,
             emit.TYPE: type, emit.ISSUBCLASS: issubclass, emit.GROUP: BaseExceptionGroup,
             emit.STAR_HOLDER: BaseExceptionGroup("wholetrace", [Exception()]),
-            emit.RECURSION_ERROR: RecursionError}
+            emit.RECURSION_ERROR: RecursionError,
+            emit.SLOT: held.get, emit.NO_SLOT: NoSlot(), emit.FORGET: held.pop, emit.FRAME: _getframe}
 
