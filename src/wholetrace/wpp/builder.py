@@ -415,13 +415,10 @@ def widen_result_pipe(fd: int, size: int) -> None:
     small sends 82 KB), so it crosses in one write instead of pieces that each wait for the
     recorder's read on the tail; only then, as every widened pipe counts against the user's pipe
     pages (``/proc/sys/fs/pipe-user-pages-soft``, docs/design.md, wave 19)."""
-    if size <= 1 << 16:
-        return
-    try:
-        import fcntl
-        fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)
-    except (ImportError, OSError):
-        pass        # elsewhere, or above /proc/sys/fs/pipe-max-size: the default pipe works
+    if size > 1 << 16:
+        from wholetrace.store.fdguard import widen_pipe   # only then: nothing added to the start-up
+
+        widen_pipe(fd)
 
 
 def main(argv: list[str]) -> int:
