@@ -87,6 +87,21 @@ def _pinned_count() -> int:
 _ONLY_PINNED = _pinned_count()
 
 
+def _traceback_type() -> type:
+    """``types.TracebackType`` (the types module is not imported at start-up)."""
+    try:
+        raise TypeError
+    except TypeError as e:
+        return type(e.__traceback__)
+
+
+#: Types without weak references that the recording never holds: a frame held past its
+#: function's return keeps that function's locals alive (a traceback holds frames), so a
+#: finaliser of the program ran late, or never (review19c P2).  Each record of one gets a
+#: new serial: the WET does not link two records of one frame or traceback.
+_UNHELD = frozenset((type(sys._getframe()), _traceback_type()))
+
+
 def marker(tag: int, slot: int) -> int:
     """The first item of a record of ``tag`` (``SWITCH_TAG``: a switch record) for ``slot``."""
     return _MARK[tag] - slot
@@ -103,6 +118,8 @@ def content_hash(data: bytes) -> int:
 class ValueLog(Flushing):
     """The value log of one recording: per-stream buffers, object serials, distinct contents
     (the flusher's side: ``runtime.valueflush``)."""
+
+    unheld = _UNHELD   # (module globals are None while the interpreter shuts down)
 
     def __init__(self, writer: Any, current_stream: Callable[[], Callable[[int], None]]) -> None:
         self.writer = writer
@@ -181,9 +198,12 @@ class ValueLog(Flushing):
             r = self.refs[i] = _Ref(obj, self.dead)
             r.i = i
         except TypeError:
-            self.pins[i] = obj
-            if len(self.pins) >= self.pin_limit:
-                self._sweep()
+            if type(obj) in self.unheld:   # its serial is for this record only
+                self.serials.pop(i, None)
+            else:
+                self.pins[i] = obj
+                if len(self.pins) >= self.pin_limit:
+                    self._sweep()
         self.new_objects.append((s, type(obj)))
         if isinstance(obj, type):
             self.new_classes.append((s, obj))
