@@ -91,3 +91,64 @@ def test_frames_and_tracebacks_are_not_held(tmp_path):
     assert serials <= set(log.object_types)                  # every object record has its type
     names = sorted(log.object_types[s] for s in serials)
     assert names.count("builtins.frame") >= 3 and "builtins.traceback" in names, names
+
+
+EXCEPTIONS = textwrap.dedent('''
+    class D:
+        def __init__(self, n):
+            self.n = n
+        def __del__(self):
+            print("del", self.n)
+
+    def caught(n, path):
+        d = D(n)
+        out = open(path, "w")          # left open: closed (and flushed) when the function returns
+        out.write(f"written {n}")
+        try:
+            int("not a number")
+        except ValueError as e:
+            print("caught", type(e).__name__, e.args[0][:7])
+        return n
+
+    for i in range(3):
+        caught(i, __file__ + ".txt")
+        print("after", i)
+        with open(__file__ + ".txt") as f:
+            print(f.read())
+''')
+
+
+def test_built_in_exceptions_are_not_held(tmp_path):
+    """A built-in exception takes no weak reference: held, it kept its traceback's frames, so
+    the locals of a function that caught it were finalised at exit (files unflushed)."""
+    script = tmp_path / "exc.py"
+    script.write_text(EXCEPTIONS)
+    plain = run_plain(script)
+    assert plain.returncode == 0, plain.stderr
+    assert "del 0\nafter 0\nwritten 0\n" in plain.stdout
+    rec = run_recorded(script, tmp_path / "full.wt", mode="full")
+    assert (rec.stdout, rec.stderr, rec.returncode) == (plain.stdout, plain.stderr, 0)
+
+
+CLASS_PROPERTY = textwrap.dedent('''
+    class Liar:
+        __slots__ = ("a",)
+        @property
+        def __class__(self):
+            print("__class__ read")
+            return int
+
+    x = Liar()
+    x.a = 1
+    print(x.a)
+''')
+
+
+def test_a_class_property_of_the_program_is_not_read(tmp_path):
+    """A recorded object's ``__class__`` is the program's to read (``isinstance`` read it)."""
+    script = tmp_path / "liar.py"
+    script.write_text(CLASS_PROPERTY)
+    plain = run_plain(script)
+    assert plain.stdout == "1\n"
+    rec = run_recorded(script, tmp_path / "full.wt", mode="full")
+    assert (rec.stdout, rec.stderr, rec.returncode) == (plain.stdout, plain.stderr, 0)

@@ -95,10 +95,11 @@ def _traceback_type() -> type:
         return type(e.__traceback__)
 
 
-#: Types without weak references that the recording never holds: a frame held past its
-#: function's return keeps that function's locals alive (a traceback holds frames), so a
-#: finaliser of the program ran late, or never (review19c P2).  Each record of one gets a
-#: new serial: the WET does not link two records of one frame or traceback.
+#: Types without weak references that the recording never holds, nor a built-in exception
+#: (no weak references either): a frame held past its function's return keeps that function's
+#: locals alive (a traceback holds frames, an exception its traceback), so a finaliser of the
+#: program ran late, or never (review19c P2), and a file it left open stayed unflushed.  Each
+#: record of one gets a new serial: the WET does not link two records of one such object.
 _UNHELD = frozenset((type(sys._getframe()), _traceback_type()))
 
 
@@ -198,7 +199,7 @@ class ValueLog(Flushing):
             r = self.refs[i] = _Ref(obj, self.dead)
             r.i = i
         except TypeError:
-            if type(obj) in self.unheld:   # its serial is for this record only
+            if type(obj) in self.unheld or issubclass(type(obj), BaseException):   # a serial for this record only
                 self.serials.pop(i, None)
             else:
                 self.pins[i] = obj
