@@ -206,7 +206,7 @@ class ValueLog(Flushing):
                 if len(self.pins) >= self.pin_limit:
                     self._sweep()
         self.new_objects.append((s, type(obj)))
-        if isinstance(obj, type):
+        if issubclass(type(obj), type):   # (isinstance would read a __class__ the program defined)
             self.new_classes.append((s, obj))
         return s
 
