@@ -98,8 +98,9 @@ def _traceback_type() -> type:
 #: Types without weak references that the recording never holds, nor a built-in exception
 #: (no weak references either): a frame held past its function's return keeps that function's
 #: locals alive (a traceback holds frames, an exception its traceback), so a finaliser of the
-#: program ran late, or never (review19c P2), and a file it left open stayed unflushed.  Each
-#: record of one gets a new serial: the WET does not link two records of one such object.
+#: program ran late, or never (review19c P2), and a file it left open stayed unflushed.  Their
+#: serials are kept by address and type (``ValueLog.loose``): one that dies passes its serial
+#: on to the next object of its type at its address (a dependence too many, never one missing).
 _UNHELD = frozenset((type(sys._getframe()), _traceback_type()))
 
 
@@ -139,6 +140,7 @@ class ValueLog(Flushing):
         self.serials: dict[int, int] = {}              # id(obj) -> serial, while obj lives
         self.refs: dict[int, Any] = {}
         self.pins: dict[int, Any] = {}
+        self.loose: dict[int, tuple[int, type]] = {}   # id -> serial, type of an object never held
         self.pin_limit = _PIN_MIN
         self.counter = itertools.count(1)
         self.new_objects: list[tuple[int, type]] = []  # (serial, type) handed out since the last flush
@@ -199,8 +201,13 @@ class ValueLog(Flushing):
             r = self.refs[i] = _Ref(obj, self.dead)
             r.i = i
         except TypeError:
-            if type(obj) in self.unheld or issubclass(type(obj), BaseException):   # a serial for this record only
+            t = type(obj)
+            if t in self.unheld or issubclass(t, BaseException):   # never held (``_UNHELD``)
                 self.serials.pop(i, None)
+                got = self.loose.get(i)
+                if got is not None and got[1] is t:
+                    return got[0]   # the serial of the last one at this address (this one, unless it died)
+                self.loose[i] = (s, t)
             else:
                 self.pins[i] = obj
                 if len(self.pins) >= self.pin_limit:
