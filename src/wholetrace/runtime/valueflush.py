@@ -150,6 +150,7 @@ class Flushing:
         if self.server is not None:
             self.server.close()
         self.pins.clear()                              # type: ignore[attr-defined]
+        self.loose.clear()                             # type: ignore[attr-defined]
         self.refs.clear()                              # type: ignore[attr-defined]
         self.serials.clear()                           # type: ignore[attr-defined]
 

@@ -87,6 +87,23 @@ def _pinned_count() -> int:
 _ONLY_PINNED = _pinned_count()
 
 
+def _traceback_type() -> type:
+    """``types.TracebackType`` (the types module is not imported at start-up)."""
+    try:
+        raise TypeError
+    except TypeError as e:
+        return type(e.__traceback__)
+
+
+#: Types without weak references that the recording never holds, nor a built-in exception
+#: (no weak references either): a frame held past its function's return keeps that function's
+#: locals alive (a traceback holds frames, an exception its traceback), so a finaliser of the
+#: program ran late, or never (review19c P2), and a file it left open stayed unflushed.  Their
+#: serials are kept by address and type (``ValueLog.loose``): one that dies passes its serial
+#: on to the next object of its type at its address (a dependence too many, never one missing).
+_UNHELD = frozenset((type(sys._getframe()), _traceback_type()))
+
+
 def marker(tag: int, slot: int) -> int:
     """The first item of a record of ``tag`` (``SWITCH_TAG``: a switch record) for ``slot``."""
     return _MARK[tag] - slot
@@ -103,6 +120,8 @@ def content_hash(data: bytes) -> int:
 class ValueLog(Flushing):
     """The value log of one recording: per-stream buffers, object serials, distinct contents
     (the flusher's side: ``runtime.valueflush``)."""
+
+    unheld = _UNHELD   # (module globals are None while the interpreter shuts down)
 
     def __init__(self, writer: Any, current_stream: Callable[[], Callable[[int], None]]) -> None:
         self.writer = writer
@@ -121,6 +140,7 @@ class ValueLog(Flushing):
         self.serials: dict[int, int] = {}              # id(obj) -> serial, while obj lives
         self.refs: dict[int, Any] = {}
         self.pins: dict[int, Any] = {}
+        self.loose: dict[int, tuple[int, type]] = {}   # id -> serial, type of an object never held
         self.pin_limit = _PIN_MIN
         self.counter = itertools.count(1)
         self.new_objects: list[tuple[int, type]] = []  # (serial, type) handed out since the last flush
@@ -181,11 +201,19 @@ class ValueLog(Flushing):
             r = self.refs[i] = _Ref(obj, self.dead)
             r.i = i
         except TypeError:
-            self.pins[i] = obj
-            if len(self.pins) >= self.pin_limit:
-                self._sweep()
+            t = type(obj)
+            if t in self.unheld or issubclass(t, BaseException):   # never held (``_UNHELD``)
+                self.serials.pop(i, None)
+                got = self.loose.get(i)
+                if got is not None and got[1] is t:
+                    return got[0]   # the serial of the last one at this address (this one, unless it died)
+                self.loose[i] = (s, t)
+            else:
+                self.pins[i] = obj
+                if len(self.pins) >= self.pin_limit:
+                    self._sweep()
         self.new_objects.append((s, type(obj)))
-        if isinstance(obj, type):
+        if issubclass(type(obj), type):   # (isinstance would read a __class__ the program defined)
             self.new_classes.append((s, obj))
         return s
 
