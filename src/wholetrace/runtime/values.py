@@ -269,9 +269,8 @@ class ValueLog(Flushing):
                     m = m_int - k
                     v = x
                 elif t is float:
-                    s[1](x)
                     m = m_float - k
-                    v = 0
+                    v = s                              # ``s``: the value goes on the side
                 else:
                     m = tagof(t)
                     if m is None:
@@ -283,16 +282,14 @@ class ValueLog(Flushing):
                         m -= k
                         v = x or 0
                     else:                              # str, bytes, complex: on the side
-                        s[1](x)
                         m -= k
-                        v = 0
+                        v = s
+                # The appends of one record share a line: a program's tracer (a ``line``
+                # event) cannot run between them and put its own records inside this one.
                 a = s[0]
-                if s is not prev:                      # another thread ran since the last probe
-                    prev, pa, pside = s, a, s[1]
-                    a(m_switch)
-                    a(next(clock))
-                a(m)
-                a(v)
+                if s is not prev: prev, pa, pside = s, a, s[1]; a(m_switch); a(next(clock))  # another thread ran since the last probe
+                if v is not s: a(m); a(v)
+                else: s[1](x); a(m); a(0)
             except RecursionError:
                 pass
             return x
@@ -307,37 +304,21 @@ class ValueLog(Flushing):
             # together in one statement without a call (no thread switch between the stores).
             try:
                 t = type(x)
+                # (each test and its appends on one line: no tracer runs between, as in ``value``)
                 if t is int:
-                    if a is pa:
-                        a(m_int - k)
-                        a(x)
-                        return x
+                    if a is pa: a(m_int - k); a(x); return x
                 elif t is float:
-                    if a is pa:
-                        pside(x)
-                        a(m_float - k)
-                        a(0)
-                        return x
+                    if a is pa: pside(x); a(m_float - k); a(0); return x
                 else:
                     m = tagof(t)
                     if m is None:
                         v = known(id(x))
                         if v is None:
                             v = serial(x)
-                        if a is pa:
-                            a(m_obj - k)
-                            a(v)
-                            return x
+                        if a is pa: a(m_obj - k); a(v); return x
                     elif m > m_int:
-                        if a is pa:
-                            a(m - k)
-                            a(x or 0)
-                            return x
-                    elif a is pa:
-                        pside(x)
-                        a(m - k)
-                        a(0)
-                        return x
+                        if a is pa: a(m - k); a(x or 0); return x
+                    elif a is pa: pside(x); a(m - k); a(0); return x
                 return value(k, x)
             except RecursionError:
                 return x
@@ -365,9 +346,7 @@ class ValueLog(Flushing):
             if s is not prev:
                 prev, pa, pside = s, s[0], s[1]
                 out[:0] = (m_switch, next(clock))
-            for x in side:
-                s[1](x)
-            s[2](out)
+            s[1].__self__.extend(side); s[2](out)   # type: ignore[attr-defined]  # one line: as in ``value``
 
         def values(k: int, *xs: Any) -> None:
             try:
