@@ -31,6 +31,26 @@ def run_recorded(script: Path, out: Path, *args: str, mode: str = "blocks", incl
                           env=ENV, stdin=subprocess.DEVNULL)
 
 
+def cli_in_process(*argv: str) -> tuple[int, str, str]:
+    """A read-side command (``trace``, ``counts``, ``slice``, ...) run by ``wholetrace.cli.main``
+    in this process: exit status, stdout, stderr.  The same code as ``python -m wholetrace.cli``
+    without a new interpreter importing numpy/numba and loading the kernels (~1 CPU-s a call);
+    ``record`` stays a subprocess (the program must run in an interpreter of its own)."""
+    import contextlib
+    import io
+
+    from wholetrace.cli import main
+
+    assert argv[:1] != ("record",), "record in a subprocess: run_recorded"
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            rc = main(list(argv))
+        except SystemExit as exc:
+            rc = exc.code if isinstance(exc.code, int) else 1
+    return rc, out.getvalue(), err.getvalue()
+
+
 def fbe_lines(path: Path, short: bool = True) -> list[str]:
     """The F/B/X/E trace of every stream as lines; ``short`` names functions by qualname only."""
     out: list[str] = []

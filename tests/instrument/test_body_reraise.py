@@ -10,8 +10,6 @@ lifetimes, the plain run's order of ``__del__`` against the program's own marks.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -19,7 +17,7 @@ import pytest
 
 from regenutil import compare
 from test_held_lifetimes import HEAD as HELD_HEAD
-from wtutil import ENV, run_plain, run_recorded
+from wtutil import cli_in_process, run_plain, run_recorded
 
 REGENERATED = (("witness", ()), ("path", ()), ("path", ("--no-wpp",)), ("branches", ()))
 
@@ -145,10 +143,9 @@ BODIES = {
 
 
 def _counts(wt: Path) -> str:
-    got = subprocess.run([sys.executable, "-m", "wholetrace.cli", "counts", str(wt)],
-                         capture_output=True, text=True, env=ENV, timeout=300)
-    assert got.returncode == 0, got.stderr
-    return got.stdout
+    rc, stdout, stderr = cli_in_process("counts", str(wt))
+    assert rc == 0, stderr
+    return stdout
 
 
 # (the compat subset: the shape whose count recording was unreadable, and the re-entered body)

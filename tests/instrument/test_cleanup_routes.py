@@ -10,8 +10,6 @@ and, for the generated programs, a ``sys.settrace`` line tracer's counts.
 from __future__ import annotations
 
 import ast
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -23,7 +21,7 @@ from oracles.settrace_lines import line_counts, single_simple_statement_lines
 from regenutil import compare
 from wholetrace.instrument.cfg import CFG
 from wholetrace.store import Recording
-from wtutil import ENV, profiles, run_plain, run_recorded
+from wtutil import cli_in_process, profiles, run_plain, run_recorded
 
 MODES = (("witness", ()), ("path", ()), ("path", ("--no-wpp",)))
 
@@ -398,10 +396,9 @@ def test_reraise_counts_match_blocks(name: str, tmp_path: Path) -> None:
     for mode in ("blocks", "count"):
         wt = tmp_path / f"{name}.{mode}.wt"
         assert run_recorded(script, wt, mode=mode).returncode == 0
-        got = subprocess.run([sys.executable, "-m", "wholetrace.cli", "counts", str(wt)],
-                             capture_output=True, text=True, env=ENV, timeout=300)
-        assert got.returncode == 0, (mode, got.stderr)
-        out[mode] = got.stdout
+        rc, stdout, stderr = cli_in_process("counts", str(wt))
+        assert rc == 0, (mode, stderr)
+        out[mode] = stdout
     assert out["count"] == out["blocks"]
 
 
@@ -427,9 +424,8 @@ def test_generated_cleanup_programs(seed: int, tmp_path: Path) -> None:
     # count's counts equal blocks' (more seeds: test_count_exact.py)
     count = tmp_path / f"{script.stem}.count.wt"
     assert run_recorded(script, count, mode="count").returncode == 0
-    json = [subprocess.run([sys.executable, "-m", "wholetrace.cli", "counts", "--format", "json", str(wt)],
-                           capture_output=True, text=True, env=ENV, timeout=300) for wt in (wts["blocks"], count)]
-    assert json[0].returncode == json[1].returncode == 0 and json[0].stdout == json[1].stdout
+    json = [cli_in_process("counts", "--format", "json", str(wt)) for wt in (wts["blocks"], count)]
+    assert json[0][0] == json[1][0] == 0 and json[0][1] == json[1][1], (json[0][2], json[1][2])
     # blocks' statement counts against a settrace line tracer, line by line
     source = script.read_text()
     oracle = line_counts(script, [], {str(script)})

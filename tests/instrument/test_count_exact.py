@@ -4,8 +4,6 @@ out-edges (LOW-5), and a bare ``raise`` re-raising an exception a caller caught 
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -14,14 +12,13 @@ import pytest
 from cleanup_programs import program
 from oracles.settrace_lines import line_counts
 from regenutil import compare
-from wtutil import ENV, assert_same_counts, compare_lines, profiles, run_plain, run_recorded
+from wtutil import assert_same_counts, cli_in_process, compare_lines, profiles, run_plain, run_recorded
 
 
 def _counts_json(wt: Path) -> str:
-    got = subprocess.run([sys.executable, "-m", "wholetrace.cli", "counts", "--format", "json", str(wt)],
-                         capture_output=True, text=True, env=ENV, timeout=300)
-    assert got.returncode == 0, got.stderr
-    return got.stdout
+    rc, stdout, stderr = cli_in_process("counts", "--format", "json", str(wt))
+    assert rc == 0, stderr
+    return stdout
 
 
 def _record(script: Path, tmp: Path, modes: tuple[str, ...]) -> dict[str, Path]:

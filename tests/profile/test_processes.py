@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -12,7 +10,7 @@ import pytest
 from wholetrace.profile import counted
 from wholetrace.profile.model import FunctionProfile
 from wholetrace.trace.session import Trace
-from wtutil import ENV, run_plain, run_recorded
+from wtutil import cli_in_process, run_plain, run_recorded
 
 MAIN = textwrap.dedent('''\
     import subprocess, sys
@@ -39,7 +37,7 @@ def test_dash_c_children_with_other_code_of_one_shape_are_not_merged(mode: str, 
     body = sorted(int(p.stmts[next(i for i, ln in enumerate(p.shape.stmt_line.tolist()) if ln == 3)])
                   for p in mods if isinstance(p, FunctionProfile))
     assert body == [3, 5]
-    text = subprocess.run([sys.executable, "-m", "wholetrace.cli", "counts", str(out)], capture_output=True,
-                          text=True, env=ENV, timeout=300, check=True).stdout
+    rc, text, stderr = cli_in_process("counts", str(out))
+    assert rc == 0, stderr
     assert sorted(ln.split("  calls")[0] for ln in text.splitlines() if "(<string>:" in ln) == [
         "== <module>  (<string>:1-4)"] * 2

@@ -13,8 +13,6 @@ event but for the profile function's activations (the probes' calls differ betwe
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -25,7 +23,7 @@ from regenutil import streams_of
 from test_path_mode import record
 from wholetrace.events import ENTER_BASE, EXC, LEAVE
 from wholetrace.store import Recording
-from wtutil import ENV
+from wtutil import cli_in_process
 
 # ``__del__`` of cyclic garbage, collected inside an allocation of ``f``'s handler (thresholds
 # 1-40 move where), blocks a daemon thread for good when it finds ``f`` at WHERE; the run ends.
@@ -120,9 +118,8 @@ def readable(wt: Path) -> list[np.ndarray]:
     mode, streams, _cfgs, _n = streams_of(wt, twin=True)
     assert mode == "path"
     assert all(closed(s) for s in streams), "an activation left open"
-    r = subprocess.run([sys.executable, "-m", "wholetrace.cli", "trace", str(wt)], capture_output=True,
-                       text=True, env=ENV, timeout=300, stdin=subprocess.DEVNULL)
-    assert r.returncode == 0, r.stderr[-2000:]
+    rc, _stdout, stderr = cli_in_process("trace", str(wt))
+    assert rc == 0, stderr[-2000:]
     return streams
 
 

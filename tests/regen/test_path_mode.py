@@ -30,7 +30,7 @@ from wholetrace.instrument.cfg import CFG
 from wholetrace.store import Recording
 from wholetrace.trace.decode import Rows, StreamDecoder
 from wholetrace.trace.session import Trace, block_events
-from wtutil import ENV, run_plain
+from wtutil import ENV, cli_in_process, run_plain
 
 # Programs of this module (threads, asyncio, exits): no implicit calls into instrumented code.
 EXTRA = {
@@ -813,8 +813,9 @@ def test_cli_trace_counts_info(inline: dict[str, dict[str, Path]]) -> None:
     outs = {}
     for mode, wt in inline["exceptions"].items():
         def run(*args: str) -> str:
-            return subprocess.run([sys.executable, "-m", "wholetrace.cli", *args, str(wt)], capture_output=True,
-                                  text=True, env=ENV, check=True).stdout
+            rc, stdout, stderr = cli_in_process(*args, str(wt))
+            assert rc == 0, stderr
+            return stdout
         info = run("info")
         assert f"{mode}" in info
         outs[mode] = (run("trace"), run("counts", "--format", "json"))
@@ -846,8 +847,9 @@ def test_online_wpp_and_raw_path_recordings_read_back_alike(tmp_path: Path) -> N
         assert isinstance(ra.meta.get("wpp"), dict) and not isinstance(rb.meta.get("wpp"), dict)
 
     def trace(p: Path) -> str:
-        return subprocess.run([sys.executable, "-m", "wholetrace.cli", "trace", str(p)], capture_output=True,
-                              text=True, env=ENV, check=True).stdout
+        rc, stdout, stderr = cli_in_process("trace", str(p))
+        assert rc == 0, stderr
+        return stdout
     assert trace(a) == trace(b) and trace(a).count("\nB ") > 5
 
 
@@ -1028,8 +1030,8 @@ def paths_truncated(path_wt: Path, functions: set[str]) -> dict[tuple[str, tuple
     import json
     from collections import Counter
 
-    out = subprocess.run([sys.executable, "-m", "wholetrace.cli", "paths", "--json", "--limit", "0", str(path_wt)],
-                         capture_output=True, text=True, env=ENV, check=True).stdout
+    rc, out, stderr = cli_in_process("paths", "--json", "--limit", "0", str(path_wt))
+    assert rc == 0, stderr
     got: Counter[tuple[str, tuple[int, ...]]] = Counter()
     for fn in json.loads(out)["functions"]:
         if fn["function"] in functions:

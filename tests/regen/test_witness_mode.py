@@ -9,8 +9,6 @@ without implicit calls into instrumented code).  The programs behave as they do 
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -24,7 +22,7 @@ from naive_decode import activation_form
 from wholetrace.events import ENTER_BASE, EXC, LEAVE
 from wholetrace.store import Recording
 from wholetrace.trace.session import Trace
-from wtutil import ENV, run_plain, run_recorded
+from wtutil import cli_in_process, run_plain, run_recorded
 
 # ----------------------------------------------------------------------------- unit
 
@@ -71,12 +69,9 @@ def test_cli_trace_and_counts_regenerate(inline: dict[str, dict[str, Path]]) -> 
     paths = inline["exceptions"]
     outs = {}
     for mode, wt in paths.items():
-        trace = subprocess.run([sys.executable, "-m", "wholetrace.cli", "trace", str(wt)], capture_output=True,
-                               text=True, env=ENV, check=True).stdout
-        counts = subprocess.run([sys.executable, "-m", "wholetrace.cli", "counts", "--format", "json", str(wt)],
-                                capture_output=True, text=True, env=ENV, check=True).stdout
-        info = subprocess.run([sys.executable, "-m", "wholetrace.cli", "info", str(wt)], capture_output=True,
-                              text=True, env=ENV, check=True).stdout
+        (rc_t, trace, err_t), (rc_c, counts, err_c), (rc_i, info, err_i) = (
+            cli_in_process(*argv, str(wt)) for argv in (("trace",), ("counts", "--format", "json"), ("info",)))
+        assert (rc_t, rc_c, rc_i) == (0, 0, 0), (err_t, err_c, err_i)
         assert f"--mode {mode}" in info
         outs[mode] = (trace, counts)
     assert outs["witness"] == outs["blocks"] == outs["branches"]

@@ -22,7 +22,7 @@ from wholetrace.store.parts import Lineage
 from wholetrace.profile import profiles as profiles_of
 from wholetrace.profile.model import by_key
 from wholetrace.profile.processes import one_process
-from wtutil import ENV, profiles, run_plain, run_recorded
+from wtutil import ENV, cli_in_process, profiles, run_plain, run_recorded
 
 MODES = ("blocks", "count", "witness", "branches")
 
@@ -134,10 +134,9 @@ def _script(tmp: Path, name: str, source: str) -> Path:
 
 
 def _info(out: Path) -> dict:
-    res = subprocess.run([sys.executable, "-m", "wholetrace.cli", "info", "--json", str(out)],
-                         capture_output=True, text=True, env=ENV, timeout=120)
-    assert res.returncode == 0, res.stderr
-    return json.loads(res.stdout)
+    rc, stdout, stderr = cli_in_process("info", "--json", str(out))
+    assert rc == 0, stderr
+    return json.loads(stdout)
 
 
 def _own_events(rec: Lineage, sid: int) -> tuple[np.ndarray, np.ndarray | None]:
@@ -316,9 +315,8 @@ def test_nested_fork(tmp: Path) -> None:
             middle = by_key(profiles_of(trace))
         assert _stmt_count(middle, "work", 6) == 25, mode
         assert _stmt_count(middle, "spawn", 10) == 1, mode
-        res = subprocess.run([sys.executable, "-m", "wholetrace.cli", "trace", "--process", "1", str(out)],
-                             capture_output=True, text=True, env=ENV)
-        assert res.returncode == (0 if mode != "count" else 0), res.stderr
+        rc, _stdout, stderr = cli_in_process("trace", "--process", "1", str(out))
+        assert rc == 0, stderr
 
 
 @pytest.mark.parametrize("mode", ["blocks", "witness"])

@@ -5,14 +5,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
 from wholetrace.store import fdguard
-from wtutil import ENV, run_plain, run_recorded
+from wtutil import cli_in_process, run_plain, run_recorded
 
 # The same statements run whatever is closed: the closing call is a builtin picked from a table,
 # so a run that closes nothing ("none") is the independent oracle of the counts.  "closedb": a
@@ -71,10 +70,9 @@ def _files_are_the_programs(d: Path, where: str) -> None:
 
 
 def _counts(out: Path) -> object:
-    res = subprocess.run([sys.executable, "-m", "wholetrace.cli", "counts", "--format", "json", str(out)],
-                         capture_output=True, text=True, env=ENV, timeout=300)
-    assert res.returncode == 0, res.stderr
-    return json.loads(res.stdout)
+    rc, stdout, stderr = cli_in_process("counts", "--format", "json", str(out))
+    assert rc == 0, stderr
+    return json.loads(stdout)
 
 
 CASES = [(m, h, w) for m in MODES for h, w in [("range", "main"), ("closedb", "main"), ("range", "thread")]]
@@ -209,9 +207,8 @@ def _renewed(out: Path) -> object:
 
 
 def _trace(out: Path) -> tuple[int, str, str]:
-    res = subprocess.run([sys.executable, "-m", "wholetrace.cli", "trace", str(out)],
-                         capture_output=True, text=True, env=ENV, timeout=300)
-    return res.returncode, res.stdout, res.stderr.replace(str(out.stem), "R")
+    rc, stdout, stderr = cli_in_process("trace", str(out))
+    return rc, stdout, stderr.replace(str(out.stem), "R")
 
 
 def _array_names(out: Path) -> set[str]:

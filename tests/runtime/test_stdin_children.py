@@ -6,7 +6,6 @@ as a script file in the same recording (its blocks and statement counts)."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import zipfile
 from pathlib import Path
@@ -17,7 +16,7 @@ import pytest
 from wholetrace.profile import profiles as profiles_of
 from wholetrace.profile.model import by_key
 from wholetrace.profile.processes import one_process
-from wtutil import ENV, run_plain, run_recorded
+from wtutil import cli_in_process, run_plain, run_recorded
 
 CODE = '''\
 import sys
@@ -62,8 +61,9 @@ def test_stdin_programs_are_recorded_and_the_rest_listed(tmp_path: Path, mode: s
     res = run_recorded(script, out, mode=mode, quiet=False)
     assert (res.returncode, res.stdout) == (plain.returncode, plain.stdout)
     assert res.stderr.startswith(plain.stderr) and "2 Python process(es) not recorded" in res.stderr
-    info = json.loads(subprocess.run([sys.executable, "-m", "wholetrace.cli", "info", "--json", str(out)],
-                                     capture_output=True, text=True, env=ENV, timeout=120, check=True).stdout)
+    rc, stdout, stderr = cli_in_process("info", "--json", str(out))
+    assert rc == 0, stderr
+    info = json.loads(stdout)
     assert [(p["start"], p["exit_code"]) for p in info["processes"]] == [("root", 0), ("subprocess", 0),
                                                                          ("subprocess", 1), ("subprocess", 0)]
     assert [(n["argv"][1:], n["why"]) for n in info["unrecorded"]] == [

@@ -5,7 +5,6 @@ thread program).  Audit bug B1: `blocks` counted them once."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -13,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from oracles.settrace_lines import line_counts
-from wtutil import ENV, fbe_lines, profiles, run_plain, run_recorded
+from wtutil import cli_in_process, fbe_lines, profiles, run_plain, run_recorded
 
 MODES = ("blocks", "count", "count-naive", "witness", "branches", "path", "full")
 
@@ -218,6 +217,5 @@ def test_a_daemon_stopped_anywhere_leaves_a_valid_trace(mode: str, tmp_path: Pat
         out = tmp_path / f"d{i}.wt"
         assert run_recorded(script, out, mode=mode).returncode == 0
         assert any(line == "T thread" for line in fbe_lines(out))
-        trace = subprocess.run([sys.executable, "-m", "wholetrace.cli", "trace", str(out)],
-                               capture_output=True, text=True, env=ENV)
-        assert trace.returncode == 0, trace.stderr
+        rc, _stdout, stderr = cli_in_process("trace", str(out))
+        assert rc == 0, stderr

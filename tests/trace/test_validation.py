@@ -10,8 +10,6 @@ process or print a traceback: every command exits 0 or 2, with at most one line 
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import shutil
 import sqlite3
@@ -25,7 +23,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from wholetrace.cli import main
 from wholetrace.errors import StoreError
 from wholetrace.events import ENTER_BASE, EXC, LEAVE, LEAVE_PATH, START
 from wholetrace.instrument.cfg import build_module
@@ -34,7 +31,7 @@ from wholetrace.store import schema
 from wholetrace.trace.decode import StreamDecoder
 from wholetrace.trace.shape import parse_shape
 from wholetrace.trace.tables import Tables
-from wtutil import ENV, run_recorded
+from wtutil import ENV, cli_in_process, run_recorded
 
 SRC = textwrap.dedent('''\
     def f(x):
@@ -194,13 +191,7 @@ def recordings(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 def cli(*argv: str) -> tuple[int, str, str]:
     """Run the command in this process; any exception other than an exit is a failure."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            rc = main(list(argv))
-        except SystemExit as exc:
-            rc = exc.code if isinstance(exc.code, int) else 1
-    return rc, out.getvalue(), err.getvalue()
+    return cli_in_process(*argv)
 
 
 # Tampering helpers: they rewrite rows with valid checksums, so the damage reaches the readers

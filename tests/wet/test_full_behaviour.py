@@ -5,8 +5,6 @@ status, and the stored stream is still a well-formed blocks trace."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -19,7 +17,7 @@ from naive_decode import check_stream
 from wholetrace.instrument.cfg import CFG
 from wholetrace.store import Recording
 from wholetrace.wet.capture import load
-from wtutil import ENV, run_plain, run_recorded
+from wtutil import cli_in_process, run_plain, run_recorded
 
 IMPLICIT = """
     class Prop:
@@ -120,10 +118,9 @@ def test_generated_programs(source: str, tmp_path_factory: pytest.TempPathFactor
 
 
 def _counts(wt: Path) -> str:
-    got = subprocess.run([sys.executable, "-m", "wholetrace.cli", "counts", str(wt), "--format", "json"],
-                         capture_output=True, text=True, env=ENV)
-    assert got.returncode == 0, got.stderr
-    return got.stdout
+    rc, stdout, stderr = cli_in_process("counts", str(wt), "--format", "json")
+    assert rc == 0, stderr
+    return stdout
 
 
 def test_counts_of_a_full_recording_equal_blocks(tmp_path: Path) -> None:
@@ -148,10 +145,9 @@ def test_queries_on_a_program_importing_an_empty_module(tmp_path: Path) -> None:
     wt = tmp_path / "full.wt"
     got = run_recorded(script, wt, mode="full", include=("pkg",))
     assert (got.returncode, got.stdout) == (0, "42\n"), got.stderr
-    out = subprocess.run([sys.executable, "-m", "wholetrace.cli", "slice", str(wt), "--output", "--json"],
-                         capture_output=True, text=True, env=ENV, timeout=300)
-    assert out.returncode == 0, out.stderr[-2000:]
-    lines = json.loads(out.stdout)["lines"]
+    rc, stdout, stderr = cli_in_process("slice", str(wt), "--output", "--json")
+    assert rc == 0, stderr[-2000:]
+    lines = json.loads(stdout)["lines"]
     assert sorted(lines[str(pkg / "calc.py")]) == [2, 3], lines
     assert sorted(lines[str(script)]) == [1, 2, 3], lines
 

@@ -4,21 +4,18 @@ hand-written set of lines, and the decoy statement of each program stays out."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from golden import GOLDEN, THREADS
-from wtutil import ENV, run_plain, run_recorded
+from wtutil import cli_in_process, run_plain, run_recorded
 
 
 def slice_lines(wt: Path, *args: str) -> tuple[set[int], dict]:
-    got = subprocess.run([sys.executable, "-m", "wholetrace.cli", "slice", str(wt), *args, "--json"],
-                         capture_output=True, text=True, env=ENV)
-    assert got.returncode == 0, got.stderr
-    out = json.loads(got.stdout)
+    rc, stdout, stderr = cli_in_process("slice", str(wt), *args, "--json")
+    assert rc == 0, stderr
+    out = json.loads(stdout)
     return {ln for lines in out["lines"].values() for ln in lines}, out
 
 

@@ -14,8 +14,6 @@ Independent of both: every line in the slice ran (``sys.settrace`` line oracle,
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -28,7 +26,7 @@ from test_replay_oracle import brute_backward, naive_pairs
 from wholetrace.store import Recording
 from wholetrace.wet.capture import load
 from wholetrace.wet.static import function_facts
-from wtutil import ENV, run_recorded
+from wtutil import cli_in_process, run_recorded
 
 
 def oracle_slice(wt: Path, prog: Path) -> set[int] | None:
@@ -61,10 +59,9 @@ def oracle_slice(wt: Path, prog: Path) -> set[int] | None:
 
 
 def cli_slice(wt: Path, prog: Path) -> set[int]:
-    got = subprocess.run([sys.executable, "-m", "wholetrace.cli", "slice", str(wt), "--output", "--json"],
-                         capture_output=True, text=True, env=ENV)
-    assert got.returncode == 0, got.stderr
-    lines = json.loads(got.stdout)["lines"]
+    rc, stdout, stderr = cli_in_process("slice", str(wt), "--output", "--json")
+    assert rc == 0, stderr
+    lines = json.loads(stdout)["lines"]
     want = str(prog.resolve())
     return {ln for f, ls in lines.items() if str(Path(f).resolve()) == want for ln in ls}
 
