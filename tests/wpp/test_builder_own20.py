@@ -31,6 +31,22 @@ def test_known_pickles_are_rebuilt_as_pickle_loads_builds_them() -> None:
     other = pickle.dumps(np.ndarray, protocol=4)      # what a kernel's array boxing unpickles
     assert other not in known and loads(other) is np.ndarray
     assert loads(pickle.dumps((1, "a"))) == (1, "a")
+    named = _known_loads(known, {other: ("numpy", "ndarray")})   # as aotbuild._globals_pickled records it
+    assert named(other) is pickle.loads(other) is np.ndarray
+    assert named(pickle.dumps(np.int64, protocol=4)) is np.int64   # not named: _pickle
+
+
+def test_the_recorded_globals_are_what_pickle_loads_gives() -> None:
+    """``aotbuild._globals_pickled``: each pickle's bytes resolve, by ``pickle.loads`` (the oracle),
+    to the attribute it names."""
+    import importlib
+
+    from wholetrace.wpp.aotbuild import _globals_pickled
+
+    found = _globals_pickled()
+    assert found
+    for data, (module, name) in found:
+        assert pickle.loads(data) is getattr(importlib.import_module(module), name)
 
 
 def test_the_compiled_kernels_build_no_warm_up_grammar(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -269,7 +269,8 @@ def load(directory: Path | str | None = None) -> dict[str, types.ModuleType] | s
         from wholetrace.wpp.startup import _deferred
 
         stand_in = sys.modules["pickle"] = _deferred("pickle")
-        stand_in.loads = _known_loads(dict(desc.get("environments", ())))  # type: ignore[attr-defined]
+        stand_in.loads = _known_loads(dict(desc.get("environments", ())),  # type: ignore[attr-defined]
+                                      dict(desc.get("globals", ())))
     try:
         ext = module_from_spec(spec)   # PyInit runs here
         loader.exec_module(ext)
@@ -303,13 +304,23 @@ def rebuilt_dtype(args: tuple[Any, ...], state: tuple[Any, ...]) -> Any:
     return d
 
 
-def _known_loads(known: dict[bytes, list[tuple[tuple[Any, ...], tuple[Any, ...]]]]) -> Callable[..., Any]:
-    """``pickle.loads`` for the compiled module's init: a pickle ``wpp.aotbuild._environments``
-    recorded (a list of dtypes) is rebuilt from its recipe as ``pickle.loads`` builds it
-    (:func:`rebuilt_dtype`), any other by ``_pickle.loads``."""
+def _known_loads(known: dict[bytes, list[tuple[tuple[Any, ...], tuple[Any, ...]]]],
+                 names: dict[bytes, tuple[str, str]] | None = None) -> Callable[..., Any]:
+    """``pickle.loads`` for the compiled module (its init, its kernels' array boxing): a pickle
+    ``wpp.aotbuild._environments`` recorded (a list of dtypes) is rebuilt from its recipe as
+    ``pickle.loads`` builds it (:func:`rebuilt_dtype`), one of ``names`` (``aotbuild._globals_pickled``:
+    a module's attribute) is looked up as ``pickle``'s ``find_class`` looks it up, any other goes
+    to ``_pickle.loads``."""
+    names = names or {}
+
     def loads(data: bytes, *args: Any, **kwargs: Any) -> Any:
-        recipe = known.get(data) if type(data) is bytes and not args and not kwargs else None
+        plain = type(data) is bytes and not args and not kwargs
+        recipe = known.get(data) if plain else None
         if recipe is None:
+            where = names.get(data) if plain else None
+            if where is not None:
+                __import__(where[0])
+                return getattr(sys.modules[where[0]], where[1])
             from _pickle import loads as real
 
             return real(data, *args, **kwargs)

@@ -195,6 +195,7 @@ def build(directory: Path | None = None, verbose: bool = False) -> Path:
         pycc_compiler.Flags = original
         pycc_compiler.compile_extra = compile_extra
     desc["environments"] = _environments(tmp)
+    desc["globals"] = _globals_pickled()
     try:
         data, name = marshal.dumps(_plain(desc)), DESCRIPTION
     except (TypeError, ValueError):   # a constant marshal cannot hold even as _plain makes it
@@ -256,6 +257,22 @@ def _environments(tmp: Path) -> list[tuple[bytes, list[tuple[tuple[Any, ...], tu
         if out.setdefault(data, recipe) != recipe:
             return []
     return sorted(out.items())
+
+
+def _globals_pickled() -> list[tuple[bytes, tuple[str, str]]]:
+    """The pickles the compiled kernels unpickle when they run (numba's array boxing asks for
+    ``numpy.ndarray``; protocol 4, as numba's serializer writes them) with the ``(module, name)``
+    ``pickle``'s ``find_class`` resolves, each checked against ``pickle.loads``."""
+    import pickle
+
+    import numpy as np
+
+    out = []
+    for module, name in (("numpy", "ndarray"),):
+        data = pickle.dumps(getattr(np, name), protocol=4)
+        if pickle.loads(data) is getattr(np, name):
+            out.append((data, (module, name)))
+    return out
 
 
 def _made(path: Path) -> Path:
