@@ -101,11 +101,14 @@ def _key_files() -> list[str]:
     here = os.path.realpath(__file__)
     package = os.path.dirname(os.path.dirname(here))
     kernels = os.path.join(package, "kernels")
-    sources = [os.path.join(kernels, n) for n in sorted(os.listdir(kernels)) if n.endswith(".py")]
+    # joined as os.path.join joins these (absolute, no separator at the ends): its calls were a
+    # sixth of the key's cost in the builder's start-up
+    sep = os.sep
+    sources = [kernels + sep + n for n in sorted(os.listdir(kernels)) if n.endswith(".py")]
     # the Python layer that decides the kernels' argument types: a dtype changed there needs an
     # export of another signature (wave 11: int32 codes had the builder fall back to the JIT)
-    callers = [os.path.join(package, *p) for p in CALLERS]
-    return sources + callers + [os.path.join(package, "events.py"), here, os.path.join(os.path.dirname(here), BUILD)]
+    callers = [sep.join((package, *p)) for p in CALLERS]
+    return sources + callers + [package + sep + "events.py", here, os.path.dirname(here) + sep + BUILD]
 
 
 def _key_versions() -> list[bytes]:
@@ -258,19 +261,16 @@ def load(directory: Path | str | None = None) -> dict[str, types.ModuleType] | s
     spec = spec_from_file_location(EXT_NAME, found[0], loader=loader)
     assert spec is not None
     # pycc's module init unpickles its exports' environments with ``pickle.loads`` (numba's
-    # _helperlib.c, PYCC_COMPILING): that is ``_pickle.loads``; a stand-in holding it spares the
-    # start-up pickle.py and re (~10 M instructions); any other name imports the real one
+    # _helperlib.c, PYCC_COMPILING): a stand-in's ``loads`` spares the start-up pickle.py and re
+    # (~10 M instructions), and rebuilds the pickles the description knows without ``_pickle``
+    # (its init with copyreg, ~2 M; :func:`_known_loads`); any other name imports the real one
     stand_in = None
     if "pickle" not in sys.modules:
         from wholetrace.wpp.startup import _deferred
 
-        try:
-            from _pickle import loads
-        except ImportError:   # pragma: no cover - not CPython
-            pass
-        else:
-            stand_in = sys.modules["pickle"] = _deferred("pickle")
-            stand_in.loads = loads  # type: ignore[attr-defined]
+        stand_in = sys.modules["pickle"] = _deferred("pickle")
+        stand_in.loads = _known_loads(dict(desc.get("environments", ())),  # type: ignore[attr-defined]
+                                      dict(desc.get("globals", ())))
     try:
         ext = module_from_spec(spec)   # PyInit runs here
         loader.exec_module(ext)
@@ -292,6 +292,41 @@ def load(directory: Path | str | None = None) -> dict[str, types.ModuleType] | s
             setattr(m, name, _Kernel(m, name, [(tuple(want), getattr(ext, sym)) for want, sym in variants]))
         modules[modname] = m
     return modules
+
+
+def rebuilt_dtype(args: tuple[Any, ...], state: tuple[Any, ...]) -> Any:
+    """The ``numpy.dtype`` ``pickle.loads`` makes of ``dtype.__reduce__()``'s ``(numpy.dtype, args,
+    state)``: ``numpy.dtype(*args)`` (a copy: ``args`` ends ``copy=True``), then its ``__setstate__``."""
+    import numpy as np
+
+    d = np.dtype(*args)
+    d.__setstate__(state)
+    return d
+
+
+def _known_loads(known: dict[bytes, list[tuple[tuple[Any, ...], tuple[Any, ...]]]],
+                 names: dict[bytes, tuple[str, str]] | None = None) -> Callable[..., Any]:
+    """``pickle.loads`` for the compiled module (its init, its kernels' array boxing): a pickle
+    ``wpp.aotbuild._environments`` recorded (a list of dtypes) is rebuilt from its recipe as
+    ``pickle.loads`` builds it (:func:`rebuilt_dtype`), one of ``names`` (``aotbuild._globals_pickled``:
+    a module's attribute) is looked up as ``pickle``'s ``find_class`` looks it up, any other goes
+    to ``_pickle.loads``."""
+    names = names or {}
+
+    def loads(data: bytes, *args: Any, **kwargs: Any) -> Any:
+        plain = type(data) is bytes and not args and not kwargs
+        recipe = known.get(data) if plain else None
+        if recipe is None:
+            where = names.get(data) if plain else None
+            if where is not None:
+                __import__(where[0])
+                return getattr(sys.modules[where[0]], where[1])
+            from _pickle import loads as real
+
+            return real(data, *args, **kwargs)
+        return [rebuilt_dtype(a, state) for a, state in recipe]
+
+    return loads
 
 
 def install(directory: Path | str | None = None) -> str:

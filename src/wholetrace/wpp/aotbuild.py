@@ -13,7 +13,7 @@ import os
 import sys
 import types
 
-from wholetrace.wpp.aot import DESCRIPTION, DESCRIPTION_PICKLED, EXT_NAME, _KERNELS, _plain, cache_dir, key
+from wholetrace.wpp.aot import DESCRIPTION, DESCRIPTION_PICKLED, EXT_NAME, _KERNELS, _plain, cache_dir, key, rebuilt_dtype
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
@@ -194,6 +194,8 @@ def build(directory: Path | None = None, verbose: bool = False) -> Path:
     finally:
         pycc_compiler.Flags = original
         pycc_compiler.compile_extra = compile_extra
+    desc["environments"] = _environments(tmp)
+    desc["globals"] = _globals_pickled()
     try:
         data, name = marshal.dumps(_plain(desc)), DESCRIPTION
     except (TypeError, ValueError):   # a constant marshal cannot hold even as _plain makes it
@@ -207,6 +209,70 @@ def build(directory: Path | None = None, verbose: bool = False) -> Path:
     except OSError:  # another build won the race (or an old one is there): keep it
         shutil.rmtree(tmp, ignore_errors=True)
     return where
+
+
+def _environments(tmp: Path) -> list[tuple[bytes, list[tuple[tuple[Any, ...], tuple[Any, ...]]]]]:
+    """What the compiled module's init unpickles (its exports' environments, numba's
+    ``_helperlib``): each pickle's bytes with its value's recipe, the ``(args, state)`` of every
+    ``numpy.dtype`` of the list it is, so that ``aot.load`` rebuilds them as ``pickle.loads`` does
+    (``numpy.dtype(*args).__setstate__(state)``) without ``_pickle``'s module init (~2 M
+    instructions of every builder).  Made by loading the module here with a recording ``loads``;
+    empty (``_pickle`` then) if any value is anything else or its rebuild differs."""
+    import pickle
+
+    import numpy as np
+
+    found = sorted(tmp.glob(EXT_NAME + ".*"))
+    seen: list[tuple[bytes, Any]] = []
+    real_loads = pickle.loads
+
+    def loads(data: bytes, *a: Any, **k: Any) -> Any:
+        value = real_loads(data, *a, **k)
+        seen.append((bytes(data), value))
+        return value
+
+    from importlib.machinery import ExtensionFileLoader
+    from importlib.util import module_from_spec, spec_from_file_location
+
+    spec = spec_from_file_location(EXT_NAME, found[0], loader=ExtensionFileLoader(EXT_NAME, str(found[0])))
+    assert spec is not None
+    pickle.loads = loads
+    try:
+        module_from_spec(spec)   # PyInit runs here: the unpickling
+    finally:
+        pickle.loads = real_loads
+    out: dict[bytes, list[tuple[tuple[Any, ...], tuple[Any, ...]]]] = {}
+    for data, value in seen:
+        if type(value) is not list:
+            return []
+        recipe = []
+        for d in value:
+            reduced = d.__reduce__() if isinstance(d, np.dtype) else None
+            if reduced is None or len(reduced) != 3 or reduced[0] is not np.dtype:
+                return []
+            again = rebuilt_dtype(reduced[1], reduced[2])
+            if type(again) is not type(d) or again != d or again.__reduce__() != reduced:
+                return []
+            recipe.append((reduced[1], reduced[2]))
+        if out.setdefault(data, recipe) != recipe:
+            return []
+    return sorted(out.items())
+
+
+def _globals_pickled() -> list[tuple[bytes, tuple[str, str]]]:
+    """The pickles the compiled kernels unpickle when they run (numba's array boxing asks for
+    ``numpy.ndarray``; protocol 4, as numba's serializer writes them) with the ``(module, name)``
+    ``pickle``'s ``find_class`` resolves, each checked against ``pickle.loads``."""
+    import pickle
+
+    import numpy as np
+
+    out = []
+    for module, name in (("numpy", "ndarray"),):
+        data = pickle.dumps(getattr(np, name), protocol=4)
+        if pickle.loads(data) is getattr(np, name):
+            out.append((data, (module, name)))
+    return out
 
 
 def _made(path: Path) -> Path:

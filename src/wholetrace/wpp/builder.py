@@ -242,9 +242,12 @@ def build(mode: str, lookahead: bool, q: ChunkQueue, spawned: float = 0.0, progr
 
     imported = time.perf_counter()
     t = time.thread_time()
-    warm = GrammarBuilder(lookahead=lookahead)   # compile or load the kernels from numba's cache
-    warm.feed(interner_for(mode).codes(0, np.array([-8, 0, 1, 0, 1, -2, 0, -1], np.int32), final=True))
-    encode_explicit(warm.finish(), fast=True)
+    if kernels != "aot":   # the JIT: compile or load the kernels from numba's cache before the first chunk
+        warm = GrammarBuilder(lookahead=lookahead)
+        warm.feed(interner_for(mode).codes(0, np.array([-8, 0, 1, 0, 1, -2, 0, -1], np.int32), final=True))
+        encode_explicit(warm.finish(), fast=True)
+    # the compiled kernels need no warm-up: it built and encoded a grammar nobody reads (~1.7 M
+    # instructions of every builder; docs/design.md, "The builder's own layer, wave 20")
     jit = time.thread_time() - t
     if not gc.isenabled():
         # wpp.startup.CODE disables the collector for the start-up (its collections were ~6% of
