@@ -17,6 +17,9 @@ SRC = str(Path(__file__).resolve().parents[2] / "src")
 PYTHON_LAYER = ("numpy._core.multiarray", "numpy._core.overrides", "numpy._core.numerictypes",
                 "numpy._core.umath", "numpy._core.fromnumeric", "numpy._core.numeric",
                 "numpy._core.shape_base", "inspect", "pickle")
+#: what only unpickling loads (wave 20: the compiled module's init and its kernels' array boxing
+#: unpickle through ``aot._known_loads``; ``re``, which imports ``copyreg`` too, is not loaded either)
+PICKLE = ("_pickle", "copyreg", "_compat_pickle", "re")
 
 
 def _run(code: str, env: dict[str, str] | None = None) -> str:
@@ -92,15 +95,18 @@ def test_the_builders_fills_and_extensions_equal_numpys() -> None:
 def test_a_builder_process_builds_without_numpys_python_layer() -> None:
     """The builder process, started as ``wpp.spawn`` starts it, on a few events: at its exit none of
     numpy's Python layer is loaded (on main the lean core loaded all of it), nor (wave 19)
-    ``threading`` and ``datetime``, numpy is lean and the result is a built grammar (its
-    exactness: the online and AOT tests)."""
+    ``threading`` and ``datetime``, nor (wave 20) ``_pickle``, ``copyreg``, ``_compat_pickle``:
+    the compiled module's pickles and the ``numpy.ndarray`` its kernels' array boxing unpickles
+    (the interning kernels return arrays) are all ones the description records (a numpy or numba
+    whose pickles differ fails here rather than quietly going back to ``_pickle``), numpy is lean
+    and the result is a built grammar (its exactness: the online and AOT tests)."""
     import marshal
 
     from test_builder_startup11 import _events, _frames, _path
     from wholetrace.wpp.spawn import _CODE
 
     code = ("import os, sys\nreal = os._exit\n"
-            "def _exit(c):\n    sys.stderr.write('LOADED %s\\n' % ','.join(m for m in " + repr(PYTHON_LAYER + ("threading", "datetime"))
+            "def _exit(c):\n    sys.stderr.write('LOADED %s\\n' % ','.join(m for m in " + repr(PYTHON_LAYER + ("threading", "datetime") + PICKLE)
             + " if m in sys.modules))\n    sys.stderr.flush(); real(c)\n"
             "os._exit = _exit\n" + _CODE.replace("; ", "\n"))
     p = subprocess.run([sys.executable, "-S", "-c", code, "blocks", "1", "100000", "0", *_path()],

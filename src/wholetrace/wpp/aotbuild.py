@@ -220,8 +220,6 @@ def _environments(tmp: Path) -> list[tuple[bytes, list[tuple[tuple[Any, ...], tu
     empty (``_pickle`` then) if any value is anything else or its rebuild differs."""
     import pickle
 
-    import numpy as np
-
     found = sorted(tmp.glob(EXT_NAME + ".*"))
     seen: list[tuple[bytes, Any]] = []
     real_loads = pickle.loads
@@ -241,6 +239,16 @@ def _environments(tmp: Path) -> list[tuple[bytes, list[tuple[tuple[Any, ...], tu
         module_from_spec(spec)   # PyInit runs here: the unpickling
     finally:
         pickle.loads = real_loads
+    return _recipes(seen)
+
+
+def _recipes(seen: list[tuple[bytes, Any]]) -> list[tuple[bytes, list[tuple[tuple[Any, ...], tuple[Any, ...]]]]]:
+    """The recipes of :func:`_environments` for what the module's init unpickled (each pickle's
+    bytes and value): empty if any value is not a list of dtypes, its rebuild differs, or its
+    recipe is not in :func:`_plain`'s values (a record's or sub-array's state holds dtypes: the
+    whole description would then be pickled, and every builder import ``pickle`` and ``re``)."""
+    import numpy as np
+
     out: dict[bytes, list[tuple[tuple[Any, ...], tuple[Any, ...]]]] = {}
     for data, value in seen:
         if type(value) is not list:
@@ -254,6 +262,10 @@ def _environments(tmp: Path) -> list[tuple[bytes, list[tuple[tuple[Any, ...], tu
             if type(again) is not type(d) or again != d or again.__reduce__() != reduced:
                 return []
             recipe.append((reduced[1], reduced[2]))
+        try:
+            _plain(recipe)
+        except TypeError:
+            return []
         if out.setdefault(data, recipe) != recipe:
             return []
     return sorted(out.items())

@@ -231,7 +231,9 @@ def build(mode: str, lookahead: bool, q: ChunkQueue, spawned: float = 0.0, progr
     t0 = time.perf_counter()
     from wholetrace.wpp.aot import JIT_FALLBACKS, install
 
+    t = time.thread_time()
     kernels = install()   # "aot": the compiled kernels, no numba import; else the JIT's reason
+    loaded = time.thread_time() - t   # the compiled module's load (jit_seconds: with the warm-up's)
     if kernels != "aot" or JIT_FALLBACKS:
         # numba compiles (cold cache) or loads: ~12 M cyclic objects of garbage that a collector
         # left off would keep, and gc.freeze() below would keep for the whole build (0.8 GB)
@@ -248,7 +250,7 @@ def build(mode: str, lookahead: bool, q: ChunkQueue, spawned: float = 0.0, progr
         encode_explicit(warm.finish(), fast=True)
     # the compiled kernels need no warm-up: it built and encoded a grammar nobody reads (~1.7 M
     # instructions of every builder; docs/design.md, "The builder's own layer, wave 20")
-    jit = time.thread_time() - t
+    jit = loaded + time.thread_time() - t
     if not gc.isenabled():
         # wpp.startup.CODE disables the collector for the start-up (its collections were ~6% of
         # the start-up's instructions, nothing to collect); what the start-up made is frozen,
