@@ -31,7 +31,7 @@ def run_recorded(script: Path, out: Path, *args: str, mode: str = "blocks", incl
                           env=ENV, stdin=subprocess.DEVNULL)
 
 
-def cli_in_process(*argv: str) -> tuple[int, str, str]:
+def cli_in_process(*argv: str, timeout: float = 300.0) -> tuple[int, str, str]:
     """A read-side command (``trace``, ``counts``, ``slice``, ...) run by ``wholetrace.cli.main``
     in this process: exit status, stdout, stderr.  The same code as ``python -m wholetrace.cli``
     without a new interpreter importing numpy/numba and loading the kernels (~1 CPU-s a call);
@@ -41,13 +41,25 @@ def cli_in_process(*argv: str) -> tuple[int, str, str]:
 
     from wholetrace.cli import main
 
+    import faulthandler
+
     assert argv[:1] != ("record",), "record in a subprocess: run_recorded"
     out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            rc = main(list(argv))
-        except SystemExit as exc:
-            rc = exc.code if isinstance(exc.code, int) else 1
+    # the subprocess form had a timeout: a read command that never ends stops the worker with
+    # every thread's traceback instead of hanging ``make test``
+    faulthandler.dump_traceback_later(timeout, exit=True)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                rc = main(list(argv))
+            except SystemExit as exc:  # as the interpreter maps it at exit
+                if exc.code is None or isinstance(exc.code, int):
+                    rc = exc.code or 0
+                else:
+                    print(exc.code, file=sys.stderr)
+                    rc = 1
+    finally:
+        faulthandler.cancel_dump_traceback_later()
     return rc, out.getvalue(), err.getvalue()
 
 
