@@ -112,6 +112,8 @@ def test_counts_options(program: Path, tmp_path: Path) -> None:
     out = tmp_path / "c.lcov"
     assert cli("counts", "--format", "lcov", "-o", str(out), str(wt)).returncode == 0
     assert "DA:9,8" in out.read_text()
+    bad = cli("counts", "-o", str(tmp_path / "no-such-dir" / "c.txt"), str(wt))
+    assert bad.returncode == 2 and bad.stderr.startswith("wholetrace: error: cannot write ") and bad.stderr.count("\n") == 1
 
 
 def test_weights_from_an_earlier_recording(program: Path, tmp_path: Path) -> None:

@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from wholetrace.errors import UsageError
+
 if TYPE_CHECKING:
     from wholetrace.trace.session import Trace
 
@@ -39,7 +41,11 @@ def write_report(trace: Trace, args: argparse.Namespace) -> int:
 
     renderer = {"text": lambda: CountsText(limit=args.limit), "json": CountsJson, "lcov": CountsLcov}[args.format]()
     if args.output:
-        with open(args.output, "w") as out:
+        try:
+            out = open(args.output, "w")
+        except OSError as exc:
+            raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from None
+        with out:
             renderer.render(trace, out)
     else:
         renderer.render(trace, sys.stdout)
