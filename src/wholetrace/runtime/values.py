@@ -101,7 +101,23 @@ def _traceback_type() -> type:
 #: program ran late, or never (review19c P2), and a file it left open stayed unflushed.  Their
 #: serials are kept by address and type (``ValueLog.loose``): one that dies passes its serial
 #: on to the next object of its type at its address (a dependence too many, never one missing).
-_UNHELD = frozenset((type(sys._getframe()), _traceback_type()))
+_FRAME, _TRACEBACK = type(sys._getframe()), _traceback_type()
+
+
+def _unheld(t: type, obj: Any, fr: type = _FRAME, tb: type = _TRACEBACK, exc: type = BaseException,
+            tup: type = tuple, sub: Any = issubclass, each: Any = tuple.__iter__) -> bool:
+    """Is ``obj`` (of type ``t``, no weak references) never held?  Frames, tracebacks, built-in
+    exceptions, and tuples (``sys.exc_info()``, ``inspect.FrameInfo``) with one among their
+    items.  Identity tests and ``issubclass``: no ``__hash__``/``__eq__`` of a metaclass runs.
+    (Defaults: module globals are None while the interpreter shuts down.)"""
+    if t is fr or t is tb or sub(t, exc):
+        return True
+    if sub(t, tup):
+        for x in each(obj):
+            u = type(x)
+            if u is fr or u is tb or sub(u, exc):
+                return True
+    return False
 
 
 def marker(tag: int, slot: int) -> int:
@@ -121,7 +137,7 @@ class ValueLog(Flushing):
     """The value log of one recording: per-stream buffers, object serials, distinct contents
     (the flusher's side: ``runtime.valueflush``)."""
 
-    unheld = _UNHELD   # (module globals are None while the interpreter shuts down)
+    unheld = staticmethod(_unheld)
 
     def __init__(self, writer: Any, current_stream: Callable[[], Callable[[int], None]]) -> None:
         self.writer = writer
@@ -195,6 +211,9 @@ class ValueLog(Flushing):
         s = self.serials.get(i)
         if s is not None:
             return s
+        got = self.loose.get(i)      # a live frame, traceback, ... recorded again: one dict hit
+        if got is not None and got[1] is type(obj):
+            return got[0]            # (or the serial of the last one of its type at this address)
         s = next(self.counter)
         self.serials[i] = s
         try:
@@ -202,11 +221,8 @@ class ValueLog(Flushing):
             r.i = i
         except TypeError:
             t = type(obj)
-            if t in self.unheld or issubclass(t, BaseException):   # never held (``_UNHELD``)
+            if self.unheld(t, obj):   # never held (``_unheld``)
                 self.serials.pop(i, None)
-                got = self.loose.get(i)
-                if got is not None and got[1] is t:
-                    return got[0]   # the serial of the last one at this address (this one, unless it died)
                 self.loose[i] = (s, t)
             else:
                 self.pins[i] = obj
