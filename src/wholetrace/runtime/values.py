@@ -156,7 +156,7 @@ class ValueLog(Flushing):
         self.serials: dict[int, int] = {}              # id(obj) -> serial, while obj lives
         self.refs: dict[int, Any] = {}
         self.pins: dict[int, Any] = {}
-        self.loose: dict[int, tuple[int, type]] = {}   # id -> serial, type of an object never held
+        self.loose: dict[tuple[int, int], int] = {}    # (id, id of its type) -> serial, never held
         self.pin_limit = _PIN_MIN
         self.counter = itertools.count(1)
         self.new_objects: list[tuple[int, type]] = []  # (serial, type) handed out since the last flush
@@ -211,9 +211,9 @@ class ValueLog(Flushing):
         s = self.serials.get(i)
         if s is not None:
             return s
-        got = self.loose.get(i)      # a live frame, traceback, ... recorded again: one dict hit
-        if got is not None and got[1] is type(obj):
-            return got[0]            # (or the serial of the last one of its type at this address)
+        s = self.loose.get((i, id(type(obj))))   # a live frame, traceback, ... (the probes look first)
+        if s is not None:
+            return s                 # (or the serial of the last one of its type at this address)
         s = next(self.counter)
         self.serials[i] = s
         try:
@@ -223,7 +223,7 @@ class ValueLog(Flushing):
             t = type(obj)
             if self.unheld(t, obj):   # never held (``_unheld``)
                 self.serials.pop(i, None)
-                self.loose[i] = (s, t)
+                self.loose[(i, id(t))] = s
             else:
                 self.pins[i] = obj
                 if len(self.pins) >= self.pin_limit:
@@ -260,6 +260,7 @@ class ValueLog(Flushing):
         serial = self.serial
         tagof = _MARK_OF.get
         known = self.serials.get
+        lget = self.loose.get
         clock = self.clock
         m_obj, m_int, m_float, m_switch = _MARK[OBJ], _MARK[INT], _MARK[FLOAT], _MARK[SWITCH_TAG]
 
@@ -292,6 +293,8 @@ class ValueLog(Flushing):
                     m = tagof(t)
                     if m is None:
                         v = known(id(x))
+                        if v is None:                  # a live frame, traceback, ...: one dict hit
+                            v = lget((id(x), id(t)))
                         if v is None:
                             v = serial(x)
                         m = m_obj - k
@@ -338,6 +341,8 @@ class ValueLog(Flushing):
                     m = tagof(t)
                     if m is None:
                         v = known(id(x))
+                        if v is None:                  # a live frame, traceback, ...: one dict hit
+                            v = lget((id(x), id(t)))
                         if v is None:
                             v = serial(x)
                         if a is pa:
@@ -368,6 +373,8 @@ class ValueLog(Flushing):
                 m = tagof(type(x))
                 if m is None:
                     v = known(id(x))
+                    if v is None:
+                        v = lget((id(x), id(type(x))))
                     out.append(m_obj - k)
                     out.append(serial(x) if v is None else v)
                 elif m >= m_int:                       # int (any size: the flusher), None, bool
