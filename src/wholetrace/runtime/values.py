@@ -101,7 +101,23 @@ def _traceback_type() -> type:
 #: program ran late, or never (review19c P2), and a file it left open stayed unflushed.  Their
 #: serials are kept by address and type (``ValueLog.loose``): one that dies passes its serial
 #: on to the next object of its type at its address (a dependence too many, never one missing).
-_UNHELD = frozenset((type(sys._getframe()), _traceback_type()))
+_FRAME, _TRACEBACK = type(sys._getframe()), _traceback_type()
+
+
+def _unheld(t: type, obj: Any, fr: type = _FRAME, tb: type = _TRACEBACK, exc: type = BaseException,
+            tup: type = tuple, sub: Any = issubclass, each: Any = tuple.__iter__) -> bool:
+    """Is ``obj`` (of type ``t``, no weak references) never held?  Frames, tracebacks, built-in
+    exceptions, and tuples (``sys.exc_info()``, ``inspect.FrameInfo``) with one among their
+    items.  Identity tests and ``issubclass``: no ``__hash__``/``__eq__`` of a metaclass runs.
+    (Defaults: module globals are None while the interpreter shuts down.)"""
+    if t is fr or t is tb or sub(t, exc):
+        return True
+    if sub(t, tup):
+        for x in each(obj):
+            u = type(x)
+            if u is fr or u is tb or sub(u, exc):
+                return True
+    return False
 
 
 def marker(tag: int, slot: int) -> int:
@@ -121,7 +137,7 @@ class ValueLog(Flushing):
     """The value log of one recording: per-stream buffers, object serials, distinct contents
     (the flusher's side: ``runtime.valueflush``)."""
 
-    unheld = _UNHELD   # (module globals are None while the interpreter shuts down)
+    unheld = staticmethod(_unheld)
 
     def __init__(self, writer: Any, current_stream: Callable[[], Callable[[int], None]]) -> None:
         self.writer = writer
@@ -140,7 +156,7 @@ class ValueLog(Flushing):
         self.serials: dict[int, int] = {}              # id(obj) -> serial, while obj lives
         self.refs: dict[int, Any] = {}
         self.pins: dict[int, Any] = {}
-        self.loose: dict[int, tuple[int, type]] = {}   # id -> serial, type of an object never held
+        self.loose: dict[tuple[int, int], int] = {}    # (id, id of its type) -> serial, never held
         self.pin_limit = _PIN_MIN
         self.counter = itertools.count(1)
         self.new_objects: list[tuple[int, type]] = []  # (serial, type) handed out since the last flush
@@ -195,6 +211,9 @@ class ValueLog(Flushing):
         s = self.serials.get(i)
         if s is not None:
             return s
+        s = self.loose.get((i, id(type(obj))))   # a live frame, traceback, ... (the probes look first)
+        if s is not None:
+            return s                 # (or the serial of the last one of its type at this address)
         s = next(self.counter)
         self.serials[i] = s
         try:
@@ -202,12 +221,9 @@ class ValueLog(Flushing):
             r.i = i
         except TypeError:
             t = type(obj)
-            if t in self.unheld or issubclass(t, BaseException):   # never held (``_UNHELD``)
+            if self.unheld(t, obj):   # never held (``_unheld``)
                 self.serials.pop(i, None)
-                got = self.loose.get(i)
-                if got is not None and got[1] is t:
-                    return got[0]   # the serial of the last one at this address (this one, unless it died)
-                self.loose[i] = (s, t)
+                self.loose[(i, id(t))] = s
             else:
                 self.pins[i] = obj
                 if len(self.pins) >= self.pin_limit:
@@ -244,6 +260,7 @@ class ValueLog(Flushing):
         serial = self.serial
         tagof = _MARK_OF.get
         known = self.serials.get
+        lget = self.loose.get
         clock = self.clock
         m_obj, m_int, m_float, m_switch = _MARK[OBJ], _MARK[INT], _MARK[FLOAT], _MARK[SWITCH_TAG]
 
@@ -275,6 +292,8 @@ class ValueLog(Flushing):
                     m = tagof(t)
                     if m is None:
                         v = known(id(x))
+                        if v is None:                  # a live frame, traceback, ...: one dict hit
+                            v = lget((id(x), id(t)))
                         if v is None:
                             v = serial(x)
                         m = m_obj - k
@@ -313,6 +332,8 @@ class ValueLog(Flushing):
                     m = tagof(t)
                     if m is None:
                         v = known(id(x))
+                        if v is None:                  # a live frame, traceback, ...: one dict hit
+                            v = lget((id(x), id(t)))
                         if v is None:
                             v = serial(x)
                         if a is pa: a(m_obj - k); a(v); return x
@@ -333,6 +354,8 @@ class ValueLog(Flushing):
                 m = tagof(type(x))
                 if m is None:
                     v = known(id(x))
+                    if v is None:
+                        v = lget((id(x), id(type(x))))
                     out.append(m_obj - k)
                     out.append(serial(x) if v is None else v)
                 elif m >= m_int:                       # int (any size: the flusher), None, bool
