@@ -316,3 +316,31 @@ def continue_crosses_cleanup(body: list[ast.stmt]) -> bool:
     return walk(body, False)
 
 
+
+
+def with_exit_spans(cfg: CFG) -> list[tuple[int, int, int, int, int]]:
+    """Where the compiler places each ``with`` item's exit code (the ``__exit__`` call, the
+    exceptional exit's ``WITH_EXCEPT_START``, the ``__aexit__`` await): ``(line, col, end
+    line, end col, -1 - exit statement id)``.  3.11 and 3.12 place it at the ``with`` node,
+    which ``_with`` makes of each item after the first (from its expression to the
+    statement's end); 3.13 at the item's expression.  That is also where ``BEFORE_WITH`` (and
+    in 3.13 the expression's own code) stands, so ``instrument.bytecode.with_exit_at`` tells
+    them apart; without it an exception out of ``__exit__`` was the ``with-enter``
+    statement's, which count reads as an edge out of the ``with``'s first block (review19a MED-1)."""
+    out = []
+    item_of = {sid: a for (a, kind), sid in cfg.anchors.items() if kind == "with-exit"}
+    for st in cfg.stmts:
+        node = st.node
+        found = cfg.with_items.get(item_of.get(st.id, -1)) if st.kind == "with-exit" else None
+        if found is None or not isinstance(node, (ast.With, ast.AsyncWith)):
+            continue
+        item, i = found
+        expr = item.context_expr
+        if sys.version_info >= (3, 13):
+            out.append((expr.lineno, expr.col_offset, expr.end_lineno or expr.lineno,
+                        expr.end_col_offset or 0, -1 - st.id))
+        else:
+            first = expr if i else node
+            out.append((first.lineno, first.col_offset, node.end_lineno or node.lineno,
+                        node.end_col_offset or 0, -1 - st.id))
+    return out
