@@ -33,6 +33,8 @@ class CleanupRewriter:
     running: list[tuple[str | None, int, int]]   # the regions around the statement: (local, loops and
     unwinds: int                         # cleanups open at its start); with bodies and try bodies
                                          # (their handlers) whose finally has a bare raise, open
+    catching: int                        # with bodies and bodies of a try with handlers, open
+    catching_at: list[int]               # per running region: ``catching`` at its start
 
     if TYPE_CHECKING:   # pragma: no cover - the rewriter's own helpers
         def starts_block(self, st: Stmt | None) -> bool: ...
@@ -49,6 +51,7 @@ class CleanupRewriter:
         ``finally`` body or an ``except`` body holding a bare ``raise``, when a ``try`` or
         ``with`` nested in it can replace ``wt.s``; every ``except*`` handler, as before)."""
         self.held, self.held_names, self.running, self.unwinds = {}, [], [], 0
+        self.catching, self.catching_at = 0, []
         if not self.em.knows_reraise:   # (module and class bodies: regions in the runtime's slot)
             return
         for n in _same_scope(stmts):
@@ -113,10 +116,13 @@ class CleanupRewriter:
 
     def bare_raise(self) -> list[ast.stmt]:
         """Before a bare ``raise``: the entry of the region around it (then its local is
-        dropped: ``wt.s`` holds the entry, as for any re-raise)."""
+        dropped: ``wt.s`` holds the entry, as for any re-raise), unless a ``try`` with handlers
+        or a ``with`` opened inside the region holds the ``raise``: what it raises may be taken
+        there and the region go on to its own re-raise (an ``except*`` handler's end), which
+        needs the entry again (review19a MED-2); the region's end or the epilogue drops it."""
         hold = self._hold_again()
-        if not hold:
-            return []
+        if not hold or self.catching > self.catching_at[-1]:
+            return hold
         return hold + self.em.drop_regions([self.running[-1][0]])  # type: ignore[list-item]
 
     def _save(self, name: str | None) -> list[ast.stmt]:
@@ -141,7 +147,9 @@ class CleanupRewriter:
                 body += callless(after)
         else:
             self.unwinds += 1
+            self.catching += 1
             body = self.body(s.body)
+            self.catching -= 1
             self.unwinds -= 1
         assert exit_ is not None
         final = self.em.set_reraise(exit_.id, None)
@@ -161,7 +169,9 @@ class CleanupRewriter:
             self.em.star = True
         unwind = _bare_raises(s.finalbody)   # a return in what runs before the finally runs it
         self.unwinds += unwind
+        self.catching += bool(s.handlers)
         s.body = self.body(s.body)
+        self.catching -= bool(s.handlers)
         s.orelse = self.body(s.orelse)
         star_end = self.cfg.stmt_at(s, "star-end") if isinstance(s, ast.TryStar) else None
         for h in s.handlers:
@@ -176,7 +186,9 @@ class CleanupRewriter:
             else:
                 entry += self._save(name)
             self.running.append((name, len(self.loops), self.unwinds))
+            self.catching_at.append(self.catching)
             body = self.body(h.body)
+            self.catching_at.pop()
             self.running.pop()
             h.body = entry + body + self._handler_end(star_end)
         self.unwinds -= unwind
@@ -186,6 +198,7 @@ class CleanupRewriter:
         entry = self.first_block(s.finalbody)
         name = self.held.get(id(s))
         self.running.append((name, len(self.loops), self.unwinds))
+        self.catching_at.append(self.catching)
         final = self._save(name) + self.body(s.finalbody)
         # at the last statement's position: the finally's own re-raise takes the position of
         # the code before it, and a tracer sees it (return event after an exception)
@@ -196,6 +209,7 @@ class CleanupRewriter:
             # after wt.r's store, in its position: a location-less store at a finally's end
             # gives a 3.11 tracer a line event (review17c)
             final += self.em.set_reraise(end.id, last) + self._hold_again(last)
+        self.catching_at.pop()
         self.running.pop()
         final += self.release(len(self.running), last) if name is not None else []
         if self.starts_block(end):

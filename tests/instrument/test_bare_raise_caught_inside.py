@@ -1,0 +1,112 @@
+"""A bare ``raise`` caught inside the handler that holds its exception (a nested ``try`` or ``with``):
+the handler goes on, and its own later re-raise (an ``except*`` handler's end, a second bare
+``raise``) is still recognised in every mode that tracks re-raises (review19a MED-2)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from oracles.settrace_lines import line_counts
+from regenutil import compare
+from wtutil import ENV, assert_same_counts, compare_lines, profiles, run_plain, run_recorded
+
+pytestmark = pytest.mark.compat
+
+PROGRAMS = {
+    # review19a's star2.py: the nested try/except* re-raises the ValueError part and takes it;
+    # the outer except* re-raises the KeyError part at its end (k odd)
+    "star": '''
+        def inner():
+            raise
+        def f(k):
+            try:
+                try:
+                    raise ExceptionGroup("g", [KeyError(k), ValueError(k)])
+                except* KeyError:
+                    if k % 2:
+                        raise
+                    print("k handled", k)
+                except* ValueError as eg:
+                    try:
+                        raise
+                    except* ValueError:
+                        print("inner star", k)
+                    if k == 99:
+                        inner()
+            except* (KeyError, ValueError) as eg:
+                print("outer", k, [type(e).__name__ for e in eg.exceptions])
+        for k in range(4):
+            f(k)
+        ''',
+    # a plain handler: the first bare raise is taken by a nested try, the second leaves
+    "plain": '''
+        def g(k):
+            try:
+                try:
+                    raise KeyError(k)
+                except KeyError:
+                    try:
+                        raise
+                    except KeyError:
+                        print("inner", k)
+                    if k % 2:
+                        raise
+                    print("kept", k)
+            except KeyError as e:
+                print("outer", k, e)
+        for k in range(4):
+            g(k)
+        ''',
+    # the same with a with whose exit swallows the first bare raise
+    "with": '''
+        class Swallow:
+            def __enter__(self): return self
+            def __exit__(self, *a): return True
+        def h(k):
+            try:
+                try:
+                    raise KeyError(k)
+                except KeyError:
+                    with Swallow():
+                        raise
+                    if k % 2:
+                        raise
+                    print("kept", k)
+            except KeyError as e:
+                print("outer", k, e)
+        for k in range(4):
+            h(k)
+        ''',
+}
+
+
+def _counts_json(wt: Path) -> str:
+    got = subprocess.run([sys.executable, "-m", "wholetrace.cli", "counts", "--format", "json", str(wt)],
+                         capture_output=True, text=True, env=ENV, timeout=300)
+    assert got.returncode == 0, got.stderr
+    return got.stdout
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_bare_raise_caught_inside_every_mode(name: str, tmp_path: Path) -> None:
+    script = tmp_path / f"{name}.py"
+    script.write_text(textwrap.dedent(PROGRAMS[name]))
+    plain = run_plain(script)
+    assert plain.returncode == 0 and plain.stdout, plain.stderr
+    wts = {}
+    for mode in ("blocks", "count", "witness", "branches", "path"):
+        wts[mode] = tmp_path / f"{name}.{mode}.wt"
+        got = run_recorded(script, wts[mode], mode=mode)
+        assert (got.returncode, got.stdout, got.stderr) == (plain.returncode, plain.stdout, plain.stderr), mode
+    oracle = line_counts(script, [], {str(script)})
+    assert compare_lines(wts["blocks"], {str(script)}, oracle) >= 6
+    for mode in ("witness", "branches", "path"):
+        compare(wts["blocks"], wts[mode], exact=True)
+        assert _counts_json(wts[mode]) == _counts_json(wts["blocks"]), mode
+    assert_same_counts(profiles(wts["blocks"]), profiles(wts["count"]), name, edges=True)
+    assert _counts_json(wts["count"]) == _counts_json(wts["blocks"])
