@@ -15,8 +15,6 @@ from oracles.settrace_lines import line_counts
 from regenutil import compare
 from wtutil import ENV, assert_same_counts, compare_lines, profiles, run_plain, run_recorded
 
-pytestmark = pytest.mark.compat
-
 PROGRAMS = {
     # review19a's star2.py: the nested try/except* re-raises the ValueError part and takes it;
     # the outer except* re-raises the KeyError part at its end (k odd)
