@@ -4,16 +4,15 @@ end) is still recognised in every mode that tracks re-raises (review19a MED-2)."
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
+from cleanup_check import assert_count_is_blocks, counts_json, record_modes
 from oracles.settrace_lines import line_counts
 from regenutil import compare
-from wtutil import ENV, assert_same_counts, compare_lines, profiles, run_plain, run_recorded
+from wtutil import compare_lines
 
 PROGRAMS = {
     # review19a's star2.py: the nested try/except* re-raises the ValueError part and takes it;
@@ -83,28 +82,14 @@ PROGRAMS = {
 }
 
 
-def _counts_json(wt: Path) -> str:
-    got = subprocess.run([sys.executable, "-m", "wholetrace.cli", "counts", "--format", "json", str(wt)],
-                         capture_output=True, text=True, env=ENV, timeout=300)
-    assert got.returncode == 0, got.stderr
-    return got.stdout
-
-
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_bare_raise_caught_inside_every_mode(name: str, tmp_path: Path) -> None:
     script = tmp_path / f"{name}.py"
     script.write_text(textwrap.dedent(PROGRAMS[name]))
-    plain = run_plain(script)
-    assert plain.returncode == 0 and plain.stdout, plain.stderr
-    wts = {}
-    for mode in ("blocks", "count", "witness", "branches", "path"):
-        wts[mode] = tmp_path / f"{name}.{mode}.wt"
-        got = run_recorded(script, wts[mode], mode=mode)
-        assert (got.returncode, got.stdout, got.stderr) == (plain.returncode, plain.stdout, plain.stderr), mode
+    wts = record_modes(script, ("blocks", "count", "witness", "branches", "path"), tmp_path)
     oracle = line_counts(script, [], {str(script)})
     assert compare_lines(wts["blocks"], {str(script)}, oracle) >= 6
     for mode in ("witness", "branches", "path"):
         compare(wts["blocks"], wts[mode], exact=True)
-        assert _counts_json(wts[mode]) == _counts_json(wts["blocks"]), mode
-    assert_same_counts(profiles(wts["blocks"]), profiles(wts["count"]), name, edges=True)
-    assert _counts_json(wts["count"]) == _counts_json(wts["blocks"])
+        assert counts_json(wts[mode]) == counts_json(wts["blocks"]), mode
+    assert_count_is_blocks(wts, name)

@@ -3,15 +3,13 @@ statement's first block's: count reads the same counts as blocks (review19a MED-
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
+from cleanup_check import assert_count_is_blocks, record_modes
 from regenutil import compare
-from wtutil import ENV, assert_same_counts, profiles, run_plain, run_recorded
 
 pytestmark = pytest.mark.compat
 
@@ -120,24 +118,10 @@ PROGRAMS = {
 }
 
 
-def _counts_json(wt: Path) -> str:
-    got = subprocess.run([sys.executable, "-m", "wholetrace.cli", "counts", "--format", "json", str(wt)],
-                         capture_output=True, text=True, env=ENV, timeout=300)
-    assert got.returncode == 0, got.stderr
-    return got.stdout
-
-
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_with_exit_raising_count_equals_blocks(name: str, tmp_path: Path) -> None:
     script = tmp_path / f"{name}.py"
     script.write_text(CTX + textwrap.dedent(PROGRAMS[name]))
-    plain = run_plain(script)
-    assert plain.returncode == 0 and plain.stdout, plain.stderr
-    wts = {}
-    for mode in ("blocks", "count", "witness"):
-        wts[mode] = tmp_path / f"{name}.{mode}.wt"
-        got = run_recorded(script, wts[mode], mode=mode)
-        assert (got.returncode, got.stdout, got.stderr) == (plain.returncode, plain.stdout, plain.stderr), mode
-    assert_same_counts(profiles(wts["blocks"]), profiles(wts["count"]), name, edges=True)
-    assert _counts_json(wts["count"]) == _counts_json(wts["blocks"])
+    wts = record_modes(script, ("blocks", "count", "witness"), tmp_path)
+    assert_count_is_blocks(wts, name)
     compare(wts["blocks"], wts["witness"], exact=True)
