@@ -79,6 +79,47 @@ PROGRAMS = {
         for k in range(4):
             h(k)
         ''',
+    # lifetimes (plain's __del__ order): an except* that took the whole group, after its
+    # handler's bare raise was taken inside (f5) or with none (f6, f9 with a finally): count
+    # kept the group's traceback (the callee's frame) in wt.s until the function's end
+    # (review20d HIGH: life5.py, life6.py)
+    "star_lifetimes": '''
+        class D:
+            def __init__(self, n): self.n = n
+            def __del__(self): print("del", self.n)
+        def callee(n):
+            d = D(n)
+            raise KeyError(n)
+        def f5(n):
+            try:
+                try:
+                    callee(n)
+                except* KeyError:
+                    try:
+                        raise
+                    except* KeyError:
+                        print("inner star", n)
+            except* KeyError:
+                print("outer star", n)
+            print("after f5", n)
+        def f6(n):
+            try:
+                callee(n)
+            except* KeyError:
+                print("handled", n)
+            print("after f6", n)
+        def f9(n):
+            try:
+                callee(n)
+            except* KeyError:
+                print("handled", n)
+            finally:
+                print("finally", n)
+            print("after f9", n)
+        for k in range(2):
+            f5(k); f6(k + 10); f9(k + 20)
+        print("end")
+        ''',
 }
 
 

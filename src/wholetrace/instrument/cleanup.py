@@ -192,8 +192,11 @@ class CleanupRewriter:
             self.running.pop()
             h.body = entry + body + self._handler_end(star_end)
         self.unwinds -= unwind
+        # past an except* whose handlers took the whole group: plain Python has dropped it, but
+        # each handler's end held its entry again in wt.s for a re-raise that did not come
+        dropped = self.em.drop_regions([], held=True) if star_end is not None and star_end.block >= 0 else []
         if not s.finalbody:
-            return [s]
+            return [s] + dropped
         end = self.cfg.stmt_at(s, "finally-end")
         entry = self.first_block(s.finalbody)
         name = self.held.get(id(s))
@@ -220,7 +223,7 @@ class CleanupRewriter:
         if s.handlers or s.orelse:
             inner_try = type(s)(s.body, s.handlers, s.orelse, [])
             ast.copy_location(inner_try, s)
-            inner = [inner_try]
+            inner = [inner_try] + dropped
         return [self.em.guard(inner, final, entry, own_final=False, like=None if s.handlers or s.orelse else s)]
 
     def _handler_end(self, star_end: Stmt | None) -> list[ast.stmt]:
