@@ -79,6 +79,41 @@ PROGRAMS = {
         for k in range(4):
             h(k)
         ''',
+    # a bare raise in a try whose finally breaks or continues: the finally swallows it and the
+    # region goes on to its own re-raise (count: line 4 = 6, blocks 4; g unreadable, "counts
+    # violate flow conservation"; review20d MED)
+    "finally_break": '''
+        def f(k):
+            try:
+                try:
+                    raise ExceptionGroup("g", [KeyError(k), ValueError(k)])
+                except* KeyError:
+                    for _ in range(1):
+                        try:
+                            raise
+                        finally:
+                            break
+                    if k % 2:
+                        raise
+                    print("k", k)
+            except* (KeyError, ValueError) as eg:
+                print("outer", k, len(eg.exceptions))
+        def g(k):
+            try:
+                try:
+                    raise KeyError(k)
+                finally:
+                    for _ in range(2):
+                        try:
+                            raise
+                        finally:
+                            continue
+                    print("fin end", k)
+            except KeyError:
+                print("outer g", k)
+        for k in range(4):
+            f(k); g(k)
+        ''',
     # lifetimes (plain's __del__ order): an except* that took the whole group, after its
     # handler's bare raise was taken inside (f5) or with none (f6, f9 with a finally): count
     # kept the group's traceback (the callee's frame) in wt.s until the function's end

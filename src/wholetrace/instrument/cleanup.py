@@ -33,7 +33,8 @@ class CleanupRewriter:
     running: list[tuple[str | None, int, int]]   # the regions around the statement: (local, loops and
     unwinds: int                         # cleanups open at its start); with bodies and try bodies
                                          # (their handlers) whose finally has a bare raise, open
-    catching: int                        # with bodies and bodies of a try with handlers, open
+    catching: int                        # open with bodies, bodies of a try with handlers or a
+                                         # finally that breaks/continues
     catching_at: list[int]               # per running region: ``catching`` at its start
 
     if TYPE_CHECKING:   # pragma: no cover - the rewriter's own helpers
@@ -169,9 +170,11 @@ class CleanupRewriter:
             self.em.star = True
         unwind = _bare_raises(s.finalbody)   # a return in what runs before the finally runs it
         self.unwinds += unwind
-        self.catching += bool(s.handlers)
+        # a finally that breaks or continues swallows what its body raises, as a handler does
+        catches = bool(s.handlers) or _leaves_loop(s.finalbody)
+        self.catching += catches
         s.body = self.body(s.body)
-        self.catching -= bool(s.handlers)
+        self.catching -= catches
         s.orelse = self.body(s.orelse)
         star_end = self.cfg.stmt_at(s, "star-end") if isinstance(s, ast.TryStar) else None
         for h in s.handlers:
@@ -292,6 +295,12 @@ def _replaces_held(stmts: list[ast.stmt]) -> bool:
     """Can a handler or guard in ``stmts`` replace the traceback entry the function holds
     (``wt.s``: each ``except`` handler and each ``try``/``with`` guard holds its own)?"""
     return any(isinstance(n, (ast.Try, ast.TryStar, ast.With, ast.AsyncWith)) for n in _same_scope(stmts))
+
+
+def _leaves_loop(stmts: list[ast.stmt]) -> bool:
+    """Does ``stmts`` hold a ``break`` or ``continue`` (in its frame; one of a loop nested in
+    it counts too: an over-estimate only keeps a region's entry until its end)?"""
+    return any(isinstance(n, (ast.Break, ast.Continue)) for n in _same_scope(stmts))
 
 
 def _bare_raises(stmts: list[ast.stmt]) -> bool:
