@@ -197,7 +197,8 @@ class CleanupRewriter:
         self.unwinds -= unwind
         # past an except* whose handlers took the whole group: plain Python has dropped it, but
         # each handler's end held its entry again in wt.s for a re-raise that did not come
-        dropped = self.em.drop_regions([], held=True) if star_end is not None and star_end.block >= 0 else []
+        holds = star_end is not None and star_end.block >= 0     # (as _handler_end)
+        dropped = self.em.drop_regions([], held=True) if holds else []
         if not s.finalbody:
             return [s] + dropped
         end = self.cfg.stmt_at(s, "finally-end")
