@@ -46,16 +46,20 @@ if TYPE_CHECKING:   # pragma: no cover
 #: reads ``opcode``.  ``tests/runtime/test_startup14.py`` compares them with ``opcode.opmap``.
 OPCODES: dict[tuple[int, int], dict[str, int]] = {
     (3, 11): {"CACHE": 0, "EXTENDED_ARG": 144, "PUSH_EXC_INFO": 35, "POP_TOP": 1, "RERAISE": 119,
-              "LOAD_CONST": 100, "LOAD_FAST": 124, "GET_ITER": 68, "FOR_ITER": 93, "GET_AITER": 50},
+              "LOAD_CONST": 100, "LOAD_FAST": 124, "GET_ITER": 68, "FOR_ITER": 93, "GET_AITER": 50,
+              "BEFORE_WITH": 53, "BEFORE_ASYNC_WITH": 52, "GET_AWAITABLE": 131, "WITH_EXCEPT_START": 49},
     (3, 12): {"CACHE": 0, "EXTENDED_ARG": 144, "PUSH_EXC_INFO": 35, "POP_TOP": 1, "RERAISE": 119,
               "LOAD_CONST": 100, "LOAD_FAST": 124, "LOAD_FAST_CHECK": 127, "GET_ITER": 68, "FOR_ITER": 93,
-              "GET_AITER": 50},
+              "GET_AITER": 50, "BEFORE_WITH": 53, "BEFORE_ASYNC_WITH": 52, "GET_AWAITABLE": 131,
+              "WITH_EXCEPT_START": 49},
     (3, 13): {"CACHE": 0, "EXTENDED_ARG": 71, "PUSH_EXC_INFO": 33, "POP_TOP": 32, "RERAISE": 102,
               "LOAD_CONST": 83, "LOAD_FAST": 85, "LOAD_FAST_CHECK": 87, "STORE_FAST_LOAD_FAST": 111,
-              "GET_ITER": 19, "FOR_ITER": 72, "GET_AITER": 16}}
+              "GET_ITER": 19, "FOR_ITER": 72, "GET_AITER": 16, "BEFORE_WITH": 2, "BEFORE_ASYNC_WITH": 1,
+              "GET_AWAITABLE": 73, "WITH_EXCEPT_START": 44}}
 #: Every name :data:`OPCODES` may hold (those a version lacks are absent there and in ``opmap``).
 OPCODE_NAMES = ("CACHE", "EXTENDED_ARG", "PUSH_EXC_INFO", "POP_TOP", "RERAISE", "LOAD_CONST", "LOAD_FAST",
-                "LOAD_FAST_CHECK", "STORE_FAST_LOAD_FAST", "GET_ITER", "FOR_ITER", "GET_AITER")
+                "LOAD_FAST_CHECK", "STORE_FAST_LOAD_FAST", "GET_ITER", "FOR_ITER", "GET_AITER", "BEFORE_WITH",
+                "BEFORE_ASYNC_WITH", "GET_AWAITABLE", "WITH_EXCEPT_START")
 
 
 def _opcodes() -> dict[str, int]:
@@ -170,7 +174,7 @@ def statement_at(spans: Sequence[Span], position: tuple[int | None, ...], op: in
     at = (line, col or 0)
     found = -1
     for l0, c0, l1, c1, s in spans:
-        if (l0, c0) <= at <= (l1, c1):
+        if s >= 0 and (l0, c0) <= at <= (l1, c1):   # (s < 0: a with exit's code, ``with_exit_at``)
             if found < 0:
                 if op not in _LOOP_STEP or (l0, c0, l1, c1) != (line, col, end_line, end_col):
                     return s
@@ -200,7 +204,48 @@ def site_table(code: CodeType, spans: Sequence[Span]) -> bytes | tuple[int, ...]
         if v is None:
             v = memo[key] = statement_at(by_line.get(position[0], ()), position, op) + 1
         out.append(v)
+    exits = exit_positions(spans)
+    if exits:
+        positions = list(code.co_positions())
+        for unit, position in enumerate(positions):
+            sid = exits.get(position)
+            if sid is not None and with_exit_at(code, positions, unit):
+                out[unit] = sid + 1
     return bytes(out) if max(out, default=0) < 256 else tuple(out)
+
+
+def exit_positions(spans: Sequence[Span]) -> dict[tuple[int, int, int, int], int]:
+    """``co_positions`` entry -> with-exit statement id, of the exit entries of ``spans``
+    (``instrument.cleanup.with_exit_spans``)."""
+    return {(l0, l1, c0, c1): -1 - s for l0, c0, l1, c1, s in spans if s < 0}
+
+
+_WITH_OPS = frozenset(_OP[n] for n in ("BEFORE_WITH", "BEFORE_ASYNC_WITH", "GET_AWAITABLE", "WITH_EXCEPT_START")
+                      if n in _OP)
+
+
+def with_exit_at(code: CodeType, positions: Sequence[tuple[int | None, ...]], unit: int) -> bool:
+    """Is code unit ``unit``, placed where a ``with`` item's exit code is, that exit code?  The
+    same place holds (3.11, 3.12) ``BEFORE_WITH`` and the ``__aenter__`` await, and (3.13) the
+    item's expression: walking back over the units placed there, the first of
+    ``BEFORE_WITH``/``BEFORE_ASYNC_WITH`` (no), ``GET_AWAITABLE 2`` (yes: ``__aexit__``; 1 is
+    ``__aenter__``, 0 an ``await`` in the expression), ``WITH_EXCEPT_START`` (yes) decides;
+    with none, the normal exit's ``__exit__(None, None, None)`` is known by its ``None``
+    arguments placed there."""
+    raw, here = code.co_code, positions[unit]
+    nones = False
+    j = unit
+    while j >= 0 and positions[j] == here:
+        op = raw[2 * j]
+        if op in _WITH_OPS:
+            if op == _OP["GET_AWAITABLE"]:
+                return raw[2 * j + 1] == 2
+            return op == _OP["WITH_EXCEPT_START"]
+        if op == _LOAD_CONST and j < unit:
+            arg = raw[2 * j + 1] | (raw[2 * j - 1] << 8 if j and raw[2 * j - 2] == _EXTENDED_ARG else 0)
+            nones = nones or (arg < len(code.co_consts) and code.co_consts[arg] is None)
+        j -= 1
+    return nones
 
 
 # --------------------------------------------------------------------------- exception tables

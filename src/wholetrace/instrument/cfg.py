@@ -151,6 +151,7 @@ class _Builder:
         self.loop_headers: set[int] = set()
         self.back: set[tuple[int, int]] = set()
         self.anchors: dict[tuple[int, str], int] = {}
+        self.with_items: dict[int, tuple[ast.withitem, int]] = {}
         self.is_generator = False
         self._pending_dyn: list[int] | None = None
         self.keys: list[tuple[int, int, int]] = []   # source-order sort key per statement
@@ -288,6 +289,7 @@ class _Builder:
         last = item.optional_vars or item.context_expr
         span = (first.lineno, first.col_offset, last.end_lineno or last.lineno, last.end_col_offset or 0)
         enter = self.new("with-enter", s, item, parts, span, calls=True)
+        self.with_items[id(item)] = (item, i)
         self.link(flow, enter)
         ctx = _Ctx("with")
         self.ctx.append(ctx)
@@ -394,6 +396,7 @@ def build_cfg(fn: FunctionNode, qualname: str) -> CFG:
     cfg = CFG(qualname, kind, first, last, is_gen, blocks, edges, stmts,
               frozenset(BlockId(block_of[h]) for h in b.loop_headers if h in block_of),
               node=fn, anchors=dict(b.anchors))
+    cfg.with_items = b.with_items
     cfg.fingerprint = fingerprint(cfg)
     return cfg
 

@@ -74,7 +74,7 @@ class CFG(Record):
     kind) -> statement id (``node`` and ``anchors`` are neither compared nor shown)."""
 
     __slots__ = ("qualname", "kind", "firstline", "lastline", "is_generator", "blocks", "edges", "stmts",
-                 "loop_headers", "node", "fingerprint", "anchors")
+                 "loop_headers", "node", "fingerprint", "anchors", "with_items")
     _fields = ("qualname", "kind", "firstline", "lastline", "is_generator", "blocks", "edges", "stmts",
                "loop_headers", "fingerprint")
 
@@ -94,6 +94,9 @@ class CFG(Record):
         self.node = node
         self.fingerprint = fingerprint
         self.anchors: dict[tuple[int, str], StmtId] = {} if anchors is None else anchors
+        #: id(item) -> (a ``with`` item, its index in the statement): the items as parsed (the
+        #: rewriter splits a ``with`` of several items; ``cleanup.with_exit_spans``)
+        self.with_items: dict[int, tuple[ast.withitem, int]] = {}
 
     def succs(self, b: BlockId) -> list[Edge]:
         return [e for e in self.edges if e.src == b]

@@ -33,6 +33,9 @@ class CleanupRewriter:
     running: list[tuple[str | None, int, int]]   # the regions around the statement: (local, loops and
     unwinds: int                         # cleanups open at its start); with bodies and try bodies
                                          # (their handlers) whose finally has a bare raise, open
+    catching: int                        # open with bodies, bodies of a try with handlers or a
+                                         # finally that breaks/continues
+    catching_at: list[int]               # per running region: ``catching`` at its start
 
     if TYPE_CHECKING:   # pragma: no cover - the rewriter's own helpers
         def starts_block(self, st: Stmt | None) -> bool: ...
@@ -49,6 +52,7 @@ class CleanupRewriter:
         ``finally`` body or an ``except`` body holding a bare ``raise``, when a ``try`` or
         ``with`` nested in it can replace ``wt.s``; every ``except*`` handler, as before)."""
         self.held, self.held_names, self.running, self.unwinds = {}, [], [], 0
+        self.catching, self.catching_at = 0, []
         if not self.em.knows_reraise:   # (module and class bodies: regions in the runtime's slot)
             return
         for n in _same_scope(stmts):
@@ -113,10 +117,13 @@ class CleanupRewriter:
 
     def bare_raise(self) -> list[ast.stmt]:
         """Before a bare ``raise``: the entry of the region around it (then its local is
-        dropped: ``wt.s`` holds the entry, as for any re-raise)."""
+        dropped: ``wt.s`` holds the entry, as for any re-raise), unless a ``try`` with handlers
+        or a ``with`` opened inside the region holds the ``raise``: what it raises may be taken
+        there and the region go on to its own re-raise (an ``except*`` handler's end), which
+        needs the entry again (review19a MED-2); the region's end or the epilogue drops it."""
         hold = self._hold_again()
-        if not hold:
-            return []
+        if not hold or self.catching > self.catching_at[-1]:
+            return hold
         return hold + self.em.drop_regions([self.running[-1][0]])  # type: ignore[list-item]
 
     def _save(self, name: str | None) -> list[ast.stmt]:
@@ -141,7 +148,9 @@ class CleanupRewriter:
                 body += callless(after)
         else:
             self.unwinds += 1
+            self.catching += 1
             body = self.body(s.body)
+            self.catching -= 1
             self.unwinds -= 1
         assert exit_ is not None
         final = self.em.set_reraise(exit_.id, None)
@@ -161,7 +170,11 @@ class CleanupRewriter:
             self.em.star = True
         unwind = _bare_raises(s.finalbody)   # a return in what runs before the finally runs it
         self.unwinds += unwind
+        # a finally that breaks or continues swallows what its body raises, as a handler does
+        catches = bool(s.handlers) or _leaves_loop(s.finalbody)
+        self.catching += catches
         s.body = self.body(s.body)
+        self.catching -= catches
         s.orelse = self.body(s.orelse)
         star_end = self.cfg.stmt_at(s, "star-end") if isinstance(s, ast.TryStar) else None
         for h in s.handlers:
@@ -176,16 +189,23 @@ class CleanupRewriter:
             else:
                 entry += self._save(name)
             self.running.append((name, len(self.loops), self.unwinds))
+            self.catching_at.append(self.catching)
             body = self.body(h.body)
+            self.catching_at.pop()
             self.running.pop()
             h.body = entry + body + self._handler_end(star_end)
         self.unwinds -= unwind
+        # past an except* whose handlers took the whole group: plain Python has dropped it, but
+        # each handler's end held its entry again in wt.s for a re-raise that did not come
+        holds = star_end is not None and star_end.block >= 0     # (as _handler_end)
+        dropped = self.em.drop_regions([], held=True) if holds else []
         if not s.finalbody:
-            return [s]
+            return [s] + dropped
         end = self.cfg.stmt_at(s, "finally-end")
         entry = self.first_block(s.finalbody)
         name = self.held.get(id(s))
         self.running.append((name, len(self.loops), self.unwinds))
+        self.catching_at.append(self.catching)
         final = self._save(name) + self.body(s.finalbody)
         # at the last statement's position: the finally's own re-raise takes the position of
         # the code before it, and a tracer sees it (return event after an exception)
@@ -196,6 +216,7 @@ class CleanupRewriter:
             # after wt.r's store, in its position: a location-less store at a finally's end
             # gives a 3.11 tracer a line event (review17c)
             final += self.em.set_reraise(end.id, last) + self._hold_again(last)
+        self.catching_at.pop()
         self.running.pop()
         final += self.release(len(self.running), last) if name is not None else []
         if self.starts_block(end):
@@ -206,7 +227,7 @@ class CleanupRewriter:
         if s.handlers or s.orelse:
             inner_try = type(s)(s.body, s.handlers, s.orelse, [])
             ast.copy_location(inner_try, s)
-            inner = [inner_try]
+            inner = [inner_try] + dropped
         return [self.em.guard(inner, final, entry, own_final=False, like=None if s.handlers or s.orelse else s)]
 
     def _handler_end(self, star_end: Stmt | None) -> list[ast.stmt]:
@@ -277,6 +298,12 @@ def _replaces_held(stmts: list[ast.stmt]) -> bool:
     return any(isinstance(n, (ast.Try, ast.TryStar, ast.With, ast.AsyncWith)) for n in _same_scope(stmts))
 
 
+def _leaves_loop(stmts: list[ast.stmt]) -> bool:
+    """Does ``stmts`` hold a ``break`` or ``continue`` (in its frame; one of a loop nested in
+    it counts too: an over-estimate only keeps a region's entry until its end)?"""
+    return any(isinstance(n, (ast.Break, ast.Continue)) for n in _same_scope(stmts))
+
+
 def _bare_raises(stmts: list[ast.stmt]) -> bool:
     """Does ``stmts`` hold a bare ``raise`` (in its frame)?"""
     return any(isinstance(n, ast.Raise) and n.exc is None for n in _same_scope(stmts))
@@ -316,3 +343,31 @@ def continue_crosses_cleanup(body: list[ast.stmt]) -> bool:
     return walk(body, False)
 
 
+
+
+def with_exit_spans(cfg: CFG) -> list[tuple[int, int, int, int, int]]:
+    """Where the compiler places each ``with`` item's exit code (the ``__exit__`` call, the
+    exceptional exit's ``WITH_EXCEPT_START``, the ``__aexit__`` await): ``(line, col, end
+    line, end col, -1 - exit statement id)``.  3.11 and 3.12 place it at the ``with`` node,
+    which ``_with`` makes of each item after the first (from its expression to the
+    statement's end); 3.13 at the item's expression.  That is also where ``BEFORE_WITH`` (and
+    in 3.13 the expression's own code) stands, so ``instrument.bytecode.with_exit_at`` tells
+    them apart; without it an exception out of ``__exit__`` was the ``with-enter``
+    statement's, which count reads as an edge out of the ``with``'s first block (review19a MED-1)."""
+    out = []
+    item_of = {sid: a for (a, kind), sid in cfg.anchors.items() if kind == "with-exit"}
+    for st in cfg.stmts:
+        node = st.node
+        found = cfg.with_items.get(item_of.get(st.id, -1)) if st.kind == "with-exit" else None
+        if found is None or not isinstance(node, (ast.With, ast.AsyncWith)):
+            continue
+        item, i = found
+        expr = item.context_expr
+        if sys.version_info >= (3, 13):
+            out.append((expr.lineno, expr.col_offset, expr.end_lineno or expr.lineno,
+                        expr.end_col_offset or 0, -1 - st.id))
+        else:
+            first = expr if i else node
+            out.append((first.lineno, first.col_offset, node.end_lineno or node.lineno,
+                        node.end_col_offset or 0, -1 - st.id))
+    return out

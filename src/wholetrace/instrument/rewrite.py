@@ -21,7 +21,7 @@ from types import CodeType
 from wholetrace.ids import EXIT
 from wholetrace.instrument.cfg import CFG, Stmt
 from wholetrace.instrument.cleanup import (NO_LOCATION_ARMS_MISCOMPILE, CleanupRewriter, callless,
-                                          continue_crosses_cleanup, has_reraise_sites)
+                                          continue_crosses_cleanup, has_reraise_sites, with_exit_spans)
 from wholetrace.instrument.emit import (A, AFOR, COUNTS, FOR, HOLD, MATCH, VARS, Emitter, artificial,
                                        ast_call, ast_const, ast_name, counter_slot, locate, rt, start_line)
 from wholetrace.instrument.modes import ProbePlan, blocks_plan
@@ -453,6 +453,7 @@ def compile_tree(tree: ast.Module, filename: str,
 
 
 def statement_spans(cfg: CFG) -> list[tuple[int, int, int, int, int]]:
-    """(line, col, end line, end col, statement id) of every statement, innermost spans first."""
-    spans = [(s.line, s.col, s.end_line, s.end_col, s.id) for s in cfg.stmts]
+    """(line, col, end line, end col, statement id) of every statement, innermost spans first,
+    and where each ``with`` exit's code is (statement id ``-1 - id``: ``with_exit_spans``)."""
+    spans = [(s.line, s.col, s.end_line, s.end_col, s.id) for s in cfg.stmts] + with_exit_spans(cfg)
     return sorted(spans, key=lambda s: ((s[2] - s[0]) * 10_000 + s[3] - s[1]))

@@ -20,7 +20,7 @@ from types import CodeType, FrameType
 from wholetrace.events import EXC, RERAISE
 from wholetrace.ids import EXIT
 from wholetrace.instrument import emit
-from wholetrace.instrument.bytecode import statement_at
+from wholetrace.instrument.bytecode import exit_positions, statement_at, with_exit_at
 from wholetrace.plain import Record
 from wholetrace.runtime.streams import Streams
 
@@ -52,7 +52,11 @@ class ExceptionSites:
         sid = -1
         positions = list(code.co_positions())
         if 0 <= lasti // 2 < len(positions):
-            sid = statement_at(self.spans.get(fid, ()), positions[lasti // 2], code.co_code[lasti & ~1])
+            spans = self.spans.get(fid, ())
+            sid = statement_at(spans, positions[lasti // 2], code.co_code[lasti & ~1])
+            exits = exit_positions(spans)
+            if positions[lasti // 2] in exits and with_exit_at(code, positions, lasti // 2):
+                sid = exits[positions[lasti // 2]]
         self.cache[key] = sid
         return sid
 
