@@ -194,7 +194,8 @@ def site_table(code: CodeType, spans: Sequence[Span]) -> bytes | tuple[int, ...]
     raw = code.co_code
     memo: dict[tuple[tuple[int | None, ...], bool], int] = {}
     out: list[int] = []
-    for unit, position in enumerate(code.co_positions()):
+    positions = list(code.co_positions())
+    for unit, position in enumerate(positions):
         if position[0] is None:
             out.append(0)
             continue
@@ -206,10 +207,9 @@ def site_table(code: CodeType, spans: Sequence[Span]) -> bytes | tuple[int, ...]
         out.append(v)
     exits = exit_positions(spans)
     if exits:
-        positions = list(code.co_positions())
-        for unit, position in enumerate(positions):
-            sid = exits.get(position)
-            if sid is not None and with_exit_at(code, positions, unit):
+        for unit in range(len(positions)):
+            sid = exit_statement(code, positions, unit, exits)
+            if sid >= 0:
                 out[unit] = sid + 1
     return bytes(out) if max(out, default=0) < 256 else tuple(out)
 
@@ -218,6 +218,14 @@ def exit_positions(spans: Sequence[Span]) -> dict[tuple[int, int, int, int], int
     """``co_positions`` entry -> with-exit statement id, of the exit entries of ``spans``
     (``instrument.cleanup.with_exit_spans``)."""
     return {(l0, l1, c0, c1): -1 - s for l0, c0, l1, c1, s in spans if s < 0}
+
+
+def exit_statement(code: CodeType, positions: Sequence[tuple[int | None, ...]], unit: int,
+                   exits: dict[tuple[int, int, int, int], int]) -> int:
+    """The with-exit statement whose exit code unit ``unit`` is (``exits``: :func:`exit_positions`
+    of the function's spans), -1 if it is none's: what overrides :func:`statement_at` there."""
+    sid = exits.get(positions[unit])  # type: ignore[arg-type]
+    return sid if sid is not None and with_exit_at(code, positions, unit) else -1
 
 
 _WITH_OPS = frozenset(_OP[n] for n in ("BEFORE_WITH", "BEFORE_ASYNC_WITH", "GET_AWAITABLE", "WITH_EXCEPT_START")

@@ -20,7 +20,7 @@ from types import CodeType, FrameType
 from wholetrace.events import EXC, RERAISE
 from wholetrace.ids import EXIT
 from wholetrace.instrument import emit
-from wholetrace.instrument.bytecode import exit_positions, statement_at, with_exit_at
+from wholetrace.instrument.bytecode import exit_positions, exit_statement, statement_at
 from wholetrace.plain import Record
 from wholetrace.runtime.streams import Streams
 
@@ -51,12 +51,12 @@ class ExceptionSites:
             return hit
         sid = -1
         positions = list(code.co_positions())
-        if 0 <= lasti // 2 < len(positions):
+        unit = lasti // 2
+        if 0 <= unit < len(positions):
             spans = self.spans.get(fid, ())
-            sid = statement_at(spans, positions[lasti // 2], code.co_code[lasti & ~1])
-            exits = exit_positions(spans)
-            if positions[lasti // 2] in exits and with_exit_at(code, positions, lasti // 2):
-                sid = exits[positions[lasti // 2]]
+            sid = exit_statement(code, positions, unit, exit_positions(spans))
+            if sid < 0:
+                sid = statement_at(spans, positions[unit], code.co_code[lasti & ~1])
         self.cache[key] = sid
         return sid
 
