@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
-from wtutil import ENV, assert_same_counts, profiles, run_plain, run_recorded
+from wtutil import assert_same_counts, cli_in_process, profiles, run_plain, run_recorded
 
 
 def counts_json(wt: Path) -> str:
     """``counts --format json`` of a recording (it must be readable)."""
-    got = subprocess.run([sys.executable, "-m", "wholetrace.cli", "counts", "--format", "json", str(wt)],
-                         capture_output=True, text=True, env=ENV, timeout=300)
-    assert got.returncode == 0, got.stderr
-    return got.stdout
+    rc, stdout, stderr = cli_in_process("counts", "--format", "json", str(wt))
+    assert rc == 0, stderr
+    return stdout
 
 
 def record_modes(script: Path, modes: tuple[str, ...], tmp_path: Path) -> dict[str, Path]:

@@ -9,27 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from cleanup_check import assert_count_is_blocks, record_modes
 from cleanup_programs import program
 from oracles.settrace_lines import line_counts
 from regenutil import compare
-from wtutil import assert_same_counts, cli_in_process, compare_lines, profiles, run_plain, run_recorded
-
-
-def _counts_json(wt: Path) -> str:
-    rc, stdout, stderr = cli_in_process("counts", "--format", "json", str(wt))
-    assert rc == 0, stderr
-    return stdout
-
-
-def _record(script: Path, tmp: Path, modes: tuple[str, ...]) -> dict[str, Path]:
-    plain = run_plain(script)
-    out = {}
-    for mode in modes:
-        wt = tmp / f"{script.stem}.{mode}.wt"
-        got = run_recorded(script, wt, mode=mode)
-        assert (got.returncode, got.stdout, got.stderr) == (plain.returncode, plain.stdout, plain.stderr), mode
-        out[mode] = wt
-    return out
+from wtutil import compare_lines
 
 
 # 1, 12, 27: a finally dispatch or with exit whose out-edges were all unknown (two or more), the
@@ -41,9 +25,8 @@ def _record(script: Path, tmp: Path, modes: tuple[str, ...]) -> dict[str, Path]:
 def test_cleanup_programs_count_equals_blocks(seed: int, tmp_path: Path) -> None:
     script = tmp_path / f"cleanup{seed}.py"
     script.write_text(program(seed))
-    wts = _record(script, tmp_path, ("blocks", "count"))
-    assert_same_counts(profiles(wts["blocks"]), profiles(wts["count"]), seed, edges=True)
-    assert _counts_json(wts["count"]) == _counts_json(wts["blocks"])
+    wts = record_modes(script, ("blocks", "count"), tmp_path)
+    assert_count_is_blocks(wts, str(seed))
 
 
 # MED-3b (review18c): a helper's bare ``raise`` re-raises the exception its caller's handler
@@ -67,11 +50,10 @@ f()
 def test_helper_bare_raise_all_modes(tmp_path: Path) -> None:
     script = tmp_path / "rehelper.py"
     script.write_text(REHELPER)
-    wts = _record(script, tmp_path, ("blocks", "count", "witness", "branches", "path"))
+    wts = record_modes(script, ("blocks", "count", "witness", "branches", "path"), tmp_path)
     for mode in ("witness", "branches", "path"):
         compare(wts["blocks"], wts[mode], exact=True)
-    assert_same_counts(profiles(wts["blocks"]), profiles(wts["count"]), "count", edges=True)
-    assert _counts_json(wts["count"]) == _counts_json(wts["blocks"])
+    assert_count_is_blocks(wts, "count")
 
 
 # The same with the helper longer than the code before the caller's raise: the caller's
@@ -102,6 +84,6 @@ LONG_HELPER = textwrap.dedent('''\
 def test_long_helper_bare_raise_count_against_tracer(tmp_path: Path) -> None:
     script = tmp_path / "longhelper.py"
     script.write_text(LONG_HELPER)
-    wts = _record(script, tmp_path, ("count",))
+    wts = record_modes(script, ("count",), tmp_path)
     oracle = line_counts(script, [], {str(script)})
     assert compare_lines(wts["count"], {str(script)}, oracle) >= 8

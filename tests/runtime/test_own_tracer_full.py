@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from wtutil import ENV, run_plain, run_recorded
+from wtutil import ENV, cli_in_process, run_plain, run_recorded
 
 pytestmark = pytest.mark.compat
 
@@ -72,10 +72,9 @@ def _values(wt: Path, script: Path, line: int) -> list[str]:
 
 
 def _f_counts(wt: Path, script: Path) -> dict[str, object]:
-    r = subprocess.run([sys.executable, "-m", "wholetrace.cli", "counts", "--format", "json", str(wt)],
-                       capture_output=True, text=True, env=ENV)
-    assert r.returncode == 0, r.stderr
-    c = json.loads(r.stdout)
+    rc, stdout, stderr = cli_in_process("counts", "--format", "json", str(wt))
+    assert rc == 0, stderr
+    c = json.loads(stdout)
     f = next(x for x in c["functions"] if x["name"] == "f")
     lines = c["lines"][str(script)]
     return {"f": f, "lines": {k: v for k, v in lines.items() if f["firstline"] <= int(k) <= f["lastline"]},
