@@ -31,7 +31,7 @@ def run_recorded(script: Path, out: Path, *args: str, mode: str = "blocks", incl
                           env=ENV, stdin=subprocess.DEVNULL)
 
 
-def cli_in_process(*argv: str, timeout: float = 300.0) -> tuple[int, str, str]:
+def cli_in_process(*argv: str, timeout: float = 1200.0) -> tuple[int, str, str]:
     """A read-side command (``trace``, ``counts``, ``slice``, ...) run by ``wholetrace.cli.main``
     in this process: exit status, stdout, stderr.  The same code as ``python -m wholetrace.cli``
     without a new interpreter importing numpy/numba and loading the kernels (~1 CPU-s a call);
@@ -46,7 +46,12 @@ def cli_in_process(*argv: str, timeout: float = 300.0) -> tuple[int, str, str]:
     assert argv[:1] != ("record",), "record in a subprocess: run_recorded"
     out, err = io.StringIO(), io.StringIO()
     # the subprocess form had a timeout: a read command that never ends stops the worker with
-    # every thread's traceback instead of hanging ``make test``
+    # every thread's traceback instead of hanging ``make test``.  Longer than the subprocesses'
+    # 300 s: the call runs in the test process, so its first numba compiles of the read-side
+    # kernels (a cold cache: the compat subsets, a fresh tree) are inside it, and the exit stops
+    # the whole pytest process, silently under fd capture (the compat subsets run one process:
+    # at load 11-16 a 3.12 run died in test_path_raising's first `paths --json`, status 1, no
+    # summary; docs/design.md, "Test suite time, wave 21")
     faulthandler.dump_traceback_later(timeout, exit=True)
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
