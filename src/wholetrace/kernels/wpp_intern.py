@@ -177,12 +177,13 @@ def intern_chunk(events, pos, value_kind, leave_at, fpath, fuse, group, final, s
     glen = sstate[S_GLEN]
     gtail = sstate[S_GTAIL]
     why = np.int64(ST_DONE)
-    while pos < n or inner > 0 or (final == 1 and pend > 0):
-        if count + 1 >= limit:      # room for two keys: the terminal and its group
-            why = np.int64(ST_NEED_TABLE)
-            break
-        if count + 2 > nsyms:
-            why = np.int64(ST_NEED_SYMBOLS)
+    # room for two keys (the terminal and its group): count + 1 < limit and count + 2 <= nsyms,
+    # one test an event against the smaller bound (the table's status first, as two tests gave)
+    cap = min(limit - 1, nsyms - 1)
+    fin = final == 1
+    while pos < n or inner > 0 or (fin and pend > 0):
+        if count >= cap:
+            why = np.int64(ST_NEED_TABLE) if count >= limit - 1 else np.int64(ST_NEED_SYMBOLS)
             break
         k = pend
         emit = True
