@@ -71,10 +71,13 @@ _TINY = 1 << 18
 
 
 #: zstd's level for ``encode_explicit(fast=True)`` (the online builder's, on the recording's tail) up to
-#: ``_SMALL`` bytes (above it 12, as before):
-#: level 13 (btlazy2) against 17 (btultra) on the corpus's WPPs: 2-3x less CPU (go small 12.5 -> 4.7 ms,
-#: json 5.6 -> 2.6), bytes -1.3% (go) to +1.4% (nqueens): docs/design.md, "The builder's per-event cost, wave 14"
-FAST_ZSTD_LEVEL = 13
+#: ``_SMALL`` bytes (above it 12, as before).  On streams this small zstd picks its parameters by size,
+#: and level 13 is its optimal parser (btultra, ~670 instructions a byte), not btlazy2 as wave 14
+#: assumed; the tail is wall time of every ``path --wpp`` recording.  Level 6 against 13 (callgrind of
+#: the compression calls on the builder's grammars): json 18.3 -> 3.5 M instructions, bytes +3.8%;
+#: go 49.3 -> 13.3 M, +10.8%; nqueens 0.87 -> 0.22 M, +3.8%; the trace/WPP ratio keeps its large
+#: margin over the >= 10x target: docs/design.md, "The builder's per-event instructions, wave 21"
+FAST_ZSTD_LEVEL = 6
 
 
 def _pack(data: bytes, comp: int, level: int = 0) -> bytes:
@@ -343,8 +346,8 @@ def encode_explicit(g: Grammar, fast: bool = False) -> bytes:
     no id) and later occurrences give ``newest id - id``; choice measured in
     docs/design-sequitur.md.  ``fast=True`` (the online WPP builder, whose encoding is on
     the recording's tail) tries zstd over byte planes only, at ``FAST_ZSTD_LEVEL``: the same format,
-    about a sixth of the time, 0.3-3% larger (docs/design.md, "The online builder, wave 9"; the
-    level, wave 14).
+    about a sixth of the time, a few percent larger (docs/design.md, "The online builder, wave 9"; the
+    level, waves 14 and 21).
     """
     kinds, blens, terms, refs, ok = K.preorder_encode(g.off, g.rhs)
     if not ok:
