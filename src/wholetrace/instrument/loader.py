@@ -15,6 +15,7 @@ from wholetrace.errors import InstrumentError, short_message
 from wholetrace.instrument import misspath
 from wholetrace.instrument.cache import COUNTER_ORIGIN, FID_ORIGIN, InstrumentCache, relocate
 from wholetrace.plain import Record
+from wholetrace.runtime.collector import containers, held
 from wholetrace.store.registry import encode_registry
 
 _SKIP_DIRS = ("site-packages", "dist-packages")
@@ -278,8 +279,10 @@ class InstrumentingLoader(SourceFileLoader):
 
     def get_code(self, fullname: str) -> CodeType:
         path = self.get_filename(fullname)
-        with _untraced():
-            return self.instrumenter.compile(self.get_data(path), path)
+        with _untraced(), held() as gc_held:   # no collection in it (runtime.collector)
+            code = self.instrumenter.compile(self.get_data(path), path)
+            gc_held.extra = containers(code)   # the collector's count as a .pyc load leaves it
+            return code
 
     def set_data(self, path: str, data: bytes, *, _mode: int = 0o666) -> None:  # no bytecode cache
         return None
