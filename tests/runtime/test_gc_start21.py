@@ -99,9 +99,11 @@ def test_held_runs_no_collection_and_restores_generation_0():
     from wholetrace.runtime import collector
 
     was = gc.isenabled()
+    saved = collector._THREADS[0]
     kept = []
     try:
         gc.enable()
+        collector.own_threads(_thread._count())   # (an xdist worker runs threads of its own)
         collector.restart()   # the spares
         for extra in (0, 37):
             before = [s["collections"] for s in gc.get_stats()]
@@ -118,6 +120,7 @@ def test_held_runs_no_collection_and_restores_generation_0():
             kept.extend([[i] for i in range(100)])
         assert not gc.isenabled()
     finally:
+        collector._THREADS[0] = saved
         (gc.enable if was else gc.disable)()
 
 

@@ -41,6 +41,7 @@ def restart() -> None:
         _SPARE.extend(map(object.__new__, repeat(_Spare, POOL - len(_SPARE))))
     if not gc.get_freeze_count():
         gc.freeze()
+        gc.collect(2)   # walks nothing (all frozen); empties the free lists, whose state the code cache sets
         gc.unfreeze()
 
 
@@ -69,8 +70,21 @@ class held:
 
     def __exit__(self, *exc: object) -> None:
         if self.on:
+            _fill_free_lists()
             set_young(self.count + self.extra)
             gc.enable()
+
+
+#: The list and dict free lists' length (3.11-3.13: ``PyList_MAXFREELIST``, ``PyDict_MAXFREELIST``).
+FREE_LIST = 80
+
+
+def _fill_free_lists() -> None:
+    """The list and dict free lists full, whatever wholetrace's work left in them (a cache miss
+    fills them, a hit empties them): a list or dict taken from them is not counted in
+    generation 0's count, nor one given back, so the program's next allocations count alike."""
+    made = [[{}] for _ in range(FREE_LIST)]
+    del made
 
 
 def set_young(target: int) -> None:
