@@ -14,9 +14,11 @@ class _Spare:
     __slots__ = ()
 
 
-#: How many spares :func:`restart` makes (32 bytes each): what the holds of one recording may
-#: take off generation 0's count in all (a cache miss of a large module: a few thousand).
-POOL = 1 << 14
+#: How many spares :func:`restart` makes (32 bytes; ~200 instructions to make, ~250 to free,
+#: and walked by every full collection): what the holds of one recording may take off generation
+#: 0's count in all (docs/design.md: a warm small program takes a few hundred; the trial app
+#: with pygments and click 9,400 warm, more than 16,384 cold).
+POOL = 1 << 10
 #: Objects made before the restart (so never counted), freed one at a time by :func:`set_young`.
 _SPARE: list[_Spare] = []
 #: Objects made, and kept, to raise generation 0's count.
@@ -85,6 +87,11 @@ def _fill_free_lists() -> None:
     generation 0's count, nor one given back, so the program's next allocations count alike."""
     made = [[{}] for _ in range(FREE_LIST)]
     del made
+
+
+def release() -> None:
+    """Free the spares left (the recording ends): the interpreter's last collections do not walk them."""
+    _SPARE.clear()
 
 
 def set_young(target: int) -> None:

@@ -302,6 +302,7 @@ class Live(Record):
         finally:
             LIVE = None
             self.writer.close(ended=ended, exit_code=exit_code, end_time=time.time())
+            collector.release()
         return self.recorder.events
 
 
