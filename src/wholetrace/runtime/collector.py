@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import _signal
 import _thread
 import gc
 from itertools import repeat
@@ -26,6 +27,22 @@ _KEPT: list[_Spare] = []
 #: ``_thread._count()`` with the recording's own threads running (:func:`own_threads`): more
 #: means the program runs threads, and holds are off (another thread would see the collector off).
 _THREADS = [0]
+
+
+#: The signals a Python handler can be set for (``_signal``: the ``signal`` module's enums are not needed).
+_SIGNALS = tuple(sorted(_signal.valid_signals()))
+
+
+def program_handler() -> bool:
+    """True if the program has set a Python signal handler (one of its own, not Python's
+    ``default_int_handler`` or one of wholetrace's): it runs in the main thread at any moment,
+    so it would run inside a hold, see ``gc.isenabled()`` False and have its ``gc.disable()``
+    undone; holds are off then (~5 us an import: one ``getsignal`` a signal)."""
+    for handler in map(_signal.getsignal, _SIGNALS):
+        if callable(handler) and handler is not _signal.default_int_handler \
+                and not str(getattr(handler, "__module__", "")).startswith("wholetrace."):
+            return True
+    return False
 
 
 def own_threads(n: int) -> None:
@@ -55,7 +72,9 @@ class held:
     added: :func:`containers`), whether the instrumented code came from the cache or was
     built.  Does nothing when collections are off already (the program's, or record's
     start-up's), or when the program runs threads of its own: one of them could see the
-    collector off (``gc.isenabled()``) or have its ``gc.disable()`` undone."""
+    collector off (``gc.isenabled()``) or have its ``gc.disable()`` undone, or has set a signal
+    handler of its own (:func:`program_handler`).  The collector is on again when the hold
+    ends, whatever the way out (an exception, a ``KeyboardInterrupt`` landing in it)."""
 
     __slots__ = ("on", "count", "extra")
 
@@ -64,17 +83,19 @@ class held:
         self.count = self.extra = 0
 
     def __enter__(self) -> held:
-        self.on = gc.isenabled() and _thread._count() <= _THREADS[0]
+        self.on = gc.isenabled() and _thread._count() <= _THREADS[0] and not program_handler()
         if self.on:
-            gc.disable()
             self.count = gc.get_count()[0]
+            gc.disable()   # last: no Python call after it that could raise before the with's body
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self.on:
-            _fill_free_lists()
-            set_young(self.count + self.extra)
-            gc.enable()
+            try:   # Python calls: a KeyboardInterrupt may land in them
+                _fill_free_lists()
+                set_young(self.count + self.extra)
+            finally:
+                gc.enable()
 
 
 #: The list and dict free lists' length (3.11-3.13: ``PyList_MAXFREELIST``, ``PyDict_MAXFREELIST``).
@@ -90,8 +111,10 @@ def _fill_free_lists() -> None:
 
 
 def release() -> None:
-    """Free the spares left (the recording ends): the interpreter's last collections do not walk them."""
+    """Free the spares left and the objects kept (the recording ends): the interpreter's last
+    collections do not walk them."""
     _SPARE.clear()
+    _KEPT.clear()
 
 
 def set_young(target: int) -> None:
