@@ -118,3 +118,26 @@ def test_two_threads_instrumenting_with_a_gc_callback(tmp_path):
     (tmp_path / "bigmod.py").write_text(BIG)
     (tmp_path / "bigmod2.py").write_text(BIG)
     assert _run(tmp_path, "main.py") == _run(tmp_path, "main.py", record=False)
+
+
+def test_the_restart_ends_with_the_collector_on_whatever_lands_in_it(monkeypatch):
+    """record's ``before_program`` (``cli._hold_collections``'s ``resume``): a
+    ``KeyboardInterrupt`` landing in the restart still turns the collector on.  Fails before."""
+    from wholetrace.runtime import cli, collector
+    from wholetrace.store import cmods
+
+    def interrupted():
+        raise KeyboardInterrupt
+
+    was = gc.isenabled()
+    monkeypatch.setattr(collector, "restart", interrupted)
+    monkeypatch.setattr(cmods, "hide", lambda: None)
+    try:
+        gc.enable()
+        resume = cli._hold_collections()
+        assert not gc.isenabled()
+        with pytest.raises(KeyboardInterrupt):
+            resume()
+        assert gc.isenabled()
+    finally:
+        (gc.enable if was else gc.disable)()

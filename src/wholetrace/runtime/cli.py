@@ -266,8 +266,10 @@ def _hold_collections() -> Callable[[], None]:
 
         cmods.hide()   # the program loads its own array and _sqlite3, as a plain run does
         if held.pop() if held else False:
-            collector.restart()   # start-up's objects to the oldest generation, unscanned (else the
-            gc.enable()           # first young collection walks them all: ~2.4 M); counts (0, 0, 0)
+            try:   # (a KeyboardInterrupt may land in restart: the collector is on again all the same)
+                collector.restart()   # start-up's objects to the oldest generation, unscanned (else the
+            finally:                  # first young collection walks them all: ~2.4 M); counts (0, 0, 0)
+                gc.enable()
 
     return resume
 

@@ -60,8 +60,10 @@ def restart() -> None:
         _SPARE.extend(map(object.__new__, repeat(_Spare, POOL - len(_SPARE))))
     if not gc.get_freeze_count():
         gc.freeze()
-        gc.collect(2)   # walks nothing (all frozen); empties the free lists, whose state the code cache sets
-        gc.unfreeze()
+        try:
+            gc.collect(2)   # walks nothing (all frozen); empties the free lists, whose state the code cache sets
+        finally:
+            gc.unfreeze()
 
 
 class held:
