@@ -37,12 +37,21 @@ def program_handler() -> bool:
     """True if the program has set a Python signal handler (one of its own, not Python's
     ``default_int_handler`` or one of wholetrace's): it runs in the main thread at any moment,
     so it would run inside a hold, see ``gc.isenabled()`` False and have its ``gc.disable()``
-    undone; holds are off then (~5 us an import: one ``getsignal`` a signal)."""
-    for handler in map(_signal.getsignal, _SIGNALS):
-        if callable(handler) and handler is not _signal.default_int_handler \
-                and not str(getattr(handler, "__module__", "")).startswith("wholetrace."):
-            return True
-    return False
+    undone; holds are off then (one ``getsignal`` a signal, the handlers judged again only when
+    they changed: ~5 us an import)."""
+    now = tuple(map(_signal.getsignal, _SIGNALS))
+    if now != _SEEN[0]:
+        _SEEN[:] = [now, any(map(_programs, now))]
+    return _SEEN[1]
+
+
+#: The handlers last read, and whether one is the program's.
+_SEEN: list = [(), False]
+
+
+def _programs(handler: object) -> bool:
+    return callable(handler) and handler is not _signal.default_int_handler \
+        and not str(getattr(handler, "__module__", "")).startswith("wholetrace.")
 
 
 def own_threads(n: int) -> None:
