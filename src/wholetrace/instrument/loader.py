@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import _imp
+import _thread
 import codecs
 import os
 import sys
@@ -15,9 +16,15 @@ from wholetrace.errors import InstrumentError, short_message
 from wholetrace.instrument import misspath
 from wholetrace.instrument.cache import COUNTER_ORIGIN, FID_ORIGIN, InstrumentCache, relocate
 from wholetrace.plain import Record
+from wholetrace.runtime.collector import containers, held
 from wholetrace.store.registry import encode_registry
 
 _SKIP_DIRS = ("site-packages", "dist-packages")
+#: Held around the miss path's ``ast`` work: 3.11's ``ast`` keeps its conversion depth per
+#: interpreter, and a collection inside one thread's ``ast.parse`` may run Python code (a ``gc``
+#: callback, a ``__del__``) that lets another thread's parse run in the middle ("SystemError:
+#: AST constructor recursion depth mismatch").  Reentrant: that code may import in this thread.
+_AST_LOCK = _thread.RLock()
 _OWN_PACKAGE = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 
 TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
@@ -198,21 +205,22 @@ class Instrumenter(Record):
             return compile(source, filename, "exec", dont_inherit=True)
         if hit is None:
             ast = misspath.load()
-            try:
-                tree = ast.parse(source, filename)
-            except SyntaxError:
-                tree = None
-            if tree is None:         # raises the real error (outside the handler: no chained context)
-                return compile(source, filename, "exec", dont_inherit=True)
-            try:
-                hit = self.template(tree, source, filename, transform)
-            except (InstrumentError, SyntaxError, RecursionError, ValueError, TypeError, AssertionError) as exc:
-                print("wholetrace: warning: " + short_message(f"{filename}: left uninstrumented "
-                                                               f"({type(exc).__name__}: {exc})", 179), file=sys.stderr)
-                tree = ast.parse(source, filename)
-                if transform is not None:
-                    transform(tree, source, filename)
-                return compile(tree, filename, "exec", dont_inherit=True)
+            with _AST_LOCK:   # one thread's ast work at a time (_AST_LOCK)
+                try:
+                    tree = ast.parse(source, filename)
+                except SyntaxError:
+                    tree = None
+                if tree is None:         # raises the real error (outside the handler: no chained context)
+                    return compile(source, filename, "exec", dont_inherit=True)
+                try:
+                    hit = self.template(tree, source, filename, transform)
+                except (InstrumentError, SyntaxError, RecursionError, ValueError, TypeError, AssertionError) as exc:
+                    print("wholetrace: warning: " + short_message(f"{filename}: left uninstrumented "
+                                                                   f"({type(exc).__name__}: {exc})", 179), file=sys.stderr)
+                    tree = ast.parse(source, filename)
+                    if transform is not None:
+                        transform(tree, source, filename)
+                    return compile(tree, filename, "exec", dont_inherit=True)
             if self.cache is not None and key is not None:
                 self.cache.store(key, *hit)
         template, entry = hit
@@ -278,8 +286,10 @@ class InstrumentingLoader(SourceFileLoader):
 
     def get_code(self, fullname: str) -> CodeType:
         path = self.get_filename(fullname)
-        with _untraced():
-            return self.instrumenter.compile(self.get_data(path), path)
+        with _untraced(), held() as gc_held:   # no collection in it (runtime.collector)
+            code = self.instrumenter.compile(self.get_data(path), path)
+            gc_held.extra = containers(code)   # the collector's count as a .pyc load leaves it
+            return code
 
     def set_data(self, path: str, data: bytes, *, _mode: int = 0o666) -> None:  # no bytecode cache
         return None

@@ -261,14 +261,15 @@ def _hold_collections() -> Callable[[], None]:
     gc.disable()
 
     def resume() -> None:
+        from wholetrace.runtime import collector   # (loaded by the runner: no import)
         from wholetrace.store import cmods   # (loaded by the writer: no import)
 
         cmods.hide()   # the program loads its own array and _sqlite3, as a plain run does
         if held.pop() if held else False:
-            if not gc.get_freeze_count():   # start-up's objects to the oldest generation, unscanned
-                gc.freeze()                 # (else the first young collection walks them all: ~2.4 M)
-                gc.unfreeze()
-            gc.enable()
+            try:   # (a KeyboardInterrupt may land in restart: the collector is on again all the same)
+                collector.restart()   # start-up's objects to the oldest generation, unscanned (else the
+            finally:                  # first young collection walks them all: ~2.4 M); counts (0, 0, 0)
+                gc.enable()
 
     return resume
 

@@ -21,7 +21,7 @@ from wholetrace.instrument.modes import MODES
 from wholetrace.instrument.loader import (InstrumentingFinder, Instrumenter, Scope, install,
                                           purge_modules, uninstall)
 from wholetrace.instrument.emit import C_CALLS_COUNT
-from wholetrace.runtime import recursion
+from wholetrace.runtime import collector, recursion
 from wholetrace.runtime.gil import require_gil
 from wholetrace.runtime.recorder import Recorder
 from wholetrace.runtime.shutdown import _daemon_threads, _shut_down, _wait_for_threads
@@ -141,7 +141,7 @@ def _main_module() -> types.ModuleType:
     return main
 
 
-def _run_script(path: str, instrumenter: Instrumenter, headroom: int) -> None:
+def _run_script(path: str, instrumenter: Instrumenter, headroom: int, before: list[Callable[[], None]]) -> None:
     with open(path, "rb") as fh:
         source = fh.read()
     code = instrumenter.compile(source, str(path))
@@ -149,30 +149,36 @@ def _run_script(path: str, instrumenter: Instrumenter, headroom: int) -> None:
     main.__dict__.update(__loader__=SourceFileLoader("__main__", str(path)),
                          __file__=str(path), __cached__=None)
     sys.modules["__main__"] = main
-    _exec_main(code, main, headroom)
+    _exec_main(code, main, headroom, before)
 
 
-def _exec_main(code: CodeType, main: types.ModuleType, headroom: int) -> None:
-    """Run the main module's code in ``main`` as ``python SCRIPT`` and ``python -c`` do."""
+def _exec_main(code: CodeType, main: types.ModuleType, headroom: int, before: list[Callable[[], None]]) -> None:
+    """Run the main module's code in ``main`` as ``python SCRIPT`` and ``python -c`` do;
+    ``before``'s callable (``record``'s ``before_program``) runs just before its first line,
+    after everything wholetrace does for it (instrumenting, which the code cache may spare)."""
     here: list[int] = []
     exec(_DEPTH_PROBE, {"out": here, "depth": recursion.depth})
     below = here[0] + headroom - 1     # the interpreter runs <module> at depth 1
     recursion.shift(below)
     try:
+        if before:
+            before.pop()()
         exec(code, main.__dict__)
     finally:
         recursion.shift(-below)
 
 
 def _run_module(name: str, instrumenter: Instrumenter, headroom: int, as_main: types.FunctionType) -> None:
-    # runpy's (``as_main`` runs in its namespace: runpy is imported only for -m, _as_main_frame)
+    # runpy's (``as_main`` runs in its namespace: runpy is imported only for -m, _as_main_frame);
+    # its imports (the module's packages) run the program's code, with collections on
     mod_name, spec, _code = as_main.__globals__["_get_module_details"](name)
     assert spec.origin is not None
-    source = spec.loader.get_source(mod_name)
-    code = instrumenter.compile(source, spec.origin)
-    sys.argv[0] = spec.origin
-    main = _main_module()
-    sys.modules["__main__"] = main
+    with collector.held():   # wholetrace's work: the collector's counts as before it
+        source = spec.loader.get_source(mod_name)
+        code = instrumenter.compile(source, spec.origin)
+        sys.argv[0] = spec.origin
+        main = _main_module()
+        sys.modules["__main__"] = main
     # runpy._run_module_as_main (called from C by ``python -m``) is the frame under _run_code
     below = recursion.depth() + headroom - 1
     recursion.shift(below)
@@ -195,8 +201,13 @@ def _as_main_frame() -> types.FunctionType:
     line of its ``_run_code`` call): tracebacks and ``f_back`` show the frame ``python -m``
     runs the module under.  Its code is :func:`_run_module_as_main`'s moved to runpy's file
     and line (``compile`` would build ``_ast``'s node classes: ``_depth_probe``)."""
-    global _RUNPY_FILE
     import runpy
+    with collector.held():   # wholetrace's own imports and work (runpy's imports are plain -m's too)
+        return _frame_in(runpy)
+
+
+def _frame_in(runpy: types.ModuleType) -> types.FunctionType:
+    global _RUNPY_FILE
     before = set(sys.modules)
     dis = misspath.stdlib_import()   # the standard library's, whatever sys.path[0] (the cwd) holds
     for name in set(sys.modules) - before:   # as plain -m: no dis or opcode in sys.modules
@@ -212,7 +223,7 @@ def _as_main_frame() -> types.FunctionType:
     return types.FunctionType(code, runpy.__dict__, "_run_module_as_main")
 
 
-def _run_command(code_text: str, instrumenter: Instrumenter, headroom: int) -> None:
+def _run_command(code_text: str, instrumenter: Instrumenter, headroom: int, before: list[Callable[[], None]]) -> None:
     """Run a ``python -c`` command as the interpreter does: its code is the main module
     ``<string>`` (no ``__file__``; 3.13 puts its lines in ``linecache`` for tracebacks)."""
     code = instrumenter.compile(code_text, COMMAND_FILE)
@@ -223,17 +234,17 @@ def _run_command(code_text: str, instrumenter: Instrumenter, headroom: int) -> N
             register(COMMAND_FILE, code_text, COMMAND_FILE)
     main = _main_module()
     sys.modules["__main__"] = main
-    _exec_main(code, main, headroom)
+    _exec_main(code, main, headroom, before)
 
 
-def _run_stdin(source: bytes, instrumenter: Instrumenter, headroom: int) -> None:
+def _run_stdin(source: bytes, instrumenter: Instrumenter, headroom: int, before: list[Callable[[], None]]) -> None:
     """Run a program read from standard input as the interpreter does: the main module
     ``<stdin>``, with ``__file__`` set to that name and the builtin loader."""
     code = instrumenter.compile(source, STDIN_FILE)
     main = _main_module()
     main.__dict__.update(__file__=STDIN_FILE, __cached__=None)
     sys.modules["__main__"] = main
-    _exec_main(code, main, headroom)
+    _exec_main(code, main, headroom, before)
 
 
 def _main_path(entry: str) -> None:
@@ -291,6 +302,7 @@ class Live(Record):
         finally:
             LIVE = None
             self.writer.close(ended=ended, exit_code=exit_code, end_time=time.time())
+            collector.release()
         return self.recorder.events
 
 
@@ -368,7 +380,10 @@ def record(target: Target, writer: Any, *, mode: str = "blocks", include: list[s
     A module run with ``-m`` also gets the sources under the current directory instrumented
     (``python -m`` puts it first on ``sys.path``): ``record -m pytest`` records the project.
     ``before_program``: called once the recording has started, just before the program's
-    first line (``runtime.cli`` turns the garbage collector's collections back on there).
+    first line (``runtime.cli`` turns the garbage collector's collections back on there), after
+    wholetrace's work for it (so the collector's counts there do not depend on the mode or the
+    code cache); for ``-m``, before runpy's imports, which may run the program's files (the
+    work after them is ``collector.held``).
     """
     if mode not in MODES:
         raise UsageError(f"unknown mode {mode!r} (choose from {', '.join(MODES)})")
@@ -391,26 +406,27 @@ def record(target: Target, writer: Any, *, mode: str = "blocks", include: list[s
     if children is not None:   # imported before the recording starts: the program must not see its imports run
         from wholetrace.runtime.children import enable
     as_main = None
+    before = [] if before_program is None else [before_program]   # popped when called (_exec_main)
     if target.command is None and target.stdin is None and target.script is None:
-        if before_program is not None:   # runpy's imports can run the program's files (the cwd is
-            before_program()             # sys.path[0]): with the collector as plain ``python -m`` has it
-            before_program = None
+        if before:   # runpy's imports can run the program's files (the cwd is
+            before.pop()()   # sys.path[0]): with the collector as plain ``python -m`` has it
         as_main = _as_main_frame()
-    live = start(writer, Scope(roots, list(include or [])), mode=mode, weights=weights, cache=cache,
-                 command=target.label, argv=list(sys.argv))
-    if children is not None:
-        enable(live, children, {"command": target.label, "argv": list(sys.argv)}, cache)
+    threads = _thread._count()
+    with collector.held():
+        live = start(writer, Scope(roots, list(include or [])), mode=mode, weights=weights, cache=cache,
+                     command=target.label, argv=list(sys.argv))
+        if children is not None:
+            enable(live, children, {"command": target.label, "argv": list(sys.argv)}, cache)
+        collector.own_threads(threads + 1)   # the recorder's flusher (runtime.recorder)
     instrumenter = live.instrumenter
     outcome = Outcome("exit", 0)
-    if before_program is not None:
-        before_program()
     try:
         if target.command is not None:
-            _run_command(target.command, instrumenter, live.headroom)
+            _run_command(target.command, instrumenter, live.headroom, before)
         elif target.stdin is not None:
-            _run_stdin(target.stdin[1], instrumenter, live.headroom)
+            _run_stdin(target.stdin[1], instrumenter, live.headroom, before)
         elif target.script is not None:
-            _run_script(path, instrumenter, live.headroom)
+            _run_script(path, instrumenter, live.headroom, before)
         else:
             _run_module(target.module, instrumenter, live.headroom, as_main)  # type: ignore[arg-type]
     except SystemExit as exc:
@@ -421,6 +437,8 @@ def record(target: Target, writer: Any, *, mode: str = "blocks", include: list[s
     except BaseException as exc:  # noqa: BLE001 - the program's own uncaught exception
         outcome = Outcome("exception", 1, exc)
         _report(exc)
+    if before:   # the program never started (its SyntaxError): as it would have
+        before.pop()()
     failed = _wait_for_threads()
     try:
         atexit._run_exitfuncs()
