@@ -24,7 +24,7 @@ from wholetrace.instrument.emit import C_CALLS_COUNT
 from wholetrace.runtime import recursion
 from wholetrace.runtime.gil import require_gil
 from wholetrace.runtime.recorder import Recorder
-from wholetrace.runtime.shutdown import _daemon_threads, _shut_down, _wait_for_threads
+from wholetrace.runtime.shutdown import _daemon_threads, _shut_down, _wait_for_threads, flush_io
 
 TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
 if TYPE_CHECKING:   # pragma: no cover
@@ -149,7 +149,10 @@ def _run_script(path: str, instrumenter: Instrumenter, headroom: int) -> None:
     main.__dict__.update(__loader__=SourceFileLoader("__main__", str(path)),
                          __file__=str(path), __cached__=None)
     sys.modules["__main__"] = main
-    _exec_main(code, main, headroom)
+    try:
+        _exec_main(code, main, headroom)
+    finally:    # as python SCRIPT and python < SCRIPT (not -c, -m): CPython's flush_io
+        flush_io()
 
 
 def _exec_main(code: CodeType, main: types.ModuleType, headroom: int) -> None:
@@ -233,7 +236,10 @@ def _run_stdin(source: bytes, instrumenter: Instrumenter, headroom: int) -> None
     main = _main_module()
     main.__dict__.update(__file__=STDIN_FILE, __cached__=None)
     sys.modules["__main__"] = main
-    _exec_main(code, main, headroom)
+    try:
+        _exec_main(code, main, headroom)
+    finally:    # as python SCRIPT and python < SCRIPT (not -c, -m): CPython's flush_io
+        flush_io()
 
 
 def _main_path(entry: str) -> None:
@@ -280,8 +286,7 @@ class Live(Record):
             if self.children is not None:
                 self.children.unpatch()
             self.recorder.state.streams.unpatch_asyncio()
-            recursion.shift(-self.headroom)
-            sys.stdout.flush()
+            recursion.shift(-self.headroom)   # (the program's stdout is flushed at exit, as plain's)
             from wholetrace.store.writer import RecordingWriter   # imported by now (no hook installed)
             if isinstance(self.writer, RecordingWriter):
                 self.writer.hold_commits()   # the last flush commits with the end meta (store.writer)
@@ -291,6 +296,8 @@ class Live(Record):
         finally:
             LIVE = None
             self.writer.close(ended=ended, exit_code=exit_code, end_time=time.time())
+        if self.recorder.values is not None or getattr(self.children, "name", ""):
+            self.recorder.close_suspended()   # full mode; a child's part (subprocs: os._exit) (Recorder.close_suspended)
         return self.recorder.events
 
 
