@@ -339,8 +339,8 @@ class Recorder:
 
     def close_suspended(self) -> None:
         """Close the instrumented generators and coroutines the program left suspended, once the
-        recording is closed (``runner.Live.stop``: full mode, and child processes recording into
-        a part).
+        recording is closed (``runner.record``, the process ending: full mode, and child processes
+        recording into a part).
 
         Nothing closes them while the recording is open: the interpreter closes them as it shuts
         down, after the recording, unrecorded (early exits in it), as plain Python does.  Full

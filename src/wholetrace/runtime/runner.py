@@ -296,8 +296,6 @@ class Live(Record):
         finally:
             LIVE = None
             self.writer.close(ended=ended, exit_code=exit_code, end_time=time.time())
-        if self.recorder.values is not None or getattr(self.children, "name", ""):
-            self.recorder.close_suspended()   # full mode; a child's part (subprocs: os._exit) (Recorder.close_suspended)
         return self.recorder.events
 
 
@@ -436,4 +434,6 @@ def record(target: Target, writer: Any, *, mode: str = "blocks", include: list[s
             failed._shutdown = _shut_down
         outcome.daemon_threads = _daemon_threads()
         outcome.events = live.stop(outcome.ended, outcome.exit_code)
+        if live.recorder.values is not None or getattr(live.children, "name", ""):
+            live.recorder.close_suspended()   # full mode; a child's part (os._exit): Recorder.close_suspended
     return outcome
