@@ -315,14 +315,36 @@ def _run_record(argv: Sequence[str], held: Callable[[], None]) -> int:
         extra = f", {len(outcome.daemon_threads)} daemon thread(s) still running" if outcome.daemon_threads else ""
         if children is not None:
             extra += _unrecorded_note(where)
-        print(f"wholetrace: recorded {outcome.events:,} events ({args.mode}), {size:,} bytes -> {out} "
-              f"[{outcome.ended}, exit {outcome.exit_code}{extra}]", file=sys.stderr)
+        _summary(f"wholetrace: recorded {outcome.events:,} events ({args.mode}), {size:,} bytes -> {out} "
+                 f"[{outcome.ended}, exit {outcome.exit_code}{extra}]")
     if outcome.ended == "keyboard-interrupt":
-        sys.stdout.flush()
-        sys.stderr.flush()
+        for stream in (sys.stdout, sys.stderr):   # as the interpreter's exit would (a closed one: nothing)
+            try:
+                stream.flush()
+            except Exception:   # noqa: BLE001 - as plain: the signal decides the exit status
+                pass
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGINT)
     return outcome.exit_code
+
+
+def _summary(line: str) -> None:
+    """Print record's summary line on the program's ``sys.stderr``, after what the program
+    wrote to the interpreter's own stdout (flushed: a C ``flush`` the program cannot see; a
+    stdout of the program's own is flushed only at exit, once, as plain's).  Nothing when the
+    program left stderr closed or None, or its stdout failing (plain reports that at exit)."""
+    out, err = sys.stdout, sys.stderr
+    if out is sys.__stdout__ and out is not None and not out.closed:
+        try:
+            out.flush()
+        except Exception:   # noqa: BLE001 - a broken pipe: reported at exit, as plain
+            return
+    if err is None or getattr(err, "closed", False) is True:
+        return
+    try:
+        print(line, file=err)
+    except Exception:   # noqa: BLE001 - a stderr of the program's own that fails
+        pass
 
 
 def _stem(path: str) -> str:

@@ -24,6 +24,7 @@ from wholetrace.instrument.facts import recording_facts
 from wholetrace.instrument.modes import TRACE_MODES, ProbePlan, make_plan
 from wholetrace.runtime import forkwarn, recursion, unfinished
 from wholetrace.runtime.buffers import take_events
+from wholetrace.runtime.shutdown import report_unraisable
 from wholetrace.runtime.probes import RunState, new_counts, read_counts, runtime_objects
 from wholetrace.runtime.streams import Stream
 
@@ -337,16 +338,23 @@ class Recorder:
         return counts, early
 
     def close_suspended(self) -> None:
-        """Close the instrumented generators and coroutines the program left suspended.
+        """Close the instrumented generators and coroutines the program left suspended, once the
+        recording is closed (``runner.record``, the process ending: full mode, and child processes
+        recording into a part).
 
-        The interpreter would close them as it shuts down, after the recording has ended:
-        what their cleanup code does (and, in count modes, the counts their ``finally``
-        adds) would be lost.  Closing them here runs the same code at the same point for
-        the program (after ``atexit``), with the recording still open.  Coroutines an asyncio task
-        owns and async generators (which need their event loop) are left alone — closing
-        them would change what asyncio reports at exit: they count as early exits.
+        Nothing closes them while the recording is open: the interpreter closes them as it shuts
+        down, after the recording, unrecorded (early exits in it), as plain Python does.  Full
+        mode's recorder can keep the interpreter from getting there, and a recorded child ends
+        with ``os._exit`` (docs/design.md, "The end of a recording, wave 21"), so there they are
+        closed here, after ``atexit`` (earlier than the interpreter would).  Coroutines an asyncio task owns and async generators (which
+        need their event loop) are left alone — closing them would change what asyncio reports
+        at exit.  Nothing is closed while another thread still runs: plain Python never runs
+        the cleanup of a daemon thread's generators, and which thread owns one is not known.
         """
         if not self.suspendable or self.ends_inside:
+            return
+        me, flusher = _thread.get_ident(), self._thread
+        if any(ident != me and ident != flusher for ident in sys._current_frames()):
             return
         aio = sys.modules.get("asyncio")
         by_code = self.code_index()[0]
@@ -373,7 +381,6 @@ class Recorder:
         facts = recording_facts([(fid_base, entry.get("facts", b"")) for _f, fid_base, _c, entry in self.files])
         if facts:   # what reports list for functions that never ran (instrument.facts)
             self.writer.put_array("report.facts", facts)
-        self.close_suspended()
         if self.traces:
             tails, lengths = unfinished.snapshot(self.state, self.code_index()[0],
                                                  _suspended if self.suspendable else list, mine=self.ends_inside)
@@ -419,9 +426,10 @@ def _suspended() -> list[tuple[Any, FrameType]]:
 
 def _close(obj: Any) -> None:
     """Close a generator or coroutine as the interpreter would when it is collected,
-    reporting what its cleanup raises as the interpreter does ("Exception ignored in")."""
+    reporting what its cleanup raises as the interpreter does ("Exception ignored in", the
+    traceback from the generator's frame down)."""
     try:
         obj.close()
     except BaseException as exc:  # noqa: BLE001 - reported like an unraisable exception
-        sys.unraisablehook(types.SimpleNamespace(exc_type=type(exc), exc_value=exc,  # type: ignore[arg-type]
-                                                 exc_traceback=exc.__traceback__, err_msg=None, object=obj))
+        tb = exc.__traceback__
+        report_unraisable(exc.with_traceback(tb.tb_next if tb is not None else None), None, obj)

@@ -24,7 +24,7 @@ from wholetrace.instrument.emit import C_CALLS_COUNT
 from wholetrace.runtime import collector, recursion
 from wholetrace.runtime.gil import require_gil
 from wholetrace.runtime.recorder import Recorder
-from wholetrace.runtime.shutdown import _daemon_threads, _shut_down, _wait_for_threads
+from wholetrace.runtime.shutdown import _daemon_threads, _shut_down, _wait_for_threads, flush_io
 
 TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
 if TYPE_CHECKING:   # pragma: no cover
@@ -149,7 +149,10 @@ def _run_script(path: str, instrumenter: Instrumenter, headroom: int, before: li
     main.__dict__.update(__loader__=SourceFileLoader("__main__", str(path)),
                          __file__=str(path), __cached__=None)
     sys.modules["__main__"] = main
-    _exec_main(code, main, headroom, before)
+    try:
+        _exec_main(code, main, headroom, before)
+    finally:    # as python SCRIPT and python < SCRIPT (not -c, -m): CPython's flush_io
+        flush_io()
 
 
 def _exec_main(code: CodeType, main: types.ModuleType, headroom: int, before: list[Callable[[], None]]) -> None:
@@ -244,7 +247,10 @@ def _run_stdin(source: bytes, instrumenter: Instrumenter, headroom: int, before:
     main = _main_module()
     main.__dict__.update(__file__=STDIN_FILE, __cached__=None)
     sys.modules["__main__"] = main
-    _exec_main(code, main, headroom, before)
+    try:
+        _exec_main(code, main, headroom, before)
+    finally:    # as python SCRIPT and python < SCRIPT (not -c, -m): CPython's flush_io
+        flush_io()
 
 
 def _main_path(entry: str) -> None:
@@ -291,8 +297,7 @@ class Live(Record):
             if self.children is not None:
                 self.children.unpatch()
             self.recorder.state.streams.unpatch_asyncio()
-            recursion.shift(-self.headroom)
-            sys.stdout.flush()
+            recursion.shift(-self.headroom)   # (the program's stdout is flushed at exit, as plain's)
             from wholetrace.store.writer import RecordingWriter   # imported by now (no hook installed)
             if isinstance(self.writer, RecordingWriter):
                 self.writer.hold_commits()   # the last flush commits with the end meta (store.writer)
@@ -447,4 +452,6 @@ def record(target: Target, writer: Any, *, mode: str = "blocks", include: list[s
             failed._shutdown = _shut_down
         outcome.daemon_threads = _daemon_threads()
         outcome.events = live.stop(outcome.ended, outcome.exit_code)
+        if live.recorder.values is not None or getattr(live.children, "name", ""):
+            live.recorder.close_suspended()   # full mode; a child's part (os._exit): Recorder.close_suspended
     return outcome

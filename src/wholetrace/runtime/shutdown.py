@@ -13,6 +13,17 @@ if TYPE_CHECKING:   # pragma: no cover
     from typing import Any
 
 
+def flush_io() -> None:
+    """What ``python SCRIPT`` (and ``python < SCRIPT``) does once the main module's code has run,
+    before it reports an uncaught exception (CPython's ``flush_io``): ``sys.stderr.flush()``
+    then ``sys.stdout.flush()``, whatever they raise dropped.  ``-c`` and ``-m`` do not."""
+    for name in ("stderr", "stdout"):
+        try:
+            getattr(sys, name).flush()
+        except BaseException:   # noqa: BLE001 - as the interpreter: cleared
+            pass
+
+
 def _shut_down() -> None:
     """``threading._shutdown`` once it has run (and raised): nothing left to do."""
 
@@ -87,6 +98,14 @@ def _unraisable(exc: BaseException, obj: object) -> None:
     that raised (``Exception ignored in: <module 'threading' ...>``, 3.13: ``Exception ignored
     on threading shutdown:``, and the traceback from ``_shutdown`` down): through the program's
     ``sys.unraisablehook``."""
+    how = (None, obj) if sys.version_info < (3, 13) else ("Exception ignored on threading shutdown", None)
+    report_unraisable(exc, *how)
+
+
+def report_unraisable(exc: BaseException, err_msg: str | None, obj: object) -> None:
+    """Call the program's ``sys.unraisablehook`` as ``PyErr_WriteUnraisable`` does: with the
+    interpreter's own ``UnraisableHookArgs`` (the C default hook accepts nothing else, and a
+    program's hook sees the real type); a hook that raises is reported through the default."""
     got: list[Any] = []
     hook, sys.unraisablehook = sys.unraisablehook, got.append
 
@@ -98,8 +117,7 @@ def _unraisable(exc: BaseException, obj: object) -> None:
         _Probe()
     finally:
         sys.unraisablehook = hook
-    how = (None, obj) if sys.version_info < (3, 13) else ("Exception ignored on threading shutdown", None)
-    args = type(got[0])((type(exc), exc, exc.__traceback__, *how))
+    args = type(got[0])((type(exc), exc, exc.__traceback__, err_msg, obj))
     try:
         hook(args)
     except Exception as e:  # noqa: BLE001 - as the interpreter: the hook's own error, through the default
