@@ -228,3 +228,28 @@ def test_broken_pipe_at_exit_is_reported(tmp_path: Path) -> None:
         rec = run([sys.executable, "-m", "wholetrace.cli", "record", "-q", "--mode", mode,
                    "-o", str(tmp_path / "x.wt"), str(prog)])
         assert rec == plain, mode
+
+
+KEYBOARD_INTERRUPT = '''
+    def g():
+        try:
+            yield 1
+        finally:
+            print("fin g")
+    x = g()
+    next(x)
+    print("end", flush=True)
+    raise KeyboardInterrupt
+'''
+
+
+@pytest.mark.parametrize("mode,options", MODES, ids=[m + "".join(o) for m, o in MODES])
+def test_keyboard_interrupt_exit_closes_left_over_generators(tmp_path: Path, mode: str, options: tuple[str, ...]) -> None:
+    """An uncaught KeyboardInterrupt: plain closes the suspended generator at shutdown (its
+    ``finally`` prints) before it kills itself with SIGINT; record's SIGINT exit comes before any
+    shutdown, so the runner closes them after the recording (review21e HIGH-A: "fin g" missing)."""
+    prog = _write(tmp_path, "kbi.py", KEYBOARD_INTERRUPT)
+    plain = run_plain(prog)
+    rec = run_recorded(prog, tmp_path / "x.wt", mode=mode, options=options)
+    assert "fin g" in plain.stdout
+    assert _same(plain, rec)[0] == _same(plain, rec)[1]
