@@ -123,3 +123,19 @@ def test_finaliser_at_handler_end_regenerates_blocks(tmp_path: Path, name: str) 
 @pytest.mark.parametrize("name", sorted(OPEN))
 def test_finaliser_at_handler_end_still_open(tmp_path: Path, name: str) -> None:
     _check(tmp_path, _program(OPEN[name]))
+
+
+def test_drop_edges_and_the_separator_after_the_drop() -> None:
+    """Static: the edge leaving the ``except`` body is a drop edge (hand-checked block ids), the
+    placements witness the call-free block's out-edge instead; a CFG read back has no AST."""
+    from wholetrace.instrument.cfg import CFG, build_module
+    from wholetrace.instrument.witnesses import drop_edges, placement_for
+
+    cfg = next(c for c in build_module(_program(CASES["fall"])) if c.qualname == "f")
+    # B2 try body (t), B3 handler (mark "h"), B4 ``x = 1``, B5 mark("after")
+    pairs = [(e.src, e.dst) for e in cfg.edges]
+    assert [pairs[e] for e in drop_edges(cfg)] == [(3, 4)]
+    for kind in ("witness", "branches"):
+        witnessed = {pairs[e] for e in placement_for(cfg, kind).witnessed}
+        assert (3, 4) not in witnessed and (4, 5) in witnessed
+    assert drop_edges(CFG.from_json(cfg.to_json())) == frozenset()
