@@ -75,7 +75,11 @@ def drop_edges(cfg: CFG) -> frozenset[int]:
         return frozenset()
     handlers: list[tuple[tuple[int, int], tuple[int, int]]] = []
     finals: list[tuple[tuple[int, int], tuple[int, int]]] = []
-    for node in ast.walk(fn):
+    nested = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+    todo = [c for c in ast.iter_child_nodes(fn) if not isinstance(c, nested)]
+    while todo:     # this body's statements only: a nested def or class is a body of its own
+        node = todo.pop()
+        todo.extend(c for c in ast.iter_child_nodes(node) if not isinstance(c, nested))
         if isinstance(node, ast.ExceptHandler) and node.body:
             handlers.append(_span(node.body))
         elif isinstance(node, (ast.Try, getattr(ast, "TryStar", ast.Try))) and node.finalbody:
