@@ -71,19 +71,25 @@ def drop_edges(cfg: CFG) -> frozenset[int]:
     import ast
 
     fn = cfg.node
-    if fn is None:
+    if fn is None or not any(b.dynamic_entry for b in cfg.blocks):
         return frozenset()
     handlers: list[tuple[tuple[int, int], tuple[int, int]]] = []
     finals: list[tuple[tuple[int, int], tuple[int, int]]] = []
-    nested = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
-    todo = [c for c in ast.iter_child_nodes(fn) if not isinstance(c, nested)]
+    nested = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    todo = list(fn.body)
     while todo:     # this body's statements only: a nested def or class is a body of its own
-        node = todo.pop()
-        todo.extend(c for c in ast.iter_child_nodes(node) if not isinstance(c, nested))
-        if isinstance(node, ast.ExceptHandler) and node.body:
-            handlers.append(_span(node.body))
-        elif isinstance(node, (ast.Try, getattr(ast, "TryStar", ast.Try))) and node.finalbody:
-            finals.append(_span(node.finalbody))
+        st = todo.pop()
+        if isinstance(st, nested):
+            continue
+        for name in ("body", "orelse", "finalbody"):
+            todo.extend(getattr(st, name, ()))
+        for h in getattr(st, "handlers", ()):
+            handlers.append(_span(h.body))
+            todo.extend(h.body)
+        for c in getattr(st, "cases", ()):
+            todo.extend(c.body)
+        if getattr(st, "finalbody", None):
+            finals.append(_span(st.finalbody))
     if not handlers and not finals:
         return frozenset()
     first = {b.id: (cfg.stmts[b.stmts[0]].line, cfg.stmts[b.stmts[0]].col) for b in cfg.blocks if b.stmts}
