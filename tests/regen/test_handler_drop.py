@@ -71,8 +71,10 @@ CASES = {
 }
 
 # The handler's end is followed directly by a call block (or a loop header reached by
-# ``break``/``continue``): the edge leaving the handler is the only place for the witness
-# that separates the two calls, so it is still recorded before the drop (design.md, wave 21).
+# ``break``/``continue``), or the block after it is also entered by an edge without a call
+# separator (``loop_back``): the edge leaving the handler is the only place for the witness
+# that separates the two calls at no cost to the normal path, so it is still recorded
+# before the drop (design.md, wave 21).
 OPEN = {
     "fall_into_call": '''
         def f():
@@ -80,6 +82,24 @@ OPEN = {
                 t(2)
             except Boom as e:
                 mark("h")
+            mark("after")
+    ''',
+    # the handler's end goes back to the loop header, which the loop's entry also reaches
+    # without a witness: moving the witness past the header would cost that path one
+    "loop_back": '''
+        def u(n):
+            if n < 2:
+                t(n)
+        def f():
+            n = 0
+            while True:
+                try:
+                    u(n)
+                except Boom:
+                    mark("h")
+                    n += 1
+                else:
+                    break
             mark("after")
     ''',
     "nocall_handler": '''
@@ -139,3 +159,26 @@ def test_drop_edges_and_the_separator_after_the_drop() -> None:
         witnessed = {pairs[e] for e in placement_for(cfg, kind).witnessed}
         assert (3, 4) not in witnessed and (4, 5) in witnessed
     assert drop_edges(CFG.from_json(cfg.to_json())) == frozenset()
+
+
+@pytest.mark.parametrize("name", sorted(CASES) + sorted(OPEN))
+def test_moved_separator_costs_no_path_a_witness(name: str) -> None:
+    """Static (review21c MED-1): against the placement without drop edges, each added witness
+    edge leaves a block entered only by drop edges or by edges whose witness went, so no path
+    that does not pass a drop edge records more witnesses (the try body's path in ``fall``)."""
+    from wholetrace.instrument import witnesses as W
+    from wholetrace.instrument.cfg import build_module
+
+    cfg = next(c for c in build_module(_program((CASES | OPEN)[name])) if c.qualname == "f")
+    drops = W.drop_edges(cfg)
+    for kind in ("witness", "branches"):
+        new = set(W.placement_for(cfg, kind).witnessed)
+        try:
+            saved, W.drop_edges = W.drop_edges, lambda cfg: frozenset()
+            old = set(W.placement_for(cfg, kind).witnessed)
+        finally:
+            W.drop_edges = saved
+        assert len(new) <= len(old)
+        for a in new - old:
+            ins = {i for i, e in enumerate(cfg.edges) if e.dst == cfg.edges[a].src}
+            assert ins and ins <= drops | (old - new), (kind, a)

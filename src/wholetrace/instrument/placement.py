@@ -215,7 +215,7 @@ def call_separators(graph: FlowGraph, witnessed: set[int], avoid: frozenset[int]
     out-edge of a non-branching call block can be chosen — the lightest edge of the
     branch-free chain it starts.  An edge of ``avoid`` (its probe would run before code the
     block's end may still run: ``instrument.witnesses.drop_edges``) gives way to the next edge
-    of that chain, if the chain goes on without a branch, a call block or a witness.
+    of that chain when that costs no path a witness (:func:`_along_chain`).
     """
     extra: set[int] = set()
     for c in sorted(graph.call_nodes):
@@ -224,23 +224,33 @@ def call_separators(graph: FlowGraph, witnessed: set[int], avoid: frozenset[int]
                 continue
             ahead = reachable(graph, graph.edges[e][1], skip_edges=frozenset(witnessed | extra))
             if ahead & graph.call_nodes:
-                extra.add(_along_chain(graph, e, avoid, witnessed | extra))
+                f, replaced = _along_chain(graph, e, avoid, witnessed, extra)
+                extra -= replaced
+                extra.add(f)
     return extra
 
 
-def _along_chain(graph: FlowGraph, e: int, avoid: frozenset[int], witnessed: set[int]) -> int:
-    """``e``, or while it is in ``avoid``, the single out-edge of its target (a block that is
-    neither a call block nor branching, whose out-edge is not witnessed yet), else ``e``."""
-    f, seen = e, {e}
+def _along_chain(graph: FlowGraph, e: int, avoid: frozenset[int], witnessed: set[int],
+                 extra: set[int]) -> tuple[int, set[int]]:
+    """``e``, or while it is in ``avoid``, the single out-edge of its target ``v`` (a block
+    that is neither a call block nor branching, whose out-edge is not witnessed yet), and
+    the separators it replaces.  Cost-neutral: each other in-edge of ``v`` must be an
+    ``avoid`` edge or a call separator of ``extra`` (then dropped: the moved edge separates
+    its call block too), so every path through ``v`` pays one witness there, as before."""
+    f, seen, replaced = e, {e}, set()
     while f in avoid:
         v = graph.edges[f][1]
         if v in graph.call_nodes or v == graph.exit or len(graph.out_edges[v]) != 1:
-            return e
+            return e, set()
+        others = set(graph.in_edges[v]) - avoid
+        if not others <= extra:
+            return e, set()
         f = graph.out_edges[v][0]
-        if f in witnessed or f in seen:
-            return e
+        if f in witnessed or f in extra or f in seen:
+            return e, set()
         seen.add(f)
-    return f
+        replaced |= others
+    return f, replaced
 
 
 def place_witnesses(graph: FlowGraph, weights: EdgeWeights | Sequence[float], *,

@@ -99,8 +99,10 @@ def drop_edges(cfg: CFG) -> frozenset[int]:
             continue
         last = cfg.stmts[cfg.blocks[e.src].stmts[-1]]
         at, to = (last.line, last.col), first.get(e.dst)
+        if to is None:      # a block without statements: not known to be outside (review21c LOW-2)
+            continue
         spans = handlers + (finals if last.label in ("Break", "Continue") else [])
-        if any(lo <= at <= hi and not (to is not None and lo <= to <= hi) for lo, hi in spans):
+        if any(lo <= at <= hi and not lo <= to <= hi for lo, hi in spans):
             out.add(i)
     return frozenset(out)
 
@@ -153,7 +155,7 @@ def witness_placement(cfg: CFG) -> WitnessPlacement:
     w = static_weights(graph)
     sites = probe_sites(cfg)
     drops = drop_edges(cfg)
-    forced = tuple(FORCED_TREE_WEIGHT if s is None or e in drops else x for e, (s, x) in enumerate(zip(sites, w.edges)))
+    forced = tuple(FORCED_TREE_WEIGHT if s is None else x for s, x in zip(sites, w.edges))
     placement = place_witnesses(_targets_graph(graph), EdgeWeights(forced, w.virtual), avoid=drops)
     placement = _with_edges(placement, graph, generator_edges(cfg, graph))
     verify_witnesses(graph, placement)
