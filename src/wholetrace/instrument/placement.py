@@ -207,13 +207,15 @@ def blockers(graph: FlowGraph, node: int) -> set[int]:
     return found
 
 
-def call_separators(graph: FlowGraph, witnessed: set[int]) -> set[int]:
+def call_separators(graph: FlowGraph, witnessed: set[int], avoid: frozenset[int] = frozenset()) -> set[int]:
     """Out-edges of call blocks to witness so that no execution passes from one call block
     to the next without a witness (so each ENTER can be attributed to its call block).
 
     After far blocking, a branching node never sees a call block, so only the single
     out-edge of a non-branching call block can be chosen — the lightest edge of the
-    branch-free chain it starts.
+    branch-free chain it starts.  An edge of ``avoid`` (its probe would run before code the
+    block's end may still run: ``instrument.witnesses.drop_edges``) gives way to the next edge
+    of that chain when that costs no path a witness (:func:`_along_chain`).
     """
     extra: set[int] = set()
     for c in sorted(graph.call_nodes):
@@ -222,20 +224,46 @@ def call_separators(graph: FlowGraph, witnessed: set[int]) -> set[int]:
                 continue
             ahead = reachable(graph, graph.edges[e][1], skip_edges=frozenset(witnessed | extra))
             if ahead & graph.call_nodes:
-                extra.add(e)
+                f, replaced = _along_chain(graph, e, avoid, witnessed, extra)
+                extra -= replaced
+                extra.add(f)
     return extra
+
+
+def _along_chain(graph: FlowGraph, e: int, avoid: frozenset[int], witnessed: set[int],
+                 extra: set[int]) -> tuple[int, set[int]]:
+    """``e``, or while it is in ``avoid``, the single out-edge of its target ``v`` (a block
+    that is neither a call block nor branching, whose out-edge is not witnessed yet), and
+    the separators it replaces.  Cost-neutral: each other in-edge of ``v`` must be an
+    ``avoid`` edge or a call separator of ``extra`` (then dropped: the moved edge separates
+    its call block too), so every path through ``v`` pays one witness there, as before."""
+    f, seen, replaced = e, {e}, set()
+    while f in avoid:
+        v = graph.edges[f][1]
+        if v in graph.call_nodes or v == graph.exit or len(graph.out_edges[v]) != 1:
+            return e, set()
+        others = set(graph.in_edges[v]) - avoid
+        if not others <= extra:
+            return e, set()
+        f = graph.out_edges[v][0]
+        if f in witnessed or f in extra or f in seen:
+            return e, set()
+        seen.add(f)
+        replaced |= others
+    return f, replaced
 
 
 def place_witnesses(graph: FlowGraph, weights: EdgeWeights | Sequence[float], *,
                     blocking: Literal["far", "near"] = "far",
-                    separate_calls: bool = True) -> WitnessPlacement:
+                    separate_calls: bool = True, avoid: frozenset[int] = frozenset()) -> WitnessPlacement:
     """Witnesses solving the multi-procedure tracing problem at low cost.
 
     ``blocking="far"`` uses the paper's blockers sets (``"near"``: every in-edge of a call
     block and of EXIT, for comparison).  ``separate_calls`` adds Python's need that a
     witness lies between any two call blocks of an execution.  The maximum spanning tree
     (without the virtual edge) then runs with these edges excluded; its chords are
-    witnessed as well.
+    witnessed as well.  ``avoid``: edges the call separators pass over where they can
+    (:func:`call_separators`).
     """
     validate(graph, require_reachable=False)
     per_edge, _ = _edge_weights(graph, weights)
@@ -244,7 +272,7 @@ def place_witnesses(graph: FlowGraph, weights: EdgeWeights | Sequence[float], *,
     for v in sorted(targets):
         placed |= blockers(graph, v) if blocking == "far" else set(graph.in_edges[v])
     if separate_calls:
-        placed |= call_separators(graph, placed)
+        placed |= call_separators(graph, placed, avoid)
     excluded = frozenset(placed)
     edges = build_edges(graph, per_edge, with_virtual=False)
     tree = spanning_tree(graph.num_nodes, sort_by_weight(edges), excluded)

@@ -30,7 +30,7 @@ Witness ids are positions in ``WitnessPlacement.witnessed`` (sorted edge ids).
 
 from __future__ import annotations
 
-from wholetrace.ids import ENTRY
+from wholetrace.ids import ENTRY, EXIT
 from wholetrace.instrument.cfg import CFG
 from wholetrace.instrument.flowgraph import FlowGraph, from_cfg, retreating_edges
 from wholetrace.instrument.placement import (
@@ -56,6 +56,59 @@ def probe_sites(cfg: CFG) -> list[Site | None]:
         if sites[i] is None and e.src == ENTRY:
             sites[i] = Site("entry")
     return sites
+
+
+def drop_edges(cfg: CFG) -> frozenset[int]:
+    """Edges whose probe would run before the exception being handled is dropped (from the
+    source's AST; empty for a CFG read back from a recording, which has none).
+
+    Leaving an ``except`` body (falling out of it, or ``break``/``continue``/``if`` arms that
+    jump out) drops the exception after the body's last statement: that can run finalisers
+    (``__del__``, weakref callbacks), which blocks mode records before the next block.  So do
+    ``break``/``continue`` in a ``finally`` body.  A probe placed at such an edge's source
+    (``after``, ``before``, an arm) runs before them, so regeneration would put those
+    activations after the next block: the placements avoid these edges where they can."""
+    import ast
+
+    fn = cfg.node
+    if fn is None or not any(b.dynamic_entry for b in cfg.blocks):
+        return frozenset()
+    handlers: list[tuple[tuple[int, int], tuple[int, int]]] = []
+    finals: list[tuple[tuple[int, int], tuple[int, int]]] = []
+    nested = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    todo = list(fn.body)
+    while todo:     # this body's statements only: a nested def or class is a body of its own
+        st = todo.pop()
+        if isinstance(st, nested):
+            continue
+        for name in ("body", "orelse", "finalbody"):
+            todo.extend(getattr(st, name, ()))
+        for h in getattr(st, "handlers", ()):
+            handlers.append(_span(h.body))
+            todo.extend(h.body)
+        for c in getattr(st, "cases", ()):
+            todo.extend(c.body)
+        if getattr(st, "finalbody", None):
+            finals.append(_span(st.finalbody))
+    if not handlers and not finals:
+        return frozenset()
+    first = {b.id: (cfg.stmts[b.stmts[0]].line, cfg.stmts[b.stmts[0]].col) for b in cfg.blocks if b.stmts}
+    out = set()
+    for i, e in enumerate(cfg.edges):
+        if e.src < 2 or e.dst == EXIT or e.src not in first:
+            continue
+        last = cfg.stmts[cfg.blocks[e.src].stmts[-1]]
+        at, to = (last.line, last.col), first.get(e.dst)
+        if to is None:      # a block without statements: not known to be outside (review21c LOW-2)
+            continue
+        spans = handlers + (finals if last.label in ("Break", "Continue") else [])
+        if any(lo <= at <= hi and not lo <= to <= hi for lo, hi in spans):
+            out.add(i)
+    return frozenset(out)
+
+
+def _span(body: list) -> tuple[tuple[int, int], tuple[int, int]]:
+    return (body[0].lineno, body[0].col_offset), (body[-1].end_lineno or 0, body[-1].end_col_offset or 0)
 
 
 def needs_block_fallback(placement: WitnessPlacement, sites: list[Site | None]) -> bool:
@@ -101,8 +154,9 @@ def witness_placement(cfg: CFG) -> WitnessPlacement:
     graph = from_cfg(cfg)
     w = static_weights(graph)
     sites = probe_sites(cfg)
+    drops = drop_edges(cfg)
     forced = tuple(FORCED_TREE_WEIGHT if s is None else x for s, x in zip(sites, w.edges))
-    placement = place_witnesses(_targets_graph(graph), EdgeWeights(forced, w.virtual))
+    placement = place_witnesses(_targets_graph(graph), EdgeWeights(forced, w.virtual), avoid=drops)
     placement = _with_edges(placement, graph, generator_edges(cfg, graph))
     verify_witnesses(graph, placement)
     return placement
@@ -113,7 +167,7 @@ def branch_placement(cfg: CFG) -> WitnessPlacement:
     graph = from_cfg(cfg)
     chosen = {e for v in range(graph.num_nodes) if graph.is_branching(v) for e in graph.out_edges[v]}
     chosen |= generator_edges(cfg, graph)
-    chosen |= call_separators(graph, chosen)
+    chosen |= call_separators(graph, chosen, drop_edges(cfg))
     chosen |= retreating_edges(graph, frozenset(chosen))
     placement = WitnessPlacement(tuple(sorted(chosen)), blocking=frozenset(chosen),
                                  has_blocking_property=True, separates_calls=True)

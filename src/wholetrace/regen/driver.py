@@ -411,15 +411,21 @@ def measure_regeneration(events_chunks: Iterable[np.ndarray], plans: dict[int, P
 def recording_plans(rec: Any, kind: str | None = None) -> dict[int, Plan]:
     """Plans for every function of an open recording (``kind``: "witness" or "branches", by
     default the recording's mode).  Functions whose stored plan has strategy ``trace``
-    recorded block ids and get ``None`` (passed through)."""
+    recorded block ids and get ``None`` (passed through); the witnessed edges are the stored
+    ones where the recording has them (as ``trace.tables`` reads them: the placement a CFG read
+    back gives may differ, e.g. ``instrument.witnesses.drop_edges`` needs the source)."""
     from wholetrace.instrument.witnesses import make_plans
 
     kind = kind or str(rec.meta.get("mode"))
-    cfgs, fallback = {}, set()
+    cfgs, fallback, stored = {}, set(), {}
     for f in rec.functions():
         desc = f.cfg
         cfgs[f.fid] = CFG.from_json(desc)
         plan = desc.get("plan") if isinstance(desc, dict) else None
         if isinstance(plan, dict) and plan.get("mode") == kind and plan.get("strategy") == "trace":
             fallback.add(f.fid)
-    return make_plans(cfgs, kind, fallback=fallback)
+        elif isinstance(plan, dict) and plan.get("mode") == kind and isinstance(plan.get("witnessed"), list):
+            stored[f.fid] = WitnessPlacement(tuple(int(e) for e in plan["witnessed"]))
+    plans = make_plans({fid: c for fid, c in cfgs.items() if fid not in stored}, kind, fallback=fallback)
+    plans.update({fid: (cfgs[fid], p) for fid, p in stored.items()})
+    return plans
