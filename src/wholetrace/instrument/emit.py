@@ -33,6 +33,7 @@ EXC_GUARD = "wt.g"   # the exception in a guard around a ``finally`` of the prog
 EXC_CAUGHT = "wt.x"  # the exception in a handler of the program that binds no name
 LASTI = "wt.l"       # temporary: instruction index of a traceback entry
 XLIST = "wt.q"       # count modes: the recording's exception-edge list, fetched in a handler
+WITH_VALUE = "wt.w"  # ``__enter__``'s value while a ``with`` target that can raise is stored in the guard
 MATCH = "wt.m"       # ``wt.m<N>``: the saved subject of a split ``match``
 STAR_HELD = "wt.h"   # ``wt.h<N>``: the traceback entry an ``except*`` handler held (statement N its star-end)
 P = "wt.p"           # path mode: the path register
