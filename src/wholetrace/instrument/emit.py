@@ -26,6 +26,7 @@ if TYPE_CHECKING:   # pragma: no cover
 A = "wt.a"           # trace modes: append method of the current stream
 R = "wt.r"           # count and witness modes: statement id of the last re-raise site passed
 SEEN = "wt.s"        # the same modes: traceback entry the frame's last handler saw (held, see Emitter.held)
+BARE = "wt.b"        # blocks and full modes: statement id of the bare ``raise`` last passed, None once recorded
 HOLD = "wt.t"        # a return value held while the return edge's probe runs
 LOCAL = "wt.n"       # count modes: ``wt.n<j>`` counts the function's j-th counter in the activation
 EXC_OWN = "wt.e"     # the exception in a guard whose ``finally`` is ours (both re-raise in place)
