@@ -169,21 +169,20 @@ class CleanupRewriter:
     def _target_store(self, item: ast.withitem) -> list[ast.stmt]:
         """A target that can raise (``as (a, b)``, ``as o.x``, ``as d[k]``) is stored inside the
         guard, which records the edge to the exit block before ``__exit__`` runs: ``with e as
-        wt.w: try: TARGET = (wt.w, wt.w := None)[0]``, placed at the target (the value leaves
-        the local before the store, so it lives as long as in plain Python). Module and class
+        wt.w: try: wt.w, TARGET = None, wt.w``, placed at the target (the value leaves the
+        local before the store, so it lives as long as in plain Python). Module and class
         bodies bind no local: ``vars().pop("wt.w")``, out of the namespace before the store."""
         target = item.optional_vars
         if target is None or isinstance(target, ast.Name):
             return []
         target = self.expr(target)
-        if self.em.in_class:
-            value: ast.expr = ast.Call(ast.Attribute(ast.Call(rt(VARS), [], []), "pop", ast.Load()),
-                                       [ast_const(WITH_VALUE)], [])
-        else:
-            moved = ast.NamedExpr(ast_name(WITH_VALUE, True), ast_const(None))
-            value = ast.Subscript(ast.Tuple([ast_name(WITH_VALUE), moved], ast.Load()), ast_const(0), ast.Load())
         item.optional_vars = locate(ast_name(WITH_VALUE, True), target)  # type: ignore[assignment]
-        return [locate(ast.Assign([target], value), target)]  # type: ignore[list-item]
+        if self.em.in_class:
+            value = ast.Call(ast.Attribute(ast.Call(rt(VARS), [], []), "pop", ast.Load()), [ast_const(WITH_VALUE)], [])
+            return [locate(ast.Assign([target], value), target)]  # type: ignore[list-item]
+        # ``wt.w, TARGET = None, wt.w``: the pair compiles to a SWAP (no tuple), wt.w stored first
+        pair = ast.Tuple([ast_name(WITH_VALUE, True), target], ast.Store())
+        return [locate(ast.Assign([pair], ast.Tuple([ast_const(None), ast_name(WITH_VALUE)], ast.Load())), target)]  # type: ignore[list-item]
 
     # --- try
     def _try(self, s: ast.Try | ast.TryStar) -> list[ast.stmt]:
