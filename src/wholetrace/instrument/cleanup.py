@@ -170,10 +170,12 @@ class CleanupRewriter:
         """A target that can raise (``as (a, b)``, ``as o.x``, ``as d[k]``) is stored inside the
         guard, which records the edge to the exit block before ``__exit__`` runs: ``with e as
         wt.w: try: wt.w, TARGET = None, wt.w``, placed at the target (the value leaves the
-        local before the store, so it lives as long as in plain Python). Module and class
-        bodies bind no local: ``vars().pop("wt.w")``, out of the namespace before the store."""
+        local before the store, so it lives as long as in plain Python). A module body binds no
+        local: ``vars().pop("wt.w")`` (a real dict), out of the namespace before the store. A
+        class body keeps the plain store: its namespace may be any ``__prepare__`` mapping (an
+        ``enum.Enum`` body makes ``wt.w`` a member; review21b), so its raising store stays unread."""
         target = item.optional_vars
-        if target is None or isinstance(target, ast.Name):
+        if target is None or isinstance(target, ast.Name) or self.cfg.kind == "class":
             return []
         target = self.expr(target)
         item.optional_vars = locate(ast_name(WITH_VALUE, True), target)  # type: ignore[assignment]
