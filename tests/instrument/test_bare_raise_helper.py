@@ -136,10 +136,35 @@ PROGRAMS = {
                     print("swallowed", e.args)
         f()
         ''',
+    # review21b MED, pre-existing (main fails the same way): an except* handler's bare raise and
+    # a helper's bare raise of a group's part; count "violates flow conservation", witness modes
+    # "activation forms differ" (design.md wave 21, with21 section)
+    "star_reraise": '''
+        def helper():
+            a = 1
+            raise
+        def f():
+            try:
+                try:
+                    raise ExceptionGroup("g", [KeyError(1), ValueError(2)])
+                except* KeyError:
+                    b = 2
+                    raise
+                except* ValueError:
+                    helper()
+            except* KeyError:
+                c = 3
+            except* ValueError:
+                d = 4
+            return 1
+        print(f())
+        ''',
 }
+OPEN = {"star_reraise"}
 
 
-@pytest.mark.parametrize("name", sorted(PROGRAMS))
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason="except* + bare raise"))
+                                  if n in OPEN else n for n in sorted(PROGRAMS)])
 def test_bare_raise_in_helper_every_mode(name: str, tmp_path: Path) -> None:
     script = tmp_path / f"{name}.py"
     script.write_text(textwrap.dedent(PROGRAMS[name]))
