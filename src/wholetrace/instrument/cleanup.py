@@ -6,7 +6,8 @@ import ast
 import sys
 
 from wholetrace.instrument.cfg import CFG, Stmt
-from wholetrace.instrument.emit import A, EXC_CAUGHT, STAR_HELD, Emitter, ast_const, ast_name
+from wholetrace.instrument.emit import (A, EXC_CAUGHT, STAR_HELD, VARS, WITH_VALUE, Emitter, ast_const, ast_name,
+                                        locate, rt)
 
 TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
 if TYPE_CHECKING:   # pragma: no cover
@@ -137,6 +138,7 @@ class CleanupRewriter:
         exit_ = self.cfg.stmt_at(first, "with-exit")
         pre = self.probe_for(enter, s)
         first.context_expr = self.expr(first.context_expr)
+        store = self._target_store(first)
         if len(items) > 1:
             inner_node = type(s)(items[1:], s.body, getattr(s, "type_comment", None))
             ast.copy_location(inner_node, items[1].context_expr)
@@ -158,11 +160,31 @@ class CleanupRewriter:
             final += self.em.stmts(self.block_values(exit_.block), None)
         s.items = [first]
         held_inside = self.held_names and any(id(n) in self.held for n in _same_scope(s.body))
-        s.body = [self.em.guard(body, final, exit_.block, own_final=True)]
+        s.body = [self.em.guard(store + body, final, exit_.block, own_final=True)]
         # an exit that swallows drops the exception (and one that escaped a region inside, the
         # region's): wt.s no longer holds it; a region around that re-raises holds its own again
         drop = self.em.drop_regions(self._released(len(self.running)) if held_inside else [], held=True)
         return pre + [s] + drop
+
+    def _target_store(self, item: ast.withitem) -> list[ast.stmt]:
+        """A target that can raise (``as (a, b)``, ``as o.x``, ``as d[k]``) is stored inside the
+        guard, which records the edge to the exit block before ``__exit__`` runs: ``with e as
+        wt.w: try: wt.w, TARGET = None, wt.w``, placed at the target (the value leaves the
+        local before the store, so it lives as long as in plain Python). A module body binds no
+        local: ``vars().pop("wt.w")`` (a real dict), out of the namespace before the store. A
+        class body keeps the plain store: its namespace may be any ``__prepare__`` mapping (an
+        ``enum.Enum`` body makes ``wt.w`` a member; review21b), so its raising store stays unread."""
+        target = item.optional_vars
+        if target is None or isinstance(target, ast.Name) or self.cfg.kind == "class":
+            return []
+        target = self.expr(target)
+        item.optional_vars = locate(ast_name(WITH_VALUE, True), target)  # type: ignore[assignment]
+        if self.em.in_class:
+            value = ast.Call(ast.Attribute(ast.Call(rt(VARS), [], []), "pop", ast.Load()), [ast_const(WITH_VALUE)], [])
+            return [locate(ast.Assign([target], value), target)]  # type: ignore[list-item]
+        # ``wt.w, TARGET = None, wt.w``: the pair compiles to a SWAP (no tuple), wt.w stored first
+        pair = ast.Tuple([ast_name(WITH_VALUE, True), target], ast.Store())
+        return [locate(ast.Assign([pair], ast.Tuple([ast_const(None), ast_name(WITH_VALUE)], ast.Load())), target)]  # type: ignore[list-item]
 
     # --- try
     def _try(self, s: ast.Try | ast.TryStar) -> list[ast.stmt]:

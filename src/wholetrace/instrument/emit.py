@@ -26,6 +26,7 @@ if TYPE_CHECKING:   # pragma: no cover
 A = "wt.a"           # trace modes: append method of the current stream
 R = "wt.r"           # count and witness modes: statement id of the last re-raise site passed
 SEEN = "wt.s"        # the same modes: traceback entry the frame's last handler saw (held, see Emitter.held)
+BARE = "wt.b"        # blocks and full modes: statement id of the bare ``raise`` last passed, None once recorded
 HOLD = "wt.t"        # a return value held while the return edge's probe runs
 LOCAL = "wt.n"       # count modes: ``wt.n<j>`` counts the function's j-th counter in the activation
 EXC_OWN = "wt.e"     # the exception in a guard whose ``finally`` is ours (both re-raise in place)
@@ -33,6 +34,7 @@ EXC_GUARD = "wt.g"   # the exception in a guard around a ``finally`` of the prog
 EXC_CAUGHT = "wt.x"  # the exception in a handler of the program that binds no name
 LASTI = "wt.l"       # temporary: instruction index of a traceback entry
 XLIST = "wt.q"       # count modes: the recording's exception-edge list, fetched in a handler
+WITH_VALUE = "wt.w"  # ``__enter__``'s value while a ``with`` target that can raise is stored in the guard
 MATCH = "wt.m"       # ``wt.m<N>``: the saved subject of a split ``match``
 STAR_HELD = "wt.h"   # ``wt.h<N>``: the traceback entry an ``except*`` handler held (statement N its star-end)
 P = "wt.p"           # path mode: the path register

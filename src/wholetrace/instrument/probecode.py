@@ -16,7 +16,7 @@ from wholetrace.ids import EXIT
 from wholetrace.instrument.misspath import LazyModule
 from wholetrace.events import EXC, LEAVE, LEAVE_PATH, NO_PATH, RERAISE as RERAISE_CODE, START, enter_code
 from wholetrace.instrument.pathforms import LEAVE_TABLE_MAX
-from wholetrace.instrument.emit import (A, COUNTS, C_CALLS_COUNT, EDGES, EXC_CAUGHT, EXC_GUARD, EXC_OWN, GET, GROUP,
+from wholetrace.instrument.emit import (A, BARE, COUNTS, C_CALLS_COUNT, EDGES, EXC_CAUGHT, EXC_GUARD, EXC_OWN, GET, GROUP,
                                         INC, ISSUBCLASS, LASTI, LOCAL, NEW, NO_TB, O, P, R, RECURSION_ERROR,
                                         RERAISE_MARK, RERAISE_MARK_GUARD, SEEN, SKIP, STAR_HOLDER, TYPE,
                                         XCOUNT, XEDGE, XLIST, counter_slot, leave_table, sites_constant)
@@ -108,6 +108,14 @@ class Emitter(HeldCode, Record):
         their last handler saw (``wt.s``) in locals; module and class bodies in the runtime
         (``RunState.namespace_reraise``)."""
         return self.knows_reraise and not self.in_class
+
+    @property
+    def marks_bare(self) -> bool:
+        """Trace modes that do not track re-raises (blocks, full, a witness mode's block
+        fallback), in a function with a bare ``raise``: ``wt.b`` holds the statement of the bare
+        ``raise`` last passed until the next exception record, which names it as the statement
+        that raised (what it re-raises may have no traceback entry for this frame)."""
+        return self.bare_raises and self.plan.traces and not self.tracks_reraise and not self.in_class
 
     def locals_counted(self) -> list[int]:
         return sorted(self.plan.local_counters | self.expr_locals)
@@ -237,7 +245,8 @@ class Emitter(HeldCode, Record):
         if C_CALLS_COUNT:
             fetch = self._recursion_guard(fetch)
         start = [self.stmt(START, like)] if self.plan.paths and self.generator else []   # ENTER alone: resumed
-        return [place(fetch, like), self.stmt(enter_code(self.fid), like)] + start + self.forget_reraise(like)  # type: ignore[list-item]
+        bare = [place(ast.Assign([ast_name(BARE, True)], ast_const(None)), like)] if self.marks_bare else []
+        return [place(fetch, like), self.stmt(enter_code(self.fid), like)] + start + self.forget_reraise(like) + bare  # type: ignore[list-item]
 
     @staticmethod
     def _recursion_guard(fetch: ast.stmt) -> ast.stmt:
@@ -349,13 +358,24 @@ class Emitter(HeldCode, Record):
             if closing:
                 extra.append(ast_const(LEAVE))
             out: list[ast.stmt] = []
+            # after a bare raise the statement that raised is the raise (``s`` of EXC s, RERAISE s r):
+            # what it re-raises may be a caller's, whose traceback has no entry for this frame
             if not self.tracks_reraise:
-                items: ast.expr = ast.Tuple([ast_const(EXC), self.site_of(tb())] + extra, ast.Load())
+                src = self.site_of(tb())
+                if self.marks_bare:
+                    passed = ast.Compare(ast_name(BARE), [ast.IsNot()], [ast_const(None)])
+                    src = ast.Subscript(ast.Tuple([src, ast_name(BARE)], ast.Load()), passed, ast.Load())
+                    out.append(ast.Assign([ast_name(BARE, True)], ast_const(None)))
+                items: ast.expr = ast.Tuple([ast_const(EXC), src] + extra, ast.Load())
             else:   # RERAISE s r for a re-raise, else EXC s; then hold the traceback entry
                 code = ast.Subscript(ast.Tuple([ast_const(EXC), ast_const(RERAISE_CODE)], ast.Load()),
                                      self.again(tb()), ast.Load())
                 site = ast.Subscript(ast.Tuple([ast_name(R)], ast.Load()), ast.Slice(None, self.again(tb())), ast.Load())
-                items = ast.BinOp(ast.Tuple([code, self.site_of(tb())], ast.Load()), ast.Add(), site)
+                src = self.site_of(tb())
+                if self.bare_raises:
+                    bare = ast.Compare(ast_name(SEEN), [ast.Is()], [ast_const(RAISING_AGAIN)])
+                    src = ast.Subscript(ast.Tuple([src, ast_name(R)], ast.Load()), bare, ast.Load())
+                items = ast.BinOp(ast.Tuple([code, src], ast.Load()), ast.Add(), site)
                 if extra:
                     items = ast.BinOp(items, ast.Add(), ast.Tuple(extra, ast.Load()))
                 out.append(ast.Assign([ast_name(SEEN, True)], tb()))
@@ -399,9 +419,12 @@ class Emitter(HeldCode, Record):
         passed = ast.Compare(ast_name(R), [ast.GtE()], [ast_const(0)])
         return ast.BinOp(same, ast.BitAnd(), passed)
 
-    def raising_again(self) -> list[ast.stmt]:
-        """Functions, before a bare ``raise`` (after ``wt.r``): what it raises comes from it, even
-        an exception a caller caught, whose traceback has no entry for this frame (design.md, wave 19)."""
+    def raising_again(self, sid: int) -> list[ast.stmt]:
+        """Functions, before a bare ``raise`` (statement ``sid``, after ``wt.r``): what it raises
+        comes from it, even an exception a caller caught, whose traceback has no entry for this
+        frame (design.md, waves 19 and 21)."""
+        if self.marks_bare:
+            return [artificial(ast.Assign([ast_name(BARE, True)], ast_const(sid)))]  # type: ignore[list-item]
         if not self.tracks_reraise:
             return []
         return [artificial(ast.Assign([ast_name(SEEN, True)], ast_const(RAISING_AGAIN)))]  # type: ignore[list-item]

@@ -209,7 +209,7 @@ class _FunctionRewriter(CleanupRewriter):
         if isinstance(s, ast.Continue) and self.loops:
             pre += self._continue_probe(s)
         if isinstance(s, ast.Raise) and s.exc is None:
-            pre += self.bare_raise() + self.em.set_reraise(st.id, None) + self.em.raising_again()
+            pre += self.bare_raise() + self.em.set_reraise(st.id, None) + self.em.raising_again(st.id)
         if isinstance(s, ast.Return):
             values = self.site_values("return", st.id)
             constant = s.value is None or isinstance(s.value, ast.Constant)
