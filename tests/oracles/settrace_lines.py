@@ -162,7 +162,27 @@ def _header_lines(node: ast.stmt) -> range:
         body_start = node.body[0].lineno if getattr(node, "body", None) else node.lineno
     # A one-line compound statement (``if x: y = 1``) has its body on the header line.
     last = max(node.lineno, body_start - 1) if body_start > node.lineno else node.lineno
+    # The header's own expressions may end on the body's first line (a multi-line ``def``'s
+    # ``) -> T: ...``: the annotation runs with the ``def``, which fires that line's event).
+    for field_name, value in ast.iter_fields(node):
+        if field_name in _BODIES:
+            continue
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, ast.AST):
+                last = max([last] + [getattr(sub, "end_lineno", None) or last for sub in ast.walk(item)])
     return range(first, last + 1)
+
+
+#: Fields of a compound statement that hold statements (or clauses), not header code.
+_BODIES = {"body", "orelse", "finalbody", "handlers", "cases", "decorator_list"}
+
+
+def _fires_twice(stmt: ast.stmt) -> bool:
+    """A conditional expression whose ``body`` holds an ``and``/``or``: its short-circuit jump
+    lands on the code after the whole expression, which fires the line a second time (3.11:
+    ``x = (h or s) if en else None`` when ``en`` and ``h``; 3.12 and 3.13 in some shapes)."""
+    return any(isinstance(sub, ast.IfExp) and any(isinstance(b, ast.BoolOp) for b in ast.walk(sub.body))
+               for sub in ast.walk(stmt))
 
 
 def _finally_protected(stack: list[ast.AST]) -> bool:
@@ -195,7 +215,9 @@ def single_simple_statement_lines(source: str) -> set[int]:
       function (nothing executes);
     * it contains no ``yield``, ``yield from`` or ``await`` (resuming fires another event);
     * it contains no lambda, comprehension or generator expression (their own code objects
-      fire events on the same line);
+      fire events on the same line), and no conditional expression whose true branch holds
+      an ``and``/``or`` (a jump past the expression fires the line again);
+    * no compound statement's header code (a ``def``'s return annotation) ends on it;
     * it is not a ``return`` inside a ``with`` body or a ``try ... finally`` of the same
       function (the exit code copied to that ``return`` fires its line a second time).
 
@@ -268,7 +290,7 @@ def single_simple_statement_lines(source: str) -> set[int]:
         if isinstance(stmt, ast.AnnAssign) and stmt.value is None and (
                 id(stmt) in in_function or not stmt.simple):
             continue
-        if any(isinstance(sub, _SUSPEND + _NESTED_CODE) for sub in ast.walk(stmt)):
+        if any(isinstance(sub, _SUSPEND + _NESTED_CODE) for sub in ast.walk(stmt)) or _fires_twice(stmt):
             continue
         out.add(line)
     return out

@@ -53,6 +53,22 @@ _MARK = {t: -((t + 1) << _SHIFT) for t in (NONE, BOOL, INT, FLOAT, STR, BYTES, B
 _MARK_OF = {type(None): _MARK[NONE], bool: _MARK[BOOL], int: _MARK[INT], float: _MARK[FLOAT],
             str: _MARK[STR], bytes: _MARK[BYTES], complex: _MARK[COMPLEX]}
 _MARK_MAX = _MARK[NONE]          # every marker is at or below it, every event above
+#: ``_MARK_OF`` by the type's id: a dict keyed by the program's class would call its metaclass's
+#: ``__hash__``/``__eq__`` (explore21 HIGH-9); these types live as long as the interpreter
+_MARK_OF_ID = {id(t): m for t, m in _MARK_OF.items()}
+#: A class's ``__module__``, ``__qualname__``, ``__mro__`` as ``type`` stores them: the attribute
+#: would go through a metaclass's descriptors (a property: program code, explore21 HIGH-9)
+_MODULE, _QUALNAME, _MRO = (type.__dict__[k].__get__ for k in ("__module__", "__qualname__", "__mro__"))
+
+
+def type_name(t: type) -> str:
+    """``module.qualname`` of class ``t``, read without running the program's code (a
+    ``__module__`` its class body set to no str: ``?``)."""
+    try:
+        m = _MODULE(t)
+    except AttributeError:
+        m = None
+    return f"{m if type(m) is str else '?'}.{_QUALNAME(t)}"
 
 
 class _Ref(_weak_ref):  # type: ignore[type-arg]
@@ -162,7 +178,7 @@ class ValueLog(Flushing):
         self.new_objects: list[tuple[int, type]] = []  # (serial, type) handed out since the last flush
         self.new_classes: list[tuple[int, type]] = []  # (serial, class) of the classes among them
         self.parents = array("q")                      # serial, parent serial pairs (flushed)
-        self.types: dict[type, int] = {}
+        self.types: dict[int, tuple[type, int]] = {}   # id(type) -> (type, index of its name)
         self.type_names: list[str] = []
         self.objects = array("q")                      # serial, type index pairs (flushed)
         self.contents: dict[int, tuple[int, bytes]] = {}
@@ -183,6 +199,37 @@ class ValueLog(Flushing):
         """Fork the split server now (before the program's first line: one thread)."""
         from wholetrace.runtime import splitserver
         self.server = splitserver.start() if splitserver.WANTED else None
+
+    def forked(self, writer: Any, renumbered: dict[int, int]) -> None:
+        """In a fork child (``runtime.children``, flusher stopped): store to the child's part
+        ``writer`` (the parent's stays locked in the child: its value chunks hung the child) and
+        key each kept stream's state by its new id (``renumbered``: parent id -> child id).  The
+        part's events of a stream start at 0, so do its chunks and record counts; serials,
+        contents and the object table go on (the child's records name the parent's objects)."""
+        self.writer = writer
+        self.lock = _thread.allocate_lock()
+        self.layout_marked = False
+        self.records = self.raw_bytes = 0
+        self.splits = [0, 0]
+        for name in ("lists", "carry", "side_done"):
+            old = getattr(self, name)
+            setattr(self, name, {renumbered[sid]: v for sid, v in old.items() if sid in renumbered})
+        new = set(renumbered.values())
+        self.cf_done = dict.fromkeys(new, 0)
+        self.seq = dict.fromkeys(new, 0)
+        self.rec_done = dict.fromkeys(new, 0)
+
+    def events_in(self, sid: int, buf: list[Any]) -> int:
+        """How many of stream ``sid``'s unstored items are events (a fork child's base: the rest
+        are value records, two items each, the first a payload if a marker was carried)."""
+        n, j, end = 0, 1 if self.carry.get(sid) else 0, len(buf)
+        while j < end:
+            if buf[j] <= _MARK_MAX:
+                j += 2
+            else:
+                n += 1
+                j += 1
+        return n
 
     # -- streams
     def on_new(self, sid: int, append: Callable[[int], None]) -> None:
@@ -258,7 +305,7 @@ class ValueLog(Flushing):
         get = self.current.get
         attach = self.attach
         serial = self.serial
-        tagof = _MARK_OF.get
+        tagof = _MARK_OF_ID.get
         known = self.serials.get
         lget = self.loose.get
         clock = self.clock
@@ -289,7 +336,7 @@ class ValueLog(Flushing):
                     m = m_float - k
                     v = s                              # ``s``: the value goes on the side
                 else:
-                    m = tagof(t)
+                    m = tagof(id(t))
                     if m is None:
                         v = known(id(x))
                         if v is None:                  # a live frame, traceback, ...: one dict hit
@@ -329,7 +376,7 @@ class ValueLog(Flushing):
                 elif t is float:
                     if a is pa: pside(x); a(m_float - k); a(0); return x
                 else:
-                    m = tagof(t)
+                    m = tagof(id(t))
                     if m is None:
                         v = known(id(x))
                         if v is None:                  # a live frame, traceback, ...: one dict hit
@@ -351,7 +398,7 @@ class ValueLog(Flushing):
             out = []
             side = []
             for x in xs:
-                m = tagof(type(x))
+                m = tagof(id(type(x)))
                 if m is None:
                     v = known(id(x))
                     if v is None:
@@ -428,10 +475,11 @@ class ValueLog(Flushing):
         del classes[:m]
         known = self.serials.get                       # the types below are alive: ids are valid
         for s, t in items:
-            ti = self.types.get(t)
-            if ti is None:
-                ti = self.types[t] = len(self.type_names)
-                self.type_names.append(f"{t.__module__}.{t.__qualname__}")
+            got = self.types.get(id(t))                # (the type is held: its id stays its own)
+            if got is None:
+                got = self.types[id(t)] = (t, len(self.type_names))
+                self.type_names.append(type_name(t))
+            ti = got[1]
             self.objects.append(s)
             self.objects.append(ti)
             p = known(id(t))
@@ -439,7 +487,7 @@ class ValueLog(Flushing):
                 self.parents.append(s)
                 self.parents.append(p)
         for s, c in cls_items:
-            for b in c.__mro__[1:]:
+            for b in _MRO(c)[1:]:
                 p = known(id(b))
                 if p is not None:
                     self.parents.append(s)
