@@ -19,6 +19,7 @@ import ast
 from types import CodeType
 
 from wholetrace.ids import EXIT
+from wholetrace.instrument import awaits
 from wholetrace.instrument.cfg import CFG, Stmt
 from wholetrace.instrument.cleanup import (NO_LOCATION_ARMS_MISCOMPILE, CleanupRewriter, callless,
                                           continue_crosses_cleanup, has_reraise_sites, with_exit_spans)
@@ -238,7 +239,8 @@ class _FunctionRewriter(CleanupRewriter):
         loop = self.loops[-1]
         if not isinstance(loop.node, (ast.For, ast.AsyncFor)) or loop.wrapped:
             return []          # the while test / the iterator wrapper records the header
-        return self.em.stmts(self.block_values(loop.header.block), None)
+        leave = [artificial(ast.Expr(e)) for e in awaits.leave(self.em)] if self.anext_suspends(loop.node) else []
+        return self.em.stmts(self.block_values(loop.header.block), None) + leave  # type: ignore[operator]
 
     def _for(self, s: ast.For | ast.AsyncFor) -> list[ast.stmt]:
         """for-next probes go *before* each ``__next__``: after the iterable, at the end of the
@@ -250,6 +252,7 @@ class _FunctionRewriter(CleanupRewriter):
         h = self.block_values(info.header.block)
         first = self.site_values("arm", it_st.id, "iter") if it_st is not None else []
         iterable = s.iter
+        after: list[ast.stmt] = []
         if info.wrapped:
             if first:
                 s.iter = ast.Subscript(ast.Tuple([s.iter] + self.em.exprs(first), ast.Load()), ast_const(0), ast.Load())
@@ -259,6 +262,12 @@ class _FunctionRewriter(CleanupRewriter):
                 s.iter = ast_call(wrapper, s.iter, names, rt(COUNTS))
             else:
                 s.iter = ast_call(wrapper, s.iter, ast.Tuple([ast_const(v) for v in h], ast.Load()))
+        elif self.anext_suspends(s):   # __anext__ awaited: a generator suspension (instrument.awaits)
+            leave = awaits.leave(self.em)
+            s.iter = ast.Subscript(ast.Tuple([s.iter] + self.em.exprs(first + h) + leave, ast.Load()), ast_const(0), ast.Load())
+            s.body = awaits.resume(self.em) + s.body + self.em.stmts(h, None) + [artificial(ast.Expr(e)) for e in awaits.leave(self.em)]
+            s.orelse = awaits.resume(self.em) + s.orelse if s.orelse else []
+            after = awaits.resume_if_left(self.em)   # exhausted (left) or a break (not left)
         elif first or h:
             s.iter = ast.Subscript(ast.Tuple([s.iter] + self.em.exprs(first + h), ast.Load()), ast_const(0), ast.Load())
             s.body.extend(self.em.stmts(h, None))
@@ -267,7 +276,12 @@ class _FunctionRewriter(CleanupRewriter):
             # GET_ITER and FOR_ITER, the loop's line); the rest is artificial
             ast.copy_location(s.iter, iterable)
             artificial(s.iter)
-        return pre + [s]
+        return pre + [s] + after
+
+    def anext_suspends(self, s: ast.For | ast.AsyncFor) -> bool:
+        """Trace modes, not behind a wrapper (whose ``__anext__`` is awaited inside the runtime's
+        own coroutine: a hand-driven suspension there is not recorded, docs/design.md wave 20)."""
+        return isinstance(s, ast.AsyncFor) and self.gen and not self.em.counts
 
     # --- match
     def _match(self, s: ast.Match) -> list[ast.stmt]:
@@ -365,6 +379,16 @@ class _YieldRewriter(ast.NodeTransformer):
 
     def visit_YieldFrom(self, node: ast.YieldFrom) -> ast.AST:
         return self._wrap(node)
+
+    def visit_Await(self, node: ast.Await) -> ast.AST:
+        return self._wrap(node)  # type: ignore[arg-type]
+
+    def _comprehension(self, node: ast.ListComp | ast.SetComp | ast.DictComp) -> ast.AST:
+        if awaits.async_comprehension(node):   # awaited as a whole: every await inside suspends it
+            return awaits.around(self.em, node)
+        return self.generic_visit(node)
+
+    visit_ListComp = visit_SetComp = visit_DictComp = _comprehension
 
 
 # --------------------------------------------------------------------------- functions and modules
