@@ -88,7 +88,17 @@ import asyncio
 async def pause():
     await asyncio.sleep(0)
 ''' + BODY + '''\
-print(asyncio.run(main()))
+async def wrapped():
+    out = []
+    async for i in agen(3):     # continue crosses a finally: the loop iterates through afor_wrapper
+        try:
+            if i == 1:
+                continue
+            out.append(i)
+        finally:
+            out.append("f")
+    return out
+print(asyncio.run(main()), asyncio.run(wrapped()))
 ''',
 }
 
