@@ -147,11 +147,12 @@ def _script(tmp: Path, name: str) -> Path:
     return script
 
 
-def _record(script: Path, tmp: Path, mode: str) -> Path:
+def _record(script: Path, tmp: Path, mode: str, *options: str) -> Path:
+    """``record --mode MODE [options]``, whose output must be plain's."""
     plain = run_plain(script)
-    wt = tmp / f"{script.stem}.{mode}.wt"
-    got = run_recorded(script, wt, mode=mode)
-    assert (got.returncode, got.stdout, got.stderr) == (plain.returncode, plain.stdout, plain.stderr), mode
+    wt = tmp / f"{script.stem}.{mode}{''.join(options)}.wt"
+    got = run_recorded(script, wt, mode=mode, options=options)
+    assert (got.returncode, got.stdout, got.stderr) == (plain.returncode, plain.stdout, plain.stderr), (mode, options)
     return wt
 
 

@@ -11,8 +11,8 @@ import pytest
 
 from oracles.settrace_lines import line_counts
 from regenutil import compare
-from test_coro_outside import PROGRAMS as SIX
-from wtutil import assert_same_counts, compare_lines, profiles, run_plain, run_recorded
+from test_coro_outside import PROGRAMS as SIX, _record
+from wtutil import assert_same_counts, compare_lines, profiles
 
 BODY = '''\
 class CM:
@@ -103,14 +103,6 @@ print(asyncio.run(main()), asyncio.run(wrapped()))
 }
 
 MODES = (("blocks",), ("witness",), ("branches",), ("path", "--no-wpp"), ("path", "--wpp"), ("full",))
-
-
-def _record(script: Path, tmp: Path, mode: str, *options: str) -> Path:
-    plain = run_plain(script)
-    wt = tmp / f"{script.stem}.{mode}{''.join(options)}.wt"
-    got = run_recorded(script, wt, mode=mode, options=options)
-    assert (got.returncode, got.stdout, got.stderr) == (plain.returncode, plain.stdout, plain.stderr), (mode, options)
-    return wt
 
 
 def _script(tmp: Path, name: str) -> Path:
