@@ -1,44 +1,134 @@
-"""Implicit awaits (``async with``, ``async for``, async comprehensions) as generator suspensions."""
+"""Awaits as generator suspensions, recorded (LEAVE before, ENTER after) only in coroutines driven by hand."""
 
 from __future__ import annotations
 
 import ast
+import sys
 
 from wholetrace.events import LEAVE, enter_code
-from wholetrace.instrument.emit import A, Emitter, artificial, ast_const, ast_name
+from wholetrace.ids import EXIT
+from wholetrace.instrument.cfg import CFG
+from wholetrace.instrument.emit import (A, D, DRIVEN_GET, DRIVEN_SET, F, FRAME, ID, ROOT, Emitter, artificial,
+                                       ast_call, ast_const, ast_name, place, rt)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:   # pragma: no cover
     from typing import Iterable
 
+_SEND = 123 if sys.version_info < (3, 13) else 104   # dis.opmap["SEND"] (dis is not imported here)
+assert sys.version_info < (3, 14), "check SEND's opcode and f_lasti at a SEND_GEN on this version"
+
 
 def leave(em: Emitter) -> list[ast.expr]:
-    """``wt.a(LEAVE), wt.a := None``: what runs just before the activation may suspend."""
-    return [ast.Call(ast_name(A), [ast_const(LEAVE)], []), ast.NamedExpr(ast_name(A, True), ast_const(None))]
+    """``wt.d and (wt.a(LEAVE), wt.a := None)``: what runs just before the activation may suspend."""
+    parts = [ast.Call(ast_name(A), [ast_const(LEAVE)], []), ast.NamedExpr(ast_name(A, True), ast_const(None))]
+    return [ast.BoolOp(ast.And(), [ast_name(D), ast.Tuple(parts, ast.Load())])]
 
 
-def resume_exprs(em: Emitter) -> list[ast.expr]:
-    """``wt.a := stream, wt.a(ENTER)``: what runs once it is resumed."""
-    return [ast.NamedExpr(ast_name(A, True), em.stream()), ast.Call(ast_name(A), [ast_const(enter_code(em.fid))], [])]
+def resume_exprs(em: Emitter, exits: bool = False) -> list[ast.expr]:
+    """``wt.d and (wt.a := stream, wt.a(ENTER))``: what runs once it is resumed.  ``exits``:
+    the suspending block may be followed by EXIT, where readers would take the activation's
+    last LEAVE for a suspension: driven by a task, it records LEAVE and ENTER here (``or
+    (wt.a(LEAVE) or wt.a(ENTER))``), a suspension that takes no time."""
+    enter = ast.Call(ast_name(A), [ast_const(enter_code(em.fid))], [])
+    parts = [ast.NamedExpr(ast_name(A, True), em.stream()), enter]
+    out: ast.expr = ast.BoolOp(ast.And(), [ast_name(D), ast.Tuple(parts, ast.Load())])
+    if exits:
+        pair = ast.BoolOp(ast.Or(), [ast.Call(ast_name(A), [ast_const(LEAVE)], []),
+                                     ast.Call(ast_name(A), [ast_const(enter_code(em.fid))], [])])
+        out = ast.BoolOp(ast.Or(), [out, pair])
+    return [out]
 
 
-def resume(em: Emitter) -> list[ast.stmt]:
-    return [artificial(ast.Expr(e)) for e in resume_exprs(em)]  # type: ignore[misc]
+def resume(em: Emitter, exits: bool = False) -> list[ast.stmt]:
+    return [artificial(ast.Expr(e)) for e in resume_exprs(em, exits)]  # type: ignore[misc]
 
 
-def resume_if_left(em: Emitter) -> list[ast.stmt]:
-    """After a statement some of whose ways out follow a suspension and some do not."""
+def resume_if_left(em: Emitter, exits: bool = False) -> list[ast.stmt]:
+    """After a statement some of whose ways out follow a suspension and some do not (by hand:
+    LEAVE always precedes ``__aexit__``; ``exits``: see :func:`resume_exprs`)."""
     test = ast.Compare(ast_name(A), [ast.Is()], [ast_const(None)])
-    return [artificial(ast.If(test, resume(em), []))]  # type: ignore[list-item]
+    return [artificial(ast.If(test, resume(em), resume(em, True) if exits else []))]  # type: ignore[list-item]
 
 
-def around(em: Emitter, node: ast.expr, leaves: bool = True) -> ast.expr:
-    """``(leave, node, resume)[k]`` (leaves) or ``(node, leave)[0]``: ``node``'s value."""
+def exits_after(cfg: CFG, block: int) -> bool:
+    """Block ``block`` has an edge to EXIT."""
+    return any(e.src == block and e.dst == EXIT for e in cfg.edges)
+
+
+_BODIES = frozenset(("body", "orelse", "finalbody", "handlers", "cases"))
+
+
+def exit_awaits(cfg: CFG) -> set[int]:
+    """The ids of the ``await`` nodes and async comprehensions of statements whose block has
+    an edge to EXIT (a statement's own expressions: not its nested bodies)."""
+    out: set[int] = set()
+    for st in cfg.stmts:
+        if not st.suspends or st.block < 0 or st.node is None or not exits_after(cfg, st.block):
+            continue
+        stack: list[ast.AST] = [st.node]
+        while stack:
+            n = stack.pop()
+            if isinstance(n, ast.Await) or async_comprehension(n):
+                out.add(id(n))
+            for name, value in ast.iter_fields(n):
+                if name in _BODIES and isinstance(n, (ast.stmt, ast.excepthandler, ast.match_case)):
+                    continue
+                stack.extend(v for v in (value if isinstance(value, list) else [value]) if isinstance(v, ast.AST))
+    return out
+
+
+def around(em: Emitter, node: ast.expr, leaves: bool = True, exits: bool = False) -> ast.expr:
+    """``(leave, node, resume)[1]`` (leaves) or ``(node, leave)[0]``: ``node``'s value."""
     if not leaves:
         return artificial(ast.Subscript(ast.Tuple([node] + leave(em), ast.Load()), ast_const(0), ast.Load()))  # type: ignore[return-value]
-    parts = leave(em) + [node] + resume_exprs(em)
-    out = ast.Subscript(ast.Tuple(parts, ast.Load()), ast_const(2), ast.Load())
+    parts = leave(em) + [node] + resume_exprs(em, exits)
+    out = ast.Subscript(ast.Tuple(parts, ast.Load()), ast_const(1), ast.Load())
     return ast.copy_location(artificial(out), node)  # type: ignore[return-value]
+
+
+def wrap_await(em: Emitter, node: ast.Await, exits: bool = False) -> ast.expr:
+    """``((await (v, leave)[0]), resume)[0]``, at the await's position."""
+    node.value = artificial(ast.Subscript(ast.Tuple([node.value] + leave(em), ast.Load()), ast_const(0), ast.Load()))  # type: ignore[assignment]
+    out = ast.Subscript(ast.Tuple([node] + resume_exprs(em, exits), ast.Load()), ast_const(0), ast.Load())
+    return ast.copy_location(artificial(out), node)  # type: ignore[return-value]
+
+
+def hand_flag(like: ast.AST) -> list[ast.stmt]:
+    """The prologue of a coroutine or async generator (trace modes): ``wt.d``, is this
+    activation driven by hand?  False for the running asyncio task's own coroutine (its frame
+    id is the context variable the runtime sets in ``Task.__init__``) and for a coroutine whose
+    caller is an instrumented coroutine driven by a task and stopped at ``SEND`` (awaiting
+    it); else true, which is always exact (a task-driven activation flagged by hand records
+    its suspensions, at a cost).  C calls only, no loop (docs/design.md, wave 21)::
+
+        wt.f = getframe()
+        wt.d = id(wt.f) != root() and (wt.f.f_back is None
+               or driven_get(id(wt.f.f_back)) is not wt.f.f_back.f_code or <f_back not at SEND>)
+        driven_set(id(wt.f), None if wt.d else wt.f.f_code); wt.f = None
+    """
+    back = ast.Attribute(ast_name(F), "f_back", ast.Load())
+    code = ast.Attribute(ast.Attribute(back, "f_code", ast.Load()), "co_code", ast.Load())
+    lasti = ast.Attribute(back, "f_lasti", ast.Load())
+    at = ast.Subscript(code, lasti, ast.Load())
+    not_send: ast.expr = ast.Compare(at, [ast.NotEq()], [ast_const(_SEND)])
+    if sys.version_info >= (3, 12):   # SEND_GEN leaves f_lasti at SEND's cache entry (0)
+        pair = ast.Subscript(code, ast.Slice(ast.BinOp(lasti, ast.Sub(), ast_const(2)),
+                                             ast.BinOp(lasti, ast.Add(), ast_const(1)), ast_const(2)), ast.Load())
+        not_send = ast.BoolOp(ast.And(), [not_send, ast.Compare(pair, [ast.NotEq()], [ast_const(bytes((_SEND, 0)))])])
+    parent = ast.BoolOp(ast.Or(), [
+        ast.Compare(back, [ast.Is()], [ast_const(None)]),
+        ast.Compare(ast_call(rt(DRIVEN_GET), ast_call(rt(ID), back)), [ast.IsNot()],
+                    [ast.Attribute(back, "f_code", ast.Load())]),
+        not_send])
+    own = ast_call(rt(ID), ast_name(F))
+    flag = ast.BoolOp(ast.And(), [ast.Compare(own, [ast.NotEq()], [ast_call(rt(ROOT))]), parent])
+    value = ast.IfExp(ast_name(D), ast_const(None), ast.Attribute(ast_name(F), "f_code", ast.Load()))
+    stmts = [ast.Assign([ast_name(F, True)], ast_call(rt(FRAME))),
+             ast.Assign([ast_name(D, True)], flag),
+             ast.Expr(ast_call(rt(DRIVEN_SET), ast_call(rt(ID), ast_name(F)), value)),
+             ast.Assign([ast_name(F, True)], ast_const(None))]
+    return [place(s, like) for s in stmts]  # type: ignore[misc]
 
 
 def async_comprehension(node: ast.AST) -> bool:

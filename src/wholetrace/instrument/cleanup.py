@@ -169,7 +169,8 @@ class CleanupRewriter:
         # region's): wt.s no longer holds it; a region around that re-raises holds its own again
         drop = self.em.drop_regions(self._released(len(self.running)) if held_inside else [], held=True)
         if suspends:   # every way out (fall, return, break, an exception) follows __aexit__
-            return pre + [artificial(ast.Try([s], [], [], awaits.resume_if_left(self.em)))] + drop  # type: ignore[list-item]
+            after = awaits.resume_if_left(self.em, awaits.exits_after(self.cfg, exit_.block))
+            return pre + [artificial(ast.Try([s], [], [], after))] + drop  # type: ignore[list-item]
         return pre + [s] + drop
 
     # --- try

@@ -58,6 +58,7 @@ class _FunctionRewriter(CleanupRewriter):
         self.em = Emitter(fid, in_class, plan, has_reraise_sites(cfg), table, self.gen and plan.traces)
         self.em.bare_raises = any(isinstance(st.node, ast.Raise) and st.node.exc is None for st in cfg.stmts)
         self.loops: list[_LoopInfo] = []
+        self.exit_awaits: set[int] | None = None   # (awaits.exit_awaits, when first needed)
         self.dst_edges: dict[int, list[int]] = {}
         self.site_edges: dict[tuple[str, int, str], list[int]] = {}
         for i, site in enumerate(plan.sites):
@@ -266,7 +267,8 @@ class _FunctionRewriter(CleanupRewriter):
             leave = awaits.leave(self.em)
             s.iter = ast.Subscript(ast.Tuple([s.iter] + self.em.exprs(first + h) + leave, ast.Load()), ast_const(0), ast.Load())
             s.body = awaits.resume(self.em) + s.body + self.em.stmts(h, None) + [artificial(ast.Expr(e)) for e in awaits.leave(self.em)]
-            s.orelse = awaits.resume(self.em) + s.orelse if s.orelse else []
+            exits = awaits.exits_after(self.cfg, info.header.block)   # exhausted, then EXIT
+            s.orelse = awaits.resume(self.em, exits) + s.orelse if s.orelse or exits else []
             after = awaits.resume_if_left(self.em)   # exhausted (left) or a break (not left)
         elif first or h:
             s.iter = ast.Subscript(ast.Tuple([s.iter] + self.em.exprs(first + h), ast.Load()), ast_const(0), ast.Load())
@@ -351,14 +353,17 @@ class _FunctionRewriter(CleanupRewriter):
     def expr(self, e: ast.expr) -> ast.expr:
         if not self.gen or self.em.counts:
             return e
-        return _YieldRewriter(self.em).visit(e)  # type: ignore[no-any-return]
+        if self.exit_awaits is None:
+            self.exit_awaits = awaits.exit_awaits(self.cfg)
+        return _YieldRewriter(self.em, self.exit_awaits).visit(e)  # type: ignore[no-any-return]
 
 
 class _YieldRewriter(ast.NodeTransformer):
     """``(yield v)`` -> ``((yield (v, wt.a(LEAVE), wt.a := None)[0]), wt.a := stream, wt.a(ENTER))[0]``."""
 
-    def __init__(self, em: Emitter) -> None:
+    def __init__(self, em: Emitter, exits: set[int]) -> None:
         self.em = em
+        self.exits = exits   # awaits whose block may be followed by EXIT (awaits.resume_exprs)
 
     def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
         return node
@@ -381,11 +386,12 @@ class _YieldRewriter(ast.NodeTransformer):
         return self._wrap(node)
 
     def visit_Await(self, node: ast.Await) -> ast.AST:
-        return self._wrap(node)  # type: ignore[arg-type]
+        self.generic_visit(node)
+        return awaits.wrap_await(self.em, node, id(node) in self.exits)
 
     def _comprehension(self, node: ast.ListComp | ast.SetComp | ast.DictComp) -> ast.AST:
         if awaits.async_comprehension(node):   # awaited as a whole: every await inside suspends it
-            return awaits.around(self.em, node)
+            return awaits.around(self.em, node, exits=id(node) in self.exits)
         return self.generic_visit(node)
 
     visit_ListComp = visit_SetComp = visit_DictComp = _comprehension
@@ -424,7 +430,8 @@ def rewrite_function(fn: ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | a
     em = fr.em
     guarded = em.activation_guard(rest or [artificial(ast.Pass())])
     entry = em.stmts(fr.site_values("entry", -1), None)   # witness of the edge out of ENTRY
-    fn.body = head + em.prologue(anchor) + entry + [guarded]  # type: ignore[list-item]
+    hand = awaits.hand_flag(anchor) if isinstance(fn, ast.AsyncFunctionDef) and fr.gen and not em.counts else []
+    fn.body = head + em.prologue(anchor) + hand + entry + [guarded]  # type: ignore[list-item]
     start_line(fn.body[len(head)], anchor)
 
 
