@@ -96,15 +96,17 @@ def wrap_await(em: Emitter, node: ast.Await, exits: bool = False) -> ast.expr:
 
 def hand_flag(like: ast.AST) -> list[ast.stmt]:
     """The prologue of a coroutine or async generator (trace modes): ``wt.d``, is this
-    activation driven by hand?  False for the running asyncio task's own coroutine (its frame
-    id is the context variable the runtime sets in ``Task.__init__``) and for a coroutine whose
-    caller is an instrumented coroutine driven by a task and stopped at ``SEND`` (awaiting
-    it); else true, which is always exact (a task-driven activation flagged by hand records
-    its suspensions, at a cost).  C calls only, no loop (docs/design.md, wave 21)::
+    activation driven by hand?  False for a coroutine whose caller is an instrumented
+    coroutine driven by a task and stopped at ``SEND`` (awaiting it), and for the asyncio
+    task's own coroutine at its first step (its frame id is in the one-item list the runtime
+    puts in a context variable in ``Task.__init__``; emptied once matched, so no later frame
+    at the same address matches); else true, which is always exact (a task-driven activation
+    flagged by hand records its suspensions, at a cost).  C calls only, no loop
+    (docs/design.md, wave 21)::
 
         wt.f = getframe()
-        wt.d = id(wt.f) != root() and (wt.f.f_back is None
-               or driven_get(id(wt.f.f_back)) is not wt.f.f_back.f_code or <f_back not at SEND>)
+        wt.d = (wt.f.f_back is None or driven_get(id(wt.f.f_back)) is not wt.f.f_back.f_code
+                or <f_back not at SEND>) and (root()[0] != id(wt.f) or root().__setitem__(0, None))
         driven_set(id(wt.f), None if wt.d else wt.f.f_code); wt.f = None
     """
     back = ast.Attribute(ast_name(F), "f_back", ast.Load())
@@ -122,7 +124,10 @@ def hand_flag(like: ast.AST) -> list[ast.stmt]:
                     [ast.Attribute(back, "f_code", ast.Load())]),
         not_send])
     own = ast_call(rt(ID), ast_name(F))
-    flag = ast.BoolOp(ast.And(), [ast.Compare(own, [ast.NotEq()], [ast_call(rt(ROOT))]), parent])
+    cell = ast_call(rt(ROOT))
+    clear = ast.Call(ast.Attribute(ast_call(rt(ROOT)), "__setitem__", ast.Load()), [ast_const(0), ast_const(None)], [])
+    root = ast.BoolOp(ast.Or(), [ast.Compare(ast.Subscript(cell, ast_const(0), ast.Load()), [ast.NotEq()], [own]), clear])
+    flag = ast.BoolOp(ast.And(), [parent, root])
     value = ast.IfExp(ast_name(D), ast_const(None), ast.Attribute(ast_name(F), "f_code", ast.Load()))
     stmts = [ast.Assign([ast_name(F, True)], ast_call(rt(FRAME))),
              ast.Assign([ast_name(D, True)], flag),
