@@ -8,7 +8,7 @@ import sys
 from wholetrace.events import LEAVE, enter_code
 from wholetrace.ids import EXIT
 from wholetrace.instrument.cfg import CFG
-from wholetrace.instrument.emit import (A, D, DRIVEN_GET, DRIVEN_SET, F, FRAME, ID, ROOT, Emitter, artificial,
+from wholetrace.instrument.emit import (A, B, D, DRIVEN_GET, DRIVEN_SET, F, FRAME, ID, ROOT, Emitter, artificial,
                                        ast_call, ast_const, ast_name, place, rt)
 
 TYPE_CHECKING = False
@@ -105,11 +105,11 @@ def hand_flag(like: ast.AST) -> list[ast.stmt]:
     (docs/design.md, wave 21)::
 
         wt.f = getframe()
-        wt.d = (wt.f.f_back is None or driven_get(id(wt.f.f_back)) is not wt.f.f_back.f_code
-                or <f_back not at SEND>) and (root()[0] != id(wt.f) or root().__setitem__(0, None))
-        driven_set(id(wt.f), None if wt.d else wt.f.f_code); wt.f = None
+        wt.d = ((wt.b := wt.f.f_back) is None or driven_get(id(wt.b)) is not wt.b.f_code
+                or <wt.b not at SEND>) and (root()[0] != id(wt.f) or root().__setitem__(0, None))
+        driven_set(id(wt.f), None if wt.d else wt.f.f_code); wt.f = wt.b = None
     """
-    back = ast.Attribute(ast_name(F), "f_back", ast.Load())
+    back = ast_name(B)
     code = ast.Attribute(ast.Attribute(back, "f_code", ast.Load()), "co_code", ast.Load())
     lasti = ast.Attribute(back, "f_lasti", ast.Load())
     at = ast.Subscript(code, lasti, ast.Load())
@@ -119,7 +119,8 @@ def hand_flag(like: ast.AST) -> list[ast.stmt]:
                                              ast.BinOp(lasti, ast.Add(), ast_const(1)), ast_const(2)), ast.Load())
         not_send = ast.BoolOp(ast.And(), [not_send, ast.Compare(pair, [ast.NotEq()], [ast_const(bytes((_SEND, 0)))])])
     parent = ast.BoolOp(ast.Or(), [
-        ast.Compare(back, [ast.Is()], [ast_const(None)]),
+        ast.Compare(ast.NamedExpr(ast_name(B, True), ast.Attribute(ast_name(F), "f_back", ast.Load())),
+                    [ast.Is()], [ast_const(None)]),
         ast.Compare(ast_call(rt(DRIVEN_GET), ast_call(rt(ID), back)), [ast.IsNot()],
                     [ast.Attribute(back, "f_code", ast.Load())]),
         not_send])
@@ -132,7 +133,7 @@ def hand_flag(like: ast.AST) -> list[ast.stmt]:
     stmts = [ast.Assign([ast_name(F, True)], ast_call(rt(FRAME))),
              ast.Assign([ast_name(D, True)], flag),
              ast.Expr(ast_call(rt(DRIVEN_SET), ast_call(rt(ID), ast_name(F)), value)),
-             ast.Assign([ast_name(F, True)], ast_const(None))]
+             ast.Assign([ast_name(F, True), ast_name(B, True)], ast_const(None))]
     return [place(s, like) for s in stmts]  # type: ignore[misc]
 
 
