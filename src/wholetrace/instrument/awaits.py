@@ -8,7 +8,7 @@ import sys
 from wholetrace.events import LEAVE, enter_code
 from wholetrace.ids import EXIT
 from wholetrace.instrument.cfg import CFG
-from wholetrace.instrument.emit import (A, B, D, DRIVEN_GET, DRIVEN_SET, F, FRAME, ID, ROOT, Emitter, artificial,
+from wholetrace.instrument.emit import (A, B, D, DRIVEN_GET, DRIVEN_SET, F, FRAME, ID, ROOT, SKIP, Emitter, artificial,
                                        ast_call, ast_const, ast_name, place, rt)
 
 TYPE_CHECKING = False
@@ -23,6 +23,16 @@ def leave(em: Emitter) -> list[ast.expr]:
     """``wt.d and (wt.a(LEAVE), wt.a := None)``: what runs just before the activation may suspend."""
     parts = [ast.Call(ast_name(A), [ast_const(LEAVE)], []), ast.NamedExpr(ast_name(A, True), ast_const(None))]
     return [ast.BoolOp(ast.And(), [ast_name(D), ast.Tuple(parts, ast.Load())])]
+
+
+def leave_branchless(em: Emitter) -> list[ast.expr]:
+    """:func:`leave` without a branch: ``(skip, wt.a)[wt.d is True](LEAVE), wt.a := (wt.a, None)[wt.d is True]``
+    (in the exit probe's ``finally`` of an ``async with``, a location-less join would make
+    CPython 3.13's compiler fail: "Invalid CFG, inconsistent stackdepth")."""
+    hand = ast.Compare(ast_name(D), [ast.Is()], [ast_const(True)])
+    pick = ast.Subscript(ast.Tuple([rt(SKIP), ast_name(A)], ast.Load()), hand, ast.Load())
+    keep = ast.Subscript(ast.Tuple([ast_name(A), ast_const(None)], ast.Load()), hand, ast.Load())
+    return [ast.Call(pick, [ast_const(LEAVE)], []), ast.NamedExpr(ast_name(A, True), keep)]
 
 
 def resume_exprs(em: Emitter, exits: bool = False) -> list[ast.expr]:
@@ -81,7 +91,10 @@ def exit_awaits(cfg: CFG) -> set[int]:
 def around(em: Emitter, node: ast.expr, leaves: bool = True, exits: bool = False) -> ast.expr:
     """``(leave, node, resume)[1]`` (leaves) or ``(node, leave)[0]``: ``node``'s value."""
     if not leaves:
-        return artificial(ast.Subscript(ast.Tuple([node] + leave(em), ast.Load()), ast_const(0), ast.Load()))  # type: ignore[return-value]
+        # at the expression's position: a location-less item of a second ``async with`` item
+        # makes CPython 3.13's compiler fail ("Invalid CFG, inconsistent stackdepth")
+        out = ast.Subscript(ast.Tuple([node] + leave_branchless(em), ast.Load()), ast_const(0), ast.Load())
+        return ast.copy_location(artificial(out), node)  # type: ignore[return-value]
     parts = leave(em) + [node] + resume_exprs(em, exits)
     out = ast.Subscript(ast.Tuple(parts, ast.Load()), ast_const(1), ast.Load())
     return ast.copy_location(artificial(out), node)  # type: ignore[return-value]
