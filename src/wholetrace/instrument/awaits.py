@@ -8,8 +8,8 @@ import sys
 from wholetrace.events import LEAVE, enter_code
 from wholetrace.ids import EXIT
 from wholetrace.instrument.cfg import CFG
-from wholetrace.instrument.emit import (A, B, D, DRIVEN_GET, DRIVEN_SET, F, FRAME, ID, ROOT, SKIP, Emitter, artificial,
-                                       ast_call, ast_const, ast_name, place, rt)
+from wholetrace.instrument.emit import (A, D, DRIVEN_GET, DRIVEN_SET, F, FRAME, ID, K, ROOT, SKIP, Emitter, artificial,
+                                       ast_call, ast_const, ast_name, locate, place, rt)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:   # pragma: no cover
@@ -20,15 +20,11 @@ assert sys.version_info < (3, 14), "check SEND's opcode and f_lasti at a SEND_GE
 
 
 def leave(em: Emitter) -> list[ast.expr]:
-    """``wt.d and (wt.a(LEAVE), wt.a := None)``: what runs just before the activation may suspend."""
-    parts = [ast.Call(ast_name(A), [ast_const(LEAVE)], []), ast.NamedExpr(ast_name(A, True), ast_const(None))]
-    return [ast.BoolOp(ast.And(), [ast_name(D), ast.Tuple(parts, ast.Load())])]
-
-
-def leave_branchless(em: Emitter) -> list[ast.expr]:
-    """:func:`leave` without a branch: ``(skip, wt.a)[wt.d is True](LEAVE), wt.a := (wt.a, None)[wt.d is True]``
-    (in the exit probe's ``finally`` of an ``async with``, a location-less join would make
-    CPython 3.13's compiler fail: "Invalid CFG, inconsistent stackdepth")."""
+    """What runs just before the activation may suspend, without a branch:
+    ``(skip, wt.a)[wt.d is True](LEAVE), wt.a := (wt.a, None)[wt.d is True]`` (a branch's
+    location-less join would start the line again for a program's tracer, and in the exit
+    probe's ``finally`` of an ``async with`` make CPython 3.13's compiler fail: "Invalid CFG,
+    inconsistent stackdepth")."""
     hand = ast.Compare(ast_name(D), [ast.Is()], [ast_const(True)])
     pick = ast.Subscript(ast.Tuple([rt(SKIP), ast_name(A)], ast.Load()), hand, ast.Load())
     keep = ast.Subscript(ast.Tuple([ast_name(A), ast_const(None)], ast.Load()), hand, ast.Load())
@@ -50,8 +46,18 @@ def resume_exprs(em: Emitter, exits: bool = False) -> list[ast.expr]:
     return [out]
 
 
-def resume(em: Emitter, exits: bool = False) -> list[ast.stmt]:
-    return [artificial(ast.Expr(e)) for e in resume_exprs(em, exits)]  # type: ignore[misc]
+def resume(em: Emitter, exits: bool = False, like: ast.AST | None = None) -> list[ast.stmt]:
+    """:func:`resume_exprs` as statements at the start of ``like`` (the statement they open:
+    their branch's join must not start a line for a program's tracer: the join is the ``None``
+    of ``(resume, None)``, not the statement's ``POP_TOP``, which the compiler leaves
+    location-less), else artificial."""
+    return [place(ast.Expr(ast.Tuple([e, ast_const(None)], ast.Load())), like)  # type: ignore[misc]
+            for e in resume_exprs(em, exits)]
+
+
+def first_located(body: list[ast.stmt]) -> ast.stmt | None:
+    """The first statement of ``body`` with a source position (a program's, not a probe)."""
+    return next((s for s in body if getattr(s, "lineno", -1) > 0), None)
 
 
 def resume_if_left(em: Emitter, exits: bool = False) -> list[ast.stmt]:
@@ -89,22 +95,24 @@ def exit_awaits(cfg: CFG) -> set[int]:
 
 
 def around(em: Emitter, node: ast.expr, leaves: bool = True, exits: bool = False) -> ast.expr:
-    """``(leave, node, resume)[1]`` (leaves) or ``(node, leave)[0]``: ``node``'s value."""
+    """``(leave, node, resume)[len(leave)]`` (leaves) or ``(node, leave)[0]``: ``node``'s value."""
     if not leaves:
         # at the expression's position: a location-less item of a second ``async with`` item
         # makes CPython 3.13's compiler fail ("Invalid CFG, inconsistent stackdepth")
-        out = ast.Subscript(ast.Tuple([node] + leave_branchless(em), ast.Load()), ast_const(0), ast.Load())
+        out = ast.Subscript(ast.Tuple([node] + leave(em), ast.Load()), ast_const(0), ast.Load())
         return ast.copy_location(artificial(out), node)  # type: ignore[return-value]
-    parts = leave(em) + [node] + resume_exprs(em, exits)
-    out = ast.Subscript(ast.Tuple(parts, ast.Load()), ast_const(1), ast.Load())
-    return ast.copy_location(artificial(out), node)  # type: ignore[return-value]
+    before = [artificial(e) for e in leave(em)]
+    parts = before + [node] + [locate(e, node) for e in resume_exprs(em, exits)]
+    out = ast.Subscript(ast.Tuple(parts, ast.Load()), ast_const(len(before)), ast.Load())
+    return ast.copy_location(locate(out, node), node)
 
 
 def wrap_await(em: Emitter, node: ast.Await, exits: bool = False) -> ast.expr:
     """``((await (v, leave)[0]), resume)[0]``, at the await's position."""
     node.value = artificial(ast.Subscript(ast.Tuple([node.value] + leave(em), ast.Load()), ast_const(0), ast.Load()))  # type: ignore[assignment]
-    out = ast.Subscript(ast.Tuple([node] + resume_exprs(em, exits), ast.Load()), ast_const(0), ast.Load())
-    return ast.copy_location(artificial(out), node)  # type: ignore[return-value]
+    # the resume at the await's position (as the yield wrapper's): its branch's join keeps the line
+    out = ast.Subscript(ast.Tuple([node] + [locate(e, node) for e in resume_exprs(em, exits)], ast.Load()), ast_const(0), ast.Load())
+    return ast.copy_location(locate(out, node), node)
 
 
 def hand_flag(like: ast.AST) -> list[ast.stmt]:
@@ -118,11 +126,11 @@ def hand_flag(like: ast.AST) -> list[ast.stmt]:
     (docs/design.md, wave 21)::
 
         wt.f = getframe()
-        wt.d = ((wt.b := wt.f.f_back) is None or driven_get(id(wt.b)) is not wt.b.f_code
-                or <wt.b not at SEND>) and (root()[0] != id(wt.f) or root().__setitem__(0, None))
-        driven_set(id(wt.f), None if wt.d else wt.f.f_code); wt.f = wt.b = None
+        wt.d = ((wt.k := wt.f.f_back) is None or driven_get(id(wt.k)) is not wt.k.f_code
+                or <wt.k not at SEND>) and (root()[0] != id(wt.f) or root().__setitem__(0, None))
+        driven_set(id(wt.f), None if wt.d else wt.f.f_code); wt.f = wt.k = None
     """
-    back = ast_name(B)
+    back = ast_name(K)
     code = ast.Attribute(ast.Attribute(back, "f_code", ast.Load()), "co_code", ast.Load())
     lasti = ast.Attribute(back, "f_lasti", ast.Load())
     at = ast.Subscript(code, lasti, ast.Load())
@@ -132,7 +140,7 @@ def hand_flag(like: ast.AST) -> list[ast.stmt]:
                                              ast.BinOp(lasti, ast.Add(), ast_const(1)), ast_const(2)), ast.Load())
         not_send = ast.BoolOp(ast.And(), [not_send, ast.Compare(pair, [ast.NotEq()], [ast_const(bytes((_SEND, 0)))])])
     parent = ast.BoolOp(ast.Or(), [
-        ast.Compare(ast.NamedExpr(ast_name(B, True), ast.Attribute(ast_name(F), "f_back", ast.Load())),
+        ast.Compare(ast.NamedExpr(ast_name(K, True), ast.Attribute(ast_name(F), "f_back", ast.Load())),
                     [ast.Is()], [ast_const(None)]),
         ast.Compare(ast_call(rt(DRIVEN_GET), ast_call(rt(ID), back)), [ast.IsNot()],
                     [ast.Attribute(back, "f_code", ast.Load())]),
@@ -146,7 +154,7 @@ def hand_flag(like: ast.AST) -> list[ast.stmt]:
     stmts = [ast.Assign([ast_name(F, True)], ast_call(rt(FRAME))),
              ast.Assign([ast_name(D, True)], flag),
              ast.Expr(ast_call(rt(DRIVEN_SET), ast_call(rt(ID), ast_name(F)), value)),
-             ast.Assign([ast_name(F, True), ast_name(B, True)], ast_const(None))]
+             ast.Assign([ast_name(F, True), ast_name(K, True)], ast_const(None))]
     return [place(s, like) for s in stmts]  # type: ignore[misc]
 
 

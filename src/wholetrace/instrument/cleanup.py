@@ -161,8 +161,8 @@ class CleanupRewriter:
         suspends = isinstance(s, ast.AsyncWith) and self.gen and not self.em.counts  # type: ignore[attr-defined]
         if suspends:   # __aenter__/__aexit__ awaited: generator suspensions (instrument.awaits)
             first.context_expr = awaits.around(self.em, first.context_expr, leaves=False)
-            body = awaits.resume(self.em) + body
-            final += [artificial(ast.Expr(e)) for e in awaits.leave_branchless(self.em)]  # type: ignore[misc]
+            body = awaits.resume(self.em, like=awaits.first_located(body)) + body
+            final += [artificial(ast.Expr(e)) for e in awaits.leave(self.em)]  # type: ignore[misc]
         held_inside = self.held_names and any(id(n) in self.held for n in _same_scope(s.body))
         s.body = [self.em.guard(body, final, exit_.block, own_final=True)]
         # an exit that swallows drops the exception (and one that escaped a region inside, the

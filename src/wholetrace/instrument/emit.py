@@ -39,7 +39,7 @@ P = "wt.p"           # path mode: the path register
 O = "wt.o"           # path mode: the activation's closing record, set on the edges into EXIT (``Emitter.exit_record``)
 D = "wt.d"           # trace modes, coroutines: the activation is driven by hand, not by an asyncio task (``instrument.awaits``)
 F = "wt.f"           # the same: the activation's frame, while the prologue finds that out
-B = "wt.b"           # the same: the frame below it
+K = "wt.k"           # the same: the frame below it
 
 
 _LEAVE_TABLES: dict[int, tuple[int, ...]] = {}   # a memo dict, not functools.lru_cache (rstart15: no functools at start-up)

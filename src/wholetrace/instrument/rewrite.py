@@ -266,9 +266,9 @@ class _FunctionRewriter(CleanupRewriter):
         elif self.anext_suspends(s):   # __anext__ awaited: a generator suspension (instrument.awaits)
             leave = awaits.leave(self.em)
             s.iter = ast.Subscript(ast.Tuple([s.iter] + self.em.exprs(first + h) + leave, ast.Load()), ast_const(0), ast.Load())
-            s.body = awaits.resume(self.em) + s.body + self.em.stmts(h, None) + [artificial(ast.Expr(e)) for e in awaits.leave(self.em)]
+            s.body = awaits.resume(self.em, like=awaits.first_located(s.body)) + s.body + self.em.stmts(h, None) + [artificial(ast.Expr(e)) for e in awaits.leave(self.em)]
             exits = awaits.exits_after(self.cfg, info.header.block)   # exhausted, then EXIT
-            s.orelse = awaits.resume(self.em, exits) + s.orelse if s.orelse or exits else []
+            s.orelse = awaits.resume(self.em, exits, awaits.first_located(s.orelse)) + s.orelse if s.orelse or exits else []
             after = awaits.resume_if_left(self.em)   # exhausted (left) or a break (not left)
         elif first or h:
             s.iter = ast.Subscript(ast.Tuple([s.iter] + self.em.exprs(first + h), ast.Load()), ast_const(0), ast.Load())
