@@ -60,7 +60,7 @@ PROGRAM = dedent('''\
 ''')
 
 WANT = ("byhand:plain=1 byhand_leaf:plain=1 task_main=0 mid:awaited=0 leaf:awaited=0 byhand:in_task=1 "
-        "byhand_leaf:in_task=1 mid:gather=0 leaf:gather=0 agen=0 mid:created=0 leaf:created=0 "
+        "byhand_leaf:in_task=1 mid:gather=0 leaf:gather=0 agen=1 mid:created=0 leaf:created=0 "
         "byhand:thread=1 byhand_leaf:thread=1")
 
 

@@ -100,6 +100,47 @@ async def wrapped():
     return out
 print(asyncio.run(main()), asyncio.run(wrapped()))
 ''',
+    # review21a HIGH-2: an async generator whose first step a task drives, then driven by hand
+    # (its await suspends at a types.coroutine yield while plain code runs an instrumented helper)
+    "agen_task_then_hand": '''\
+import asyncio, types
+@types.coroutine
+def pause():
+    v = yield "p"
+    return v
+mode = ["task"]
+async def ps():
+    if mode[0] == "task":
+        await asyncio.sleep(0)
+    else:
+        await pause()
+async def ag():
+    i = 0
+    while i < 4:
+        i += 1
+        await ps()
+        yield i
+async def consume(a):
+    v = await a.__anext__()
+    print("task got", v)
+a = ag()
+loop = asyncio.new_event_loop(); loop.run_until_complete(consume(a))
+mode[0] = "hand"
+def helper(k):
+    s = 0
+    for j in range(k):
+        s += j
+    return s
+for _ in range(2):
+    c = a.asend(None)
+    print("yielded", c.send(None))
+    print("helper", helper(3))
+    try:
+        c.send(None)
+    except StopIteration as e:
+        print("got", e.value)
+    print("helper", helper(2))
+''',
 }
 
 MODES = (("blocks",), ("witness",), ("branches",), ("path", "--no-wpp"), ("path", "--wpp"), ("full",))

@@ -115,7 +115,19 @@ def wrap_await(em: Emitter, node: ast.Await, exits: bool = False) -> ast.expr:
     return ast.copy_location(locate(out, node), node)
 
 
-def hand_flag(like: ast.AST) -> list[ast.stmt]:
+def yields(fn: ast.AsyncFunctionDef) -> bool:
+    """``fn`` is an async generator (a ``yield`` in its own scope)."""
+    stack: list[ast.AST] = list(fn.body)
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ast.Yield):
+            return True
+        if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            stack.extend(ast.iter_child_nodes(n))
+    return False
+
+
+def hand_flag(like: ast.AST, agen: bool = False) -> list[ast.stmt]:
     """The prologue of a coroutine or async generator (trace modes): ``wt.d``, is this
     activation driven by hand?  False for a coroutine whose caller is an instrumented
     coroutine driven by a task and stopped at ``SEND`` (awaiting it), and for the asyncio
@@ -123,13 +135,17 @@ def hand_flag(like: ast.AST) -> list[ast.stmt]:
     puts in a context variable in ``Task.__init__``; emptied once matched, so no later frame
     at the same address matches); else true, which is always exact (a task-driven activation
     flagged by hand records its suspensions, at a cost).  C calls only, no loop
-    (docs/design.md, wave 21)::
+    (docs/design.md, wave 21).  An async generator (``agen``) is always flagged by hand: each
+    ``asend``/``athrow`` step may have another driver (a task, then code by hand), and what it
+    awaits reads its flag (no entry in ``driven``: children flag themselves by hand)::
 
         wt.f = getframe()
         wt.d = ((wt.k := wt.f.f_back) is None or driven_get(id(wt.k)) is not wt.k.f_code
                 or <wt.k not at SEND>) and (root()[0] != id(wt.f) or root().__setitem__(0, None))
         driven_set(id(wt.f), None if wt.d else wt.f.f_code); wt.f = wt.k = None
     """
+    if agen:
+        return [place(ast.Assign([ast_name(D, True)], ast_const(True)), like)]  # type: ignore[list-item]
     back = ast_name(K)
     code = ast.Attribute(ast.Attribute(back, "f_code", ast.Load()), "co_code", ast.Load())
     lasti = ast.Attribute(back, "f_lasti", ast.Load())

@@ -430,7 +430,7 @@ def rewrite_function(fn: ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | a
     em = fr.em
     guarded = em.activation_guard(rest or [artificial(ast.Pass())])
     entry = em.stmts(fr.site_values("entry", -1), None)   # witness of the edge out of ENTRY
-    hand = awaits.hand_flag(anchor) if isinstance(fn, ast.AsyncFunctionDef) and fr.gen and not em.counts else []
+    hand = awaits.hand_flag(anchor, awaits.yields(fn)) if isinstance(fn, ast.AsyncFunctionDef) and fr.gen and not em.counts else []
     fn.body = head + em.prologue(anchor) + hand + entry + [guarded]  # type: ignore[list-item]
     start_line(fn.body[len(head)], anchor)
 
