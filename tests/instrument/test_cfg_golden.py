@@ -218,7 +218,9 @@ def test_async_for() -> None:
         "ENTRY->B2:fall", "B2->B3:fall", "B3->B4:next", "B3->B5:exhausted", "B4->B3:back*",
         "B5->EXIT:return"}
     assert calls(ASYNC_FOR, "f") == ["for-next@2", "Expr@3"]
-    assert not cfg(ASYNC_FOR, "f").is_generator
+    # wave 20 (MED-3a): ``__anext__`` and ``await`` are awaited suspensions, as a generator's yields
+    assert suspends(ASYNC_FOR, "f") == ["for-next@2", "Expr@3"]
+    assert cfg(ASYNC_FOR, "f").is_generator
 
 
 WHILE_TRUE = """\
@@ -656,10 +658,11 @@ def test_yield_starts_and_ends_a_block() -> None:
     assert cfg(GEN, "g").is_generator
 
 
-def test_await_starts_but_does_not_end_a_block() -> None:
-    assert blocks(GEN, "c") == [["Assign@9"], ["Assign@10", "Assign@11", "Return@12"]]
-    assert calls(GEN, "c") == ["Assign@10"] and suspends(GEN, "c") == []
-    assert not cfg(GEN, "c").is_generator
+def test_await_starts_and_ends_a_block() -> None:
+    # wave 20 (MED-3a): an ``await`` suspends like a ``yield`` (a coroutine driven by hand is then exact)
+    assert blocks(GEN, "c") == [["Assign@9"], ["Assign@10"], ["Assign@11", "Return@12"]]
+    assert calls(GEN, "c") == ["Assign@10"] and suspends(GEN, "c") == ["Assign@10"]
+    assert cfg(GEN, "c").is_generator
 
 
 def test_yield_in_a_loop_header() -> None:

@@ -3,9 +3,9 @@ async generators, a coroutine resumed in another thread, a loop of ``send(None)`
 coroutines) that suspend in an ``await``: count mode against the ``sys.settrace`` line tracer,
 and the trace modes (MED-3a, docs/design.md "Coroutines driven outside an asyncio task, wave 20").
 
-The trace modes are known to be wrong on these (every one of them, `blocks` included: the
-suspended coroutine's activation stays open in its driver's stream and the driver's next block
-is read as the coroutine's); those tests are strict ``xfail`` so that the fix flips them."""
+The trace modes were wrong on these before wave 20's fix (every one of them, `blocks` included:
+the suspended coroutine's activation stayed open in its driver's stream and the driver's next
+block was read as the coroutine's): an ``await`` is now a generator suspension."""
 
 from __future__ import annotations
 
@@ -147,11 +147,12 @@ def _script(tmp: Path, name: str) -> Path:
     return script
 
 
-def _record(script: Path, tmp: Path, mode: str) -> Path:
+def _record(script: Path, tmp: Path, mode: str, *options: str) -> Path:
+    """``record --mode MODE [options]``, whose output must be plain's."""
     plain = run_plain(script)
-    wt = tmp / f"{script.stem}.{mode}.wt"
-    got = run_recorded(script, wt, mode=mode)
-    assert (got.returncode, got.stdout, got.stderr) == (plain.returncode, plain.stdout, plain.stderr), mode
+    wt = tmp / f"{script.stem}.{mode}{''.join(options)}.wt"
+    got = run_recorded(script, wt, mode=mode, options=options)
+    assert (got.returncode, got.stdout, got.stderr) == (plain.returncode, plain.stdout, plain.stderr), (mode, options)
     return wt
 
 
@@ -165,8 +166,6 @@ def test_count_mode_equals_settrace(name: str, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("mode", TRACE_MODES)
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
-@pytest.mark.xfail(strict=True, reason="MED-3a: a coroutine suspended outside an asyncio task "
-                                       "leaves its activation open in its driver's stream")
 def test_trace_modes_equal_count(name: str, mode: str, tmp_path: Path) -> None:
     """Each trace mode's counts (block, statement, edge, call) are count mode's."""
     script = _script(tmp_path, name)

@@ -111,8 +111,10 @@ def test_asyncio_tasks_are_streams(tmp_path: Path) -> None:
         """)
     assert plain.stdout == "6\n"
     assert traces["MainThread"] == split("F <module> / B 1 / B 12 / E")
-    assert traces["Task-1"] == split("F main / B 8 / B 9 / F child / B 4 / E / B 10 / E")
-    assert traces["c1"] == split("F child / B 4 / E")
+    # wave 21 (MED-3a): an await ends its block (B 5); driven by a task, LEAVE/ENTER are recorded
+    # only where a suspending block may be followed by EXIT (B 10: `return (await a) + b`)
+    assert traces["Task-1"] == split("F main / B 8 / B 9 / F child / B 4 / B 5 / E / B 10 / E / F main / E")
+    assert traces["c1"] == split("F child / B 4 / B 5 / E")
 
 
 def test_exceptions_caught_at_several_depths(tmp_path: Path) -> None:

@@ -93,7 +93,10 @@ def _facts(exprs: Sequence[ast.AST]) -> tuple[bool, bool]:
     """(call-capable, suspends) for the given expressions."""
     calls = suspends = False
     for n in _walk_expr(exprs):
-        if isinstance(n, (ast.Yield, ast.YieldFrom)):
+        if isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await)) or (
+                isinstance(n, (ast.ListComp, ast.SetComp, ast.DictComp)) and any(g.is_async for g in n.generators)):
+            # an ``await`` (and an async comprehension, awaited) may suspend the coroutine: it is
+            # a generator suspension, so a coroutine driven by hand is recorded exactly (wave 20)
             calls = suspends = True
         elif isinstance(n, (ast.Call, ast.Await, ast.ListComp, ast.SetComp, ast.DictComp)):
             # a list/set/dict comprehension runs at once and iterates (``__next__``), like a
@@ -159,8 +162,9 @@ class _Builder:
     # -- primitives
     def new(self, kind: str, node: ast.AST, anchor: ast.AST, exprs: Sequence[ast.AST],
             span: tuple[int, int, int, int], label: str | None = None, calls: bool = False,
-            key: tuple[int, int, int] | None = None) -> int:
+            key: tuple[int, int, int] | None = None, suspends: bool = False) -> int:
         c, s = _facts(exprs)
+        s = s or suspends
         sid = len(self.stmts)
         self.keys.append(key or (span[0], span[1], 0))
         self.stmts.append(Stmt(StmtId(sid), kind, label or type(node).__name__, *span,
@@ -239,7 +243,7 @@ class _Builder:
             it = self.new("for-iter", s, s, [s.iter], _span(s.iter), key=(s.lineno, s.col_offset, 0))
             self.link(flow, it)
             nxt = self.new("for-next", s, s, [s.target], _hdr(s, s.iter), calls=True,
-                           key=(s.lineno, s.col_offset, 1))
+                           key=(s.lineno, s.col_offset, 1), suspends=isinstance(s, ast.AsyncFor))
             self.succ[it].append((nxt, "fall"))
             return self._loop(s, nxt, [], [(nxt, "next")], [(nxt, "exhausted")])
         if isinstance(s, (ast.With, ast.AsyncWith)):
@@ -288,7 +292,8 @@ class _Builder:
         first = item.context_expr if i else s
         last = item.optional_vars or item.context_expr
         span = (first.lineno, first.col_offset, last.end_lineno or last.lineno, last.end_col_offset or 0)
-        enter = self.new("with-enter", s, item, parts, span, calls=True)
+        awaits = isinstance(s, ast.AsyncWith)   # ``__aenter__``/``__aexit__`` are awaited: they suspend
+        enter = self.new("with-enter", s, item, parts, span, calls=True, suspends=awaits)
         self.with_items[id(item)] = (item, i)
         self.link(flow, enter)
         ctx = _Ctx("with")
@@ -297,7 +302,7 @@ class _Builder:
         end = self._with(s, i + 1, inner) if i + 1 < len(s.items) else self.body(s.body, inner)
         self.ctx.pop()
         el, ec = s.end_lineno or s.lineno, s.end_col_offset or 0
-        ex = self.new("with-exit", s, item, [], (el, ec, el, ec), calls=True)
+        ex = self.new("with-exit", s, item, [], (el, ec, el, ec), calls=True, suspends=awaits)
         # An exception in the body also reaches __exit__ (a dynamic edge); the exit block is
         # therefore a dynamic entry as well as a static join.
         self.dynamic_roots[ex] = [enter]

@@ -5,9 +5,10 @@ from __future__ import annotations
 import ast
 import sys
 
+from wholetrace.instrument import awaits
 from wholetrace.instrument.cfg import CFG, Stmt
-from wholetrace.instrument.emit import (A, EXC_CAUGHT, STAR_HELD, VARS, WITH_VALUE, Emitter, ast_const, ast_name,
-                                        locate, rt)
+from wholetrace.instrument.emit import (A, EXC_CAUGHT, STAR_HELD, VARS, WITH_VALUE, Emitter, artificial, ast_const,
+                                        ast_name, locate, rt)
 
 TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
 if TYPE_CHECKING:   # pragma: no cover
@@ -159,11 +160,21 @@ class CleanupRewriter:
         if self.starts_block(exit_):
             final += self.em.stmts(self.block_values(exit_.block), None)
         s.items = [first]
+        suspends = isinstance(s, ast.AsyncWith) and self.gen and not self.em.counts  # type: ignore[attr-defined]
+        if suspends:   # __aenter__/__aexit__ awaited: generator suspensions (instrument.awaits)
+            first.context_expr = awaits.around(self.em, first.context_expr, leaves=False)
+            # the resume (ENTER by hand) first: a raising target store is recorded after it
+            body = awaits.resume(self.em, like=awaits.first_located(store + body)) + store + body
+            store = []
+            final += [artificial(ast.Expr(e)) for e in awaits.leave(self.em)]  # type: ignore[misc]
         held_inside = self.held_names and any(id(n) in self.held for n in _same_scope(s.body))
         s.body = [self.em.guard(store + body, final, exit_.block, own_final=True)]
         # an exit that swallows drops the exception (and one that escaped a region inside, the
         # region's): wt.s no longer holds it; a region around that re-raises holds its own again
         drop = self.em.drop_regions(self._released(len(self.running)) if held_inside else [], held=True)
+        if suspends:   # every way out (fall, return, break, an exception) follows __aexit__
+            after = awaits.resume_if_left(self.em, awaits.exits_after(self.cfg, exit_.block))
+            return pre + [artificial(ast.Try([s], [], [], after))] + drop  # type: ignore[list-item]
         return pre + [s] + drop
 
     def _target_store(self, item: ast.withitem) -> list[ast.stmt]:

@@ -39,6 +39,9 @@ MATCH = "wt.m"       # ``wt.m<N>``: the saved subject of a split ``match``
 STAR_HELD = "wt.h"   # ``wt.h<N>``: the traceback entry an ``except*`` handler held (statement N its star-end)
 P = "wt.p"           # path mode: the path register
 O = "wt.o"           # path mode: the activation's closing record, set on the edges into EXIT (``Emitter.exit_record``)
+D = "wt.d"           # trace modes, coroutines: the activation is driven by hand, not by an asyncio task (``instrument.awaits``)
+F = "wt.f"           # the same: the activation's frame, while the prologue finds that out
+K = "wt.k"           # the same: the frame below it
 
 
 _LEAVE_TABLES: dict[int, tuple[int, ...]] = {}   # a memo dict, not functools.lru_cache (rstart15: no functools at start-up)
@@ -79,6 +82,10 @@ VARS = "vars"
 #: never-raised exception (no traceback) standing in for an exception that is no group
 TYPE, ISSUBCLASS, GROUP, STAR_HOLDER = "type", "issubclass", "BaseExceptionGroup", "star-holder"
 RECURSION_ERROR = "RecursionError"
+#: coroutines' prologues (``instrument.awaits.hand_flag``): ``id``, the running task's root frame
+#: id (a context variable's ``get``), and the ``get``/``__setitem__`` of the runtime's dict frame id -> the code
+#: of an instrumented coroutine activation driven by a task (None: driven by hand)
+ID, ROOT, DRIVEN_GET, DRIVEN_SET = "id", "root", "driven-get", "driven-set"
 
 #: Marks a placeholder constant; placeholders are frozensets, a type no literal of the
 #: program produces in these positions.

@@ -19,6 +19,7 @@ import ast
 from types import CodeType
 
 from wholetrace.ids import EXIT
+from wholetrace.instrument import awaits
 from wholetrace.instrument.cfg import CFG, Stmt
 from wholetrace.instrument.cleanup import (NO_LOCATION_ARMS_MISCOMPILE, CleanupRewriter, callless,
                                           continue_crosses_cleanup, has_reraise_sites, with_exit_spans)
@@ -57,6 +58,7 @@ class _FunctionRewriter(CleanupRewriter):
         self.em = Emitter(fid, in_class, plan, has_reraise_sites(cfg), table, self.gen and plan.traces)
         self.em.bare_raises = any(isinstance(st.node, ast.Raise) and st.node.exc is None for st in cfg.stmts)
         self.loops: list[_LoopInfo] = []
+        self.exit_awaits: set[int] | None = None   # (awaits.exit_awaits, when first needed)
         self.dst_edges: dict[int, list[int]] = {}
         self.site_edges: dict[tuple[str, int, str], list[int]] = {}
         for i, site in enumerate(plan.sites):
@@ -238,7 +240,8 @@ class _FunctionRewriter(CleanupRewriter):
         loop = self.loops[-1]
         if not isinstance(loop.node, (ast.For, ast.AsyncFor)) or loop.wrapped:
             return []          # the while test / the iterator wrapper records the header
-        return self.em.stmts(self.block_values(loop.header.block), None)
+        leave = [artificial(ast.Expr(e)) for e in awaits.leave(self.em)] if self.anext_suspends(loop.node) else []
+        return self.em.stmts(self.block_values(loop.header.block), None) + leave  # type: ignore[operator]
 
     def _for(self, s: ast.For | ast.AsyncFor) -> list[ast.stmt]:
         """for-next probes go *before* each ``__next__``: after the iterable, at the end of the
@@ -250,6 +253,7 @@ class _FunctionRewriter(CleanupRewriter):
         h = self.block_values(info.header.block)
         first = self.site_values("arm", it_st.id, "iter") if it_st is not None else []
         iterable = s.iter
+        after: list[ast.stmt] = []
         if info.wrapped:
             if first:
                 s.iter = ast.Subscript(ast.Tuple([s.iter] + self.em.exprs(first), ast.Load()), ast_const(0), ast.Load())
@@ -259,6 +263,13 @@ class _FunctionRewriter(CleanupRewriter):
                 s.iter = ast_call(wrapper, s.iter, names, rt(COUNTS))
             else:
                 s.iter = ast_call(wrapper, s.iter, ast.Tuple([ast_const(v) for v in h], ast.Load()))
+        elif self.anext_suspends(s):   # __anext__ awaited: a generator suspension (instrument.awaits)
+            leave = awaits.leave(self.em)
+            s.iter = ast.Subscript(ast.Tuple([s.iter] + self.em.exprs(first + h) + leave, ast.Load()), ast_const(0), ast.Load())
+            s.body = awaits.resume(self.em, like=awaits.first_located(s.body)) + s.body + self.em.stmts(h, None) + [artificial(ast.Expr(e)) for e in awaits.leave(self.em)]
+            exits = awaits.exits_after(self.cfg, info.header.block)   # exhausted, then EXIT
+            s.orelse = awaits.resume(self.em, exits, awaits.first_located(s.orelse)) + s.orelse if s.orelse or exits else []
+            after = awaits.resume_if_left(self.em)   # exhausted (left) or a break (not left)
         elif first or h:
             s.iter = ast.Subscript(ast.Tuple([s.iter] + self.em.exprs(first + h), ast.Load()), ast_const(0), ast.Load())
             s.body.extend(self.em.stmts(h, None))
@@ -267,7 +278,12 @@ class _FunctionRewriter(CleanupRewriter):
             # GET_ITER and FOR_ITER, the loop's line); the rest is artificial
             ast.copy_location(s.iter, iterable)
             artificial(s.iter)
-        return pre + [s]
+        return pre + [s] + after
+
+    def anext_suspends(self, s: ast.For | ast.AsyncFor) -> bool:
+        """Trace modes, not behind a wrapper (whose ``__anext__`` is awaited inside the runtime's
+        own coroutine: a hand-driven suspension there is not recorded, docs/design.md wave 20)."""
+        return isinstance(s, ast.AsyncFor) and self.gen and not self.em.counts
 
     # --- match
     def _match(self, s: ast.Match) -> list[ast.stmt]:
@@ -337,14 +353,17 @@ class _FunctionRewriter(CleanupRewriter):
     def expr(self, e: ast.expr) -> ast.expr:
         if not self.gen or self.em.counts:
             return e
-        return _YieldRewriter(self.em).visit(e)  # type: ignore[no-any-return]
+        if self.exit_awaits is None:
+            self.exit_awaits = awaits.exit_awaits(self.cfg)
+        return _YieldRewriter(self.em, self.exit_awaits).visit(e)  # type: ignore[no-any-return]
 
 
 class _YieldRewriter(ast.NodeTransformer):
     """``(yield v)`` -> ``((yield (v, wt.a(LEAVE), wt.a := None)[0]), wt.a := stream, wt.a(ENTER))[0]``."""
 
-    def __init__(self, em: Emitter) -> None:
+    def __init__(self, em: Emitter, exits: set[int]) -> None:
         self.em = em
+        self.exits = exits   # awaits whose block may be followed by EXIT (awaits.resume_exprs)
 
     def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
         return node
@@ -365,6 +384,17 @@ class _YieldRewriter(ast.NodeTransformer):
 
     def visit_YieldFrom(self, node: ast.YieldFrom) -> ast.AST:
         return self._wrap(node)
+
+    def visit_Await(self, node: ast.Await) -> ast.AST:
+        self.generic_visit(node)
+        return awaits.wrap_await(self.em, node, id(node) in self.exits)
+
+    def _comprehension(self, node: ast.ListComp | ast.SetComp | ast.DictComp) -> ast.AST:
+        if awaits.async_comprehension(node):   # awaited as a whole: every await inside suspends it
+            return awaits.around(self.em, node, exits=id(node) in self.exits)
+        return self.generic_visit(node)
+
+    visit_ListComp = visit_SetComp = visit_DictComp = _comprehension
 
 
 # --------------------------------------------------------------------------- functions and modules
@@ -400,7 +430,8 @@ def rewrite_function(fn: ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | a
     em = fr.em
     guarded = em.activation_guard(rest or [artificial(ast.Pass())])
     entry = em.stmts(fr.site_values("entry", -1), None)   # witness of the edge out of ENTRY
-    fn.body = head + em.prologue(anchor) + entry + [guarded]  # type: ignore[list-item]
+    hand = awaits.hand_flag(anchor, awaits.yields(fn)) if isinstance(fn, ast.AsyncFunctionDef) and fr.gen and not em.counts else []
+    fn.body = head + em.prologue(anchor) + hand + entry + [guarded]  # type: ignore[list-item]
     start_line(fn.body[len(head)], anchor)
 
 

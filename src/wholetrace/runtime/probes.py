@@ -138,6 +138,9 @@ def runtime_objects(state: RunState) -> dict[str, object]:
     current, new_stream = streams.current.get, streams.new
 
     held = state.namespace_reraise
+    #: frame id -> the code of an instrumented coroutine activation driven by a task, None by hand
+    #: (``instrument.awaits.hand_flag``: set at each activation's first step, read by what it awaits)
+    driven: dict[int, CodeType | None] = {}
 
     def origin(fid: int, frame: FrameType, reraise: bool, keep: bool) -> tuple[int, int]:
         """Module and class bodies: (the statement the handled exception's traceback points at
@@ -216,5 +219,6 @@ def runtime_objects(state: RunState) -> dict[str, object]:
             emit.TYPE: type, emit.ISSUBCLASS: issubclass, emit.GROUP: BaseExceptionGroup,
             emit.STAR_HOLDER: BaseExceptionGroup("wholetrace", [Exception()]),
             emit.RECURSION_ERROR: RecursionError,
-            emit.SLOT: held.get, emit.NO_SLOT: NoSlot(), emit.FORGET: held.pop, emit.FRAME: _getframe}
+            emit.SLOT: held.get, emit.NO_SLOT: NoSlot(), emit.FORGET: held.pop, emit.FRAME: _getframe,
+            emit.ID: id, emit.ROOT: streams.root.get, emit.DRIVEN_GET: driven.get, emit.DRIVEN_SET: driven.__setitem__}
 

@@ -57,6 +57,9 @@ class Streams:
     def __init__(self) -> None:
         self.current: ContextVar[Append | None] = ContextVar("wholetrace_stream", default=None)
         self.parent: ContextVar[int | None] = ContextVar("wholetrace_parent", default=None)
+        #: the id of the frame of the running asyncio task's coroutine (``instrument.awaits.hand_flag``)
+        #: (in a one-item list, emptied when it starts: no later frame at its address matches)
+        self.root: ContextVar[list[int | None]] = ContextVar("wholetrace_root", default=[None])
         self.lock = _thread.allocate_lock()
         #: the main thread's ident (made in it; a fork child's ``runtime.children`` resets it)
         self.main_ident = _thread.get_ident()
@@ -101,6 +104,8 @@ class Streams:
             return
         base = aio.tasks.Task
         streams = self
+        coroutine = aio.coroutines.types.CoroutineType   # asyncio has imported types
+
 
         class Task(base):  # type: ignore[misc, valid-type]
             def __init__(self, coro: Any, **kwargs: Any) -> None:
@@ -109,6 +114,10 @@ class Streams:
                     context = kwargs["context"] = copy_context()
                 context.run(streams.parent.set, streams.current_sid())
                 context.run(streams.current.set, None)
+                # a coroutine driven by this task is not driven by hand (instrument.awaits); the
+                # frame of a coroutine, not of another awaitable (no attribute of the program's read)
+                frame = coro.cr_frame if type(coro) is coroutine else None
+                context.run(streams.root.set, [None if frame is None else id(frame)])
                 super().__init__(coro, **kwargs)
 
         Task.__name__ = Task.__qualname__ = base.__name__
