@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 from wtutil import assert_same_counts, cli_in_process, profiles, run_plain, run_recorded
@@ -31,3 +32,26 @@ def assert_count_is_blocks(wts: dict[str, Path], name: str) -> None:
     """Count's recording reads as blocks' does: every statement and edge, and the JSON."""
     assert_same_counts(profiles(wts["blocks"]), profiles(wts["count"]), name, edges=True)
     assert counts_json(wts["count"]) == counts_json(wts["blocks"])
+
+
+# counts19's inner2.py: a helper's bare raise in one block; the caller's traceback offset falls on
+# the helper's 3rd line (test_count_exact: count mode; test_bare_raise_helper: every mode)
+LONG_HELPER = textwrap.dedent('''\
+    def inner(n):
+        a = n + 1
+        b = a * 2
+        c = b - 3
+        d = c + a
+        e = d * b
+        g = e - 1
+        raise
+    def f():
+        try:
+            raise KeyError(1)
+        except KeyError:
+            try:
+                inner(3)
+            except KeyError as e:
+                print("re-raised", e.args)
+    f()
+    ''')

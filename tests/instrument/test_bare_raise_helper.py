@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from cleanup_check import assert_count_is_blocks, counts_json, record_modes
+from cleanup_check import LONG_HELPER, assert_count_is_blocks, counts_json, record_modes
 from oracles.settrace_lines import line_counts
 from regenutil import compare
 from wtutil import compare_lines
@@ -20,26 +20,7 @@ from wtutil import compare_lines
 pytestmark = pytest.mark.compat
 
 PROGRAMS = {
-    # counts19's inner2.py: one block, the caller's offset falls on the helper's 3rd line
-    "long_helper": '''
-        def inner(n):
-            a = n + 1
-            b = a * 2
-            c = b - 3
-            d = c + a
-            e = d * b
-            g = e - 1
-            raise
-        def f():
-            try:
-                raise KeyError(1)
-            except KeyError:
-                try:
-                    inner(3)
-                except KeyError as e:
-                    print("re-raised", e.args)
-        f()
-        ''',
+    "long_helper": LONG_HELPER,   # counts19's inner2.py (cleanup_check)
     # the raise in a later block; the re-raise caught in the helper, then a new exception
     # there (the mark is spent: the new one names its own statement); no exception to re-raise
     "branches_spent": '''

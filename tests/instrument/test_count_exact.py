@@ -4,12 +4,11 @@ out-edges (LOW-5), and a bare ``raise`` re-raising an exception a caller caught 
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import pytest
 
-from cleanup_check import assert_count_is_blocks, record_modes
+from cleanup_check import LONG_HELPER, assert_count_is_blocks, record_modes
 from cleanup_programs import program
 from oracles.settrace_lines import line_counts
 from regenutil import compare
@@ -59,26 +58,7 @@ def test_helper_bare_raise_all_modes(tmp_path: Path) -> None:
 # The same with the helper longer than the code before the caller's raise: the caller's
 # instruction offset, looked up in the helper's site table, named a statement of the helper
 # (count took it as the exception's origin; lines after it counted 0).  Count against the
-# line tracer (blocks mode still takes that statement: docs/design.md, wave 19, still open).
-LONG_HELPER = textwrap.dedent('''\
-    def inner(n):
-        a = n + 1
-        b = a * 2
-        c = b - 3
-        d = c + a
-        e = d * b
-        g = e - 1
-        raise
-    def f():
-        try:
-            raise KeyError(1)
-        except KeyError:
-            try:
-                inner(3)
-            except KeyError as e:
-                print("re-raised", e.args)
-    f()
-    ''')
+# line tracer (blocks mode took that statement too until wave 21: test_bare_raise_helper.py).
 
 
 def test_long_helper_bare_raise_count_against_tracer(tmp_path: Path) -> None:
