@@ -31,6 +31,12 @@ def leave(em: Emitter) -> list[ast.expr]:
     return [ast.Call(pick, [ast_const(LEAVE)], []), ast.NamedExpr(ast_name(A, True), keep)]
 
 
+def leave_stmts(em: Emitter) -> list[ast.stmt]:
+    """:func:`leave` as artificial statements (before an ``async for``'s next step, in an
+    ``async with``'s exit probe)."""
+    return [artificial(ast.Expr(e)) for e in leave(em)]  # type: ignore[misc]
+
+
 def resume_exprs(em: Emitter, exits: bool = False) -> list[ast.expr]:
     """``wt.d and (wt.a := stream, wt.a(ENTER))``: what runs once it is resumed.  ``exits``:
     the suspending block may be followed by EXIT, where readers would take the activation's

@@ -166,7 +166,7 @@ class CleanupRewriter:
             # the resume (ENTER by hand) first: a raising target store is recorded after it
             body = awaits.resume(self.em, like=awaits.first_located(store + body)) + store + body
             store = []
-            final += [artificial(ast.Expr(e)) for e in awaits.leave(self.em)]  # type: ignore[misc]
+            final += awaits.leave_stmts(self.em)
         held_inside = self.held_names and any(id(n) in self.held for n in _same_scope(s.body))
         s.body = [self.em.guard(store + body, final, exit_.block, own_final=True)]
         # an exit that swallows drops the exception (and one that escaped a region inside, the

@@ -240,8 +240,8 @@ class _FunctionRewriter(CleanupRewriter):
         loop = self.loops[-1]
         if not isinstance(loop.node, (ast.For, ast.AsyncFor)) or loop.wrapped:
             return []          # the while test / the iterator wrapper records the header
-        leave = [artificial(ast.Expr(e)) for e in awaits.leave(self.em)] if self.anext_suspends(loop.node) else []
-        return self.em.stmts(self.block_values(loop.header.block), None) + leave  # type: ignore[operator]
+        leave = awaits.leave_stmts(self.em) if self.anext_suspends(loop.node) else []
+        return self.em.stmts(self.block_values(loop.header.block), None) + leave
 
     def _for(self, s: ast.For | ast.AsyncFor) -> list[ast.stmt]:
         """for-next probes go *before* each ``__next__``: after the iterable, at the end of the
@@ -266,7 +266,8 @@ class _FunctionRewriter(CleanupRewriter):
         elif self.anext_suspends(s):   # __anext__ awaited: a generator suspension (instrument.awaits)
             leave = awaits.leave(self.em)
             s.iter = ast.Subscript(ast.Tuple([s.iter] + self.em.exprs(first + h) + leave, ast.Load()), ast_const(0), ast.Load())
-            s.body = awaits.resume(self.em, like=awaits.first_located(s.body)) + s.body + self.em.stmts(h, None) + [artificial(ast.Expr(e)) for e in awaits.leave(self.em)]
+            s.body = (awaits.resume(self.em, like=awaits.first_located(s.body)) + s.body + self.em.stmts(h, None)
+                      + awaits.leave_stmts(self.em))
             exits = awaits.exits_after(self.cfg, info.header.block)   # exhausted, then EXIT
             s.orelse = awaits.resume(self.em, exits, awaits.first_located(s.orelse)) + s.orelse if s.orelse or exits else []
             after = awaits.resume_if_left(self.em)   # exhausted (left) or a break (not left)

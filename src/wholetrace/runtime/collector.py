@@ -31,6 +31,8 @@ _THREADS = [0]
 
 #: The signals a Python handler can be set for (``_signal``: the ``signal`` module's enums are not needed).
 _SIGNALS = tuple(sorted(_signal.valid_signals()))
+#: The handlers last read, and whether one is the program's.
+_SEEN: list = [(), False]
 
 
 def program_handler() -> bool:
@@ -44,9 +46,6 @@ def program_handler() -> bool:
         _SEEN[:] = [now, any(map(_programs, now))]
     return _SEEN[1]
 
-
-#: The handlers last read, and whether one is the program's.
-_SEEN: list = [(), False]
 
 
 def _programs(handler: object) -> bool:

@@ -106,7 +106,6 @@ class Streams:
         streams = self
         coroutine = aio.coroutines.types.CoroutineType   # asyncio has imported types
 
-
         class Task(base):  # type: ignore[misc, valid-type]
             def __init__(self, coro: Any, **kwargs: Any) -> None:
                 context = kwargs.get("context")
