@@ -150,16 +150,19 @@ class Children:
         process: dict[str, Any] = {"pid": os.getpid(), "ppid": os.getppid(), "parent": parent_name, "start": "fork"}
         frames = _my_frames(rec)
         arrays: dict[str, tuple[Any, tuple[int, ...] | None]] = {}
+        renumbered: dict[int, int] = {}             # a kept stream's id in the parent -> its id here
         if rec.traces:
             base: dict[str, Any] = {}
             chains: dict[int, list[list[Any]]] = {}
             for new, st in enumerate(kept):
                 old, st.sid = st.sid, new
+                renumbered[old] = new
                 # the parts (and their streams) whose stored events come first, from the root down
                 chain = chains[new] = self.chains.get(old, []) + [[parent_name, old, st.flushed]]
                 inherited = sum(n for _name, _sid, n in chain)
                 st.flushed = 0
-                base[str(new)] = {"chain": chain, "events": inherited + len(st.buf), "tail": []}
+                own = len(st.buf) if rec.values is None else rec.values.events_in(old, st.buf)   # full: less records
+                base[str(new)] = {"chain": chain, "events": inherited + own, "tail": []}
             self.chains = chains
             mine = _stream_of(streams, streams.current.get())
             if mine is not None and str(mine) in base:
@@ -179,6 +182,8 @@ class Children:
             writer.commit()
 
         live.writer = rec.writer = _LazyWriter(os.path.join(self.config.parts, self.name), setup)
+        if rec.values is not None:                  # full mode: the value log writes to the part too
+            rec.values.forked(live.writer, renumbered)
         self.set_environment()
         rec.ends_inside = _in_multiprocessing()
         rec.start()

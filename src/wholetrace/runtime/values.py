@@ -200,6 +200,37 @@ class ValueLog(Flushing):
         from wholetrace.runtime import splitserver
         self.server = splitserver.start() if splitserver.WANTED else None
 
+    def forked(self, writer: Any, renumbered: dict[int, int]) -> None:
+        """In a fork child (``runtime.children``, flusher stopped): store to the child's part
+        ``writer`` (the parent's stays locked in the child: its value chunks hung the child) and
+        key each kept stream's state by its new id (``renumbered``: parent id -> child id).  The
+        part's events of a stream start at 0, so do its chunks and record counts; serials,
+        contents and the object table go on (the child's records name the parent's objects)."""
+        self.writer = writer
+        self.lock = _thread.allocate_lock()
+        self.layout_marked = False
+        self.records = self.raw_bytes = 0
+        self.splits = [0, 0]
+        for name in ("lists", "carry", "side_done"):
+            old = getattr(self, name)
+            setattr(self, name, {renumbered[sid]: v for sid, v in old.items() if sid in renumbered})
+        new = set(renumbered.values())
+        self.cf_done = dict.fromkeys(new, 0)
+        self.seq = dict.fromkeys(new, 0)
+        self.rec_done = dict.fromkeys(new, 0)
+
+    def events_in(self, sid: int, buf: list[Any]) -> int:
+        """How many of stream ``sid``'s unstored items are events (a fork child's base: the rest
+        are value records, two items each, the first a payload if a marker was carried)."""
+        n, j, end = 0, 1 if self.carry.get(sid) else 0, len(buf)
+        while j < end:
+            if buf[j] <= _MARK_MAX:
+                j += 2
+            else:
+                n += 1
+                j += 1
+        return n
+
     # -- streams
     def on_new(self, sid: int, append: Callable[[int], None]) -> None:
         """A stream was made in the running context: give it its probe state there.  ``append``:
