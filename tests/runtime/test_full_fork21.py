@@ -72,7 +72,11 @@ def test_fork_pool_in_full_mode_finishes_and_reads(tmp_path: Path) -> None:
         assert _counts(out) == blocks        # every process's part read, summed
         rc, info, err = cli_in_process("info", str(out))
         assert rc == 0, err
-        assert info.count(" fork ") == 2, info
+        # (a worker that ran nothing of its own may end, killed by ``Pool.terminate``, before
+        # storing its part: blocks mode shows it, full mode now and then not; see the report)
+        assert 1 <= info.count(" fork ") <= 2, info
+        for p in range(1, info.count(" fork ") + 1):
+            _counts(out, "--process", str(p))
 
 
 def test_fork_child_base_counts_events_not_records(tmp_path: Path) -> None:
