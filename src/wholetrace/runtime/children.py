@@ -340,12 +340,15 @@ def enable(live: Any, out: str | os.PathLike[str] | Spawned, meta: dict[str, Any
     else:
         parts = parts_dir(out)           # made by the first child that stores something
         if os.path.isdir(parts) and all(_suffix(n) == ".wt" or n.endswith(("-journal", "-wal", "-shm"))
-                                        or n.startswith(UNRECORDED_PREFIX) for n in os.listdir(parts)):
+                                        or n.startswith((UNRECORDED_PREFIX, ".split-"))   # (splitserver.SIBLING_PREFIX)
+                                        for n in os.listdir(parts)):
             _remove_flat(parts)
         scope = live.finder.scope
         cfg = Config(os.path.realpath(parts), live.recorder.mode, [os.fspath(r) for r in scope.roots],
                      list(scope.packages), cache, dict(meta))
         ch = Children(live, cfg)
+        if live.recorder.values is not None:       # full mode: fork children's FIFOs swept at the end
+            live.recorder.values.parts = cfg.parts
         root = {"pid": os.getpid(), "ppid": os.getppid(), "parent": None, "start": "root"}
         live.writer.set_meta(**{CHILDREN_KEY: os.path.basename(parts), PROCESS_KEY: root})
     live.children = ch

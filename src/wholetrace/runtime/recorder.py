@@ -217,6 +217,9 @@ class Recorder:
         timed = getattr(type(self.writer), "flusher_stats", None) is not None
         gettrace, getprofile, settrace, setprofile = sys.gettrace, sys.getprofile, sys.settrace, sys.setprofile
         if not timed:
+            if self.values is not None and self.values.child:
+                self.values.prepare()                  # a fork child: its own split server asked for
+                _as_plain()
             while not self._stop.wait(interval):
                 if gettrace() is not None or getprofile() is not None:   # before any Python call
                     settrace(None), setprofile(None)

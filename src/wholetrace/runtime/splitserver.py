@@ -7,10 +7,13 @@ closed but its two pipes).  It inherits wholetrace's modules and imports numpy i
 flusher thread sends one request (``marshal``: loaded in every interpreter) and blocks in
 ``os.read`` (the GIL released) while the server works on the other core.  The pipes are at
 numbers >= ``HIGH_FD``, close-on-exec; a pipe the program closed or replaced (its inode
-changed), a dead server, or a fork child of the program (the pipes are its parent's) make the
-flusher split in-process instead (``runtime.splitcore``, as before this server).  The server
-ends at EOF, when every copy of the request pipe's write end is closed (docs/design.md, "Full
-mode's split server, wave 18").
+changed) or a dead server make the flusher split in-process instead (``runtime.splitcore``, as
+before this server).  A fork child of the program cannot share its parent's pipes: its flusher
+asks the server, through a third pipe (one small write: atomic between processes), for a
+*sibling*, a fork of the server (numpy already imported) that it joins through two FIFOs
+(``ask``).  The server ends at EOF, when every copy of the request pipe's write end is
+closed; a sibling when its child's ends are (docs/design.md, "Full mode's split server, wave 18",
+"Full mode in fork children, wave 22").
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import _signal   # the C module: signal.py builds enums
 import marshal
 import os
+import time
 
 from wholetrace.store.cmods import ArrayType as array
 
@@ -28,6 +32,10 @@ if TYPE_CHECKING:   # pragma: no cover
 #: ``WHOLETRACE_SPLIT_SERVER=0``: split in the flusher thread (numpy in the program's process).
 ENV = "WHOLETRACE_SPLIT_SERVER"
 _HEAD = 8
+#: How long a fork child waits for its sibling server to open its FIFOs (then: in-process).
+SIBLING_SECONDS = 5.0
+#: The FIFOs' names in the parts directory (a child killed while asking leaves them).
+SIBLING_PREFIX = ".split-"
 _BUFFERS = (bytes, bytearray, memoryview, array)
 
 
@@ -35,11 +43,13 @@ class SplitServer:
     """The recorder's end of the server: ``call`` sends a request and returns its reply, or None
     when the server cannot be used (then the caller splits in-process)."""
 
-    def __init__(self, pid: int, req: int, rep: int) -> None:
+    def __init__(self, pid: int, req: int, rep: int, ctl: int | None = None) -> None:
         self.owner = pid          # the process whose pipes these are (not a fork child of it)
         self.req, self.rep = req, rep
         self.ids = (_ident(req), _ident(rep))
         self.broken = False
+        #: the write end of the recording's server's sibling requests (shared with fork children)
+        self.ctl, self.ctl_id = ctl, (None if ctl is None else _ident(ctl))
 
     def usable(self) -> bool:
         """The server is this process's and both pipes are still the ones made for it."""
@@ -81,11 +91,14 @@ class SplitServer:
                 os.close(fd)
             except OSError:
                 pass
+        if self.ctl is not None and _ident(self.ctl) == self.ctl_id:
+            os.close(self.ctl)
 
     def forked(self) -> None:
         """In a fork child, before its program code runs: close the inherited copies of the pipes
         (unless the program already put other files at those numbers), so that the server ends with
-        the recording, not with the last fork child (review18a MED 3)."""
+        the recording, not with the last fork child (review18a MED 3).  The sibling pipe (``ctl``)
+        stays: the child's flusher asks for a server of its own through it (``ask``)."""
         if os.getpid() == self.owner:
             return
         ids, self.broken = self.ids, True
@@ -113,11 +126,12 @@ def start() -> SplitServer | None:
     from wholetrace.store.fdguard import high_pipe, widen_pipe
     r1, w1 = high_pipe()           # requests
     r2, w2 = high_pipe()           # replies
+    r3, w3 = high_pipe()           # fork children's requests for a sibling server
     widen_pipe(w1, w2)
     try:
         pid = _fork()
     except OSError:
-        for fd in (r1, w1, r2, w2):
+        for fd in (r1, w1, r2, w2, r3, w3):
             os.close(fd)
         return None
     if pid == 0:                   # the intermediate child: the server's parent, gone at once
@@ -125,18 +139,19 @@ def start() -> SplitServer | None:
             os.setsid()
             spid = _fork()
             if spid == 0:
-                _serve(r1, w2)
+                _serve(r1, w2, r3)
             else:                  # the server's pid, for the adoption check below
                 os.write(w2, spid.to_bytes(_HEAD, "little"))
         finally:
             os._exit(0)
     os.close(r1)
     os.close(w2)
+    os.close(r3)
     try:
         os.waitpid(pid, 0)
     except ChildProcessError:      # pragma: no cover - reaped elsewhere
         pass
-    server = SplitServer(os.getpid(), w1, r2)
+    server = SplitServer(os.getpid(), w1, r2, w3)
     try:
         spid = int.from_bytes(_read(r2, _HEAD), "little")
     except (OSError, EOFError):    # the second fork failed
@@ -181,24 +196,38 @@ def _fork() -> int:
     return os.fork()
 
 
-def _serve(rfd: int, wfd: int) -> None:
-    """The server's loop: requests until EOF (never returns normally: the caller ``os._exit``s)."""
+def _serve(rfd: int, wfd: int, cfd: int) -> None:
+    """The server's loop: requests until EOF, and fork children's requests for a sibling (never
+    returns normally: the caller ``os._exit``s)."""
     try:
         _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
         null = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(null, fd)
-        keep = sorted({rfd, wfd})
-        os.closerange(3, keep[0])
-        os.closerange(keep[0] + 1, keep[1])
-        os.closerange(keep[1] + 1, 1 << 20)
+        last = 2
+        for keep in sorted({rfd, wfd, cfd}):
+            os.closerange(last + 1, keep)
+            last = keep
+        os.closerange(last + 1, 1 << 20)
         import gc
         gc.disable()
         from wholetrace.instrument import misspath
         if misspath.program_shadows_stdlib():   # an enum.py beside the script (review15c)
             misspath.import_past_program("numpy")
+            misspath.import_past_program("select")
+        import select
+
         from wholetrace.runtime import splitcore
+        watch = [rfd, cfd]
         while True:
+            ready = select.select(watch, [], [])[0]
+            if cfd in ready:
+                try:
+                    _sibling(marshal.loads(_read(cfd, int.from_bytes(_read(cfd, _HEAD), "little"))),
+                             [rfd, wfd, *watch[1:]])
+                except EOFError:       # no process of the recording can ask any more
+                    watch = [rfd]
+                continue
             try:
                 request = _receive(rfd)
             except EOFError:
@@ -206,6 +235,118 @@ def _serve(rfd: int, wfd: int) -> None:
             _send(wfd, splitcore.handle(request))
     except BaseException:   # noqa: BLE001 - nothing of the server may reach the program's streams
         return
+
+
+def _sibling(fifos: tuple[str, str], inherited: list[int]) -> None:
+    """In the server: fork a sibling (twice: no child of the server stays) that serves a fork
+    child of the program through its FIFOs (``fifos``: requests, replies), until EOF.  A child
+    that does not open its end in time leaves the sibling to SIGALRM (its default: the end)."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            if os.fork() == 0:
+                from wholetrace.runtime import splitcore
+                for fd in inherited:
+                    os.close(fd)
+                _signal.alarm(int(SIBLING_SECONDS) + 5)
+                # the child opened its read end before asking (ENXIO: it has closed it, gone)
+                wfd = os.open(fifos[1], os.O_WRONLY | os.O_NONBLOCK)
+                os.set_blocking(wfd, True)
+                rfd = os.open(fifos[0], os.O_RDONLY)    # until the child opens its write end
+                _signal.alarm(0)
+                while True:
+                    try:
+                        request = _receive(rfd)
+                    except EOFError:
+                        break
+                    _send(wfd, splitcore.handle(request))
+        except BaseException:   # noqa: BLE001
+            pass
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+
+
+class Asked:
+    """A fork child's request for a sibling server, not joined yet (``ask``)."""
+
+    def __init__(self, paths: tuple[str, str], rep: int, ctl: int) -> None:
+        self.paths, self.rep, self.ctl = paths, rep, ctl
+        self.deadline = time.monotonic() + SIBLING_SECONDS
+
+    def join(self) -> SplitServer | None | bool:
+        """The child's own server once the sibling has opened its ends; False while it has not (the
+        recording's server may still be importing numpy, or busy); None when it did not in
+        ``SIBLING_SECONDS`` or failed (then the child splits in-process)."""
+        try:   # fails (ENXIO) until the sibling opens its read end
+            req = os.open(self.paths[0], os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError as exc:   # (FileNotFoundError: the recording's end swept the FIFOs)
+            if time.monotonic() <= self.deadline and not isinstance(exc, FileNotFoundError):
+                return False
+            self.drop()
+            return None
+        self.drop(keep=True)
+        from wholetrace.store.fdguard import FcntlUnseen, high
+        for fd in (req, self.rep):
+            os.set_blocking(fd, True)
+        with FcntlUnseen():
+            req, rep = high(req), high(self.rep)
+        own = _LIVE[:] = [SplitServer(os.getpid(), req, rep, self.ctl)]   # its fork children close these
+        return own[0]
+
+    def drop(self, keep: bool = False) -> None:
+        """Unlink the FIFOs (the open ends stay); close the reply end unless ``keep``."""
+        for path in self.paths:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+        if not keep:
+            os.close(self.rep)
+
+
+def ask(server: SplitServer, where: str) -> Asked | None:
+    """In a fork child of the program (its flusher thread, before its first wait): ask the
+    recording's server for a sibling, a fork of it (numpy imported there: nothing to import in
+    the child), joined through two FIFOs made in ``where`` (the parts directory) and unlinked
+    once open (``Asked.join``); None where the recording's server cannot be asked (none, its
+    pipe closed by the program)."""
+    ctl = server.ctl
+    if ctl is None or _ident(ctl) != server.ctl_id:
+        return None
+    base = os.path.join(where, f"{SIBLING_PREFIX}{os.getpid()}-{os.urandom(4).hex()}")
+    paths = (base + ".req", base + ".rep")
+    try:
+        os.makedirs(where, exist_ok=True)
+        for path in paths:
+            os.mkfifo(path, 0o600)
+        rep = os.open(paths[1], os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        Asked(paths, -1, ctl).drop(keep=True)
+        return None
+    asked = Asked(paths, rep, ctl)
+    msg = marshal.dumps(paths)
+    try:
+        os.write(ctl, len(msg).to_bytes(_HEAD, "little") + msg)   # < PIPE_BUF: one atomic write
+    except OSError:
+        asked.drop()
+        return None
+    return asked
+
+
+def sweep(parts: str) -> None:
+    """At the recording's end: remove the FIFOs of fork children that ended (or are still waiting)
+    before their sibling opened them (a waiting child then splits in-process)."""
+    try:
+        names = os.listdir(parts)
+    except OSError:
+        return
+    for name in names:
+        if name.startswith(SIBLING_PREFIX):
+            try:
+                os.unlink(os.path.join(parts, name))
+            except OSError:
+                pass
 
 
 def _ident(fd: int) -> tuple[int, int] | None:

@@ -11,7 +11,9 @@ imports a module the program could see (docs/design.md, "Full mode's split serve
 
 from __future__ import annotations
 
+import os
 import sys
+import time
 
 from wholetrace.store.cmods import ArrayType as array
 
@@ -29,6 +31,9 @@ class Flushing:
     """``ValueLog``'s flusher side (a mixin: the state is ``ValueLog.__init__``'s)."""
 
     server: Any = None
+    asked: Any = None          # a fork child's request for a server of its own (``prepare``)
+    pure_until = 0.0           # a fork child without numpy splits in Python until then (``prepare``)
+    parts: str | None = None   # the root's parts directory, swept of fork children's FIFOs at the end
 
     def split(self, sid: int, raw: list[Any], n: int | None = None) -> Any:
         """Take the value records out of one chunk of stream ``sid``'s event list (events and
@@ -54,11 +59,10 @@ class Flushing:
         side = self._side_payloads(sid)
         done, rec_done = self.cf_done.get(sid, 0), self.rec_done.get(sid, 0)   # type: ignore[attr-defined]
         request = ("split", _le(image), done, rec_done, _le(side), _le(bigs))
-        reply = self.server.call(request) if self.server is not None else None
+        reply = self._served(request)
         self.splits[reply is None] += 1                # type: ignore[attr-defined]
         if reply is None:
-            from wholetrace.runtime import splitcore
-            reply = splitcore.handle(request)
+            reply = self._in_process(request)
         if reply[0] != "ok":
             raise StoreError(reply[1])
         events_image, carry, used, k, stored = reply[1:]
@@ -87,6 +91,36 @@ class Flushing:
         self.records += k                              # type: ignore[attr-defined]
         self.raw_bytes += 25 * k   # type: ignore[attr-defined]  # pos, slot, val int64 and the tag byte
         return events
+
+    def prepare(self) -> None:
+        """A fork child's flusher, before its first wait (its copies of the server's pipes are its
+        parent's): ask for a split server of its own (``splitserver.ask``); until it is joined, or
+        for ``PURE_SECONDS`` after the fork where there is none, the child splits in Python
+        (``splitpure``, ``forked``): never numpy imported inside a flush, which a child ending
+        soon after would lose, rows and all."""
+        from wholetrace.runtime import splitserver
+        if self.server is not None:
+            self.asked = splitserver.ask(self.server, os.path.dirname(self.writer.path))   # type: ignore[attr-defined]
+
+    def _served(self, request: tuple[Any, ...]) -> Any:
+        """The server's reply to ``request``, or None (no usable server)."""
+        asked = self.asked
+        if asked is not None:                          # a fork child's own server, once joined
+            own = asked.join()
+            if own is not False:
+                self.asked = None
+                if own is not None:
+                    self.server = own
+        return self.server.call(request) if self.server is not None else None
+
+    def _in_process(self, request: tuple[Any, ...]) -> Any:
+        """The reply of the split in this process: in Python while a fork child waits for its own
+        server or has just started without one (unless numpy is imported already), else numpy's."""
+        if self.asked is not None or ("numpy" not in sys.modules and time.monotonic() < self.pure_until):
+            from wholetrace.runtime import splitpure
+            return splitpure.handle(request)
+        from wholetrace.runtime import splitcore
+        return splitcore.handle(request)
 
     def _side_payloads(self, sid: int) -> Any:
         """The int64 payloads of stream ``sid``'s side list from its start (float bits, content
@@ -133,10 +167,9 @@ class Flushing:
         w.put_array("wet.content.size", sizes)
         w.put_array("wet.content.data", data)
         request = ("objects", _le(self.objects))       # type: ignore[attr-defined]
-        reply = self.server.call(request) if self.server is not None else None
+        reply = self._served(request)
         if reply is None:
-            from wholetrace.runtime import splitcore
-            reply = splitcore.handle(request)
+            reply = self._in_process(request)
         if reply[0] != "ok":                           # pragma: no cover - objects always pack
             raise StoreError(reply[1])
         name, dtype, shape, blob = reply[1:]
@@ -149,12 +182,17 @@ class Flushing:
                    wet_splits=list(self.splits))   # type: ignore[attr-defined]  # chunks split by the server, in-process
         if self.server is not None:
             self.server.close()
+        if self.parts is not None:                     # type: ignore[attr-defined]
+            from wholetrace.runtime import splitserver
+            splitserver.sweep(self.parts)              # type: ignore[attr-defined]
         self.pins.clear()                              # type: ignore[attr-defined]
         self.loose.clear()                             # type: ignore[attr-defined]
         self.refs.clear()                              # type: ignore[attr-defined]
         self.serials.clear()                           # type: ignore[attr-defined]
 
 
+#: A fork child with no server of its own and no numpy splits in Python for this long (``prepare``).
+PURE_SECONDS = 5.0
 _BIG_ENDIAN = sys.byteorder != "little"
 # runtime.values' tags (that module imports this one; tests/wet/test_split_server18.py keeps them equal)
 _STR, _BYTES, _BIGINT, _COMPLEX = 4, 5, 6, 7

@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import _thread
 import itertools
+import time
 import sys
 from _weakref import ref as _weak_ref   # weakref.ref itself; the weakref module is not imported at start-up
 from wholetrace.store.cmods import ArrayType as array   # cmods' (store/cmods.py): never the program's
 from contextvars import ContextVar
 
-from wholetrace.runtime.valueflush import Flushing
+from wholetrace.runtime.valueflush import PURE_SECONDS, Flushing
 
 try:   # not hashlib, whose import loads OpenSSL: hashlib.blake2b is this built-in module's
     from _blake2 import blake2b
@@ -194,6 +195,7 @@ class ValueLog(Flushing):
         #: the split server (``runtime.splitserver``): None splits in the flusher's thread
         self.server: Any = None
         self.splits = [0, 0]                           # chunks split by the server, in the flusher's thread
+        self.child = False                             # a fork child's log (``forked``)
 
     def serve(self) -> None:
         """Fork the split server now (before the program's first line: one thread)."""
@@ -207,6 +209,9 @@ class ValueLog(Flushing):
         part's events of a stream start at 0, so do its chunks and record counts; serials,
         contents and the object table go on (the child's records name the parent's objects)."""
         self.writer = writer
+        self.child = True
+        self.asked, self.pure_until = None, time.monotonic() + PURE_SECONDS   # (``Flushing.prepare``)
+        self.parts = None                              # (the root sweeps the parts directory)
         self.lock = _thread.allocate_lock()
         self.layout_marked = False
         self.records = self.raw_bytes = 0
