@@ -209,9 +209,8 @@ class ValueLog(Flushing):
         part's events of a stream start at 0, so do its chunks and record counts; serials,
         contents and the object table go on (the child's records name the parent's objects)."""
         self.writer = writer
-        self.child = True
-        self.asked, self.pure_until = None, time.monotonic() + PURE_SECONDS   # (``Flushing.prepare``)
-        self.parts = None                              # (the root sweeps the parts directory)
+        self.child, self.asked, self.parts = True, None, None   # (``Flushing.prepare``; the root sweeps)
+        self.pure_until = time.monotonic() + PURE_SECONDS       # split in Python until then, or a server
         self.lock = _thread.allocate_lock()
         self.layout_marked = False
         self.records = self.raw_bytes = 0
