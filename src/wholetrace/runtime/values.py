@@ -54,9 +54,8 @@ _MARK = {t: -((t + 1) << _SHIFT) for t in (NONE, BOOL, INT, FLOAT, STR, BYTES, B
 _MARK_OF = {type(None): _MARK[NONE], bool: _MARK[BOOL], int: _MARK[INT], float: _MARK[FLOAT],
             str: _MARK[STR], bytes: _MARK[BYTES], complex: _MARK[COMPLEX]}
 _MARK_MAX = _MARK[NONE]          # every marker is at or below it, every event above
-#: ``_MARK_OF`` by the type's id: a dict keyed by the program's class would call its metaclass's
-#: ``__hash__``/``__eq__`` (explore21 HIGH-9); these types live as long as the interpreter
-_MARK_OF_ID = {id(t): m for t, m in _MARK_OF.items()}
+#: (The probes look a type up only when its metaclass is exactly ``type``: hashing it then runs no
+#: program ``__hash__``/``__eq__`` (explore21 HIGH-9); cheaper than by ``id()``, review21f MED-1.)
 #: A class's ``__module__``, ``__qualname__``, ``__mro__`` as ``type`` stores them: the attribute
 #: would go through a metaclass's descriptors (a property: program code, explore21 HIGH-9)
 _MODULE, _QUALNAME, _MRO = (type.__dict__[k].__get__ for k in ("__module__", "__qualname__", "__mro__"))
@@ -309,7 +308,7 @@ class ValueLog(Flushing):
         get = self.current.get
         attach = self.attach
         serial = self.serial
-        tagof = _MARK_OF_ID.get
+        tagof = _MARK_OF.get
         known = self.serials.get
         lget = self.loose.get
         clock = self.clock
@@ -340,7 +339,7 @@ class ValueLog(Flushing):
                     m = m_float - k
                     v = s                              # ``s``: the value goes on the side
                 else:
-                    m = tagof(id(t))
+                    m = tagof(t) if type(t) is type else None   # (``_MARK_OF``: no program code)
                     if m is None:
                         v = known(id(x))
                         if v is None:                  # a live frame, traceback, ...: one dict hit
@@ -380,7 +379,7 @@ class ValueLog(Flushing):
                 elif t is float:
                     if a is pa: pside(x); a(m_float - k); a(0); return x
                 else:
-                    m = tagof(id(t))
+                    m = tagof(t) if type(t) is type else None   # (``_MARK_OF``: no program code)
                     if m is None:
                         v = known(id(x))
                         if v is None:                  # a live frame, traceback, ...: one dict hit
@@ -402,11 +401,12 @@ class ValueLog(Flushing):
             out = []
             side = []
             for x in xs:
-                m = tagof(id(type(x)))
+                t = type(x)
+                m = tagof(t) if type(t) is type else None
                 if m is None:
                     v = known(id(x))
                     if v is None:
-                        v = lget((id(x), id(type(x))))
+                        v = lget((id(x), id(t)))
                     out.append(m_obj - k)
                     out.append(serial(x) if v is None else v)
                 elif m >= m_int:                       # int (any size: the flusher), None, bool
