@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from wholetrace.runtime.buffers import INT32_MAX, INT32_MIN
+from wholetrace.runtime.splitpure import SplitError, dispatch
 from wholetrace.runtime.values import (_MARK_MAX, _SHIFT, _SLOT_MASK, BIGINT, BYTES, COMPLEX, FLOAT, STR,
                                        SWITCH_TAG)
 from wholetrace.runtime.wetlayout import pack_chunk, pack_objects
@@ -23,10 +24,6 @@ if TYPE_CHECKING:   # pragma: no cover
 
 #: One stored array of a reply: (name, dtype string, shape, zstd blob) for ``put_compressed_array``.
 Stored = tuple  # (str, str, tuple[int, ...], bytes)
-
-
-class SplitError(Exception):
-    """A chunk that cannot be split (the message becomes the recording's ``StoreError``)."""
 
 
 def _stored(name: str, arr: Any) -> Stored:
@@ -122,11 +119,4 @@ def _markers(a: Any) -> Any:
 def handle(request: tuple[Any, ...]) -> tuple[Any, ...]:
     """One request of the server's protocol: ("split", *args) or ("objects", image); the reply
     is ("ok", *result) (flat: the events' image a buffer of the message) or ("err", message)."""
-    try:
-        if request[0] == "split":
-            return ("ok", *split(*request[1:]))
-        if request[0] == "objects":
-            return ("ok", *objects(request[1]))
-        return ("err", f"unknown request {request[0]!r}")
-    except SplitError as exc:
-        return ("err", str(exc))
+    return dispatch(split, objects, request)

@@ -29,7 +29,8 @@ _LITTLE = sys.byteorder == "little"
 
 
 class SplitError(Exception):
-    """A chunk that cannot be split (``splitcore.SplitError``'s twin)."""
+    """A chunk that cannot be split (the message becomes the recording's ``StoreError``; raised by
+    ``splitcore`` too)."""
 
 
 def _q(data: Any) -> Any:
@@ -156,13 +157,19 @@ def objects(image: bytes) -> tuple[str, str, tuple[int, ...], bytes]:
     return _stored("wet.objects", "|u1", (16, len(serials)), a + b)
 
 
-def handle(request: tuple[Any, ...]) -> tuple[Any, ...]:
-    """``splitcore.handle``."""
+def dispatch(split_: Any, objects_: Any, request: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The reply to one request of the server's protocol, by ``split_``/``objects_`` (this
+    module's or ``splitcore``'s): ("ok", *result) or ("err", message)."""
     try:
         if request[0] == "split":
-            return ("ok", *split(*request[1:]))
+            return ("ok", *split_(*request[1:]))
         if request[0] == "objects":
-            return ("ok", *objects(request[1]))
+            return ("ok", *objects_(request[1]))
         return ("err", f"unknown request {request[0]!r}")
     except SplitError as exc:
         return ("err", str(exc))
+
+
+def handle(request: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``splitcore.handle``."""
+    return dispatch(split, objects, request)
