@@ -326,11 +326,16 @@ def ask(server: SplitServer, where: str) -> Asked | None:
         return None
     asked = Asked(paths, rep, ctl)
     msg = marshal.dumps(paths)
+    old = _signal.pthread_sigmask(_signal.SIG_BLOCK, [_signal.SIGPIPE])   # a dead server: as in ``call``
     try:
         os.write(ctl, len(msg).to_bytes(_HEAD, "little") + msg)   # < PIPE_BUF: one atomic write
-    except OSError:
+    except OSError as exc:
+        if isinstance(exc, BrokenPipeError) and _signal.SIGPIPE not in old:
+            _signal.sigtimedwait([_signal.SIGPIPE], 0)
         asked.drop()
         return None
+    finally:
+        _signal.pthread_sigmask(_signal.SIG_SETMASK, old)
     return asked
 
 
