@@ -290,8 +290,8 @@ class Asked:
         for fd in (req, self.rep):
             os.set_blocking(fd, True)
         with FcntlUnseen():
-            req, rep = high(req), high(self.rep)
-        own = _LIVE[:] = [SplitServer(os.getpid(), req, rep, self.ctl)]   # its fork children close these
+            req = high(req)
+        own = _LIVE[:] = [SplitServer(os.getpid(), req, self.rep, self.ctl)]   # its fork children close these
         return own[0]
 
     def drop(self, keep: bool = False) -> None:
@@ -314,6 +314,8 @@ def ask(server: SplitServer, where: str) -> Asked | None:
     ctl = server.ctl
     if ctl is None or _ident(ctl) != server.ctl_id:
         return None
+    from wholetrace.store.fdguard import FcntlUnseen, high
+
     base = os.path.join(where, f"{SIBLING_PREFIX}{os.getpid()}-{os.urandom(4).hex()}")
     paths = (base + ".req", base + ".rep")
     try:
@@ -321,6 +323,8 @@ def ask(server: SplitServer, where: str) -> Asked | None:
         for path in paths:
             os.mkfifo(path, 0o600)
         rep = os.open(paths[1], os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        with FcntlUnseen():                    # held while it waits: not at a number the program's files take
+            rep = high(rep)
     except OSError:
         Asked(paths, -1, ctl).drop(keep=True)
         return None
