@@ -74,22 +74,44 @@ def ensure_venv(python: str, version: str) -> Path:
     return py
 
 
+#: the two pytest runs of a subset: (name, marker expression, extra environment).  The
+#: compatibility subset checks instrumentation and behaviour against oracles, which the kernels'
+#: pure-Python twins answer as the compiled kernels do, so it runs without numba's JIT (compiling
+#: the ~75 kernels it reaches, the SEQUITUR builder's among them, was about half its CPU).  The
+#: kernels are compiled and run on this interpreter by the `nojit`-marked tests instead, run here
+#: *with* the JIT: small inputs, each kernel against its twin or a naive reference (the 3.11 suite
+#: runs them again under NUMBA_DISABLE_JIT=1).  docs/design.md, "Test suite time, wave 22".
+PARTS: tuple[tuple[str, str, dict[str, str]], ...] = (
+    ("compat (NUMBA_DISABLE_JIT=1)", "compat and not slow", {"NUMBA_DISABLE_JIT": "1"}),
+    ("kernels (numba's JIT)", "nojit and not slow", {}),
+)
+
+
 def run_subset(version: str, python: str, pytest_args: list[str], workers: int) -> int:
-    """Make ``.venv-X.Y`` and run the compatibility subset there; its exit status."""
-    print(f"compat: Python {version} ({python}): `pytest -m compat`", flush=True)
+    """Make ``.venv-X.Y`` and run the compatibility subset there (both ``PARTS``); its exit status."""
+    print(f"compat: Python {version} ({python}): `pytest -m compat`, then the kernels", flush=True)
     t0, start_cpu = time.perf_counter(), _children_cpu()
     py = ensure_venv(python, version)
     # Byte-compile wholetrace for this interpreter: the tests' subprocesses run with
     # PYTHONDONTWRITEBYTECODE, so they would otherwise compile all of it in every recording.
     subprocess.run([str(py), "-m", "compileall", "-q", str(REPO / "src")], check=True)
-    cmd = [str(py), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "compat and not slow",
-           *(["-n", str(workers)] if workers > 1 else []), *pytest_args, "tests"]
     cpu0 = _children_cpu()
-    rc = subprocess.run(cmd, cwd=REPO, env=dict(os.environ, WHOLETRACE_COMPAT="1")).returncode
-    # CPU seconds of the venv/install and of pytest: `make test` starts these runs in the
+    # CPU seconds of the venv/install and of each part: `make test` starts these runs in the
     # background, so the shell's `time` around it never counts them.
+    cpu = [f"venv and install {cpu0 - start_cpu:.0f} s"]
+    rc = 0
+    for name, marks, env in PARTS:
+        print(f"compat: Python {version}: {name}", flush=True)
+        cmd = [str(py), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", marks,
+               *(["-n", str(workers)] if workers > 1 else []), *pytest_args, "tests"]
+        part_rc = subprocess.run(cmd, cwd=REPO, env=dict(os.environ, WHOLETRACE_COMPAT="1", **env)).returncode
+        if part_rc == 5 and pytest_args:       # the arguments given selected nothing in this part
+            part_rc = 0
+        rc = rc or part_rc
+        cpu.append(f"{name.split()[0]} {_children_cpu() - cpu0:.0f} s")
+        cpu0 = _children_cpu()
     print(f"compat: Python {version}: {'passed' if rc == 0 else 'FAILED'} in {time.perf_counter() - t0:.0f} s "
-          f"(CPU: venv and install {cpu0 - start_cpu:.0f} s, pytest {_children_cpu() - cpu0:.0f} s)", flush=True)
+          f"(CPU: {', '.join(cpu)})", flush=True)
     return rc
 
 
