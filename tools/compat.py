@@ -3,12 +3,11 @@
 ``make test`` runs the whole suite on the interpreter of ``.venv`` (3.11), then this script:
 for each supported version other than the running one it looks for an interpreter (on
 ``PATH``, then under pyenv's root, then ``/usr/bin``), makes ``.venv-X.Y`` with the dev extras
-and runs ``pytest -m compat`` there (``--split-jit``: under ``NUMBA_DISABLE_JIT=1``, then the
-``nojit``-marked kernel tests with numba's JIT; ``SPLIT``).  A version that is not installed is
-reported and skipped; a version that is installed but fails makes the run fail.  Each run's last
-line gives its CPU seconds.
+and runs ``pytest -m compat`` there.  A version that is not installed is reported and
+skipped; a version that is installed but fails makes the run fail.  Each run's last line gives
+its CPU seconds.
 
-    python tools/compat.py [--list] [--versions 3.12,3.13] [--split-jit] [pytest args...]
+    python tools/compat.py [--list] [--versions 3.12,3.13] [pytest args...]
 
 ``make test`` runs the subsets beside the 3.11 suite instead of after it: ``--start`` launches
 one background run per interpreter found (one pytest process each, log and exit status in
@@ -76,48 +75,22 @@ def ensure_venv(python: str, version: str) -> Path:
     return py
 
 
-#: a subset's pytest runs: (name, marker expression, extra environment).
-WHOLE: tuple[tuple[str, str, dict[str, str]], ...] = (("compat", "compat and not slow", {}),)
-#: ``--split-jit`` (an experiment, not what ``make test`` runs: docs/design.md, "Test suite time,
-#: wave 22"): the compatibility subset checks instrumentation and behaviour against oracles,
-#: which the kernels' pure-Python twins answer as the compiled kernels do, so it runs without
-#: numba's JIT (the first compiles of the ~75 kernels it reaches were about half its CPU); the
-#: kernels are then compiled and run on this interpreter by the ``nojit``-marked tests, run *with*
-#: the JIT (small inputs, each kernel against its twin or a naive reference).
-SPLIT: tuple[tuple[str, str, dict[str, str]], ...] = (
-    ("compat (NUMBA_DISABLE_JIT=1)", "compat and not slow", {"NUMBA_DISABLE_JIT": "1"}),
-    ("kernels (numba's JIT)", "nojit and not slow", {}),
-)
-
-
-def run_subset(version: str, python: str, pytest_args: list[str], workers: int, split_jit: bool = False) -> int:
-    """Make ``.venv-X.Y`` and run the compatibility subset there (``WHOLE`` or ``SPLIT``); its exit status."""
-    parts = SPLIT if split_jit else WHOLE
-    print(f"compat: Python {version} ({python}): {', then '.join(f'`pytest -m {m}`' for _, m, _ in parts)}",
-          flush=True)
+def run_subset(version: str, python: str, pytest_args: list[str], workers: int) -> int:
+    """Make ``.venv-X.Y`` and run the compatibility subset there; its exit status."""
+    print(f"compat: Python {version} ({python}): `pytest -m compat`", flush=True)
     t0, start_cpu = time.perf_counter(), _children_cpu()
     py = ensure_venv(python, version)
     # Byte-compile wholetrace for this interpreter: the tests' subprocesses run with
     # PYTHONDONTWRITEBYTECODE, so they would otherwise compile all of it in every recording.
     subprocess.run([str(py), "-m", "compileall", "-q", str(REPO / "src")], check=True)
+    cmd = [str(py), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "compat and not slow",
+           *(["-n", str(workers)] if workers > 1 else []), *pytest_args, "tests"]
     cpu0 = _children_cpu()
-    # CPU seconds of the venv/install and of each part: `make test` starts these runs in the
+    rc = subprocess.run(cmd, cwd=REPO, env=dict(os.environ, WHOLETRACE_COMPAT="1")).returncode
+    # CPU seconds of the venv/install and of pytest: `make test` starts these runs in the
     # background, so the shell's `time` around it never counts them.
-    cpu = [f"venv and install {cpu0 - start_cpu:.0f} s"]
-    rc = 0
-    for name, marks, env in parts:
-        if len(parts) > 1:
-            print(f"compat: Python {version}: {name}", flush=True)
-        cmd = [str(py), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", marks,
-               *(["-n", str(workers)] if workers > 1 else []), *pytest_args, "tests"]
-        part_rc = subprocess.run(cmd, cwd=REPO, env=dict(os.environ, WHOLETRACE_COMPAT="1", **env)).returncode
-        if part_rc == 5 and pytest_args and len(parts) > 1:   # the arguments select nothing in this part
-            part_rc = 0
-        rc = rc or part_rc
-        cpu.append(f"{name.split()[0]} {_children_cpu() - cpu0:.0f} s")
-        cpu0 = _children_cpu()
     print(f"compat: Python {version}: {'passed' if rc == 0 else 'FAILED'} in {time.perf_counter() - t0:.0f} s "
-          f"(CPU: {', '.join(cpu)})", flush=True)
+          f"(CPU: venv and install {cpu0 - start_cpu:.0f} s, pytest {_children_cpu() - cpu0:.0f} s)", flush=True)
     return rc
 
 
@@ -127,15 +100,14 @@ def _children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def start(found: dict[str, str], pytest_args: list[str], split_jit: bool = False) -> int:
+def start(found: dict[str, str], pytest_args: list[str]) -> int:
     """Launch one background run per interpreter (``--one``), output in ``.compat/X.Y.log``."""
     RUNS.mkdir(exist_ok=True)
     for old in RUNS.glob("*"):
         old.unlink()
     for version in found:
         log = open(RUNS / f"{version}.log", "wb")
-        proc = subprocess.Popen([sys.executable, __file__, "--one", version,
-                                 *(["--split-jit"] if split_jit else []), *pytest_args], cwd=REPO,
+        proc = subprocess.Popen([sys.executable, __file__, "--one", version, *pytest_args], cwd=REPO,
                                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         log.close()
         (RUNS / f"{version}.pid").write_text(str(proc.pid))
@@ -181,8 +153,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--list", action="store_true", help="only print the interpreters found")
     ap.add_argument("--start", action="store_true", help="start the subsets in the background and return")
     ap.add_argument("--wait", action="store_true", help="wait for the subsets --start launched")
-    ap.add_argument("--split-jit", action="store_true",
-                    help="the compat subset under NUMBA_DISABLE_JIT=1, then the nojit-marked kernel tests with the JIT")
     ap.add_argument("--one", metavar="X.Y", help=argparse.SUPPRESS)
     args, pytest_args = ap.parse_known_args(argv)
     if args.wait:
@@ -190,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.one:
         rc = 1
         try:
-            rc = run_subset(args.one, find_python(args.one) or "", pytest_args, workers=1, split_jit=args.split_jit)
+            rc = run_subset(args.one, find_python(args.one) or "", pytest_args, workers=1)
         finally:
             (RUNS / f"{args.one}.rc").write_text(str(rc))
         return rc
@@ -209,8 +179,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.list:
         return 0
     if args.start:
-        return start(found, pytest_args, args.split_jit)
-    failed = [v for v, python in found.items() if run_subset(v, python, pytest_args, workers=2, split_jit=args.split_jit) != 0]
+        return start(found, pytest_args)
+    failed = [v for v, python in found.items() if run_subset(v, python, pytest_args, workers=2) != 0]
     if failed:
         print(f"compat: failed on Python {', '.join(failed)}", file=sys.stderr)
         return 1
