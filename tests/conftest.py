@@ -59,6 +59,33 @@ COMPAT: dict[str, tuple[str, ...] | None] = {
 }
 
 
+# `WHOLETRACE_TEST_CPULOG=path`: each test appends "CPU-s<TAB>wall-s<TAB>worker<TAB>node id" to
+# path, CPU being the process's own plus its waited-for children's (recordings, CLI runs), so a
+# whole `make test` (both xdist workers, the compat subsets) can be measured where the time goes
+# (docs/design.md, "Test suite time, wave 22").  Off unless set.
+_CPULOG = os.environ.get("WHOLETRACE_TEST_CPULOG")
+
+
+def _cpu_seconds() -> float:
+    import resource
+
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+if _CPULOG:
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(item, nextitem):  # type: ignore[no-untyped-def]
+        import time
+
+        c0, t0 = _cpu_seconds(), time.perf_counter()
+        yield
+        line = (f"{_cpu_seconds() - c0:.2f}\t{time.perf_counter() - t0:.2f}\t"
+                f"{os.environ.get('PYTEST_XDIST_WORKER', '-')}\t{item.nodeid}\n")
+        with open(_CPULOG, "a") as f:
+            f.write(line)
+
+
 def pytest_collection_modifyitems(config, items):  # type: ignore[no-untyped-def]
     for item in items:
         rel = os.path.relpath(str(item.path), _TESTS).replace(os.sep, "/")

@@ -4,7 +4,8 @@
 for each supported version other than the running one it looks for an interpreter (on
 ``PATH``, then under pyenv's root, then ``/usr/bin``), makes ``.venv-X.Y`` with the dev extras
 and runs ``pytest -m compat`` there.  A version that is not installed is reported and
-skipped; a version that is installed but fails makes the run fail.
+skipped; a version that is installed but fails makes the run fail.  Each run's last line gives
+its CPU seconds.
 
     python tools/compat.py [--list] [--versions 3.12,3.13] [pytest args...]
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 import argparse
 import glob
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -76,17 +78,26 @@ def ensure_venv(python: str, version: str) -> Path:
 def run_subset(version: str, python: str, pytest_args: list[str], workers: int) -> int:
     """Make ``.venv-X.Y`` and run the compatibility subset there; its exit status."""
     print(f"compat: Python {version} ({python}): `pytest -m compat`", flush=True)
-    t0 = time.perf_counter()
+    t0, start_cpu = time.perf_counter(), _children_cpu()
     py = ensure_venv(python, version)
     # Byte-compile wholetrace for this interpreter: the tests' subprocesses run with
     # PYTHONDONTWRITEBYTECODE, so they would otherwise compile all of it in every recording.
     subprocess.run([str(py), "-m", "compileall", "-q", str(REPO / "src")], check=True)
     cmd = [str(py), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "compat and not slow",
            *(["-n", str(workers)] if workers > 1 else []), *pytest_args, "tests"]
+    cpu0 = _children_cpu()
     rc = subprocess.run(cmd, cwd=REPO, env=dict(os.environ, WHOLETRACE_COMPAT="1")).returncode
-    print(f"compat: Python {version}: {'passed' if rc == 0 else 'FAILED'} in {time.perf_counter() - t0:.0f} s",
-          flush=True)
+    # CPU seconds of the venv/install and of pytest: `make test` starts these runs in the
+    # background, so the shell's `time` around it never counts them.
+    print(f"compat: Python {version}: {'passed' if rc == 0 else 'FAILED'} in {time.perf_counter() - t0:.0f} s "
+          f"(CPU: venv and install {cpu0 - start_cpu:.0f} s, pytest {_children_cpu() - cpu0:.0f} s)", flush=True)
     return rc
+
+
+def _children_cpu() -> float:
+    """User + system CPU seconds of this process's waited-for children so far."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
 
 
 def start(found: dict[str, str], pytest_args: list[str]) -> int:
