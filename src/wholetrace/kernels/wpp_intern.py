@@ -182,9 +182,7 @@ def intern_chunk(events, pos, value_kind, leave_at, fpath, fuse, group, final, s
     # one test an event against the smaller bound (the table's status first, as two tests gave)
     cap = min(limit - 1, nsyms - 1)
     fin = final == 1
-    while True:
-        if pos >= n and inner <= 0 and not (fin and pend > 0):   # (the common case: one test)
-            break
+    while pos < n or inner > 0 or (fin and pend > 0):
         if count >= cap:
             why = np.int64(ST_NEED_TABLE) if count >= limit - 1 else np.int64(ST_NEED_SYMBOLS)
             break
