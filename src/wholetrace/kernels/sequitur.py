@@ -35,6 +35,7 @@ if numba.config.DISABLE_JIT:  # pure-Python twin: numpy warns on the hash's inte
 def _run_check(nd, rguard, rcount, rkey, tab, stack, meta, a0):  # type: ignore[no-untyped-def]
     """check(a0) and every substitution it cascades into, in the reference's order."""
     sp = _push(stack, meta, 0, F_CHECK, a0, 0)
+    deepest = sp   # the stack's deepest point (M_MAX_SP, stored at the end): after each push site
     ret = 0
     lookahead = meta[M_LOOKAHEAD] != 0
     while sp > 0:
@@ -70,6 +71,7 @@ def _run_check(nd, rguard, rcount, rkey, tab, stack, meta, a0):  # type: ignore[
                 if v1 < 0:  # read by rule utility
                     _prefetch(rcount, -v1 - 1)
                 sp = _push2(stack, meta, sp, F_UTILITY_TAG | (slot << 8), r, key, F_SUBST, a, r)
+                deepest = max(deepest, sp)
                 ret = 1
                 continue
             if x == a or nd[_U(4 * x + NX)] == a or b == x:  # overlapping run such as aaa
@@ -80,6 +82,7 @@ def _run_check(nd, rguard, rcount, rkey, tab, stack, meta, a0):  # type: ignore[
                 if not _is_guard(nd, q):
                     _prefetch_slot(tab, meta, nd[_U(4 * q + VL)], -(r + 1))
                 sp = _push2(stack, meta, sp, F_UTILITY, r, 0, F_SUBST, a, r)
+                deepest = max(deepest, sp)
                 ret = 1
                 continue
             if lookahead and meta[M_HAS_LA] != 0 and nd[_U(4 * b + NX)] == 0:
@@ -104,12 +107,15 @@ def _run_check(nd, rguard, rcount, rkey, tab, stack, meta, a0):  # type: ignore[
             n2 = _take_node(nd, rcount, meta[M_BODY + 1], v2)
             _insert_after(nd, rguard, rkey, tab, meta, n1, n2)
             sp = _push2(stack, meta, sp, F_NEW_SECOND, r, a, F_SUBST, x, r)
+            deepest = max(deepest, sp)
             ret = 1
         elif kind == F_SUBST:  # the one site of the substitution (inlined once)
             sp = _substitute(nd, rguard, rcount, rkey, tab, stack, meta, sp, a, a2)
+            deepest = max(deepest, sp)
         elif kind == F_SUBST_RIGHT:
             if ret == 0:
                 sp = _push(stack, meta, sp, F_CHECK, nd[_U(4 * a + NX)], 0)
+                deepest = max(deepest, sp)
         elif kind == F_NEW_SECOND:
             q = nd[_U(4 * a2 + PV)]  # the next check is (q, a)
             if not _is_guard(nd, q):
@@ -127,6 +133,7 @@ def _run_check(nd, rguard, rcount, rkey, tab, stack, meta, a0):  # type: ignore[
             else:
                 _idx_set(nd, rguard, rkey, tab, meta, f)
             sp = _push2(stack, meta, sp, F_UTILITY, a, 0, F_SUBST, a2, a)
+            deepest = max(deepest, sp)
         else:  # F_UTILITY[_TAG]: rule utility for the rule just used, the one site of _expand (inlined)
             f = nd[_U(4 * rguard[_U(a)] + NX)]
             s = kw >> 8  # F_UTILITY_TAG: if the entry found is unchanged, the rule's body is still
@@ -138,6 +145,8 @@ def _run_check(nd, rguard, rcount, rkey, tab, stack, meta, a0):  # type: ignore[
             if v < 0 and rcount[_U(-v - 1)] == 1:
                 _expand(nd, rguard, rcount, rkey, tab, meta, f)
             ret = 1
+    if deepest > meta[M_MAX_SP]:   # (_extend records the reference's deepest point in its steps itself)
+        meta[M_MAX_SP] = deepest
     return ret
 
 

@@ -183,26 +183,20 @@ def _push(stack, meta, sp, kind, a, b):  # type: ignore[no-untyped-def]
         meta[M_OVERFLOW] = 1
         return sp
     _put(stack, sp, kind, a, b)
-    sp += 3
-    if sp > meta[M_MAX_SP]:
-        meta[M_MAX_SP] = sp
-    return sp
+    return sp + 3
 
 
 @_inl
 def _push2(stack, meta, sp, k1, a1, b1, k2, a2, b2):  # type: ignore[no-untyped-def]
-    """Two pushes with one room test and one deepest-point update (every push but the first
-    of a cascade and F_SUBST_RIGHT's comes in a pair): the same stack and M_MAX_SP as two
-    ``_push`` (the deepest point is after the second), except on overflow, which fails the build."""
+    """Two pushes with one room test (every push but the first of a cascade and F_SUBST_RIGHT's
+    comes in a pair): the same stack as two ``_push``, except on overflow, which fails the build.
+    Neither records the deepest point: ``sequitur._run_check`` keeps it in a local."""
     if sp + 6 > len(stack):
         meta[M_OVERFLOW] = 1
         return sp
     _put(stack, sp, k1, a1, b1)
     _put(stack, sp + 3, k2, a2, b2)
-    sp += 6
-    if sp > meta[M_MAX_SP]:
-        meta[M_MAX_SP] = sp
-    return sp
+    return sp + 6
 
 
 @_inl

@@ -109,13 +109,14 @@ def _slot(key, bits):  # type: ignore[no-untyped-def]
 
 @kernel(inline=True)
 def _lookup(key, table_keys, bits, mask):  # type: ignore[no-untyped-def]
-    """The slot of ``key`` in the table, or the empty slot where it goes (linear probing)."""
+    """(the slot of ``key`` in the table or the empty slot where it goes (linear probing), what
+    that slot holds: ``key``, or EMPTY (keys are never negative))."""
     s = _U(_slot(key, bits))
-    while True:
-        k = table_keys[s]
-        if k == key or k == EMPTY:
-            return s
+    k = table_keys[s]
+    while k != key and k != EMPTY:
         s = (s + _U(1)) & mask
+        k = table_keys[s]
+    return s, k
 
 
 @kernel(inline=True)
@@ -264,8 +265,8 @@ def intern_chunk(events, pos, value_kind, leave_at, fpath, fuse, group, final, s
         joined = False
         tid = np.int64(0)
         for rep in range(2):      # the terminal, then (if it joins the waiting group) the group's SEQ
-            s = _lookup(key, table_keys, bits, mask)
-            if table_keys[s] == EMPTY:
+            s, held = _lookup(key, table_keys, bits, mask)
+            if held == EMPTY:
                 t = count
                 if rep == 1:     # a new SEQ key: only within the budget, else the group ends here
                     if nseq >= max(seq_min, seq_k * (t - nseq)):   # (looked up, never inserted: ``tid`` stays the terminal's)
