@@ -29,3 +29,19 @@ def test_instrumented_module_sees_plain_loader(tmp_path: Path, mode: str) -> Non
     assert plain.returncode == 0 and "body SourceFileLoader SourceFileLoader" in plain.stdout, plain.stderr
     rec = run_recorded(prog, tmp_path / "x.wt", mode=mode)
     assert (rec.returncode, rec.stdout, rec.stderr) == (plain.returncode, plain.stdout, plain.stderr)
+
+
+def test_main_module_run_with_m_sees_plain_loader(tmp_path: Path) -> None:
+    """Before: ``python -m``'s main module had ``InstrumentingLoader`` as ``__loader__`` (runpy's spec)."""
+    import subprocess
+    import sys
+
+    from wtutil import ENV
+
+    (tmp_path / "ml.py").write_text('print(type(__loader__).__name__, type(__spec__.loader).__name__)\n')
+    run = dict(capture_output=True, text=True, cwd=tmp_path, env=ENV, stdin=subprocess.DEVNULL, timeout=300)
+    plain = subprocess.run([sys.executable, "-m", "ml"], **run)
+    rec = subprocess.run([sys.executable, "-m", "wholetrace.cli", "record", "-q", "-o", str(tmp_path / "x.wt"),
+                          "-m", "ml"], **run)
+    assert plain.stdout == "SourceFileLoader SourceFileLoader\n", plain.stderr
+    assert (rec.returncode, rec.stdout, rec.stderr) == (plain.returncode, plain.stdout, plain.stderr)

@@ -179,6 +179,8 @@ def _run_module(name: str, instrumenter: Instrumenter, headroom: int, as_main: t
     with collector.held():   # wholetrace's work: the collector's counts as before it
         if not isinstance(spec.loader, InstrumentingLoader):   # (its get_code instrumented it: not twice)
             code = instrumenter.compile(spec.loader.get_source(mod_name), spec.origin)
+        else:   # the main module's __loader__ and __spec__.loader: plain's
+            spec.loader = SourceFileLoader(mod_name, spec.origin)
         sys.argv[0] = spec.origin
         main = _main_module()
         sys.modules["__main__"] = main
