@@ -301,8 +301,7 @@ def test_modules_out_of_scope_get_the_spec_they_get_without_wholetrace(tmp_path,
     (tmp_path / "nspkg").mkdir()
     (tmp_path / "nspkg" / "inner.py").write_text("X = 1\n")
     plain, outs = _cold_and_warm(tmp_path, "prog_specs.py", SPECS, mode)
-    assert [out.replace("InstrumentingLoader", "SourceFileLoader") for out in outs] == [plain, plain]
-    assert "helper_mod InstrumentingLoader" in outs[1]
+    assert outs == [plain, plain]          # the instrumented helper's loader too: plain's (wave 22)
     from wholetrace.store import Recording
 
     with Recording(tmp_path / f"{mode}.wt") as rec:

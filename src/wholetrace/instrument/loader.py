@@ -286,6 +286,9 @@ class InstrumentingLoader(SourceFileLoader):
 
     def get_code(self, fullname: str) -> CodeType:
         path = self.get_filename(fullname)
+        module = sys.modules.get(fullname)
+        if getattr(module, "__loader__", None) is self:   # exec_module's: the module sees plain's loader
+            module.__loader__ = module.__spec__.loader = SourceFileLoader(fullname, path)  # type: ignore[union-attr]
         with _untraced(), held() as gc_held:   # no collection in it (runtime.collector)
             code = self.instrumenter.compile(self.get_data(path), path)
             gc_held.extra = containers(code)   # the collector's count as a .pyc load leaves it

@@ -234,8 +234,7 @@ class Children:
         if self.finishing or runner.LIVE is not self.live:
             return
         self.finishing = True
-        try:
-            sys.stdout.flush()
+        try:   # the program's stdout is flushed by its _bootstrap next (spawn: and at exit), as plain's
             self.live.stop("exit", None)
         finally:
             if signal.getsignal(signal.SIGTERM) == self._terminated:

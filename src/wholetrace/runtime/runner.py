@@ -18,8 +18,8 @@ from wholetrace.plain import Record
 from wholetrace.instrument import misspath
 from wholetrace.instrument.cache import InstrumentCache
 from wholetrace.instrument.modes import MODES
-from wholetrace.instrument.loader import (InstrumentingFinder, Instrumenter, Scope, install,
-                                          purge_modules, uninstall)
+from wholetrace.instrument.loader import (InstrumentingFinder, InstrumentingLoader, Instrumenter, Scope,
+                                          install, purge_modules, uninstall)
 from wholetrace.instrument.emit import C_CALLS_COUNT
 from wholetrace.runtime import collector, recursion
 from wholetrace.runtime.gil import require_gil
@@ -174,11 +174,13 @@ def _exec_main(code: CodeType, main: types.ModuleType, headroom: int, before: li
 def _run_module(name: str, instrumenter: Instrumenter, headroom: int, as_main: types.FunctionType) -> None:
     # runpy's (``as_main`` runs in its namespace: runpy is imported only for -m, _as_main_frame);
     # its imports (the module's packages) run the program's code, with collections on
-    mod_name, spec, _code = as_main.__globals__["_get_module_details"](name)
+    mod_name, spec, code = as_main.__globals__["_get_module_details"](name)
     assert spec.origin is not None
     with collector.held():   # wholetrace's work: the collector's counts as before it
-        source = spec.loader.get_source(mod_name)
-        code = instrumenter.compile(source, spec.origin)
+        if not isinstance(spec.loader, InstrumentingLoader):   # (its get_code instrumented it: not twice)
+            code = instrumenter.compile(spec.loader.get_source(mod_name), spec.origin)
+        else:   # the main module's __loader__ and __spec__.loader: plain's
+            spec.loader = SourceFileLoader(mod_name, spec.origin)
         sys.argv[0] = spec.origin
         main = _main_module()
         sys.modules["__main__"] = main

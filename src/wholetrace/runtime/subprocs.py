@@ -249,12 +249,41 @@ def _take_over(config: dict[str, Any], target: tuple[str, str, list[str]]) -> No
         import traceback
         traceback.print_exc()
         interrupted = False
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except Exception:  # noqa: BLE001 - a closed stream, as at interpreter exit
-            pass
+    flushed = flush_std_files()
     if interrupted:
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGINT)
-    os._exit(code & 0xFF if code >= 0 else 1)
+    os._exit(code & 0xFF if flushed else 120)      # the low byte, as exit() keeps of a negative status
+
+
+def _closed(stream: Any) -> bool:
+    """CPython's ``file_is_closed``: ``stream.closed`` is true (an error reading or testing it: not closed)."""
+    try:
+        return bool(stream.closed)
+    except BaseException:  # noqa: BLE001 - as the interpreter: cleared
+        return False
+
+
+def flush_std_files() -> bool:
+    """What the interpreter's finalisation does to the program's streams once ``atexit`` has run
+    (CPython's ``flush_std_files``), for a child that ends with ``os._exit``: ``sys.stdout``'s
+    ``flush`` (unless it is gone, None or closed; its exception reported as unraisable: 3.11/3.12
+    ``Exception ignored in: <stdout>``, 3.13 ``Exception ignored on flushing sys.stdout``), then
+    ``sys.stderr``'s (its exception dropped).  False when one failed: the process then exits
+    with status 120, as ``Py_FinalizeEx`` failing makes the interpreter do."""
+    from wholetrace.runtime.shutdown import report_unraisable
+
+    ok = True
+    for name in ("stdout", "stderr"):
+        stream = sys.__dict__.get(name)            # _PySys_GetAttr: the attribute itself
+        if stream is None or _closed(stream):
+            continue
+        try:
+            stream.flush()
+        except BaseException as exc:  # noqa: BLE001 - as the interpreter: reported or cleared
+            ok = False
+            if name == "stdout":
+                exc = exc.with_traceback(exc.__traceback__.tb_next if exc.__traceback__ else None)   # from flush down
+                how = (None, stream) if sys.version_info < (3, 13) else ("Exception ignored on flushing sys.stdout", None)
+                report_unraisable(exc, *how)
+    return ok
