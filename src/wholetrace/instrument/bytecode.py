@@ -81,6 +81,7 @@ _LOAD_CONST = _OP["LOAD_CONST"]
 _LOAD_FAST = {_OP[n] for n in ("LOAD_FAST", "LOAD_FAST_CHECK") if n in _OP}
 _LOAD_FAST_OP = _OP["LOAD_FAST"]
 _STORE_FAST_LOAD_FAST = _OP.get("STORE_FAST_LOAD_FAST", -1)
+_WITH_EXCEPT_START = _OP["WITH_EXCEPT_START"]
 
 Span = tuple[int, int, int, int, int]
 
@@ -214,18 +215,61 @@ def site_table(code: CodeType, spans: Sequence[Span]) -> bytes | tuple[int, ...]
     return bytes(out) if max(out, default=0) < 256 else tuple(out)
 
 
-def exit_positions(spans: Sequence[Span]) -> dict[tuple[int, int, int, int], int]:
-    """``co_positions`` entry -> with-exit statement id, of the exit entries of ``spans``
+def exit_positions(spans: Sequence[Span]) -> dict[tuple[int, int, int, int], list[int]]:
+    """``co_positions`` entry -> the with-exit and with-enter statement ids of the items whose
+    exit code is placed there, ``[exit, enter]`` an item, items in order
     (``instrument.cleanup.with_exit_spans``)."""
-    return {(l0, l1, c0, c1): -1 - s for l0, c0, l1, c1, s in spans if s < 0}
+    out: dict[tuple[int, int, int, int], list[int]] = {}
+    for l0, c0, l1, c1, s in spans:
+        if s < 0:
+            out.setdefault((l0, l1, c0, c1), []).append(-1 - s)
+    return out
 
 
 def exit_statement(code: CodeType, positions: Sequence[tuple[int | None, ...]], unit: int,
-                   exits: dict[tuple[int, int, int, int], int]) -> int:
-    """The with-exit statement whose exit code unit ``unit`` is (``exits``: :func:`exit_positions`
-    of the function's spans), -1 if it is none's: what overrides :func:`statement_at` there."""
-    sid = exits.get(positions[unit])  # type: ignore[arg-type]
-    return sid if sid is not None and with_exit_at(code, positions, unit) else -1
+                   exits: dict[tuple[int, int, int, int], list[int]]) -> int:
+    """The statement code unit ``unit`` belongs to when it is placed where a ``with`` item's
+    exit code is (``exits``: :func:`exit_positions` of the function's spans), -1 for
+    :func:`statement_at`'s answer: the item's with-exit statement for its exit code; when
+    several items share the place (3.11, 3.12: all at the ``with`` statement), the item is
+    the number of them whose exceptional exit encloses the unit (:func:`_enclosing_withs`),
+    and its other code there (``BEFORE_WITH``, the ``__aenter__`` await) is its with-enter
+    statement's."""
+    here = positions[unit]
+    sids = exits.get(here)  # type: ignore[call-overload]
+    if sids is None:
+        return -1
+    item = min(_enclosing_withs(code, positions, unit), len(sids) // 2 - 1) if len(sids) > 2 else 0
+    if with_exit_at(code, positions, unit):
+        return sids[2 * item]
+    return sids[2 * item + 1] if len(sids) > 2 else -1
+
+
+_parsed: tuple[bytes, list[Entry]] = (b"", [])   # the last exception table read (one code at a time)
+
+
+def _enclosing_withs(code: CodeType, positions: Sequence[tuple[int | None, ...]], unit: int) -> int:
+    """How many ``with`` items placed where ``unit`` is enclose it: the handlers an exception
+    at ``unit`` can reach (the handler covering it, the one covering that handler's code, and
+    so on out) that start ``PUSH_EXC_INFO; WITH_EXCEPT_START`` there.  An item's code at the
+    statement (its ``BEFORE_WITH``, its exit code, normal or exceptional) lies outside its own
+    handler's range and inside those of the items before it, by the compiler's nesting."""
+    global _parsed
+    if _parsed[0] is not code.co_exceptiontable:
+        _parsed = (code.co_exceptiontable, parse_exception_table(code.co_exceptiontable))
+    entries = _parsed[1]
+    raw, here = code.co_code, positions[unit]
+    seen: set[int] = set()
+    n = 0
+    entry = _covering(entries, unit)
+    while entry is not None and entry.target not in seen:
+        t = entry.target
+        seen.add(t)
+        if (raw[2 * t] == _PUSH_EXC_INFO and 2 * t + 2 < len(raw) and raw[2 * t + 2] == _WITH_EXCEPT_START
+                and positions[t + 1] == here):
+            n += 1
+        entry = _covering(entries, t)
+    return n
 
 
 _WITH_OPS = frozenset(_OP[n] for n in ("BEFORE_WITH", "BEFORE_ASYNC_WITH", "GET_AWAITABLE", "WITH_EXCEPT_START")

@@ -141,14 +141,20 @@ class CleanupRewriter:
         first.context_expr = self.expr(first.context_expr)
         store = self._target_store(first)
         if len(items) > 1:
-            inner_node = type(s)(items[1:], s.body, getattr(s, "type_comment", None))
-            ast.copy_location(inner_node, items[1].context_expr)
-            inner_node.end_lineno, inner_node.end_col_offset = s.end_lineno, s.end_col_offset
+            # at the statement, as plain Python places every item's BEFORE_WITH and exit code
+            # (3.11, 3.12): the site tables tell the items apart by nesting (with_exit_spans)
+            inner_node = ast.copy_location(type(s)(items[1:], s.body, getattr(s, "type_comment", None)), s)
             body = self._with(inner_node)  # type: ignore[arg-type]
             inner_exit = self.cfg.stmt_at(items[1], "with-exit")
             if inner_exit is not None:
                 after = self.em.stmts(self.site_values("after", inner_exit.id), None)
                 body += callless(after)
+            # plain Python runs the items' exit code with no other line between; the code after
+            # the inner item's (its probes, the guard's jump to its finally) takes the exit's line
+            at = next(i for i, st in enumerate(body) if st is inner_node or (
+                isinstance(st, ast.Try) and st.body and st.body[0] is inner_node))
+            body.append(ast.Pass())
+            _at_exit_line(body[at + 1:], first.context_expr if sys.version_info >= (3, 13) else s)
         else:
             self.unwinds += 1
             self.catching += 1
@@ -284,6 +290,20 @@ NO_LOCATION_ARMS_MISCOMPILE = sys.version_info[:2] == (3, 13)
 _BIG = 0x7FFFFFFFFFFFFFFF
 
 
+def _at_exit_line(nodes: list[ast.AST], like: ast.AST) -> None:
+    """Give the artificial nodes of ``nodes`` (probe code with no line) the start of ``like``,
+    where the item's exit code that follows them is placed: a line event after artificial
+    code compares with no line, and would repeat the exit's line."""
+    line, col = like.lineno, like.col_offset   # type: ignore[attr-defined]
+    stack = list(nodes)
+    while stack:
+        n = stack.pop()
+        if "lineno" not in n._attributes or getattr(n, "lineno", -1) == -1:
+            if "lineno" in n._attributes:
+                n.lineno, n.col_offset, n.end_lineno, n.end_col_offset = line, col, line, col  # type: ignore[attr-defined]
+            stack.extend(ast.iter_child_nodes(n))
+
+
 def callless(stmts: list[ast.stmt]) -> list[ast.stmt]:
     """Location-less probes after a compound statement (a ``finally``'s end, the probes after a
     ``with`` or ``finally``, an ``except*`` handler's end) without a call:
@@ -381,26 +401,26 @@ def continue_crosses_cleanup(body: list[ast.stmt]) -> bool:
 def with_exit_spans(cfg: CFG) -> list[tuple[int, int, int, int, int]]:
     """Where the compiler places each ``with`` item's exit code (the ``__exit__`` call, the
     exceptional exit's ``WITH_EXCEPT_START``, the ``__aexit__`` await): ``(line, col, end
-    line, end col, -1 - exit statement id)``.  3.11 and 3.12 place it at the ``with`` node,
-    which ``_with`` makes of each item after the first (from its expression to the
-    statement's end); 3.13 at the item's expression.  That is also where ``BEFORE_WITH`` (and
-    in 3.13 the expression's own code) stands, so ``instrument.bytecode.with_exit_at`` tells
-    them apart; without it an exception out of ``__exit__`` was the ``with-enter``
-    statement's, which count reads as an edge out of the ``with``'s first block (review19a MED-1)."""
+    line, end col, -1 - exit statement id)``, each followed by the same place with ``-1 -``
+    the item's with-enter statement id, items in order.  3.11 and 3.12 place it, and every
+    item's ``BEFORE_WITH``, at the ``with`` statement (``_with`` keeps each item after the
+    first there), so the items of one statement share the place and
+    ``instrument.bytecode.exit_statement`` tells them apart by nesting; 3.13 places it at
+    the item's expression.  That is also where ``BEFORE_WITH`` (and in 3.13 the expression's
+    own code) stands, so ``instrument.bytecode.with_exit_at`` tells them apart; without it an
+    exception out of ``__exit__`` was the ``with-enter`` statement's, which count reads as
+    an edge out of the ``with``'s first block (review19a MED-1)."""
+    found = []
+    for (anchor, kind), sid in cfg.anchors.items():
+        item = cfg.with_items.get(anchor) if kind == "with-exit" else None
+        enter = cfg.anchors.get((anchor, "with-enter"))
+        node = cfg.stmts[sid].node if item is not None else None
+        if item is not None and enter is not None and isinstance(node, (ast.With, ast.AsyncWith)):
+            expr = item[0].context_expr
+            at = expr if sys.version_info >= (3, 13) else node
+            where = (at.lineno, at.col_offset, at.end_lineno or at.lineno, at.end_col_offset or 0)
+            found.append((where, item[1], sid, enter))
     out = []
-    item_of = {sid: a for (a, kind), sid in cfg.anchors.items() if kind == "with-exit"}
-    for st in cfg.stmts:
-        node = st.node
-        found = cfg.with_items.get(item_of.get(st.id, -1)) if st.kind == "with-exit" else None
-        if found is None or not isinstance(node, (ast.With, ast.AsyncWith)):
-            continue
-        item, i = found
-        expr = item.context_expr
-        if sys.version_info >= (3, 13):
-            out.append((expr.lineno, expr.col_offset, expr.end_lineno or expr.lineno,
-                        expr.end_col_offset or 0, -1 - st.id))
-        else:
-            first = expr if i else node
-            out.append((first.lineno, first.col_offset, node.end_lineno or node.lineno,
-                        node.end_col_offset or 0, -1 - st.id))
+    for where, _i, sid, enter in sorted(found):
+        out += [(*where, -1 - sid), (*where, -1 - enter)]
     return out
