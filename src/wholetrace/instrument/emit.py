@@ -82,6 +82,10 @@ VARS = "vars"
 #: never-raised exception (no traceback) standing in for an exception that is no group
 TYPE, ISSUBCLASS, GROUP, STAR_HOLDER = "type", "issubclass", "BaseExceptionGroup", "star-holder"
 RECURSION_ERROR = "RecursionError"
+#: an exception's traceback and a group's exceptions, read through ``BaseException``'s and
+#: ``BaseExceptionGroup``'s own descriptors (their ``__get__``): reading ``exc.__traceback__`` would run
+#: an exception class's ``__getattribute__`` or a ``__traceback__`` it defines (design.md, wave 22)
+TRACEBACK, MEMBERS = "traceback", "exceptions"
 #: coroutines' prologues (``instrument.awaits.hand_flag``): ``id``, the running task's root frame
 #: id (a context variable's ``get``), and the ``get``/``__setitem__`` of the runtime's dict frame id -> the code
 #: of an instrumented coroutine activation driven by a task (None: driven by hand)
