@@ -205,12 +205,13 @@ def runtime_objects(state: RunState) -> dict[str, object]:
         return map(_second, zip(iter(partial(record, values, counts), _NEVER), iterable))
 
     async def afor_wrapper(iterable: Any, values: tuple[Any, ...], counts: object = None) -> AsyncIterator[Any]:
-        """The async twin of ``for_wrapper``."""
-        it = iterable.__aiter__()
+        """The async twin of ``for_wrapper``.  ``aiter``/``anext`` use the type's slots, as
+        ``async for`` does: no ``__getattribute__`` of the program's iterator runs."""
+        it = aiter(iterable)
         while True:
             record(values, counts)
             try:
-                item = await it.__anext__()
+                item = await anext(it)
             except StopAsyncIteration:
                 return
             yield item
@@ -223,7 +224,8 @@ def runtime_objects(state: RunState) -> dict[str, object]:
             emit.RERAISE_MARK_GUARD: sys.exception, emit.NO_TB: _NoTraceback(), emit.SKIP: bool, emit.VARS: vars,
             emit.TYPE: type, emit.ISSUBCLASS: issubclass, emit.GROUP: BaseExceptionGroup,
             emit.STAR_HOLDER: BaseExceptionGroup("wholetrace", [Exception()]),
-            emit.RECURSION_ERROR: RecursionError, emit.TRACEBACK: traceback_of, emit.MEMBERS: members_of,
+            emit.RECURSION_ERROR: RecursionError, emit.EXC_INFO: sys.exc_info, emit.TRACEBACK: traceback_of,
+            emit.MEMBERS: members_of,
             emit.SLOT: held.get, emit.NO_SLOT: NoSlot(), emit.FORGET: held.pop, emit.FRAME: _getframe,
             emit.ID: id, emit.ROOT: streams.root.get, emit.DRIVEN_GET: driven.get, emit.DRIVEN_SET: driven.__setitem__}
 
