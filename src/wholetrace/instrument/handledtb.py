@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from wholetrace.instrument.emit import EXC_INFO, GROUP, ISSUBCLASS, LASTI, MEMBERS, STAR_HOLDER, TRACEBACK, TYPE
+from wholetrace.instrument.emit import C_CALLS_COUNT, EXC_INFO, GROUP, ISSUBCLASS, LASTI, MEMBERS, STAR_HOLDER, TRACEBACK, TYPE
 from wholetrace.instrument.misspath import LazyModule
 from wholetrace.instrument.probeast import ast_call, ast_const, ast_name, rt
 
@@ -50,8 +50,9 @@ def star_tb(exc: str, handler: bool = True, callless: bool = False) -> ast.expr:
     frame), HOLDER's one exception having no traceback.  ``tb`` of ``exc``: :func:`traceback_of`;
     ``members`` and the member's ``tb``: the descriptors of ``BaseExceptionGroup.exceptions`` and
     ``BaseException.__traceback__`` (no property or ``__getattribute__`` of the program runs);
-    with ``callless`` (count modes on 3.11: those calls fail in the deepest frame), attribute
-    reads where the class is a built-in one (:func:`_read_if_builtin`)."""
+    on 3.11 (calling a descriptor's ``__get__`` nests two recursion checks, more than the deepest
+    frame has in any mode), attribute reads where the class is a built-in one
+    (:func:`_read_if_builtin`), the calls otherwise.  ``callless``: count modes on 3.11."""
     own = traceback_of(ast_name(exc), callless)
     if handler:
         holder: ast.expr = ast_name(exc)
@@ -59,11 +60,11 @@ def star_tb(exc: str, handler: bool = True, callless: bool = False) -> ast.expr:
         is_group = ast_call(rt(ISSUBCLASS), ast_call(rt(TYPE), ast_name(exc)), rt(GROUP))
         holder = ast.Subscript(ast.Tuple([rt(STAR_HOLDER), ast_name(exc)], ast.Load()), is_group, ast.Load())
     members = ast_call(rt(MEMBERS), holder)
-    if callless:
+    if C_CALLS_COUNT:   # (a descriptor's __get__ is two levels: more than a trace mode's headroom)
         members = _read_if_builtin(holder, "exceptions", members)
     first = ast.Subscript(members, ast_const(0), ast.Load())
     wrapped = ast_call(rt(TRACEBACK), first)
-    if callless:
+    if C_CALLS_COUNT:
         wrapped = _read_if_builtin(first, "__traceback__", wrapped)
     missing = ast.Compare(traceback_of(ast_name(exc), callless), [ast.Is()], [ast_const(None)])
     return ast.Subscript(ast.Tuple([own, wrapped], ast.Load()), missing, ast.Load())
