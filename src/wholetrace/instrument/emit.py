@@ -6,7 +6,7 @@ builtins; functions use a few locals whose names contain a dot (no source can sp
 This module is what the runtime and the template cache read on every recording
 (``runtime.probes.runtime_objects``, ``instrument.cache.relocate``).  The code that builds
 probes is imported on a cache miss only (wave 17: split from here, still imported from here):
-``instrument.probecode`` (``Emitter``, ``star_tb``) and ``instrument.probeast`` (nodes and
+``instrument.probecode`` (``Emitter``), ``instrument.handledtb`` (``star_tb``) and ``instrument.probeast`` (nodes and
 their positions).
 """
 
@@ -20,7 +20,8 @@ TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "S
 if TYPE_CHECKING:   # pragma: no cover
     from wholetrace.instrument.probeast import (artificial, ast_call, ast_const, ast_name, first_evaluated, locate,
                                                 place, rt, start_line)
-    from wholetrace.instrument.probecode import Emitter, star_tb
+    from wholetrace.instrument.handledtb import star_tb
+    from wholetrace.instrument.probecode import Emitter
 
 # --- locals of instrumented functions (module and class bodies bind none)
 A = "wt.a"           # trace modes: append method of the current stream
@@ -82,6 +83,12 @@ VARS = "vars"
 #: never-raised exception (no traceback) standing in for an exception that is no group
 TYPE, ISSUBCLASS, GROUP, STAR_HOLDER = "type", "issubclass", "BaseExceptionGroup", "star-holder"
 RECURSION_ERROR = "RecursionError"
+#: handlers read the handled exception's traceback as ``sys.exc_info()[2]`` (``EXC_INFO``), an
+#: exception group's member's through ``BaseException.__traceback__``'s descriptor (``TRACEBACK``, its
+#: ``__get__``) and the members through ``BaseExceptionGroup.exceptions``'s (``MEMBERS``): reading
+#: ``exc.__traceback__`` ran an exception class's ``__getattribute__`` or a ``__traceback__`` it
+#: defines (design.md, wave 22)
+EXC_INFO, TRACEBACK, MEMBERS = "exc-info", "traceback", "exceptions"
 #: coroutines' prologues (``instrument.awaits.hand_flag``): ``id``, the running task's root frame
 #: id (a context variable's ``get``), and the ``get``/``__setitem__`` of the runtime's dict frame id -> the code
 #: of an instrumented coroutine activation driven by a task (None: driven by hand)
@@ -121,7 +128,7 @@ def counter_slot(counter: int) -> str:
 
 #: The names of the code that builds probes, read here as before wave 17 (``from wholetrace.instrument.emit
 #: import Emitter``): by module, imported when first asked for (a cache miss), never at start-up.
-_PROBE_CODE = {"Emitter": "probecode", "star_tb": "probecode", "_counter": "probecode",
+_PROBE_CODE = {"Emitter": "probecode", "star_tb": "handledtb", "_counter": "probecode",
                "artificial": "probeast", "ast_call": "probeast", "ast_const": "probeast", "ast_name": "probeast",
                "first_evaluated": "probeast", "locate": "probeast", "place": "probeast", "rt": "probeast",
                "start_line": "probeast", "_position": "probeast", "_FIRST_CHILD": "probeast"}

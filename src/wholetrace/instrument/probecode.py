@@ -16,10 +16,11 @@ from wholetrace.ids import EXIT
 from wholetrace.instrument.misspath import LazyModule
 from wholetrace.events import EXC, LEAVE, LEAVE_PATH, NO_PATH, RERAISE as RERAISE_CODE, START, enter_code
 from wholetrace.instrument.pathforms import LEAVE_TABLE_MAX
-from wholetrace.instrument.emit import (A, BARE, COUNTS, C_CALLS_COUNT, EDGES, EXC_CAUGHT, EXC_GUARD, EXC_OWN, GET, GROUP,
-                                        INC, ISSUBCLASS, LASTI, LOCAL, NEW, NO_TB, O, P, R, RECURSION_ERROR,
-                                        RERAISE_MARK, RERAISE_MARK_GUARD, SEEN, SKIP, STAR_HOLDER, TYPE,
+from wholetrace.instrument.emit import (A, BARE, COUNTS, C_CALLS_COUNT, EDGES, EXC_CAUGHT, EXC_GUARD, EXC_OWN, GET,
+                                        INC, LASTI, LOCAL, NEW, NO_TB, O, P, R, RECURSION_ERROR,
+                                        RERAISE_MARK, RERAISE_MARK_GUARD, SEEN, SKIP,
                                         XCOUNT, XEDGE, XLIST, counter_slot, leave_table, sites_constant)
+from wholetrace.instrument.handledtb import star_tb, traceback_of
 from wholetrace.instrument.heldcode import HeldCode
 from wholetrace.instrument.probeast import (artificial, ast_call, ast_const, ast_name, first_evaluated, place, rt)
 from wholetrace.plain import Record
@@ -36,29 +37,6 @@ if TYPE_CHECKING:   # pragma: no cover
     from wholetrace.instrument.pathnum import EdgeProbe
 else:   # ast only on a cache miss
     ast = LazyModule("ast", globals(), "ast")
-
-
-def star_tb(exc: str, handler: bool = True) -> ast.expr:
-    """The traceback entry an exception ``exc`` stands for where an ``except*`` may have made it,
-    without a branch: the exception's own, or, for a group ``except*`` wrapped a naked exception
-    in (it has no traceback, and keeps none when a bare ``raise`` in the handler re-raises it),
-    the wrapped exception's, whose head is this frame's entry.  ``handler``: in an ``except*``
-    handler (``exc`` is a group: no call), ``(exc.__traceback__, exc.exceptions[0].__traceback__)
-    [exc.__traceback__ is None]``; else (in a guard around one) ``exc`` may be any exception, so
-    the group read is ``(HOLDER, exc)[issubclass(type(exc), BaseExceptionGroup)]`` (builtins' calls:
-    no frame; no attribute of a non-group is read, so no property or ``__getattr__`` of the
-    program runs), HOLDER's one exception having no traceback."""
-    own = ast.Attribute(ast_name(exc), "__traceback__", ast.Load())
-    if handler:
-        holder: ast.expr = ast_name(exc)
-    else:
-        is_group = ast_call(rt(ISSUBCLASS), ast_call(rt(TYPE), ast_name(exc)), rt(GROUP))
-        holder = ast.Subscript(ast.Tuple([rt(STAR_HOLDER), ast_name(exc)], ast.Load()), is_group, ast.Load())
-    group = ast.Attribute(holder, "exceptions", ast.Load())
-    first = ast.Subscript(group, ast_const(0), ast.Load())
-    wrapped = ast.Attribute(first, "__traceback__", ast.Load())
-    missing = ast.Compare(ast.Attribute(ast_name(exc), "__traceback__", ast.Load()), [ast.Is()], [ast_const(None)])
-    return ast.Subscript(ast.Tuple([own, wrapped], ast.Load()), missing, ast.Load())
 
 
 def _counter(counter: int, ctx: ast.expr_context) -> ast.expr:
@@ -326,9 +304,10 @@ class Emitter(HeldCode, Record):
             return [place(ast.Expr(ast_call(rt(XEDGE), ast_const(self.fid), *extra)), at)]  # type: ignore[list-item]
 
         def tb() -> ast.expr:
+            callless = self.counts and C_CALLS_COUNT
             if star or self.star:
-                return star_tb(exc, handler=star)
-            return ast.Attribute(ast_name(exc), "__traceback__", ast.Load())
+                return star_tb(exc, handler=star, callless=callless)
+            return traceback_of(ast_name(exc), callless)
 
         if self.counts:
             src = self.site_of(tb())

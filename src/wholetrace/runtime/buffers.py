@@ -19,7 +19,8 @@ TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "S
 if TYPE_CHECKING:   # pragma: no cover
     from typing import Sequence
 
-assert array("i").itemsize == 4, "int32 events need a 4-byte C int"
+_EMPTY = array("i")   # new arrays are slices of it: ``array()`` is an audit event a program's hook would see
+assert _EMPTY.itemsize == 4, "int32 events need a 4-byte C int"
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 #: Events packed per ``struct`` call (its argument tuple is built from a slice).
 PACK = 8192
@@ -30,7 +31,7 @@ assert _PACK.size == 4 * PACK
 def _pack(chunk: Sequence[int], n: int) -> "array[int] | None":
     """The first ``n`` values of ``chunk`` as int32, None if one is no int32 value."""
     full = n - n % PACK
-    out = array("i")
+    out = _EMPTY[:]
     try:
         for i in range(0, full, PACK):
             out.frombytes(_PACK.pack(*chunk[i:i + PACK]))

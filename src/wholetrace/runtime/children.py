@@ -143,7 +143,7 @@ class Children:
         streams.lock, streams.main_ident = _thread.allocate_lock(), me   # (threading's _after_fork: the forking thread is the main one)
         kept = [st for st in streams.all if st.thread_ident == me]
         streams.all[:] = kept
-        streams.by_buffer = {id(st.buf): st for st in kept}
+        streams.by_buffer = {st.buf.append: st for st in kept}
         meta = dict(self.config.meta, cwd=os.getcwd(), mode=rec.mode, include=self.config.include,
                     python=sys.version.split()[0], start_time=time.time())
         files = list(rec.files)
@@ -427,7 +427,7 @@ def _in_multiprocessing() -> bool:
 
 
 def _stream_of(streams: Any, append: Any) -> int | None:
-    st = streams.by_buffer.get(id(getattr(append, "__self__", None)))
+    st = streams.by_buffer.get(append)
     return None if st is None else st.sid
 
 

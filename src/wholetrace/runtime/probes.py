@@ -29,6 +29,10 @@ if TYPE_CHECKING:   # pragma: no cover
     from typing import Any, AsyncIterator, Iterable, Iterator
 
 _second = itemgetter(1)
+#: ``BaseException.__traceback__`` and ``BaseExceptionGroup.exceptions`` read through their own
+#: descriptors: a program's ``__getattribute__`` (or a ``__traceback__`` its class defines) never runs
+traceback_of = BaseException.__dict__["__traceback__"].__get__
+members_of = BaseExceptionGroup.__dict__["exceptions"].__get__
 _NEVER = object()          # a sentinel the recorder never returns
 
 
@@ -142,23 +146,24 @@ def runtime_objects(state: RunState) -> dict[str, object]:
     #: (``instrument.awaits.hand_flag``: set at each activation's first step, read by what it awaits)
     driven: dict[int, CodeType | None] = {}
 
-    def origin(fid: int, frame: FrameType, reraise: bool, keep: bool) -> tuple[int, int]:
+    def origin(fid: int, reraise: bool, keep: bool) -> tuple[int, int]:
         """Module and class bodies: (the statement the handled exception's traceback points at
         in ``frame``, the body's, the statement that raised it).  They differ for a re-raise:
         the traceback entry is the one the body's last handler saw (held while the exception
         stays in the body: ``keep``), and the body passed a re-raise site since (the same
         rule as functions' inline ``instrument.emit.Emitter.again``).  ``reraise``: the body
-        has re-raise sites and the mode asks (count and witness modes)."""
+        has re-raise sites and the mode asks (count and witness modes); only then is the body's
+        frame (the caller's caller) fetched: ``sys._getframe`` is an audit event."""
         exc = sys.exception()
-        tb = exc.__traceback__ if exc is not None else None
-        if tb is None and isinstance(exc, BaseExceptionGroup):   # except* wrapped a naked exception
-            tb = exc.exceptions[0].__traceback__
+        tb = traceback_of(exc) if exc is not None else None   # (no attribute of the program's exception read)
+        if tb is None and issubclass(type(exc), BaseExceptionGroup):   # except* wrapped a naked exception
+            tb = traceback_of(members_of(exc)[0])
         if tb is None:
             return -1, -1
         src = sites.resolve(fid, tb.tb_frame.f_code, tb.tb_lasti)
         if not reraise:
             return src, src
-        slot = held.setdefault(frame, {})
+        slot = held.setdefault(_getframe(2), {})
         site, seen = slot.get(-2, -1), slot.get(-1)
         slot[-1] = tb if keep else None
         return src, site if seen is tb and site >= 0 else src  # type: ignore[operator]
@@ -167,14 +172,14 @@ def runtime_objects(state: RunState) -> dict[str, object]:
         """Module and class bodies: EXC <statement>, or RERAISE <statement> <re-raise site>
         (witness modes), then the handler block (witness modes, unless it is EXIT: -1)."""
         cur = current() or new_stream()
-        src, raised = origin(fid, _getframe(1), reraise, handler >= 0)
+        src, raised = origin(fid, reraise, handler >= 0)
         rec = (RERAISE, src, raised) if raised != src else (EXC, src)
         # one call for the whole record: a thread stopped at exit never stands inside it
         cur.__self__.extend(rec + (handler,) if handler >= 0 else rec)  # type: ignore[attr-defined]
 
     def exception_edge_count(fid: int, dst: int, reraise: bool = False) -> None:
         """Module and class bodies, count modes: the edge from the statement that raised."""
-        xedges.extend((fid, origin(fid, _getframe(1), reraise, dst != EXIT)[1], dst))
+        xedges.extend((fid, origin(fid, reraise, dst != EXIT)[1], dst))
 
     def increment(counts: object, slot: str) -> None:
         """Module and class bodies, count modes: a counter probe inside an expression."""
@@ -200,12 +205,13 @@ def runtime_objects(state: RunState) -> dict[str, object]:
         return map(_second, zip(iter(partial(record, values, counts), _NEVER), iterable))
 
     async def afor_wrapper(iterable: Any, values: tuple[Any, ...], counts: object = None) -> AsyncIterator[Any]:
-        """The async twin of ``for_wrapper``."""
-        it = iterable.__aiter__()
+        """The async twin of ``for_wrapper``.  ``aiter``/``anext`` use the type's slots, as
+        ``async for`` does: no ``__getattribute__`` of the program's iterator runs."""
+        it = aiter(iterable)
         while True:
             record(values, counts)
             try:
-                item = await it.__anext__()
+                item = await anext(it)
             except StopAsyncIteration:
                 return
             yield item
@@ -218,7 +224,8 @@ def runtime_objects(state: RunState) -> dict[str, object]:
             emit.RERAISE_MARK_GUARD: sys.exception, emit.NO_TB: _NoTraceback(), emit.SKIP: bool, emit.VARS: vars,
             emit.TYPE: type, emit.ISSUBCLASS: issubclass, emit.GROUP: BaseExceptionGroup,
             emit.STAR_HOLDER: BaseExceptionGroup("wholetrace", [Exception()]),
-            emit.RECURSION_ERROR: RecursionError,
+            emit.RECURSION_ERROR: RecursionError, emit.EXC_INFO: sys.exc_info, emit.TRACEBACK: traceback_of,
+            emit.MEMBERS: members_of,
             emit.SLOT: held.get, emit.NO_SLOT: NoSlot(), emit.FORGET: held.pop, emit.FRAME: _getframe,
             emit.ID: id, emit.ROOT: streams.root.get, emit.DRIVEN_GET: driven.get, emit.DRIVEN_SET: driven.__setitem__}
 

@@ -32,14 +32,23 @@ from wholetrace.capi import Int, PyFunction, PythonAPI
 
 _FIELDS = 20
 _Ints = Int * _FIELDS
+#: ``PyThreadState_Get``, found once (``ctypes.dlsym`` is an audit event, and so is ``from_address``:
+#: a thread's first probe that shifts its counter must raise none a program's audit hook sees)
+try:
+    _thread_state = PyFunction(("PyThreadState_Get", PythonAPI))
+    _thread_state.restype = _ctypes.POINTER(_Ints)
+except (AttributeError, OSError):   # pragma: no cover - no C API symbols
+    _thread_state = None
 
 
 def _thread_state_ints() -> _ctypes.Array:
-    return _Ints.from_address(PyFunction(("PyThreadState_Get", PythonAPI))())
+    return _thread_state().contents
 
 
 def _find_field() -> int | None:
     """Index (in ints) of the current thread's remaining-depth counter, validated."""
+    if _thread_state is None:   # pragma: no cover
+        return None
     try:
         outer = list(_thread_state_ints())
         inner = _one_call_deeper()

@@ -64,7 +64,8 @@ class Streams:
         #: the main thread's ident (made in it; a fork child's ``runtime.children`` resets it)
         self.main_ident = _thread.get_ident()
         self.all: list[Stream] = []
-        self.by_buffer: dict[int, Stream] = {}
+        #: a stream's ``buf.append`` -> the stream (bound methods of one list are equal, hashed by the list's address)
+        self.by_buffer: dict[Append, Stream] = {}
         self.on_new: Callable[[Stream], None] | None = None
         self._asyncio: tuple[Any, type, type] | None = None
 
@@ -84,8 +85,8 @@ class Streams:
             st = Stream(len(self.all), kind, name, me, parent)
             self.all.append(st)
         append = st.buf.append
-        self.by_buffer[id(st.buf)] = st
-        self.current.set(append)
+        self.by_buffer[append] = st   # (keyed by the append itself: ``id()`` is an audit event)
+        self.current.set(append)   # before on_new: a probe it runs (a program's audit hook) finds its stream
         if self.on_new is not None:
             self.on_new(st)
         return append
@@ -94,7 +95,7 @@ class Streams:
         a = self.current.get()
         if a is None:
             return None
-        st = self.by_buffer.get(id(a.__self__))  # type: ignore[attr-defined]
+        st = self.by_buffer.get(a)
         return None if st is None else st.sid
 
     def patch_asyncio(self, aio: Any) -> None:

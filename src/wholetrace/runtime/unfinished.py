@@ -278,7 +278,7 @@ def snapshot(state: RunState, by_code: dict[tuple[str, str], int],
     me = _thread.get_ident()
 
     def stream_id(append: Any) -> int | None:
-        st = streams.by_buffer.get(id(getattr(append, "__self__", None)))
+        st = streams.by_buffer.get(append)
         return None if st is None else st.sid
 
     def lengths() -> dict[int, int]:
