@@ -7,7 +7,7 @@ import sys
 
 from wholetrace.events import LEAVE, enter_code
 from wholetrace.ids import EXIT
-from wholetrace.instrument.cfg import CFG
+from wholetrace.instrument.cfg import CFG, _walk_expr
 from wholetrace.instrument.emit import (A, D, DRIVEN_GET, DRIVEN_SET, F, FRAME, ID, K, ROOT, SKIP, Emitter, artificial,
                                        ast_call, ast_const, ast_name, locate, place, rt)
 
@@ -91,7 +91,7 @@ def exit_awaits(cfg: CFG) -> set[int]:
         stack: list[ast.AST] = [st.node]
         while stack:
             n = stack.pop()
-            if isinstance(n, ast.Await) or async_comprehension(n):
+            if isinstance(n, ast.Await) or async_comprehension(n) or suspending_genexp(n):
                 out.add(id(n))
             for name, value in ast.iter_fields(n):
                 if name in _BODIES and isinstance(n, (ast.stmt, ast.excepthandler, ast.match_case)):
@@ -185,6 +185,14 @@ def async_comprehension(node: ast.AST) -> bool:
     if not isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp)):
         return False
     return any(g.is_async for g in node.generators) or any(isinstance(n, ast.Await) for n in _inside(node))
+
+
+def suspending_genexp(node: ast.AST) -> bool:
+    """A generator expression whose first iterable (evaluated by the enclosing coroutine, as
+    the CFG says) awaits: wrapped as a whole, as an async comprehension is (the compiler
+    rejects an assignment expression in a comprehension's iterable, and the rest of it runs
+    in the generator's own frame)."""
+    return isinstance(node, ast.GeneratorExp) and any(isinstance(n, ast.Await) for n in _walk_expr([node.generators[0].iter]))
 
 
 def _inside(node: ast.AST) -> Iterable[ast.AST]:

@@ -390,6 +390,13 @@ class _YieldRewriter(ast.NodeTransformer):
         self.generic_visit(node)
         return awaits.wrap_await(self.em, node, id(node) in self.exits)
 
+    def visit_GeneratorExp(self, node: ast.GeneratorExp) -> ast.AST:
+        if awaits.suspending_genexp(node):   # no assignment expression in a comprehension's iterable
+            return awaits.around(self.em, node, exits=id(node) in self.exits)
+        first = node.generators[0]   # the rest runs in the generator's own frame
+        first.iter = self.visit(first.iter)
+        return node
+
     def _comprehension(self, node: ast.ListComp | ast.SetComp | ast.DictComp) -> ast.AST:
         if awaits.async_comprehension(node):   # awaited as a whole: every await inside suspends it
             return awaits.around(self.em, node, exits=id(node) in self.exits)
