@@ -255,9 +255,10 @@ def _enclosing_withs(code: CodeType, positions: Sequence[tuple[int | None, ...]]
     statement (its ``BEFORE_WITH``, its exit code, normal or exceptional) lies outside its own
     handler's range and inside those of the items before it, by the compiler's nesting."""
     global _parsed
-    if _parsed[0] is not code.co_exceptiontable:
-        _parsed = (code.co_exceptiontable, parse_exception_table(code.co_exceptiontable))
-    entries = _parsed[1]
+    parsed = _parsed   # one read: another thread may replace the global between a test and a use
+    if parsed[0] is not code.co_exceptiontable:
+        parsed = _parsed = (code.co_exceptiontable, parse_exception_table(code.co_exceptiontable))
+    entries = parsed[1]
     raw, here = code.co_code, positions[unit]
     seen: set[int] = set()
     n = 0
