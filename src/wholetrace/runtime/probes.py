@@ -43,7 +43,7 @@ def static_exception_classes() -> frozenset[type]:
     found, todo = set(), [BaseException]
     while todo:
         cls = todo.pop()
-        if cls not in found and type(cls) is type and not cls.__flags__ & _HEAPTYPE:
+        if type(cls) is type and not cls.__flags__ & _HEAPTYPE and cls not in found:   # (no hash of a program class)
             found.add(cls)
             todo.extend(type.__subclasses__(cls))
     return frozenset(found)
