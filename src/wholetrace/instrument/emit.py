@@ -34,6 +34,8 @@ EXC_OWN = "wt.e"     # the exception in a guard whose ``finally`` is ours (both 
 EXC_GUARD = "wt.g"   # the exception in a guard around a ``finally`` of the program
 EXC_CAUGHT = "wt.x"  # the exception in a handler of the program that binds no name
 LASTI = "wt.l"       # temporary: instruction index of a traceback entry
+TB = "wt.u"          # temporary (count and witness modes, bodies with re-raise sites): the handled
+                     # traceback entry, read once a handler probe and dropped at its end
 XLIST = "wt.q"       # count modes: the recording's exception-edge list, fetched in a handler
 WITH_VALUE = "wt.w"  # ``__enter__``'s value while a ``with`` target that can raise is stored in the guard
 MATCH = "wt.m"       # ``wt.m<N>``: the saved subject of a split ``match``
@@ -89,6 +91,9 @@ RECURSION_ERROR = "RecursionError"
 #: ``exc.__traceback__`` ran an exception class's ``__getattribute__`` or a ``__traceback__`` it
 #: defines (design.md, wave 22)
 EXC_INFO, TRACEBACK, MEMBERS = "exc-info", "traceback", "exceptions"
+#: count modes on 3.11 (and 3.11's ``except*`` member reads): the built-in exception classes whose
+#: attributes a program cannot change (static types), a frozenset (``instrument.handledtb``)
+BUILTIN_EXCEPTIONS = "builtin-exceptions"
 #: coroutines' prologues (``instrument.awaits.hand_flag``): ``id``, the running task's root frame
 #: id (a context variable's ``get``), and the ``get``/``__setitem__`` of the runtime's dict frame id -> the code
 #: of an instrumented coroutine activation driven by a task (None: driven by hand)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from wholetrace.instrument.emit import C_CALLS_COUNT, EXC_INFO, GROUP, ISSUBCLASS, LASTI, MEMBERS, STAR_HOLDER, TRACEBACK, TYPE
+from wholetrace.instrument.emit import (BUILTIN_EXCEPTIONS, C_CALLS_COUNT, EXC_INFO, GROUP, ISSUBCLASS, LASTI, MEMBERS,
+                                        STAR_HOLDER, TRACEBACK, TYPE)
 from wholetrace.instrument.misspath import LazyModule
 from wholetrace.instrument.probeast import ast_call, ast_const, ast_name, rt
 
@@ -12,8 +13,6 @@ if TYPE_CHECKING:   # pragma: no cover
 else:   # ast only on a cache miss
     ast = LazyModule("ast", globals(), "ast")
 
-_HEAPTYPE = 1 << 9   # Py_TPFLAGS_HEAPTYPE: a class made by a class statement or type(), not a built-in one
-
 
 def traceback_of(exc: ast.expr, callless: bool = False) -> ast.expr:
     """The traceback of ``exc``, the exception being handled where the probe runs (a handler's
@@ -21,21 +20,23 @@ def traceback_of(exc: ast.expr, callless: bool = False) -> ast.expr:
     no ``__getattribute__`` or ``__traceback__`` of the program's exception class runs.
     ``callless`` (count modes on 3.11, whose handler probes must work in the deepest frame,
     where any C call but ``type()`` fails): ``exc.__traceback__`` for an exception of a built-in
-    class (``type(type(exc)) is type and not type(exc).__flags__ & HEAPTYPE``: only ``type()``
-    calls and ``type``'s own ``__flags__`` descriptor), which has neither, else the call."""
+    class (:func:`_read_if_builtin`), which has neither, else the call."""
     handled = ast.Subscript(ast_call(rt(EXC_INFO)), ast_const(2), ast.Load())
     return _read_if_builtin(exc, "__traceback__", handled) if callless else handled
 
 
 def _read_if_builtin(obj: ast.expr, attr: str, otherwise: ast.expr) -> ast.expr:
     """``obj.attr`` if ``obj``'s class is a built-in one (no ``__getattribute__`` or ``attr`` of
-    the program's), else ``otherwise``: ``type(type(obj)) is type and not type(obj).__flags__ &
-    HEAPTYPE``, with ``type()`` calls only and ``type``'s own ``__flags__`` descriptor (``wt.l``,
-    a temporary, holds ``type``: an ``is`` with a constant would warn when compiled)."""
+    the program's), else ``otherwise``: ``type(type(obj)) is type and type(obj) in BUILTINS``
+    (``runtime.probes``: the static exception classes, whose attributes no program can set),
+    with ``type()`` calls only and a frozenset lookup that hashes a class of metaclass ``type``
+    (no ``__hash__`` or ``__eq__`` of the program's; wave 22 read ``type(obj).__flags__``, a
+    generic attribute lookup on the class that cost ~2.5 times the set's).  ``wt.l``, a
+    temporary, holds ``type``: an ``is`` with a constant would warn when compiled."""
     meta = ast_call(rt(TYPE), ast_call(rt(TYPE), obj))
     plain_meta = ast.Compare(meta, [ast.Is()], [ast.NamedExpr(ast_name(LASTI, True), rt(TYPE))])
-    heap = ast.BinOp(ast.Attribute(ast_call(rt(TYPE), obj), "__flags__", ast.Load()), ast.BitAnd(), ast_const(_HEAPTYPE))
-    builtin = ast.BoolOp(ast.And(), [plain_meta, ast.UnaryOp(ast.Not(), heap)])
+    known = ast.Compare(ast_call(rt(TYPE), obj), [ast.In()], [rt(BUILTIN_EXCEPTIONS)])
+    builtin = ast.BoolOp(ast.And(), [plain_meta, known])
     return ast.IfExp(builtin, ast.Attribute(obj, attr, ast.Load()), otherwise)
 
 

@@ -18,7 +18,7 @@ from wholetrace.events import EXC, LEAVE, LEAVE_PATH, NO_PATH, RERAISE as RERAIS
 from wholetrace.instrument.pathforms import LEAVE_TABLE_MAX
 from wholetrace.instrument.emit import (A, BARE, COUNTS, C_CALLS_COUNT, EDGES, EXC_CAUGHT, EXC_GUARD, EXC_OWN, GET,
                                         INC, LASTI, LOCAL, NEW, NO_TB, O, P, R, RECURSION_ERROR,
-                                        RERAISE_MARK, RERAISE_MARK_GUARD, SEEN, SKIP,
+                                        RERAISE_MARK, RERAISE_MARK_GUARD, SEEN, SKIP, TB,
                                         XCOUNT, XEDGE, XLIST, counter_slot, leave_table, sites_constant)
 from wholetrace.instrument.handledtb import star_tb, traceback_of
 from wholetrace.instrument.heldcode import HeldCode
@@ -309,13 +309,24 @@ class Emitter(HeldCode, Record):
                 return star_tb(exc, handler=star, callless=callless)
             return traceback_of(ast_name(exc), callless)
 
+        # A body with re-raise sites uses the traceback entry more than once: it is read once,
+        # into ``wt.u``, which is dropped at the probe's end (``wt.s`` holds it from there, as before)
+        def read_once() -> list[ast.stmt]:
+            return [ast.Assign([ast_name(TB, True)], tb())] if self.tracks_reraise else []
+
+        def drop() -> list[ast.stmt]:
+            return [ast.Assign([ast_name(TB, True)], ast_const(None))] if self.tracks_reraise else []
+
         if self.counts:
-            src = self.site_of(tb())
             if self.tracks_reraise:
-                src = ast.Subscript(ast.Tuple([src, ast_name(R)], ast.Load()), self.again(tb(), hold=True), ast.Load())
-            record = [ast.Assign([ast_name(XLIST, True)], ast.Attribute(rt(EDGES), "x", ast.Load())),
-                      ast.AugAssign(ast_name(XLIST, True), ast.Add(),
-                                    ast.Tuple([ast_const(self.fid), src, ast_const(dst)], ast.Load()))]
+                src = ast.Subscript(ast.Tuple([self.site_of(ast_name(TB)), ast_name(R)], ast.Load()),
+                                    self.again(ast_name(TB), hold=True), ast.Load())
+            else:
+                src = self.site_of(tb())
+            record = read_once() + [
+                ast.Assign([ast_name(XLIST, True)], ast.Attribute(rt(EDGES), "x", ast.Load())),
+                ast.AugAssign(ast_name(XLIST, True), ast.Add(),
+                              ast.Tuple([ast_const(self.fid), src, ast_const(dst)], ast.Load()))] + drop()
             return [place(s, at) for s in record + (tail() if tail is not None else [])]  # type: ignore[misc]
         def record() -> list[ast.stmt]:
             # One append call for the whole record (``list.extend`` of a tuple): a thread is
@@ -348,21 +359,24 @@ class Emitter(HeldCode, Record):
                 items: ast.expr = ast.Tuple([ast_const(EXC), src] + extra, ast.Load())
             else:   # RERAISE s r for a re-raise, else EXC s; then hold the traceback entry
                 code = ast.Subscript(ast.Tuple([ast_const(EXC), ast_const(RERAISE_CODE)], ast.Load()),
-                                     self.again(tb()), ast.Load())
-                site = ast.Subscript(ast.Tuple([ast_name(R)], ast.Load()), ast.Slice(None, self.again(tb())), ast.Load())
-                src = self.site_of(tb())
+                                     self.again(ast_name(TB)), ast.Load())
+                site = ast.Subscript(ast.Tuple([ast_name(R)], ast.Load()), ast.Slice(None, self.again(ast_name(TB))),
+                                     ast.Load())
+                src = self.site_of(ast_name(TB))
                 if self.bare_raises:
                     bare = ast.Compare(ast_name(SEEN), [ast.Is()], [ast_const(RAISING_AGAIN)])
                     src = ast.Subscript(ast.Tuple([src, ast_name(R)], ast.Load()), bare, ast.Load())
                 items = ast.BinOp(ast.Tuple([code, src], ast.Load()), ast.Add(), site)
                 if extra:
                     items = ast.BinOp(items, ast.Add(), ast.Tuple(extra, ast.Load()))
-                out.append(ast.Assign([ast_name(SEEN, True)], tb()))
+                out += [ast.Assign([ast_name(SEEN, True)], ast_name(TB))] + drop()
             extend = ast.Attribute(ast.Attribute(ast_name(A), "__self__", ast.Load()), "extend", ast.Load())
             if closing:   # (extend returns None)
                 then_skip = ast.BoolOp(ast.Or(), [ast_call(extend, items), rt(SKIP)])
-                return [ast.Assign([ast_name(A, True)], then_skip)] + out + (tail() if tail is not None else [])
+                closed = [ast.Assign([ast_name(A, True)], then_skip)]
+                return read_once() + closed + out + (tail() if tail is not None else [])
             out.insert(0, ast.Expr(ast_call(extend, items)))
+            out[:0] = read_once()
             if self.plan.paths:   # the handler's path starts (none after the edge to EXIT)
                 start = self.plan.path_starts[dst] if dst != EXIT else self.no_path()
                 if not self.plan.register_free:   # (no probe of a register-free function reads it)

@@ -33,6 +33,22 @@ _second = itemgetter(1)
 #: descriptors: a program's ``__getattribute__`` (or a ``__traceback__`` its class defines) never runs
 traceback_of = BaseException.__dict__["__traceback__"].__get__
 members_of = BaseExceptionGroup.__dict__["exceptions"].__get__
+_HEAPTYPE = 1 << 9   # Py_TPFLAGS_HEAPTYPE: a class made by a class statement or type(), not a static one
+
+
+def static_exception_classes() -> frozenset[type]:
+    """The exception classes that are static types (built-in ones and those of C modules
+    imported so far): no program can set an attribute of one, so their instances'
+    ``__traceback__`` is read as an attribute (``instrument.handledtb``)."""
+    found, todo = set(), [BaseException]
+    while todo:
+        cls = todo.pop()
+        if type(cls) is type and not cls.__flags__ & _HEAPTYPE and cls not in found:   # (no hash of a program class)
+            found.add(cls)
+            todo.extend(type.__subclasses__(cls))
+    return frozenset(found)
+
+
 _NEVER = object()          # a sentinel the recorder never returns
 
 
@@ -225,7 +241,7 @@ def runtime_objects(state: RunState) -> dict[str, object]:
             emit.TYPE: type, emit.ISSUBCLASS: issubclass, emit.GROUP: BaseExceptionGroup,
             emit.STAR_HOLDER: BaseExceptionGroup("wholetrace", [Exception()]),
             emit.RECURSION_ERROR: RecursionError, emit.EXC_INFO: sys.exc_info, emit.TRACEBACK: traceback_of,
-            emit.MEMBERS: members_of,
+            emit.MEMBERS: members_of, emit.BUILTIN_EXCEPTIONS: static_exception_classes(),
             emit.SLOT: held.get, emit.NO_SLOT: NoSlot(), emit.FORGET: held.pop, emit.FRAME: _getframe,
             emit.ID: id, emit.ROOT: streams.root.get, emit.DRIVEN_GET: driven.get, emit.DRIVEN_SET: driven.__setitem__}
 
