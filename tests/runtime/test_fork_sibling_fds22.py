@@ -14,13 +14,17 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from test_full_fork22 import _log, _record
 from test_split_server18 import _alive_with
 from wtutil import ENV, run_plain
 
 # The child closes every descriptor but stdio 0.1 s after the fork (its flusher has asked for a
 # sibling by then: the reply FIFO's end is among them), then works past ``SIBLING_SECONDS`` (5 s),
-# when it gives up waiting for the sibling (before the fix: it closed the closed end, EBADF).
+# when it gives up waiting for the sibling (before the fix: it closed the closed end, EBADF).  With
+# REUSE the program then puts files of its own at the high numbers (fdguard.HIGH_FD, 256, and up),
+# where the reply end was (before the fix: closed under the program).
 CLOSES = '''
 import os, sys, time
 def work(n, seed):
@@ -29,20 +33,25 @@ work(100, 0)
 if os.fork() == 0:
     time.sleep(0.1)
     os.closerange(3, 1 << 20)
+    mine = []
+    if REUSE:
+        null = os.open(os.devnull, os.O_RDONLY)
+        mine = [os.dup2(null, fd) for fd in range(256, 320)]
     for r in range(24):
         work(200, r)
         time.sleep(0.25)
-    print("child done", flush=True)
+    print("child done", sum(1 for fd in mine if os.path.sameopenfile(fd, null)), flush=True)
     sys.exit(0)
 print("parent", os.waitstatus_to_exitcode(os.wait()[1]))
 '''
 
 
-def test_a_child_that_closes_its_descriptors_keeps_its_recording(tmp_path: Path) -> None:
+@pytest.mark.parametrize("reuse", [False, True], ids=["closes", "closes-and-reuses"])
+def test_a_child_that_closes_its_descriptors_keeps_its_recording(tmp_path: Path, reuse: bool) -> None:
     script = tmp_path / "closes.py"
-    script.write_text(CLOSES)
+    script.write_text(CLOSES.replace("REUSE", str(reuse)))
     plain = run_plain(script)
-    assert (plain.returncode, plain.stdout, plain.stderr) == (0, "child done\nparent 0\n", "")
+    assert (plain.returncode, plain.stdout, plain.stderr) == (0, f"child done {64 if reuse else 0}\nparent 0\n", "")
     logs = {}
     for server in (True, False):
         out = tmp_path / f"{int(server)}.wt"

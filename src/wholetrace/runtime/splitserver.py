@@ -239,7 +239,7 @@ def _serve(rfd: int, wfd: int, cfd: int) -> None:
     # the recording has ended (EOF): its siblings end with it, those serving a fork child that
     # outlives it too (that child splits in-process from its next chunk) and those still waiting
     # for a child that ended before joining.  The session made at ``start`` holds this server and
-    # its siblings only, so its group's SIGKILL ends them all, this server last of all.
+    # its siblings only, so its group's SIGKILL ends them all, this server too.
     os.killpg(os.getpgrp(), _signal.SIGKILL)
 
 
