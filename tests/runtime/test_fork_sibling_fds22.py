@@ -23,8 +23,9 @@ from wtutil import ENV, run_plain
 # The child closes every descriptor but stdio 0.1 s after the fork (its flusher has asked for a
 # sibling by then: the reply FIFO's end is among them), then works past ``SIBLING_SECONDS`` (5 s),
 # when it gives up waiting for the sibling (before the fix: it closed the closed end, EBADF).  With
-# REUSE the program then puts files of its own at the high numbers (fdguard.HIGH_FD, 256, and up),
-# where the reply end was (before the fix: closed under the program).
+# REUSE the program then puts a pipe of its own, holding 4096 bytes, at the high numbers
+# (fdguard.HIGH_FD, 256, and up) where the reply end was: before the fix the flusher either closed
+# it (giving up) or read the program's bytes from it as its sibling's replies (joining).
 CLOSES = '''
 import os, sys, time
 def work(n, seed):
@@ -33,14 +34,23 @@ work(100, 0)
 if os.fork() == 0:
     time.sleep(0.1)
     os.closerange(3, 1 << 20)
-    mine = []
+    mine, left = [], 0
     if REUSE:
-        null = os.open(os.devnull, os.O_RDONLY)
-        mine = [os.dup2(null, fd) for fd in range(256, 320)]
-    for r in range(24):
-        work(200, r)
+        r, w = os.pipe()
+        os.write(w, bytes(4096))
+        os.close(w)
+        mine = [os.dup2(r, fd) for fd in range(256, 320)]
+    for i in range(24):
+        work(200, i)
         time.sleep(0.25)
-    print("child done", sum(1 for fd in mine if os.path.sameopenfile(fd, null)), flush=True)
+    def same(fd):
+        try:
+            return os.path.sameopenfile(fd, r)
+        except OSError:
+            return False
+    if REUSE:
+        left = len(os.read(r, 8192))
+    print("child done", sum(map(same, mine)), left, flush=True)
     sys.exit(0)
 print("parent", os.waitstatus_to_exitcode(os.wait()[1]))
 '''
@@ -51,7 +61,8 @@ def test_a_child_that_closes_its_descriptors_keeps_its_recording(tmp_path: Path,
     script = tmp_path / "closes.py"
     script.write_text(CLOSES.replace("REUSE", str(reuse)))
     plain = run_plain(script)
-    assert (plain.returncode, plain.stdout, plain.stderr) == (0, f"child done {64 if reuse else 0}\nparent 0\n", "")
+    want = "child done 64 4096\n" if reuse else "child done 0 0\n"
+    assert (plain.returncode, plain.stdout, plain.stderr) == (0, want + "parent 0\n", "")
     logs = {}
     for server in (True, False):
         out = tmp_path / f"{int(server)}.wt"
