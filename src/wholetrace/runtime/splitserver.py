@@ -304,8 +304,8 @@ class Asked:
             for fd in (req, self.rep):
                 os.set_blocking(fd, True)
             own = SplitServer(os.getpid(), req, self.rep, self.ctl)
-        except OSError:   # a program thread closed an end meanwhile
-            return None
+        except OSError:   # a program thread closed an end meanwhile (``req`` is left open: its
+            return None   # number may be the program's by now; the sibling ends with the server)
         own.ids, own.ctl_id = (own.ids[0], self.rep_id), self.ctl_id   # as asked: not what is there now
         _LIVE[:] = [own]   # its fork children close these
         return own
