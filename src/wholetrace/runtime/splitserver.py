@@ -86,11 +86,12 @@ class SplitServer:
         if os.getpid() != self.owner or self.broken:
             return
         self.broken = True
-        for fd in (self.req, self.rep):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        for fd, ident in zip((self.req, self.rep), self.ids):
+            if _ident(fd) == ident:   # not a file the program put at that number since
+                try:
+                    os.close(fd)
+                except OSError:   # pragma: no cover
+                    pass
         if self.ctl is not None and _ident(self.ctl) == self.ctl_id:
             os.close(self.ctl)
 
@@ -231,10 +232,15 @@ def _serve(rfd: int, wfd: int, cfd: int) -> None:
             try:
                 request = _receive(rfd)
             except EOFError:
-                return
+                break
             _send(wfd, splitcore.handle(request))
     except BaseException:   # noqa: BLE001 - nothing of the server may reach the program's streams
-        return
+        pass
+    # the recording has ended (EOF): its siblings end with it, those serving a fork child that
+    # outlives it too (that child splits in-process from its next chunk) and those still waiting
+    # for a child that ended before joining.  The session made at ``start`` holds this server and
+    # its siblings only, so its group's SIGKILL ends them all, this server too.
+    os.killpg(os.getpgrp(), _signal.SIGKILL)
 
 
 def _sibling(fifos: tuple[str, str], inherited: list[int]) -> None:
@@ -270,14 +276,19 @@ def _sibling(fifos: tuple[str, str], inherited: list[int]) -> None:
 class Asked:
     """A fork child's request for a sibling server, not joined yet (``ask``)."""
 
-    def __init__(self, paths: tuple[str, str], rep: int, ctl: int) -> None:
-        self.paths, self.rep, self.ctl = paths, rep, ctl
+    def __init__(self, paths: tuple[str, str], rep: int, ctl: int, ctl_id: tuple[int, int] | None = None) -> None:
+        self.paths, self.rep, self.ctl, self.ctl_id = paths, rep, ctl, ctl_id
+        self.rep_id = _ident(rep) if rep >= 0 else None   # a program may close it (a daemon's closerange)
         self.deadline = time.monotonic() + SIBLING_SECONDS
 
     def join(self) -> SplitServer | None | bool:
         """The child's own server once the sibling has opened its ends; False while it has not (the
         recording's server may still be importing numpy, or busy); None when it did not in
-        ``SIBLING_SECONDS`` or failed (then the child splits in-process)."""
+        ``SIBLING_SECONDS``, failed, or the program closed or replaced the reply end (then the
+        child splits in-process; a descriptor no longer ours is never used nor closed)."""
+        if _ident(self.rep) != self.rep_id:
+            self.drop(keep=True)
+            return None
         try:   # fails (ENXIO) until the sibling opens its read end
             req = os.open(self.paths[0], os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         except OSError as exc:   # (FileNotFoundError: the recording's end swept the FIFOs)
@@ -287,22 +298,31 @@ class Asked:
             return None
         self.drop(keep=True)
         from wholetrace.store.fdguard import FcntlUnseen, high
-        for fd in (req, self.rep):
-            os.set_blocking(fd, True)
-        with FcntlUnseen():
-            req = high(req)
-        own = _LIVE[:] = [SplitServer(os.getpid(), req, self.rep, self.ctl)]   # its fork children close these
-        return own[0]
+        try:
+            with FcntlUnseen():
+                req = high(req)
+            for fd in (req, self.rep):
+                os.set_blocking(fd, True)
+            own = SplitServer(os.getpid(), req, self.rep, self.ctl)
+        except OSError:   # a program thread closed an end meanwhile (``req`` is left open: its
+            return None   # number may be the program's by now; the sibling ends with the server)
+        own.ids, own.ctl_id = (own.ids[0], self.rep_id), self.ctl_id   # as asked: not what is there now
+        _LIVE[:] = [own]   # its fork children close these
+        return own
 
     def drop(self, keep: bool = False) -> None:
-        """Unlink the FIFOs (the open ends stay); close the reply end unless ``keep``."""
+        """Unlink the FIFOs (the open ends stay); close the reply end unless ``keep`` or it is no
+        longer ours."""
         for path in self.paths:
             try:
                 os.unlink(path)
             except OSError:
                 pass
-        if not keep:
-            os.close(self.rep)
+        if not keep and self.rep >= 0 and _ident(self.rep) == self.rep_id:
+            try:
+                os.close(self.rep)
+            except OSError:   # pragma: no cover - closed by a program thread meanwhile
+                pass
 
 
 def ask(server: SplitServer, where: str) -> Asked | None:
@@ -328,7 +348,7 @@ def ask(server: SplitServer, where: str) -> Asked | None:
     except OSError:
         Asked(paths, -1, ctl).drop(keep=True)
         return None
-    asked = Asked(paths, rep, ctl)
+    asked = Asked(paths, rep, ctl, server.ctl_id)
     msg = marshal.dumps(paths)
     old = _signal.pthread_sigmask(_signal.SIG_BLOCK, [_signal.SIGPIPE])   # a dead server: as in ``call``
     try:
