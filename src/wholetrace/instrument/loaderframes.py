@@ -11,20 +11,24 @@ EXTERNAL = "<frozen importlib._bootstrap_external>"
 
 def line_of_call(code: CodeType, name: str) -> int | None:
     """The line of ``code``'s first load of the attribute or method ``name`` (the line its call
-    is reported at), or None."""
+    is reported at), or None.  A search of the bytes, not ``dis`` (not imported at start-up)."""
     import opcode   # imported at start-up already (the instrumenter's)
 
     if name not in code.co_names:
         return None
     index = code.co_names.index(name)
-    ops = {opcode.opmap[op] for op in ("LOAD_METHOD", "LOAD_ATTR") if op in opcode.opmap}
-    shift = 1 if sys.version_info >= (3, 12) else 0     # 3.12+: LOAD_ATTR's low bit is the method flag
+    args = (index << 1, index << 1 | 1) if sys.version_info >= (3, 12) else (index,)  # 3.12+: a method flag
     raw = code.co_code
-    for start, end, line in code.co_lines():
-        for i in range(start, end, 2):
-            if raw[i] in ops and raw[i + 1] >> shift == index and line is not None:
-                return line
-    return None
+    found = []
+    for op in ("LOAD_METHOD", "LOAD_ATTR"):
+        for arg in args:
+            if opcode.opmap.get(op, 256) < 256 and arg < 256:   # (3.12+: LOAD_METHOD is a pseudo-op)
+                at = raw.find(bytes((opcode.opmap[op], arg)))
+                while at >= 0 and at % 2:                                # an instruction starts at an even offset
+                    at = raw.find(bytes((opcode.opmap[op], arg)), at + 1)
+                found += [at] if at >= 0 else []
+    at = min(found, default=-1)
+    return next((line for start, end, line in code.co_lines() if start <= at < end), None)
 
 
 def as_importlib(func: FunctionType, plain: FunctionType, call: str) -> None:
