@@ -16,12 +16,15 @@ from wtutil import cli_in_process, run_plain, run_recorded
 PARENT = '''
     import os, re, subprocess, sys
     here = os.path.dirname(os.path.abspath(__file__))
-    for name in sys.argv[1:]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}   # set by the test, not the shell
+    if sys.argv[1] == "unbuffered":
+        env["PYTHONUNBUFFERED"] = "1"
+    for name in sys.argv[2:]:
         path = os.path.join(here, name)
         code = open(path).read()
         for form, cmd, given in (("c", [sys.executable, "-c", code], None), ("stdin", [sys.executable, "-"], code),
                                  ("script", [sys.executable, path], None)):
-            r = subprocess.run(cmd, input=given, capture_output=True, text=True)
+            r = subprocess.run(cmd, input=given, capture_output=True, text=True, env=env)
             print(name, form, r.returncode, repr(r.stdout), repr(re.sub(r"0x[0-9a-f]+", "0x?", r.stderr)))
 '''
 
@@ -53,6 +56,38 @@ CHILDREN = {
     ''',
     # a negative exit status: plain's is its low byte, 255 (before: 1)
     "negative.py": 'import sys\nsys.exit(-1)\n',
+    # text left in the original stdout: plain's finalisation flushes it when it deallocates the
+    # object (review22c HIGH-1; before: lost when buffered)
+    "dunder_out.py": '''
+        import io, sys
+        sys.__stdout__.write("to dunder\\n")
+        sys.stderr.write("to stderr\\n")
+        sys.stdout = io.StringIO()
+    ''',
+    "saved_out.py": '''
+        import os, sys
+        out = sys.stdout
+        sys.stdout = open(os.devnull, "w")
+        out.write("saved stdout\\n")
+    ''',
+    # the exception of the program's failing flush is read as the interpreter reads it, not through
+    # its class's __getattribute__ (review22c LOW-4; before: "<__traceback__>" printed); the classes
+    # are made by exec so that no instrumented frame handles the exception
+    "flushraises_ga.py": '''
+        import os, sys
+        exec("""if 1:
+            class E(OSError):
+                def __getattribute__(self, name):
+                    if name in ("__traceback__", "with_traceback"):
+                        os.write(1, b"<" + name.encode() + b">")
+                    return super().__getattribute__(name)
+            class W:
+                def write(self, s): return len(s)
+                def flush(self): raise E("nope")
+        """)
+        print("hi", flush=True)
+        sys.stdout = W()
+    ''',
 }
 
 
@@ -72,22 +107,25 @@ def _norm(r: subprocess.CompletedProcess) -> tuple[int, str, str]:
     return r.returncode, re.sub(r"0x[0-9a-f]+", "0x?", r.stdout), re.sub(r"0x[0-9a-f]+", "0x?", r.stderr)
 
 
-def test_subprocess_children_end_their_streams_as_plain(tmp_path: Path) -> None:
-    """Each child's exit status, stdout and stderr are plain's; every child's part is stored
-    with its end."""
+@pytest.mark.parametrize("buffering", ("buffered", "unbuffered"))
+def test_subprocess_children_end_their_streams_as_plain(tmp_path: Path, buffering: str) -> None:
+    """Each child's exit status, stdout and stderr are plain's, with the children's streams
+    buffered (CI) or not (PYTHONUNBUFFERED); every child's part is stored with its end."""
     for name, source in CHILDREN.items():
         _write(tmp_path, name, source)
     prog = _write(tmp_path, "parent.py", PARENT)
-    plain = run_plain(prog, *CHILDREN)
+    plain = run_plain(prog, buffering, *CHILDREN)
     assert "flushraises.py c 120 'hi\\n' 'Exception ignored in: <__main__.W object at 0x?>" in plain.stdout
-    rec = run_recorded(prog, tmp_path / "x.wt", *CHILDREN)
+    assert "dunder_out.py script 0 'to dunder\\n' 'to stderr\\n'" in plain.stdout, plain.stdout
+    assert "saved_out.py c 0 'saved stdout\\n' ''" in plain.stdout, plain.stdout
+    rec = run_recorded(prog, tmp_path / "x.wt", buffering, *CHILDREN)
     assert _norm(rec) == _norm(plain)
     code, out, err = cli_in_process("info", "--json", str(tmp_path / "x.wt"))
     assert code == 0, err
     processes = json.loads(out)["processes"]
     assert len(processes) == 1 + 3 * len(CHILDREN), processes
     ended = [(p["ended"], p["exit_code"]) for p in processes[1:] if p["events"] > 0]
-    assert sorted(ended) == sorted([("exit", 0)] * 6 + [("sys.exit", -1)] * 3), processes
+    assert sorted(ended) == sorted([("exit", 0)] * 3 * (len(CHILDREN) - 1) + [("sys.exit", -1)] * 3), processes
 
 
 # a multiprocessing child's stdout: plain flushes it once (Process._bootstrap), ignoring a ValueError

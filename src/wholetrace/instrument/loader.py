@@ -14,6 +14,7 @@ from types import CodeType, ModuleType
 
 from wholetrace.errors import InstrumentError, short_message
 from wholetrace.instrument import misspath
+from wholetrace.instrument.loaderframes import as_importlib, untraced
 from wholetrace.instrument.cache import COUNTER_ORIGIN, FID_ORIGIN, InstrumentCache, relocate
 from wholetrace.plain import Record
 from wholetrace.runtime.collector import containers, held
@@ -259,26 +260,6 @@ class Instrumenter(Record):
         return compile_tree(tree, filename, items), entry
 
 
-class _untraced:
-    """A tracer or profiler the program installed does not see wholetrace instrument a
-    module (nor the modules wholetrace uses meanwhile, which may be the program's too).
-    A class, not ``contextlib.contextmanager``: ``contextlib`` (~4 M instructions with its
-    ABCs) is not imported at start-up (docs/design.md, "Record's fixed cost, wave 14")."""
-
-    __slots__ = ("trace", "profile")
-
-    def __enter__(self) -> None:
-        self.trace, self.profile = sys.gettrace(), sys.getprofile()
-        if self.trace is not None or self.profile is not None:
-            sys.settrace(None)
-            sys.setprofile(None)
-
-    def __exit__(self, *exc: object) -> None:
-        if self.trace is not None or self.profile is not None:
-            sys.settrace(self.trace)
-            sys.setprofile(self.profile)
-
-
 class InstrumentingLoader(SourceFileLoader):
     """A source loader that compiles through the instrumenter and never reads or writes .pyc files."""
 
@@ -289,10 +270,19 @@ class InstrumentingLoader(SourceFileLoader):
         module = sys.modules.get(fullname)
         if getattr(module, "__loader__", None) is self:   # exec_module's: the module sees plain's loader
             module.__loader__ = module.__spec__.loader = SourceFileLoader(fullname, path)  # type: ignore[union-attr]
-        with _untraced(), held() as gc_held:   # no collection in it (runtime.collector)
-            code = self.instrumenter.compile(self.get_data(path), path)
-            gc_held.extra = containers(code)   # the collector's count as a .pyc load leaves it
-            return code
+        data = self.get_data(path)
+        with untraced(), held() as gc_held:   # no collection in it (runtime.collector)
+            try:
+                code = self.instrumenter.compile(data, path)
+            except Exception as exc:  # noqa: BLE001 - the source's own error is raised as plain raises it, below
+                error = exc
+            else:
+                gc_held.extra = containers(code)   # the collector's count as a .pyc load leaves it
+                return code
+        self.source_to_code(data, path)   # plain's error and frames (importframes), outside the handler
+        raise error
+
+    as_importlib(get_code, SourceFileLoader.get_code, "source_to_code")  # type: ignore[arg-type]
 
     def set_data(self, path: str, data: bytes, *, _mode: int = 0o666) -> None:  # no bytecode cache
         return None

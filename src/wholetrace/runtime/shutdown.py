@@ -117,9 +117,11 @@ def report_unraisable(exc: BaseException, err_msg: str | None, obj: object) -> N
         _Probe()
     finally:
         sys.unraisablehook = hook
-    args = type(got[0])((type(exc), exc, exc.__traceback__, err_msg, obj))
+    args = type(got[0])((type(exc), exc, BaseException.__traceback__.__get__(exc), err_msg, obj))  # not through
+    # the exception's own __getattribute__ (review22c LOW-4)
     try:
         hook(args)
     except Exception as e:  # noqa: BLE001 - as the interpreter: the hook's own error, through the default
-        tb = e.__traceback__.tb_next if e.__traceback__ is not None else None     # from the hook down
+        tb = BaseException.__traceback__.__get__(e)
+        tb = tb.tb_next if tb is not None else None     # from the hook down
         sys.__unraisablehook__(type(args)((type(e), e, tb, "Exception ignored in sys.unraisablehook", hook)))

@@ -269,21 +269,49 @@ def flush_std_files() -> bool:
     (CPython's ``flush_std_files``), for a child that ends with ``os._exit``: ``sys.stdout``'s
     ``flush`` (unless it is gone, None or closed; its exception reported as unraisable: 3.11/3.12
     ``Exception ignored in: <stdout>``, 3.13 ``Exception ignored on flushing sys.stdout``), then
-    ``sys.stderr``'s (its exception dropped).  False when one failed: the process then exits
-    with status 120, as ``Py_FinalizeEx`` failing makes the interpreter do."""
+    ``sys.stderr``'s (its exception dropped); then ``sys.__stdout__``'s and ``sys.__stderr__``'s
+    when not flushed already, as their dealloc does in plain (review22c HIGH-1).  False when one
+    of the first two failed: the process then exits with status 120, as ``Py_FinalizeEx``
+    failing makes the interpreter do."""
     from wholetrace.runtime.shutdown import report_unraisable
 
     ok = True
+    flushed = []
     for name in ("stdout", "stderr"):
         stream = sys.__dict__.get(name)            # _PySys_GetAttr: the attribute itself
         if stream is None or _closed(stream):
             continue
+        flushed.append(stream)
         try:
             stream.flush()
         except BaseException as exc:  # noqa: BLE001 - as the interpreter: reported or cleared
             ok = False
             if name == "stdout":
-                exc = exc.with_traceback(exc.__traceback__.tb_next if exc.__traceback__ else None)   # from flush down
+                tb = _TRACEBACK.__get__(exc)     # not through the program's __getattribute__
+                exc = _WITH_TRACEBACK(exc, tb.tb_next if tb is not None else None)   # from flush down
                 how = (None, stream) if sys.version_info < (3, 13) else ("Exception ignored on flushing sys.stdout", None)
                 report_unraisable(exc, *how)
+    for name in ("__stdout__", "__stderr__"):   # what their dealloc does in plain (iobase_finalize: close)
+        stream = sys.__dict__.get(name)
+        if stream is None or any(stream is s for s in flushed) or _finalize_skips(stream):
+            continue
+        flushed.append(stream)
+        try:
+            stream.flush()
+        except BaseException as exc:  # noqa: BLE001 - iobase_finalize: reported in dev mode, else cleared
+            if sys.flags.dev_mode:
+                report_unraisable(exc, None, stream)
     return ok
+
+
+_TRACEBACK = BaseException.__traceback__
+_WITH_TRACEBACK = BaseException.with_traceback
+
+
+def _finalize_skips(stream: Any) -> bool:
+    """``iobase_finalize``'s test: it closes (so flushes) the stream only when ``closed`` reads false
+    (an error reading or testing it: left alone)."""
+    try:
+        return bool(stream.closed)
+    except BaseException:  # noqa: BLE001 - as the interpreter: cleared
+        return True
