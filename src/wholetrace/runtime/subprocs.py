@@ -183,53 +183,42 @@ def _runs(target: tuple[str, str, list[str]], stdin_is_tty: bool) -> bool:
     return True
 
 
-def _finish_site(site: Any) -> None:
-    """What ``site.main`` does after the ``.pth`` files of this directory: the later site
-    directories' ``.pth`` files, the ``exit``/``quit``/``help``/``copyright``/... builtins, the
-    interactive hook, ``sitecustomize`` and ``usercustomize`` (the program must find them all)."""
-    dirs = site.getsitepackages()
-    mine = [i for i, d in enumerate(dirs) if os.path.isfile(os.path.join(d, "zz_wholetrace.pth"))]
-    for later in dirs[mine[0] + 1:] if mine else []:
-        if os.path.isdir(later):
-            site.addsitedir(later)
-    site.setquit()
-    site.setcopyright()
-    site.sethelper()
-    if not sys.flags.isolated:
-        site.enablerlcompleter()
-    site.execsitecustomize()
-    if site.ENABLE_USER_SITE:
-        site.execusercustomize()
+#: The audit event the interpreter raises just before it runs each kind of target, once ``site``
+#: (and ``sitecustomize``, ``usercustomize``) is done.
+_EVENTS = {"script": "cpython.run_file", "module": "cpython.run_module", "command": "cpython.run_command",
+           "stdin": "cpython.run_stdin"}
 
 
-def _close_pth() -> None:
-    """Close the ``.pth`` file ``site.addpackage`` is reading (3.11 reads it line by line around
-    the ``exec`` that called :func:`startup`; 3.12+ has closed it): it never reads on (the process
-    ends with ``os._exit``), and its descriptor (3) is the program's first ``open()`` in a plain
-    run (docs/design.md, "The program cannot tell, wave 16")."""
-    f = sys._getframe(1)
-    while f is not None:
-        if f.f_code.co_name == "addpackage" and f.f_globals.get("__name__") == "site":
-            file = f.f_locals.get("f")
-            if str(getattr(file, "name", "")).endswith("zz_wholetrace.pth"):
-                file.close()
-            return
-        f = f.f_back
+class _AtRun(dict):  # type: ignore[type-arg]
+    """The audit hook that runs the program in place of the interpreter: at the target's
+    ``cpython.run_*`` event it records the program (:func:`_run`), then raises ``SystemExit``
+    with its exit status, which the interpreter takes without a traceback before it finalises
+    as in a plain run (``Py_FinalizeEx``: streams flushed, collections, ``__del__``, weakref
+    finalisers, exit status 120 on a failed flush).  Its ``__call__`` becomes ``dict.get`` (C:
+    no frame, nothing done) as the event arrives, for every later event of the process."""
+
+    __cantrace__ = True   # the program's tracers see the program, which runs inside the hook
+
+    def __call__(self, event: str, args: tuple[Any, ...]) -> None:
+        if event == self["event"]:
+            type(self).__call__ = dict.get   # type: ignore[assignment,method-assign]
+            _run(self["config"], self["target"])
 
 
 def _take_over(config: dict[str, Any], target: tuple[str, str, list[str]]) -> None:
-    import site
+    """Leave the program to the audit hook: ``site`` goes on as in a plain run (the later site
+    directories, ``sitecustomize``, the ``.pth`` file closed) and the interpreter sets
+    ``sys.path[0]`` before it raises the event."""
+    sys.addaudithook(_AtRun(event=_EVENTS[target[0]], config=config, target=target))
 
+
+def _run(config: dict[str, Any], target: tuple[str, str, list[str]]) -> None:
     from wholetrace.runtime import children, runner
 
-    _close_pth()
-    _finish_site(site)
     kind, what, args = target
     cfg = children.Config(str(config["parts"]), str(config["mode"]), [], list(config.get("include", [])),
                           bool(config.get("cache", True)), dict(config.get("meta", {})), str(config.get("parent", "")))
     name = children.part_name()
-    if not sys.flags.safe_path:          # the runner sets sys.path[0], as the interpreter would have
-        sys.path.insert(0, "")
     if kind == "stdin":                  # the interpreter would read its program from there
         stdin = sys.stdin
         tgt = runner.Target(stdin=(what, stdin.buffer.read() if stdin is not None else b""), args=args)
@@ -249,11 +238,12 @@ def _take_over(config: dict[str, Any], target: tuple[str, str, list[str]]) -> No
         import traceback
         traceback.print_exc()
         interrupted = False
-    flushed = flush_std_files()
-    if interrupted:
+    if interrupted:                      # plain dies of SIGINT after its finalisation: here before it
+        flushed = flush_std_files()
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGINT)
-    os._exit(code & 0xFF if flushed else 120)      # the low byte, as exit() keeps of a negative status
+        os._exit(130 if flushed else 120)
+    raise SystemExit(code & 0xFF)        # the low byte, as exit() keeps of a negative status
 
 
 def _closed(stream: Any) -> bool:
