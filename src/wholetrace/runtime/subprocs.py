@@ -8,10 +8,11 @@ works.  If the interpreter is about to run a script (``python [-options] SCRIPT 
 module (``python -m MOD ...``), a command (``python -c CODE ...``: its code is the main
 module ``<string>``, instrumented like a script) or a program on its standard input
 (``python - ...``, or ``python`` with a stdin that is not a terminal: the main module
-``<stdin>``), :func:`startup` finishes ``site``'s own work (``sitecustomize``,
-``usercustomize``), runs the program through the runner into a part of the recording, and
-ends the process with the program's exit status (``os._exit``, after the program's
-``atexit`` handlers and threads, as ``wholetrace record`` does).  ``multiprocessing``'s own
+``<stdin>``), :func:`startup` installs an audit hook and lets ``site`` finish; at the
+interpreter's ``cpython.run_*`` event for the target the hook runs the program through the
+runner into a part of the recording, then raises ``SystemExit`` with the program's exit
+status, and the interpreter finalises as after a plain run (docs/design.md, "A recorded
+subprocess finalises as plain, wave 22").  ``multiprocessing``'s own
 children record through ``runtime.children``.  An interpreter that runs code the runner
 does not reproduce (``-i``, ``-x``, a directory or zip application, the interactive prompt)
 runs as it would, unrecorded, and leaves a note saying so in the parts directory
@@ -262,7 +263,7 @@ def _closed(stream: Any) -> bool:
 
 def flush_std_files() -> bool:
     """What the interpreter's finalisation does to the program's streams once ``atexit`` has run
-    (CPython's ``flush_std_files``), for a child that ends with ``os._exit``: ``sys.stdout``'s
+    (CPython's ``flush_std_files``), for a child that ends with ``os._exit`` (a KeyboardInterrupt's end): ``sys.stdout``'s
     ``flush`` (unless it is gone, None or closed; its exception reported as unraisable: 3.11/3.12
     ``Exception ignored in: <stdout>``, 3.13 ``Exception ignored on flushing sys.stdout``), then
     ``sys.stderr``'s (its exception dropped).  False when one failed: the process then exits
