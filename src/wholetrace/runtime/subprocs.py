@@ -8,10 +8,11 @@ works.  If the interpreter is about to run a script (``python [-options] SCRIPT 
 module (``python -m MOD ...``), a command (``python -c CODE ...``: its code is the main
 module ``<string>``, instrumented like a script) or a program on its standard input
 (``python - ...``, or ``python`` with a stdin that is not a terminal: the main module
-``<stdin>``), :func:`startup` finishes ``site``'s own work (``sitecustomize``,
-``usercustomize``), runs the program through the runner into a part of the recording, and
-ends the process with the program's exit status (``os._exit``, after the program's
-``atexit`` handlers and threads, as ``wholetrace record`` does).  ``multiprocessing``'s own
+``<stdin>``), :func:`startup` installs an audit hook and lets ``site`` finish; at the
+interpreter's ``cpython.run_*`` event for the target the hook runs the program through the
+runner into a part of the recording, then raises ``SystemExit`` with the program's exit
+status, and the interpreter finalises as after a plain run (docs/design.md, "A recorded
+subprocess finalises as plain, wave 22").  ``multiprocessing``'s own
 children record through ``runtime.children``.  An interpreter that runs code the runner
 does not reproduce (``-i``, ``-x``, a directory or zip application, the interactive prompt)
 runs as it would, unrecorded, and leaves a note saying so in the parts directory
@@ -183,53 +184,48 @@ def _runs(target: tuple[str, str, list[str]], stdin_is_tty: bool) -> bool:
     return True
 
 
-def _finish_site(site: Any) -> None:
-    """What ``site.main`` does after the ``.pth`` files of this directory: the later site
-    directories' ``.pth`` files, the ``exit``/``quit``/``help``/``copyright``/... builtins, the
-    interactive hook, ``sitecustomize`` and ``usercustomize`` (the program must find them all)."""
-    dirs = site.getsitepackages()
-    mine = [i for i, d in enumerate(dirs) if os.path.isfile(os.path.join(d, "zz_wholetrace.pth"))]
-    for later in dirs[mine[0] + 1:] if mine else []:
-        if os.path.isdir(later):
-            site.addsitedir(later)
-    site.setquit()
-    site.setcopyright()
-    site.sethelper()
-    if not sys.flags.isolated:
-        site.enablerlcompleter()
-    site.execsitecustomize()
-    if site.ENABLE_USER_SITE:
-        site.execusercustomize()
+#: The audit event the interpreter raises just before it runs each kind of target, once ``site``
+#: (and ``sitecustomize``, ``usercustomize``) is done.
+_EVENTS = {"script": "cpython.run_file", "module": "cpython.run_module", "command": "cpython.run_command",
+           "stdin": "cpython.run_stdin"}
 
 
-def _close_pth() -> None:
-    """Close the ``.pth`` file ``site.addpackage`` is reading (3.11 reads it line by line around
-    the ``exec`` that called :func:`startup`; 3.12+ has closed it): it never reads on (the process
-    ends with ``os._exit``), and its descriptor (3) is the program's first ``open()`` in a plain
-    run (docs/design.md, "The program cannot tell, wave 16")."""
-    f = sys._getframe(1)
-    while f is not None:
-        if f.f_code.co_name == "addpackage" and f.f_globals.get("__name__") == "site":
-            file = f.f_locals.get("f")
-            if str(getattr(file, "name", "")).endswith("zz_wholetrace.pth"):
-                file.close()
-            return
-        f = f.f_back
+#: [event, config, target] until the target's event arrives (:func:`_at_run`), then empty.
+_PENDING: list[Any] = []
+
+
+def _at_run(event: str, args: tuple[Any, ...]) -> None:
+    """The audit hook that runs the program in place of the interpreter: at the target's
+    ``cpython.run_*`` event it records the program (:func:`_run`), then raises ``SystemExit``
+    with its exit status, which the interpreter takes without a traceback before it finalises
+    as in a plain run (``Py_FinalizeEx``: streams flushed, collections, ``__del__``, exit status
+    120 on a failed flush).  Every later event of the process (an audit hook cannot be removed)
+    costs a call that tests an empty list: ~2,000 instructions an audited call with the
+    interpreter's own work for any hook (a C hook, ``dict.get``, measured dearer)."""
+    if _PENDING and event == _PENDING[0]:
+        _event, config, target = _PENDING
+        _PENDING.clear()
+        _run(config, target)
+
+
+_at_run.__cantrace__ = True   # type: ignore[attr-defined]   # the program's tracers see the program, run inside the hook
 
 
 def _take_over(config: dict[str, Any], target: tuple[str, str, list[str]]) -> None:
-    import site
+    """Leave the program to the audit hook: ``site`` goes on as in a plain run (the later site
+    directories, ``sitecustomize``, the ``.pth`` file closed) and the interpreter sets
+    ``sys.path[0]`` before it raises the event."""
+    _PENDING[:] = [_EVENTS[target[0]], config, target]
+    sys.addaudithook(_at_run)
 
+
+def _run(config: dict[str, Any], target: tuple[str, str, list[str]]) -> None:
     from wholetrace.runtime import children, runner
 
-    _close_pth()
-    _finish_site(site)
     kind, what, args = target
     cfg = children.Config(str(config["parts"]), str(config["mode"]), [], list(config.get("include", [])),
                           bool(config.get("cache", True)), dict(config.get("meta", {})), str(config.get("parent", "")))
     name = children.part_name()
-    if not sys.flags.safe_path:          # the runner sets sys.path[0], as the interpreter would have
-        sys.path.insert(0, "")
     if kind == "stdin":                  # the interpreter would read its program from there
         stdin = sys.stdin
         tgt = runner.Target(stdin=(what, stdin.buffer.read() if stdin is not None else b""), args=args)
@@ -249,11 +245,12 @@ def _take_over(config: dict[str, Any], target: tuple[str, str, list[str]]) -> No
         import traceback
         traceback.print_exc()
         interrupted = False
-    flushed = flush_std_files()
-    if interrupted:
+    if interrupted:                      # plain dies of SIGINT after its finalisation: here before it
+        flushed = flush_std_files()
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGINT)
-    os._exit(code & 0xFF if flushed else 120)      # the low byte, as exit() keeps of a negative status
+        os._exit(130 if flushed else 120)
+    raise SystemExit(code & 0xFF)        # the low byte, as exit() keeps of a negative status
 
 
 def _closed(stream: Any) -> bool:
@@ -266,7 +263,7 @@ def _closed(stream: Any) -> bool:
 
 def flush_std_files() -> bool:
     """What the interpreter's finalisation does to the program's streams once ``atexit`` has run
-    (CPython's ``flush_std_files``), for a child that ends with ``os._exit``: ``sys.stdout``'s
+    (CPython's ``flush_std_files``), for a child that ends with ``os._exit`` (a KeyboardInterrupt's end): ``sys.stdout``'s
     ``flush`` (unless it is gone, None or closed; its exception reported as unraisable: 3.11/3.12
     ``Exception ignored in: <stdout>``, 3.13 ``Exception ignored on flushing sys.stdout``), then
     ``sys.stderr``'s (its exception dropped); then ``sys.__stdout__``'s and ``sys.__stderr__``'s
