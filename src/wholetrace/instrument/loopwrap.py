@@ -9,7 +9,6 @@
 from __future__ import annotations
 
 import ast
-import sys
 
 from wholetrace.instrument.emit import (LOOP_ADD, LOOP_AITER, LOOP_ANEXT, LOOP_ASYNC, LOOP_EXTEND, LOOP_GETATTR,
                                         LOOP_ITER, LOOP_LAST, LOOP_MAP, LOOP_NEVER, LOOP_PARTIAL, LOOP_SELF,
@@ -42,20 +41,19 @@ def count_recorders(counts: ast.expr, slots: list[str]) -> list[ast.expr]:
     return out
 
 
-#: Where plain's GET_ITER/GET_AITER stands (an error getting the iterator points there): the
-#: loop statement up to 3.12, the iterable since 3.13
-ITER_AT_ITERABLE = sys.version_info >= (3, 13)
-
-
 def wrap(iterable: ast.expr, recorders: list[ast.expr], loop: ast.For | ast.AsyncFor,
          plain_iterable: ast.expr) -> ast.expr:
     """``map(itemgetter(-1), zip(*recorders, items))``: ``zip`` steps the recorders, then the
     program's iterator (``iter(iterable)`` at ``zip``'s creation, its errors plain's).  ``async for``:
     items are ``anext(aiter(iterable))`` (the type's slots, as ``async for`` uses) and the loop
     iterates ``AsyncLoop([<the chain's __next__>])``, whose ``__anext__`` returns that awaitable.
-    The call that gets the iterator stands where plain's GET_ITER/GET_AITER does (``loop`` or
-    ``plain_iterable``, the program's own iterable node): its errors' traceback entry is plain's."""
-    at = plain_iterable if ITER_AT_ITERABLE else loop
+    The call that gets the iterator stands at ``plain_iterable`` (the program's iterable node):
+    where 3.13 places GET_ITER/GET_AITER; 3.11 and 3.12 place them at the whole ``for``, so there
+    a traceback of an iterable that cannot be iterated shows carets under the iterable that
+    plain's does not.  Placed at the ``for``, a count mode's exception site would be the for-next
+    statement (``bytecode.statement_at``) while the header was not entered (blocks mode: the
+    recorder's first step comes after the iterator): counts would differ from blocks'."""
+    at = plain_iterable
     if not isinstance(loop, ast.AsyncFor):
         return ast_call(rt(LOOP_MAP), rt(LOOP_LAST), ast.copy_location(artificial(ast_call(rt(LOOP_ZIP), *recorders, iterable)), at))
     step = ast_call(rt(LOOP_PARTIAL), rt(LOOP_ANEXT), ast.copy_location(artificial(ast_call(rt(LOOP_AITER), iterable)), at))
