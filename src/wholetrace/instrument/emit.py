@@ -71,7 +71,7 @@ SLOT, NO_SLOT, FORGET, FRAME = "slot", "no-slot", "forget", "getframe"
 LOOP_MAP, LOOP_ZIP, LOOP_ITER, LOOP_NEVER, LOOP_LAST = "map", "zip", "iter", "never", "last"
 LOOP_EXTEND, LOOP_SELF, LOOP_PARTIAL = "methodcaller", "stream-list", "partial"
 LOOP_SETATTR, LOOP_GETATTR, LOOP_ADD = "setattr", "getattr", "add"
-LOOP_AITER, LOOP_ANEXT, LOOP_ASYNC = "aiter", "anext", "async-loop"
+LOOP_AITER, LOOP_ANEXT, LOOP_ASYNC, LOOP_CALL = "aiter", "anext", "async-loop", "call"
 COUNTS = "counts"    # count modes: the file's counters, one slot ``c<j>`` per counter of the file
                      # (a per-file object: ``cache.relocate`` asks for it by the file's first id)
 EDGES = "edges"      # count modes: ``.x``, the exception edges, flat (fid, source stmt, target

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 
-from wholetrace.instrument.emit import (LOOP_ADD, LOOP_AITER, LOOP_ANEXT, LOOP_ASYNC, LOOP_EXTEND, LOOP_GETATTR,
+from wholetrace.instrument.emit import (LOOP_ADD, LOOP_AITER, LOOP_CALL, LOOP_ANEXT, LOOP_ASYNC, LOOP_EXTEND, LOOP_GETATTR,
                                         LOOP_ITER, LOOP_LAST, LOOP_MAP, LOOP_NEVER, LOOP_PARTIAL, LOOP_SELF,
                                         LOOP_SETATTR, LOOP_ZIP, GET, artificial, ast_call, ast_const, rt)
 
@@ -25,6 +25,9 @@ def trace_recorder(values: list[int]) -> ast.expr:
     ``runtime.probes``' body helpers record): ``map(methodcaller("extend", values),
     map(attrgetter("__self__"), iter(get, never)))``.  The stream is the one the activation's
     prologue (or a generator's resume) made current, as module and class bodies' probes assume."""
+    if len(values) == 1:   # the common case, cheaper: ``map(call, iter(get, never), iter(v.__index__, never))``
+        value = _forever(ast.Attribute(ast_const(values[0]), "__index__", ast.Load()))
+        return ast_call(rt(LOOP_MAP), rt(LOOP_CALL), _forever(rt(GET)), value)
     extend = ast_call(rt(LOOP_EXTEND), ast_const("extend"), ast_const(tuple(values)))
     return ast_call(rt(LOOP_MAP), extend, ast_call(rt(LOOP_MAP), rt(LOOP_SELF), _forever(rt(GET))))
 

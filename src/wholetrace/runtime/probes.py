@@ -13,7 +13,7 @@ import _thread   # threading's get_ident itself: threading is not imported at st
 import sys
 from sys import _getframe
 from _functools import partial   # functools' and operator's own: no functools/collections at start-up (rstart15)
-from _operator import add, attrgetter, itemgetter, methodcaller
+from _operator import add, attrgetter, call, itemgetter, methodcaller
 from _weakref import ref
 from types import CodeType, FrameType
 
@@ -53,7 +53,7 @@ LOOP_OBJECTS: dict[str, object] = {
     emit.LOOP_MAP: map, emit.LOOP_ZIP: zip, emit.LOOP_ITER: iter, emit.LOOP_NEVER: _NEVER,
     emit.LOOP_LAST: itemgetter(-1), emit.LOOP_EXTEND: methodcaller, emit.LOOP_SELF: attrgetter("__self__"),
     emit.LOOP_PARTIAL: partial, emit.LOOP_SETATTR: setattr, emit.LOOP_GETATTR: getattr, emit.LOOP_ADD: add,
-    emit.LOOP_AITER: aiter, emit.LOOP_ANEXT: anext, emit.LOOP_ASYNC: AsyncLoop}
+    emit.LOOP_AITER: aiter, emit.LOOP_ANEXT: anext, emit.LOOP_ASYNC: AsyncLoop, emit.LOOP_CALL: call}
 
 
 class ExceptionSites:
