@@ -68,8 +68,12 @@ XCOUNT = "xcount"    # module/class bodies, count modes: the same
 #: C calls only (no frame a program's tracer sees): ``slot(getframe(), no_slot)`` (the bound ``get``
 #: of the runtime's dict of slots), ``forget(getframe(), None)`` (its ``pop``)
 SLOT, NO_SLOT, FORGET, FRAME = "slot", "no-slot", "forget", "getframe"
-FOR = "for"          # wrapping iterator that records the for-next block before __next__
-AFOR = "afor"        # the same for async for
+#: loops whose ``continue`` crosses cleanup code: the C callables of their wrapping iterator, which
+#: records the for-next block before each ``__next__``/``__anext__`` (``instrument.loopwrap``)
+LOOP_MAP, LOOP_ZIP, LOOP_ITER, LOOP_NEVER, LOOP_LAST = "map", "zip", "iter", "never", "last"
+LOOP_EXTEND, LOOP_SELF, LOOP_PARTIAL = "methodcaller", "stream-list", "partial"
+LOOP_SETATTR, LOOP_GETATTR, LOOP_ADD = "setattr", "getattr", "add"
+LOOP_AITER, LOOP_ANEXT, LOOP_ASYNC, LOOP_CALL = "aiter", "anext", "async-loop", "call"
 COUNTS = "counts"    # count modes: the file's counters, one slot ``c<j>`` per counter of the file
                      # (a per-file object: ``cache.relocate`` asks for it by the file's first id)
 EDGES = "edges"      # count modes: ``.x``, the exception edges, flat (fid, source stmt, target

@@ -19,11 +19,11 @@ import ast
 from types import CodeType
 
 from wholetrace.ids import EXIT
-from wholetrace.instrument import awaits
+from wholetrace.instrument import awaits, loopwrap
 from wholetrace.instrument.cfg import CFG, Stmt
 from wholetrace.instrument.cleanup import (NO_LOCATION_ARMS_MISCOMPILE, CleanupRewriter, callless,
                                           continue_crosses_cleanup, has_reraise_sites, with_exit_spans)
-from wholetrace.instrument.emit import (A, AFOR, COUNTS, FOR, HOLD, MATCH, VARS, Emitter, artificial,
+from wholetrace.instrument.emit import (A, COUNTS, HOLD, MATCH, VARS, Emitter, artificial,
                                        ast_call, ast_const, ast_name, counter_slot, locate, rt, start_line)
 from wholetrace.instrument.modes import ProbePlan, blocks_plan
 from wholetrace.events import LEAVE, enter_code
@@ -257,12 +257,9 @@ class _FunctionRewriter(CleanupRewriter):
         if info.wrapped:
             if first:
                 s.iter = ast.Subscript(ast.Tuple([s.iter] + self.em.exprs(first), ast.Load()), ast_const(0), ast.Load())
-            wrapper = rt(AFOR if isinstance(s, ast.AsyncFor) else FOR)
-            if self.em.counts:   # the counters' slots in the file's counter object
-                names = ast.Tuple([ast_const(counter_slot(v)) for v in h], ast.Load())
-                s.iter = ast_call(wrapper, s.iter, names, rt(COUNTS))
-            else:
-                s.iter = ast_call(wrapper, s.iter, ast.Tuple([ast_const(v) for v in h], ast.Load()))
+            recorders = (loopwrap.count_recorders(rt(COUNTS), [counter_slot(v) for v in h]) if self.em.counts
+                         else [loopwrap.trace_recorder(h)] if h else [])
+            s.iter = loopwrap.wrap(s.iter, recorders, s, iterable)
         elif self.anext_suspends(s):   # __anext__ awaited: a generator suspension (instrument.awaits)
             leave = awaits.leave(self.em)
             s.iter = ast.Subscript(ast.Tuple([s.iter] + self.em.exprs(first + h) + leave, ast.Load()), ast_const(0), ast.Load())

@@ -4,8 +4,7 @@ Instrumented code refers to no global or builtin name of wholetrace: the placeho
 its templates (``instrument.emit.runtime_constant``) become, when the code is loaded, the
 objects of :func:`runtime_objects` for *its* recording.  The hot paths (block probes,
 counters, handlers in functions) are inline code and C calls; the Python helpers here
-serve only module and class bodies (which can keep no local) and ``for`` loops whose
-``continue`` crosses cleanup code.
+serve only module and class bodies (which can keep no local).
 """
 
 from __future__ import annotations
@@ -14,7 +13,8 @@ import _thread   # threading's get_ident itself: threading is not imported at st
 import sys
 from sys import _getframe
 from _functools import partial   # functools' and operator's own: no functools/collections at start-up (rstart15)
-from _operator import itemgetter
+from _operator import add, attrgetter, call, itemgetter, methodcaller
+from _weakref import ref
 from types import CodeType, FrameType
 
 from wholetrace.events import EXC, RERAISE
@@ -26,9 +26,8 @@ from wholetrace.runtime.streams import Streams
 
 TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
 if TYPE_CHECKING:   # pragma: no cover
-    from typing import Any, AsyncIterator, Iterable, Iterator
+    from typing import Iterable
 
-_second = itemgetter(1)
 #: ``BaseException.__traceback__`` and ``BaseExceptionGroup.exceptions`` read through their own
 #: descriptors: a program's ``__getattribute__`` (or a ``__traceback__`` its class defines) never runs
 traceback_of = BaseException.__dict__["__traceback__"].__get__
@@ -50,6 +49,27 @@ def static_exception_classes() -> frozenset[type]:
 
 
 _NEVER = object()          # a sentinel the recorder never returns
+
+
+class AsyncLoop(list):
+    """An ``async for`` whose ``continue`` crosses cleanup code iterates over ``AsyncLoop([next])``:
+    ``next`` is the bound ``__next__`` of a C ``map``/``zip`` chain that records the for-next block,
+    then returns ``anext(it)`` (``instrument.loopwrap``).  Both methods are properties over C
+    callables (``__aiter__``: a weak reference to the object, called: the object), so no frame of
+    ours runs per item and the awaitable the loop awaits is the program's own."""
+
+    __slots__ = ("__weakref__",)
+    __aiter__ = property(ref)
+    __anext__ = property(itemgetter(0))
+
+
+#: Loops whose ``continue`` crosses cleanup code (``instrument.loopwrap``): the C callables their
+#: wrapping iterator is built of in the loop's own code, so no Python frame of ours runs per item.
+LOOP_OBJECTS: dict[str, object] = {
+    emit.LOOP_MAP: map, emit.LOOP_ZIP: zip, emit.LOOP_ITER: iter, emit.LOOP_NEVER: _NEVER,
+    emit.LOOP_LAST: itemgetter(-1), emit.LOOP_EXTEND: methodcaller, emit.LOOP_SELF: attrgetter("__self__"),
+    emit.LOOP_PARTIAL: partial, emit.LOOP_SETATTR: setattr, emit.LOOP_GETATTR: getattr, emit.LOOP_ADD: add,
+    emit.LOOP_AITER: aiter, emit.LOOP_ANEXT: anext, emit.LOOP_ASYNC: AsyncLoop, emit.LOOP_CALL: call}
 
 
 class ExceptionSites:
@@ -201,40 +221,8 @@ def runtime_objects(state: RunState) -> dict[str, object]:
         """Module and class bodies, count modes: a counter probe inside an expression."""
         setattr(counts, slot, getattr(counts, slot) + 1.0)
 
-    def record(values: tuple[Any, ...], counts: object) -> None:
-        if counts is not None:
-            for slot in values:
-                setattr(counts, slot, getattr(counts, slot) + 1.0)
-            return
-        a = current() or new_stream()
-        for v in values:
-            a(v)
-
-    def for_wrapper(iterable: Iterable[Any], values: tuple[Any, ...], counts: object = None) -> Iterator[Any]:
-        """Iterate ``iterable``, recording ``values`` (block values appended, or, with the
-        file's ``counts``, counter slots incremented) before every ``__next__`` (loops whose
-        ``continue`` runs finally/with code before the next iteration).
-
-        Built of C iterators (``zip`` asks the recorder, then ``iterable``; ``map`` keeps the
-        item), not a generator: a tracer sees no frame of ours and, since 3.12, no
-        ``exception`` event for the StopIteration that ends a generator in a ``for`` loop."""
-        return map(_second, zip(iter(partial(record, values, counts), _NEVER), iterable))
-
-    async def afor_wrapper(iterable: Any, values: tuple[Any, ...], counts: object = None) -> AsyncIterator[Any]:
-        """The async twin of ``for_wrapper``.  ``aiter``/``anext`` use the type's slots, as
-        ``async for`` does: no ``__getattribute__`` of the program's iterator runs."""
-        it = aiter(iterable)
-        while True:
-            record(values, counts)
-            try:
-                item = await anext(it)
-            except StopAsyncIteration:
-                return
-            yield item
-
     return {emit.GET: current, emit.NEW: new_stream, emit.XEDGE: exception_edge,
-            emit.XCOUNT: exception_edge_count, emit.FOR: for_wrapper,
-            emit.AFOR: afor_wrapper, emit.COUNTS: state.file_counts.__getitem__, emit.EDGES: Edges(xedges),
+            emit.XCOUNT: exception_edge_count, **LOOP_OBJECTS, emit.COUNTS: state.file_counts.__getitem__, emit.EDGES: Edges(xedges),
             emit.INC: increment,
             emit.RERAISE_MARK: sys.exception,
             emit.RERAISE_MARK_GUARD: sys.exception, emit.NO_TB: _NoTraceback(), emit.SKIP: bool, emit.VARS: vars,
