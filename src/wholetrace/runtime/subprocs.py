@@ -205,10 +205,14 @@ def _at_run(event: str, args: tuple[Any, ...]) -> None:
     if _PENDING and event == _PENDING[0]:
         _event, config, target = _PENDING
         _PENDING.clear()
+        # The interpreter reads ``__cantrace__`` at each call of a hook: this call (the program
+        # runs inside it) stays traceable, the later ones (every audited call of the program)
+        # run with tracing paused, so a program's tracer never sees this function.
+        _at_run.__cantrace__ = False   # type: ignore[attr-defined]
         _run(config, target)
 
 
-_at_run.__cantrace__ = True   # type: ignore[attr-defined]   # the program's tracers see the program, run inside the hook
+_at_run.__cantrace__ = True   # type: ignore[attr-defined]   # the program's tracers see the program, run inside the hook (its one traceable call)
 
 
 def _take_over(config: dict[str, Any], target: tuple[str, str, list[str]]) -> None:
