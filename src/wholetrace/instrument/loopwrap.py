@@ -4,14 +4,14 @@
 # for-next probe, so the iterator records it before each ``__next__``/``__anext__``.  Until wave 22
 # that was a Python helper (``runtime.probes.for_wrapper``/``afor_wrapper``/``record``): a program's
 # tracer, ``pdb`` and tracebacks saw its frames.  Now the loop's code builds a chain of C iterators
-# whose every step is one record, zipped ahead of the program's iterator (docs/design.md, wave 22).
+# whose every step is one record, stepped ahead of the program's iterator (docs/design.md, wave 22).
 
 from __future__ import annotations
 
 import ast
 
 from wholetrace.instrument.emit import (LOOP_ADD, LOOP_AITER, LOOP_CALL, LOOP_ANEXT, LOOP_ASYNC, LOOP_EXTEND, LOOP_GETATTR,
-                                        LOOP_ITER, LOOP_LAST, LOOP_MAP, LOOP_NEVER, LOOP_PARTIAL, LOOP_SELF,
+                                        LOOP_ITER, LOOP_MAP, LOOP_NEVER, LOOP_PARTIAL, LOOP_SECOND, LOOP_SELF,
                                         LOOP_SETATTR, LOOP_ZIP, GET, artificial, ast_call, ast_const, rt)
 
 
@@ -46,19 +46,29 @@ def count_recorders(counts: ast.expr, slots: list[str]) -> list[ast.expr]:
 
 def wrap(iterable: ast.expr, recorders: list[ast.expr], loop: ast.For | ast.AsyncFor,
          plain_iterable: ast.expr) -> ast.expr:
-    """``map(itemgetter(-1), zip(*recorders, items))``: ``zip`` steps the recorders, then the
-    program's iterator (``iter(iterable)`` at ``zip``'s creation, its errors plain's).  ``async for``:
-    items are ``anext(aiter(iterable))`` (the type's slots, as ``async for`` uses) and the loop
-    iterates ``AsyncLoop([<the chain's __next__>])``, whose ``__anext__`` returns that awaitable.
-    The call that gets the iterator stands at ``plain_iterable`` (the program's iterable node):
-    where 3.13 places GET_ITER/GET_AITER; 3.11 and 3.12 place them at the whole ``for``, so there
-    a traceback of an iterable that cannot be iterated shows carets under the iterable that
-    plain's does not.  Placed at the ``for``, a count mode's exception site would be the for-next
-    statement (``bytecode.statement_at``) while the header was not entered (blocks mode: the
-    recorder's first step comes after the iterator): counts would differ from blocks'."""
+    """``map(second, steps, items)``: ``map`` steps the recorders (``steps``: the one recorder,
+    or ``zip`` of several), then the program's iterator (``iter(iterable)`` at ``map``'s creation,
+    its errors plain's), and ``second`` (``{}.get``: the step's value, None or Nones, is never a
+    key, so the item comes back) keeps nothing between items: an item is released when the
+    program releases it (a ``zip`` of the item would hold it until the next step: review22e
+    HIGH-1).  ``async for``: items are ``anext(aiter(iterable))`` (the type's slots, as ``async
+    for`` uses) and the loop iterates ``AsyncLoop([<the chain's __next__>])``, whose ``__anext__``
+    returns that awaitable.  The call that gets the iterator stands at ``plain_iterable`` (the
+    program's iterable node): where 3.13 places GET_ITER/GET_AITER; 3.11 and 3.12 place them at
+    the whole ``for``, so there a traceback of an iterable that cannot be iterated shows carets
+    under the iterable that plain's does not.  Placed at the ``for``, a count mode's exception
+    site would be the for-next statement (``bytecode.statement_at``) while the header was not
+    entered (blocks mode: the recorder's first step comes after the iterator): counts would
+    differ from blocks'."""
     at = plain_iterable
+    if not recorders and not isinstance(loop, ast.AsyncFor):   # nothing to record at the header
+        return iterable                                          # (a tree edge): the plain loop
+    # the recorders' step, placed at the iterable as the call that made the iterator was (``zip`` of
+    # one recorder holds only its None)
+    steps = ast.copy_location(artificial(ast_call(rt(LOOP_ZIP), *recorders)), at) if recorders else None
     if not isinstance(loop, ast.AsyncFor):
-        return ast_call(rt(LOOP_MAP), rt(LOOP_LAST), ast.copy_location(artificial(ast_call(rt(LOOP_ZIP), *recorders, iterable)), at))
+        # (the caller places the outer call, whose creation calls ``iter(iterable)``, at the iterable)
+        return ast_call(rt(LOOP_MAP), rt(LOOP_SECOND), steps, iterable)
     step = ast_call(rt(LOOP_PARTIAL), rt(LOOP_ANEXT), ast.copy_location(artificial(ast_call(rt(LOOP_AITER), iterable)), at))
-    chain = ast_call(rt(LOOP_MAP), rt(LOOP_LAST), ast_call(rt(LOOP_ZIP), *recorders, _forever(step)))
+    chain = ast_call(rt(LOOP_MAP), rt(LOOP_SECOND), steps, _forever(step)) if steps is not None else _forever(step)
     return ast_call(rt(LOOP_ASYNC), ast.List([ast.Attribute(chain, "__next__", ast.Load())], ast.Load()))

@@ -67,7 +67,7 @@ class AsyncLoop(list):
 #: wrapping iterator is built of in the loop's own code, so no Python frame of ours runs per item.
 LOOP_OBJECTS: dict[str, object] = {
     emit.LOOP_MAP: map, emit.LOOP_ZIP: zip, emit.LOOP_ITER: iter, emit.LOOP_NEVER: _NEVER,
-    emit.LOOP_LAST: itemgetter(-1), emit.LOOP_EXTEND: methodcaller, emit.LOOP_SELF: attrgetter("__self__"),
+    emit.LOOP_SECOND: {}.get, emit.LOOP_EXTEND: methodcaller, emit.LOOP_SELF: attrgetter("__self__"),
     emit.LOOP_PARTIAL: partial, emit.LOOP_SETATTR: setattr, emit.LOOP_GETATTR: getattr, emit.LOOP_ADD: add,
     emit.LOOP_AITER: aiter, emit.LOOP_ANEXT: anext, emit.LOOP_ASYNC: AsyncLoop, emit.LOOP_CALL: call}
 
