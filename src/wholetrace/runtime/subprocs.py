@@ -133,6 +133,9 @@ def startup() -> None:
         return
     if not isinstance(config, dict) or "multiprocessing" in sys.modules:
         return
+    if target is not None and sys.flags.inspect:   # PYTHONINSPECT: the interpreter's own end (a prompt
+        _note_unrecorded(config, "PYTHONINSPECT (a prompt after the program)")   # after the program)
+        return
     stdin_tty = _stdin_is_tty()
     if target is None or not _runs(target, stdin_tty):
         _note_unrecorded(config, why_unrecorded(list(getattr(sys, "orig_argv", [])), stdin_tty))
