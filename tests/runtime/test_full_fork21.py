@@ -33,7 +33,7 @@ def work(x):
     for i in range(x):
         s += i * i
     return s
-print(work(3))
+print(work(3), flush=True)   # a fork child inherits an unflushed buffer otherwise (printed twice without PYTHONUNBUFFERED)
 pid = os.fork()
 if pid == 0:
     print("child", work(5))
