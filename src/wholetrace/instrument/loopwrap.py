@@ -61,11 +61,16 @@ def wrap(iterable: ast.expr, recorders: list[ast.expr], loop: ast.For | ast.Asyn
     entered (blocks mode: the recorder's first step comes after the iterator): counts would
     differ from blocks'."""
     at = plain_iterable
-    if not recorders and not isinstance(loop, ast.AsyncFor):   # nothing to record at the header
-        return iterable                                          # (a tree edge): the plain loop
     # the recorders' step, placed at the iterable as the call that made the iterator was (``zip`` of
-    # one recorder holds only its None)
-    steps = ast.copy_location(artificial(ast_call(rt(LOOP_ZIP), *recorders)), at) if recorders else None
+    # one recorder holds only its None); with nothing to record at the header (a count mode's tree
+    # edge) the loop is still wrapped, so the iterator is made where the recorded loops make it
+    # (a count mode's exception site), stepping ``add(0, 0)``
+    if recorders:
+        steps: ast.expr | None = ast.copy_location(artificial(ast_call(rt(LOOP_ZIP), *recorders)), at)
+    elif isinstance(loop, ast.AsyncFor):
+        steps = None
+    else:
+        steps = _forever(ast_call(rt(LOOP_PARTIAL), rt(LOOP_ADD), ast_const(0), ast_const(0)))
     if not isinstance(loop, ast.AsyncFor):
         # (the caller places the outer call, whose creation calls ``iter(iterable)``, at the iterable)
         return ast_call(rt(LOOP_MAP), rt(LOOP_SECOND), steps, iterable)
