@@ -47,7 +47,6 @@ def program_handler() -> bool:
     return _SEEN[1]
 
 
-
 def _programs(handler: object) -> bool:
     return callable(handler) and handler is not _signal.default_int_handler \
         and not str(getattr(handler, "__module__", "")).startswith("wholetrace.")

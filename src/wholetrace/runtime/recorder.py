@@ -352,8 +352,9 @@ class Recorder:
         any shutdown (docs/design.md, "The end of a recording, wave 21"), so there they are
         closed here, after ``atexit`` (earlier than the interpreter would).  Coroutines an
         asyncio task owns and async generators (which need their event loop) are left alone —
-        closing them would change what asyncio reports at exit.  Nothing is closed while another thread still runs: plain Python never runs
-        the cleanup of a daemon thread's generators, and which thread owns one is not known.
+        closing them would change what asyncio reports at exit.  Nothing is closed while another
+        thread still runs: plain Python never runs the cleanup of a daemon thread's generators,
+        and which thread owns one is not known.
         """
         if not self.suspendable or self.ends_inside:
             return
