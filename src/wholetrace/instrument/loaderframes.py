@@ -9,23 +9,29 @@ from types import CodeType, FunctionType
 EXTERNAL = "<frozen importlib._bootstrap_external>"
 
 
+def _attribute_loads() -> tuple[int, ...]:
+    """The opcodes that load an attribute or method (LOAD_ATTR, and LOAD_METHOD before 3.12),
+    read from two compiled samples: ``opcode`` is not imported at start-up (a program's
+    directory may hold an ``opcode.py``; docs/design.md, "Record's fixed cost, wave 14")."""
+    # Each sample is RESUME, LOAD_NAME x, then the load of y: its third instruction.
+    return tuple(sorted({compile(sample, "", "eval").co_code[4] for sample in ("x.y()", "x.y")}))
+
+
 def line_of_call(code: CodeType, name: str) -> int | None:
     """The line of ``code``'s first load of the attribute or method ``name`` (the line its call
     is reported at), or None.  A search of the bytes, not ``dis`` (not imported at start-up)."""
-    import opcode   # imported at start-up already (the instrumenter's)
-
     if name not in code.co_names:
         return None
     index = code.co_names.index(name)
     args = (index << 1, index << 1 | 1) if sys.version_info >= (3, 12) else (index,)  # 3.12+: a method flag
     raw = code.co_code
     found = []
-    for op in ("LOAD_METHOD", "LOAD_ATTR"):
+    for op in _attribute_loads():
         for arg in args:
-            if opcode.opmap.get(op, 256) < 256 and arg < 256:   # (3.12+: LOAD_METHOD is a pseudo-op)
-                at = raw.find(bytes((opcode.opmap[op], arg)))
+            if arg < 256:
+                at = raw.find(bytes((op, arg)))
                 while at >= 0 and at % 2:                                # an instruction starts at an even offset
-                    at = raw.find(bytes((opcode.opmap[op], arg)), at + 1)
+                    at = raw.find(bytes((op, arg)), at + 1)
                 found += [at] if at >= 0 else []
     at = min(found, default=-1)
     return next((line for start, end, line in code.co_lines() if start <= at < end), None)

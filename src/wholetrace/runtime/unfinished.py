@@ -42,6 +42,10 @@ from wholetrace.runtime.probes import RunState
 
 TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
 if TYPE_CHECKING:   # pragma: no cover
+    import dis
+
+TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
+if TYPE_CHECKING:   # pragma: no cover
     from collections.abc import Callable, Iterable   # (collections: not imported at start-up)
     from typing import Any, TypeVar
 
@@ -137,7 +141,7 @@ def _scan_leaves_of(code: types.CodeType) -> tuple[frozenset[int], bool]:
         if ins.opname == "PUSH_NULL":        # before the callable (3.11, 3.12) or after it (3.13)
             continue
         if ins.opname != "PRECALL":
-            last = last[-4:] + [(ins.opname, ins.argrepr if ins.opname == "BINARY_OP" else ins.argval)]
+            last = last[-4:] + [_as_one(ins)]
             if last[-3:] == [("LOAD_FAST", A), ("LOAD_ATTR", "__self__"), (last[-1][0], "extend")]:
                 extend = True
             elif extend and ins.opname == "CALL" and _is_closing_record(last[:-1]):
@@ -173,6 +177,15 @@ def _scan_leaves_of(code: types.CodeType) -> tuple[frozenset[int], bool]:
             loads = []
         precall = -1
     return frozenset(out), constant
+
+
+def _as_one(ins: dis.Instruction) -> tuple[str, object]:
+    """``ins`` as (name, argument) for the shapes matched here; 3.13's fused store-then-load
+    (``STORE_FAST_LOAD_FAST``, before the load of ``wt.a`` when the handler's traceback read
+    ends in a store) and load pairs count as the load they end with."""
+    if ins.opname in ("STORE_FAST_LOAD_FAST", "LOAD_FAST_LOAD_FAST", "LOAD_FAST_BORROW_LOAD_FAST_BORROW"):
+        return ("LOAD_FAST", ins.argval[1])
+    return (ins.opname, ins.argrepr if ins.opname == "BINARY_OP" else ins.argval)
 
 
 def _is_closing_record(before: list[tuple[str, object]]) -> bool:
