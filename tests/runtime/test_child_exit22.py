@@ -56,6 +56,12 @@ CHILDREN = {
     ''',
     # a negative exit status: plain's is its low byte, 255 (before: 1)
     "negative.py": 'import sys\nsys.exit(-1)\n',
+    # statuses past a C long: plain's is -1's low byte, 255; -2**63's is 0; 2**32+3's is 3 (review22f
+    # LOW-3; before: the low byte of the Python int, 0)
+    "huge.py": 'import sys\nsys.exit(2**70)\n',
+    "long_max.py": 'import sys\nsys.exit(2**63 - 1)\n',
+    "long_min.py": 'import sys\nsys.exit(-2**63)\n',
+    "wide.py": 'import sys\nsys.exit(2**32 + 3)\n',
     # text left in the original stdout: plain's finalisation flushes it when it deallocates the
     # object (review22c HIGH-1; before: lost when buffered)
     "dunder_out.py": '''
@@ -125,7 +131,9 @@ def test_subprocess_children_end_their_streams_as_plain(tmp_path: Path, bufferin
     processes = json.loads(out)["processes"]
     assert len(processes) == 1 + 3 * len(CHILDREN), processes
     ended = [(p["ended"], p["exit_code"]) for p in processes[1:] if p["events"] > 0]
-    assert sorted(ended) == sorted([("exit", 0)] * 3 * (len(CHILDREN) - 1) + [("sys.exit", -1)] * 3), processes
+    codes = [-1, 2**70, 2**63 - 1, -2**63, 2**32 + 3]   # the program's own, stored as given
+    assert sorted(ended) == sorted([("exit", 0)] * 3 * (len(CHILDREN) - len(codes))
+                                   + [("sys.exit", c) for c in codes] * 3), processes
 
 
 # a multiprocessing child's stdout: plain flushes it once (Process._bootstrap), ignoring a ValueError

@@ -13,7 +13,8 @@ import pytest
 from wtutil import cli_in_process, run_plain, run_recorded
 
 # the child: a file left open and unflushed, a __del__ that prints and raises at shutdown, a
-# weakref.finalize (atexit's), a function to count, and exit status 3
+# weakref.finalize (atexit's), a generator left suspended (closed as its global is cleared, after
+# ``d``'s), a function to count, and exit status 3
 KID = '''
     import os, sys, weakref
     f = open(sys.argv[1], "w")
@@ -27,6 +28,13 @@ KID = '''
         pass
     t = T()
     weakref.finalize(t, os.write, 1, b"finalize\\n")
+    def gen():
+        try:
+            yield 1
+        finally:
+            print("gen finally", flush=True)   # (after the buffered "45", in full mode too)
+    g = gen()
+    next(g)
     def work(n):
         total = 0
         for i in range(n):
@@ -92,7 +100,8 @@ def test_plain_shows_what_is_compared(programs: tuple[Path, subprocess.Completed
     for form in ("script", "c", "stdin", "m"):
         assert f"{form} file 'left open, never flushed\\n'" in plain.stdout, plain.stdout
     line = [ln for ln in plain.stdout.splitlines() if ln.startswith("script 3 ")]
-    assert line and line[0].index("45") < line[0].index("finalize") < line[0].index("del D"), plain.stdout
+    assert line and line[0].index("45") < line[0].index("finalize") < line[0].index("del D") \
+        < line[0].index("gen finally"), plain.stdout
     assert "Exception ignored in" in line[0] and "RuntimeError: from __del__" in line[0], plain.stdout
 
 

@@ -342,13 +342,14 @@ class Recorder:
 
     def close_suspended(self) -> None:
         """Close the instrumented generators and coroutines the program left suspended, once the
-        recording is closed (``runner.record``, the process ending: full mode, child processes
-        recording into a part, and record's KeyboardInterrupt exit).
+        recording is closed (``runner.record``, the process ending: full mode and record's
+        KeyboardInterrupt exit).
 
         Nothing closes them while the recording is open: the interpreter closes them as it shuts
-        down, after the recording, unrecorded (early exits in it), as plain Python does.  Full
-        mode's recorder can keep the interpreter from getting there, a recorded child ends with
-        ``os._exit``, and record's KeyboardInterrupt exit kills the process with SIGINT before
+        down, after the recording, unrecorded (early exits in it), as plain Python does (a
+        recorded subprocess too, since it finalises as plain: docs/design.md, wave 22).  Full
+        mode's recorder can keep the interpreter from getting there, and record's
+        KeyboardInterrupt exit kills the process with SIGINT before
         any shutdown (docs/design.md, "The end of a recording, wave 21"), so there they are
         closed here, after ``atexit`` (earlier than the interpreter would).  Coroutines an
         asyncio task owns and async generators (which need their event loop) are left alone —

@@ -454,7 +454,8 @@ def record(target: Target, writer: Any, *, mode: str = "blocks", include: list[s
             failed._shutdown = _shut_down
         outcome.daemon_threads = _daemon_threads()
         outcome.events = live.stop(outcome.ended, outcome.exit_code)
-        if live.recorder.values is not None or getattr(live.children, "name", "") or outcome.ended == "keyboard-interrupt":
-            live.recorder.close_suspended()   # full mode; a child's part (os._exit); record's SIGINT exit
-            #                                   (it kills the process before the interpreter's shutdown)
+        if live.recorder.values is not None or outcome.ended == "keyboard-interrupt":
+            live.recorder.close_suspended()   # full mode; record's SIGINT exit (it kills the process
+            #                                   before the interpreter's shutdown); a subprocess child
+            #                                   finalises as plain (runtime.subprocs._at_run)
     return outcome

@@ -257,7 +257,7 @@ def _run(config: dict[str, Any], target: tuple[str, str, list[str]]) -> None:
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGINT)
         os._exit(130 if flushed else 120)
-    raise SystemExit(code & 0xFF)        # the low byte, as exit() keeps of a negative status
+    raise SystemExit(code)               # the interpreter makes it a status as plain's (C long, low byte)
 
 
 def _closed(stream: Any) -> bool:
