@@ -245,7 +245,7 @@ def exit_statement(code: CodeType, positions: Sequence[tuple[int | None, ...]], 
     return sids[2 * item + 1] if len(sids) > 2 else -1
 
 
-_parsed: tuple[bytes, list[Entry]] = (b"", [])   # the last exception table read (one code at a time)
+_parsed: tuple[bytes, list[Entry], list[int] | None] = (b"", [], [])   # the last table read, entries, starts
 
 
 def _enclosing_withs(code: CodeType, positions: Sequence[tuple[int | None, ...]], unit: int) -> int:
@@ -257,19 +257,21 @@ def _enclosing_withs(code: CodeType, positions: Sequence[tuple[int | None, ...]]
     global _parsed
     parsed = _parsed   # one read: another thread may replace the global between a test and a use
     if parsed[0] is not code.co_exceptiontable:
-        parsed = _parsed = (code.co_exceptiontable, parse_exception_table(code.co_exceptiontable))
-    entries = parsed[1]
+        entries = parse_exception_table(code.co_exceptiontable)
+        starts = None if any(a.end > b.start for a, b in zip(entries, entries[1:])) else [e.start for e in entries]
+        parsed = _parsed = (code.co_exceptiontable, entries, starts)   # compiled tables are sorted, disjoint
+    entries, starts = parsed[1], parsed[2]
     raw, here = code.co_code, positions[unit]
     seen: set[int] = set()
     n = 0
-    entry = _covering(entries, unit)
+    entry = _covering(entries, unit, starts)
     while entry is not None and entry.target not in seen:
         t = entry.target
         seen.add(t)
         if (raw[2 * t] == _PUSH_EXC_INFO and 2 * t + 2 < len(raw) and raw[2 * t + 2] == _WITH_EXCEPT_START
                 and positions[t + 1] == here):
             n += 1
-        entry = _covering(entries, t)
+        entry = _covering(entries, t, starts)
     return n
 
 
@@ -415,8 +417,15 @@ def _handler_start(ins: list[tuple[int, int, int]], j: int) -> int | None:
     return None
 
 
-def _covering(entries: list[Entry], unit: int) -> Entry | None:
-    return next((e for e in entries if e.covers(unit)), None)
+def _covering(entries: list[Entry], unit: int, starts: list[int] | None = None) -> Entry | None:
+    """The first entry covering ``unit``; by bisection given ``starts`` (entries sorted, disjoint)."""
+    if starts is None:
+        return next((e for e in entries if e.covers(unit)), None)
+    lo, hi = 0, len(starts)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (mid + 1, hi) if starts[mid] <= unit else (lo, mid)
+    return entries[lo - 1] if lo and unit < entries[lo - 1].end else None
 
 
 def _retarget(entries: list[Entry], handler: int, cleanups: set[int]) -> bool:
