@@ -158,8 +158,8 @@ def _fork(dups: list[tuple[int, int]], env: dict[str, str], argv: list[str]) -> 
     """Fork the builder: the child starts a session and forks the builder, then exits (the pid
     returned; :meth:`BuilderProcess.reap` waits for it, as for the shell).  The builder gets ``dups``
     (source, target descriptor: its pipes, stderr file, progress memfd) and closes every other
-    descriptor (inherited or close-on-exec alike: there is no exec to close them), SIGINT, SIGPIPE
-    and SIGXFSZ as a new interpreter has them, no tracer or profiler, ``env`` as its environment,
+    descriptor (inherited or close-on-exec alike: there is no exec to close them), its signals as
+    the exec'd builder's (``_be_builder``), no tracer or profiler, ``env`` as its environment,
     the collector's objects so far frozen (never scanned, so never copied), and runs
     ``wpp.startup.run`` with ``argv`` (the builder's arguments, then its ``sys.path``)."""
     pid = os.fork()
@@ -196,9 +196,18 @@ def _be_builder(dups: list[tuple[int, int]], env: dict[str, str], argv: list[str
         if fd > low:
             os.closerange(low, fd)
         low = fd + 1
-    _signal.signal(_signal.SIGINT, _signal.default_int_handler)
-    _signal.signal(_signal.SIGPIPE, _signal.SIG_IGN)
-    _signal.signal(_signal.SIGXFSZ, _signal.SIG_IGN)
+    # signals as the exec'd builder has them: what this process catches back to the default (an exec
+    # does that), what it ignores still ignored (an exec keeps that); SIGINT and SIGQUIT ignored (a
+    # background job of ``sh -c`` has them so, and the interpreter then leaves SIGINT alone), SIGPIPE
+    # and SIGXFSZ ignored (the interpreter's start-up does that)
+    for n in range(1, _signal.NSIG):
+        try:
+            if callable(_signal.getsignal(n)):
+                _signal.signal(n, _signal.SIG_DFL)
+        except (OSError, ValueError):   # SIGKILL, SIGSTOP, numbers without a signal
+            pass
+    for n in (_signal.SIGINT, _signal.SIGQUIT, _signal.SIGPIPE, _signal.SIGXFSZ):
+        _signal.signal(n, _signal.SIG_IGN)
     sys.settrace(None)
     sys.setprofile(None)
     os.environ.clear()
