@@ -88,8 +88,10 @@ _PROBE = textwrap.dedent('''
     elif what == "held":
         # a pipe the recorder holds close-on-exec (its store's descriptors are) and an inheritable one:
         # the forked builder must hold neither write end (no exec closes the first for it)
+        spare = [os.pipe() for _ in range(3)]   # ours above the numbers the builder's dup2s take
         pipes = [os.pipe(), os.pipe()]
         os.set_inheritable(pipes[1][1], True)
+        assert min(fd for pair in pipes for fd in pair) > spawn.PROGRESS_FD
         signal.signal(signal.SIGTERM, lambda *a: None)   # caught here: the default in the builder
         signal.signal(signal.SIGUSR1, signal.SIG_IGN)    # ignored here: ignored there (as across exec)
         p = started()
@@ -109,6 +111,12 @@ _PROBE = textwrap.dedent('''
         result, err = end(p)
         out["error"] = result.get("error", "")
         out["stderr"] = err
+        # its own pipe's write end is not held there either: a recorder gone without the end
+        # frame gives the builder EOF, and it ends (its result pipe closes)
+        q = started()
+        os.close(q.fd)
+        ready, _, _ = select.select([q.out], [], [], 120)
+        out["ends"] = bool(ready) and q.out.read() is not None
     elif what == "masks_exec":
         signal.signal(signal.SIGTERM, lambda *a: None)
         signal.signal(signal.SIGUSR1, signal.SIG_IGN)
@@ -142,6 +150,7 @@ def test_the_forked_builder_holds_no_descriptor_of_ours_and_has_a_new_interprete
     assert got["members"] == 1 and got["not_ours"]      # the builder alone in its session, nobody's child here
     assert got["eof"] == [True, True], got               # neither write end kept (close-on-exec nor inheritable)
     assert got["error"] == "" and got["stderr"] == ""
+    assert got["ends"]
     want = _probe("masks_exec")
     assert want["start"] == "exec"
     assert got["masks"] == want["masks"]
