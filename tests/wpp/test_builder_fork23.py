@@ -70,7 +70,8 @@ _PROBE = textwrap.dedent('''
         out["plain"] = spawn.forkable()
         os.environ[spawn.START_ENV] = "exec"
         out["exec"] = spawn.forkable()
-        del os.environ[spawn.START_ENV]
+        os.environ[spawn.START_ENV] = "fork"
+        out["fork"] = spawn.forkable()
         lock, running = _thread.allocate_lock(), _thread.allocate_lock()
         lock.acquire()
         running.acquire()
@@ -86,6 +87,7 @@ _PROBE = textwrap.dedent('''
         out["thread"] = spawn.forkable()
         lock.release()
     elif what == "held":
+        os.environ[spawn.START_ENV] = "fork"
         # a pipe the recorder holds close-on-exec (its store's descriptors are) and an inheritable one:
         # the forked builder must hold neither write end (no exec closes the first for it)
         spare = [os.pipe() for _ in range(3)]   # ours above the numbers the builder's dup2s take
@@ -138,8 +140,8 @@ def _probe(what: str) -> dict:
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="the builder is forked on Linux only")
-def test_the_builder_is_forked_unless_a_thread_runs_or_exec_is_asked() -> None:
-    assert _probe("forkable") == {"plain": True, "exec": False, "thread": False}
+def test_the_builder_is_forked_when_asked_unless_a_thread_runs() -> None:
+    assert _probe("forkable") == {"plain": False, "exec": False, "fork": True, "thread": False}
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="the builder is forked on Linux only")

@@ -11,12 +11,12 @@ runs in its own session, without ``WHOLETRACE_CHILD``, its standard input a pipe
 ``subprocess.Popen(close_fds=True)`` closed, the builder closes itself (``wpp.builder``:
 every inheritable descriptor above 2).
 
-Since wave 23 the builder is, where it can be, **forked** from this process instead (:func:`forkable`,
-:func:`_fork`): an intermediate child starts the session and exits, as the shell did; the builder
-needs no new interpreter (~27 M instructions: ``Py_Initialize``, the loader, ``encodings``) and
-finds ``os``, ``types``, ``importlib``, ``warnings`` loaded (~43 M of nqueens' builder in all);
-this process pays ~950 more copy-on-write page faults (docs/design.md, "The builder forked, wave 23").
-``WHOLETRACE_WPP_START=exec`` starts it as before.
+With ``WHOLETRACE_WPP_START=fork`` (wave 23) the builder is, where it can be, **forked** from this
+process instead (:func:`forkable`, :func:`_fork`): an intermediate child starts the session and
+exits, as the shell did; the builder needs no new interpreter and finds ``os``, ``importlib``,
+``warnings``, ... loaded (32 M fewer instructions in it), but this process pays ~955 more
+copy-on-write page faults on its own path; not the default until a quiet benchmark says which
+costs more (docs/design.md, "The builder forked, wave 23").
 """
 
 from __future__ import annotations
@@ -60,7 +60,8 @@ _SH = "/bin/sh"
 _SCRIPT = 'exec 3<&0; "$@" 0<&3 3<&- &'
 # = wholetrace.wpp.startup.CODE (a test keeps them equal)
 _CODE = "import gc; gc.disable(); import wholetrace.wpp.startup as s; s.run()"
-#: ``exec``: the builder is started as a new interpreter even where :func:`forkable` would fork it
+#: ``fork``: the builder is forked from the recorder where :func:`forkable` allows it; else (the
+#: default) it is started as a new interpreter
 START_ENV = "WHOLETRACE_WPP_START"
 # meta-path finders a .pth file installs that the builder does without (module, class): setuptools'
 # distutils shim only serves ``import distutils``; virtualenv's (tox, poetry, hatch venvs) only
@@ -146,12 +147,13 @@ class BuilderProcess:
 
 
 def forkable() -> bool:
-    """Whether the builder can be forked from this process (:func:`_fork`): on Linux, with no thread
-    but this one started through ``_thread``/``threading`` (a lock another thread holds would stay
-    held in the child), unless ``WHOLETRACE_WPP_START=exec``.  ``record`` starts the builder before
-    the program runs, so no handler of the program's ``os.register_at_fork`` can be registered yet."""
-    return (sys.platform == "linux" and hasattr(os, "fork") and _thread._count() == 0
-            and os.environ.get(START_ENV, "fork") != "exec")
+    """Whether the builder is forked from this process (:func:`_fork`): asked for
+    (``WHOLETRACE_WPP_START=fork``), on Linux, with no thread but this one started through
+    ``_thread``/``threading`` (a lock another thread holds would stay held in the child).
+    ``record`` starts the builder before the program runs, so no handler of the program's
+    ``os.register_at_fork`` can be registered yet."""
+    return (os.environ.get(START_ENV) == "fork" and sys.platform == "linux" and hasattr(os, "fork")
+            and _thread._count() == 0)
 
 
 def _fork(dups: list[tuple[int, int]], env: dict[str, str], argv: list[str]) -> int:
