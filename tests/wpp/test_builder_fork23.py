@@ -225,3 +225,35 @@ def test_forked_and_execd_builders_build_the_same_exact_grammars(tmp_path: Path)
         for a, b in zip(rhs, rhs_e):
             assert (a < 0) == (b < 0) and (a == b if a < 0 else rename.setdefault(a, b) == b), f"stream {sid}"
     assert len(set(rename.values())) == len(rename)
+
+
+def test_the_builders_progress_constants_are_the_spawns() -> None:
+    from wholetrace.wpp import builder, spawn
+
+    assert (builder.PROGRESS_BYTES, builder.PROGRESS_SEALS, builder.PROGRESS_UNMAPPED) == \
+        (spawn.PROGRESS_BYTES, spawn.PROGRESS_SEALS, spawn.PROGRESS_UNMAPPED)
+
+
+def test_the_execd_builder_maps_its_progress_file_without_importing_the_spawn() -> None:
+    """The builder started as ``wpp.spawn`` starts it, its progress memfd at ``PROGRESS_FD``: it maps
+    the file (``progress_mapped``) and ends a build with neither ``wpp.spawn`` nor ``store.fdguard``
+    loaded (importing them for three constants was 3.1 M instructions of its start-up)."""
+    import marshal
+
+    from test_builder_startup11 import SRC, _events, _frames, _path
+    from wholetrace.wpp.spawn import _CODE, PROGRESS_ENV, PROGRESS_FD
+
+    code = ("import os, sys\nreal = os._exit\n"
+            "def _exit(c):\n    sys.stderr.write('LOADED %s\\n' % ','.join(m for m in "
+            "('wholetrace.wpp.spawn', 'wholetrace.store.fdguard') if m in sys.modules))\n"
+            "    sys.stderr.flush(); real(c)\n"
+            "os._exit = _exit\n" + _CODE.replace("; ", "\n"))
+    driver = ("import os, sys\nfrom wholetrace.wpp import spawn\nfd = spawn._progress_file()[0]\n"
+              f"os.dup2(fd, {PROGRESS_FD})\nos.environ[{PROGRESS_ENV!r}] = {str(PROGRESS_FD)!r}\n"
+              "os.execv(sys.executable, [sys.executable, '-S', '-c', sys.argv[1], *sys.argv[2:]])\n")
+    p = subprocess.run([sys.executable, "-c", driver, code, "blocks", "1", "100000", "0", *_path()],
+                       input=_frames(_events(4)), capture_output=True, check=True, timeout=600,
+                       env={**ENV, "PYTHONPATH": SRC, "OPENBLAS_NUM_THREADS": "1"})
+    result = marshal.loads(p.stdout)
+    assert "error" not in result and result["stats"]["feed"]["progress_mapped"]
+    assert p.stderr.decode().split("LOADED ", 1)[1].split("\n")[0] == ""
