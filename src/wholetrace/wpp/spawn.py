@@ -168,30 +168,34 @@ def _fork(dups: list[tuple[int, int]], env: dict[str, str], argv: list[str]) -> 
     if pid:
         return pid
     code = 70   # EX_SOFTWARE: anything unexpected before the builder's own main
+    redirected: list[bool] = []
     try:
         os.setsid()
         if os.fork():
             code = 0
         else:
-            code = _be_builder(dups, env, argv)
+            code = _be_builder(dups, env, argv, redirected)
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
     except BaseException:  # noqa: BLE001 - the recorder reads no result then, and says so
-        try:
-            import traceback
+        if redirected:     # descriptor 2 is the builder's stderr file, never the program's
+            try:
+                import traceback
 
-            traceback.print_exc()
-        except BaseException:  # noqa: BLE001
-            pass
+                traceback.print_exc()
+            except BaseException:  # noqa: BLE001
+                pass
     finally:
         os._exit(code)
     return 0   # pragma: no cover - os._exit does not return
 
 
-def _be_builder(dups: list[tuple[int, int]], env: dict[str, str], argv: list[str]) -> int:
-    """The forked builder's set-up (see :func:`_fork`), then ``wpp.startup.run``."""
+def _be_builder(dups: list[tuple[int, int]], env: dict[str, str], argv: list[str], redirected: list[bool]) -> int:
+    """The forked builder's set-up (see :func:`_fork`; ``redirected`` gets an item once its
+    descriptors are its own), then ``wpp.startup.run``."""
     for src, dst in dups:
         os.dup2(src, dst)
+    redirected.append(True)
     keep = sorted({dst for _, dst in dups})
     low = 0
     for fd in keep + [os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 1 << 20]:
