@@ -68,10 +68,13 @@ def test_the_spawn_imports_neither_subprocess_nor_tempfile_nor_pickle() -> None:
     assert out == "[]"
 
 
-def test_the_builder_keeps_no_descriptor_it_inherited() -> None:
+def test_the_builder_keeps_no_descriptor_it_inherited(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """posix_spawn closes nothing (Popen closed every fd but 0-2): a pipe the recorded process
-    could pass on must not stay open in the builder, whose reader would wait on it."""
-    from wholetrace.wpp.spawn import BuilderProcess
+    could pass on must not stay open in the builder, whose reader would wait on it.  The exec'd
+    builder (the forked one: tests/wpp/test_builder_fork23.py)."""
+    from wholetrace.wpp.spawn import START_ENV, BuilderProcess
+
+    monkeypatch.setenv(START_ENV, "exec")
 
     r, w = os.pipe()
     os.set_inheritable(w, True)
@@ -109,8 +112,10 @@ def _builder_pid(spawned: float) -> int:
     raise AssertionError("the builder is not running")
 
 
-def test_the_shell_is_reaped_and_the_builder_is_no_child_in_its_own_session() -> None:
-    from wholetrace.wpp.spawn import BuilderProcess
+def test_the_shell_is_reaped_and_the_builder_is_no_child_in_its_own_session(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from wholetrace.wpp.spawn import START_ENV, BuilderProcess
+
+    monkeypatch.setenv(START_ENV, "exec")   # the forked builder: tests/wpp/test_builder_fork23.py
 
     p = BuilderProcess("path", queue_events=1000)
     sh = p._sh

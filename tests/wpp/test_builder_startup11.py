@@ -254,16 +254,19 @@ def _record_env(tmp: Path, extra: dict[str, str]) -> dict:
         return dict(rec.meta["wpp"])
 
 
+@pytest.mark.parametrize("start", ["exec", "fork"])
 @pytest.mark.parametrize("how", ["pythonpath", "startup", "home"])
-def test_the_builder_starts_with_the_users_python_environment(tmp_path: Path, how: str) -> None:
+def test_the_builder_starts_with_the_users_python_environment(tmp_path: Path, how: str, start: str) -> None:
     """PYTHONPATH (a directory the program imports from), PYTHONSTARTUP (a file that fails: only
     interactive sessions read it), PYTHONHOME (the interpreter's own prefix): the recording works
-    and the builder started without site, numpy's core only."""
+    and the builder started without site (exec'd; forked: with the recorder's, wave 23), numpy's
+    core only."""
     _path()     # skips where the builder starts with site
     lib = tmp_path / "lib"
     lib.mkdir()
     (lib / "helper.py").write_text("X = 7\n")
-    extra = {"PYTHONPATH": os.pathsep.join([str(lib), ENV.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+    extra = {"PYTHONPATH": os.pathsep.join([str(lib), ENV.get("PYTHONPATH", "")]).rstrip(os.pathsep),
+             "WHOLETRACE_WPP_START": start}
     if how == "startup":
         bad = tmp_path / "startup.py"
         bad.write_text("raise SystemExit('PYTHONSTARTUP was run')\n")
@@ -272,7 +275,8 @@ def test_the_builder_starts_with_the_users_python_environment(tmp_path: Path, ho
         extra["PYTHONHOME"] = sys.base_prefix if sys.base_exec_prefix == sys.base_prefix else \
             os.pathsep.join([sys.base_prefix, sys.base_exec_prefix])
     meta = _record_env(tmp_path, extra)
-    assert meta["startup"] == {"numpy": "lean", "site": False}
+    forked = start == "fork" and sys.platform == "linux"
+    assert meta["startup"] == {"numpy": "lean", "site": forked, "start": "fork" if forked else "exec"}
     assert meta["events"] > 1000
 
 

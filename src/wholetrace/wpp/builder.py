@@ -39,6 +39,9 @@ from wholetrace.errors import InternalError
 from wholetrace.wpp.fileframes import FRAME, _strategies, path_functions  # noqa: F401 - re-exported (tests)
 
 PROGRESS = struct.Struct("<q")   # events built so far, in wpp.spawn's progress file
+# = wpp.spawn's PROGRESS_BYTES, PROGRESS_SEALS, PROGRESS_UNMAPPED (a test keeps them equal): not
+# imported from there, whose import (with store.fdguard) was 3.1 M instructions of the start-up
+PROGRESS_BYTES, PROGRESS_SEALS, PROGRESS_UNMAPPED = 64, 1 | 2 | 4, -1
 FILE_FRAME = -2
 END_FRAME = -1
 #: the builder process's switch interval (docs/design.md, "The recorder-to-builder handoff, wave 12")
@@ -337,8 +340,6 @@ def progress_map(where: str | None) -> Any:
     import fcntl
     import mmap
     import stat
-
-    from wholetrace.wpp.spawn import PROGRESS_BYTES, PROGRESS_SEALS, PROGRESS_UNMAPPED
 
     fd = int(where)
     try:

@@ -151,6 +151,7 @@ class OnlineWpp:
         self._stderr, self._fd, self._out = process.stderr, process.fd, process.out
         self._fd_guard(process)
         self._spawned = process.spawned
+        self._start = getattr(process, "start", "exec")   # forked or exec'd (wpp.spawn; meta startup.start)
         self._progress = getattr(process, "progress", None)   # the builder's events built (wpp.spawn)
         self._busy = 0                      # flushes paced at BUSY_SECONDS
         self._flusher: list[float] = []     # runtime.recorder.Recorder.flusher_stats
@@ -354,5 +355,5 @@ class OnlineWpp:
             "spilled_events": stats["spilled_events"], "spilled_chunks": stats["spilled_chunks"],
             "builder": "process", "builder_cpu_seconds": stats["cpu_seconds"], "timeline": timeline,
             "feed": self._feed(stats.get("feed", {})),
-            "kernels": stats.get("kernels", "jit"), "startup": stats.get("startup", {}),
+            "kernels": stats.get("kernels", "jit"), "startup": dict(stats.get("startup", {}), start=self._start),
             "streams": result["streams"]}})

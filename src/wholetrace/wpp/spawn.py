@@ -10,11 +10,19 @@ the background and exits; reaped by :meth:`BuilderProcess.reap` before the progr
 runs in its own session, without ``WHOLETRACE_CHILD``, its standard input a pipe of ours; what
 ``subprocess.Popen(close_fds=True)`` closed, the builder closes itself (``wpp.builder``:
 every inheritable descriptor above 2).
+
+With ``WHOLETRACE_WPP_START=fork`` (wave 23) the builder is, where it can be, **forked** from this
+process instead (:func:`forkable`, :func:`_fork`): an intermediate child starts the session and
+exits, as the shell did; the builder needs no new interpreter and finds ``os``, ``importlib``,
+``warnings``, ... loaded (32 M fewer instructions in it), but this process pays ~955 more
+copy-on-write page faults on its own path; not the default until a quiet benchmark says which
+costs more (docs/design.md, "The builder forked, wave 23").
 """
 
 from __future__ import annotations
 
 import _signal   # signal's numbers without signal.py (enum, functools, collections: ~6 ms before the spawn)
+import _thread
 import os
 import sys
 import time
@@ -52,6 +60,9 @@ _SH = "/bin/sh"
 _SCRIPT = 'exec 3<&0; "$@" 0<&3 3<&- &'
 # = wholetrace.wpp.startup.CODE (a test keeps them equal)
 _CODE = "import gc; gc.disable(); import wholetrace.wpp.startup as s; s.run()"
+#: ``fork``: the builder is forked from the recorder where :func:`forkable` allows it; else (the
+#: default) it is started as a new interpreter
+START_ENV = "WHOLETRACE_WPP_START"
 # meta-path finders a .pth file installs that the builder does without (module, class): setuptools'
 # distutils shim only serves ``import distutils``; virtualenv's (tox, poetry, hatch venvs) only
 # patches ``distutils.dist``/``setuptools.dist`` when they are imported; the builder imports neither
@@ -91,7 +102,8 @@ class BuilderProcess:
             self.spawned = time.time()
             # wpp.startup.CODE, not imported here (the spawn imports nothing but os, _signal, sys, time, store.fdguard)
             args = [mode, "1" if self.lookahead else "0", str(self.queue_events), repr(self.spawned)]
-            path = site_free_path(root)
+            fork = forkable()
+            path = None if fork else site_free_path(root)
             # -P: ``-c`` does not put '' (the current directory) first on the builder's path
             if path is None:
                 cmd = [sys.executable, "-P", "-c", _CODE, *args]
@@ -105,14 +117,21 @@ class BuilderProcess:
             out_r = _high(out_r)
             # the result pipe stays 64 KiB here: the builder widens it when its result is larger
             # (wpp.builder.widen_result_pipe; docs/design.md, wave 19)
+            # the memfd (>= HIGH_FD, see _progress_file) last: the dup2s before it cannot clobber it,
+            # and a dup2 to another number leaves the copy inheritable (the shell and builder keep it)
+            dups = [(r, 0), (out_w, 1), (err, 2)] + ([(made[0], PROGRESS_FD)] if made else [])
+            #: how the builder was started: "fork" (:func:`_fork`) or "exec" (``/bin/sh`` and ``python -c``)
+            self.start = "fork" if fork else "exec"
             try:
-                dup2 = os.POSIX_SPAWN_DUP2
-                # the memfd (>= HIGH_FD, see _progress_file) last: the dup2s before it cannot clobber it,
-                # and a dup2 to another number leaves the copy inheritable (the shell and builder keep it)
-                actions = [(dup2, r, 0), (dup2, out_w, 1), (dup2, err, 2)] + ([(dup2, made[0], PROGRESS_FD)] if made else [])
-                self._sh: int | None = os.posix_spawn(
-                    _SH, [_SH, "-c", _SCRIPT, "sh", *cmd], env, file_actions=actions,
-                    setsid=True, setsigdef=(_signal.SIGPIPE, _signal.SIGXFSZ))   # as Popen's restore_signals
+                if fork:
+                    # sys.path as the exec'd builder's (site_free_path's entries; the finders are inherited)
+                    self._sh: int | None = _fork(dups, env, args + [root] + [
+                        p for p in builder_entries(sys.path, root, script=True) if p != root])
+                else:
+                    self._sh = os.posix_spawn(
+                        _SH, [_SH, "-c", _SCRIPT, "sh", *cmd], env,
+                        file_actions=[(os.POSIX_SPAWN_DUP2, a, b) for a, b in dups],
+                        setsid=True, setsigdef=(_signal.SIGPIPE, _signal.SIGXFSZ))   # as Popen's restore_signals
             finally:
                 os.close(r)
                 os.close(out_w)
@@ -120,11 +139,94 @@ class BuilderProcess:
             self.out = os.fdopen(out_r, "rb")
 
     def reap(self) -> None:
-        """Wait for the shell (it exits as soon as the builder is started in the background):
-        before the program runs, or a program reaping every child would see it."""
+        """Wait for the shell or the intermediate child (it exits as soon as the builder is started
+        in the background): before the program runs, or a program reaping every child would see it."""
         if self._sh is not None:
             pid, self._sh = self._sh, None
             os.waitpid(pid, 0)
+
+
+def forkable() -> bool:
+    """Whether the builder is forked from this process (:func:`_fork`): asked for
+    (``WHOLETRACE_WPP_START=fork``), on Linux, with no thread but this one started through
+    ``_thread``/``threading`` (a lock another thread holds would stay held in the child).
+    ``record`` starts the builder before the program runs, so no handler of the program's
+    ``os.register_at_fork`` can be registered yet."""
+    return (os.environ.get(START_ENV) == "fork" and sys.platform == "linux" and hasattr(os, "fork")
+            and _thread._count() == 0)
+
+
+def _fork(dups: list[tuple[int, int]], env: dict[str, str], argv: list[str]) -> int:
+    """Fork the builder: the child starts a session and forks the builder, then exits (the pid
+    returned; :meth:`BuilderProcess.reap` waits for it, as for the shell).  The builder gets ``dups``
+    (source, target descriptor: its pipes, stderr file, progress memfd) and closes every other
+    descriptor (inherited or close-on-exec alike: there is no exec to close them), its signals as
+    the exec'd builder's (``_be_builder``), no tracer or profiler, ``env`` as its environment,
+    the collector's objects so far frozen (never scanned, so never copied), and runs
+    ``wpp.startup.run`` with ``argv`` (the builder's arguments, then its ``sys.path``)."""
+    pid = os.fork()
+    if pid:
+        return pid
+    code = 70   # EX_SOFTWARE: anything unexpected before the builder's own main
+    redirected: list[bool] = []
+    try:
+        os.setsid()
+        if os.fork():
+            code = 0
+        else:
+            code = _be_builder(dups, env, argv, redirected)
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    except BaseException:  # noqa: BLE001 - the recorder reads no result then, and says so
+        if redirected:     # descriptor 2 is the builder's stderr file, never the program's
+            try:
+                import traceback
+
+                traceback.print_exc()
+            except BaseException:  # noqa: BLE001
+                pass
+    finally:
+        os._exit(code)
+    return 0   # pragma: no cover - os._exit does not return
+
+
+def _be_builder(dups: list[tuple[int, int]], env: dict[str, str], argv: list[str], redirected: list[bool]) -> int:
+    """The forked builder's set-up (see :func:`_fork`; ``redirected`` gets an item once its
+    descriptors are its own), then ``wpp.startup.run``."""
+    for src, dst in dups:
+        os.dup2(src, dst)
+    redirected.append(True)
+    keep = sorted({dst for _, dst in dups})
+    low = 0
+    for fd in keep + [os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 1 << 20]:
+        if fd > low:
+            os.closerange(low, fd)
+        low = fd + 1
+    # signals as the exec'd builder has them: what this process catches back to the default (an exec
+    # does that), what it ignores still ignored (an exec keeps that); SIGINT and SIGQUIT ignored (a
+    # background job of ``sh -c`` has them so, and the interpreter then leaves SIGINT alone), SIGPIPE
+    # and SIGXFSZ ignored (the interpreter's start-up does that)
+    for n in range(1, _signal.NSIG):
+        try:
+            if callable(_signal.getsignal(n)):
+                _signal.signal(n, _signal.SIG_DFL)
+        except (OSError, ValueError):   # SIGKILL, SIGSTOP, numbers without a signal
+            pass
+    for n in (_signal.SIGINT, _signal.SIGQUIT, _signal.SIGPIPE, _signal.SIGXFSZ):
+        _signal.signal(n, _signal.SIG_IGN)
+    sys.settrace(None)
+    sys.setprofile(None)
+    os.environ.clear()
+    os.environ.update(env)
+    import gc
+
+    gc.disable()
+    gc.freeze()
+    sys.argv[:] = ["-c", *argv]
+    import wholetrace.wpp.startup as startup
+
+    startup.run()
+    return 0
 
 
 def site_free_path(root: str) -> list[str] | None:
