@@ -128,10 +128,11 @@ def test_reduced_modes_count_and_decode_like_the_twins(recorded: dict[str, Path]
             assert np.array_equal(trace.events(sid), twin), sid
 
 
-@pytest.mark.parametrize("small", [session.SMALL_STREAM, 4])
-def test_read_ahead_gives_each_stream_its_chunks(recorded: dict[str, Path], small: int,
+@pytest.mark.parametrize(("small", "run"), [(session.SMALL_STREAM, session.RUN_STREAMS), (4, 7)])
+def test_read_ahead_gives_each_stream_its_chunks(recorded: dict[str, Path], small: int, run: int,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(session, "SMALL_STREAM", small)
+    monkeypatch.setattr(session, "RUN_STREAMS", run)
     with Trace.open(recorded["witness"]) as trace:
         rec = trace.recording
         sids = [s.sid for s in trace.streams()]
@@ -199,6 +200,9 @@ def test_a_corrupt_chunk_is_reported_as_before(recorded: dict[str, Path], tmp_pa
         with pytest.raises(StoreError) as ahead:
             trace.events(sid)
         assert str(ahead.value) == str(alone.value)
+        trace.events(sid + 1)                     # and those after it
+        trace.events(sid - 1)
+        trace.events(sid + 1)                     # a stream skipped is not read
     with Trace.open(bad) as trace, pytest.raises(StoreError) as counting:
         trace.counts()
     assert str(counting.value) == str(alone.value)

@@ -28,6 +28,8 @@ from wholetrace.trace.tables import Tables
 Activation = tuple[int, tuple[int, ...], int]
 #: Events of a stream read with its neighbours in one query and held whole (``Trace.stream_chunks``).
 SMALL_STREAM = 1 << 16
+#: Streams read in one query at most.
+RUN_STREAMS = 4096
 T = TypeVar("T")
 
 
@@ -44,7 +46,7 @@ class Trace:
         self._shapes: dict[int, FunctionShape] = {}
         self._memo: dict[str, Any] = {}
         self._run: Iterator[tuple[int, list[np.ndarray]]] = iter(())   # ``stream_chunks``' read ahead
-        self._run_sids: set[int] = set()
+        self._run_next: list[int] = []      # the streams it has still to give, last first
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], *, check: bool = True) -> Trace:
@@ -159,17 +161,17 @@ class Trace:
         of a plain recording is read with the small streams after it in one query, held one
         stream at a time (``Recording.streams_chunks``): a query per stream cost more than
         decoding a task's few events (explore22 MED-6); a large one is read afresh each time."""
-        if sid in self._run_sids:
-            for got, chunks in self._run:
-                self._run_sids.discard(got)
-                if got == sid:
-                    return chunks
+        if self._run_next and sid == self._run_next[-1]:      # the run's next stream: read on
+            self._run_next.pop()
+            got = next(self._run, None)                       # None: the run stopped at a damaged chunk
+            if got is not None:
+                return got[1]
         if type(self.recording) is Recording:     # views (parts, salvage, grammars) read stream by stream
             sids = self._small_run(sid)
-            if sids:
-                self._run, self._run_sids = iter(self.recording.streams_chunks(sids)), set(sids[1:])
-                got, chunks = next(self._run)
-                return chunks
+            if sids:           # a new run (a stream skipped is never read: its damage is not reported)
+                self._run, self._run_next = iter(self.recording.streams_chunks(sids)), sids[:0:-1]
+                return next(self._run)[1]
+        self._run_next = []
         return _Reread(self.recording, sid)
 
     def _small_run(self, sid: int) -> list[int]:
@@ -177,7 +179,7 @@ class Trace:
         sids, sizes = self._sizes
         i = bisect.bisect_left(sids, sid)
         j = i
-        while j < len(sids) and sizes[j] <= SMALL_STREAM:
+        while j < min(len(sids), i + RUN_STREAMS) and sizes[j] <= SMALL_STREAM:
             j += 1
         return sids[i:j] if i < len(sids) and sids[i] == sid else []
 
