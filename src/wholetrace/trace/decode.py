@@ -35,6 +35,10 @@ if TYPE_CHECKING:
 COUNT_ROWS = 4096
 #: Events per kernel run when counting (stored chunks are joined up to this many: ``coalesced``).
 COUNT_EVENTS = 1 << 18
+#: Rows of a decoder's first buffer: it doubles up to ``capacity`` only when a stream gives more
+#: rows (a recording of 20,000 task streams of three events each must not zero 20,000 buffers of
+#: ``capacity`` rows: explore22 MED-6); the batches handed out are the same either way.
+FIRST_ROWS = 256
 
 #: Row kinds (``Rows.eid`` values below 0).
 EID_EXC, EID_ENTER, EID_LEAVE = K.EID_EXC, K.EID_ENTER, K.EID_LEAVE
@@ -126,7 +130,7 @@ class StreamDecoder:
         self.capacity = capacity
         self.stack = np.zeros((64, K.FR_W), np.int64)
         self.meta = np.zeros(K.META_SIZE, np.int64)
-        self.out = np.zeros((K.ROW_W, max(capacity, 4 * tables.margin)), np.int64)
+        self.out = np.zeros((K.ROW_W, min(self._full(), max(FIRST_ROWS, 4 * tables.margin))), np.int64)
         self._spare: np.ndarray | None = None
         self.consumed = 0          # events fully read before the current chunk
         self.finished = False
@@ -162,7 +166,10 @@ class StreamDecoder:
             if status == K.ST_DONE:
                 break
             if status == K.ST_NEED_OUT:
-                yield from self._take(copy)
+                if self.out.shape[1] < self._full():     # a small first buffer: grown, no batch yet
+                    self._widen(min(2 * self.out.shape[1], self._full()))
+                else:
+                    yield from self._take(copy)
             else:
                 self._grow(status, pos, ev)
         self.consumed += len(ev)
@@ -174,7 +181,10 @@ class StreamDecoder:
         if self.finished:
             return
         self.finished = True
-        if self.meta[K.M_NOUT] + self.tables.margin + self.depth + 2 > self.out.shape[1]:
+        need = int(self.meta[K.M_NOUT]) + self.tables.margin + self.depth + 2
+        if need > self.out.shape[1] and self.out.shape[1] < self._full():   # a small first buffer
+            self._widen(min(self._full(), max(need, 2 * self.out.shape[1])))
+        if need > self.out.shape[1]:
             yield from self._take(copy)
         if self.depth + self.tables.margin + 2 > self.out.shape[1]:
             self.out = np.zeros((K.ROW_W, 2 * (self.depth + self.tables.margin + 2)), np.int64)
@@ -192,14 +202,18 @@ class StreamDecoder:
             yield from self.feed(chunk, copy=copy)
         yield from self.finish(copy=copy)
 
-    def count(self, chunks: Iterable[np.ndarray], tally: Tally, *, rows: int = COUNT_ROWS) -> None:
+    def count(self, chunks: Iterable[np.ndarray], tally: Tally, *, rows: int = COUNT_ROWS,
+              out: np.ndarray | None = None) -> None:
         """Add the counts of a whole stream into ``tally`` (``trace.counts.Tally``) without
         handing out rows: ``kernels.decode.count`` tallies them while they are in cache
-        (``rows``: the buffer's first size; it grows when one event may give more)."""
+        (``rows``: the buffer's first size; it grows when one event may give more).  ``out``:
+        a row buffer to use instead (``self.out`` afterwards: one buffer serves every stream
+        of a recording, since no row outlives this call)."""
         if self.consumed or self.finished:
             raise InternalError("StreamDecoder.count on a stream already fed")
         chunks = self._first_pass(chunks)
-        self.out = np.zeros((K.ROW_W, max(rows, 1)), np.int64)
+        fits = out is not None and out.ndim == 2 and out.shape[0] == K.ROW_W and out.dtype == np.int64
+        self.out = out if fits else np.zeros((K.ROW_W, max(rows, 1)), np.int64)
         for chunk in coalesced(chunks, COUNT_EVENTS):
             ev = self._events(chunk)
             pos = 0
@@ -212,7 +226,7 @@ class StreamDecoder:
                 else:
                     self._grow(status, pos, ev)
             self.consumed += len(ev)
-        for rows in self.finish(copy=False):
+        for rows in self.finish():     # copied: ``self.out`` stays the buffer (no spare swapped in)
             tally.add(rows)
 
     # -- internals
@@ -259,13 +273,21 @@ class StreamDecoder:
                                   tally.block, tally.edge, tally.cut, tally.enters)
         return int(pos), int(status)
 
+    def _full(self) -> int:
+        """Rows of the buffer at its largest (a batch is taken when it fills)."""
+        return max(self.capacity, 4 * self.tables.margin)
+
     def _fit_margin(self) -> None:
         need = 4 * self.tables.margin
         if self.out.shape[1] < need:
-            grown = np.zeros((K.ROW_W, need), np.int64)
-            n = int(self.meta[K.M_NOUT])
-            grown[:, :n] = self.out[:, :n]
-            self.out = grown
+            self._widen(need)
+
+    def _widen(self, width: int) -> None:
+        """The row buffer grown to ``width`` rows, keeping the rows it holds."""
+        grown = np.zeros((K.ROW_W, width), np.int64)
+        n = int(self.meta[K.M_NOUT])
+        grown[:, :n] = self.out[:, :n]
+        self.out = grown
 
     def _take(self, copy: bool) -> Iterator[Rows]:
         n = int(self.meta[K.M_NOUT])

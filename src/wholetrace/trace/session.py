@@ -7,8 +7,9 @@ streams through one kernel; renderers (``wholetrace.render``) format what the qu
 
 from __future__ import annotations
 
+import bisect
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from functools import cached_property
 from types import TracebackType
 from typing import Any, Self, TypeVar
@@ -25,6 +26,10 @@ from wholetrace.trace.shape import FunctionShape, parse_shape, parse_shapes
 from wholetrace.trace.tables import Tables
 
 Activation = tuple[int, tuple[int, ...], int]
+#: Events of a stream read with its neighbours in one query and held whole (``Trace.stream_chunks``).
+SMALL_STREAM = 1 << 16
+#: Streams read in one query at most.
+RUN_STREAMS = 4096
 T = TypeVar("T")
 
 
@@ -40,6 +45,8 @@ class Trace:
         self._owns = owns
         self._shapes: dict[int, FunctionShape] = {}
         self._memo: dict[str, Any] = {}
+        self._run: Iterator[tuple[int, list[np.ndarray]]] = iter(())   # ``stream_chunks``' read ahead
+        self._run_next: list[int] = []      # the streams it has still to give, last first
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], *, check: bool = True) -> Trace:
@@ -125,7 +132,7 @@ class Trace:
 
     def rows(self, sid: int, *, copy: bool = True) -> Iterator[Rows]:
         """Decoded rows of stream ``sid``, batch by batch (memory bounded by a batch)."""
-        yield from self.decoder(sid).decode(_Reread(self.recording, sid), copy=copy)
+        yield from self.decoder(sid).decode(self.stream_chunks(sid), copy=copy)
 
     def memo(self, key: str, compute: Callable[[], T]) -> T:
         """``compute()`` once per trace (queries built on the trace cache their results here)."""
@@ -142,9 +149,44 @@ class Trace:
         are parsed (in batches, ``Tables.need``); those that never ran keep their CFGs unread."""
         self.tables.reset()
         tally = Tally(self.tables)
+        out = None                      # one row buffer for every stream
         for st in self.streams():
-            self.decoder(st.sid).count(_Reread(self.recording, st.sid), tally)
+            dec = self.decoder(st.sid)
+            dec.count(self.stream_chunks(st.sid), tally, out=out)
+            out = dec.out
         return tally
+
+    def stream_chunks(self, sid: int) -> Iterable[np.ndarray]:
+        """Stream ``sid``'s chunks, re-iterable (a witness stream is read twice).  A small stream
+        of a plain recording is read with the small streams after it in one query, held one
+        stream at a time (``Recording.streams_chunks``): a query per stream cost more than
+        decoding a task's few events (explore22 MED-6); a large one is read afresh each time."""
+        if self._run_next and sid == self._run_next[-1]:      # the run's next stream: read on
+            self._run_next.pop()
+            got = next(self._run, None)                       # None: the run stopped at a damaged chunk
+            if got is not None:
+                return got[1]
+        if type(self.recording) is Recording:     # views (parts, salvage, grammars) read stream by stream
+            sids = self._small_run(sid)
+            if sids:           # a new run (a stream skipped is never read: its damage is not reported)
+                self._run, self._run_next = iter(self.recording.streams_chunks(sids)), sids[:0:-1]
+                return next(self._run)[1]
+        self._run_next = []
+        return _Reread(self.recording, sid)
+
+    def _small_run(self, sid: int) -> list[int]:
+        """``sid`` and the streams after it up to the first large one, if ``sid`` is small."""
+        sids, sizes = self._sizes
+        i = bisect.bisect_left(sids, sid)
+        j = i
+        while j < min(len(sids), i + RUN_STREAMS) and sizes[j] <= SMALL_STREAM:
+            j += 1
+        return sids[i:j] if i < len(sids) and sids[i] == sid else []
+
+    @cached_property
+    def _sizes(self) -> tuple[list[int], list[int]]:
+        streams = self.streams()
+        return [st.sid for st in streams], [st.n_events for st in streams]
 
     def blocks(self, sid: int) -> Iterator[np.ndarray]:
         """Stream ``sid`` as `blocks` events (regenerated for reduced modes), chunk by chunk."""
