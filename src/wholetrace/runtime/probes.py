@@ -12,9 +12,9 @@ from __future__ import annotations
 import _thread   # threading's get_ident itself: threading is not imported at start-up (rstart15)
 import sys
 from sys import _getframe
-from _functools import partial   # functools' and operator's own: no functools/collections at start-up (rstart15)
-from _operator import add, attrgetter, call, itemgetter, methodcaller
+from _operator import add, attrgetter, call, itemgetter, methodcaller   # operator's own: no operator at start-up (rstart15)
 from _weakref import ref
+from itertools import repeat   # (imported at start-up already: runtime.collector)
 from types import CodeType, FrameType
 
 from wholetrace.events import EXC, RERAISE
@@ -68,7 +68,7 @@ class AsyncLoop(list):
 LOOP_OBJECTS: dict[str, object] = {
     emit.LOOP_MAP: map, emit.LOOP_ZIP: zip, emit.LOOP_ITER: iter, emit.LOOP_NEVER: _NEVER,
     emit.LOOP_SECOND: {}.get, emit.LOOP_EXTEND: methodcaller, emit.LOOP_SELF: attrgetter("__self__"),
-    emit.LOOP_PARTIAL: partial, emit.LOOP_SETATTR: setattr, emit.LOOP_GETATTR: getattr, emit.LOOP_ADD: add,
+    emit.LOOP_REPEAT: repeat, emit.LOOP_ATTRGETTER: attrgetter, emit.LOOP_SETATTR: setattr, emit.LOOP_ADD: add,
     emit.LOOP_AITER: aiter, emit.LOOP_ANEXT: anext, emit.LOOP_ASYNC: AsyncLoop, emit.LOOP_CALL: call}
 
 
