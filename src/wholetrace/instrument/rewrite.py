@@ -268,7 +268,8 @@ class _FunctionRewriter(CleanupRewriter):
             s.body = (awaits.resume(self.em, like=awaits.first_located(s.body)) + s.body + self.em.stmts(h, None)
                       + awaits.leave_stmts(self.em))
             exits = awaits.exits_after(self.cfg, info.header.block)   # exhausted, then EXIT
-            s.orelse = awaits.resume(self.em, exits, awaits.first_located(s.orelse)) + s.orelse if s.orelse or exits else []
+            # (no else: at the iterable, END_ASYNC_FOR's position, so the branch's join starts no line)
+            s.orelse = awaits.resume(self.em, exits, awaits.first_located(s.orelse) or iterable) + s.orelse if s.orelse or exits else []
             after = awaits.resume_if_left(self.em)   # exhausted (left) or a break (not left)
         elif first or h:
             s.iter = ast.Subscript(ast.Tuple([s.iter] + self.em.exprs(first + h), ast.Load()), ast_const(0), ast.Load())
