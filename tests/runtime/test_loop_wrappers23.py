@@ -268,3 +268,63 @@ def test_exhausted_edge_as_the_unwrapped_twin(runs, mode: str) -> None:
     got = {k[1]: p for k, p in profiles(out[mode][0]).items()}
     for wrapped, twin in (("agen_w", "agen_u"), ("coro_w", "coro_u")):
         assert _exhausted(got[wrapped]) == _exhausted(got[twin]) > 0, (mode, wrapped)
+
+
+PROFILED = '''\
+import sys
+events = []
+
+
+def prof(frame, event, arg):
+    name = getattr(arg, "__name__", "?")
+    if frame.f_code.co_filename == __file__ and event.startswith("c_") and name not in ("get", "append", "extend", "_getframe"):
+        events.append((frame.f_code.co_name, event, name))
+
+
+def wrapped(xs):
+    t = 0
+    for x in xs:
+        try:
+            if x:
+                continue
+        finally:
+            t += 1
+    return t
+
+
+def gen(xs):
+    for x in xs:
+        try:
+            if x:
+                continue
+            yield x
+        finally:
+            pass
+
+
+sys.setprofile(prof)
+wrapped([0, 1, 2])
+list(gen([0, 1, 0]))
+for k in range(3):
+    try:
+        if k:
+            continue
+    finally:
+        pass
+len("")
+sys.setprofile(None)
+print(events)
+'''
+
+
+@pytest.mark.parametrize("mode", ["blocks", "count", "witness", "path"])
+def test_profile_function_sees_no_call_of_the_wrapper(tmp_path: Path, mode: str) -> None:
+    """A program's ``sys.setprofile`` function gets the ``c_call`` events of plain (those of the
+    block probes' own stream calls, ``get``/``append``/``extend``, and a module body's re-raise
+    state's ``_getframe``, left out: not the loops'): the
+    wrapper calls only types at loop entry (wave 22's ``iter(get, never)`` showed ``c_call iter``)."""
+    script = tmp_path / "prof.py"
+    script.write_text(PROFILED)
+    plain = run_plain(script)
+    got = run_recorded(script, tmp_path / "r.wt", mode=mode)
+    assert (got.returncode, got.stdout, got.stderr) == (plain.returncode, plain.stdout, plain.stderr)

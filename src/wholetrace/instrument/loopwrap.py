@@ -12,13 +12,15 @@ import ast
 
 from wholetrace.events import LEAVE, enter_code
 from wholetrace.instrument.emit import (A, LOOP_ADD, LOOP_AITER, LOOP_ANEXT, LOOP_ASYNC, LOOP_ATTRGETTER, LOOP_CALL,
-                                        LOOP_EXTEND, LOOP_ITER, LOOP_MAP, LOOP_NEVER, LOOP_REPEAT, LOOP_SECOND, LOOP_SELF,
+                                        LOOP_EXTEND, LOOP_MAP, LOOP_REPEAT, LOOP_SECOND, LOOP_SELF,
                                         LOOP_SETATTR, LOOP_ZIP, GET, Emitter, artificial, ast_call, ast_const, ast_name, place, rt)
 
 
 def _forever(fn: ast.expr) -> ast.expr:
-    """``iter(fn, never)``: calls ``fn()`` at each step."""
-    return ast_call(rt(LOOP_ITER), fn, rt(LOOP_NEVER))
+    """``map(call, repeat(fn))``: calls ``fn()`` at each step (types only are called at loop entry:
+    a program's ``sys.setprofile`` function gets no ``c_call`` event of ours; ``iter(fn, never)``,
+    a built-in function, showed one and compared each value with the sentinel)."""
+    return ast_call(rt(LOOP_MAP), rt(LOOP_CALL), _repeat(fn))
 
 
 def _repeat(value: ast.expr) -> ast.expr:
@@ -32,8 +34,8 @@ def trace_recorder(values: list[int], local: bool) -> ast.expr:
     stream the prologue bound to ``wt.a`` for the whole activation: ``map(wt.a, repeat(v))``
     (several values: ``map(wt.a.__self__.extend, repeat(values))``).  Else (a generator, whose
     ``wt.a`` a resume rebinds; module and class bodies, which keep no local) the stream is
-    fetched at each step: ``map(call, iter(get, never), repeat(v))`` (several:
-    ``map(methodcaller("extend", values), map(attrgetter("__self__"), iter(get, never)))``), the
+    fetched at each step: ``map(call, map(call, repeat(get)), repeat(v))`` (several:
+    ``map(methodcaller("extend", values), map(attrgetter("__self__"), map(call, repeat(get))))``), the
     one the prologue or the generator's resume made current."""
     if local:
         append = ast_name(A)

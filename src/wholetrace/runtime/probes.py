@@ -48,9 +48,6 @@ def static_exception_classes() -> frozenset[type]:
     return frozenset(found)
 
 
-_NEVER = object()          # a sentinel the recorder never returns
-
-
 class AsyncLoop(list):
     """An ``async for`` whose ``continue`` crosses cleanup code iterates over ``AsyncLoop([next])``:
     ``next`` is the bound ``__next__`` of a C ``map``/``zip`` chain that records the for-next block,
@@ -66,9 +63,9 @@ class AsyncLoop(list):
 #: Loops whose ``continue`` crosses cleanup code (``instrument.loopwrap``): the C callables their
 #: wrapping iterator is built of in the loop's own code, so no Python frame of ours runs per item.
 LOOP_OBJECTS: dict[str, object] = {
-    emit.LOOP_MAP: map, emit.LOOP_ZIP: zip, emit.LOOP_ITER: iter, emit.LOOP_NEVER: _NEVER,
-    emit.LOOP_SECOND: {}.get, emit.LOOP_EXTEND: methodcaller, emit.LOOP_SELF: attrgetter("__self__"),
-    emit.LOOP_REPEAT: repeat, emit.LOOP_ATTRGETTER: attrgetter, emit.LOOP_SETATTR: setattr, emit.LOOP_ADD: add,
+    emit.LOOP_MAP: map, emit.LOOP_ZIP: zip, emit.LOOP_SECOND: {}.get, emit.LOOP_REPEAT: repeat,
+    emit.LOOP_EXTEND: methodcaller, emit.LOOP_SELF: attrgetter("__self__"), emit.LOOP_ATTRGETTER: attrgetter,
+    emit.LOOP_SETATTR: setattr, emit.LOOP_ADD: add,
     emit.LOOP_AITER: aiter, emit.LOOP_ANEXT: anext, emit.LOOP_ASYNC: AsyncLoop, emit.LOOP_CALL: call}
 
 
