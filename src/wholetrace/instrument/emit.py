@@ -70,9 +70,9 @@ XCOUNT = "xcount"    # module/class bodies, count modes: the same
 SLOT, NO_SLOT, FORGET, FRAME = "slot", "no-slot", "forget", "getframe"
 #: loops whose ``continue`` crosses cleanup code: the C callables of their wrapping iterator, which
 #: records the for-next block before each ``__next__``/``__anext__`` (``instrument.loopwrap``)
-LOOP_MAP, LOOP_ZIP, LOOP_ITER, LOOP_NEVER, LOOP_SECOND = "map", "zip", "iter", "never", "second"
-LOOP_EXTEND, LOOP_SELF, LOOP_PARTIAL = "methodcaller", "stream-list", "partial"
-LOOP_SETATTR, LOOP_GETATTR, LOOP_ADD = "setattr", "getattr", "add"
+LOOP_MAP, LOOP_ZIP, LOOP_SECOND = "map", "zip", "second"
+LOOP_EXTEND, LOOP_SELF, LOOP_REPEAT, LOOP_ATTRGETTER = "methodcaller", "stream-list", "repeat", "attrgetter"
+LOOP_SETATTR, LOOP_ADD = "setattr", "add"
 LOOP_AITER, LOOP_ANEXT, LOOP_ASYNC, LOOP_CALL = "aiter", "anext", "async-loop", "call"
 COUNTS = "counts"    # count modes: the file's counters, one slot ``c<j>`` per counter of the file
                      # (a per-file object: ``cache.relocate`` asks for it by the file's first id)

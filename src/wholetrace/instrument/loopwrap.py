@@ -10,37 +10,54 @@ from __future__ import annotations
 
 import ast
 
-from wholetrace.instrument.emit import (LOOP_ADD, LOOP_AITER, LOOP_CALL, LOOP_ANEXT, LOOP_ASYNC, LOOP_EXTEND, LOOP_GETATTR,
-                                        LOOP_ITER, LOOP_MAP, LOOP_NEVER, LOOP_PARTIAL, LOOP_SECOND, LOOP_SELF,
-                                        LOOP_SETATTR, LOOP_ZIP, GET, artificial, ast_call, ast_const, rt)
+from wholetrace.events import LEAVE, enter_code
+from wholetrace.instrument.emit import (A, LOOP_ADD, LOOP_AITER, LOOP_ANEXT, LOOP_ASYNC, LOOP_ATTRGETTER, LOOP_CALL,
+                                        LOOP_EXTEND, LOOP_MAP, LOOP_REPEAT, LOOP_SECOND, LOOP_SELF,
+                                        LOOP_SETATTR, LOOP_ZIP, GET, Emitter, artificial, ast_call, ast_const, ast_name, place, rt)
 
 
 def _forever(fn: ast.expr) -> ast.expr:
-    """``iter(fn, never)``: calls ``fn()`` at each step."""
-    return ast_call(rt(LOOP_ITER), fn, rt(LOOP_NEVER))
+    """``map(call, repeat(fn))``: calls ``fn()`` at each step (types only are called at loop entry:
+    a program's ``sys.setprofile`` function gets no ``c_call`` event of ours; ``iter(fn, never)``,
+    a built-in function, showed one and compared each value with the sentinel)."""
+    return ast_call(rt(LOOP_MAP), rt(LOOP_CALL), _repeat(fn))
 
 
-def trace_recorder(values: list[int]) -> ast.expr:
-    """Trace modes: each step extends the current stream's buffer by ``values`` (one C call, as
-    ``runtime.probes``' body helpers record): ``map(methodcaller("extend", values),
-    map(attrgetter("__self__"), iter(get, never)))``.  The stream is the one the activation's
-    prologue (or a generator's resume) made current, as module and class bodies' probes assume."""
-    if len(values) == 1:   # the common case, cheaper: ``map(call, iter(get, never), iter(v.__index__, never))``
-        value = _forever(ast.Attribute(ast_const(values[0]), "__index__", ast.Load()))
-        return ast_call(rt(LOOP_MAP), rt(LOOP_CALL), _forever(rt(GET)), value)
+def _repeat(value: ast.expr) -> ast.expr:
+    """``repeat(value)``: ``value`` at each step (no call, no comparison with a sentinel)."""
+    return ast_call(rt(LOOP_REPEAT), value)
+
+
+def trace_recorder(values: list[int], local: bool) -> ast.expr:
+    """Trace modes: each step appends ``values`` to the current stream's buffer (one C call, as
+    ``runtime.probes``' body helpers record).  ``local``: a function that never suspends, whose
+    stream the prologue bound to ``wt.a`` for the whole activation: ``map(wt.a, repeat(v))``
+    (several values: ``map(wt.a.__self__.extend, repeat(values))``).  Else (a generator, whose
+    ``wt.a`` a resume rebinds; module and class bodies, which keep no local) the stream is
+    fetched at each step: ``map(call, map(call, repeat(get)), repeat(v))`` (several:
+    ``map(methodcaller("extend", values), map(attrgetter("__self__"), map(call, repeat(get))))``), the
+    one the prologue or the generator's resume made current."""
+    if local:
+        append = ast_name(A)
+        if len(values) == 1:
+            return ast_call(rt(LOOP_MAP), append, _repeat(ast_const(values[0])))
+        extend = ast.Attribute(ast.Attribute(append, "__self__", ast.Load()), "extend", ast.Load())
+        return ast_call(rt(LOOP_MAP), extend, _repeat(ast_const(tuple(values))))
+    if len(values) == 1:
+        return ast_call(rt(LOOP_MAP), rt(LOOP_CALL), _forever(rt(GET)), _repeat(ast_const(values[0])))
     extend = ast_call(rt(LOOP_EXTEND), ast_const("extend"), ast_const(tuple(values)))
     return ast_call(rt(LOOP_MAP), extend, ast_call(rt(LOOP_MAP), rt(LOOP_SELF), _forever(rt(GET))))
 
 
 def count_recorders(counts: ast.expr, slots: list[str]) -> list[ast.expr]:
-    """Count modes: one iterator a counter, each step ``setattr(counts, slot, 1.0 + getattr(counts,
-    slot))``: ``map(partial(setattr, counts, slot), map(partial(add, 1.0), iter(partial(getattr,
-    counts, slot), never)))`` (no eval-breaker check between the read and the write)."""
+    """Count modes: one iterator a counter, each step ``setattr(counts, slot, 1.0 + counts.<slot>)``:
+    ``map(setattr, repeat(counts), repeat(slot), map(add, repeat(1.0), map(attrgetter(slot),
+    repeat(counts))))`` (no eval-breaker check between the read and the write)."""
     out: list[ast.expr] = []
     for slot in slots:
-        read = _forever(ast_call(rt(LOOP_PARTIAL), rt(LOOP_GETATTR), counts, ast_const(slot)))
-        plus = ast_call(rt(LOOP_MAP), ast_call(rt(LOOP_PARTIAL), rt(LOOP_ADD), ast_const(1.0)), read)
-        out.append(ast_call(rt(LOOP_MAP), ast_call(rt(LOOP_PARTIAL), rt(LOOP_SETATTR), counts, ast_const(slot)), plus))
+        read = ast_call(rt(LOOP_MAP), ast_call(rt(LOOP_ATTRGETTER), ast_const(slot)), _repeat(counts))
+        plus = ast_call(rt(LOOP_MAP), rt(LOOP_ADD), _repeat(ast_const(1.0)), read)
+        out.append(ast_call(rt(LOOP_MAP), rt(LOOP_SETATTR), _repeat(counts), _repeat(ast_const(slot)), plus))
     return out
 
 
@@ -51,7 +68,7 @@ def wrap(iterable: ast.expr, recorders: list[ast.expr], loop: ast.For | ast.Asyn
     its errors plain's), and ``second`` (``{}.get``: the step's value, None or Nones, is never a
     key, so the item comes back) keeps nothing between items: an item is released when the
     program releases it (a ``zip`` of the item would hold it until the next step: review22e
-    HIGH-1).  ``async for``: items are ``anext(aiter(iterable))`` (the type's slots, as ``async
+    HIGH-1).  ``async for``: items are ``map(anext, repeat(aiter(iterable)))`` (the type's slots, as ``async
     for`` uses) and the loop iterates ``AsyncLoop([<the chain's __next__>])``, whose ``__anext__``
     returns that awaitable.  The call that gets the iterator stands at ``plain_iterable`` (the
     program's iterable node): where 3.13 places GET_ITER/GET_AITER; 3.11 and 3.12 place them at
@@ -61,19 +78,35 @@ def wrap(iterable: ast.expr, recorders: list[ast.expr], loop: ast.For | ast.Asyn
     entered (blocks mode: the recorder's first step comes after the iterator): counts would
     differ from blocks'."""
     at = plain_iterable
-    # the recorders' step, placed at the iterable as the call that made the iterator was (``zip`` of
-    # one recorder holds only its None); with nothing to record at the header (a count mode's tree
-    # edge) the loop is still wrapped, so the iterator is made where the recorded loops make it
-    # (a count mode's exception site), stepping ``add(0, 0)``
-    if recorders:
-        steps: ast.expr | None = ast.copy_location(artificial(ast_call(rt(LOOP_ZIP), *recorders)), at)
+    # the recorders' step, placed at the iterable as the call that made the iterator was (several:
+    # ``zip`` of them, its tuple holding only their Nones); with nothing to record at the header
+    # (a count mode's tree edge) the loop is still wrapped, so the iterator is made where the
+    # recorded loops make it (a count mode's exception site), stepping ``repeat(None)``
+    if len(recorders) > 1:
+        steps: ast.expr | None = ast_call(rt(LOOP_ZIP), *recorders)
+    elif recorders:
+        steps = recorders[0]
     elif isinstance(loop, ast.AsyncFor):
         steps = None
     else:
-        steps = _forever(ast_call(rt(LOOP_PARTIAL), rt(LOOP_ADD), ast_const(0), ast_const(0)))
+        steps = _repeat(ast_const(None))
+    if steps is not None:
+        steps = ast.copy_location(artificial(steps), at)
     if not isinstance(loop, ast.AsyncFor):
         # (the caller places the outer call, whose creation calls ``iter(iterable)``, at the iterable)
         return ast_call(rt(LOOP_MAP), rt(LOOP_SECOND), steps, iterable)
-    step = ast_call(rt(LOOP_PARTIAL), rt(LOOP_ANEXT), ast.copy_location(artificial(ast_call(rt(LOOP_AITER), iterable)), at))
-    chain = ast_call(rt(LOOP_MAP), rt(LOOP_SECOND), steps, _forever(step)) if steps is not None else _forever(step)
+    items = ast_call(rt(LOOP_MAP), rt(LOOP_ANEXT), _repeat(ast.copy_location(artificial(ast_call(rt(LOOP_AITER), iterable)), at)))
+    chain = ast_call(rt(LOOP_MAP), rt(LOOP_SECOND), steps, items) if steps is not None else items
     return ast_call(rt(LOOP_ASYNC), ast.List([ast.Attribute(chain, "__next__", ast.Load())], ast.Load()))
+
+
+def exhausted_to_exit(em: Emitter, like: ast.AST | None) -> list[ast.stmt]:
+    """An ``async for`` behind a wrapper in a coroutine or async generator, whose exhausted edge
+    may lead to EXIT: a suspension that takes no time, ``wt.a(LEAVE)``, ``wt.a(ENTER)``, as the
+    loop is left (its ``else``).  The header is a suspending block and the wrapper records no
+    LEAVE before ``__anext__``: without it readers take the activation's closing LEAVE, right
+    after the header, for a suspension there, and blocks mode loses the exhausted edge (review22e
+    MED-2).  Two statements, no branch: a location-less join would start the line again for a
+    program's tracer.  ``like``: the ``else``'s first statement of the program (see ``awaits.resume``)."""
+    return [place(ast.Expr(ast_call(ast_name(A), ast_const(code))), like)  # type: ignore[misc]
+            for code in (LEAVE, enter_code(em.fid))]

@@ -258,15 +258,18 @@ class _FunctionRewriter(CleanupRewriter):
             if first:
                 s.iter = ast.Subscript(ast.Tuple([s.iter] + self.em.exprs(first), ast.Load()), ast_const(0), ast.Load())
             recorders = (loopwrap.count_recorders(rt(COUNTS), [counter_slot(v) for v in h]) if self.em.counts
-                         else [loopwrap.trace_recorder(h)] if h else [])
+                         else [loopwrap.trace_recorder(h, not self.gen and not self.em.in_class)] if h else [])
             s.iter = loopwrap.wrap(s.iter, recorders, s, iterable)
+            if self.anext_suspends(s) and awaits.exits_after(self.cfg, info.header.block):
+                s.orelse = loopwrap.exhausted_to_exit(self.em, awaits.first_located(s.orelse)) + s.orelse
         elif self.anext_suspends(s):   # __anext__ awaited: a generator suspension (instrument.awaits)
             leave = awaits.leave(self.em)
             s.iter = ast.Subscript(ast.Tuple([s.iter] + self.em.exprs(first + h) + leave, ast.Load()), ast_const(0), ast.Load())
             s.body = (awaits.resume(self.em, like=awaits.first_located(s.body)) + s.body + self.em.stmts(h, None)
                       + awaits.leave_stmts(self.em))
             exits = awaits.exits_after(self.cfg, info.header.block)   # exhausted, then EXIT
-            s.orelse = awaits.resume(self.em, exits, awaits.first_located(s.orelse)) + s.orelse if s.orelse or exits else []
+            # (no else: at the iterable, END_ASYNC_FOR's position, so the branch's join starts no line)
+            s.orelse = awaits.resume(self.em, exits, awaits.first_located(s.orelse) or iterable) + s.orelse if s.orelse or exits else []
             after = awaits.resume_if_left(self.em)   # exhausted (left) or a break (not left)
         elif first or h:
             s.iter = ast.Subscript(ast.Tuple([s.iter] + self.em.exprs(first + h), ast.Load()), ast_const(0), ast.Load())
@@ -279,8 +282,8 @@ class _FunctionRewriter(CleanupRewriter):
         return pre + [s] + after
 
     def anext_suspends(self, s: ast.For | ast.AsyncFor) -> bool:
-        """Trace modes, not behind a wrapper (whose ``__anext__`` is awaited inside the runtime's
-        own coroutine: a hand-driven suspension there is not recorded, docs/design.md wave 20)."""
+        """Trace modes, an ``async for`` in a coroutine or async generator (behind a wrapper only
+        the exhausted edge's suspension is recorded: ``loopwrap.exhausted_to_exit``)."""
         return isinstance(s, ast.AsyncFor) and self.gen and not self.em.counts
 
     # --- match

@@ -12,9 +12,9 @@ from __future__ import annotations
 import _thread   # threading's get_ident itself: threading is not imported at start-up (rstart15)
 import sys
 from sys import _getframe
-from _functools import partial   # functools' and operator's own: no functools/collections at start-up (rstart15)
-from _operator import add, attrgetter, call, itemgetter, methodcaller
+from _operator import add, attrgetter, call, itemgetter, methodcaller   # operator's own: no operator at start-up (rstart15)
 from _weakref import ref
+from itertools import repeat   # (imported at start-up already: runtime.collector)
 from types import CodeType, FrameType
 
 from wholetrace.events import EXC, RERAISE
@@ -48,9 +48,6 @@ def static_exception_classes() -> frozenset[type]:
     return frozenset(found)
 
 
-_NEVER = object()          # a sentinel the recorder never returns
-
-
 class AsyncLoop(list):
     """An ``async for`` whose ``continue`` crosses cleanup code iterates over ``AsyncLoop([next])``:
     ``next`` is the bound ``__next__`` of a C ``map``/``zip`` chain that records the for-next block,
@@ -66,9 +63,9 @@ class AsyncLoop(list):
 #: Loops whose ``continue`` crosses cleanup code (``instrument.loopwrap``): the C callables their
 #: wrapping iterator is built of in the loop's own code, so no Python frame of ours runs per item.
 LOOP_OBJECTS: dict[str, object] = {
-    emit.LOOP_MAP: map, emit.LOOP_ZIP: zip, emit.LOOP_ITER: iter, emit.LOOP_NEVER: _NEVER,
-    emit.LOOP_SECOND: {}.get, emit.LOOP_EXTEND: methodcaller, emit.LOOP_SELF: attrgetter("__self__"),
-    emit.LOOP_PARTIAL: partial, emit.LOOP_SETATTR: setattr, emit.LOOP_GETATTR: getattr, emit.LOOP_ADD: add,
+    emit.LOOP_MAP: map, emit.LOOP_ZIP: zip, emit.LOOP_SECOND: {}.get, emit.LOOP_REPEAT: repeat,
+    emit.LOOP_EXTEND: methodcaller, emit.LOOP_SELF: attrgetter("__self__"), emit.LOOP_ATTRGETTER: attrgetter,
+    emit.LOOP_SETATTR: setattr, emit.LOOP_ADD: add,
     emit.LOOP_AITER: aiter, emit.LOOP_ANEXT: anext, emit.LOOP_ASYNC: AsyncLoop, emit.LOOP_CALL: call}
 
 
