@@ -168,9 +168,8 @@ class ValueLog(Flushing):
         self.child = False                             # a fork child's log (``forked``)
 
     def serve(self) -> None:
-        """Fork the split server now (before the program's first line: one thread).  ``splitpure``
-        is imported now too: a fork child's flusher importing it raised audit events."""
-        from wholetrace.runtime import splitpure, splitserver  # noqa: F401
+        """Fork the split server now (before the program's first line: one thread)."""
+        from wholetrace.runtime import splitserver
         self.server = splitserver.start() if splitserver.WANTED else None
 
     def forked(self, writer: Any, renumbered: dict[int, int]) -> None:
@@ -178,7 +177,10 @@ class ValueLog(Flushing):
         ``writer`` (the parent's stays locked in the child: its value chunks hung the child) and
         key each kept stream's state by its new id (``renumbered``: parent id -> child id).  The
         part's events of a stream start at 0, so do its chunks and record counts; serials,
-        contents and the object table go on (the child's records name the parent's objects)."""
+        contents and the object table go on (the child's records name the parent's objects).
+        ``splitpure`` is imported here, in the child's only thread: not by its flusher, beside the
+        program's threads (``sys.modules`` changing under them)."""
+        from wholetrace.runtime import splitpure  # noqa: F401
         self.writer = writer
         self.child, self.asked, self.parts = True, None, None   # (``Flushing.prepare``; the root sweeps)
         self.pure_until = time.monotonic() + PURE_SECONDS       # split in Python until then, or a server
