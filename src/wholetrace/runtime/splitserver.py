@@ -366,6 +366,8 @@ def ask(server: SplitServer, where: str) -> Asked | None:
 def sweep(parts: str) -> None:
     """At the recording's end: remove the FIFOs of fork children that ended (or are still waiting)
     before their sibling opened them (a waiting child then splits in-process)."""
+    if not os.path.isdir(parts):   # no fork child (``os.listdir`` is an audit event; ``stat`` is not)
+        return
     try:
         names = os.listdir(parts)
     except OSError:
