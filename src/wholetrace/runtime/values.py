@@ -230,14 +230,19 @@ class ValueLog(Flushing):
         return got
 
     # -- identities
-    def serial(self, obj: Any) -> int:
-        i = address(obj)
+    def serial(self, obj: Any, i: int | None = None) -> int:
+        """The serial of ``obj`` (``i``: its ``address``, which the probes already took), a new
+        one if it has none.  Looked up again: a collection between the probe's look-ups and this
+        call can run a finalizer whose probes gave ``obj`` one."""
+        if i is None:
+            i = address(obj)
         s = self.serials.get(i)
         if s is not None:
             return s
-        s = self.loose.get((i, address(type(obj))))   # a live frame, traceback, ... (the probes look first)
-        if s is not None:
-            return s                 # (or the serial of the last one of its type at this address)
+        if self.loose:               # a live frame, traceback, ... (empty until the first one)
+            s = self.loose.get((i, address(type(obj))))
+            if s is not None:
+                return s             # (or the serial of the last one of its type at this address)
         s = next(self.counter)
         self.serials[i] = s
         try:
@@ -285,7 +290,8 @@ class ValueLog(Flushing):
         tagof = _MARK_OF.get
         known = self.serials.get
         addr = address
-        lget = self.loose.get
+        loose = self.loose                             # (never rebound: tested for emptiness)
+        lget = loose.get
         clock = self.clock
         m_obj, m_int, m_float, m_switch = _MARK[OBJ], _MARK[INT], _MARK[FLOAT], _MARK[SWITCH_TAG]
 
@@ -316,11 +322,12 @@ class ValueLog(Flushing):
                 else:
                     m = tagof(t) if type(t) is type else None   # (``_MARK_OF``: no program code)
                     if m is None:
-                        v = known(addr(x))
-                        if v is None:                  # a live frame, traceback, ...: one dict hit
-                            v = lget((addr(x), addr(t)))
+                        i = addr(x)
+                        v = known(i)
+                        if v is None and loose:        # a live frame, traceback, ...: one dict hit
+                            v = lget((i, addr(t)))
                         if v is None:
-                            v = serial(x)
+                            v = serial(x, i)
                         m = m_obj - k
                     elif m > m_int:                    # None, bool: the payload itself
                         m -= k
@@ -356,11 +363,12 @@ class ValueLog(Flushing):
                 else:
                     m = tagof(t) if type(t) is type else None   # (``_MARK_OF``: no program code)
                     if m is None:
-                        v = known(addr(x))
-                        if v is None:                  # a live frame, traceback, ...: one dict hit
-                            v = lget((addr(x), addr(t)))
+                        i = addr(x)
+                        v = known(i)
+                        if v is None and loose:        # a live frame, traceback, ...: one dict hit
+                            v = lget((i, addr(t)))
                         if v is None:
-                            v = serial(x)
+                            v = serial(x, i)
                         if a is pa: a(m_obj - k); a(v); return x
                     elif m > m_int:
                         if a is pa: a(m - k); a(x or 0); return x
@@ -379,11 +387,12 @@ class ValueLog(Flushing):
                 t = type(x)
                 m = tagof(t) if type(t) is type else None
                 if m is None:
-                    v = known(addr(x))
-                    if v is None:
-                        v = lget((addr(x), addr(t)))
+                    i = addr(x)
+                    v = known(i)
+                    if v is None and loose:
+                        v = lget((i, addr(t)))
                     out.append(m_obj - k)
-                    out.append(serial(x) if v is None else v)
+                    out.append(serial(x, i) if v is None else v)
                 elif m >= m_int:                       # int (any size: the flusher), None, bool
                     out.append(m - k)
                     out.append(x or 0)
@@ -453,15 +462,18 @@ class ValueLog(Flushing):
         del new[:n]
         del classes[:m]
         known = self.serials.get                       # the types below are alive: ids are valid
+        last: Any = None                               # (objects come in runs of one type)
         for s, t in items:
-            got = self.types.get(address(t))                # (the type is held: its id stays its own)
-            if got is None:
-                got = self.types[address(t)] = (t, len(self.type_names))
-                self.type_names.append(type_name(t))
-            ti = got[1]
+            if t is not last:
+                a = address(t)
+                got = self.types.get(a)                # (the type is held: its id stays its own)
+                if got is None:
+                    got = self.types[a] = (t, len(self.type_names))
+                    self.type_names.append(type_name(t))
+                ti, last = got[1], t
             self.objects.append(s)
             self.objects.append(ti)
-            p = known(address(t))
+            p = known(a)
             if p is not None:
                 self.parents.append(s)
                 self.parents.append(p)
