@@ -9,7 +9,7 @@ from __future__ import annotations
 import textwrap
 
 from wtutil import run_plain, run_recorded
-from wholetrace.runtime.values import ValueLog
+from wholetrace.runtime.values import ValueLog, address
 
 TUPLES = textwrap.dedent('''
     import sys
@@ -78,4 +78,4 @@ def test_no_metaclass_hash_runs_in_serial():
     assert hashed == []
     frame_tuple = (Slotted(), log)      # a plain tuple: held (no frame among its items)
     log.serial(frame_tuple)
-    assert id(frame_tuple) in log.pins and hashed == []
+    assert address(frame_tuple) in log.pins and hashed == []

@@ -87,7 +87,7 @@ def test_object_table_round_trip(rows: list[tuple[int, int]]) -> None:
 
 def test_the_flusher_stores_layout_2() -> None:
     """``ValueLog.split`` marks the layout and stores arrays that unpack to its own tokens."""
-    from wholetrace.runtime.values import FLOAT, NONE, OBJ, STR, ValueLog
+    from wholetrace.runtime.values import FLOAT, NONE, OBJ, STR, ValueLog, address
     from wholetrace.runtime.wetlayout import LAYOUT
 
     class Writer:
@@ -126,6 +126,6 @@ def test_the_flusher_stores_layout_2() -> None:
     assert got["pos"].tolist() == [1, 1, 2, 3, 3]
     assert got["slot"].tolist() == [3, 4, 3, 5, 6]
     assert got["tag"].tolist() == [FLOAT, OBJ, FLOAT, STR, NONE]
-    assert got["val"].tolist()[1] == log.serials[id(obj)]
+    assert got["val"].tolist()[1] == log.serials[address(obj)]
     assert got["val"][0] == got["val"][2] == np.float64(1.5).view(np.int64)   # a back-reference:
     assert unplanes(w.arrays["ref"]).tolist()[2] == 2

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from wholetrace.runtime.values import INT, SWITCH_TAG, ValueLog, marker
+from wholetrace.runtime.values import INT, SWITCH_TAG, ValueLog, address, marker
 from wholetrace.wet.capture import CaptureLog, StreamLog
 from wholetrace.wet.decode import DEF, NS, USE, Decoded
 from wholetrace.wet.threads import interleave, segment_keys
@@ -79,7 +79,7 @@ def test_function_probes_with_their_stream_switch_like_the_others() -> None:
     main: list[int] = []
     other: list[int] = []
     log.on_new(0, main.append)
-    a_main = log.by_buffer[id(main)][0]
+    a_main = log.by_buffer[address(main)][0]
     p = log.probes()
     value, value_in, values_in = p["value"], p["value-in"], p["values-in"]
     assert value_in(1, 5, a_main) == 5           # first probe of all: a switch
@@ -87,7 +87,7 @@ def test_function_probes_with_their_stream_switch_like_the_others() -> None:
 
     def run() -> None:
         log.on_new(1, other.append)
-        a_other = log.by_buffer[id(other)][0]
+        a_other = log.by_buffer[address(other)][0]
         value_in(3, 7, a_other)
         values_in(4, a_other, 8, 9)
         value(6, 10)
@@ -159,7 +159,7 @@ def test_function_probes_know_the_stream_their_functions_hold() -> None:
     rec = Recorder(_Writer(), mode="full")
     wt_a = rec.constants["new"]()               # what a function's prologue fetches
     assert rec.constants["get"](None) is wt_a
-    assert rec.values.by_buffer[id(wt_a.__self__)][0] is wt_a   # type: ignore[union-attr]
+    assert rec.values.by_buffer[address(wt_a.__self__)][0] is wt_a   # type: ignore[union-attr]
     value_in = rec.constants["value-in"]
     value_in(1, 5, wt_a)
     value_in(2, 6, wt_a)

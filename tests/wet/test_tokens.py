@@ -9,7 +9,7 @@ import struct
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
-from wholetrace.runtime.values import (BIGINT, BOOL, BYTES, COMPLEX, FLOAT, INT, NONE, OBJ, STR, ValueLog,
+from wholetrace.runtime.values import (BIGINT, BOOL, BYTES, COMPLEX, FLOAT, INT, NONE, OBJ, STR, ValueLog, address,
                                        content_hash)
 from wholetrace.runtime.wetlayout import unpack_chunk
 
@@ -87,7 +87,7 @@ def test_probes_then_split_equal_naive(cs: list, tail: list[int], chunks: int, a
     probes = log.probes()
     value, many = probes["value"], probes["values"]
     if in_function:
-        a = log.by_buffer[id(buf)][0]
+        a = log.by_buffer[address(buf)][0]
         value = lambda k, x: probes["value-in"](k, x, a)  # noqa: E731
         many = lambda k, *xs: probes["values-in"](k, a, *xs)  # noqa: E731
     saved, V._PIECE = V._PIECE, piece
@@ -118,7 +118,7 @@ def _run(log: ValueLog, w: Writer, buf: list, value: object, many: object, cs: l
                 value(slot + j, x)  # type: ignore[operator]
             ks = range(slot, slot + len(xs))
         for k, x in zip(ks, xs):
-            want_items.append((k, x, log.serials[id(x)] if type(x) is list else None))
+            want_items.append((k, x, log.serials[address(x)] if type(x) is list else None))
             want_pos.append(len(events))
     buf += tail
     events += tail
@@ -172,10 +172,10 @@ def test_sweep_releases_what_only_the_recording_holds() -> None:
             kept_serials.append(s)
         del x
     assert len(log.pins) < 5000 - 1000          # the sweep at 4096 released the other two thirds
-    assert [log.serials[id(x)] for x in kept] == kept_serials
+    assert [log.serials[address(x)] for x in kept] == kept_serials
     log._sweep()
     assert len(log.pins) == len(kept)
-    assert set(log.serials) == {id(x) for x in kept}
+    assert set(log.serials) == {address(x) for x in kept}
     fresh = [-1]
     assert log.serial(fresh) > max(kept_serials)
 

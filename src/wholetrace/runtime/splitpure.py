@@ -11,6 +11,7 @@ import (docs/design.md, "Full mode in fork children, wave 22").  Stateless, like
 from __future__ import annotations
 
 import sys
+from itertools import compress as select, count
 
 from wholetrace.runtime.values import (_MARK_MAX, _SHIFT, _SLOT_MASK, BIGINT, BYTES, COMPLEX, FLOAT, STR,
                                        SWITCH_TAG)
@@ -24,6 +25,9 @@ if TYPE_CHECKING:   # pragma: no cover
 _U64 = (1 << 64) - 1
 _MIX = -7046029254386353131 & _U64        # ``wetlayout``'s bucket hash constants
 _GOLD = 0x9E3779B97F4A7C15
+_TAG_MIX = [t * _MIX for t in range(256)]
+#: New arrays are slices of these: ``array()`` is an audit event (a fork child splits here).
+_Q, _I = array("q"), array("i")
 _SIDE_TAGS = frozenset((FLOAT, STR, BYTES, COMPLEX))
 _LITTLE = sys.byteorder == "little"
 
@@ -35,7 +39,7 @@ class SplitError(Exception):
 
 def _q(data: Any) -> Any:
     """Little-endian int64 bytes (any buffer: the flusher sends arrays) as an ``array('q')``."""
-    a = array("q")
+    a = _Q[:]
     a.frombytes(memoryview(data).cast("B"))
     if not _LITTLE:                                # pragma: no cover
         a.byteswap()
@@ -44,14 +48,20 @@ def _q(data: Any) -> Any:
 
 def _le(a: Any) -> bytes:
     if not _LITTLE:                                # pragma: no cover
-        a = array(a.typecode, a)
+        a = a[:]
         a.byteswap()
     return a.tobytes()
 
 
+def _list_q(vals: list[int]) -> Any:
+    q = _Q[:]
+    q.fromlist(vals)
+    return q
+
+
 def _planes(vals: list[int]) -> tuple[str, tuple[int, ...], bytes]:
     """``wetlayout.planes``: (dtype, shape, bytes) of the (8, n) uint8 byte planes."""
-    raw = _le(array("q", vals))
+    raw = _le(_list_q(vals))
     return "|u1", (8, len(vals)), b"".join(raw[j::8] for j in range(8))
 
 
@@ -61,16 +71,15 @@ def _stored(name: str, dtype: str, shape: tuple[int, ...], raw: bytes) -> tuple[
 
 def _markers(a: Any) -> list[int]:
     """``splitcore._markers``: in each run of items at or below ``_MARK_MAX``, every other one
-    from its start."""
+    from its start.  (The items that low are found by a C loop: mostly the markers alone.)"""
     out: list[int] = []
     run0 = prev = -2
-    for j, x in enumerate(a):
-        if x <= _MARK_MAX:
-            if j != prev + 1:
-                run0 = j
-            if not (j - run0) & 1:
-                out.append(j)
-            prev = j
+    for j in select(count(), map(_MARK_MAX.__ge__, a)):
+        if j != prev + 1:
+            run0 = j
+        if not (j - run0) & 1:
+            out.append(j)
+        prev = j
     return out
 
 
@@ -83,7 +92,7 @@ def _refs(tag: list[int], val: list[int]) -> list[int]:
     if len(val) < 2:
         return ref
     for i, (t, v) in enumerate(zip(tag, val)):
-        b = ((((v + t * _MIX) & _U64) * _GOLD) & _U64) >> 48
+        b = ((((v + _TAG_MIX[t]) & _U64) * _GOLD) & _U64) >> 48
         e = last.get(b)
         if e is not None and tag[e] == t and val[e] == v:
             ref[i] = i - e
@@ -101,13 +110,12 @@ def split(image: bytes, done: int, rec_done: int, side: bytes, bigs: bytes) -> t
         carry = a[-1]
         n -= 1
         mk.pop()
-    events = array("i")
-    start = 0
+    keep = bytearray(b"\1") * n                    # the events: every item but markers and payloads
+    for m in mk:
+        keep[m] = keep[m + 1] = 0
+    events = _I[:]
     try:
-        for m in mk:
-            events.fromlist(a[start:m].tolist())
-            start = m + 2
-        events.fromlist(a[start:n].tolist())
+        events.fromlist(list(select(a, keep)))
     except OverflowError:
         raise SplitError("a probe recorded a value outside int32") from None
     events_image = _le(events)
@@ -121,7 +129,7 @@ def split(image: bytes, done: int, rec_done: int, side: bytes, bigs: bytes) -> t
     sw = [j for j, t in enumerate(tag) if t == SWITCH_TAG]
     if sw:                                         # (record index in the stream, position, number)
         rows = [x for i, j in enumerate(sw) for x in (rec_done + j - i, pos[j], val[j])]
-        out.append(_stored("wet.switch", "<i8", (len(sw), 3), _le(array("q", rows))))
+        out.append(_stored("wet.switch", "<i8", (len(sw), 3), _le(_list_q(rows))))
         keep = [j for j, t in enumerate(tag) if t != SWITCH_TAG]
         pos, tag, slot, val, mk = ([c[j] for j in keep] for c in (pos, tag, slot, val, mk))
     k = len(mk)

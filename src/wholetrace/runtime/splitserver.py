@@ -4,7 +4,7 @@ The recorder forks it while it is still single-threaded (a double fork: the serv
 of the program's process, which may wait for every child; in a session of its own, so a
 terminal's signals miss it; its standard descriptors on /dev/null and every other descriptor
 closed but its two pipes).  It inherits wholetrace's modules and imports numpy itself.  The
-flusher thread sends one request (``marshal``: loaded in every interpreter) and blocks in
+flusher thread sends one request (``splitwire``; marshal's are audit events) and blocks in
 ``os.read`` (the GIL released) while the server works on the other core.  The pipes are at
 numbers >= ``HIGH_FD``, close-on-exec; a pipe the program closed or replaced (its inode
 changed) or a dead server make the flusher split in-process instead (``runtime.splitcore``, as
@@ -19,10 +19,10 @@ closed; a sibling when its child's ends are (docs/design.md, "Full mode's split 
 from __future__ import annotations
 
 import _signal   # the C module: signal.py builds enums
-import marshal
 import os
 import time
 
+from wholetrace.runtime import splitwire
 from wholetrace.store.cmods import ArrayType as array
 
 TYPE_CHECKING = False
@@ -224,7 +224,7 @@ def _serve(rfd: int, wfd: int, cfd: int) -> None:
             ready = select.select(watch, [], [])[0]
             if cfd in ready:
                 try:
-                    _sibling(marshal.loads(_read(cfd, int.from_bytes(_read(cfd, _HEAD), "little"))),
+                    _sibling(splitwire.loads(_read(cfd, int.from_bytes(_read(cfd, _HEAD), "little"))),
                              [rfd, wfd, *watch[1:]])
                 except EOFError:       # no process of the recording can ask any more
                     watch = [rfd]
@@ -349,7 +349,7 @@ def ask(server: SplitServer, where: str) -> Asked | None:
         Asked(paths, -1, ctl).drop(keep=True)
         return None
     asked = Asked(paths, rep, ctl, server.ctl_id)
-    msg = marshal.dumps(paths)
+    msg = splitwire.dumps(paths)
     old = _signal.pthread_sigmask(_signal.SIG_BLOCK, [_signal.SIGPIPE])   # a dead server: as in ``call``
     try:
         os.write(ctl, len(msg).to_bytes(_HEAD, "little") + msg)   # < PIPE_BUF: one atomic write
@@ -366,6 +366,8 @@ def ask(server: SplitServer, where: str) -> Asked | None:
 def sweep(parts: str) -> None:
     """At the recording's end: remove the FIFOs of fork children that ended (or are still waiting)
     before their sibling opened them (a waiting child then splits in-process)."""
+    if not os.path.isdir(parts):   # no fork child (``os.listdir`` is an audit event; ``stat`` is not)
+        return
     try:
         names = os.listdir(parts)
     except OSError:
@@ -387,11 +389,11 @@ def _ident(fd: int) -> tuple[int, int] | None:
 
 
 def _send(fd: int, msg: tuple[Any, ...]) -> None:
-    """One message: its small items marshalled in a head, its buffers (bytes, bytearray, arrays:
-    ``_BUFFERS``) written after it as they are, with no copy on this side."""
+    """One message: its small items encoded in a head (``splitwire``), its buffers (bytes, bytearray,
+    arrays: ``_BUFFERS``) written after it as they are, with no copy on this side."""
     bufs = [j for j, x in enumerate(msg) if isinstance(x, _BUFFERS)]
     views = [memoryview(msg[j]).cast("B") for j in bufs]
-    head = marshal.dumps((tuple(None if j in bufs else x for j, x in enumerate(msg)), bufs, [v.nbytes for v in views]))
+    head = splitwire.dumps((tuple(None if j in bufs else x for j, x in enumerate(msg)), bufs, [v.nbytes for v in views]))
     for part in (memoryview(len(head).to_bytes(_HEAD, "little") + head), *views):
         while part:
             part = part[os.write(fd, part):]
@@ -400,7 +402,7 @@ def _send(fd: int, msg: tuple[Any, ...]) -> None:
 def _receive(fd: int) -> tuple[Any, ...]:
     """A message of :func:`_send`: its buffers as bytearrays."""
     size = int.from_bytes(_read(fd, _HEAD), "little")
-    items, bufs, sizes = marshal.loads(_read(fd, size))
+    items, bufs, sizes = splitwire.loads(_read(fd, size))
     msg = list(items)
     for j, n in zip(bufs, sizes):
         msg[j] = _read(fd, n)

@@ -17,6 +17,9 @@ import time
 
 from wholetrace.store.cmods import ArrayType as array
 
+#: New arrays are slices of these: ``array()`` is an audit event, which a program's hook would see.
+_Q, _D, _I = array("q"), array("d"), array("i")
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:   # pragma: no cover
     from typing import Any
@@ -52,7 +55,7 @@ class Flushing:
         finally:
             if live:
                 del raw[:n]
-        bigs = array("q")
+        bigs = _Q[:]
         for at, x in big:
             bigs.append(at)
             bigs.append(self._content(x, _BIGINT))   # type: ignore[attr-defined]
@@ -68,7 +71,7 @@ class Flushing:
         events_image, carry, used, k, stored = reply[1:]
         if carry is not None:
             self.carry[sid] = [carry]                  # type: ignore[attr-defined]
-        events = array("i")
+        events = _I[:]
         events.frombytes(events_image)
         if _BIG_ENDIAN:                                # pragma: no cover
             events.byteswap()
@@ -128,16 +131,20 @@ class Flushing:
         side = self.lists[sid]                         # type: ignore[attr-defined]
         done = self.side_done.get(sid)                 # type: ignore[attr-defined]
         if done is None:
-            done = self.side_done[sid] = array("q")    # type: ignore[attr-defined]
+            done = self.side_done[sid] = _Q[:]         # type: ignore[attr-defined]
         new = side[len(done):]                         # probes may append meanwhile: a snapshot
         if not new:
             return done
+        floats = _D[:]
         try:
-            done.frombytes(array("d", new).tobytes())  # all floats (array('d') takes no str, complex)
+            floats.fromlist(new)                       # all floats (array('d') takes no str, complex)
+            done.frombytes(floats.tobytes())
             return done
         except TypeError:
             pass
-        bits = array("q", array("d", [x if type(x) is float else 0.0 for x in new]).tobytes())
+        floats.fromlist([x if type(x) is float else 0.0 for x in new])
+        bits = _Q[:]
+        bits.frombytes(floats.tobytes())
         memo = self.memo                               # type: ignore[attr-defined]
         for j, x in enumerate(new):
             t = type(x)
@@ -157,9 +164,11 @@ class Flushing:
 
         self._objects()                                # type: ignore[attr-defined]
         items = sorted(self.contents.items())          # type: ignore[attr-defined]
-        hashes = array("q", [h for h, _ in items])
+        hashes = _Q[:]
+        hashes.fromlist([h for h, _ in items])
         tags = bytes([t for _, (t, _d) in items])
-        sizes = array("q", [len(d) for _, (_t, d) in items])
+        sizes = _Q[:]
+        sizes.fromlist([len(d) for _, (_t, d) in items])
         data = b"".join(d for _, (_t, d) in items)
         w = self.writer                                # type: ignore[attr-defined]
         w.put_array("wet.content.hash", hashes)
@@ -204,7 +213,7 @@ LAYOUT = 2
 def _le(a: Any) -> Any:
     """An ``array('q')`` whose buffer holds its items little-endian (the array itself here)."""
     if _BIG_ENDIAN:                                    # pragma: no cover
-        a = array("q", a)
+        a = a[:]
         a.byteswap()
     return a
 
@@ -213,7 +222,7 @@ def _image(carried: list[int], raw: list[Any], n: int) -> tuple[Any, list[tuple[
     """``carried`` then the first ``n`` items of ``raw`` (ints) as one ``array('q')``, with every
     int beyond 64 bits replaced by 0, and those ints with their index (TypeError/ValueError: an
     item is no int)."""
-    out = array("q")
+    out = _Q[:]
     big: list[tuple[int, int]] = []
     if carried:
         _put(out, list(carried), big)
@@ -227,7 +236,7 @@ def _put(out: Any, part: list[Any], big: list[tuple[int, int]]) -> None:
     bit length (one C pass over the piece), kept in ``big`` and stored as 0."""
     at = len(out)
     try:
-        out.extend(array("q", part))
+        out.fromlist(part)                             # (all or nothing)
         return
     except OverflowError:
         pass
@@ -237,4 +246,4 @@ def _put(out: Any, part: list[Any], big: list[tuple[int, int]]) -> None:
             if not -_I64 <= x < _I64:
                 big.append((at + j, x))
                 part[j] = 0
-    out.extend(array("q", part))
+    out.fromlist(part)

@@ -24,6 +24,7 @@ from _weakref import ref as _weak_ref   # weakref.ref itself; the weakref module
 from wholetrace.store.cmods import ArrayType as array   # cmods' (store/cmods.py): never the program's
 from contextvars import ContextVar
 
+from wholetrace.runtime.unheld import unheld
 from wholetrace.runtime.valueflush import PURE_SECONDS, Flushing
 
 try:   # not hashlib, whose import loads OpenSSL: hashlib.blake2b is this built-in module's
@@ -59,6 +60,9 @@ _MARK_MAX = _MARK[NONE]          # every marker is at or below it, every event a
 #: A class's ``__module__``, ``__qualname__``, ``__mro__`` as ``type`` stores them: the attribute
 #: would go through a metaclass's descriptors (a property: program code, explore21 HIGH-9)
 _MODULE, _QUALNAME, _MRO = (type.__dict__[k].__get__ for k in ("__module__", "__qualname__", "__mro__"))
+#: An object's key in the serial tables: its address (rotated, one-to-one), as ``id()`` but no
+#: audit event (a program's hook ran for every probe, its own probes too: no end; audit22 open 2)
+address = object.__hash__
 
 
 def type_name(t: type) -> str:
@@ -103,39 +107,6 @@ def _pinned_count() -> int:
 _ONLY_PINNED = _pinned_count()
 
 
-def _traceback_type() -> type:
-    """``types.TracebackType`` (the types module is not imported at start-up)."""
-    try:
-        raise TypeError
-    except TypeError as e:
-        return type(e.__traceback__)
-
-
-#: Types without weak references that the recording never holds, nor a built-in exception
-#: (no weak references either): a frame held past its function's return keeps that function's
-#: locals alive (a traceback holds frames, an exception its traceback), so a finaliser of the
-#: program ran late, or never (review19c P2), and a file it left open stayed unflushed.  Their
-#: serials are kept by address and type (``ValueLog.loose``): one that dies passes its serial
-#: on to the next object of its type at its address (a dependence too many, never one missing).
-_FRAME, _TRACEBACK = type(sys._getframe()), _traceback_type()
-
-
-def _unheld(t: type, obj: Any, fr: type = _FRAME, tb: type = _TRACEBACK, exc: type = BaseException,
-            tup: type = tuple, sub: Any = issubclass, each: Any = tuple.__iter__) -> bool:
-    """Is ``obj`` (of type ``t``, no weak references) never held?  Frames, tracebacks, built-in
-    exceptions, and tuples (``sys.exc_info()``, ``inspect.FrameInfo``) with one among their
-    items.  Identity tests and ``issubclass``: no ``__hash__``/``__eq__`` of a metaclass runs.
-    (Defaults: module globals are None while the interpreter shuts down.)"""
-    if t is fr or t is tb or sub(t, exc):
-        return True
-    if sub(t, tup):
-        for x in each(obj):
-            u = type(x)
-            if u is fr or u is tb or sub(u, exc):
-                return True
-    return False
-
-
 def marker(tag: int, slot: int) -> int:
     """The first item of a record of ``tag`` (``SWITCH_TAG``: a switch record) for ``slot``."""
     return _MARK[tag] - slot
@@ -153,7 +124,7 @@ class ValueLog(Flushing):
     """The value log of one recording: per-stream buffers, object serials, distinct contents
     (the flusher's side: ``runtime.valueflush``)."""
 
-    unheld = staticmethod(_unheld)
+    unheld = staticmethod(unheld)
 
     def __init__(self, writer: Any, current_stream: Callable[[], Callable[[int], None]]) -> None:
         self.writer = writer
@@ -164,21 +135,21 @@ class ValueLog(Flushing):
         self.lists: dict[int, list[Any]] = {}          # stream id -> its side list (values not in the record)
         self.carry: dict[int, list[int]] = {}          # stream id -> a marker whose payload came after a flush
         self.side_done: dict[int, Any] = {}            # stream id -> int64 payloads of its side list's first items
-        self.by_buffer: dict[int, Any] = {}            # id(event list) -> probe state (extend, side append)
+        self.by_buffer: dict[int, Any] = {}            # address(event list) -> probe state
         self.cf_done: dict[int, int] = {}              # stream id -> events stored so far
         self.seq: dict[int, int] = {}
         self.rec_done: dict[int, int] = {}             # stream id -> value records stored so far
         self.clock = itertools.count(1)                # switch numbers
-        self.serials: dict[int, int] = {}              # id(obj) -> serial, while obj lives
+        self.serials: dict[int, int] = {}              # address(obj) -> serial, while obj lives
         self.refs: dict[int, Any] = {}
         self.pins: dict[int, Any] = {}
-        self.loose: dict[tuple[int, int], int] = {}    # (id, id of its type) -> serial, never held
+        self.loose: dict[tuple[int, int], int] = {}    # (address, its type's) -> serial, never held
         self.pin_limit = _PIN_MIN
         self.counter = itertools.count(1)
         self.new_objects: list[tuple[int, type]] = []  # (serial, type) handed out since the last flush
         self.new_classes: list[tuple[int, type]] = []  # (serial, class) of the classes among them
         self.parents = array("q")                      # serial, parent serial pairs (flushed)
-        self.types: dict[int, tuple[type, int]] = {}   # id(type) -> (type, index of its name)
+        self.types: dict[int, tuple[type, int]] = {}   # address(type) -> (type, its name's index)
         self.type_names: list[str] = []
         self.objects = array("q")                      # serial, type index pairs (flushed)
         self.contents: dict[int, tuple[int, bytes]] = {}
@@ -206,7 +177,10 @@ class ValueLog(Flushing):
         ``writer`` (the parent's stays locked in the child: its value chunks hung the child) and
         key each kept stream's state by its new id (``renumbered``: parent id -> child id).  The
         part's events of a stream start at 0, so do its chunks and record counts; serials,
-        contents and the object table go on (the child's records name the parent's objects)."""
+        contents and the object table go on (the child's records name the parent's objects).
+        ``splitpure`` is imported here, in the child's only thread: not by its flusher, beside the
+        program's threads (``sys.modules`` changing under them)."""
+        from wholetrace.runtime import splitpure  # noqa: F401
         self.writer = writer
         self.child, self.asked, self.parts = True, None, None   # (``Flushing.prepare``; the root sweeps)
         self.pure_until = time.monotonic() + PURE_SECONDS       # split in Python until then, or a server
@@ -242,7 +216,7 @@ class ValueLog(Flushing):
         side: list[Any] = []
         state = (append, side.append, buf.extend)
         self.lists[sid] = side
-        self.by_buffer[id(buf)] = state
+        self.by_buffer[address(buf)] = state
         self.cf_done[sid] = 0
         self.seq[sid] = 0
         self.rec_done[sid] = 0
@@ -251,19 +225,24 @@ class ValueLog(Flushing):
     def attach(self) -> tuple[Callable[[Any], None], ...]:
         """The running context has no probe state yet (its stream was made elsewhere)."""
         append = self.current_stream()
-        got = self.by_buffer[id(append.__self__)]         # type: ignore[attr-defined]
+        got = self.by_buffer[address(append.__self__)]         # type: ignore[attr-defined]
         self.current.set(got)
         return got
 
     # -- identities
-    def serial(self, obj: Any) -> int:
-        i = id(obj)
+    def serial(self, obj: Any, i: int | None = None) -> int:
+        """The serial of ``obj`` (``i``: its ``address``, which the probes already took), a new
+        one if it has none.  Looked up again: a collection between the probe's look-ups and this
+        call can run a finalizer whose probes gave ``obj`` one."""
+        if i is None:
+            i = address(obj)
         s = self.serials.get(i)
         if s is not None:
             return s
-        s = self.loose.get((i, id(type(obj))))   # a live frame, traceback, ... (the probes look first)
-        if s is not None:
-            return s                 # (or the serial of the last one of its type at this address)
+        if self.loose:               # a live frame, traceback, ... (empty until the first one)
+            s = self.loose.get((i, address(type(obj))))
+            if s is not None:
+                return s             # (or the serial of the last one of its type at this address)
         s = next(self.counter)
         self.serials[i] = s
         try:
@@ -271,9 +250,9 @@ class ValueLog(Flushing):
             r.i = i
         except TypeError:
             t = type(obj)
-            if self.unheld(t, obj):   # never held (``_unheld``)
+            if self.unheld(t, obj):   # never held (``runtime.unheld``)
                 self.serials.pop(i, None)
-                self.loose[(i, id(t))] = s
+                self.loose[(i, address(t))] = s
             else:
                 self.pins[i] = obj
                 if len(self.pins) >= self.pin_limit:
@@ -310,7 +289,9 @@ class ValueLog(Flushing):
         serial = self.serial
         tagof = _MARK_OF.get
         known = self.serials.get
-        lget = self.loose.get
+        addr = address
+        loose = self.loose                             # (never rebound: tested for emptiness)
+        lget = loose.get
         clock = self.clock
         m_obj, m_int, m_float, m_switch = _MARK[OBJ], _MARK[INT], _MARK[FLOAT], _MARK[SWITCH_TAG]
 
@@ -341,11 +322,12 @@ class ValueLog(Flushing):
                 else:
                     m = tagof(t) if type(t) is type else None   # (``_MARK_OF``: no program code)
                     if m is None:
-                        v = known(id(x))
-                        if v is None:                  # a live frame, traceback, ...: one dict hit
-                            v = lget((id(x), id(t)))
+                        i = addr(x)
+                        v = known(i)
+                        if v is None and loose:        # a live frame, traceback, ...: one dict hit
+                            v = lget((i, addr(t)))
                         if v is None:
-                            v = serial(x)
+                            v = serial(x, i)
                         m = m_obj - k
                     elif m > m_int:                    # None, bool: the payload itself
                         m -= k
@@ -381,11 +363,12 @@ class ValueLog(Flushing):
                 else:
                     m = tagof(t) if type(t) is type else None   # (``_MARK_OF``: no program code)
                     if m is None:
-                        v = known(id(x))
-                        if v is None:                  # a live frame, traceback, ...: one dict hit
-                            v = lget((id(x), id(t)))
+                        i = addr(x)
+                        v = known(i)
+                        if v is None and loose:        # a live frame, traceback, ...: one dict hit
+                            v = lget((i, addr(t)))
                         if v is None:
-                            v = serial(x)
+                            v = serial(x, i)
                         if a is pa: a(m_obj - k); a(v); return x
                     elif m > m_int:
                         if a is pa: a(m - k); a(x or 0); return x
@@ -404,11 +387,12 @@ class ValueLog(Flushing):
                 t = type(x)
                 m = tagof(t) if type(t) is type else None
                 if m is None:
-                    v = known(id(x))
-                    if v is None:
-                        v = lget((id(x), id(t)))
+                    i = addr(x)
+                    v = known(i)
+                    if v is None and loose:
+                        v = lget((i, addr(t)))
                     out.append(m_obj - k)
-                    out.append(serial(x) if v is None else v)
+                    out.append(serial(x, i) if v is None else v)
                 elif m >= m_int:                       # int (any size: the flusher), None, bool
                     out.append(m - k)
                     out.append(x or 0)
@@ -478,21 +462,24 @@ class ValueLog(Flushing):
         del new[:n]
         del classes[:m]
         known = self.serials.get                       # the types below are alive: ids are valid
+        last: Any = None                               # (objects come in runs of one type)
         for s, t in items:
-            got = self.types.get(id(t))                # (the type is held: its id stays its own)
-            if got is None:
-                got = self.types[id(t)] = (t, len(self.type_names))
-                self.type_names.append(type_name(t))
-            ti = got[1]
+            if t is not last:
+                a = address(t)
+                got = self.types.get(a)                # (the type is held: its id stays its own)
+                if got is None:
+                    got = self.types[a] = (t, len(self.type_names))
+                    self.type_names.append(type_name(t))
+                ti, last = got[1], t
             self.objects.append(s)
             self.objects.append(ti)
-            p = known(id(t))
+            p = known(a)
             if p is not None:
                 self.parents.append(s)
                 self.parents.append(p)
         for s, c in cls_items:
             for b in _MRO(c)[1:]:
-                p = known(id(b))
+                p = known(address(b))
                 if p is not None:
                     self.parents.append(s)
                     self.parents.append(p)

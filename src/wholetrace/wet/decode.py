@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from wholetrace.errors import StoreError
+from wholetrace.errors import StoreError, UsageError
 from wholetrace.kernels import wetdecode as K
 from wholetrace.wet.capture import CaptureLog
 from wholetrace.wet.static import BUILTIN_MUTABLE, KNOWN_EFFECTS, PURE_CALLS, FunctionFacts
@@ -171,6 +171,8 @@ def decode(rec: Any, facts: dict[int, FunctionFacts], log: CaptureLog) -> Decode
         if sl is None:
             continue
         ev = np.asarray(rec.events(st.sid), np.int64)
+        if _outside(ev):
+            _refuse_part(rec)
         evs.append(ev)
         ev_ptr.append(ev_ptr[-1] + ev.size)
         recs.append(sl)
@@ -198,3 +200,25 @@ def decode(rec: Any, facts: dict[int, FunctionFacts], log: CaptureLog) -> Decode
                    tab["names"], rec_inst, int(cnt[K.C_UNKNOWN]),
                    {"tables_s": t1 - t0, "kernel_s": t2 - t1}, r_slot, r_tag, r_val,
                    np.array(rec_ptr, np.int64), sids)
+
+
+def _outside(ev: np.ndarray) -> bool:
+    """Whether a stream has events outside any activation (the pass would skip them: a block,
+    LEAVE or EXC at depth 0).  An EXC's operand (a statement id or -1) is no event."""
+    operand = np.zeros(ev.size, bool)
+    operand[1:] = ev[:-1] == K.EXC
+    enter = ev <= -K.ENTER_BASE
+    step = enter.astype(np.int64) - ((ev == K.LEAVE) & ~operand)
+    depth = np.cumsum(step) - step                 # before each event
+    return bool(np.any((depth <= 0) & ~enter & ~operand))
+
+
+def _refuse_part(rec: Any) -> None:
+    """A stream that begins inside activations: a fork child's part whose parent had stored events
+    before the fork (the part's streams go on from there); read alone, statements of those
+    activations would answer "did not run" (review21f MED-2)."""
+    process = rec.meta.get("process")              # (store.schema.PROCESS_KEY)
+    if isinstance(process, dict) and process.get("start") == "fork":
+        raise UsageError(f"{rec.path}: a fork child's part whose activations began in its parent: "
+                         "values, deps and slice cannot read it alone")
+    raise StoreError(f"{rec.path}: damaged full-mode recording (events outside any activation)")
