@@ -11,7 +11,7 @@ from wholetrace.kernels.decode_layout import (BAD_CHOICE, BAD_CYCLE, BAD_HANDLER
                                               BAD_RESUME, BAD_WITNESS, BK_FLAGS, BK_NSUCC, BK_SUCC, ED_DST, ED_SRC,
                                               ED_WIT, EID_EXC, ENTRY, EOF, EXIT, FN_BBASE, FN_EBASE, FN_NB, FN_NW,
                                               FN_NY, FN_SBASE, FN_WBASE, FN_YBASE, FR_ACT, FR_EXC, FR_FID, FR_HOLD,
-                                              FR_PC, FR_ST, F_CALL, F_DYN, F_REACH, F_SUSPEND, M_EPOCH, M_HPOS,
+                                              FR_PC, FR_ST, F_CALL, F_DYN, F_REACH, F_SUSPEND, M_HPOS,
                                               SC_DST, SC_EID, S_AFTER_EXC, S_DONE, S_PENDING, S_RUN, _bad, _choice,
                                               _emit)
 
@@ -117,8 +117,10 @@ def _find_path(fn, blk, succ, edg, scratch, meta, f, pc, r):  # type: ignore[no-
     bb = fn[f, FN_BBASE]
     eb = fn[f, FN_EBASE]
     cap = scratch.shape[0] // 4
-    epoch = meta[M_EPOCH] + 1
-    meta[M_EPOCH] = epoch
+    # the search's mark: one counter for every decoder sharing ``scratch`` (its last slot); a
+    # decoder's own counter restarted at 0 and met another decoder's stale marks (review23b HIGH-1)
+    epoch = scratch[4 * cap] + 1
+    scratch[4 * cap] = epoch
     head, tail = 0, 1
     scratch[0] = pc
     scratch[cap + pc] = epoch
@@ -138,6 +140,8 @@ def _find_path(fn, blk, succ, edg, scratch, meta, f, pc, r):  # type: ignore[no-
     n = 0
     v = r
     while v != pc:
+        if n == cap:                 # (a path visits each block once: damaged tables, not a path)
+            return -1
         e = scratch[2 * cap + v]
         scratch[3 * cap + n] = e
         n += 1

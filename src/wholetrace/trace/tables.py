@@ -85,7 +85,7 @@ class Tables:
         self.ysl = _Grow(0, np.int32)
         self.pdg = _Grow(K.PD_W, np.int64)
         self.pool = np.zeros(64, np.int64)
-        self.scratch = np.zeros(4 * 64, np.int64)
+        self.scratch = np.zeros(4 * 64 + 1, np.int64)
         self.max_blocks = 2
         self.shapes: dict[int, FunctionShape] = {}
 
@@ -140,7 +140,7 @@ class Tables:
             self.pool = np.concatenate([self.pool, np.zeros(max(self.blk.n, 2 * len(self.pool)) - len(self.pool), np.int64)])
         if nb > self.max_blocks:
             self.max_blocks = nb
-            self.scratch = np.zeros(4 * (nb + 1), np.int64)
+            self.scratch = np.zeros(4 * (nb + 1) + 1, np.int64)
         self.shapes[fid] = sh
         return sh
 
@@ -220,7 +220,7 @@ class Tables:
             self.pool = np.concatenate([self.pool, np.zeros(max(self.blk.n, 2 * len(self.pool)) - len(self.pool), np.int64)])
         if int(nb.max()) > self.max_blocks:
             self.max_blocks = int(nb.max())
-            self.scratch = np.zeros(4 * (self.max_blocks + 1), np.int64)
+            self.scratch = np.zeros(4 * (self.max_blocks + 1) + 1, np.int64)
         for sh in shapes:
             self.shapes[sh.fid] = sh
 
