@@ -180,14 +180,13 @@ def test_counts_equal_blocks_and_the_line_oracle(runs) -> None:
     want = profiles(out["blocks"][0])
     for mode in MODES:
         got = profiles(out[mode][0])
-        if mode == "full":   # its value probes are Python functions: the program's tracer is called
-            # for them too (not the loops' doing: README "The program cannot tell"), so only its count differs
-            assert [k for k in got if k[1] == "tracer"] == [k for k in want if k[1] == "tracer"]
-            got = {k: v for k, v in got.items() if k[1] != "tracer"}
-            want_here = {k: v for k, v in want.items() if k[1] != "tracer"}
-        else:
-            want_here = want
-        assert_same_counts(want_here, got, mode)
+        # the program's tracer is also called for wholetrace's Python frames on the program's thread
+        # (full mode's value probes; a stream made or a buffer handed over, at times that vary from
+        # run to run: README "The program cannot tell"), so its counts are left out in every mode
+        # (review23b MED-1); it ran in every mode
+        assert [k for k in got if k[1] == "tracer"] == [k for k in want if k[1] == "tracer"], mode
+        got = {k: v for k, v in got.items() if k[1] != "tracer"}
+        assert_same_counts({k: v for k, v in want.items() if k[1] != "tracer"}, got, mode)
     assert out["untraced"][1].returncode == 0, out["untraced"][1].stderr
     oracle = line_counts(script, ["off"], {str(script)})
     assert compare_lines(out["untraced"][0], {str(script)}, oracle) >= 30

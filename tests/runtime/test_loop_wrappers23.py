@@ -244,12 +244,13 @@ def test_counts_equal_blocks_and_the_line_oracle(runs) -> None:
     want = profiles(out["blocks"][0])
     for mode in MODES:
         got = profiles(out[mode][0])
-        if mode == "full":   # its value probes are Python functions the program's tracer is called for
-            # (not the loops' doing: README "The program cannot tell"), so only the tracer's counts differ
-            got = {k: v for k, v in got.items() if k[1] != "tracer"}
-            assert_same_counts({k: v for k, v in want.items() if k[1] != "tracer"}, got, mode)
-        else:
-            assert_same_counts(want, got, mode)
+        # the program's tracer is also called for wholetrace's Python frames on the program's thread
+        # (full mode's value probes; a stream made or a buffer handed over when it fills, at times
+        # that vary from run to run: README "The program cannot tell"), so its counts are left out
+        # in every mode (review23b MED-1: path --wpp once differed there); it ran in every mode
+        assert [k for k in got if k[1] == "tracer"] == [k for k in want if k[1] == "tracer"], mode
+        got = {k: v for k, v in got.items() if k[1] != "tracer"}
+        assert_same_counts({k: v for k, v in want.items() if k[1] != "tracer"}, got, mode)
     assert out["untraced"][1].returncode == 0, out["untraced"][1].stderr
     oracle = line_counts(script, ["off"], {str(script)})
     assert compare_lines(out["untraced"][0], {str(script)}, oracle) >= 40
