@@ -216,6 +216,10 @@ class CleanupRewriter:
         self.catching -= catches
         s.orelse = self.body(s.orelse)
         star_end = self.cfg.stmt_at(s, "star-end") if isinstance(s, ast.TryStar) else None
+        # what escapes an except* handler's body is taken at the star-end (the next handler's
+        # test): a guard records that edge (module and class bodies: not done)
+        wraps = star_end is not None and star_end.block >= 0 and not self.em.in_class
+        raised = self.em.raised_in_star(star_end.id) if wraps else []   # type: ignore[union-attr]
         for h in s.handlers:
             if h.type is not None:
                 h.type = self.expr(h.type)
@@ -229,9 +233,13 @@ class CleanupRewriter:
                 entry += self._save(name)
             self.running.append((name, len(self.loops), self.unwinds))
             self.catching_at.append(self.catching)
+            self.catching += wraps   # (a bare raise in it goes on to the handler's end: keep its entry)
             body = self.body(h.body)
+            self.catching -= wraps
             self.catching_at.pop()
             self.running.pop()
+            if wraps:
+                body = [self._star_escape(body, star_end, raised)]   # type: ignore[arg-type]
             h.body = entry + body + self._handler_end(star_end)
         self.unwinds -= unwind
         # past an except* whose handlers took the whole group: plain Python has dropped it, but
@@ -268,6 +276,18 @@ class CleanupRewriter:
             ast.copy_location(inner_try, s)
             inner = [inner_try] + dropped
         return [self.em.guard(inner, final, entry, own_final=False, like=None if s.handlers or s.orelse else s)]
+
+    def _star_escape(self, body: list[ast.stmt], star_end: Stmt, raised: list[str]) -> ast.Try:
+        """An ``except*`` handler's body in a guard: an exception that escapes it is taken by
+        the ``except*`` (kept for the star-end's re-raise) and the next handler's test runs,
+        as at the handler's end.  So the guard records the edge into the star-end's block and
+        does what the end does (the star-end site, the handler's entry held again), and keeps
+        the first escaped exception's entry (``wt.z<N>``), which the star-end re-raises."""
+        def then() -> list[ast.stmt]:
+            out = [s for name in raised for s in self.em.keep_raised(name)]
+            return out + self._handler_end(star_end)
+
+        return self.em.guard(body, [], star_end.block, own_final=False, then=then)
 
     def _handler_end(self, star_end: Stmt | None) -> list[ast.stmt]:
         """What ends an except handler's body: its traceback is no longer held.  An ``except*``
