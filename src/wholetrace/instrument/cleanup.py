@@ -219,7 +219,7 @@ class CleanupRewriter:
         # what escapes an except* handler's body is taken at the star-end (the next handler's
         # test): a guard records that edge (module and class bodies: not done)
         wraps = star_end is not None and star_end.block >= 0 and not self.em.in_class
-        raised = self.em.raised_in_star(star_end.id) if wraps else []   # type: ignore[union-attr]
+        self.em.star_ends |= wraps and self.em.tracks_reraise   # (before the probes that read it are made)
         for h in s.handlers:
             if h.type is not None:
                 h.type = self.expr(h.type)
@@ -239,13 +239,13 @@ class CleanupRewriter:
             self.catching_at.pop()
             self.running.pop()
             if wraps:
-                body = [self._star_escape(body, star_end, raised)]   # type: ignore[arg-type]
+                body = [self._star_escape(body, star_end)]   # type: ignore[arg-type]
             h.body = entry + body + self._handler_end(star_end)
         self.unwinds -= unwind
         # past an except* whose handlers took the whole group: plain Python has dropped it, but
         # each handler's end held its entry again in wt.s for a re-raise that did not come
         holds = star_end is not None and star_end.block >= 0     # (as _handler_end)
-        dropped = self.em.drop_regions([], held=True) if holds else []
+        dropped = self.em.drop_regions([], held=True) + self.em.star_taken() if holds else []
         if not s.finalbody:
             return [s] + dropped
         end = self.cfg.stmt_at(s, "finally-end")
@@ -277,15 +277,13 @@ class CleanupRewriter:
             inner = [inner_try] + dropped
         return [self.em.guard(inner, final, entry, own_final=False, like=None if s.handlers or s.orelse else s)]
 
-    def _star_escape(self, body: list[ast.stmt], star_end: Stmt, raised: list[str]) -> ast.Try:
+    def _star_escape(self, body: list[ast.stmt], star_end: Stmt) -> ast.Try:
         """An ``except*`` handler's body in a guard: an exception that escapes it is taken by
         the ``except*`` (kept for the star-end's re-raise) and the next handler's test runs,
         as at the handler's end.  So the guard records the edge into the star-end's block and
-        does what the end does (the star-end site, the handler's entry held again), and keeps
-        the first escaped exception's entry (``wt.z<N>``), which the star-end re-raises."""
+        then does what the end does."""
         def then() -> list[ast.stmt]:
-            out = [s for name in raised for s in self.em.keep_raised(name)]
-            return out + self._handler_end(star_end)
+            return self._handler_end(star_end)
 
         return self.em.guard(body, [], star_end.block, own_final=False, then=then)
 
@@ -297,7 +295,7 @@ class CleanupRewriter:
         if star_end is None or star_end.block < 0:
             return self.em.drop_regions(self._released(len(self.running)), held=True)
         release = self.release(len(self.running))
-        out = self.em.set_reraise(star_end.id, None) + self.em.hold(star_end.id) + release
+        out = self.em.set_reraise(star_end.id, None) + self.em.hold(star_end.id) + release + self.em.star_pending()
         if self.starts_block(star_end):
             probes = self.em.stmts(self.block_values(star_end.block), None)
             out += callless(probes)   # (as after a with)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from wholetrace.instrument.emit import FORGET, FRAME, NO_SLOT, NO_TB, R, SEEN, SLOT, STAR_HELD, STAR_RAISED
+from wholetrace.instrument.emit import FORGET, FRAME, NO_SLOT, NO_TB, R, SEEN, SLOT, STAR_HELD, STAR_PENDING
 from wholetrace.instrument.misspath import LazyModule
 from wholetrace.instrument.probeast import artificial, ast_call, ast_const, ast_name, place, rt
 
@@ -58,7 +58,7 @@ class HeldCode:
 
     in_class: bool
     star_held: list[str]
-    star_raised: list[str]
+    star_ends: bool
 
     if TYPE_CHECKING:   # pragma: no cover - the emitter's own
         @property
@@ -80,8 +80,7 @@ class HeldCode:
         frame and to the frames it unwound: kept past the exit it would keep them alive)."""
         if self.in_class:   # the runtime forgets the body's slot (its held entries too)
             return self.set_reraise(-1, like)
-        raised = [place(ast.Assign([ast_name(n, True)], ast_const(False)), like) for n in self.star_raised]
-        return self.set_reraise(-1, like) + self.drop_held(like) + raised  # type: ignore[operator]
+        return self.set_reraise(-1, like) + self.drop_held(like) + [place(s, like) for s in self.star_taken()]  # type: ignore[misc]
 
     def drop_held(self, like: ast.AST | None = None) -> list[ast.stmt]:
         """At the end of an ``except`` body (and at exit): the exception it handled can no
@@ -102,36 +101,23 @@ class HeldCode:
         of the group is re-raised with it at the star-end ``sid``)."""
         return self.hold_region(f"{STAR_HELD}{sid}", None)
 
-    def raised_in_star(self, sid: int) -> list[str]:
-        """Functions, an ``except*`` (star-end ``sid``) whose handler may raise: name its
-        ``wt.z<N>`` (before the handlers' probes and the guards around it are made)."""
-        if not self.knows_reraise or self.in_class:
+    def star_pending(self) -> list[ast.stmt]:
+        """Functions, at the end of an ``except*`` handler (its body's or an exception's that
+        escaped it): ``wt.z = True``, the next probe's edge comes from the star-end (the next
+        handler's entry, or a handler or guard taking what the star-end re-raises, whatever
+        traceback it has: a group the ``except*`` made has none, and its members' entries
+        differ from handler to handler).  ``again`` reads it; every probe, and the fall-through
+        past the ``except*``, forgets it (:meth:`star_taken`)."""
+        if not self.tracks_reraise:
             return []
-        name = f"{STAR_RAISED}{sid}"
-        if name not in self.star_raised:
-            self.star_raised.append(name)
-        return [name]
+        self.star_ends = True
+        return [artificial(ast.Assign([ast_name(STAR_PENDING, True)], ast_const(True)))]  # type: ignore[list-item]
 
-    def keep_raised(self, name: str) -> list[ast.stmt]:
-        """Where an exception escapes an ``except*`` handler's body (after its probe made
-        ``wt.s`` its entry): the first one's entry is what the star-end re-raises (the
-        exception itself, or the first member of the group it makes), so ``again`` finds
-        it: ``wt.z<N> = (wt.z<N>, wt.s)[wt.z<N> is False]`` (False: none kept; a constant
-        that ``is`` may compare without a warning, and no traceback entry is)."""
-        pick = ast.Subscript(ast.Tuple([ast_name(name), ast_name(SEEN)], ast.Load()),
-                             ast.Compare(ast_name(name), [ast.Is()], [ast_const(False)]), ast.Load())
-        return [artificial(ast.Assign([ast_name(name, True)], pick))]  # type: ignore[list-item]
-
-    def taken_from_star(self) -> list[ast.stmt]:
-        """After a probe made ``wt.s`` the entry it recorded: a ``wt.z<N>`` that holds it is
-        forgotten (the star-end's re-raise reached its handler; ``wt.s`` holds it from
-        here): ``wt.z<N> = (wt.z<N>, False)[wt.z<N> is wt.s]``."""
-        out = []
-        for name in self.star_raised:
-            pick = ast.Subscript(ast.Tuple([ast_name(name), ast_const(False)], ast.Load()),
-                                 ast.Compare(ast_name(name), [ast.Is()], [ast_name(SEEN)]), ast.Load())
-            out.append(ast.Assign([ast_name(name, True)], pick))
-        return out
+    def star_taken(self) -> list[ast.stmt]:
+        """``wt.z = False`` (after a probe, past an ``except*``, at entry and exit)."""
+        if not self.star_ends:
+            return []
+        return [artificial(ast.Assign([ast_name(STAR_PENDING, True)], ast_const(False)))]  # type: ignore[list-item]
 
     # --- regions (docs/design.md, "Re-raise after a nested handler", waves 18 and 19): a
     # function's ``wt.h<k>`` locals; a module or class body's entries in the runtime's slot

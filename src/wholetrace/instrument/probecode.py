@@ -18,7 +18,7 @@ from wholetrace.events import EXC, LEAVE, LEAVE_PATH, NO_PATH, RERAISE as RERAIS
 from wholetrace.instrument.pathforms import LEAVE_TABLE_MAX
 from wholetrace.instrument.emit import (A, BARE, COUNTS, C_CALLS_COUNT, EDGES, EXC_CAUGHT, EXC_GUARD, EXC_OWN, GET,
                                         INC, LASTI, LOCAL, NEW, NO_TB, O, P, R, RECURSION_ERROR,
-                                        RERAISE_MARK, RERAISE_MARK_GUARD, SEEN, SKIP, TB,
+                                        RERAISE_MARK, RERAISE_MARK_GUARD, SEEN, SKIP, STAR_PENDING, TB,
                                         XCOUNT, XEDGE, XLIST, counter_slot, leave_table, sites_constant)
 from wholetrace.instrument.handledtb import star_tb, traceback_of
 from wholetrace.instrument.heldcode import HeldCode
@@ -66,7 +66,7 @@ class Emitter(HeldCode, Record):
         self.expr_locals: set[int] = set() if expr_locals is None else expr_locals
         self.star = False   # the body holds an ``except*`` (set by the rewriter when it meets one)
         self.star_held: list[str] = []   # the ``wt.h<N>`` locals (the epilogue drops them)
-        self.star_raised: list[str] = []   # the ``wt.z<N>`` locals (:meth:`HeldCode.raised_in_star`)
+        self.star_ends = False   # an ``except*`` handler's end sets ``wt.z`` (:meth:`HeldCode.star_pending`)
         self.bare_raises = False   # the body holds a bare ``raise`` (set by the rewriter: :meth:`raising_again`)
 
     @property
@@ -328,7 +328,7 @@ class Emitter(HeldCode, Record):
                 ast.Assign([ast_name(XLIST, True)], ast.Attribute(rt(EDGES), "x", ast.Load())),
                 ast.AugAssign(ast_name(XLIST, True), ast.Add(),
                               ast.Tuple([ast_const(self.fid), src, ast_const(dst)], ast.Load()))]
-            record += self.taken_from_star() + drop()
+            record += self.star_taken() + drop()
             return [place(s, at) for s in record + (tail() if tail is not None else [])]  # type: ignore[misc]
         def record() -> list[ast.stmt]:
             # One append call for the whole record (``list.extend`` of a tuple): a thread is
@@ -371,7 +371,7 @@ class Emitter(HeldCode, Record):
                 items = ast.BinOp(ast.Tuple([code, src], ast.Load()), ast.Add(), site)
                 if extra:
                     items = ast.BinOp(items, ast.Add(), ast.Tuple(extra, ast.Load()))
-                out += [ast.Assign([ast_name(SEEN, True)], ast_name(TB))] + self.taken_from_star() + drop()
+                out += [ast.Assign([ast_name(SEEN, True)], ast_name(TB))] + self.star_taken() + drop()
             extend = ast.Attribute(ast.Attribute(ast_name(A), "__self__", ast.Load()), "extend", ast.Load())
             if closing:   # (extend returns None)
                 then_skip = ast.BoolOp(ast.Or(), [ast_call(extend, items), rt(SKIP)])
@@ -411,8 +411,8 @@ class Emitter(HeldCode, Record):
         same: ast.expr = ast.Compare(ast_name(SEEN), [ast.Is()], [seen])
         if self.bare_raises:   # (tested before ``hold`` replaces it)
             same = ast.BinOp(ast.Compare(ast_name(SEEN), [ast.Is()], [ast_const(RAISING_AGAIN)]), ast.BitOr(), same)
-        for name in self.star_raised:   # what an except* re-raises that one of its handlers raised
-            same = ast.BinOp(same, ast.BitOr(), ast.Compare(ast_name(name), [ast.Is()], [ast_name(TB)]))
+        if self.star_ends:   # just past an except* handler's end: from its star-end
+            same = ast.BinOp(same, ast.BitOr(), ast_name(STAR_PENDING))
         passed = ast.Compare(ast_name(R), [ast.GtE()], [ast_const(0)])
         return ast.BinOp(same, ast.BitAnd(), passed)
 
