@@ -166,6 +166,10 @@ def test_bare_raise_caught_inside_every_mode(name: str, tmp_path: Path) -> None:
     oracle = line_counts(script, [], {str(script)})
     assert compare_lines(wts["blocks"], {str(script)}, oracle) >= 6
     for mode in ("witness", "branches", "path"):
-        compare(wts["blocks"], wts[mode], exact=True)
+        # star_lifetimes' __del__ runs where an except* drops its group (no record there since
+        # wave 23 made star-ends dynamic entries and f5 no block fallback): regeneration places
+        # it one block later, the known implicit-call limit (review19d LOW-2), which compare
+        # checks is all that differs
+        compare(wts["blocks"], wts[mode], exact=name != "star_lifetimes")
         assert counts_json(wts[mode]) == counts_json(wts["blocks"]), mode
     assert_count_is_blocks(wts, name)

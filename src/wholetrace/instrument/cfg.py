@@ -341,18 +341,22 @@ class _Builder:
         guarded = list(range(start, len(self.stmts)))      # exceptions from here reach handlers
         end = self.body(s.orelse, end)
         handled: Flow = []
+        first_handler = len(self.stmts)
         for h in s.handlers:
             self._pending_dyn = guarded
             handled += self.body(h.body, [])
             self._pending_dyn = None
-        if isinstance(s, ast.TryStar) and handled:
+        if isinstance(s, ast.TryStar) and len(self.stmts) > first_handler:
             # the end of an except* handler: the next handler's test, or the end of them all,
-            # which re-raises what no handler took (a re-raise site, like finally-end)
+            # which re-raises what no handler took (a re-raise site, like finally-end).  What
+            # escapes a handler's body is taken there too (a dynamic entry: the star-end is
+            # reached from the handlers' statements by an exception as well)
             last = s.handlers[-1]
             hl, hc = last.end_lineno or last.lineno, last.end_col_offset or 0
+            self._pending_dyn = list(range(first_handler, len(self.stmts)))
             x = self.new("star-end", s, s, [], (hl, hc, hl, hc), label="except*")
             self.link(handled, x)
-            handled = [(x, "fall")]
+            handled = [(x, "fall")] if handled else []
         end += handled
         if not fin:
             return end

@@ -216,6 +216,10 @@ class CleanupRewriter:
         self.catching -= catches
         s.orelse = self.body(s.orelse)
         star_end = self.cfg.stmt_at(s, "star-end") if isinstance(s, ast.TryStar) else None
+        # what escapes an except* handler's body is taken at the star-end (the next handler's
+        # test): a guard records that edge (module and class bodies: not done)
+        wraps = star_end is not None and star_end.block >= 0 and not self.em.in_class
+        self.em.star_ends |= wraps and self.em.tracks_reraise   # (before the probes that read it are made)
         for h in s.handlers:
             if h.type is not None:
                 h.type = self.expr(h.type)
@@ -229,15 +233,19 @@ class CleanupRewriter:
                 entry += self._save(name)
             self.running.append((name, len(self.loops), self.unwinds))
             self.catching_at.append(self.catching)
+            self.catching += wraps   # (a bare raise in it goes on to the handler's end: keep its entry)
             body = self.body(h.body)
+            self.catching -= wraps
             self.catching_at.pop()
             self.running.pop()
+            if wraps:
+                body = [self._star_escape(body, star_end)]   # type: ignore[arg-type]
             h.body = entry + body + self._handler_end(star_end)
         self.unwinds -= unwind
         # past an except* whose handlers took the whole group: plain Python has dropped it, but
         # each handler's end held its entry again in wt.s for a re-raise that did not come
         holds = star_end is not None and star_end.block >= 0     # (as _handler_end)
-        dropped = self.em.drop_regions([], held=True) if holds else []
+        dropped = self.em.drop_regions([], held=True) + self.em.star_taken() if holds else []
         if not s.finalbody:
             return [s] + dropped
         end = self.cfg.stmt_at(s, "finally-end")
@@ -269,6 +277,16 @@ class CleanupRewriter:
             inner = [inner_try] + dropped
         return [self.em.guard(inner, final, entry, own_final=False, like=None if s.handlers or s.orelse else s)]
 
+    def _star_escape(self, body: list[ast.stmt], star_end: Stmt) -> ast.Try:
+        """An ``except*`` handler's body in a guard: an exception that escapes it is taken by
+        the ``except*`` (kept for the star-end's re-raise) and the next handler's test runs,
+        as at the handler's end.  So the guard records the edge into the star-end's block and
+        then does what the end does."""
+        def then() -> list[ast.stmt]:
+            return self._handler_end(star_end)
+
+        return self.em.guard(body, [], star_end.block, own_final=False, then=then)
+
     def _handler_end(self, star_end: Stmt | None) -> list[ast.stmt]:
         """What ends an except handler's body: its traceback is no longer held.  An ``except*``
         handler ends at the ``star-end`` statement instead (the next handler's test, or the
@@ -277,7 +295,7 @@ class CleanupRewriter:
         if star_end is None or star_end.block < 0:
             return self.em.drop_regions(self._released(len(self.running)), held=True)
         release = self.release(len(self.running))
-        out = self.em.set_reraise(star_end.id, None) + self.em.hold(star_end.id) + release
+        out = self.em.set_reraise(star_end.id, None) + self.em.hold(star_end.id) + release + self.em.star_pending()
         if self.starts_block(star_end):
             probes = self.em.stmts(self.block_values(star_end.block), None)
             out += callless(probes)   # (as after a with)

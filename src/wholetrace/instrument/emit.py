@@ -40,6 +40,7 @@ XLIST = "wt.q"       # count modes: the recording's exception-edge list, fetched
 WITH_VALUE = "wt.w"  # ``__enter__``'s value while a ``with`` target that can raise is stored in the guard
 MATCH = "wt.m"       # ``wt.m<N>``: the saved subject of a split ``match``
 STAR_HELD = "wt.h"   # ``wt.h<N>``: the traceback entry an ``except*`` handler held (statement N its star-end)
+STAR_PENDING = "wt.z"  # True from an ``except*`` handler's end to the next probe (which records it from the star-end)
 P = "wt.p"           # path mode: the path register
 O = "wt.o"           # path mode: the activation's closing record, set on the edges into EXIT (``Emitter.exit_record``)
 D = "wt.d"           # trace modes, coroutines: the activation is driven by hand, not by an asyncio task (``instrument.awaits``)

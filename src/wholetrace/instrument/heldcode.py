@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from wholetrace.instrument.emit import FORGET, FRAME, NO_SLOT, NO_TB, R, SEEN, SLOT, STAR_HELD
+from wholetrace.instrument.emit import FORGET, FRAME, NO_SLOT, NO_TB, R, SEEN, SLOT, STAR_HELD, STAR_PENDING
 from wholetrace.instrument.misspath import LazyModule
 from wholetrace.instrument.probeast import artificial, ast_call, ast_const, ast_name, place, rt
 
@@ -58,6 +58,7 @@ class HeldCode:
 
     in_class: bool
     star_held: list[str]
+    star_ends: bool
 
     if TYPE_CHECKING:   # pragma: no cover - the emitter's own
         @property
@@ -79,7 +80,7 @@ class HeldCode:
         frame and to the frames it unwound: kept past the exit it would keep them alive)."""
         if self.in_class:   # the runtime forgets the body's slot (its held entries too)
             return self.set_reraise(-1, like)
-        return self.set_reraise(-1, like) + self.drop_held(like)
+        return self.set_reraise(-1, like) + self.drop_held(like) + [place(s, like) for s in self.star_taken()]  # type: ignore[misc]
 
     def drop_held(self, like: ast.AST | None = None) -> list[ast.stmt]:
         """At the end of an ``except`` body (and at exit): the exception it handled can no
@@ -99,6 +100,24 @@ class HeldCode:
         """At the end of an ``except*`` handler: hold its traceback entry again (what is left
         of the group is re-raised with it at the star-end ``sid``)."""
         return self.hold_region(f"{STAR_HELD}{sid}", None)
+
+    def star_pending(self) -> list[ast.stmt]:
+        """Functions, at the end of an ``except*`` handler (its body's or an exception's that
+        escaped it): ``wt.z = True``, the next probe's edge comes from the star-end (the next
+        handler's entry, or a handler or guard taking what the star-end re-raises, whatever
+        traceback it has: a group the ``except*`` made has none, and its members' entries
+        differ from handler to handler).  ``again`` reads it; every probe, and the fall-through
+        past the ``except*``, forgets it (:meth:`star_taken`)."""
+        if not self.tracks_reraise:
+            return []
+        self.star_ends = True
+        return [artificial(ast.Assign([ast_name(STAR_PENDING, True)], ast_const(True)))]  # type: ignore[list-item]
+
+    def star_taken(self) -> list[ast.stmt]:
+        """``wt.z = False`` (after a probe, past an ``except*``, at entry and exit)."""
+        if not self.star_ends:
+            return []
+        return [artificial(ast.Assign([ast_name(STAR_PENDING, True)], ast_const(False)))]  # type: ignore[list-item]
 
     # --- regions (docs/design.md, "Re-raise after a nested handler", waves 18 and 19): a
     # function's ``wt.h<k>`` locals; a module or class body's entries in the runtime's slot

@@ -18,7 +18,7 @@ from wholetrace.events import EXC, LEAVE, LEAVE_PATH, NO_PATH, RERAISE as RERAIS
 from wholetrace.instrument.pathforms import LEAVE_TABLE_MAX
 from wholetrace.instrument.emit import (A, BARE, COUNTS, C_CALLS_COUNT, EDGES, EXC_CAUGHT, EXC_GUARD, EXC_OWN, GET,
                                         INC, LASTI, LOCAL, NEW, NO_TB, O, P, R, RECURSION_ERROR,
-                                        RERAISE_MARK, RERAISE_MARK_GUARD, SEEN, SKIP, TB,
+                                        RERAISE_MARK, RERAISE_MARK_GUARD, SEEN, SKIP, STAR_PENDING, TB,
                                         XCOUNT, XEDGE, XLIST, counter_slot, leave_table, sites_constant)
 from wholetrace.instrument.handledtb import star_tb, traceback_of
 from wholetrace.instrument.heldcode import HeldCode
@@ -66,6 +66,7 @@ class Emitter(HeldCode, Record):
         self.expr_locals: set[int] = set() if expr_locals is None else expr_locals
         self.star = False   # the body holds an ``except*`` (set by the rewriter when it meets one)
         self.star_held: list[str] = []   # the ``wt.h<N>`` locals (the epilogue drops them)
+        self.star_ends = False   # an ``except*`` handler's end sets ``wt.z`` (:meth:`HeldCode.star_pending`)
         self.bare_raises = False   # the body holds a bare ``raise`` (set by the rewriter: :meth:`raising_again`)
 
     @property
@@ -326,7 +327,8 @@ class Emitter(HeldCode, Record):
             record = read_once() + [
                 ast.Assign([ast_name(XLIST, True)], ast.Attribute(rt(EDGES), "x", ast.Load())),
                 ast.AugAssign(ast_name(XLIST, True), ast.Add(),
-                              ast.Tuple([ast_const(self.fid), src, ast_const(dst)], ast.Load()))] + drop()
+                              ast.Tuple([ast_const(self.fid), src, ast_const(dst)], ast.Load()))]
+            record += self.star_taken() + drop()
             return [place(s, at) for s in record + (tail() if tail is not None else [])]  # type: ignore[misc]
         def record() -> list[ast.stmt]:
             # One append call for the whole record (``list.extend`` of a tuple): a thread is
@@ -369,7 +371,7 @@ class Emitter(HeldCode, Record):
                 items = ast.BinOp(ast.Tuple([code, src], ast.Load()), ast.Add(), site)
                 if extra:
                     items = ast.BinOp(items, ast.Add(), ast.Tuple(extra, ast.Load()))
-                out += [ast.Assign([ast_name(SEEN, True)], ast_name(TB))] + drop()
+                out += [ast.Assign([ast_name(SEEN, True)], ast_name(TB))] + self.star_taken() + drop()
             extend = ast.Attribute(ast.Attribute(ast_name(A), "__self__", ast.Load()), "extend", ast.Load())
             if closing:   # (extend returns None)
                 then_skip = ast.BoolOp(ast.Or(), [ast_call(extend, items), rt(SKIP)])
@@ -409,6 +411,8 @@ class Emitter(HeldCode, Record):
         same: ast.expr = ast.Compare(ast_name(SEEN), [ast.Is()], [seen])
         if self.bare_raises:   # (tested before ``hold`` replaces it)
             same = ast.BinOp(ast.Compare(ast_name(SEEN), [ast.Is()], [ast_const(RAISING_AGAIN)]), ast.BitOr(), same)
+        if self.star_ends:   # just past an except* handler's end: from its star-end
+            same = ast.BinOp(same, ast.BitOr(), ast_name(STAR_PENDING))
         passed = ast.Compare(ast_name(R), [ast.GtE()], [ast_const(0)])
         return ast.BinOp(same, ast.BitAnd(), passed)
 
@@ -423,7 +427,7 @@ class Emitter(HeldCode, Record):
         return [artificial(ast.Assign([ast_name(SEEN, True)], ast_const(RAISING_AGAIN)))]  # type: ignore[list-item]
 
     def guard(self, body: list[ast.stmt], final: list[ast.stmt], dst: int, own_final: bool,
-              like: ast.AST | None = None) -> ast.Try:
+              like: ast.AST | None = None, then: Callable[[], list[ast.stmt]] | None = None) -> ast.Try:
         """``try: body / except: record edge; re-raise / finally: final``.
 
         The re-raise leaves the exception exactly where it was raised: the compiled template
@@ -432,6 +436,7 @@ class Emitter(HeldCode, Record):
         ``finally`` is probe code), the ``finally``'s own re-raise too.  Tracebacks,
         ``frame.f_lineno`` and a tracer's ``return`` event are those of the plain program.
         ``like``: the program's ``try`` statement the guard stands for (its line is traced).
+        ``then``: what runs between the record and the re-raise (fresh nodes each call).
         """
         if self.in_class:
             name = None
@@ -440,7 +445,8 @@ class Emitter(HeldCode, Record):
             name = EXC_OWN if own_final and final else EXC_GUARD
             mark = ast_name(name)
         def reraise() -> list[ast.stmt]:
-            return [ast.Expr(mark if self.in_class else ast_name(name)), ast.Raise()]  # type: ignore[arg-type]
+            first = then() if then is not None else []
+            return first + [ast.Expr(mark if self.in_class else ast_name(name)), ast.Raise()]  # type: ignore[arg-type]
 
         if self.in_class:
             probe = self.xedge(dst, name) + reraise()
