@@ -56,11 +56,13 @@ class Mine(threading.Thread):
     @name.setter
     def name(self, value):
         pass
-t = Mine(target=time.sleep, args=(0.05,), daemon=True)
+go = threading.Event()
+t = Mine(target=go.wait, args=(5,), daemon=True)   # alive at the count, ending around the end
 t.start()
 u = threading.Thread(target=time.sleep, args=(30,), daemon=True)
 u.start()
 print("end", threading.active_count())
+go.set()
 '''
 
 
