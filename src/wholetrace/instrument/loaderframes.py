@@ -9,12 +9,19 @@ from types import CodeType, FunctionType
 EXTERNAL = "<frozen importlib._bootstrap_external>"
 
 
-def _attribute_loads() -> tuple[int, ...]:
-    """The opcodes that load an attribute or method (LOAD_ATTR, and LOAD_METHOD before 3.12),
-    read from two compiled samples: ``opcode`` is not imported at start-up (a program's
-    directory may hold an ``opcode.py``; docs/design.md, "Record's fixed cost, wave 14")."""
-    # Each sample is RESUME, LOAD_NAME x, then the load of y: its third instruction.
-    return tuple(sorted({compile(sample, "", "eval").co_code[4] for sample in ("x.y()", "x.y")}))
+def _method_sample(x: object) -> object:
+    return x.y()  # type: ignore[attr-defined]
+
+
+def _attribute_sample(x: object) -> object:
+    return x.y  # type: ignore[attr-defined]
+
+
+#: The opcodes that load an attribute or method (LOAD_ATTR, and LOAD_METHOD before 3.12), read from
+#: the two samples above (RESUME, LOAD_FAST x, then the load of y: their third instruction):
+#: neither ``opcode`` (a program's directory may hold an ``opcode.py``) nor ``compile`` (its first
+#: call builds ``_ast``'s node classes, ~2 ms) at start-up (docs/design.md, "Record's fixed cost, wave 14").
+ATTRIBUTE_LOADS = tuple(sorted({f.__code__.co_code[4] for f in (_method_sample, _attribute_sample)}))
 
 
 def line_of_call(code: CodeType, name: str) -> int | None:
@@ -26,7 +33,7 @@ def line_of_call(code: CodeType, name: str) -> int | None:
     args = (index << 1, index << 1 | 1) if sys.version_info >= (3, 12) else (index,)  # 3.12+: a method flag
     raw = code.co_code
     found = []
-    for op in _attribute_loads():
+    for op in ATTRIBUTE_LOADS:
         for arg in args:
             if arg < 256:
                 at = raw.find(bytes((op, arg)))

@@ -43,9 +43,6 @@ from wholetrace.runtime.probes import RunState
 TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
 if TYPE_CHECKING:   # pragma: no cover
     import dis
-
-TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
-if TYPE_CHECKING:   # pragma: no cover
     from collections.abc import Callable, Iterable   # (collections: not imported at start-up)
     from typing import Any, TypeVar
 
