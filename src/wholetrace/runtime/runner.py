@@ -306,7 +306,10 @@ class Live(Record):
                 self.writer.hold_commits()   # the last flush commits with the end meta (store.writer)
             if self.instrumenter.unrecorded:   # imported while the miss path loaded (instrument.misspath)
                 self.writer.set_meta(unrecorded_modules=self.instrumenter.unrecorded)
-            if self.instrumenter.left_out:   # code the program runs through another compiler
+            from wholetrace.instrument.bypass import bypassed   # (the finder is uninstalled by now)
+            self.instrumenter.left_out += bypassed(self.finder.scope, self.instrumenter.instrumented_files,
+                                                   self.instrumenter.unrecorded)
+            if self.instrumenter.left_out:   # code the program runs through another compiler or loader
                 self.writer.set_meta(not_instrumented=self.instrumenter.left_out)
             self.recorder.stop()
         finally:
