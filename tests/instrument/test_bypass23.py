@@ -57,3 +57,41 @@ def test_nothing_noted_when_all_instrumented(tmp_path: Path) -> None:
     (tmp_path / "kept_mod.py").write_text("def g(x):\n    return x * 2\n")
     got = run_recorded(script, tmp_path / "p.wt", quiet=False)
     assert got.stdout == "2\n" and "not instrumented" not in got.stderr, got.stderr
+
+
+RECOMPILE = dedent('''\
+    import inspect
+    import textwrap
+    import kept_mod
+
+    def recompiled(f):
+        """What typeguard's @typechecked does: the function compiled again from its source."""
+        source = textwrap.dedent(inspect.getsource(f))
+        namespace = {}
+        exec(compile(source, f.__code__.co_filename, "exec"), f.__globals__, namespace)
+        f.__code__ = namespace[f.__name__].__code__
+        return f
+
+    recompiled(kept_mod.g)
+    recompiled(kept_mod.K.m)
+    print(kept_mod.g(4), kept_mod.K().m(), kept_mod.h(1))
+''')
+
+
+def test_functions_recompiled_by_the_program_named(tmp_path: Path) -> None:
+    """explore23 HIGH-1: code the program compiles from an in-scope module's source has no
+    probes; the functions are named (the others of the module are not)."""
+    script = tmp_path / "prog.py"
+    script.write_text(RECOMPILE)
+    (tmp_path / "kept_mod.py").write_text("def g(x):\n    return x * 2\n\n\ndef h(x):\n    return -x\n\n\n"
+                                          "class K:\n    def m(self):\n        return 7\n")
+    out = tmp_path / "p.wt"
+    for mode in ("blocks", "count"):
+        got = run_recorded(script, out, mode=mode, quiet=False)
+        assert got.stdout == "8 7 -1\n" and got.returncode == 0, got.stderr
+        assert got.stderr.endswith(", 2 not instrumented (`wholetrace info` lists them)]\n"), got.stderr
+        info = subprocess.run([sys.executable, "-m", "wholetrace.cli", "info", str(out)], capture_output=True,
+                              text=True, env=ENV, timeout=300).stdout
+        noted = sorted(line for line in info.splitlines() if line.startswith("not instrumented:"))
+        why = "(code compiled by the program, nothing recorded)"
+        assert noted == [f"not instrumented: kept_mod.K.m  {why}", f"not instrumented: kept_mod.g  {why}"], mode
