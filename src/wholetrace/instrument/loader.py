@@ -48,6 +48,7 @@ if TYPE_CHECKING:   # pragma: no cover (types only: no class of them exists at r
         suspendable: bool                 # holds a generator or coroutine
         spans: list[list[tuple[int, int, int, int, int]]]   # statement spans, innermost first
         facts: bytes                      # instrument.facts: what reports list for functions that never ran
+        left_out: list[tuple[str, str]]   # (qualname, why) of the bodies left as written (instrument.compiled)
 
     class Registry(Protocol):
         """What the instrumenter needs from a recording (implemented by runtime.recorder.Recorder)."""
@@ -189,6 +190,7 @@ class Instrumenter(Record):
         self.cache = cache
         self.instrumented_files: list[str] = [] if instrumented_files is None else instrumented_files
         self.unrecorded: list[str] = []
+        self.left_out: list[tuple[str, str]] = []   # (what, why) not instrumented: the recording's notes
 
     def compile(self, source: str | bytes, filename: str, transform: TreeTransform | None = None) -> CodeType:
         """Instrumented code for ``source`` (then ``transform``-ed); falls back to plain
@@ -225,6 +227,7 @@ class Instrumenter(Record):
             if self.cache is not None and key is not None:
                 self.cache.store(key, *hit)
         template, entry = hit
+        self.left_out += [(f"{filename}:{q}", why) for q, why in entry.get("left_out", ())]
         fid_base, counter_base = self.registry.register_file(filename, entry)
         self.instrumented_files.append(filename)
         return relocate(template, fid_base, counter_base, self.registry.constants)
@@ -234,10 +237,12 @@ class Instrumenter(Record):
         """Instrument ``tree`` with placeholder ids: the code and the file's registry entry."""
         ast = misspath.load()
         from wholetrace.instrument.cfg import build_cfg, iter_functions
+        from wholetrace.instrument.compiled import compiled, outermost
         from wholetrace.instrument.facts import file_facts
         from wholetrace.instrument.rewrite import compile_tree, rewrite_tree, statement_spans
 
-        functions = [(fn, build_cfg(fn, q)) for fn, q in iter_functions(tree)]
+        numba = compiled(tree)   # left as written, with what they hold (noted: ``left_out``)
+        functions = [(fn, build_cfg(fn, q)) for fn, q in iter_functions(tree) if id(fn) not in numba]
         items = []
         descs: list[dict[str, Any]] = []
         offsets: list[int] = []
@@ -256,7 +261,8 @@ class Instrumenter(Record):
             "qualnames": [cfg.qualname for _fn, cfg in functions], "offsets": offsets, "counters": offset,
             "suspendable": any(cfg.is_generator or isinstance(fn, ast.AsyncFunctionDef) for fn, cfg in functions),
             "spans": [statement_spans(cfg) for _fn, cfg in functions],
-            "facts": file_facts([cfg for _fn, cfg in functions])}
+            "facts": file_facts([cfg for _fn, cfg in functions]),
+            "left_out": outermost(iter_functions(tree), numba) if numba else []}
         return compile_tree(tree, filename, items), entry
 
 

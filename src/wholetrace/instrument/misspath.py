@@ -38,7 +38,8 @@ MODULES = ("wholetrace.instrument.cfg", "wholetrace.instrument.sites", "wholetra
            "wholetrace.instrument.heldcode", "wholetrace.instrument.rewrite", "wholetrace.instrument.bytecode",
            "wholetrace.instrument.flowgraph", "wholetrace.instrument.weighting", "wholetrace.instrument.placement",
            "wholetrace.instrument.witnesses", "wholetrace.instrument.chains", "wholetrace.instrument.pathnum",
-           "wholetrace.instrument.pathregs", "wholetrace.instrument.defuse", "wholetrace.instrument.wetemit")
+           "wholetrace.instrument.pathregs", "wholetrace.instrument.defuse", "wholetrace.instrument.wetemit",
+           "wholetrace.instrument.compiled", "wholetrace.instrument.matchsplit")
 #: Every standard-library module an import statement run by :func:`load` names, directly or
 #: through the modules it imports, on Python 3.11-3.13 (3.13's opcode imports ``_opcode_metadata``),
 #: and the modules those use

@@ -23,8 +23,9 @@ from wholetrace.instrument import awaits, loopwrap
 from wholetrace.instrument.cfg import CFG, Stmt
 from wholetrace.instrument.cleanup import (NO_LOCATION_ARMS_MISCOMPILE, CleanupRewriter, callless,
                                           continue_crosses_cleanup, has_reraise_sites, with_exit_spans)
-from wholetrace.instrument.emit import (A, COUNTS, HOLD, MATCH, VARS, Emitter, artificial,
-                                       ast_call, ast_const, ast_name, counter_slot, locate, rt, start_line)
+from wholetrace.instrument.emit import (A, COUNTS, HOLD, Emitter, artificial, ast_const, ast_name,
+                                       counter_slot, locate, rt, start_line)
+from wholetrace.instrument.matchsplit import MatchRewriter
 from wholetrace.instrument.modes import ProbePlan, blocks_plan
 from wholetrace.events import LEAVE, enter_code
 from wholetrace.plain import Record
@@ -48,7 +49,7 @@ class _LoopInfo(Record):
         self.wrapped = wrapped
 
 
-class _FunctionRewriter(CleanupRewriter):
+class _FunctionRewriter(MatchRewriter, CleanupRewriter):
     """Rewrites one function body in place, given its CFG and probe plan."""
 
     def __init__(self, cfg: CFG, fid: int, in_class: bool, plan: ProbePlan, table: int = 0) -> None:
@@ -285,70 +286,6 @@ class _FunctionRewriter(CleanupRewriter):
         """Trace modes, an ``async for`` in a coroutine or async generator (behind a wrapper only
         the exhausted edge's suspension is recorded: ``loopwrap.exhausted_to_exit``)."""
         return isinstance(s, ast.AsyncFor) and self.gen and not self.em.counts
-
-    # --- match
-    def _match(self, s: ast.Match) -> list[ast.stmt]:
-        m = self.cfg.stmt_at(s, "match")
-        pre = self.probe_for(m, s)
-        s.subject = self.expr(s.subject)
-        groups: list[list[ast.match_case]] = [[]]
-        heads: list[Stmt | None] = [None]
-        tails: list[list[int]] = [[]]       # probes of the false edge that leads to each group
-        last_false: list[int] = []
-        user_cases = list(s.cases)
-        for case in s.cases:
-            st = self.cfg.stmt_at(case, "case")
-            if self.starts_block(st):
-                groups.append([])
-                heads.append(st)
-                tails.append(last_false)
-            if case.guard is not None:
-                case.guard = self.expr(case.guard)
-            case.body = self.arm(st, "body", self.body(case.body), case.pattern)
-            groups[-1].append(case)
-            last_false = self.site_values("arm", st.id, "next") if st is not None else []
-        if last_false:  # the last case can fail: its false edge leads past the match
-            groups[-1].append(self._wildcard(self.em.stmts(last_false, None), groups[-1][-1]))
-        if len(groups) == 1:
-            s.cases = groups[0]
-            return pre + [s]
-        # Split before every case test that starts a block: ``case _:`` + probe + nested match
-        # on the saved subject, so the probe runs before that pattern is tried.
-        tmp = f"{MATCH}{m.id if m else 0}"
-        if self.em.in_class:   # before the groups are copied into the nested matches
-            self._drop_subject(tmp, user_cases, groups[-1])
-        nested: list[ast.stmt] = []
-        for cases, head, into in zip(reversed(groups[1:]), reversed(heads[1:]), reversed(tails[1:])):
-            assert head is not None
-            cases = cases + ([self._wildcard(nested, cases[-1])] if nested else [])
-            node = ast.copy_location(ast.Match(artificial(ast_name(tmp)), cases), cases[0].pattern)
-            like = cases[0].pattern
-            nested = self.em.stmts(into, like) + self.em.stmts(self.block_values(head.block), like) + [node]
-        s.cases = groups[0] + [self._wildcard(nested, groups[0][-1] if groups[0] else s.cases[0])]
-        s.subject = ast.copy_location(ast.NamedExpr(locate(ast_name(tmp, True), s.subject), s.subject), s.subject)
-        return pre + [s]
-
-    @staticmethod
-    def _drop_subject(tmp: str, user_cases: list[ast.match_case], innermost: list[ast.match_case]) -> None:
-        """Module and class namespaces are the program's: the saved subject goes as soon as a
-        case matches, or no case did (not when a guard raises)."""
-        def drop() -> ast.stmt:
-            call = ast.Call(ast.Attribute(ast_call(rt(VARS)), "pop", ast.Load()), [ast_const(tmp), ast_const(None)], [])
-            return artificial(ast.Expr(call))  # type: ignore[return-value]
-
-        for case in user_cases:
-            case.body.insert(0, drop())
-        last = innermost[-1]
-        if last in user_cases and not (isinstance(last.pattern, ast.MatchAs) and last.pattern.pattern is None
-                                       and last.guard is None):
-            innermost.append(ast.match_case(artificial(ast.MatchAs(None, None)), None, [drop()]))  # type: ignore[arg-type]
-        elif last not in user_cases:
-            last.body.insert(0, drop())
-
-    @staticmethod
-    def _wildcard(body: list[ast.stmt], like: ast.match_case) -> ast.match_case:
-        pat = locate(ast.MatchAs(None, None), like.pattern if isinstance(like, ast.match_case) else like)
-        return ast.match_case(pat, None, body)  # type: ignore[arg-type]
 
     # --- expressions: generators (trace modes) record LEAVE before each yield and ENTER after it
     def expr(self, e: ast.expr) -> ast.expr:

@@ -111,6 +111,8 @@ def info_text(d: dict[str, Any]) -> str:
     if procs:
         lines.append(f"processes: {len(procs)} (`--process N` of trace and counts selects one)")
         lines += _tree(procs, 0, 1)
+    for what, why in m.get("not_instrumented") or []:
+        lines.append(f"not instrumented: {what}  ({why})")
     for n in d.get("unrecorded") or []:
         lines.append(f"not recorded: pid {n['pid']} {' '.join(n['argv'])[:60]}  ({n['why']})")
     sizes = d["sizes"]

@@ -315,6 +315,8 @@ def _run_record(argv: Sequence[str], held: Callable[[], None]) -> int:
         extra = f", {len(outcome.daemon_threads)} daemon thread(s) still running" if outcome.daemon_threads else ""
         if children is not None:
             extra += _unrecorded_note(where)
+        if outcome.left_out:
+            extra += f", {outcome.left_out} not instrumented (`wholetrace info` lists them)"
         _summary(f"wholetrace: recorded {outcome.events:,} events ({args.mode}), {size:,} bytes -> {out} "
                  f"[{outcome.ended}, exit {outcome.exit_code}{extra}]")
     if outcome.ended == "keyboard-interrupt":

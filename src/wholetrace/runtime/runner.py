@@ -74,7 +74,7 @@ def short_command(code: str, width: int = 40) -> str:
 class Outcome(Record):
     """How the program ended: ``ended`` is "exit" | "sys.exit" | "exception" | "keyboard-interrupt"."""
 
-    __slots__ = ("ended", "exit_code", "exception", "events", "daemon_threads")
+    __slots__ = ("ended", "exit_code", "exception", "events", "daemon_threads", "left_out")
 
     def __init__(self, ended: str, exit_code: int, exception: BaseException | None = None, events: int = 0,
                  daemon_threads: list[str] | None = None) -> None:
@@ -83,6 +83,7 @@ class Outcome(Record):
         self.exception = exception
         self.events = events
         self.daemon_threads: list[str] = [] if daemon_threads is None else daemon_threads
+        self.left_out = 0   # functions and modules the recording notes as not instrumented
 
 
 #: ``runpy``'s file once a ``-m`` target needs runpy (:func:`_as_main_frame`): runpy is not
@@ -305,6 +306,13 @@ class Live(Record):
                 self.writer.hold_commits()   # the last flush commits with the end meta (store.writer)
             if self.instrumenter.unrecorded:   # imported while the miss path loaded (instrument.misspath)
                 self.writer.set_meta(unrecorded_modules=self.instrumenter.unrecorded)
+            from wholetrace.instrument.bypass import bypassed, recompiled   # (the finder is uninstalled by now)
+            from wholetrace.instrument.emit import NO_TB
+            ins = self.instrumenter
+            ins.left_out += bypassed(self.finder.scope, ins.instrumented_files, ins.unrecorded) \
+                + recompiled(ins.instrumented_files, ins.registry.constants[NO_TB], [w for w, _why in ins.left_out])
+            if self.instrumenter.left_out:   # code the program runs through another compiler or loader
+                self.writer.set_meta(not_instrumented=self.instrumenter.left_out)
             self.recorder.stop()
         finally:
             LIVE = None
@@ -454,6 +462,7 @@ def record(target: Target, writer: Any, *, mode: str = "blocks", include: list[s
             failed._shutdown = _shut_down
         outcome.daemon_threads = _daemon_threads()
         outcome.events = live.stop(outcome.ended, outcome.exit_code)
+        outcome.left_out = len(live.instrumenter.left_out)
         if live.recorder.values is not None or outcome.ended == "keyboard-interrupt":
             live.recorder.close_suspended()   # full mode; record's SIGINT exit (it kills the process
             #                                   before the interpreter's shutdown); a subprocess child
