@@ -69,6 +69,11 @@ class Streams:
         self.on_new: Callable[[Stream], None] | None = None
         self._asyncio: tuple[Any, type, type] | None = None
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled code (cloudpickle: its ``new`` is a constant) names the streams by reference."""
+        from wholetrace.runtime.shipped import by_reference
+        return by_reference(self)
+
     def new(self) -> Append:
         """Create the stream of the current thread or task and make it current; return its append."""
         me = _thread.get_ident()

@@ -1,0 +1,91 @@
+"""Instrumented code pickled by value (cloudpickle, dill): the probes' run-time constants travel by reference, to the receiving process's recording or to inert stand-ins."""
+
+from __future__ import annotations
+
+from _contextvars import ContextVar
+
+TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
+if TYPE_CHECKING:   # pragma: no cover
+    from typing import Any, Callable
+
+    from wholetrace.runtime.probes import RunState
+
+#: token -> (the recording's run state, its ``Edges``): the recordings of this process (a fork
+#: child inherits its parent's, whose objects it keeps using: the same ids)
+LIVE: dict[int, tuple[RunState, object]] = {}
+#: what a live recording shipped (``stream``, ``counts``, ``edges``), for the recording's note
+SHIPPED: set[str] = set()
+
+_INERT: dict[str, object] = {}
+
+
+def register(state: RunState, edges: object) -> None:
+    """Make ``state``'s objects pickle by reference to a token only this process (and its fork
+    children) knows; a process that does not know it gets inert stand-ins."""
+    import os   # (already imported at start-up)
+    LIVE[int.from_bytes(os.urandom(8), "little") | 1] = (state, edges)
+
+
+def _inert(kind: str, n: int = 0) -> object:
+    """A stand-in that records nothing: a stream whose appends keep nothing, counters nobody reads."""
+    if kind == "counts":
+        from wholetrace.runtime.probes import new_counts
+        return new_counts(n)
+    obj = _INERT.get(kind)
+    if obj is None:
+        from _collections import deque   # (collections is not imported at start-up)
+        from itertools import repeat
+
+        from wholetrace.runtime.probes import Edges
+        sink = deque(maxlen=0)   # append and extend keep nothing
+        if kind == "edges":
+            obj = Edges(sink)   # type: ignore[arg-type]
+        elif kind == "streams":
+            obj = type("Streams", (), {"__slots__": (), "__reduce__": by_reference,
+                                       "new": staticmethod(repeat(sink.append).__next__)})()
+        else:   # "current" (get(None) is None: the prologue then calls the inert ``new``) or "root"
+            obj = ContextVar(f"wholetrace_{kind}", default=None if kind == "current" else [None])
+        _INERT[kind] = obj
+    return obj
+
+
+def resolve(token: int, kind: str, base: int = 0, n: int = 0) -> object:
+    """The object ``by_reference`` named, in this process: the live recording's, or inert."""
+    live = LIVE.get(token)
+    if live is None:
+        return _inert(kind, n)
+    state, edges = live
+    if kind == "counts":
+        return state.file_counts[base]
+    if kind == "edges":
+        return edges
+    streams = state.streams
+    return streams if kind == "streams" else streams.current if kind == "current" else streams.root
+
+
+def by_reference(obj: object) -> tuple[Callable[..., object], tuple[Any, ...]]:
+    """``__reduce__`` of the probes' constants: a reference (token, kind) instead of the object."""
+    for token, (state, edges) in LIVE.items():
+        streams = state.streams
+        found = ("streams" if obj is streams else "current" if obj is streams.current
+                 else "root" if obj is streams.root else "edges" if obj is edges else None)
+        if found is not None:
+            SHIPPED.add(found)
+            return resolve, (token, found)
+        for base, counts in state.file_counts.items():
+            if counts is obj:
+                SHIPPED.add("counts")
+                return resolve, (token, "counts", base, len(type(obj).__slots__))   # type: ignore[attr-defined]
+    for kind, inert in _INERT.items():
+        if inert is obj:
+            return resolve, (0, kind)
+    if type(obj) is ContextVar:   # the program's own: what pickling it raises without a recording
+        raise TypeError("cannot pickle '_contextvars.ContextVar' object")
+    slots = getattr(type(obj), "__slots__", ())
+    return resolve, (0, "counts", 0, len(slots)) if type(obj).__name__ == "counts" else (0, "edges")
+
+
+def install(copyreg: Any) -> None:
+    """When the program imports ``copyreg`` (``pickle`` does): pickle the recording's context
+    variables by reference (a ``ContextVar`` cannot take a ``__reduce__`` of its own)."""
+    copyreg.dispatch_table.setdefault(ContextVar, by_reference)
