@@ -34,15 +34,15 @@ def _inert(kind: str, n: int = 0) -> object:
     obj = _INERT.get(kind)
     if obj is None:
         from _collections import deque   # (collections is not imported at start-up)
-        from itertools import repeat
 
         from wholetrace.runtime.probes import Edges
         sink = deque(maxlen=0)   # append and extend keep nothing
         if kind == "edges":
             obj = Edges(sink)   # type: ignore[arg-type]
         elif kind == "streams":
-            obj = type("Streams", (), {"__slots__": (), "__reduce__": by_reference,
-                                       "new": staticmethod(repeat(sink.append).__next__)})()
+            from wholetrace.runtime.streams import Streams
+            obj = Streams.__new__(Streams)   # (no attribute: its ``new`` returns the sink)
+            obj.sink = sink.append
         else:   # "current" (get(None) is None: the prologue then calls the inert ``new``) or "root"
             obj = ContextVar(f"wholetrace_{kind}", default=None if kind == "current" else [None])
         _INERT[kind] = obj

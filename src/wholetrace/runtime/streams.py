@@ -54,6 +54,9 @@ class Streams:
     it is unset too (:meth:`patch_asyncio`), with ``parent`` naming the stream that made them.
     """
 
+    #: inert streams (``runtime.shipped``): what ``new`` returns, an append that keeps nothing
+    sink: Append | None = None
+
     def __init__(self) -> None:
         self.current: ContextVar[Append | None] = ContextVar("wholetrace_stream", default=None)
         self.parent: ContextVar[int | None] = ContextVar("wholetrace_parent", default=None)
@@ -76,6 +79,8 @@ class Streams:
 
     def new(self) -> Append:
         """Create the stream of the current thread or task and make it current; return its append."""
+        if self.sink is not None:   # inert streams: code pickled from another recording (runtime.shipped)
+            return self.sink
         me = _thread.get_ident()
         kind, name, parent = "thread", thread_name(me, self.main_ident), None
         aio = sys.modules.get("asyncio")

@@ -1,0 +1,47 @@
+"""Instrumented code pickled by value (cloudpickle: joblib/loky, Dask, Ray) pickles and runs in every trace and count mode (explore23 HIGH-2, wave 23)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from wtutil import ENV, run_plain, run_recorded
+
+pytest.importorskip("cloudpickle")
+
+# f is pickled by value (a __main__ function): loaded here (the same recording's objects, its
+# counts land in the recording) and in a plain child (inert stand-ins: it runs as plain)
+MAIN = '''
+    import subprocess, sys
+    import cloudpickle
+
+    def f(x):
+        if x > 0:
+            return x + 1
+        return -x
+
+    g = cloudpickle.loads(cloudpickle.dumps(f))
+    print(g(1), g(-3), g is not f)
+    child = "import cloudpickle, sys; g = cloudpickle.loads(sys.stdin.buffer.read()); print(g(2), g(-1))"
+    r = subprocess.run([sys.executable, "-c", child], input=cloudpickle.dumps(f), capture_output=True)
+    print(r.returncode, r.stdout.decode().strip(), r.stderr.decode())
+'''
+
+
+@pytest.mark.parametrize("mode", ("blocks", "count", "witness", "branches", "path"))
+def test_a_cloudpickled_function_runs_as_plain(tmp_path: Path, mode: str) -> None:
+    """Before: ``TypeError: cannot pickle '_contextvars.ContextVar' object`` in the trace modes."""
+    main = tmp_path / "main.py"
+    main.write_text(textwrap.dedent(MAIN))
+    plain = run_plain(main)
+    assert plain.returncode == 0 and plain.stdout.startswith("2 3 True\n0 3 1"), plain
+    rec = run_recorded(main, tmp_path / "x.wt", mode=mode)
+    assert (rec.returncode, rec.stdout, rec.stderr) == (plain.returncode, plain.stdout, plain.stderr)
+    counts = subprocess.run([sys.executable, "-m", "wholetrace.cli", "counts", str(tmp_path / "x.wt")],
+                            capture_output=True, text=True, env=ENV, timeout=300)
+    # the copy loaded in the recorded process counts into the recording (2 calls, both arms)
+    assert "== f  " in counts.stdout and "calls 2," in counts.stdout.split("== f  ")[1].splitlines()[0], counts
