@@ -17,6 +17,7 @@ LIVE: dict[int, tuple[RunState, object]] = {}
 SHIPPED: set[str] = set()
 
 _INERT: dict[str, object] = {}
+NOTED: list[bool] = []   # (this process left its note)
 
 
 def register(state: RunState, edges: object) -> None:
@@ -49,10 +50,32 @@ def _inert(kind: str, n: int = 0) -> object:
     return obj
 
 
+#: why a process that loads such code is listed as not recorded (``wholetrace info``)
+WHY = "ran instrumented code pickled by value in another process (cloudpickle, dill): its calls here are not recorded"
+
+
+def _note() -> None:
+    """In a child of a recording (``WHOLETRACE_CHILD``): leave the note ``info`` lists (the
+    first time this process loads such code): what runs from it here is lost."""
+    import os
+    from wholetrace.runtime.children import ENV
+    config = os.environ.get(ENV)
+    if config:
+        import json
+        from wholetrace.runtime.subprocs import _note_unrecorded
+        try:
+            _note_unrecorded(json.loads(config), WHY)
+        except ValueError:   # (a malformed variable: the program runs as it would)
+            pass
+
+
 def resolve(token: int, kind: str, base: int = 0, n: int = 0) -> object:
     """The object ``by_reference`` named, in this process: the live recording's, or inert."""
     live = LIVE.get(token)
     if live is None:
+        if not NOTED:
+            NOTED.append(True)
+            _note()
         return _inert(kind, n)
     state, edges = live
     if kind == "counts":
