@@ -49,3 +49,22 @@ def test_a_cloudpickled_function_runs_as_plain(tmp_path: Path, mode: str) -> Non
     info = subprocess.run([sys.executable, "-m", "wholetrace.cli", "info", str(tmp_path / "x.wt")],
                           capture_output=True, text=True, env=ENV, timeout=300)
     assert "not recorded: pid" in info.stdout and "pickled by value" in info.stdout, info
+
+
+OWN_VAR = '''
+    import contextvars, pickle, traceback
+    try:
+        pickle.dumps(contextvars.ContextVar("mine"))
+    except TypeError as e:
+        print("".join(traceback.format_exception(e)))
+'''
+
+
+def test_the_programs_own_context_variable_still_fails_to_pickle_as_plain(tmp_path: Path) -> None:
+    """The recording's reducer of context variables raises the plain error from C, with no frame of its own."""
+    main = tmp_path / "main.py"
+    main.write_text(textwrap.dedent(OWN_VAR))
+    plain = run_plain(main)
+    assert "cannot pickle '_contextvars.ContextVar' object" in plain.stdout, plain
+    rec = run_recorded(main, tmp_path / "x.wt", mode="witness")
+    assert (rec.returncode, rec.stdout, rec.stderr) == (plain.returncode, plain.stdout, plain.stderr)

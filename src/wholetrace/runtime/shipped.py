@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from _contextvars import ContextVar
+from _operator import methodcaller
 
 TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
 if TYPE_CHECKING:   # pragma: no cover
@@ -13,8 +14,19 @@ if TYPE_CHECKING:   # pragma: no cover
 #: token -> (the recording's run state, its ``Edges``): the recordings of this process (a fork
 #: child inherits its parent's, whose objects it keeps using: the same ids)
 LIVE: dict[int, tuple[RunState, object]] = {}
-#: what a live recording shipped (``stream``, ``counts``, ``edges``), for the recording's note
-SHIPPED: set[str] = set()
+
+
+class _Vars(dict):   # type: ignore[type-arg]
+    """The reductions of the recordings' context variables; any other ``ContextVar`` reduces
+    as without a recording, raising its own error from C (``__missing__``, a C callable: no
+    frame of ours in the traceback)."""
+
+    __slots__ = ()
+    __missing__ = methodcaller("__reduce_ex__", 4)
+
+
+#: ``copyreg.dispatch_table[ContextVar]`` is its ``__getitem__`` (:func:`install`)
+VARS = _Vars()
 
 _INERT: dict[str, object] = {}
 NOTED: list[bool] = []   # (this process left its note)
@@ -24,7 +36,10 @@ def register(state: RunState, edges: object) -> None:
     """Make ``state``'s objects pickle by reference to a token only this process (and its fork
     children) knows; a process that does not know it gets inert stand-ins."""
     import os   # (already imported at start-up)
-    LIVE[int.from_bytes(os.urandom(8), "little") | 1] = (state, edges)
+    token = int.from_bytes(os.urandom(8), "little") | 1
+    LIVE[token] = (state, edges)
+    VARS[state.streams.current] = (resolve, (token, "current"))
+    VARS[state.streams.root] = (resolve, (token, "root"))
 
 
 def _inert(kind: str, n: int = 0) -> object:
@@ -46,6 +61,7 @@ def _inert(kind: str, n: int = 0) -> object:
             obj.sink = sink.append
         else:   # "current" (get(None) is None: the prologue then calls the inert ``new``) or "root"
             obj = ContextVar(f"wholetrace_{kind}", default=None if kind == "current" else [None])
+            VARS[obj] = (resolve, (0, kind))
         _INERT[kind] = obj
     return obj
 
@@ -90,25 +106,20 @@ def by_reference(obj: object) -> tuple[Callable[..., object], tuple[Any, ...]]:
     """``__reduce__`` of the probes' constants: a reference (token, kind) instead of the object."""
     for token, (state, edges) in LIVE.items():
         streams = state.streams
-        found = ("streams" if obj is streams else "current" if obj is streams.current
-                 else "root" if obj is streams.root else "edges" if obj is edges else None)
+        found = "streams" if obj is streams else "edges" if obj is edges else None
         if found is not None:
-            SHIPPED.add(found)
             return resolve, (token, found)
         for base, counts in state.file_counts.items():
             if counts is obj:
-                SHIPPED.add("counts")
                 return resolve, (token, "counts", base, len(type(obj).__slots__))   # type: ignore[attr-defined]
     for kind, inert in _INERT.items():
         if inert is obj:
             return resolve, (0, kind)
-    if type(obj) is ContextVar:   # the program's own: what pickling it raises without a recording
-        raise TypeError("cannot pickle '_contextvars.ContextVar' object")
-    slots = getattr(type(obj), "__slots__", ())
-    return resolve, (0, "counts", 0, len(slots)) if type(obj).__name__ == "counts" else (0, "edges")
+    kind = {"counts": "counts", "Streams": "streams"}.get(type(obj).__name__, "edges")   # of a finished recording
+    return resolve, (0, kind, 0, len(getattr(type(obj), "__slots__", ())))
 
 
 def install(copyreg: Any) -> None:
     """When the program imports ``copyreg`` (``pickle`` does): pickle the recording's context
     variables by reference (a ``ContextVar`` cannot take a ``__reduce__`` of its own)."""
-    copyreg.dispatch_table.setdefault(ContextVar, by_reference)
+    copyreg.dispatch_table.setdefault(ContextVar, VARS.__getitem__)
