@@ -68,3 +68,36 @@ def test_the_programs_own_context_variable_still_fails_to_pickle_as_plain(tmp_pa
     assert "cannot pickle '_contextvars.ContextVar' object" in plain.stdout, plain
     rec = run_recorded(main, tmp_path / "x.wt", mode="witness")
     assert (rec.returncode, rec.stdout, rec.stderr) == (plain.returncode, plain.stdout, plain.stderr)
+
+
+FORKED = '''
+    import os, cloudpickle
+
+    def f(x):
+        if x > 0:
+            return x + 1
+        return -x
+
+    data = cloudpickle.dumps(f)
+    pid = os.fork()
+    if pid == 0:
+        g = cloudpickle.loads(data)
+        print("child", g(1), g(-2), g(3), flush=True)
+        raise SystemExit(0)
+    os.waitpid(pid, 0)
+    print("parent")
+'''
+
+
+@pytest.mark.parametrize("mode", ("blocks", "count"))
+def test_code_unpickled_in_a_fork_child_counts_into_its_part(tmp_path: Path, mode: str) -> None:
+    """A fork child knows its parent's recording (the same ids): the copy's calls land in its part."""
+    main = tmp_path / "main.py"
+    main.write_text(textwrap.dedent(FORKED))
+    plain = run_plain(main)
+    rec = run_recorded(main, tmp_path / "x.wt", mode=mode)
+    assert (rec.returncode, rec.stdout, rec.stderr) == (plain.returncode, plain.stdout, plain.stderr)
+    counts = subprocess.run([sys.executable, "-m", "wholetrace.cli", "counts", "--process", "1", str(tmp_path / "x.wt")],
+                            capture_output=True, text=True, env=ENV, timeout=300)
+    head = counts.stdout.split("== f  ")[1].splitlines()
+    assert "calls 3," in head[0] and "[true: 2, false: 1]" in head[2], counts.stdout
