@@ -32,15 +32,27 @@ MAIN = '''
 '''
 
 
+def _write(tmp_path: Path, source: str) -> Path:
+    main = tmp_path / "main.py"
+    main.write_text(textwrap.dedent(source))
+    return main
+
+
+def _same_as_plain(tmp_path: Path, source: str, mode: str) -> Path:
+    """Run ``source`` plain and recorded in ``mode``: the same output and status; the recording."""
+    main = _write(tmp_path, source)
+    plain = run_plain(main)
+    rec = run_recorded(main, tmp_path / "x.wt", mode=mode)
+    assert (rec.returncode, rec.stdout, rec.stderr) == (plain.returncode, plain.stdout, plain.stderr)
+    return tmp_path / "x.wt"
+
+
 @pytest.mark.parametrize("mode", ("blocks", "count", "witness", "branches", "path"))
 def test_a_cloudpickled_function_runs_as_plain(tmp_path: Path, mode: str) -> None:
     """Before: ``TypeError: cannot pickle '_contextvars.ContextVar' object`` in the trace modes."""
-    main = tmp_path / "main.py"
-    main.write_text(textwrap.dedent(MAIN))
-    plain = run_plain(main)
+    plain = run_plain(_write(tmp_path, MAIN))
     assert plain.returncode == 0 and plain.stdout.startswith("2 3 True\n0 3 1"), plain
-    rec = run_recorded(main, tmp_path / "x.wt", mode=mode)
-    assert (rec.returncode, rec.stdout, rec.stderr) == (plain.returncode, plain.stdout, plain.stderr)
+    _same_as_plain(tmp_path, MAIN, mode)
     counts = subprocess.run([sys.executable, "-m", "wholetrace.cli", "counts", str(tmp_path / "x.wt")],
                             capture_output=True, text=True, env=ENV, timeout=300)
     # the copy loaded in the recorded process counts into the recording (2 calls, both arms)
@@ -62,12 +74,8 @@ OWN_VAR = '''
 
 def test_the_programs_own_context_variable_still_fails_to_pickle_as_plain(tmp_path: Path) -> None:
     """The recording's reducer of context variables raises the plain error from C, with no frame of its own."""
-    main = tmp_path / "main.py"
-    main.write_text(textwrap.dedent(OWN_VAR))
-    plain = run_plain(main)
-    assert "cannot pickle '_contextvars.ContextVar' object" in plain.stdout, plain
-    rec = run_recorded(main, tmp_path / "x.wt", mode="witness")
-    assert (rec.returncode, rec.stdout, rec.stderr) == (plain.returncode, plain.stdout, plain.stderr)
+    assert "cannot pickle '_contextvars.ContextVar' object" in run_plain(_write(tmp_path, OWN_VAR)).stdout
+    _same_as_plain(tmp_path, OWN_VAR, "witness")
 
 
 FORKED = '''
@@ -92,12 +100,8 @@ FORKED = '''
 @pytest.mark.parametrize("mode", ("blocks", "count"))
 def test_code_unpickled_in_a_fork_child_counts_into_its_part(tmp_path: Path, mode: str) -> None:
     """A fork child knows its parent's recording (the same ids): the copy's calls land in its part."""
-    main = tmp_path / "main.py"
-    main.write_text(textwrap.dedent(FORKED))
-    plain = run_plain(main)
-    rec = run_recorded(main, tmp_path / "x.wt", mode=mode)
-    assert (rec.returncode, rec.stdout, rec.stderr) == (plain.returncode, plain.stdout, plain.stderr)
-    counts = subprocess.run([sys.executable, "-m", "wholetrace.cli", "counts", "--process", "1", str(tmp_path / "x.wt")],
+    out = _same_as_plain(tmp_path, FORKED, mode)
+    counts = subprocess.run([sys.executable, "-m", "wholetrace.cli", "counts", "--process", "1", str(out)],
                             capture_output=True, text=True, env=ENV, timeout=300)
     head = counts.stdout.split("== f  ")[1].splitlines()
     assert "calls 3," in head[0] and "[true: 2, false: 1]" in head[2], counts.stdout
@@ -106,11 +110,7 @@ def test_code_unpickled_in_a_fork_child_counts_into_its_part(tmp_path: Path, mod
 @pytest.mark.xfail(strict=True, reason="full mode's value probes are closures over the recorder (runtime/values.py): "
                                        "cloudpickle pickles them by value and fails on its lock (design.md, wave 23)")
 def test_full_mode_cloudpickled_function_runs_as_plain(tmp_path: Path) -> None:
-    main = tmp_path / "main.py"
-    main.write_text(textwrap.dedent(MAIN))
-    plain = run_plain(main)
-    rec = run_recorded(main, tmp_path / "x.wt", mode="full")
-    assert (rec.returncode, rec.stdout, rec.stderr) == (plain.returncode, plain.stdout, plain.stderr)
+    _same_as_plain(tmp_path, MAIN, "full")
 
 
 MARSHAL = '''
@@ -124,9 +124,5 @@ MARSHAL = '''
 @pytest.mark.xfail(strict=True, reason="a Known limit: marshal serializes only its own types; the probes' constants "
                                        "are run-time objects (design.md, wave 23)")
 def test_marshal_of_instrumented_code(tmp_path: Path) -> None:
-    main = tmp_path / "main.py"
-    main.write_text(textwrap.dedent(MARSHAL))
-    plain = run_plain(main)
-    assert plain.stdout == "code\n", plain
-    rec = run_recorded(main, tmp_path / "x.wt", mode="count")
-    assert (rec.returncode, rec.stdout, rec.stderr) == (plain.returncode, plain.stdout, plain.stderr)
+    assert run_plain(_write(tmp_path, MARSHAL)).stdout == "code\n"
+    _same_as_plain(tmp_path, MARSHAL, "count")
