@@ -351,12 +351,12 @@ def start(writer: Any, scope: Scope, *, mode: str = "blocks", weights: dict[tupl
     recorder = Recorder(writer, mode, weights)
     streams = recorder.state.streams
     instrumenter = Instrumenter(recorder, InstrumentCache() if cache else None)
-    finder = InstrumentingFinder(scope, instrumenter, on_import={"asyncio": streams.patch_asyncio,
-                                                                 "copyreg": shipped.install})
+    finder = InstrumentingFinder(scope, instrumenter,
+                                 on_import={"asyncio": streams.patch_asyncio, "copyreg": shipped.install})
+    if shipped.install not in misspath.AFTER_LOAD:
+        misspath.AFTER_LOAD.append(shipped.install)
     if "asyncio" in sys.modules:
         streams.patch_asyncio(sys.modules["asyncio"])
-    if "copyreg" in sys.modules:
-        shipped.install(sys.modules["copyreg"])
     if eager_miss_path(scope):   # bound to the recording's own modules, before the purge (as before wave 13)
         misspath.load()
     from wholetrace.runtime import unfinished   # (imported by the recorder)
@@ -374,6 +374,7 @@ def start(writer: Any, scope: Scope, *, mode: str = "blocks", weights: dict[tupl
     recorder.headroom_threads.add(_thread.get_ident())
     streams.new()
     recorder.start()
+    shipped.install()   # (if copyreg is imported already; later imports: the finder's on_import)
     LIVE = Live(writer, recorder, instrumenter, finder, headroom)
     return LIVE
 

@@ -119,7 +119,11 @@ def by_reference(obj: object) -> tuple[Callable[..., object], tuple[Any, ...]]:
     return resolve, (0, kind, 0, len(getattr(type(obj), "__slots__", ())))
 
 
-def install(copyreg: Any) -> None:
-    """When the program imports ``copyreg`` (``pickle`` does): pickle the recording's context
-    variables by reference (a ``ContextVar`` cannot take a ``__reduce__`` of its own)."""
-    copyreg.dispatch_table.setdefault(ContextVar, VARS.__getitem__)
+def install(_module: Any = None) -> None:
+    """Once ``copyreg`` is imported (by the program: the finder's ``on_import``; by the instrumenter's
+    miss path on 3.12, ``ast`` imports ``re``: ``misspath.AFTER_LOAD``): pickle the recording's
+    context variables by reference (a ``ContextVar`` cannot take a ``__reduce__`` of its own)."""
+    import sys
+    copyreg = sys.modules.get("copyreg")
+    if copyreg is not None:
+        copyreg.dispatch_table.setdefault(ContextVar, VARS.__getitem__)
