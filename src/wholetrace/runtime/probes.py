@@ -22,6 +22,7 @@ from wholetrace.ids import EXIT
 from wholetrace.instrument import emit
 from wholetrace.instrument.bytecode import exit_positions, exit_statement, statement_at
 from wholetrace.plain import Record
+from wholetrace.runtime import shipped
 from wholetrace.runtime.streams import Streams
 
 TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
@@ -131,7 +132,7 @@ def new_counts(n: int) -> object:
     """A file's counter object: slots ``c0`` .. ``c<n-1>``, all 0.0 (a slot is read and
     written by two specialized instructions, cheaper than an item of a list)."""
     names = tuple(f"c{j}" for j in range(n))
-    counts = type("counts", (), {"__slots__": names})()
+    counts = type("counts", (), {"__slots__": names, "__reduce__": shipped.by_reference})()
     for name in names:
         setattr(counts, name, 0.0)
     return counts
@@ -147,6 +148,7 @@ class Edges:
     constant (``edges.x``): a code object whose constants held a list could not be hashed."""
 
     __slots__ = ("x",)
+    __reduce__ = shipped.by_reference   # (pickled code: runtime.shipped)
 
     def __init__(self, xedges: list[int]) -> None:
         self.x = xedges
@@ -218,8 +220,10 @@ def runtime_objects(state: RunState) -> dict[str, object]:
         """Module and class bodies, count modes: a counter probe inside an expression."""
         setattr(counts, slot, getattr(counts, slot) + 1.0)
 
+    edges = Edges(xedges)
+    shipped.register(state, edges)   # code pickled by value names these objects by reference
     return {emit.GET: current, emit.NEW: new_stream, emit.XEDGE: exception_edge,
-            emit.XCOUNT: exception_edge_count, **LOOP_OBJECTS, emit.COUNTS: state.file_counts.__getitem__, emit.EDGES: Edges(xedges),
+            emit.XCOUNT: exception_edge_count, **LOOP_OBJECTS, emit.COUNTS: state.file_counts.__getitem__, emit.EDGES: edges,
             emit.INC: increment,
             emit.RERAISE_MARK: sys.exception,
             emit.RERAISE_MARK_GUARD: sys.exception, emit.NO_TB: _NoTraceback(), emit.SKIP: bool, emit.VARS: vars,

@@ -21,7 +21,7 @@ from wholetrace.instrument.modes import MODES
 from wholetrace.instrument.loader import (InstrumentingFinder, InstrumentingLoader, Instrumenter, Scope,
                                           install, purge_modules, uninstall)
 from wholetrace.instrument.emit import C_CALLS_COUNT
-from wholetrace.runtime import collector, recursion
+from wholetrace.runtime import collector, recursion, shipped
 from wholetrace.runtime.gil import require_gil
 from wholetrace.runtime.recorder import Recorder
 from wholetrace.runtime.shutdown import _daemon_threads, _shut_down, _wait_for_threads, flush_io
@@ -359,7 +359,10 @@ def start(writer: Any, scope: Scope, *, mode: str = "blocks", weights: dict[tupl
     recorder = Recorder(writer, mode, weights)
     streams = recorder.state.streams
     instrumenter = Instrumenter(recorder, InstrumentCache() if cache else None)
-    finder = InstrumentingFinder(scope, instrumenter, on_import={"asyncio": streams.patch_asyncio})
+    finder = InstrumentingFinder(scope, instrumenter,
+                                 on_import={"asyncio": streams.patch_asyncio, "copyreg": shipped.install})
+    if shipped.install not in misspath.AFTER_LOAD:
+        misspath.AFTER_LOAD.append(shipped.install)
     if "asyncio" in sys.modules:
         streams.patch_asyncio(sys.modules["asyncio"])
     if eager_miss_path(scope):   # bound to the recording's own modules, before the purge (as before wave 13)
@@ -379,6 +382,7 @@ def start(writer: Any, scope: Scope, *, mode: str = "blocks", weights: dict[tupl
     recorder.headroom_threads.add(_thread.get_ident())
     streams.new()
     recorder.start()
+    shipped.install()   # (if copyreg is imported already; later imports: the finder's on_import)
     LIVE = Live(writer, recorder, instrumenter, finder, headroom)
     return LIVE
 

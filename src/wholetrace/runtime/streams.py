@@ -54,6 +54,9 @@ class Streams:
     it is unset too (:meth:`patch_asyncio`), with ``parent`` naming the stream that made them.
     """
 
+    #: inert streams (``runtime.shipped``): what ``new`` returns, an append that keeps nothing
+    sink: Append | None = None
+
     def __init__(self) -> None:
         self.current: ContextVar[Append | None] = ContextVar("wholetrace_stream", default=None)
         self.parent: ContextVar[int | None] = ContextVar("wholetrace_parent", default=None)
@@ -69,8 +72,15 @@ class Streams:
         self.on_new: Callable[[Stream], None] | None = None
         self._asyncio: tuple[Any, type, type] | None = None
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled code (cloudpickle: its ``new`` is a constant) names the streams by reference."""
+        from wholetrace.runtime.shipped import by_reference
+        return by_reference(self)
+
     def new(self) -> Append:
         """Create the stream of the current thread or task and make it current; return its append."""
+        if self.sink is not None:   # inert streams: code pickled from another recording (runtime.shipped)
+            return self.sink
         me = _thread.get_ident()
         kind, name, parent = "thread", thread_name(me, self.main_ident), None
         aio = sys.modules.get("asyncio")
