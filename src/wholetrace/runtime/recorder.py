@@ -383,6 +383,11 @@ class Recorder:
         note = getattr(type(self.writer), "flusher_stats", None)
         if note is not None:
             note(self.writer, self.flusher_stats)
+            if self.traces and self.values is None:
+                # the WPP builder gets what the buffers hold now, before the facts and the snapshot
+                # below: it builds while they run instead of on the tail (docs/design.md, "The
+                # builder's tail, wave 24"); a flush the flusher could have made here itself
+                self.flush()
         self.state.clear_held()  # release the tracebacks held while the program's code can still run
         facts = recording_facts([(fid_base, entry.get("facts", b"")) for _f, fid_base, _c, entry in self.files])
         if facts:   # what reports list for functions that never ran (instrument.facts)
