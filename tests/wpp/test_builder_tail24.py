@@ -1,4 +1,4 @@
-"""The recorder's stop hands the WPP builder what the buffers hold before its facts and snapshot (wave 24)."""
+"""The run's end hands the WPP builder what the buffers hold before the rest of the stop (wave 24)."""
 
 from __future__ import annotations
 
@@ -27,6 +27,9 @@ class _Writer:
     def put_array(self, *args: Any, **kwargs: Any) -> None:
         pass
 
+    def close(self, **how: Any) -> None:
+        self.closed = how
+
     def sent(self) -> int:
         return sum(len(e) for _, e in self.got)
 
@@ -38,9 +41,8 @@ class _WppWriter(_Writer):
         self.stats = stats
 
 
-def _stop_with_events(writer: _Writer, monkeypatch: pytest.MonkeyPatch, mode: str = "path") -> tuple[int, list[int]]:
-    """Stop a recorder whose stream holds 1,000 events (appended on a thread of its own, as a
-    program thread's); return how many the writer had when the snapshot was taken, and all it got."""
+def _recorder(writer: _Writer, mode: str) -> R.Recorder:
+    """A recorder whose stream holds 1,000 events, appended on a thread of its own (a program thread's)."""
     rec = R.Recorder(writer, mode=mode)
     events = list(range(1000))
 
@@ -52,6 +54,12 @@ def _stop_with_events(writer: _Writer, monkeypatch: pytest.MonkeyPatch, mode: st
     t = threading.Thread(target=program)
     t.start()
     t.join()
+    return rec
+
+
+def _stop_with_events(writer: _Writer, monkeypatch: pytest.MonkeyPatch, mode: str = "path") -> tuple[int, list[int]]:
+    """Stop such a recorder; return how many events the writer had when the snapshot was taken, and all it got."""
+    rec = _recorder(writer, mode)
     seen: list[int] = []
     real = R.unfinished.snapshot
 
@@ -76,3 +84,29 @@ def test_other_writers_flush_once_after_the_snapshot(monkeypatch: pytest.MonkeyP
     before_snapshot, got = _stop_with_events(writer, monkeypatch, mode="witness")
     assert before_snapshot == 0
     assert got == list(range(1000)) and len(writer.got) == 1
+
+
+class _Uninstalled(Exception):
+    pass
+
+
+@pytest.mark.parametrize("wpp", [True, False])
+def test_the_run_end_hands_over_before_anything_else(monkeypatch: pytest.MonkeyPatch, wpp: bool) -> None:
+    """``runner.Live.stop``: the builder has the buffers before the finder is uninstalled (the first
+    of the stop's steps); other writers get nothing there."""
+    from wholetrace.runtime import runner
+
+    writer = _WppWriter() if wpp else _Writer()
+    rec = _recorder(writer, "path" if wpp else "witness")
+    seen: list[int] = []
+
+    def uninstall(finder: Any) -> None:
+        seen.append(writer.sent())
+        raise _Uninstalled
+
+    monkeypatch.setattr(runner, "uninstall", uninstall)
+    live = runner.Live(writer, rec, None, None)   # type: ignore[arg-type]
+    with pytest.raises(_Uninstalled):
+        live.stop("exit", 0)
+    assert seen == [1000 if wpp else 0]
+    assert writer.closed["ended"] == "exit"

@@ -373,6 +373,15 @@ class Recorder:
                     aio is not None and any(isinstance(r, aio.Future) for r in gc.get_referrers(obj))):
                 _close(obj)
 
+    def hand_over(self) -> None:
+        """With the online WPP's writer (``wpp.online.OnlineWpp``, whose class has ``flusher_stats``):
+        flush now, so the builder builds what the buffers hold while the run's end is worked out
+        instead of on the tail (docs/design.md, "The builder's tail, wave 24"); a flush the flusher
+        could have made at this moment itself.  Other writers: nothing (their flush is as slow here
+        as later)."""
+        if self.traces and self.values is None and getattr(type(self.writer), "flusher_stats", None) is not None:
+            self.flush()
+
     def stop(self) -> None:
         """Stop the flusher and flush the rest; streams of threads still running keep what they had."""
         self._stop.set()
@@ -383,11 +392,7 @@ class Recorder:
         note = getattr(type(self.writer), "flusher_stats", None)
         if note is not None:
             note(self.writer, self.flusher_stats)
-            if self.traces and self.values is None:
-                # the WPP builder gets what the buffers hold now, before the facts and the snapshot
-                # below: it builds while they run instead of on the tail (docs/design.md, "The
-                # builder's tail, wave 24"); a flush the flusher could have made here itself
-                self.flush()
+        self.hand_over()   # before the facts and the snapshot below
         self.state.clear_held()  # release the tracebacks held while the program's code can still run
         facts = recording_facts([(fid_base, entry.get("facts", b"")) for _f, fid_base, _c, entry in self.files])
         if facts:   # what reports list for functions that never ran (instrument.facts)

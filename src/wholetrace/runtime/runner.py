@@ -296,6 +296,7 @@ class Live(Record):
         """Uninstall, flush and close the file; returns the number of events recorded."""
         global LIVE
         try:
+            self.recorder.hand_over()   # the WPP builder builds meanwhile (docs/design.md, wave 24)
             uninstall(self.finder)
             if self.children is not None:
                 self.children.unpatch()
