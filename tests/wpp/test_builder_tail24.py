@@ -91,21 +91,26 @@ class _Uninstalled(Exception):
 
 
 @pytest.mark.parametrize("wpp", [True, False])
-def test_the_run_end_hands_over_before_anything_else(monkeypatch: pytest.MonkeyPatch, wpp: bool) -> None:
-    """``runner.Live.stop``: the builder has the buffers before the finder is uninstalled (the first
-    of the stop's steps); other writers get nothing there."""
+def test_the_run_end_hands_over_before_the_scans(monkeypatch: pytest.MonkeyPatch, wpp: bool) -> None:
+    """``runner.Live.stop``: the builder has the buffers once the finder is uninstalled, before the
+    bypassed/recompiled scans and the recorder's stop; other writers get nothing there."""
+    from types import SimpleNamespace
+
+    from wholetrace.instrument import bypass
     from wholetrace.runtime import runner
 
     writer = _WppWriter() if wpp else _Writer()
     rec = _recorder(writer, "path" if wpp else "witness")
     seen: list[int] = []
 
-    def uninstall(finder: Any) -> None:
+    def bypassed(*args: Any) -> list[Any]:
         seen.append(writer.sent())
         raise _Uninstalled
 
-    monkeypatch.setattr(runner, "uninstall", uninstall)
-    live = runner.Live(writer, rec, None, None)   # type: ignore[arg-type]
+    monkeypatch.setattr(runner, "uninstall", lambda finder: None)
+    monkeypatch.setattr(bypass, "bypassed", bypassed)
+    instrumenter = SimpleNamespace(unrecorded=[], left_out=[], instrumented_files=set())
+    live = runner.Live(writer, rec, instrumenter, SimpleNamespace(scope=None))   # type: ignore[arg-type]
     with pytest.raises(_Uninstalled):
         live.stop("exit", 0)
     assert seen == [1000 if wpp else 0]

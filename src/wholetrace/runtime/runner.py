@@ -296,12 +296,12 @@ class Live(Record):
         """Uninstall, flush and close the file; returns the number of events recorded."""
         global LIVE
         try:
-            self.recorder.hand_over()   # the WPP builder builds meanwhile (docs/design.md, wave 24)
             uninstall(self.finder)
             if self.children is not None:
                 self.children.unpatch()
             self.recorder.state.streams.unpatch_asyncio()
             recursion.shift(-self.headroom)   # (the program's stdout is flushed at exit, as plain's)
+            self.recorder.hand_over()   # the WPP builder builds meanwhile (docs/design.md, wave 24)
             from wholetrace.store.writer import RecordingWriter   # imported by now (no hook installed)
             if isinstance(self.writer, RecordingWriter):
                 self.writer.hold_commits()   # the last flush commits with the end meta (store.writer)
