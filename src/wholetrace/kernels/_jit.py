@@ -144,16 +144,3 @@ class _NoCache:
 
     def flush(self) -> None:
         return None
-
-
-def read_only(a: Any) -> Any:
-    """``a`` (a numpy array) as a read-only view, itself when it is read-only already.
-
-    numba types a read-only array apart from a writable one, so a kernel fed both (chunks read
-    from a recording are read-only buffers; joined or regenerated chunks are writable) is compiled
-    twice on a cold cache: ``decode``/``count`` ~7-10 CPU-s more each (docs/design.md, "Test suite
-    time, wave 24").  For arguments a kernel only reads."""
-    if a.flags.writeable:
-        a = a.view()
-        a.flags.writeable = False
-    return a

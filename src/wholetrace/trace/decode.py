@@ -25,7 +25,7 @@ import numpy as np
 
 from wholetrace.errors import InternalError, StoreError
 from wholetrace.kernels import decode as K
-from wholetrace.kernels._jit import read_only as _read_only
+from wholetrace.trace.readonly import read_only as _read_only
 from wholetrace.trace.lookahead import groups_ended_by_exceptions
 from wholetrace.trace.tables import WITNESS_MODES, Tables
 

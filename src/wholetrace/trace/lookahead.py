@@ -24,7 +24,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from wholetrace.kernels import lookahead as K
-from wholetrace.kernels._jit import read_only
+from wholetrace.trace.readonly import read_only
 
 
 def groups_ended_by_exceptions(chunks: Iterable[np.ndarray], *, capacity: int = 1024,
