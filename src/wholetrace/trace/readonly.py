@@ -10,8 +10,8 @@ def read_only(a: np.ndarray) -> np.ndarray:
 
     numba types a read-only array apart from a writable one, so a kernel fed both (chunks read
     from a recording are read-only buffers; joined or regenerated chunks are writable) is compiled
-    twice on a cold cache: ``decode``/``count`` ~7-10 CPU-s more each on 3.12 (docs/design.md,
-    "Test suite time, wave 24").  Here rather than in ``kernels/``: a kernel source change would
+    twice on a cold cache (``decode`` alone: 7.2 CPU-s on 3.12; docs/design.md, "Test suite time,
+    wave 24").  Here rather than in ``kernels/``: a kernel source change would
     make the builder's ahead-of-time module stale."""
     if a.flags.writeable:
         a = a.view()
