@@ -25,6 +25,7 @@ import numpy as np
 
 from wholetrace.errors import InternalError, StoreError
 from wholetrace.kernels import decode as K
+from wholetrace.trace.readonly import read_only as _read_only
 from wholetrace.trace.lookahead import groups_ended_by_exceptions
 from wholetrace.trace.tables import WITNESS_MODES, Tables
 
@@ -256,7 +257,7 @@ class StreamDecoder:
         ev = np.ascontiguousarray(chunk, dtype=np.int32)
         if ev.ndim != 1:
             raise StoreError(f"{self.what}: events are not a flat array")
-        return ev
+        return _read_only(ev)
 
     def _run(self, ev: np.ndarray, pos: int, tally: Tally | None = None) -> tuple[int, int]:
         """One kernel call from ``pos``: ``decode`` into the row buffer, or with ``tally``

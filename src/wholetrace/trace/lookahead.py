@@ -24,6 +24,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from wholetrace.kernels import lookahead as K
+from wholetrace.trace.readonly import read_only
 
 
 def groups_ended_by_exceptions(chunks: Iterable[np.ndarray], *, capacity: int = 1024,
@@ -39,7 +40,7 @@ def groups_ended_by_exceptions(chunks: Iterable[np.ndarray], *, capacity: int = 
     keys = np.zeros(max(capacity, 1), np.int64)
     vals = np.zeros(max(capacity, 1), np.int64)
     for chunk in chunks:
-        ev = np.ascontiguousarray(chunk, dtype=np.int32)
+        ev = read_only(np.ascontiguousarray(chunk, dtype=np.int32))   # one kernel signature
         pos = 0
         while True:
             pos, status = K.groups(ev, pos, meta, last_at, last_en, keys, vals)
