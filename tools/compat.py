@@ -83,11 +83,6 @@ def run_subset(version: str, python: str, pytest_args: list[str], workers: int) 
     # Byte-compile wholetrace for this interpreter: the tests' subprocesses run with
     # PYTHONDONTWRITEBYTECODE, so they would otherwise compile all of it in every recording.
     subprocess.run([str(py), "-m", "compileall", "-q", str(REPO / "src")], check=True)
-    # The kernels' first numba compiles, in one process with no deadline (tools/compat_warm.py):
-    # inside the tests they ran under the tests' deadlines, which a loaded machine exceeded.
-    warm0 = _children_cpu()
-    subprocess.run([str(py), str(REPO / "tools" / "compat_warm.py")], cwd=REPO,
-                   env=dict(os.environ, WHOLETRACE_COMPAT="1"), stdin=subprocess.DEVNULL)
     cmd = [str(py), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "compat and not slow",
            *(["-n", str(workers)] if workers > 1 else []), *pytest_args, "tests"]
     cpu0 = _children_cpu()
@@ -95,8 +90,7 @@ def run_subset(version: str, python: str, pytest_args: list[str], workers: int) 
     # CPU seconds of the venv/install and of pytest: `make test` starts these runs in the
     # background, so the shell's `time` around it never counts them.
     print(f"compat: Python {version}: {'passed' if rc == 0 else 'FAILED'} in {time.perf_counter() - t0:.0f} s "
-          f"(CPU: venv and install {warm0 - start_cpu:.0f} s, warm-up {cpu0 - warm0:.0f} s, "
-          f"pytest {_children_cpu() - cpu0:.0f} s)", flush=True)
+          f"(CPU: venv and install {cpu0 - start_cpu:.0f} s, pytest {_children_cpu() - cpu0:.0f} s)", flush=True)
     return rc
 
 
