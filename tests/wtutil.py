@@ -31,7 +31,14 @@ def run_recorded(script: Path, out: Path, *args: str, mode: str = "blocks", incl
                           env=ENV, stdin=subprocess.DEVNULL)
 
 
-def cli_in_process(*argv: str, timeout: float = 1200.0) -> tuple[int, str, str]:
+#: cli_in_process's deadline.  The compat subsets (``WHOLETRACE_COMPAT``) compile the read-side
+#: kernels inside their first read command (no AOT module there; ~100 CPU-s on 3.12 for
+#: ``paths --json``): at load 25-30 that passed 1,200 s of wall and ended the whole subset
+#: (docs/design.md, "Test suite time, wave 24"), so they get an hour.
+IN_PROCESS_DEADLINE = 3600.0 if os.environ.get("WHOLETRACE_COMPAT") else 1200.0
+
+
+def cli_in_process(*argv: str, timeout: float = IN_PROCESS_DEADLINE) -> tuple[int, str, str]:
     """A read-side command (``trace``, ``counts``, ``slice``, ...) run by ``wholetrace.cli.main``
     in this process: exit status, stdout, stderr.  The same code as ``python -m wholetrace.cli``
     without a new interpreter importing numpy/numba and loading the kernels (~1 CPU-s a call);
