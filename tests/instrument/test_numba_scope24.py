@@ -141,3 +141,14 @@ def test_numba_program_with_wrappers(tmp_path: Path, mode: str) -> None:
         == [f"not instrumented: {script}:a  (compiled by numba)"]
     have = {q: c for (_f, q, _l), c in profiles(out).items()}
     assert {"f", "Shape.f", "<module>"} <= set(have)
+
+
+def test_reloaded_module_noted_once(tmp_path: Path) -> None:
+    """review24a LOW-2: a module with a numba function reloaded twice was noted three times."""
+    script = tmp_path / "prog.py"
+    script.write_text("import importlib, nbmod\nimportlib.reload(nbmod)\nimportlib.reload(nbmod)\nprint(nbmod.s(5))\n")
+    (tmp_path / "nbmod.py").write_text("import numba\n@numba.njit\ndef s(n):\n    t = 0\n"
+                                       "    for i in range(n):\n        t += i\n    return t\n")
+    got = run_recorded(script, tmp_path / "p.wt", quiet=False)
+    assert got.stdout == "10\n" and got.returncode == 0, got.stderr[-800:]
+    assert got.stderr.endswith(", 1 not instrumented (`wholetrace info` lists them)]\n"), got.stderr

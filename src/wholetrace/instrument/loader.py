@@ -227,7 +227,8 @@ class Instrumenter(Record):
             if self.cache is not None and key is not None:
                 self.cache.store(key, *hit)
         template, entry = hit
-        self.left_out += [(f"{filename}:{q}", why) for q, why in entry.get("left_out", ())]
+        if entry.get("left_out"):   # (once per body: a module reloaded compiles again, review24a LOW-2)
+            self.left_out += [n for n in ((f"{filename}:{q}", why) for q, why in entry["left_out"]) if n not in self.left_out]
         fid_base, counter_base = self.registry.register_file(filename, entry)
         self.instrumented_files.append(filename)
         return relocate(template, fid_base, counter_base, self.registry.constants)
