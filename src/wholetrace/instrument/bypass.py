@@ -28,11 +28,15 @@ _FUNCTION = type(_function_type)
 _CODE = type(_function_type.__code__)
 
 
-def _modules() -> Iterator[tuple[str, dict, str]]:
-    """(name, namespace, origin) of each loaded module of ``sys.modules`` from a file; a module
+def _modules(preloaded: dict[str, int] | None = None) -> Iterator[tuple[str, dict, str]]:
+    """(name, namespace, origin) of each loaded module of ``sys.modules`` from a file, but those
+    still the very module that was there when the finder was installed (``preloaded``: name ->
+    id; imported by wholetrace or the interpreter, not by the program's loaders); a module
     whose class intercepts attribute reads (``importlib.util._LazyModule`` not loaded yet: it ran
     no code) and any other object are skipped."""
     for name, module in list(sys.modules.items()):
+        if preloaded is not None and preloaded.get(name) == id(module):
+            continue
         cls = type(module)
         if not issubclass(cls, _MODULE) or any("__getattribute__" in _CLASS_DICT(c) or "__getattr__" in _CLASS_DICT(c)
                                                for c in cls.__mro__ if c is not _MODULE and c is not object):
@@ -46,15 +50,18 @@ def _modules() -> Iterator[tuple[str, dict, str]]:
             yield name, ns, origin
 
 
-def bypassed(scope: Scope, instrumented: list[str], noted: list[str]) -> list[tuple[str, str]]:
+def bypassed(scope: Scope, instrumented: list[str], noted: list[str],
+             preloaded: dict[str, int] | None = None, declined: dict[str, str] | None = None) -> list[tuple[str, str]]:
     """(module name, why) of each module in ``sys.modules`` from a ``.py`` file ``scope`` wants
     whose code the instrumenter did not compile (``instrumented``: its files; ``noted``: names
-    and files already in the recording's notes).  One pass over ``sys.modules`` at the end:
-    nothing per import or call."""
+    and files already in the recording's notes; ``preloaded``: :func:`_modules`; ``declined``:
+    name -> file of the modules the finder found out of scope, the same answer).  One pass over
+    ``sys.modules`` at the end: nothing per call."""
     done = set(instrumented) | set(noted)
+    declined = declined or {}
     out: list[tuple[str, str]] = []
-    for name, ns, origin in _modules():
-        if origin in done or name in done or not origin.endswith(".py"):
+    for name, ns, origin in _modules(preloaded):
+        if origin in done or name in done or not origin.endswith(".py") or declined.get(name) == origin:
             continue
         try:
             wanted = scope.wants(name, origin)
@@ -81,7 +88,8 @@ def _functions(ns: dict) -> Iterator[object]:
                 yield f
 
 
-def recompiled(instrumented: list[str], marker: object, noted: list[str]) -> list[tuple[str, str]]:
+def recompiled(instrumented: list[str], marker: object, noted: list[str],
+               preloaded: dict[str, int] | None = None) -> list[tuple[str, str]]:
     """(module.qualname, why) of the functions (module level, and in the module's classes) of
     the instrumented modules in ``sys.modules`` whose code comes from their file but holds no
     probe (``marker``: a constant every instrumented body holds, ``emit.NO_TB``'s object): code
@@ -91,7 +99,7 @@ def recompiled(instrumented: list[str], marker: object, noted: list[str]) -> lis
     files = set(instrumented)
     seen = set(noted)
     out: list[tuple[str, str]] = []
-    for name, ns, origin in _modules():
+    for name, ns, origin in _modules(preloaded):
         if origin not in files:
             continue
         for f in _functions(ns):
@@ -108,10 +116,12 @@ def recompiled(instrumented: list[str], marker: object, noted: list[str]) -> lis
 
 
 def end_notes(scope: Scope, instrumented: list[str], unrecorded: list[str], marker: object,
-              left_out: list[tuple[str, str]]) -> list[tuple[str, str]]:
+              left_out: list[tuple[str, str]], preloaded: dict[str, int] | None = None,
+              declined: dict[str, str] | None = None) -> list[tuple[str, str]]:
     """:func:`bypassed` and :func:`recompiled`'s notes; an error in either costs at most the
     notes, never the recording."""
     try:
-        return bypassed(scope, instrumented, unrecorded) + recompiled(instrumented, marker, [w for w, _why in left_out])
+        return bypassed(scope, instrumented, unrecorded, preloaded, declined) \
+            + recompiled(instrumented, marker, [w for w, _why in left_out], preloaded)
     except Exception:   # (a module whose namespace is not a dict, a program's odd object: no notes)
         return []

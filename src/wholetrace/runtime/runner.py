@@ -310,7 +310,8 @@ class Live(Record):
             from wholetrace.instrument.emit import NO_TB
             ins = self.instrumenter
             ins.left_out += end_notes(self.finder.scope, ins.instrumented_files, ins.unrecorded,
-                                      ins.registry.constants[NO_TB], ins.left_out)
+                                      ins.registry.constants[NO_TB], ins.left_out, self.finder.preloaded,
+                                      self.finder.declined)
             if self.instrumenter.left_out:   # code the program runs through another compiler or loader
                 self.writer.set_meta(not_instrumented=self.instrumenter.left_out)
             self.recorder.stop()
