@@ -35,8 +35,8 @@ def _modules(preloaded: dict[str, int] | None = None) -> Iterator[tuple[str, dic
     whose class intercepts attribute reads (``importlib.util._LazyModule`` not loaded yet: it ran
     no code) and any other object are skipped."""
     for name, module in list(sys.modules.items()):
-        if preloaded is not None and preloaded.get(name) == id(module):
-            continue
+        if type(name) is not str or preloaded is not None and preloaded.get(name) == id(module):
+            continue   # (a key of another type: hashing it could run the program's code)
         cls = type(module)
         if not issubclass(cls, _MODULE) or any("__getattribute__" in _CLASS_DICT(c) or "__getattr__" in _CLASS_DICT(c)
                                                for c in cls.__mro__ if c is not _MODULE and c is not object):
@@ -46,7 +46,7 @@ def _modules(preloaded: dict[str, int] | None = None) -> Iterator[tuple[str, dic
         origin = object.__getattribute__(spec, "__dict__").get("origin") if type(spec) is _SPEC else None
         if type(origin) is not str:
             origin = ns.get("__file__")
-        if type(name) is str and type(origin) is str:
+        if type(origin) is str:
             yield name, ns, origin
 
 
