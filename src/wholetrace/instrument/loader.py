@@ -227,7 +227,8 @@ class Instrumenter(Record):
             if self.cache is not None and key is not None:
                 self.cache.store(key, *hit)
         template, entry = hit
-        self.left_out += [(f"{filename}:{q}", why) for q, why in entry.get("left_out", ())]
+        if entry.get("left_out"):   # (once per body: a module reloaded compiles again, review24a LOW-2)
+            self.left_out += [n for n in ((f"{filename}:{q}", why) for q, why in entry["left_out"]) if n not in self.left_out]
         fid_base, counter_base = self.registry.register_file(filename, entry)
         self.instrumented_files.append(filename)
         return relocate(template, fid_base, counter_base, self.registry.constants)
@@ -379,6 +380,8 @@ class InstrumentingFinder:
         self.on_import = on_import or {}
         #: the finders in ``sys.meta_path`` before the recording (``_as_without``)
         self.started_with: tuple[Any, ...] = (BuiltinImporter, FrozenImporter)
+        self.preloaded: dict[str, int] = {}   # sys.modules when installed: name -> id(module)
+        self.declined: dict[str, str] = {}   # name -> origin of the .py modules out of scope (bypass.bypassed)
 
     def find_spec(self, fullname: str, path: Sequence[str] | None = None,
                   target: ModuleType | None = None) -> ModuleSpec | None:
@@ -392,8 +395,10 @@ class InstrumentingFinder:
         if fullname in self.on_import and spec.loader is not None:
             spec.loader = _PostImportLoader(spec.loader, self.on_import[fullname])
             return spec
-        if not isinstance(spec.loader, SourceFileLoader) \
-                or not self.scope.wants(fullname, spec.origin):
+        if not isinstance(spec.loader, SourceFileLoader):
+            return self._as_without(fullname, path, target, spec)
+        if not self.scope.wants(fullname, spec.origin):
+            self.declined[fullname] = spec.origin   # type: ignore[assignment]
             return self._as_without(fullname, path, target, spec)
         loader = InstrumentingLoader(fullname, spec.origin)  # type: ignore[arg-type]
         loader.instrumenter = self.instrumenter
@@ -480,6 +485,7 @@ def purge_modules(packages: Sequence[str]) -> list[str]:
 
 def install(finder: InstrumentingFinder) -> None:
     finder.started_with = tuple(f for f in sys.meta_path if hasattr(f, "find_spec"))
+    finder.preloaded = {n: id(m) for n, m in sys.modules.items()}   # (ids: no reference kept; bypass.bypassed)
     sys.meta_path.insert(0, finder)
 
 

@@ -307,11 +307,12 @@ class Live(Record):
                 self.writer.hold_commits()   # the last flush commits with the end meta (store.writer)
             if self.instrumenter.unrecorded:   # imported while the miss path loaded (instrument.misspath)
                 self.writer.set_meta(unrecorded_modules=self.instrumenter.unrecorded)
-            from wholetrace.instrument.bypass import bypassed, recompiled   # (the finder is uninstalled by now)
+            from wholetrace.instrument.bypass import end_notes   # (the finder is uninstalled by now)
             from wholetrace.instrument.emit import NO_TB
             ins = self.instrumenter
-            ins.left_out += bypassed(self.finder.scope, ins.instrumented_files, ins.unrecorded) \
-                + recompiled(ins.instrumented_files, ins.registry.constants[NO_TB], [w for w, _why in ins.left_out])
+            ins.left_out += end_notes(self.finder.scope, ins.instrumented_files, ins.unrecorded,
+                                      ins.registry.constants[NO_TB], ins.left_out, self.finder.preloaded,
+                                      self.finder.declined)
             if self.instrumenter.left_out:   # code the program runs through another compiler or loader
                 self.writer.set_meta(not_instrumented=self.instrumenter.left_out)
             self.recorder.stop()
