@@ -1,0 +1,103 @@
+"""Shipped code's module/class bodies and generators run as plain anywhere, count exactly, and carry no run state (review24b, wave 24)."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from wtutil import cli_in_process, run_plain, run_recorded
+
+pytest.importorskip("cloudpickle")
+
+# Class bodies (one nested in another) and a generator whose loop is wrapped (its continue
+# crosses a finally): their probes fetch the stream at each step, in the recording and in a
+# plain child.  The payload's size is printed before and after the run raised and handled
+# exceptions in a class body and at module level: plain's does not change.
+MAIN = '''
+    import subprocess, sys
+    import cloudpickle
+
+    def withclass(x):
+        class K:
+            try:
+                v = 1 // x
+            except ZeroDivisionError:
+                v = -1
+            class Inner:
+                w = 2 if x else 3
+        return K.v, K.Inner.w
+
+    def gen(n):
+        for i in range(n):
+            try:
+                if i % 2:
+                    continue
+            finally:
+                pass
+            yield i
+
+    fs = (withclass, gen)
+    before = len(cloudpickle.dumps(fs))
+    w, g = cloudpickle.loads(cloudpickle.dumps(fs))
+    print(w(0), w(1), w(0), list(g(5)))
+    for i in range(40):
+        try:
+            1 // (i % 2)
+        except ZeroDivisionError:
+            pass
+    print(len(cloudpickle.dumps(fs)) == before)
+    child = "import cloudpickle, sys; w, g = cloudpickle.loads(sys.stdin.buffer.read()); print(w(0), w(1), list(g(5)))"
+    r = subprocess.run([sys.executable, "-c", child], input=cloudpickle.dumps(fs), capture_output=True)
+    print(r.returncode, r.stdout.decode().strip(), r.stderr.decode())
+'''
+
+
+def _counts(wt: Path) -> dict[str, object]:
+    status, out, err = cli_in_process("counts", "--format", "json", str(wt))
+    assert status == 0, err
+    return json.loads(out)
+
+
+@pytest.mark.parametrize("mode", ("blocks", "witness", "path", "count"))
+def test_shipped_class_bodies_and_generators_run_as_plain(tmp_path: Path, mode: str) -> None:
+    """Before: the plain child raised ``TypeError: 'NoneType' object is not callable`` in the
+    trace modes (the inert stream fetch), and the payload grew with the run (its size changed)."""
+    main = tmp_path / "main.py"
+    main.write_text(textwrap.dedent(MAIN))
+    plain = run_plain(main)
+    assert plain.stdout == "(-1, 3) (1, 2) (-1, 3) [0, 2, 4]\nTrue\n0 (-1, 3) (1, 2) [0, 2, 4] \n", plain
+    rec = run_recorded(main, tmp_path / "x.wt", mode=mode)
+    assert (rec.returncode, rec.stdout, rec.stderr) == (plain.returncode, plain.stdout, plain.stderr)
+
+
+CLASS_BODY = '''
+    import cloudpickle
+
+    def withclass(x):
+        class K:
+            try:
+                v = 1 // x
+            except ZeroDivisionError:
+                v = -1
+        return K.v
+
+    g = cloudpickle.loads(cloudpickle.dumps(withclass))
+    print(g(0), g(1), g(0))
+'''
+
+
+def test_count_mode_counts_a_shipped_class_bodys_handler(tmp_path: Path) -> None:
+    """Count mode's counts equal blocks' (the oracle: each block recorded as it runs).  Before:
+    the copy's class body counted 1 call of 3 and no handler run (its edges went to a copy)."""
+    main = tmp_path / "main.py"
+    main.write_text(textwrap.dedent(CLASS_BODY))
+    found = {}
+    for mode in ("blocks", "count"):
+        assert run_recorded(main, tmp_path / f"{mode}.wt", mode=mode).stdout == "-1 1 -1\n"
+        found[mode] = _counts(tmp_path / f"{mode}.wt")
+    assert found["count"] == found["blocks"]
+    body = [f for f in found["count"]["functions"] if f["name"] == "withclass.<locals>.K"]   # type: ignore[index]
+    assert [f["calls"] for f in body] == [3] and found["count"]["lines"][str(main)]["9"] == 2   # type: ignore[index]
