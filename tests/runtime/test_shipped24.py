@@ -101,3 +101,21 @@ def test_count_mode_counts_a_shipped_class_bodys_handler(tmp_path: Path) -> None
     assert found["count"] == found["blocks"]
     body = [f for f in found["count"]["functions"] if f["name"] == "withclass.<locals>.K"]   # type: ignore[index]
     assert [f["calls"] for f in body] == [3] and found["count"]["lines"][str(main)]["9"] == 2   # type: ignore[index]
+
+
+LOADERS = '''
+    import copyreg, asyncio, cloudpickle
+    for m in (copyreg, asyncio, cloudpickle):
+        print(m.__name__, type(m.__loader__).__name__, type(m.__spec__.loader).__name__, m.__loader__ is m.__spec__.loader)
+'''
+
+
+def test_hooked_modules_keep_their_plain_loader(tmp_path: Path) -> None:
+    """Before: ``copyreg``'s and ``asyncio``'s ``__loader__``/``__spec__.loader`` were the
+    finder's ``_PostImportLoader`` (its after-import hooks)."""
+    main = tmp_path / "main.py"
+    main.write_text(textwrap.dedent(LOADERS))
+    plain = run_plain(main)
+    assert plain.returncode == 0 and "asyncio SourceFileLoader SourceFileLoader True" in plain.stdout, plain
+    rec = run_recorded(main, tmp_path / "x.wt", mode="witness")
+    assert (rec.returncode, rec.stdout, rec.stderr) == (plain.returncode, plain.stdout, plain.stderr)
