@@ -119,3 +119,34 @@ def test_hooked_modules_keep_their_plain_loader(tmp_path: Path) -> None:
     assert plain.returncode == 0 and "asyncio SourceFileLoader SourceFileLoader True" in plain.stdout, plain
     rec = run_recorded(main, tmp_path / "x.wt", mode="witness")
     assert (rec.returncode, rec.stdout, rec.stderr) == (plain.returncode, plain.stdout, plain.stderr)
+
+
+OWN_VAR = '''
+    import contextvars, copy, copyreg, pickle, traceback
+    import cloudpickle
+    v = contextvars.ContextVar("mine")
+    for proto in range(6):
+        for dumps in (pickle.dumps, pickle._dumps):
+            try:
+                dumps(v, protocol=proto)
+            except TypeError as e:
+                print(proto, "".join(traceback.format_exception(e)))
+    for fn in (copy.copy, copy.deepcopy):
+        try:
+            fn(v)
+        except TypeError as e:
+            print("".join(traceback.format_exception(e)))
+    print(contextvars.ContextVar in copyreg.dispatch_table, sorted(t.__name__ for t in copyreg.dispatch_table))
+'''
+
+
+def test_plain_pickle_and_copy_of_a_context_variable_are_plain(tmp_path: Path) -> None:
+    """Only the picklers of code (cloudpickle's, dill's) learn the recording's context variables:
+    ``copyreg.dispatch_table`` and plain ``pickle``/``copy`` tracebacks are plain's at every
+    protocol.  Before: an entry in ``copyreg.dispatch_table``, other lines and messages."""
+    main = tmp_path / "main.py"
+    main.write_text(textwrap.dedent(OWN_VAR))
+    plain = run_plain(main)
+    assert plain.returncode == 0 and "\nFalse [" in plain.stdout, plain
+    rec = run_recorded(main, tmp_path / "x.wt", mode="witness")
+    assert (rec.returncode, rec.stdout, rec.stderr) == (plain.returncode, plain.stdout, plain.stderr)

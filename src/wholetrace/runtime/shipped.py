@@ -137,11 +137,24 @@ def by_reference(obj: object) -> tuple[Callable[..., object], tuple[Any, ...]]:
     return resolve, (0, kind, 0, len(getattr(type(obj), "__slots__", ())))
 
 
+#: the modules of the picklers that pickle code by value (cloudpickle, and the copies joblib and
+#: Ray vendor; dill): their picklers alone learn the recording's context variables (:func:`install`)
+PICKLERS = ("cloudpickle.cloudpickle", "joblib.externals.cloudpickle.cloudpickle", "ray.cloudpickle.cloudpickle",
+            "srsly.cloudpickle.cloudpickle", "dill._dill")
+
+
 def install(_module: Any = None) -> None:
-    """Once ``copyreg`` is imported (by the program: the finder's ``on_import``; by the instrumenter's
-    miss path on 3.12, ``ast`` imports ``re``: ``misspath.AFTER_LOAD``): pickle the recording's
-    context variables by reference (a ``ContextVar`` cannot take a ``__reduce__`` of its own)."""
+    """Once a pickler of code is imported (the finder's ``on_import``): its pickler reduces the
+    recording's context variables by reference (a ``ContextVar`` cannot take a ``__reduce__`` of
+    its own); ``copyreg.dispatch_table``, plain ``pickle`` and ``copy`` stay as without a recording."""
     import sys
-    copyreg = sys.modules.get("copyreg")
-    if copyreg is not None:
-        copyreg.dispatch_table.setdefault(ContextVar, VARS.__getitem__)
+    for name in PICKLERS:
+        pickler = getattr(sys.modules.get(name), "Pickler", None)
+        table = getattr(pickler, "dispatch_table", None)
+        if hasattr(table, "maps"):   # cloudpickle: a ChainMap of its own reducers and copyreg's
+            table.maps[0].setdefault(ContextVar, VARS.__getitem__)   # type: ignore[union-attr]
+        elif pickler is not None and table is None:   # dill: the Python pickler reads copyreg's unless it has one
+            from collections import ChainMap   # (dill imported it)
+
+            import copyreg
+            pickler.dispatch_table = ChainMap({ContextVar: VARS.__getitem__}, copyreg.dispatch_table)
