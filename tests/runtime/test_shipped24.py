@@ -150,3 +150,43 @@ def test_plain_pickle_and_copy_of_a_context_variable_are_plain(tmp_path: Path) -
     assert plain.returncode == 0 and "\nFalse [" in plain.stdout, plain
     rec = run_recorded(main, tmp_path / "x.wt", mode="witness")
     assert (rec.returncode, rec.stdout, rec.stderr) == (plain.returncode, plain.stdout, plain.stderr)
+
+
+WRITER = '''
+    import cloudpickle, sys
+    def f(x):
+        if x > 0:
+            return x + 1
+        return -x
+    with open(sys.argv[1], "wb") as fh:
+        cloudpickle.dump(f, fh)
+'''
+
+READER = '''
+    import cloudpickle, os, sys
+    with open(sys.argv[1], "rb") as fh:
+        data = fh.read()
+    g = cloudpickle.loads(data)   # another recording's code: its calls are not recorded here
+    print("parent", g(1), flush=True)
+    pid = os.fork()
+    if pid == 0:
+        h = cloudpickle.loads(data)
+        print("child", h(2), h(-1), flush=True)
+        raise SystemExit(0)
+    os.waitpid(pid, 0)
+'''
+
+
+def test_foreign_code_in_a_recorded_process_and_its_fork_child_is_noted(tmp_path: Path) -> None:
+    """A recorded process that runs another recording's code is listed as partly recorded (the
+    summary does not count it as a process not recorded), and so is its fork child, which loads
+    the code again.  Before: "not recorded: pid <root>" and no note for the child (``NOTED``)."""
+    (tmp_path / "writer.py").write_text(textwrap.dedent(WRITER))
+    (tmp_path / "reader.py").write_text(textwrap.dedent(READER))
+    pkl = str(tmp_path / "f.pkl")
+    assert run_recorded(tmp_path / "writer.py", tmp_path / "w.wt", pkl, mode="count").returncode == 0
+    rec = run_recorded(tmp_path / "reader.py", tmp_path / "r.wt", pkl, mode="count", quiet=False)
+    assert rec.stdout == "parent 2\nchild 3 1\n" and "not recorded" not in rec.stderr, rec
+    status, out, err = cli_in_process("info", str(tmp_path / "r.wt"))
+    notes = [line for line in out.splitlines() if "pickled by value" in line]
+    assert len(notes) == 2 and all(line.startswith("partly recorded: pid ") for line in notes), out

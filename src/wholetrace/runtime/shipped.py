@@ -89,8 +89,11 @@ def _inert(kind: str, n: int = 0) -> object:
     return obj
 
 
-#: why a process that loads such code is listed as not recorded (``wholetrace info``)
+#: why a process that loads such code is listed as not recorded (``wholetrace info``); and a
+#: recorded process (one with a recording of its own: ``LIVE``), listed as partly recorded
 WHY = "ran instrumented code pickled by value in another process (cloudpickle, dill): its calls here are not recorded"
+WHY_RECORDED = ("calls of instrumented code pickled by value in another recording (cloudpickle, dill) "
+                "not recorded; the rest of this process is")
 
 
 def _note() -> None:
@@ -103,7 +106,7 @@ def _note() -> None:
         import json
         from wholetrace.runtime.subprocs import _note_unrecorded
         try:
-            _note_unrecorded(json.loads(config), WHY)
+            _note_unrecorded(json.loads(config), WHY_RECORDED if LIVE else WHY, partial=bool(LIVE))
         except ValueError:   # (a malformed variable: the program runs as it would)
             pass
 
