@@ -465,6 +465,10 @@ class _PostImportLoader:
         return self.inner.create_module(spec)
 
     def exec_module(self, module: ModuleType) -> None:
+        # the module's ``__loader__`` and ``__spec__.loader`` are plain's, even while it runs
+        module.__loader__ = self.inner
+        if module.__spec__ is not None and module.__spec__.loader is self:
+            module.__spec__.loader = self.inner
         self.inner.exec_module(module)
         self.hook(module)
 

@@ -29,7 +29,7 @@ TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "S
 if TYPE_CHECKING:   # pragma: no cover
     from importlib.machinery import ModuleSpec
     from types import ModuleType
-    from collections.abc import Callable, Iterator
+    from collections.abc import Iterator
 
 #: wholetrace's modules the miss path needs: the template builder, every mode's planners
 #: (``instrument.modes`` imports them when it first plans), full mode's value probes.
@@ -70,10 +70,6 @@ _loaded: dict[str, ModuleType] = {}
 _loading: list[int] = []   # the thread loading the miss path now, if any
 
 
-#: called once the miss path is loaded (its imports bypass the finder's ``on_import``)
-AFTER_LOAD: list[Callable[[], None]] = []
-
-
 def loaded() -> bool:
     """True once :func:`load` has run in this process."""
     return bool(_loaded)
@@ -99,8 +95,6 @@ def load() -> ModuleType:
                 _loaded["ast"] = _load()
             finally:
                 _loading.clear()
-            for after in AFTER_LOAD:   # (runtime.shipped: the miss path may have imported copyreg)
-                after()
     return _loaded["ast"]
 
 

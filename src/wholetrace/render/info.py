@@ -114,7 +114,8 @@ def info_text(d: dict[str, Any]) -> str:
     for what, why in m.get("not_instrumented") or []:
         lines.append(f"not instrumented: {what}  ({why})")
     for n in d.get("unrecorded") or []:
-        lines.append(f"not recorded: pid {n['pid']} {' '.join(n['argv'])[:60]}  ({n['why']})")
+        label = "partly recorded" if n.get("partial") else "not recorded"
+        lines.append(f"{label}: pid {n['pid']} {' '.join(n['argv'])[:60]}  ({n['why']})")
     sizes = d["sizes"]
     lines.append("sizes:     " + ", ".join(f"{k} {v:,}" for k, v in sizes.items()))
     return "\n".join(lines)

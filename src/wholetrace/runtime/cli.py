@@ -380,7 +380,8 @@ def _unrecorded_note(out: str) -> str:
 
     folder = parts_dir(out)
     n = sum(1 for name in os.listdir(folder) if name.startswith(UNRECORDED_PREFIX) and name.endswith(".json")
-            and len(name) >= len(UNRECORDED_PREFIX) + 5) if os.path.isdir(folder) else 0
+            and len(name) >= len(UNRECORDED_PREFIX) + 5 and not name.startswith(UNRECORDED_PREFIX + "partial-")
+            ) if os.path.isdir(folder) else 0   # (a recorded process's partial note is no process unrecorded)
     return f", {n} Python process(es) not recorded (`wholetrace info` lists them)" if n else ""
 
 

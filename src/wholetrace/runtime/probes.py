@@ -27,7 +27,7 @@ from wholetrace.runtime.streams import Streams
 
 TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
 if TYPE_CHECKING:   # pragma: no cover
-    from typing import Iterable
+    from typing import Any, Callable, Iterable
 
 #: ``BaseException.__traceback__`` and ``BaseExceptionGroup.exceptions`` read through their own
 #: descriptors: a program's ``__getattribute__`` (or a ``__traceback__`` its class defines) never runs
@@ -121,7 +121,7 @@ class RunState(Record):
         #: the entry held at its start} (absent: -1, None, None): what functions keep in ``wt.r``,
         #: ``wt.s`` and ``wt.h<k>`` (``instrument.emit.Emitter.again``, ``instrument.heldcode``,
         #: whose code reads and writes it with C calls only: ``emit.SLOT``).
-        self.namespace_reraise: dict[FrameType, dict[int, object]] = {}
+        self.namespace_reraise: dict[FrameType, dict[int, object]] = Held()
 
     def clear_held(self) -> None:
         """Drop the tracebacks held to recognise re-raises (the run is over)."""
@@ -171,17 +171,33 @@ class _NoTraceback:
     tb_lasti = -2
 
 
-def runtime_objects(state: RunState) -> dict[str, object]:
-    """The run-time objects of one recording, by placeholder name (``instrument.emit``)."""
-    streams, xedges, sites = state.streams, state.xedges, state.sites
-    current, new_stream = streams.current.get, streams.new
+class Held(dict):   # type: ignore[type-arg]
+    """A dict whose bound methods are constants of instrumented code (``held.get``,
+    ``driven.__setitem__``): the same C methods as a dict's, but code pickled by value names
+    it by reference (``runtime.shipped``), not by value with what the run put in it."""
 
-    held = state.namespace_reraise
-    #: frame id -> the code of an instrumented coroutine activation driven by a task, None by hand
-    #: (``instrument.awaits.hand_flag``: set at each activation's first step, read by what it awaits)
-    driven: dict[int, CodeType | None] = {}
+    __slots__ = ()
+    __reduce__ = shipped.by_reference
 
-    def origin(fid: int, reraise: bool, keep: bool) -> tuple[int, int]:
+
+def increment(counts: object, slot: str) -> None:
+    """Module and class bodies, count modes: a counter probe inside an expression."""
+    setattr(counts, slot, getattr(counts, slot) + 1.0)
+
+
+class BodyHelpers:
+    """Module and class bodies' exception helpers (their bound methods are constants of the
+    code): an object, not closures, so that code pickled by value names it by reference
+    (``runtime.shipped``) instead of copying the run's edges and site tables."""
+
+    __slots__ = ("current", "new_stream", "xedges", "sites", "held")
+    __reduce__ = shipped.by_reference
+
+    def __init__(self, current: Callable[..., Any], new_stream: Callable[[], Any], xedges: Any,
+                 sites: ExceptionSites, held: dict[FrameType, dict[int, object]]) -> None:
+        self.current, self.new_stream, self.xedges, self.sites, self.held = current, new_stream, xedges, sites, held
+
+    def origin(self, fid: int, reraise: bool, keep: bool) -> tuple[int, int]:
         """Module and class bodies: (the statement the handled exception's traceback points at
         in ``frame``, the body's, the statement that raised it).  They differ for a re-raise:
         the traceback entry is the one the body's last handler saw (held while the exception
@@ -195,35 +211,41 @@ def runtime_objects(state: RunState) -> dict[str, object]:
             tb = traceback_of(members_of(exc)[0])
         if tb is None:
             return -1, -1
-        src = sites.resolve(fid, tb.tb_frame.f_code, tb.tb_lasti)
+        src = self.sites.resolve(fid, tb.tb_frame.f_code, tb.tb_lasti)
         if not reraise:
             return src, src
-        slot = held.setdefault(_getframe(2), {})
+        slot = self.held.setdefault(_getframe(2), {})
         site, seen = slot.get(-2, -1), slot.get(-1)
         slot[-1] = tb if keep else None
         return src, site if seen is tb and site >= 0 else src  # type: ignore[operator]
 
-    def exception_edge(fid: int, handler: int = -1, reraise: bool = False) -> None:
+    def exception_edge(self, fid: int, handler: int = -1, reraise: bool = False) -> None:
         """Module and class bodies: EXC <statement>, or RERAISE <statement> <re-raise site>
         (witness modes), then the handler block (witness modes, unless it is EXIT: -1)."""
-        cur = current() or new_stream()
-        src, raised = origin(fid, reraise, handler >= 0)
+        cur = self.current() or self.new_stream()
+        src, raised = self.origin(fid, reraise, handler >= 0)
         rec = (RERAISE, src, raised) if raised != src else (EXC, src)
         # one call for the whole record: a thread stopped at exit never stands inside it
-        cur.__self__.extend(rec + (handler,) if handler >= 0 else rec)  # type: ignore[attr-defined]
+        cur.__self__.extend(rec + (handler,) if handler >= 0 else rec)
 
-    def exception_edge_count(fid: int, dst: int, reraise: bool = False) -> None:
+    def exception_edge_count(self, fid: int, dst: int, reraise: bool = False) -> None:
         """Module and class bodies, count modes: the edge from the statement that raised."""
-        xedges.extend((fid, origin(fid, reraise, dst != EXIT)[1], dst))
+        self.xedges.extend((fid, self.origin(fid, reraise, dst != EXIT)[1], dst))
 
-    def increment(counts: object, slot: str) -> None:
-        """Module and class bodies, count modes: a counter probe inside an expression."""
-        setattr(counts, slot, getattr(counts, slot) + 1.0)
 
+def runtime_objects(state: RunState) -> dict[str, object]:
+    """The run-time objects of one recording, by placeholder name (``instrument.emit``)."""
+    streams, xedges = state.streams, state.xedges
+    current, new_stream = streams.current.get, streams.new
+    held = state.namespace_reraise
+    #: frame id -> the code of an instrumented coroutine activation driven by a task, None by hand
+    #: (``instrument.awaits.hand_flag``: set at each activation's first step, read by what it awaits)
+    driven: dict[int, CodeType | None] = Held()
+    helpers = BodyHelpers(current, new_stream, xedges, state.sites, held)
     edges = Edges(xedges)
-    shipped.register(state, edges)   # code pickled by value names these objects by reference
-    return {emit.GET: current, emit.NEW: new_stream, emit.XEDGE: exception_edge,
-            emit.XCOUNT: exception_edge_count, **LOOP_OBJECTS, emit.COUNTS: state.file_counts.__getitem__, emit.EDGES: edges,
+    shipped.register(state, edges, helpers, driven)   # code pickled by value names these objects by reference
+    return {emit.GET: current, emit.NEW: new_stream, emit.XEDGE: helpers.exception_edge,
+            emit.XCOUNT: helpers.exception_edge_count, **LOOP_OBJECTS, emit.COUNTS: state.file_counts.__getitem__, emit.EDGES: edges,
             emit.INC: increment,
             emit.RERAISE_MARK: sys.exception,
             emit.RERAISE_MARK_GUARD: sys.exception, emit.NO_TB: _NoTraceback(), emit.SKIP: bool, emit.VARS: vars,

@@ -362,9 +362,7 @@ def start(writer: Any, scope: Scope, *, mode: str = "blocks", weights: dict[tupl
     streams = recorder.state.streams
     instrumenter = Instrumenter(recorder, InstrumentCache() if cache else None)
     finder = InstrumentingFinder(scope, instrumenter,
-                                 on_import={"asyncio": streams.patch_asyncio, "copyreg": shipped.install})
-    if shipped.install not in misspath.AFTER_LOAD:
-        misspath.AFTER_LOAD.append(shipped.install)
+                                 on_import={"asyncio": streams.patch_asyncio, **dict.fromkeys(shipped.PICKLERS, shipped.install)})
     if "asyncio" in sys.modules:
         streams.patch_asyncio(sys.modules["asyncio"])
     if eager_miss_path(scope):   # bound to the recording's own modules, before the purge (as before wave 13)
@@ -384,7 +382,7 @@ def start(writer: Any, scope: Scope, *, mode: str = "blocks", weights: dict[tupl
     recorder.headroom_threads.add(_thread.get_ident())
     streams.new()
     recorder.start()
-    shipped.install()   # (if copyreg is imported already; later imports: the finder's on_import)
+    shipped.install()   # (if a pickler of code is imported already; later imports: the finder's on_import)
     LIVE = Live(writer, recorder, instrumenter, finder, headroom)
     return LIVE
 

@@ -150,17 +150,19 @@ def _stdin_is_tty() -> bool:
         return False
 
 
-def _note_unrecorded(config: dict[str, Any], why: str | None) -> None:
+def _note_unrecorded(config: dict[str, Any], why: str | None, partial: bool = False) -> None:
     """Leave ``unrecorded-PID.json`` in the parts directory: this interpreter's argv and why
-    it is not recorded (``store.parts.unrecorded`` reads the notes)."""
+    it is not recorded (``store.parts.unrecorded`` reads the notes); ``partial``: the process
+    is recorded, only some of what it runs is not (``unrecorded-partial-PID.json``)."""
     parts = config.get("parts")
     if why is None or not isinstance(parts, str):
         return
     try:
         os.makedirs(parts, exist_ok=True)
-        path = os.path.join(parts, f"{UNRECORDED_PREFIX}{os.getpid()}.json")
+        path = os.path.join(parts, f"{UNRECORDED_PREFIX}{'partial-' if partial else ''}{os.getpid()}.json")
         with open(path + ".tmp", "w", encoding="utf-8") as fh:
-            json.dump({"pid": os.getpid(), "argv": list(getattr(sys, "orig_argv", [])), "why": why}, fh)
+            json.dump({"pid": os.getpid(), "argv": list(getattr(sys, "orig_argv", [])), "why": why,
+                       **({"partial": True} if partial else {})}, fh)
         os.replace(path + ".tmp", path)
     except OSError:          # the program runs as it would whatever happens to the note
         pass

@@ -96,7 +96,8 @@ def unrecorded(root: str | os.PathLike[str], meta: dict[str, Any]) -> list[dict[
         except (OSError, ValueError):
             continue
         if isinstance(note, dict) and isinstance(note.get("argv"), list) and isinstance(note.get("why"), str):
-            out.append({"pid": _int(note.get("pid")), "argv": [str(a) for a in note["argv"]], "why": note["why"]})
+            out.append({"pid": _int(note.get("pid")), "argv": [str(a) for a in note["argv"]], "why": note["why"],
+                        **({"partial": True} if note.get("partial") is True else {})})
     return sorted(out, key=lambda n: n["pid"] or 0)
 
 
