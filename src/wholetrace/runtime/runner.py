@@ -256,6 +256,13 @@ def _run_stdin(source: bytes, instrumenter: Instrumenter, headroom: int, before:
         flush_io()
 
 
+def script_file(typed: str) -> str:
+    """The main script's ``__file__`` and code file name as the interpreter makes them from the
+    path as typed: made absolute by joining the current directory, neither normalised nor
+    resolved (a symlinked script keeps the link's name; ``./a/../b.py`` stays so)."""
+    return typed if os.path.isabs(typed) else os.path.join(os.getcwd(), typed)
+
+
 def _main_path(entry: str) -> None:
     """Put the main module's directory first on ``sys.path``, as the interpreter does (not
     under ``-P`` or ``-I``: ``sys.flags.safe_path``)."""
@@ -411,12 +418,13 @@ def record(target: Target, writer: Any, *, mode: str = "blocks", include: list[s
         roots = [os.path.realpath(os.getcwd())]
         sys.argv = ["-c" if target.stdin is None else target.stdin[0], *target.args]
     elif target.script is not None:
-        path = os.path.realpath(target.script)
-        if not os.path.isfile(path):
+        real = os.path.realpath(target.script)
+        if not os.path.isfile(real):
             raise UsageError(f"can't open file {target.script!r}: no such file")
-        roots = [os.path.dirname(path)]
-        _main_path(os.path.dirname(path))
-        sys.argv = [path, *target.args]
+        path = script_file(target.script)
+        roots = [os.path.dirname(real)]
+        _main_path(os.path.dirname(real))   # the interpreter's sys.path[0]: the resolved script's directory
+        sys.argv = [target.script, *target.args]   # as typed (plain's), ``__file__`` as script_file
     else:
         assert target.module is not None
         _main_path(os.getcwd())
