@@ -318,7 +318,9 @@ class _YieldRewriter(ast.NodeTransformer):
 
     def _wrap(self, node: ast.Yield | ast.YieldFrom) -> ast.expr:
         self.generic_visit(node)
-        value = node.value if node.value is not None else artificial(ast_const(None))
+        # a bare yield's None at the yield's position: a location-less first instruction takes the
+        # line of the one before it (the prologue's, the def line): a line event plain has not
+        value = node.value if node.value is not None else ast.copy_location(ast_const(None), node)
         leave = ast.Tuple([value, ast.Call(ast_name(A), [ast_const(LEAVE)], []),
                            ast.NamedExpr(ast_name(A, True), ast_const(None))], ast.Load())
         node.value = artificial(ast.Subscript(leave, ast_const(0), ast.Load()))  # type: ignore[assignment]
