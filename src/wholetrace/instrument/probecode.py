@@ -395,8 +395,9 @@ class Emitter(HeldCode, Record):
         resume = [ast.Assign([ast_name(A, True)], self.stream()),
                   ast.Expr(ast_call(A, ast_const(enter_code(self.fid))))]
         test: ast.expr = ast.Compare(ast_name(A), [ast.Is()], [ast_const(None)])
-        if self.marked:   # or left by a wrapped ``async for``'s step, which cannot unbind ``wt.a``
-            test = ast.BoolOp(ast.Or(), [test, ast_name(WRAP_LEFT)])
+        if self.marked:   # or left by a wrapped ``async for``'s step, which cannot unbind ``wt.a`` (``|``: no
+            # branch, whose join 3.13's compiler rejects in a handler: "Invalid CFG, inconsistent stackdepth")
+            test = ast.BinOp(test, ast.BitOr(), ast.Compare(ast_name(WRAP_LEFT), [ast.NotEq()], [ast.List([], ast.Load())]))
             resume.append(ast.Expr(ast.Call(ast.Attribute(ast_name(WRAP_LEFT), "clear", ast.Load()), [], [])))
         if tail is not None:
             return [place(ast.If(test, resume + record(), record()), at)]  # type: ignore[list-item]
