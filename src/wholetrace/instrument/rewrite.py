@@ -168,7 +168,7 @@ class _FunctionRewriter(MatchRewriter, CleanupRewriter):
             st = cfg.stmt_at(s, "if")
             pre = self.probe_for(st, s)
             s.test = self.expr(s.test)
-            s.body = self.arm(st, "body", self.body(s.body), s)
+            s.body = _one_line_arm(s.test, self.arm(st, "body", self.body(s.body), s))
             s.orelse = self.arm(st, "orelse", self.body(s.orelse), s)
             return pre + [s]
         if isinstance(s, ast.While):
@@ -355,6 +355,18 @@ class _YieldRewriter(ast.NodeTransformer):
 
 
 # --------------------------------------------------------------------------- functions and modules
+
+def _one_line_arm(test: ast.expr, body: list[ast.stmt]) -> list[ast.stmt]:
+    """``if A or B: return`` on one line: the probes before the arm's first statement at its
+    position.  Artificial, they formed a location-less join of the test's jumps, after which the
+    statement started its line again: a program's tracer saw a second ``line`` event (review23e).
+    On a line of its own the statement starts a line anyway, so its probes stay artificial."""
+    first = awaits.first_located(body)
+    if first is not None and first.lineno == test.end_lineno:
+        for p in body[:body.index(first)]:
+            start_line(p, first)
+    return body
+
 
 def _is_head(s: ast.stmt, module: bool) -> bool:
     """Docstrings and ``from __future__`` imports must stay first; they execute no calls."""
