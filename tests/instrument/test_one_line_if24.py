@@ -76,6 +76,7 @@ def main():
         raising(7)
     except ValueError as exc:
         print("caught", exc)
+    print("end")   # (a function ending in an ``except ... as`` handler: another, 3.12 bug)
 
 
 if "trace" in sys.argv:
