@@ -8,7 +8,7 @@ import sys
 from wholetrace.events import LEAVE, enter_code
 from wholetrace.ids import EXIT
 from wholetrace.instrument.cfg import CFG, _walk_expr
-from wholetrace.instrument.emit import (A, D, DRIVEN_GET, DRIVEN_SET, F, FRAME, ID, K, ROOT, SKIP, Emitter, artificial,
+from wholetrace.instrument.emit import (A, D, DRIVEN_GET, DRIVEN_SET, F, FRAME, ID, K, WRAP_LEFT, ROOT, SKIP, Emitter, artificial,
                                        ast_call, ast_const, ast_name, locate, place, rt)
 
 TYPE_CHECKING = False
@@ -37,13 +37,16 @@ def leave_stmts(em: Emitter) -> list[ast.stmt]:
     return [artificial(ast.Expr(e)) for e in leave(em)]  # type: ignore[misc]
 
 
-def resume_exprs(em: Emitter, exits: bool = False) -> list[ast.expr]:
+def resume_exprs(em: Emitter, exits: bool = False, marked: bool = False) -> list[ast.expr]:
     """``wt.d and (wt.a := stream, wt.a(ENTER))``: what runs once it is resumed.  ``exits``:
     the suspending block may be followed by EXIT, where readers would take the activation's
     last LEAVE for a suspension: driven by a task, it records LEAVE and ENTER here (``or
-    (wt.a(LEAVE) or wt.a(ENTER))``), a suspension that takes no time."""
+    (wt.a(LEAVE) or wt.a(ENTER))``), a suspension that takes no time.  ``marked``: after a
+    wrapped ``async for``'s step, which set ``wt.v`` (cleared here: ``instrument.loopwrap``)."""
     enter = ast.Call(ast_name(A), [ast_const(enter_code(em.fid))], [])
     parts = [ast.NamedExpr(ast_name(A, True), em.stream()), enter]
+    if marked:
+        parts.append(ast.Call(ast.Attribute(ast_name(WRAP_LEFT), "clear", ast.Load()), [], []))
     out: ast.expr = ast.BoolOp(ast.And(), [ast_name(D), ast.Tuple(parts, ast.Load())])
     if exits:
         pair = ast.BoolOp(ast.Or(), [ast.Call(ast_name(A), [ast_const(LEAVE)], []),
@@ -52,13 +55,13 @@ def resume_exprs(em: Emitter, exits: bool = False) -> list[ast.expr]:
     return [out]
 
 
-def resume(em: Emitter, exits: bool = False, like: ast.AST | None = None) -> list[ast.stmt]:
+def resume(em: Emitter, exits: bool = False, like: ast.AST | None = None, marked: bool = False) -> list[ast.stmt]:
     """:func:`resume_exprs` as statements at the start of ``like`` (the statement they open:
     their branch's join must not start a line for a program's tracer: the join is the ``None``
     of ``(resume, None)``, not the statement's ``POP_TOP``, which the compiler leaves
     location-less), else artificial."""
     return [place(ast.Expr(ast.Tuple([e, ast_const(None)], ast.Load())), like)  # type: ignore[misc]
-            for e in resume_exprs(em, exits)]
+            for e in resume_exprs(em, exits, marked)]
 
 
 def first_located(body: list[ast.stmt]) -> ast.stmt | None:
@@ -66,11 +69,12 @@ def first_located(body: list[ast.stmt]) -> ast.stmt | None:
     return next((s for s in body if getattr(s, "lineno", -1) > 0), None)
 
 
-def resume_if_left(em: Emitter, exits: bool = False) -> list[ast.stmt]:
+def resume_if_left(em: Emitter, exits: bool = False, marked: bool = False) -> list[ast.stmt]:
     """After a statement some of whose ways out follow a suspension and some do not (by hand:
-    LEAVE always precedes ``__aexit__``; ``exits``: see :func:`resume_exprs`)."""
-    test = ast.Compare(ast_name(A), [ast.Is()], [ast_const(None)])
-    return [artificial(ast.If(test, resume(em), resume(em, True) if exits else []))]  # type: ignore[list-item]
+    LEAVE always precedes ``__aexit__``; ``exits``: see :func:`resume_exprs`; ``marked``: left
+    by a wrapped ``async for``'s step, ``wt.v`` set)."""
+    test = ast_name(WRAP_LEFT) if marked else ast.Compare(ast_name(A), [ast.Is()], [ast_const(None)])
+    return [artificial(ast.If(test, resume(em, marked=marked), resume(em, True) if exits else []))]  # type: ignore[list-item]
 
 
 def exits_after(cfg: CFG, block: int) -> bool:

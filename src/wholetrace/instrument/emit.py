@@ -46,6 +46,7 @@ O = "wt.o"           # path mode: the activation's closing record, set on the ed
 D = "wt.d"           # trace modes, coroutines: the activation is driven by hand, not by an asyncio task (``instrument.awaits``)
 F = "wt.f"           # the same: the activation's frame, while the prologue finds that out
 K = "wt.k"           # the same: the frame below it
+WRAP_LEFT = "wt.v"    # the same, a body with an ``async for`` behind a wrapper: non-empty from the wrapper's LEAVE (driven by hand) to the next ENTER
 
 
 _LEAVE_TABLES: dict[int, tuple[int, ...]] = {}   # a memo dict, not functools.lru_cache (rstart15: no functools at start-up)

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import ast
 
-from wholetrace.events import LEAVE, enter_code
-from wholetrace.instrument.emit import (A, LOOP_ADD, LOOP_AITER, LOOP_ANEXT, LOOP_ASYNC, LOOP_ATTRGETTER, LOOP_CALL,
+from wholetrace.events import LEAVE
+from wholetrace.instrument.emit import (A, D, WRAP_LEFT, SKIP, LOOP_ADD, LOOP_AITER, LOOP_ANEXT, LOOP_ASYNC, LOOP_ATTRGETTER, LOOP_CALL,
                                         LOOP_EXTEND, LOOP_MAP, LOOP_REPEAT, LOOP_SECOND, LOOP_SELF,
-                                        LOOP_SETATTR, LOOP_ZIP, GET, Emitter, artificial, ast_call, ast_const, ast_name, place, rt)
+                                        LOOP_SETATTR, LOOP_ZIP, GET, artificial, ast_call, ast_const, ast_name, rt)
 
 
 def _forever(fn: ast.expr) -> ast.expr:
@@ -47,6 +47,25 @@ def trace_recorder(values: list[int], local: bool) -> ast.expr:
         return ast_call(rt(LOOP_MAP), rt(LOOP_CALL), _forever(rt(GET)), _repeat(ast_const(values[0])))
     extend = ast_call(rt(LOOP_EXTEND), ast_const("extend"), ast_const(tuple(values)))
     return ast_call(rt(LOOP_MAP), extend, ast_call(rt(LOOP_MAP), rt(LOOP_SELF), _forever(rt(GET))))
+
+
+def hand_recorders(values: list[int]) -> list[ast.expr]:
+    """A coroutine's or async generator's ``async for`` behind a wrapper (trace modes): its
+    ``__anext__`` may suspend, and driven by hand the driver's own events would land in the
+    stream between the header and the body (review23b HIGH-2).  Picked at loop entry by
+    ``wt.d``, each step records ``values`` then, by hand, LEAVE (as the unwrapped loop's
+    ``awaits.leave``), and appends to ``wt.v``: the step cannot unbind ``wt.a``, so the body's
+    and the ``else``'s resume and the handlers read ``wt.v`` instead (and clear it)::
+
+        map(methodcaller("extend", (values, values + (LEAVE,))[wt.d is True]), <the stream>)
+        map((skip, wt.v.append)[wt.d is True], repeat(None))"""
+    hand = ast.Compare(ast_name(D), [ast.Is()], [ast_const(True)])
+    pick = ast.Subscript(ast.Tuple([ast_const(tuple(values)), ast_const(tuple(values) + (LEAVE,))], ast.Load()), hand, ast.Load())
+    extend = ast_call(rt(LOOP_EXTEND), ast_const("extend"), pick)
+    record = ast_call(rt(LOOP_MAP), extend, ast_call(rt(LOOP_MAP), rt(LOOP_SELF), _forever(rt(GET))))
+    append = ast.Attribute(ast_name(WRAP_LEFT), "append", ast.Load())
+    mark = ast.Subscript(ast.Tuple([rt(SKIP), append], ast.Load()), hand, ast.Load())
+    return [record, ast_call(rt(LOOP_MAP), mark, _repeat(ast_const(None)))]
 
 
 def count_recorders(counts: ast.expr, slots: list[str]) -> list[ast.expr]:
@@ -98,15 +117,3 @@ def wrap(iterable: ast.expr, recorders: list[ast.expr], loop: ast.For | ast.Asyn
     items = ast_call(rt(LOOP_MAP), rt(LOOP_ANEXT), _repeat(ast.copy_location(artificial(ast_call(rt(LOOP_AITER), iterable)), at)))
     chain = ast_call(rt(LOOP_MAP), rt(LOOP_SECOND), steps, items) if steps is not None else items
     return ast_call(rt(LOOP_ASYNC), ast.List([ast.Attribute(chain, "__next__", ast.Load())], ast.Load()))
-
-
-def exhausted_to_exit(em: Emitter, like: ast.AST | None) -> list[ast.stmt]:
-    """An ``async for`` behind a wrapper in a coroutine or async generator, whose exhausted edge
-    may lead to EXIT: a suspension that takes no time, ``wt.a(LEAVE)``, ``wt.a(ENTER)``, as the
-    loop is left (its ``else``).  The header is a suspending block and the wrapper records no
-    LEAVE before ``__anext__``: without it readers take the activation's closing LEAVE, right
-    after the header, for a suspension there, and blocks mode loses the exhausted edge (review22e
-    MED-2).  Two statements, no branch: a location-less join would start the line again for a
-    program's tracer.  ``like``: the ``else``'s first statement of the program (see ``awaits.resume``)."""
-    return [place(ast.Expr(ast_call(ast_name(A), ast_const(code))), like)  # type: ignore[misc]
-            for code in (LEAVE, enter_code(em.fid))]

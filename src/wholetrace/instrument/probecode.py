@@ -17,7 +17,7 @@ from wholetrace.instrument.misspath import LazyModule
 from wholetrace.events import EXC, LEAVE, LEAVE_PATH, NO_PATH, RERAISE as RERAISE_CODE, START, enter_code
 from wholetrace.instrument.pathforms import LEAVE_TABLE_MAX
 from wholetrace.instrument.emit import (A, BARE, COUNTS, C_CALLS_COUNT, EDGES, EXC_CAUGHT, EXC_GUARD, EXC_OWN, GET,
-                                        INC, LASTI, LOCAL, NEW, NO_TB, O, P, R, RECURSION_ERROR,
+                                        INC, LASTI, LOCAL, NEW, WRAP_LEFT, NO_TB, O, P, R, RECURSION_ERROR,
                                         RERAISE_MARK, RERAISE_MARK_GUARD, SEEN, SKIP, STAR_PENDING, TB,
                                         XCOUNT, XEDGE, XLIST, counter_slot, leave_table, sites_constant)
 from wholetrace.instrument.handledtb import star_tb, traceback_of
@@ -68,6 +68,7 @@ class Emitter(HeldCode, Record):
         self.star_held: list[str] = []   # the ``wt.h<N>`` locals (the epilogue drops them)
         self.star_ends = False   # an ``except*`` handler's end sets ``wt.z`` (:meth:`HeldCode.star_pending`)
         self.bare_raises = False   # the body holds a bare ``raise`` (set by the rewriter: :meth:`raising_again`)
+        self.marked = False   # a coroutine's ``wt.v`` (``instrument.loopwrap.hand_recorder``): handlers resume if it is set
 
     @property
     def counts(self) -> bool:
@@ -393,7 +394,11 @@ class Emitter(HeldCode, Record):
         # handler (no join left without a line: Python 3.13 cannot copy such an exit here)
         resume = [ast.Assign([ast_name(A, True)], self.stream()),
                   ast.Expr(ast_call(A, ast_const(enter_code(self.fid))))]
-        test = ast.Compare(ast_name(A), [ast.Is()], [ast_const(None)])
+        test: ast.expr = ast.Compare(ast_name(A), [ast.Is()], [ast_const(None)])
+        if self.marked:   # or left by a wrapped ``async for``'s step, which cannot unbind ``wt.a`` (``|``: no
+            # branch, whose join 3.13's compiler rejects in a handler: "Invalid CFG, inconsistent stackdepth")
+            test = ast.BinOp(test, ast.BitOr(), ast.Compare(ast_name(WRAP_LEFT), [ast.NotEq()], [ast.List([], ast.Load())]))
+            resume.append(ast.Expr(ast.Call(ast.Attribute(ast_name(WRAP_LEFT), "clear", ast.Load()), [], [])))
         if tail is not None:
             return [place(ast.If(test, resume + record(), record()), at)]  # type: ignore[list-item]
         return [place(s, at) for s in [ast.If(test, resume, [])] + record()]  # type: ignore[misc]

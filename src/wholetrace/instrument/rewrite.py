@@ -23,8 +23,8 @@ from wholetrace.instrument import awaits, loopwrap
 from wholetrace.instrument.cfg import CFG, Stmt
 from wholetrace.instrument.cleanup import (NO_LOCATION_ARMS_MISCOMPILE, CleanupRewriter, callless,
                                           continue_crosses_cleanup, has_reraise_sites, with_exit_spans)
-from wholetrace.instrument.emit import (A, COUNTS, HOLD, Emitter, artificial, ast_const, ast_name,
-                                       counter_slot, locate, rt, start_line)
+from wholetrace.instrument.emit import (A, COUNTS, HOLD, WRAP_LEFT, Emitter, artificial, ast_const, ast_name,
+                                       counter_slot, locate, place, rt, start_line)
 from wholetrace.instrument.matchsplit import MatchRewriter
 from wholetrace.instrument.modes import ProbePlan, blocks_plan
 from wholetrace.events import LEAVE, enter_code
@@ -58,6 +58,9 @@ class _FunctionRewriter(MatchRewriter, CleanupRewriter):
         self.gen = cfg.is_generator
         self.em = Emitter(fid, in_class, plan, has_reraise_sites(cfg), table, self.gen and plan.traces)
         self.em.bare_raises = any(isinstance(st.node, ast.Raise) and st.node.exc is None for st in cfg.stmts)
+        self.em.marked = self.gen and plan.traces and any(   # (``loopwrap.hand_recorders``)
+            st.kind == "for-next" and isinstance(st.node, ast.AsyncFor) and continue_crosses_cleanup(st.node.body)
+            for st in cfg.stmts)
         self.loops: list[_LoopInfo] = []
         self.exit_awaits: set[int] | None = None   # (awaits.exit_awaits, when first needed)
         self.dst_edges: dict[int, list[int]] = {}
@@ -165,7 +168,7 @@ class _FunctionRewriter(MatchRewriter, CleanupRewriter):
             st = cfg.stmt_at(s, "if")
             pre = self.probe_for(st, s)
             s.test = self.expr(s.test)
-            s.body = self.arm(st, "body", self.body(s.body), s)
+            s.body = _one_line_arm(s.test, self.arm(st, "body", self.body(s.body), s))
             s.orelse = self.arm(st, "orelse", self.body(s.orelse), s)
             return pre + [s]
         if isinstance(s, ast.While):
@@ -259,10 +262,17 @@ class _FunctionRewriter(MatchRewriter, CleanupRewriter):
             if first:
                 s.iter = ast.Subscript(ast.Tuple([s.iter] + self.em.exprs(first), ast.Load()), ast_const(0), ast.Load())
             recorders = (loopwrap.count_recorders(rt(COUNTS), [counter_slot(v) for v in h]) if self.em.counts
+                         else loopwrap.hand_recorders(h) if self.anext_suspends(s)
                          else [loopwrap.trace_recorder(h, not self.gen and not self.em.in_class)] if h else [])
             s.iter = loopwrap.wrap(s.iter, recorders, s, iterable)
-            if self.anext_suspends(s) and awaits.exits_after(self.cfg, info.header.block):
-                s.orelse = loopwrap.exhausted_to_exit(self.em, awaits.first_located(s.orelse)) + s.orelse
+            if self.anext_suspends(s):   # each step left by hand (``wt.v`` set): resumed as the unwrapped loop is
+                s.body = awaits.resume(self.em, like=awaits.first_located(s.body), marked=True) + s.body
+                exits = awaits.exits_after(self.cfg, info.header.block)
+                if s.orelse or exits:
+                    like = awaits.first_located(s.orelse) or iterable
+                    s.orelse = awaits.resume(self.em, exits, like, marked=True) + s.orelse
+                else:
+                    after = awaits.resume_if_left(self.em, marked=True)
         elif self.anext_suspends(s):   # __anext__ awaited: a generator suspension (instrument.awaits)
             leave = awaits.leave(self.em)
             s.iter = ast.Subscript(ast.Tuple([s.iter] + self.em.exprs(first + h) + leave, ast.Load()), ast_const(0), ast.Load())
@@ -308,7 +318,9 @@ class _YieldRewriter(ast.NodeTransformer):
 
     def _wrap(self, node: ast.Yield | ast.YieldFrom) -> ast.expr:
         self.generic_visit(node)
-        value = node.value if node.value is not None else artificial(ast_const(None))
+        # a bare yield's None at the yield's position: a location-less first instruction takes the
+        # line of the one before it (the prologue's, the def line): a line event plain has not
+        value = node.value if node.value is not None else ast.copy_location(ast_const(None), node)
         leave = ast.Tuple([value, ast.Call(ast_name(A), [ast_const(LEAVE)], []),
                            ast.NamedExpr(ast_name(A, True), ast_const(None))], ast.Load())
         node.value = artificial(ast.Subscript(leave, ast_const(0), ast.Load()))  # type: ignore[assignment]
@@ -344,6 +356,18 @@ class _YieldRewriter(ast.NodeTransformer):
 
 # --------------------------------------------------------------------------- functions and modules
 
+def _one_line_arm(test: ast.expr, body: list[ast.stmt]) -> list[ast.stmt]:
+    """``if A or B: return`` on one line: the probes before the arm's first statement at its
+    position.  Artificial, they formed a location-less join of the test's jumps, after which the
+    statement started its line again: a program's tracer saw a second ``line`` event (review23e).
+    On a line of its own the statement starts a line anyway, so its probes stay artificial."""
+    first = awaits.first_located(body)
+    if first is not None and first.lineno == test.end_lineno:
+        for p in body[:body.index(first)]:
+            start_line(p, first)
+    return body
+
+
 def _is_head(s: ast.stmt, module: bool) -> bool:
     """Docstrings and ``from __future__`` imports must stay first; they execute no calls."""
     if isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) and isinstance(s.value.value, str):
@@ -376,6 +400,8 @@ def rewrite_function(fn: ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | a
     guarded = em.activation_guard(rest or [artificial(ast.Pass())])
     entry = em.stmts(fr.site_values("entry", -1), None)   # witness of the edge out of ENTRY
     hand = awaits.hand_flag(anchor, awaits.yields(fn)) if isinstance(fn, ast.AsyncFunctionDef) and fr.gen and not em.counts else []
+    if em.marked:
+        hand.append(place(ast.Assign([ast_name(WRAP_LEFT, True)], ast.List([], ast.Load())), anchor))  # type: ignore[arg-type]
     fn.body = head + em.prologue(anchor) + hand + entry + [guarded]  # type: ignore[list-item]
     start_line(fn.body[len(head)], anchor)
 
