@@ -17,9 +17,9 @@ from wholetrace.instrument.misspath import LazyModule
 from wholetrace.events import EXC, LEAVE, LEAVE_PATH, NO_PATH, RERAISE as RERAISE_CODE, START, enter_code
 from wholetrace.instrument.pathforms import LEAVE_TABLE_MAX
 from wholetrace.instrument.emit import (A, BARE, COUNTS, C_CALLS_COUNT, EDGES, EXC_CAUGHT, EXC_GUARD, EXC_OWN, GET,
-                                        INC, LASTI, LOCAL, NEW, NO_TB, O, P, R, RECURSION_ERROR,
+                                        HERE, INC, LASTI, LOCAL, NEW, NO_TB, O, OWN, OWNED_GET, P, R, RECURSION_ERROR,
                                         RERAISE_MARK, RERAISE_MARK_GUARD, SEEN, SKIP, TB,
-                                        XCOUNT, XEDGE, XLIST, counter_slot, leave_table, sites_constant)
+                                        UNOWNED, XCOUNT, XEDGE, XLIST, counter_slot, leave_table, sites_constant)
 from wholetrace.instrument.handledtb import star_tb, traceback_of
 from wholetrace.instrument.heldcode import HeldCode
 from wholetrace.instrument.probeast import (artificial, ast_call, ast_const, ast_name, first_evaluated, place, rt)
@@ -99,7 +99,16 @@ class Emitter(HeldCode, Record):
         return sorted(self.plan.local_counters | self.expr_locals)
 
     def stream(self) -> ast.expr:
-        return ast.BoolOp(ast.Or(), [ast_call(rt(GET), ast_const(None)), ast_call(rt(NEW))])
+        """The append of the running context's stream, made if need be: ``wt.c[1] if (wt.c :=
+        owned_get(unowned))[0]._is_owned() else new()`` (a context copied in another thread
+        names a stream that thread made: ``runtime.streams.Streams``).  Module and class
+        bodies: ``here()``, the same as a call (they bind no local; their probes read ``get``)."""
+        if self.in_class:
+            return ast_call(rt(HERE))
+        pair = ast.NamedExpr(ast_name(OWN, True), ast_call(rt(OWNED_GET), rt(UNOWNED)))
+        owner = ast.Subscript(pair, ast_const(0), ast.Load())
+        test = ast.Call(ast.Attribute(owner, "_is_owned", ast.Load()), [], [])
+        return ast.IfExp(test, ast.Subscript(ast_name(OWN), ast_const(1), ast.Load()), ast_call(rt(NEW)))
 
     def append(self, value: int) -> ast.expr:
         """The probe as an expression whose value is false (``while`` tests, ``for`` iterables)."""

@@ -207,7 +207,7 @@ def runtime_objects(state: RunState) -> dict[str, object]:
     def exception_edge(fid: int, handler: int = -1, reraise: bool = False) -> None:
         """Module and class bodies: EXC <statement>, or RERAISE <statement> <re-raise site>
         (witness modes), then the handler block (witness modes, unless it is EXIT: -1)."""
-        cur = current() or new_stream()
+        cur = current() or new_stream()   # (after the body's prologue: its thread's stream)
         src, raised = origin(fid, reraise, handler >= 0)
         rec = (RERAISE, src, raised) if raised != src else (EXC, src)
         # one call for the whole record: a thread stopped at exit never stands inside it
@@ -221,7 +221,8 @@ def runtime_objects(state: RunState) -> dict[str, object]:
         """Module and class bodies, count modes: a counter probe inside an expression."""
         setattr(counts, slot, getattr(counts, slot) + 1.0)
 
-    return {emit.GET: current, emit.NEW: new_stream, emit.XEDGE: exception_edge,
+    return {emit.GET: current, emit.NEW: new_stream, emit.OWNED_GET: streams.owned.get, emit.UNOWNED: streams.unowned,
+            emit.HERE: streams.here, emit.XEDGE: exception_edge,
             emit.XCOUNT: exception_edge_count, **LOOP_OBJECTS, emit.COUNTS: state.file_counts.__getitem__, emit.EDGES: Edges(xedges),
             emit.INC: increment,
             emit.RERAISE_MARK: sys.exception,
