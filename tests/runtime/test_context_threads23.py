@@ -159,3 +159,59 @@ def test_trace_modes_read_and_equal_count(name: str, mode: str, tmp_path: Path) 
     mode, *options = mode.split()
     _script, wt = _record(tmp_path, name, mode, *options)
     assert_same_counts(profiles(wt), profiles(counted), (name, mode))
+
+
+LAZY = '''\
+import asyncio, importlib, sys
+sys.path.insert(0, "")
+def busy(n):
+    return sum(k % 7 for k in range(n))
+async def main():
+    m = await asyncio.to_thread(importlib.import_module, "lazymod")
+    print(m.C.x, m.t, busy(2000))
+asyncio.run(main())
+'''
+
+LAZYMOD = '''\
+def g(k):
+    if k % 2:
+        return k
+    return 0
+class C:
+    x = 0
+    for i in range(50):
+        if i % 3:
+            x += 1
+t = 0
+for k in range(40):
+    t += g(k)
+'''
+
+
+@pytest.mark.parametrize("mode", ("blocks", "witness", "full"))
+def test_module_and_class_bodies_in_a_copied_context(mode: str, tmp_path: Path) -> None:
+    """A module imported by ``asyncio.to_thread`` (a lazy import in a worker thread, the task's
+    context): its body, a class body and a function it calls go to the worker thread's stream
+    (module and class bodies check the thread through ``Streams.here``); blocks' lines are the
+    settrace tracer's; each mode's counts are count mode's."""
+    (tmp_path / "lazymod.py").write_text(LAZYMOD)
+    _script, counted = _record(tmp_path, "lazy", "count", source=LAZY)
+    script, wt = _record(tmp_path, "lazy", mode, source=LAZY)
+    assert_same_counts(profiles(wt), profiles(counted), ("lazy", mode))
+    if mode != "blocks":
+        return
+    for stream, functions in _functions_by_stream(wt).items():
+        if functions & {"g", "C"}:
+            assert stream == "asyncio_0", (functions, "recorded in", stream)
+    files = {str(script), str(tmp_path / "lazymod.py")}
+    oracle = line_counts(script, [], files)
+    assert compare_lines(wt, files, oracle) > 0
+
+
+def test_copies_of_one_context_share_a_stream_in_a_thread(tmp_path: Path) -> None:
+    """300 ``call_soon_threadsafe`` callbacks, each in its own copy of the worker's context, run
+    in the loop's thread: one stream there for all of them (not one a callback)."""
+    _script, wt = _record(tmp_path, "threadsafe", "blocks")
+    with Recording(wt) as rec:
+        names = sorted(st.name for st in rec.streams())
+    assert names == ["MainThread", "MainThread", "Task-1", "W"], names

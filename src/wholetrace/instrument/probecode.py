@@ -228,15 +228,21 @@ class Emitter(HeldCode, Record):
         if self.in_class:
             enter = ast.Expr(ast.Call(self.stream(), [ast_const(enter_code(self.fid))], []))
             return [place(enter, like)] + self.forget_reraise(like)  # type: ignore[list-item]
-        fetch: ast.stmt = ast.Assign([ast_name(A, True)], self.stream())
+        # ``wt.c, wt.a = owned_get(unowned); wt.c._is_owned() or (wt.a := new())``: what
+        # ``stream()`` does, cheaper as two statements (an unpack, no subscripts)
+        pair = ast.Assign([ast.Tuple([ast_name(OWN, True), ast_name(A, True)], ast.Store())],
+                          ast_call(rt(OWNED_GET), rt(UNOWNED)))
+        check = ast.BoolOp(ast.Or(), [ast.Call(ast.Attribute(ast_name(OWN), "_is_owned", ast.Load()), [], []),
+                                      ast.NamedExpr(ast_name(A, True), ast_call(rt(NEW)))])
+        fetch: list[ast.stmt] = [pair, ast.Expr(check)]
         if C_CALLS_COUNT:
-            fetch = self._recursion_guard(fetch)
+            fetch = [self._recursion_guard(fetch)]
         start = [self.stmt(START, like)] if self.plan.paths and self.generator else []   # ENTER alone: resumed
         bare = [place(ast.Assign([ast_name(BARE, True)], ast_const(None)), like)] if self.marks_bare else []
-        return [place(fetch, like), self.stmt(enter_code(self.fid), like)] + start + self.forget_reraise(like) + bare  # type: ignore[list-item]
+        return [place(f, like) for f in fetch] + [self.stmt(enter_code(self.fid), like)] + start + self.forget_reraise(like) + bare  # type: ignore[list-item]
 
     @staticmethod
-    def _recursion_guard(fetch: ast.stmt) -> ast.stmt:
+    def _recursion_guard(fetch: list[ast.stmt]) -> ast.stmt:
         """At the recursion limit the stream fetch (a C call) fails in the callee, where the
         plain program's call would have failed in the caller: raise the error the plain
         program sees (message, no traceback entry for this frame)."""
@@ -246,7 +252,7 @@ class Emitter(HeldCode, Record):
                ast.Assign([ast.Attribute(ast_name(EXC_CAUGHT), "__traceback__", ast.Store())], ast_const(None)),
                ast.Raise()]
         handler = ast.ExceptHandler(rt(RECURSION_ERROR), EXC_CAUGHT, fix)
-        return ast.Try([fetch], [artificial(handler)], [], [])  # type: ignore[list-item]
+        return ast.Try(fetch, [artificial(handler)], [], [])  # type: ignore[list-item]
 
     def local(self, counter: int) -> str:
         """The local that holds ``counter`` during an activation (named by its index in the

@@ -65,8 +65,10 @@ class Streams:
         self.owned: ContextVar[tuple[Any, Append] | None] = ContextVar("wholetrace_owned", default=None)
         #: the ``owned`` of a context where it is unset: an RLock no thread holds, no append
         self.unowned: tuple[Any, Append | None] = (_thread.RLock(), None)
-        #: thread ident -> the RLock that thread holds, owner of the streams made in it
+        #: thread ident -> the RLock that thread holds, owner of the streams made in it; ``alive.owner``
+        #: the same, in the thread (gone when it ends: a later thread given its ident revokes it)
         self.owners: dict[int, Any] = {}
+        self.alive = _thread._local()
         #: (a stream's append, a thread that ran a context naming it) -> the ``owned`` pair of the
         #: stream made for it there: every copy of one context run in another thread (a callback of
         #: ``call_soon_threadsafe`` each, a pool's jobs) shares one stream of that thread
@@ -110,9 +112,12 @@ class Streams:
             self.all.append(st)
         append = st.buf.append
         self.by_buffer[append] = st   # (keyed by the append itself: ``id()`` is an audit event)
-        owner = self.owners.get(me)
+        owner = getattr(self.alive, "owner", None)
         if owner is None:
-            owner = self.owners[me] = _thread.RLock()
+            stale = self.owners.get(me)
+            if stale is not None and stale._is_owned():   # of a thread that ended: its streams are no one's
+                stale._release_save()
+            owner = self.alive.owner = self.owners[me] = _thread.RLock()
             owner.acquire()   # held for the thread's life: ``_is_owned()`` is true in it only
         pair = (owner, append)
         if foreign[1] is not None and foreign[0] is not owner:
