@@ -228,13 +228,15 @@ class Emitter(HeldCode, Record):
         if self.in_class:
             enter = ast.Expr(ast.Call(self.stream(), [ast_const(enter_code(self.fid))], []))
             return [place(enter, like)] + self.forget_reraise(like)  # type: ignore[list-item]
-        # ``wt.c, wt.a = owned_get(unowned); wt.c._is_owned() or (wt.a := new())``: what
-        # ``stream()`` does, cheaper as two statements (an unpack, no subscripts)
+        # ``wt.c, wt.a = owned_get(unowned); wt.c = wt.c._is_owned() or (wt.a := new())``: what
+        # ``stream()`` does, cheaper as two statements (an unpack, no subscripts).  An assignment,
+        # not an expression statement: its POP_TOP has no line, and a jump to it would start the
+        # line again for a program's tracer (a second ``line`` event)
         pair = ast.Assign([ast.Tuple([ast_name(OWN, True), ast_name(A, True)], ast.Store())],
                           ast_call(rt(OWNED_GET), rt(UNOWNED)))
         check = ast.BoolOp(ast.Or(), [ast.Call(ast.Attribute(ast_name(OWN), "_is_owned", ast.Load()), [], []),
                                       ast.NamedExpr(ast_name(A, True), ast_call(rt(NEW)))])
-        fetch: list[ast.stmt] = [pair, ast.Expr(check)]
+        fetch: list[ast.stmt] = [pair, ast.Assign([ast_name(OWN, True)], check)]
         if C_CALLS_COUNT:
             fetch = [self._recursion_guard(fetch)]
         start = [self.stmt(START, like)] if self.plan.paths and self.generator else []   # ENTER alone: resumed
