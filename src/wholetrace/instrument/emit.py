@@ -45,7 +45,8 @@ O = "wt.o"           # path mode: the activation's closing record, set on the ed
 D = "wt.d"           # trace modes, coroutines: the activation is driven by hand, not by an asyncio task (``instrument.awaits``)
 F = "wt.f"           # the same: the activation's frame, while the prologue finds that out
 K = "wt.k"           # the same: the frame below it
-OWN = "wt.c"         # trace modes: ``(owner, append)`` of the context's stream, while the prologue checks its thread
+OWN = "wt.c"         # trace modes: ``(owner, append)`` of the context's stream (its owner in a prologue)
+OWN_APPEND = "wt.i"  # the same: its append, while the prologue checks the owner (``wt.a`` is bound after: ENTER follows)
 
 
 _LEAVE_TABLES: dict[int, tuple[int, ...]] = {}   # a memo dict, not functools.lru_cache (rstart15: no functools at start-up)

@@ -17,7 +17,7 @@ from wholetrace.instrument.misspath import LazyModule
 from wholetrace.events import EXC, LEAVE, LEAVE_PATH, NO_PATH, RERAISE as RERAISE_CODE, START, enter_code
 from wholetrace.instrument.pathforms import LEAVE_TABLE_MAX
 from wholetrace.instrument.emit import (A, BARE, COUNTS, C_CALLS_COUNT, EDGES, EXC_CAUGHT, EXC_GUARD, EXC_OWN, GET,
-                                        HERE, INC, LASTI, LOCAL, NEW, NO_TB, O, OWN, OWNED_GET, P, R, RECURSION_ERROR,
+                                        HERE, INC, LASTI, LOCAL, NEW, NO_TB, O, OWN, OWN_APPEND, OWNED_GET, P, R, RECURSION_ERROR,
                                         RERAISE_MARK, RERAISE_MARK_GUARD, SEEN, SKIP, TB,
                                         UNOWNED, XCOUNT, XEDGE, XLIST, counter_slot, leave_table, sites_constant)
 from wholetrace.instrument.handledtb import star_tb, traceback_of
@@ -228,15 +228,15 @@ class Emitter(HeldCode, Record):
         if self.in_class:
             enter = ast.Expr(ast.Call(self.stream(), [ast_const(enter_code(self.fid))], []))
             return [place(enter, like)] + self.forget_reraise(like)  # type: ignore[list-item]
-        # ``wt.c, wt.a = owned_get(unowned); wt.c = wt.c._is_owned() or (wt.a := new())``: what
-        # ``stream()`` does, cheaper as two statements (an unpack, no subscripts).  An assignment,
-        # not an expression statement: its POP_TOP has no line, and a jump to it would start the
-        # line again for a program's tracer (a second ``line`` event)
-        pair = ast.Assign([ast.Tuple([ast_name(OWN, True), ast_name(A, True)], ast.Store())],
+        # ``wt.c, wt.i = owned_get(unowned); wt.a = wt.i if wt.c._is_owned() else new()``: what
+        # ``stream()`` does, cheaper as two statements (an unpack, no subscripts).  ``wt.a`` is
+        # bound right before ENTER is appended (no call between: a thread stopped at exit in
+        # between would be closed by ``runtime.unfinished`` without having entered)
+        pair = ast.Assign([ast.Tuple([ast_name(OWN, True), ast_name(OWN_APPEND, True)], ast.Store())],
                           ast_call(rt(OWNED_GET), rt(UNOWNED)))
-        check = ast.BoolOp(ast.Or(), [ast.Call(ast.Attribute(ast_name(OWN), "_is_owned", ast.Load()), [], []),
-                                      ast.NamedExpr(ast_name(A, True), ast_call(rt(NEW)))])
-        fetch: list[ast.stmt] = [pair, ast.Assign([ast_name(OWN, True)], check)]
+        check = ast.IfExp(ast.Call(ast.Attribute(ast_name(OWN), "_is_owned", ast.Load()), [], []),
+                          ast_name(OWN_APPEND), ast_call(rt(NEW)))
+        fetch: list[ast.stmt] = [pair, ast.Assign([ast_name(A, True)], check)]
         if C_CALLS_COUNT:
             fetch = [self._recursion_guard(fetch)]
         start = [self.stmt(START, like)] if self.plan.paths and self.generator else []   # ENTER alone: resumed
