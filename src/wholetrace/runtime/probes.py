@@ -206,7 +206,7 @@ def runtime_objects(state: RunState) -> dict[str, object]:
     def exception_edge(fid: int, handler: int = -1, reraise: bool = False) -> None:
         """Module and class bodies: EXC <statement>, or RERAISE <statement> <re-raise site>
         (witness modes), then the handler block (witness modes, unless it is EXIT: -1)."""
-        cur = current() or new_stream()
+        cur = current() or new_stream()   # (after the body's prologue: its thread's stream)
         src, raised = origin(fid, reraise, handler >= 0)
         rec = (RERAISE, src, raised) if raised != src else (EXC, src)
         # one call for the whole record: a thread stopped at exit never stands inside it
@@ -222,7 +222,8 @@ def runtime_objects(state: RunState) -> dict[str, object]:
 
     edges = Edges(xedges)
     shipped.register(state, edges)   # code pickled by value names these objects by reference
-    return {emit.GET: current, emit.NEW: new_stream, emit.XEDGE: exception_edge,
+    return {emit.GET: current, emit.NEW: new_stream, emit.OWNED_GET: streams.owned.get, emit.UNOWNED: streams.unowned,
+            emit.HERE: streams.here, emit.XEDGE: exception_edge,
             emit.XCOUNT: exception_edge_count, **LOOP_OBJECTS, emit.COUNTS: state.file_counts.__getitem__, emit.EDGES: edges,
             emit.INC: increment,
             emit.RERAISE_MARK: sys.exception,

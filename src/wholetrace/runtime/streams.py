@@ -49,9 +49,15 @@ class Streams:
     """The streams of one recording.
 
     ``current`` holds the append method of the running thread's or task's stream (its
-    ``get`` is a constant of instrumented code).  Threads start with an empty context, so
-    their first instrumented call makes their stream; asyncio tasks start in a context where
-    it is unset too (:meth:`patch_asyncio`), with ``parent`` naming the stream that made them.
+    ``get`` is a constant of instrumented code), ``owned`` the pair ``(owner, append)``:
+    ``owner`` a ``_thread.RLock`` the thread that made the stream holds for its life.  Threads
+    start with an empty context, so their first instrumented call makes their stream; asyncio
+    tasks start in a context where both are unset too (:meth:`patch_asyncio`), with ``parent``
+    naming the stream that made them.  A context copied in one thread can run in another
+    (``asyncio.to_thread``, ``call_soon_threadsafe``, ``Context.run`` in a pool): there
+    ``owner._is_owned()`` is false, and a function's prologue makes a stream of its own thread
+    in that context (:meth:`here`; docs/design.md, "A context copied into another thread,
+    wave 23").  ``unowned``: what ``owned`` gives where it is unset.
     """
 
     #: inert streams (``runtime.shipped``): what ``new`` returns, an append that keeps nothing
@@ -59,6 +65,17 @@ class Streams:
 
     def __init__(self) -> None:
         self.current: ContextVar[Append | None] = ContextVar("wholetrace_stream", default=None)
+        self.owned: ContextVar[tuple[Any, Append] | None] = ContextVar("wholetrace_owned", default=None)
+        #: the ``owned`` of a context where it is unset: an RLock no thread holds, no append
+        self.unowned: tuple[Any, Append | None] = (_thread.RLock(), None)
+        #: thread ident -> the RLock that thread holds, owner of the streams made in it; ``alive.owner``
+        #: the same, in the thread (gone when it ends: a later thread given its ident revokes it)
+        self.owners: dict[int, Any] = {}
+        self.alive = _thread._local()
+        #: (a stream's append, a thread that ran a context naming it) -> the ``owned`` pair of the
+        #: stream made for it there: every copy of one context run in another thread (a callback of
+        #: ``call_soon_threadsafe`` each, a pool's jobs) shares one stream of that thread
+        self.adopted: dict[tuple[Append, int], tuple[Any, Append]] = {}
         self.parent: ContextVar[int | None] = ContextVar("wholetrace_parent", default=None)
         #: the id of the frame of the running asyncio task's coroutine (``instrument.awaits.hand_flag``)
         #: (in a one-item list, emptied when it starts: no later frame at its address matches)
@@ -78,10 +95,19 @@ class Streams:
         return by_reference(self)
 
     def new(self) -> Append:
-        """Create the stream of the current thread or task and make it current; return its append."""
+        """Create the stream of the current thread or task and make it current; return its append.
+        In a context whose stream another thread made, the stream this thread made for that
+        one, if any."""
         if self.sink is not None:   # inert streams: code pickled from another recording (runtime.shipped)
             return self.sink
         me = _thread.get_ident()
+        foreign = self.owned.get(self.unowned)
+        if foreign[1] is not None and not foreign[0]._is_owned():
+            mine = self.adopted.get((foreign[1], me))
+            if mine is not None:
+                self.owned.set(mine)
+                self.current.set(mine[1])
+                return mine[1]
         kind, name, parent = "thread", thread_name(me, self.main_ident), None
         aio = sys.modules.get("asyncio")
         if aio is not None:
@@ -96,13 +122,35 @@ class Streams:
             self.all.append(st)
         append = st.buf.append
         self.by_buffer[append] = st   # (keyed by the append itself: ``id()`` is an audit event)
+        owner = getattr(self.alive, "owner", None)
+        if owner is None:
+            stale = self.owners.get(me)
+            if stale is not None and stale._is_owned():   # of a thread that ended: its streams are no one's
+                stale._release_save()
+            owner = self.alive.owner = self.owners[me] = _thread.RLock()
+            owner.acquire()   # held for the thread's life: ``_is_owned()`` is true in it only
+        pair = (owner, append)
+        if foreign[1] is not None and foreign[0] is not owner:
+            self.adopted[(foreign[1], me)] = pair
+        self.owned.set(pair)
         self.current.set(append)   # before on_new: a probe it runs (a program's audit hook) finds its stream
         if self.on_new is not None:
             self.on_new(st)
         return append
 
+    def mine(self) -> Append | None:
+        """The append of the running context's stream if this thread made it, else None."""
+        owner, append = self.owned.get(self.unowned)
+        return append if owner._is_owned() else None
+
+    def here(self) -> Append:
+        """The append of the running context's stream, made for this thread if need be (what
+        a function's prologue does inline: ``instrument.probecode.Emitter.stream``)."""
+        owner, append = self.owned.get(self.unowned)
+        return append if owner._is_owned() else self.new()
+
     def current_sid(self) -> int | None:
-        a = self.current.get()
+        a = self.mine()
         if a is None:
             return None
         st = self.by_buffer.get(a)
@@ -124,6 +172,7 @@ class Streams:
                     context = kwargs["context"] = copy_context()
                 context.run(streams.parent.set, streams.current_sid())
                 context.run(streams.current.set, None)
+                context.run(streams.owned.set, streams.unowned)
                 # a coroutine driven by this task is not driven by hand (instrument.awaits); the
                 # frame of a coroutine, not of another awaitable (no attribute of the program's read)
                 frame = coro.cr_frame if type(coro) is coroutine else None
