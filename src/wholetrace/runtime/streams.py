@@ -5,6 +5,8 @@ from __future__ import annotations
 import _thread
 import sys
 from _contextvars import ContextVar, copy_context   # what contextvars re-exports (its module: ~0.8 M instructions)
+from _operator import methodcaller
+from _weakref import ref
 
 from wholetrace.plain import Record
 
@@ -45,6 +47,37 @@ def thread_name(ident: int, main: int) -> str:
     return "MainThread" if ident == main else "Dummy"
 
 
+class Unowned(_thread.RLock):   # type: ignore[misc]
+    """The lock of ``Streams.unowned``: no thread holds it.  A constant of instrumented code,
+    so code pickled by value names it by reference (``runtime.shipped``)."""
+
+    __slots__ = ()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        from wholetrace.runtime.shipped import by_reference
+        return by_reference(self)
+
+
+class _Life:
+    """What a thread's ``Streams.alive`` holds while it lives: dropped in the ending thread
+    (its thread state's dict is cleared, a fork child's other threads' states too) before its
+    ident can be given to another thread."""
+
+    __slots__ = ("__weakref__",)
+
+
+class _Revoke(ref):   # type: ignore[type-arg]
+    """A weak reference to a thread's :class:`_Life` whose callback releases the thread's
+    owner lock: ``methodcaller`` reads the ``_release_save`` slot (the lock's, unchecked owner)
+    and calls it, all in C: a profiler or tracer of the ending thread sees no call.
+    ``Streams.revoke`` disarms it (``int``: a call that does nothing) when it releases first."""
+
+    __slots__ = ("_release_save",)
+
+
+_RELEASE = methodcaller("_release_save")
+
+
 class Streams:
     """The streams of one recording.
 
@@ -67,10 +100,14 @@ class Streams:
         self.current: ContextVar[Append | None] = ContextVar("wholetrace_stream", default=None)
         self.owned: ContextVar[tuple[Any, Append] | None] = ContextVar("wholetrace_owned", default=None)
         #: the ``owned`` of a context where it is unset: an RLock no thread holds, no append
-        self.unowned: tuple[Any, Append | None] = (_thread.RLock(), None)
+        self.unowned: tuple[Any, Append | None] = (Unowned(), None)
         #: thread ident -> the RLock that thread holds, owner of the streams made in it; ``alive.owner``
-        #: the same, in the thread (gone when it ends: a later thread given its ident revokes it)
+        #: the same, in the thread; ``alive.life`` a :class:`_Life` whose end (the thread's)
+        #: releases the lock through ``guards[ident]``: an ended thread's streams are no one's, a
+        #: later thread given its ident (ident reuse: short threads one after another, a fork
+        #: child's threads) does not append to them
         self.owners: dict[int, Any] = {}
+        self.guards: dict[int, _Revoke] = {}
         self.alive = _thread._local()
         #: (a stream's append, a thread that ran a context naming it) -> the ``owned`` pair of the
         #: stream made for it there: every copy of one context run in another thread (a callback of
@@ -101,10 +138,13 @@ class Streams:
         if self.sink is not None:   # inert streams: code pickled from another recording (runtime.shipped)
             return self.sink
         me = _thread.get_ident()
+        owner = getattr(self.alive, "owner", None)
+        if owner is None:
+            owner = self._own(me)
         foreign = self.owned.get(self.unowned)
-        if foreign[1] is not None and not foreign[0]._is_owned():
+        if foreign[1] is not None and foreign[0] is not owner:
             mine = self.adopted.get((foreign[1], me))
-            if mine is not None:
+            if mine is not None and mine[0] is owner:   # (not an ended thread's with this ident)
                 self.owned.set(mine)
                 self.current.set(mine[1])
                 return mine[1]
@@ -122,13 +162,6 @@ class Streams:
             self.all.append(st)
         append = st.buf.append
         self.by_buffer[append] = st   # (keyed by the append itself: ``id()`` is an audit event)
-        owner = getattr(self.alive, "owner", None)
-        if owner is None:
-            stale = self.owners.get(me)
-            if stale is not None and stale._is_owned():   # of a thread that ended: its streams are no one's
-                stale._release_save()
-            owner = self.alive.owner = self.owners[me] = _thread.RLock()
-            owner.acquire()   # held for the thread's life: ``_is_owned()`` is true in it only
         pair = (owner, append)
         if foreign[1] is not None and foreign[0] is not owner:
             self.adopted[(foreign[1], me)] = pair
@@ -137,6 +170,33 @@ class Streams:
         if self.on_new is not None:
             self.on_new(st)
         return append
+
+    def _own(self, me: int) -> Any:
+        """This thread's first stream: its owner lock, held for its life, released when it ends."""
+        self.revoke(me)   # (an ended thread with this ident whose end did not release it)
+        owner = self.alive.owner = self.owners[me] = _thread.RLock()
+        owner.acquire()   # held for the thread's life: ``_is_owned()`` is true in it only
+        life = self.alive.life = _Life()
+        guard = self.guards[me] = _Revoke(life, _RELEASE)
+        guard._release_save = owner._release_save
+        return owner
+
+    def revoke(self, ident: int) -> None:
+        """Release the owner lock of the (ended) thread ``ident`` unless its end did."""
+        guard = self.guards.pop(ident, None)
+        if guard is not None and guard() is not None:   # (a fired guard is dead: released)
+            guard._release_save = int   # its end, if it comes, does nothing
+            self.owners[ident]._release_save()
+
+    def after_fork(self, me: int) -> None:
+        """In a fork child (``me`` the forking thread): the other threads are gone; their locks
+        are no one's (their ends ran as the child cleared their states, on the versions that
+        do) and their adopted streams are dropped."""
+        for ident in list(self.guards):
+            if ident != me:
+                self.revoke(ident)
+        self.owners = {i: o for i, o in self.owners.items() if i == me}
+        self.adopted = {k: v for k, v in self.adopted.items() if k[1] == me}
 
     def mine(self) -> Append | None:
         """The append of the running context's stream if this thread made it, else None."""
