@@ -40,6 +40,7 @@ def register(state: RunState, edges: object) -> None:
     LIVE[token] = (state, edges)
     VARS[state.streams.current] = (resolve, (token, "current"))
     VARS[state.streams.root] = (resolve, (token, "root"))
+    VARS[state.streams.owned] = (resolve, (token, "owned"))
 
 
 def _inert(kind: str, n: int = 0) -> object:
@@ -57,10 +58,15 @@ def _inert(kind: str, n: int = 0) -> object:
             obj = Edges(sink)   # type: ignore[arg-type]
         elif kind == "streams":
             from wholetrace.runtime.streams import Streams
-            obj = Streams.__new__(Streams)   # (no attribute: its ``new`` returns the sink)
+            obj = Streams.__new__(Streams)   # (its ``new`` returns the sink; ``here`` calls ``new``)
             obj.sink = sink.append
-        else:   # "current" (get(None) is None: the prologue then calls the inert ``new``) or "root"
-            obj = ContextVar(f"wholetrace_{kind}", default=None if kind == "current" else [None])
+            obj.owned, obj.unowned = _inert("owned"), (_inert("unowned"), None)
+        elif kind == "unowned":   # (its ``_is_owned()`` is false: the prologue calls the inert ``new``)
+            from wholetrace.runtime.streams import Unowned
+            obj = Unowned()
+        else:   # "current" (get(None) is None: the prologue then calls the inert ``new``), "owned"
+            # (get(unowned) is unowned: the same) or "root"
+            obj = ContextVar(f"wholetrace_{kind}", default=[None] if kind == "root" else None)
             VARS[obj] = (resolve, (0, kind))
         _INERT[kind] = obj
     return obj
@@ -99,14 +105,15 @@ def resolve(token: int, kind: str, base: int = 0, n: int = 0) -> object:
     if kind == "edges":
         return edges
     streams = state.streams
-    return streams if kind == "streams" else streams.current if kind == "current" else streams.root
+    return {"streams": streams, "current": streams.current, "owned": streams.owned,
+            "unowned": streams.unowned[0]}.get(kind, streams.root)
 
 
 def by_reference(obj: object) -> tuple[Callable[..., object], tuple[Any, ...]]:
     """``__reduce__`` of the probes' constants: a reference (token, kind) instead of the object."""
     for token, (state, edges) in LIVE.items():
         streams = state.streams
-        found = "streams" if obj is streams else "edges" if obj is edges else None
+        found = "streams" if obj is streams else "edges" if obj is edges else "unowned" if obj is streams.unowned[0] else None
         if found is not None:
             return resolve, (token, found)
         for base, counts in state.file_counts.items():
@@ -115,7 +122,7 @@ def by_reference(obj: object) -> tuple[Callable[..., object], tuple[Any, ...]]:
     for kind, inert in _INERT.items():
         if inert is obj:
             return resolve, (0, kind)
-    kind = {"counts": "counts", "Streams": "streams"}.get(type(obj).__name__, "edges")   # of a finished recording
+    kind = {"counts": "counts", "Streams": "streams", "Unowned": "unowned"}.get(type(obj).__name__, "edges")   # of a finished recording
     return resolve, (0, kind, 0, len(getattr(type(obj), "__slots__", ())))
 
 
