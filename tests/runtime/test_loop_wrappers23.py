@@ -278,7 +278,7 @@ events = []
 
 def prof(frame, event, arg):
     name = getattr(arg, "__name__", "?")
-    if frame.f_code.co_filename == __file__ and event.startswith("c_") and name not in ("get", "append", "extend", "_getframe", "_is_owned"):
+    if frame.f_code.co_filename == __file__ and event.startswith("c_") and name not in ("get", "append", "extend", "_getframe"):
         events.append((frame.f_code.co_name, event, name))
 
 
@@ -321,9 +321,8 @@ print(events)
 @pytest.mark.parametrize("mode", ["blocks", "count", "witness", "path"])
 def test_profile_function_sees_no_call_of_the_wrapper(tmp_path: Path, mode: str) -> None:
     """A program's ``sys.setprofile`` function gets the ``c_call`` events of plain (those of the
-    block probes' own stream calls, ``get``/``append``/``extend``, the prologue's owner check
-    ``_is_owned`` (a known limit, README), and a module body's re-raise state's ``_getframe``,
-    left out: not the loops'): the
+    block probes' own stream calls, ``get``/``append``/``extend``, and a module body's re-raise
+    state's ``_getframe``, left out: not the loops'): the
     wrapper calls only types at loop entry (wave 22's ``iter(get, never)`` showed ``c_call iter``)."""
     script = tmp_path / "prof.py"
     script.write_text(PROFILED)

@@ -47,8 +47,6 @@ D = "wt.d"           # trace modes, coroutines: the activation is driven by hand
 F = "wt.f"           # the same: the activation's frame, while the prologue finds that out
 K = "wt.k"           # the same: the frame below it
 WRAP_LEFT = "wt.v"    # the same, a body with an ``async for`` behind a wrapper: non-empty from the wrapper's LEAVE (driven by hand) to the next ENTER
-OWN = "wt.c"         # trace modes: ``(owner, append)`` of the context's stream (its owner in a prologue)
-OWN_APPEND = "wt.i"  # the same: its append, while the prologue checks the owner (``wt.a`` is bound after: ENTER follows)
 
 
 _LEAVE_TABLES: dict[int, tuple[int, ...]] = {}   # a memo dict, not functools.lru_cache (rstart15: no functools at start-up)
@@ -65,9 +63,6 @@ def leave_table(num_paths: int) -> tuple[int, ...]:
 # --- run-time objects, constants of the compiled code (runtime.probes.runtime_objects)
 GET = "get"          # ContextVar.get of the current stream (trace modes)
 NEW = "new"          # create a stream for this thread/task
-#: functions' stream fetch: ``owned-get(unowned)`` is ``(owner, append)``, ``owner._is_owned()`` true
-#: in the thread that made the stream; ``here()`` the same check as a call (module and class bodies)
-OWNED_GET, UNOWNED, HERE = "owned-get", "unowned", "here"
 XEDGE = "xedge"      # module/class bodies: record an exception edge
 XCOUNT = "xcount"    # module/class bodies, count modes: the same
 #: module/class bodies, count and witness modes: their slot of re-raise state in the runtime (a

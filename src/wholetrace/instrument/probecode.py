@@ -17,9 +17,9 @@ from wholetrace.instrument.misspath import LazyModule
 from wholetrace.events import EXC, LEAVE, LEAVE_PATH, NO_PATH, RERAISE as RERAISE_CODE, START, enter_code
 from wholetrace.instrument.pathforms import LEAVE_TABLE_MAX
 from wholetrace.instrument.emit import (A, BARE, COUNTS, C_CALLS_COUNT, EDGES, EXC_CAUGHT, EXC_GUARD, EXC_OWN, GET,
-                                        HERE, INC, LASTI, LOCAL, NEW, NO_TB, O, OWN, OWN_APPEND, OWNED_GET, P, R, RECURSION_ERROR, WRAP_LEFT,
+                                        INC, LASTI, LOCAL, NEW, WRAP_LEFT, NO_TB, O, P, R, RECURSION_ERROR,
                                         RERAISE_MARK, RERAISE_MARK_GUARD, SEEN, SKIP, STAR_PENDING, TB,
-                                        UNOWNED, XCOUNT, XEDGE, XLIST, counter_slot, leave_table, sites_constant)
+                                        XCOUNT, XEDGE, XLIST, counter_slot, leave_table, sites_constant)
 from wholetrace.instrument.handledtb import star_tb, traceback_of
 from wholetrace.instrument.heldcode import HeldCode
 from wholetrace.instrument.probeast import (artificial, ast_call, ast_const, ast_name, first_evaluated, place, rt)
@@ -101,16 +101,7 @@ class Emitter(HeldCode, Record):
         return sorted(self.plan.local_counters | self.expr_locals)
 
     def stream(self) -> ast.expr:
-        """The append of the running context's stream, made if need be: ``wt.c[1] if (wt.c :=
-        owned_get(unowned))[0]._is_owned() else new()`` (a context copied in another thread
-        names a stream that thread made: ``runtime.streams.Streams``).  Module and class
-        bodies: ``here()``, the same as a call (they bind no local; their probes read ``get``)."""
-        if self.in_class:
-            return ast_call(rt(HERE))
-        pair = ast.NamedExpr(ast_name(OWN, True), ast_call(rt(OWNED_GET), rt(UNOWNED)))
-        owner = ast.Subscript(pair, ast_const(0), ast.Load())
-        test = ast.Call(ast.Attribute(owner, "_is_owned", ast.Load()), [], [])
-        return ast.IfExp(test, ast.Subscript(ast_name(OWN), ast_const(1), ast.Load()), ast_call(rt(NEW)))
+        return ast.BoolOp(ast.Or(), [ast_call(rt(GET), ast_const(None)), ast_call(rt(NEW))])
 
     def append(self, value: int) -> ast.expr:
         """The probe as an expression whose value is false (``while`` tests, ``for`` iterables)."""
@@ -230,23 +221,15 @@ class Emitter(HeldCode, Record):
         if self.in_class:
             enter = ast.Expr(ast.Call(self.stream(), [ast_const(enter_code(self.fid))], []))
             return [place(enter, like)] + self.forget_reraise(like)  # type: ignore[list-item]
-        # ``wt.c, wt.i = owned_get(unowned); wt.a = wt.i if wt.c._is_owned() else new()``: what
-        # ``stream()`` does, cheaper as two statements (an unpack, no subscripts).  ``wt.a`` is
-        # bound right before ENTER is appended (no call between: a thread stopped at exit in
-        # between would be closed by ``runtime.unfinished`` without having entered)
-        pair = ast.Assign([ast.Tuple([ast_name(OWN, True), ast_name(OWN_APPEND, True)], ast.Store())],
-                          ast_call(rt(OWNED_GET), rt(UNOWNED)))
-        check = ast.IfExp(ast.Call(ast.Attribute(ast_name(OWN), "_is_owned", ast.Load()), [], []),
-                          ast_name(OWN_APPEND), ast_call(rt(NEW)))
-        fetch: list[ast.stmt] = [pair, ast.Assign([ast_name(A, True)], check)]
+        fetch: ast.stmt = ast.Assign([ast_name(A, True)], self.stream())
         if C_CALLS_COUNT:
-            fetch = [self._recursion_guard(fetch)]
+            fetch = self._recursion_guard(fetch)
         start = [self.stmt(START, like)] if self.plan.paths and self.generator else []   # ENTER alone: resumed
         bare = [place(ast.Assign([ast_name(BARE, True)], ast_const(None)), like)] if self.marks_bare else []
-        return [place(f, like) for f in fetch] + [self.stmt(enter_code(self.fid), like)] + start + self.forget_reraise(like) + bare  # type: ignore[list-item]
+        return [place(fetch, like), self.stmt(enter_code(self.fid), like)] + start + self.forget_reraise(like) + bare  # type: ignore[list-item]
 
     @staticmethod
-    def _recursion_guard(fetch: list[ast.stmt]) -> ast.stmt:
+    def _recursion_guard(fetch: ast.stmt) -> ast.stmt:
         """At the recursion limit the stream fetch (a C call) fails in the callee, where the
         plain program's call would have failed in the caller: raise the error the plain
         program sees (message, no traceback entry for this frame)."""
@@ -256,7 +239,7 @@ class Emitter(HeldCode, Record):
                ast.Assign([ast.Attribute(ast_name(EXC_CAUGHT), "__traceback__", ast.Store())], ast_const(None)),
                ast.Raise()]
         handler = ast.ExceptHandler(rt(RECURSION_ERROR), EXC_CAUGHT, fix)
-        return ast.Try(fetch, [artificial(handler)], [], [])  # type: ignore[list-item]
+        return ast.Try([fetch], [artificial(handler)], [], [])  # type: ignore[list-item]
 
     def local(self, counter: int) -> str:
         """The local that holds ``counter`` during an activation (named by its index in the

@@ -144,7 +144,6 @@ class Children:
         kept = [st for st in streams.all if st.thread_ident == me]
         streams.all[:] = kept
         streams.by_buffer = {st.buf.append: st for st in kept}
-        streams.after_fork(me)   # the other threads' owner locks and adopted streams
         meta = dict(self.config.meta, cwd=os.getcwd(), mode=rec.mode, include=self.config.include,
                     python=sys.version.split()[0], start_time=time.time())
         files = list(rec.files)

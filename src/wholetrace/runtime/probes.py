@@ -222,7 +222,7 @@ class BodyHelpers:
     def exception_edge(self, fid: int, handler: int = -1, reraise: bool = False) -> None:
         """Module and class bodies: EXC <statement>, or RERAISE <statement> <re-raise site>
         (witness modes), then the handler block (witness modes, unless it is EXIT: -1)."""
-        cur = self.current() or self.new_stream()   # (after the body's prologue: its thread's stream)
+        cur = self.current() or self.new_stream()
         src, raised = self.origin(fid, reraise, handler >= 0)
         rec = (RERAISE, src, raised) if raised != src else (EXC, src)
         # one call for the whole record: a thread stopped at exit never stands inside it
@@ -244,8 +244,7 @@ def runtime_objects(state: RunState) -> dict[str, object]:
     helpers = BodyHelpers(current, new_stream, xedges, state.sites, held)
     edges = Edges(xedges)
     shipped.register(state, edges, helpers, driven)   # code pickled by value names these objects by reference
-    return {emit.GET: current, emit.NEW: new_stream, emit.OWNED_GET: streams.owned.get, emit.UNOWNED: streams.unowned,
-            emit.HERE: streams.here, emit.XEDGE: helpers.exception_edge,
+    return {emit.GET: current, emit.NEW: new_stream, emit.XEDGE: helpers.exception_edge,
             emit.XCOUNT: helpers.exception_edge_count, **LOOP_OBJECTS, emit.COUNTS: state.file_counts.__getitem__, emit.EDGES: edges,
             emit.INC: increment,
             emit.RERAISE_MARK: sys.exception,

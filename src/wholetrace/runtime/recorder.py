@@ -133,7 +133,7 @@ class Recorder:
         if mode == "full":      # WET capture: value probes and the value log (runtime.values)
             from wholetrace.runtime.values import ValueLog
             streams = self.state.streams
-            self.values = ValueLog(writer, streams.here)
+            self.values = ValueLog(writer, lambda: streams.current.get() or streams.new())
             self.values.serve()     # the split server, forked while this process has one thread
             self.constants.update(self.values.probes())
 
@@ -189,8 +189,7 @@ class Recorder:
                 recursion.shift(1)
         if self.values is not None:     # full mode: the stream's value list, made in its context;
             # the append the stream's probes hold (``wt.a``), so value probes know it by identity
-            streams = self.state.streams
-            self.values.on_new(st.sid, streams.current.get() or st.buf.append, streams.owners[st.thread_ident]._is_owned)
+            self.values.on_new(st.sid, self.state.streams.current.get() or st.buf.append)
 
     # -- flushing
     def start(self) -> None:

@@ -12,7 +12,7 @@ if TYPE_CHECKING:   # pragma: no cover
     from wholetrace.runtime.probes import RunState
 
 #: token -> the recording's objects by kind ("streams", "edges", "helpers", "held", "driven",
-#: "current", "root", "owned", "unowned"; "state": its run state, for the counts): the recordings of this process (a
+#: "current", "root"; "state": its run state, for the counts): the recordings of this process (a
 #: fork child inherits its parent's, whose objects it keeps using: the same ids)
 LIVE: dict[int, dict[str, Any]] = {}
 
@@ -40,10 +40,9 @@ def register(state: RunState, edges: object, helpers: object, driven: object) ->
     token = int.from_bytes(os.urandom(8), "little") | 1
     streams = state.streams
     LIVE[token] = {"state": state, "streams": streams, "edges": edges, "helpers": helpers,
-                   "held": state.namespace_reraise, "driven": driven, "current": streams.current, "root": streams.root,
-                   "owned": streams.owned, "unowned": streams.unowned[0]}
-    for kind in ("current", "root", "owned"):
-        VARS[LIVE[token][kind]] = (resolve, (token, kind))
+                   "held": state.namespace_reraise, "driven": driven, "current": streams.current, "root": streams.root}
+    VARS[streams.current] = (resolve, (token, "current"))
+    VARS[streams.root] = (resolve, (token, "root"))
 
 
 class _Current:
@@ -64,15 +63,12 @@ def _inert(kind: str, n: int = 0) -> object:
         from _collections import deque   # (collections is not imported at start-up)
 
         from wholetrace.runtime import probes
-        from wholetrace.runtime.streams import Streams, Unowned
+        from wholetrace.runtime.streams import Streams
         sink = deque(maxlen=0)   # append and extend keep nothing
         streams = _INERT.get("streams")
         if streams is None:
-            streams = _INERT["streams"] = Streams.__new__(Streams)   # (its ``new`` returns the sink; ``here`` calls ``new``)
+            streams = _INERT["streams"] = Streams.__new__(Streams)   # (no attribute: its ``new`` returns the sink)
             streams.sink = sink.append
-            streams.owned, streams.unowned = _inert("owned"), (_inert("unowned"), None)
-            if kind in _INERT:   # ("owned", "unowned": made just now, one of each)
-                return _INERT[kind]
         if kind == "edges":
             obj = probes.Edges(sink)   # type: ignore[arg-type]
         elif kind == "streams":
@@ -86,10 +82,8 @@ def _inert(kind: str, n: int = 0) -> object:
             from _functools import partial
             obj = _Current()
             obj.get = partial(dict.get, {None: streams.sink}, None)   # get() and get(None): d.get(None[, None])
-        elif kind == "unowned":   # (its ``_is_owned()`` is false: the prologue calls the inert ``new``)
-            obj = Unowned()
-        else:   # "owned" (get(unowned) is unowned: the prologue calls the inert ``new``; so does ``here``), "root"
-            obj = ContextVar(f"wholetrace_{kind}", default=[None] if kind == "root" else None)
+        else:   # "root"
+            obj = ContextVar("wholetrace_root", default=[None])
             VARS[obj] = (resolve, (0, kind))
         _INERT[kind] = obj
     return obj
@@ -141,7 +135,7 @@ def by_reference(obj: object) -> tuple[Callable[..., object], tuple[Any, ...]]:
     for kind, inert in _INERT.items():
         if inert is obj:
             return resolve, (0, kind)
-    kind = {"counts": "counts", "Streams": "streams", "Edges": "edges", "BodyHelpers": "helpers", "Unowned": "unowned"}.get(
+    kind = {"counts": "counts", "Streams": "streams", "Edges": "edges", "BodyHelpers": "helpers"}.get(
         type(obj).__name__, "held")   # of a finished recording
     return resolve, (0, kind, 0, len(getattr(type(obj), "__slots__", ())))
 

@@ -129,7 +129,7 @@ class ValueLog(Flushing):
     def __init__(self, writer: Any, current_stream: Callable[[], Callable[[int], None]]) -> None:
         self.writer = writer
         self.current_stream = current_stream         # the running thread's event append (made if needed)
-        # probe state of the running thread or task: (event list append, side append, event list extend, owned)
+        # probe state of the running thread or task: (event list append, side append, event list extend)
         self.current: ContextVar[tuple[Callable[[Any], None], ...] | None] = ContextVar(
             "wholetrace_values", default=None)
         self.lists: dict[int, list[Any]] = {}          # stream id -> its side list (values not in the record)
@@ -209,12 +209,12 @@ class ValueLog(Flushing):
         return n
 
     # -- streams
-    def on_new(self, sid: int, append: Callable[[int], None], owned: Callable[[], bool] = True.__bool__) -> None:
+    def on_new(self, sid: int, append: Callable[[int], None]) -> None:
         """A stream was made in the running context: give it its probe state there.  ``append``:
-        the one its trace probes hold (``value-in`` compares it by identity); ``owned``: true in its thread."""
+        the one its trace probes hold (functions pass it to ``value-in``, compared by identity)."""
         buf = append.__self__                            # type: ignore[attr-defined]
         side: list[Any] = []
-        state = (append, side.append, buf.extend, owned)
+        state = (append, side.append, buf.extend)
         self.lists[sid] = side
         self.by_buffer[address(buf)] = state
         self.cf_done[sid] = 0
@@ -310,7 +310,7 @@ class ValueLog(Flushing):
             nonlocal prev, pa, pside
             try:
                 s = get()
-                if s is None or not s[3]():
+                if s is None:
                     s = attach()
                 t = type(x)
                 if t is int:                           # beyond 64 bits: the flusher sees to it
@@ -408,14 +408,14 @@ class ValueLog(Flushing):
 
         def values(k: int, *xs: Any) -> None:
             try:
-                many(s if (s := get()) is not None and s[3]() else attach(), k, xs)
+                many(get() or attach(), k, xs)
             except RecursionError:
                 pass
 
         def values_in(k: int, a: Any, *xs: Any) -> None:
             # ``values`` in a function (``a``: as for ``value_in``)
             try:
-                many(prev if a is pa else s if (s := get()) is not None and s[3]() else attach(), k, xs)  # type: ignore[arg-type]
+                many(prev if a is pa else get() or attach(), k, xs)  # type: ignore[arg-type]
             except RecursionError:
                 pass
 
