@@ -103,14 +103,18 @@ def test_the_run_end_hands_over_before_the_scans(monkeypatch: pytest.MonkeyPatch
     rec = _recorder(writer, "path" if wpp else "witness")
     seen: list[int] = []
 
-    def bypassed(*args: Any) -> list[Any]:
+    def end_notes(*args: Any) -> list[Any]:   # (the scans: bypass.end_notes catches their errors itself)
         seen.append(writer.sent())
         raise _Uninstalled
 
+    from wholetrace.instrument.emit import NO_TB
+
     monkeypatch.setattr(runner, "uninstall", lambda finder: None)
-    monkeypatch.setattr(bypass, "bypassed", bypassed)
-    instrumenter = SimpleNamespace(unrecorded=[], left_out=[], instrumented_files=set())
-    live = runner.Live(writer, rec, instrumenter, SimpleNamespace(scope=None))   # type: ignore[arg-type]
+    monkeypatch.setattr(bypass, "end_notes", end_notes)
+    instrumenter = SimpleNamespace(unrecorded=[], left_out=[], instrumented_files=set(),
+                                   registry=SimpleNamespace(constants={NO_TB: object()}))
+    finder = SimpleNamespace(scope=None, preloaded={}, declined={})
+    live = runner.Live(writer, rec, instrumenter, finder)   # type: ignore[arg-type]
     with pytest.raises(_Uninstalled):
         live.stop("exit", 0)
     assert seen == [1000 if wpp else 0]

@@ -7,6 +7,7 @@ import sys
 TYPE_CHECKING = False   # typing is not imported at start-up (docs/design.md, "Start-up of record, wave 10")
 if TYPE_CHECKING:   # pragma: no cover
     from collections.abc import Iterator
+    from typing import Any
     from wholetrace.instrument.loader import Scope
 
 # Everything below reads objects statically (exact types, the types' own descriptors): the check
@@ -28,15 +29,15 @@ _FUNCTION = type(_function_type)
 _CODE = type(_function_type.__code__)
 
 
-def _modules(preloaded: dict[str, int] | None = None) -> Iterator[tuple[str, dict, str]]:
+def _modules(preloaded: dict[str, Any] | None = None) -> Iterator[tuple[str, dict, str]]:
     """(name, namespace, origin) of each loaded module of ``sys.modules`` from a file, but those
     still the very module that was there when the finder was installed (``preloaded``: name ->
     id; imported by wholetrace or the interpreter, not by the program's loaders); a module
     whose class intercepts attribute reads (``importlib.util._LazyModule`` not loaded yet: it ran
     no code) and any other object are skipped."""
     for name, module in list(sys.modules.items()):
-        if type(name) is not str or preloaded is not None and preloaded.get(name) == id(module):
-            continue   # (a key of another type: hashing it could run the program's code)
+        if type(name) is not str or preloaded is not None and (ref := preloaded.get(name)) is not None and ref() is module:
+            continue   # (a key of another type: hashing it could run the program's code; no id(): an audit event)
         cls = type(module)
         if not issubclass(cls, _MODULE) or any("__getattribute__" in _CLASS_DICT(c) or "__getattr__" in _CLASS_DICT(c)
                                                for c in cls.__mro__ if c is not _MODULE and c is not object):
@@ -51,7 +52,7 @@ def _modules(preloaded: dict[str, int] | None = None) -> Iterator[tuple[str, dic
 
 
 def bypassed(scope: Scope, instrumented: list[str], noted: list[str],
-             preloaded: dict[str, int] | None = None, declined: dict[str, str] | None = None) -> list[tuple[str, str]]:
+             preloaded: dict[str, Any] | None = None, declined: dict[str, str] | None = None) -> list[tuple[str, str]]:
     """(module name, why) of each module in ``sys.modules`` from a ``.py`` file ``scope`` wants
     whose code the instrumenter did not compile (``instrumented``: its files; ``noted``: names
     and files already in the recording's notes; ``preloaded``: :func:`_modules`; ``declined``:
@@ -89,7 +90,7 @@ def _functions(ns: dict) -> Iterator[object]:
 
 
 def recompiled(instrumented: list[str], marker: object, noted: list[str],
-               preloaded: dict[str, int] | None = None) -> list[tuple[str, str]]:
+               preloaded: dict[str, Any] | None = None) -> list[tuple[str, str]]:
     """(module.qualname, why) of the functions (module level, and in the module's classes) of
     the instrumented modules in ``sys.modules`` whose code comes from their file but holds no
     probe (``marker``: a constant every instrumented body holds, ``emit.NO_TB``'s object): code
@@ -116,7 +117,7 @@ def recompiled(instrumented: list[str], marker: object, noted: list[str],
 
 
 def end_notes(scope: Scope, instrumented: list[str], unrecorded: list[str], marker: object,
-              left_out: list[tuple[str, str]], preloaded: dict[str, int] | None = None,
+              left_out: list[tuple[str, str]], preloaded: dict[str, Any] | None = None,
               declined: dict[str, str] | None = None) -> list[tuple[str, str]]:
     """:func:`bypassed` and :func:`recompiled`'s notes; an error in either costs at most the
     notes, never the recording."""

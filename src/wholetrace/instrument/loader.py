@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import _imp
 import _thread
+import _weakref
 import codecs
 import os
 import sys
@@ -380,7 +381,7 @@ class InstrumentingFinder:
         self.on_import = on_import or {}
         #: the finders in ``sys.meta_path`` before the recording (``_as_without``)
         self.started_with: tuple[Any, ...] = (BuiltinImporter, FrozenImporter)
-        self.preloaded: dict[str, int] = {}   # sys.modules when installed: name -> id(module)
+        self.preloaded: dict[str, Any] = {}   # sys.modules when installed: name -> weak reference
         self.declined: dict[str, str] = {}   # name -> origin of the .py modules out of scope (bypass.bypassed)
 
     def find_spec(self, fullname: str, path: Sequence[str] | None = None,
@@ -489,7 +490,12 @@ def purge_modules(packages: Sequence[str]) -> list[str]:
 
 def install(finder: InstrumentingFinder) -> None:
     finder.started_with = tuple(f for f in sys.meta_path if hasattr(f, "find_spec"))
-    finder.preloaded = {n: id(m) for n, m in sys.modules.items()}   # (ids: no reference kept; bypass.bypassed)
+    finder.preloaded = {}   # name -> weak reference: no reference kept, no id() audit event at the end (bypass)
+    for n, m in list(sys.modules.items()):
+        try:
+            finder.preloaded[n] = _weakref.ref(m)
+        except TypeError:   # (None, objects without weak references: looked at as new ones)
+            pass
     sys.meta_path.insert(0, finder)
 
 
